@@ -1,0 +1,49 @@
+import {Command, Errors} from '@oclif/core';
+import {CudaenvError, EXIT_FAILED, EXIT_USAGE, formatError} from '../core/errors.js';
+import {storePaths, type StorePaths} from '../core/store/paths.js';
+
+/**
+ * Shared behaviour of every command: `--json` (oclif prints what `run` returns),
+ * the store location, and errors rendered as one clear message with the right exit status.
+ */
+export abstract class CudaenvCommand extends Command {
+  static override enableJsonFlag = true;
+
+  private cachedPaths?: StorePaths;
+
+  protected get paths(): StorePaths {
+    this.cachedPaths ??= storePaths();
+    return this.cachedPaths;
+  }
+
+  /** A warning on stderr (kept out of --json output on stdout). */
+  protected warn2(message: string): void {
+    process.stderr.write(`cudaenv: warning: ${message}\n`);
+  }
+
+  protected override async catch(error: Error & {exitCode?: number}): Promise<unknown> {
+    if (error instanceof Errors.ExitError) throw error;
+    let exitCode = EXIT_FAILED;
+    let code = 'failed';
+    let hint: string | undefined;
+    if (error instanceof CudaenvError) {
+      exitCode = error.exitCode;
+      code = error.code;
+      hint = error.hint;
+    } else if (error instanceof Errors.CLIError || (error as {oclif?: unknown}).oclif) {
+      // oclif's own parse errors (unknown flag, missing argument) are usage errors.
+      exitCode = EXIT_USAGE;
+      code = 'usage';
+    } else if (!(error instanceof Error)) {
+      throw error;
+    }
+    if (this.jsonEnabled()) {
+      process.stdout.write(`${JSON.stringify({ok: false, error: {code, message: error.message, hint: hint ?? null}}, null, 2)}\n`);
+    } else {
+      process.stderr.write(`cudaenv: ${formatError(error)}\n`);
+      if (process.env.CUDAENV_DEBUG && error.stack) process.stderr.write(`${error.stack}\n`);
+    }
+    process.exitCode = exitCode;
+    return undefined;
+  }
+}

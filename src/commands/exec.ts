@@ -1,0 +1,38 @@
+import {Flags} from '@oclif/core';
+import {CudaenvCommand} from '../cli/base.js';
+import {UsageError} from '../core/errors.js';
+import {loadSettings} from '../core/store/settings.js';
+import {toolkitEnvironment, type LdLibraryPathPolicy} from '../core/shell/toolkit-env.js';
+import {runForeground} from '../core/system/run-child.js';
+import {notInstalledError, resolveSpec} from '../core/versions/resolve.js';
+import {requireSelection} from '../core/versions/select.js';
+import {parseSpec} from '../core/versions/spec.js';
+
+export default class Exec extends CudaenvCommand {
+  static override summary = 'Run a command with a CUDA version\'s environment.';
+  static override description = 'PATH gains the version\'s bin, CUDA_HOME and CUDA_PATH point at it, and LD_LIBRARY_PATH follows the policy. Signals pass through; the exit status is the command\'s.';
+  static override examples = ['<%= config.bin %> exec -- nvcc --version', '<%= config.bin %> exec --cuda 12.4 -- make'];
+  static override strict = false;
+  static override enableJsonFlag = false;
+  static override flags = {
+    cuda: Flags.string({description: 'version spec to use instead of the active one'}),
+    'ld-library-path': Flags.string({options: ['prepend', 'none'], description: 'whether to add the version\'s lib64 to LD_LIBRARY_PATH'}),
+  };
+
+  async run(): Promise<void> {
+    const {flags, argv} = await this.parse(Exec);
+    const [command, ...args] = argv as string[];
+    if (!command) throw new UsageError('no command given', 'Usage: cudaenv exec [--cuda SPEC] -- CMD [ARGS...]');
+    let dir: string | undefined;
+    if (flags.cuda) {
+      const r = resolveSpec(this.paths, parseSpec(flags.cuda));
+      if (!r.system && !r.label) throw notInstalledError(r, '--cuda');
+      dir = r.label ? `${this.paths.versions}/${r.label}` : undefined;
+    } else {
+      dir = requireSelection(this.paths).path;
+    }
+    const policy = (flags['ld-library-path'] ?? (await loadSettings(this.paths)).get('ldLibraryPath') ?? 'prepend') as LdLibraryPathPolicy;
+    const env = toolkitEnvironment(process.env, dir, this.paths.versions, policy);
+    process.exitCode = await runForeground(command, args, env);
+  }
+}

@@ -1,0 +1,79 @@
+import {Flags} from '@oclif/core';
+import {CudaenvCommand} from '../cli/base.js';
+import {listAliases, listVersions, readGlobal} from '../core/store/registry.js';
+import {detectToolkitVersion, scanSystemToolkits} from '../core/versions/detect.js';
+import {selectVersion, describeOrigin} from '../core/versions/select.js';
+import {realpathSync} from 'node:fs';
+
+interface LsResult {
+  versions: Array<{version: string; kind: string; path: string; target: string | null; broken: boolean; active: boolean}>;
+  active: {version: string | null; spec: string; origin: string} | null;
+  aliases: Array<{name: string; spec: string}>;
+  global: string | null;
+  system?: Array<{path: string; version: string | null; registered: boolean; command: string | null}>;
+}
+
+export default class Ls extends CudaenvCommand {
+  static override summary = 'List installed and registered CUDA versions.';
+  static override aliases = ['list'];
+  static override examples = ['<%= config.bin %> ls', '<%= config.bin %> ls --system', '<%= config.bin %> ls --json'];
+  static override flags = {system: Flags.boolean({description: 'also scan /usr/local/cuda*, /opt/cuda* and /usr/lib/cuda for unregistered toolkits'})};
+
+  async run(): Promise<LsResult> {
+    const {flags} = await this.parse(Ls);
+    const versions = listVersions(this.paths);
+    let active: LsResult['active'] = null;
+    try {
+      const sel = selectVersion(this.paths);
+      active = {version: sel.system ? 'system' : (sel.label ?? null), spec: sel.spec.text, origin: describeOrigin(sel.origin)};
+    } catch (error) {
+      this.warn2((error as Error).message);
+    }
+    const result: LsResult = {
+      versions: versions.map((v) => ({
+        version: v.label, kind: v.kind, path: v.path, target: v.target ?? null, broken: v.broken,
+        active: active?.version === v.label,
+      })),
+      active,
+      aliases: listAliases(this.paths),
+      global: readGlobal(this.paths) ?? null,
+    };
+    if (flags.system) {
+      const registered = new Set(versions.flatMap((v) => (v.target ? [v.target] : [])));
+      result.system = scanSystemToolkits().map((dir) => {
+        const real = safeRealpath(dir);
+        const isRegistered = registered.has(real);
+        const version = detectToolkitVersion(real).version ?? null;
+        return {path: dir, version, registered: isRegistered, command: isRegistered ? null : `cudaenv add ${dir}${version ? '' : ' --as X.Y.Z'}`};
+      });
+    }
+    if (!this.jsonEnabled()) this.render(result);
+    return result;
+  }
+
+  private render(r: LsResult): void {
+    if (r.versions.length === 0) this.log('No CUDA versions installed. Install one with `cudaenv install 12.4` or register one with `cudaenv add PATH`.');
+    for (const v of r.versions) {
+      const mark = v.active ? '*' : ' ';
+      const what = v.kind === 'registered' ? `-> ${v.target}${v.broken ? ' (missing!)' : ''}` : '';
+      this.log(`${mark} ${v.version.padEnd(10)} ${what}`.trimEnd());
+    }
+    if (r.active) this.log(`\nactive: ${r.active.version ?? `${r.active.spec} (not installed)`} (${r.active.origin})`);
+    for (const a of r.aliases) this.log(`alias ${a.name} -> ${a.spec}`);
+    if (r.system) {
+      this.log('\nToolkits on this machine:');
+      if (r.system.length === 0) this.log('  none found in /usr/local/cuda*, /opt/cuda*, /usr/lib/cuda');
+      for (const s of r.system) {
+        this.log(`  ${s.path} ${s.version ?? '(version unknown)'} ${s.registered ? '(registered)' : `— register with: ${s.command}`}`);
+      }
+    }
+  }
+}
+
+function safeRealpath(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    return p;
+  }
+}

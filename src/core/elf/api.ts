@@ -1,0 +1,65 @@
+/**
+ * The public contract of the loader model (`cudaenv check`), used by switching, conda hooks,
+ * `link` and `doctor`. Implementation: ./index.ts exports `checkLibraries` and `firstProblemLine`.
+ */
+export type Via = 'rpath' | 'ld_library_path' | 'runpath' | 'ld.so.cache' | 'default' | 'loaded' | 'preload';
+
+export type ProblemKind = 'not-found' | 'version-not-found' | 'undefined-symbol' | 'unversioned-undefined-symbol';
+
+export interface NeededEdge {
+  name: string;
+  /** Null when the loader would not find it. */
+  path: string | null;
+  via: Via | null;
+}
+
+export interface CheckedObject {
+  path: string;
+  soname: string | null;
+  needed: NeededEdge[];
+}
+
+export interface Problem {
+  kind: ProblemKind;
+  /** The object whose requirement fails. */
+  object: string;
+  library: string | null;
+  version: string | null;
+  symbol: string | null;
+  /** The file the loader would pick, with the rule, e.g. "LD_LIBRARY_PATH entry /usr/local/cuda/lib64". */
+  chosen: string | null;
+  /** A candidate the chosen file shadowed, and whether it would have satisfied the requirement. */
+  shadowed: string | null;
+  /** Why, in words a user can act on. */
+  explanation: string;
+  /** The fix, a command where one exists. */
+  fix: string | null;
+}
+
+export interface CheckReport {
+  /** False when something would fail to load (unversioned findings count only with `strict`). */
+  ok: boolean;
+  objects: CheckedObject[];
+  problems: Problem[];
+  /** Files passed over with the reason (linker scripts, non-ELF, wrong class). */
+  skipped: Array<{path: string; reason: string}>;
+}
+
+export interface CheckOptions {
+  /** Shared objects or directories (every ELF shared object in them). */
+  targets: string[];
+  /** LD_LIBRARY_PATH to assume; undefined means unset. */
+  ldLibraryPath?: string;
+  /** LD_PRELOAD entries. */
+  preload?: string[];
+  /** An executable put first in the global scope (a Python interpreter for extension modules). */
+  exe?: string;
+  /** Descend into subdirectories of directory targets. */
+  recursive?: boolean;
+  /** Count unversioned undefined symbols as failures. */
+  strict?: boolean;
+  /** A root prepended to /etc/ld.so.cache and the default directories (tests, CUDAENV_SYSROOT). */
+  sysroot?: string;
+  /** An explicit ld.so.cache file (a private cache built with `ldconfig -C`). */
+  cacheFile?: string;
+}

@@ -1,0 +1,10 @@
+import type {StorePaths} from './paths.js';
+import {refreshResolveIndex} from './registry.js';
+
+/**
+ * Everything derived from the set of versions is rebuilt here, after any install, uninstall,
+ * `add` or alias change: the `resolve/` index (and, with shims, the shims).
+ */
+export async function afterVersionsChanged(paths: StorePaths): Promise<void> {
+  refreshResolveIndex(paths);
+}

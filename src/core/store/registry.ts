@@ -1,0 +1,155 @@
+import {existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, renameSync, rmSync, symlinkSync} from 'node:fs';
+import {join, resolve} from 'node:path';
+import {CudaenvError, isErrno} from '../errors.js';
+import {isVersion, parseVersion, sortVersionLabels} from '../versions/version.js';
+import {atomicWriteFile} from './atomic-write.js';
+import type {StorePaths} from './paths.js';
+
+export const RECEIPT_FILE = '.cudaenv-receipt.json';
+
+export interface StoredVersion {
+  label: string;
+  /** The version directory under the store (a link for registered toolkits). */
+  path: string;
+  kind: 'installed' | 'registered';
+  /** For a registered toolkit, the directory it points to. */
+  target?: string;
+  /** A registered toolkit whose directory has gone. */
+  broken: boolean;
+}
+
+/** Every version in the store, oldest first. Entries that are not version labels (staging leftovers) are ignored. */
+export function listVersions(paths: StorePaths): StoredVersion[] {
+  let names: string[];
+  try {
+    names = readdirSync(paths.versions);
+  } catch (error) {
+    if (isErrno(error, 'ENOENT')) return [];
+    throw new CudaenvError(`cannot list ${paths.versions}: ${(error as Error).message}`, {
+      hint: 'Check the permissions of the cudaenv store (CUDAENV_DIR).',
+    });
+  }
+  const out: StoredVersion[] = [];
+  for (const label of sortVersionLabels(names.filter(isVersion))) {
+    const info = describeVersion(paths, label);
+    if (info) out.push(info);
+  }
+  return out;
+}
+
+export function describeVersion(paths: StorePaths, label: string): StoredVersion | undefined {
+  const path = join(paths.versions, label);
+  let st;
+  try {
+    st = lstatSync(path);
+  } catch {
+    return undefined;
+  }
+  if (st.isSymbolicLink()) {
+    const target = resolve(paths.versions, readlinkSync(path));
+    return {label, path, kind: 'registered', target, broken: !existsSync(target)};
+  }
+  if (!st.isDirectory()) return undefined;
+  return {label, path, kind: 'installed', broken: false};
+}
+
+export function installedLabels(paths: StorePaths): string[] {
+  return listVersions(paths).filter((v) => !v.broken).map((v) => v.label);
+}
+
+// ---- global default and aliases: plain one-line files, so shims can read them ----
+
+export function readSpecFile(path: string): string | undefined {
+  try {
+    const text = readFileSync(path, 'utf8').trim();
+    return text === '' ? undefined : text;
+  } catch (error) {
+    if (isErrno(error, 'ENOENT')) return undefined;
+    throw new CudaenvError(`cannot read ${path}: ${(error as Error).message}`, {hint: 'Check the permissions of the cudaenv store.'});
+  }
+}
+
+export function readGlobal(paths: StorePaths): string | undefined {
+  return readSpecFile(paths.globalFile);
+}
+
+export function writeGlobal(paths: StorePaths, spec: string | undefined): void {
+  if (spec === undefined) rmSync(paths.globalFile, {force: true});
+  else atomicWriteFile(paths.globalFile, `${spec}\n`);
+}
+
+export function aliasPath(paths: StorePaths, name: string): string {
+  return join(paths.aliases, name);
+}
+
+export function readAlias(paths: StorePaths, name: string): string | undefined {
+  return readSpecFile(aliasPath(paths, name));
+}
+
+export function writeAlias(paths: StorePaths, name: string, spec: string): void {
+  atomicWriteFile(aliasPath(paths, name), `${spec}\n`);
+}
+
+export function removeAlias(paths: StorePaths, name: string): boolean {
+  const path = aliasPath(paths, name);
+  if (!existsSync(path)) return false;
+  rmSync(path, {force: true});
+  return true;
+}
+
+export function listAliases(paths: StorePaths): Array<{name: string; spec: string}> {
+  let names: string[];
+  try {
+    names = readdirSync(paths.aliases);
+  } catch {
+    return [];
+  }
+  return names.filter((n) => !n.startsWith('.')).sort().flatMap((name) => {
+    const spec = readAlias(paths, name);
+    return spec ? [{name, spec}] : [];
+  });
+}
+
+export function ensureStoreDirs(paths: StorePaths): void {
+  for (const dir of [paths.root, paths.versions, paths.cache, paths.shims, paths.tmp, paths.aliases, paths.resolve]) {
+    try {
+      mkdirSync(dir, {recursive: true});
+    } catch (error) {
+      throw new CudaenvError(`cannot create ${dir}: ${(error as Error).message}`, {
+        hint: 'Set CUDAENV_DIR to a writable directory, or fix the permissions of the store.',
+      });
+    }
+  }
+}
+
+/**
+ * Rewrites `resolve/`: for every usable version, links for `MAJOR`, `MAJOR.MINOR`, the full
+ * label and `latest` point at the highest match. Each link is replaced by a rename, so a
+ * shim running meanwhile sees the old target or the new one.
+ */
+export function refreshResolveIndex(paths: StorePaths): void {
+  mkdirSync(paths.resolve, {recursive: true});
+  const wanted = new Map<string, string>();
+  for (const label of installedLabels(paths)) { // oldest first: later ones win
+    const v = parseVersion(label)!;
+    for (const key of [`${v.major}`, `${v.major}.${v.minor}`, label, 'latest']) wanted.set(key, label);
+  }
+  for (const [key, label] of wanted) {
+    const link = join(paths.resolve, key);
+    const target = join('..', 'versions', label);
+    let current: string | undefined;
+    try {
+      current = readlinkSync(link);
+    } catch {
+      current = undefined;
+    }
+    if (current === target) continue;
+    const tmp = join(paths.resolve, `.${key}.${process.pid}.tmp`);
+    rmSync(tmp, {force: true});
+    symlinkSync(target, tmp);
+    renameSync(tmp, link);
+  }
+  for (const name of readdirSync(paths.resolve)) {
+    if (!wanted.has(name)) rmSync(join(paths.resolve, name), {force: true});
+  }
+}

@@ -1,0 +1,92 @@
+import {CudaenvError} from '../errors.js';
+import type {StorePaths} from './paths.js';
+
+/** Settings a user may change with `cudaenv config` or by editing `config.json` in the store. */
+export interface Settings {
+  /** Base URL or directory of NVIDIA's CUDA redist tree. */
+  mirror?: string;
+  /** Base URL or directory of NVIDIA's cuDNN redist tree. */
+  cudnnMirror?: string;
+  /** Whether switching adds the toolkit's lib64 to LD_LIBRARY_PATH. */
+  ldLibraryPath?: 'prepend' | 'none';
+}
+
+export type SettingKey = keyof Settings;
+export const SETTING_KEYS: readonly SettingKey[] = ['mirror', 'cudnnMirror', 'ldLibraryPath'];
+
+const VALIDATORS: Record<SettingKey, (value: unknown) => boolean> = {
+  mirror: (v) => typeof v === 'string' && v.length > 0,
+  cudnnMirror: (v) => typeof v === 'string' && v.length > 0,
+  ldLibraryPath: (v) => v === 'prepend' || v === 'none',
+};
+
+/**
+ * The settings file, through `conf` (loaded lazily: it costs start-up time that the
+ * hot commands do not pay). A corrupted file is named in the error, never a stack trace.
+ */
+export async function loadSettings(paths: StorePaths): Promise<SettingsStore> {
+  const {default: Conf} = await import('conf');
+  let conf;
+  try {
+    conf = new Conf<Settings>({cwd: paths.root, configName: 'config', clearInvalidConfig: false});
+    void conf.store; // parse now, so corruption surfaces here
+  } catch (error) {
+    throw corrupted(paths.configFile, error);
+  }
+  return new SettingsStore(conf, paths.configFile);
+}
+
+function corrupted(file: string, error: unknown): CudaenvError {
+  const reason = error instanceof Error ? error.message : String(error);
+  return new CudaenvError(`the settings file ${file} is not valid JSON (${reason})`, {
+    hint: `Fix it by hand, or move it away (mv ${file} ${file}.bad) to start from defaults.`,
+    code: 'settings-corrupt',
+  });
+}
+
+interface ConfLike<T> {
+  get<K extends keyof T>(key: K): T[K] | undefined;
+  set<K extends keyof T>(key: K, value: T[K]): void;
+  delete<K extends keyof T>(key: K): void;
+  store: T;
+}
+
+export class SettingsStore {
+  constructor(private readonly conf: ConfLike<Settings>, readonly file: string) {}
+
+  get<K extends SettingKey>(key: K): Settings[K] | undefined {
+    let value: unknown;
+    try {
+      value = this.conf.get(key);
+    } catch (error) {
+      throw corrupted(this.file, error);
+    }
+    if (value === undefined) return undefined;
+    if (!VALIDATORS[key](value)) {
+      throw new CudaenvError(`the setting ${key} in ${this.file} has an invalid value ${JSON.stringify(value)}`, {
+        hint: `Run \`cudaenv config ${key} VALUE\` or edit the file.`,
+        code: 'settings-invalid',
+      });
+    }
+    return value as Settings[K];
+  }
+
+  set<K extends SettingKey>(key: K, value: Settings[K]): void {
+    if (!VALIDATORS[key](value)) {
+      throw new CudaenvError(`invalid value ${JSON.stringify(value)} for the setting ${key}`, {exitCode: 2, code: 'usage'});
+    }
+    this.conf.set(key, value);
+  }
+
+  delete(key: SettingKey): void {
+    this.conf.delete(key);
+  }
+
+  all(): Settings {
+    try {
+      return {...this.conf.store};
+    } catch (error) {
+      throw corrupted(this.file, error);
+    }
+  }
+}

@@ -1,0 +1,43 @@
+import type {StorePaths} from '../store/paths.js';
+import {describeOrigin, selectVersion, type Origin, type Selection} from './select.js';
+
+/** What `cudaenv current` reports, shared by the oclif command and the start-up fast path. */
+export interface CurrentReport {
+  version: string | null;
+  spec: string;
+  origin: Origin;
+  originText: string;
+  path: string | null;
+  installed: boolean;
+  system: boolean;
+  aliases: string[];
+  warnings: string[];
+}
+
+export function currentReport(paths: StorePaths, options: {cwd?: string; env?: NodeJS.ProcessEnv} = {}): CurrentReport {
+  const sel: Selection = selectVersion(paths, options);
+  return {
+    version: sel.system ? 'system' : (sel.label ?? null),
+    spec: sel.spec.text,
+    origin: sel.origin,
+    originText: describeOrigin(sel.origin),
+    path: sel.path ?? null,
+    installed: sel.system || sel.label !== undefined,
+    system: sel.system,
+    aliases: sel.aliases,
+    warnings: sel.warnings,
+  };
+}
+
+export function formatCurrent(r: CurrentReport): string {
+  if (!r.installed) return `${r.spec} (${r.originText}) is not installed`;
+  const via = r.aliases.length > 0 ? `, alias ${r.aliases.join(' -> ')}` : '';
+  return `${r.version} (${r.originText}${via})`;
+}
+
+export function currentHint(r: CurrentReport): string | undefined {
+  if (r.installed) return undefined;
+  return r.spec === r.aliases[0]
+    ? `Create the alias (cudaenv alias ${r.spec} 12.4) or install what it names.`
+    : `Install it with \`cudaenv install ${r.spec}\`, or choose another version with \`cudaenv use\`.`;
+}

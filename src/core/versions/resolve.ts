@@ -1,0 +1,56 @@
+import {CudaenvError} from '../errors.js';
+import type {StorePaths} from '../store/paths.js';
+import {installedLabels, readAlias} from '../store/registry.js';
+import {highestMatch, parseSpec, type Spec} from './spec.js';
+
+export interface Resolved {
+  spec: Spec;
+  /** The installed version label the spec selects; undefined for `system` or when nothing matches. */
+  label?: string;
+  /** Aliases followed on the way, in order. */
+  aliases: string[];
+  system: boolean;
+}
+
+const MAX_ALIAS_DEPTH = 8;
+
+/** Resolves a spec against what the store holds: the highest installed version that matches. */
+export function resolveSpec(paths: StorePaths, spec: Spec, labels: string[] = installedLabels(paths)): Resolved {
+  const aliases: string[] = [];
+  let current = spec;
+  while (current.kind === 'alias') {
+    if (aliases.includes(current.name) || aliases.length >= MAX_ALIAS_DEPTH) {
+      throw new CudaenvError(`alias ${aliases[0]} loops (${[...aliases, current.name].join(' -> ')})`, {
+        hint: `Point one of them at a version: cudaenv alias ${current.name} 12.4`,
+      });
+    }
+    aliases.push(current.name);
+    const target = readAlias(paths, current.name);
+    if (target === undefined) {
+      return {spec, aliases, system: false};
+    }
+    current = parseSpec(target, `alias ${current.name} holds`);
+  }
+  if (current.kind === 'system') return {spec, aliases, system: true};
+  return {spec, label: highestMatch(current, labels), aliases, system: false};
+}
+
+/** The spec with aliases followed, for messages ("stable -> 12.4"). */
+export function describeResolution(r: Resolved): string {
+  return r.aliases.length > 0 ? `${r.aliases.join(' -> ')} -> ${r.label ?? '?'}` : (r.label ?? r.spec.text);
+}
+
+/** What to tell a user whose spec matches nothing installed. */
+export function notInstalledError(r: Resolved, origin?: string): CudaenvError {
+  const from = origin ? ` (${origin})` : '';
+  if (r.spec.kind === 'alias' && r.label === undefined && r.aliases.length === 1 && !r.system) {
+    return new CudaenvError(`no alias or version named ${r.spec.text}${from}`, {
+      hint: `List versions with \`cudaenv ls\`, or create the alias: cudaenv alias ${r.spec.text} 12.4`,
+      code: 'not-installed',
+    });
+  }
+  return new CudaenvError(`CUDA ${r.spec.text} is not installed${from}`, {
+    hint: `Install it with \`cudaenv install ${r.spec.kind === 'alias' ? 'VERSION' : r.spec.text}\`, or register an existing toolkit with \`cudaenv add PATH\`.`,
+    code: 'not-installed',
+  });
+}

@@ -1,0 +1,79 @@
+import {join} from 'node:path';
+import {CudaenvError} from '../errors.js';
+import type {StorePaths} from '../store/paths.js';
+import {readGlobal} from '../store/registry.js';
+import {resolveSpec, type Resolved} from './resolve.js';
+import {parseSpec} from './spec.js';
+import {findVersionFile, readVersionFile} from './version-file.js';
+
+export type Origin =
+  | {kind: 'env'; variable: 'CUDAENV_VERSION'}
+  | {kind: 'file'; path: string}
+  | {kind: 'global'; path: string}
+  | {kind: 'default'};
+
+export interface Selection extends Resolved {
+  origin: Origin;
+  /** The version directory, when installed. */
+  path?: string;
+  /** `key=value` settings of the `.cuda-version` that chose it. */
+  settings: Record<string, string>;
+  warnings: string[];
+}
+
+export interface SelectOptions {
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+/**
+ * Which toolkit is active, in precedence order: CUDAENV_VERSION, the nearest `.cuda-version`,
+ * the global default, then `system`. Reads a few small files; starts no process.
+ */
+export function selectVersion(paths: StorePaths, options: SelectOptions = {}): Selection {
+  const env = options.env ?? process.env;
+  const cwd = options.cwd ?? process.cwd();
+  const fromEnv = env.CUDAENV_VERSION;
+  if (fromEnv !== undefined && fromEnv !== '') {
+    const spec = parseSpec(fromEnv, 'CUDAENV_VERSION holds');
+    return finish(paths, resolveSpec(paths, spec), {kind: 'env', variable: 'CUDAENV_VERSION'});
+  }
+  const file = findVersionFile(cwd);
+  if (file) {
+    const parsed = readVersionFile(file);
+    return finish(paths, resolveSpec(paths, parsed.spec), {kind: 'file', path: file}, parsed.settings, parsed.warnings);
+  }
+  const global = readGlobal(paths);
+  if (global !== undefined) {
+    const spec = parseSpec(global, `the global default in ${paths.globalFile} holds`);
+    return finish(paths, resolveSpec(paths, spec), {kind: 'global', path: paths.globalFile});
+  }
+  return finish(paths, resolveSpec(paths, parseSpec('system')), {kind: 'default'});
+}
+
+function finish(paths: StorePaths, r: Resolved, origin: Origin, settings: Record<string, string> = {}, warnings: string[] = []): Selection {
+  return {...r, origin, settings, warnings, path: r.label ? join(paths.versions, r.label) : undefined};
+}
+
+export function describeOrigin(origin: Origin): string {
+  switch (origin.kind) {
+    case 'env': return 'set by CUDAENV_VERSION';
+    case 'file': return `set by ${origin.path}`;
+    case 'global': return `set by the global default ${origin.path}`;
+    case 'default': return 'no version selected';
+  }
+}
+
+/** The selection, or an error when it names something not installed. `system` is allowed. */
+export function requireSelection(paths: StorePaths, options: SelectOptions = {}): Selection {
+  const sel = selectVersion(paths, options);
+  if (!sel.system && !sel.label) {
+    throw new CudaenvError(`CUDA ${sel.spec.text} (${describeOrigin(sel.origin)}) is not installed`, {
+      hint: sel.spec.kind === 'alias'
+        ? `Create the alias (cudaenv alias ${sel.spec.text} 12.4) or install what it names.`
+        : `Install it with \`cudaenv install ${sel.spec.text}\`, or choose another with \`cudaenv use\`.`,
+      code: 'not-installed',
+    });
+  }
+  return sel;
+}

@@ -1,0 +1,71 @@
+import {UsageError} from '../errors.js';
+import {compareVersions, parseVersion, type Version} from './version.js';
+
+/**
+ * What a user may write to choose a toolkit: `12`, `12.4`, `12.4.1`, `latest`, `system`
+ * or an alias name. Parsing is strict because specs also come from untrusted files.
+ */
+export type Spec =
+  | {kind: 'version'; text: string; major: number; minor?: number; patch?: number}
+  | {kind: 'latest'; text: 'latest'}
+  | {kind: 'system'; text: 'system'}
+  | {kind: 'alias'; text: string; name: string};
+
+const PARTIAL_RE = /^(0|[1-9]\d{0,3})(?:\.(0|[1-9]\d{0,3})(?:\.(0|[1-9]\d{0,5}))?)?$/;
+export const ALIAS_RE = /^[A-Za-z][A-Za-z0-9_.-]{0,62}$/;
+const RESERVED = new Set(['latest', 'system', 'default']);
+
+export function tryParseSpec(text: string): Spec | undefined {
+  if (text === 'latest') return {kind: 'latest', text};
+  if (text === 'system') return {kind: 'system', text};
+  const m = PARTIAL_RE.exec(text);
+  if (m) {
+    return {
+      kind: 'version', text, major: Number(m[1]),
+      minor: m[2] === undefined ? undefined : Number(m[2]),
+      patch: m[3] === undefined ? undefined : Number(m[3]),
+    };
+  }
+  if (ALIAS_RE.test(text) && !RESERVED.has(text)) return {kind: 'alias', text, name: text};
+  return undefined;
+}
+
+export function parseSpec(text: string, source = 'the spec'): Spec {
+  const spec = tryParseSpec(text);
+  if (!spec) {
+    throw new UsageError(
+      `${source} ${JSON.stringify(text)} is not a CUDA version spec`,
+      'Use a version such as 12, 12.4 or 12.4.1, or latest, system, or an alias name.',
+    );
+  }
+  return spec;
+}
+
+export function validateAliasName(name: string): void {
+  if (!ALIAS_RE.test(name) || RESERVED.has(name) || PARTIAL_RE.test(name)) {
+    throw new UsageError(
+      `alias name ${JSON.stringify(name)} is not allowed`,
+      'An alias name starts with a letter, uses letters, digits, ".", "_" or "-", and is not latest, system or default.',
+    );
+  }
+}
+
+/** Whether a version satisfies a numeric spec (`12` matches 12.x.y, `12.4` matches 12.4.y). */
+export function matchesVersionSpec(spec: Extract<Spec, {kind: 'version'}>, v: Version): boolean {
+  return v.major === spec.major &&
+    (spec.minor === undefined || v.minor === spec.minor) &&
+    (spec.patch === undefined || v.patch === spec.patch);
+}
+
+/** The highest label among `labels` that matches a numeric or `latest` spec. */
+export function highestMatch(spec: Spec, labels: Iterable<string>): string | undefined {
+  let best: {label: string; v: Version} | undefined;
+  for (const label of labels) {
+    const v = parseVersion(label);
+    if (!v) continue;
+    if (spec.kind === 'version' && !matchesVersionSpec(spec, v)) continue;
+    if (spec.kind !== 'version' && spec.kind !== 'latest') continue;
+    if (!best || compareVersions(v, best.v) > 0) best = {label, v};
+  }
+  return best?.label;
+}

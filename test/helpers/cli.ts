@@ -1,0 +1,36 @@
+import {spawnSync} from 'node:child_process';
+import {existsSync} from 'node:fs';
+import {dirname, join} from 'node:path';
+import {fileURLToPath} from 'node:url';
+
+export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const CLI = join(REPO_ROOT, 'bin', 'run.js');
+
+export interface CliResult {
+  status: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the built CLI (`npm run build` first) as a user would, with a controlled environment. */
+export function runCli(args: string[], options: {env?: NodeJS.ProcessEnv; cwd?: string; input?: string} = {}): CliResult {
+  if (!existsSync(join(REPO_ROOT, 'dist', 'fast-path.js'))) throw new Error('dist/ is missing: run `npm run build` before the tests');
+  const r = spawnSync(process.execPath, [CLI, ...args], {
+    cwd: options.cwd ?? REPO_ROOT,
+    env: options.env ?? process.env,
+    input: options.input,
+    encoding: 'utf8',
+    timeout: 120000,
+  });
+  return {status: r.status ?? (r.signal ? 128 : 1), stdout: r.stdout, stderr: r.stderr};
+}
+
+/** An environment for the CLI with its own store and nothing cudaenv-related inherited. */
+export function cliEnv(storeDir: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {...process.env, CUDAENV_DIR: storeDir};
+  for (const key of Object.keys(env)) if (key.startsWith('CUDAENV_') && key !== 'CUDAENV_DIR') delete env[key];
+  delete env.CUDA_HOME;
+  delete env.CUDA_PATH;
+  delete env.NODE_OPTIONS; // jest's --experimental-vm-modules would print a warning in every run
+  return {...env, ...extra};
+}
