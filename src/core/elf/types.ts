@@ -1,0 +1,69 @@
+/**
+ * What the ELF reader returns (./reader), consumed by the resolver and checker.
+ * Field names follow the ELF specification; see ../shared/docs/elf-loader-spec.md §3-4.
+ */
+export interface ElfHeaderInfo {
+  path: string;
+  elfClass: 32 | 64;
+  littleEndian: boolean;
+  /** e_machine (EM_X86_64 = 62, EM_AARCH64 = 183, ...). */
+  machine: number;
+  /** e_type (ET_EXEC = 2, ET_DYN = 3). */
+  type: number;
+  /** EI_OSABI. */
+  osabi: number;
+}
+
+export interface ElfVersionDefinition {
+  /** vd_ndx: the index `.gnu.version` entries use. Index 1 (VER_FLG_BASE) names the object itself. */
+  index: number;
+  name: string;
+  flags: number;
+  hash: number;
+  /** Names of the parent versions (vda entries after the first). */
+  parents: string[];
+}
+
+export interface ElfVersionNeed {
+  /** The library (vn_file, a DT_NEEDED name) that must define these versions. */
+  file: string;
+  versions: Array<{name: string; hash: number; flags: number; weak: boolean; /** vna_other */ index: number}>;
+}
+
+export interface ElfSymbol {
+  name: string;
+  /** st_shndx != SHN_UNDEF. */
+  defined: boolean;
+  /** STB_LOCAL 0, STB_GLOBAL 1, STB_WEAK 2, STB_GNU_UNIQUE 10. */
+  binding: number;
+  /** STT_NOTYPE 0, STT_OBJECT 1, STT_FUNC 2, STT_TLS 6, STT_GNU_IFUNC 10, ... */
+  type: number;
+  /** STV_DEFAULT 0, STV_HIDDEN 2, ... (st_other & 3). */
+  visibility: number;
+  /** The version name from `.gnu.version` (null: no versioning, or index 0/1). */
+  version: string | null;
+  /** For an undefined symbol with a version: the library (vn_file) that version is required from. */
+  versionFile: string | null;
+  /** The `.gnu.version` hidden bit (0x8000): a non-default version (`sym@VER`, not `sym@@VER`). */
+  hidden: boolean;
+  /** The raw `.gnu.version` index (without the hidden bit); 0 when there is no table. */
+  versionIndex: number;
+}
+
+export interface ElfInfo extends ElfHeaderInfo {
+  /** PT_INTERP, for executables. */
+  interp: string | null;
+  soname: string | null;
+  needed: string[];
+  /** Raw DT_RPATH / DT_RUNPATH strings (colon lists, tokens such as $ORIGIN unexpanded). */
+  rpath: string | null;
+  runpath: string | null;
+  /** DT_FLAGS_1 (DF_1_NODEFLIB = 0x800), 0 when absent. */
+  flags1: number;
+  versionDefinitions: ElfVersionDefinition[];
+  versionNeeds: ElfVersionNeed[];
+  /** Dynamic symbols without the null symbol 0; empty unless asked for. */
+  symbols: ElfSymbol[];
+  /** The number of dynamic symbols as DT_HASH / DT_GNU_HASH say. */
+  symbolCount: number;
+}
