@@ -26,8 +26,9 @@ export class UsageError extends CudaenvError {
   }
 }
 
+// Not `instanceof Error`: errors from Node's core belong to another realm under Jest's VM modules.
 export function isErrno(error: unknown, code?: string): error is NodeJS.ErrnoException {
-  return error instanceof Error && typeof (error as NodeJS.ErrnoException).code === 'string' &&
+  return typeof error === 'object' && error !== null && typeof (error as NodeJS.ErrnoException).code === 'string' &&
     (code === undefined || (error as NodeJS.ErrnoException).code === code);
 }
 

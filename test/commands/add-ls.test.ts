@@ -1,0 +1,112 @@
+import {afterEach, beforeEach, describe, expect, test} from '@jest/globals';
+import {existsSync, mkdirSync, readlinkSync, rmSync, writeFileSync} from 'node:fs';
+import {join} from 'node:path';
+import {cliEnv, runCli} from '../helpers/cli.js';
+import {makeTempDir} from '../helpers/tmp.js';
+import {makeFakeToolkit} from '../helpers/toolkit.js';
+
+let dir: string;
+let cleanup: () => void;
+let store: string;
+let env: NodeJS.ProcessEnv;
+beforeEach(() => {
+  ({dir, cleanup} = makeTempDir());
+  store = join(dir, 'store');
+  env = cliEnv(store);
+});
+afterEach(() => cleanup());
+
+describe('cudaenv add', () => {
+  test.each([
+    ['version.json', {version: '12.4.1'}, '12.4.1'],
+    ['nvcc --version', {nvccVersion: '12.2.140'}, '12.2.140'],
+    ['libcudart file name', {nvccVersion: null, cudartVersion: '11.8.89'}, '11.8.89'],
+  ])('detects the version from %s and says so', (source, options, label) => {
+    const tk = makeFakeToolkit(join(dir, 'cuda'), options);
+    const r = runCli(['add', tk], {env});
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain(`Registered CUDA ${label} from ${tk} (version from ${source}).`);
+    expect(readlinkSync(join(store, 'versions', label))).toBe(tk);
+    const ls = JSON.parse(runCli(['ls', '--json'], {env}).stdout);
+    expect(ls.versions).toEqual([{version: label, kind: 'registered', path: join(store, 'versions', label), target: tk, broken: false, active: false}]);
+  });
+
+  test('version.txt of old toolkits', () => {
+    const tk = makeFakeToolkit(join(dir, 'cuda-11.0'), {nvccVersion: null, cudartVersion: '11.0'});
+    writeFileSync(join(tk, 'version.txt'), 'CUDA Version 11.0.228\n');
+    const r = runCli(['add', tk, '--json'], {env});
+    expect(JSON.parse(r.stdout)).toMatchObject({label: '11.0.228', source: 'version.txt'});
+  });
+
+  test('refuses a directory that is not a toolkit, with the reason', () => {
+    mkdirSync(join(dir, 'empty'));
+    const r = runCli(['add', join(dir, 'empty')], {env});
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain(`${join(dir, 'empty')} is not a CUDA toolkit: it has no bin/nvcc`);
+    expect(existsSync(join(store, 'versions'))).toBe(false);
+  });
+
+  test('asks for --as when the version cannot be told, and --as works', () => {
+    const tk = makeFakeToolkit(join(dir, 'pip'), {nvccVersion: null, cudartVersion: null});
+    writeFileSync(join(tk, 'lib64', 'libcudart.so.12'), '');
+    let r = runCli(['add', tk], {env});
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain(`cannot tell which CUDA version ${tk} holds`);
+    expect(r.stderr).toContain(`cudaenv add ${tk} --as 12.4.1`);
+    r = runCli(['add', tk, '--as', '12.4.1'], {env});
+    expect(r.status).toBe(0);
+    r = runCli(['add', tk, '--as', '12.4'], {env});
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('--as "12.4" is not a version label');
+  });
+
+  test('a second toolkit with the same label is refused; the same one again is a no-op', () => {
+    const a = makeFakeToolkit(join(dir, 'a'), {version: '12.4.1'});
+    const b = makeFakeToolkit(join(dir, 'b'), {version: '12.4.1'});
+    expect(runCli(['add', a], {env}).status).toBe(0);
+    expect(runCli(['add', a], {env}).status).toBe(0);
+    const r = runCli(['add', b], {env});
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain(`CUDA 12.4.1 is already in the store (registered from ${a})`);
+    expect(readlinkSync(join(store, 'versions', '12.4.1'))).toBe(a);
+  });
+
+  const real = '/usr/local/cuda-13.0';
+  (existsSync(join(real, 'bin', 'nvcc')) ? test : test.skip)('registers the machine\'s real toolkit (/usr/local/cuda-13.0)', () => {
+    const r = runCli(['add', real, '--json'], {env});
+    expect(r.status).toBe(0);
+    const out = JSON.parse(r.stdout);
+    expect(out.source).toBe('nvcc --version');
+    expect(out.label).toMatch(/^13\.0\.\d+$/);
+    const which = runCli(['which', 'nvcc', '--cuda', '13'], {env});
+    expect(which.stdout.trim()).toBe(join(store, 'versions', out.label, 'bin', 'nvcc'));
+  });
+  if (!existsSync(join(real, 'bin', 'nvcc'))) console.log(`skipped: no real CUDA toolkit at ${real}`);
+});
+
+describe('cudaenv ls', () => {
+  test('marks the active version and says where the choice came from', () => {
+    for (const v of ['11.8.0', '12.4.1']) runCli(['add', makeFakeToolkit(join(dir, v), {version: v})], {env});
+    writeFileSync(join(dir, '.cuda-version'), '11\n');
+    const r = runCli(['ls'], {env, cwd: dir});
+    expect(r.stdout).toMatch(/^\* 11\.8\.0 /m);
+    expect(r.stdout).toMatch(/^ {2}12\.4\.1 /m);
+    expect(r.stdout).toContain(`active: 11.8.0 (set by ${join(dir, '.cuda-version')})`);
+  });
+
+  test('a registered toolkit that has gone is shown as missing', () => {
+    const tk = makeFakeToolkit(join(dir, 'tk'), {version: '12.4.1'});
+    runCli(['add', tk], {env});
+    rmSync(tk, {recursive: true});
+    expect(runCli(['ls'], {env}).stdout).toContain(`12.4.1     -> ${tk} (missing!)`);
+  });
+
+  test('--system lists toolkits with the command that registers them', () => {
+    const r = runCli(['ls', '--system', '--json'], {env});
+    expect(r.status).toBe(0);
+    const out = JSON.parse(r.stdout);
+    expect(Array.isArray(out.system)).toBe(true);
+    for (const s of out.system) expect(s.command === null || s.command.startsWith(`cudaenv add ${s.path}`)).toBe(true);
+  });
+});

@@ -1,0 +1,59 @@
+import {afterEach, beforeEach, describe, expect, test} from '@jest/globals';
+import {spawn} from 'node:child_process';
+import {join} from 'node:path';
+import {CLI, cliEnv, runCli} from '../helpers/cli.js';
+import {makeTempDir} from '../helpers/tmp.js';
+import {makeFakeToolkit} from '../helpers/toolkit.js';
+
+let dir: string;
+let cleanup: () => void;
+let store: string;
+let env: NodeJS.ProcessEnv;
+beforeEach(() => {
+  ({dir, cleanup} = makeTempDir());
+  store = join(dir, 'store');
+  env = cliEnv(store, {PATH: `/usr/bin:/bin`, LD_LIBRARY_PATH: '/opt/mine'});
+  for (const v of ['11.8.0', '12.4.1']) runCli(['add', makeFakeToolkit(join(dir, `cuda-${v}`), {version: v})], {env});
+});
+afterEach(() => cleanup());
+
+describe('cudaenv exec', () => {
+  test('runs the command with the version\'s environment', () => {
+    const r = runCli(['exec', '--cuda', '12.4', '--', 'sh', '-c', 'printf "%s\\n" "$PATH" "$CUDA_HOME" "$CUDA_PATH" "$LD_LIBRARY_PATH"; nvcc --version | tail -2'], {env});
+    const v = join(store, 'versions', '12.4.1');
+    expect(r.stdout.split('\n').slice(0, 5)).toEqual([`${v}/bin:/usr/bin:/bin`, v, v, `${v}/lib64:/opt/mine`, 'Cuda compilation tools, release 12.4, V12.4.131']);
+  });
+
+  test('a version active in the calling shell does not leak into the command', () => {
+    const old = join(store, 'versions', '11.8.0');
+    const r = runCli(['exec', '--cuda', '12.4', '--ld-library-path', 'none', '--', 'sh', '-c', 'printf "%s\\n" "$PATH" "$LD_LIBRARY_PATH"'],
+      {env: {...env, PATH: `${old}/bin:/usr/bin:/bin`, LD_LIBRARY_PATH: `${old}/lib64:/opt/mine`}});
+    expect(r.stdout).toBe(`${join(store, 'versions', '12.4.1')}/bin:/usr/bin:/bin\n/opt/mine\n`);
+  });
+
+  test('passes the exit status through, and 127 for a missing command', () => {
+    expect(runCli(['exec', '--cuda', '11', '--', 'sh', '-c', 'exit 42'], {env}).status).toBe(42);
+    const r = runCli(['exec', '--cuda', '11', '--', 'no-such-program-xyz'], {env});
+    expect(r.status).toBe(127);
+    expect(r.stderr).toContain('cannot run no-such-program-xyz: command not found');
+  });
+
+  test('forwards signals to the command and reports them as 128+N', async () => {
+    const child = spawn(process.execPath, [CLI, 'exec', '--cuda', '11', '--', 'sh', '-c', 'trap "echo got-term; exit 3" TERM; echo ready; while :; do sleep 0.05; done'], {env});
+    let out = '';
+    await new Promise<void>((resolve) => child.stdout.on('data', (d) => {
+      out += d;
+      if (out.includes('ready')) resolve();
+    }));
+    child.kill('SIGTERM');
+    const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+    expect(out).toContain('got-term');
+    expect(code).toBe(3);
+  });
+
+  test('a version that is not installed is refused before running anything', () => {
+    const r = runCli(['exec', '--cuda', '12.9', '--', 'true'], {env});
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('CUDA 12.9 is not installed (--cuda)');
+  });
+});
