@@ -7,7 +7,9 @@ import {makeTempDir} from '../../helpers/tmp.js';
 
 let dir: string;
 let cleanup: () => void;
-beforeEach(() => ({dir, cleanup} = makeTempDir()));
+beforeEach(() => {
+  ({dir, cleanup} = makeTempDir());
+});
 afterEach(() => cleanup());
 
 describe('.cuda-version', () => {
