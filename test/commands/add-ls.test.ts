@@ -110,3 +110,14 @@ describe('cudaenv ls', () => {
     for (const s of out.system) expect(s.command === null || s.command.startsWith(`cudaenv add ${s.path}`)).toBe(true);
   });
 });
+
+describe('cudaenv add, pip-assembled toolkits', () => {
+  test('falls back to the nvidia_cuda_runtime wheel metadata in dist-info/', () => {
+    const tk = makeFakeToolkit(join(dir, 'pipkit'), {nvccVersion: null, cudartVersion: null});
+    writeFileSync(join(tk, 'lib64', 'libcudart.so.12'), '');
+    mkdirSync(join(tk, 'dist-info', 'nvidia_cuda_runtime_cu12-12.4.127.dist-info'), {recursive: true});
+    mkdirSync(join(tk, 'dist-info', 'nvidia_cuda_nvcc_cu12-12.4.131.dist-info'), {recursive: true});
+    const r = runCli(['add', tk, '--json'], {env});
+    expect(JSON.parse(r.stdout)).toMatchObject({label: '12.4.127', source: 'dist-info'});
+  });
+});

@@ -4,7 +4,7 @@ import {join} from 'node:path';
 import {isVersion} from './version.js';
 
 /** How a toolkit's version was found, in the order `cudaenv add` tries them. */
-export type DetectionSource = 'version.json' | 'version.txt' | 'nvcc --version' | 'libcudart file name';
+export type DetectionSource = 'version.json' | 'version.txt' | 'nvcc --version' | 'libcudart file name' | 'dist-info';
 
 export interface Detection {
   version?: string;
@@ -65,7 +65,24 @@ export function detectToolkitVersion(dir: string, runNvcc = true): Detection {
     const m = lib ? /^libcudart\.so\.(\d+\.\d+\.\d+)$/.exec(lib) : null;
     if (m && isVersion(m[1]!)) return {version: m[1], source: 'libcudart file name', evidence};
   }
+  // A toolkit assembled from pip wheels keeps their metadata: dist-info/nvidia_cuda_runtime[_cuXX]-X.Y.Z.dist-info.
+  const fromWheel = distInfoVersion(join(dir, 'dist-info'));
+  if (fromWheel) return {version: fromWheel, source: 'dist-info', evidence: [...evidence, 'dist-info/']};
   return {evidence};
+}
+
+function distInfoVersion(dir: string): string | undefined {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return undefined;
+  }
+  for (const name of names) {
+    const m = /^nvidia_cuda_runtime(?:_cu\d+)?-(\d+\.\d+\.\d+)\.dist-info$/.exec(name);
+    if (m && isVersion(m[1]!)) return m[1];
+  }
+  return undefined;
 }
 
 /** NVIDIA's version.json: {"cuda": {"name": "CUDA SDK", "version": "12.4.1"}, ...}. */
