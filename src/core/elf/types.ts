@@ -48,6 +48,12 @@ export interface ElfSymbol {
   hidden: boolean;
   /** The raw `.gnu.version` index (without the hidden bit); 0 when there is no table. */
   versionIndex: number;
+  /** st_shndx (SHN_UNDEF 0, SHN_ABS 0xfff1): check_match rejects st_value 0 unless SHN_ABS or TLS. */
+  shndx: number;
+  /** st_value (values above 2^53 are clamped to Number.MAX_SAFE_INTEGER; only zero vs nonzero matters). */
+  value: number;
+  /** Whether ld.so can find this symbol through the hash table (GNU hash skips indexes below symoffset). */
+  hashed: boolean;
 }
 
 export interface ElfInfo extends ElfHeaderInfo {
@@ -66,4 +72,17 @@ export interface ElfInfo extends ElfHeaderInfo {
   symbols: ElfSymbol[];
   /** The number of dynamic symbols as DT_HASH / DT_GNU_HASH say. */
   symbolCount: number;
+  /** The table ld.so looks definitions up in (DT_GNU_HASH wins); 'none': the loader finds no symbol here. */
+  hashTable: 'gnu' | 'sysv' | 'none';
+  /** DT_VERSYM present (check_match treats objects without it differently). */
+  hasVersym: boolean;
+  /** DT_FLAGS (DF_SYMBOLIC 0x2, DF_BIND_NOW 0x8), 0 when absent. */
+  dtFlags: number;
+  /** DT_SYMBOLIC or DF_SYMBOLIC: the object searches itself first. */
+  symbolic: boolean;
+  /** DT_BIND_NOW, DF_BIND_NOW or DF_1_NOW: PLT references are bound at start-up. */
+  bindNow: boolean;
+  /** DT_FILTER / DT_AUXILIARY names, in array order. */
+  filters: string[];
+  auxiliary: string[];
 }

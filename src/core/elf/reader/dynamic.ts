@@ -1,0 +1,51 @@
+import {ElfError} from './errors.js';
+import {Fields} from './fields.js';
+import type {ElfFile} from './file.js';
+import type {ParsedHeader, ProgramHeader} from './header.js';
+
+export const DT = {
+  NULL: 0, NEEDED: 1, HASH: 4, STRTAB: 5, SYMTAB: 6, STRSZ: 10, SYMENT: 11, SONAME: 14, RPATH: 15,
+  SYMBOLIC: 16, BIND_NOW: 24, RUNPATH: 29, FLAGS: 30,
+  GNU_HASH: 0x6ffffef5, VERSYM: 0x6ffffff0, FLAGS_1: 0x6ffffffb,
+  VERDEF: 0x6ffffffc, VERDEFNUM: 0x6ffffffd, VERNEED: 0x6ffffffe, VERNEEDNUM: 0x6fffffff,
+  AUXILIARY: 0x7ffffffd, FILTER: 0x7fffffff,
+} as const;
+
+/** The decoded dynamic array. Single-valued tags keep the last occurrence, as ld.so does. */
+export interface DynamicInfo {
+  /** strtab offsets, in array order */
+  needed: number[];
+  filters: number[];
+  auxiliary: number[];
+  values: Map<number, number>;
+}
+
+/** No real dynamic array has more entries; a bigger PT_DYNAMIC is corrupt. */
+const MAX_DYNAMIC_BYTES = 1024 * 1024;
+
+export async function readDynamic(file: ElfFile, h: ParsedHeader, dyn: ProgramHeader): Promise<DynamicInfo> {
+  const entsize = h.is64 ? 16 : 8;
+  if (dyn.filesz > MAX_DYNAMIC_BYTES) {
+    throw new ElfError(file.path, 'malformed', `PT_DYNAMIC is ${dyn.filesz} bytes, far larger than any dynamic section`);
+  }
+  const buf = await file.read(dyn.offset, dyn.filesz, 'dynamic section (PT_DYNAMIC)');
+  const f = new Fields(buf, h.littleEndian, h.is64);
+  const info: DynamicInfo = {needed: [], filters: [], auxiliary: [], values: new Map()};
+  let terminated = false;
+  for (let b = 0; b + entsize <= buf.length; b += entsize) {
+    const tag = f.sword(b);
+    if (tag === DT.NULL) {
+      terminated = true;
+      break;
+    }
+    const value = f.word(b + (h.is64 ? 8 : 4));
+    if (tag === DT.NEEDED) info.needed.push(value);
+    else if (tag === DT.FILTER) info.filters.push(value);
+    else if (tag === DT.AUXILIARY) info.auxiliary.push(value);
+    // Flag words: only the low 32 bits carry defined bits; keep them even if the upper half is garbage.
+    else if (tag === DT.FLAGS || tag === DT.FLAGS_1) info.values.set(tag, f.lowWord(b + (h.is64 ? 8 : 4)));
+    else info.values.set(tag, value);
+  }
+  if (!terminated) throw new ElfError(file.path, 'malformed', 'the dynamic section has no DT_NULL terminator');
+  return info;
+}

@@ -1,0 +1,52 @@
+/**
+ * Endian-aware field access over a buffer. 64-bit values come back as numbers; a value above
+ * 2^53 becomes NaN, which every bounds check rejects (no real file offset or size is that big).
+ */
+export class Fields {
+  private readonly view: DataView;
+
+  constructor(readonly buf: Buffer, readonly littleEndian: boolean, readonly is64: boolean) {
+    this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  }
+
+  u8(off: number): number {
+    return this.view.getUint8(off);
+  }
+
+  u16(off: number): number {
+    return this.view.getUint16(off, this.littleEndian);
+  }
+
+  u32(off: number): number {
+    return this.view.getUint32(off, this.littleEndian);
+  }
+
+  i32(off: number): number {
+    return this.view.getInt32(off, this.littleEndian);
+  }
+
+  u64(off: number): number {
+    const value = this.view.getBigUint64(off, this.littleEndian);
+    return value > BigInt(Number.MAX_SAFE_INTEGER) ? Number.NaN : Number(value);
+  }
+
+  i64(off: number): number {
+    const value = this.view.getBigInt64(off, this.littleEndian);
+    return value > BigInt(Number.MAX_SAFE_INTEGER) || value < BigInt(Number.MIN_SAFE_INTEGER) ? Number.NaN : Number(value);
+  }
+
+  /** An address/offset-sized word: 8 bytes in ELF64, 4 in ELF32. */
+  word(off: number): number {
+    return this.is64 ? this.u64(off) : this.u32(off);
+  }
+
+  /** A signed word (d_tag). */
+  sword(off: number): number {
+    return this.is64 ? this.i64(off) : this.i32(off);
+  }
+
+  /** The low 32 bits of a word, for flag fields whose upper half is unused. */
+  lowWord(off: number): number {
+    return this.is64 ? this.u32(off + (this.littleEndian ? 0 : 4)) : this.u32(off);
+  }
+}

@@ -1,0 +1,122 @@
+import {open, type FileHandle} from 'node:fs/promises';
+import {isErrno} from '../../errors.js';
+import {ElfError} from './errors.js';
+
+/**
+ * Positioned reads over one open file. Nothing is read unless asked for, every request is
+ * bounded by the file size, and small requests are served from aligned blocks kept only for
+ * the lifetime of this object, so walking a verdef chain costs a few block reads.
+ */
+const BLOCK = 4096;
+/** No single table this reader needs legitimately exceeds this (libtorch_cuda's .dynstr is a few MB). */
+export const MAX_TABLE_BYTES = 256 * 1024 * 1024;
+
+/** Process-wide counters of bytes read, so tests and benchmarks can prove reads stay small. */
+const stats = {reads: 0, bytes: 0};
+export function readStats(): {reads: number; bytes: number} {
+  return {...stats};
+}
+export function resetReadStats(): void {
+  stats.reads = 0;
+  stats.bytes = 0;
+}
+
+export class ElfFile {
+  private readonly blocks = new Map<number, Buffer>();
+
+  private constructor(readonly path: string, private readonly fh: FileHandle, readonly size: number) {}
+
+  static async open(path: string): Promise<ElfFile> {
+    let fh: FileHandle;
+    try {
+      fh = await open(path, 'r');
+    } catch (error) {
+      throw ioError(path, error);
+    }
+    try {
+      const st = await fh.stat();
+      if (st.isDirectory()) throw new ElfError(path, 'io', 'is a directory, not an ELF file', {errno: 'EISDIR'});
+      if (!st.isFile()) throw new ElfError(path, 'io', 'is not a regular file', {errno: 'EINVAL'});
+      return new ElfFile(path, fh, st.size);
+    } catch (error) {
+      await fh.close().catch(() => undefined);
+      throw error instanceof ElfError ? error : ioError(path, error);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.fh.close().catch(() => undefined);
+  }
+
+  /** `len` bytes at `off`; throws 'truncated' when they are not all in the file. */
+  async read(off: number, len: number, what: string): Promise<Buffer> {
+    this.check(off, len, what);
+    if (len === 0) return Buffer.alloc(0);
+    const first = Math.floor(off / BLOCK);
+    if (len <= BLOCK && Math.floor((off + len - 1) / BLOCK) === first) {
+      const block = await this.block(first);
+      return block.subarray(off - first * BLOCK, off - first * BLOCK + len);
+    }
+    return this.readDirect(off, len);
+  }
+
+  /** Up to `len` bytes at `off`, fewer at the end of the file (for strings of unknown length). */
+  async readUpTo(off: number, len: number, what: string): Promise<Buffer> {
+    this.check(off, 0, what);
+    return this.read(off, Math.min(len, this.size - off), what);
+  }
+
+  /** Throws unless [off, off+len) lies inside the file. */
+  check(off: number, len: number, what: string): void {
+    if (!Number.isSafeInteger(off) || !Number.isSafeInteger(len) || off < 0 || len < 0) {
+      throw new ElfError(this.path, 'malformed', `${what}: impossible offset ${off} or size ${len}`);
+    }
+    if (len > MAX_TABLE_BYTES) {
+      throw new ElfError(this.path, 'malformed', `${what}: absurd size ${len} bytes`);
+    }
+    if (off + len > this.size) {
+      throw new ElfError(this.path, 'truncated',
+        `${what} (offset ${off}, ${len} bytes) lies past the end of the file (${this.size} bytes)`);
+    }
+  }
+
+  private async block(index: number): Promise<Buffer> {
+    let block = this.blocks.get(index);
+    if (!block) {
+      const start = index * BLOCK;
+      block = await this.readDirect(start, Math.min(BLOCK, this.size - start));
+      this.blocks.set(index, block);
+    }
+    return block;
+  }
+
+  private async readDirect(off: number, len: number): Promise<Buffer> {
+    const buf = Buffer.allocUnsafe(len);
+    let done = 0;
+    try {
+      while (done < len) {
+        const {bytesRead} = await this.fh.read(buf, done, len - done, off + done);
+        if (bytesRead === 0) break;
+        done += bytesRead;
+      }
+    } catch (error) {
+      throw ioError(this.path, error);
+    }
+    stats.reads++;
+    stats.bytes += done;
+    // The file shrank under us (or a special file lied about its size).
+    if (done < len) throw new ElfError(this.path, 'truncated', `could read only ${done} of ${len} bytes at offset ${off}`);
+    return buf;
+  }
+}
+
+function ioError(path: string, error: unknown): ElfError {
+  if (isErrno(error)) {
+    const detail = error.code === 'ENOENT' ? 'no such file'
+      : error.code === 'EISDIR' ? 'is a directory, not an ELF file'
+      : error.code === 'EACCES' ? 'permission denied'
+      : `cannot read (${error.code})`;
+    return new ElfError(path, 'io', detail, {errno: error.code, cause: error});
+  }
+  return new ElfError(path, 'io', `cannot read: ${error instanceof Error ? error.message : String(error)}`, {cause: error});
+}

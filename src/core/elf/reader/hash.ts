@@ -1,0 +1,82 @@
+import {ElfError} from './errors.js';
+import {Fields} from './fields.js';
+import type {ElfFile} from './file.js';
+import type {ParsedHeader} from './header.js';
+
+export interface SymbolCount {
+  count: number;
+  /** Which table ld.so would look symbols up in; 'none' means it can find no definition here. */
+  table: 'gnu' | 'sysv' | 'none';
+  /** GNU hash: symbols below this index are not in the table (undefined and local ones). */
+  symoffset: number;
+  /** GNU hash: file offset of the chain array (chain[i - symoffset] belongs to symbol i). */
+  chainOff?: number;
+}
+
+/** The GNU hash function (dl_new_hash) over a NUL-terminated name in `buf` at `start`. */
+export function gnuHash(buf: Buffer, start: number): number {
+  let h = 5381;
+  for (let i = start; i < buf.length && buf[i] !== 0; i++) h = (Math.imul(h, 33) + buf[i]) >>> 0;
+  return h;
+}
+
+const CHAIN_CHUNK = 1024; // chain words per read
+
+/** The dynamic symbol count from DT_GNU_HASH (elf-loader-spec §4.6): max bucket, then walk its chain to the end bit. */
+export async function countFromGnuHash(file: ElfFile, h: ParsedHeader, off: number): Promise<SymbolCount> {
+  const f = new Fields(await file.read(off, 16, 'GNU hash header'), h.littleEndian, h.is64);
+  const nbuckets = f.u32(0);
+  const symoffset = f.u32(4);
+  const bloomSize = f.u32(8);
+  const bloomBytes = bloomSize * (h.is64 ? 8 : 4);
+  const bucketsOff = off + 16 + bloomBytes;
+  file.check(bucketsOff, nbuckets * 4, 'GNU hash buckets');
+  const chainOff = bucketsOff + nbuckets * 4;
+  const buckets = new Fields(await file.read(bucketsOff, nbuckets * 4, 'GNU hash buckets'), h.littleEndian, h.is64);
+  let max = 0;
+  for (let i = 0; i < nbuckets; i++) max = Math.max(max, buckets.u32(i * 4));
+  if (max < symoffset) return {count: symoffset, table: 'gnu', symoffset, chainOff};
+  // Walk the last chain to its terminator (bit 0 set). The chain array is bounded by the end of the
+  // file: a chain without a terminator is malformed, never an endless loop.
+  let i = max;
+  for (;;) {
+    const wordOff = chainOff + (i - symoffset) * 4;
+    if (wordOff + 4 > file.size) {
+      throw new ElfError(file.path, 'malformed', `GNU hash chain starting at symbol ${max} has no end marker before the end of the file`);
+    }
+    const words = Math.min(CHAIN_CHUNK, Math.floor((file.size - wordOff) / 4));
+    const chunk = new Fields(await file.read(wordOff, words * 4, 'GNU hash chain'), h.littleEndian, h.is64);
+    for (let w = 0; w < words; w++, i++) {
+      if (chunk.u32(w * 4) & 1) return {count: i + 1, table: 'gnu', symoffset, chainOff};
+    }
+  }
+}
+
+/** DT_HASH: nchain is the number of symbols. */
+export async function countFromSysvHash(file: ElfFile, h: ParsedHeader, off: number): Promise<SymbolCount> {
+  const f = new Fields(await file.read(off, 8, 'SysV hash header (DT_HASH)'), h.littleEndian, h.is64);
+  const nbucket = f.u32(0);
+  const nchain = f.u32(4);
+  file.check(off + 8, (nbucket + nchain) * 4, 'SysV hash table (DT_HASH)');
+  return {count: nchain, table: 'sysv', symoffset: 0};
+}
+
+const SHT_DYNSYM = 11;
+
+/** Without a hash table the loader sees no symbols; the section headers still give the count for the report. */
+export async function countFromSections(file: ElfFile, h: ParsedHeader): Promise<SymbolCount> {
+  const none: SymbolCount = {count: 0, table: 'none', symoffset: 0};
+  if (h.shnum === 0 || h.shoff === 0) return none;
+  const expected = h.is64 ? 64 : 40;
+  if (h.shentsize !== expected) return none;
+  const f = new Fields(await file.read(h.shoff, h.shnum * h.shentsize, 'section header table'), h.littleEndian, h.is64);
+  for (let i = 0; i < h.shnum; i++) {
+    const b = i * h.shentsize;
+    if (f.u32(b + 4) !== SHT_DYNSYM) continue;
+    const size = h.is64 ? f.u64(b + 32) : f.u32(b + 20);
+    const entsize = h.is64 ? f.u64(b + 56) : f.u32(b + 36);
+    if (!entsize) return none;
+    return {count: Math.floor(size / entsize), table: 'none', symoffset: 0};
+  }
+  return none;
+}

@@ -1,0 +1,117 @@
+import type {ElfHeaderInfo} from '../types.js';
+import {ElfError} from './errors.js';
+import {Fields} from './fields.js';
+import type {ElfFile} from './file.js';
+
+export const PT_LOAD = 1;
+export const PT_DYNAMIC = 2;
+export const PT_INTERP = 3;
+
+/** The ELF header with the table locations the rest of the reader needs. */
+export interface ParsedHeader extends ElfHeaderInfo {
+  is64: boolean;
+  phoff: number;
+  phentsize: number;
+  phnum: number;
+  shoff: number;
+  shentsize: number;
+  shnum: number;
+}
+
+export interface ProgramHeader {
+  type: number;
+  offset: number;
+  vaddr: number;
+  filesz: number;
+  memsz: number;
+}
+
+const MAGIC = Buffer.from([0x7f, 0x45, 0x4c, 0x46]);
+const EHDR_SIZE = {32: 52, 64: 64} as const;
+const PHDR_SIZE = {32: 32, 64: 56} as const;
+
+export async function parseHeader(file: ElfFile): Promise<ParsedHeader> {
+  const {path} = file;
+  const head = await file.read(0, Math.min(64, file.size), 'ELF header');
+  const magicLen = Math.min(4, head.length);
+  if (!head.subarray(0, magicLen).equals(MAGIC.subarray(0, magicLen))) {
+    throw new ElfError(path, 'not-elf', notElfDetail(head));
+  }
+  if (head.length < 16) {
+    throw new ElfError(path, 'truncated', `file too short for an ELF header (${file.size} bytes)`);
+  }
+  const klass = head[4];
+  if (klass !== 1 && klass !== 2) throw new ElfError(path, 'malformed', `invalid ELF class ${klass} in e_ident[EI_CLASS]`);
+  const data = head[5];
+  if (data !== 1 && data !== 2) throw new ElfError(path, 'malformed', `invalid byte order ${data} in e_ident[EI_DATA]`);
+  if (head[6] !== 1) throw new ElfError(path, 'unsupported', `unknown ELF version ${head[6]} in e_ident[EI_VERSION]`);
+  const elfClass = klass === 2 ? 64 : 32;
+  if (head.length < EHDR_SIZE[elfClass]) {
+    throw new ElfError(path, 'truncated', `file too short for an ELF${elfClass} header (${file.size} bytes)`);
+  }
+  const f = new Fields(head, data === 1, elfClass === 64);
+  const is64 = elfClass === 64;
+  const header: ParsedHeader = {
+    path,
+    elfClass,
+    littleEndian: data === 1,
+    machine: f.u16(18),
+    type: f.u16(16),
+    osabi: head[7],
+    is64,
+    phoff: f.word(is64 ? 32 : 28),
+    shoff: f.word(is64 ? 40 : 32),
+    phentsize: f.u16(is64 ? 54 : 42),
+    phnum: f.u16(is64 ? 56 : 44),
+    shentsize: f.u16(is64 ? 58 : 46),
+    shnum: f.u16(is64 ? 60 : 48),
+  };
+  return header;
+}
+
+/** What to say about a file without ELF magic; linker scripts get named as such. */
+function notElfDetail(head: Buffer): string {
+  if (head.length === 0) return 'empty file, not an ELF file';
+  const text = head.toString('latin1').trimStart();
+  if (/^\/\*\s*GNU ld script/.test(text) || /^(INPUT|GROUP|OUTPUT_FORMAT)\s*\(/.test(text)) {
+    return 'is a linker script (used by the link editor only), not an ELF shared object';
+  }
+  return 'not an ELF file (no ELF magic number)';
+}
+
+export async function readProgramHeaders(file: ElfFile, h: ParsedHeader): Promise<ProgramHeader[]> {
+  if (h.phnum === 0) return [];
+  const expected = PHDR_SIZE[h.elfClass];
+  if (h.phentsize !== expected) {
+    throw new ElfError(file.path, 'malformed', `e_phentsize is ${h.phentsize}, expected ${expected} for ELF${h.elfClass}`);
+  }
+  const buf = await file.read(h.phoff, h.phnum * h.phentsize, 'program header table');
+  const f = new Fields(buf, h.littleEndian, h.is64);
+  const headers: ProgramHeader[] = [];
+  for (let i = 0; i < h.phnum; i++) {
+    const b = i * h.phentsize;
+    headers.push(h.is64
+      ? {type: f.u32(b), offset: f.u64(b + 8), vaddr: f.u64(b + 16), filesz: f.u64(b + 32), memsz: f.u64(b + 40)}
+      : {type: f.u32(b), offset: f.u32(b + 4), vaddr: f.u32(b + 8), filesz: f.u32(b + 16), memsz: f.u32(b + 20)});
+  }
+  return headers;
+}
+
+/**
+ * Virtual address to file offset through the PT_LOAD that holds it (any order: patchelf appends
+ * segments). `len` bytes must lie in the segment's file image.
+ */
+export function vaddrToOffset(file: ElfFile, loads: ProgramHeader[], addr: number, len: number, what: string): number {
+  if (Number.isNaN(addr)) throw new ElfError(file.path, 'malformed', `${what}: address out of range`);
+  for (const p of loads) {
+    if (addr >= p.vaddr && addr < p.vaddr + p.filesz) {
+      const off = addr - p.vaddr + p.offset;
+      // A table may legitimately run to the end of the segment's file image, not past it.
+      if (addr + len > p.vaddr + p.filesz) {
+        throw new ElfError(file.path, 'malformed', `${what} at address 0x${addr.toString(16)} runs past the end of its segment`);
+      }
+      return off;
+    }
+  }
+  throw new ElfError(file.path, 'malformed', `${what} at address 0x${addr.toString(16)} is not inside any loadable segment`);
+}

@@ -1,0 +1,152 @@
+/**
+ * The ELF reader: what the loader model needs from a shared object or executable, read with
+ * positioned reads of just the headers and dynamic tables (a 1.5 GB libtorch_cuda.so costs its
+ * .dynsym/.dynstr at most). Every malformed input becomes an ElfError naming the file.
+ * Reference: shared/docs/elf-loader-spec.md §3-4.
+ */
+import type {ElfHeaderInfo, ElfInfo} from '../types.js';
+import {DT, readDynamic} from './dynamic.js';
+import {ElfError} from './errors.js';
+import {ElfFile} from './file.js';
+import {parseHeader, PT_DYNAMIC, PT_INTERP, PT_LOAD, readProgramHeaders, vaddrToOffset, type ParsedHeader, type ProgramHeader} from './header.js';
+import {countFromGnuHash, countFromSections, countFromSysvHash, type SymbolCount} from './hash.js';
+import {StringTable} from './strings.js';
+import {readSymbols} from './symbols.js';
+import {readVersionDefinitions, readVersionNeeds, versionTable} from './versions.js';
+
+export {ElfError, type ElfErrorReason} from './errors.js';
+export {readStats, resetReadStats} from './file.js';
+
+export interface ReadElfOptions {
+  /** Read the dynamic symbols with their versions (costs .dynsym + .dynstr + .gnu.version). */
+  symbols?: boolean;
+}
+
+const DF_SYMBOLIC = 0x2;
+const DF_BIND_NOW = 0x8;
+const DF_1_NOW = 0x1;
+
+/** Just the ELF header: cheap, for skipping files of the wrong class or machine. */
+export async function readElfHeader(path: string): Promise<ElfHeaderInfo> {
+  const file = await ElfFile.open(path);
+  try {
+    return publicHeader(await parseHeader(file));
+  } catch (error) {
+    throw wrap(path, error);
+  } finally {
+    await file.close();
+  }
+}
+
+export async function readElf(path: string, options: ReadElfOptions = {}): Promise<ElfInfo> {
+  const file = await ElfFile.open(path);
+  try {
+    return await parse(file, options);
+  } catch (error) {
+    throw wrap(path, error);
+  } finally {
+    await file.close();
+  }
+}
+
+async function parse(file: ElfFile, options: ReadElfOptions): Promise<ElfInfo> {
+  const h = await parseHeader(file);
+  const phdrs = await readProgramHeaders(file, h);
+  const info: ElfInfo = {
+    ...publicHeader(h),
+    interp: null, soname: null, needed: [], rpath: null, runpath: null, flags1: 0,
+    versionDefinitions: [], versionNeeds: [], symbols: [], symbolCount: 0,
+    hashTable: 'none', hasVersym: false, dtFlags: 0, symbolic: false, bindNow: false, filters: [], auxiliary: [],
+  };
+  const interp = phdrs.find((p) => p.type === PT_INTERP);
+  if (interp) info.interp = await readInterp(file, interp);
+  const dynamicHeader = phdrs.find((p) => p.type === PT_DYNAMIC);
+  // A static executable or a relocatable object: nothing for the loader to resolve.
+  if (!dynamicHeader) return info;
+  const loads = phdrs.filter((p) => p.type === PT_LOAD);
+  const dyn = await readDynamic(file, h, dynamicHeader);
+  const value = (tag: number): number | undefined => dyn.values.get(tag);
+  const toOffset = (addr: number, len: number, what: string): number => vaddrToOffset(file, loads, addr, len, what);
+
+  const strtabAddr = value(DT.STRTAB);
+  const strsz = value(DT.STRSZ) ?? 0;
+  const strings = strtabAddr === undefined ? null
+    : new StringTable(file, toOffset(strtabAddr, strsz, 'dynamic string table (DT_STRTAB)'), strsz);
+  const str = async (offset: number, what: string): Promise<string> => {
+    if (!strings) throw new ElfError(file.path, 'malformed', `${what} is present but the dynamic section has no DT_STRTAB`);
+    return strings.get(offset, what);
+  };
+  for (const n of dyn.needed) info.needed.push(await str(n, 'DT_NEEDED'));
+  for (const n of dyn.filters) info.filters.push(await str(n, 'DT_FILTER'));
+  for (const n of dyn.auxiliary) info.auxiliary.push(await str(n, 'DT_AUXILIARY'));
+  const soname = value(DT.SONAME);
+  if (soname !== undefined) info.soname = await str(soname, 'DT_SONAME');
+  const rpath = value(DT.RPATH);
+  if (rpath !== undefined) info.rpath = await str(rpath, 'DT_RPATH');
+  const runpath = value(DT.RUNPATH);
+  if (runpath !== undefined) info.runpath = await str(runpath, 'DT_RUNPATH');
+  info.flags1 = value(DT.FLAGS_1) ?? 0;
+  info.dtFlags = value(DT.FLAGS) ?? 0;
+  info.symbolic = dyn.values.has(DT.SYMBOLIC) || (info.dtFlags & DF_SYMBOLIC) !== 0;
+  info.bindNow = dyn.values.has(DT.BIND_NOW) || (info.dtFlags & DF_BIND_NOW) !== 0 || (info.flags1 & DF_1_NOW) !== 0;
+
+  const verdef = value(DT.VERDEF);
+  const verneed = value(DT.VERNEED);
+  if ((verdef !== undefined || verneed !== undefined) && !strings) {
+    throw new ElfError(file.path, 'malformed', 'version sections are present but the dynamic section has no DT_STRTAB');
+  }
+  if (verdef !== undefined) info.versionDefinitions = await readVersionDefinitions(file, h, toOffset(verdef, 20, 'version definitions (DT_VERDEF)'), strings!);
+  if (verneed !== undefined) info.versionNeeds = await readVersionNeeds(file, h, toOffset(verneed, 16, 'version requirements (DT_VERNEED)'), strings!);
+
+  const count = await symbolCount(file, h, value(DT.GNU_HASH), value(DT.HASH), toOffset);
+  info.symbolCount = count.count;
+  info.hashTable = count.table;
+  const versym = value(DT.VERSYM);
+  info.hasVersym = versym !== undefined;
+
+  const symtab = value(DT.SYMTAB);
+  if (symtab === undefined || count.count === 0) return info;
+  const entsize = value(DT.SYMENT) ?? (h.is64 ? 24 : 16);
+  if (entsize < (h.is64 ? 24 : 16)) throw new ElfError(file.path, 'malformed', `DT_SYMENT ${entsize} is smaller than a symbol`);
+  const symtabOff = toOffset(symtab, 0, 'dynamic symbol table (DT_SYMTAB)');
+  // An absurd count from a corrupt hash table must fail here, before anything is allocated.
+  if (count.count * entsize > file.size - symtabOff) {
+    throw new ElfError(file.path, 'malformed',
+      `the hash table says ${count.count} dynamic symbols, more than fit between DT_SYMTAB and the end of the file`);
+  }
+  if (options.symbols) {
+    if (!strings) throw new ElfError(file.path, 'malformed', 'dynamic symbols are present but the dynamic section has no DT_STRTAB');
+    const versymOff = versym === undefined ? null : toOffset(versym, count.count * 2, 'symbol versions (DT_VERSYM)');
+    info.symbols = await readSymbols(file, h, {
+      symtabOff, entsize, count: count.count, versymOff, hashedFrom: count.symoffset, hashed: count.table !== 'none',
+      gnuChainOff: count.chainOff,
+    }, strings, versionTable(info.versionDefinitions, info.versionNeeds));
+  }
+  return info;
+}
+
+async function symbolCount(
+  file: ElfFile, h: ParsedHeader, gnu: number | undefined, sysv: number | undefined,
+  toOffset: (addr: number, len: number, what: string) => number,
+): Promise<SymbolCount> {
+  // ld.so prefers DT_GNU_HASH when both exist (elf-loader-spec §4.3).
+  if (gnu !== undefined) return countFromGnuHash(file, h, toOffset(gnu, 16, 'GNU hash table (DT_GNU_HASH)'));
+  if (sysv !== undefined) return countFromSysvHash(file, h, toOffset(sysv, 8, 'SysV hash table (DT_HASH)'));
+  return countFromSections(file, h);
+}
+
+async function readInterp(file: ElfFile, p: ProgramHeader): Promise<string> {
+  const buf = await file.read(p.offset, Math.min(p.filesz, 4096), 'interpreter path (PT_INTERP)');
+  const nul = buf.indexOf(0);
+  return buf.toString('utf8', 0, nul < 0 ? buf.length : nul);
+}
+
+function publicHeader(h: ParsedHeader): ElfHeaderInfo {
+  return {path: h.path, elfClass: h.elfClass, littleEndian: h.littleEndian, machine: h.machine, type: h.type, osabi: h.osabi};
+}
+
+/** Anything that escapes the parser (a RangeError from a DataView on a short buffer) is still this file's fault. */
+function wrap(path: string, error: unknown): ElfError {
+  if (error instanceof ElfError) return error;
+  return new ElfError(path, 'malformed', `cannot be parsed: ${error instanceof Error ? error.message : String(error)}`, {cause: error});
+}

@@ -1,0 +1,135 @@
+import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
+import {writeFileSync} from 'node:fs';
+import {join} from 'node:path';
+import {readElf, readElfHeader} from '../../../../src/core/elf/reader/index.js';
+import {makeTempDir} from '../../../helpers/tmp.js';
+import {expectMatchesReadelf} from './compare.js';
+import {gcc, have} from './oracle.js';
+
+const tools = have('gcc') && have('readelf');
+if (!tools) console.warn('SKIPPED ELF reader fixture tests: gcc or readelf (binutils) is missing; apt-get install gcc binutils');
+const describeTools = tools ? describe : describe.skip;
+
+/** A library with two versions of foo (foo@VERS_1 hidden, foo@@VERS_2), a weak, a TLS, a protected symbol. */
+const LIBV = `
+#include <stdio.h>
+int foo_v1(void) { return 1; }
+int foo_v2(void) { return 2; }
+__asm__(".symver foo_v1, foo@VERS_1");
+__asm__(".symver foo_v2, foo@@VERS_2");
+int bar(void) { puts("bar"); return 3; }
+__attribute__((weak)) int weakfn(void) { return 4; }
+__thread int tlsvar = 5;
+int objvar = 6;
+__attribute__((visibility("protected"))) int prot(void) { return 7; }
+`;
+const LIBV_MAP = 'VERS_1 { global: foo; local: *; };\nVERS_2 { global: bar; weakfn; tlsvar; objvar; prot; } VERS_1;\n';
+const USER = `
+extern int foo(void); extern int bar(void);
+extern int missing_weak(void) __attribute__((weak));
+int use(void) { return foo() + bar() + (missing_weak ? missing_weak() : 0); }
+`;
+
+describeTools('readElf against readelf on gcc-built libraries', () => {
+  let dir: string;
+  let cleanup: () => void;
+  beforeAll(() => {
+    ({dir, cleanup} = makeTempDir('cudaenv-elf-'));
+    writeFileSync(join(dir, 'libv.map'), LIBV_MAP);
+    gcc(dir, 'libv.so.1', LIBV, ['-shared', '-fPIC', '-Wl,-soname,libv.so.1', '-Wl,--version-script,libv.map']);
+    gcc(dir, 'libuser_rpath.so', USER, ['-shared', '-fPIC', '-L.', '-l:libv.so.1',
+      '-Wl,--disable-new-dtags', '-Wl,-rpath,/opt/a:$ORIGIN/../lib', '-Wl,-soname,libuser.so']);
+    gcc(dir, 'libuser_runpath.so', USER, ['-shared', '-fPIC', '-L.', '-l:libv.so.1',
+      '-Wl,--enable-new-dtags', '-Wl,-rpath,$ORIGIN:$ORIGIN/../../nvjitlink/lib', '-Wl,-z,nodefaultlib', '-Wl,-z,now']);
+    gcc(dir, 'libsysv.so', LIBV, ['-shared', '-fPIC', '-Wl,--hash-style=sysv', '-Wl,--version-script,libv.map']);
+    gcc(dir, 'libboth.so', LIBV, ['-shared', '-fPIC', '-Wl,--hash-style=both', '-Wl,--version-script,libv.map']);
+    gcc(dir, 'libplain.so', 'int plain(void) { return 0; }\n', ['-shared', '-fPIC']);
+    gcc(dir, 'app', 'extern int foo(void);\nint main(void) { return foo(); }\n', ['-L.', '-l:libv.so.1', '-Wl,-rpath,$ORIGIN']);
+  });
+  afterAll(() => cleanup());
+
+  test('versioned library: soname, verdef with parents, both versions of foo, symbol kinds', async () => {
+    const info = await expectMatchesReadelf(join(dir, 'libv.so.1'));
+    expect(info.soname).toBe('libv.so.1');
+    expect(info.versionDefinitions.map((d) => d.name)).toEqual(['libv.so.1', 'VERS_1', 'VERS_2']);
+    expect(info.versionDefinitions[2].parents).toEqual(['VERS_1']);
+    const foo = info.symbols.filter((s) => s.name === 'foo').map((s) => [s.version, s.hidden]);
+    expect(foo.sort()).toEqual([['VERS_1', true], ['VERS_2', false]]);
+    expect(info.symbols.find((s) => s.name === 'tlsvar')?.type).toBe(6);
+    expect(info.symbols.find((s) => s.name === 'weakfn')?.binding).toBe(2);
+    expect(info.symbols.find((s) => s.name === 'prot')?.visibility).toBe(3);
+    expect(info.symbols.find((s) => s.name === 'puts')).toMatchObject({defined: false, version: 'GLIBC_2.2.5', versionFile: 'libc.so.6'});
+    expect(info.hashTable).toBe('gnu');
+    expect(info.hasVersym).toBe(true);
+    expect(info).toMatchObject({elfClass: 64, littleEndian: true, machine: 62, type: 3});
+  });
+
+  test('DT_RPATH (--disable-new-dtags) and a verneed on a gcc-built provider', async () => {
+    const info = await expectMatchesReadelf(join(dir, 'libuser_rpath.so'));
+    expect(info.rpath).toBe('/opt/a:$ORIGIN/../lib');
+    expect(info.runpath).toBeNull();
+    expect(info.needed).toContain('libv.so.1');
+    const need = info.versionNeeds.find((n) => n.file === 'libv.so.1');
+    expect(need?.versions.map((v) => v.name).sort()).toEqual(['VERS_2']); // foo binds to its default, foo@@VERS_2
+    expect(info.symbols.find((s) => s.name === 'bar')).toMatchObject({defined: false, version: 'VERS_2', versionFile: 'libv.so.1'});
+    expect(info.symbols.find((s) => s.name === 'missing_weak')).toMatchObject({defined: false, binding: 2, version: null});
+  });
+
+  test('DT_RUNPATH (--enable-new-dtags), -z nodeflib, -z now', async () => {
+    const info = await expectMatchesReadelf(join(dir, 'libuser_runpath.so'));
+    expect(info.runpath).toBe('$ORIGIN:$ORIGIN/../../nvjitlink/lib');
+    expect(info.rpath).toBeNull();
+    expect(info.flags1 & 0x800).toBe(0x800);
+    expect(info.bindNow).toBe(true);
+    expect(info.soname).toBeNull();
+  });
+
+  test('SysV-only and dual hash tables give the same symbols', async () => {
+    const sysv = await expectMatchesReadelf(join(dir, 'libsysv.so'));
+    const both = await expectMatchesReadelf(join(dir, 'libboth.so'));
+    expect(sysv.hashTable).toBe('sysv');
+    expect(both.hashTable).toBe('gnu');
+    expect(sysv.symbols.every((s) => s.hashed)).toBe(true);
+    const names = (i: typeof sysv) => i.symbols.filter((s) => s.defined).map((s) => `${s.name}@${s.version}`).sort();
+    expect(names(sysv)).toEqual(names(both));
+  });
+
+  test('an unversioned library and an executable with PT_INTERP', async () => {
+    const plain = await expectMatchesReadelf(join(dir, 'libplain.so'));
+    expect(plain.versionDefinitions).toEqual([]);
+    expect(plain.symbols.find((s) => s.name === 'plain')).toMatchObject({defined: true, version: null, versionIndex: plain.hasVersym ? 1 : 0});
+    const app = await expectMatchesReadelf(join(dir, 'app'));
+    expect(app.interp).toMatch(/ld-linux/);
+    expect(app.runpath ?? app.rpath).toBe('$ORIGIN');
+  });
+
+  test('without {symbols} only the count is computed, and it agrees', async () => {
+    const lean = await readElf(join(dir, 'libv.so.1'));
+    const full = await readElf(join(dir, 'libv.so.1'), {symbols: true});
+    expect(lean.symbols).toEqual([]);
+    expect(lean.symbolCount).toBe(full.symbolCount);
+    expect({...lean, symbols: []}).toEqual({...full, symbols: []});
+  });
+
+  test('readElfHeader reads just the header', async () => {
+    expect(await readElfHeader(join(dir, 'libv.so.1'))).toEqual({
+      path: join(dir, 'libv.so.1'), elfClass: 64, littleEndian: true, machine: 62, type: 3, osabi: 0,
+    });
+    expect((await readElfHeader(join(dir, 'app'))).type).toBe(3); // PIE executables are ET_DYN
+  });
+});
+
+const SYSTEM_LIBS = ['/lib/x86_64-linux-gnu/libc.so.6', '/usr/lib/x86_64-linux-gnu/libstdc++.so.6', '/lib/x86_64-linux-gnu/libm.so.6'];
+describeTools('readElf against readelf on the system libraries', () => {
+  for (const lib of SYSTEM_LIBS) {
+    test(lib, async () => {
+      const {existsSync} = await import('node:fs');
+      if (!existsSync(lib)) {
+        console.warn(`SKIPPED: ${lib} does not exist on this machine`);
+        return;
+      }
+      const info = await expectMatchesReadelf(lib);
+      expect(info.symbols.length).toBe(info.symbolCount - 1);
+    });
+  }
+});
