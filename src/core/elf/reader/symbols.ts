@@ -34,7 +34,7 @@ export async function readSymbols(
   for (let i = 1; i < t.count; i++) {
     const b = i * t.entsize;
     const nameOff = syms.u32(b);
-    const name = strings.getLoaded(nameOff, `name of dynamic symbol ${i}`);
+    const name = strings.getLoaded(nameOff, `name of dynamic symbol ${i} of ${t.count} (the count the hash table gives)`);
     const info = syms.u8(b + (h.is64 ? 4 : 12));
     const other = syms.u8(b + (h.is64 ? 5 : 13));
     const shndx = syms.u16(b + (h.is64 ? 6 : 14));
