@@ -17,6 +17,7 @@ export default class Exec extends CudaenvCommand {
   static override flags = {
     cuda: Flags.string({description: 'version spec to use instead of the active one'}),
     'ld-library-path': Flags.string({options: ['prepend', 'none'], description: 'whether to add the version\'s lib64 to LD_LIBRARY_PATH'}),
+    isolate: Flags.boolean({description: 'run in a private mount namespace where /usr/local/cuda is this version (root, or unprivileged user namespaces)'}),
   };
 
   async run(): Promise<void> {
@@ -33,6 +34,12 @@ export default class Exec extends CudaenvCommand {
     }
     const policy = (flags['ld-library-path'] ?? (await loadSettings(this.paths)).get('ldLibraryPath') ?? 'prepend') as LdLibraryPathPolicy;
     const env = toolkitEnvironment(process.env, dir, this.paths.versions, policy);
+    if (flags.isolate) {
+      if (!dir) throw new UsageError('--isolate needs a CUDA version, and the selection is `system`', 'Name one: cudaenv exec --isolate --cuda 12.4 -- CMD');
+      const {runIsolated} = await import('../core/link/isolate.js');
+      process.exitCode = await runIsolated({versionDir: dir, command, args, env}, flags.cuda ?? dir.split('/').pop()!);
+      return;
+    }
     process.exitCode = await runForeground(command, args, env);
   }
 }
