@@ -1,0 +1,109 @@
+import {execFileSync} from 'node:child_process';
+import {readFileSync, readdirSync} from 'node:fs';
+import {basename, join} from 'node:path';
+import {firstOnPath} from '../system/python-env.js';
+import {isDriverVersion} from './driver-table.js';
+import {displayPath, sysPath, sysRealpath} from './sysroot.js';
+import type {DoctorContext} from './types.js';
+
+export type DriverSource = '/proc/driver/nvidia/version' | '/sys/module/nvidia/version' | 'libcuda' | 'nvidia-smi';
+
+export interface DriverFact {
+  version: string;
+  source: DriverSource;
+  /** The file or command it was read from. */
+  evidence: string;
+  /** From /proc: which kernel module flavour is loaded. */
+  kernelModule?: 'proprietary' | 'open';
+}
+
+/**
+ * The first line of /proc/driver/nvidia/version, in both formats:
+ *   NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Thu Feb 22 01:44:30 UTC 2024
+ *   NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  575.57.08  Release Build  (...)
+ * Older drivers have two-part versions (418.56).
+ */
+export function parseProcDriverVersion(text: string): {version: string; kernelModule: 'proprietary' | 'open'} | undefined {
+  const line = text.split('\n').find((l) => l.startsWith('NVRM version:'));
+  if (!line) return undefined;
+  const m = /\b(Open )?Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)\b/.exec(line);
+  if (!m || !isDriverVersion(m[2]!)) return undefined;
+  return {version: m[2]!, kernelModule: m[1] ? 'open' : 'proprietary'};
+}
+
+/** The version a user-space driver file name carries: libcuda.so.550.54.15 -> 550.54.15. */
+export function libcudaVersion(fileName: string): string | undefined {
+  const m = /^libcuda\.so\.(\d+\.\d+(?:\.\d+)?)$/.exec(fileName);
+  return m && isDriverVersion(m[1]!) ? m[1] : undefined;
+}
+
+/** Where driver packages put libcuda when the cache cannot say (Debian/Ubuntu, RHEL, WSL2). */
+const LIBCUDA_DIRS = ['/usr/lib/x86_64-linux-gnu', '/usr/lib/aarch64-linux-gnu', '/usr/lib64/nvidia', '/usr/lib64', '/usr/lib/wsl/lib'];
+
+function readSmall(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8').slice(0, 4096);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The installed driver, in the issue's order: the kernel module's /proc file, then
+ * /sys/module/nvidia/version, then the libcuda.so.<version> the loader cache points to
+ * (or a well-known driver directory holds), then `nvidia-smi` when it is on PATH.
+ * Undefined when the machine has no driver (a build machine, a container without a GPU).
+ */
+export function readDriver(ctx: DoctorContext, libcudaFromCache?: string): DriverFact | undefined {
+  const proc = sysPath(ctx, '/proc/driver/nvidia/version');
+  const procText = readSmall(proc);
+  const fromProc = procText === undefined ? undefined : parseProcDriverVersion(procText);
+  if (fromProc) return {version: fromProc.version, source: '/proc/driver/nvidia/version', evidence: displayPath(ctx, proc), kernelModule: fromProc.kernelModule};
+
+  const sys = sysPath(ctx, '/sys/module/nvidia/version');
+  const sysText = readSmall(sys)?.trim();
+  if (sysText && isDriverVersion(sysText)) return {version: sysText, source: '/sys/module/nvidia/version', evidence: displayPath(ctx, sys)};
+
+  const libcuda = findLibcuda(ctx, libcudaFromCache);
+  if (libcuda) return libcuda;
+
+  return fromNvidiaSmi(ctx);
+}
+
+function findLibcuda(ctx: DoctorContext, fromCache: string | undefined): DriverFact | undefined {
+  const candidates: string[] = [];
+  if (fromCache) candidates.push(fromCache);
+  for (const dir of LIBCUDA_DIRS) candidates.push(join(dir, 'libcuda.so.1'));
+  for (const candidate of candidates) {
+    const real = sysRealpath(ctx, candidate);
+    const version = real ? libcudaVersion(basename(real)) : undefined;
+    if (real && version) return {version, source: 'libcuda', evidence: `${displayPath(ctx, candidate)} -> ${displayPath(ctx, real)}`};
+  }
+  // A driver directory may hold libcuda.so.<version> without the libcuda.so.1 link.
+  for (const dir of LIBCUDA_DIRS) {
+    let names: string[];
+    try {
+      names = readdirSync(sysPath(ctx, dir));
+    } catch {
+      continue;
+    }
+    const found = names.map((n) => ({n, v: libcudaVersion(n)})).find((x) => x.v);
+    if (found) return {version: found.v!, source: 'libcuda', evidence: join(dir, found.n)};
+  }
+  return undefined;
+}
+
+/** The one optional process doctor starts besides Python: only when every file source failed. */
+function fromNvidiaSmi(ctx: DoctorContext): DriverFact | undefined {
+  const smi = firstOnPath(['nvidia-smi'], ctx.env.PATH);
+  if (!smi) return undefined;
+  try {
+    const out = execFileSync(smi, ['--query-gpu=driver_version', '--format=csv,noheader'], {
+      encoding: 'utf8', timeout: 10000, stdio: ['ignore', 'pipe', 'ignore'], env: ctx.env,
+    });
+    const version = out.split('\n').map((l) => l.trim()).find(isDriverVersion);
+    return version ? {version, source: 'nvidia-smi', evidence: `${smi} --query-gpu=driver_version`} : undefined;
+  } catch {
+    return undefined;
+  }
+}

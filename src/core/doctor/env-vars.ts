@@ -1,0 +1,111 @@
+import {basename, dirname} from 'node:path';
+import {quoteSh} from '../shell/quote.js';
+import {splitPathList} from '../shell/toolkit-env.js';
+import {cudaLibrariesIn} from './cuda-libs.js';
+import {describeToolkit, describeToolkitDir, type ToolkitDir, type ToolkitState} from './toolkit.js';
+import type {DoctorContext, Finding} from './types.js';
+
+export interface PointerFact {
+  /** CUDA_HOME, CUDA_PATH, nvcc, /usr/local/cuda, cudaenv. */
+  name: string;
+  value: string | null;
+  /** The toolkit directory it names, links resolved; null when it names nothing that exists. */
+  toolkit: string | null;
+  version: string | null;
+}
+
+export interface LdEntryFact {
+  entry: string;
+  /** 0-based position in LD_LIBRARY_PATH. */
+  index: number;
+  cudaLibraries: string[];
+  /** The toolkit the entry belongs to (its parent, or two up for targets/<arch>/lib), when it is one. */
+  toolkit: string | null;
+  toolkitVersion: string | null;
+}
+
+const POINTER_IDS: Record<string, string> = {CUDA_HOME: 'cuda-home', CUDA_PATH: 'cuda-path', nvcc: 'nvcc', '/usr/local/cuda': 'usr-local-cuda'};
+
+/**
+ * CUDA_HOME, CUDA_PATH, `which nvcc`, /usr/local/cuda and the active cudaenv version:
+ * each pointer that names a different toolkit than the active one is flagged.
+ */
+export function pointerFindings(ctx: DoctorContext, state: ToolkitState): {pointers: PointerFact[]; findings: Finding[]} {
+  const findings: Finding[] = [];
+  const entries: Array<{name: string; value: string; t: ToolkitDir}> = [];
+  if (state.selection.path) entries.push({name: 'cudaenv', value: state.selection.label ?? state.selection.path, t: describeToolkitDir(ctx, state.selection.path)});
+  for (const key of ['CUDA_HOME', 'CUDA_PATH'] as const) {
+    const value = ctx.env[key];
+    if (value) entries.push({name: key, value, t: describeToolkitDir(ctx, value)});
+  }
+  if (state.nvcc) entries.push({name: 'nvcc', value: state.nvcc.path + (state.nvcc.shim ? ' (cudaenv shim)' : ''), t: state.nvcc.toolkit});
+  if (state.usrLocalCuda.exists) entries.push({name: '/usr/local/cuda', value: '/usr/local/cuda', t: state.usrLocalCuda});
+
+  const pointers = entries.map((e) => ({name: e.name, value: e.value, toolkit: e.t.real ?? null, version: e.t.version ?? null}));
+  const active = state.active;
+  const label = state.selection.label;
+  for (const e of entries) {
+    if (e.name === 'cudaenv') continue;
+    const id = POINTER_IDS[e.name]!;
+    if (!e.t.real) {
+      findings.push({
+        id: `env.${id}-missing`,
+        severity: 'warning',
+        title: `${e.name} names a directory that does not exist`,
+        evidence: [`${e.name}=${e.value}`],
+        fix: label ? `cudaenv use ${label}` : `unset ${e.name}, or point it at an existing toolkit`,
+      });
+      continue;
+    }
+    if (!active?.real || e.t.real === active.real) continue;
+    if (active.source === 'nvcc on PATH' && e.name === 'nvcc') continue;
+    const fix = e.name === '/usr/local/cuda'
+      ? (label ? `sudo cudaenv link ${label} (build systems and IDEs that read /usr/local/cuda then agree)` : `sudo ln -sfn ${quoteSh(active.real)} /usr/local/cuda`)
+      : label ? `cudaenv use ${label} (sets PATH, CUDA_HOME and CUDA_PATH together)`
+        : e.name === 'nvcc' ? `put ${active.real}/bin first on PATH` : `export ${e.name}=${quoteSh(active.real)}`;
+    findings.push({
+      id: `env.${id}-differs`,
+      severity: 'warning',
+      title: `${e.name} points at a different toolkit than the active one`,
+      evidence: [`${e.name}: ${describeToolkit(e.t)}`, `active (${active.source}${label ? ` ${state.selection.origin}` : ''}): ${describeToolkit(active)}`],
+      fix,
+    });
+  }
+  return {pointers, findings};
+}
+
+/** The toolkit a library directory belongs to: lib64/lib's parent, or targets/<arch>/lib's toolkit. */
+function toolkitOfLibDir(ctx: DoctorContext, entry: string): ToolkitDir | undefined {
+  const candidates = [dirname(entry)];
+  if (basename(dirname(dirname(entry))) === 'targets') candidates.push(dirname(dirname(dirname(entry))));
+  for (const c of candidates) {
+    const t = describeToolkitDir(ctx, c);
+    if (t.version) return t;
+  }
+  return undefined;
+}
+
+/** Every LD_LIBRARY_PATH entry that holds CUDA libraries, and empty entries (the current directory). */
+export function ldLibraryPathEntries(ctx: DoctorContext): {entries: LdEntryFact[]; findings: Finding[]} {
+  const findings: Finding[] = [];
+  const list = splitPathList(ctx.env.LD_LIBRARY_PATH);
+  const entries: LdEntryFact[] = [];
+  list.forEach((entry, index) => {
+    if (entry === '') return;
+    const libs = cudaLibrariesIn(entry);
+    if (libs.length === 0) return;
+    const t = toolkitOfLibDir(ctx, entry);
+    entries.push({entry, index, cudaLibraries: libs, toolkit: t?.real ?? null, toolkitVersion: t?.version ?? null});
+  });
+  if (list.includes('')) {
+    const cleaned = list.filter((e) => e !== '').join(':');
+    findings.push({
+      id: 'env.ld-library-path-empty-entry',
+      severity: 'warning',
+      title: 'LD_LIBRARY_PATH has an empty entry: the loader then searches the current directory',
+      evidence: [`LD_LIBRARY_PATH=${ctx.env.LD_LIBRARY_PATH}`],
+      fix: cleaned ? `export LD_LIBRARY_PATH=${quoteSh(cleaned)}` : 'unset LD_LIBRARY_PATH',
+    });
+  }
+  return {entries, findings};
+}

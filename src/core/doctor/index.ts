@@ -1,0 +1,107 @@
+/**
+ * `cudaenv doctor`: every fact about a machine's CUDA state and every problem, each with
+ * its fix. Reads files only, except one run of the Python interpreter (its sys.path) and,
+ * when no driver file says the version, `nvidia-smi`.
+ */
+import {existsSync} from 'node:fs';
+import {findSitePackages, firstOnPath, pythonCudaLibDirs} from '../system/python-env.js';
+import {driverFacts, driverFindings, findForwardCompat} from './compat.js';
+import {condaFindings} from './conda.js';
+import {readDriver} from './driver.js';
+import {ldLibraryPathEntries, pointerFindings} from './env-vars.js';
+import {loaderView, type CacheEntry} from './loader-view.js';
+import {findTorch, torchFindings} from './pytorch.js';
+import type {DoctorReport} from './report.js';
+import {shadowingFindings, type CheckFn} from './shadowing.js';
+import {sysPath} from './sysroot.js';
+import {inspectToolkits} from './toolkit.js';
+import type {DoctorContext, Finding} from './types.js';
+
+export type {DoctorReport, DoctorFacts} from './report.js';
+export {hasErrors, renderReport, sortFindings} from './report.js';
+export type {DoctorContext, Finding, Severity} from './types.js';
+
+export interface LoaderCache {
+  entries: CacheEntry[];
+  /** Where the cache sends `libcuda.so.1` for this machine's ELF class and architecture. */
+  libcuda?: string;
+}
+
+export interface DoctorDeps {
+  /** The check engine (src/core/elf checkLibraries). */
+  check: CheckFn;
+  /** Reads an ld.so.cache file; undefined when it cannot be read. */
+  readCache: (file: string) => Promise<LoaderCache | undefined>;
+}
+
+export async function runDoctor(ctx: DoctorContext, deps: DoctorDeps): Promise<DoctorReport> {
+  const findings: Finding[] = [];
+  const toolkits = inspectToolkits(ctx);
+  findings.push(...toolkits.findings);
+
+  const cacheFile = sysPath(ctx, '/etc/ld.so.cache');
+  // Without the file, a cache reader's `ldconfig -p` fallback would describe another root.
+  const cache = existsSync(cacheFile) ? await deps.readCache(cacheFile).catch(() => undefined) : undefined;
+
+  const driver = readDriver(ctx, cache?.libcuda);
+  const compat = findForwardCompat(ctx, toolkits.active);
+  findings.push(...driverFindings(ctx, driver, toolkits.active, compat));
+
+  const pointers = pointerFindings(ctx, toolkits);
+  findings.push(...pointers.findings);
+  const ld = ldLibraryPathEntries(ctx);
+  findings.push(...ld.findings);
+
+  const interpreter = ctx.python ?? firstOnPath(['python3', 'python'], ctx.env.PATH) ?? null;
+  const sitePackages = interpreter ? findSitePackages({env: ctx.env, python: interpreter}) : [];
+  const pyLibDirs = pythonCudaLibDirs(sitePackages);
+  const torch = findTorch(sitePackages);
+  findings.push(...torchFindings(ctx, torch, driver, toolkits.selection.label));
+  if (interpreter && sitePackages.length === 0) {
+    findings.push({
+      id: 'pytorch.no-site-packages',
+      severity: 'info',
+      title: `${interpreter} reported no site-packages directory (or could not be run)`,
+      evidence: [`${interpreter} -c 'import sys, json; print(json.dumps(sys.path))'`],
+      fix: 'Pick the environment to examine with --python PATH',
+    });
+  }
+
+  const verdicts = new Map<string, {shadows: number; breaks: number}>();
+  if (pyLibDirs.length > 0) {
+    try {
+      const shadowing = await shadowingFindings(ctx, ld.entries, pyLibDirs, deps.check);
+      findings.push(...shadowing.findings);
+      for (const v of shadowing.verdicts) verdicts.set(v.entry, {shadows: v.shadows.length, breaks: v.problems.length});
+    } catch (error) {
+      findings.push({
+        id: 'env.check-failed',
+        severity: 'warning',
+        title: 'The loader check of the Python environment\'s CUDA libraries could not run',
+        evidence: [(error as Error).message, ...pyLibDirs],
+        fix: 'Run `cudaenv check` on these directories for details',
+      });
+    }
+  }
+
+  const loader = loaderView(ctx, toolkits, cache?.entries);
+  findings.push(...loader.findings);
+  const conda = condaFindings(ctx, toolkits);
+  findings.push(...conda.findings);
+
+  const active = toolkits.active;
+  return {
+    findings,
+    facts: {
+      driver: driverFacts(driver, compat),
+      cudaenv: toolkits.selection,
+      activeToolkit: active ? {source: active.source, path: active.real ?? active.dir, version: active.version ?? null} : null,
+      pointers: pointers.pointers,
+      ldLibraryPath: ld.entries.map((e) => ({...e, shadows: verdicts.get(e.entry)?.shadows ?? null, breaks: verdicts.get(e.entry)?.breaks ?? null})),
+      python: {interpreter, sitePackages, cudaLibraryDirs: pyLibDirs, torch: torch ?? null},
+      loader: loader.facts,
+      conda: conda.facts,
+      sysroot: ctx.sysroot || null,
+    },
+  };
+}

@@ -1,0 +1,103 @@
+import type {CondaFacts} from './conda.js';
+import type {DriverFacts} from './compat.js';
+import type {LdEntryFact, PointerFact} from './env-vars.js';
+import type {LoaderFacts} from './loader-view.js';
+import type {TorchFact} from './pytorch.js';
+import type {SelectionFact} from './toolkit.js';
+import type {Finding, Severity} from './types.js';
+
+export interface DoctorFacts {
+  driver: DriverFacts;
+  cudaenv: SelectionFact;
+  activeToolkit: {source: string; path: string; version: string | null} | null;
+  pointers: PointerFact[];
+  ldLibraryPath: Array<LdEntryFact & {shadows: number | null; breaks: number | null}>;
+  python: {interpreter: string | null; sitePackages: string[]; cudaLibraryDirs: string[]; torch: TorchFact | null};
+  loader: LoaderFacts;
+  conda: CondaFacts;
+  /** Set when a test root stands in for the machine (CUDAENV_SYSROOT). */
+  sysroot: string | null;
+}
+
+export interface DoctorReport {
+  findings: Finding[];
+  facts: DoctorFacts;
+}
+
+const SECTIONS: Array<[prefix: string, title: string]> = [
+  ['driver', 'Driver'], ['toolkit', 'Toolkit'], ['env', 'Environment'], ['pytorch', 'PyTorch'], ['loader', 'Loader'], ['conda', 'Conda'],
+];
+
+const RANK: Record<Severity, number> = {error: 0, warning: 1, info: 2};
+
+export function hasErrors(report: DoctorReport): boolean {
+  return report.findings.some((f) => f.severity === 'error');
+}
+
+/** Findings in section order, errors first within a section (stable otherwise). */
+export function sortFindings(findings: Finding[]): Finding[] {
+  const section = (f: Finding): number => {
+    const i = SECTIONS.findIndex(([p]) => f.id.startsWith(`${p}.`));
+    return i < 0 ? SECTIONS.length : i;
+  };
+  return findings.map((f, i) => ({f, i})).sort((a, b) => section(a.f) - section(b.f) || RANK[a.f.severity] - RANK[b.f.severity] || a.i - b.i).map((x) => x.f);
+}
+
+function factLine(prefix: string, facts: DoctorFacts): string {
+  switch (prefix) {
+    case 'driver': {
+      const d = facts.driver;
+      if (!d.version) return 'none found';
+      const mod = d.kernelModule ? `, ${d.kernelModule} kernel module` : '';
+      const mvc = d.newestMajorViaMinorVersionCompatibility ? `, CUDA ${d.newestMajorViaMinorVersionCompatibility}.x via minor-version compatibility` : '';
+      return `${d.version} (${d.source}${mod}); runs CUDA <= ${d.newestFullySupported ?? '?'} fully${mvc}`;
+    }
+    case 'toolkit': {
+      const t = facts.activeToolkit;
+      const sel = facts.cudaenv;
+      const via = sel.label ? `cudaenv ${sel.label}, ${sel.origin}` : sel.system ? `cudaenv: system (${sel.origin})` : `cudaenv: ${sel.spec ?? '?'} (${sel.origin})`;
+      return t ? `${t.version ? `CUDA ${t.version}` : 'version unknown'} at ${t.path} [${t.source === 'cudaenv' ? via : `${t.source}; ${via}`}]` : `none [${via}]`;
+    }
+    case 'env': {
+      const cuda = facts.ldLibraryPath.map((e) => e.entry);
+      return cuda.length > 0 ? `LD_LIBRARY_PATH has CUDA libraries in ${cuda.join(', ')}` : 'no CUDA libraries on LD_LIBRARY_PATH';
+    }
+    case 'pytorch': {
+      const p = facts.python;
+      if (!p.interpreter && p.sitePackages.length === 0) return 'no Python found';
+      const torch = p.torch ? `torch ${p.torch.version ?? '?'} (${p.torch.cuda ? `CUDA ${p.torch.cuda}` : p.torch.hip ? `ROCm ${p.torch.hip}` : 'CPU-only'})` : 'no torch';
+      return `${p.interpreter ?? 'python'}: ${torch}, ${p.cudaLibraryDirs.length} pip CUDA library dir(s)`;
+    }
+    case 'loader': {
+      const l = facts.loader;
+      const cache = l.cudaCacheEntries === null ? `${l.cacheFile} not read` : `${l.cudaCacheEntries} CUDA entries in ${l.cacheFile}`;
+      return `${cache}; ${l.confDirs.length} ld.so.conf dir(s)`;
+    }
+    case 'conda':
+      return facts.conda.prefix ? `${facts.conda.prefix}: ${facts.conda.hooks.length > 0 ? 'cudaenv hook' : 'no cudaenv hook'}` : 'no active environment';
+    default:
+      return '';
+  }
+}
+
+const MARK: Record<Severity, string> = {error: 'error', warning: 'warn ', info: 'info '};
+
+/** One screen: a fact line per section, then its findings, each problem with its fix. */
+export function renderReport(report: DoctorReport): string {
+  const lines: string[] = [];
+  const sorted = sortFindings(report.findings);
+  for (const [prefix, title] of SECTIONS) {
+    lines.push(`${title.padEnd(12)}${factLine(prefix, report.facts)}`);
+    for (const f of sorted.filter((x) => x.id.startsWith(`${prefix}.`))) {
+      lines.push(`  ${MARK[f.severity]} ${f.title}`);
+      const shown = f.severity === 'info' ? f.evidence.slice(0, 3) : f.evidence.slice(0, 8);
+      for (const e of shown) lines.push(`          ${e}`);
+      if (f.evidence.length > shown.length) lines.push(`          ... (${f.evidence.length - shown.length} more lines in --json)`);
+      if (f.fix) lines.push(`          fix: ${f.fix}`);
+    }
+  }
+  const errors = report.findings.filter((f) => f.severity === 'error').length;
+  const warnings = report.findings.filter((f) => f.severity === 'warning').length;
+  lines.push('', errors + warnings === 0 ? 'No problems found.' : `${errors} error(s), ${warnings} warning(s).`);
+  return `${lines.join('\n')}\n`;
+}

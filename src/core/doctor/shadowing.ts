@@ -1,0 +1,192 @@
+import {realpathSync} from 'node:fs';
+import {basename, dirname, relative} from 'node:path';
+import type {CheckOptions, CheckReport, Problem} from '../elf/api.js';
+import {quoteSh} from '../shell/quote.js';
+import {splitPathList} from '../shell/toolkit-env.js';
+import {isDriverLibraryName} from './cuda-libs.js';
+import type {LdEntryFact} from './env-vars.js';
+import type {DoctorContext, Finding} from './types.js';
+
+export type CheckFn = (options: CheckOptions) => Promise<CheckReport>;
+
+export interface Shadow {
+  /** The pip-wheel library whose dependency is redirected. */
+  object: string;
+  library: string;
+  /** What the loader binds with this LD_LIBRARY_PATH. */
+  chosen: string;
+  /** What it binds without the CUDA entries of LD_LIBRARY_PATH (null: nothing). */
+  instead: string | null;
+}
+
+export interface EntryVerdict {
+  entry: string;
+  shadows: Shadow[];
+  problems: Problem[];
+}
+
+export interface ShadowingResult {
+  /** One verdict per CUDA entry of LD_LIBRARY_PATH. */
+  verdicts: EntryVerdict[];
+  /** Problems of the Python environment's libraries that remain without those entries. */
+  baselineProblems: Problem[];
+  findings: Finding[];
+}
+
+const normalize = (p: string): string => (p.length > 1 ? p.replace(/\/+$/, '') : p);
+
+function real(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    return p;
+  }
+}
+
+function problemKey(p: Problem): string {
+  return [p.kind, p.object, p.library, p.version, p.symbol].join('\0');
+}
+
+function edgeMap(report: CheckReport): Map<string, string | null> {
+  const map = new Map<string, string | null>();
+  for (const o of report.objects) for (const e of o.needed) map.set(`${o.path}\0${e.name}`, e.path);
+  return map;
+}
+
+function isUnderAny(path: string, dirs: string[]): boolean {
+  return dirs.some((d) => path === d || path.startsWith(`${d}/`));
+}
+
+/** The LD_LIBRARY_PATH value without the given entries (undefined when nothing is left). */
+function without(value: string | undefined, drop: Set<string>): string | undefined {
+  const kept = splitPathList(value).filter((e) => e === '' || !drop.has(e));
+  return kept.length === 0 ? undefined : kept.join(':');
+}
+
+function describeProblem(p: Problem): string {
+  const what = p.kind === 'undefined-symbol' || p.kind === 'unversioned-undefined-symbol'
+    ? `undefined symbol ${p.symbol}${p.version ? `, version ${p.version}` : ''}${p.library ? ` (${p.library})` : ''}`
+    : p.kind === 'version-not-found' ? `version ${p.version} not found in ${p.library}` : `${p.library} not found`;
+  return `${p.object}: ${what}`;
+}
+
+/**
+ * Which CUDA entries of LD_LIBRARY_PATH change how the active Python environment's pip CUDA
+ * libraries load, decided by the check engine: the libraries are checked under the current
+ * LD_LIBRARY_PATH and under the same value without its CUDA entries; a dependency bound
+ * through an entry that would otherwise bind elsewhere is a shadow, and a problem that only
+ * exists with the entries is theirs.
+ */
+export async function shadowingFindings(
+  ctx: DoctorContext, entries: LdEntryFact[], pythonLibDirs: string[], check: CheckFn,
+): Promise<ShadowingResult> {
+  const findings: Finding[] = [];
+  if (pythonLibDirs.length === 0) return {verdicts: [], baselineProblems: [], findings};
+  const ld = ctx.env.LD_LIBRARY_PATH;
+  const drop = new Set(entries.map((e) => e.entry));
+  const current = await check({targets: pythonLibDirs, ldLibraryPath: ld});
+  const base = drop.size === 0 ? current : await check({targets: pythonLibDirs, ldLibraryPath: without(ld, drop)});
+  const baseEdges = edgeMap(base);
+  const baseKeys = new Set(base.problems.map(problemKey));
+  const newProblems = current.problems.filter((p) => !baseKeys.has(problemKey(p)) && p.kind !== 'unversioned-undefined-symbol');
+  const pyDirs = pythonLibDirs.map(normalize);
+  const pyDirsReal = pyDirs.map(real);
+
+  // Where each library name was bound in the current view, to attribute problems to entries.
+  const boundAt = new Map<string, string>();
+  for (const o of current.objects) for (const e of o.needed) if (e.path && !boundAt.has(e.name)) boundAt.set(e.name, e.path);
+
+  const verdicts: EntryVerdict[] = entries.map((entry) => {
+    const dir = normalize(entry.entry);
+    const dirReal = real(dir);
+    const inEntry = (path: string | null | undefined): boolean => !!path && (normalize(dirname(path)) === dir || real(dirname(path)) === dirReal);
+    const shadows: Shadow[] = [];
+    for (const o of current.objects) {
+      if (!isUnderAny(o.path, pyDirs) && !isUnderAny(real(o.path), pyDirsReal)) continue;
+      for (const e of o.needed) {
+        if (e.via !== 'ld_library_path' || !inEntry(e.path)) continue;
+        const instead = baseEdges.get(`${o.path}\0${e.name}`) ?? null;
+        if (instead !== e.path) shadows.push({object: o.path, library: e.name, chosen: e.path!, instead});
+      }
+    }
+    const problems = newProblems.filter((p) => (p.chosen?.includes(dir) ?? false) || inEntry(p.library ? boundAt.get(p.library) : undefined));
+    return {entry: entry.entry, shadows, problems};
+  });
+
+  const attributed = new Set(verdicts.flatMap((v) => v.problems.map(problemKey)));
+  for (const v of verdicts) {
+    const entry = entries.find((e) => e.entry === v.entry)!;
+    const fix = entryFix(ctx, entry);
+    if (v.problems.length > 0) {
+      const first = v.problems[0]!;
+      const lacks = first.kind === 'undefined-symbol' && first.symbol
+        ? `, which lacks ${first.symbol}${first.version ? `@${first.version}` : ''}`
+        : first.kind === 'version-not-found' ? `, which lacks version ${first.version}` : '';
+      const bound = first.library ? boundAt.get(first.library) : undefined;
+      findings.push({
+        id: 'env.ld-library-path-breaks-python',
+        severity: 'error',
+        title: `LD_LIBRARY_PATH entry ${v.entry} makes ${shortName(first.object, pyDirs)} bind ${bound ?? first.chosen ?? first.library}${lacks}`,
+        evidence: [
+          `LD_LIBRARY_PATH=${ld ?? ''} (entry ${entry.index + 1}${entry.toolkitVersion ? `, CUDA ${entry.toolkitVersion}` : ''})`,
+          ...v.problems.flatMap((p) => [describeProblem(p), ...(p.chosen ? [`  loader picks: ${p.chosen}`] : []), ...(p.shadowed ? [`  shadowed: ${p.shadowed}`] : []), `  ${p.explanation}`]),
+        ],
+        fix,
+      });
+    } else if (v.shadows.length > 0) {
+      findings.push({
+        id: 'env.ld-library-path-shadows-python',
+        severity: 'warning',
+        title: `LD_LIBRARY_PATH entry ${v.entry} shadows the pip CUDA wheels: ${[...new Set(v.shadows.map((s) => s.library))].join(', ')} come from it instead`,
+        evidence: v.shadows.slice(0, 6).map((s) => `${shortName(s.object, pyDirs)} needs ${s.library}: ${s.chosen}${s.instead ? ` instead of ${s.instead}` : ''}`)
+          .concat(v.shadows.length > 6 ? [`... and ${v.shadows.length - 6} more`] : []),
+        fix,
+      });
+    }
+  }
+  const unattributed = newProblems.filter((p) => !attributed.has(problemKey(p)));
+  if (unattributed.length > 0) {
+    findings.push({
+      id: 'env.ld-library-path-breaks-python',
+      severity: 'error',
+      title: `This LD_LIBRARY_PATH makes the Python environment's CUDA libraries fail to load`,
+      evidence: [`LD_LIBRARY_PATH=${ld ?? ''}`, ...unattributed.slice(0, 6).flatMap((p) => [describeProblem(p), `  ${p.explanation}`])],
+      fix: unattributed[0]!.fix ?? 'Remove the CUDA toolkit entries from LD_LIBRARY_PATH (cudaenv use VERSION --ld-library-path none)',
+    });
+  }
+  const baselineProblems = base.problems.filter((p) => p.kind !== 'unversioned-undefined-symbol' && !(p.library && isDriverLibraryName(p.library)));
+  if (baselineProblems.length > 0) {
+    findings.push({
+      id: 'pytorch.libraries-broken',
+      severity: 'error',
+      title: `The Python environment's CUDA libraries fail to load even without LD_LIBRARY_PATH's CUDA entries`,
+      evidence: baselineProblems.slice(0, 6).flatMap((p) => [describeProblem(p), `  ${p.explanation}`])
+        .concat(baselineProblems.length > 6 ? [`... and ${baselineProblems.length - 6} more`] : []),
+      fix: baselineProblems[0]!.fix ?? 'Reinstall the packages that own these libraries (pip install --force-reinstall ...)',
+    });
+  }
+  return {verdicts, baselineProblems, findings};
+}
+
+/** torch/lib/libtorch_cuda.so, nvidia/cusparse/lib/libcusparse.so.12: short and unambiguous. */
+function shortName(object: string, pyDirs: string[]): string {
+  for (const d of pyDirs) {
+    if (object.startsWith(`${d}/`)) {
+      const sp = dirname(dirname(d)).endsWith('/nvidia') ? dirname(dirname(dirname(d))) : dirname(dirname(d));
+      return relative(sp, object);
+    }
+  }
+  return basename(object);
+}
+
+/** Drop the entry: for a cudaenv version through `cudaenv use --ld-library-path none`, else by hand. */
+function entryFix(ctx: DoctorContext, entry: LdEntryFact): string {
+  const rest = splitPathList(ctx.env.LD_LIBRARY_PATH).filter((e) => e !== entry.entry && e !== '');
+  const manual = rest.length > 0 ? `export LD_LIBRARY_PATH=${quoteSh(rest.join(':'))}` : 'unset LD_LIBRARY_PATH';
+  const versions = normalize(ctx.paths.versions);
+  if (entry.entry.startsWith(`${versions}/`)) {
+    const label = entry.entry.slice(versions.length + 1).split('/')[0]!;
+    return `cudaenv use ${label} --ld-library-path none (or make it the default: cudaenv config ldLibraryPath none); by hand: ${manual}`;
+  }
+  return `${manual} (drop ${entry.entry}; pip wheels bring their own CUDA libraries)`;
+}

@@ -1,0 +1,184 @@
+import {readFileSync, statSync} from 'node:fs';
+import {dirname, join} from 'node:path';
+import {formatError} from '../errors.js';
+import {detectToolkitVersion} from '../versions/detect.js';
+import {describeOrigin, selectVersion} from '../versions/select.js';
+import {firstOnPath} from '../system/python-env.js';
+import {sysPath, sysRealpath} from './sysroot.js';
+import type {DoctorContext, Finding} from './types.js';
+
+/** A directory that holds (or is said to hold) a toolkit, with its identity and version. */
+export interface ToolkitDir {
+  /** As given (a variable's value, a link). */
+  dir: string;
+  /** With links resolved: two pointers name the same toolkit when these are equal. Undefined when missing. */
+  real?: string;
+  /** Release label (version.json) or MAJOR.MINOR (headers); undefined when it cannot be told. */
+  version?: string;
+  versionSource?: string;
+}
+
+function isDir(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** CUDA_VERSION / CUDART_VERSION from the headers (12040 -> 12.4), for toolkits without version.json. */
+function headerVersion(dir: string): string | undefined {
+  for (const [file, macro] of [['cuda.h', 'CUDA_VERSION'], ['cuda_runtime_api.h', 'CUDART_VERSION']] as const) {
+    let text: string;
+    try {
+      text = readFileSync(join(dir, 'include', file), 'utf8').slice(0, 200_000);
+    } catch {
+      continue;
+    }
+    const m = new RegExp(`^#define\\s+${macro}\\s+(\\d{4,6})\\b`, 'm').exec(text);
+    if (m) {
+      const n = Number(m[1]);
+      return `${Math.floor(n / 1000)}.${Math.floor((n % 1000) / 10)}`;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * A toolkit directory's version without running anything (doctor starts no nvcc):
+ * version.json / version.txt, the libcudart file name, then the headers.
+ */
+export function describeToolkitDir(ctx: DoctorContext, dir: string, system = false): ToolkitDir {
+  const real = system ? sysRealpath(ctx, dir) : realOrUndefined(dir);
+  if (!real || !isDir(real)) return {dir};
+  const detected = detectToolkitVersion(real, false);
+  if (detected.version) return {dir, real, version: detected.version, versionSource: detected.source};
+  const fromHeader = headerVersion(real);
+  return fromHeader ? {dir, real, version: fromHeader, versionSource: 'headers'} : {dir, real};
+}
+
+function realOrUndefined(path: string): string | undefined {
+  return sysRealpath({sysroot: ''}, path);
+}
+
+export interface SelectionFact {
+  spec: string | null;
+  label: string | null;
+  system: boolean;
+  origin: string;
+  path: string | null;
+  installed: boolean;
+  error: string | null;
+}
+
+export interface ActiveToolkit extends ToolkitDir {
+  /** What makes it the active one. */
+  source: 'cudaenv' | 'nvcc on PATH' | 'CUDA_HOME' | 'CUDA_PATH' | '/usr/local/cuda';
+  /** For a cudaenv version: its label. */
+  label?: string;
+}
+
+export interface ToolkitState {
+  selection: SelectionFact;
+  /** The toolkit programs would use: cudaenv's version, else nvcc on PATH, CUDA_HOME, CUDA_PATH, /usr/local/cuda. */
+  active?: ActiveToolkit;
+  /** /usr/local/cuda (under the sysroot). */
+  usrLocalCuda: ToolkitDir & {exists: boolean};
+  /** nvcc as `which nvcc` finds it, and whether it is a cudaenv shim. */
+  nvcc?: {path: string; shim: boolean; toolkit: ToolkitDir};
+  findings: Finding[];
+}
+
+/** The toolkit root an nvcc belongs to: its bin's parent (as torch.utils.cpp_extension takes it). */
+export function nvccToolkitRoot(nvcc: string): string {
+  return dirname(dirname(nvcc));
+}
+
+export function inspectToolkits(ctx: DoctorContext): ToolkitState {
+  const findings: Finding[] = [];
+  const selection = readSelection(ctx, findings);
+  const usrLocal = describeToolkitDir(ctx, '/usr/local/cuda', true);
+  const usrLocalCuda = {...usrLocal, exists: usrLocal.real !== undefined};
+
+  let nvcc: ToolkitState['nvcc'];
+  const nvccPath = firstOnPath(['nvcc'], ctx.env.PATH);
+  if (nvccPath) {
+    const shim = dirname(nvccPath) === ctx.paths.shims;
+    const toolkit = shim && selection.path ? describeToolkitDir(ctx, selection.path) : describeToolkitDir(ctx, nvccToolkitRoot(nvccPath));
+    nvcc = {path: nvccPath, shim, toolkit};
+  }
+
+  let active: ActiveToolkit | undefined;
+  if (selection.label && selection.path) {
+    active = {...describeToolkitDir(ctx, selection.path), source: 'cudaenv', label: selection.label};
+    if (!active.version) active.version = selection.label;
+  } else if (nvcc && !nvcc.shim && nvcc.toolkit.real) {
+    active = {...nvcc.toolkit, source: 'nvcc on PATH'};
+  } else {
+    for (const key of ['CUDA_HOME', 'CUDA_PATH'] as const) {
+      const value = ctx.env[key];
+      if (!value) continue;
+      const t = describeToolkitDir(ctx, value);
+      if (t.real) {
+        active = {...t, source: key};
+        break;
+      }
+    }
+    if (!active && usrLocalCuda.exists) active = {...usrLocal, real: usrLocal.real, source: '/usr/local/cuda'};
+  }
+  if (!active) {
+    findings.push({
+      id: 'toolkit.none',
+      severity: 'info',
+      title: 'No CUDA toolkit is active: no cudaenv version, no nvcc on PATH, no CUDA_HOME, no /usr/local/cuda',
+      evidence: [`cudaenv: ${selection.origin}`, `PATH: ${ctx.env.PATH ?? '(unset)'}`],
+      fix: 'Install one with `cudaenv install 12.4` and select it with `cudaenv use 12.4` (pip wheels alone run PyTorch; a toolkit is needed to compile).',
+    });
+  }
+  return {selection, active, usrLocalCuda, nvcc, findings};
+}
+
+function readSelection(ctx: DoctorContext, findings: Finding[]): SelectionFact {
+  try {
+    const sel = selectVersion(ctx.paths, {cwd: ctx.cwd, env: ctx.env});
+    const origin = describeOrigin(sel.origin);
+    const installed = sel.system || sel.label !== undefined;
+    if (!installed) {
+      findings.push({
+        id: 'toolkit.not-installed',
+        severity: 'error',
+        title: `The selected CUDA ${sel.spec.text} is not installed`,
+        evidence: [`${sel.spec.text} (${origin})`],
+        fix: `cudaenv install ${sel.spec.kind === 'alias' ? 'VERSION' : sel.spec.text}, or choose an installed one with \`cudaenv use\` (see \`cudaenv ls\`)`,
+      });
+    }
+    for (const warning of sel.warnings) {
+      findings.push({id: 'toolkit.version-file-warning', severity: 'warning', title: warning, evidence: [origin], fix: null});
+    }
+    return {
+      spec: sel.spec.text, label: sel.label ?? null, system: sel.system, origin,
+      path: sel.path ?? null, installed, error: null,
+    };
+  } catch (error) {
+    const message = formatError(error);
+    findings.push({
+      id: 'toolkit.selection-invalid',
+      severity: 'error',
+      title: 'The cudaenv version selection cannot be read',
+      evidence: message.split('\n'),
+      fix: 'Correct or remove the file or variable named above (CUDAENV_VERSION, .cuda-version, the global default).',
+    });
+    return {spec: null, label: null, system: false, origin: 'unreadable', path: null, installed: false, error: message};
+  }
+}
+
+/** For messages: "12.4.1 at /path" or "/path (version unknown)". */
+export function describeToolkit(t: ToolkitDir): string {
+  const at = t.real && t.real !== t.dir ? `${t.dir} -> ${t.real}` : t.dir;
+  return t.version ? `CUDA ${t.version} at ${at}` : `${at} (version unknown)`;
+}
+
+/** For tests and callers that need /usr/local/cuda's resolved directory. */
+export function usrLocalCudaPath(ctx: DoctorContext): string {
+  return sysPath(ctx, '/usr/local/cuda');
+}

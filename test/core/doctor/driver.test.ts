@@ -1,0 +1,67 @@
+import {afterEach, beforeEach, describe, expect, test} from '@jest/globals';
+import {mkdirSync, symlinkSync, writeFileSync} from 'node:fs';
+import {join} from 'node:path';
+import {libcudaVersion, parseProcDriverVersion, readDriver} from '../../../src/core/doctor/driver.js';
+import {makeTempDir} from '../../helpers/tmp.js';
+import {PROC_OPEN, PROC_PROPRIETARY, makeMachine, write, type Machine} from './machine.js';
+
+describe('parseProcDriverVersion', () => {
+  test('proprietary, open and aarch64 formats, two-part versions', () => {
+    expect(parseProcDriverVersion(PROC_PROPRIETARY)).toEqual({version: '550.54.15', kernelModule: 'proprietary'});
+    expect(parseProcDriverVersion(PROC_OPEN)).toEqual({version: '575.57.08', kernelModule: 'open'});
+    expect(parseProcDriverVersion('NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  580.65.06  Release Build  (dvs-builder@U22)  Thu Jul 10 2025\n'))
+      .toEqual({version: '580.65.06', kernelModule: 'open'});
+    expect(parseProcDriverVersion('NVRM version: NVIDIA UNIX x86_64 Kernel Module  418.56  Fri Mar 15 12:59:26 CDT 2019\n')?.version).toBe('418.56');
+    expect(parseProcDriverVersion('garbage\n')).toBeUndefined();
+    expect(parseProcDriverVersion('NVRM version: NVIDIA UNIX x86_64 Kernel Module  banana\n')).toBeUndefined();
+  });
+
+  test('libcuda file names', () => {
+    expect(libcudaVersion('libcuda.so.550.54.15')).toBe('550.54.15');
+    expect(libcudaVersion('libcuda.so.1')).toBeUndefined();
+    expect(libcudaVersion('libcuda.so')).toBeUndefined();
+  });
+});
+
+describe('readDriver on a constructed root', () => {
+  let tmp: {dir: string; cleanup: () => void};
+  let m: Machine;
+  beforeEach(() => {
+    tmp = makeTempDir();
+    m = makeMachine(tmp.dir);
+  });
+  afterEach(() => tmp.cleanup());
+
+  test('/proc/driver/nvidia/version, proprietary module', () => {
+    write(join(m.sysroot, 'proc/driver/nvidia/version'), PROC_PROPRIETARY);
+    write(join(m.sysroot, 'sys/module/nvidia/version'), '999.1.1\n');
+    expect(readDriver(m.ctx())).toEqual({version: '550.54.15', source: '/proc/driver/nvidia/version', evidence: '/proc/driver/nvidia/version', kernelModule: 'proprietary'});
+  });
+
+  test('/proc/driver/nvidia/version, open module', () => {
+    write(join(m.sysroot, 'proc/driver/nvidia/version'), PROC_OPEN);
+    expect(readDriver(m.ctx())).toMatchObject({version: '575.57.08', kernelModule: 'open'});
+  });
+
+  test('/sys/module/nvidia/version when /proc has none', () => {
+    write(join(m.sysroot, 'sys/module/nvidia/version'), '535.104.05\n');
+    expect(readDriver(m.ctx())).toMatchObject({version: '535.104.05', source: '/sys/module/nvidia/version'});
+  });
+
+  test('the libcuda.so.<version> the cache points to, then a driver directory', () => {
+    const dir = join(m.sysroot, 'usr/lib/x86_64-linux-gnu');
+    mkdirSync(dir, {recursive: true});
+    writeFileSync(join(dir, 'libcuda.so.545.23.08'), '');
+    symlinkSync('libcuda.so.545.23.08', join(dir, 'libcuda.so.1'));
+    expect(readDriver(m.ctx(), '/usr/lib/x86_64-linux-gnu/libcuda.so.1')).toMatchObject({version: '545.23.08', source: 'libcuda',
+      evidence: '/usr/lib/x86_64-linux-gnu/libcuda.so.1 -> /usr/lib/x86_64-linux-gnu/libcuda.so.545.23.08'});
+    // Without a cache hint the well-known directory is looked at.
+    expect(readDriver(m.ctx())).toMatchObject({version: '545.23.08', source: 'libcuda'});
+  });
+
+  test('nvidia-smi on PATH as the last resort, and nothing at all', () => {
+    expect(readDriver(m.ctx())).toBeUndefined();
+    write(join(m.bin, 'nvidia-smi'), '#!/bin/sh\n[ "$1" = "--query-gpu=driver_version" ] && [ "$2" = "--format=csv,noheader" ] && echo 570.124.06\n', 0o755);
+    expect(readDriver(m.ctx())).toMatchObject({version: '570.124.06', source: 'nvidia-smi'});
+  });
+});
