@@ -1,0 +1,68 @@
+import {Args, Flags} from '@oclif/core';
+import {CudaenvCommand} from '../cli/base.js';
+import {CudaenvError} from '../core/errors.js';
+import {mirrorsFor} from '../core/remote/choose.js';
+import {installRelease, type InstallResult} from '../core/remote/install.js';
+import {machinePlatform, parsePlatform} from '../core/remote/platform.js';
+import {parseComponentList, parseProfile, PROFILES} from '../core/remote/profiles.js';
+import {makeReporter} from '../core/remote/progress.js';
+
+export default class Install extends CudaenvCommand {
+  static override summary = 'Install a CUDA toolkit from NVIDIA\'s redistributable archives.';
+  static override description = 'SPEC resolves against the mirror: 12.4 installs the newest 12.4.x. Archives are verified (sha256, size), cached in the store, and the toolkit appears under versions/ only once complete.';
+  static override examples = [
+    '<%= config.bin %> install 12.4',
+    '<%= config.bin %> install 12.4.1 --profile minimal',
+    '<%= config.bin %> install 12 --cudnn 9',
+    '<%= config.bin %> install 12.6 --components cuda_nvcc,cuda_cudart,cuda_cccl',
+    '<%= config.bin %> install 12.4 --mirror /shared/nvidia-redist',
+  ];
+  static override args = {spec: Args.string({description: 'release spec: 12, 12.4, 12.4.1 or latest', required: true})};
+  static override flags = {
+    profile: Flags.string({description: 'minimal (nvcc, cudart, cccl), devel (default: + math libraries, nvrtc, nvjitlink, cupti, nvtx, nvml, profiler api) or full (every component but drivers)', options: [...PROFILES]}),
+    components: Flags.string({description: 'comma-separated component names (alone: exactly these; with --profile: added to it)'}),
+    cudnn: Flags.string({description: 'also install the newest cuDNN matching this spec built for the CUDA major (e.g. 9)'}),
+    mirror: Flags.string({description: 'CUDA redist mirror: URL, file:// URL or directory (default: $CUDAENV_MIRROR, the mirror setting, or NVIDIA)'}),
+    arch: Flags.string({description: 'linux-x86_64, linux-sbsa or linux-aarch64 (default: this machine)'}),
+    force: Flags.boolean({description: 'reinstall; the old copy stays usable until the new one is in place'}),
+  };
+
+  async run(): Promise<InstallResult> {
+    const {args, flags} = await this.parse(Install);
+    const platform = flags.arch ? parsePlatform(flags.arch) : machinePlatform();
+    const components = flags.components === undefined ? undefined : parseComponentList(flags.components);
+    const profile = flags.profile === undefined ? undefined : parseProfile(flags.profile);
+    const mirrors = await mirrorsFor(this.paths, flags.mirror);
+    const reporter = await makeReporter({json: this.jsonEnabled(), tty: Boolean(process.stderr.isTTY), write: (line) => process.stderr.write(`${line}\n`)});
+    const controller = new AbortController();
+    const interrupt = (signal: NodeJS.Signals): void => {
+      controller.abort(new CudaenvError(`interrupted by ${signal}; nothing was installed`, {exitCode: signal === 'SIGINT' ? 130 : 143, code: 'interrupted', hint: 'Run the same command again: verified downloads are kept in the cache.'}));
+    };
+    process.once('SIGINT', interrupt);
+    process.once('SIGTERM', interrupt);
+    let result: InstallResult;
+    try {
+      result = await installRelease({
+        paths: this.paths, spec: args.spec, mirror: mirrors.cuda, cudnnMirror: mirrors.cudnn, platform,
+        profile, components, cudnn: flags.cudnn, force: flags.force, signal: controller.signal,
+        onEvent: (e) => reporter.onEvent(e),
+      });
+    } catch (error) {
+      await reporter.finish(false);
+      throw error;
+    } finally {
+      process.off('SIGINT', interrupt);
+      process.off('SIGTERM', interrupt);
+    }
+    await reporter.finish(true);
+    if (!this.jsonEnabled()) {
+      if (result.status === 'already-installed') {
+        this.log(`CUDA ${result.version} is already installed in ${result.path} (reinstall with --force).`);
+      } else {
+        this.log(`Installed CUDA ${result.version}${result.cudnn ? ` with cuDNN ${result.cudnn}` : ''} in ${result.path}`);
+        this.log(`Use it with \`cudaenv global ${result.version}\` or \`cudaenv local ${result.version}\`.`);
+      }
+    }
+    return result;
+  }
+}

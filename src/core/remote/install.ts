@@ -1,0 +1,246 @@
+import {cpus} from 'node:os';
+import {existsSync, mkdirSync, renameSync, rmSync, writeFileSync} from 'node:fs';
+import {join} from 'node:path';
+import {CudaenvError} from '../errors.js';
+import {atomicWriteFile} from '../store/atomic-write.js';
+import {acquireLock, type LockOwner} from '../store/lock.js';
+import {afterVersionsChanged} from '../store/on-change.js';
+import type {StorePaths} from '../store/paths.js';
+import {describeVersion, ensureStoreDirs, RECEIPT_FILE} from '../store/registry.js';
+import {isVersion} from '../versions/version.js';
+import {fetchAndExtract, type ArchiveProgress} from './archive.js';
+import {resolveRelease} from './catalog.js';
+import {checkpoint} from './checkpoint.js';
+import {chooseCudnn, type CudnnChoice} from './cudnn.js';
+import {artifactFor, type Artifact} from './manifest.js';
+import {linkLib, mergeComponent} from './merge.js';
+import type {Mirror} from './mirror.js';
+import type {Platform} from './platform.js';
+import {selectComponents, type Profile} from './profiles.js';
+import {cleanOtherLeftovers, makeTempIn, recoverLeftovers, tempName, versionLockName} from './staging.js';
+
+export interface InstallRequest {
+  paths: StorePaths;
+  spec: string;
+  mirror: Mirror;
+  platform: Platform;
+  profile?: Profile;
+  components?: string[];
+  cudnn?: string;
+  cudnnMirror?: Mirror;
+  force?: boolean;
+  /** Archives fetched and extracted at once (default: min(4, 2 x cores)). */
+  concurrency?: number;
+  signal?: AbortSignal;
+  onEvent?: (event: InstallEvent) => void;
+}
+
+export interface PlannedComponent {
+  name: string;
+  version: string;
+  size: number;
+}
+
+export type InstallEvent =
+  | {type: 'plan'; label: string; components: PlannedComponent[]}
+  | {type: 'waiting'; owner: LockOwner | undefined}
+  | {type: 'progress'; component: string; progress: ArchiveProgress}
+  | {type: 'finishing'};
+
+export interface ReceiptComponent {
+  name: string;
+  version: string;
+  sha256: string;
+  size: number;
+  relative_path: string;
+}
+
+export interface Receipt {
+  release: string;
+  release_date: string | null;
+  platform: string;
+  profile: string | null;
+  mirror: string;
+  installed_at: string;
+  components: ReceiptComponent[];
+  cudnn: (ReceiptComponent & {release: string; variant: string; mirror: string}) | null;
+}
+
+export interface InstallResult {
+  version: string;
+  path: string;
+  status: 'installed' | 'reinstalled' | 'already-installed';
+  components: Array<{name: string; version: string; from_cache: boolean}>;
+  cudnn: string | null;
+  mirror: string;
+  platform: string;
+}
+
+interface Job {
+  name: string;
+  version: string;
+  artifact: Artifact;
+  mirror: Mirror;
+}
+
+/**
+ * `cudaenv install`: resolve the release on the mirror, then - holding the version's lock -
+ * fetch and extract every archive into `tmp/stage-*` (several at once), merge them into one
+ * prefix, write the receipt, and move it into `versions/<label>` with one rename. Until that
+ * rename nothing is listed; a stage left by a killed run is removed by the next one.
+ */
+export async function installRelease(req: InstallRequest): Promise<InstallResult> {
+  const {paths, mirror, platform} = req;
+  const signal = req.signal ?? new AbortController().signal;
+  const manifest = await resolveRelease(mirror, req.spec);
+  const label = manifest.label;
+  if (!isVersion(label)) {
+    throw new CudaenvError(`the mirror's release ${label} is not a CUDA version label (MAJOR.MINOR.PATCH)`, {code: 'bad-manifest'});
+  }
+  const names = selectComponents({manifest, platform, profile: req.profile, components: req.components});
+  const jobs: Job[] = names.map((name) => {
+    const c = manifest.components.get(name)!;
+    return {name, version: c.version, artifact: artifactFor(c, platform)!, mirror};
+  });
+  let cudnn: CudnnChoice | undefined;
+  if (req.cudnn !== undefined) {
+    if (!req.cudnnMirror) throw new CudaenvError('--cudnn needs a cuDNN mirror');
+    cudnn = await chooseCudnn(req.cudnnMirror, req.cudnn, Number(label.split('.')[0]), platform);
+    jobs.push({name: 'cudnn', version: cudnn.version, artifact: cudnn.artifact, mirror: req.cudnnMirror});
+  }
+  req.onEvent?.({type: 'plan', label, components: jobs.map((j) => ({name: j.name, version: j.version, size: j.artifact.size}))});
+
+  ensureStoreDirs(paths);
+  const lock = await acquireLock(paths.locks, versionLockName(label), {
+    purpose: `install of CUDA ${label}`,
+    onWait: (owner) => req.onEvent?.({type: 'waiting', owner}),
+  });
+  let stage: string | undefined;
+  try {
+    recoverLeftovers(paths, label);
+    await cleanOtherLeftovers(paths, label);
+    const dest = join(paths.versions, label);
+    const existing = describeVersion(paths, label);
+    const base = {version: label, path: dest, mirror: mirror.display, platform, cudnn: cudnn ? cudnn.version : null};
+    if (existing && !req.force) {
+      return {...base, status: 'already-installed', components: [], cudnn: null};
+    }
+    stage = makeTempIn(paths, 'stage', label);
+    const partsDir = join(stage, 'parts');
+    const root = join(stage, 'root');
+    mkdirSync(partsDir);
+    const fromCache = await runJobs(jobs, req, partsDir, signal);
+    await checkpoint('before-merge');
+    for (const job of jobs) {
+      req.onEvent?.({type: 'progress', component: job.name, progress: {stage: 'merge', bytes: job.artifact.size, total: job.artifact.size, fromCache: fromCache.get(job.name)!}});
+      mergeComponent(join(partsDir, job.name), root, job.name);
+    }
+    mkdirSync(root, {recursive: true});
+    linkLib(root);
+    writeVersionJson(root, label, jobs);
+    const receipt: Receipt = {
+      release: label,
+      release_date: manifest.date ?? null,
+      platform,
+      profile: req.components && !req.profile ? null : (req.profile ?? 'devel'),
+      mirror: mirror.display,
+      installed_at: new Date().toISOString(),
+      components: jobs.filter((j) => j.name !== 'cudnn' || !cudnn).map(receiptEntry),
+      cudnn: cudnn ? {...receiptEntry(jobs.at(-1)!), release: cudnn.label, variant: cudnn.variant, mirror: req.cudnnMirror!.display} : null,
+    };
+    atomicWriteFile(join(root, RECEIPT_FILE), `${JSON.stringify(receipt, null, 2)}\n`);
+    for (const job of jobs) req.onEvent?.({type: 'progress', component: job.name, progress: {stage: 'done', bytes: job.artifact.size, total: job.artifact.size, fromCache: fromCache.get(job.name)!}});
+    req.onEvent?.({type: 'finishing'});
+    await checkpoint('before-rename');
+    if (signal.aborted) throw signal.reason;
+    swapIn(paths, label, root, existing !== undefined);
+    rmSync(stage, {recursive: true, force: true});
+    stage = undefined;
+    await afterVersionsChanged(paths);
+    return {
+      ...base,
+      status: existing ? 'reinstalled' : 'installed',
+      components: jobs.map((j) => ({name: j.name, version: j.version, from_cache: fromCache.get(j.name)!})),
+    };
+  } finally {
+    if (stage) rmSync(stage, {recursive: true, force: true});
+    lock.release();
+  }
+}
+
+function receiptEntry(job: Job): ReceiptComponent {
+  return {name: job.name, version: job.version, sha256: job.artifact.sha256, size: job.artifact.size, relative_path: job.artifact.relativePath};
+}
+
+/** NVIDIA's own toolkits carry version.json; tools (and `cudaenv add`) read the release from it. */
+function writeVersionJson(root: string, label: string, jobs: Job[]): void {
+  const path = join(root, 'version.json');
+  if (existsSync(path)) return;
+  const data: Record<string, {name: string; version: string}> = {cuda: {name: 'CUDA SDK', version: label}};
+  for (const j of jobs) data[j.name] = {name: j.name, version: j.version};
+  writeFileSync(path, `${JSON.stringify(data, null, 2)}\n`);
+}
+
+/**
+ * The one moment the store changes. With --force the old copy is renamed aside first and
+ * deleted only after the new one is in place; a crash between the two renames leaves it in
+ * tmp/ as `old-*`, which the next run for this version puts back.
+ */
+function swapIn(paths: StorePaths, label: string, root: string, replacing: boolean): void {
+  const dest = join(paths.versions, label);
+  if (!replacing) {
+    renameSync(root, dest);
+    return;
+  }
+  const aside = tempName(paths, 'old', label);
+  renameSync(dest, aside);
+  try {
+    renameSync(root, dest);
+  } catch (error) {
+    renameSync(aside, dest);
+    throw error;
+  }
+  rmSync(aside, {recursive: true, force: true});
+}
+
+/** Runs the archive jobs with bounded concurrency; the first failure stops the rest. */
+async function runJobs(jobs: Job[], req: InstallRequest, partsDir: string, outer: AbortSignal): Promise<Map<string, boolean>> {
+  const controller = new AbortController();
+  const onAbort = (): void => controller.abort(outer.reason);
+  outer.addEventListener('abort', onAbort, {once: true});
+  const limit = Math.max(1, req.concurrency ?? Math.min(4, 2 * cpus().length));
+  const fromCache = new Map<string, boolean>();
+  const queue = [...jobs];
+  let firstError: unknown;
+  const worker = async (): Promise<void> => {
+    for (;;) {
+      const job = queue.shift();
+      if (!job || firstError !== undefined) return;
+      try {
+        const r = await fetchAndExtract({
+          component: job.name, mirror: job.mirror, artifact: job.artifact,
+          cacheDir: req.paths.cache, locksDir: req.paths.locks, destDir: join(partsDir, job.name),
+          signal: controller.signal,
+          onProgress: (progress) => req.onEvent?.({type: 'progress', component: job.name, progress}),
+        });
+        fromCache.set(job.name, r.fromCache);
+      } catch (error) {
+        req.onEvent?.({type: 'progress', component: job.name, progress: {stage: 'failed', bytes: 0, total: job.artifact.size, fromCache: false}});
+        if (firstError === undefined) {
+          firstError = error;
+          controller.abort(error);
+        }
+        return;
+      }
+    }
+  };
+  try {
+    for (const job of jobs) req.onEvent?.({type: 'progress', component: job.name, progress: {stage: 'queued', bytes: 0, total: job.artifact.size, fromCache: false}});
+    await Promise.all(Array.from({length: Math.min(limit, jobs.length)}, worker));
+  } finally {
+    outer.removeEventListener('abort', onAbort);
+  }
+  if (firstError !== undefined) throw outer.aborted ? outer.reason : firstError;
+  return fromCache;
+}
+

@@ -1,0 +1,100 @@
+import {CudaenvError} from '../errors.js';
+import {checkRelativePath} from './mirror.js';
+
+/** One downloadable archive of a component for one platform (and, for cuDNN, one CUDA variant). */
+export interface Artifact {
+  relativePath: string;
+  sha256: string;
+  /** Bytes; NVIDIA writes it as a string. */
+  size: number;
+}
+
+export interface Component {
+  key: string;
+  name: string;
+  version: string;
+  license?: string;
+  /** platform -> artifact, or platform -> variant ("cuda12") -> artifact. */
+  platforms: Map<string, Artifact | Map<string, Artifact>>;
+}
+
+export interface Manifest {
+  label: string;
+  date?: string;
+  product?: string;
+  components: Map<string, Component>;
+}
+
+function broken(source: string, what: string): CudaenvError {
+  return new CudaenvError(`${source} is not a valid redist manifest: ${what}`, {
+    hint: 'The mirror serves a broken file; try again later or use another mirror (--mirror).', code: 'bad-manifest',
+  });
+}
+
+function parseArtifact(value: unknown, where: string, source: string): Artifact {
+  const o = value as Record<string, unknown>;
+  if (typeof o.relative_path !== 'string') throw broken(source, `${where} has no relative_path`);
+  if (typeof o.sha256 !== 'string' || !/^[0-9a-fA-F]{64}$/.test(o.sha256)) throw broken(source, `${where} has no valid sha256`);
+  const sizeText = typeof o.size === 'number' ? String(o.size) : o.size;
+  if (typeof sizeText !== 'string' || !/^\d{1,15}$/.test(sizeText)) throw broken(source, `${where} has no valid size`);
+  return {relativePath: checkRelativePath(o.relative_path, where), sha256: o.sha256.toLowerCase(), size: Number(sizeText)};
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * Parses NVIDIA's `redistrib_<label>.json`: string keys `release_*` at the top, every other
+ * key a component whose platform keys hold `{relative_path, sha256, md5, size}` - or, in
+ * cuDNN-style manifests (`cuda_variant`), a map `cuda12 -> {...}` per platform.
+ */
+export function parseManifest(text: string, source: string): Manifest {
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (error) {
+    throw broken(source, (error as Error).message);
+  }
+  if (!isObject(data)) throw broken(source, 'the top level is not an object');
+  const label = data.release_label;
+  if (typeof label !== 'string' || !/^\d{1,4}(\.\d{1,6}){1,4}$/.test(label)) throw broken(source, 'release_label is missing or not a version');
+  const components = new Map<string, Component>();
+  for (const [key, value] of Object.entries(data)) {
+    if (key.startsWith('release_') || !isObject(value)) continue;
+    if (!/^[A-Za-z0-9_.+-]{1,100}$/.test(key)) throw broken(source, `component name ${JSON.stringify(key)}`);
+    const platforms = new Map<string, Artifact | Map<string, Artifact>>();
+    for (const [platform, entry] of Object.entries(value)) {
+      if (!isObject(entry) || platform.includes('variant')) continue;
+      const where = `${key} ${platform}`;
+      if ('relative_path' in entry || 'sha256' in entry) {
+        platforms.set(platform, parseArtifact(entry, where, source));
+        continue;
+      }
+      const variants = new Map<string, Artifact>();
+      for (const [variant, sub] of Object.entries(entry)) {
+        if (isObject(sub)) variants.set(variant, parseArtifact(sub, `${where} ${variant}`, source));
+      }
+      if (variants.size > 0) platforms.set(platform, variants);
+    }
+    components.set(key, {
+      key,
+      name: typeof value.name === 'string' ? value.name : key,
+      version: typeof value.version === 'string' ? value.version : '',
+      license: typeof value.license === 'string' ? value.license : undefined,
+      platforms,
+    });
+  }
+  return {
+    label,
+    date: typeof data.release_date === 'string' ? data.release_date : undefined,
+    product: typeof data.release_product === 'string' ? data.release_product : undefined,
+    components,
+  };
+}
+
+/** The artifact of a component for a platform (and CUDA variant, for cuDNN); undefined where there is none. */
+export function artifactFor(component: Component, platform: string, variant?: string): Artifact | undefined {
+  const entry = component.platforms.get(platform);
+  if (!entry) return undefined;
+  if (entry instanceof Map) return variant === undefined ? undefined : entry.get(variant);
+  return entry;
+}

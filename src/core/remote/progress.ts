@@ -1,0 +1,165 @@
+import type {ArchiveProgress, Stage} from './archive.js';
+import type {InstallEvent, PlannedComponent} from './install.js';
+
+/** Progress of an install as the user sees it: listr2 on a terminal, plain lines otherwise, nothing with --json. */
+export interface Reporter {
+  onEvent(event: InstallEvent): void;
+  /** Settles the display (tasks not finished are marked failed). */
+  finish(ok: boolean): Promise<void>;
+}
+
+export function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n / 1024;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${v.toFixed(v >= 100 ? 0 : 1)} ${units[i]}`;
+}
+
+interface Row {
+  plan: PlannedComponent;
+  stage: Stage;
+  bytes: number;
+  started?: number;
+  fromCache: boolean;
+  note?: string;
+}
+
+function describe(row: Row): string {
+  const {plan, stage, bytes} = row;
+  const elapsed = row.started ? (Date.now() - row.started) / 1000 : 0;
+  const rate = elapsed > 0.2 && bytes > 0 ? `, ${formatBytes(bytes / elapsed)}/s` : '';
+  const amount = `${formatBytes(bytes)}/${formatBytes(plan.size)}`;
+  switch (stage) {
+    case 'queued': return `${plan.name} ${plan.version}: waiting (${formatBytes(plan.size)})`;
+    case 'download': return `${plan.name} ${plan.version}: download ${amount}${rate}${row.note ? ` (${row.note})` : ''}`;
+    case 'extract': return `${plan.name} ${plan.version}: extract ${amount}${row.fromCache ? ' (cached)' : ''}`;
+    case 'verify': return `${plan.name} ${plan.version}: verify`;
+    case 'merge': return `${plan.name} ${plan.version}: merge`;
+    case 'done': return `${plan.name} ${plan.version}: done (${formatBytes(plan.size)}${row.fromCache ? ', from cache' : ''})`;
+    case 'failed': return `${plan.name} ${plan.version}: failed`;
+  }
+}
+
+class Rows {
+  readonly rows = new Map<string, Row>();
+  label = '';
+
+  update(event: InstallEvent): Row | undefined {
+    if (event.type === 'plan') {
+      this.label = event.label;
+      for (const plan of event.components) this.rows.set(plan.name, {plan, stage: 'queued', bytes: 0, fromCache: false});
+      return undefined;
+    }
+    if (event.type !== 'progress') return undefined;
+    const row = this.rows.get(event.component);
+    if (!row) return undefined;
+    const p: ArchiveProgress = event.progress;
+    if (p.stage === 'download' || p.stage === 'extract') row.started ??= Date.now();
+    row.stage = p.stage;
+    row.bytes = p.bytes;
+    row.fromCache = p.fromCache;
+    row.note = p.note;
+    return row;
+  }
+}
+
+/** One line per stage change (and per retry): readable in CI logs. */
+export class PlainReporter implements Reporter {
+  private readonly rows = new Rows();
+  private readonly last = new Map<string, string>();
+
+  constructor(private readonly write: (line: string) => void) {}
+
+  onEvent(event: InstallEvent): void {
+    if (event.type === 'plan') {
+      this.rows.update(event);
+      const total = event.components.reduce((s, c) => s + c.size, 0);
+      this.write(`Installing CUDA ${event.label}: ${event.components.map((c) => c.name).join(', ')} (${formatBytes(total)})`);
+      return;
+    }
+    if (event.type === 'waiting') {
+      const o = event.owner;
+      this.write(`Waiting for ${o ? `process ${o.pid} on ${o.hostname} (${o.purpose})` : 'another process'} to finish...`);
+      return;
+    }
+    if (event.type === 'finishing') return;
+    const row = this.rows.update(event);
+    if (!row || row.stage === 'queued') return;
+    const key = `${row.stage}${row.note ?? ''}`;
+    if (this.last.get(row.plan.name) === key) return;
+    this.last.set(row.plan.name, key);
+    this.write(describe(row));
+  }
+
+  async finish(): Promise<void> {
+    // plain lines need no settling
+  }
+}
+
+/** listr2's renderer: one live line per component with bytes, rate and stage. */
+export class ListrReporter implements Reporter {
+  private readonly rows = new Rows();
+  private readonly waiters = new Map<string, {resolve: () => void; reject: (e: Error) => void; title: (t: string) => void}>();
+  private running?: Promise<unknown>;
+  private ticker?: NodeJS.Timeout;
+
+  constructor(private readonly listr: typeof import('listr2'), private readonly write: (line: string) => void) {}
+
+  onEvent(event: InstallEvent): void {
+    if (event.type === 'waiting') {
+      const o = event.owner;
+      this.write(`Waiting for ${o ? `process ${o.pid} on ${o.hostname} (${o.purpose})` : 'another process'} to finish...`);
+      return;
+    }
+    if (event.type === 'plan') {
+      this.rows.update(event);
+      const {Listr} = this.listr;
+      const tasks = [...this.rows.rows.values()].map((row) => ({
+        title: describe(row),
+        task: (_ctx: unknown, task: {title: string}) => new Promise<void>((resolve, reject) => {
+          this.waiters.set(row.plan.name, {resolve, reject, title: (t) => {
+            task.title = t;
+          }});
+        }),
+      }));
+      const list = new Listr(tasks, {concurrent: true, exitOnError: false, rendererOptions: {collapseErrors: false}});
+      this.running = list.run().catch(() => undefined);
+      // Rates change even when no event arrives.
+      this.ticker = setInterval(() => {
+        for (const row of this.rows.rows.values()) this.waiters.get(row.plan.name)?.title(describe(row));
+      }, 250);
+      this.ticker.unref();
+      return;
+    }
+    const row = this.rows.update(event);
+    if (!row) return;
+    const w = this.waiters.get(row.plan.name);
+    w?.title(describe(row));
+    if (row.stage === 'done') w?.resolve();
+    if (row.stage === 'failed') w?.reject(new Error(describe(row)));
+  }
+
+  async finish(ok: boolean): Promise<void> {
+    if (this.ticker) clearInterval(this.ticker);
+    for (const [name, w] of this.waiters) {
+      const row = this.rows.rows.get(name)!;
+      if (ok) {
+        w.resolve();
+      } else if (row.stage !== 'done') {
+        w.reject(new Error(`${row.plan.name}: ${row.stage === 'failed' ? 'failed' : 'stopped'}`));
+      }
+    }
+    await this.running;
+  }
+}
+
+export async function makeReporter(options: {json: boolean; tty: boolean; write: (line: string) => void}): Promise<Reporter> {
+  if (options.json) return {onEvent: () => undefined, finish: async () => undefined};
+  if (!options.tty) return new PlainReporter(options.write);
+  return new ListrReporter(await import('listr2'), options.write);
+}

@@ -1,0 +1,365 @@
+import {Transform, type TransformCallback} from 'node:stream';
+
+/**
+ * Archives are untrusted. GNU tar extracts them (it keeps symlink chains and is the fastest
+ * extractor measured), but only after this stream has read every header and passed it on:
+ * it sits between `xz -dc` and `tar -x`, so tar sees exactly the entries checked here and
+ * nothing else. Refused: absolute paths, `..`, symlinks or hard links that resolve outside
+ * the extraction root (following the links already in the archive), hard links to anything
+ * but a regular file of the archive, devices, FIFOs, unknown entry types, corrupt headers.
+ * Setuid, setgid and sticky bits are cleared in the header itself (checksum recomputed).
+ *
+ * Paths are checked as tar will write them with `--strip-components=1`: every entry must lie
+ * under one top directory (NVIDIA's `<name>-archive/`), which is dropped.
+ */
+export class ArchiveRefused extends Error {
+  constructor(readonly entry: string, readonly reason: string) {
+    super(`refused entry ${JSON.stringify(entry)}: ${reason}`);
+    this.name = 'ArchiveRefused';
+  }
+}
+
+const BLOCK = 512;
+const MAX_META = 1024 * 1024;
+const MAX_LINK_HOPS = 40;
+const ESCAPE = Symbol('escape');
+const LOOP = Symbol('loop');
+
+interface Header {
+  name: string;
+  mode: number;
+  size: number;
+  type: string;
+  linkname: string;
+}
+
+export interface GuardStats {
+  entries: number;
+  symlinks: number;
+  top?: string;
+}
+
+export class TarGuard extends Transform {
+  readonly stats: GuardStats = {entries: 0, symlinks: 0};
+  private pending = Buffer.alloc(0);
+  private state: 'header' | 'data' | 'meta' | 'end' = 'header';
+  private remaining = 0;
+  private metaType = '';
+  private metaSize = 0;
+  private metaChunks: Buffer[] = [];
+  private metaGot = 0;
+  /** Meta headers (long names, pax) held back until the entry they describe is checked. */
+  private held: Buffer[] = [];
+  private longName?: string;
+  private longLink?: string;
+  private pax: Record<string, string> = {};
+  private zeroBlocks = 0;
+  /** Symlinks created so far: resolved location -> target, as written in the archive. */
+  private readonly links = new Map<string, string>();
+  /** Links whose target climbs with `..`: adding another link may change where they land. */
+  private readonly climbing = new Set<string>();
+  private readonly files = new Set<string>();
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    try {
+      this.consume(chunk);
+      done();
+    } catch (error) {
+      done(error as Error);
+    }
+  }
+
+  override _flush(done: TransformCallback): void {
+    if (this.state === 'end' || (this.state === 'header' && this.pending.length === 0 && this.held.length === 0)) {
+      done();
+      return;
+    }
+    done(new ArchiveRefused(this.longName ?? '(end of archive)', 'the archive ends in the middle of an entry'));
+  }
+
+  private consume(chunk: Buffer): void {
+    let buf = this.pending.length > 0 ? Buffer.concat([this.pending, chunk]) : chunk;
+    let offset = 0;
+    while (offset < buf.length) {
+      if (this.state === 'end') {
+        offset = buf.length; // after the end-of-archive blocks: ignore padding
+        break;
+      }
+      if (this.state === 'data') {
+        const n = Math.min(this.remaining, buf.length - offset);
+        this.push(buf.subarray(offset, offset + n));
+        offset += n;
+        this.remaining -= n;
+        if (this.remaining === 0) this.state = 'header';
+        continue;
+      }
+      if (this.state === 'meta') {
+        const n = Math.min(this.remaining, buf.length - offset);
+        const part = buf.subarray(offset, offset + n);
+        this.held.push(Buffer.from(part));
+        if (this.metaGot < this.metaSize) this.metaChunks.push(Buffer.from(part.subarray(0, Math.min(part.length, this.metaSize - this.metaGot))));
+        this.metaGot += n;
+        offset += n;
+        this.remaining -= n;
+        if (this.remaining === 0) {
+          this.finishMeta();
+          this.state = 'header';
+        }
+        continue;
+      }
+      if (buf.length - offset < BLOCK) break;
+      const block = Buffer.from(buf.subarray(offset, offset + BLOCK));
+      offset += BLOCK;
+      this.header(block);
+    }
+    this.pending = offset < buf.length ? Buffer.from(buf.subarray(offset)) : Buffer.alloc(0);
+    buf = Buffer.alloc(0);
+  }
+
+  private header(block: Buffer): void {
+    if (block.every((b) => b === 0)) {
+      if (this.held.length > 0) throw new ArchiveRefused(this.longName ?? '(meta header)', 'a long-name or pax header is not followed by an entry');
+      this.push(block);
+      if (++this.zeroBlocks === 2) this.state = 'end';
+      return;
+    }
+    if (this.zeroBlocks > 0) throw new ArchiveRefused('(after end of archive)', 'a lone zero block inside the archive');
+    const h = parseHeader(block);
+    if (h.type === 'L' || h.type === 'K' || h.type === 'x' || h.type === 'g') {
+      if (h.size > MAX_META) throw new ArchiveRefused(h.name, `a ${h.size}-byte meta header`);
+      this.held.push(block);
+      this.metaType = h.type;
+      this.metaSize = h.size;
+      this.metaChunks = [];
+      this.metaGot = 0;
+      this.remaining = roundUp(h.size);
+      this.state = this.remaining > 0 ? 'meta' : 'header';
+      if (this.remaining === 0) this.finishMeta();
+      return;
+    }
+    const name = this.pax.path ?? this.longName ?? h.name;
+    const linkname = this.pax.linkpath ?? this.longLink ?? h.linkname;
+    const size = this.pax.size !== undefined ? Number(this.pax.size) : h.size;
+    if (!Number.isSafeInteger(size) || size < 0) throw new ArchiveRefused(name, 'an invalid size');
+    this.check(name, h.type, linkname, size);
+    // Clear setuid/setgid/sticky: a toolkit never needs them, and we extract as whoever runs us.
+    if ((h.mode & 0o7000) !== 0) rewriteMode(block, h.mode & 0o777);
+    for (const b of this.held) this.push(b);
+    this.push(block);
+    this.held = [];
+    this.longName = undefined;
+    this.longLink = undefined;
+    this.pax = {};
+    this.stats.entries++;
+    this.remaining = roundUp(size);
+    this.state = this.remaining > 0 ? 'data' : 'header';
+  }
+
+  private finishMeta(): void {
+    const data = Buffer.concat(this.metaChunks);
+    if (this.metaType === 'L') this.longName = cString(data);
+    else if (this.metaType === 'K') this.longLink = cString(data);
+    else {
+      const records = parsePax(data);
+      for (const key of Object.keys(records)) {
+        if (key.startsWith('GNU.sparse')) throw new ArchiveRefused(records.path ?? '(pax header)', 'a sparse file');
+      }
+      if (this.metaType === 'g') {
+        if ('path' in records || 'linkpath' in records || 'size' in records) throw new ArchiveRefused('(global pax header)', 'a global header that renames entries');
+      } else {
+        Object.assign(this.pax, records);
+      }
+    }
+  }
+
+  private check(name: string, type: string, linkname: string, size: number): void {
+    const parts = this.stripped(name);
+    if (parts.length === 0) {
+      if (type !== '5') throw new ArchiveRefused(name, 'the top-level entry is not a directory');
+      return;
+    }
+    const where = this.resolve(parts.slice(0, -1), true);
+    if (where === ESCAPE) throw new ArchiveRefused(name, 'its directory is reached through a link that points outside the archive');
+    if (where === LOOP) throw new ArchiveRefused(name, 'its directory is reached through a symlink loop');
+    const key = [...where, parts.at(-1)!].join('/');
+    switch (type) {
+      case '0': case '\0': case '7':
+        this.replaced(key);
+        this.files.add(key);
+        return;
+      case '5':
+        if (size !== 0) throw new ArchiveRefused(name, 'a directory with data');
+        this.replaced(key);
+        return;
+      case '2': {
+        if (size !== 0) throw new ArchiveRefused(name, 'a symlink with data');
+        if (linkname === '') throw new ArchiveRefused(name, 'a symlink to nothing');
+        if (linkname.startsWith('/')) throw new ArchiveRefused(name, `a symlink to the absolute path ${linkname}`);
+        const target = this.resolve([...where, ...linkname.split('/')], true);
+        if (target === ESCAPE) throw new ArchiveRefused(name, `a symlink to ${linkname}, outside the archive`);
+        if (target === LOOP) throw new ArchiveRefused(name, `a symlink loop through ${linkname}`);
+        this.replaced(key);
+        this.links.set(key, linkname);
+        if (linkname.split('/').includes('..')) this.climbing.add(key);
+        this.stats.symlinks++;
+        this.recheckClimbing(name);
+        return;
+      }
+      case '1': {
+        if (size !== 0) throw new ArchiveRefused(name, 'a hard link with data');
+        if (linkname.startsWith('/')) throw new ArchiveRefused(name, `a hard link to the absolute path ${linkname}`);
+        const targetParts = this.stripped(linkname, name);
+        const target = this.resolve(targetParts, false);
+        if (target === ESCAPE || target === LOOP) throw new ArchiveRefused(name, `a hard link to ${linkname}, outside the archive`);
+        if (!this.files.has(target.join('/'))) throw new ArchiveRefused(name, `a hard link to ${linkname}, which is not a regular file of the archive`);
+        this.replaced(key);
+        this.files.add(key);
+        return;
+      }
+      case '3': case '4':
+        throw new ArchiveRefused(name, 'a device file');
+      case '6':
+        throw new ArchiveRefused(name, 'a FIFO');
+      default:
+        throw new ArchiveRefused(name, `an unsupported entry type ${JSON.stringify(type)}`);
+    }
+  }
+
+  /** A path split into parts below the top directory; refuses absolute paths, `..` and a second top. */
+  private stripped(path: string, entry = path): string[] {
+    if (path.startsWith('/')) throw new ArchiveRefused(entry, `the absolute path ${path}`);
+    // eslint-disable-next-line no-control-regex
+    if (/[\x00]/.test(path)) throw new ArchiveRefused(entry, 'a NUL byte in a path');
+    const parts = path.split('/').filter((p) => p !== '' && p !== '.');
+    if (parts.includes('..')) throw new ArchiveRefused(entry, `the path ${path} climbs with ..`);
+    if (parts.length === 0) throw new ArchiveRefused(entry, 'an empty path');
+    this.stats.top ??= parts[0];
+    if (parts[0] !== this.stats.top) throw new ArchiveRefused(entry, `it lies outside the archive's top directory ${this.stats.top}/`);
+    return parts.slice(1);
+  }
+
+  /** Where a path lands, following the archive's own symlinks; ESCAPE if it leaves the root. */
+  private resolve(parts: string[], followLast: boolean): string[] | typeof ESCAPE | typeof LOOP {
+    const out: string[] = [];
+    const queue = [...parts];
+    let hops = 0;
+    while (queue.length > 0) {
+      const part = queue.shift()!;
+      if (part === '' || part === '.') continue;
+      if (part === '..') {
+        if (out.length === 0) return ESCAPE;
+        out.pop();
+        continue;
+      }
+      out.push(part);
+      const target = this.links.get(out.join('/'));
+      if (target !== undefined && (queue.length > 0 || followLast)) {
+        if (++hops > MAX_LINK_HOPS) return LOOP;
+        if (target.startsWith('/')) return ESCAPE;
+        out.pop();
+        queue.unshift(...target.split('/'));
+      }
+    }
+    return out;
+  }
+
+  /** A new entry at `key` replaces what was there (GNU tar unlinks an existing symlink). */
+  private replaced(key: string): void {
+    if (this.links.delete(key)) {
+      this.climbing.delete(key);
+      this.recheckClimbing(key);
+    }
+    this.files.delete(key);
+  }
+
+  /** After the set of links changed, every link that climbs must still land inside. */
+  private recheckClimbing(entry: string): void {
+    for (const key of this.climbing) {
+      const dir = key.split('/').slice(0, -1);
+      const target = this.resolve([...dir, ...this.links.get(key)!.split('/')], true);
+      if (target === ESCAPE || target === LOOP) {
+        throw new ArchiveRefused(entry, `with it the symlink ${key} -> ${this.links.get(key)} points outside the archive`);
+      }
+    }
+  }
+}
+
+function roundUp(n: number): number {
+  return Math.ceil(n / BLOCK) * BLOCK;
+}
+
+function cString(b: Buffer): string {
+  const end = b.indexOf(0);
+  return b.subarray(0, end === -1 ? b.length : end).toString('utf8');
+}
+
+function parseNumber(field: Buffer, what: string, name: string): number {
+  if (field[0]! & 0x80) {
+    // GNU base-256 for values too large for octal.
+    if (field[0] === 0xff) throw new ArchiveRefused(name, `a negative ${what}`);
+    let value = field[0]! & 0x7f;
+    for (let i = 1; i < field.length; i++) value = value * 256 + field[i]!;
+    if (!Number.isSafeInteger(value)) throw new ArchiveRefused(name, `a ${what} too large`);
+    return value;
+  }
+  const text = cString(field).trim();
+  if (text === '') return 0;
+  if (!/^[0-7]+$/.test(text)) throw new ArchiveRefused(name, `an invalid ${what} field`);
+  return parseInt(text, 8);
+}
+
+function checksums(block: Buffer): {unsigned: number; signed: number} {
+  let unsigned = 0;
+  let signed = 0;
+  for (let i = 0; i < BLOCK; i++) {
+    const b = i >= 148 && i < 156 ? 0x20 : block[i]!;
+    unsigned += b;
+    signed += b > 127 ? b - 256 : b;
+  }
+  return {unsigned, signed};
+}
+
+export function parseHeader(block: Buffer): Header {
+  const rawName = cString(block.subarray(0, 100));
+  const stored = parseNumber(block.subarray(148, 156), 'checksum', rawName);
+  const sums = checksums(block);
+  if (stored !== sums.unsigned && stored !== sums.signed) throw new ArchiveRefused(rawName || '(header)', 'a corrupt tar header (bad checksum)');
+  const magic = block.subarray(257, 263).toString('latin1');
+  const posix = magic === 'ustar\0';
+  if (!posix && magic !== 'ustar ') throw new ArchiveRefused(rawName, 'a header in an unknown tar format');
+  const prefix = posix ? cString(block.subarray(345, 500)) : '';
+  const name = prefix ? `${prefix}/${rawName}` : rawName;
+  const typeByte = block[156]!;
+  return {
+    name,
+    mode: parseNumber(block.subarray(100, 108), 'mode', name),
+    size: parseNumber(block.subarray(124, 136), 'size', name),
+    type: typeByte === 0 ? '\0' : String.fromCharCode(typeByte),
+    linkname: cString(block.subarray(157, 257)),
+  };
+}
+
+function rewriteMode(block: Buffer, mode: number): void {
+  block.write(`${mode.toString(8).padStart(7, '0')}\0`, 100, 8, 'latin1');
+  block.fill(0x20, 148, 156);
+  const {unsigned} = checksums(block);
+  block.write(`${unsigned.toString(8).padStart(6, '0')}\0 `, 148, 8, 'latin1');
+}
+
+/** pax records: "<len> <key>=<value>\n", len counting the whole record. */
+function parsePax(data: Buffer): Record<string, string> {
+  const out: Record<string, string> = {};
+  let offset = 0;
+  while (offset < data.length) {
+    if (data[offset] === 0) break;
+    const space = data.indexOf(0x20, offset);
+    if (space === -1) throw new ArchiveRefused('(pax header)', 'a malformed pax record');
+    const len = Number(data.subarray(offset, space).toString('latin1'));
+    if (!Number.isInteger(len) || len <= space - offset || offset + len > data.length) throw new ArchiveRefused('(pax header)', 'a malformed pax record');
+    const record = data.subarray(space + 1, offset + len - 1).toString('utf8');
+    const eq = record.indexOf('=');
+    if (eq > 0) out[record.slice(0, eq)] = record.slice(eq + 1);
+    offset += len;
+  }
+  return out;
+}

@@ -1,0 +1,74 @@
+import {renameSync, rmSync, unlinkSync} from 'node:fs';
+import {CudaenvError, UsageError} from '../errors.js';
+import {acquireLock} from '../store/lock.js';
+import {afterVersionsChanged} from '../store/on-change.js';
+import type {StorePaths} from '../store/paths.js';
+import {describeVersion, installedLabels, readGlobal} from '../store/registry.js';
+import {resolveSpec} from '../versions/resolve.js';
+import {parseSpec} from '../versions/spec.js';
+import {findVersionFile, readVersionFile} from '../versions/version-file.js';
+import {isVersion} from '../versions/version.js';
+import {tempName, versionLockName} from './staging.js';
+
+export interface UninstallResult {
+  version: string;
+  kind: 'installed' | 'registered';
+  /** For a registered toolkit: the directory, left untouched. */
+  target: string | null;
+  warnings: string[];
+}
+
+/**
+ * Removes `versions/<label>`: an installed toolkit is renamed into tmp/ (so it stops being
+ * listed at once) and deleted there; a registered one only loses its link.
+ */
+export async function uninstallVersion(paths: StorePaths, label: string, cwd = process.cwd()): Promise<UninstallResult> {
+  if (!isVersion(label)) {
+    throw new UsageError(`${JSON.stringify(label)} is not a version label`, 'Give the full version as `cudaenv ls` shows it, for example 12.4.1.');
+  }
+  const lock = await acquireLock(paths.locks, versionLockName(label), {purpose: `uninstall of CUDA ${label}`});
+  try {
+    const found = describeVersion(paths, label);
+    if (!found) {
+      throw new CudaenvError(`CUDA ${label} is not installed`, {hint: `Installed: ${installedLabels(paths).join(', ') || 'none'}.`, code: 'not-installed'});
+    }
+    const warnings = usageWarnings(paths, label, cwd);
+    if (found.kind === 'registered') {
+      unlinkSync(found.path);
+    } else {
+      const aside = tempName(paths, 'rm', label);
+      renameSync(found.path, aside);
+      rmSync(aside, {recursive: true, force: true});
+    }
+    await afterVersionsChanged(paths);
+    return {version: label, kind: found.kind, target: found.target ?? null, warnings};
+  } finally {
+    lock.release();
+  }
+}
+
+/** Who still wants this version: the global default, a .cuda-version here or above. */
+function usageWarnings(paths: StorePaths, label: string, cwd: string): string[] {
+  const out: string[] = [];
+  const labels = installedLabels(paths);
+  const global = readGlobal(paths);
+  if (global) {
+    try {
+      if (resolveSpec(paths, parseSpec(global), labels).label === label) {
+        out.push(`CUDA ${label} was the global default (global spec ${global}); set another with \`cudaenv global VERSION\``);
+      }
+    } catch {
+      // an unparsable global is reported by the commands that use it
+    }
+  }
+  try {
+    const path = findVersionFile(cwd);
+    const file = path ? readVersionFile(path) : undefined;
+    if (file && resolveSpec(paths, file.spec, labels).label === label) {
+      out.push(`${file.path} selects CUDA ${label} (spec ${file.spec.text}); it now selects nothing installed`);
+    }
+  } catch {
+    // a broken .cuda-version is reported by the commands that read it
+  }
+  return out;
+}
