@@ -84,8 +84,9 @@ export async function shadowingFindings(
   if (pythonLibDirs.length === 0) return {verdicts: [], baselineProblems: [], findings};
   const ld = ctx.env.LD_LIBRARY_PATH;
   const drop = new Set(entries.map((e) => e.entry));
-  const current = await check({targets: pythonLibDirs, ldLibraryPath: ld});
-  const base = drop.size === 0 ? current : await check({targets: pythonLibDirs, ldLibraryPath: without(ld, drop)});
+  const options = {targets: pythonLibDirs, storeVersionsDir: ctx.paths.versions, cwd: ctx.cwd};
+  const current = await check({...options, ldLibraryPath: ld});
+  const base = drop.size === 0 ? current : await check({...options, ldLibraryPath: without(ld, drop)});
   const baseEdges = edgeMap(base);
   const baseKeys = new Set(base.problems.map(problemKey));
   const newProblems = current.problems.filter((p) => !baseKeys.has(problemKey(p)) && p.kind !== 'unversioned-undefined-symbol');
@@ -109,7 +110,7 @@ export async function shadowingFindings(
         if (instead !== e.path) shadows.push({object: o.path, library: e.name, chosen: e.path!, instead});
       }
     }
-    const problems = newProblems.filter((p) => (p.chosen?.includes(dir) ?? false) || inEntry(p.library ? boundAt.get(p.library) : undefined));
+    const problems = newProblems.filter((p) => (p.chosen?.startsWith(`${dir}/`) ?? false) || inEntry(p.library ? boundAt.get(p.library) : undefined));
     return {entry: entry.entry, shadows, problems};
   });
 

@@ -40,7 +40,8 @@ export function makeMachine(root: string): Machine {
   mkdirSync(sysroot, {recursive: true});
   mkdirSync(paths.versions, {recursive: true});
   mkdirSync(bin, {recursive: true});
-  const env: NodeJS.ProcessEnv = {PATH: `${bin}:/usr/bin:/bin`, HOME: root, CUDAENV_DIR: paths.root, CUDAENV_SYSROOT: sysroot};
+  // Only the test's own programs: a host nvcc or python must not leak into the machine state.
+  const env: NodeJS.ProcessEnv = {PATH: bin, HOME: root, CUDAENV_DIR: paths.root, CUDAENV_SYSROOT: sysroot};
   const m: Machine = {
     root, sysroot, paths, bin, env,
     ctx: (extra = {}) => ({env: m.env, cwd: root, paths, sysroot, ...extra}),
