@@ -34,7 +34,7 @@ export default class Link extends CudaenvCommand {
       label = sel.label;
     }
     const ctx = {paths: this.paths, alt: altOptionsFromEnv(), ld: ldconfigOptionsFromEnv(), argv: ['link', ...this.argv], env: process.env};
-    const result = await linkVersion(ctx, resolve(flags.target), label, flags['dry-run']);
+    const result = await linkVersion(ctx, resolve(flags.target), label, flags['dry-run'] === true);
     if (!this.jsonEnabled()) {
       const prefix = result.dryRun ? 'would: ' : '';
       if (result.dryRun) for (const a of result.actions) this.log(`${prefix}${a}`);

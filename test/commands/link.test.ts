@@ -1,0 +1,97 @@
+import {afterEach, beforeEach, describe, expect, test} from '@jest/globals';
+import {chmodSync, chownSync, mkdirSync, readlinkSync, symlinkSync, writeFileSync} from 'node:fs';
+import {join} from 'node:path';
+import {cliEnv, runCli} from '../helpers/cli.js';
+import {makeTempDir} from '../helpers/tmp.js';
+import {canDropToNobody, makeStore, openUp, runCliAsNobody} from '../core/link/fixtures.js';
+import {storeRoot} from '../../src/core/store/paths.js';
+
+let dir: string;
+let cleanup: () => void;
+let store: string;
+let env: NodeJS.ProcessEnv;
+let target: string;
+beforeEach(() => {
+  ({dir, cleanup} = makeTempDir());
+  store = join(dir, 'store');
+  makeStore(store, ['12.2.0', '12.4.1']);
+  env = cliEnv(store, {HOME: dir});
+  mkdirSync(join(dir, 'local'));
+  target = join(dir, 'local', 'cuda');
+});
+afterEach(() => cleanup());
+
+describe('cudaenv link / unlink', () => {
+  test('without SPEC it links what .cuda-version selects for the current directory', () => {
+    const project = join(dir, 'project', 'src');
+    mkdirSync(project, {recursive: true});
+    writeFileSync(join(dir, 'project', '.cuda-version'), '12.2\n');
+    symlinkSync('/opt/elsewhere', target);
+    const r = runCli(['link', '--target', target, '--json'], {env, cwd: project});
+    expect(r.status).toBe(0);
+    const out = JSON.parse(r.stdout);
+    expect(out).toMatchObject({target, version: '12.2.0', path: join(store, 'versions', '12.2.0'), mode: 'symlink', changed: true, dryRun: false, before: 'a link to /opt/elsewhere', restores: 'a link to /opt/elsewhere'});
+    expect(readlinkSync(target)).toBe(join(store, 'versions', '12.2.0'));
+    const human = runCli(['link', '12.4', '--target', target], {env});
+    expect(human.stdout).toContain(`${target} -> ${join(store, 'versions', '12.4.1')} (CUDA 12.4.1; was a link to ${join(store, 'versions', '12.2.0')})`);
+    expect(human.stdout).toContain(`\`cudaenv unlink --target ${target}\` restores a link to /opt/elsewhere.`);
+    const u = runCli(['unlink', '--target', target], {env});
+    expect(u.stdout).toBe(`${target}: restored a link to /opt/elsewhere (was a link to ${join(store, 'versions', '12.4.1')})\n`);
+    expect(readlinkSync(target)).toBe('/opt/elsewhere');
+  });
+
+  test('bad input: system, a version not installed, a directory target', () => {
+    expect(runCli(['link', 'system', '--target', target], {env}).status).toBe(2);
+    const missing = runCli(['link', '11.8', '--target', target], {env});
+    expect(missing.status).toBe(1);
+    expect(missing.stderr).toContain('CUDA 11.8 is not installed');
+    mkdirSync(target);
+    const refused = runCli(['link', '12.4', '--target', target, '--json'], {env});
+    expect(refused.status).toBe(1);
+    expect(JSON.parse(refused.stdout).error.code).toBe('target-not-link');
+  });
+
+  test('under sudo the store is SUDO_USER\'s, not root\'s (unless CUDAENV_DIR is set)', () => {
+    if (process.getuid?.() !== 0) {
+      console.log('skipping: the SUDO_USER store rule applies only when running as root');
+      return;
+    }
+    // nobody's home in /etc/passwd is /nonexistent: its store holds nothing.
+    expect(storeRoot({SUDO_USER: 'nobody', HOME: '/root'})).toBe('/nonexistent/.cudaenv');
+    expect(storeRoot({SUDO_USER: 'nobody', HOME: '/root', CUDAENV_DIR: store})).toBe(store);
+    const homeStore = join(dir, '.cudaenv');
+    makeStore(homeStore, ['12.4.1']);
+    const plain = {...cliEnv(store, {HOME: dir}), CUDAENV_DIR: ''};
+    expect(runCli(['link', '12.4', '--target', target, '--dry-run'], {env: plain}).status).toBe(0);
+    const sudo = runCli(['link', '12.4', '--target', target, '--dry-run'], {env: {...plain, SUDO_USER: 'nobody'}});
+    expect(sudo.status).toBe(1);
+    expect(sudo.stderr).toContain('CUDA 12.4 is not installed');
+  });
+});
+
+const describeNobody = canDropToNobody ? describe : describe.skip;
+if (!canDropToNobody) console.log('skipping the non-root link tests: they need root and setpriv to run as nobody');
+
+describeNobody('as an ordinary user', () => {
+  beforeEach(() => openUp(dir));
+
+  test('permission denied names the exact sudo command, keeping CUDAENV_DIR', () => {
+    symlinkSync('/opt/elsewhere', target);
+    const r = runCliAsNobody(['link', '12.4', '--target', target], env);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toBe(`cudaenv: permission denied: cannot change ${target}\nRun it as root: sudo CUDAENV_DIR=${store} cudaenv link 12.4 --target ${target}\n`);
+    expect(readlinkSync(target)).toBe('/opt/elsewhere');
+    const u = runCliAsNobody(['unlink', '--target', target, '--json'], env);
+    expect(JSON.parse(u.stdout).error.code).toBe('not-linked');
+  });
+
+  test('a stale loader cache is reported with the command to run', () => {
+    chmodSync(join(dir, 'local'), 0o777);
+    for (const d of [store, join(store, 'versions')]) chownSync(d, 65534, 65534);
+    writeFileSync(join(dir, 'ld.so.conf'), `${target}/lib64\n`);
+    const r = runCliAsNobody(['link', '12.4', '--target', target], {...env, CUDAENV_LDSO_CONF: join(dir, 'ld.so.conf'), CUDAENV_LDSO_CACHE: join(dir, 'cache')});
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain(`the loader cache is stale (${join(dir, 'ld.so.conf')} names ${target}): run \`sudo ldconfig -C ${join(dir, 'cache')} -f ${join(dir, 'ld.so.conf')}\``);
+    expect(readlinkSync(target)).toBe(join(store, 'versions', '12.4.1'));
+  });
+});
