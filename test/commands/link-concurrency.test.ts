@@ -8,7 +8,9 @@ import {makeStore} from '../core/link/fixtures.js';
 
 let dir: string;
 let cleanup: () => void;
-beforeAll(() => ({dir, cleanup} = makeTempDir()));
+beforeAll(() => {
+  ({dir, cleanup} = makeTempDir());
+});
 afterAll(() => cleanup());
 
 function run(argv: string[], env: NodeJS.ProcessEnv): Promise<{code: number | null; out: string; err: string}> {
