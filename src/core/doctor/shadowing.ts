@@ -1,5 +1,5 @@
 import {realpathSync} from 'node:fs';
-import {basename, dirname, relative} from 'node:path';
+import {basename, dirname, normalize, relative} from 'node:path';
 import type {CheckOptions, CheckReport, Problem} from '../elf/api.js';
 import {quoteSh} from '../shell/quote.js';
 import {splitPathList} from '../shell/toolkit-env.js';
@@ -33,7 +33,7 @@ export interface ShadowingResult {
   findings: Finding[];
 }
 
-const normalize = (p: string): string => (p.length > 1 ? p.replace(/\/+$/, '') : p);
+const trimSlash = (p: string): string => (p.length > 1 ? p.replace(/\/+$/, '') : p);
 
 function real(p: string): string {
   try {
@@ -90,7 +90,7 @@ export async function shadowingFindings(
   const baseEdges = edgeMap(base);
   const baseKeys = new Set(base.problems.map(problemKey));
   const newProblems = current.problems.filter((p) => !baseKeys.has(problemKey(p)) && p.kind !== 'unversioned-undefined-symbol');
-  const pyDirs = pythonLibDirs.map(normalize);
+  const pyDirs = pythonLibDirs.map(trimSlash);
   const pyDirsReal = pyDirs.map(real);
 
   // Where each library name was bound in the current view, to attribute problems to entries.
@@ -98,9 +98,9 @@ export async function shadowingFindings(
   for (const o of current.objects) for (const e of o.needed) if (e.path && !boundAt.has(e.name)) boundAt.set(e.name, e.path);
 
   const verdicts: EntryVerdict[] = entries.map((entry) => {
-    const dir = normalize(entry.entry);
+    const dir = trimSlash(entry.entry);
     const dirReal = real(dir);
-    const inEntry = (path: string | null | undefined): boolean => !!path && (normalize(dirname(path)) === dir || real(dirname(path)) === dirReal);
+    const inEntry = (path: string | null | undefined): boolean => !!path && (trimSlash(dirname(path)) === dir || real(dirname(path)) === dirReal);
     const shadows: Shadow[] = [];
     for (const o of current.objects) {
       if (!isUnderAny(o.path, pyDirs) && !isUnderAny(real(o.path), pyDirsReal)) continue;
@@ -139,7 +139,7 @@ export async function shadowingFindings(
         id: 'env.ld-library-path-shadows-python',
         severity: 'warning',
         title: `LD_LIBRARY_PATH entry ${v.entry} shadows the pip CUDA wheels: ${[...new Set(v.shadows.map((s) => s.library))].join(', ')} come from it instead`,
-        evidence: v.shadows.slice(0, 6).map((s) => `${shortName(s.object, pyDirs)} needs ${s.library}: ${s.chosen}${s.instead ? ` instead of ${s.instead}` : ''}`)
+        evidence: v.shadows.slice(0, 6).map((s) => `${shortName(s.object, pyDirs)} needs ${s.library}: ${s.chosen}${s.instead ? ` instead of ${normalize(s.instead)}` : ''}`)
           .concat(v.shadows.length > 6 ? [`... and ${v.shadows.length - 6} more`] : []),
         fix,
       });
@@ -184,7 +184,7 @@ function shortName(object: string, pyDirs: string[]): string {
 function entryFix(ctx: DoctorContext, entry: LdEntryFact): string {
   const rest = splitPathList(ctx.env.LD_LIBRARY_PATH).filter((e) => e !== entry.entry && e !== '');
   const manual = rest.length > 0 ? `export LD_LIBRARY_PATH=${quoteSh(rest.join(':'))}` : 'unset LD_LIBRARY_PATH';
-  const versions = normalize(ctx.paths.versions);
+  const versions = trimSlash(ctx.paths.versions);
   if (entry.entry.startsWith(`${versions}/`)) {
     const label = entry.entry.slice(versions.length + 1).split('/')[0]!;
     return `cudaenv use ${label} --ld-library-path none (or make it the default: cudaenv config ldLibraryPath none); by hand: ${manual}`;
