@@ -1,0 +1,95 @@
+import {afterEach, beforeEach, describe, expect, test} from '@jest/globals';
+import {spawn} from 'node:child_process';
+import {chmodSync, lstatSync, mkdirSync, writeFileSync} from 'node:fs';
+import {join} from 'node:path';
+import {CLI, cliEnv, runCli} from '../helpers/cli.js';
+import {makeTempDir} from '../helpers/tmp.js';
+import {canDropToNobody, makeStore, openUp, runCliAsNobody} from '../core/link/fixtures.js';
+import {probeNamespaces} from '../../src/core/link/isolate.js';
+
+const probe = probeNamespaces();
+if (!probe.ok) console.log(`skipping the exec --isolate tests: ${probe.reason}`);
+const describeNs = probe.ok ? describe : describe.skip;
+
+let dir: string;
+let cleanup: () => void;
+let store: string;
+let env: NodeJS.ProcessEnv;
+beforeEach(() => {
+  ({dir, cleanup} = makeTempDir());
+  openUp(dir);
+  store = join(dir, 'store');
+  makeStore(store, ['12.4.1']);
+  env = cliEnv(store, {HOME: dir});
+});
+afterEach(() => cleanup());
+
+const SYSTEM = '/usr/local/cuda';
+const before = () => {
+  try {
+    const st = lstatSync(SYSTEM);
+    return {ino: st.ino, kind: st.isSymbolicLink() ? 'link' : st.isDirectory() ? 'dir' : 'other'};
+  } catch {
+    return null;
+  }
+};
+const SHOW = 'sed -n "s/.*\\"version\\": *\\"\\([0-9.]*\\)\\".*/\\1/p" /usr/local/cuda/version.json | head -n 1; id -u; echo "$CUDA_HOME"';
+
+describeNs('cudaenv exec --isolate (real /usr/local/cuda, real unshare)', () => {
+  test('as root: the command sees the version at /usr/local/cuda; the machine does not', () => {
+    const was = before();
+    const r = runCli(['exec', '--isolate', '--cuda', '12.4', '--', 'sh', '-c', SHOW], {env});
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toBe(`12.4.1\n${process.getuid!()}\n${join(store, 'versions', '12.4.1')}\n`);
+    expect(before()).toEqual(was);
+  });
+
+  (canDropToNobody ? test : test.skip)('as an ordinary user (unprivileged user namespace): the same, and the command runs as that user', () => {
+    const r = runCliAsNobody(['exec', '--isolate', '--cuda', '12.4', '--', 'sh', '-c', SHOW], env, dir);
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toBe(`12.4.1\n65534\n${join(store, 'versions', '12.4.1')}\n`);
+  });
+
+  test('the version comes from .cuda-version like plain exec; the exit status passes through', () => {
+    mkdirSync(join(dir, 'p'));
+    writeFileSync(join(dir, 'p', '.cuda-version'), '12\n');
+    const r = runCli(['exec', '--isolate', '--', 'sh', '-c', 'test -e /usr/local/cuda/bin/nvcc && exit 42'], {env, cwd: join(dir, 'p')});
+    expect(r.status).toBe(42);
+  });
+
+  test('signals reach the command', async () => {
+    const child = spawn(process.execPath, [CLI, 'exec', '--isolate', '--cuda', '12.4', '--', 'sh', '-c', 'trap "echo got-term; exit 3" TERM; echo ready; while :; do sleep 0.05; done'], {env});
+    let out = '';
+    await new Promise<void>((resolve) => child.stdout.on('data', (d) => {
+      out += d;
+      if (out.includes('ready')) resolve();
+    }));
+    child.kill('SIGTERM');
+    const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+    expect(out).toContain('got-term');
+    expect(code).toBe(3);
+  });
+});
+
+describe('cudaenv exec --isolate where it cannot work', () => {
+  test('system is not a version to isolate', () => {
+    const r = runCli(['exec', '--isolate', '--', 'true'], {env});
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('--isolate needs a CUDA version');
+  });
+
+  test('user namespaces disabled: one line saying so and suggesting cudaenv link', () => {
+    // unshare as util-linux behaves when the kernel refuses (kernel.unprivileged_userns_clone=0,
+    // user.max_user_namespaces=0): this message and status 1, before running anything.
+    const fake = join(dir, 'fakebin');
+    mkdirSync(fake);
+    writeFileSync(join(fake, 'unshare'), '#!/bin/sh\necho "unshare: unshare failed: Operation not permitted" >&2\nexit 1\n');
+    chmodSync(join(fake, 'unshare'), 0o755);
+    const fenv = {...env, PATH: `${fake}:/usr/bin:/bin`};
+    const r = canDropToNobody ? runCliAsNobody(['exec', '--isolate', '--cuda', '12.4', '--', 'touch', join(dir, 'ran')], fenv, dir) : runCli(['exec', '--isolate', '--cuda', '12.4', '--', 'touch', join(dir, 'ran')], {env: fenv});
+    expect(r.status).toBe(1);
+    const why = canDropToNobody || process.getuid?.() !== 0 ? 'unprivileged user namespaces are disabled on this machine' : 'cannot create a mount namespace';
+    expect(r.stderr).toBe(`cudaenv: --isolate: ${why} (unshare: unshare failed: Operation not permitted); use \`sudo cudaenv link 12.4\` to switch /usr/local/cuda machine-wide instead\n`);
+    expect(() => lstatSync(join(dir, 'ran'))).toThrow();
+  });
+});

@@ -1,0 +1,81 @@
+import {afterEach, beforeEach, describe, expect, test} from '@jest/globals';
+import {existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync} from 'node:fs';
+import {join} from 'node:path';
+import {makeTempDir} from '../../helpers/tmp.js';
+import {makeFakeToolkit} from '../../helpers/toolkit.js';
+import {planIsolate, probeNamespaces, runIsolated} from '../../../src/core/link/isolate.js';
+
+const probe = probeNamespaces();
+if (!probe.ok) console.log(`skipping the mount namespace tests: ${probe.reason}`);
+const describeNs = probe.ok ? describe : describe.skip;
+
+let dir: string;
+let cleanup: () => void;
+let local: string;
+let mountpoint: string;
+let version: string;
+beforeEach(() => {
+  ({dir, cleanup} = makeTempDir());
+  local = join(dir, 'local');
+  mountpoint = join(local, 'cuda');
+  version = makeFakeToolkit(join(dir, 'store', 'versions', '12.4.1'), {version: '12.4.1'});
+  makeFakeToolkit(join(local, 'cuda-13.0'), {version: '13.0.0'});
+  writeFileSync(join(local, 'notes.txt'), 'kept\n');
+  symlinkSync('cuda-13.0', join(local, 'cuda-latest'));
+  mkdirSync(join(local, '.hidden'));
+});
+afterEach(() => cleanup());
+
+/** Runs a shell snippet isolated; $OUT is a file it may write its findings to. */
+async function inside(script: string): Promise<{status: number; out: string}> {
+  const out = join(dir, 'out.txt');
+  const status = await runIsolated({versionDir: version, mountpoint, command: 'sh', args: ['-c', script, 'sh', mountpoint, out, local], env: {...process.env}}, '12.4');
+  return {status, out: existsSync(out) ? readFileSync(out, 'utf8') : ''};
+}
+
+/** The toolkit version a version.json names (makeFakeToolkit writes it indented). */
+const VER = 'ver() { sed -n "s/.*\\"version\\": *\\"\\([0-9.]*\\)\\".*/\\1/p" "$1" | head -n 1; }; ';
+const survey = VER + '{ ver "$1/version.json"; ver "$3/cuda-13.0/version.json"; cat "$3/notes.txt"; readlink "$3/cuda-latest"; ls -a "$3" | tr "\\n" " "; } > "$2"';
+
+describeNs('exec --isolate: a private /usr/local/cuda (real unshare)', () => {
+  test('where the mount point is a symlink, it shows the version and nothing else changes, inside or out', async () => {
+    symlinkSync('cuda-13.0', mountpoint);
+    expect(planIsolate({versionDir: version, mountpoint, command: 'true', args: [], env: {}}).mode).toBe('overlay');
+    const r = await inside(survey);
+    expect(r.status).toBe(0);
+    const lines = r.out.split('\n');
+    expect(lines[0]).toBe('12.4.1');
+    expect(lines[1]).toBe('13.0.0'); // the link's old target is not hidden
+    expect(lines.slice(2, 4)).toEqual(['kept', 'cuda-13.0']);
+    expect(lines[4].split(' ').sort()).toEqual(['', '.', '..', '.hidden', 'cuda', 'cuda-13.0', 'cuda-latest', 'notes.txt'].sort());
+    expect(readlinkSync(mountpoint)).toBe('cuda-13.0'); // outside: untouched
+  });
+
+  test('where nothing exists at the mount point, one appears only inside', async () => {
+    const r = await inside(survey);
+    expect(r.out.split('\n')[0]).toBe('12.4.1');
+    expect(existsSync(mountpoint)).toBe(false);
+  });
+
+  test('a real directory is bound over directly, its contents untouched', async () => {
+    makeFakeToolkit(mountpoint, {version: '11.8.0'});
+    const r = await inside(VER + 'ver "$1/version.json" > "$2"');
+    expect(r.out).toBe('12.4.1\n');
+    expect(JSON.parse(readFileSync(join(mountpoint, 'version.json'), 'utf8')).cuda.version).toBe('11.8.0');
+    expect(lstatSync(mountpoint).isDirectory()).toBe(true);
+  });
+
+  test('the exit status and a fatal signal of the command come back', async () => {
+    expect((await inside('exit 7')).status).toBe(7);
+    expect((await inside('kill -TERM $$')).status).toBe(128 + 15);
+  });
+
+  test('arguments reach the command as they are, never through the shell', async () => {
+    const odd = join(dir, 'a file; $(touch pwned) `id`');
+    const out = join(dir, 'out.txt');
+    const status = await runIsolated({versionDir: version, mountpoint, command: 'sh', args: ['-c', 'printf "%s" "$1" > "$2"', 'sh', odd, out], env: {...process.env}}, '12.4');
+    expect(status).toBe(0);
+    expect(readFileSync(out, 'utf8')).toBe(odd);
+    expect(existsSync(join(process.cwd(), 'pwned'))).toBe(false);
+  });
+});
