@@ -1,5 +1,6 @@
 import type {StorePaths} from './paths.js';
 import {refreshResolveIndex} from './registry.js';
+import {rehash} from '../shell/rehash.js';
 
 /**
  * Everything derived from the set of versions is rebuilt here, after any install, uninstall,
@@ -7,4 +8,5 @@ import {refreshResolveIndex} from './registry.js';
  */
 export async function afterVersionsChanged(paths: StorePaths): Promise<void> {
   refreshResolveIndex(paths);
+  rehash(paths); // shims and the shell hook's index follow resolve/
 }

@@ -1,0 +1,409 @@
+# cudaenv fish integration (`cudaenv init fish | source` in ~/.config/fish/config.fish).
+# The same rules and state variables as shims/shell/posix.sh: the prompt hook runs on fish
+# builtins only, file contents are parsed and never evaluated, and the exported
+# _CUDAENV_<VAR>_SAVED / _CUDAENV_*_ADDED / _CUDAENV_APPLIED variables hold the state.
+# PATH and LD_LIBRARY_PATH are fish path variables (lists); they are handled as colon strings.
+
+set -g _CUDAENV_SPEC_RE '^(latest|system|(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,5}))?)?|[A-Za-z][A-Za-z0-9_.-]{0,62})$'
+set -g _CUDAENV_KV_RE '^[a-z][a-z0-9_-]{0,31}=[A-Za-z0-9._+-]{0,64}$'
+set -g _CUDAENV_CTL_RE '[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]'
+
+function _cudaenv_store
+    if set -q CUDAENV_DIR; and test -n "$CUDAENV_DIR"
+        set -g _cudaenv_r $CUDAENV_DIR
+    else
+        set -g _cudaenv_r $_CUDAENV_DEFAULT_DIR
+    end
+end
+
+function _cudaenv_valid_spec
+    test "$argv[1]" != default; and string match -qr -- $_CUDAENV_SPEC_RE "$argv[1]"
+end
+
+function _cudaenv_trim
+    string trim -- "$argv[1]" | string collect
+end
+
+function _cudaenv_find
+    set -g _cudaenv_f ''
+    set -l d (string replace -r '/$' '' -- $PWD | string collect)
+    while true
+        if test -e "$d/.cuda-version"
+            set -g _cudaenv_f "$d/.cuda-version"
+            return 0
+        end
+        test -n "$d"; or return 0
+        set d (string replace -r '/[^/]*$' '' -- $d | string collect)
+    end
+end
+
+function _cudaenv_readfile
+    set -g _cudaenv_c ''
+    read -z -n 4097 _cudaenv_c <$argv[1] 2>/dev/null
+    return 0
+end
+
+function _cudaenv_load
+    set -g _cudaenv_c ''
+    set -g _cudaenv_e ''
+    if test -d "$argv[1]"
+        set -g _cudaenv_e 'is a directory, not a file'
+    else if not test -f "$argv[1]"
+        set -g _cudaenv_e 'is not a regular file (a FIFO, socket or device)'
+    else if not test -r "$argv[1]"
+        set -g _cudaenv_e 'cannot be read (permission denied)'
+    else
+        _cudaenv_readfile $argv[1]
+    end
+end
+
+function _cudaenv_parse
+    set -g _cudaenv_s ''
+    set -g _cudaenv_e ''
+    set -l text "$argv[1]"
+    if test (string length -- "$text") -gt 4096
+        set -g _cudaenv_e 'holds more than 4096 bytes'
+        return 1
+    end
+    if string match -qr -- $_CUDAENV_CTL_RE "$text"
+        set -g _cudaenv_e 'contains control characters or binary data'
+        return 1
+    end
+    set -l n 0
+    for raw in (string split \n -- "$text")
+        set n (math $n + 1)
+        set -l line (string trim -- "$raw" | string collect)
+        test -n "$line"; or continue
+        string match -q -- '#*' "$line"; and continue
+        set -l short (string sub -l 40 -- "$line" | string collect)
+        if test -z "$_cudaenv_s"
+            if _cudaenv_valid_spec "$line"
+                set -g _cudaenv_s "$line"
+            else
+                set -g _cudaenv_e "line $n \"$short\" is not a CUDA version spec"
+                return 1
+            end
+        else if not string match -qr -- $_CUDAENV_KV_RE "$line"
+            set -g _cudaenv_e "line $n \"$short\" is neither a comment nor key=value"
+            return 1
+        end
+    end
+    if test -z "$_cudaenv_s"
+        set -g _cudaenv_e 'holds no version spec'
+        return 1
+    end
+end
+
+# Colon-string helpers (same rules as posix.sh).
+function _cudaenv_rm_entry
+    set -l v "$argv[1]"
+    set -l e "$argv[2]"
+    set -g _cudaenv_r "$v"
+    test -n "$e"; or return 0
+    if test "$v" = "$e"
+        set -g _cudaenv_r ''
+    else if string match -q -- "$e:*" "$v"
+        set -g _cudaenv_r (string sub -s (math (string length -- "$e") + 2) -- "$v" | string collect)
+    else if string match -q -- "*:$e:*" "$v"
+        set -l parts (string split -m 1 -- ":$e:" "$v")
+        set -g _cudaenv_r "$parts[1]:$parts[2]"
+    else if string match -q -- "*:$e" "$v"
+        set -g _cudaenv_r (string sub -l (math (string length -- "$v") - (string length -- "$e") - 1) -- "$v" | string collect)
+    end
+end
+
+function _cudaenv_get
+    # The colon string of a variable (path variables joined back).
+    string join : -- $$argv[1] | string collect
+end
+
+function _cudaenv_save
+    if set -q $argv[1]
+        set -gx _CUDAENV_$argv[1]_SAVED "x$(_cudaenv_get $argv[1])"
+    else
+        set -gx _CUDAENV_$argv[1]_SAVED u
+    end
+end
+
+function _cudaenv_restore
+    set -l saved u
+    set -q _CUDAENV_$argv[1]_SAVED; and set saved "$(_cudaenv_get _CUDAENV_$argv[1]_SAVED)"
+    if string match -q -- 'x*' "$saved"
+        set -gx $argv[1] (string sub -s 2 -- "$saved" | string collect)
+    else
+        set -e $argv[1]
+    end
+end
+
+function _cudaenv_setlist
+    set -l was u
+    set -q _CUDAENV_$argv[1]_SAVED; and set was "$(_cudaenv_get _CUDAENV_$argv[1]_SAVED)"
+    if test -z "$argv[2]"; and test "$was" = u
+        set -e $argv[1]
+    else
+        set -gx $argv[1] "$argv[2]"
+    end
+end
+
+function _cudaenv_switch --argument-names label policy mode
+    _cudaenv_store
+    set -l root $_cudaenv_r
+    if not set -q _CUDAENV_PATH_SAVED
+        for v in PATH LD_LIBRARY_PATH CUDA_HOME CUDA_PATH CUDAENV_VERSION
+            _cudaenv_save $v
+        end
+    end
+    _cudaenv_rm_entry "$(_cudaenv_get PATH)" "$_CUDAENV_PATH_ADDED"
+    set -l p "$_cudaenv_r"
+    _cudaenv_rm_entry "$(_cudaenv_get LD_LIBRARY_PATH)" "$_CUDAENV_LD_LIBRARY_PATH_ADDED"
+    set -l l "$_cudaenv_r"
+    if test "$label" = system
+        set -gx _CUDAENV_PATH_ADDED ''
+        set -gx _CUDAENV_LD_LIBRARY_PATH_ADDED ''
+        _cudaenv_setlist PATH "$p"
+        _cudaenv_setlist LD_LIBRARY_PATH "$l"
+        _cudaenv_restore CUDA_HOME
+        _cudaenv_restore CUDA_PATH
+    else
+        set -l dir "$root/versions/$label"
+        set -l lib "$dir/lib"
+        test -d "$dir/lib64"; and set lib "$dir/lib64"
+        if test -z "$p"
+            set -gx PATH "$dir/bin"
+        else
+            set -gx PATH "$dir/bin:$p"
+        end
+        set -gx _CUDAENV_PATH_ADDED "$dir/bin"
+        if test "$policy" = none
+            set -gx _CUDAENV_LD_LIBRARY_PATH_ADDED ''
+            _cudaenv_setlist LD_LIBRARY_PATH "$l"
+        else
+            if test -z "$l"
+                set -gx LD_LIBRARY_PATH "$lib"
+            else
+                set -gx LD_LIBRARY_PATH "$lib:$l"
+            end
+            set -gx _CUDAENV_LD_LIBRARY_PATH_ADDED "$lib"
+        end
+        set -gx CUDA_HOME "$dir"
+        set -gx CUDA_PATH "$dir"
+    end
+    switch $mode
+        case pin
+            set -gx CUDAENV_VERSION $label
+        case restore
+            _cudaenv_restore CUDAENV_VERSION
+    end
+    set -gx _CUDAENV_APPLIED $label
+end
+
+function _cudaenv_deactivate
+    set -q _CUDAENV_PATH_SAVED; or return 0
+    _cudaenv_rm_entry "$(_cudaenv_get PATH)" "$_CUDAENV_PATH_ADDED"
+    _cudaenv_setlist PATH "$_cudaenv_r"
+    _cudaenv_rm_entry "$(_cudaenv_get LD_LIBRARY_PATH)" "$_CUDAENV_LD_LIBRARY_PATH_ADDED"
+    _cudaenv_setlist LD_LIBRARY_PATH "$_cudaenv_r"
+    _cudaenv_restore CUDA_HOME
+    _cudaenv_restore CUDA_PATH
+    _cudaenv_restore CUDAENV_VERSION
+    set -e _CUDAENV_PATH_SAVED _CUDAENV_LD_LIBRARY_PATH_SAVED _CUDAENV_CUDA_HOME_SAVED \
+        _CUDAENV_CUDA_PATH_SAVED _CUDAENV_CUDAENV_VERSION_SAVED _CUDAENV_PATH_ADDED \
+        _CUDAENV_LD_LIBRARY_PATH_ADDED _CUDAENV_APPLIED
+end
+
+function _cudaenv_resolve --argument-names spec
+    _cudaenv_store
+    set -l root $_cudaenv_r
+    set -l first $spec
+    set -g _cudaenv_r ''
+    set -g _cudaenv_e ''
+    set -l depth 0
+    while true
+        if test "$spec" = system
+            set -g _cudaenv_r system
+            return 0
+        end
+        if test "$spec" = latest; or string match -qr '^[0-9]' -- "$spec"
+            set -l m (string match -r -- " \Q$spec\E=(\S+)" "$_cudaenv_idx")
+            if set -q m[2]; and test -d "$root/versions/$m[2]"
+                set -g _cudaenv_r $m[2]
+            end
+            return 0
+        end
+        set depth (math $depth + 1)
+        if test $depth -gt 8
+            set -g _cudaenv_e "alias $first loops or nests more than 8 deep"
+            return 1
+        end
+        _cudaenv_load "$root/aliases/$spec"
+        if test -n "$_cudaenv_e"
+            set -g _cudaenv_e ''
+            return 0
+        end
+        set spec (_cudaenv_trim "$_cudaenv_c")
+        if not _cudaenv_valid_spec "$spec"
+            set -g _cudaenv_e "alias file $root/aliases/$first does not hold a version spec"
+            return 1
+        end
+    end
+end
+
+function _cudaenv_keynow
+    _cudaenv_store
+    set -l root $_cudaenv_r
+    set -g _cudaenv_idx ''
+    if test -f "$root/cache/switch/index"
+        _cudaenv_readfile "$root/cache/switch/index"
+        set -g _cudaenv_idx "$_cudaenv_c"
+    end
+    if set -q CUDAENV_VERSION; and test -n "$CUDAENV_VERSION"
+        set -g _cudaenv_k "e$CUDAENV_VERSION"
+    else
+        _cudaenv_find
+        if test -n "$_cudaenv_f"
+            _cudaenv_load "$_cudaenv_f"
+            set -g _cudaenv_k "f$_cudaenv_f/$_cudaenv_e/$_cudaenv_c"
+        else if test -f "$root/global"
+            _cudaenv_readfile "$root/global"
+            set -g _cudaenv_k "g$_cudaenv_c"
+        else
+            set -g _cudaenv_k d
+        end
+    end
+    set -g _cudaenv_k "$_cudaenv_k|$PWD|$root|$_cudaenv_idx"
+end
+
+function _cudaenv_hook --on-variable PWD --on-event fish_prompt
+    set -l st $status
+    _cudaenv_keynow
+    if not set -q _cudaenv_key; or test "$_cudaenv_k" != "$_cudaenv_key"
+        set -g _cudaenv_key "$_cudaenv_k"
+        _cudaenv_autoswitch
+    end
+    return $st
+end
+
+function _cudaenv_autoswitch
+    _cudaenv_store
+    set -l root $_cudaenv_r
+    set -l mode restore
+    set -l policy prepend
+    set -l spec system
+    set -l origin 'no version selected'
+    if set -q CUDAENV_VERSION; and test -n "$CUDAENV_VERSION"
+        set spec "$CUDAENV_VERSION"
+        set origin 'set by CUDAENV_VERSION'
+        set mode keep
+        if not _cudaenv_valid_spec "$spec"
+            printf 'cudaenv: CUDAENV_VERSION holds "%s", which is not a CUDA version spec\n' (string sub -l 40 -- "$spec") >&2
+            return 0
+        end
+    else if test -n "$_cudaenv_f"
+        test -n "$_cudaenv_e"; or _cudaenv_parse "$_cudaenv_c"
+        if test -n "$_cudaenv_e"
+            printf 'cudaenv: %s: %s; fix or remove it (the CUDA version is unchanged)\n' "$_cudaenv_f" "$_cudaenv_e" >&2
+            return 0
+        end
+        set spec "$_cudaenv_s"
+        set origin "set by $_cudaenv_f"
+    else if test -f "$root/global"
+        _cudaenv_readfile "$root/global"
+        set spec (_cudaenv_trim "$_cudaenv_c")
+        set origin "set by the global default $root/global"
+        if not _cudaenv_valid_spec "$spec"
+            printf 'cudaenv: the global default in %s is not a CUDA version spec; run `cudaenv global 12.4`\n' "$root/global" >&2
+            return 0
+        end
+    end
+    if not _cudaenv_resolve "$spec"
+        printf 'cudaenv: %s\n' "$_cudaenv_e" >&2
+        return 0
+    end
+    if test -z "$_cudaenv_r"
+        printf 'cudaenv: CUDA %s (%s) is not installed; install it with `cudaenv install %s`\n' "$spec" "$origin" "$spec" >&2
+        return 0
+    end
+    set -q _CUDAENV_APPLIED; and test "$_cudaenv_r" = "$_CUDAENV_APPLIED"; and return 0
+    if test "$_cudaenv_r" = system
+        if test $mode = keep
+            _cudaenv_switch system none keep
+        else
+            _cudaenv_deactivate
+        end
+        return 0
+    end
+    if test -f "$root/config.json"
+        set -l label $_cudaenv_r
+        _cudaenv_readfile "$root/config.json"
+        string match -qr -- '"ldLibraryPath"\s*:\s*"none"' "$_cudaenv_c"; and set policy none
+        set -g _cudaenv_r $label
+    end
+    _cudaenv_switch $_cudaenv_r $policy $mode
+    _cudaenv_report $_CUDAENV_APPLIED
+end
+
+function _cudaenv_report --argument-names label
+    test "$label" != system; or return 0
+    _cudaenv_store
+    set -l cache "$_cudaenv_r/cache/switch/check-$label"
+    set -l want u
+    set -q LD_LIBRARY_PATH; and set want "s$(_cudaenv_get LD_LIBRARY_PATH)"
+    set want "K	$want	$VIRTUAL_ENV|$CONDA_PREFIX"
+    set -l hit ''
+    if test -f "$cache"; and test -r "$cache"
+        set -l cache_time (path mtime -- "$cache")
+        set -l match ''
+        set -l ok ''
+        while read -l line
+            switch $line
+                case 'K*'
+                    test -n "$match"; and test -n "$ok"; and break
+                    if test "$line" = "$want"
+                        set match 1
+                        set ok 1
+                    else
+                        set match ''
+                    end
+                case 'W*'
+                    if test -n "$match"
+                        set -l w (string sub -s 3 -- "$line" | string collect)
+                        if not test -e "$w"; or test (path mtime -- "$w") -ge $cache_time
+                            set ok ''
+                        end
+                    end
+                case 'L*'
+                    if test -n "$match"; and test -n "$ok"
+                        set hit (string sub -s 3 -- "$line" | string collect)
+                        break
+                    end
+            end
+        end <$cache
+    end
+    if test -n "$hit"
+        printf '%s\n' "$hit" >&2
+    else
+        command $_CUDAENV_BIN switch-check $label
+    end
+end
+
+function cudaenv --description 'cudaenv: CUDA toolkit versions (shell integration)'
+    switch "$argv[1]"
+        case deactivate
+            if test (count $argv) -eq 1
+                _cudaenv_deactivate
+                _cudaenv_keynow
+                set -g _cudaenv_key "$_cudaenv_k"
+                return 0
+            end
+        case use
+            set -l out (CUDAENV_SHELL=fish command $_CUDAENV_BIN $argv | string collect)
+            set -l rc $pipestatus[1]
+            if string match -q -- '# cudaenv-shell-code*' "$out"
+                printf '%s\n' "$out" | source
+            else if test -n "$out"
+                printf '%s\n' "$out"
+            end
+            return $rc
+    end
+    command $_CUDAENV_BIN $argv
+end

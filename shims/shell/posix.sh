@@ -1,0 +1,316 @@
+# cudaenv shell integration: the part bash and zsh share. `cudaenv init bash|zsh` prints the
+# settings (_CUDAENV_BIN, _CUDAENV_DEFAULT_DIR), this file, the shell's file reader and its hook.
+#
+# Rules this code keeps:
+# - The prompt hook runs on shell builtins only: no command substitution, no external program.
+#   It starts the CLI only when the version actually changes and the check result is not cached.
+# - Data read from files (.cuda-version, the store) is parsed, never evaluated. `eval` appears
+#   only with variable NAMES from the fixed list below, never with a value.
+# - State lives in exported variables, so a child shell knows what was added:
+#   _CUDAENV_<VAR>_SAVED  "x<value>" if VAR was set before the first switch, "u" if it was unset
+#   _CUDAENV_PATH_ADDED, _CUDAENV_LD_LIBRARY_PATH_ADDED  the entry cudaenv prepended ('' for none)
+#   _CUDAENV_APPLIED  the version label (or "system") this shell is switched to
+
+_CUDAENV_CTL=$'\001\002\003\004\005\006\007\010\013\014\016\017\020\021\022\023\024\025\026\027\030\031\032\033\034\035\036\037\177'
+_CUDAENV_SPEC_RE='^(latest|system|(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,5}))?)?|[A-Za-z][A-Za-z0-9_.-]{0,62})$'
+_CUDAENV_KV_RE='^[a-z][a-z0-9_-]{0,31}=[A-Za-z0-9._+-]{0,64}$'
+_CUDAENV_NONE_RE='"ldLibraryPath"[[:space:]]*:[[:space:]]*"none"'
+
+_cudaenv_store() { _cudaenv_r=${CUDAENV_DIR:-$_CUDAENV_DEFAULT_DIR}; [ "$_cudaenv_r" = / ] || _cudaenv_r=${_cudaenv_r%/}; }
+
+# A strict spec: what src/core/versions/spec.ts accepts (`default` is reserved).
+_cudaenv_valid_spec() {
+  [ "$1" != default ] && [[ $1 =~ $_CUDAENV_SPEC_RE ]]
+}
+
+# The nearest .cuda-version at or above $PWD -> _cudaenv_f ('' when none).
+_cudaenv_find() {
+  local d=${PWD%/}
+  _cudaenv_f=
+  while :; do
+    if [ -e "$d/.cuda-version" ]; then _cudaenv_f=$d/.cuda-version; return 0; fi
+    [ -n "$d" ] || return 0
+    d=${d%/*}
+  done
+}
+
+# Reads FILE refusing what is not a readable regular file -> _cudaenv_c (content, at most
+# 4097 bytes, so a huge file costs nothing) and _cudaenv_e (the problem, '' when none).
+_cudaenv_load() {
+  _cudaenv_c=
+  _cudaenv_e=
+  if [ -d "$1" ]; then _cudaenv_e='is a directory, not a file'
+  elif [ ! -f "$1" ]; then _cudaenv_e='is not a regular file (a FIFO, socket or device)'
+  elif [ ! -r "$1" ]; then _cudaenv_e='cannot be read (permission denied)'
+  else _cudaenv_readfile "$1"
+  fi
+}
+
+# Parses a .cuda-version's text exactly as src/core/versions/version-file.ts does:
+# the first line that is not blank or a comment is the spec; key=value lines may follow.
+# -> _cudaenv_s (spec) or _cudaenv_e (the problem); status 1 on a problem.
+_cudaenv_parse() {
+  local LC_ALL=C
+  local rest line n=0
+  _cudaenv_s=
+  _cudaenv_e=
+  if [ "${#1}" -gt 4096 ]; then _cudaenv_e='holds more than 4096 bytes'; return 1; fi
+  if [[ $1 == *["$_CUDAENV_CTL"]* ]]; then _cudaenv_e='contains control characters or binary data'; return 1; fi
+  rest=$1$'\n'
+  while [ -n "$rest" ]; do
+    line=${rest%%$'\n'*}
+    rest=${rest#*$'\n'}
+    n=$((n + 1))
+    line=${line#"${line%%[![:space:]]*}"}
+    line=${line%"${line##*[![:space:]]}"}
+    [ -n "$line" ] || continue
+    case $line in '#'*) continue ;; esac
+    if [ -z "$_cudaenv_s" ]; then
+      if _cudaenv_valid_spec "$line"; then _cudaenv_s=$line
+      else _cudaenv_e="line $n \"${line:0:40}\" is not a CUDA version spec"; return 1
+      fi
+    elif ! [[ $line =~ $_CUDAENV_KV_RE ]]; then
+      _cudaenv_e="line $n \"${line:0:40}\" is neither a comment nor key=value"; return 1
+    fi
+  done
+  [ -n "$_cudaenv_s" ] || { _cudaenv_e='holds no version spec'; return 1; }
+}
+
+# Removes the first occurrence of ENTRY from the colon list VALUE -> _cudaenv_r.
+_cudaenv_rm_entry() {
+  local v=$1 e=$2
+  _cudaenv_r=$v
+  [ -n "$e" ] || return 0
+  if [ "$v" = "$e" ]; then _cudaenv_r=
+  elif [ "${v#"$e":}" != "$v" ]; then _cudaenv_r=${v#"$e":}
+  elif [[ $v == *":$e:"* ]]; then _cudaenv_r=${v%%":$e:"*}:${v#*":$e:"}
+  elif [ "${v%":$e"}" != "$v" ]; then _cudaenv_r=${v%":$e"}
+  fi
+}
+
+# ENTRY first in the colon list VALUE -> _cudaenv_r (an empty list gains no empty entry).
+_cudaenv_prepend() {
+  if [ -z "$1" ]; then _cudaenv_r=$2; else _cudaenv_r=$2:$1; fi
+}
+
+# Only the fixed names PATH LD_LIBRARY_PATH CUDA_HOME CUDA_PATH CUDAENV_VERSION reach eval.
+_cudaenv_save() {
+  eval "if [ -n \"\${$1+x}\" ]; then export _CUDAENV_$1_SAVED=\"x\$$1\"; else export _CUDAENV_$1_SAVED=u; fi"
+}
+_cudaenv_restore() {
+  eval "case \${_CUDAENV_$1_SAVED-u} in x*) export $1=\"\${_CUDAENV_$1_SAVED#x}\" ;; *) unset $1 ;; esac"
+}
+# A list that ends up empty is unset again if it was unset before the first switch.
+_cudaenv_setlist() {
+  local was
+  eval "was=\${_CUDAENV_$1_SAVED-u}"
+  if [ -z "$2" ] && [ "$was" = u ]; then unset "$1"; else export "$1=$2"; fi
+}
+
+# _cudaenv_switch LABEL|system POLICY(prepend|none) MODE(pin|restore|keep)
+# MODE says what CUDAENV_VERSION becomes: the label (`cudaenv use`), its value before the
+# first switch (auto-switch), or unchanged (the user set it).
+_cudaenv_switch() {
+  local root p l dir lib
+  _cudaenv_store; root=$_cudaenv_r
+  if [ -z "${_CUDAENV_PATH_SAVED-}" ]; then
+    _cudaenv_save PATH; _cudaenv_save LD_LIBRARY_PATH; _cudaenv_save CUDA_HOME
+    _cudaenv_save CUDA_PATH; _cudaenv_save CUDAENV_VERSION
+  fi
+  _cudaenv_rm_entry "${PATH-}" "${_CUDAENV_PATH_ADDED-}"; p=$_cudaenv_r
+  _cudaenv_rm_entry "${LD_LIBRARY_PATH-}" "${_CUDAENV_LD_LIBRARY_PATH_ADDED-}"; l=$_cudaenv_r
+  if [ "$1" = system ]; then
+    export _CUDAENV_PATH_ADDED= _CUDAENV_LD_LIBRARY_PATH_ADDED=
+    _cudaenv_setlist PATH "$p"
+    _cudaenv_setlist LD_LIBRARY_PATH "$l"
+    _cudaenv_restore CUDA_HOME
+    _cudaenv_restore CUDA_PATH
+  else
+    dir=$root/versions/$1
+    if [ -d "$dir/lib64" ]; then lib=$dir/lib64; else lib=$dir/lib; fi
+    _cudaenv_prepend "$p" "$dir/bin"
+    export PATH="$_cudaenv_r" _CUDAENV_PATH_ADDED="$dir/bin"
+    if [ "$2" = none ]; then
+      export _CUDAENV_LD_LIBRARY_PATH_ADDED=
+      _cudaenv_setlist LD_LIBRARY_PATH "$l"
+    else
+      _cudaenv_prepend "$l" "$lib"
+      export LD_LIBRARY_PATH="$_cudaenv_r" _CUDAENV_LD_LIBRARY_PATH_ADDED="$lib"
+    fi
+    export CUDA_HOME="$dir" CUDA_PATH="$dir"
+  fi
+  case $3 in
+    pin) export CUDAENV_VERSION="$1" ;;
+    restore) _cudaenv_restore CUDAENV_VERSION ;;
+  esac
+  export _CUDAENV_APPLIED="$1"
+}
+
+# Back to the state before the first switch; entries the user added meanwhile stay.
+_cudaenv_deactivate() {
+  [ -n "${_CUDAENV_PATH_SAVED-}" ] || return 0
+  _cudaenv_rm_entry "${PATH-}" "${_CUDAENV_PATH_ADDED-}"; _cudaenv_setlist PATH "$_cudaenv_r"
+  _cudaenv_rm_entry "${LD_LIBRARY_PATH-}" "${_CUDAENV_LD_LIBRARY_PATH_ADDED-}"; _cudaenv_setlist LD_LIBRARY_PATH "$_cudaenv_r"
+  _cudaenv_restore CUDA_HOME
+  _cudaenv_restore CUDA_PATH
+  _cudaenv_restore CUDAENV_VERSION
+  unset _CUDAENV_PATH_SAVED _CUDAENV_LD_LIBRARY_PATH_SAVED _CUDAENV_CUDA_HOME_SAVED \
+    _CUDAENV_CUDA_PATH_SAVED _CUDAENV_CUDAENV_VERSION_SAVED _CUDAENV_PATH_ADDED \
+    _CUDAENV_LD_LIBRARY_PATH_ADDED _CUDAENV_APPLIED
+}
+
+# Spec -> _cudaenv_r: the label, "system", or '' (not installed; _cudaenv_e may say why).
+# Aliases are plain files under aliases/, versions come from cache/switch/index (written by
+# `cudaenv rehash` from the resolve/ links), so this lists no directory.
+_cudaenv_resolve() {
+  local spec=$1 root depth=0 label
+  _cudaenv_store; root=$_cudaenv_r
+  _cudaenv_r=
+  _cudaenv_e=
+  while :; do
+    case $spec in
+      system) _cudaenv_r=system; return 0 ;;
+      latest|[0-9]*)
+        case $_cudaenv_idx in
+          *" $spec="*) label=${_cudaenv_idx#*" $spec="}; label=${label%%[[:space:]]*}
+            [ -d "$root/versions/$label" ] && _cudaenv_r=$label ;;
+        esac
+        return 0 ;;
+    esac
+    depth=$((depth + 1))
+    if [ $depth -gt 8 ]; then _cudaenv_e="alias $1 loops or nests more than 8 deep"; return 1; fi
+    _cudaenv_load "$root/aliases/$spec"
+    if [ -n "$_cudaenv_e" ]; then _cudaenv_e=; return 0; fi
+    spec=$_cudaenv_c
+    spec=${spec#"${spec%%[![:space:]]*}"}
+    spec=${spec%"${spec##*[![:space:]]}"}
+    if ! _cudaenv_valid_spec "$spec"; then _cudaenv_e="alias file $root/aliases/${1} does not hold a version spec"; return 1; fi
+  done
+}
+
+# What decides the version now, read with builtins only -> _cudaenv_k. The index is part of
+# the key, so installing or removing a version is picked up at the next prompt.
+_cudaenv_keynow() {
+  local root
+  _cudaenv_store; root=$_cudaenv_r
+  _cudaenv_idx=
+  if [ -f "$root/cache/switch/index" ]; then _cudaenv_readfile "$root/cache/switch/index"; _cudaenv_idx=$_cudaenv_c; fi
+  if [ -n "${CUDAENV_VERSION-}" ]; then
+    _cudaenv_k="e$CUDAENV_VERSION"
+  else
+    _cudaenv_find
+    if [ -n "$_cudaenv_f" ]; then
+      _cudaenv_load "$_cudaenv_f"
+      _cudaenv_k="f$_cudaenv_f/$_cudaenv_e/$_cudaenv_c"
+    elif [ -f "$root/global" ]; then
+      _cudaenv_readfile "$root/global"
+      _cudaenv_k="g$_cudaenv_c"
+    else
+      _cudaenv_k=d
+    fi
+  fi
+  _cudaenv_k="$_cudaenv_k|$PWD|$root|$_cudaenv_idx"
+}
+
+# The prompt hook. Unchanged key: return at once (the common case, no process, no write).
+_cudaenv_hook() {
+  local st=$?
+  _cudaenv_keynow
+  if [ "$_cudaenv_k" != "${_cudaenv_key-}" ]; then
+    _cudaenv_key=$_cudaenv_k
+    _cudaenv_autoswitch
+  fi
+  return $st
+}
+
+_cudaenv_autoswitch() {
+  local spec origin mode=restore root policy=prepend
+  _cudaenv_store; root=$_cudaenv_r
+  if [ -n "${CUDAENV_VERSION-}" ]; then
+    spec=$CUDAENV_VERSION; origin='set by CUDAENV_VERSION'; mode=keep
+    if ! _cudaenv_valid_spec "$spec"; then
+      printf 'cudaenv: CUDAENV_VERSION holds "%s", which is not a CUDA version spec\n' "${spec:0:40}" >&2
+      return 0
+    fi
+  elif [ -n "$_cudaenv_f" ]; then
+    if [ -z "$_cudaenv_e" ]; then _cudaenv_parse "$_cudaenv_c"; fi
+    if [ -n "$_cudaenv_e" ]; then
+      printf 'cudaenv: %s: %s; fix or remove it (the CUDA version is unchanged)\n' "$_cudaenv_f" "$_cudaenv_e" >&2
+      return 0
+    fi
+    spec=$_cudaenv_s; origin="set by $_cudaenv_f"
+  elif [ -f "$root/global" ]; then
+    _cudaenv_readfile "$root/global"
+    spec=$_cudaenv_c
+    spec=${spec#"${spec%%[![:space:]]*}"}
+    spec=${spec%"${spec##*[![:space:]]}"}
+    origin="set by the global default $root/global"
+    if ! _cudaenv_valid_spec "$spec"; then
+      printf 'cudaenv: the global default in %s is not a CUDA version spec; run `cudaenv global 12.4`\n' "$root/global" >&2
+      return 0
+    fi
+  else
+    spec=system
+  fi
+  if ! _cudaenv_resolve "$spec"; then printf 'cudaenv: %s\n' "$_cudaenv_e" >&2; return 0; fi
+  if [ -z "$_cudaenv_r" ]; then
+    printf 'cudaenv: CUDA %s (%s) is not installed; install it with `cudaenv install %s`\n' "$spec" "$origin" "$spec" >&2
+    return 0
+  fi
+  [ "$_cudaenv_r" != "${_CUDAENV_APPLIED-}" ] || return 0
+  if [ "$_cudaenv_r" = system ]; then
+    if [ $mode = keep ]; then _cudaenv_switch system none keep; else _cudaenv_deactivate; fi
+    return 0
+  fi
+  if [ -f "$root/config.json" ]; then
+    _cudaenv_readfile "$root/config.json"
+    if [[ $_cudaenv_c =~ $_CUDAENV_NONE_RE ]]; then policy=none; fi
+  fi
+  _cudaenv_switch "$_cudaenv_r" $policy $mode
+  _cudaenv_report "$_CUDAENV_APPLIED"
+}
+
+# One line after a switch: the check result from cache/switch/check-LABEL when an entry
+# matches this LD_LIBRARY_PATH and Python environment and none of its watched directories
+# changed since it was written; otherwise the CLI runs the check (and caches it).
+_cudaenv_report() {
+  local root cache line want ok= hit= match=
+  [ "$1" != system ] || return 0
+  _cudaenv_store; root=$_cudaenv_r
+  cache=$root/cache/switch/check-$1
+  if [ -n "${LD_LIBRARY_PATH+x}" ]; then want="s$LD_LIBRARY_PATH"; else want=u; fi
+  want="K	$want	${VIRTUAL_ENV-}|${CONDA_PREFIX-}"
+  if [ -f "$cache" ] && [ -r "$cache" ]; then
+    while IFS= read -r line; do
+      case $line in
+        K*) if [ -n "$match" ] && [ -n "$ok" ]; then break; fi
+            if [ "$line" = "$want" ]; then match=1; ok=1; else match=; fi ;;
+        W*) if [ -n "$match" ] && { [ ! -e "${line#W	}" ] || [ "${line#W	}" -nt "$cache" ]; }; then ok=; fi ;;
+        L*) if [ -n "$match" ] && [ -n "$ok" ]; then hit=${line#L	}; break; fi ;;
+      esac
+    done < "$cache"
+  fi
+  if [ -n "$hit" ]; then printf '%s\n' "$hit" >&2
+  else command "$_CUDAENV_BIN" switch-check "$1"
+  fi
+}
+
+# The `cudaenv` command in this shell: `use` and `deactivate` change the shell itself.
+cudaenv() {
+  local out rc
+  case ${1-} in
+    deactivate)
+      if [ $# -eq 1 ]; then
+        _cudaenv_deactivate; _cudaenv_keynow; _cudaenv_key=$_cudaenv_k
+        return 0
+      fi ;;
+    use)
+      out=$(CUDAENV_SHELL=$_CUDAENV_SHELL command "$_CUDAENV_BIN" "$@"); rc=$?
+      case $out in
+        "# cudaenv-shell-code"*) eval "$out" ;;
+        ?*) printf '%s\n' "$out" ;;
+      esac
+      return $rc ;;
+  esac
+  command "$_CUDAENV_BIN" "$@"
+}

@@ -1,0 +1,20 @@
+import {Args} from '@oclif/core';
+import {CudaenvCommand} from '../cli/base.js';
+import {UsageError} from '../core/errors.js';
+import {switchCheck} from '../core/shell/switch-check.js';
+import {isVersion} from '../core/versions/version.js';
+
+/** Run by the shell hook after a switch whose check result is not cached. */
+export default class SwitchCheck extends CudaenvCommand {
+  static override hidden = true;
+  static override summary = 'Check the libraries of the version this shell just switched to (used by the shell hook).';
+  static override args = {label: Args.string({required: true, description: 'installed version label'})};
+
+  async run(): Promise<{version: string; line: string; cached: boolean}> {
+    const {args} = await this.parse(SwitchCheck);
+    if (!isVersion(args.label)) throw new UsageError(`${JSON.stringify(args.label)} is not a version label`, 'Give an installed version such as 12.4.1.');
+    const result = await switchCheck(this.paths, args.label, process.env);
+    if (!this.jsonEnabled()) process.stderr.write(`${result.line}\n`);
+    return {version: result.label, line: result.line, cached: result.cached};
+  }
+}

@@ -1,0 +1,110 @@
+import {createHash} from 'node:crypto';
+import {readdirSync, readFileSync, statSync} from 'node:fs';
+import {join} from 'node:path';
+import {atomicWriteFile} from '../store/atomic-write.js';
+import type {StorePaths} from '../store/paths.js';
+import {switchDir} from './switch-index.js';
+
+/**
+ * Results of the check after a switch, per version, in two files under cache/switch/:
+ *   check-LABEL.json  what the CLI validates: the fingerprint (path, size, mtime, inode of every
+ *                     shared object in the watched directories) of each entry;
+ *   check-LABEL       the same entries for the shell hook, as lines it reads with `read`:
+ *                     K<TAB>s<LD_LIBRARY_PATH> or K<TAB>u (unset)<TAB><VIRTUAL_ENV>|<CONDA_PREFIX>
+ *                     W<TAB><watched directory>   (the hook: stale when it is newer than the file)
+ *                     L<TAB><the line to print>
+ * Whenever the files are written, every kept entry is revalidated, so an old entry never
+ * looks fresh to the hook only because the file is new.
+ */
+export interface CacheKey {
+  /** The LD_LIBRARY_PATH the switch produces; undefined when unset. */
+  ldLibraryPath: string | undefined;
+  /** `${VIRTUAL_ENV}|${CONDA_PREFIX}` as the shell sees them. */
+  python: string;
+}
+
+export interface CacheEntry extends CacheKey {
+  watched: string[];
+  fingerprint: string;
+  line: string;
+}
+
+const MAX_ENTRIES = 8;
+
+export function pythonKey(env: NodeJS.ProcessEnv): string {
+  return `${env.VIRTUAL_ENV ?? ''}|${env.CONDA_PREFIX ?? ''}`;
+}
+
+/** Hash of every shared object (name containing ".so") directly in the watched directories. */
+export function fingerprint(watched: string[]): string {
+  const hash = createHash('sha256');
+  for (const dir of watched) {
+    hash.update(`D\0${dir}\0`);
+    let names: string[];
+    try {
+      names = readdirSync(dir).sort();
+    } catch {
+      hash.update('missing\0');
+      continue;
+    }
+    for (const name of names) {
+      if (!name.includes('.so')) continue;
+      try {
+        const st = statSync(join(dir, name), {bigint: true});
+        hash.update(`${name}\0${st.size}\0${st.mtimeNs}\0${st.ino}\0`);
+      } catch {
+        hash.update(`${name}\0dangling\0`);
+      }
+    }
+  }
+  return hash.digest('hex');
+}
+
+function files(paths: StorePaths, label: string): {json: string; text: string} {
+  const dir = switchDir(paths);
+  return {json: join(dir, `check-${label}.json`), text: join(dir, `check-${label}`)};
+}
+
+function readEntries(paths: StorePaths, label: string): CacheEntry[] {
+  try {
+    const data = JSON.parse(readFileSync(files(paths, label).json, 'utf8')) as {entries?: unknown};
+    if (!Array.isArray(data.entries)) return [];
+    return data.entries.filter((e): e is CacheEntry =>
+      typeof e === 'object' && e !== null && typeof (e as CacheEntry).line === 'string' &&
+      typeof (e as CacheEntry).fingerprint === 'string' && Array.isArray((e as CacheEntry).watched));
+  } catch {
+    return []; // missing or damaged: the cache is only a cache
+  }
+}
+
+function sameKey(a: CacheKey, b: CacheKey): boolean {
+  return (a.ldLibraryPath ?? null) === (b.ldLibraryPath ?? null) && a.python === b.python;
+}
+
+function fresh(entry: CacheEntry): boolean {
+  return fingerprint(entry.watched) === entry.fingerprint;
+}
+
+/** The cached line for this key, when nothing it depends on changed. */
+export function lookupCheck(paths: StorePaths, label: string, key: CacheKey): string | undefined {
+  const entry = readEntries(paths, label).find((e) => sameKey(e, key));
+  return entry && fresh(entry) ? entry.line : undefined;
+}
+
+// Values the hook could not read back from one line are kept out of the text file.
+const LINE_SAFE = /^[^\t\n\r]*$/;
+
+export function storeCheck(paths: StorePaths, label: string, entry: CacheEntry): void {
+  const kept = readEntries(paths, label).filter((e) => !sameKey(e, entry) && fresh(e));
+  const entries = [entry, ...kept].slice(0, MAX_ENTRIES);
+  const {json, text} = files(paths, label);
+  atomicWriteFile(json, `${JSON.stringify({entries}, null, 1)}\n`);
+  const lines = [`# cudaenv: check results for CUDA ${label}, read by the shell hook (safe to delete)`];
+  for (const e of entries) {
+    if (![e.ldLibraryPath ?? '', e.python, e.line, ...e.watched].every((v) => LINE_SAFE.test(v))) continue;
+    lines.push(`K\t${e.ldLibraryPath === undefined ? 'u' : `s${e.ldLibraryPath}`}\t${e.python}`);
+    for (const w of e.watched) lines.push(`W\t${w}`);
+    lines.push(`L\t${e.line}`);
+  }
+  atomicWriteFile(text, `${lines.join('\n')}\n`);
+}

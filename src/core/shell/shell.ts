@@ -1,0 +1,55 @@
+import {readFileSync} from 'node:fs';
+import {UsageError} from '../errors.js';
+
+/**
+ * One interface for the shells cudaenv integrates with, one implementation per shell
+ * (./bash.ts, ./zsh.ts, ./fish.ts), as fnm does. The shell code itself lives in the
+ * repository's shims/shell/ (read at run time), so it can be read and tested as shell code.
+ */
+export interface InitOptions {
+  /** The CLI the shell function runs (bin/run.js of this installation). */
+  bin: string;
+  /** The store when CUDAENV_DIR is unset in the shell. */
+  defaultDir: string;
+}
+
+export interface Shell {
+  readonly name: ShellName;
+  /** What `cudaenv init SHELL` prints: the `cudaenv` function and the auto-switch hook. */
+  init(options: InitOptions): string;
+  /** Code for `cudaenv use`: switch to LABEL (or `system`) with the policy, pinning CUDAENV_VERSION. */
+  use(label: string, policy: 'prepend' | 'none'): string;
+  /** Code for `cudaenv deactivate`. */
+  deactivate(): string;
+  /** One word the shell reads back as exactly `value`. */
+  quote(value: string): string;
+}
+
+export const SHELL_NAMES = ['bash', 'zsh', 'fish'] as const;
+export type ShellName = (typeof SHELL_NAMES)[number];
+
+/** The first line of everything the shell function evaluates; anything else is only printed. */
+export const CODE_MARKER = '# cudaenv-shell-code v1';
+
+const LABEL_RE = /^(system|\d+\.\d+\.\d+)$/;
+
+/** Labels reach shell code only after this check (they are version labels or `system`). */
+export function assertLabel(label: string): string {
+  if (!LABEL_RE.test(label)) throw new Error(`refusing to emit shell code for version label ${JSON.stringify(label)}`);
+  return label;
+}
+
+/** A shell script shipped in shims/shell/ (the package's `files` include shims/). */
+export function shellScript(name: string): string {
+  return readFileSync(new URL(`../../../shims/shell/${name}`, import.meta.url), 'utf8');
+}
+
+export async function shellFor(name: string): Promise<Shell> {
+  switch (name) {
+    case 'bash': return new (await import('./bash.js')).BashShell();
+    case 'zsh': return new (await import('./zsh.js')).ZshShell();
+    case 'fish': return new (await import('./fish.js')).FishShell();
+    default:
+      throw new UsageError(`unsupported shell ${JSON.stringify(name)}`, `Supported shells: ${SHELL_NAMES.join(', ')}.`);
+  }
+}

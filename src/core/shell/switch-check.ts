@@ -1,0 +1,48 @@
+import {existsSync} from 'node:fs';
+import {dirname, join} from 'node:path';
+import type {StorePaths} from '../store/paths.js';
+import {findSitePackages, pythonCudaLibDirs} from '../system/python-env.js';
+import {fingerprint, lookupCheck, pythonKey, storeCheck, type CacheKey} from './check-cache.js';
+import {splitPathList, toolkitLibDir} from './toolkit-env.js';
+
+/**
+ * The check after every switch (`use`, the auto-switch hook, `exec`): the new version's
+ * libraries and the active Python environment's CUDA libraries (torch/lib, nvidia/* /lib),
+ * under the LD_LIBRARY_PATH the switch produced. One line; cached per (version,
+ * LD_LIBRARY_PATH, Python environment, fingerprint of what was checked).
+ */
+export interface SwitchCheck {
+  label: string;
+  line: string;
+  cached: boolean;
+}
+
+export async function switchCheck(paths: StorePaths, label: string, env: NodeJS.ProcessEnv): Promise<SwitchCheck> {
+  const key: CacheKey = {ldLibraryPath: env.LD_LIBRARY_PATH, python: pythonKey(env)};
+  const hit = lookupCheck(paths, label, key);
+  if (hit !== undefined) return {label, line: hit, cached: true};
+
+  const versionDir = join(paths.versions, label);
+  const sitePackages = findSitePackages({env});
+  const pythonDirs = pythonCudaLibDirs(sitePackages);
+  const targets = [toolkitLibDir(versionDir), ...pythonDirs].filter((d) => existsSync(d));
+  const {checkLibraries, firstProblemLine} = await import('../elf/index.js');
+  const report = await checkLibraries({
+    targets,
+    ldLibraryPath: env.LD_LIBRARY_PATH,
+    storeVersionsDir: paths.versions,
+  });
+  const summary = firstProblemLine(report);
+  const line = `cudaenv: CUDA ${label}${pythonDirs.length > 0 ? ' and the Python environment\'s CUDA libraries' : ''}: ${summary}`;
+
+  // What the result depends on: the checked directories, where their dependencies were found,
+  // the LD_LIBRARY_PATH directories (a library added there would shadow), and site-packages
+  // (pip adds torch or nvidia wheels there).
+  const watched = new Set<string>([...targets, ...sitePackages]);
+  for (const sp of sitePackages) if (existsSync(join(sp, 'nvidia'))) watched.add(join(sp, 'nvidia'));
+  for (const dir of splitPathList(env.LD_LIBRARY_PATH)) if (dir.startsWith('/')) watched.add(dir);
+  for (const obj of report.objects) watched.add(dirname(obj.path));
+  const list = [...watched].sort();
+  storeCheck(paths, label, {...key, watched: list, fingerprint: fingerprint(list), line});
+  return {label, line, cached: false};
+}

@@ -1,0 +1,38 @@
+import {mkdirSync, readdirSync, readlinkSync} from 'node:fs';
+import {basename, join} from 'node:path';
+import {atomicWriteFile} from '../store/atomic-write.js';
+import type {StorePaths} from '../store/paths.js';
+import {isVersion} from '../versions/version.js';
+
+/**
+ * The shell hook resolves a spec without starting a process, and bash cannot read a link:
+ * cache/switch/index holds the resolve/ links as one line " SPEC=LABEL SPEC=LABEL ... ".
+ * The hook reads it at every prompt (as part of its key), so it is kept tiny.
+ */
+export function switchDir(paths: StorePaths): string {
+  return join(paths.cache, 'switch');
+}
+
+export function writeSwitchIndex(paths: StorePaths): string {
+  const dir = switchDir(paths);
+  mkdirSync(dir, {recursive: true});
+  const pairs: string[] = [];
+  let names: string[] = [];
+  try {
+    names = readdirSync(paths.resolve);
+  } catch {
+    names = [];
+  }
+  for (const name of names.sort()) {
+    if (name.startsWith('.')) continue;
+    try {
+      const label = basename(readlinkSync(join(paths.resolve, name)));
+      if (isVersion(label)) pairs.push(`${name}=${label}`);
+    } catch {
+      // not a link: ignore
+    }
+  }
+  const text = ` ${pairs.join(' ')} \n`;
+  atomicWriteFile(join(dir, 'index'), text);
+  return text;
+}

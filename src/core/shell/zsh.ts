@@ -1,0 +1,24 @@
+import {PosixFamilyShell} from './posix-family.js';
+
+export class ZshShell extends PosixFamilyShell {
+  readonly name = 'zsh' as const;
+
+  protected readFile(): string {
+    // `read -k 4097` reads at most 4097 bytes (C locale) from the redirected file.
+    return `_cudaenv_readfile() {
+  local LC_ALL=C
+  _cudaenv_c=
+  IFS= read -r -k 4097 -u 0 _cudaenv_c < "$1" 2>/dev/null
+  return 0
+}`;
+  }
+
+  protected installHook(): string {
+    // precmd runs before every prompt (it sees cd, edits of .cuda-version and `export`);
+    // chpwd makes a cd inside a function or script-like line switch at once as well.
+    return `autoload -Uz add-zsh-hook
+add-zsh-hook precmd _cudaenv_hook
+add-zsh-hook chpwd _cudaenv_hook
+`;
+  }
+}
