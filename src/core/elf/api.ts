@@ -11,6 +11,8 @@ export interface NeededEdge {
   /** Null when the loader would not find it. */
   path: string | null;
   via: Via | null;
+  /** The rule in words: "LD_LIBRARY_PATH entry /usr/local/cuda/lib64", "DT_RUNPATH entry $ORIGIN of /x/libfoo.so". */
+  rule: string | null;
 }
 
 export interface CheckedObject {
@@ -34,11 +36,15 @@ export interface Problem {
   explanation: string;
   /** The fix, a command where one exists. */
   fix: string | null;
+  /** The problem in one line, without the fix (firstProblemLine adds it). */
+  summary: string;
 }
 
 export interface CheckReport {
   /** False when something would fail to load (unversioned findings count only with `strict`). */
   ok: boolean;
+  /** The libraries that were checked (the roots of `objects`), in order. */
+  checked: string[];
   objects: CheckedObject[];
   problems: Problem[];
   /** Files passed over with the reason (linker scripts, non-ELF, wrong class). */
@@ -62,4 +68,8 @@ export interface CheckOptions {
   sysroot?: string;
   /** An explicit ld.so.cache file (a private cache built with `ldconfig -C`). */
   cacheFile?: string;
+  /** $CUDAENV_DIR/versions: fixes name the cudaenv version an LD_LIBRARY_PATH entry belongs to. */
+  storeVersionsDir?: string;
+  /** The directory relative search-path entries (empty elements) mean; default process.cwd(). */
+  cwd?: string;
 }

@@ -1,0 +1,114 @@
+import type {ProblemKind} from './api.js';
+import type {Edge, LoadedObject, LoaderProcess} from './resolver.js';
+import {defines, definesVersion, references, type SymbolRef} from './symbols.js';
+import type {ElfInfo} from './types.js';
+
+/**
+ * What would fail in a modelled process (elf-loader-spec.md §3): missing libraries, version
+ * nodes the chosen library does not define, and references nothing in the global scope binds.
+ */
+export interface Finding {
+  kind: ProblemKind;
+  object: LoadedObject;
+  /** The DT_NEEDED / vn_file name involved (null for unversioned symbols). */
+  library: string | null;
+  version: string | null;
+  symbol: string | null;
+  /** The loaded object the requirement was checked against. */
+  provider: LoadedObject | null;
+  /** The edge that loaded the provider (or failed to). */
+  edge: Edge | null;
+  /** Set for symbol findings. */
+  ref?: SymbolRef;
+}
+
+/**
+ * Remembers, per object and the set of objects its own dependencies bring, which references those
+ * leave unbound: in a directory of libraries the same libc or libcublas appears in hundreds of
+ * processes, and this makes each one cost a lookup.
+ */
+export class SymbolMemo {
+  private ids = new WeakMap<ElfInfo, number>();
+  private next = 0;
+  private memo = new Map<string, SymbolRef[]>();
+
+  id(info: ElfInfo): number {
+    let id = this.ids.get(info);
+    if (id === undefined) {
+      id = this.next++;
+      this.ids.set(info, id);
+    }
+    return id;
+  }
+
+  unboundWithin(obj: LoadedObject, closure: LoadedObject[]): SymbolRef[] {
+    const key = `${this.id(obj.info)}|${closure.map((o) => this.id(o.info)).sort((a, b) => a - b).join(',')}`;
+    let unbound = this.memo.get(key);
+    if (!unbound) {
+      unbound = references(obj.info).filter((ref) => !closure.some((o) => defines(o.info, ref)));
+      this.memo.set(key, unbound);
+    }
+    return unbound;
+  }
+}
+
+/** The object and every object its DT_NEEDED edges reach (it is always in the scope with them). */
+function closureOf(obj: LoadedObject): LoadedObject[] {
+  const seen = new Set<LoadedObject>([obj]);
+  const queue = [obj];
+  for (let i = 0; i < queue.length; i++) {
+    for (const e of queue[i].edges) {
+      if (e.object && !seen.has(e.object)) {
+        seen.add(e.object);
+        queue.push(e.object);
+      }
+    }
+  }
+  return queue;
+}
+
+export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
+  const findings: Finding[] = [];
+  // 1. Missing libraries, in breadth-first order (the first is the one ld.so reports).
+  for (const obj of p.scope) {
+    for (const edge of obj.edges) {
+      if (!edge.object) findings.push({kind: 'not-found', object: obj, library: edge.name, version: null, symbol: null, provider: null, edge});
+    }
+  }
+  // 2. Version requirements (_dl_check_map_versions), every object in load order.
+  for (const obj of p.scope) {
+    if (obj.role === 'interp') continue;
+    for (const need of obj.info.versionNeeds) {
+      const provider = p.objectNamed(need.file);
+      // Not loaded: already reported as not found. No VERDEF: only a warning in ld.so.
+      if (!provider || provider.info.versionDefinitions.length === 0) continue;
+      for (const v of need.versions) {
+        if (v.weak || definesVersion(provider.info, v.name)) continue;
+        findings.push({kind: 'version-not-found', object: obj, library: need.file, version: v.name, symbol: null, provider, edge: p.edgeTo(provider) ?? null});
+      }
+    }
+  }
+  // 3. Symbol binding over the global scope (what `ldd -r` relocates: everything but ld.so).
+  for (const obj of p.scope) {
+    if (obj.role === 'interp' || references(obj.info).length === 0) continue;
+    const closure = closureOf(obj);
+    const unbound = memo.unboundWithin(obj, closure);
+    if (unbound.length === 0) continue;
+    const rest = p.scope.filter((o) => !closure.includes(o));
+    for (const ref of unbound) {
+      if (rest.some((o) => defines(o.info, ref))) continue;
+      const provider = ref.versionFile ? p.objectNamed(ref.versionFile) ?? null : null;
+      findings.push({
+        kind: ref.version ? 'undefined-symbol' : 'unversioned-undefined-symbol', object: obj,
+        library: ref.versionFile, version: ref.version, symbol: ref.name, provider,
+        edge: provider ? p.edgeTo(provider) ?? null : null, ref,
+      });
+    }
+  }
+  return findings;
+}
+
+/** Failures that stop the program; unversioned ones count only under --strict. */
+export function isFailing(kind: ProblemKind, strict: boolean): boolean {
+  return kind !== 'unversioned-undefined-symbol' || strict;
+}

@@ -1,0 +1,176 @@
+import {basename} from 'node:path';
+import type {Problem} from './api.js';
+import type {Finding} from './checker.js';
+import {cachedElf} from './file-cache.js';
+import type {Candidate, Edge, LoadedObject, LoaderProcess} from './resolver.js';
+import {quoteSh} from '../shell/quote.js';
+import {defines, definesVersion} from './symbols.js';
+import {splitPathList} from '../shell/toolkit-env.js';
+
+/**
+ * Turns a finding into what a user can act on: the file the loader picks and by which rule,
+ * the candidate that rule shadowed (and whether it would have worked), and the fix.
+ */
+export interface ExplainContext {
+  /** The LD_LIBRARY_PATH assumed for the check. */
+  ldLibraryPath?: string;
+  /** $CUDAENV_DIR/versions: LD_LIBRARY_PATH entries under it belong to a cudaenv toolkit. */
+  storeVersionsDir?: string;
+}
+
+/** "torch's libcusparse.so.12", "the nvidia-cusparse wheel's libcusparse.so.12", or the bare file name. */
+export function describeObject(path: string): string {
+  const m = /\/site-packages\/(?:nvidia\/([^/]+)|([^/]+))\//.exec(path);
+  if (m?.[1]) return `the nvidia-${m[1]} wheel's ${basename(path)}`;
+  if (m?.[2]) return `${m[2]}'s ${basename(path)}`;
+  return basename(path);
+}
+
+/** The shipping CUDA release of a library by its soname, where the soname's major number is the CUDA major. */
+function cudaMajorOf(name: string): {component: string; major: string} | undefined {
+  const m = /^lib(cudart|cupti|cublas|cublasLt|cusparse|nvJitLink|nvrtc|cusolver|cufft|curand|npp\w*|nvToolsExt)\.so\.(\d+)/.exec(name);
+  if (!m) return undefined;
+  const soMajor = m[2];
+  // These sonames carry the CUDA major number (libcudart.so.11.0, libcupti.so.12, libcublas.so.12, ...).
+  if (['cudart', 'cupti', 'cublas', 'cublasLt', 'cusparse', 'nvJitLink', 'nvrtc'].includes(m[1]) || m[1].startsWith('npp')) {
+    return {component: m[1], major: soMajor};
+  }
+  return undefined;
+}
+
+/** `__nvJitLinkComplete_12_4` → 12.4: NVIDIA versions new entry points in their names. */
+function cudaReleaseInSymbol(symbol: string | null): string | undefined {
+  const m = symbol ? /_(\d{2})_(\d)$/.exec(symbol) : null;
+  return m ? `${Number(m[1])}.${m[2]}` : undefined;
+}
+
+function ldEntryDir(rule: string | null): string | undefined {
+  const m = rule ? /^LD_LIBRARY_PATH entry (.*?)(?: \(glibc-hwcaps\/[^)]*\)| \([^)]*\))?$/.exec(rule) : null;
+  return m?.[1];
+}
+
+/** The cudaenv version label an LD_LIBRARY_PATH entry belongs to, if it is inside the store. */
+function storeLabel(dir: string, storeVersionsDir: string | undefined): string | undefined {
+  if (!storeVersionsDir) return undefined;
+  const prefix = storeVersionsDir.replace(/\/+$/, '') + '/';
+  if (!dir.startsWith(prefix)) return undefined;
+  return dir.slice(prefix.length).split('/')[0] || undefined;
+}
+
+/** The command that removes `entry` from LD_LIBRARY_PATH. */
+function dropEntryFix(entry: string, ctx: ExplainContext): string {
+  const label = storeLabel(entry, ctx.storeVersionsDir);
+  if (label) return `run \`cudaenv use ${label} --ld-library-path none\` (keeps CUDA ${label} without putting its libraries first)`;
+  const rest = splitPathList(ctx.ldLibraryPath).filter((e) => e.replace(/\/+$/, '') !== entry.replace(/\/+$/, ''));
+  return rest.length === 0
+    ? `run \`unset LD_LIBRARY_PATH\` (it only holds ${entry})`
+    : `drop ${entry} from LD_LIBRARY_PATH: \`export LD_LIBRARY_PATH=${quoteSh(rest.join(':'))}\``;
+}
+
+async function satisfies(c: Candidate, f: Finding): Promise<boolean> {
+  try {
+    const info = await cachedElf(c.path, c.stat!);
+    if (f.kind === 'version-not-found') return definesVersion(info, f.version!);
+    if (f.ref) return defines(info, f.ref);
+  } catch {
+    // unreadable: it would not satisfy anything
+  }
+  return false;
+}
+
+/** The acceptable candidates the search for the edge's name would have reached after the chosen file. */
+async function laterCandidates(p: LoaderProcess, edge: Edge, chosen: LoadedObject): Promise<Candidate[]> {
+  const out: Candidate[] = [];
+  let after = false;
+  for await (const c of p.candidates(edge.owner, edge.name)) {
+    if (c.status !== 'ok') continue;
+    if (!after) {
+      if (c.path === chosen.path || c.stat && `${c.stat.dev}:${c.stat.ino}` === chosen.inode) after = true;
+      continue;
+    }
+    if (`${c.stat!.dev}:${c.stat!.ino}` === chosen.inode) continue;
+    out.push(c);
+    if (out.length >= 8) break;
+  }
+  return out;
+}
+
+export async function explain(p: LoaderProcess, f: Finding, ctx: ExplainContext): Promise<Problem> {
+  const problem: Problem = {
+    kind: f.kind, object: f.object.path, library: f.library, version: f.version, symbol: f.symbol,
+    chosen: null, shadowed: null, explanation: '', fix: null, summary: '',
+  };
+  const who = describeObject(f.object.path);
+  if (f.kind === 'not-found') return explainNotFound(problem, f, who);
+  if (f.kind === 'unversioned-undefined-symbol') {
+    problem.summary = `${who} needs symbol ${f.symbol}, which no loaded object defines`;
+    problem.explanation = `${f.object.path} references ${f.symbol} without a version and nothing in the global scope ` +
+      `(${p.scope.length} objects) defines it. This is normal for plugins and Python extension modules, which get ` +
+      'such symbols from the program that loads them; it fails only if that program does not define it either.';
+    problem.fix = 'check with the program that loads it first in the scope (`--exe /path/to/python`), or link the library against the one that defines it';
+    return problem;
+  }
+  const provider = f.provider;
+  const edge = f.edge;
+  const what = f.kind === 'version-not-found' ? `version ${f.version}` : `${f.symbol}${f.version ? ` (version ${f.version})` : ''}`;
+  if (!provider || !edge) {
+    problem.summary = `${who} needs ${what}, which no loaded object defines`;
+    problem.explanation = `${f.object.path} requires ${what}${f.library ? ` from ${f.library}` : ''}, and nothing in the global scope defines it.`;
+    problem.fix = f.library ? `make a ${f.library} that defines ${f.symbol ?? f.version} the one the loader finds` : null;
+    return problem;
+  }
+  const rule = edge.rule ?? 'the search';
+  problem.chosen = `${provider.path} (${rule})`;
+  const later = edge.via === 'loaded' || edge.via === 'preload' ? [] : await laterCandidates(p, edge, provider);
+  let better: Candidate | undefined;
+  for (const c of later) {
+    if (await satisfies(c, f)) {
+      better = c;
+      break;
+    }
+  }
+  const shadowedCandidate = better ?? later[0];
+  if (shadowedCandidate) {
+    problem.shadowed = `${shadowedCandidate.path} (${shadowedCandidate.rule}), which ${better ? 'would satisfy it' : 'lacks it too'}`;
+  }
+  const lacks = f.kind === 'version-not-found' ? `does not define version ${f.version}` : `lacks ${f.symbol}${f.version ? `@${f.version}` : ''}`;
+  const entry = edge.via === 'ld_library_path' ? ldEntryDir(edge.rule) : undefined;
+  const release = cudaReleaseInSymbol(f.symbol);
+  problem.summary = entry
+    ? `this LD_LIBRARY_PATH makes ${who} bind ${provider.path}, which ${lacks.replace(/@.*$/, '')}`
+    : `${who} binds ${provider.path}, which ${lacks}`;
+  problem.explanation = `${f.object.path} needs ${what} from ${f.library}. The loader picks ${provider.path} by ${rule}, and that file ${lacks}.` +
+    (shadowedCandidate ? ` It is found before ${shadowedCandidate.path} (${shadowedCandidate.rule}), which ${better ? 'defines it and would be used without that entry' : 'lacks it as well'}.` : '') +
+    (edge.via === 'loaded' ? ` ${provider.path} was already loaded by another object, so the search is not repeated.` : '');
+  if (entry && better) {
+    problem.fix = dropEntryFix(entry, ctx);
+  } else if (entry) {
+    problem.fix = `${dropEntryFix(entry, ctx)}, or \`cudaenv use\` a toolkit${release ? ` of CUDA ${release} or newer` : ' whose ' + (f.library ?? 'library') + ' is new enough'}`;
+  } else if (release) {
+    problem.fix = `use a ${f.library} from CUDA ${release} or newer (\`cudaenv use ${release}\`, or upgrade the package that ships ${provider.path})`;
+  } else {
+    problem.fix = `install a newer ${f.library} that defines ${f.kind === 'version-not-found' ? f.version : f.symbol}, or put the directory of one first on LD_LIBRARY_PATH`;
+  }
+  return problem;
+}
+
+function explainNotFound(problem: Problem, f: Finding, who: string): Problem {
+  const edge = f.edge!;
+  const name = f.library!;
+  problem.summary = `${who} needs ${name}, which the loader cannot find`;
+  const wrongClass = edge.passedOver.filter((c) => c.status !== 'ok');
+  problem.explanation = edge.error
+    ? `The loader stops at ${edge.error}: it would fail with that error instead of loading ${name}.`
+    : `${f.object.path} needs ${name}, and no directory on its search path holds it: its DT_RPATH/DT_RUNPATH, LD_LIBRARY_PATH, ld.so.cache and the system directories.`;
+  if (wrongClass.length > 0) {
+    problem.explanation += ` Passed over: ${wrongClass.map((c) => `${c.path} (${c.reason})`).join(', ')}.`;
+  }
+  const cuda = cudaMajorOf(name);
+  if (cuda) {
+    const pipName = {cudart: 'nvidia-cuda-runtime', cupti: 'nvidia-cuda-cupti', nvrtc: 'nvidia-cuda-nvrtc', nvJitLink: 'nvidia-nvjitlink', cublasLt: 'nvidia-cublas'}[cuda.component] ?? `nvidia-${cuda.component.toLowerCase()}`;
+    problem.fix = `${name} belongs to CUDA ${cuda.major}: \`cudaenv install ${cuda.major}\` then \`cudaenv use ${cuda.major}\`, or \`pip install ${pipName}-cu${cuda.major}\` in a Python environment`;
+  } else {
+    problem.fix = `install the package that provides ${name}, or add the directory that holds it to LD_LIBRARY_PATH`;
+  }
+  return problem;
+}

@@ -1,0 +1,113 @@
+import {readdirSync, statSync, type Stats} from 'node:fs';
+import {stat} from 'node:fs/promises';
+import {readElf, readElfHeader} from './reader/index.js';
+import type {ElfHeaderInfo, ElfInfo} from './types.js';
+
+/**
+ * Per-process cache of parsed ELF files keyed by (path, dev, ino, size, mtime), so a file that
+ * changes is read again, plus a limit on how many files are read at once (a directory of
+ * 900 libraries must not open 900 descriptors). Entries are promises: concurrent requests for
+ * one file share one read.
+ */
+const MAX_ENTRIES = 8192;
+const elfCache = new Map<string, Promise<ElfInfo>>();
+const headerCache = new Map<string, Promise<ElfHeaderInfo>>();
+
+export function fileKey(path: string, st: Stats): string {
+  return `${path}\0${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
+}
+
+/** The file's identity for ld.so's "already loaded" check (st_dev, st_ino). */
+export function inodeKey(st: Stats): string {
+  return `${st.dev}:${st.ino}`;
+}
+
+function remember<T>(map: Map<string, Promise<T>>, key: string, make: () => Promise<T>): Promise<T> {
+  let entry = map.get(key);
+  if (!entry) {
+    if (map.size >= MAX_ENTRIES) map.delete(map.keys().next().value!);
+    entry = make();
+    map.set(key, entry);
+    // A failed read is not cached: the next run may find the file repaired.
+    entry.catch(() => map.delete(key));
+  }
+  return entry;
+}
+
+/** Runs at most `n` tasks at once. */
+export function limiter(n: number): <T>(task: () => Promise<T>) => Promise<T> {
+  let active = 0;
+  const waiting: Array<() => void> = [];
+  return async <T>(task: () => Promise<T>): Promise<T> => {
+    if (active >= n) await new Promise<void>((resolve) => waiting.push(resolve));
+    active++;
+    try {
+      return await task();
+    } finally {
+      active--;
+      waiting.shift()?.();
+    }
+  };
+}
+
+const readLimit = limiter(16);
+
+/** ElfInfo with symbols for a file whose stat is known. */
+export function cachedElf(path: string, st: Stats): Promise<ElfInfo> {
+  return remember(elfCache, fileKey(path, st), () => readLimit(() => readElf(path, {symbols: true})));
+}
+
+export function cachedHeader(path: string, st: Stats): Promise<ElfHeaderInfo> {
+  const full = elfCache.get(fileKey(path, st));
+  if (full) return full;
+  return remember(headerCache, fileKey(path, st), () => readLimit(() => readElfHeader(path)));
+}
+
+/**
+ * A view of the file system for one check: directory listings and stats are read once
+ * (ld.so probes every search directory and each of its hwcaps subdirectories for every name;
+ * a listing turns those probes into set lookups).
+ */
+export class FileView {
+  private readonly listings = new Map<string, Set<string> | null>();
+  private readonly stats = new Map<string, Promise<Stats | null>>();
+
+  constructor(readonly cwd: string) {}
+
+  /** Names in a directory ('' = cwd), or null when it cannot be listed. */
+  list(dir: string): Set<string> | null {
+    const key = dir === '' ? this.cwd : dir;
+    if (this.listings.has(key)) return this.listings.get(key)!;
+    let names: Set<string> | null;
+    try {
+      names = new Set(readdirSync(key));
+    } catch {
+      names = null;
+    }
+    this.listings.set(key, names);
+    return names;
+  }
+
+  /** Does `dir` hold an entry `name` (without following it)? */
+  has(dir: string, name: string): boolean {
+    return this.list(dir)?.has(name) ?? false;
+  }
+
+  /** stat (following links), null when it fails. */
+  stat(path: string): Promise<Stats | null> {
+    let entry = this.stats.get(path);
+    if (!entry) {
+      entry = stat(path).catch(() => null);
+      this.stats.set(path, entry);
+    }
+    return entry;
+  }
+
+  statSync(path: string): Stats | null {
+    try {
+      return statSync(path);
+    } catch {
+      return null;
+    }
+  }
+}

@@ -1,0 +1,77 @@
+import type {CheckReport, CheckedObject, Problem} from './api.js';
+
+/**
+ * Text renderings of a CheckReport for `cudaenv check`: the problems with their explanations,
+ * and the dependency tree with the resolved path and rule on every edge.
+ */
+const LABEL: Record<Problem['kind'], string> = {
+  'not-found': 'not found',
+  'version-not-found': 'version not found',
+  'undefined-symbol': 'undefined symbol',
+  'unversioned-undefined-symbol': 'unversioned undefined symbol',
+};
+
+export function formatProblems(report: CheckReport, options: {strict?: boolean} = {}): string[] {
+  const lines: string[] = [];
+  // Symbols of a library that is not found at all are a consequence, not news: count them.
+  const missing = new Set(report.problems.filter((p) => p.kind === 'not-found').map((p) => `${p.object}\0${p.library}`));
+  const consequences = new Map<string, number>();
+  for (const p of report.problems) {
+    if ((p.kind === 'undefined-symbol') && missing.has(`${p.object}\0${p.library}`)) {
+      const key = `${p.object}\0${p.library}`;
+      consequences.set(key, (consequences.get(key) ?? 0) + 1);
+      continue;
+    }
+    const failing = p.kind !== 'unversioned-undefined-symbol' || options.strict;
+    lines.push(`${failing ? 'error' : 'note'}: ${LABEL[p.kind]}: ${p.summary}`);
+    if (p.chosen) lines.push(`  picked:   ${p.chosen}`);
+    if (p.shadowed) lines.push(`  shadowed: ${p.shadowed}`);
+    lines.push(`  why:      ${p.explanation}`);
+    if (p.fix) lines.push(`  fix:      ${p.fix}`);
+  }
+  for (const [key, n] of consequences) {
+    const [object, library] = key.split('\0');
+    lines.push(`error: ${n} undefined symbol${n === 1 ? '' : 's'} of ${object} would come from ${library}, which is not found (see above)`);
+  }
+  return lines;
+}
+
+export function formatSkipped(report: CheckReport): string[] {
+  const lines: string[] = [];
+  const other: string[] = [];
+  for (const s of report.skipped) {
+    // Linker scripts and failed preloads deserve a line each; the rest (archives, headers) a count.
+    if (/linker script|LD_PRELOAD|class|machine|executable/.test(s.reason)) lines.push(`note: skipped ${s.path}: ${s.reason}`);
+    else other.push(s.path);
+  }
+  if (other.length > 0) lines.push(`note: skipped ${other.length} other file${other.length === 1 ? '' : 's'} that ${other.length === 1 ? 'is' : 'are'} not ELF shared objects (--json lists them)`);
+  return lines;
+}
+
+export function formatTree(report: CheckReport): string[] {
+  const byPath = new Map<string, CheckedObject>(report.objects.map((o) => [o.path, o]));
+  const lines: string[] = [];
+  const expanded = new Set<string>();
+  const walk = (obj: CheckedObject, prefix: string, ancestors: Set<string>): void => {
+    obj.needed.forEach((edge, i) => {
+      const last = i === obj.needed.length - 1;
+      const branch = last ? '└── ' : '├── ';
+      const rule = edge.via === null ? 'not found' : edge.rule ? `${edge.via}: ${edge.rule}` : edge.via;
+      const target = edge.path ?? 'not found';
+      const child = edge.path ? byPath.get(edge.path) : undefined;
+      const repeat = child && (expanded.has(child.path) || ancestors.has(child.path)) && child.needed.length > 0;
+      lines.push(`${prefix}${branch}${edge.name} => ${target} [${rule}]${repeat ? ' (dependencies shown above)' : ''}`);
+      if (child && !repeat && edge.via !== 'loaded') {
+        expanded.add(child.path);
+        walk(child, prefix + (last ? '    ' : '│   '), new Set([...ancestors, child.path]));
+      }
+    });
+  };
+  for (const root of report.checked) {
+    const obj = byPath.get(root);
+    if (!obj) continue;
+    lines.push(root);
+    walk(obj, '', new Set([root]));
+  }
+  return lines;
+}

@@ -1,0 +1,122 @@
+import {existsSync, readFileSync} from 'node:fs';
+import {join} from 'node:path';
+
+/**
+ * What ld.so compiles in or reads from the CPU, for one ELF class and machine
+ * (elf-loader-spec.md §1.6, §1.7, §1.10). Computed without starting a process:
+ * the directory layout tells Debian multiarch from lib64 distributions, /proc/cpuinfo the ISA level.
+ */
+export interface LoaderPlatform {
+  elfClass: 32 | 64;
+  machine: number;
+  /** System (trusted) directories, sysroot-prefixed, each ending in '/'. */
+  systemDirs: string[];
+  /** Subdirectories probed before each search directory, most preferred first (without the dir itself). */
+  hwcapsSubdirs: string[];
+  /** $PLATFORM. */
+  platform: string;
+  /** $LIB. */
+  lib: string;
+  /** The interpreter path (inside the sysroot) ld.so registers under, e.g. /lib64/ld-linux-x86-64.so.2. */
+  interp: string | null;
+  /** The root all absolute paths of the target system are under ('' for the live system). */
+  sysroot: string;
+}
+
+export const EM_386 = 3;
+export const EM_X86_64 = 62;
+export const EM_AARCH64 = 183;
+
+interface MachineFacts {
+  triplet: string;
+  lib64: string;
+  interp: string;
+  platform: string;
+}
+
+function machineFacts(elfClass: 32 | 64, machine: number): MachineFacts | undefined {
+  if (machine === EM_X86_64 && elfClass === 64) return {triplet: 'x86_64-linux-gnu', lib64: 'lib64', interp: '/lib64/ld-linux-x86-64.so.2', platform: 'x86_64'};
+  if (machine === EM_AARCH64 && elfClass === 64) return {triplet: 'aarch64-linux-gnu', lib64: 'lib64', interp: '/lib/ld-linux-aarch64.so.1', platform: 'aarch64'};
+  if (machine === EM_386 && elfClass === 32) return {triplet: 'i386-linux-gnu', lib64: 'lib', interp: '/lib/ld-linux.so.2', platform: 'i686'};
+  return undefined;
+}
+
+/** The host's glibc version (Node reports the one it runs on); legacy hwcaps subdirectories exist up to 2.36. */
+function hostGlibc(): [number, number] | undefined {
+  const header = (process.report?.getReport() as {header?: {glibcVersionRuntime?: string}} | undefined)?.header;
+  const m = /^(\d+)\.(\d+)/.exec(header?.glibcVersionRuntime ?? '');
+  return m ? [Number(m[1]), Number(m[2])] : undefined;
+}
+
+let cpuFlagsCache: {flags: Set<string>; vendor: string} | undefined;
+function cpuFlags(): {flags: Set<string>; vendor: string} {
+  if (cpuFlagsCache) return cpuFlagsCache;
+  let text = '';
+  try {
+    text = readFileSync('/proc/cpuinfo', 'utf8');
+  } catch {
+    // not Linux or no /proc: assume the baseline
+  }
+  const flags = new Set((/^flags\s*:(.*)$/m.exec(text)?.[1] ?? '').trim().split(/\s+/));
+  const vendor = /^vendor_id\s*:\s*(\S+)/m.exec(text)?.[1] ?? '';
+  cpuFlagsCache = {flags, vendor};
+  return cpuFlagsCache;
+}
+
+/** x86-64 micro-architecture levels the CPU supports (glibc sysdeps/x86/get-isa-level.h), best first. */
+export function x86IsaLevels(flags: Set<string> = cpuFlags().flags): string[] {
+  const has = (...names: string[]) => names.every((n) => flags.has(n));
+  const levels: string[] = [];
+  const v2 = has('cx16', 'lahf_lm', 'popcnt', 'sse4_1', 'sse4_2', 'ssse3');
+  const v3 = v2 && has('avx', 'avx2', 'bmi1', 'bmi2', 'f16c', 'fma', 'abm', 'movbe', 'xsave');
+  const v4 = v3 && has('avx512f', 'avx512bw', 'avx512cd', 'avx512dq', 'avx512vl');
+  if (v4) levels.push('x86-64-v4');
+  if (v3) levels.push('x86-64-v3');
+  if (v2) levels.push('x86-64-v2');
+  return levels;
+}
+
+const cache = new Map<string, LoaderPlatform | null>();
+
+/**
+ * The loader facts for objects of this class and machine, or null when this host's loader
+ * would not run them at all (an unknown machine).
+ */
+export function loaderPlatform(elfClass: 32 | 64, machine: number, sysroot = ''): LoaderPlatform | null {
+  const key = `${elfClass}:${machine}:${sysroot}`;
+  if (cache.has(key)) return cache.get(key)!;
+  const facts = machineFacts(elfClass, machine);
+  let result: LoaderPlatform | null = null;
+  if (facts) {
+    const root = sysroot.replace(/\/+$/, '');
+    // Debian and Ubuntu patch the system list to the multiarch directories plus /lib and /usr/lib.
+    const multiarch = existsSync(join(root || '/', 'lib', facts.triplet)) || existsSync(join(root || '/', 'usr', 'lib', facts.triplet));
+    const dirs = multiarch
+      ? [`/lib/${facts.triplet}/`, `/usr/lib/${facts.triplet}/`, '/lib/', '/usr/lib/']
+      : [`/${facts.lib64}/`, `/usr/${facts.lib64}/`];
+    let platform = facts.platform;
+    const hwcaps: string[] = [];
+    if (machine === EM_X86_64) {
+      const {flags, vendor} = cpuFlags();
+      // glibc overrides AT_PLATFORM on Intel CPUs with these features (sysdeps/x86/cpu-features.c).
+      if (vendor === 'GenuineIntel' && ['avx2', 'fma', 'bmi1', 'bmi2', 'abm', 'movbe', 'popcnt'].every((f) => flags.has(f))) platform = 'haswell';
+      for (const level of x86IsaLevels(flags)) hwcaps.push(`glibc-hwcaps/${level}`);
+      const glibc = hostGlibc();
+      if (!root && glibc && (glibc[0] < 2 || (glibc[0] === 2 && glibc[1] <= 36))) {
+        // Legacy tls/platform/hwcap subdirectories, removed in glibc 2.37 (§1.7 item 3).
+        const legacy = [`${platform}/x86_64`, platform, 'x86_64'];
+        for (const sub of [...legacy.map((s) => `tls/${s}`), 'tls', ...legacy]) if (!hwcaps.includes(sub)) hwcaps.push(sub);
+      }
+    }
+    result = {
+      elfClass, machine, sysroot: root,
+      systemDirs: dirs.map((d) => root + d),
+      hwcapsSubdirs: hwcaps,
+      platform,
+      lib: multiarch ? `lib/${facts.triplet}` : facts.lib64,
+      interp: facts.interp,
+    };
+  }
+  cache.set(key, result);
+  return result;
+}

@@ -1,0 +1,331 @@
+import type {Stats} from 'node:fs';
+import {realpathSync} from 'node:fs';
+import {dirname, resolve} from 'node:path';
+import type {Via} from './api.js';
+import {cachedElf, cachedHeader, FileView, inodeKey} from './file-cache.js';
+import type {LoaderPlatform} from './platform.js';
+import {ElfError} from './reader/index.js';
+import {parseSearchList, expandDst, type DstValues, type SearchDir} from './search-path.js';
+import type {ElfInfo} from './types.js';
+
+/**
+ * The loader model: which file ld.so maps for every DT_NEEDED of a process, breadth first, as
+ * elf/dl-deps.c and elf/dl-load.c do (elf-loader-spec.md §1). One LoaderProcess models one
+ * process: the checked library as the main object (what `ldd` does), or an executable
+ * (`--exe`) that then dlopens the library.
+ */
+export const DF_1_NODEFLIB = 0x800;
+export const DF_1_PIE = 0x08000000;
+const ET_EXEC = 2;
+const ET_DYN = 3;
+
+export type CandidateStatus = 'ok' | 'wrong-class' | 'wrong-machine' | 'fatal';
+
+/** A file the search looked at, with the rule that led there. */
+export interface Candidate {
+  path: string;
+  via: Via;
+  /** The rule in words: "LD_LIBRARY_PATH entry /usr/local/cuda/lib64". */
+  rule: string;
+  status: CandidateStatus;
+  /** Why it was passed over or why the loader stops there. */
+  reason: string | null;
+  stat?: Stats;
+}
+
+export interface LoadedObject {
+  id: number;
+  /** l_name: the path string it was opened under. */
+  path: string;
+  /** Every name it is known by (DT_NEEDED strings, the soname once matched). */
+  names: string[];
+  inode: string;
+  loader: LoadedObject | null;
+  origin: string;
+  info: ElfInfo;
+  role: 'main' | 'interp' | 'preload' | 'dep' | 'dlopen';
+  edges: Edge[];
+  rpathDirs: SearchDir[];
+  runpathDirs: SearchDir[] | null;
+}
+
+export interface Edge {
+  name: string;
+  owner: LoadedObject;
+  object: LoadedObject | null;
+  via: Via | null;
+  rule: string | null;
+  /** Candidates skipped before the chosen one (wrong class or machine). */
+  passedOver: Candidate[];
+  /** Set when the loader would stop at a file it cannot load (invalid ELF header, ...). */
+  error: string | null;
+}
+
+/** What all processes of one check share. */
+export interface LoaderContext {
+  view: FileView;
+  platformFor(elfClass: 32 | 64, machine: number): LoaderPlatform | null;
+  /** LD_LIBRARY_PATH to assume (undefined: unset). */
+  ldLibraryPath?: string;
+  /** LD_PRELOAD entries then /etc/ld.so.preload entries. */
+  preload: string[];
+  /** The ld.so.cache answer for a name (a sysroot-prefixed path), or null. */
+  cacheLookup(name: string, platform: LoaderPlatform): string | null;
+  cacheLabel: string;
+}
+
+export class LoaderProcess {
+  readonly objects: LoadedObject[] = [];
+  /** The global search list: main, preloads, then breadth-first order. */
+  readonly scope: LoadedObject[] = [];
+  readonly failedPreloads: Array<{name: string; reason: string}> = [];
+  readonly preloadEdges: Edge[] = [];
+  main!: LoadedObject;
+  /** The checked library (the main object, or the one dlopened by --exe). */
+  target!: LoadedObject;
+  private ldDirs: SearchDir[] = [];
+
+  constructor(readonly ctx: LoaderContext, readonly platform: LoaderPlatform) {}
+
+  /**
+   * Loads `target` as ld.so would: as the main object, or dlopened by `exe` when given.
+   * `target.info` must already be read (the caller decides which files are ELF at all).
+   */
+  async run(target: {path: string; info: ElfInfo; stat: Stats}, exe?: {path: string; info: ElfInfo; stat: Stats}): Promise<void> {
+    const mainFile = exe ?? target;
+    // A kernel-started program's $ORIGIN has symlinks resolved; a library loaded by path does not.
+    let mainOrigin = dirname(mainFile.path);
+    if (exe) {
+      try {
+        mainOrigin = dirname(realpathSync(exe.path));
+      } catch {
+        // keep the unresolved directory
+      }
+    }
+    this.main = this.newObject(mainFile.path, mainFile.path, mainFile.info, mainFile.stat, null, 'main', mainOrigin);
+    this.seedInterpreter(mainFile.info);
+    await this.ensureInterp();
+    this.ldDirs = parseSearchList(this.ctx.ldLibraryPath, this.dst(this.main), 'env');
+    this.scope.push(this.main);
+    for (const name of this.ctx.preload) {
+      const edge = await this.mapObject(this.main, name, true);
+      this.preloadEdges.push(edge);
+      if (!edge.object) {
+        this.failedPreloads.push({name, reason: edge.error ?? 'cannot open shared object file'});
+      } else if (!this.scope.includes(edge.object)) {
+        this.scope.push(edge.object);
+      }
+    }
+    await this.breadthFirst(0);
+    if (exe) {
+      // dlopen by path: no search; the new object has no loader (spec §1.11).
+      const start = this.scope.length;
+      const edge = await this.mapObject(this.main, target.path, false, 'dlopen');
+      this.target = edge.object ?? this.main;
+      if (edge.object && !this.scope.includes(edge.object)) this.scope.push(edge.object);
+      await this.breadthFirst(start);
+    } else {
+      this.target = this.main;
+    }
+  }
+
+  /** The object known by `name` (l_name, a name it was loaded under, or its soname), as _dl_name_match_p sees it. */
+  objectNamed(name: string): LoadedObject | undefined {
+    return this.objects.find((o) => o.path === name || o.names.includes(name)) ??
+      this.objects.find((o) => o.info.soname === name);
+  }
+
+  /** The edge that first loaded `object` (its rule), if any. */
+  edgeTo(object: LoadedObject): Edge | undefined {
+    for (const o of this.scope) {
+      for (const e of o.edges) if (e.object === object && e.via !== 'loaded' && e.via !== 'preload') return e;
+    }
+    return this.preloadEdges.find((e) => e.object === object);
+  }
+
+  private async breadthFirst(from: number): Promise<void> {
+    for (let i = from; i < this.scope.length; i++) {
+      const obj = this.scope[i];
+      if (obj.role === 'interp') continue;
+      for (const raw of obj.info.needed) {
+        const {value, hadToken} = expandDst(raw, this.dst(obj));
+        // A DT_NEEDED whose tokens expand to nothing is skipped silently (dl-deps.c).
+        if (hadToken && (value === null || value === '')) continue;
+        const edge = await this.mapObject(obj, value ?? raw, false);
+        obj.edges.push(edge);
+        if (edge.object && !this.scope.includes(edge.object)) this.scope.push(edge.object);
+      }
+    }
+  }
+
+  private dst(obj: LoadedObject): DstValues {
+    return {origin: obj.origin, platform: this.platform.platform, lib: this.platform.lib};
+  }
+
+  private seedInterpreter(mainInfo: ElfInfo): void {
+    const interp = mainInfo.interp ?? this.platform.interp;
+    if (!interp) return;
+    const path = this.platform.sysroot + interp;
+    const st = this.ctx.view.statSync(path);
+    if (!st) return;
+    // ld.so is registered under its PT_INTERP string and its soname before anything is loaded.
+    this.pendingInterp = {path, interp, st};
+  }
+
+  private pendingInterp?: {path: string; interp: string; st: Stats};
+
+  private async ensureInterp(): Promise<void> {
+    const p = this.pendingInterp;
+    if (!p) return;
+    this.pendingInterp = undefined;
+    try {
+      const info = await cachedElf(p.path, p.st);
+      const obj = this.newObject(p.path, p.interp, info, p.st, null, 'interp', dirname(p.path));
+      if (info.soname) obj.names.push(info.soname);
+    } catch {
+      // an unreadable interpreter is not registered; its soname is then searched like any name
+    }
+  }
+
+  private newObject(path: string, name: string, info: ElfInfo, st: Stats, loader: LoadedObject | null, role: LoadedObject['role'], origin = dirname(path)): LoadedObject {
+    const values: DstValues = {origin, platform: this.platform.platform, lib: this.platform.lib};
+    const obj: LoadedObject = {
+      id: this.objects.length, path, names: [name], inode: inodeKey(st), loader, origin, info, role, edges: [],
+      // An object with both keeps only DT_RUNPATH (get-dynamic-info.h), for itself and its descendants.
+      rpathDirs: info.runpath !== null ? [] : parseSearchList(info.rpath, values, 'dt'),
+      runpathDirs: info.runpath !== null ? parseSearchList(info.runpath, values, 'dt') : null,
+    };
+    this.objects.push(obj);
+    return obj;
+  }
+
+  /** _dl_map_object: an already loaded object by name, else the first acceptable file of the search. */
+  async mapObject(loader: LoadedObject, name: string, preload: boolean, role: LoadedObject['role'] = preload ? 'preload' : 'dep'): Promise<Edge> {
+    const edge: Edge = {name, owner: loader, object: null, via: null, rule: null, passedOver: [], error: null};
+    const known = this.objects.find((o) => o.path === name || o.names.includes(name));
+    const bySoname = known ?? this.objects.find((o) => o.info.soname === name);
+    if (bySoname) {
+      if (!known) bySoname.names.push(name);
+      edge.object = bySoname;
+      edge.via = bySoname.role === 'preload' ? 'preload' : 'loaded';
+      edge.rule = `already loaded as ${bySoname.path}`;
+      return edge;
+    }
+    for await (const c of this.candidates(loader, name)) {
+      if (c.status === 'wrong-class' || c.status === 'wrong-machine') {
+        edge.passedOver.push(c);
+        continue;
+      }
+      if (c.status === 'fatal') {
+        edge.error = `${c.path}: ${c.reason}`;
+        edge.rule = c.rule;
+        return edge;
+      }
+      let info: ElfInfo;
+      try {
+        info = await cachedElf(c.path, c.stat!);
+      } catch (error) {
+        edge.error = `${c.path}: ${error instanceof Error ? error.message : String(error)}`;
+        return edge;
+      }
+      if ((info.flags1 & DF_1_PIE) !== 0) {
+        edge.error = `${c.path}: cannot dynamically load position-independent executable`;
+        return edge;
+      }
+      edge.via = preload ? 'preload' : c.via;
+      edge.rule = c.rule;
+      const inode = inodeKey(c.stat!);
+      const same = this.objects.find((o) => o.inode === inode && o.role !== 'interp') ?? this.objects.find((o) => o.inode === inode);
+      if (same) {
+        // The same file under another name is one object (dl-load.c "Look again").
+        same.names.push(name);
+        edge.object = same;
+        return edge;
+      }
+      edge.object = this.newObject(c.path, name, info, c.stat!, role === 'dlopen' ? null : loader, role);
+      return edge;
+    }
+    if (edge.passedOver.length > 0) {
+      const wrongClass = edge.passedOver.find((c) => c.status === 'wrong-class');
+      edge.error = wrongClass ? `wrong ELF class: ELFCLASS${wrongClass.reason?.includes('32') ? 32 : 64}` : null;
+    }
+    return edge;
+  }
+
+  /**
+   * Every file the search for `name` by `loader` would consider, in ld.so's order (§1.3 step C),
+   * each with its verdict. mapObject takes the first acceptable one; the explainer looks further.
+   */
+  async *candidates(loader: LoadedObject, name: string): AsyncGenerator<Candidate> {
+    if (name.includes('/')) {
+      const path = resolve(this.ctx.view.cwd, name);
+      const c = await this.probe(path, 'default', `the path ${name} written in DT_NEEDED`);
+      if (c) yield c;
+      return;
+    }
+    for (const {dir, via, rule} of this.searchDirs(loader)) {
+      if (via === 'ld.so.cache') {
+        const hit = this.ctx.cacheLookup(name, this.platform);
+        // DF_1_NODEFLIB rejects a cache answer inside a system directory (dl-load.c).
+        if (!hit || ((loader.info.flags1 & DF_1_NODEFLIB) !== 0 && this.platform.systemDirs.some((d) => hit.startsWith(d)))) continue;
+        const c = await this.probe(hit, via, rule);
+        if (c) yield c;
+        continue;
+      }
+      for (const sub of this.platform.hwcapsSubdirs) {
+        const subdir = `${dir}${sub}/`;
+        if (!this.ctx.view.has(subdir, name)) continue;
+        const c = await this.probe(this.absolute(subdir + name), via, `${rule} (${sub})`);
+        if (c) yield c;
+      }
+      if (!this.ctx.view.has(dir, name)) continue;
+      const c = await this.probe(this.absolute(dir + name), via, rule);
+      if (c) yield c;
+    }
+  }
+
+  private absolute(path: string): string {
+    return path.startsWith('/') ? path : resolve(this.ctx.view.cwd, path);
+  }
+
+  /** The directories of steps 1-6, with the cache between RUNPATH and the system directories. */
+  private *searchDirs(loader: LoadedObject): Generator<{dir: string; via: Via; rule: string}> {
+    if (loader.runpathDirs === null) {
+      let didMain = false;
+      for (let l: LoadedObject | null = loader; l; l = l.loader) {
+        if (l === this.main) didMain = true;
+        for (const d of l.rpathDirs) yield {dir: d.dir, via: 'rpath', rule: `DT_RPATH entry ${d.element} of ${l.path}`};
+      }
+      if (!didMain) for (const d of this.main.rpathDirs) yield {dir: d.dir, via: 'rpath', rule: `DT_RPATH entry ${d.element} of ${this.main.path}`};
+    }
+    for (const d of this.ldDirs) yield {dir: d.dir, via: 'ld_library_path', rule: `LD_LIBRARY_PATH entry ${d.element}`};
+    if (loader.runpathDirs) for (const d of loader.runpathDirs) yield {dir: d.dir, via: 'runpath', rule: `DT_RUNPATH entry ${d.element} of ${loader.path}`};
+    yield {dir: '\0cache', via: 'ld.so.cache', rule: this.ctx.cacheLabel};
+    if ((loader.info.flags1 & DF_1_NODEFLIB) === 0) {
+      for (const d of this.platform.systemDirs) yield {dir: d, via: 'default', rule: `system directory ${d.replace(/\/$/, '')}`};
+    }
+  }
+
+  /** Checks one file as open_verify does (§1.8); null when there is nothing there. */
+  private async probe(path: string, via: Via, rule: string): Promise<Candidate | null> {
+    const st = await this.ctx.view.stat(path);
+    if (!st) return null;
+    if (st.isDirectory()) return {path, via, rule, status: 'fatal', reason: 'cannot read file data: Is a directory'};
+    let header;
+    try {
+      header = await cachedHeader(path, st);
+    } catch (error) {
+      if (error instanceof ElfError) {
+        if (error.reason === 'io') return null;
+        const reason = error.reason === 'not-elf' ? 'invalid ELF header' : error.reason === 'truncated' ? 'file too short' : error.message;
+        return {path, via, rule, status: 'fatal', reason};
+      }
+      throw error;
+    }
+    if (header.elfClass !== this.platform.elfClass) return {path, via, rule, status: 'wrong-class', reason: `wrong ELF class: ELFCLASS${header.elfClass}`, stat: st};
+    if (header.machine !== this.platform.machine) return {path, via, rule, status: 'wrong-machine', reason: `built for machine ${header.machine}`, stat: st};
+    if (!header.littleEndian) return {path, via, rule, status: 'fatal', reason: 'ELF file data encoding not little-endian'};
+    if (header.type !== ET_DYN && header.type !== ET_EXEC) return {path, via, rule, status: 'fatal', reason: 'only ET_DYN and ET_EXEC can be loaded'};
+    return {path, via, rule, status: 'ok', reason: null, stat: st};
+  }
+}

@@ -1,0 +1,92 @@
+/**
+ * Dynamic string tokens and search-path lists as ld.so parses them (elf-loader-spec.md §1.4, §1.6).
+ */
+export interface DstValues {
+  /** The object's origin directory (null: unknown, so a token using it drops the element). */
+  origin: string | null;
+  platform: string;
+  lib: string;
+}
+
+const TOKENS = ['ORIGIN', 'PLATFORM', 'LIB'] as const;
+
+function tokenValue(token: (typeof TOKENS)[number], values: DstValues): string | null {
+  if (token === 'ORIGIN') return values.origin;
+  if (token === 'PLATFORM') return values.platform;
+  return values.lib;
+}
+
+/**
+ * Expands $ORIGIN, $PLATFORM, $LIB (and the ${NAME} forms). `$NAME` only counts when the next
+ * character is not [A-Za-z0-9_]; anything else after `$` stays literal. Returns null when a
+ * recognised token has no value (the element is then dropped), and whether any token occurred.
+ */
+export function expandDst(text: string, values: DstValues): {value: string | null; hadToken: boolean} {
+  if (!text.includes('$')) return {value: text, hadToken: false};
+  let out = '';
+  let hadToken = false;
+  let i = 0;
+  while (i < text.length) {
+    const c = text[i];
+    if (c !== '$') {
+      out += c;
+      i++;
+      continue;
+    }
+    let matched: {token: (typeof TOKENS)[number]; length: number} | undefined;
+    for (const token of TOKENS) {
+      if (text.startsWith(`{${token}}`, i + 1)) {
+        matched = {token, length: token.length + 3};
+        break;
+      }
+      if (text.startsWith(token, i + 1) && !/[A-Za-z0-9_]/.test(text[i + 1 + token.length] ?? '')) {
+        matched = {token, length: token.length + 1};
+        break;
+      }
+    }
+    if (!matched) {
+      out += c;
+      i++;
+      continue;
+    }
+    hadToken = true;
+    const value = tokenValue(matched.token, values);
+    if (value === null) return {value: null, hadToken};
+    out += value;
+    i += matched.length;
+  }
+  return {value: out, hadToken};
+}
+
+/** One directory of a search list: the expanded directory (ending in '/', '' = cwd) and the element as written. */
+export interface SearchDir {
+  dir: string;
+  element: string;
+}
+
+/**
+ * Splits an RPATH/RUNPATH (separators ':') or LD_LIBRARY_PATH (':' and ';') into directories:
+ * an empty element means the current directory, a token without value drops its element,
+ * trailing slashes become one, and repeated directories are removed (first kept).
+ */
+export function parseSearchList(value: string | null | undefined, values: DstValues, kind: 'dt' | 'env'): SearchDir[] {
+  if (value === null || value === undefined || value === '') return [];
+  const elements = value.split(kind === 'env' ? /[:;]/ : ':');
+  const out: SearchDir[] = [];
+  const seen = new Set<string>();
+  for (const element of elements) {
+    let dir: string;
+    if (element === '') {
+      dir = '';
+    } else {
+      const {value: expanded} = expandDst(element, values);
+      if (expanded === null || expanded === '') continue;
+      const trimmed = expanded.replace(/\/+$/, '');
+      dir = trimmed === '' ? '/' : `${trimmed}/`;
+    }
+    if (seen.has(dir)) continue;
+    seen.add(dir);
+    out.push({dir, element});
+  }
+  return out;
+}

@@ -1,0 +1,93 @@
+import type {ElfInfo, ElfSymbol} from './types.js';
+
+/**
+ * Symbol binding rules of elf/dl-lookup.c (check_match, do_lookup_x) for glibc up to 2.41
+ * (elf-loader-spec.md §3.4): which definitions an object offers and whether one satisfies a reference.
+ */
+const STB_LOCAL = 0;
+const STB_WEAK = 2;
+const STV_INTERNAL = 1;
+const STV_HIDDEN = 2;
+const SHN_ABS = 0xfff1;
+const STT_TLS = 6;
+const DEFINABLE_TYPES = new Set([0, 1, 2, 5, 6, 10]);
+const DEFINING_BINDINGS = new Set([1, 2, 10]);
+
+/** A reference the loader must bind: an undefined, non-weak, default-visibility dynamic symbol. */
+export interface SymbolRef {
+  name: string;
+  /** The requested version (null: unversioned). */
+  version: string | null;
+  /** The library the version is required from (vn_file). */
+  versionFile: string | null;
+  hidden: boolean;
+}
+
+const definitionIndex = new WeakMap<ElfInfo, Map<string, ElfSymbol[]>>();
+const referenceList = new WeakMap<ElfInfo, SymbolRef[]>();
+
+/** The definitions ld.so can find in an object, by name. */
+export function definitions(info: ElfInfo): Map<string, ElfSymbol[]> {
+  let index = definitionIndex.get(info);
+  if (index) return index;
+  index = new Map();
+  // Without a hash table the loader finds nothing in an object.
+  if (info.hashTable !== 'none') {
+    for (const s of info.symbols) {
+      if (!s.defined || !s.hashed || !DEFINABLE_TYPES.has(s.type) || !DEFINING_BINDINGS.has(s.binding)) continue;
+      if (s.visibility === STV_HIDDEN || s.visibility === STV_INTERNAL) continue;
+      if (s.value === 0 && s.shndx !== SHN_ABS && s.type !== STT_TLS) continue;
+      const list = index.get(s.name);
+      if (list) list.push(s);
+      else index.set(s.name, [s]);
+    }
+  }
+  definitionIndex.set(info, index);
+  return index;
+}
+
+/** The references of an object that fail the process when nothing defines them (weak ones resolve to 0). */
+export function references(info: ElfInfo): SymbolRef[] {
+  let refs = referenceList.get(info);
+  if (refs) return refs;
+  refs = [];
+  const seen = new Set<string>();
+  for (const s of info.symbols) {
+    if (s.defined || s.name === '' || s.binding === STB_LOCAL || s.binding === STB_WEAK) continue;
+    if (s.visibility === STV_HIDDEN || s.visibility === STV_INTERNAL) continue;
+    const version = s.versionIndex > 1 ? s.version : null;
+    const key = `${s.name}@${version ?? ''}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    refs.push({name: s.name, version, versionFile: version ? s.versionFile : null, hidden: s.hidden});
+  }
+  referenceList.set(info, refs);
+  return refs;
+}
+
+/** Does this object yield a definition for the reference (check_match)? */
+export function defines(info: ElfInfo, ref: SymbolRef): boolean {
+  const defs = definitions(info).get(ref.name);
+  if (!defs) return false;
+  if (ref.version !== null) {
+    for (const d of defs) {
+      if (!info.hasVersym) return true;
+      if (d.version === ref.version) return true;
+      // An unversioned default definition satisfies a versioned request (glibc <= 2.41).
+      if (d.versionIndex <= 1 && !d.hidden && !ref.hidden) return true;
+    }
+    return false;
+  }
+  let laterVersions = 0;
+  for (const d of defs) {
+    if (!info.hasVersym || d.versionIndex <= 2) return true;
+    if (!d.hidden) laterVersions++;
+  }
+  // Only one default definition at a later version: the loader takes it.
+  return laterVersions === 1;
+}
+
+/** Does the object define version node `name` (VERDEF, §3.3)? */
+export function definesVersion(info: ElfInfo, name: string): boolean {
+  return info.versionDefinitions.some((d) => d.name === name);
+}

@@ -1,0 +1,132 @@
+import type {Stats} from 'node:fs';
+import {open, readdir, stat} from 'node:fs/promises';
+import {join, resolve} from 'node:path';
+import {UsageError} from '../errors.js';
+import {cachedElf, cachedHeader, inodeKey} from './file-cache.js';
+import {ElfError} from './reader/index.js';
+import {DF_1_PIE} from './resolver.js';
+import type {ElfInfo} from './types.js';
+
+/**
+ * Which files a check covers: named shared objects, and every ELF shared object in named
+ * directories. Anything else found in a directory (linker scripts such as libc.so, static
+ * archives, headers) is skipped with a note, never an error.
+ */
+export interface TargetFile {
+  path: string;
+  info: ElfInfo;
+  stat: Stats;
+}
+
+export interface Targets {
+  files: TargetFile[];
+  skipped: Array<{path: string; reason: string}>;
+}
+
+const ET_EXEC = 2;
+const ET_DYN = 3;
+
+/** Why a non-ELF file is not a library, in a word a user recognises. */
+async function describeNonElf(path: string): Promise<string> {
+  let head = '';
+  try {
+    const fh = await open(path, 'r');
+    try {
+      const buf = Buffer.alloc(512);
+      const {bytesRead} = await fh.read(buf, 0, 512, 0);
+      head = buf.toString('latin1', 0, bytesRead);
+    } finally {
+      await fh.close();
+    }
+  } catch {
+    return 'not readable';
+  }
+  if (head.startsWith('!<arch>')) return 'a static archive, not a shared object';
+  if (/GNU ld script|\b(GROUP|INPUT|OUTPUT_FORMAT)\s*\(/.test(head)) return 'a linker script (used only when linking), not a shared object';
+  return 'not an ELF file';
+}
+
+/** Classifies one file: a checkable ELF shared object, or the reason to skip it. */
+async function classify(path: string, st: Stats, explicit = false): Promise<TargetFile | {skip: string}> {
+  try {
+    const header = await cachedHeader(path, st);
+    // A program named explicitly is checked like one ld.so starts; in a directory only libraries count.
+    if (explicit && header.type === ET_EXEC) return {path, info: await cachedElf(path, st), stat: st};
+    if (header.type !== ET_DYN) return {skip: `an ELF ${header.type === 2 ? 'executable' : header.type === 1 ? 'relocatable object' : `file of type ${header.type}`}, not a shared object`};
+    const info = await cachedElf(path, st);
+    if ((info.flags1 & DF_1_PIE) !== 0 && !explicit) return {skip: 'a position-independent executable, not a shared object'};
+    return {path, info, stat: st};
+  } catch (error) {
+    if (error instanceof ElfError) {
+      if (error.reason === 'not-elf') return {skip: await describeNonElf(path)};
+      return {skip: error.message.startsWith(path) ? error.message.slice(path.length + 2) : error.message};
+    }
+    throw error;
+  }
+}
+
+/** Every ELF shared object directly in `dir` (or below it with `recursive`), one path per file. */
+export async function elfSharedObjectsIn(dir: string, options: {recursive?: boolean} = {}): Promise<string[]> {
+  const t = await expandTargets([dir], {recursive: options.recursive});
+  return t.files.map((f) => f.path);
+}
+
+export async function expandTargets(targets: string[], options: {recursive?: boolean; cwd?: string} = {}): Promise<Targets> {
+  const cwd = options.cwd ?? process.cwd();
+  const files: TargetFile[] = [];
+  const skipped: Targets['skipped'] = [];
+  // Link chains (libfoo.so -> libfoo.so.1 -> libfoo.so.1.2) name one file: check it once.
+  const seenFiles = new Set<string>();
+  const seenDirs = new Set<string>();
+
+  const visitDir = async (dir: string, depth: number): Promise<void> => {
+    const dst = await stat(dir);
+    if (seenDirs.has(inodeKey(dst))) return;
+    seenDirs.add(inodeKey(dst));
+    const names = (await readdir(dir)).sort();
+    const entries = await Promise.all(names.map(async (name) => {
+      const path = join(dir, name);
+      return {path, st: await stat(path).catch(() => null)};
+    }));
+    const subdirs: string[] = [];
+    const toClassify: Array<{path: string; st: Stats}> = [];
+    for (const {path, st} of entries) {
+      if (!st) continue; // a dangling link
+      if (st.isDirectory()) {
+        if (options.recursive && depth < 32) subdirs.push(path);
+        continue;
+      }
+      if (!st.isFile() || seenFiles.has(inodeKey(st))) continue;
+      seenFiles.add(inodeKey(st));
+      toClassify.push({path, st});
+    }
+    const results = await Promise.all(toClassify.map(({path, st}) => classify(path, st)));
+    for (const [i, r] of results.entries()) {
+      if ('skip' in r) skipped.push({path: toClassify[i].path, reason: r.skip});
+      else files.push(r);
+    }
+    for (const sub of subdirs) await visitDir(sub, depth + 1);
+  };
+
+  for (const target of targets) {
+    const path = resolve(cwd, target);
+    let st: Stats;
+    try {
+      st = await stat(path);
+    } catch {
+      throw new UsageError(`${target}: no such file or directory`, 'Give shared objects or directories that hold them.');
+    }
+    if (st.isDirectory()) {
+      await visitDir(path, 0);
+      continue;
+    }
+    if (seenFiles.has(inodeKey(st))) continue;
+    seenFiles.add(inodeKey(st));
+    const r = await classify(path, st, true);
+    if ('skip' in r) {
+      throw new UsageError(`${target} is ${r.skip}`, 'Give an ELF shared object (a .so file), a program, or a directory of them.');
+    }
+    files.push(r);
+  }
+  return {files, skipped};
+}

@@ -1,0 +1,361 @@
+import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
+import {copyFileSync, existsSync, mkdirSync, symlinkSync} from 'node:fs';
+import {join, resolve} from 'node:path';
+import {checkLibraries, firstProblemLine, type CheckOptions, type CheckReport} from '../../../src/core/elf/index.js';
+import {makeTempDir} from '../../helpers/tmp.js';
+import {buildLib, ctypesLoad, HAVE_GCC, HAVE_LDD, HAVE_M32, HAVE_PYTHON, lddVerdict, type LoaderVerdict} from './fixtures.js';
+
+/**
+ * Differential tests: every fixture is built with gcc, then both the real loader (`ldd -r`,
+ * and a dlopen through python's ctypes where it adds something) and checkLibraries are asked;
+ * they must agree on the libraries found (same paths), the missing names, versions and symbols.
+ */
+const enabled = HAVE_GCC && HAVE_LDD;
+if (!enabled) console.warn('skipping loader differential tests: gcc and ldd are needed');
+const d = enabled ? describe : describe.skip;
+
+/** Our report for one target, in the shape lddVerdict gives. */
+function verdictOf(report: CheckReport, cwd: string): LoaderVerdict {
+  const target = report.checked[0];
+  const libs = new Set<string>();
+  const seen = new Set<string>([target]);
+  for (const obj of report.objects) {
+    for (const e of obj.needed) {
+      if (e.path === null) {
+        libs.add(`${e.name} => not found`);
+        continue;
+      }
+      // ldd lists a preloaded object under its path only, and never ld.so's own names.
+      if (e.via === 'preload' || seen.has(e.path) || /\/ld-linux[^/]*$/.test(e.path)) continue;
+      seen.add(e.path);
+      libs.add(`${e.name} => ${e.path}`);
+    }
+  }
+  const versions = report.problems.filter((p) => p.kind === 'version-not-found').map((p) => `${p.version} ${p.object}`);
+  const symbols = report.problems.filter((p) => p.kind === 'undefined-symbol' || p.kind === 'unversioned-undefined-symbol')
+    .map((p) => `${p.symbol}@${p.version ?? ''} ${p.object}`);
+  void cwd;
+  return {libs: [...libs].sort(), versions: [...new Set(versions)].sort(), symbols: [...new Set(symbols)].sort(), raw: ''};
+}
+
+/** ldd prints relative paths for cwd-relative finds; make them comparable. */
+function absolutise(v: LoaderVerdict, cwd: string): LoaderVerdict {
+  return {...v, libs: v.libs.map((l) => l.replace(/ => (?!not found)(?!\/)(.*)$/, (_m, p: string) => ` => ${resolve(cwd, p)}`)).sort()};
+}
+
+async function agree(target: string, options: Partial<CheckOptions> = {}, cwd = process.cwd()): Promise<CheckReport> {
+  const report = await checkLibraries({targets: [target], cwd, ...options});
+  const real = absolutise(lddVerdict(target, options.ldLibraryPath, cwd, options.preload ? {LD_PRELOAD: options.preload.join(' ')} : {}), cwd);
+  const ours = verdictOf(report, cwd);
+  try {
+    expect(ours.libs).toEqual(real.libs);
+    expect(ours.versions).toEqual(real.versions);
+    expect(ours.symbols).toEqual(real.symbols);
+  } catch (error) {
+    throw new Error(`${(error as Error).message}\n--- ldd -r said:\n${real.raw}`);
+  }
+  return report;
+}
+
+let tmp: {dir: string; cleanup: () => void};
+beforeAll(() => {
+  tmp = makeTempDir('cudaenv-elf-');
+});
+afterAll(() => tmp?.cleanup());
+
+d('the four failures of issue 3', () => {
+  test('a pip wheel RUNPATH shadowed by LD_LIBRARY_PATH: undefined __nvJitLinkComplete_12_4', async () => {
+    const root = join(tmp.dir, 'seed');
+    const sp = join(root, 'venv', 'lib', 'python3.11', 'site-packages');
+    const newJit = buildLib({
+      out: join(sp, 'nvidia', 'nvjitlink', 'lib', 'libnvJitLink.so.12'), soname: 'libnvJitLink.so.12',
+      source: 'int __nvJitLinkCreate(void){return 0;}\nint __nvJitLinkComplete_12_4(void){return 0;}\n',
+      versionScript: 'libnvJitLink.so.12 { global: __nvJitLinkCreate; __nvJitLinkComplete_12_4; local: *; };\n',
+    });
+    const store = join(root, 'store');
+    const oldDir = join(store, 'versions', '12.3.2', 'lib64');
+    buildLib({
+      out: join(oldDir, 'libnvJitLink.so.12'), soname: 'libnvJitLink.so.12',
+      source: 'int __nvJitLinkCreate(void){return 0;}\nint __nvJitLinkComplete_12_3(void){return 0;}\n',
+      versionScript: 'libnvJitLink.so.12 { global: __nvJitLinkCreate; __nvJitLinkComplete_12_3; local: *; };\n',
+    });
+    const cusparse = buildLib({
+      out: join(sp, 'nvidia', 'cusparse', 'lib', 'libcusparse.so.12'), soname: 'libcusparse.so.12',
+      source: 'int __nvJitLinkCreate(void); int __nvJitLinkComplete_12_4(void);\nint cusparseCreate(void){return __nvJitLinkCreate() + __nvJitLinkComplete_12_4();}\n',
+      link: [newJit], runpath: '$ORIGIN:$ORIGIN/../../nvjitlink/lib',
+    });
+
+    const clean = await agree(cusparse);
+    expect(clean.ok).toBe(true);
+    expect(clean.objects[0].needed.find((n) => n.name === 'libnvJitLink.so.12')).toMatchObject({via: 'runpath'});
+
+    const report = await agree(cusparse, {ldLibraryPath: oldDir, storeVersionsDir: join(store, 'versions')});
+    expect(report.ok).toBe(false);
+    const p = report.problems.find((x) => x.kind === 'undefined-symbol')!;
+    expect(p).toMatchObject({object: cusparse, library: 'libnvJitLink.so.12', version: 'libnvJitLink.so.12', symbol: '__nvJitLinkComplete_12_4'});
+    expect(p.chosen).toContain(`${oldDir}/libnvJitLink.so.12`);
+    expect(p.chosen).toContain(`LD_LIBRARY_PATH entry ${oldDir}`);
+    expect(p.shadowed).toContain('nvjitlink/lib/libnvJitLink.so.12');
+    expect(p.shadowed).toContain('would satisfy it');
+    expect(p.fix).toContain('cudaenv use 12.3.2 --ld-library-path none');
+    const line = firstProblemLine(report);
+    expect(line).toContain("this LD_LIBRARY_PATH makes the nvidia-cusparse wheel's libcusparse.so.12 bind");
+    expect(line).toContain('which lacks __nvJitLinkComplete_12_4; run `cudaenv use 12.3.2 --ld-library-path none`');
+    if (HAVE_PYTHON) expect(ctypesLoad(cusparse, oldDir)).toContain('undefined symbol: __nvJitLinkComplete_12_4, version libnvJitLink.so.12');
+
+    // Outside the store the fix edits LD_LIBRARY_PATH itself.
+    const other = await checkLibraries({targets: [cusparse], ldLibraryPath: `${oldDir}:/opt/x`});
+    expect(other.problems.find((x) => x.kind === 'undefined-symbol')!.fix).toContain("export LD_LIBRARY_PATH=/opt/x");
+  });
+
+  test('libcudart.so.11.0: cannot open shared object file', async () => {
+    const root = join(tmp.dir, 'cudart');
+    const cudart = buildLib({out: join(root, 'elsewhere', 'libcudart.so.11.0'), soname: 'libcudart.so.11.0', source: 'int cudaMalloc(void){return 0;}\n'});
+    const lib = buildLib({out: join(root, 'app', 'libapp.so'), source: 'int cudaMalloc(void); int run(void){return cudaMalloc();}\n', link: [cudart]});
+    const report = await agree(lib);
+    expect(report.ok).toBe(false);
+    const p = report.problems[0];
+    expect(p).toMatchObject({kind: 'not-found', object: lib, library: 'libcudart.so.11.0', chosen: null});
+    expect(p.fix).toContain('cudaenv install 11');
+    expect(firstProblemLine(report)).toContain('libapp.so needs libcudart.so.11.0, which the loader cannot find');
+    if (HAVE_PYTHON) expect(ctypesLoad(lib)).toContain('libcudart.so.11.0: cannot open shared object file');
+  });
+
+  test('libcupti.so.12 missing from a conda environment, then present', async () => {
+    const env = join(tmp.dir, 'conda', 'envs', 'torch');
+    const cupti = buildLib({out: join(tmp.dir, 'conda', 'pkgs', 'libcupti.so.12'), soname: 'libcupti.so.12', source: 'int cuptiGetVersion(void){return 12;}\n'});
+    const lib = buildLib({
+      out: join(env, 'lib', 'python3.11', 'site-packages', 'torch', 'lib', 'libtorch_cuda.so'),
+      source: 'int cuptiGetVersion(void); int t(void){return cuptiGetVersion();}\n', link: [cupti], runpath: '$ORIGIN/../../../..',
+    });
+    const missing = await agree(lib);
+    expect(missing.problems.map((p) => [p.kind, p.library])).toContainEqual(['not-found', 'libcupti.so.12']);
+    expect(firstProblemLine(missing)).toContain("torch's libtorch_cuda.so needs libcupti.so.12");
+    copyFileSync(cupti, join(env, 'lib', 'libcupti.so.12'));
+    const present = await agree(lib);
+    expect(present.ok).toBe(true);
+    expect(present.objects[0].needed[0]).toMatchObject({name: 'libcupti.so.12', path: `${env}/lib/python3.11/site-packages/torch/lib/../../../../libcupti.so.12`, via: 'runpath'});
+  });
+
+  test("version `GLIBCXX_3.4.30' not found: the library found lacks a version node", async () => {
+    const root = join(tmp.dir, 'glibcxx');
+    const script = (vers: string[]) => vers.map((v, i) => `${v} { global: f_${v.replace(/\W/g, '_')};${i === 0 ? ' local: *;' : ''} }${i > 0 ? ` ${vers[i - 1]}` : ''};`).join('\n');
+    const src = (vers: string[]) => vers.map((v) => `int f_${v.replace(/\W/g, '_')}(void){return 0;}`).join('\n');
+    const newer = ['GLIBCXX_3.4.29', 'GLIBCXX_3.4.30'];
+    const fresh = buildLib({out: join(root, 'new', 'libstdc++.so.6'), soname: 'libstdc++.so.6', source: src(newer), versionScript: script(newer)});
+    const old = buildLib({out: join(root, 'old', 'libstdc++.so.6'), soname: 'libstdc++.so.6', source: src(newer.slice(0, 1)), versionScript: script(newer.slice(0, 1))});
+    const lib = buildLib({
+      out: join(root, 'app', 'libuses.so'), runpath: join(root, 'new'), link: [fresh],
+      source: 'int f_GLIBCXX_3_4_29(void); int f_GLIBCXX_3_4_30(void); int u(void){return f_GLIBCXX_3_4_29() + f_GLIBCXX_3_4_30();}\n',
+    });
+    expect((await agree(lib)).ok).toBe(true);
+    const report = await agree(lib, {ldLibraryPath: join(root, 'old')});
+    const p = report.problems.find((x) => x.kind === 'version-not-found')!;
+    expect(p).toMatchObject({object: lib, library: 'libstdc++.so.6', version: 'GLIBCXX_3.4.30'});
+    expect(p.chosen).toContain(old);
+    expect(p.shadowed).toContain(`${join(root, 'new')}/libstdc++.so.6`);
+    expect(p.shadowed).toContain('would satisfy it');
+    if (HAVE_PYTHON) expect(ctypesLoad(lib, join(root, 'old'))).toContain("version `GLIBCXX_3.4.30' not found");
+  });
+});
+
+d('search order and precedence', () => {
+  let root: string;
+  let dirA: string;
+  let dirB: string;
+  beforeAll(() => {
+    root = join(tmp.dir, 'prec');
+    dirA = join(root, 'A');
+    dirB = join(root, 'B');
+    for (const dir of [dirA, dirB]) buildLib({out: join(dir, 'libx.so'), soname: 'libx.so', source: 'int x(void){return 1;}\n'});
+  });
+
+  test('DT_RPATH is searched before LD_LIBRARY_PATH', async () => {
+    const lib = buildLib({out: join(root, 'r', 'librp.so'), source: 'int x(void); int r(void){return x();}\n', link: [join(dirA, 'libx.so')], rpath: dirA});
+    const report = await agree(lib, {ldLibraryPath: dirB});
+    expect(report.objects[0].needed[0]).toMatchObject({path: `${dirA}/libx.so`, via: 'rpath'});
+  });
+
+  test('LD_LIBRARY_PATH is searched before DT_RUNPATH', async () => {
+    const lib = buildLib({out: join(root, 'u', 'librun.so'), source: 'int x(void); int r(void){return x();}\n', link: [join(dirA, 'libx.so')], runpath: dirA});
+    const report = await agree(lib, {ldLibraryPath: dirB});
+    expect(report.objects[0].needed[0]).toMatchObject({path: `${dirB}/libx.so`, via: 'ld_library_path'});
+    expect((await agree(lib)).objects[0].needed[0]).toMatchObject({path: `${dirA}/libx.so`, via: 'runpath'});
+  });
+
+  test('DT_RPATH is inherited down the loader chain, even past an object with DT_RUNPATH', async () => {
+    const base = join(root, 'inherit');
+    const libD = buildLib({out: join(base, 'D', 'libD.so'), soname: 'libD.so', source: 'int d(void){return 4;}\n'});
+    const libC = buildLib({out: join(base, 'C', 'libC.so'), soname: 'libC.so', source: 'int d(void); int c(void){return d();}\n', link: [libD]});
+    const libB = buildLib({out: join(base, 'B', 'libB.so'), soname: 'libB.so', source: 'int c(void); int b(void){return c();}\n', link: [libC], runpath: join(base, 'C')});
+    const top = buildLib({out: join(base, 'top', 'libtop.so'), source: 'int b(void); int t(void){return b();}\n', link: [libB], rpath: `${join(base, 'B')}:${join(base, 'D')}`});
+    const report = await agree(top);
+    expect(report.ok).toBe(true);
+    const c = report.objects.find((o) => o.path.endsWith('libC.so'))!;
+    expect(c.needed[0]).toMatchObject({name: 'libD.so', path: `${join(base, 'D')}/libD.so`, via: 'rpath'});
+  });
+
+  test('DT_RUNPATH applies to direct dependencies only', async () => {
+    const base = join(root, 'runpath-direct');
+    const libD = buildLib({out: join(base, 'D', 'libD.so'), soname: 'libD.so', source: 'int d(void){return 4;}\n'});
+    const libC = buildLib({out: join(base, 'C', 'libC.so'), soname: 'libC.so', source: 'int d(void); int c(void){return d();}\n', link: [libD]});
+    const top = buildLib({out: join(base, 'top', 'libtop.so'), source: 'int c(void); int t(void){return c();}\n', link: [libC], runpath: `${join(base, 'C')}:${join(base, 'D')}`});
+    const report = await agree(top);
+    expect(report.problems.map((p) => [p.kind, p.library])).toContainEqual(['not-found', 'libD.so']);
+  });
+
+  test('an object already loaded satisfies a later DT_NEEDED by soname, without a search', async () => {
+    const base = join(tmp.dir, 'soname');
+    // top's DT_NEEDED is the path /…/P/libP.so (linked against a copy without a soname);
+    // the file there has SONAME libQ.so.1, which libR needs and which exists nowhere under that name.
+    const pPath = join(base, 'P', 'libP.so');
+    buildLib({out: pPath, source: 'int q(void){return 1;}\n'});
+    buildLib({out: join(base, 'R', 'libR.so'), soname: 'libR.so', source: 'int q(void); int rr(void){return q();}\n'});
+    const top = buildLib({out: join(base, 'top', 'libtop.so'), source: 'int q(void); int rr(void); int t(void){return q() + rr();}\n',
+      link: [pPath, join(base, 'R', 'libR.so')], rpath: join(base, 'R')});
+    buildLib({out: pPath, soname: 'libQ.so.1', source: 'int q(void){return 1;}\n'});
+    buildLib({out: join(base, 'R', 'libR.so'), soname: 'libR.so', source: 'int q(void); int rr(void){return q();}\n', link: [pPath]});
+    const report = await agree(top);
+    expect(report.ok).toBe(true);
+    const rObj = report.objects.find((o) => o.path.endsWith('libR.so'))!;
+    expect(rObj.needed[0]).toMatchObject({name: 'libQ.so.1', path: pPath, via: 'loaded'});
+  });
+
+  test('two names for one file (a symlink) load one object', async () => {
+    const base = join(root, 'inode');
+    buildLib({out: join(base, 'L', 'libreal.so'), source: 'int z(void){return 1;}\n'});
+    symlinkSync('libreal.so', join(base, 'L', 'libalias.so'));
+    const top = buildLib({
+      out: join(base, 'top', 'libtop.so'), source: 'int z(void); int t(void){return z();}\n',
+      extra: [`-L${join(base, 'L')}`, '-Wl,--no-as-needed', '-l:libreal.so', '-l:libalias.so', `-Wl,-rpath,${join(base, 'L')}`],
+    });
+    const report = await agree(top);
+    const edges = report.objects[0].needed.filter((n) => n.name.startsWith('lib') && n.name !== 'libc.so.6');
+    expect(edges.map((e) => e.name)).toEqual(['libreal.so', 'libalias.so']);
+    expect(new Set(edges.map((e) => e.path))).toEqual(new Set([`${join(base, 'L')}/libreal.so`]));
+  });
+
+  test('a candidate of the wrong ELF class is passed over', async () => {
+    if (!HAVE_M32) {
+      console.warn('skipping wrong-class test: gcc -m32 cannot build a shared object here');
+      return;
+    }
+    const base = join(root, 'class');
+    buildLib({out: join(base, 'c32', 'libw.so'), soname: 'libw.so', source: 'int w(void){return 32;}\n', m32: true});
+    const w64 = buildLib({out: join(base, 'c64', 'libw.so'), soname: 'libw.so', source: 'int w(void){return 64;}\n'});
+    const top = buildLib({out: join(base, 'top', 'libtop.so'), source: 'int w(void); int t(void){return w();}\n', link: [w64]});
+    const report = await agree(top, {ldLibraryPath: `${join(base, 'c32')}:${join(base, 'c64')}`});
+    expect(report.objects[0].needed[0]).toMatchObject({path: `${join(base, 'c64')}/libw.so`, via: 'ld_library_path'});
+    const only32 = await agree(top, {ldLibraryPath: join(base, 'c32')});
+    const p = only32.problems.find((x) => x.kind === 'not-found')!;
+    expect(p.explanation).toContain('wrong ELF class: ELFCLASS32');
+  });
+
+  test('DF_1_NODEFLIB: the cache answer in a system directory and the system directories are refused', async () => {
+    const base = join(root, 'nodeflib');
+    const lib = buildLib({out: join(base, 'libnd.so'), source: 'int zlibVersion(void); int n(void){return zlibVersion() != 0;}\n', link: ['/lib/x86_64-linux-gnu/libz.so.1'], nodeflib: true});
+    const report = await agree(lib);
+    expect(report.problems.map((p) => [p.kind, p.library])).toContainEqual(['not-found', 'libz.so.1']);
+  });
+
+  test('$ORIGIN, ${ORIGIN}, $LIB and $PLATFORM expand as ld.so expands them', async () => {
+    const base = join(root, 'dst');
+    const o = buildLib({out: join(base, 'pkg', 'deps', 'libo.so'), soname: 'libo.so', source: 'int o(void){return 1;}\n'});
+    const l = buildLib({out: join(base, 'lib', 'x86_64-linux-gnu', 'libl.so'), soname: 'libl.so', source: 'int l(void){return 1;}\n'});
+    const p = buildLib({out: join(base, 'plat', 'x86_64', 'libp.so'), soname: 'libp.so', source: 'int p(void){return 1;}\n'});
+    const top = buildLib({
+      out: join(base, 'pkg', 'bin', 'libtop.so'), source: 'int o(void); int l(void); int p(void); int t(void){return o()+l()+p();}\n',
+      link: [o, l, p], runpath: `$ORIGIN/../deps:${base}/$LIB:${base}/plat/\${PLATFORM}:$ORIGINX`,
+    });
+    const report = await agree(top);
+    expect(report.objects[0].needed.map((n) => n.via)).toEqual(['runpath', 'runpath', 'runpath']);
+  });
+
+  test('a library in a symlinked directory: $ORIGIN is the directory it was opened under', async () => {
+    const base = join(root, 'origin-link');
+    buildLib({out: join(base, 'link', 'sub', 'libs.so'), soname: 'libs.so', source: 'int s(void){return 1;}\n'});
+    const top = buildLib({out: join(base, 'real', 'libo.so'), source: 'int s(void); int t(void){return s();}\n', link: [join(base, 'link', 'sub', 'libs.so')], rpath: '$ORIGIN/sub'});
+    symlinkSync('../real/libo.so', join(base, 'link', 'libo.so'));
+    void top;
+    const report = await agree(join(base, 'link', 'libo.so'));
+    expect(report.ok).toBe(true);
+  });
+
+  test('glibc-hwcaps subdirectories are preferred where the CPU supports them', async () => {
+    const base = join(root, 'hwcaps');
+    const plain = buildLib({out: join(base, 'H', 'libh.so'), soname: 'libh.so', source: 'int h(void){return 1;}\n'});
+    buildLib({out: join(base, 'H', 'glibc-hwcaps', 'x86-64-v2', 'libh.so'), soname: 'libh.so', source: 'int h(void){return 2;}\n'});
+    const top = buildLib({out: join(base, 'top', 'libtop.so'), source: 'int h(void); int t(void){return h();}\n', link: [plain], runpath: join(base, 'H')});
+    await agree(top);
+  });
+
+  test('an empty LD_LIBRARY_PATH element means the current directory', async () => {
+    const base = join(root, 'cwd');
+    const libD = buildLib({out: join(base, 'libD.so'), soname: 'libD.so', source: 'int dd(void){return 1;}\n'});
+    const top = buildLib({out: join(base, 'top', 'libtop.so'), source: 'int dd(void); int t(void){return dd();}\n', link: [libD]});
+    const report = await agree(top, {ldLibraryPath: '/nonexistent::'}, base);
+    expect(report.objects[0].needed[0]).toMatchObject({path: `${base}/libD.so`, via: 'ld_library_path'});
+  });
+
+  test('LD_PRELOAD: a preloaded object with a matching soname satisfies a DT_NEEDED', async () => {
+    const base = join(root, 'preload');
+    const custom = buildLib({out: join(base, 'custom.so'), soname: 'libD.so', source: 'int dd(void){return 7;}\n'});
+    const top = buildLib({out: join(base, 'top', 'libtop.so'), source: 'int dd(void); int t(void){return dd();}\n', link: [custom]});
+    const without = await checkLibraries({targets: [top]});
+    expect(without.problems[0]).toMatchObject({kind: 'not-found', library: 'libD.so'});
+    const report = await agree(top, {preload: [custom]});
+    expect(report.ok).toBe(true);
+    expect(report.objects[0].needed[0]).toMatchObject({name: 'libD.so', path: custom, via: 'preload'});
+  });
+});
+
+d('symbols', () => {
+  test('unversioned undefined symbols are notes unless --strict; --exe python binds Py* symbols', async () => {
+    const base = join(tmp.dir, 'ext');
+    const ext = buildLib({out: join(base, 'ext.cpython-311-x86_64-linux-gnu.so'), source: 'extern long PyLong_AsLong(void*); long ext(void*o){return PyLong_AsLong(o);}\n'});
+    const report = await agree(ext);
+    expect(report.ok).toBe(true);
+    expect(report.problems).toEqual([expect.objectContaining({kind: 'unversioned-undefined-symbol', symbol: 'PyLong_AsLong', library: null, version: null})]);
+    expect((await checkLibraries({targets: [ext], strict: true})).ok).toBe(false);
+    const python = '/usr/bin/python3';
+    if (!existsSync(python)) {
+      console.warn('skipping --exe part: /usr/bin/python3 is missing');
+      return;
+    }
+    const withExe = await checkLibraries({targets: [ext], exe: python, strict: true});
+    expect(withExe.problems).toEqual([]);
+    expect(withExe.ok).toBe(true);
+    expect(ctypesLoad(ext)).toBeNull();
+  });
+
+  test('a weak undefined reference never fails', async () => {
+    const base = join(tmp.dir, 'weak');
+    const lib = buildLib({out: join(base, 'libweak.so'), source: '__attribute__((weak)) int maybe(void); int w(void){return maybe ? maybe() : 0;}\n'});
+    const report = await agree(lib);
+    expect(report.problems).toEqual([]);
+  });
+});
+
+d('real libraries on this machine', () => {
+  const dirs = ['/usr/local/cuda-13.0/lib', '/usr/local/cuda/lib64'].filter((x) => existsSync(x));
+  test('CUDA libraries in /usr/local agree with ldd -r, library by library', async () => {
+    if (dirs.length === 0) {
+      console.warn('skipping: no CUDA toolkit under /usr/local');
+      return;
+    }
+    const all = await checkLibraries({targets: [dirs[0]]});
+    expect(all.checked.length).toBeGreaterThan(0);
+    for (const lib of all.checked.slice(0, 12)) await agree(lib);
+  });
+
+  test('a sample of /usr/lib/x86_64-linux-gnu agrees with ldd -r, including unversioned symbols', async () => {
+    const dir = '/usr/lib/x86_64-linux-gnu';
+    if (!existsSync(dir)) {
+      console.warn(`skipping: no ${dir}`);
+      return;
+    }
+    for (const name of ['libstdc++.so.6', 'libz.so.1', 'libcurl.so.4', 'libpython3.11.so.1.0', 'libssl.so.3', 'libxml2.so.2']) {
+      if (existsSync(join(dir, name))) await agree(join(dir, name));
+    }
+  });
+});
