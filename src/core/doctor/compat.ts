@@ -148,8 +148,10 @@ export function driverFindings(ctx: DoctorContext, driver: DriverFact | undefine
     return findings;
   }
   const best = bestInstalledFor(ctx, driver.version);
-  const useBest = best ? `cudaenv use ${best.label}` : newestFull ? `cudaenv install ${newestFull} && cudaenv use ${newestFull}` : undefined;
+  const install = newestFull ? `cudaenv install ${newestFull} && cudaenv use ${newestFull}` : undefined;
   if (support.kind === 'minor-version-compatibility') {
+    // Only a fully supported version is an improvement over the active one.
+    const useBest = best?.full && best.label !== active.label ? `cudaenv use ${best.label}` : install;
     findings.push({
       id: 'driver.minor-version-compatibility',
       severity: 'warning',
@@ -159,6 +161,7 @@ export function driverFindings(ctx: DoctorContext, driver: DriverFact | undefine
     });
     return findings;
   }
+  const useBest = best ? `cudaenv use ${best.label}` : install;
   const presentCompat = compat.find((c) => compareDriverVersions(c.version, support.required.driver) >= 0);
   const fixes = [useBest ? `\`${useBest}\`` : undefined, `upgrade the driver to >= ${support.required.driver}`,
     presentCompat ? `put the cuda-compat driver first: export LD_LIBRARY_PATH=${presentCompat.dir}\${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} (data-center GPUs only)` : undefined].filter(Boolean);

@@ -130,7 +130,9 @@ export async function shadowingFindings(
         title: `LD_LIBRARY_PATH entry ${v.entry} makes ${shortName(first.object, pyDirs)} bind ${bound ?? first.chosen ?? first.library}${lacks}`,
         evidence: [
           `LD_LIBRARY_PATH=${ld ?? ''} (entry ${entry.index + 1}${entry.toolkitVersion ? `, CUDA ${entry.toolkitVersion}` : ''})`,
-          ...v.problems.flatMap((p) => [describeProblem(p), ...(p.chosen ? [`  loader picks: ${p.chosen}`] : []), ...(p.shadowed ? [`  shadowed: ${p.shadowed}`] : []), `  ${p.explanation}`]),
+          // The engine's explanation restates chosen/shadowed in prose: show it only when they are missing.
+          ...v.problems.flatMap((p) => [describeProblem(p), ...(p.chosen ? [`  loader picks: ${p.chosen}`] : []), ...(p.shadowed ? [`  shadowed: ${p.shadowed}`] : []),
+            ...(p.chosen || p.shadowed ? [] : [`  ${p.explanation}`])]),
         ],
         fix,
       });

@@ -48,7 +48,8 @@ describe('active toolkit against the driver', () => {
     expect(f).toMatchObject({id: 'driver.minor-version-compatibility', severity: 'warning'});
     expect(f!.title).toContain('550.54.15');
     expect(f!.evidence.join('\n')).toContain('JIT');
-    expect(f!.fix).toContain('12.2.2');
+    expect(f!.fix).toContain('cudaenv install 12.2.2 && cudaenv use 12.2.2');
+    expect(f!.fix).not.toContain('cudaenv use 12.4.1'); // not the version already active
   });
 
   test('a driver too old for the toolkit is an error naming both and the newest toolkit that works', () => {
