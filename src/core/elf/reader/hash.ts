@@ -54,10 +54,13 @@ export async function countFromGnuHash(file: ElfFile, h: ParsedHeader, off: numb
 
 /** DT_HASH: nchain is the number of symbols. */
 export async function countFromSysvHash(file: ElfFile, h: ParsedHeader, off: number): Promise<SymbolCount> {
-  const f = new Fields(await file.read(off, 8, 'SysV hash header (DT_HASH)'), h.littleEndian, h.is64);
-  const nbucket = f.u32(0);
-  const nchain = f.u32(4);
-  file.check(off + 8, (nbucket + nchain) * 4, 'SysV hash table (DT_HASH)');
+  // Elf_Symndx is 64-bit on 64-bit s390 and Alpha (glibc bits/elfclass.h), 32-bit everywhere else.
+  const wide = h.is64 && (h.machine === 22 || h.machine === 0x9026);
+  const size = wide ? 8 : 4;
+  const f = new Fields(await file.read(off, 2 * size, 'SysV hash header (DT_HASH)'), h.littleEndian, h.is64);
+  const nbucket = wide ? f.u64(0) : f.u32(0);
+  const nchain = wide ? f.u64(8) : f.u32(4);
+  file.check(off + 2 * size, (nbucket + nchain) * size, 'SysV hash table (DT_HASH)');
   return {count: nchain, table: 'sysv', symoffset: 0};
 }
 
