@@ -10,7 +10,7 @@ import type {Artifact} from './manifest.js';
 import {mirrorLocation, type Mirror} from './mirror.js';
 import {remoteBytes} from './source.js';
 import {checkpoint} from './checkpoint.js';
-import {ArchiveRefused, TarGuard, type GuardStats} from './tar-guard.js';
+import {ArchiveRefused, ArchiveTruncated, TarGuard, type GuardStats} from './tar-guard.js';
 
 export type Stage = 'queued' | 'download' | 'verify' | 'extract' | 'merge' | 'done' | 'failed';
 
@@ -110,8 +110,14 @@ async function streamOnce(job: ArchiveJob, cacheFile: string, fromCache: boolean
   const tarExit = exitOf(tar);
   const piped = pipeline(xz.stdout!, guard, tar.stdin!).catch(fail);
   xz.stdin!.on('error', () => undefined); // EPIPE when xz stops early: its exit status tells why
+  let xzFailed = false;
   void xzExit.then((code) => {
-    if (code !== 0) fail(new Error('xz'));
+    if (code !== 0 && failure === undefined) {
+      xzFailed = true;
+      fail(new CudaenvError(`${component}: cannot decompress ${url}: ${xzErr().trim() || `xz exited with ${code}`}`, {
+        hint: 'The archive is corrupt although its checksum matches the manifest: the mirror publishes a broken file.', code: 'archive-corrupt',
+      }));
+    }
   });
 
   let part: FileHandle | undefined;
@@ -197,9 +203,8 @@ async function streamOnce(job: ArchiveJob, cacheFile: string, fromCache: boolean
     const [xzCode, tarCode] = await Promise.all([xzExit, tarExit, piped]);
     if (failure instanceof ArchiveRefused) throw failure;
     if (xzCode !== 0) {
-      throw new CudaenvError(`${component}: cannot decompress ${url}: ${xzErr().trim() || `xz exited with ${xzCode}`}`, {
-        hint: 'The archive is corrupt although its checksum matches the manifest: the mirror publishes a broken file.', code: 'archive-corrupt',
-      });
+      xzFailed = true;
+      throw new Error('xz');
     }
     if (tarCode !== 0) {
       throw new CudaenvError(`${component}: extracting ${url} failed: ${tarErr().trim() || `tar exited with ${tarCode}`}`, {
@@ -220,12 +225,13 @@ async function streamOnce(job: ArchiveJob, cacheFile: string, fromCache: boolean
         hint: 'Nothing was installed. The mirror serves a tampered or broken archive; use another mirror.', code: 'archive-refused',
       });
     }
-    if (cause === failure && (failure as Error)?.message === 'xz') {
-      throw new CudaenvError(`${component}: cannot decompress ${url}: ${xzErr().trim() || 'xz failed'}`, {
+    if (error instanceof CudaenvError && error.code !== 'failed') throw error;
+    if (xzFailed || error instanceof ArchiveTruncated || failure instanceof ArchiveTruncated) {
+      throw new CudaenvError(`${component}: cannot decompress ${url}: ${xzErr().trim() || 'the archive ends too early'}`, {
         hint: 'The archive is corrupt although its checksum matches the manifest: the mirror publishes a broken file.', code: 'archive-corrupt',
       });
     }
-    if (job.signal.aborted && !(error instanceof CudaenvError)) throw job.signal.reason;
+    if (job.signal.aborted) throw job.signal.reason;
     if (error instanceof CudaenvError) throw error;
     if ((error as NodeJS.ErrnoException).code === 'ENOSPC') {
       throw new CudaenvError(`${component}: the disk is full while installing from ${url}`, {hint: 'Free space in the cudaenv store (CUDAENV_DIR) and try again.', code: 'disk-full', cause: error});

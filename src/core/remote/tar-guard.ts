@@ -19,6 +19,14 @@ export class ArchiveRefused extends Error {
   }
 }
 
+/** The tar stream stops inside an entry: a broken archive, not a hostile one. */
+export class ArchiveTruncated extends Error {
+  constructor() {
+    super('the tar stream ends in the middle of an entry');
+    this.name = 'ArchiveTruncated';
+  }
+}
+
 const BLOCK = 512;
 const MAX_META = 1024 * 1024;
 const MAX_LINK_HOPS = 40;
@@ -74,7 +82,7 @@ export class TarGuard extends Transform {
       done();
       return;
     }
-    done(new ArchiveRefused(this.longName ?? '(end of archive)', 'the archive ends in the middle of an entry'));
+    done(new ArchiveTruncated());
   }
 
   private consume(chunk: Buffer): void {

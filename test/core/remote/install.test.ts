@@ -1,0 +1,247 @@
+import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
+import {execFileSync, spawnSync} from 'node:child_process';
+import {existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, statSync, writeFileSync} from 'node:fs';
+import {join} from 'node:path';
+import {pathToFileURL} from 'node:url';
+import {installRelease, type InstallRequest} from '../../../src/core/remote/install.js';
+import {parseMirror} from '../../../src/core/remote/mirror.js';
+import {pathsFor, type StorePaths} from '../../../src/core/store/paths.js';
+import {listVersions, RECEIPT_FILE} from '../../../src/core/store/registry.js';
+import {archiveRelPath, makeTar, realisticRelease, startMirrorServer, writeIndex, writeRelease, xz, type MirrorServer, type ReleaseSpec} from '../../helpers/mirror.js';
+import {makeTempDir} from '../../helpers/tmp.js';
+
+let tmp: {dir: string; cleanup: () => void};
+let root: string;
+let server: MirrorServer;
+let release: ReleaseSpec;
+let storeN = 0;
+
+function store(): StorePaths {
+  return pathsFor(join(tmp.dir, `store${storeN++}`));
+}
+
+function req(paths: StorePaths, spec: string, extra: Partial<InstallRequest> = {}): InstallRequest {
+  return {paths, spec, mirror: parseMirror(server.url), platform: 'linux-x86_64', profile: 'devel', ...extra};
+}
+
+/** Only versions/, nothing half-done: each listed version has its receipt; no .part is mistaken for a cache file. */
+function expectCleanStore(paths: StorePaths): void {
+  for (const v of listVersions(paths)) expect(existsSync(join(v.path, RECEIPT_FILE))).toBe(true);
+  if (existsSync(paths.tmp)) expect(readdirSync(paths.tmp).filter((n) => n.startsWith('stage-') || n.startsWith('old-'))).toEqual([]);
+}
+
+function hostile(label: string, entries: Parameters<typeof makeTar>[0]): ReleaseSpec {
+  const top = `cuda_cudart-linux-x86_64-${label}-archive`;
+  return {label, components: [{name: 'cuda_cudart', version: label, rawTar: makeTar([
+    {name: `${top}/`, type: '5'},
+    {name: `${top}/lib/`, type: '5'},
+    ...entries.map((e) => ({...e, name: e.name.replace('TOP', top), linkname: e.linkname?.replace('TOP', top)})),
+  ])}]};
+}
+
+beforeAll(async () => {
+  tmp = makeTempDir('cudaenv-install-');
+  root = join(tmp.dir, 'mirror');
+  mkdirSync(root);
+  release = realisticRelease(join(tmp.dir, 'work'));
+  writeRelease(root, release);
+  writeRelease(root, realisticRelease(join(tmp.dir, 'work'), '12.4.0'));
+  writeRelease(root, realisticRelease(join(tmp.dir, 'work'), '12.6.3'));
+  const labels = ['12.4.0', '12.4.1', '12.6.3'];
+  const bad: Array<[string, ReleaseSpec]> = [
+    ['90.0.1', hostile('90.0.1', [{name: 'TOP/../evil', data: 'x'}])],
+    ['90.0.2', hostile('90.0.2', [{name: '/tmp/cudaenv-evil-absolute', data: 'x'}])],
+    ['90.0.3', hostile('90.0.3', [{name: 'TOP/lib/escape', type: '2', linkname: '../../../../etc'}])],
+    ['90.0.4', hostile('90.0.4', [{name: 'TOP/lib/hard', type: '1', linkname: '/etc/passwd'}])],
+    // lib/x -> y/../.. lands on the root while y is a directory; a later y -> . would make it leave.
+    ['90.0.5', hostile('90.0.5', [{name: 'TOP/lib/x', type: '2', linkname: 'y/../..'}, {name: 'TOP/lib/y', type: '2', linkname: '.'}, {name: 'TOP/lib/x/written-through', data: 'x'}])],
+    ['90.0.6', hostile('90.0.6', [{name: 'TOP/lib/fifo', type: '6'}])],
+    ['90.0.7', hostile('90.0.7', [{name: 'TOP/lib/sda', type: '4'}])],
+    ['90.0.8', hostile('90.0.8', [{name: 'TOP/lib/hard2', type: '1', linkname: 'TOP/../../outside'}])],
+  ];
+  for (const [label, spec] of bad) {
+    writeRelease(root, spec);
+    labels.push(label);
+  }
+  // Faults on a release of its own: a truncated xz whose manifest matches it, a wrong checksum, a missing archive.
+  const whole = xz(makeTar([{name: 'cuda_cudart-linux-x86_64-1.0.0-archive/', type: '5'}, {name: 'cuda_cudart-linux-x86_64-1.0.0-archive/f', data: Buffer.alloc(200000, 7)}]));
+  writeRelease(root, {label: '91.0.1', components: [{name: 'cuda_cudart', version: '91.0.1', rawXz: whole.subarray(0, whole.length - 40)}]});
+  writeRelease(root, {label: '91.0.2', components: [{name: 'cuda_cudart', version: '91.0.2', rawXz: whole, wrongSha256: true}]});
+  writeRelease(root, {label: '91.0.3', components: [{name: 'cuda_cudart', version: '91.0.3', rawXz: whole}]});
+  execFileSync('rm', [join(root, archiveRelPath({name: 'cuda_cudart', version: '91.0.3'}))]);
+  writeRelease(root, {label: '91.0.4', components: [{name: 'cuda_cudart', version: '1.0.4', files: {'lib/x': 'x', 'bin/suid': {text: '#!/bin/sh\n', mode: 0o4755}}}]});
+  labels.push('91.0.1', '91.0.2', '91.0.3', '91.0.4');
+  writeIndex(root, labels);
+  server = await startMirrorServer(root);
+}, 120000);
+
+afterAll(async () => {
+  await server?.close();
+  tmp?.cleanup();
+});
+
+describe('install from a loopback mirror', () => {
+  test('12.4 installs 12.4.1 (devel): merged prefix, intact link chain, lib -> lib64, working nvcc, receipt', async () => {
+    const paths = store();
+    const events: string[] = [];
+    const r = await installRelease(req(paths, '12.4', {onEvent: (e) => events.push(e.type === 'progress' ? `${e.component}:${e.progress.stage}` : e.type)}));
+    expect(r.version).toBe('12.4.1');
+    expect(r.status).toBe('installed');
+    expect(r.components.map((c) => c.name)).toEqual(['cuda_cccl', 'cuda_cudart', 'cuda_nvcc', 'libcublas']); // no driver
+    const dir = join(paths.versions, '12.4.1');
+    expect(listVersions(paths).map((v) => v.label)).toEqual(['12.4.1']);
+    // the chain arrives intact, link by link
+    expect(readlinkSync(join(dir, 'lib64', 'libcudart.so'))).toBe('libcudart.so.12');
+    expect(readlinkSync(join(dir, 'lib64', 'libcudart.so.12'))).toBe('libcudart.so.12.4.127');
+    expect(lstatSync(join(dir, 'lib64', 'libcudart.so.12.4.127')).isFile()).toBe(true);
+    expect(readlinkSync(join(dir, 'lib'))).toBe('lib64');
+    expect(existsSync(join(dir, 'lib64', 'stubs', 'libcuda.so'))).toBe(true);
+    expect(existsSync(join(dir, 'include', 'thrust', 'system', 'detail', 'sequential', 'a_rather_long_directory_name_to_need_gnu_long_names', 'and_a_file_with_a_long_name_too.h'))).toBe(true);
+    expect(existsSync(join(dir, 'nvvm', 'libdevice', 'libdevice.10.bc'))).toBe(true);
+    expect(readFileSync(join(dir, 'licenses', 'cuda_nvcc', 'LICENSE'), 'utf8')).toBe('nvcc license\n');
+    expect(existsSync(join(dir, 'bin', 'nvidia-smi'))).toBe(false);
+    // the real loader follows the chain
+    const ldd = spawnSync('sh', ['-c', `readelf -d "$1" | grep SONAME`, 'sh', join(dir, 'lib64', 'libcudart.so')], {encoding: 'utf8'});
+    expect(ldd.stdout).toContain('libcudart.so.12');
+    // nvcc from the merged tree: nvcc.profile finds include/ and lib64/ relative to itself
+    const src = join(tmp.dir, 'prog.c');
+    writeFileSync(src, '#include <cuda_runtime.h>\n#include <stdio.h>\nint main(void){int v=0;cudaRuntimeGetVersion(&v);printf("%d\\n",v);return 0;}\n');
+    const exe = join(tmp.dir, 'prog');
+    const nvcc = spawnSync(join(dir, 'bin', 'nvcc'), ['-o', exe, src], {encoding: 'utf8'});
+    expect(nvcc.stderr).toBe('');
+    expect(nvcc.status).toBe(0);
+    expect(execFileSync(exe, {env: {LD_LIBRARY_PATH: join(dir, 'lib64')}, encoding: 'utf8'}).trim()).toBe('12040');
+    const receipt = JSON.parse(readFileSync(join(dir, RECEIPT_FILE), 'utf8'));
+    expect(receipt.release).toBe('12.4.1');
+    expect(receipt.mirror).toBe(server.url);
+    expect(receipt.components.find((c: {name: string}) => c.name === 'cuda_nvcc')).toMatchObject({version: '12.4.131', sha256: expect.stringMatching(/^[0-9a-f]{64}$/)});
+    expect(receipt.cudnn).toBeNull();
+    expect(JSON.parse(readFileSync(join(dir, 'version.json'), 'utf8')).cuda.version).toBe('12.4.1');
+    expect(events).toContain('cuda_nvcc:download');
+    expect(events).toContain('cuda_nvcc:done');
+    expect(readdirSync(paths.cache).filter((n) => n.endsWith('.part'))).toEqual([]);
+    expect(readlinkSync(join(paths.resolve, '12.4'))).toBe('../versions/12.4.1');
+    expectCleanStore(paths);
+    // installing again is a no-op; reinstalling with the cache downloads nothing
+    expect((await installRelease(req(paths, '12.4.1'))).status).toBe('already-installed');
+    const before = server.log.length;
+    const again = await installRelease(req(paths, '12.4.1', {force: true}));
+    expect(again.status).toBe('reinstalled');
+    expect(again.components.every((c) => c.from_cache)).toBe(true);
+    expect(server.log.slice(before).filter((l) => l.path.endsWith('.tar.xz'))).toEqual([]);
+  });
+
+  test('minimal profile and exact --components', async () => {
+    const paths = store();
+    const r = await installRelease(req(paths, '12.6', {profile: 'minimal'}));
+    expect(r.version).toBe('12.6.3');
+    expect(r.components.map((c) => c.name)).toEqual(['cuda_cccl', 'cuda_cudart', 'cuda_nvcc']);
+    const p2 = store();
+    const r2 = await installRelease(req(p2, '12.4.0', {profile: undefined, components: ['cuda_cudart']}));
+    expect(r2.components.map((c) => c.name)).toEqual(['cuda_cudart']);
+    expect(readFileSync(join(p2.versions, '12.4.0', RECEIPT_FILE), 'utf8')).toContain('"profile": null');
+  });
+
+  test('a connection dropped mid-body resumes with a Range request', async () => {
+    const paths = store();
+    const rel = archiveRelPath(release.components[0]!); // cuda_nvcc
+    server.faults.set(rel, [{kind: 'drop-after', bytes: 300, times: 1}]);
+    const start = server.log.length;
+    await installRelease(req(paths, '12.4.1', {components: ['cuda_nvcc'], profile: undefined}));
+    const hits = server.log.slice(start).filter((l) => l.path === rel);
+    expect(hits.map((h) => [h.status, h.range])).toEqual([[200, undefined], [206, 'bytes=300-']]);
+    expect(existsSync(join(paths.versions, '12.4.1', 'bin', 'nvcc'))).toBe(true);
+  });
+
+  test('a server that ignores Range on resume is read from the start, known bytes skipped', async () => {
+    const paths = store();
+    const rel = archiveRelPath(release.components[1]!); // cuda_cudart
+    server.faults.set(rel, [{kind: 'drop-after', bytes: 1000, times: 1}, {kind: 'ignore-range'}]);
+    await installRelease(req(paths, '12.4.1', {components: ['cuda_cudart'], profile: undefined}));
+    server.faults.delete(rel);
+    expect(readlinkSync(join(paths.versions, '12.4.1', 'lib64', 'libcudart.so.12'))).toBe('libcudart.so.12.4.127');
+  });
+
+  test('500 then 200 is retried; 404 is not', async () => {
+    const paths = store();
+    const rel = archiveRelPath(release.components[2]!); // cuda_cccl
+    server.faults.set(rel, [{kind: 'status', status: 500, times: 1}]);
+    const start = server.log.length;
+    await installRelease(req(paths, '12.4.1', {components: ['cuda_cccl'], profile: undefined}));
+    expect(server.log.slice(start).filter((l) => l.path === rel).map((l) => l.status)).toEqual([500, 200]);
+
+    const p2 = store();
+    const s2 = server.log.length;
+    await expect(installRelease(req(p2, '91.0.3', {profile: 'minimal'}))).rejects.toThrow(/answered HTTP 404/);
+    expect(server.log.slice(s2).filter((l) => l.path.endsWith('.tar.xz')).length).toBe(1);
+    expect(listVersions(p2)).toEqual([]);
+    expectCleanStore(p2);
+  });
+
+  test('a wrong checksum names component, URL and both values; nothing installed, nothing cached, no retry', async () => {
+    const paths = store();
+    const start = server.log.length;
+    const err = await installRelease(req(paths, '91.0.2', {profile: 'minimal'})).catch((e: Error) => e);
+    expect(String(err)).toMatch(/cuda_cudart: checksum mismatch for http:\/\/127\.0\.0\.1:\d+\/cuda_cudart\/linux-x86_64\/cuda_cudart-linux-x86_64-91\.0\.2-archive\.tar\.xz: expected sha256 [0-9a-f]{64}, got [0-9a-f]{64}/);
+    expect(server.log.slice(start).filter((l) => l.path.endsWith('.tar.xz')).length).toBe(1);
+    expect(listVersions(paths)).toEqual([]);
+    expect(readdirSync(paths.cache)).toEqual([]);
+    expectCleanStore(paths);
+  });
+
+  test('a truncated xz stream fails the install', async () => {
+    const paths = store();
+    await expect(installRelease(req(paths, '91.0.1', {profile: 'minimal'}))).rejects.toThrow(/cuda_cudart: cannot decompress .*(Unexpected end of input|Compressed data is corrupt)/);
+    expect(listVersions(paths)).toEqual([]);
+    expectCleanStore(paths);
+  });
+
+  test.each([
+    ['90.0.1', /climbs with \.\./],
+    ['90.0.2', /absolute path/],
+    ['90.0.3', /symlink to \.\.\/\.\.\/\.\.\/\.\.\/etc, outside the archive/],
+    ['90.0.4', /hard link to the absolute path \/etc\/passwd/],
+    ['90.0.5', /with it the symlink lib\/x -> y\/\.\.\/\.\. points outside the archive/],
+    ['90.0.6', /a FIFO/],
+    ['90.0.7', /a device file/],
+    ['90.0.8', /climbs with \.\./],
+  ])('hostile archive %s is refused with the entry named', async (label, why) => {
+    const paths = store();
+    const err = await installRelease(req(paths, label, {profile: 'minimal'})).catch((e: Error) => e);
+    expect(String(err)).toMatch(/cuda_cudart: the archive .* is unsafe: refused entry "/);
+    expect(String(err)).toMatch(why);
+    expect(listVersions(paths)).toEqual([]);
+    expect(existsSync('/tmp/cudaenv-evil-absolute')).toBe(false);
+    expect(existsSync(join(paths.root, 'evil'))).toBe(false);
+    expectCleanStore(paths);
+  });
+
+  test('setuid bits are dropped', async () => {
+    const paths = store();
+    await installRelease(req(paths, '91.0.4', {profile: 'minimal'}));
+    const mode = statSync(join(paths.versions, '91.0.4', 'bin', 'suid')).mode;
+    expect(mode & 0o7000).toBe(0);
+    expect(mode & 0o755).toBe(0o755);
+  });
+
+  test('file:// and plain directory mirrors', async () => {
+    for (const mirror of [pathToFileURL(root).href, root]) {
+      const paths = store();
+      const r = await installRelease(req(paths, '12.4', {mirror: parseMirror(mirror), profile: 'minimal'}));
+      expect(r.version).toBe('12.4.1');
+      expect(readlinkSync(join(paths.versions, '12.4.1', 'lib64', 'libcudart.so'))).toBe('libcudart.so.12');
+    }
+  });
+
+  test('a spec the mirror lacks says what it offers', async () => {
+    await expect(installRelease(req(store(), '12.5'))).rejects.toThrow(/offers no CUDA release matching 12\.5/);
+  });
+
+  test('two installs of one version at once: one installs, the other finds it done', async () => {
+    const paths = store();
+    const [a, b] = await Promise.all([installRelease(req(paths, '12.6.3', {profile: 'minimal'})), installRelease(req(paths, '12.6.3', {profile: 'minimal'}))]);
+    expect([a.status, b.status].sort()).toEqual(['already-installed', 'installed']);
+    expect(listVersions(paths).map((v) => v.label)).toEqual(['12.6.3']);
+    expectCleanStore(paths);
+  });
+});
