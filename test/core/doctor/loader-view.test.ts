@@ -1,0 +1,100 @@
+import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
+import {execFileSync} from 'node:child_process';
+import {mkdirSync, rmSync, symlinkSync, unlinkSync, writeFileSync} from 'node:fs';
+import {join} from 'node:path';
+import {defaultDeps} from '../../../src/core/doctor/engine.js';
+import {readLdSoConf} from '../../../src/core/doctor/ld-so-conf.js';
+import {loaderView} from '../../../src/core/doctor/loader-view.js';
+import {inspectToolkits} from '../../../src/core/doctor/toolkit.js';
+import {makeTempDir} from '../../helpers/tmp.js';
+import {HAVE_GCC, HAVE_LDCONFIG, buildLib, makeMachine, systemToolkit, write, type Machine} from './machine.js';
+
+const ready = HAVE_GCC && HAVE_LDCONFIG;
+if (!ready) console.log('skipping the ld.so.cache tests: they need gcc and ldconfig');
+const maybe = ready ? describe : describe.skip;
+
+describe('ld.so.conf', () => {
+  test('include globs (absolute and relative), comments, several dirs per line, old type suffixes', () => {
+    const tmp = makeTempDir();
+    try {
+      const m = makeMachine(tmp.dir);
+      write(join(m.sysroot, 'etc/ld.so.conf'), '# comment\ninclude /etc/ld.so.conf.d/*.conf\ninclude extra.d/x?.conf\n/opt/a /opt/b=libc6\nhwcap 0 nosegneg\n');
+      write(join(m.sysroot, 'etc/ld.so.conf.d/b-cuda.conf'), '/usr/local/cuda/lib64 # the link\n');
+      write(join(m.sysroot, 'etc/ld.so.conf.d/a-x86.conf'), '/lib/x86_64-linux-gnu\n/usr/lib/x86_64-linux-gnu\n');
+      write(join(m.sysroot, 'etc/ld.so.conf.d/ignored.txt'), '/nope\n');
+      write(join(m.sysroot, 'etc/extra.d/x1.conf'), '/opt/extra\n');
+      expect(readLdSoConf(m.ctx()).map((c) => `${c.file}:${c.line}:${c.dir}`)).toEqual([
+        '/etc/ld.so.conf.d/a-x86.conf:1:/lib/x86_64-linux-gnu',
+        '/etc/ld.so.conf.d/a-x86.conf:2:/usr/lib/x86_64-linux-gnu',
+        '/etc/ld.so.conf.d/b-cuda.conf:1:/usr/local/cuda/lib64',
+        '/etc/extra.d/x1.conf:1:/opt/extra',
+        '/etc/ld.so.conf:4:/opt/a',
+        '/etc/ld.so.conf:4:/opt/b',
+      ]);
+    } finally {
+      tmp.cleanup();
+    }
+  });
+});
+
+maybe('the loader view from a real ld.so.cache', () => {
+  let tmp: {dir: string; cleanup: () => void};
+  let m: Machine;
+  let old: string;
+  let conf: string;
+  beforeAll(() => {
+    tmp = makeTempDir();
+    m = makeMachine(tmp.dir);
+    old = systemToolkit(m, '12.3.2');
+    const current = systemToolkit(m, '12.4.1');
+    rmSync(join(current, '..', 'cuda'), {force: true});
+    symlinkSync('/usr/local/cuda-12.4', join(m.sysroot, 'usr/local/cuda'));
+    for (const dir of [old, current]) {
+      buildLib({out: join(dir, 'lib64', 'libcublas.so.12'), soname: 'libcublas.so.12', source: 'int cublasCreate(void){return 0;}\n'});
+    }
+    // ldconfig reads real paths: the conf files name directories inside the sysroot as they are.
+    write(join(m.sysroot, 'etc/ld.so.conf'), `include ${m.sysroot}/etc/ld.so.conf.d/*.conf\n`);
+    conf = write(join(m.sysroot, 'etc/ld.so.conf.d/cuda-12-3.conf'), `${join(old, 'lib64')}\n`);
+    write(join(m.sysroot, 'etc/ld.so.conf.d/cuda-11-0.conf'), `${join(m.sysroot, 'usr/local/cuda-11.0/lib64')}\n`);
+    execFileSync('ldconfig', ['-C', join(m.sysroot, 'etc/ld.so.cache'), '-f', join(m.sysroot, 'etc/ld.so.conf')], {stdio: 'pipe'});
+  });
+  afterAll(() => tmp.cleanup());
+
+  const run = async () => {
+    const ctx = m.ctx();
+    const cache = await defaultDeps.readCache(join(m.sysroot, 'etc/ld.so.cache'));
+    return loaderView(ctx, inspectToolkits(ctx), cache?.entries);
+  };
+
+  test('CUDA directories of ld.so.conf.d, a missing one, and a cache into another toolkit than /usr/local/cuda', async () => {
+    const {findings, facts} = await run();
+    const byId = Object.fromEntries(findings.map((f) => [f.id, f]));
+    expect(Object.keys(byId).sort()).toEqual(['loader.cache-other-toolkit', 'loader.conf-cuda-dirs', 'loader.conf-missing-dir']);
+    expect(byId['loader.conf-cuda-dirs']!.severity).toBe('info');
+    expect(byId['loader.conf-cuda-dirs']!.evidence[0]).toContain('cuda-12-3.conf:1');
+    expect(byId['loader.conf-missing-dir']!.severity).toBe('warning');
+    const other = byId['loader.cache-other-toolkit']!;
+    expect(other.severity).toBe('warning');
+    expect(other.title).toContain('CUDA 12.3.2');
+    expect(other.title).toContain('/usr/local/cuda-12.4');
+    expect(other.evidence.join('\n')).toContain(`libcublas.so.12 => ${join(old, 'lib64', 'libcublas.so.12')}`);
+    expect(other.fix).toContain('cuda-12-3.conf');
+    expect(facts.cudaCacheEntries).toBeGreaterThanOrEqual(1); // 12.3's libcublas (the fake libcudart is not ELF)
+  });
+
+  test('a cache that outlived its ld.so.conf line: rebuild it', async () => {
+    unlinkSync(conf);
+    const other = (await run()).findings.find((f) => f.id === 'loader.cache-other-toolkit');
+    expect(other?.fix).toContain('sudo ldconfig');
+    writeFileSync(conf, `${join(old, 'lib64')}\n`);
+  });
+
+  test('cache entries whose file has gone are stale', async () => {
+    unlinkSync(join(old, 'lib64', 'libcublas.so.12'));
+    const stale = (await run()).findings.find((f) => f.id === 'loader.cache-stale-missing');
+    expect(stale?.severity).toBe('warning');
+    expect(stale!.evidence).toContain(`libcublas.so.12 => ${join(old, 'lib64', 'libcublas.so.12')}`);
+    expect(stale!.fix).toContain('sudo ldconfig');
+    mkdirSync(join(old, 'lib64'), {recursive: true});
+  });
+});

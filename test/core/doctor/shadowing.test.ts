@@ -1,0 +1,88 @@
+import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
+import {spawnSync} from 'node:child_process';
+import {join} from 'node:path';
+import {defaultDeps} from '../../../src/core/doctor/engine.js';
+import {runDoctor} from '../../../src/core/doctor/index.js';
+import {makeFakeToolkit} from '../../helpers/toolkit.js';
+import {makeTempDir} from '../../helpers/tmp.js';
+import {HAVE_GCC, buildLib, fakePython, installVersion, makeMachine, seedFailure, torchVersionPy, type Machine} from './machine.js';
+
+if (!HAVE_GCC) console.log('skipping the LD_LIBRARY_PATH shadowing tests: they need gcc');
+const maybe = HAVE_GCC ? describe : describe.skip;
+
+/** What the real loader says about a library under an LD_LIBRARY_PATH (the oracle). */
+function lddR(lib: string, ld: string | undefined): string {
+  const env: NodeJS.ProcessEnv = {...process.env};
+  if (ld === undefined) delete env.LD_LIBRARY_PATH;
+  else env.LD_LIBRARY_PATH = ld;
+  const r = spawnSync('ldd', ['-r', lib], {env, encoding: 'utf8'});
+  return `${r.stdout}${r.stderr}`;
+}
+
+maybe('LD_LIBRARY_PATH entries against the pip CUDA wheels, decided by the check engine', () => {
+  let tmp: {dir: string; cleanup: () => void};
+  let m: Machine;
+  let oldLib: string;
+  let sitePackages: string;
+  let cusparse: string;
+  beforeAll(() => {
+    tmp = makeTempDir();
+    m = makeMachine(tmp.dir);
+    const old = installVersion(m, '12.3.2');
+    ({oldLib, sitePackages} = seedFailure(m, old));
+    cusparse = join(sitePackages, 'nvidia/cusparse/lib/libcusparse.so.12');
+    torchVersionPy(sitePackages, '2.5.0+cu124', '12.4');
+    fakePython(m, [sitePackages]);
+  });
+  afterAll(() => tmp.cleanup());
+
+  test('the seed failure: an older toolkit on LD_LIBRARY_PATH is an error with the symbol, the entry and the fix', async () => {
+    // The premise, from the real loader.
+    expect(lddR(cusparse, oldLib)).toContain('undefined symbol: __nvJitLinkComplete_12_4');
+    expect(lddR(cusparse, undefined)).not.toContain('undefined symbol');
+
+    m.env = {...m.env, LD_LIBRARY_PATH: oldLib};
+    const report = await runDoctor(m.ctx(), defaultDeps);
+    const f = report.findings.find((x) => x.id === 'env.ld-library-path-breaks-python');
+    expect(f).toBeDefined();
+    expect(f!.severity).toBe('error');
+    expect(f!.title).toContain(`LD_LIBRARY_PATH entry ${oldLib}`);
+    expect(f!.title).toContain('nvidia/cusparse/lib/libcusparse.so.12');
+    expect(f!.title).toContain(join(oldLib, 'libnvJitLink.so.12'));
+    expect(f!.title).toContain('__nvJitLinkComplete_12_4@libnvJitLink.so.12');
+    expect(f!.evidence.join('\n')).toContain('CUDA 12.3.2');
+    expect(f!.fix).toContain('cudaenv use 12.3.2 --ld-library-path none');
+    expect(f!.fix).toContain('unset LD_LIBRARY_PATH');
+    expect(report.facts.ldLibraryPath).toEqual([expect.objectContaining({entry: oldLib, toolkitVersion: '12.3.2', breaks: 1, shadows: 1})]);
+    expect(report.facts.python.cudaLibraryDirs).toEqual([join(sitePackages, 'nvidia/cusparse/lib'), join(sitePackages, 'nvidia/nvjitlink/lib')]);
+    expect(report.facts.python.torch?.cuda).toBe('12.4');
+  });
+
+  test('without that entry nothing is reported about LD_LIBRARY_PATH', async () => {
+    const other = join(tmp.dir, 'plain-libs');
+    buildLib({out: join(other, 'libz-like.so.1'), soname: 'libz-like.so.1', source: 'int f(void){return 0;}\n'});
+    m.env = {...m.env, LD_LIBRARY_PATH: other};
+    const report = await runDoctor(m.ctx(), defaultDeps);
+    expect(report.findings.filter((x) => x.id.startsWith('env.ld-library-path'))).toEqual([]);
+    expect(report.findings.filter((x) => x.id === 'pytorch.libraries-broken')).toEqual([]);
+    expect(report.facts.ldLibraryPath).toEqual([]);
+  });
+
+  test('an entry that redirects a wheel\'s dependency without breaking it is a warning; outside the store the fix is by hand', async () => {
+    const newer = makeFakeToolkit(join(tmp.dir, 'opt/cuda-12.6'), {version: '12.6.3'});
+    buildLib({
+      out: join(newer, 'lib64', 'libnvJitLink.so.12'), soname: 'libnvJitLink.so.12',
+      source: 'int __nvJitLinkCreate_12_3(void){return 1;}\nint __nvJitLinkComplete_12_4(void){return 2;}\nint __nvJitLinkComplete_12_6(void){return 3;}\n',
+      versionScript: 'libnvJitLink.so.12 { global: __nvJitLinkCreate_12_3; __nvJitLinkComplete_12_4; __nvJitLinkComplete_12_6; local: *; };\n',
+    });
+    const entry = join(newer, 'lib64');
+    expect(lddR(cusparse, entry)).not.toContain('undefined symbol');
+    m.env = {...m.env, LD_LIBRARY_PATH: `${entry}:/nonexistent`};
+    const report = await runDoctor(m.ctx(), defaultDeps);
+    const f = report.findings.find((x) => x.id.startsWith('env.ld-library-path'));
+    expect(f).toMatchObject({id: 'env.ld-library-path-shadows-python', severity: 'warning'});
+    expect(f!.title).toContain('libnvJitLink.so.12');
+    expect(f!.evidence[0]).toContain(`instead of ${join(sitePackages, 'nvidia/nvjitlink/lib')}`);
+    expect(f!.fix).toBe(`export LD_LIBRARY_PATH=/nonexistent (drop ${entry}; pip wheels bring their own CUDA libraries)`);
+  });
+});
