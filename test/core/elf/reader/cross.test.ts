@@ -55,7 +55,9 @@ table:
 describe('readElf on ELF32 and big-endian objects from cross binutils', () => {
   let dir: string;
   let cleanup: () => void;
-  beforeAll(() => ({dir, cleanup} = makeTempDir('cudaenv-elfx-')));
+  beforeAll(() => {
+    ({dir, cleanup} = makeTempDir('cudaenv-elfx-'));
+  });
   afterAll(() => cleanup());
 
   for (const t of TARGETS) {
