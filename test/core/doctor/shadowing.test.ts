@@ -86,3 +86,27 @@ maybe('LD_LIBRARY_PATH entries against the pip CUDA wheels, decided by the check
     expect(f!.fix).toBe(`export LD_LIBRARY_PATH=/nonexistent (drop ${entry}; pip wheels bring their own CUDA libraries)`);
   });
 });
+
+maybe('the Python environment\'s own CUDA libraries', () => {
+  test('a wheel library whose dependency is missing everywhere is an error of its own, not blamed on LD_LIBRARY_PATH', async () => {
+    const tmp = makeTempDir();
+    try {
+      const m = makeMachine(tmp.dir);
+      const sp = join(tmp.dir, 'venv/lib/python3.11/site-packages');
+      const cupti = buildLib({out: join(tmp.dir, 'build/libcupti.so.12'), soname: 'libcupti.so.12', source: 'int cuptiGet(void){return 0;}\n'});
+      buildLib({
+        out: join(sp, 'torch/lib/libtorch_cuda.so'), soname: 'libtorch_cuda.so', source: 'extern int cuptiGet(void);\nint t(void){return cuptiGet();}\n',
+        link: [cupti], rpath: '$ORIGIN/../../nvidia/cuda_cupti/lib', runpath: true,
+      });
+      fakePython(m, [sp]);
+      expect(lddR(join(sp, 'torch/lib/libtorch_cuda.so'), undefined)).toContain('libcupti.so.12 => not found');
+      const report = await runDoctor(m.ctx(), defaultDeps);
+      const f = report.findings.find((x) => x.id === 'pytorch.libraries-broken');
+      expect(f?.severity).toBe('error');
+      expect(f!.evidence[0]).toContain('libcupti.so.12 not found');
+      expect(report.findings.filter((x) => x.id.startsWith('env.ld-library-path'))).toEqual([]);
+    } finally {
+      tmp.cleanup();
+    }
+  });
+});

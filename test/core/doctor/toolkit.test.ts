@@ -1,0 +1,68 @@
+import {afterEach, beforeEach, describe, expect, test} from '@jest/globals';
+import {join} from 'node:path';
+import {driverFindings, findForwardCompat} from '../../../src/core/doctor/compat.js';
+import {condaFindings} from '../../../src/core/doctor/conda.js';
+import {readDriver} from '../../../src/core/doctor/driver.js';
+import {defaultDeps} from '../../../src/core/doctor/engine.js';
+import {runDoctor} from '../../../src/core/doctor/index.js';
+import {inspectToolkits} from '../../../src/core/doctor/toolkit.js';
+import {makeTempDir} from '../../helpers/tmp.js';
+import {PROC_PROPRIETARY, installVersion, makeMachine, setGlobal, write, type Machine} from './machine.js';
+
+describe('the active selection', () => {
+  let tmp: {dir: string; cleanup: () => void};
+  let m: Machine;
+  beforeEach(() => {
+    tmp = makeTempDir();
+    m = makeMachine(tmp.dir);
+  });
+  afterEach(() => tmp.cleanup());
+
+  test('a selected version that is not installed is an error with the install command', () => {
+    write(join(m.root, '.cuda-version'), '12.6\n');
+    const s = inspectToolkits(m.ctx());
+    expect(s.findings).toEqual([
+      expect.objectContaining({id: 'toolkit.not-installed', severity: 'error', fix: expect.stringContaining('cudaenv install 12.6')}),
+      expect.objectContaining({id: 'toolkit.none', severity: 'info'}),
+    ]);
+    expect(s.selection).toMatchObject({spec: '12.6', installed: false, origin: `set by ${join(m.root, '.cuda-version')}`});
+  });
+
+  test('an unreadable selection is an error that names it; version file warnings pass through', () => {
+    m.env = {...m.env, CUDAENV_VERSION: '12.4; rm -rf /'};
+    const bad = inspectToolkits(m.ctx());
+    expect(bad.findings[0]).toMatchObject({id: 'toolkit.selection-invalid', severity: 'error'});
+    expect(bad.findings[0]!.evidence.join('\n')).toContain('CUDAENV_VERSION');
+    m.env = {...m.env, CUDAENV_VERSION: undefined};
+    installVersion(m, '12.4.1');
+    write(join(m.root, '.cuda-version'), '12.4\nfrobnicate=1\n');
+    const warned = inspectToolkits(m.ctx());
+    expect(warned.findings.map((f) => [f.id, f.severity])).toEqual([['toolkit.version-file-warning', 'warning']]);
+    expect(warned.active).toMatchObject({source: 'cudaenv', label: '12.4.1', version: '12.4.1'});
+  });
+
+  test('a toolkit newer than the driver table is said as such', () => {
+    write(join(m.sysroot, 'proc/driver/nvidia/version'), PROC_PROPRIETARY);
+    installVersion(m, '13.9.0');
+    setGlobal(m, '13.9');
+    const ctx = m.ctx();
+    const s = inspectToolkits(ctx);
+    const [f] = driverFindings(ctx, readDriver(ctx), s.active, findForwardCompat(ctx, s.active));
+    expect(f).toMatchObject({id: 'driver.toolkit-unknown', severity: 'info'});
+  });
+
+  test('a conda hook without a version is flagged for reinstalling', () => {
+    const prefix = join(tmp.dir, 'envs/x');
+    write(join(prefix, 'etc/conda/activate.d/~~cudaenv.sh'), 'echo hello\n');
+    m.env = {...m.env, CONDA_PREFIX: prefix};
+    const ctx = m.ctx();
+    expect(condaFindings(ctx, inspectToolkits(ctx)).findings).toEqual([expect.objectContaining({id: 'conda.hook-unreadable', severity: 'warning'})]);
+  });
+
+  test('an interpreter that reports no site-packages is said, and nothing else is assumed', async () => {
+    write(join(m.bin, 'python3'), '#!/bin/sh\nexit 3\n', 0o755);
+    const report = await runDoctor(m.ctx(), defaultDeps);
+    expect(report.findings.find((f) => f.id === 'pytorch.no-site-packages')?.severity).toBe('info');
+    expect(report.facts.python).toEqual({interpreter: join(m.bin, 'python3'), sitePackages: [], cudaLibraryDirs: [], torch: null});
+  });
+});
