@@ -16,14 +16,21 @@ export function formatProblems(report: CheckReport, options: {strict?: boolean} 
   // Symbols of a library that is not found at all are a consequence, not news: count them.
   const missing = new Set(report.problems.filter((p) => p.kind === 'not-found').map((p) => `${p.object}\0${p.library}`));
   const consequences = new Map<string, number>();
+  // Unversioned references are listed per object in one line: a plugin directory has hundreds.
+  const unversioned = new Map<string, string[]>();
   for (const p of report.problems) {
-    if ((p.kind === 'undefined-symbol') && missing.has(`${p.object}\0${p.library}`)) {
+    if (p.kind === 'undefined-symbol' && missing.has(`${p.object}\0${p.library}`)) {
       const key = `${p.object}\0${p.library}`;
       consequences.set(key, (consequences.get(key) ?? 0) + 1);
       continue;
     }
-    const failing = p.kind !== 'unversioned-undefined-symbol' || options.strict;
-    lines.push(`${failing ? 'error' : 'note'}: ${LABEL[p.kind]}: ${p.summary}`);
+    if (p.kind === 'unversioned-undefined-symbol') {
+      const list = unversioned.get(p.object) ?? [];
+      list.push(p.symbol!);
+      unversioned.set(p.object, list);
+      continue;
+    }
+    lines.push(`error: ${LABEL[p.kind]}: ${p.summary}`);
     if (p.chosen) lines.push(`  picked:   ${p.chosen}`);
     if (p.shadowed) lines.push(`  shadowed: ${p.shadowed}`);
     lines.push(`  why:      ${p.explanation}`);
@@ -32,6 +39,15 @@ export function formatProblems(report: CheckReport, options: {strict?: boolean} 
   for (const [key, n] of consequences) {
     const [object, library] = key.split('\0');
     lines.push(`error: ${n} undefined symbol${n === 1 ? '' : 's'} of ${object} would come from ${library}, which is not found (see above)`);
+  }
+  const level = options.strict ? 'error' : 'note';
+  for (const [object, symbols] of unversioned) {
+    const shown = symbols.slice(0, 4).join(', ') + (symbols.length > 4 ? `, ... (${symbols.length - 4} more)` : '');
+    lines.push(`${level}: ${object} references ${symbols.length} unversioned symbol${symbols.length === 1 ? '' : 's'} nothing loaded defines: ${shown}`);
+  }
+  if (unversioned.size > 0) {
+    lines.push(`${level}: unversioned undefined symbols are normal for plugins and Python extension modules (the loading program defines them);` +
+      ` ${options.strict ? 'they fail this check because of --strict' : 'they fail only with --strict'}. Check extension modules with --exe "$(command -v python3)".`);
   }
   return lines;
 }

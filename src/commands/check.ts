@@ -1,0 +1,84 @@
+import {Args, Flags} from '@oclif/core';
+import {existsSync} from 'node:fs';
+import {join} from 'node:path';
+import {CudaenvCommand} from '../cli/base.js';
+import {UsageError} from '../core/errors.js';
+import type {CheckReport} from '../core/elf/api.js';
+import {toolkitEnvironment, toolkitLibDir, type LdLibraryPathPolicy} from '../core/shell/toolkit-env.js';
+import {loadSettings} from '../core/store/settings.js';
+import {findSitePackages, pythonCudaLibDirs} from '../core/system/python-env.js';
+import {notInstalledError, resolveSpec} from '../core/versions/resolve.js';
+import {describeOrigin, requireSelection} from '../core/versions/select.js';
+import {parseSpec} from '../core/versions/spec.js';
+
+export default class Check extends CudaenvCommand {
+  static override summary = 'Predict what the dynamic loader will do with CUDA libraries, before anything fails.';
+  static override description = 'Models glibc\'s ld.so statically (search order, ld.so.cache, symbol versions) for every shared object given, or for the active toolkit and the active Python environment\'s CUDA libraries. Exit status 0: everything would load; 1: something would fail; 2: bad usage.';
+  static override examples = [
+    '<%= config.bin %> check',
+    '<%= config.bin %> check --cuda 12.4',
+    '<%= config.bin %> check /usr/local/cuda/lib64 --tree',
+    '<%= config.bin %> check $VIRTUAL_ENV/lib/python3.11/site-packages/torch/lib --ld-library-path /usr/local/cuda-12.3/lib64',
+    '<%= config.bin %> check ext.cpython-311-x86_64-linux-gnu.so --exe "$(command -v python3)"',
+  ];
+  static override strict = false;
+  static override args = {path: Args.string({description: 'shared objects or directories (every ELF shared object in them)'})};
+  static override flags = {
+    'ld-library-path': Flags.string({description: 'check as if LD_LIBRARY_PATH had this value ("" for unset; default: the current environment)'}),
+    cuda: Flags.string({description: 'check as if this CUDA version were active'}),
+    exe: Flags.string({description: 'a program put first in the symbol scope (python for extension modules)'}),
+    recursive: Flags.boolean({char: 'r', description: 'also check shared objects in subdirectories'}),
+    tree: Flags.boolean({description: 'print the dependency tree with the resolved path and rule on every edge'}),
+    strict: Flags.boolean({description: 'fail on unversioned undefined symbols too'}),
+  };
+
+  async run(): Promise<CheckReport> {
+    const {flags, argv} = await this.parse(Check);
+    const paths = argv as string[];
+    let ldLibraryPath = flags['ld-library-path'] !== undefined ? flags['ld-library-path'] : process.env.LD_LIBRARY_PATH;
+    if (ldLibraryPath === '') ldLibraryPath = undefined;
+    const targets = [...paths];
+    if (flags.cuda) {
+      const r = resolveSpec(this.paths, parseSpec(flags.cuda));
+      if (!r.system && !r.label) throw notInstalledError(r, '--cuda');
+      const dir = r.label ? join(this.paths.versions, r.label) : undefined;
+      const policy = ((await loadSettings(this.paths)).get('ldLibraryPath') ?? 'prepend') as LdLibraryPathPolicy;
+      const env = toolkitEnvironment({...process.env, LD_LIBRARY_PATH: ldLibraryPath}, dir, this.paths.versions, policy);
+      ldLibraryPath = env.LD_LIBRARY_PATH || undefined;
+      if (targets.length === 0 && dir) targets.push(toolkitLibDir(dir));
+    } else if (targets.length === 0) {
+      const sel = requireSelection(this.paths);
+      if (sel.path) targets.push(toolkitLibDir(sel.path));
+      else if (process.env.CUDA_HOME && existsSync(process.env.CUDA_HOME)) targets.push(toolkitLibDir(process.env.CUDA_HOME));
+      else if (existsSync('/usr/local/cuda')) targets.push(toolkitLibDir('/usr/local/cuda'));
+      if (targets.length === 0) {
+        this.warn2(`no cudaenv version is active (${describeOrigin(sel.origin)}) and there is no /usr/local/cuda`);
+      }
+    }
+    if (paths.length === 0) targets.push(...pythonCudaLibDirs(findSitePackages({env: process.env})));
+    if (targets.length === 0) {
+      throw new UsageError('nothing to check', 'Name shared objects or directories (cudaenv check /path/to/lib), or choose a version with `cudaenv use`.');
+    }
+    const {checkLibraries, firstProblemLine} = await import('../core/elf/index.js');
+    const report = await checkLibraries({
+      targets,
+      ldLibraryPath,
+      preload: process.env.LD_PRELOAD ? [process.env.LD_PRELOAD] : undefined,
+      exe: flags.exe,
+      recursive: flags.recursive,
+      strict: flags.strict,
+      sysroot: process.env.CUDAENV_SYSROOT || undefined,
+      storeVersionsDir: this.paths.versions,
+    });
+    if (!report.ok) process.exitCode = 1;
+    if (!this.jsonEnabled()) {
+      const {formatProblems, formatSkipped, formatTree} = await import('../core/elf/format.js');
+      const out: string[] = [];
+      if (flags.tree) out.push(...formatTree(report), '');
+      out.push(...formatSkipped(report), ...formatProblems(report, {strict: flags.strict}));
+      out.push(firstProblemLine(report, {strict: flags.strict}));
+      this.log(out.join('\n'));
+    }
+    return report;
+  }
+}

@@ -1,0 +1,132 @@
+import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
+import {writeFileSync} from 'node:fs';
+import {join} from 'node:path';
+import {cliEnv, runCli} from '../helpers/cli.js';
+import {makeTempDir} from '../helpers/tmp.js';
+import {buildLib, HAVE_GCC} from '../core/elf/fixtures.js';
+
+/** `cudaenv check` through the built CLI, on gcc-built fixtures laid out like pip wheels and a store. */
+if (!HAVE_GCC) console.warn('skipping cudaenv check command tests: gcc is needed to build fixtures');
+const d = HAVE_GCC ? describe : describe.skip;
+
+d('cudaenv check', () => {
+  let tmp: {dir: string; cleanup: () => void};
+  let store: string;
+  let oldDir: string;
+  let cusparse: string;
+  let ext: string;
+  let env: NodeJS.ProcessEnv;
+
+  beforeAll(() => {
+    tmp = makeTempDir('cudaenv-check-cmd-');
+    store = join(tmp.dir, 'store');
+    const sp = join(tmp.dir, 'venv', 'lib', 'python3.11', 'site-packages');
+    const jit = buildLib({
+      out: join(sp, 'nvidia', 'nvjitlink', 'lib', 'libnvJitLink.so.12'), soname: 'libnvJitLink.so.12',
+      source: 'int __nvJitLinkComplete_12_4(void){return 0;}\n',
+      versionScript: 'libnvJitLink.so.12 { global: __nvJitLinkComplete_12_4; local: *; };\n',
+    });
+    oldDir = join(store, 'versions', '12.3.2', 'lib64');
+    buildLib({
+      out: join(oldDir, 'libnvJitLink.so.12'), soname: 'libnvJitLink.so.12', source: 'int __nvJitLinkComplete_12_3(void){return 0;}\n',
+      versionScript: 'libnvJitLink.so.12 { global: __nvJitLinkComplete_12_3; local: *; };\n',
+    });
+    cusparse = buildLib({
+      out: join(sp, 'nvidia', 'cusparse', 'lib', 'libcusparse.so.12'), soname: 'libcusparse.so.12',
+      source: '#include <stdlib.h>\nint __nvJitLinkComplete_12_4(void);\nint cusparseCreate(void){return __nvJitLinkComplete_12_4() + (getenv("X") != 0);}\n',
+      link: [jit], runpath: '$ORIGIN:$ORIGIN/../../nvjitlink/lib',
+    });
+    writeFileSync(join(sp, 'nvidia', 'cusparse', 'lib', 'libcusparse.so'), '/* GNU ld script */\nINPUT(libcusparse.so.12)\n');
+    ext = buildLib({out: join(tmp.dir, 'ext', 'mod.so'), source: 'extern long PyLong_AsLong(void*); long m(void*o){return PyLong_AsLong(o);}\n'});
+    env = cliEnv(store, {LD_LIBRARY_PATH: '', VIRTUAL_ENV: join(tmp.dir, 'venv'), LD_PRELOAD: ''});
+    delete env.LD_LIBRARY_PATH;
+    delete env.LD_PRELOAD;
+  });
+  afterAll(() => tmp?.cleanup());
+
+  test('a clean directory: exit 0, one summary line, the linker script skipped with a note', () => {
+    const r = runCli(['check', join(tmp.dir, 'venv', 'lib', 'python3.11', 'site-packages', 'nvidia', 'cusparse', 'lib')], {env});
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain('libcusparse.so: a linker script');
+    expect(r.stdout.trim().split('\n').pop()).toBe('all 1 library resolves');
+  });
+
+  test('the seed case: exit 1, the rule, the shadowed candidate and the fix', () => {
+    const r = runCli(['check', cusparse, '--ld-library-path', oldDir], {env});
+    expect(r.status).toBe(1);
+    expect(r.stdout).toContain('error: undefined symbol:');
+    expect(r.stdout).toContain(`picked:   ${oldDir}/libnvJitLink.so.12 (LD_LIBRARY_PATH entry ${oldDir})`);
+    expect(r.stdout).toMatch(/shadowed: .*nvjitlink\/lib\/libnvJitLink\.so\.12 \(DT_RUNPATH entry \$ORIGIN\/\.\.\/\.\.\/nvjitlink\/lib of .*\), which would satisfy it/);
+    expect(r.stdout.trim().split('\n').pop()).toMatch(/^this LD_LIBRARY_PATH makes the nvidia-cusparse wheel's libcusparse\.so\.12 bind .*12\.3\.2\/lib64\/libnvJitLink\.so\.12, which lacks __nvJitLinkComplete_12_4; run `cudaenv use 12\.3\.2 --ld-library-path none`/);
+  });
+
+  test('--json: ok, objects with needed edges and via, problems with every field', () => {
+    const r = runCli(['check', cusparse, '--ld-library-path', oldDir, '--json'], {env});
+    expect(r.status).toBe(1);
+    const j = JSON.parse(r.stdout);
+    expect(j.ok).toBe(false);
+    expect(j.objects[0]).toMatchObject({path: cusparse, soname: 'libcusparse.so.12'});
+    expect(j.objects[0].needed).toContainEqual(expect.objectContaining({name: 'libnvJitLink.so.12', path: `${oldDir}/libnvJitLink.so.12`, via: 'ld_library_path'}));
+    expect(j.objects[0].needed).toContainEqual(expect.objectContaining({name: 'libc.so.6', via: 'ld.so.cache'}));
+    const p = j.problems.find((x: {kind: string}) => x.kind === 'undefined-symbol');
+    expect(Object.keys(p)).toEqual(expect.arrayContaining(['kind', 'object', 'library', 'version', 'symbol', 'chosen', 'shadowed', 'explanation', 'fix']));
+    expect(p).toMatchObject({object: cusparse, library: 'libnvJitLink.so.12', version: 'libnvJitLink.so.12', symbol: '__nvJitLinkComplete_12_4'});
+    const clean = JSON.parse(runCli(['check', cusparse, '--json'], {env}).stdout);
+    expect(clean.ok).toBe(true);
+    expect(clean.problems).toEqual([]);
+  });
+
+  test('--tree shows the resolved path and the rule on every edge', () => {
+    const r = runCli(['check', cusparse, '--tree'], {env});
+    expect(r.status).toBe(0);
+    const lines = r.stdout.split('\n');
+    expect(lines[0]).toBe(cusparse);
+    expect(r.stdout).toMatch(/[├└]── libnvJitLink\.so\.12 => .*nvjitlink\/lib\/libnvJitLink\.so\.12 \[runpath: DT_RUNPATH entry \$ORIGIN\/\.\.\/\.\.\/nvjitlink\/lib of /);
+    expect(r.stdout).toMatch(/libc\.so\.6 => \/\S+libc\.so\.6 \[ld\.so\.cache: /);
+  });
+
+  test('unversioned undefined symbols are a note, a failure with --strict, and fine with --exe python', () => {
+    const r = runCli(['check', ext], {env});
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain('PyLong_AsLong');
+    expect(runCli(['check', ext, '--strict'], {env}).status).toBe(1);
+    const strictJson = JSON.parse(runCli(['check', ext, '--strict', '--json'], {env}).stdout);
+    expect(strictJson.ok).toBe(false);
+    const withExe = runCli(['check', ext, '--strict', '--exe', '/usr/bin/python3'], {env});
+    if (withExe.stderr.includes('no such file')) {
+      console.warn('skipping --exe part: /usr/bin/python3 is missing');
+      return;
+    }
+    expect(withExe.status).toBe(0);
+  });
+
+  test('--cuda SPEC checks as if that version were active (its lib64 first on LD_LIBRARY_PATH)', () => {
+    const r = runCli(['check', cusparse, '--cuda', '12.3'], {env});
+    expect(r.status).toBe(1);
+    expect(r.stdout).toContain('cudaenv use 12.3.2 --ld-library-path none');
+    const none = runCli(['check', cusparse, '--cuda', '12.3', '--ld-library-path', '/nonexistent'], {env});
+    expect(none.status).toBe(1);
+    // Without PATH: the version's libraries plus the Python environment's CUDA libraries.
+    const all = JSON.parse(runCli(['check', '--cuda', '12.3', '--json'], {env}).stdout);
+    expect(all.checked).toEqual(expect.arrayContaining([`${oldDir}/libnvJitLink.so.12`, cusparse]));
+    expect(all.ok).toBe(false);
+    const missing = runCli(['check', '--cuda', '11.8'], {env});
+    expect(missing.status).not.toBe(0);
+    expect(missing.stderr).toContain('11.8');
+  });
+
+  test('bad usage exits 2 with a clear message', () => {
+    const nothing = runCli(['check', join(tmp.dir, 'nope.so')], {env});
+    expect(nothing.status).toBe(2);
+    expect(nothing.stderr).toContain('nope.so: no such file or directory');
+    const script = join(tmp.dir, 'venv', 'lib', 'python3.11', 'site-packages', 'nvidia', 'cusparse', 'lib', 'libcusparse.so');
+    const notElf = runCli(['check', script], {env});
+    expect(notElf.status).toBe(2);
+    expect(notElf.stderr).toContain('a linker script');
+    expect(runCli(['check', cusparse, '--bogus'], {env}).status).toBe(2);
+    const badExe = runCli(['check', cusparse, '--exe', script], {env});
+    expect(badExe.status).toBe(2);
+    expect(badExe.stderr).toContain('--exe');
+  });
+});
