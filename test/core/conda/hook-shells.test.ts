@@ -1,0 +1,134 @@
+import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
+import {mkdirSync, readFileSync, writeFileSync} from 'node:fs';
+import {join} from 'node:path';
+import {writeHook} from '../../../src/core/conda/hook-files.js';
+import {makeTempDir} from '../../helpers/tmp.js';
+import {driver, envDiff, hasShell, readDump, runDriver, SHELLS, type Family, type ShellName, type Step} from './conda-sim.js';
+import {makeCondaPrefix} from './fixtures-env.js';
+
+/*
+ * conda's documented sequences, in real shells, on conda-like prefixes with a package's own
+ * activation script that also changes LD_LIBRARY_PATH. After every sequence the exported
+ * environment must equal the one before it, variable by variable.
+ */
+
+const tmp = makeTempDir('cudaenv-conda-shells-');
+// Spaces, both quotes, $, ! and a backslash: every quoting rule gets exercised.
+const TA = join(tmp.dir, `tool kit 'A' "q" $HOME !x \\y`);
+const TB = join(tmp.dir, 'tkB');
+const GONE = join(tmp.dir, 'removed-toolkit');
+const A = join(tmp.dir, 'envs', 'a');
+const B = join(tmp.dir, 'envs', 'b');
+const C = join(tmp.dir, 'envs', 'c');
+
+beforeAll(() => {
+  for (const t of [TA, TB]) {
+    mkdirSync(join(t, 'bin'), {recursive: true});
+    mkdirSync(join(t, 'lib64'), {recursive: true});
+  }
+  makeCondaPrefix(A, 'A');
+  makeCondaPrefix(B, 'B');
+  makeCondaPrefix(C, 'C');
+  writeHook(A, {version: '12.4.1', toolkit: TA, ldLibraryPath: 'prepend'});
+  writeHook(B, {version: '12.2.0', toolkit: TB, ldLibraryPath: 'prepend'});
+  writeHook(C, {version: '11.8.0', toolkit: GONE, ldLibraryPath: 'prepend'});
+});
+afterAll(() => tmp.cleanup());
+
+const mark = (text: string): Step => ({raw: {
+  posix: `echo ${text} >> "$TRACE_FILE"`, fish: `echo ${text} >> $TRACE_FILE`, csh: `echo ${text} >> $TRACE_FILE:q`,
+} satisfies Record<Family, string>});
+
+/** Fails the run (a line on stderr) if a hook left one of its shell temporaries behind. */
+const LEFTOVERS: Step = {raw: {
+  posix: `if set | grep -q '^_cudaenv'; then echo "LEFTOVER shell variable" >&2; fi`,
+  fish: `if set -n | grep -q '^_cudaenv'; echo "LEFTOVER shell variable" >&2; end`,
+  csh: `set | grep '^_cudaenv' >& /dev/null\nif ( $status == 0 ) echo "LEFTOVER shell variable" > /dev/stderr`,
+}};
+
+/** Sequences: [name, steps]; each starts from `<name>.before` and ends at `<name>.after`. */
+const SEQUENCES: Array<[string, Step[]]> = [
+  ['simple', [{conda: ['activate', A]}, {dump: 'simple.mid'}, {conda: ['deactivate']}]],
+  ['switch', [{conda: ['activate', A]}, {conda: ['activate', B]}, {dump: 'switch.mid'}, {conda: ['deactivate']}, {dump: 'switch.back'}, {conda: ['deactivate']}]],
+  ['stacked', [{conda: ['activate', A]}, {conda: ['activate', '--stack', B]}, {dump: 'stacked.mid'}, {conda: ['deactivate']}, {dump: 'stacked.back'}, {conda: ['deactivate']}]],
+  ['reactivate', [{conda: ['activate', A]}, {conda: ['reactivate']}, {conda: ['reactivate']}, {dump: 'reactivate.mid'}, {conda: ['deactivate']}]],
+  ['gone', [{conda: ['activate', C]}, {dump: 'gone.mid'}, {conda: ['deactivate']}]],
+];
+
+const STARTS: Record<string, NodeJS.ProcessEnv> = {
+  unset: {},
+  empty: {LD_LIBRARY_PATH: '', CUDA_HOME: ''},
+  set: {LD_LIBRARY_PATH: '/usr/lib/x86_64-linux-gnu/extra:/opt/y', CUDA_HOME: '/opt/cuda', CUDA_PATH: '/opt/cuda'},
+};
+
+function baseEnv(start: NodeJS.ProcessEnv, trace: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {
+    PATH: `/fake/conda/condabin:${process.env.PATH}`, HOME: process.env.HOME, LANG: 'C.UTF-8', CONDA_SHLVL: '0', TRACE_FILE: trace,
+    ...start,
+  };
+  return env;
+}
+
+const first = (list: string | undefined) => (list ?? '').split(':')[0];
+
+for (const shell of SHELLS as ShellName[]) {
+  const run = hasShell(shell) ? describe : describe.skip;
+  if (!hasShell(shell)) console.warn(`skipping conda hook tests in ${shell}: not installed (apt-get install ${shell})`);
+  run(`conda hook in ${shell}`, () => {
+    for (const [startName, start] of Object.entries(STARTS)) {
+      test(`every sequence restores the environment exactly (LD_LIBRARY_PATH ${startName})`, () => {
+        const out = join(tmp.dir, 'runs', `${shell}-${startName}`);
+        mkdirSync(out, {recursive: true});
+        const trace = join(out, 'trace');
+        writeFileSync(trace, '');
+        const steps: Step[] = [];
+        for (const [name, seq] of SEQUENCES) steps.push(mark(`--- ${name}`), {dump: `${name}.before`}, ...seq, {dump: `${name}.after`}, LEFTOVERS);
+        const r = runDriver(shell, driver(shell, steps, out), out, baseEnv(start, trace));
+        expect({status: r.status, stderr: r.stderr.replace(/^cudaenv: CUDA 11\.8\.0 .*\n/gm, '')}).toEqual({status: 0, stderr: ''});
+        // One warning per activation of the hook whose toolkit has gone, nothing else.
+        expect(r.stderr.split('\n').filter((l) => l.includes('no longer installed'))).toHaveLength(1);
+
+        for (const [name] of SEQUENCES) {
+          expect({sequence: name, diff: envDiff(readDump(out, `${name}.before`), readDump(out, `${name}.after`))}).toEqual({sequence: name, diff: []});
+        }
+
+        // While active, the toolkit comes first (cudaenv's script ran after the package's).
+        const mid = readDump(out, 'simple.mid');
+        expect(mid.get('CUDA_HOME')).toBe(TA);
+        expect(mid.get('CUDA_PATH')).toBe(TA);
+        expect(first(mid.get('PATH'))).toBe(join(TA, 'bin'));
+        expect(mid.get('LD_LIBRARY_PATH')!.split(':').slice(0, 2)).toEqual([join(TA, 'lib64'), '/pkg/A/lib']);
+        expect(mid.get('LD_LIBRARY_PATH')).not.toMatch(/:$/); // no empty entry (the current directory)
+        for (const key of ['switch.mid', 'stacked.mid']) {
+          const m = readDump(out, key);
+          expect(m.get('CUDA_HOME')).toBe(TB);
+          expect(first(m.get('PATH'))).toBe(join(TB, 'bin'));
+          expect(m.get('PATH')!.split(':')).not.toContain(join(TA, 'bin'));
+          expect(first(m.get('LD_LIBRARY_PATH'))).toBe(join(TB, 'lib64'));
+          expect(m.get('LD_LIBRARY_PATH')!.split(':')).not.toContain(join(TA, 'lib64'));
+        }
+        for (const key of ['switch.back', 'stacked.back', 'reactivate.mid']) {
+          const m = readDump(out, key);
+          expect(m.get('CUDA_HOME')).toBe(TA);
+          expect(m.get('PATH')!.split(':').filter((e) => e === join(TA, 'bin'))).toHaveLength(1);
+          expect(first(m.get('PATH'))).toBe(join(TA, 'bin'));
+          expect(m.get('PATH')!.split(':')).not.toContain(join(TB, 'bin'));
+          expect(first(m.get('LD_LIBRARY_PATH'))).toBe(join(TA, 'lib64'));
+          // After a stacked env's deactivation the package script restores a snapshot that
+          // still holds A's entry, so only the switch and reactivation cases count exactly one.
+          if (key !== 'stacked.back') expect(m.get('LD_LIBRARY_PATH')!.split(':').filter((e) => e === join(TA, 'lib64'))).toHaveLength(1);
+        }
+        // A toolkit that has gone: the hook changes nothing.
+        expect(envDiff(readDump(out, 'gone.before'), readDump(out, 'gone.mid')).filter((d) => !/^(CONDA_|PATH:|_PKG_|LD_LIBRARY_PATH:)/.test(d))).toEqual([]);
+        expect(readDump(out, 'gone.mid').get('CUDA_HOME')).toBe(start.CUDA_HOME);
+
+        // Order: the package's activate script never sees cudaenv's entry (cudaenv runs after),
+        // and its deactivate script never does either (cudaenv's deactivate runs first).
+        const simple = readFileSync(trace, 'utf8').split('--- switch')[0];
+        const pkgLines = simple.split('\n').filter((l) => l.startsWith('pkg-'));
+        expect(pkgLines.map((l) => l.split(' ')[0])).toEqual(['pkg-activate', 'pkg-deactivate']);
+        for (const l of pkgLines) expect(l).not.toContain(join(TA, 'lib64'));
+      });
+    }
+  });
+}
