@@ -95,6 +95,17 @@ export function lookupCheck(paths: StorePaths, label: string, key: CacheKey): st
 const LINE_SAFE = /^[^\t\n\r]*$/;
 
 export function storeCheck(paths: StorePaths, label: string, entry: CacheEntry): void {
+  try {
+    writeCheck(paths, label, entry);
+  } catch (error) {
+    // A read-only store (shared on a cluster, no write permission) still serves switches:
+    // the result is only not cached.
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== 'EACCES' && code !== 'EPERM' && code !== 'EROFS') throw error;
+  }
+}
+
+function writeCheck(paths: StorePaths, label: string, entry: CacheEntry): void {
   const kept = readEntries(paths, label).filter((e) => !sameKey(e, entry) && fresh(e));
   const entries = [entry, ...kept].slice(0, MAX_ENTRIES);
   const {json, text} = files(paths, label);
