@@ -60,7 +60,8 @@ export function pointerFindings(ctx: DoctorContext, state: ToolkitState): {point
     if (!active?.real || e.t.real === active.real) continue;
     if (active.source === 'nvcc on PATH' && e.name === 'nvcc') continue;
     const fix = e.name === '/usr/local/cuda'
-      ? (label ? `sudo cudaenv link ${label} (build systems and IDEs that read /usr/local/cuda then agree)` : `sudo ln -sfn ${quoteSh(active.real)} /usr/local/cuda`)
+      ? (label ? `sudo cudaenv link ${label} (build systems and IDEs that read /usr/local/cuda then agree)`
+        : `cudaenv add ${quoteSh(active.real)}, then sudo cudaenv link ${active.version ?? 'VERSION'}`)
       : label ? `cudaenv use ${label} (sets PATH, CUDA_HOME and CUDA_PATH together)`
         : e.name === 'nvcc' ? `put ${active.real}/bin first on PATH` : `export ${e.name}=${quoteSh(active.real)}`;
     findings.push({

@@ -1,7 +1,7 @@
-import {readFileSync, statSync} from 'node:fs';
+import {closeSync, openSync, readFileSync, readSync, statSync} from 'node:fs';
 import {dirname, join} from 'node:path';
 import {formatError} from '../errors.js';
-import {detectToolkitVersion} from '../versions/detect.js';
+import {detectToolkitVersion, toolkitEvidence} from '../versions/detect.js';
 import {describeOrigin, selectVersion} from '../versions/select.js';
 import {firstOnPath} from '../system/python-env.js';
 import {sysPath, sysRealpath} from './sysroot.js';
@@ -94,6 +94,45 @@ export function nvccToolkitRoot(nvcc: string): string {
   return dirname(dirname(nvcc));
 }
 
+/**
+ * The absolute `.../bin/nvcc` a small wrapper script hands over to (`exec /usr/local/cuda-13.0/bin/nvcc "$@"`),
+ * read as text, never run.
+ */
+export function nvccWrapperTarget(path: string): string | undefined {
+  let text: string;
+  try {
+    const fd = openSync(path, 'r');
+    try {
+      const buf = Buffer.alloc(4096);
+      text = buf.subarray(0, readSync(fd, buf, 0, 4096, 0)).toString('utf8');
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return undefined;
+  }
+  if (!text.startsWith('#!')) return undefined;
+  const m = /(\/[^\s'"$`;|&]*\/bin\/nvcc)(?=["'\s]|$)/m.exec(text.split('\n').slice(1).join('\n'));
+  return m?.[1];
+}
+
+/**
+ * The toolkit `which nvcc` runs: the parent of the directory of the real file, or, for a
+ * wrapper script outside any toolkit (/usr/local/bin/nvcc), the toolkit it hands over to.
+ */
+export function toolkitOfNvcc(ctx: DoctorContext, nvcc: string): ToolkitDir {
+  const real = realOrUndefined(nvcc) ?? nvcc;
+  const direct = describeToolkitDir(ctx, nvccToolkitRoot(real));
+  // bin/nvcc alone does not make a toolkit: /usr/local/bin/nvcc is often a wrapper.
+  if (direct.version || (direct.real && toolkitEvidence(direct.real).some((e) => e !== 'bin/nvcc'))) return direct;
+  const target = nvccWrapperTarget(real);
+  if (target && target !== real) {
+    const wrapped = describeToolkitDir(ctx, nvccToolkitRoot(realOrUndefined(target) ?? target));
+    if (wrapped.real) return wrapped;
+  }
+  return direct;
+}
+
 export function inspectToolkits(ctx: DoctorContext): ToolkitState {
   const findings: Finding[] = [];
   const selection = readSelection(ctx, findings);
@@ -104,7 +143,7 @@ export function inspectToolkits(ctx: DoctorContext): ToolkitState {
   const nvccPath = firstOnPath(['nvcc'], ctx.env.PATH);
   if (nvccPath) {
     const shim = dirname(nvccPath) === ctx.paths.shims;
-    const toolkit = shim && selection.path ? describeToolkitDir(ctx, selection.path) : describeToolkitDir(ctx, nvccToolkitRoot(nvccPath));
+    const toolkit = shim && selection.path ? describeToolkitDir(ctx, selection.path) : toolkitOfNvcc(ctx, nvccPath);
     nvcc = {path: nvccPath, shim, toolkit};
   }
 

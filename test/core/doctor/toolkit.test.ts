@@ -1,4 +1,5 @@
 import {afterEach, beforeEach, describe, expect, test} from '@jest/globals';
+import {mkdirSync, symlinkSync} from 'node:fs';
 import {join} from 'node:path';
 import {driverFindings, findForwardCompat} from '../../../src/core/doctor/compat.js';
 import {condaFindings} from '../../../src/core/doctor/conda.js';
@@ -6,6 +7,7 @@ import {readDriver} from '../../../src/core/doctor/driver.js';
 import {defaultDeps} from '../../../src/core/doctor/engine.js';
 import {runDoctor} from '../../../src/core/doctor/index.js';
 import {inspectToolkits} from '../../../src/core/doctor/toolkit.js';
+import {makeFakeToolkit} from '../../helpers/toolkit.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {PROC_PROPRIETARY, installVersion, makeMachine, setGlobal, write, type Machine} from './machine.js';
 
@@ -39,6 +41,17 @@ describe('the active selection', () => {
     const warned = inspectToolkits(m.ctx());
     expect(warned.findings.map((f) => [f.id, f.severity])).toEqual([['toolkit.version-file-warning', 'warning']]);
     expect(warned.active).toMatchObject({source: 'cudaenv', label: '12.4.1', version: '12.4.1'});
+  });
+
+  test('nvcc on PATH: the real file\'s toolkit, or the toolkit a wrapper script hands over to', () => {
+    const tk = makeFakeToolkit(join(tmp.dir, 'opt/cuda-12.6'), {version: '12.6.3'});
+    write(join(m.bin, 'nvcc'), `#!/bin/sh\nexec ${join(tk, 'bin', 'nvcc')} "$@"\n`, 0o755);
+    expect(inspectToolkits(m.ctx()).active).toMatchObject({source: 'nvcc on PATH', real: tk, version: '12.6.3'});
+    const links = join(tmp.dir, 'links');
+    mkdirSync(links);
+    symlinkSync(join(tk, 'bin', 'nvcc'), join(links, 'nvcc'));
+    m.env = {...m.env, PATH: links};
+    expect(inspectToolkits(m.ctx()).nvcc).toMatchObject({path: join(links, 'nvcc'), shim: false, toolkit: {real: tk, version: '12.6.3'}});
   });
 
   test('a toolkit newer than the driver table is said as such', () => {
