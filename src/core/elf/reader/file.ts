@@ -1,3 +1,4 @@
+import {constants} from 'node:fs';
 import {open, type FileHandle} from 'node:fs/promises';
 import {isErrno} from '../../errors.js';
 import {ElfError} from './errors.js';
@@ -29,7 +30,9 @@ export class ElfFile {
   static async open(path: string): Promise<ElfFile> {
     let fh: FileHandle;
     try {
-      fh = await open(path, 'r');
+      // O_NONBLOCK: opening a FIFO named like a library must not wait for a writer (it is rejected
+      // below as not a regular file); for regular files the flag changes nothing.
+      fh = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
     } catch (error) {
       throw ioError(path, error);
     }

@@ -85,7 +85,7 @@ describeTools('readElf on malformed input', () => {
     expect(await outcome(lib)).toBe('ok');
   });
 
-  test('an empty file, a text file, linker scripts, a directory, a missing path', async () => {
+  test('an empty file, a text file, linker scripts, a directory, a FIFO, a device, a missing path', async () => {
     const empty = join(dir, 'libempty.so');
     writeFileSync(empty, '');
     await expectElfError(empty, 'truncated', /too short/);
@@ -106,6 +106,10 @@ describeTools('readElf on malformed input', () => {
     mkdirSync(sub);
     const dirError = await expectElfError(sub, 'io', /directory/);
     expect(dirError.errno).toBe('EISDIR');
+    const fifo = join(dir, 'libfifo.so');
+    execFileSync('mkfifo', [fifo]);
+    await expectElfError(fifo, 'io', /not a regular file/);
+    await expectElfError('/dev/null', 'io', /not a regular file/);
     const missing = await expectElfError(join(dir, 'libmissing.so'), 'io', /no such file/);
     expect(missing.errno).toBe('ENOENT');
     await expect(readElfHeader(join(dir, 'libmissing.so'))).rejects.toBeInstanceOf(ElfError);
