@@ -43,7 +43,8 @@ export default class Link extends CudaenvCommand {
       if (result.check) this.log(result.check.ok === null ? result.check.line : `check: ${result.check.line}`);
       if (!result.dryRun) this.log(`\`cudaenv unlink${flags.target === '/usr/local/cuda' ? '' : ` --target ${flags.target}`}\` restores ${result.restores}.`);
     }
-    if (result.check?.ok === false || result.ldconfig.ok === false) process.exitCode = 1;
+    // A failing check is reported, like after every switch; the link itself was made.
+    if (result.ldconfig.ok === false) process.exitCode = 1;
     return result;
   }
 }

@@ -1,17 +1,11 @@
 import {existsSync} from 'node:fs';
 import {toolkitLibDir} from '../shell/toolkit-env.js';
-import type {CheckOptions, CheckReport} from '../elf/api.js';
 import type {LdconfigOptions} from './ldconfig.js';
 
 export interface LinkCheck {
   /** Null when the check could not run. */
   ok: boolean | null;
   line: string;
-}
-
-interface CheckEngine {
-  checkLibraries(options: CheckOptions): Promise<CheckReport>;
-  firstProblemLine(report: CheckReport): string;
 }
 
 /**
@@ -22,13 +16,7 @@ interface CheckEngine {
 export async function checkSystemView(target: string, ld: LdconfigOptions): Promise<LinkCheck> {
   const libDir = toolkitLibDir(target);
   if (!existsSync(libDir)) return {ok: null, line: `check skipped: ${target} has no lib64 or lib directory`};
-  let engine: CheckEngine;
-  try {
-    engine = (await import(new URL('../elf/index.js', import.meta.url).href)) as CheckEngine;
-    if (typeof engine.checkLibraries !== 'function') throw new Error('no checkLibraries');
-  } catch {
-    return {ok: null, line: 'check skipped: the check engine is not part of this build'};
-  }
+  const engine = await import('../elf/index.js');
   const report = await engine.checkLibraries({targets: [libDir], ldLibraryPath: undefined, cacheFile: ld.cache});
   return {ok: report.ok, line: engine.firstProblemLine(report)};
 }

@@ -111,6 +111,27 @@ describeLd('the loader cache after the link moves (real ldconfig, private cache)
     expect(cacheHas()).not.toContain('libcudaenvnew.so.2');
   });
 
+  test('the check engine then looks at the version through the link, with the new cache and no LD_LIBRARY_PATH', async () => {
+    const {buildLibrary} = await import('./fixtures.js');
+    const deps = join(dir, 'deps');
+    buildLibrary(deps, 'libcudaenvdep.so.1');
+    buildLibrary(deps, 'libcudaenvgone.so.1');
+    const link = (out: string, needed: string) => {
+      writeFileSync(`${out}.c`, 'int user(void) { return 0; }\n');
+      const r = spawnSync('gcc', ['-shared', '-fPIC', '-o', out, `${out}.c`, '-Wl,--no-as-needed', join(deps, needed)], {encoding: 'utf8'});
+      expect(r.stderr).toBe('');
+    };
+    link(join(v('12.4.1'), 'lib64', 'libuser.so'), 'libcudaenvdep.so.1');
+    link(join(v('12.2.0'), 'lib64', 'libuser.so'), 'libcudaenvgone.so.1');
+    spawnSync('rm', [join(deps, 'libcudaenvgone.so.1')]);
+    writeFileSync(ctx.ld.conf, `${deps}\n${target}/lib64\n`);
+    const good = await linkVersion(ctx, target, '12.4.1', false);
+    expect(good.check).toEqual({ok: true, line: expect.stringMatching(/^all \d+ librar(y resolves|ies resolve)$/)});
+    const bad = await linkVersion(ctx, target, '12.2.0', false);
+    expect(bad.check?.ok).toBe(false);
+    expect(bad.check?.line).toContain('libcudaenvgone.so.1');
+  });
+
   test('without a conf line under the target, ldconfig is not run', async () => {
     writeFileSync(ctx.ld.conf, `${join(dir, 'local', 'cuda-13.0')}/lib64\n`);
     const r = await linkVersion(ctx, target, '12.2.0', false);
