@@ -1,0 +1,167 @@
+import {statSync} from 'node:fs';
+import {join} from 'node:path';
+import {CudaenvError, UsageError} from '../errors.js';
+import type {Problem} from '../elf/api.js';
+import type {LdLibraryPathPolicy} from '../shell/toolkit-env.js';
+import type {StorePaths} from '../store/paths.js';
+import {describeOrigin, selectVersion} from '../versions/select.js';
+import {notInstalledError, resolveSpec} from '../versions/resolve.js';
+import {parseSpec} from '../versions/spec.js';
+import {chooseEnvironment, listEnvironments, type CondaEnvironment, type EnvironmentChoice, type EnvironmentSource} from './environments.js';
+import {readHook, removeHook, writeHook, type InstalledHook} from './hook-files.js';
+import type {HookInfo} from './names.js';
+import {checkHook, type HookCheck} from './preflight.js';
+
+export interface InstallRequest extends EnvironmentChoice {
+  paths: StorePaths;
+  /** The version spec; default: what selection picks for `cwd` (.cuda-version, then the active version). */
+  spec?: string;
+  cwd?: string;
+  /** From --ld-library-path, else the ldLibraryPath setting, else prepend. */
+  policy: LdLibraryPathPolicy;
+  force: boolean;
+}
+
+export interface InstallResult {
+  prefix: string;
+  name: string | null;
+  version: string;
+  toolkit: string;
+  ldLibraryPath: LdLibraryPathPolicy;
+  /** How the version was chosen. */
+  chosenBy: string;
+  scripts: string[];
+  /** The hook this one replaced, if any. */
+  replaced: HookInfo | null;
+  /** The library check (null under `none`: the hook leaves LD_LIBRARY_PATH alone). */
+  check: (Omit<HookCheck, 'problems' | 'existing'> & {problems: Problem[]; existing: Problem[]}) | null;
+  forced: boolean;
+}
+
+/** Which version a hook installs, as a label with its directory in the store. */
+function chooseVersion(req: InstallRequest): {label: string; chosenBy: string} {
+  if (req.spec !== undefined) {
+    const r = resolveSpec(req.paths, parseSpec(req.spec));
+    if (r.system) throw new UsageError('`system` is not a cudaenv toolkit: a hook for it would change nothing', 'Give a version (cudaenv conda hook install 12.4), or remove the hook with `cudaenv conda hook uninstall`.');
+    if (!r.label) throw notInstalledError(r);
+    return {label: r.label, chosenBy: `the argument ${req.spec}`};
+  }
+  const sel = selectVersion(req.paths, {cwd: req.cwd, env: req.env});
+  if (sel.system) {
+    throw new UsageError(`no CUDA version is selected here (${describeOrigin(sel.origin)}), so there is nothing to hook`, 'Name one: cudaenv conda hook install 12.4');
+  }
+  if (!sel.label) throw notInstalledError(sel, describeOrigin(sel.origin));
+  return {label: sel.label, chosenBy: describeOrigin(sel.origin)};
+}
+
+export async function installHook(req: InstallRequest): Promise<InstallResult> {
+  const target: CondaEnvironment = chooseEnvironment(req);
+  const {label, chosenBy} = chooseVersion(req);
+  const toolkit = join(req.paths.versions, label);
+  try {
+    if (!statSync(toolkit).isDirectory()) throw new Error('not a directory');
+  } catch {
+    throw new CudaenvError(`CUDA ${label} has no usable directory at ${toolkit}`, {hint: `Reinstall it (cudaenv install ${label}) or register it again (cudaenv add PATH).`, code: 'not-installed'});
+  }
+  // A PATH or LD_LIBRARY_PATH entry cannot hold ':' (the separator); a newline would break a
+  // csh word. Neither is a path a user means.
+  if (/[:\n\r]/.test(toolkit)) {
+    throw new CudaenvError(`the toolkit path ${JSON.stringify(toolkit)} contains ':' or a line break, which PATH and LD_LIBRARY_PATH cannot hold`, {
+      hint: 'Move the cudaenv store (CUDAENV_DIR) to a path without them.',
+    });
+  }
+  const info: HookInfo = {version: label, toolkit, ldLibraryPath: req.policy};
+  let check: InstallResult['check'] = null;
+  if (req.policy === 'prepend') {
+    check = await checkHook({prefix: target.prefix, toolkit, storeVersionsDir: req.paths.versions, env: req.env});
+    if (check.problems.length > 0 && !req.force) throw refusal(target.prefix, label, check.problems);
+  }
+  let replaced: HookInfo | null = null;
+  try {
+    const old = readHook(target.prefix);
+    if (old) replaced = {version: old.version, toolkit: old.toolkit, ldLibraryPath: old.ldLibraryPath};
+  } catch {
+    // an unreadable previous hook is simply replaced
+  }
+  const scripts = writeHook(target.prefix, info);
+  return {prefix: target.prefix, name: target.name, ...info, chosenBy, scripts, replaced, check, forced: req.force && (check?.problems.length ?? 0) > 0};
+}
+
+function refusal(prefix: string, label: string, problems: Problem[]): CudaenvError {
+  const lines = problems.slice(0, 3).map((p) => `  ${p.summary}`);
+  if (problems.length > 3) lines.push(`  ... and ${problems.length - 3} more (--json lists them)`);
+  return new CudaenvError(
+    `not installing the hook: with CUDA ${label}'s libraries first on LD_LIBRARY_PATH, libraries of the conda environment ${prefix} would bind a wrong library:\n${lines.join('\n')}`,
+    {
+      hint: `Install it without touching LD_LIBRARY_PATH (PATH, CUDA_HOME and CUDA_PATH still switch): cudaenv conda hook install ${label} -p ${prefix} --ld-library-path none\nOr install it anyway with --force.`,
+      code: 'hook-breaks-libraries',
+    },
+  );
+}
+
+export interface UninstallResult {
+  prefix: string;
+  name: string | null;
+  removed: string[];
+  /** What the removed hook activated, when it could be read. */
+  version: string | null;
+}
+
+export function uninstallHook(choice: EnvironmentChoice): UninstallResult {
+  const target = chooseEnvironment(choice);
+  let version: string | null = null;
+  try {
+    version = readHook(target.prefix)?.version ?? null;
+  } catch {
+    // removed all the same
+  }
+  return {prefix: target.prefix, name: target.name, removed: removeHook(target.prefix), version};
+}
+
+export interface HookStatusEntry {
+  prefix: string;
+  name: string | null;
+  active: boolean;
+  hook: (Omit<InstalledHook, 'script'> & {script: string}) | null;
+  /** Why the hook could not be read. */
+  error: string | null;
+}
+
+export interface StatusResult {
+  source: EnvironmentSource;
+  environments: HookStatusEntry[];
+  warnings: string[];
+}
+
+/**
+ * Every known environment with a cudaenv hook (and the active environment, hooked or not,
+ * so `status` answers "does this one have a hook?").
+ */
+export function hookStatus(options: {env?: NodeJS.ProcessEnv} = {}): StatusResult {
+  const env = options.env ?? process.env;
+  const list = listEnvironments({env});
+  const envs = [...list.environments];
+  const active = env.CONDA_PREFIX;
+  let activePrefix: string | undefined;
+  if (active) {
+    try {
+      activePrefix = chooseEnvironment({env}).prefix;
+      if (!envs.some((e) => e.prefix === activePrefix)) envs.push({prefix: activePrefix, name: chooseEnvironment({env}).name});
+    } catch {
+      // CONDA_PREFIX pointing nowhere: nothing to report for it
+    }
+  }
+  const out: HookStatusEntry[] = [];
+  for (const e of envs) {
+    let hook: InstalledHook | undefined;
+    let error: string | null = null;
+    try {
+      hook = readHook(e.prefix);
+    } catch (err) {
+      error = (err as Error).message;
+    }
+    const isActive = e.prefix === activePrefix;
+    if (hook || error || isActive) out.push({prefix: e.prefix, name: e.name, active: isActive, hook: hook ?? null, error});
+  }
+  return {source: list.source, environments: out, warnings: list.warnings};
+}
