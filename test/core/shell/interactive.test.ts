@@ -1,0 +1,148 @@
+/**
+ * Real interactive bash, zsh and fish: rc file with `cudaenv init`, cd in and out of nested
+ * projects, use, deactivate, round trips from unset, empty and set states, hostile
+ * .cuda-version files, and a store whose path holds spaces, quotes, `$` and backticks.
+ */
+import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
+import {existsSync, mkdirSync, writeFileSync} from 'node:fs';
+import {join} from 'node:path';
+import {spawnSync} from 'node:child_process';
+import {makeTempDir} from '../../helpers/tmp.js';
+import {cliCalls, have, loggingCli, makeStore, runInteractive, tracked, writeRc, type ShellName} from './shell-harness.js';
+
+const SHELLS: ShellName[] = ['bash', 'zsh', 'fish'];
+
+for (const shell of SHELLS) {
+  const d = have(shell) ? describe : describe.skip;
+  if (!have(shell)) console.warn(`skipping the ${shell} integration tests: ${shell} is not installed (apt-get install ${shell})`);
+
+  d(`${shell} integration`, () => {
+    let tmp: {dir: string; cleanup: () => void};
+    let store: string;
+    let home: string;
+    let snaps: string;
+    let cli: {bin: string; log: string};
+
+    beforeAll(async () => {
+      tmp = makeTempDir('cudaenv-shell-');
+      // Spaces, quotes, `$` and backticks in the store path: everything must arrive intact.
+      store = join(tmp.dir, 'my store\'s "$HOME" `x`');
+      await makeStore(store, ['11.8.0', '12.4.1']);
+      home = join(tmp.dir, 'home');
+      snaps = join(tmp.dir, 'snaps');
+      mkdirSync(home, {recursive: true});
+      mkdirSync(snaps, {recursive: true});
+      cli = loggingCli(tmp.dir);
+      writeRc(shell, home, {bin: cli.bin});
+      mkdirSync(join(tmp.dir, 'proj', 'inner', 'deep'), {recursive: true});
+      mkdirSync(join(tmp.dir, 'outside'), {recursive: true});
+      writeFileSync(join(tmp.dir, 'proj', '.cuda-version'), '# pinned\n11.8\n');
+      writeFileSync(join(tmp.dir, 'proj', 'inner', '.cuda-version'), '12.4\ncudnn=9\n');
+    });
+    afterAll(() => tmp.cleanup());
+
+    const snap = (name: string) => `env -0 > '${snaps}/${shell}-${name}'`;
+    const vars = (name: string) => tracked(join(snaps, `${shell}-${name}`));
+    const v = (label: string) => join(store, 'versions', label);
+
+    describe.each([
+      ['unset', undefined],
+      ['empty', ''],
+      ['set', '/opt/a::/opt/b'],
+    ])('LD_LIBRARY_PATH %s', (state, ld) => {
+      test('cd in and out of nested projects, use, deactivate: exact round trips', () => {
+        const tag = `rt-${state}`;
+        const r = runInteractive(shell, home, store, [
+          `cd '${tmp.dir}/outside'`, snap(`${tag}-0`),
+          `cd '${tmp.dir}/proj'`, snap(`${tag}-1`),
+          `cd '${tmp.dir}/proj/inner/deep'`, snap(`${tag}-2`),
+          `cd '${tmp.dir}/outside'`, snap(`${tag}-3`),
+          'cudaenv use 12.4', snap(`${tag}-4`),
+          'cudaenv use 11 --ld-library-path none', snap(`${tag}-5`),
+          `cd '${tmp.dir}/proj'`, snap(`${tag}-6`),
+          'cudaenv deactivate', snap(`${tag}-7`),
+          'cudaenv use system', snap(`${tag}-8`),
+          'cudaenv deactivate', snap(`${tag}-9`),
+        ], {LD_LIBRARY_PATH: ld}, join(tmp.dir, 'outside'));
+        const before = vars(`${tag}-0`);
+        expect(before.CUDA_HOME).toBeUndefined();
+        expect(before.LD_LIBRARY_PATH).toBe(ld);
+        const ldWith = (lib: string) => (ld ? `${lib}:${ld}` : lib);
+
+        // Entering the project switches to 11.8, the nested one to 12.4.
+        expect(vars(`${tag}-1`)).toEqual({
+          PATH: `${v('11.8.0')}/bin:${before.PATH}`, LD_LIBRARY_PATH: ldWith(`${v('11.8.0')}/lib64`),
+          CUDA_HOME: v('11.8.0'), CUDA_PATH: v('11.8.0'), CUDAENV_VERSION: undefined,
+        });
+        expect(vars(`${tag}-2`)).toMatchObject({PATH: `${v('12.4.1')}/bin:${before.PATH}`, LD_LIBRARY_PATH: ldWith(`${v('12.4.1')}/lib64`), CUDA_HOME: v('12.4.1')});
+        // Leaving: the state before, byte for byte (no global default here).
+        expect(vars(`${tag}-3`)).toEqual(before);
+        // use pins CUDAENV_VERSION; a second use removes exactly what the first added.
+        expect(vars(`${tag}-4`)).toEqual({...before, PATH: `${v('12.4.1')}/bin:${before.PATH}`, LD_LIBRARY_PATH: ldWith(`${v('12.4.1')}/lib64`), CUDA_HOME: v('12.4.1'), CUDA_PATH: v('12.4.1'), CUDAENV_VERSION: '12.4.1'});
+        expect(vars(`${tag}-5`)).toEqual({...before, PATH: `${v('11.8.0')}/bin:${before.PATH}`, CUDA_HOME: v('11.8.0'), CUDA_PATH: v('11.8.0'), CUDAENV_VERSION: '11.8.0'});
+        // CUDAENV_VERSION outranks .cuda-version: cd into the project keeps the pinned version.
+        expect(vars(`${tag}-6`)).toEqual(vars(`${tag}-5`));
+        expect(vars(`${tag}-7`)).toEqual(before);
+        expect(vars(`${tag}-8`)).toEqual({...before, CUDAENV_VERSION: 'system'});
+        expect(vars(`${tag}-9`)).toEqual(before);
+        expect(r.stderr).not.toMatch(/command not found|syntax error|parse error|Unknown command/);
+      });
+    });
+
+    test('entries the user adds between switches stay where they are', () => {
+      const add = shell === 'fish' ? 'set -gx PATH /user/first $PATH /user/last' : 'export PATH="/user/first:$PATH:/user/last"';
+      runInteractive(shell, home, store, [
+        snap('user-0'), 'cudaenv use 12', add, 'cudaenv use 11.8', snap('user-1'), 'cudaenv deactivate', snap('user-2'),
+      ], {}, join(tmp.dir, 'outside'));
+      const before = vars('user-0');
+      expect(vars('user-1').PATH).toBe(`${v('11.8.0')}/bin:/user/first:${before.PATH}:/user/last`);
+      expect(vars('user-2').PATH).toBe(`/user/first:${before.PATH}:/user/last`);
+      expect(vars('user-2').CUDA_HOME).toBeUndefined();
+    });
+
+    test('a cached switch starts no CLI process; a not-installed version is reported once per directory change', () => {
+      mkdirSync(join(tmp.dir, 'old'), {recursive: true});
+      writeFileSync(join(tmp.dir, 'old', '.cuda-version'), '10.2\n');
+      writeFileSync(cli.log, '');
+      const r = runInteractive(shell, home, store, [
+        `cd '${tmp.dir}/proj'`, `cd '${tmp.dir}/outside'`, `cd '${tmp.dir}/proj'`, `cd '${tmp.dir}/outside'`,
+        `cd '${tmp.dir}/old'`, '', '', 'true', `cd '${tmp.dir}/outside'`, `cd '${tmp.dir}/old'`, '',
+      ], {}, join(tmp.dir, 'outside'));
+      // The check for (11.8.0, this LD_LIBRARY_PATH) ran at most once; the way back was cached.
+      expect(cliCalls(cli.log).filter((c) => c.startsWith('switch-check'))).toHaveLength(cliCalls(cli.log).length);
+      expect(cliCalls(cli.log).length).toBeLessThanOrEqual(1);
+      const checkLines = r.stderr.split('\n').filter((l) => l.includes('cudaenv: CUDA 11.8.0'));
+      expect(checkLines).toHaveLength(2);
+      const missing = r.stderr.split('\n').filter((l) => l.includes('10.2'));
+      expect(missing).toHaveLength(2);
+      expect(missing[0]).toContain('cudaenv install 10.2');
+    });
+
+    describe('hostile .cuda-version files execute nothing and give one line', () => {
+      const cases: Array<[string, (dir: string) => void, RegExp]> = [
+        ['command substitution', (d) => writeFileSync(join(d, '.cuda-version'), '$(touch PWNED)\n'), /is not a CUDA version spec/],
+        ['backticks', (d) => writeFileSync(join(d, '.cuda-version'), '`touch PWNED`\n'), /is not a CUDA version spec/],
+        ['shell syntax after a spec', (d) => writeFileSync(join(d, '.cuda-version'), '12.4; touch PWNED\n'), /is not a CUDA version spec/],
+        ['key=value injection', (d) => writeFileSync(join(d, '.cuda-version'), '12.4\nx=$(touch PWNED)\n'), /neither a comment nor key=value/],
+        ['huge file', (d) => writeFileSync(join(d, '.cuda-version'), `12.4\n${'#'.repeat(10000)}\n`), /more than 4096 bytes/],
+        ['binary', (d) => writeFileSync(join(d, '.cuda-version'), Buffer.from([0x31, 0x32, 0x01, 0x02, 0x1b, 0x5b, 0x32, 0x4a, 0x0a])), /control characters or binary/],
+        ['directory', (d) => mkdirSync(join(d, '.cuda-version')), /is a directory/],
+        ['FIFO', (d) => { spawnSync('mkfifo', [join(d, '.cuda-version')]); }, /not a regular file/],
+      ];
+      test.each(cases)('%s', (name, make, message) => {
+        const dir = join(tmp.dir, 'hostile', name.replace(/\W+/g, '-'));
+        mkdirSync(dir, {recursive: true});
+        make(dir);
+        const r = runInteractive(shell, home, store, [snap(`h-${name}-0`), `cd '${dir}'`, '', snap(`h-${name}-1`), 'echo DONE'], {}, join(tmp.dir, 'outside'));
+        expect(r.stdout).toContain('DONE'); // a FIFO did not hang the prompt
+        expect(existsSync(join(dir, 'PWNED'))).toBe(false);
+        // (zsh prints its prompt before a chpwd hook's line: take the line from "cudaenv:")
+        const lines = r.stderr.split('\n').filter((l) => l.includes('cudaenv:')).map((l) => l.slice(l.indexOf('cudaenv:')));
+        expect(lines).toHaveLength(1);
+        expect(lines[0]).toContain(join(dir, '.cuda-version'));
+        expect(lines[0]).toMatch(message);
+        expect(vars(`h-${name}-1`)).toEqual(vars(`h-${name}-0`));
+      });
+    });
+  });
+}
