@@ -1,6 +1,6 @@
 import {afterEach, beforeEach, describe, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
-import {existsSync, mkdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync} from 'node:fs';
+import {chownSync, existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync, statSync, symlinkSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {makeFakeToolkit} from '../../helpers/toolkit.js';
@@ -79,6 +79,14 @@ describe('link and unlink a plain symlink target', () => {
     writeFileSync(file, 'data');
     await expect(linkVersion(ctx, file, '12.4.1', false)).rejects.toThrow(/is a file, not a link/);
     expect(readFileSync(file, 'utf8')).toBe('data');
+  });
+
+  (process.getuid?.() === 0 ? test : test.skip)('as root (sudo) in a user\'s store, the records get the store\'s owner', async () => {
+    chownSync(join(dir, 'store'), 65534, 65534);
+    await linkVersion(ctx, target, '12.4.1', false);
+    const links = join(dir, 'store', 'links');
+    expect(statSync(links).uid).toBe(65534);
+    for (const f of readdirSync(links)) expect(statSync(join(links, f)).uid).toBe(65534);
   });
 
   test('a target whose directory is missing says so', async () => {
