@@ -1,15 +1,25 @@
 import {closeSync, existsSync, openSync, readSync, readdirSync, realpathSync} from 'node:fs';
 import {basename, join} from 'node:path';
+import {readHook} from '../conda/hook-files.js';
+import {HOOK_MARKER} from '../conda/names.js';
+import {formatError} from '../errors.js';
 import {isVersion} from '../versions/version.js';
 import type {ToolkitState} from './toolkit.js';
-
-/** The marker line of src/core/conda's scripts (names.ts HOOK_MARKER), followed by the hook's JSON. */
-const HOOK_MARKER = '# cudaenv-conda-hook: ';
 import type {DoctorContext, Finding} from './types.js';
+
+export interface CondaHookFact {
+  file: string;
+  version: string | null;
+  toolkit: string | null;
+  /** 'prepend' | 'none' for hooks `cudaenv conda hook install` wrote; null for others. */
+  ldLibraryPath: string | null;
+  /** Files of the hook that are missing (a partly removed hook). */
+  missing: string[];
+}
 
 export interface CondaFacts {
   prefix: string | null;
-  hooks: Array<{file: string; version: string | null; toolkit: string | null}>;
+  hooks: CondaHookFact[];
 }
 
 function head(path: string, max = 64 * 1024): string | undefined {
@@ -26,10 +36,9 @@ function head(path: string, max = 64 * 1024): string | undefined {
 }
 
 /**
- * The version a cudaenv conda hook script pins. Hook scripts are data here, never run:
- * the `# cudaenv-conda-hook: {json}` marker `cudaenv conda hook install` writes (its HookInfo),
- * else a `# cudaenv-version: X` header line, else the
- * `<store>/versions/<label>` path it exports (every hook contains its toolkit path).
+ * The version a cudaenv hook script names, for scripts that src/core/conda's readHook does
+ * not recognise (hand-written, or older). Data only, never run: the marker line, a
+ * `# cudaenv-version: X` header, or the `<store>/versions/<label>` path it contains.
  */
 export function hookVersion(text: string, versionsDir: string): {version: string | null; toolkit: string | null} {
   const marker = text.split('\n').find((l) => l.startsWith(HOOK_MARKER));
@@ -51,27 +60,54 @@ export function hookVersion(text: string, versionsDir: string): {version: string
   return {version: null, toolkit: null};
 }
 
-/** The active conda environment's cudaenv hook (activate.d/*cudaenv*) against the active selection. */
-export function condaFindings(ctx: DoctorContext, toolkits: ToolkitState): {facts: CondaFacts; findings: Finding[]} {
-  const prefix = ctx.env.CONDA_PREFIX || null;
-  const findings: Finding[] = [];
-  if (!prefix) return {facts: {prefix: null, hooks: []}, findings};
+/** Other `*cudaenv*` scripts in activate.d: what a hand-made or older hook looks like. */
+function otherHooks(ctx: DoctorContext, prefix: string): CondaHookFact[] {
   const dir = join(prefix, 'etc', 'conda', 'activate.d');
   let names: string[] = [];
   try {
     names = readdirSync(dir).filter((n) => n.includes('cudaenv')).sort();
   } catch {
-    // no activate.d
+    return [];
   }
-  // One hook is written per shell (.sh, .fish, .csh); the POSIX one speaks for all.
-  const hooks = names.map((n) => {
-    const text = head(join(dir, n)) ?? '';
-    return {file: join(dir, n), ...hookVersion(text, ctx.paths.versions)};
-  });
+  return names.map((n) => ({file: join(dir, n), ...hookVersion(head(join(dir, n)) ?? '', ctx.paths.versions), ldLibraryPath: null, missing: []}));
+}
+
+function sameDir(a: string, b: string): boolean {
+  try {
+    return realpathSync(a) === realpathSync(b);
+  } catch {
+    return a === b;
+  }
+}
+
+/**
+ * The active conda environment's cudaenv hook, read through src/core/conda's readHook (the
+ * marker line `cudaenv conda hook install` writes), against the active selection and this
+ * shell's CUDA_HOME.
+ */
+export function condaFindings(ctx: DoctorContext, toolkits: ToolkitState): {facts: CondaFacts; findings: Finding[]} {
+  const prefix = ctx.env.CONDA_PREFIX || null;
+  const findings: Finding[] = [];
+  if (!prefix) return {facts: {prefix: null, hooks: []}, findings};
+  const env = basename(prefix);
+  let hooks: CondaHookFact[] = [];
+  try {
+    const h = readHook(prefix);
+    if (h) hooks = [{file: h.script, version: h.version, toolkit: h.toolkit, ldLibraryPath: h.ldLibraryPath, missing: h.missing}];
+  } catch (error) {
+    findings.push({
+      id: 'conda.hook-unreadable',
+      severity: 'warning',
+      title: `The cudaenv hook of conda environment ${env} cannot be read`,
+      evidence: formatError(error).split('\n'),
+      fix: `cudaenv conda hook install VERSION -p ${prefix} (rewrites it)`,
+    });
+    return {facts: {prefix, hooks}, findings};
+  }
+  if (hooks.length === 0) hooks = otherHooks(ctx, prefix);
   const facts: CondaFacts = {prefix, hooks};
   if (hooks.length === 0) return {facts, findings};
-  const primary = hooks.find((h) => h.file.endsWith('.sh') && h.version) ?? hooks.find((h) => h.version) ?? hooks[0]!;
-  const env = basename(prefix);
+  const primary = hooks.find((h) => h.version) ?? hooks[0]!;
   if (!primary.version) {
     findings.push({
       id: 'conda.hook-unreadable',
@@ -83,7 +119,7 @@ export function condaFindings(ctx: DoctorContext, toolkits: ToolkitState): {fact
     return {facts, findings};
   }
   const versionDir = primary.toolkit ?? join(ctx.paths.versions, primary.version);
-  const evidence = [`${primary.file}: CUDA ${primary.version}`];
+  const evidence = [`${primary.file}: CUDA ${primary.version}${primary.ldLibraryPath ? `, LD_LIBRARY_PATH policy ${primary.ldLibraryPath}` : ''}`];
   if (!existsSync(versionDir)) {
     findings.push({
       id: 'conda.hook-version-missing',
@@ -95,6 +131,15 @@ export function condaFindings(ctx: DoctorContext, toolkits: ToolkitState): {fact
     return {facts, findings};
   }
   findings.push({id: 'conda.hook', severity: 'info', title: `Conda environment ${env} has a cudaenv hook for CUDA ${primary.version}`, evidence, fix: null});
+  if (primary.missing.length > 0) {
+    findings.push({
+      id: 'conda.hook-incomplete',
+      severity: 'warning',
+      title: `The cudaenv hook of conda environment ${env} is missing ${primary.missing.length} of its scripts (shells using them get no CUDA, or keep it after deactivation)`,
+      evidence: primary.missing,
+      fix: `cudaenv conda hook install ${primary.version} -p ${prefix}`,
+    });
+  }
   const sel = toolkits.selection;
   if (sel.label && sel.label !== primary.version) {
     findings.push({
@@ -106,14 +151,7 @@ export function condaFindings(ctx: DoctorContext, toolkits: ToolkitState): {fact
     });
   }
   const home = ctx.env.CUDA_HOME;
-  const same = (a: string, b: string): boolean => {
-    try {
-      return realpathSync(a) === realpathSync(b);
-    } catch {
-      return a === b;
-    }
-  };
-  if (!home || !same(home, versionDir)) {
+  if (!home || !sameDir(home, versionDir)) {
     findings.push({
       id: 'conda.hook-not-applied',
       severity: 'warning',

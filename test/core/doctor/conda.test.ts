@@ -1,5 +1,7 @@
 import {afterEach, beforeEach, describe, expect, test} from '@jest/globals';
+import {rmSync, unlinkSync} from 'node:fs';
 import {join} from 'node:path';
+import {writeHook, hookPaths} from '../../../src/core/conda/hook-files.js';
 import {condaFindings, hookVersion} from '../../../src/core/doctor/conda.js';
 import {inspectToolkits} from '../../../src/core/doctor/toolkit.js';
 import {makeTempDir} from '../../helpers/tmp.js';
@@ -16,13 +18,10 @@ describe('conda hook', () => {
   });
   afterEach(() => tmp.cleanup());
 
-  /** As `cudaenv conda hook install` writes it: a marker line with the hook's JSON. */
+  /** Written by src/core/conda's own writer, exactly as `cudaenv conda hook install` leaves it. */
   const hook = (version: string) => {
     const toolkit = join(m.paths.versions, version);
-    write(join(prefix, 'etc/conda/activate.d/~~cudaenv.sh'), `# cudaenv conda hook (activate; POSIX sh, sourced by bash, zsh and dash).
-# cudaenv-conda-hook: ${JSON.stringify({version, toolkit, ldLibraryPath: 'none'})}
-_cudaenv_dir='${toolkit}'
-`);
+    writeHook(prefix, {version, toolkit, ldLibraryPath: 'none'});
     write(join(prefix, 'etc/conda/activate.d/other-package.sh'), 'export FOO=1\n');
     return toolkit;
   };
@@ -52,7 +51,30 @@ _cudaenv_dir='${toolkit}'
     m.env = {...m.env, CONDA_PREFIX: prefix, CUDA_HOME: tk};
     const r = run();
     expect(r.findings.map((f) => [f.id, f.severity])).toEqual([['conda.hook', 'info']]);
-    expect(r.facts.hooks).toEqual([{file: join(prefix, 'etc/conda/activate.d/~~cudaenv.sh'), version: '12.4.1', toolkit: tk}]);
+    expect(r.facts.hooks).toEqual([{file: join(prefix, 'etc/conda/activate.d/~~cudaenv.sh'), version: '12.4.1', toolkit: tk, ldLibraryPath: 'none', missing: []}]);
+  });
+
+  test('a partly removed hook, and a hand-made one that names its version', () => {
+    const tk = hook('12.4.1');
+    installVersion(m, '12.4.1');
+    m.env = {...m.env, CONDA_PREFIX: prefix, CUDA_HOME: tk};
+    const fish = hookPaths(prefix).find((p) => p.endsWith('activate.d/~~cudaenv.fish'))!;
+    unlinkSync(fish);
+    const incomplete = run().findings.find((f) => f.id === 'conda.hook-incomplete');
+    expect(incomplete?.evidence).toEqual([fish]);
+    expect(incomplete!.fix).toBe(`cudaenv conda hook install 12.4.1 -p ${prefix}`);
+    for (const p of hookPaths(prefix)) rmSync(p, {force: true});
+    write(join(prefix, 'etc/conda/activate.d/my-cudaenv.sh'), `# cudaenv-version: 12.4.1\nexport CUDA_HOME='${tk}'\n`);
+    expect(run().findings.map((f) => f.id)).toEqual(['conda.hook']);
+  });
+
+  test('a damaged marker is reported with the reinstall command', () => {
+    hook('12.4.1');
+    write(join(prefix, 'etc/conda/activate.d/~~cudaenv.sh'), '# cudaenv-conda-hook: {broken\n');
+    m.env = {...m.env, CONDA_PREFIX: prefix};
+    const [f] = run().findings;
+    expect(f).toMatchObject({id: 'conda.hook-unreadable', severity: 'warning'});
+    expect(f!.evidence.join('\n')).toContain('~~cudaenv.sh');
   });
 
   test('a hook for another version than cudaenv selects, not in effect in this shell', () => {

@@ -66,7 +66,7 @@ describe('the active selection', () => {
 
   test('a conda hook without a version is flagged for reinstalling', () => {
     const prefix = join(tmp.dir, 'envs/x');
-    write(join(prefix, 'etc/conda/activate.d/~~cudaenv.sh'), 'echo hello\n');
+    write(join(prefix, 'etc/conda/activate.d/50-cudaenv.sh'), 'echo hello\n');
     m.env = {...m.env, CONDA_PREFIX: prefix};
     const ctx = m.ctx();
     expect(condaFindings(ctx, inspectToolkits(ctx)).findings).toEqual([expect.objectContaining({id: 'conda.hook-unreadable', severity: 'warning'})]);
