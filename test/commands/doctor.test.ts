@@ -68,7 +68,7 @@ describe('cudaenv doctor', () => {
 
     const human = run(m, ['--python', python]);
     expect(human.status).toBe(1);
-    expect(human.stdout).toMatch(/^Environment +LD_LIBRARY_PATH has CUDA libraries in /m);
+    expect(human.stdout).toContain(`LD_LIBRARY_PATH has CUDA libraries in ${oldLib} (CUDA 12.3.2; breaks the pip wheels)`);
     expect(human.stdout).toMatch(/^ {2}error LD_LIBRARY_PATH entry .*__nvJitLinkComplete_12_4@libnvJitLink\.so\.12$/m);
     expect(human.stdout).toMatch(/^ +fix: cudaenv use 12\.3\.2 --ld-library-path none/m);
     expect(human.stdout).toMatch(/^PyTorch +python-custom|^PyTorch +.*python-custom: torch 2\.5\.0\+cu124 \(CUDA 12\.4\)/m);

@@ -59,8 +59,12 @@ function factLine(prefix: string, facts: DoctorFacts): string {
       return t ? `${t.version ? `CUDA ${t.version}` : 'version unknown'} at ${t.path} [${t.source === 'cudaenv' ? via : `${t.source}; ${via}`}]` : `none [${via}]`;
     }
     case 'env': {
-      const cuda = facts.ldLibraryPath.map((e) => e.entry);
-      return cuda.length > 0 ? `LD_LIBRARY_PATH has CUDA libraries in ${cuda.join(', ')}` : 'no CUDA libraries on LD_LIBRARY_PATH';
+      const entries = facts.ldLibraryPath.map((e) => {
+        const effect = e.breaks ? 'breaks the pip wheels' : e.shadows ? 'shadows the pip wheels' : e.shadows === 0 ? 'no effect on the pip wheels' : null;
+        const notes = [e.toolkitVersion ? `CUDA ${e.toolkitVersion}` : null, effect].filter(Boolean);
+        return notes.length > 0 ? `${e.entry} (${notes.join('; ')})` : e.entry;
+      });
+      return entries.length > 0 ? `LD_LIBRARY_PATH has CUDA libraries in ${entries.join(', ')}` : 'no CUDA libraries on LD_LIBRARY_PATH';
     }
     case 'pytorch': {
       const p = facts.python;
