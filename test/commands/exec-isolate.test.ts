@@ -4,7 +4,7 @@ import {chmodSync, lstatSync, mkdirSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {CLI, cliEnv, runCli} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
-import {canDropToNobody, makeStore, openUp, runCliAsNobody} from '../core/link/fixtures.js';
+import {canDropToNobody, makeStore, NOBODY, openUp, runCliAsNobody} from '../core/link/fixtures.js';
 import {probeNamespaces} from '../../src/core/link/isolate.js';
 
 const probe = probeNamespaces();
@@ -57,8 +57,10 @@ describeNs('cudaenv exec --isolate (real /usr/local/cuda, real unshare)', () => 
     expect(r.status).toBe(42);
   });
 
-  test('signals reach the command', async () => {
-    const child = spawn(process.execPath, [CLI, 'exec', '--isolate', '--cuda', '12.4', '--', 'sh', '-c', 'trap "echo got-term; exit 3" TERM; echo ready; while :; do sleep 0.05; done'], {env});
+  test.each(canDropToNobody ? ['root', 'nobody'] : ['root'])('signals reach the command (as %s)', async (who) => {
+    const prefix = who === 'nobody' ? NOBODY : [];
+    if (who === 'nobody') env = {...env, HOME: '/tmp'};
+    const child = spawn(prefix[0] ?? process.execPath, [...prefix.slice(1), ...(prefix.length > 0 ? [process.execPath] : []), CLI, 'exec', '--isolate', '--cuda', '12.4', '--', 'sh', '-c', 'trap "echo got-term; exit 3" TERM; echo ready; while :; do sleep 0.05; done'], {env});
     let out = '';
     await new Promise<void>((resolve) => child.stdout.on('data', (d) => {
       out += d;

@@ -84,10 +84,18 @@ export function readRecord(paths: StorePaths, target: string): LinkRecord | unde
  */
 export function recordPrevious(paths: StorePaths, target: string, previous: Previous): LinkRecord {
   const file = recordFile(paths, target);
-  mkdirSync(linksDir(paths), {recursive: true});
   const record: LinkRecord = {target, previous, recordedAt: new Date().toISOString()};
   const tmp = `${file}.${process.pid}.${Date.now()}.tmp`;
-  writeFileSync(tmp, `${JSON.stringify(record, null, 2)}\n`);
+  try {
+    mkdirSync(linksDir(paths), {recursive: true});
+    writeFileSync(tmp, `${JSON.stringify(record, null, 2)}\n`);
+  } catch (error) {
+    // Nothing has changed yet: without the record, unlink could not restore the target.
+    throw new CudaenvError(`cannot record what ${target} was before linking, in ${linksDir(paths)}: ${(error as Error).message}`, {
+      hint: 'cudaenv keeps it in the store so that `cudaenv unlink` can restore it: run as a user who can write the store (CUDAENV_DIR), or make it writable.',
+      code: 'store-not-writable',
+    });
+  }
   try {
     linkSync(tmp, file);
     adoptStoreOwner(paths, [linksDir(paths), file]);
