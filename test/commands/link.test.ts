@@ -85,6 +85,15 @@ describeNobody('as an ordinary user', () => {
     expect(JSON.parse(u.stdout).error.code).toBe('not-linked');
   });
 
+  test('a store the user cannot write is refused before the target changes', () => {
+    chmodSync(join(dir, 'local'), 0o777);
+    symlinkSync('/opt/elsewhere', target);
+    const r = runCliAsNobody(['link', '12.4', '--target', target, '--json'], env);
+    expect(r.status).toBe(1);
+    expect(JSON.parse(r.stdout).error).toMatchObject({code: 'store-not-writable', message: expect.stringContaining(`cannot record what ${target} was before linking, in ${join(store, 'links')}`)});
+    expect(readlinkSync(target)).toBe('/opt/elsewhere');
+  });
+
   test('a stale loader cache is reported with the command to run', () => {
     chmodSync(join(dir, 'local'), 0o777);
     for (const d of [store, join(store, 'versions')]) chownSync(d, 65534, 65534);
