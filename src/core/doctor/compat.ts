@@ -48,7 +48,7 @@ export function findForwardCompat(ctx: DoctorContext, active: ActiveToolkit | un
   const out: ForwardCompatLib[] = [];
   const seen = new Set<string>();
   for (const dir of dirs) {
-    const real = sysRealpath({sysroot: ''}, dir);
+    const real = sysRealpath(ctx, dir);
     if (!real || seen.has(real)) continue;
     seen.add(real);
     let files: string[];

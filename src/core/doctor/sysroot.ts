@@ -1,5 +1,5 @@
-import {readlinkSync, realpathSync} from 'node:fs';
-import {dirname, isAbsolute, join, resolve} from 'node:path';
+import {lstatSync, readlinkSync, realpathSync} from 'node:fs';
+import {dirname, isAbsolute, join} from 'node:path';
 import type {DoctorContext} from './types.js';
 
 /**
@@ -21,8 +21,9 @@ export function displayPath(ctx: Pick<DoctorContext, 'sysroot'>, path: string): 
 }
 
 /**
- * realpath inside the sysroot: absolute link targets are taken relative to the root, as they
- * would be on the machine the root stands for. Undefined when the path does not exist.
+ * realpath inside the sysroot: every link, at any depth, is resolved as the machine the root
+ * stands for would resolve it (absolute targets restart at the root, `..` stops there).
+ * Undefined when the path does not exist.
  */
 export function sysRealpath(ctx: Pick<DoctorContext, 'sysroot'>, path: string): string | undefined {
   if (!ctx.sysroot) {
@@ -32,25 +33,32 @@ export function sysRealpath(ctx: Pick<DoctorContext, 'sysroot'>, path: string): 
       return undefined;
     }
   }
-  let current = sysPath(ctx, path);
-  for (let hops = 0; hops < 40; hops++) {
-    let target: string;
-    try {
-      target = readlinkSync(current);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'EINVAL') break; // not a link
-      // A component above may be a link: let the OS resolve the rest.
-      try {
-        return realpathSync(current);
-      } catch {
-        return undefined;
-      }
+  const root = ctx.sysroot.replace(/\/+$/, '');
+  let parts = sysPath(ctx, path).slice(root.length).split('/').filter(Boolean);
+  let current = root;
+  let hops = 0;
+  while (parts.length > 0) {
+    const part = parts.shift()!;
+    if (part === '.') continue;
+    if (part === '..') {
+      if (current !== root) current = dirname(current);
+      continue;
     }
-    current = isAbsolute(target) ? sysPath(ctx, target) : resolve(dirname(current), target);
+    const next = join(current, part);
+    let isLink: boolean;
+    try {
+      isLink = lstatSync(next).isSymbolicLink();
+    } catch {
+      return undefined;
+    }
+    if (!isLink) {
+      current = next;
+      continue;
+    }
+    if (++hops > 40) return undefined; // a loop: ELOOP
+    const target = readlinkSync(next);
+    if (isAbsolute(target)) current = root;
+    parts = [...target.split('/').filter(Boolean), ...parts];
   }
-  try {
-    return realpathSync(current);
-  } catch {
-    return undefined;
-  }
+  return current;
 }

@@ -4,7 +4,7 @@ import {formatError} from '../errors.js';
 import {detectToolkitVersion, toolkitEvidence} from '../versions/detect.js';
 import {describeOrigin, selectVersion} from '../versions/select.js';
 import {firstOnPath} from '../system/python-env.js';
-import {sysPath, sysRealpath} from './sysroot.js';
+import {sysRealpath} from './sysroot.js';
 import type {DoctorContext, Finding} from './types.js';
 
 /** A directory that holds (or is said to hold) a toolkit, with its identity and version. */
@@ -215,9 +215,4 @@ function readSelection(ctx: DoctorContext, findings: Finding[]): SelectionFact {
 export function describeToolkit(t: ToolkitDir): string {
   const at = t.real && t.real !== t.dir ? `${t.dir} -> ${t.real}` : t.dir;
   return t.version ? `CUDA ${t.version} at ${at}` : `${at} (version unknown)`;
-}
-
-/** For tests and callers that need /usr/local/cuda's resolved directory. */
-export function usrLocalCudaPath(ctx: DoctorContext): string {
-  return sysPath(ctx, '/usr/local/cuda');
 }
