@@ -1,0 +1,131 @@
+/**
+ * The shims against `cudaenv current`: table-driven, the same cases for both (environment
+ * variable, nested .cuda-version files, aliases, global default, missing versions, invalid
+ * files), and they must agree on the version or on failing.
+ */
+import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
+import {spawnSync} from 'node:child_process';
+import {chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs';
+import {join} from 'node:path';
+import {pathsFor} from '../../../src/core/store/paths.js';
+import {rehash} from '../../../src/core/shell/rehash.js';
+import {SHIM_MARKER} from '../../../src/core/shell/shims.js';
+import {cliEnv, runCli} from '../../helpers/cli.js';
+import {makeTempDir} from '../../helpers/tmp.js';
+import {makeStore} from './shell-harness.js';
+
+const WHOAMI = '#!/bin/sh\ncd "$(dirname "$0")/.." && pwd -P\n';
+
+describe('shims', () => {
+  let tmp: {dir: string; cleanup: () => void};
+  let store: string;
+  let sysbin: string;
+
+  beforeAll(async () => {
+    tmp = makeTempDir('cudaenv-shims-');
+    store = join(tmp.dir, 'store with space');
+    const paths = await makeStore(store, ['11.8.0', '12.4.1', '12.2.0']);
+    for (const label of ['11.8.0', '12.4.1', '12.2.0']) {
+      writeFileSync(join(paths.versions, label, 'bin', 'whoami-cuda'), WHOAMI);
+      chmodSync(join(paths.versions, label, 'bin', 'whoami-cuda'), 0o755);
+    }
+    rehash(paths);
+    sysbin = join(tmp.dir, 'system-bin');
+    mkdirSync(sysbin);
+    writeFileSync(join(sysbin, 'whoami-cuda'), '#!/bin/sh\necho system\n');
+    chmodSync(join(sysbin, 'whoami-cuda'), 0o755);
+    mkdirSync(join(paths.aliases), {recursive: true});
+    writeFileSync(join(paths.aliases, 'stable'), '11.8\n');
+    writeFileSync(join(paths.aliases, 'chain'), 'stable\n');
+    writeFileSync(join(paths.aliases, 'loop1'), 'loop2\n');
+    writeFileSync(join(paths.aliases, 'loop2'), 'loop1\n');
+    writeFileSync(join(paths.aliases, 'gone'), '10.0\n');
+  });
+  afterAll(() => tmp.cleanup());
+
+  test('rehash writes one shim per program of any version, marked and executable', () => {
+    const shims = pathsFor(store).shims;
+    for (const name of ['nvcc', 'ptxas', 'whoami-cuda']) {
+      const file = join(shims, name);
+      expect(readFileSync(file, 'utf8')).toContain(SHIM_MARKER);
+      expect(statSync(file).mode & 0o111).not.toBe(0);
+    }
+    // A program no version has any more loses its shim; the user's own files stay.
+    writeFileSync(join(shims, 'users-own'), '#!/bin/sh\n');
+    const only = join(pathsFor(store).versions, '12.2.0', 'bin', 'only-here');
+    writeFileSync(only, '#!/bin/sh\n');
+    chmodSync(only, 0o755);
+    expect(rehash(pathsFor(store)).written).toEqual(['only-here']);
+    rmSync(only);
+    const r = rehash(pathsFor(store));
+    expect(r.removed).toEqual(['only-here']);
+    expect(existsSync(join(shims, 'only-here'))).toBe(false);
+    expect(existsSync(join(shims, 'users-own'))).toBe(true);
+  });
+
+  type Case = {name: string; files?: Record<string, string>; global?: string; env?: Record<string, string>; cwd?: string};
+  const cases: Case[] = [
+    {name: 'nothing selected: system'},
+    {name: 'global default', global: '12'},
+    {name: 'global default latest', global: 'latest'},
+    {name: 'CUDAENV_VERSION wins over a file', env: {CUDAENV_VERSION: '12.2'}, files: {'p/.cuda-version': '11.8\n'}, cwd: 'p'},
+    {name: 'CUDAENV_VERSION=system', env: {CUDAENV_VERSION: 'system'}, global: '12'},
+    {name: 'CUDAENV_VERSION invalid', env: {CUDAENV_VERSION: '12.x'}},
+    {name: 'empty CUDAENV_VERSION is ignored', env: {CUDAENV_VERSION: ''}, global: '11'},
+    {name: 'nearest file in a parent', files: {'p/.cuda-version': '# comment\n\n  11.8  \r\ncudnn=9\n'}, cwd: 'p/a/b'},
+    {name: 'nested file wins', files: {'p/.cuda-version': '11.8\n', 'p/q/.cuda-version': '12.2\n'}, cwd: 'p/q/r'},
+    {name: 'file beats global', files: {'p/.cuda-version': '12.4.1\n'}, global: '11', cwd: 'p'},
+    {name: 'alias in a file', files: {'p/.cuda-version': 'stable\n'}, cwd: 'p'},
+    {name: 'alias chain', env: {CUDAENV_VERSION: 'chain'}},
+    {name: 'alias loop', env: {CUDAENV_VERSION: 'loop1'}},
+    {name: 'alias to a missing version', env: {CUDAENV_VERSION: 'gone'}},
+    {name: 'unknown alias', files: {'p/.cuda-version': 'nosuch\n'}, cwd: 'p'},
+    {name: 'missing version', files: {'p/.cuda-version': '10.2\n'}, cwd: 'p'},
+    {name: 'file with shell syntax', files: {'p/.cuda-version': '$(touch PWNED)\n'}, cwd: 'p'},
+    {name: 'file with a bad key line', files: {'p/.cuda-version': '12\nrm -rf /\n'}, cwd: 'p'},
+    {name: 'file with control characters', files: {'p/.cuda-version': '12\n\u001b[2J\n'}, cwd: 'p'},
+    {name: 'file without a spec', files: {'p/.cuda-version': '# nothing\n'}, cwd: 'p'},
+    {name: 'huge file', files: {'p/.cuda-version': `12\n${'#'.repeat(5000)}\n`}, cwd: 'p'},
+    {name: 'system in a file', files: {'p/.cuda-version': 'system\n'}, global: '12', cwd: 'p'},
+  ];
+
+  test.each(cases.map((c) => [c.name, c] as const))('%s: the shim runs what `cudaenv current` reports', (_name, c) => {
+    const work = join(tmp.dir, 'cases', c.name.replace(/\W+/g, '-'));
+    mkdirSync(work, {recursive: true});
+    for (const [rel, text] of Object.entries(c.files ?? {})) {
+      mkdirSync(join(work, rel, '..'), {recursive: true});
+      writeFileSync(join(work, rel), text);
+    }
+    const cwd = join(work, c.cwd ?? '.');
+    mkdirSync(cwd, {recursive: true});
+    const paths = pathsFor(store);
+    if (c.global) writeFileSync(paths.globalFile, `${c.global}\n`);
+    else rmSync(paths.globalFile, {force: true});
+
+    const env = cliEnv(store, {PATH: `${paths.shims}:${sysbin}:/usr/bin:/bin`, ...c.env});
+    const current = runCli(['current', '--json'], {env, cwd});
+    const report = JSON.parse(current.stdout) as {version?: string | null; installed?: boolean; ok?: boolean};
+    const shim = spawnSync(join(paths.shims, 'whoami-cuda'), [], {cwd, env, encoding: 'utf8'});
+    expect(existsSync(join(cwd, 'PWNED'))).toBe(false);
+    if (current.status === 0) {
+      expect(shim.status).toBe(0);
+      const ran = shim.stdout.trim() === 'system' ? 'system' : shim.stdout.trim().split('/').pop();
+      expect(ran).toBe(report.version);
+    } else {
+      expect(shim.status).toBe(127);
+      expect(shim.stderr).toMatch(/^cudaenv: /);
+      expect(shim.stdout).toBe('');
+    }
+  });
+
+  test('a shim passes arguments and the exit status through, and keeps the caller\'s locale', () => {
+    const paths = pathsFor(store);
+    writeFileSync(join(paths.versions, '12.4.1', 'bin', 'whoami-cuda'), '#!/bin/sh\nprintf "[%s]" "$@"; echo " LC_ALL=${LC_ALL-unset}"; exit 7\n');
+    const env = cliEnv(store, {PATH: `${paths.shims}:/usr/bin:/bin`, CUDAENV_VERSION: '12.4'});
+    delete env.LC_ALL;
+    const r = spawnSync(join(paths.shims, 'whoami-cuda'), ['a b', '$(x)', ''], {env, encoding: 'utf8'});
+    expect(r.stdout).toBe('[a b][$(x)][] LC_ALL=unset\n');
+    expect(r.status).toBe(7);
+    writeFileSync(join(paths.versions, '12.4.1', 'bin', 'whoami-cuda'), WHOAMI);
+  });
+});
