@@ -97,9 +97,12 @@ export function oracleSymbols(file: string, tool = 'readelf'): {count: number; s
   const count = Number(/Symbol table '\.dynsym' contains (\d+) entr/.exec(text)?.[1] ?? 0);
   const symbols: OracleSymbol[] = [];
   for (const line of text.split('\n')) {
-    const m = /^\s*(\d+): [0-9a-f]+\s+\S+\s+(\w+)\s+(\w+)\s+(\w+)\s+(?:\[[^\]]*\]\s+)?(\w+)\s+(\S+)(?:\s+\(\d+\))?\s*$/.exec(line);
+    // Binding/type values without a name for this OS ABI print as `<OS specific>: 10` (UNIQUE, IFUNC under ELFOSABI_NONE).
+    const m = /^\s*(\d+): [0-9a-f]+\s+\S+\s+(\w+|<[^>]+>: \d+)\s+(\w+|<[^>]+>: \d+)\s+(\w+)\s+(?:\[[^\]]*\]\s+)?(\w+)\s+(\S+)(?:\s+\(\d+\))?\s*$/.exec(line);
     if (!m || m[1] === '0') continue;
-    const [, , type, bind, vis, ndx, full] = m;
+    const [, , rawType, rawBind, vis, ndx, full] = m;
+    const type = rawType === '<OS specific>: 10' ? 'IFUNC' : rawType;
+    const bind = rawBind === '<OS specific>: 10' ? 'UNIQUE' : rawBind;
     const at = /^(.*?)(@@?)([^@]+)$/.exec(full);
     symbols.push({
       name: at ? at[1] : full,
