@@ -107,7 +107,8 @@ export async function shadowingFindings(
       for (const e of o.needed) {
         if (e.via !== 'ld_library_path' || !inEntry(e.path)) continue;
         const instead = baseEdges.get(`${o.path}\0${e.name}`) ?? null;
-        if (instead !== e.path) shadows.push({object: o.path, library: e.name, chosen: e.path!, instead});
+        // The same file by another spelling ($ORIGIN/../.. or a link) is no shadow.
+        if (instead === null || real(instead) !== real(e.path!)) shadows.push({object: o.path, library: e.name, chosen: e.path!, instead});
       }
     }
     const problems = newProblems.filter((p) => (p.chosen?.startsWith(`${dir}/`) ?? false) || inEntry(p.library ? boundAt.get(p.library) : undefined));

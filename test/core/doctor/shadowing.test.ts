@@ -68,6 +68,14 @@ maybe('LD_LIBRARY_PATH entries against the pip CUDA wheels, decided by the check
     expect(report.facts.ldLibraryPath).toEqual([]);
   });
 
+  test('the wheels\' own directories on LD_LIBRARY_PATH bind the same files: no shadow', async () => {
+    const own = join(sitePackages, 'nvidia/nvjitlink/lib');
+    m.env = {...m.env, LD_LIBRARY_PATH: own};
+    const report = await runDoctor(m.ctx(), defaultDeps);
+    expect(report.findings.filter((x) => x.id.startsWith('env.ld-library-path'))).toEqual([]);
+    expect(report.facts.ldLibraryPath).toEqual([expect.objectContaining({entry: own, shadows: 0, breaks: 0})]);
+  });
+
   test('an entry that redirects a wheel\'s dependency without breaking it is a warning; outside the store the fix is by hand', async () => {
     const newer = makeFakeToolkit(join(tmp.dir, 'opt/cuda-12.6'), {version: '12.6.3'});
     buildLib({
