@@ -84,7 +84,7 @@ export async function installHook(req: InstallRequest): Promise<InstallResult> {
     // an unreadable previous hook is simply replaced
   }
   const scripts = writeHook(target.prefix, info);
-  return {prefix: target.prefix, name: target.name, ...info, chosenBy, scripts, replaced, check, forced: req.force && (check?.problems.length ?? 0) > 0};
+  return {prefix: target.prefix, name: target.name, ...info, chosenBy, scripts, replaced, check, forced: Boolean(req.force && check && check.problems.length > 0)};
 }
 
 function refusal(prefix: string, label: string, problems: Problem[]): CudaenvError {

@@ -24,7 +24,7 @@ export default class CondaHookInstall extends CudaenvCommand {
     const {args, flags} = await this.parse(CondaHookInstall);
     const policy = (flags['ld-library-path'] ?? (await loadSettings(this.paths)).get('ldLibraryPath') ?? 'prepend') as LdLibraryPathPolicy;
     const result = await installHook({
-      paths: this.paths, spec: args.spec, name: flags.name, prefix: flags.prefix, policy, force: flags.force,
+      paths: this.paths, spec: args.spec, name: flags.name, prefix: flags.prefix, policy, force: flags.force ?? false,
     });
     if (!this.jsonEnabled()) {
       const where = result.name ? `${result.name} (${result.prefix})` : result.prefix;
