@@ -4,7 +4,7 @@ import {basename, join} from 'node:path';
 import {firstOnPath} from '../system/python-env.js';
 import {isDriverVersion} from './driver-table.js';
 import {displayPath, sysPath, sysRealpath} from './sysroot.js';
-import type {DoctorContext} from './types.js';
+import type {DoctorContext, Finding} from './types.js';
 
 export type DriverSource = '/proc/driver/nvidia/version' | '/sys/module/nvidia/version' | 'libcuda' | 'nvidia-smi';
 
@@ -70,7 +70,8 @@ export function readDriver(ctx: DoctorContext, libcudaFromCache?: string): Drive
   return fromNvidiaSmi(ctx);
 }
 
-function findLibcuda(ctx: DoctorContext, fromCache: string | undefined): DriverFact | undefined {
+/** The user-space driver: the libcuda.so.<version> the loader cache (or a driver directory) gives. */
+export function findLibcuda(ctx: DoctorContext, fromCache: string | undefined): DriverFact | undefined {
   const candidates: string[] = [];
   if (fromCache) candidates.push(fromCache);
   for (const dir of LIBCUDA_DIRS) candidates.push(join(dir, 'libcuda.so.1'));
@@ -106,4 +107,20 @@ function fromNvidiaSmi(ctx: DoctorContext): DriverFact | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * A kernel module and a user-space libcuda of different versions (a driver upgraded without a
+ * reboot): every CUDA program then fails with "Driver/library version mismatch".
+ */
+export function driverMismatchFinding(kernel: DriverFact | undefined, userSpace: DriverFact | undefined): Finding | undefined {
+  if (!kernel || !userSpace || kernel.source === 'libcuda' || kernel.source === 'nvidia-smi') return undefined;
+  if (kernel.version === userSpace.version) return undefined;
+  return {
+    id: 'driver.library-mismatch',
+    severity: 'error',
+    title: `The NVIDIA kernel module is ${kernel.version} but the user-space driver is ${userSpace.version}: CUDA programs fail with "Driver/library version mismatch"`,
+    evidence: [`kernel module: ${kernel.version} (${kernel.evidence})`, `libcuda: ${userSpace.version} (${userSpace.evidence})`],
+    fix: 'Reboot (or unload and reload the nvidia kernel modules) so the kernel module matches the installed driver',
+  };
 }

@@ -7,7 +7,7 @@ import {existsSync} from 'node:fs';
 import {findSitePackages, firstOnPath, pythonCudaLibDirs} from '../system/python-env.js';
 import {driverFacts, driverFindings, findForwardCompat} from './compat.js';
 import {condaFindings} from './conda.js';
-import {readDriver} from './driver.js';
+import {driverMismatchFinding, findLibcuda, readDriver} from './driver.js';
 import {ldLibraryPathEntries, pointerFindings} from './env-vars.js';
 import {loaderView, type CacheEntry} from './loader-view.js';
 import {findTorch, torchFindings} from './pytorch.js';
@@ -44,6 +44,8 @@ export async function runDoctor(ctx: DoctorContext, deps: DoctorDeps): Promise<D
   const cache = existsSync(cacheFile) ? await deps.readCache(cacheFile).catch(() => undefined) : undefined;
 
   const driver = readDriver(ctx, cache?.libcuda);
+  const mismatch = driverMismatchFinding(driver, findLibcuda(ctx, cache?.libcuda));
+  if (mismatch) findings.push(mismatch);
   const compat = findForwardCompat(ctx, toolkits.active);
   findings.push(...driverFindings(ctx, driver, toolkits.active, compat));
 

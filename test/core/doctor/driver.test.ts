@@ -1,7 +1,7 @@
 import {afterEach, beforeEach, describe, expect, test} from '@jest/globals';
 import {mkdirSync, symlinkSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
-import {libcudaVersion, parseProcDriverVersion, readDriver} from '../../../src/core/doctor/driver.js';
+import {driverMismatchFinding, findLibcuda, libcudaVersion, parseProcDriverVersion, readDriver} from '../../../src/core/doctor/driver.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {PROC_OPEN, PROC_PROPRIETARY, makeMachine, write, type Machine} from './machine.js';
 
@@ -63,5 +63,21 @@ describe('readDriver on a constructed root', () => {
     expect(readDriver(m.ctx())).toBeUndefined();
     write(join(m.bin, 'nvidia-smi'), '#!/bin/sh\n[ "$1" = "--query-gpu=driver_version" ] && [ "$2" = "--format=csv,noheader" ] && echo 570.124.06\n', 0o755);
     expect(readDriver(m.ctx())).toMatchObject({version: '570.124.06', source: 'nvidia-smi'});
+  });
+
+  test('a kernel module and a libcuda of different versions is an error: reboot', () => {
+    write(join(m.sysroot, 'proc/driver/nvidia/version'), PROC_PROPRIETARY);
+    const dir = join(m.sysroot, 'usr/lib/x86_64-linux-gnu');
+    mkdirSync(dir, {recursive: true});
+    writeFileSync(join(dir, 'libcuda.so.550.90.07'), '');
+    symlinkSync('libcuda.so.550.90.07', join(dir, 'libcuda.so.1'));
+    const f = driverMismatchFinding(readDriver(m.ctx()), findLibcuda(m.ctx(), undefined));
+    expect(f).toMatchObject({id: 'driver.library-mismatch', severity: 'error'});
+    expect(f!.title).toContain('550.54.15');
+    expect(f!.title).toContain('550.90.07');
+    expect(f!.fix).toContain('Reboot');
+    writeFileSync(join(dir, 'libcuda.so.550.54.15'), '');
+    symlinkSync('libcuda.so.550.54.15', join(dir, 'libcuda.so.1.tmp'));
+    expect(driverMismatchFinding(readDriver(m.ctx()), findLibcuda(m.ctx(), '/usr/lib/x86_64-linux-gnu/libcuda.so.1.tmp'))).toBeUndefined();
   });
 });
