@@ -40,6 +40,7 @@ export default class Exec extends CudaenvCommand {
       process.exitCode = await runIsolated({versionDir: dir, command, args, env}, flags.cuda ?? dir.split('/').pop()!);
       return;
     }
+    if (dir) await (await import('../core/shell/switch-check.js')).reportSwitchCheck(this.paths, dir, env);
     process.exitCode = await runForeground(command, args, env);
   }
 }

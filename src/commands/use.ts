@@ -34,7 +34,11 @@ export default class Use extends CudaenvCommand {
     const shellName = process.env.CUDAENV_SHELL;
     if (!shellName && !this.jsonEnabled()) throw integrationMissing('use');
     const policy = (flags['ld-library-path'] ?? (await loadSettings(this.paths)).get('ldLibraryPath') ?? 'prepend') as LdLibraryPathPolicy;
-    rehashIfMissing(this.paths);
+    try {
+      rehashIfMissing(this.paths);
+    } catch {
+      // A read-only store: the shell then resolves through the CLI (`use`) only.
+    }
     let check: string | null = null;
     if (label !== 'system') {
       // Run the check now, under the environment the shell is about to get, so that the

@@ -43,6 +43,20 @@ export async function switchCheck(paths: StorePaths, label: string, env: NodeJS.
   for (const dir of splitPathList(env.LD_LIBRARY_PATH)) if (dir.startsWith('/')) watched.add(dir);
   for (const obj of report.objects) watched.add(dirname(obj.path));
   const list = [...watched].sort();
-  storeCheck(paths, label, {...key, watched: list, fingerprint: fingerprint(list), line});
+  try {
+    storeCheck(paths, label, {...key, watched: list, fingerprint: fingerprint(list), line});
+  } catch {
+    // A read-only store (a cluster's shared one): the result is reported, just not cached.
+  }
   return {label, line, cached: false};
+}
+
+/** For `exec`: the check line on stderr; a failing check never stops the command. */
+export async function reportSwitchCheck(paths: StorePaths, versionDir: string, env: NodeJS.ProcessEnv): Promise<void> {
+  const label = versionDir.split('/').pop()!;
+  try {
+    process.stderr.write(`${(await switchCheck(paths, label, env)).line}\n`);
+  } catch (error) {
+    process.stderr.write(`cudaenv: warning: the library check for CUDA ${label} failed: ${(error as Error).message}\n`);
+  }
 }

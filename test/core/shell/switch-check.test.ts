@@ -1,0 +1,111 @@
+/**
+ * The check after a switch, with real ELF libraries built by gcc: the issue's case of a
+ * toolkit lib64 on LD_LIBRARY_PATH shadowing a pip wheel's newer library (the wheel's RUNPATH
+ * loses to LD_LIBRARY_PATH), reported in one line with the fix, cached per LD_LIBRARY_PATH,
+ * and re-checked when a checked directory changes.
+ */
+import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
+import {execFileSync, spawnSync} from 'node:child_process';
+import {mkdirSync, renameSync, writeFileSync} from 'node:fs';
+import {join} from 'node:path';
+import {pathsFor} from '../../../src/core/store/paths.js';
+import {switchCheck} from '../../../src/core/shell/switch-check.js';
+import {planSwitch} from '../../../src/core/shell/transition.js';
+import {makeTempDir} from '../../helpers/tmp.js';
+import {cliCalls, have, loggingCli, makeStore, runInteractive, writeRc} from './shell-harness.js';
+
+const canBuild = have('gcc') && have('bash');
+if (!canBuild) console.warn('skipping the switch-check tests: gcc or bash is missing');
+
+function gcc(args: string[], cwd: string): void {
+  execFileSync('gcc', args, {cwd, stdio: 'pipe'});
+}
+
+(canBuild ? describe : describe.skip)('the check after a switch', () => {
+  let tmp: {dir: string; cleanup: () => void};
+  let store: string;
+  let venv: string;
+  let home: string;
+  let cli: {bin: string; log: string};
+
+  beforeAll(async () => {
+    tmp = makeTempDir('cudaenv-switchcheck-');
+    store = join(tmp.dir, 'store');
+    const paths = await makeStore(store, ['11.8.0', '12.4.1']);
+    const src = join(tmp.dir, 'src');
+    mkdirSync(src);
+    writeFileSync(join(src, 'dep1.c'), 'int dep_fn(void) { return 1; }\n');
+    writeFileSync(join(src, 'v1.map'), 'DEP_1 { global: dep_fn; local: *; };\n');
+    writeFileSync(join(src, 'dep2.c'), 'int dep_fn(void) { return 1; }\nint dep_new(void) { return 2; }\n');
+    writeFileSync(join(src, 'v2.map'), 'DEP_1 { global: dep_fn; local: *; };\nDEP_2 { global: dep_new; } DEP_1;\n');
+    writeFileSync(join(src, 'user.c'), 'int dep_new(void);\nint user_fn(void) { return dep_new(); }\n');
+    // The toolkit's libdep.so.1 is older (DEP_1 only); the wheel's has DEP_2.
+    const tkLib = join(paths.versions, '11.8.0', 'lib64');
+    gcc(['-shared', '-fPIC', '-o', join(tkLib, 'libdep.so.1'), '-Wl,-soname,libdep.so.1', '-Wl,--version-script=v1.map', 'dep1.c'], src);
+    venv = join(tmp.dir, 'venv');
+    const sp = join(venv, 'lib', 'python3.11', 'site-packages');
+    const depLib = join(sp, 'nvidia', 'dep', 'lib');
+    const userLib = join(sp, 'nvidia', 'user', 'lib');
+    mkdirSync(depLib, {recursive: true});
+    mkdirSync(userLib, {recursive: true});
+    gcc(['-shared', '-fPIC', '-o', join(depLib, 'libdep.so.1'), '-Wl,-soname,libdep.so.1', '-Wl,--version-script=v2.map', 'dep2.c'], src);
+    gcc(['-shared', '-fPIC', '-o', join(userLib, 'libuser.so'), '-Wl,-soname,libuser.so', 'user.c', `-L${depLib}`, '-l:libdep.so.1',
+      '-Wl,--enable-new-dtags', '-Wl,-rpath,$ORIGIN/../../dep/lib'], src);
+    // The real loader agrees: with the toolkit first on LD_LIBRARY_PATH, libuser.so fails.
+    const ldd = spawnSync('ldd', ['-r', join(userLib, 'libuser.so')], {env: {LD_LIBRARY_PATH: tkLib}, encoding: 'utf8'});
+    expect(`${ldd.stdout}${ldd.stderr}`).toMatch(/DEP_2.*not found|version `DEP_2' not found/);
+    home = join(tmp.dir, 'home');
+    mkdirSync(home);
+    cli = loggingCli(tmp.dir);
+    writeRc('bash', home, {bin: cli.bin});
+    mkdirSync(join(tmp.dir, 'proj'));
+    writeFileSync(join(tmp.dir, 'proj', '.cuda-version'), '11.8\n');
+  });
+  afterAll(() => tmp.cleanup());
+
+  test('prepend breaks the wheel: one line names the library and the fix; none resolves', async () => {
+    const paths = pathsFor(store);
+    const base = {PATH: '/usr/bin:/bin', VIRTUAL_ENV: venv};
+    const bad = await switchCheck(paths, '11.8.0', planSwitch(base, store, '11.8.0', 'prepend', 'pin'));
+    expect(bad.cached).toBe(false);
+    expect(bad.line).toMatch(/^cudaenv: CUDA 11\.8\.0 and the Python environment's CUDA libraries: /);
+    expect(bad.line).toContain('libdep.so.1');
+    expect(bad.line).toContain('DEP_2');
+    expect(bad.line.split('\n')).toHaveLength(1);
+    const good = await switchCheck(paths, '11.8.0', planSwitch(base, store, '11.8.0', 'none', 'pin'));
+    expect(good.line).toMatch(/all \d+ libraries resolve/);
+    // Both results are cached, side by side.
+    expect((await switchCheck(paths, '11.8.0', planSwitch(base, store, '11.8.0', 'prepend', 'pin'))).cached).toBe(true);
+    expect((await switchCheck(paths, '11.8.0', planSwitch(base, store, '11.8.0', 'none', 'pin'))).cached).toBe(true);
+  });
+
+  test('in a real shell: use reports it, the hook reuses the cache, a changed library is checked again', () => {
+    writeFileSync(cli.log, '');
+    const r1 = runInteractive('bash', home, store, [
+      'cudaenv use 11.8',
+      'cudaenv use 11.8 --ld-library-path none',
+      'cudaenv deactivate',
+      `cd '${tmp.dir}/proj'`,
+      'cd ..',
+      `cd '${tmp.dir}/proj'`,
+    ], {VIRTUAL_ENV: venv}, tmp.dir);
+    const lines = r1.stderr.split('\n').filter((l) => l.includes('cudaenv: CUDA 11.8.0'));
+    expect(lines).toHaveLength(4);
+    expect(lines[0]).toContain('DEP_2');
+    expect(lines[1]).toMatch(/all \d+ libraries resolve/);
+    expect(lines[2]).toBe(lines[0]); // auto-switch: prepend (the default policy), from the cache
+    expect(lines[3]).toBe(lines[0]);
+    // Two `use` calls and nothing else: every hook switch was answered from the cache.
+    expect(cliCalls(cli.log).map((c) => c.split(' ')[0])).toEqual(['use', 'use']);
+
+    // Replace the toolkit's library by the fixed one: the hook sees lib64 changed and checks again.
+    const tkLib = join(pathsFor(store).versions, '11.8.0', 'lib64');
+    const fixed = join(tkLib, '.libdep.new');
+    gcc(['-shared', '-fPIC', '-o', fixed, '-Wl,-soname,libdep.so.1', '-Wl,--version-script=v2.map', 'dep2.c'], join(tmp.dir, 'src'));
+    renameSync(fixed, join(tkLib, 'libdep.so.1'));
+    writeFileSync(cli.log, '');
+    const r2 = runInteractive('bash', home, store, [`cd '${tmp.dir}/proj'`], {VIRTUAL_ENV: venv}, tmp.dir);
+    expect(cliCalls(cli.log)).toEqual(['switch-check 11.8.0']);
+    expect(r2.stderr).toMatch(/cudaenv: CUDA 11\.8\.0 and the Python environment's CUDA libraries: all \d+ libraries resolve/);
+  });
+});
