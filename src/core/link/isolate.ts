@@ -76,6 +76,12 @@ export function planIsolate(options: IsolateOptions, stage = ''): IsolatePlan {
   if (mode === 'overlay' && dirname(mountpoint) === '/') {
     throw new CudaenvError(`--isolate: ${mountpoint} sits directly under /, which cannot be overlaid`, {code: 'isolate-failed'});
   }
+  if (mode === 'overlay' && inspectTarget(dirname(mountpoint)).kind !== 'directory') {
+    throw new CudaenvError(`--isolate: ${dirname(mountpoint)} does not exist, so there is nowhere to mount ${mountpoint}`, {
+      hint: `Create it (sudo mkdir -p ${dirname(mountpoint)}), or use \`sudo cudaenv link\` instead.`,
+      code: 'isolate-failed',
+    });
+  }
   const src = realpathSync(options.versionDir);
   const ids = isRoot() ? ['', ''] : [String(process.getuid!()), String(process.getgid!())];
   const unshare = isRoot() ? ['unshare', '--mount', '--propagation', 'private'] : ['unshare', '--user', '--map-root-user', '--mount', '--propagation', 'private'];

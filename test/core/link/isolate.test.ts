@@ -65,6 +65,11 @@ describeNs('exec --isolate: a private /usr/local/cuda (real unshare)', () => {
     expect(lstatSync(mountpoint).isDirectory()).toBe(true);
   });
 
+  test('a missing parent directory is a clear error before anything runs', () => {
+    expect(() => planIsolate({versionDir: version, mountpoint: join(dir, 'nope', 'cuda'), command: 'true', args: [], env: {}}))
+      .toThrow(`--isolate: ${join(dir, 'nope')} does not exist, so there is nowhere to mount ${join(dir, 'nope', 'cuda')}`);
+  });
+
   test('the exit status and a fatal signal of the command come back', async () => {
     expect((await inside('exit 7')).status).toBe(7);
     expect((await inside('kill -TERM $$')).status).toBe(128 + 15);
