@@ -62,7 +62,7 @@ describe('active toolkit against the driver', () => {
     expect(f!.title).toContain('CUDA 12.4.1');
     expect(f!.title).toContain('550.54.15');
     expect(f!.title).toContain('470.82.01');
-    expect(f!.evidence.join('\n')).toContain('the newest CUDA this driver fully supports: 11.4.3');
+    expect(f!.evidence.join('\n')).toContain('the newest CUDA this driver fully supports: 11.4.4');
     expect(f!.evidence.join('\n')).toContain('the newest installed version that works: 11.8.0 (minor-version compatibility)');
     expect(f!.fix).toContain('cudaenv use 11.8.0');
   });

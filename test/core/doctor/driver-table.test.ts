@@ -7,7 +7,8 @@ describe('driver table', () => {
   test('exact rows and labels between rows', () => {
     expect(minimumDriver('12.4.1')).toEqual({driver: '550.54.15', row: '12.4.1'});
     expect(minimumDriver('12.4.0')?.driver).toBe('550.54.14');
-    expect(minimumDriver('12.3.2')).toEqual({driver: '545.23.08', row: '12.3.1'});
+    expect(minimumDriver('12.3.2')).toEqual({driver: '545.23.08', row: '12.3.2'});
+    expect(minimumDriver('12.2.5')).toEqual({driver: '535.104.05', row: '12.2.2'});
     expect(minimumDriver('11.6.2')?.driver).toBe('510.47.03');
     expect(minimumDriver('12.4')?.driver).toBe('550.54.14');
     expect(minimumDriver('13.0.0')?.driver).toBe('580.65.06');

@@ -3,6 +3,7 @@ import {execFileSync} from 'node:child_process';
 import {mkdirSync, rmSync, symlinkSync, unlinkSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {defaultDeps} from '../../../src/core/doctor/engine.js';
+import {runDoctor} from '../../../src/core/doctor/index.js';
 import {readLdSoConf} from '../../../src/core/doctor/ld-so-conf.js';
 import {loaderView} from '../../../src/core/doctor/loader-view.js';
 import {inspectToolkits} from '../../../src/core/doctor/toolkit.js';
@@ -96,5 +97,25 @@ maybe('the loader view from a real ld.so.cache', () => {
     expect(stale!.evidence).toContain(`libcublas.so.12 => ${join(old, 'lib64', 'libcublas.so.12')}`);
     expect(stale!.fix).toContain('sudo ldconfig');
     mkdirSync(join(old, 'lib64'), {recursive: true});
+  });
+});
+
+maybe('the driver from the libcuda the cache points to', () => {
+  test('a libcuda.so.<version> outside the usual directories is found through /etc/ld.so.cache', async () => {
+    const tmp = makeTempDir();
+    try {
+      const m = makeMachine(tmp.dir);
+      const dir = join(m.sysroot, 'opt/nvidia-driver/lib');
+      buildLib({out: join(dir, 'libcuda.so.545.23.08'), soname: 'libcuda.so.1', source: 'int cuInit(unsigned f){return (int)f;}\n'});
+      write(join(m.sysroot, 'etc/ld.so.conf'), `${dir}\n`);
+      // ldconfig creates the libcuda.so.1 link, as a driver install does.
+      execFileSync('ldconfig', ['-C', join(m.sysroot, 'etc/ld.so.cache'), '-f', join(m.sysroot, 'etc/ld.so.conf')], {stdio: 'pipe'});
+      const report = await runDoctor(m.ctx(), defaultDeps);
+      expect(report.facts.driver).toMatchObject({version: '545.23.08', source: 'libcuda', newestFullySupported: '12.3.2'});
+      // Shown as on the machine the root stands for.
+      expect(report.facts.driver.evidence).toBe('/opt/nvidia-driver/lib/libcuda.so.1 -> /opt/nvidia-driver/lib/libcuda.so.545.23.08');
+    } finally {
+      tmp.cleanup();
+    }
   });
 });
