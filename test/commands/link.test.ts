@@ -1,5 +1,6 @@
 import {afterEach, beforeEach, describe, expect, test} from '@jest/globals';
-import {chmodSync, chownSync, mkdirSync, readlinkSync, symlinkSync, writeFileSync} from 'node:fs';
+import {spawnSync} from 'node:child_process';
+import {chmodSync, chownSync, mkdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {cliEnv, runCli} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
@@ -38,6 +39,26 @@ describe('cudaenv link / unlink', () => {
     const u = runCli(['unlink', '--target', target], {env});
     expect(u.stdout).toBe(`${target}: restored a link to /opt/elsewhere (was a link to ${join(store, 'versions', '12.4.1')})\n`);
     expect(readlinkSync(target)).toBe('/opt/elsewhere');
+  });
+
+  test('a target managed by update-alternatives, through the CUDAENV_ALTDIR/ADMINDIR/ALTLOG knobs', () => {
+    if (spawnSync('update-alternatives', ['--version']).status !== 0) {
+      console.log('skipping: update-alternatives is not installed');
+      return;
+    }
+    const knobs = {CUDAENV_ALTDIR: join(dir, 'alt'), CUDAENV_ADMINDIR: join(dir, 'adm'), CUDAENV_ALTLOG: join(dir, 'alt.log')};
+    mkdirSync(knobs.CUDAENV_ALTDIR);
+    mkdirSync(knobs.CUDAENV_ADMINDIR);
+    mkdirSync(join(dir, 'local', 'cuda-12.6'));
+    const ua = (...args: string[]) => spawnSync('update-alternatives', ['--altdir', knobs.CUDAENV_ALTDIR, '--admindir', knobs.CUDAENV_ADMINDIR, '--log', knobs.CUDAENV_ALTLOG, ...args], {encoding: 'utf8'});
+    expect(ua('--install', target, 'cuda', join(dir, 'local', 'cuda-12.6'), '126').status).toBe(0);
+    const r = runCli(['link', '12.4', '--target', target], {env: {...env, ...knobs}});
+    expect(r.stdout).toContain(`${target} -> ${join(store, 'versions', '12.4.1')} (CUDA 12.4.1, via update-alternatives: cuda in manual mode; was a link to ${join(dir, 'alt', 'cuda')})`);
+    expect(ua('--query', 'cuda').stdout).toContain(`Status: manual\nBest: ${join(dir, 'local', 'cuda-12.6')}\nValue: ${join(store, 'versions', '12.4.1')}`);
+    const u = runCli(['unlink', '--target', target], {env: {...env, ...knobs}});
+    expect(u.stdout).toBe(`${target}: restored cuda in auto mode (was a link to ${join(dir, 'alt', 'cuda')})\nremoved the alternative ${join(store, 'versions', '12.4.1')} from cuda\n`);
+    expect(ua('--query', 'cuda').stdout).toContain(`Status: auto\nBest: ${join(dir, 'local', 'cuda-12.6')}\nValue: ${join(dir, 'local', 'cuda-12.6')}`);
+    expect(readFileSync(knobs.CUDAENV_ALTLOG, 'utf8')).toContain('--set cuda');
   });
 
   test('bad input: system, a version not installed, a directory target', () => {
