@@ -16,7 +16,7 @@ export class BashShell extends PosixFamilyShell {
   protected installHook(): string {
     // PROMPT_COMMAND may be a string or (bash >= 5.1) an array: keep what the user had, run
     // first so that the user's commands still see the status of the last command.
-    return `if [[ \${PROMPT_COMMAND@a} == *a* ]]; then
+    return `if [[ -n \${PROMPT_COMMAND+x} && \${PROMPT_COMMAND@a} == *a* ]]; then
   case " \${PROMPT_COMMAND[*]} " in *" _cudaenv_hook "*) ;; *) PROMPT_COMMAND=(_cudaenv_hook "\${PROMPT_COMMAND[@]}") ;; esac
 else
   case ";\${PROMPT_COMMAND-};" in

@@ -1,0 +1,101 @@
+/**
+ * `cudaenv use`, `deactivate`, `init` and `rehash` as commands: what they print for a shell,
+ * and what they say without the shell integration.
+ */
+import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
+import {spawnSync} from 'node:child_process';
+import {existsSync, mkdirSync, readFileSync} from 'node:fs';
+import {join} from 'node:path';
+import {CLI, cliEnv, runCli} from '../helpers/cli.js';
+import {makeTempDir} from '../helpers/tmp.js';
+import {makeStore} from '../core/shell/shell-harness.js';
+
+describe('cudaenv use / deactivate / init / rehash', () => {
+  let tmp: {dir: string; cleanup: () => void};
+  let store: string;
+
+  beforeAll(async () => {
+    tmp = makeTempDir('cudaenv-use-');
+    store = join(tmp.dir, 'store');
+    await makeStore(store, ['12.4.1']);
+  });
+  afterAll(() => tmp.cleanup());
+
+  test('without the shell integration, use and deactivate explain how to add it (exit 1)', () => {
+    for (const args of [['use', '12.4'], ['deactivate']]) {
+      const r = runCli(args, {env: cliEnv(store)});
+      expect(r.status).toBe(1);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toContain('no cudaenv integration');
+      expect(r.stderr).toContain('eval "$(cudaenv init bash)"');
+    }
+  });
+
+  test('use prints shell code behind the marker; a missing version is an error with the install command', () => {
+    const ok = runCli(['use', '12'], {env: cliEnv(store, {CUDAENV_SHELL: 'bash'})});
+    expect(ok.status).toBe(0);
+    expect(ok.stdout.split('\n')[0]).toBe('# cudaenv-shell-code v1');
+    expect(ok.stdout).toContain('_cudaenv_switch 12.4.1 prepend pin');
+    const none = runCli(['use', '12', '--ld-library-path', 'none'], {env: cliEnv(store, {CUDAENV_SHELL: 'fish'})});
+    expect(none.stdout).toContain('_cudaenv_switch 12.4.1 none pin');
+    const missing = runCli(['use', '11.8'], {env: cliEnv(store, {CUDAENV_SHELL: 'bash'})});
+    expect(missing.status).toBe(1);
+    expect(missing.stdout).toBe('');
+    expect(missing.stderr).toContain('cudaenv install 11.8');
+    const bad = runCli(['use', '$(reboot)'], {env: cliEnv(store, {CUDAENV_SHELL: 'bash'})});
+    expect(bad.status).toBe(2);
+    expect(bad.stdout).toBe('');
+  });
+
+  test('use --json reports the version and the policy', () => {
+    const r = runCli(['use', '12.4', '--json'], {env: cliEnv(store)});
+    expect(r.status).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({version: '12.4.1', path: join(store, 'versions', '12.4.1'), ldLibraryPath: 'prepend'});
+  });
+
+  test('init: an unknown shell is a usage error; the bash code parses with bash -n', () => {
+    expect(runCli(['init', 'tcsh'], {env: cliEnv(store)}).status).toBe(2);
+    const code = runCli(['init', 'bash'], {env: cliEnv(store)});
+    expect(code.status).toBe(0);
+    expect(spawnSync('bash', ['-n'], {input: code.stdout}).status).toBe(0);
+    expect(code.stdout).toContain(`_CUDAENV_BIN=${CLI}`);
+  });
+
+  test('rehash lists the shims and writes the hook index', () => {
+    const r = runCli(['rehash', '--json'], {env: cliEnv(store)});
+    expect(r.status).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({shims: join(store, 'shims'), programs: ['nvcc', 'ptxas']});
+    expect(readFileSync(join(store, 'cache', 'switch', 'index'), 'utf8')).toBe(' 12=12.4.1 12.4=12.4.1 12.4.1=12.4.1 latest=12.4.1 \n');
+  });
+
+  test('bash: PROMPT_COMMAND is kept, as a string or an array, and the hook is added once', () => {
+    const init = `eval "$(${process.execPath} ${CLI} init bash)"`;
+    const env = cliEnv(store, {PATH: '/usr/bin:/bin'});
+    const asString = spawnSync('bash', ['--norc', '-c', `PROMPT_COMMAND='echo user'; ${init}; ${init}; printf '%s\\n' "$PROMPT_COMMAND"`], {env, encoding: 'utf8'});
+    expect(asString.stdout).toBe('_cudaenv_hook;echo user\n');
+    const asArray = spawnSync('bash', ['--norc', '-c', `PROMPT_COMMAND=('echo one' 'echo two'); ${init}; ${init}; printf '[%s]' "\${PROMPT_COMMAND[@]}"`], {env, encoding: 'utf8'});
+    expect(asArray.stdout).toBe('[_cudaenv_hook][echo one][echo two]');
+    const empty = spawnSync('bash', ['--norc', '-c', `unset PROMPT_COMMAND; ${init}; printf '%s' "$PROMPT_COMMAND"`], {env, encoding: 'utf8'});
+    expect(empty.stdout).toBe('_cudaenv_hook');
+  });
+
+  test('bash with set -u, and a store path with a newline: switching works and round-trips', () => {
+    const odd = join(tmp.dir, 'new\nline $x `y`');
+    mkdirSync(odd);
+    return makeStore(odd, ['12.4.1']).then(() => {
+      const script = [
+        'set -u',
+        `eval "$(${process.execPath} ${CLI} init bash)"`,
+        '_cudaenv_hook',
+        'before=$PATH',
+        'cudaenv use 12.4 2>/dev/null',
+        'printf "%s\\n--\\n" "$CUDA_HOME"',
+        'cudaenv deactivate',
+        '[ "$PATH" = "$before" ] && [ -z "${CUDA_HOME+x}" ] && echo RESTORED',
+      ].join('\n');
+      const r = spawnSync('bash', ['--norc', '-c', script], {env: cliEnv(odd, {PATH: '/usr/bin:/bin'}), encoding: 'utf8'});
+      expect(r.stdout).toBe(`${join(odd, 'versions', '12.4.1')}\n--\nRESTORED\n`);
+      expect(existsSync(join(odd, 'versions', '12.4.1'))).toBe(true);
+    });
+  });
+});
