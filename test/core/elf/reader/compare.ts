@@ -28,7 +28,8 @@ export async function expectMatchesReadelf(file: string, tool = 'readelf'): Prom
   for (const s of syms.symbols) if (s.type === 'SECTION') s.name = '<section>';
   expect(info.symbols.map((s) => ({
     name: s.type === 3 ? '<section>' : s.name,
-    sep: shown(s) === null ? '' : s.defined && !s.hidden ? '@@' : '@',
+    // A defined symbol versioned through verneed (a copy relocation in an executable) is shown with `@`.
+    sep: shown(s) === null ? '' : s.defined && !s.hidden && s.versionFile === null ? '@@' : '@',
     version: shown(s),
     defined: s.defined,
     type: TYPE_NAMES[s.type] ?? String(s.type),

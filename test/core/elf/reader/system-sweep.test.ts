@@ -1,7 +1,7 @@
 /**
  * A sweep over this machine's libraries: every ELF file in the system library directory (or an evenly
  * spread sample of it, CUDAENV_ELF_SWEEP=all for every one) must read exactly as readelf shows it.
- * Linker scripts and other non-ELF files must be ElfError 'not-elf'.
+ * Linker scripts and other non-ELF files must be ElfError 'not-elf'. CUDAENV_ELF_SWEEP_DIR sweeps another directory.
  */
 import {describe, expect, test} from '@jest/globals';
 import {existsSync, readdirSync, statSync} from 'node:fs';
@@ -10,7 +10,7 @@ import {ElfError, readElf} from '../../../../src/core/elf/reader/index.js';
 import {expectMatchesReadelf} from './compare.js';
 import {have} from './oracle.js';
 
-const DIR = ['/usr/lib/x86_64-linux-gnu', '/usr/lib/aarch64-linux-gnu', '/usr/lib64'].find((d) => existsSync(d));
+const DIR = [process.env.CUDAENV_ELF_SWEEP_DIR ?? '', '/usr/lib/x86_64-linux-gnu', '/usr/lib/aarch64-linux-gnu', '/usr/lib64'].find((d) => d && existsSync(d));
 const SAMPLE = process.env.CUDAENV_ELF_SWEEP === 'all' ? Infinity : 40;
 const run = DIR && have('readelf') ? test : test.skip;
 if (!DIR || !have('readelf')) console.warn('SKIPPED the system library sweep: no system library directory or no readelf');
