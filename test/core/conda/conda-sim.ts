@@ -54,6 +54,8 @@ export function driver(shell: ShellName, steps: Step[], outDir: string): string 
       lines.push(step.raw[family]);
     }
   }
+  // The run's status is then the last step's only if a step stops the script (set -e).
+  lines.push(family === 'csh' ? 'exit 0' : 'true');
   return `${lines.join('\n')}\n`;
 }
 

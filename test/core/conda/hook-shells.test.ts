@@ -41,9 +41,9 @@ const mark = (text: string): Step => ({raw: {
 
 /** Fails the run (a line on stderr) if a hook left one of its shell temporaries behind. */
 const LEFTOVERS: Step = {raw: {
-  posix: `if set | grep -q '^_cudaenv'; then echo "LEFTOVER shell variable" >&2; fi`,
-  fish: `if set -n | grep -q '^_cudaenv'; echo "LEFTOVER shell variable" >&2; end`,
-  csh: `set | grep '^_cudaenv' >& /dev/null\nif ( $status == 0 ) echo "LEFTOVER shell variable" > /dev/stderr`,
+  posix: `set | grep '^_cudaenv' >&2 || :`,
+  fish: `set -n | grep '^_cudaenv' >&2`,
+  csh: `set | grep '^_cudaenv' | /bin/sh -c 'cat >&2'`,
 }};
 
 /** Sequences: [name, steps]; each starts from `<name>.before` and ends at `<name>.after`. */
@@ -52,6 +52,7 @@ const SEQUENCES: Array<[string, Step[]]> = [
   ['switch', [{conda: ['activate', A]}, {conda: ['activate', B]}, {dump: 'switch.mid'}, {conda: ['deactivate']}, {dump: 'switch.back'}, {conda: ['deactivate']}]],
   ['stacked', [{conda: ['activate', A]}, {conda: ['activate', '--stack', B]}, {dump: 'stacked.mid'}, {conda: ['deactivate']}, {dump: 'stacked.back'}, {conda: ['deactivate']}]],
   ['reactivate', [{conda: ['activate', A]}, {conda: ['reactivate']}, {conda: ['reactivate']}, {dump: 'reactivate.mid'}, {conda: ['deactivate']}]],
+  ['twice', [{conda: ['activate', A]}, {conda: ['activate-scripts-again']}, {conda: ['activate-scripts-again']}, {dump: 'twice.mid'}, {conda: ['deactivate']}]],
   ['gone', [{conda: ['activate', C]}, {dump: 'gone.mid'}, {conda: ['deactivate']}]],
 ];
 
@@ -107,7 +108,7 @@ for (const shell of SHELLS as ShellName[]) {
           expect(first(m.get('LD_LIBRARY_PATH'))).toBe(join(TB, 'lib64'));
           expect(m.get('LD_LIBRARY_PATH')!.split(':')).not.toContain(join(TA, 'lib64'));
         }
-        for (const key of ['switch.back', 'stacked.back', 'reactivate.mid']) {
+        for (const key of ['switch.back', 'stacked.back', 'reactivate.mid', 'twice.mid']) {
           const m = readDump(out, key);
           expect(m.get('CUDA_HOME')).toBe(TA);
           expect(m.get('PATH')!.split(':').filter((e) => e === join(TA, 'bin'))).toHaveLength(1);
@@ -116,7 +117,7 @@ for (const shell of SHELLS as ShellName[]) {
           expect(first(m.get('LD_LIBRARY_PATH'))).toBe(join(TA, 'lib64'));
           // After a stacked env's deactivation the package script restores a snapshot that
           // still holds A's entry, so only the switch and reactivation cases count exactly one.
-          if (key !== 'stacked.back') expect(m.get('LD_LIBRARY_PATH')!.split(':').filter((e) => e === join(TA, 'lib64'))).toHaveLength(1);
+          if (key !== 'stacked.back' && key !== 'twice.mid') expect(m.get('LD_LIBRARY_PATH')!.split(':').filter((e) => e === join(TA, 'lib64'))).toHaveLength(1);
         }
         // A toolkit that has gone: the hook changes nothing.
         expect(envDiff(readDump(out, 'gone.before'), readDump(out, 'gone.mid')).filter((d) => !/^(CONDA_|PATH:|_PKG_|LD_LIBRARY_PATH:)/.test(d))).toEqual([]);
