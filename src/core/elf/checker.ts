@@ -1,6 +1,6 @@
 import type {ProblemKind} from './api.js';
 import type {Edge, LoadedObject, LoaderProcess} from './resolver.js';
-import {defines, definesVersion, references, type SymbolRef} from './symbols.js';
+import {buildDefinitions, defines, definesVersion, references, type Defs, type SymbolRef} from './symbols.js';
 import type {ElfInfo} from './types.js';
 
 /**
@@ -31,6 +31,20 @@ export class SymbolMemo {
   private ids = new WeakMap<ElfInfo, number>();
   private next = 0;
   private memo = new Map<string, SymbolRef[]>();
+  private indexes = new WeakMap<ElfInfo, Map<string, Defs>>();
+
+  /** @param wanted every name referenced in the processes this memo serves (null: index all). */
+  constructor(private readonly wanted: Set<string> | null = null) {}
+
+  /** Does `info` define `ref`? Through an index of only the wanted names. */
+  defines(info: ElfInfo, ref: SymbolRef): boolean {
+    let index = this.indexes.get(info);
+    if (!index) {
+      index = buildDefinitions(info, this.wanted ?? undefined);
+      this.indexes.set(info, index);
+    }
+    return defines(info, ref, index);
+  }
 
   id(info: ElfInfo): number {
     let id = this.ids.get(info);
@@ -45,11 +59,26 @@ export class SymbolMemo {
     const key = `${this.id(obj.info)}|${closure.map((o) => this.id(o.info)).sort((a, b) => a - b).join(',')}`;
     let unbound = this.memo.get(key);
     if (!unbound) {
-      unbound = references(obj.info).filter((ref) => !closure.some((o) => defines(o.info, ref)));
+      // The object itself is skipped: a name it references is not also one it defines.
+      unbound = references(obj.info).filter((ref) => !closure.some((o) => o !== obj && this.defines(o.info, ref)));
       this.memo.set(key, unbound);
     }
     return unbound;
   }
+}
+
+/** Every symbol name the objects of these processes reference. */
+export function referencedNames(processes: LoaderProcess[]): Set<string> {
+  const names = new Set<string>();
+  const seen = new Set<ElfInfo>();
+  for (const p of processes) {
+    for (const o of p.scope) {
+      if (seen.has(o.info)) continue;
+      seen.add(o.info);
+      for (const r of references(o.info)) names.add(r.name);
+    }
+  }
+  return names;
 }
 
 /** The object and every object its DT_NEEDED edges reach (it is always in the scope with them). */
@@ -96,7 +125,7 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
     if (unbound.length === 0) continue;
     const rest = p.scope.filter((o) => !closure.includes(o));
     for (const ref of unbound) {
-      if (rest.some((o) => defines(o.info, ref))) continue;
+      if (rest.some((o) => memo.defines(o.info, ref))) continue;
       const provider = ref.versionFile ? p.objectNamed(ref.versionFile) ?? null : null;
       findings.push({
         kind: ref.version ? 'undefined-symbol' : 'unversioned-undefined-symbol', object: obj,

@@ -1,10 +1,9 @@
 import {readdirSync, statSync, type Stats} from 'node:fs';
-import {stat} from 'node:fs/promises';
 import {readElf, readElfHeader} from './reader/index.js';
 import type {ElfHeaderInfo, ElfInfo} from './types.js';
 
 /**
- * Per-process cache of parsed ELF files keyed by (path, dev, ino, size, mtime), so a file that
+ * Per-process cache of parsed ELF files keyed by (dev, ino, size, mtime), so a file that
  * changes is read again, plus a limit on how many files are read at once (a directory of
  * 900 libraries must not open 900 descriptors). Entries are promises: concurrent requests for
  * one file share one read.
@@ -13,8 +12,15 @@ const MAX_ENTRIES = 8192;
 const elfCache = new Map<string, Promise<ElfInfo>>();
 const headerCache = new Map<string, Promise<ElfHeaderInfo>>();
 
+/**
+ * The identity of a file's contents: (dev, ino, size, mtime). The path is left out on purpose:
+ * /lib/x86_64-linux-gnu/libc.so.6 (from the cache) and /usr/lib/x86_64-linux-gnu/libc.so.6 (a
+ * directory target) are one file on merged-/usr systems and are parsed once. ElfInfo.path is then
+ * the first path read; the loader model keeps its own path per object.
+ */
 export function fileKey(path: string, st: Stats): string {
-  return `${path}\0${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
+  void path;
+  return `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
 }
 
 /** The file's identity for ld.so's "already loaded" check (st_dev, st_ino). */
@@ -70,7 +76,7 @@ export function cachedHeader(path: string, st: Stats): Promise<ElfHeaderInfo> {
  */
 export class FileView {
   private readonly listings = new Map<string, Set<string> | null>();
-  private readonly stats = new Map<string, Promise<Stats | null>>();
+  private readonly stats = new Map<string, Stats | null>();
 
   constructor(readonly cwd: string) {}
 
@@ -93,11 +99,11 @@ export class FileView {
     return this.list(dir)?.has(name) ?? false;
   }
 
-  /** stat (following links), null when it fails. */
-  stat(path: string): Promise<Stats | null> {
+  /** stat (following links), null when it fails. Synchronous and cached: probes are many and small. */
+  stat(path: string): Stats | null {
     let entry = this.stats.get(path);
-    if (!entry) {
-      entry = stat(path).catch(() => null);
+    if (entry === undefined) {
+      entry = this.statSync(path);
       this.stats.set(path, entry);
     }
     return entry;

@@ -13,7 +13,7 @@ import {existsSync, readFileSync} from 'node:fs';
 import {resolve} from 'node:path';
 import {UsageError} from '../errors.js';
 import type {CheckedObject, CheckOptions, CheckReport, NeededEdge, Problem} from './api.js';
-import {findProblems, isFailing, SymbolMemo} from './checker.js';
+import {findProblems, isFailing, referencedNames, SymbolMemo} from './checker.js';
 import {explain} from './explainer.js';
 import {cachedElf, FileView, limiter} from './file-cache.js';
 import {loadLdCache} from './ldcache/load.js';
@@ -46,15 +46,15 @@ function preloadList(options: CheckOptions): string[] {
 function makeContext(options: CheckOptions, cwd: string): LoaderContext {
   const sysroot = (options.sysroot ?? '').replace(/\/+$/, '');
   const cacheFile = options.cacheFile ?? `${sysroot}/etc/ld.so.cache`;
-  let cache: ReturnType<typeof loadLdCache> | undefined;
+  // Loaded up front: every process needs it, and its generator string names the glibc version.
+  const cache = loadLdCache(cacheFile);
   return {
     view: new FileView(cwd),
-    platformFor: (elfClass, machine) => loaderPlatform(elfClass, machine, sysroot),
+    platformFor: (elfClass, machine) => loaderPlatform(elfClass, machine, sysroot, cache.generator),
     ldLibraryPath: options.ldLibraryPath,
     preload: preloadList(options),
     cacheLabel: `ld.so.cache (${cacheFile})`,
     cacheLookup(name: string, platform: LoaderPlatform): string | null {
-      cache ??= loadLdCache(cacheFile);
       const hwcapsSubdirs = platform.hwcapsSubdirs.filter((s) => s.startsWith('glibc-hwcaps/')).map((s) => s.slice('glibc-hwcaps/'.length));
       const hit = lookupCache(cache, name, {elfClass: platform.elfClass, machine: platform.machine, hwcapsSubdirs});
       return hit ? sysroot + hit : null;
@@ -78,13 +78,12 @@ export async function checkLibraries(options: CheckOptions): Promise<CheckReport
       throw new UsageError(`--exe ${options.exe} is not an ELF program: ${error instanceof Error ? error.message : String(error)}`, 'Give the interpreter binary itself, not a wrapper script.');
     }
   }
-  const memo = new SymbolMemo();
   const objects = new Map<string, CheckedObject>();
   const problems = new Map<string, Problem>();
   const failedPreloads = new Set<string>();
   const perTarget = limiter(4);
-  // Processes are modelled concurrently (their file reads overlap); results are merged in target order.
-  const results = await Promise.all(files.map((target) => perTarget(async () => {
+  // 1. Every process is loaded (concurrently: their file reads overlap).
+  const loaded = await Promise.all(files.map((target) => perTarget(async () => {
     const head = exe?.info ?? target.info;
     const platform = ctx.platformFor(head.elfClass, head.machine);
     if (!platform) return {target, skip: `no loader model for ELF class ${head.elfClass}, machine ${head.machine}`};
@@ -93,9 +92,16 @@ export async function checkLibraries(options: CheckOptions): Promise<CheckReport
     }
     const p = new LoaderProcess(ctx, platform);
     await p.run(target, exe);
-    const found = findProblems(p, memo);
-    const explained = await Promise.all(found.map((f) => explain(p, f, {ldLibraryPath: options.ldLibraryPath, storeVersionsDir: options.storeVersionsDir})));
-    return {target, process: p, problems: explained};
+    return {target, process: p};
+  })));
+  // 2. Checked, knowing every referenced name (definitions are indexed for those only).
+  const processes = loaded.flatMap((r) => ('process' in r && r.process ? [r.process] : []));
+  const memo = new SymbolMemo(referencedNames(processes));
+  const explainCtx = {ldLibraryPath: options.ldLibraryPath, storeVersionsDir: options.storeVersionsDir};
+  const results = await Promise.all(loaded.map((r) => perTarget(async () => {
+    if (!('process' in r) || !r.process) return r;
+    const found = findProblems(r.process, memo);
+    return {...r, problems: await Promise.all(found.map((f) => explain(r.process!, f, explainCtx)))};
   })));
   const checked: string[] = [];
   for (const r of results) {
@@ -111,7 +117,7 @@ export async function checkLibraries(options: CheckOptions): Promise<CheckReport
       const needed: NeededEdge[] = obj.edges.map((e) => ({name: e.name, path: e.object?.path ?? null, via: e.via, rule: e.rule}));
       objects.set(obj.path, {path: obj.path, soname: obj.info.soname, needed});
     }
-    for (const problem of r.problems) {
+    for (const problem of r.problems ?? []) {
       const key = [problem.kind, problem.object, problem.library, problem.version, problem.symbol].join('\0');
       if (!problems.has(key)) problems.set(key, problem);
     }

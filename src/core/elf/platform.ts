@@ -41,10 +41,15 @@ function machineFacts(elfClass: 32 | 64, machine: number): MachineFacts | undefi
   return undefined;
 }
 
-/** The host's glibc version (Node reports the one it runs on); legacy hwcaps subdirectories exist up to 2.36. */
-function hostGlibc(): [number, number] | undefined {
-  const header = (process.report?.getReport() as {header?: {glibcVersionRuntime?: string}} | undefined)?.header;
-  const m = /^(\d+)\.(\d+)/.exec(header?.glibcVersionRuntime ?? '');
+/**
+ * The glibc version: from the ld.so.cache generator string when the caller has it
+ * ("... stable release version 2.36"), else the one Node runs on (process.report costs ~20 ms,
+ * so only then). Legacy hwcaps subdirectories exist up to 2.36.
+ */
+function glibcVersion(generator: string | null | undefined): [number, number] | undefined {
+  let text = generator ? /release version (\d+\.\d+)/.exec(generator)?.[1] : undefined;
+  if (!text) text = (process.report?.getReport() as {header?: {glibcVersionRuntime?: string}} | undefined)?.header?.glibcVersionRuntime;
+  const m = /^(\d+)\.(\d+)/.exec(text ?? '');
   return m ? [Number(m[1]), Number(m[2])] : undefined;
 }
 
@@ -82,8 +87,8 @@ const cache = new Map<string, LoaderPlatform | null>();
  * The loader facts for objects of this class and machine, or null when this host's loader
  * would not run them at all (an unknown machine).
  */
-export function loaderPlatform(elfClass: 32 | 64, machine: number, sysroot = ''): LoaderPlatform | null {
-  const key = `${elfClass}:${machine}:${sysroot}`;
+export function loaderPlatform(elfClass: 32 | 64, machine: number, sysroot = '', cacheGenerator?: string | null): LoaderPlatform | null {
+  const key = `${elfClass}:${machine}:${sysroot}:${cacheGenerator ?? ''}`;
   if (cache.has(key)) return cache.get(key)!;
   const facts = machineFacts(elfClass, machine);
   let result: LoaderPlatform | null = null;
@@ -101,8 +106,8 @@ export function loaderPlatform(elfClass: 32 | 64, machine: number, sysroot = '')
       // glibc overrides AT_PLATFORM on Intel CPUs with these features (sysdeps/x86/cpu-features.c).
       if (vendor === 'GenuineIntel' && ['avx2', 'fma', 'bmi1', 'bmi2', 'abm', 'movbe', 'popcnt'].every((f) => flags.has(f))) platform = 'haswell';
       for (const level of x86IsaLevels(flags)) hwcaps.push(`glibc-hwcaps/${level}`);
-      const glibc = hostGlibc();
-      if (!root && glibc && (glibc[0] < 2 || (glibc[0] === 2 && glibc[1] <= 36))) {
+      const glibc = root && !cacheGenerator ? undefined : glibcVersion(cacheGenerator);
+      if (glibc && (glibc[0] < 2 || (glibc[0] === 2 && glibc[1] <= 36))) {
         // Legacy tls/platform/hwcap subdirectories, removed in glibc 2.37 (§1.7 item 3).
         const legacy = [`${platform}/x86_64`, platform, 'x86_64'];
         for (const sub of [...legacy.map((s) => `tls/${s}`), 'tls', ...legacy]) if (!hwcaps.includes(sub)) hwcaps.push(sub);

@@ -308,7 +308,7 @@ export class LoaderProcess {
 
   /** Checks one file as open_verify does (§1.8); null when there is nothing there. */
   private async probe(path: string, via: Via, rule: string): Promise<Candidate | null> {
-    const st = await this.ctx.view.stat(path);
+    const st = this.ctx.view.stat(path);
     if (!st) return null;
     if (st.isDirectory()) return {path, via, rule, status: 'fatal', reason: 'cannot read file data: Is a directory'};
     let header;

@@ -23,26 +23,40 @@ export interface SymbolRef {
   hidden: boolean;
 }
 
-const definitionIndex = new WeakMap<ElfInfo, Map<string, ElfSymbol[]>>();
+/** One definition per name is the rule; an array only where a name has several versions. */
+export type Defs = ElfSymbol | ElfSymbol[];
+const definitionIndex = new WeakMap<ElfInfo, Map<string, Defs>>();
 const referenceList = new WeakMap<ElfInfo, SymbolRef[]>();
 
-/** The definitions ld.so can find in an object, by name. */
-export function definitions(info: ElfInfo): Map<string, ElfSymbol[]> {
-  let index = definitionIndex.get(info);
-  if (index) return index;
-  index = new Map();
+/**
+ * The definitions ld.so can find in an object, by name. With `wanted`, only names in it are
+ * indexed: a check knows every name referenced in its processes, and indexing the 46 000
+ * definitions of libLLVM to answer a few hundred lookups is most of the cost otherwise.
+ */
+export function buildDefinitions(info: ElfInfo, wanted?: Set<string>): Map<string, Defs> {
+  const index = new Map<string, Defs>();
   // Without a hash table the loader finds nothing in an object.
-  if (info.hashTable !== 'none') {
-    for (const s of info.symbols) {
-      if (!s.defined || !s.hashed || !DEFINABLE_TYPES.has(s.type) || !DEFINING_BINDINGS.has(s.binding)) continue;
-      if (s.visibility === STV_HIDDEN || s.visibility === STV_INTERNAL) continue;
-      if (s.value === 0 && s.shndx !== SHN_ABS && s.type !== STT_TLS) continue;
-      const list = index.get(s.name);
-      if (list) list.push(s);
-      else index.set(s.name, [s]);
-    }
+  if (info.hashTable === 'none') return index;
+  for (const s of info.symbols) {
+    if (!s.defined || (wanted && !wanted.has(s.name))) continue;
+    if (!s.hashed || !DEFINABLE_TYPES.has(s.type) || !DEFINING_BINDINGS.has(s.binding)) continue;
+    if (s.visibility === STV_HIDDEN || s.visibility === STV_INTERNAL) continue;
+    if (s.value === 0 && s.shndx !== SHN_ABS && s.type !== STT_TLS) continue;
+    const prev = index.get(s.name);
+    if (prev === undefined) index.set(s.name, s);
+    else if (Array.isArray(prev)) prev.push(s);
+    else index.set(s.name, [prev, s]);
   }
-  definitionIndex.set(info, index);
+  return index;
+}
+
+/** The full index of an object, kept while the ElfInfo lives. */
+export function definitions(info: ElfInfo): Map<string, Defs> {
+  let index = definitionIndex.get(info);
+  if (!index) {
+    index = buildDefinitions(info);
+    definitionIndex.set(info, index);
+  }
   return index;
 }
 
@@ -66,9 +80,10 @@ export function references(info: ElfInfo): SymbolRef[] {
 }
 
 /** Does this object yield a definition for the reference (check_match)? */
-export function defines(info: ElfInfo, ref: SymbolRef): boolean {
-  const defs = definitions(info).get(ref.name);
-  if (!defs) return false;
+export function defines(info: ElfInfo, ref: SymbolRef, index: Map<string, Defs> = definitions(info)): boolean {
+  const found = index.get(ref.name);
+  if (found === undefined) return false;
+  const defs = Array.isArray(found) ? found : [found];
   if (ref.version !== null) {
     for (const d of defs) {
       if (!info.hasVersym) return true;

@@ -1,8 +1,9 @@
 import type {Stats} from 'node:fs';
-import {open, readdir, stat} from 'node:fs/promises';
+import {readdirSync, statSync} from 'node:fs';
+import {open} from 'node:fs/promises';
 import {join, resolve} from 'node:path';
 import {UsageError} from '../errors.js';
-import {cachedElf, cachedHeader, inodeKey} from './file-cache.js';
+import {cachedElf, inodeKey} from './file-cache.js';
 import {ElfError} from './reader/index.js';
 import {DF_1_PIE} from './resolver.js';
 import type {ElfInfo} from './types.js';
@@ -49,11 +50,11 @@ async function describeNonElf(path: string): Promise<string> {
 /** Classifies one file: a checkable ELF shared object, or the reason to skip it. */
 async function classify(path: string, st: Stats, explicit = false): Promise<TargetFile | {skip: string}> {
   try {
-    const header = await cachedHeader(path, st);
-    // A program named explicitly is checked like one ld.so starts; in a directory only libraries count.
-    if (explicit && header.type === ET_EXEC) return {path, info: await cachedElf(path, st), stat: st};
-    if (header.type !== ET_DYN) return {skip: `an ELF ${header.type === 2 ? 'executable' : header.type === 1 ? 'relocatable object' : `file of type ${header.type}`}, not a shared object`};
+    // One read for the header and the tables: nearly every file in a library directory is a library.
     const info = await cachedElf(path, st);
+    // A program named explicitly is checked like one ld.so starts; in a directory only libraries count.
+    if (explicit && info.type === ET_EXEC) return {path, info, stat: st};
+    if (info.type !== ET_DYN) return {skip: `an ELF ${info.type === 2 ? 'executable' : info.type === 1 ? 'relocatable object' : `file of type ${info.type}`}, not a shared object`};
     if ((info.flags1 & DF_1_PIE) !== 0 && !explicit) return {skip: 'a position-independent executable, not a shared object'};
     return {path, info, stat: st};
   } catch (error) {
@@ -80,14 +81,21 @@ export async function expandTargets(targets: string[], options: {recursive?: boo
   const seenDirs = new Set<string>();
 
   const visitDir = async (dir: string, depth: number): Promise<void> => {
-    const dst = await stat(dir);
+    // Synchronous listing and stats: a thousand small syscalls cost less than a thousand promises.
+    const dst = statSync(dir);
     if (seenDirs.has(inodeKey(dst))) return;
     seenDirs.add(inodeKey(dst));
-    const names = (await readdir(dir)).sort();
-    const entries = await Promise.all(names.map(async (name) => {
+    const names = readdirSync(dir).sort();
+    const entries = names.map((name) => {
       const path = join(dir, name);
-      return {path, st: await stat(path).catch(() => null)};
-    }));
+      let st: Stats | null = null;
+      try {
+        st = statSync(path);
+      } catch {
+        // a dangling link or a file removed meanwhile
+      }
+      return {path, st};
+    });
     const subdirs: string[] = [];
     const toClassify: Array<{path: string; st: Stats}> = [];
     for (const {path, st} of entries) {
@@ -112,7 +120,7 @@ export async function expandTargets(targets: string[], options: {recursive?: boo
     const path = resolve(cwd, target);
     let st: Stats;
     try {
-      st = await stat(path);
+      st = statSync(path);
     } catch {
       throw new UsageError(`${target}: no such file or directory`, 'Give shared objects or directories that hold them.');
     }

@@ -1,0 +1,76 @@
+// Issue 3 scale target: `cudaenv check DIRS` vs `for f in FILES; do ldd -r "$f"; done` over the same
+// files, in one run: at least 5x faster, and no failing problem where `ldd -r` reports none.
+// Usage: npm run build && node bench/check-scale.mjs [runs] [DIR...]
+// (default DIRs: /usr/lib/x86_64-linux-gnu /usr/local/cuda-13.0/lib, those that exist)
+import {spawnSync} from 'node:child_process';
+import {existsSync} from 'node:fs';
+import {dirname, join} from 'node:path';
+import {fileURLToPath} from 'node:url';
+import {compare} from './lib/measure.mjs';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const cli = join(root, 'bin', 'run.js');
+const runs = Number(process.argv[2] ?? 3);
+const given = process.argv.slice(3);
+const dirs = (given.length > 0 ? given : ['/usr/lib/x86_64-linux-gnu', '/usr/local/cuda-13.0/lib']).filter((d) => existsSync(d));
+if (dirs.length === 0) {
+  console.error('no directory to check');
+  process.exit(2);
+}
+const env = {...process.env};
+delete env.NODE_OPTIONS;
+delete env.LD_LIBRARY_PATH;
+delete env.LD_PRELOAD;
+
+// What the check covers (linker scripts and other non-ELF files are skipped with a note).
+const first = spawnSync(process.execPath, [cli, 'check', '--json', ...dirs], {env, encoding: 'utf8', maxBuffer: 512 * 1024 * 1024});
+const report = JSON.parse(first.stdout);
+const files = report.checked;
+const linkerScripts = report.skipped.filter((s) => s.reason.includes('linker script')).length;
+
+const loop = 'for f in "$@"; do ldd -r "$f"; done >/dev/null 2>&1';
+const results = compare([
+  {name: `cudaenv check ${dirs.join(' ')}`, cmd: process.execPath, args: [cli, 'check', ...dirs], options: {env, allowFailure: true}},
+  {name: `for f in ...; do ldd -r "$f"; done (${files.length} files)`, cmd: 'bash', args: ['-c', loop, 'bash', ...files], options: {env, allowFailure: true}},
+], {runs, warmup: 1});
+
+// The verdicts: every failing problem ldd -r prints, against what the check reported.
+const marked = spawnSync('bash', ['-c', 'for f in "$@"; do echo "@@@ $f"; ldd -r "$f" 2>&1; done', 'bash', ...files], {env, encoding: 'utf8', maxBuffer: 512 * 1024 * 1024});
+const lddFailing = new Set();
+const lddUnversioned = new Set();
+for (const line of marked.stdout.split('\n')) {
+  let m = /^\t(\S+) => not found$/.exec(line);
+  if (m) lddFailing.add(`not-found ${m[1]}`);
+  m = /version `([^']+)' not found \(required by (.+)\)$/.exec(line);
+  if (m) lddFailing.add(`version-not-found ${m[1]} ${m[2]}`);
+  m = /^undefined symbol: ([^,\t]+)(?:, version (\S+))?\t\((.+)\)$/.exec(line);
+  if (m && m[2]) lddFailing.add(`undefined-symbol ${m[1]}@${m[2]} ${m[3]}`);
+  else if (m) lddUnversioned.add(`${m[1]} ${m[3]}`);
+}
+const ours = new Set();
+const oursUnversioned = new Set();
+for (const p of report.problems) {
+  if (p.kind === 'not-found') ours.add(`not-found ${p.library}`);
+  else if (p.kind === 'version-not-found') ours.add(`version-not-found ${p.version} ${p.object}`);
+  else if (p.kind === 'undefined-symbol') ours.add(`undefined-symbol ${p.symbol}@${p.version} ${p.object}`);
+  else oursUnversioned.add(`${p.symbol} ${p.object}`);
+}
+const falsePositives = [...ours].filter((k) => !lddFailing.has(k));
+const missed = [...lddFailing].filter((k) => !ours.has(k));
+const unvExtra = [...oursUnversioned].filter((k) => !lddUnversioned.has(k));
+const unvMissed = [...lddUnversioned].filter((k) => !oursUnversioned.has(k));
+
+const [check, ldd] = results;
+const speedup = ldd.median / check.median;
+console.log(`| command | median ms | min ms | max ms |`);
+console.log(`| --- | --- | --- | --- |`);
+for (const r of results) console.log(`| \`${r.name}\` | ${r.median.toFixed(0)} | ${r.min.toFixed(0)} | ${r.max.toFixed(0)} |`);
+console.log(`\n${files.length} shared objects checked (${report.skipped.length} other files skipped, ${linkerScripts} of them linker scripts); ${runs} interleaved runs.`);
+console.log(`speed-up ${speedup.toFixed(1)}x (target >= 5x): ${speedup >= 5 ? 'PASS' : 'FAIL'}`);
+console.log(`failing problems: ldd -r ${lddFailing.size}, cudaenv check ${ours.size}; false positives ${falsePositives.length} (target 0): ${falsePositives.length === 0 ? 'PASS' : 'FAIL'}; missed ${missed.length}`);
+console.log(`unversioned undefined symbols (notes): ldd -r ${lddUnversioned.size}, cudaenv check ${oursUnversioned.size}; only ours ${unvExtra.length}, only ldd ${unvMissed.length}`);
+for (const k of falsePositives.slice(0, 10)) console.log(`  false positive: ${k}`);
+for (const k of missed.slice(0, 10)) console.log(`  missed: ${k}`);
+for (const k of unvExtra.slice(0, 5)) console.log(`  unversioned only ours: ${k}`);
+for (const k of unvMissed.slice(0, 5)) console.log(`  unversioned only ldd: ${k}`);
+process.exitCode = speedup >= 5 && falsePositives.length === 0 ? 0 : 1;
