@@ -35,7 +35,10 @@ export async function parseHeader(file: ElfFile): Promise<ParsedHeader> {
   const head = await file.read(0, Math.min(64, file.size), 'ELF header');
   const magicLen = Math.min(4, head.length);
   if (!head.subarray(0, magicLen).equals(MAGIC.subarray(0, magicLen))) {
-    throw new ElfError(path, 'not-elf', notElfDetail(head));
+    const detail = notElfDetail(head);
+    throw new ElfError(path, 'not-elf', detail, detail.includes('linker script')
+      ? {hint: 'Linker scripts such as libc.so are read by the link editor (ld) only; the dynamic loader never loads them. Point at the library they name instead.'}
+      : {});
   }
   if (head.length < 16) {
     throw new ElfError(path, 'truncated', `file too short for an ELF header (${file.size} bytes)`);

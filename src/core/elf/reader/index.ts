@@ -64,7 +64,10 @@ async function parse(file: ElfFile, options: ReadElfOptions): Promise<ElfInfo> {
   // A static executable or a relocatable object: nothing for the loader to resolve.
   if (!dynamicHeader) return info;
   const loads = phdrs.filter((p) => p.type === PT_LOAD);
-  const dyn = await readDynamic(file, h, dynamicHeader);
+  // ld.so finds the dynamic array at its address (l_ld), i.e. through the PT_LOAD that maps it;
+  // p_offset says the same in every sane file and is the fallback when no segment covers it.
+  const mapped = loads.find((p) => dynamicHeader.vaddr >= p.vaddr && dynamicHeader.vaddr + dynamicHeader.filesz <= p.vaddr + p.filesz);
+  const dyn = await readDynamic(file, h, mapped ? {...dynamicHeader, offset: dynamicHeader.vaddr - mapped.vaddr + mapped.offset} : dynamicHeader);
   const value = (tag: number): number | undefined => dyn.values.get(tag);
   const toOffset = (addr: number, len: number, what: string): number => vaddrToOffset(file, loads, addr, len, what);
 
