@@ -121,3 +121,14 @@ describe('cudaenv add, pip-assembled toolkits', () => {
     expect(JSON.parse(r.stdout)).toMatchObject({label: '12.4.127', source: 'dist-info'});
   });
 });
+
+describe('cudaenv add, not toolkits', () => {
+  test('a prefix holding only an nvcc wrapper (like /usr/local/bin/nvcc) is not a toolkit', () => {
+    const prefix = join(dir, 'usr-local');
+    mkdirSync(join(prefix, 'bin'), {recursive: true});
+    writeFileSync(join(prefix, 'bin', 'nvcc'), '#!/bin/sh\nexec /usr/local/cuda-13.0/bin/nvcc "$@"\n', {mode: 0o755});
+    const r = runCli(['add', prefix], {env});
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain(`${prefix} is not a CUDA toolkit`);
+  });
+});

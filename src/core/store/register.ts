@@ -30,7 +30,7 @@ export async function registerToolkit(paths: StorePaths, dir: string, as?: strin
     throw new UsageError(`--as ${JSON.stringify(as)} is not a version label`, 'Use MAJOR.MINOR.PATCH, for example --as 12.4.1.');
   }
   const detection = detectToolkitVersion(target, as === undefined);
-  if (detection.evidence.length === 0 && !detection.version) {
+  if (detection.evidence.length === 0) {
     throw new CudaenvError(`${target} is not a CUDA toolkit: it has no bin/nvcc, no libcudart.so in lib64/ or lib/, no include/cuda_runtime_api.h, no version.json and no dist-info/`, {
       hint: 'Point cudaenv add at the toolkit root, the directory that holds bin/ and lib64/.',
       code: 'not-a-toolkit',

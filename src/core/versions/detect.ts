@@ -15,8 +15,25 @@ export interface Detection {
 
 const LIB_DIRS = ['lib64', 'lib', 'targets/x86_64-linux/lib', 'targets/sbsa-linux/lib', 'targets/aarch64-linux/lib'];
 
-/** Whether a directory looks like a CUDA toolkit: nvcc, the runtime library, or CUDA headers. */
+/**
+ * Whether a directory looks like a CUDA toolkit: the runtime library, CUDA headers or
+ * version.json, with bin/nvcc as supporting evidence only (a prefix such as /usr/local
+ * may hold an nvcc wrapper script and nothing else of CUDA's).
+ */
 export function toolkitEvidence(dir: string): string[] {
+  const found = rawEvidence(dir);
+  return found.length === 1 && found[0] === 'bin/nvcc' && !nvvmPresent(dir) ? [] : found;
+}
+
+function nvvmPresent(dir: string): boolean {
+  try {
+    return statSync(join(dir, 'nvvm')).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+function rawEvidence(dir: string): string[] {
   const found: string[] = [];
   if (isFile(join(dir, 'bin', 'nvcc'))) found.push('bin/nvcc');
   for (const sub of LIB_DIRS) {
