@@ -34,7 +34,9 @@ export interface InstallResult {
   /** The hook this one replaced, if any. */
   replaced: HookInfo | null;
   /** The library check (null under `none`: the hook leaves LD_LIBRARY_PATH alone). */
-  check: (Omit<HookCheck, 'problems' | 'existing'> & {problems: Problem[]; existing: Problem[]}) | null;
+  check: HookCheck | null;
+  /** Why the check could not run (only with --force; without it that is an error). */
+  checkError: string | null;
   forced: boolean;
 }
 
@@ -72,9 +74,22 @@ export async function installHook(req: InstallRequest): Promise<InstallResult> {
   }
   const info: HookInfo = {version: label, toolkit, ldLibraryPath: req.policy};
   let check: InstallResult['check'] = null;
+  let checkError: string | null = null;
   if (req.policy === 'prepend') {
-    check = await checkHook({prefix: target.prefix, toolkit, storeVersionsDir: req.paths.versions, env: req.env});
-    if (check.problems.length > 0 && !req.force) throw refusal(target.prefix, label, check.problems);
+    try {
+      check = await checkHook({prefix: target.prefix, toolkit, storeVersionsDir: req.paths.versions, env: req.env});
+    } catch (error) {
+      // The check could not run (an unreadable library, say): never install blind silently.
+      const reason = error instanceof Error ? error.message : String(error);
+      if (!req.force) {
+        throw new CudaenvError(`cannot check the libraries of ${target.prefix} against CUDA ${label}: ${reason}`, {
+          hint: 'Install without the check with --force, or with --ld-library-path none (the hook then leaves LD_LIBRARY_PATH alone).',
+          code: 'check-failed',
+        });
+      }
+      checkError = reason;
+    }
+    if (check && check.problems.length > 0 && !req.force) throw refusal(target.prefix, label, check.problems);
   }
   let replaced: HookInfo | null = null;
   try {
@@ -84,7 +99,10 @@ export async function installHook(req: InstallRequest): Promise<InstallResult> {
     // an unreadable previous hook is simply replaced
   }
   const scripts = writeHook(target.prefix, info);
-  return {prefix: target.prefix, name: target.name, ...info, chosenBy, scripts, replaced, check, forced: Boolean(req.force && check && check.problems.length > 0)};
+  return {
+    prefix: target.prefix, name: target.name, ...info, chosenBy, scripts, replaced, check, checkError,
+    forced: Boolean(req.force && ((check && check.problems.length > 0) || checkError)),
+  };
 }
 
 function refusal(prefix: string, label: string, problems: Problem[]): CudaenvError {

@@ -28,7 +28,8 @@ export default class CondaHookInstall extends CudaenvCommand {
     });
     if (!this.jsonEnabled()) {
       const where = result.name ? `${result.name} (${result.prefix})` : result.prefix;
-      if (result.forced) {
+      if (result.checkError) this.warn2(`installed without the library check, which failed (--force): ${result.checkError}`);
+      else if (result.forced) {
         this.warn2(`installed despite ${result.check!.problems.length} library problem(s) the hook causes (--force):`);
         for (const p of result.check!.problems) process.stderr.write(`  ${p.summary}\n`);
       }
