@@ -1,9 +1,13 @@
 #!/usr/bin/env node
 // The hot commands (`--version`, `current`) skip oclif: loading it costs more than
 // the whole command, and the shell hook and users call them often.
+import {fileURLToPath} from 'node:url';
 import {fastPath} from '../dist/fast-path.js';
 
 if (!(await fastPath(process.argv.slice(2)))) {
   const {execute} = await import('@oclif/core');
-  await execute({dir: import.meta.url});
+  // cudaenv has no plugins: skip oclif's user-plugin lookup, which reads (and on an
+  // unwritable HOME warns about) ~/.local/share/cudaenv/package.json at every start.
+  const root = fileURLToPath(new URL('..', import.meta.url));
+  await execute({dir: import.meta.url, loadOptions: {root, userPlugins: false}});
 }
