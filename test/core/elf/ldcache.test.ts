@@ -4,7 +4,7 @@ import {existsSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {
   formatLdconfigLine, hostX86IsaLevel, isaLevelFromFlags, loadLdCache, lookupCache, lookupCacheEntry,
-  normalizeCacheKey, parseCacheBuffer, parseLdconfigOutput, type LdCache,
+  normalizeCacheKey, parseCacheBuffer, parseLdconfigOutput, CacheFormatError, type LdCache,
 } from '../../../src/core/elf/ldcache.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {gcc, have} from './reader/oracle.js';
@@ -194,6 +194,22 @@ int main(int argc, char **argv) {
     const be = Buffer.from(full);
     be[28] = (be[28] & ~3) | 3;
     expect(() => parseCacheBuffer('x', be)).toThrow(/other byte order/);
+    // Random corruption of real caches: parsed, or a CacheFormatError, nothing else.
+    let seed = 7;
+    const rand = (): number => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
+    for (const format of ['new', 'compat', 'old']) {
+      const original = readFileSync(caches[format]);
+      for (let i = 0; i < 200; i++) {
+        const b = Buffer.from(original);
+        // Mostly the headers and the first entries, where offsets and counts live.
+        for (let k = 0; k < 3; k++) b[Math.floor(rand() * Math.min(b.length, i % 2 ? 400 : b.length))] = Math.floor(rand() * 256);
+        try {
+          parseCacheBuffer('fuzz', b);
+        } catch (error) {
+          expect(error).toBeInstanceOf(CacheFormatError);
+        }
+      }
+    }
     // Fallback through a named ldconfig that does not exist.
     expect(loadLdCache(garbage, {ldconfig: join(dir, 'no-ldconfig')}).warnings.join('\n')).toMatch(/could not read it either/);
   });

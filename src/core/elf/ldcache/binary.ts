@@ -16,9 +16,21 @@ const TAG_GENERATOR = 0;
 const TAG_GLIBC_HWCAPS = 1;
 const HOST_LITTLE = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
-export class CacheFormatError extends Error {}
+export class CacheFormatError extends Error {
+  override name = 'CacheFormatError';
+}
 
 export function parseCacheBuffer(file: string, buf: Buffer): LdCache {
+  try {
+    return parseLayouts(file, buf);
+  } catch (error) {
+    // Every bounds slip on a hostile file is a format error of that file, never a crash.
+    if (error instanceof CacheFormatError) throw error;
+    throw new CacheFormatError(`unreadable cache structure (${error instanceof Error ? error.message : String(error)})`);
+  }
+}
+
+function parseLayouts(file: string, buf: Buffer): LdCache {
   if (startsWith(buf, 0, NEW_MAGIC)) return parseNew(file, buf, 0, 'new');
   if (!startsWith(buf, 0, OLD_MAGIC)) throw new CacheFormatError('no ld.so.cache magic at the start of the file');
   if (buf.length < 16) throw new CacheFormatError('the old-format header is cut off');
