@@ -240,4 +240,16 @@ if (!HAVE_GCC) console.warn('skipping the conda hook library check tests: gcc is
     expect(r.status).toBe(0);
     expect(r.stdout).toContain('LD_LIBRARY_PATH: left alone');
   });
+
+  test('a library that is broken with or without the hook is reported, not held against it', () => {
+    const envX = makeCondaPrefix(join(tmp.dir, 'miniforge', 'envs', 'broken'), 'X');
+    const dep = buildLib({out: join(tmp.dir, 'gone-dep', 'libgonedep.so.1'), soname: 'libgonedep.so.1', source: 'int gone(void){return 1;}\n'});
+    const broken = buildLib({out: join(envX, 'lib', 'libbroken.so.1'), soname: 'libbroken.so.1', source: 'int gone(void);\nint f(void){return gone();}\n', link: [dep]});
+    spawnSync('rm', ['-rf', join(tmp.dir, 'gone-dep')]);
+    const r = runCli(['conda', 'hook', 'install', '12.4', '-p', envX, '--json'], {env: env()});
+    expect(r.status).toBe(0);
+    const j = JSON.parse(r.stdout);
+    expect(j.check.problems).toEqual([]);
+    expect(j.check.existing).toContainEqual(expect.objectContaining({kind: 'not-found', object: broken, library: 'libgonedep.so.1'}));
+  });
 });
