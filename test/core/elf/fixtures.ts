@@ -127,3 +127,15 @@ export function write(path: string, text: string): string {
 }
 
 export {join};
+
+/**
+ * ldd (trace mode) prints a reference to a library it could not find with or without its version,
+ * depending on vna_other indexes (dl-version.c sizes l_versions from the found providers only).
+ * A real process stops at the missing library first, so compare those references without versions.
+ */
+export function withoutMissingVersions(symbols: string[], missingRefs: Set<string>): string[] {
+  return [...new Set(symbols.map((line) => {
+    const m = /^([^@]+)@\S* (.+)$/.exec(line);
+    return m && missingRefs.has(`${m[1]} ${m[2]}`) ? `${m[1]}@ ${m[2]}` : line;
+  }))].sort();
+}
