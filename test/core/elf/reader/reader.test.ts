@@ -1,5 +1,5 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
-import {writeFileSync} from 'node:fs';
+import {readFileSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {readElf, readElfHeader} from '../../../../src/core/elf/reader/index.js';
 import {makeTempDir} from '../../../helpers/tmp.js';
@@ -84,6 +84,37 @@ describeTools('readElf against readelf on gcc-built libraries', () => {
     expect(info.soname).toBeNull();
   });
 
+  test('both DT_RPATH and DT_RUNPATH are reported raw (the loader model drops the RPATH, as ld.so does)', async () => {
+    // Turn the DT_RELACOUNT hint (0x6ffffff9; only an optimisation) into a DT_RPATH naming the RUNPATH string.
+    const buf = readFileSync(join(dir, 'libuser_runpath.so'));
+    const info = await readElf(join(dir, 'libuser_runpath.so'));
+    let runpathValue: bigint | null = null;
+    let patched = false;
+    const phoff = Number(buf.readBigUInt64LE(32));
+    let dynOff = 0;
+    let dynSize = 0;
+    for (let i = 0; i < buf.readUInt16LE(56); i++) {
+      const p = phoff + i * 56;
+      if (buf.readUInt32LE(p) === 2) [dynOff, dynSize] = [Number(buf.readBigUInt64LE(p + 8)), Number(buf.readBigUInt64LE(p + 32))];
+    }
+    for (let o = dynOff; o < dynOff + dynSize; o += 16) if (buf.readBigInt64LE(o) === 29n) runpathValue = buf.readBigUInt64LE(o + 8);
+    for (let o = dynOff; o < dynOff + dynSize && runpathValue !== null; o += 16) {
+      if (buf.readBigInt64LE(o) === 0x6ffffff9n) {
+        buf.writeBigInt64LE(15n, o);
+        buf.writeBigUInt64LE(runpathValue, o + 8);
+        patched = true;
+        break;
+      }
+    }
+    if (!patched) {
+      console.warn('SKIPPED the RPATH+RUNPATH case: the linker emitted no DT_RELACOUNT to repurpose');
+      return;
+    }
+    writeFileSync(join(dir, 'libboth_paths.so'), buf);
+    const both = await expectMatchesReadelf(join(dir, 'libboth_paths.so'));
+    expect({rpath: both.rpath, runpath: both.runpath}).toEqual({rpath: info.runpath, runpath: info.runpath});
+  });
+
   test('SysV-only and dual hash tables give the same symbols', async () => {
     const sysv = await expectMatchesReadelf(join(dir, 'libsysv.so'));
     const both = await expectMatchesReadelf(join(dir, 'libboth.so'));
@@ -132,4 +163,33 @@ describeTools('readElf against readelf on the system libraries', () => {
       expect(info.symbols.length).toBe(info.symbolCount - 1);
     });
   }
+});
+
+/** gcc -m32 needs gcc-multilib; the cross-binutils test covers ELF32 without it. */
+function canCompile32(): boolean {
+  if (!tools) return false;
+  const {dir, cleanup} = makeTempDir('cudaenv-m32-');
+  try {
+    gcc(dir, 'probe32.so', 'int x(void) { return 1; }\n', ['-m32', '-shared', '-fPIC']);
+    return true;
+  } catch {
+    return false;
+  } finally {
+    cleanup();
+  }
+}
+const m32 = canCompile32();
+if (!m32) console.warn('SKIPPED the gcc -m32 ELF test: gcc-multilib is not installed (ELF32 is still covered by cross.test.ts)');
+(m32 ? describe : describe.skip)('readElf on a gcc -m32 library', () => {
+  test('ELF32 i386 with versions agrees with readelf', async () => {
+    const {dir, cleanup} = makeTempDir('cudaenv-m32-');
+    try {
+      writeFileSync(join(dir, 'libv.map'), LIBV_MAP);
+      gcc(dir, 'libv32.so.1', LIBV, ['-m32', '-shared', '-fPIC', '-Wl,-soname,libv32.so.1', '-Wl,--version-script,libv.map']);
+      const info = await expectMatchesReadelf(join(dir, 'libv32.so.1'));
+      expect(info).toMatchObject({elfClass: 32, machine: 3, soname: 'libv32.so.1'});
+    } finally {
+      cleanup();
+    }
+  });
 });
