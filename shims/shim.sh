@@ -5,7 +5,7 @@
 # using only the store's plain files: aliases/NAME, global, and the resolve/SPEC links.
 # No Node.js, no directory listing; .cuda-version is parsed as strictly as the CLI does and
 # never evaluated.
-# @CUDAENV_SETTINGS@
+# @CUDAENV_SETTINGS@ (sets _ce_root, _ce_prog, and _ce_ctl: the control characters a .cuda-version may not hold)
 
 _ce_fail() {
   printf 'cudaenv: %s\n' "$1" >&2
@@ -99,7 +99,6 @@ LC_ALL=C
 _ce_unlc() { if [ -n "$_ce_lc_set" ]; then LC_ALL=$_ce_lc; else unset LC_ALL; fi; }
 _ce_nl='
 '
-_ce_ctl=$(printf '\001\002\003\004\005\006\007\010\013\014\016\017\020\021\022\023\024\025\026\027\030\031\032\033\034\035\036\037\177')
 
 if [ -n "${CUDAENV_VERSION-}" ]; then
   _ce_spec=$CUDAENV_VERSION

@@ -10,7 +10,7 @@ set -g _CUDAENV_CTL_RE '[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]'
 
 function _cudaenv_store
     if set -q CUDAENV_DIR; and test -n "$CUDAENV_DIR"
-        set -g _cudaenv_r $CUDAENV_DIR
+        set -g _cudaenv_r (string replace -r '(.)/+$' '$1' -- $CUDAENV_DIR)
     else
         set -g _cudaenv_r $_CUDAENV_DEFAULT_DIR
     end
@@ -21,19 +21,20 @@ function _cudaenv_valid_spec
 end
 
 function _cudaenv_trim
-    string trim -- "$argv[1]" | string collect
+    string trim -- "$argv[1]"
 end
 
 function _cudaenv_find
+    # `path dirname` is a builtin; the loop stops at / (its own dirname).
     set -g _cudaenv_f ''
-    set -l d (string replace -r '/$' '' -- $PWD | string collect)
+    set -l d $PWD
     while true
         if test -e "$d/.cuda-version"
-            set -g _cudaenv_f "$d/.cuda-version"
+            set -g _cudaenv_f (string replace -r '^//' '/' -- "$d/.cuda-version")
             return 0
         end
-        test -n "$d"; or return 0
-        set d (string replace -r '/[^/]*$' '' -- $d | string collect)
+        test "$d" != /; or return 0
+        set d (path dirname -- $d)
     end
 end
 
@@ -46,14 +47,14 @@ end
 function _cudaenv_load
     set -g _cudaenv_c ''
     set -g _cudaenv_e ''
-    if test -d "$argv[1]"
+    if test -f "$argv[1]" -a -r "$argv[1]"
+        read -z -n 4097 _cudaenv_c <$argv[1] 2>/dev/null
+    else if test -d "$argv[1]"
         set -g _cudaenv_e 'is a directory, not a file'
     else if not test -f "$argv[1]"
         set -g _cudaenv_e 'is not a regular file (a FIFO, socket or device)'
-    else if not test -r "$argv[1]"
-        set -g _cudaenv_e 'cannot be read (permission denied)'
     else
-        _cudaenv_readfile $argv[1]
+        set -g _cudaenv_e 'cannot be read (permission denied)'
     end
 end
 
@@ -72,10 +73,10 @@ function _cudaenv_parse
     set -l n 0
     for raw in (string split \n -- "$text")
         set n (math $n + 1)
-        set -l line (string trim -- "$raw" | string collect)
+        set -l line "$(string trim -- "$raw")"
         test -n "$line"; or continue
         string match -q -- '#*' "$line"; and continue
-        set -l short (string sub -l 40 -- "$line" | string collect)
+        set -l short "$(string sub -l 40 -- "$line")"
         if test -z "$_cudaenv_s"
             if _cudaenv_valid_spec "$line"
                 set -g _cudaenv_s "$line"
@@ -103,18 +104,18 @@ function _cudaenv_rm_entry
     if test "$v" = "$e"
         set -g _cudaenv_r ''
     else if string match -q -- "$e:*" "$v"
-        set -g _cudaenv_r (string sub -s (math (string length -- "$e") + 2) -- "$v" | string collect)
+        set -g _cudaenv_r "$(string sub -s (math (string length -- "$e") + 2) -- "$v")"
     else if string match -q -- "*:$e:*" "$v"
         set -l parts (string split -m 1 -- ":$e:" "$v")
         set -g _cudaenv_r "$parts[1]:$parts[2]"
     else if string match -q -- "*:$e" "$v"
-        set -g _cudaenv_r (string sub -l (math (string length -- "$v") - (string length -- "$e") - 1) -- "$v" | string collect)
+        set -g _cudaenv_r "$(string sub -l (math (string length -- "$v") - (string length -- "$e") - 1) -- "$v")"
     end
 end
 
 function _cudaenv_get
     # The colon string of a variable (path variables joined back).
-    string join : -- $$argv[1] | string collect
+    string join : -- $$argv[1]
 end
 
 function _cudaenv_save
@@ -129,7 +130,7 @@ function _cudaenv_restore
     set -l saved u
     set -q _CUDAENV_$argv[1]_SAVED; and set saved "$(_cudaenv_get _CUDAENV_$argv[1]_SAVED)"
     if string match -q -- 'x*' "$saved"
-        set -gx $argv[1] (string sub -s 2 -- "$saved" | string collect)
+        set -gx $argv[1] "$(string sub -s 2 -- "$saved")"
     else
         set -e $argv[1]
     end
@@ -240,7 +241,7 @@ function _cudaenv_resolve --argument-names spec
             set -g _cudaenv_e ''
             return 0
         end
-        set spec (_cudaenv_trim "$_cudaenv_c")
+        set spec "$(_cudaenv_trim "$_cudaenv_c")"
         if not _cudaenv_valid_spec "$spec"
             set -g _cudaenv_e "alias file $root/aliases/$first does not hold a version spec"
             return 1
@@ -249,13 +250,13 @@ function _cudaenv_resolve --argument-names spec
 end
 
 function _cudaenv_keynow
-    _cudaenv_store
-    set -l root $_cudaenv_r
-    set -g _cudaenv_idx ''
-    if test -f "$root/cache/switch/index"
-        _cudaenv_readfile "$root/cache/switch/index"
-        set -g _cudaenv_idx "$_cudaenv_c"
+    # Runs at every prompt: builtins only, few function calls (each costs in fish).
+    set -l root $_CUDAENV_DEFAULT_DIR
+    if set -q CUDAENV_DIR; and test -n "$CUDAENV_DIR"
+        set root (string replace -r '(.)/+$' '$1' -- $CUDAENV_DIR)
     end
+    set -g _cudaenv_idx ''
+    test -f "$root/cache/switch/index"; and read -z -n 4097 _cudaenv_idx <"$root/cache/switch/index"
     if set -q CUDAENV_VERSION; and test -n "$CUDAENV_VERSION"
         set -g _cudaenv_k "e$CUDAENV_VERSION"
     else
@@ -308,7 +309,7 @@ function _cudaenv_autoswitch
         set origin "set by $_cudaenv_f"
     else if test -f "$root/global"
         _cudaenv_readfile "$root/global"
-        set spec (_cudaenv_trim "$_cudaenv_c")
+        set spec "$(_cudaenv_trim "$_cudaenv_c")"
         set origin "set by the global default $root/global"
         if not _cudaenv_valid_spec "$spec"
             printf 'cudaenv: the global default in %s is not a CUDA version spec; run `cudaenv global 12.4`\n' "$root/global" >&2
@@ -366,14 +367,14 @@ function _cudaenv_report --argument-names label
                     end
                 case 'W*'
                     if test -n "$match"
-                        set -l w (string sub -s 3 -- "$line" | string collect)
+                        set -l w "$(string sub -s 3 -- "$line")"
                         if not test -e "$w"; or test (path mtime -- "$w") -ge $cache_time
                             set ok ''
                         end
                     end
                 case 'L*'
                     if test -n "$match"; and test -n "$ok"
-                        set hit (string sub -s 3 -- "$line" | string collect)
+                        set hit "$(string sub -s 3 -- "$line")"
                         break
                     end
             end
@@ -396,8 +397,8 @@ function cudaenv --description 'cudaenv: CUDA toolkit versions (shell integratio
                 return 0
             end
         case use
-            set -l out (CUDAENV_SHELL=fish command $_CUDAENV_BIN $argv | string collect)
-            set -l rc $pipestatus[1]
+            set -l out "$(CUDAENV_SHELL=fish command $_CUDAENV_BIN $argv)"
+            set -l rc $status
             if string match -q -- '# cudaenv-shell-code*' "$out"
                 printf '%s\n' "$out" | source
             else if test -n "$out"
