@@ -311,6 +311,8 @@ export class LoaderProcess {
     const st = this.ctx.view.stat(path);
     if (!st) return null;
     if (st.isDirectory()) return {path, via, rule, status: 'fatal', reason: 'cannot read file data: Is a directory'};
+    // open_verify reads a whole ELF header before looking at the magic (§1.8).
+    if (st.size < (this.platform.elfClass === 64 ? 64 : 52)) return {path, via, rule, status: 'fatal', reason: 'file too short'};
     let header;
     try {
       header = await cachedHeader(path, st);

@@ -37,6 +37,8 @@ export interface LibSpec {
   /** Build an executable instead of a shared object. */
   executable?: boolean;
   extra?: string[];
+  /** Where gcc runs (relative library paths in `extra` are recorded as written). */
+  cwd?: string;
 }
 
 export function buildLib(spec: LibSpec): string {
@@ -56,7 +58,7 @@ export function buildLib(spec: LibSpec): string {
   if (spec.nodeflib) args.push('-Wl,-z,nodefaultlib');
   for (const lib of spec.link ?? []) args.push(lib);
   args.push(...(spec.extra ?? []));
-  const r = spawnSync('gcc', args, {encoding: 'utf8'});
+  const r = spawnSync('gcc', args, {encoding: 'utf8', cwd: spec.cwd});
   if (r.status !== 0) throw new Error(`gcc ${args.join(' ')} failed:\n${r.stderr}`);
   return spec.out;
 }

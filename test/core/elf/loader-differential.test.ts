@@ -1,9 +1,10 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
+import {spawnSync} from 'node:child_process';
 import {copyFileSync, existsSync, mkdirSync, symlinkSync} from 'node:fs';
 import {join, resolve} from 'node:path';
 import {checkLibraries, firstProblemLine, type CheckOptions, type CheckReport} from '../../../src/core/elf/index.js';
 import {makeTempDir} from '../../helpers/tmp.js';
-import {buildLib, ctypesLoad, HAVE_GCC, HAVE_LDD, HAVE_M32, HAVE_PYTHON, lddVerdict, withoutMissingVersions, type LoaderVerdict} from './fixtures.js';
+import {buildLib, write, ctypesLoad, HAVE_GCC, HAVE_LDD, HAVE_M32, HAVE_PYTHON, lddVerdict, withoutMissingVersions, type LoaderVerdict} from './fixtures.js';
 
 /**
  * Differential tests: every fixture is built with gcc, then both the real loader (`ldd -r`,
@@ -308,6 +309,72 @@ d('search order and precedence', () => {
     const report = await agree(top, {preload: [custom]});
     expect(report.ok).toBe(true);
     expect(report.objects[0].needed[0]).toMatchObject({name: 'libD.so', path: custom, via: 'preload'});
+  });
+});
+
+d('files the loader cannot use', () => {
+  test('a text file under a library name stops the loader (file too short / invalid ELF header), even with a good one later', async () => {
+    const base = join(tmp.dir, 'bad');
+    const good = buildLib({out: join(base, 'good', 'libD.so'), soname: 'libD.so', source: 'int dd(void){return 1;}\n'});
+    const top = buildLib({out: join(base, 'libtop.so'), source: 'int dd(void); int t(void){return dd();}\n', link: [good]});
+    write(join(base, 'short', 'libD.so'), 'INPUT(libD.so.1)\n');
+    write(join(base, 'script', 'libD.so'), `/* GNU ld script */\n${'GROUP ( libD.so.1 )\n'.repeat(8)}`);
+    for (const [dir, reason] of [['short', 'file too short'], ['script', 'invalid ELF header']] as const) {
+      const ld = `${join(base, dir)}:${join(base, 'good')}`;
+      const report = await checkLibraries({targets: [top], ldLibraryPath: ld});
+      const p = report.problems.find((x) => x.kind === 'not-found')!;
+      expect(p.library).toBe('libD.so');
+      expect(p.explanation).toContain(`${join(base, dir)}/libD.so: ${reason}`);
+      const real = lddVerdict(top, ld);
+      expect(real.raw).toContain(`${join(base, dir)}/libD.so: ${reason}`);
+      if (HAVE_PYTHON) expect(ctypesLoad(top, ld)).toContain(reason);
+    }
+  });
+
+  test('a DT_NEEDED with a slash is opened as written, relative to the current directory', async () => {
+    const base = join(tmp.dir, 'slash');
+    const dep = buildLib({out: join(base, 'sub', 'libdep.so'), source: 'int dd(void){return 1;}\n'});
+    void dep;
+    const top = buildLib({out: join(base, 'libtop.so'), source: 'int dd(void); int t(void){return dd();}\n', extra: ['sub/libdep.so'], cwd: base});
+    const report = await agree(top, {}, base);
+    expect(report.objects[0].needed[0]).toMatchObject({name: 'sub/libdep.so', path: `${base}/sub/libdep.so`});
+    const elsewhere = await agree(top, {}, tmp.dir);
+    expect(elsewhere.problems[0]).toMatchObject({kind: 'not-found', library: 'sub/libdep.so'});
+  });
+});
+
+d('options', () => {
+  test('cacheFile: a private ld.so.cache built with ldconfig -C answers before the system directories', async () => {
+    const base = join(tmp.dir, 'privcache');
+    const dep = buildLib({out: join(base, 'L', 'libpc.so.1'), soname: 'libpc.so.1', source: 'int pc(void){return 1;}\n'});
+    const top = buildLib({out: join(base, 'libtop.so'), source: 'int pc(void); int t(void){return pc();}\n', link: [dep]});
+    write(join(base, 'ld.so.conf'), `${join(base, 'L')}\n`);
+    const r = spawnSync('ldconfig', ['-C', join(base, 'ld.so.cache'), '-f', join(base, 'ld.so.conf')], {encoding: 'utf8'});
+    if (r.status !== 0) {
+      console.warn(`skipping private cache test: ldconfig -C failed: ${r.stderr}`);
+      return;
+    }
+    expect((await checkLibraries({targets: [top]})).problems[0]).toMatchObject({kind: 'not-found', library: 'libpc.so.1'});
+    const report = await checkLibraries({targets: [top], cacheFile: join(base, 'ld.so.cache')});
+    expect(report.objects[0].needed[0]).toMatchObject({name: 'libpc.so.1', path: `${join(base, 'L')}/libpc.so.1`, via: 'ld.so.cache'});
+    expect(report.objects[0].needed[0].rule).toContain(join(base, 'ld.so.cache'));
+  });
+
+  test('directories: every ELF shared object, non-ELF files skipped with a note, --recursive descends', async () => {
+    const base = join(tmp.dir, 'dirs');
+    buildLib({out: join(base, 'liba.so.1'), soname: 'liba.so.1', source: 'int a(void){return 1;}\n'});
+    symlinkSync('liba.so.1', join(base, 'liba.so'));
+    write(join(base, 'libc-like.so'), '/* GNU ld script */\nGROUP ( liba.so.1 )\n');
+    write(join(base, 'README'), 'hello\n');
+    buildLib({out: join(base, 'nested', 'libb.so'), soname: 'libb.so', source: 'int b(void){return 1;}\n'});
+    const flat = await checkLibraries({targets: [base]});
+    expect(flat.checked).toEqual([join(base, 'liba.so')]);
+    expect(flat.skipped).toEqual(expect.arrayContaining([
+      {path: join(base, 'libc-like.so'), reason: expect.stringContaining('linker script')},
+      {path: join(base, 'README'), reason: 'not an ELF file'},
+    ]));
+    const deep = await checkLibraries({targets: [base], recursive: true});
+    expect(deep.checked).toEqual([join(base, 'liba.so'), join(base, 'nested', 'libb.so')]);
   });
 });
 
