@@ -222,6 +222,33 @@ describe('cache key comparison and ISA levels', () => {
     expect(normalizeCacheKey('libcudart.so.12.0')).toBe('libcudart.so.12.0');
   });
 
+  test('ldconfig -p lines of older glibc (OS ABI) and of other ABIs parse', () => {
+    // As glibc 2.17-2.31 print them (print_entry with osversion), e.g. on CentOS 7 and Ubuntu 20.04.
+    const text = [
+      '1042 libs found in cache `/etc/ld.so.cache\'',
+      '\tlibz.so.1 (libc6,x86-64) => /lib64/libz.so.1',
+      '\tlibc.so.6 (libc6,x86-64, OS ABI: Linux 2.6.32) => /lib64/libc.so.6',
+      '\tlibc.so.6 (libc6, OS ABI: Linux 2.6.32) => /lib/libc.so.6',
+      '\tlibm.so.6 (libc6,x86-64, hwcap: 0x0000000000000002, OS ABI: Linux 2.6.32) => /lib64/tls/libm.so.6',
+      '\tlibfoo.so.1 (libc6,AArch64) => /usr/lib/aarch64-linux-gnu/libfoo.so.1',
+      '\tlibhw.so.1 (libc6,x86-64, hwcap: "x86-64-v3") => /opt/glibc-hwcaps/x86-64-v3/libhw.so.1',
+    ].join('\n');
+    const {entries} = parseLdconfigOutput(text);
+    expect(entries.map((e) => [e.key, e.flags, e.osVersion, e.hwcapsSubdir, e.legacyHwcap])).toEqual([
+      ['libz.so.1', 0x0303, 0, null, false],
+      ['libc.so.6', 0x0303, 0x020620, null, false],
+      ['libc.so.6', 0x0003, 0x020620, null, false],
+      ['libm.so.6', 0x0303, 0x020620, null, true],
+      ['libfoo.so.1', 0x0a03, 0, null, false],
+      ['libhw.so.1', 0x0303, 0, 'x86-64-v3', false],
+    ]);
+    const cache: LdCache = {file: 'x', format: 'ldconfig-p', entries, generator: null, warnings: []};
+    expect(lookupCache(cache, 'libc.so.6', X64)).toBe('/lib64/libc.so.6');
+    expect(lookupCache(cache, 'libc.so.6', {elfClass: 32, machine: 3})).toBe('/lib/libc.so.6');
+    expect(lookupCache(cache, 'libm.so.6', X64)).toBeNull(); // legacy hwcap entries are skipped (glibc >= 2.37)
+    expect(lookupCache(cache, 'libfoo.so.1', {elfClass: 64, machine: 183})).toBe('/usr/lib/aarch64-linux-gnu/libfoo.so.1');
+  });
+
   test('ISA level from CPU flags', () => {
     expect(isaLevelFromFlags(new Set(['sse2']))).toBe(1);
     const v2 = ['cx16', 'lahf_lm', 'popcnt', 'pni', 'sse4_1', 'sse4_2', 'ssse3'];

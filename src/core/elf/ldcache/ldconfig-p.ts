@@ -5,7 +5,9 @@
 import {flagsArch, flagsElfClass, flagsFromLabel, flagsLabel} from './flags.js';
 import type {LdCacheEntry} from './types.js';
 
-const LINE = /^\t(.+) \(([^,)]+)((?:,(?! hwcap: )[^,)]+)*)(?:, hwcap: (?:"([^"]+)"|(0x[0-9a-f]+)))?\) => (.+)$/;
+// glibc < 2.32 also prints `, OS ABI: Linux 2.6.32` for entries with an osversion (e.g. CentOS 7).
+const LINE = /^\t(.+) \(([^,)]+)((?:,(?! hwcap: | OS ABI: )[^,)]+)*)(?:, hwcap: (?:"([^"]+)"|(0x[0-9a-f]+)))?(?:, OS ABI: [^)]*? (\d+)\.(\d+)\.(\d+))?\) => (.+)$/;
+const OS_NAMES = ['Linux', 'Hurd', 'Solaris', 'FreeBSD', 'kNetBSD', 'Syllable'];
 
 /** Entries of `LC_ALL=C ldconfig -p`, in printed (= file) order. The ISA level of hwcaps entries is not printed. */
 export function parseLdconfigOutput(text: string): {entries: LdCacheEntry[]; generator: string | null} {
@@ -16,7 +18,10 @@ export function parseLdconfigOutput(text: string): {entries: LdCacheEntry[]; gen
     if (gen) generator = gen[1];
     const m = LINE.exec(line);
     if (!m) continue;
-    const [, key, type, archSuffix, subdir, legacy, path] = m;
+    const [, key, type, archSuffix, subdir, legacy, major, minor, patch, path] = m;
+    const osName = /, OS ABI: (\S+)/.exec(line)?.[1] ?? 'Linux';
+    const os = Math.max(0, OS_NAMES.indexOf(osName));
+    const osVersion = major === undefined ? 0 : ((os << 24) | (Number(major) << 16) | (Number(minor) << 8) | Number(patch)) >>> 0;
     const flags = flagsFromLabel(type, archSuffix.replace(/^,/, ''));
     if (flags === null) continue; // a label this version does not know: ld.so would not accept it either
     entries.push({
@@ -27,7 +32,7 @@ export function parseLdconfigOutput(text: string): {entries: LdCacheEntry[]; gen
       hwcapsSubdir: subdir ?? null,
       isaLevel: 0,
       legacyHwcap: legacy !== undefined && BigInt(legacy) !== 0n,
-      osVersion: 0,
+      osVersion,
     });
   }
   return {entries, generator};
