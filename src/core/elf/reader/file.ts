@@ -63,12 +63,6 @@ export class ElfFile {
     return this.readDirect(off, len);
   }
 
-  /** Up to `len` bytes at `off`, fewer at the end of the file (for strings of unknown length). */
-  async readUpTo(off: number, len: number, what: string): Promise<Buffer> {
-    this.check(off, 0, what);
-    return this.read(off, Math.min(len, this.size - off), what);
-  }
-
   /** Throws unless [off, off+len) lies inside the file. */
   check(off: number, len: number, what: string): void {
     if (!Number.isSafeInteger(off) || !Number.isSafeInteger(len) || off < 0 || len < 0) {
