@@ -10,7 +10,7 @@ set -g _CUDAENV_CTL_RE '[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]'
 
 function _cudaenv_store
     if set -q CUDAENV_DIR; and test -n "$CUDAENV_DIR"
-        set -g _cudaenv_r (string replace -r '(.)/+$' '$1' -- $CUDAENV_DIR)
+        set -g _cudaenv_r (string trim -r -c / -- $CUDAENV_DIR)
     else
         set -g _cudaenv_r $_CUDAENV_DEFAULT_DIR
     end
@@ -28,14 +28,14 @@ function _cudaenv_find
     # `path dirname` is a builtin; the loop stops at / (its own dirname).
     set -g _cudaenv_f ''
     set -l d $PWD
-    while true
+    while test "$d" != /
         if test -e "$d/.cuda-version"
-            set -g _cudaenv_f (string replace -r '^//' '/' -- "$d/.cuda-version")
+            set -g _cudaenv_f "$d/.cuda-version"
             return 0
         end
-        test "$d" != /; or return 0
         set d (path dirname -- $d)
     end
+    test -e /.cuda-version; and set -g _cudaenv_f /.cuda-version
 end
 
 function _cudaenv_readfile
@@ -253,7 +253,7 @@ function _cudaenv_keynow
     # Runs at every prompt: builtins only, few function calls (each costs in fish).
     set -l root $_CUDAENV_DEFAULT_DIR
     if set -q CUDAENV_DIR; and test -n "$CUDAENV_DIR"
-        set root (string replace -r '(.)/+$' '$1' -- $CUDAENV_DIR)
+        set root (string trim -r -c / -- $CUDAENV_DIR)
     end
     set -g _cudaenv_idx ''
     test -f "$root/cache/switch/index"; and read -z -n 4097 _cudaenv_idx <"$root/cache/switch/index"
