@@ -79,6 +79,21 @@ describe('cudaenv use / deactivate / init / rehash', () => {
     expect(empty.stdout).toBe('_cudaenv_hook');
   });
 
+  (spawnSync('sh', ['-c', 'command -v zsh']).status === 0 ? test : test.skip)('zsh with nounset, ksh_arrays and sh_word_split set by the user: the hook and use still work, $? is kept', () => {
+    mkdirSync(join(tmp.dir, 'zp'), {recursive: true});
+    const script = [
+      'setopt nounset ksh_arrays sh_word_split',
+      `eval "$(${process.execPath} ${CLI} init zsh)"`,
+      'before=$PATH',
+      `cd '${join(tmp.dir, 'zp')}'`,
+      'false; _cudaenv_hook; echo "status=$?"',
+      'cudaenv use 12.4 2>/dev/null; echo "$CUDA_HOME"',
+      'cudaenv deactivate; [ "$PATH" = "$before" ] && [ -z "${CUDA_HOME+x}" ] && echo RESTORED',
+    ].join('\n');
+    const r = spawnSync('zsh', ['-f', '-c', script], {env: cliEnv(store, {PATH: '/usr/bin:/bin'}), encoding: 'utf8'});
+    expect(r.stdout).toBe(`status=1\n${join(store, 'versions', '12.4.1')}\nRESTORED\n`);
+  });
+
   test('bash with set -u, and a store path with a newline: switching works and round-trips', () => {
     const odd = join(tmp.dir, 'new\nline $x `y`');
     mkdirSync(odd);

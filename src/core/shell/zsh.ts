@@ -16,7 +16,14 @@ export class ZshShell extends PosixFamilyShell {
   protected installHook(): string {
     // precmd runs before every prompt (it sees cd, edits of .cuda-version and `export`);
     // chpwd makes a cd inside a function or script-like line switch at once as well.
-    return `autoload -Uz add-zsh-hook
+    // The shared code is written for default zsh options: run it under \`emulate -L zsh\` so
+    // that a user's nounset, ksh_arrays or sh_word_split cannot change its meaning. The hook
+    // keeps $? for the prompt (emulate itself resets it).
+    return `functions[_cudaenv_hook_body]=\${functions[_cudaenv_hook]}
+_cudaenv_hook() { local st=$?; emulate -L zsh; _cudaenv_hook_body; return $st; }
+functions[_cudaenv_cli]=\${functions[cudaenv]}
+cudaenv() { emulate -L zsh; _cudaenv_cli "$@"; }
+autoload -Uz add-zsh-hook
 add-zsh-hook precmd _cudaenv_hook
 add-zsh-hook chpwd _cudaenv_hook
 `;
