@@ -10,7 +10,7 @@ set -g _CUDAENV_CTL_RE '[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]'
 
 function _cudaenv_store
     if set -q CUDAENV_DIR; and test -n "$CUDAENV_DIR"
-        set -g _cudaenv_r (string trim -r -c / -- $CUDAENV_DIR)
+        set -g _cudaenv_r "$(string trim -r -c / -- $CUDAENV_DIR)"
     else
         set -g _cudaenv_r $_CUDAENV_DEFAULT_DIR
     end
@@ -33,7 +33,7 @@ function _cudaenv_find
             set -g _cudaenv_f "$d/.cuda-version"
             return 0
         end
-        set d (path dirname -- $d)
+        set d "$(path dirname -- $d)"
     end
     test -e /.cuda-version; and set -g _cudaenv_f /.cuda-version
 end
@@ -97,19 +97,24 @@ end
 
 # Colon-string helpers (same rules as posix.sh).
 function _cudaenv_rm_entry
+    # Literal comparisons only: the entry may hold glob characters ([, *, ?).
     set -l v "$argv[1]"
     set -l e "$argv[2]"
     set -g _cudaenv_r "$v"
     test -n "$e"; or return 0
+    set -l n (string length -- "$e")
+    set -l m (math $n + 1)
     if test "$v" = "$e"
         set -g _cudaenv_r ''
-    else if string match -q -- "$e:*" "$v"
-        set -g _cudaenv_r "$(string sub -s (math (string length -- "$e") + 2) -- "$v")"
-    else if string match -q -- "*:$e:*" "$v"
-        set -l parts (string split -m 1 -- ":$e:" "$v")
-        set -g _cudaenv_r "$parts[1]:$parts[2]"
-    else if string match -q -- "*:$e" "$v"
-        set -g _cudaenv_r "$(string sub -l (math (string length -- "$v") - (string length -- "$e") - 1) -- "$v")"
+    else if test "$(string sub -l $m -- "$v")" = "$e:"
+        set -g _cudaenv_r "$(string sub -s (math $n + 2) -- "$v")"
+    else
+        set -l r "$(string replace -- ":$e:" : "$v")"
+        if test "$r" != "$v"
+            set -g _cudaenv_r "$r"
+        else if test "$(string sub -s -$m -- "$v")" = ":$e"
+            set -g _cudaenv_r "$(string sub -l (math (string length -- "$v") - $m) -- "$v")"
+        end
     end
 end
 
@@ -253,7 +258,7 @@ function _cudaenv_keynow
     # Runs at every prompt: builtins only, few function calls (each costs in fish).
     set -l root $_CUDAENV_DEFAULT_DIR
     if set -q CUDAENV_DIR; and test -n "$CUDAENV_DIR"
-        set root (string trim -r -c / -- $CUDAENV_DIR)
+        set root "$(string trim -r -c / -- $CUDAENV_DIR)"
     end
     set -g _cudaenv_idx ''
     test -f "$root/cache/switch/index"; and read -z -n 4097 _cudaenv_idx <"$root/cache/switch/index"

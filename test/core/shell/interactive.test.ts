@@ -25,8 +25,8 @@ for (const shell of SHELLS) {
 
     beforeAll(async () => {
       tmp = makeTempDir('cudaenv-shell-');
-      // Spaces, quotes, `$` and backticks in the store path: everything must arrive intact.
-      store = join(tmp.dir, 'my store\'s "$HOME" `x`');
+      // Spaces, quotes, `$`, backticks and glob characters in the store path: all must arrive intact.
+      store = join(tmp.dir, 'my store\'s "$HOME" `x` [*]?');
       await makeStore(store, ['11.8.0', '12.4.1']);
       home = join(tmp.dir, 'home');
       snaps = join(tmp.dir, 'snaps');
