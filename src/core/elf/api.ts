@@ -13,6 +13,8 @@ export interface NeededEdge {
   via: Via | null;
   /** The rule in words: "LD_LIBRARY_PATH entry /usr/local/cuda/lib64", "DT_RUNPATH entry $ORIGIN of /x/libfoo.so". */
   rule: string | null;
+  /** Candidates the search passed over before this one (wrong ELF class or machine); absent when none. */
+  passedOver?: Array<{path: string; reason: string}>;
 }
 
 export interface CheckedObject {

@@ -77,6 +77,7 @@ export function formatTree(report: CheckReport): string[] {
       const child = edge.path ? byPath.get(edge.path) : undefined;
       const repeat = child && (expanded.has(child.path) || ancestors.has(child.path)) && child.needed.length > 0;
       lines.push(`${prefix}${branch}${edge.name} => ${target} [${rule}]${repeat ? ' (dependencies shown above)' : ''}`);
+      for (const c of edge.passedOver ?? []) lines.push(`${prefix}${last ? '    ' : '│   '}  (passed over ${c.path}: ${c.reason})`);
       if (child && !repeat && edge.via !== 'loaded') {
         expanded.add(child.path);
         walk(child, prefix + (last ? '    ' : '│   '), new Set([...ancestors, child.path]));

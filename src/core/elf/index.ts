@@ -114,7 +114,11 @@ export async function checkLibraries(options: CheckOptions): Promise<CheckReport
     for (const f of p.failedPreloads) failedPreloads.add(`${f.name}: ${f.reason}`);
     for (const obj of p.scope) {
       if (obj.role === 'interp' || objects.has(obj.path)) continue;
-      const needed: NeededEdge[] = obj.edges.map((e) => ({name: e.name, path: e.object?.path ?? null, via: e.via, rule: e.rule}));
+      const needed: NeededEdge[] = obj.edges.map((e) => {
+        const edge: NeededEdge = {name: e.name, path: e.object?.path ?? null, via: e.via, rule: e.rule};
+        if (e.passedOver.length > 0) edge.passedOver = e.passedOver.map((c) => ({path: c.path, reason: c.reason ?? c.status}));
+        return edge;
+      });
       objects.set(obj.path, {path: obj.path, soname: obj.info.soname, needed});
     }
     for (const problem of r.problems ?? []) {

@@ -248,7 +248,8 @@ d('search order and precedence', () => {
     const w64 = buildLib({out: join(base, 'c64', 'libw.so'), soname: 'libw.so', source: 'int w(void){return 64;}\n'});
     const top = buildLib({out: join(base, 'top', 'libtop.so'), source: 'int w(void); int t(void){return w();}\n', link: [w64]});
     const report = await agree(top, {ldLibraryPath: `${join(base, 'c32')}:${join(base, 'c64')}`});
-    expect(report.objects[0].needed[0]).toMatchObject({path: `${join(base, 'c64')}/libw.so`, via: 'ld_library_path'});
+    expect(report.objects[0].needed[0]).toMatchObject({path: `${join(base, 'c64')}/libw.so`, via: 'ld_library_path',
+      passedOver: [{path: `${join(base, 'c32')}/libw.so`, reason: 'wrong ELF class: ELFCLASS32'}]});
     const only32 = await agree(top, {ldLibraryPath: join(base, 'c32')});
     const p = only32.problems.find((x) => x.kind === 'not-found')!;
     expect(p.explanation).toContain('wrong ELF class: ELFCLASS32');
