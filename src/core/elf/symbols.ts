@@ -38,9 +38,9 @@ export function buildDefinitions(info: ElfInfo, wanted?: Set<string>): Map<strin
   // Without a hash table the loader finds nothing in an object.
   if (info.hashTable === 'none') return index;
   for (const s of info.symbols) {
-    if (!s.defined || (wanted && !wanted.has(s.name))) continue;
-    if (!s.hashed || !DEFINABLE_TYPES.has(s.type) || !DEFINING_BINDINGS.has(s.binding)) continue;
+    if (!s.defined || !s.hashed || !DEFINABLE_TYPES.has(s.type) || !DEFINING_BINDINGS.has(s.binding)) continue;
     if (s.visibility === STV_HIDDEN || s.visibility === STV_INTERNAL) continue;
+    if (wanted && !wanted.has(s.name)) continue;
     if (s.value === 0 && s.shndx !== SHN_ABS && s.type !== STT_TLS) continue;
     const prev = index.get(s.name);
     if (prev === undefined) index.set(s.name, s);
@@ -60,21 +60,16 @@ export function definitions(info: ElfInfo): Map<string, Defs> {
   return index;
 }
 
-/** The references of an object that fail the process when nothing defines them (weak ones resolve to 0). */
+/**
+ * The references of an object that fail the process when nothing defines them (weak ones resolve
+ * to 0). The reader's symbols serve as references as they are (an ElfSymbol has every field a
+ * SymbolRef needs, version null for indexes 0 and 1): no copy per symbol.
+ */
 export function references(info: ElfInfo): SymbolRef[] {
   let refs = referenceList.get(info);
   if (refs) return refs;
-  refs = [];
-  const seen = new Set<string>();
-  for (const s of info.symbols) {
-    if (s.defined || s.name === '' || s.binding === STB_LOCAL || s.binding === STB_WEAK) continue;
-    if (s.visibility === STV_HIDDEN || s.visibility === STV_INTERNAL) continue;
-    const version = s.versionIndex > 1 ? s.version : null;
-    const key = `${s.name}@${version ?? ''}`;
-    if (seen.has(key)) continue;
-    seen.add(key);
-    refs.push({name: s.name, version, versionFile: version ? s.versionFile : null, hidden: s.hidden});
-  }
+  refs = info.symbols.filter((s) => !s.defined && s.binding !== STB_LOCAL && s.binding !== STB_WEAK &&
+    s.visibility !== STV_HIDDEN && s.visibility !== STV_INTERNAL && s.name !== '');
   referenceList.set(info, refs);
   return refs;
 }
