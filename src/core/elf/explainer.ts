@@ -144,6 +144,8 @@ export async function explain(p: LoaderProcess, f: Finding, ctx: ExplainContext)
     (edge.via === 'loaded' ? ` ${provider.path} was already loaded by another object, so the search is not repeated.` : '');
   if (entry && better) {
     problem.fix = dropEntryFix(entry, ctx);
+    // Outside the store the entry is someone's toolkit: a cudaenv toolkit new enough is the other way out.
+    if (release && !storeLabel(entry, ctx.storeVersionsDir)) problem.fix += `, or \`cudaenv use ${release}\` (CUDA ${release} or newer provides it)`;
   } else if (entry) {
     problem.fix = `${dropEntryFix(entry, ctx)}, or \`cudaenv use\` a toolkit${release ? ` of CUDA ${release} or newer` : ' whose ' + (f.library ?? 'library') + ' is new enough'}`;
   } else if (release) {

@@ -108,7 +108,9 @@ d('the four failures of issue 3', () => {
 
     // Outside the store the fix edits LD_LIBRARY_PATH itself.
     const other = await checkLibraries({targets: [cusparse], ldLibraryPath: `${oldDir}:/opt/x`});
-    expect(other.problems.find((x) => x.kind === 'undefined-symbol')!.fix).toContain("export LD_LIBRARY_PATH=/opt/x");
+    const otherFix = other.problems.find((x) => x.kind === 'undefined-symbol')!.fix;
+    expect(otherFix).toContain('export LD_LIBRARY_PATH=/opt/x');
+    expect(otherFix).toContain('`cudaenv use 12.4` (CUDA 12.4 or newer provides it)');
   });
 
   test('libcudart.so.11.0: cannot open shared object file', async () => {
