@@ -161,9 +161,13 @@ function explainNotFound(problem: Problem, f: Finding, who: string): Problem {
   const name = f.library!;
   problem.summary = `${who} needs ${name}, which the loader cannot find`;
   const wrongClass = edge.passedOver.filter((c) => c.status !== 'ok');
-  problem.explanation = edge.error
-    ? `The loader stops at ${edge.error}: it would fail with that error instead of loading ${name}.`
-    : `${f.object.path} needs ${name}, and no directory on its search path holds it: its DT_RPATH/DT_RUNPATH, LD_LIBRARY_PATH, ld.so.cache and the system directories.`;
+  if (edge.error && edge.error.startsWith('/')) {
+    problem.explanation = `The loader stops at ${edge.error}: it would fail with that error instead of loading ${name}, without looking further.`;
+  } else if (edge.error) {
+    problem.explanation = `${f.object.path} needs ${name}, and every candidate is built for another ELF class or machine (the loader says "${edge.error}").`;
+  } else {
+    problem.explanation = `${f.object.path} needs ${name}, and no directory on its search path holds it: its DT_RPATH/DT_RUNPATH, LD_LIBRARY_PATH, ld.so.cache and the system directories.`;
+  }
   if (wrongClass.length > 0) {
     problem.explanation += ` Passed over: ${wrongClass.map((c) => `${c.path} (${c.reason})`).join(', ')}.`;
   }
