@@ -75,7 +75,8 @@ export function formatTree(report: CheckReport): string[] {
       const rule = edge.via === null ? 'not found' : edge.rule ? `${edge.via}: ${edge.rule}` : edge.via;
       const target = edge.path ?? 'not found';
       const child = edge.path ? byPath.get(edge.path) : undefined;
-      const repeat = child && (expanded.has(child.path) || ancestors.has(child.path)) && child.needed.length > 0;
+      // A name already loaded is not searched again: its dependencies hang where it was first loaded.
+      const repeat = edge.via !== 'loaded' && edge.via !== 'preload' && child && (expanded.has(child.path) || ancestors.has(child.path)) && child.needed.length > 0;
       lines.push(`${prefix}${branch}${edge.name} => ${target} [${rule}]${repeat ? ' (dependencies shown above)' : ''}`);
       for (const c of edge.passedOver ?? []) lines.push(`${prefix}${last ? '    ' : '│   '}  (passed over ${c.path}: ${c.reason})`);
       if (child && !repeat && edge.via !== 'loaded') {
