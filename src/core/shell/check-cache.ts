@@ -85,10 +85,32 @@ function fresh(entry: CacheEntry): boolean {
   return fingerprint(entry.watched) === entry.fingerprint;
 }
 
-/** The cached line for this key, when nothing it depends on changed. */
-export function lookupCheck(paths: StorePaths, label: string, key: CacheKey): string | undefined {
+/** The cached entry for this key, when nothing it depends on changed. */
+export function lookupCheck(paths: StorePaths, label: string, key: CacheKey): CacheEntry | undefined {
   const entry = readEntries(paths, label).find((e) => sameKey(e, key));
-  return entry && fresh(entry) ? entry.line : undefined;
+  return entry && fresh(entry) ? entry : undefined;
+}
+
+/**
+ * Whether the hook would distrust this (fingerprint-valid) entry: its text file is missing or
+ * older than one of the watched directories. Seconds are compared too, as fish's hook does.
+ */
+export function hookSeesStale(paths: StorePaths, label: string, entry: CacheEntry): boolean {
+  let file: bigint;
+  try {
+    file = statSync(files(paths, label).text, {bigint: true}).mtimeNs;
+  } catch {
+    return true;
+  }
+  for (const dir of entry.watched) {
+    try {
+      const m = statSync(dir, {bigint: true}).mtimeNs;
+      if (m > file || m / 1_000_000_000n >= file / 1_000_000_000n) return true;
+    } catch {
+      return true;
+    }
+  }
+  return false;
 }
 
 // Values the hook could not read back from one line are kept out of the text file.

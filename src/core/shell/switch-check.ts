@@ -2,7 +2,7 @@ import {existsSync} from 'node:fs';
 import {dirname, join} from 'node:path';
 import type {StorePaths} from '../store/paths.js';
 import {findSitePackages, pythonCudaLibDirs} from '../system/python-env.js';
-import {fingerprint, lookupCheck, pythonKey, storeCheck, type CacheKey} from './check-cache.js';
+import {fingerprint, hookSeesStale, lookupCheck, pythonKey, storeCheck, type CacheKey} from './check-cache.js';
 import {splitPathList, toolkitLibDir} from './toolkit-env.js';
 
 /**
@@ -20,7 +20,17 @@ export interface SwitchCheck {
 export async function switchCheck(paths: StorePaths, label: string, env: NodeJS.ProcessEnv): Promise<SwitchCheck> {
   const key: CacheKey = {ldLibraryPath: env.LD_LIBRARY_PATH, python: pythonKey(env)};
   const hit = lookupCheck(paths, label, key);
-  if (hit !== undefined) return {label, line: hit, cached: true};
+  if (hit !== undefined) {
+    // Still valid by its fingerprint, yet the shell hook asked (a watched directory is newer
+    // than the cache file, e.g. a non-library file was added): rewrite the file, revalidating
+    // every entry, so that the hook trusts it again instead of asking at every switch.
+    try {
+      if (hookSeesStale(paths, label, hit)) storeCheck(paths, label, hit);
+    } catch {
+      // read-only store
+    }
+    return {label, line: hit.line, cached: true};
+  }
 
   const versionDir = join(paths.versions, label);
   const sitePackages = findSitePackages({env});

@@ -107,5 +107,14 @@ function gcc(args: string[], cwd: string): void {
     const r2 = runInteractive('bash', home, store, [`cd '${tmp.dir}/proj'`], {VIRTUAL_ENV: venv}, tmp.dir);
     expect(cliCalls(cli.log)).toEqual(['switch-check 11.8.0']);
     expect(r2.stderr).toMatch(/cudaenv: CUDA 11\.8\.0 and the Python environment's CUDA libraries: all \d+ libraries resolve/);
+
+    // A file that is not a library changes lib64's mtime: the hook asks once, the CLI finds the
+    // entry still valid by its fingerprint and refreshes the cache, and the hook trusts it again.
+    writeFileSync(join(tkLib, 'README'), 'not a library\n');
+    spawnSync('sleep', ['1.1']); // fish's hook compares whole seconds
+    writeFileSync(cli.log, '');
+    const r3 = runInteractive('bash', home, store, [`cd '${tmp.dir}/proj'`, 'cd ..', `cd '${tmp.dir}/proj'`], {VIRTUAL_ENV: venv}, tmp.dir);
+    expect(cliCalls(cli.log)).toEqual(['switch-check 11.8.0']);
+    expect(r3.stderr.split('\n').filter((l) => l.includes('all') && l.includes('resolve'))).toHaveLength(2);
   });
 });
