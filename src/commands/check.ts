@@ -71,6 +71,7 @@ export default class Check extends CudaenvCommand {
       storeVersionsDir: this.paths.versions,
     });
     if (!report.ok) process.exitCode = 1;
+    if (report.checked.length === 0) this.warn2(`no ELF shared objects in ${targets.join(', ')}`);
     if (!this.jsonEnabled()) {
       const {formatProblems, formatSkipped, formatTree} = await import('../core/elf/format.js');
       const out: string[] = [];
