@@ -38,9 +38,16 @@ function _cudaenv_find
     test -e /.cuda-version; and set -g _cudaenv_f /.cuda-version
 end
 
+# At most 4097 characters, stopping at a NUL byte (read -z); data after a NUL marks the
+# content with \x01, which the parser refuses as binary data, as the CLI does.
 function _cudaenv_readfile
     set -g _cudaenv_c ''
-    read -z -n 4097 _cudaenv_c <$argv[1] 2>/dev/null
+    begin
+        read -z -n 4097 _cudaenv_c
+        and read -z -n 1 _cudaenv_more
+        and test (string length -- "$_cudaenv_c") -lt 4097
+        and set -g _cudaenv_c "$_cudaenv_c"\x01
+    end <$argv[1] 2>/dev/null
     return 0
 end
 
@@ -48,7 +55,7 @@ function _cudaenv_load
     set -g _cudaenv_c ''
     set -g _cudaenv_e ''
     if test -f "$argv[1]" -a -r "$argv[1]"
-        read -z -n 4097 _cudaenv_c <$argv[1] 2>/dev/null
+        _cudaenv_readfile $argv[1]
     else if test -d "$argv[1]"
         set -g _cudaenv_e 'is a directory, not a file'
     else if not test -f "$argv[1]"

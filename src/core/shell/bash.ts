@@ -4,11 +4,16 @@ export class BashShell extends PosixFamilyShell {
   readonly name = 'bash' as const;
 
   protected readFile(): string {
-    // `read -N` stops after 4097 bytes (C locale: bytes, not characters): a huge file costs nothing.
+    // At most 4097 bytes (C locale: bytes, not characters), and never past a NUL byte: bash
+    // drops NULs, so a file of zeros would otherwise be read to its end at every prompt.
+    // Stopping at a NUL before 4097 bytes marks the content with \\001, which the parser
+    // refuses as binary data, as the CLI does.
     return `_cudaenv_readfile() {
   local LC_ALL=C
   _cudaenv_c=
-  IFS= read -r -N 4097 _cudaenv_c < "$1" 2>/dev/null
+  if IFS= read -r -d '' -n 4097 _cudaenv_c < "$1" 2>/dev/null && [ \${#_cudaenv_c} -lt 4097 ]; then
+    _cudaenv_c+=$'\\001'
+  fi
   return 0
 }`;
   }

@@ -4,11 +4,13 @@ export class ZshShell extends PosixFamilyShell {
   readonly name = 'zsh' as const;
 
   protected readFile(): string {
-    // `read -k 4097` reads at most 4097 bytes (C locale) from the redirected file.
+    // \`read -k 4097\` reads at most 4097 bytes (C locale) from the redirected file; zsh keeps
+    // NUL bytes, which are marked with \\001 so that the parser refuses them as binary data.
     return `_cudaenv_readfile() {
   local LC_ALL=C
   _cudaenv_c=
   IFS= read -r -k 4097 -u 0 _cudaenv_c < "$1" 2>/dev/null
+  [[ $_cudaenv_c != *$'\\0'* ]] || _cudaenv_c+=$'\\001'
   return 0
 }`;
   }

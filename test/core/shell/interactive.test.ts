@@ -126,6 +126,8 @@ for (const shell of SHELLS) {
         ['key=value injection', (d) => writeFileSync(join(d, '.cuda-version'), '12.4\nx=$(touch PWNED)\n'), /neither a comment nor key=value/],
         ['huge file', (d) => writeFileSync(join(d, '.cuda-version'), `12.4\n${'#'.repeat(10000)}\n`), /more than 4096 bytes/],
         ['binary', (d) => writeFileSync(join(d, '.cuda-version'), Buffer.from([0x31, 0x32, 0x01, 0x02, 0x1b, 0x5b, 0x32, 0x4a, 0x0a])), /control characters or binary/],
+        ['NUL byte after a spec', (d) => writeFileSync(join(d, '.cuda-version'), Buffer.from('12.4\0\n')), /control characters or binary/],
+        ['64 MB of zeros', (d) => { spawnSync('truncate', ['-s', '64M', join(d, '.cuda-version')]); }, /control characters or binary|more than 4096 bytes/],
         ['directory', (d) => mkdirSync(join(d, '.cuda-version')), /is a directory/],
         ['FIFO', (d) => { spawnSync('mkfifo', [join(d, '.cuda-version')]); }, /not a regular file/],
       ];

@@ -84,6 +84,7 @@ describe('shims', () => {
     {name: 'file with shell syntax', files: {'p/.cuda-version': '$(touch PWNED)\n'}, cwd: 'p'},
     {name: 'file with a bad key line', files: {'p/.cuda-version': '12\nrm -rf /\n'}, cwd: 'p'},
     {name: 'file with control characters', files: {'p/.cuda-version': '12\n\u001b[2J\n'}, cwd: 'p'},
+    {name: 'file with a NUL byte', files: {'p/.cuda-version': '12.4\u0000\n'}, cwd: 'p'},
     {name: 'file without a spec', files: {'p/.cuda-version': '# nothing\n'}, cwd: 'p'},
     {name: 'huge file', files: {'p/.cuda-version': `12\n${'#'.repeat(5000)}\n`}, cwd: 'p'},
     {name: 'system in a file', files: {'p/.cuda-version': 'system\n'}, global: '12', cwd: 'p'},
