@@ -72,48 +72,45 @@ export async function elfSharedObjectsIn(dir: string, options: {recursive?: bool
   return t.files.map((f) => f.path);
 }
 
-export async function expandTargets(targets: string[], options: {recursive?: boolean; cwd?: string} = {}): Promise<Targets> {
+/** A file a check covers, before it is read: named on the command line, or found in a directory. */
+export interface ListedFile {
+  path: string;
+  explicit: boolean;
+}
+
+/**
+ * The files behind the targets, in order, each file once (link chains such as libfoo.so ->
+ * libfoo.so.1 -> libfoo.so.1.2 name one file). Only stats: nothing is read yet.
+ */
+export function listTargets(targets: string[], options: {recursive?: boolean; cwd?: string} = {}): ListedFile[] {
   const cwd = options.cwd ?? process.cwd();
-  const files: TargetFile[] = [];
-  const skipped: Targets['skipped'] = [];
-  // Link chains (libfoo.so -> libfoo.so.1 -> libfoo.so.1.2) name one file: check it once.
+  const out: ListedFile[] = [];
   const seenFiles = new Set<string>();
   const seenDirs = new Set<string>();
 
-  const visitDir = async (dir: string, depth: number): Promise<void> => {
+  const visitDir = (dir: string, depth: number): void => {
     // Synchronous listing and stats: a thousand small syscalls cost less than a thousand promises.
     const dst = statSync(dir);
     if (seenDirs.has(inodeKey(dst))) return;
     seenDirs.add(inodeKey(dst));
-    const names = readdirSync(dir).sort();
-    const entries = names.map((name) => {
+    const subdirs: string[] = [];
+    for (const name of readdirSync(dir).sort()) {
       const path = join(dir, name);
-      let st: Stats | null = null;
+      let st: Stats;
       try {
         st = statSync(path);
       } catch {
-        // a dangling link or a file removed meanwhile
+        continue; // a dangling link or a file removed meanwhile
       }
-      return {path, st};
-    });
-    const subdirs: string[] = [];
-    const toClassify: Array<{path: string; st: Stats}> = [];
-    for (const {path, st} of entries) {
-      if (!st) continue; // a dangling link
       if (st.isDirectory()) {
         if (options.recursive && depth < 32) subdirs.push(path);
         continue;
       }
       if (!st.isFile() || seenFiles.has(inodeKey(st))) continue;
       seenFiles.add(inodeKey(st));
-      toClassify.push({path, st});
+      out.push({path, explicit: false});
     }
-    const results = await Promise.all(toClassify.map(({path, st}) => classify(path, st)));
-    for (const [i, r] of results.entries()) {
-      if ('skip' in r) skipped.push({path: toClassify[i].path, reason: r.skip});
-      else files.push(r);
-    }
-    for (const sub of subdirs) await visitDir(sub, depth + 1);
+    for (const sub of subdirs) visitDir(sub, depth + 1);
   };
 
   for (const target of targets) {
@@ -125,16 +122,39 @@ export async function expandTargets(targets: string[], options: {recursive?: boo
       throw new UsageError(`${target}: no such file or directory`, 'Give shared objects or directories that hold them.');
     }
     if (st.isDirectory()) {
-      await visitDir(path, 0);
+      visitDir(path, 0);
       continue;
     }
     if (seenFiles.has(inodeKey(st))) continue;
     seenFiles.add(inodeKey(st));
-    const r = await classify(path, st, true);
-    if ('skip' in r) {
-      throw new UsageError(`${target} is ${r.skip}`, 'Give an ELF shared object (a .so file), a program, or a directory of them.');
-    }
-    files.push(r);
+    out.push({path, explicit: true});
+  }
+  return out;
+}
+
+/** Reads one listed file: the target, or why it is skipped. An explicit file that is not ELF is a usage error. */
+export async function readListed(file: ListedFile): Promise<TargetFile | {skip: string}> {
+  let st: Stats;
+  try {
+    st = statSync(file.path);
+  } catch {
+    return {skip: 'disappeared while being checked'};
+  }
+  const r = await classify(file.path, st, file.explicit);
+  if (file.explicit && 'skip' in r) {
+    throw new UsageError(`${file.path} is ${r.skip}`, 'Give an ELF shared object (a .so file), a program, or a directory of them.');
+  }
+  return r;
+}
+
+export async function expandTargets(targets: string[], options: {recursive?: boolean; cwd?: string} = {}): Promise<Targets> {
+  const listed = listTargets(targets, options);
+  const results = await Promise.all(listed.map((f) => readListed(f)));
+  const files: TargetFile[] = [];
+  const skipped: Targets['skipped'] = [];
+  for (const [i, r] of results.entries()) {
+    if ('skip' in r) skipped.push({path: listed[i].path, reason: r.skip});
+    else files.push(r);
   }
   return {files, skipped};
 }

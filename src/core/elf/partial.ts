@@ -1,0 +1,129 @@
+import {existsSync, readFileSync} from 'node:fs';
+import {resolve} from 'node:path';
+import {UsageError} from '../errors.js';
+import type {CheckedObject, CheckOptions, NeededEdge, Problem} from './api.js';
+import {findProblems, referencedNames, SymbolMemo} from './checker.js';
+import {explain} from './explainer.js';
+import {cachedElf, FileView, limiter} from './file-cache.js';
+import {loadLdCache} from './ldcache/load.js';
+import {lookupCache} from './ldcache/lookup.js';
+import {loaderPlatform, type LoaderPlatform} from './platform.js';
+import {LoaderProcess, type LoadedObject, type LoaderContext} from './resolver.js';
+import {readListed, type ListedFile, type TargetFile} from './targets.js';
+
+/**
+ * The check of a share of the listed files, in this thread or in a worker: each file read,
+ * modelled as its own process, checked and explained. Results are plain data, one per file,
+ * so shares computed apart merge into the same report as one computed at once.
+ */
+export interface IndexedFile extends ListedFile {
+  /** Position in the whole listing (results are merged in this order). */
+  index: number;
+}
+
+export interface FileResult {
+  index: number;
+  /** Set when the file is not checked. */
+  skipped?: {path: string; reason: string};
+  /** The checked object's path (the target, or the library --exe dlopens). */
+  checked?: string;
+  /** Every object of the modelled process, in load order. */
+  objects: CheckedObject[];
+  problems: Problem[];
+  failedPreloads: string[];
+}
+
+/** LD_PRELOAD is split on spaces and colons (rtld.c handle_preload_list); /etc/ld.so.preload also on tabs and newlines, with # comments. */
+function preloadList(options: CheckOptions): string[] {
+  const list = (options.preload ?? []).flatMap((p) => p.split(/[ :]/)).filter(Boolean);
+  const file = `${(options.sysroot ?? '').replace(/\/+$/, '')}/etc/ld.so.preload`;
+  if (existsSync(file)) {
+    try {
+      const text = readFileSync(file, 'utf8').replace(/#[^\n]*/g, '');
+      list.push(...text.split(/[ \t\n:]+/).filter(Boolean));
+    } catch {
+      // unreadable: ld.so ignores it too
+    }
+  }
+  return list;
+}
+
+export function makeContext(options: CheckOptions, cwd: string): LoaderContext {
+  const sysroot = (options.sysroot ?? '').replace(/\/+$/, '');
+  const cacheFile = options.cacheFile ?? `${sysroot}/etc/ld.so.cache`;
+  // Loaded up front: every process needs it, and its generator string names the glibc version.
+  const cache = loadLdCache(cacheFile);
+  return {
+    view: new FileView(cwd),
+    platformFor: (elfClass, machine) => loaderPlatform(elfClass, machine, sysroot, cache.generator),
+    ldLibraryPath: options.ldLibraryPath,
+    preload: preloadList(options),
+    cacheLabel: `ld.so.cache (${cacheFile})`,
+    cacheLookup(name: string, platform: LoaderPlatform): string | null {
+      const hwcapsSubdirs = platform.hwcapsSubdirs.filter((s) => s.startsWith('glibc-hwcaps/')).map((s) => s.slice('glibc-hwcaps/'.length));
+      const hit = lookupCache(cache, name, {elfClass: platform.elfClass, machine: platform.machine, hwcapsSubdirs});
+      return hit ? sysroot + hit : null;
+    },
+  };
+}
+
+/** The program of --exe, read; a usage error when it is missing or not ELF. */
+export async function readExe(options: CheckOptions, cwd: string): Promise<TargetFile | undefined> {
+  if (!options.exe) return undefined;
+  const path = resolve(cwd, options.exe);
+  const view = new FileView(cwd);
+  const st = view.statSync(path);
+  if (!st || !st.isFile()) throw new UsageError(`--exe ${options.exe}: no such file`, 'Give the program that loads the libraries, e.g. --exe "$(command -v python3)".');
+  try {
+    return {path, stat: st, info: await cachedElf(path, st)};
+  } catch (error) {
+    throw new UsageError(`--exe ${options.exe} is not an ELF program: ${error instanceof Error ? error.message : String(error)}`, 'Give the interpreter binary itself, not a wrapper script.');
+  }
+}
+
+function describeObject(obj: LoadedObject): CheckedObject {
+  const needed: NeededEdge[] = obj.edges.map((e) => {
+    const edge: NeededEdge = {name: e.name, path: e.object?.path ?? null, via: e.via, rule: e.rule};
+    if (e.passedOver.length > 0) edge.passedOver = e.passedOver.map((c) => ({path: c.path, reason: c.reason ?? c.status}));
+    return edge;
+  });
+  return {path: obj.path, soname: obj.info.soname, needed};
+}
+
+export async function checkPartial(options: CheckOptions, files: IndexedFile[]): Promise<FileResult[]> {
+  const cwd = options.cwd ?? process.cwd();
+  const ctx = makeContext(options, cwd);
+  const exe = await readExe(options, cwd);
+  const perTarget = limiter(4);
+  // 1. Every file read and loaded as a process (concurrently: their file reads overlap).
+  const loaded = await Promise.all(files.map((file) => perTarget(async () => {
+    const r = await readListed(file);
+    if ('skip' in r) return {file, skip: r.skip};
+    const head = exe?.info ?? r.info;
+    const platform = ctx.platformFor(head.elfClass, head.machine);
+    if (!platform) return {file, skip: `no loader model for ELF class ${head.elfClass}, machine ${head.machine}`};
+    if (exe && (r.info.elfClass !== exe.info.elfClass || r.info.machine !== exe.info.machine)) {
+      return {file, skip: `built for another ELF class or machine than ${exe.path}`};
+    }
+    const p = new LoaderProcess(ctx, platform);
+    await p.run(r, exe);
+    return {file, process: p};
+  })));
+  // 2. Checked, knowing every referenced name (definitions are indexed for those only), and explained.
+  const processes = loaded.flatMap((r) => (r.process ? [r.process] : []));
+  const memo = new SymbolMemo(referencedNames(processes));
+  const explainCtx = {ldLibraryPath: options.ldLibraryPath, storeVersionsDir: options.storeVersionsDir};
+  return Promise.all(loaded.map((r) => perTarget(async (): Promise<FileResult> => {
+    const base = {index: r.file.index, objects: [], problems: [], failedPreloads: []};
+    if (!r.process) return {...base, skipped: {path: r.file.path, reason: r.skip!}};
+    const p = r.process;
+    const found = findProblems(p, memo);
+    return {
+      index: r.file.index,
+      checked: p.target.path,
+      objects: p.scope.filter((o) => o.role !== 'interp').map(describeObject),
+      problems: await Promise.all(found.map((f) => explain(p, f, explainCtx))),
+      failedPreloads: p.failedPreloads.map((f) => `${f.name}: ${f.reason}`),
+    };
+  })));
+}
