@@ -81,7 +81,7 @@ export async function readExe(options: CheckOptions, cwd: string): Promise<Targe
   }
 }
 
-function describeObject(obj: LoadedObject): CheckedObject {
+function toCheckedObject(obj: LoadedObject): CheckedObject {
   const needed: NeededEdge[] = obj.edges.map((e) => {
     const edge: NeededEdge = {name: e.name, path: e.object?.path ?? null, via: e.via, rule: e.rule};
     if (e.passedOver.length > 0) edge.passedOver = e.passedOver.map((c) => ({path: c.path, reason: c.reason ?? c.status}));
@@ -121,7 +121,7 @@ export async function checkPartial(options: CheckOptions, files: IndexedFile[]):
     return {
       index: r.file.index,
       checked: p.target.path,
-      objects: p.scope.filter((o) => o.role !== 'interp').map(describeObject),
+      objects: p.scope.filter((o) => o.role !== 'interp').map(toCheckedObject),
       problems: await Promise.all(found.map((f) => explain(p, f, explainCtx))),
       failedPreloads: p.failedPreloads.map((f) => `${f.name}: ${f.reason}`),
     };
