@@ -25,17 +25,25 @@ function _cudaenv_trim
 end
 
 function _cudaenv_find
-    # `path dirname` is a builtin; the loop stops at / (its own dirname).
+    # The ancestors of $PWD, deepest first, computed once per directory: a command
+    # substitution costs more in fish than all the tests of a prompt together.
     set -g _cudaenv_f ''
-    set -l d $PWD
-    while test "$d" != /
+    if not set -q _cudaenv_dirs_pwd; or test "$_cudaenv_dirs_pwd" != "$PWD"
+        set -l d ''
+        set -g _cudaenv_dirs
+        for part in (string split / -- $PWD)
+            test -n "$part"; or continue
+            set d "$d/$part"
+            set -p _cudaenv_dirs $d
+        end
+        set -g _cudaenv_dirs_pwd $PWD
+    end
+    for d in $_cudaenv_dirs ''
         if test -e "$d/.cuda-version"
             set -g _cudaenv_f "$d/.cuda-version"
             return 0
         end
-        set d "$(path dirname -- $d)"
     end
-    test -e /.cuda-version; and set -g _cudaenv_f /.cuda-version
 end
 
 # At most 4097 characters, stopping at a NUL byte (read -z); data after a NUL marks the
@@ -230,6 +238,8 @@ function _cudaenv_resolve --argument-names spec
     set -l first $spec
     set -g _cudaenv_r ''
     set -g _cudaenv_e ''
+    set -g _cudaenv_idx ''
+    test -f "$root/cache/switch/index"; and read -z -n 4097 _cudaenv_idx <"$root/cache/switch/index"
     set -l depth 0
     while true
         if test "$spec" = system
@@ -265,10 +275,12 @@ function _cudaenv_keynow
     # Runs at every prompt: builtins only, few function calls (each costs in fish).
     set -l root $_CUDAENV_DEFAULT_DIR
     if set -q CUDAENV_DIR; and test -n "$CUDAENV_DIR"
-        set root "$(string trim -r -c / -- $CUDAENV_DIR)"
+        set root $CUDAENV_DIR
+        string match -q -- '*/' $root; and set root "$(string trim -r -c / -- $root)"
     end
-    set -g _cudaenv_idx ''
-    test -f "$root/cache/switch/index"; and read -z -n 4097 _cudaenv_idx <"$root/cache/switch/index"
+    # fish's read costs per byte: the short generation file, not the index, is read per prompt.
+    set -g _cudaenv_gen ''
+    test -f "$root/cache/switch/generation"; and read -z -n 64 _cudaenv_gen <"$root/cache/switch/generation"
     if set -q CUDAENV_VERSION; and test -n "$CUDAENV_VERSION"
         set -g _cudaenv_k "e$CUDAENV_VERSION"
     else
@@ -283,7 +295,7 @@ function _cudaenv_keynow
             set -g _cudaenv_k d
         end
     end
-    set -g _cudaenv_k "$_cudaenv_k|$PWD|$root|$_cudaenv_idx"
+    set -g _cudaenv_k "$_cudaenv_k|$PWD|$root|$_cudaenv_gen"
 end
 
 function _cudaenv_hook --on-variable PWD --on-event fish_prompt

@@ -167,6 +167,8 @@ _cudaenv_resolve() {
   _cudaenv_store; root=$_cudaenv_r
   _cudaenv_r=
   _cudaenv_e=
+  _cudaenv_idx=
+  if [ -f "$root/cache/switch/index" ]; then _cudaenv_readfile "$root/cache/switch/index"; _cudaenv_idx=$_cudaenv_c; fi
   while :; do
     case $spec in
       system) _cudaenv_r=system; return 0 ;;
@@ -188,13 +190,14 @@ _cudaenv_resolve() {
   done
 }
 
-# What decides the version now, read with builtins only -> _cudaenv_k. The index is part of
-# the key, so installing or removing a version is picked up at the next prompt.
+# What decides the version now, read with builtins only -> _cudaenv_k. The index's generation
+# (a hash of cache/switch/index) is part of the key, so installing or removing a version is
+# picked up at the next prompt.
 _cudaenv_keynow() {
   local root
   _cudaenv_store; root=$_cudaenv_r
-  _cudaenv_idx=
-  if [ -f "$root/cache/switch/index" ]; then _cudaenv_readfile "$root/cache/switch/index"; _cudaenv_idx=$_cudaenv_c; fi
+  _cudaenv_gen=
+  if [ -f "$root/cache/switch/generation" ]; then _cudaenv_readfile "$root/cache/switch/generation"; _cudaenv_gen=$_cudaenv_c; fi
   if [ -n "${CUDAENV_VERSION-}" ]; then
     _cudaenv_k="e$CUDAENV_VERSION"
   else
@@ -209,7 +212,7 @@ _cudaenv_keynow() {
       _cudaenv_k=d
     fi
   fi
-  _cudaenv_k="$_cudaenv_k|$PWD|$root|$_cudaenv_idx"
+  _cudaenv_k="$_cudaenv_k|$PWD|$root|$_cudaenv_gen"
 }
 
 # The prompt hook. Unchanged key: return at once (the common case, no process, no write).

@@ -18,5 +18,5 @@ export function rehash(paths: StorePaths): RehashResult {
 
 /** For stores made before the shell integration existed: build the index once. */
 export function rehashIfMissing(paths: StorePaths): void {
-  if (existsSync(paths.versions) && !existsSync(join(switchDir(paths), 'index'))) rehash(paths);
+  if (existsSync(paths.versions) && !existsSync(join(switchDir(paths), 'generation'))) rehash(paths);
 }

@@ -1,3 +1,4 @@
+import {createHash} from 'node:crypto';
 import {mkdirSync, readdirSync, readlinkSync} from 'node:fs';
 import {basename, join} from 'node:path';
 import {atomicWriteFile} from '../store/atomic-write.js';
@@ -7,7 +8,8 @@ import {isVersion} from '../versions/version.js';
 /**
  * The shell hook resolves a spec without starting a process, and bash cannot read a link:
  * cache/switch/index holds the resolve/ links as one line " SPEC=LABEL SPEC=LABEL ... ".
- * The hook reads it at every prompt (as part of its key), so it is kept tiny.
+ * cache/switch/generation holds a short hash of it: the hook reads that tiny file at every
+ * prompt (as part of its key) and the index only when something changed.
  */
 export function switchDir(paths: StorePaths): string {
   return join(paths.cache, 'switch');
@@ -34,5 +36,6 @@ export function writeSwitchIndex(paths: StorePaths): string {
   }
   const text = ` ${pairs.join(' ')} \n`;
   atomicWriteFile(join(dir, 'index'), text);
+  atomicWriteFile(join(dir, 'generation'), `${createHash('sha256').update(text).digest('hex').slice(0, 16)}\n`);
   return text;
 }
