@@ -94,6 +94,19 @@ describe('cudaenv use / deactivate / init / rehash', () => {
     expect(r.stdout).toBe(`status=1\n${join(store, 'versions', '12.4.1')}\nRESTORED\n`);
   });
 
+  test.each(['zsh', 'fish'].filter((sh) => spawnSync('sh', ['-c', `command -v ${sh}`]).status === 0))('%s: a store path with a newline, quotes, $ and backticks: switching works and round-trips', async (sh) => {
+    const odd = join(tmp.dir, `${sh} new\nline '$x' \`y\``);
+    mkdirSync(odd);
+    await makeStore(odd, ['12.4.1']);
+    const script = sh === 'fish'
+      ? [`${process.execPath} ${CLI} init fish | source`, 'set before "$PATH"', 'cudaenv use 12.4 2>/dev/null', 'printf "%s\\n--\\n" "$CUDA_HOME"', 'count $CUDA_HOME',
+        'cudaenv deactivate', 'test "$PATH" = "$before"; and not set -q CUDA_HOME; and echo RESTORED']
+      : [`eval "$(${process.execPath} ${CLI} init zsh)"`, 'before=$PATH', 'cudaenv use 12.4 2>/dev/null', 'printf "%s\\n--\\n" "$CUDA_HOME"', 'echo 1',
+        'cudaenv deactivate', '[ "$PATH" = "$before" ] && [ -z "${CUDA_HOME+x}" ] && echo RESTORED'];
+    const r = spawnSync(sh, sh === 'zsh' ? ['-f', '-c', script.join('\n')] : ['-c', script.join('\n')], {env: cliEnv(odd, {PATH: '/usr/bin:/bin', HOME: tmp.dir}), encoding: 'utf8'});
+    expect(r.stdout).toBe(`${join(odd, 'versions', '12.4.1')}\n--\n1\nRESTORED\n`);
+  });
+
   test('bash with set -u, and a store path with a newline: switching works and round-trips', () => {
     const odd = join(tmp.dir, 'new\nline $x `y`');
     mkdirSync(odd);
