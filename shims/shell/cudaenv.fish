@@ -239,7 +239,7 @@ function _cudaenv_resolve --argument-names spec
     set -g _cudaenv_r ''
     set -g _cudaenv_e ''
     set -g _cudaenv_idx ''
-    test -f "$root/cache/switch/index"; and read -z -n 4097 _cudaenv_idx <"$root/cache/switch/index"
+    test -f "$root/switch/index"; and read -z -n 4097 _cudaenv_idx <"$root/switch/index"
     set -l depth 0
     while true
         if test "$spec" = system
@@ -280,7 +280,7 @@ function _cudaenv_keynow
     end
     # fish's read costs per byte: the short generation file, not the index, is read per prompt.
     set -g _cudaenv_gen ''
-    test -f "$root/cache/switch/generation"; and read -z -n 64 _cudaenv_gen <"$root/cache/switch/generation"
+    test -f "$root/switch/generation"; and read -z -n 64 _cudaenv_gen <"$root/switch/generation"
     if set -q CUDAENV_VERSION; and test -n "$CUDAENV_VERSION"
         set -g _cudaenv_k "e$CUDAENV_VERSION"
     else
@@ -370,7 +370,7 @@ end
 function _cudaenv_report --argument-names label
     test "$label" != system; or return 0
     _cudaenv_store
-    set -l cache "$_cudaenv_r/cache/switch/check-$label"
+    set -l cache "$_cudaenv_r/switch/check-$label"
     set -l want u
     set -q LD_LIBRARY_PATH; and set want "s$(_cudaenv_get LD_LIBRARY_PATH)"
     set want "K	$want	$VIRTUAL_ENV|$CONDA_PREFIX"

@@ -160,7 +160,7 @@ _cudaenv_deactivate() {
 }
 
 # Spec -> _cudaenv_r: the label, "system", or '' (not installed; _cudaenv_e may say why).
-# Aliases are plain files under aliases/, versions come from cache/switch/index (written by
+# Aliases are plain files under aliases/, versions come from switch/index (written by
 # `cudaenv rehash` from the resolve/ links), so this lists no directory.
 _cudaenv_resolve() {
   local spec=$1 root depth=0 label
@@ -168,7 +168,7 @@ _cudaenv_resolve() {
   _cudaenv_r=
   _cudaenv_e=
   _cudaenv_idx=
-  if [ -f "$root/cache/switch/index" ]; then _cudaenv_readfile "$root/cache/switch/index"; _cudaenv_idx=$_cudaenv_c; fi
+  if [ -f "$root/switch/index" ]; then _cudaenv_readfile "$root/switch/index"; _cudaenv_idx=$_cudaenv_c; fi
   while :; do
     case $spec in
       system) _cudaenv_r=system; return 0 ;;
@@ -191,13 +191,13 @@ _cudaenv_resolve() {
 }
 
 # What decides the version now, read with builtins only -> _cudaenv_k. The index's generation
-# (a hash of cache/switch/index) is part of the key, so installing or removing a version is
+# (a hash of switch/index) is part of the key, so installing or removing a version is
 # picked up at the next prompt.
 _cudaenv_keynow() {
   local root
   _cudaenv_store; root=$_cudaenv_r
   _cudaenv_gen=
-  if [ -f "$root/cache/switch/generation" ]; then _cudaenv_readfile "$root/cache/switch/generation"; _cudaenv_gen=$_cudaenv_c; fi
+  if [ -f "$root/switch/generation" ]; then _cudaenv_readfile "$root/switch/generation"; _cudaenv_gen=$_cudaenv_c; fi
   if [ -n "${CUDAENV_VERSION-}" ]; then
     _cudaenv_k="e$CUDAENV_VERSION"
   else
@@ -273,14 +273,14 @@ _cudaenv_autoswitch() {
   _cudaenv_report "$_CUDAENV_APPLIED"
 }
 
-# One line after a switch: the check result from cache/switch/check-LABEL when an entry
+# One line after a switch: the check result from switch/check-LABEL when an entry
 # matches this LD_LIBRARY_PATH and Python environment and none of its watched directories
 # changed since it was written; otherwise the CLI runs the check (and caches it).
 _cudaenv_report() {
   local root cache line want ok= hit= match=
   [ "$1" != system ] || return 0
   _cudaenv_store; root=$_cudaenv_r
-  cache=$root/cache/switch/check-$1
+  cache=$root/switch/check-$1
   if [ -n "${LD_LIBRARY_PATH+x}" ]; then want="s$LD_LIBRARY_PATH"; else want=u; fi
   want="K	$want	${VIRTUAL_ENV-}|${CONDA_PREFIX-}"
   if [ -f "$cache" ] && [ -r "$cache" ]; then

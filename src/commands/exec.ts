@@ -40,7 +40,8 @@ export default class Exec extends CudaenvCommand {
       process.exitCode = await runIsolated({versionDir: dir, command, args, env}, flags.cuda ?? dir.split('/').pop()!);
       return;
     }
-    if (dir) await (await import('../core/shell/switch-check.js')).reportSwitchCheck(this.paths, dir, env);
+    // The check line is for a person at a terminal; scripts and pipelines keep a clean stderr.
+    if (dir && process.stderr.isTTY) await (await import('../core/shell/switch-check.js')).reportSwitchCheck(this.paths, dir, env);
     process.exitCode = await runForeground(command, args, env);
   }
 }

@@ -65,7 +65,16 @@ describe('cudaenv use / deactivate / init / rehash', () => {
     const r = runCli(['rehash', '--json'], {env: cliEnv(store)});
     expect(r.status).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({shims: join(store, 'shims'), programs: ['nvcc', 'ptxas']});
-    expect(readFileSync(join(store, 'cache', 'switch', 'index'), 'utf8')).toBe(' 12=12.4.1 12.4=12.4.1 12.4.1=12.4.1 latest=12.4.1 \n');
+    expect(readFileSync(join(store, 'switch', 'index'), 'utf8')).toBe(' 12=12.4.1 12.4=12.4.1 12.4.1=12.4.1 latest=12.4.1 \n');
+  });
+
+  test('exec reports the check line at a terminal, and keeps a script\'s stderr clean', () => {
+    const env = cliEnv(store, {PATH: '/usr/bin:/bin'});
+    const plain = runCli(['exec', '--cuda', '12.4', '--', 'true'], {env});
+    expect({status: plain.status, stderr: plain.stderr}).toEqual({status: 0, stderr: ''});
+    const tty = spawnSync('script', ['-qec', `${process.execPath} ${CLI} exec --cuda 12.4 -- true`, '/dev/null'], {env, encoding: 'utf8'});
+    expect(tty.status).toBe(0);
+    expect(tty.stdout.replaceAll('\r', '')).toMatch(/^cudaenv: CUDA 12\.4\.1: all \d+ librar(y resolves|ies resolve)\n$/);
   });
 
   test('bash: PROMPT_COMMAND is kept, as a string or an array, and the hook is added once', () => {

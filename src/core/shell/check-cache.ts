@@ -6,7 +6,7 @@ import type {StorePaths} from '../store/paths.js';
 import {switchDir} from './switch-index.js';
 
 /**
- * Results of the check after a switch, per version, in two files under cache/switch/:
+ * Results of the check after a switch, per version, in two files under switch/:
  *   check-LABEL.json  what the CLI validates: the fingerprint (path, size, mtime, inode of every
  *                     shared object in the watched directories) of each entry;
  *   check-LABEL       the same entries for the shell hook, as lines it reads with `read`:

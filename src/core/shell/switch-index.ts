@@ -7,12 +7,16 @@ import {isVersion} from '../versions/version.js';
 
 /**
  * The shell hook resolves a spec without starting a process, and bash cannot read a link:
- * cache/switch/index holds the resolve/ links as one line " SPEC=LABEL SPEC=LABEL ... ".
- * cache/switch/generation holds a short hash of it: the hook reads that tiny file at every
+ * switch/index holds the resolve/ links as one line " SPEC=LABEL SPEC=LABEL ... ".
+ * switch/generation holds a short hash of it: the hook reads that tiny file at every
  * prompt (as part of its key) and the index only when something changed.
  */
+/**
+ * The shell integration's own directory, `switch/` in the store: not under cache/, which
+ * holds only verified downloads (the installer checks every file there).
+ */
 export function switchDir(paths: StorePaths): string {
-  return join(paths.cache, 'switch');
+  return join(paths.root, 'switch');
 }
 
 export function writeSwitchIndex(paths: StorePaths): string {
