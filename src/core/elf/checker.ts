@@ -38,6 +38,8 @@ export class SymbolMemo {
 
   /** Does `info` define `ref`? Through an index of only the wanted names. */
   defines(info: ElfInfo, ref: SymbolRef): boolean {
+    // Read with {symbols: 'undefined'}: the object's own hash table is the index.
+    if (info.lookup) return defines(info, ref);
     let index = this.indexes.get(info);
     if (!index) {
       index = buildDefinitions(info, this.wanted ?? undefined);

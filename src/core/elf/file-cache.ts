@@ -4,9 +4,9 @@ import type {ElfHeaderInfo, ElfInfo} from './types.js';
 
 /**
  * Per-process cache of parsed ELF files keyed by (dev, ino, size, mtime), so a file that
- * changes is read again, plus a limit on how many files are read at once (a directory of
- * 900 libraries must not open 900 descriptors). Entries are promises: concurrent requests for
- * one file share one read.
+ * changes is read again. Entries are promises: concurrent requests for one file share one read.
+ * The reader is synchronous inside (each file is opened, read and closed in one go), so a
+ * directory of 900 libraries never holds more than one descriptor open.
  */
 const MAX_ENTRIES = 8192;
 const elfCache = new Map<string, Promise<ElfInfo>>();
@@ -56,17 +56,18 @@ export function limiter(n: number): <T>(task: () => Promise<T>) => Promise<T> {
   };
 }
 
-const readLimit = limiter(16);
-
-/** ElfInfo with symbols for a file whose stat is known. */
+/**
+ * ElfInfo for a file whose stat is known: its undefined symbols as objects, definitions through
+ * its hash table (`info.lookup`), which is all the loader model asks of a file.
+ */
 export function cachedElf(path: string, st: Stats): Promise<ElfInfo> {
-  return remember(elfCache, fileKey(path, st), () => readLimit(() => readElf(path, {symbols: true})));
+  return remember(elfCache, fileKey(path, st), () => readElf(path, {symbols: 'undefined'}));
 }
 
 export function cachedHeader(path: string, st: Stats): Promise<ElfHeaderInfo> {
   const full = elfCache.get(fileKey(path, st));
   if (full) return full;
-  return remember(headerCache, fileKey(path, st), () => readLimit(() => readElfHeader(path)));
+  return remember(headerCache, fileKey(path, st), () => readElfHeader(path));
 }
 
 /**

@@ -53,6 +53,8 @@ export function makeContext(options: CheckOptions, cwd: string): LoaderContext {
   const cacheFile = options.cacheFile ?? `${sysroot}/etc/ld.so.cache`;
   // Loaded up front: every process needs it, and its generator string names the glibc version.
   const cache = loadLdCache(cacheFile);
+  // The same few hundred names are looked up by every process of a check: answered once each.
+  const answers = new Map<LoaderPlatform, Map<string, string | null>>();
   return {
     view: new FileView(cwd),
     platformFor: (elfClass, machine) => loaderPlatform(elfClass, machine, sysroot, cache.generator),
@@ -60,9 +62,16 @@ export function makeContext(options: CheckOptions, cwd: string): LoaderContext {
     preload: preloadList(options),
     cacheLabel: `ld.so.cache (${cacheFile})`,
     cacheLookup(name: string, platform: LoaderPlatform): string | null {
-      const hwcapsSubdirs = platform.hwcapsSubdirs.filter((s) => s.startsWith('glibc-hwcaps/')).map((s) => s.slice('glibc-hwcaps/'.length));
-      const hit = lookupCache(cache, name, {elfClass: platform.elfClass, machine: platform.machine, hwcapsSubdirs});
-      return hit ? sysroot + hit : null;
+      let known = answers.get(platform);
+      if (!known) answers.set(platform, known = new Map());
+      let answer = known.get(name);
+      if (answer === undefined) {
+        const hwcapsSubdirs = platform.hwcapsSubdirs.filter((s) => s.startsWith('glibc-hwcaps/')).map((s) => s.slice('glibc-hwcaps/'.length));
+        const hit = lookupCache(cache, name, {elfClass: platform.elfClass, machine: platform.machine, hwcapsSubdirs});
+        answer = hit ? sysroot + hit : null;
+        known.set(name, answer);
+      }
+      return answer;
     },
   };
 }

@@ -21,6 +21,8 @@ export interface SymbolRef {
   /** The library the version is required from (vn_file). */
   versionFile: string | null;
   hidden: boolean;
+  /** The GNU hash of the name, when the reader computed it (saves hashing it per lookup). */
+  nameHash?: number;
 }
 
 /** One definition per name is the rule; an array only where a name has several versions. */
@@ -34,20 +36,40 @@ const referenceList = new WeakMap<ElfInfo, SymbolRef[]>();
  * definitions of libLLVM to answer a few hundred lookups is most of the cost otherwise.
  */
 export function buildDefinitions(info: ElfInfo, wanted?: Set<string>): Map<string, Defs> {
+  if (info.lookup) throw new Error('buildDefinitions needs every symbol: read the object with {symbols: true}, or use defines()');
   const index = new Map<string, Defs>();
   // Without a hash table the loader finds nothing in an object.
   if (info.hashTable === 'none') return index;
   for (const s of info.symbols) {
-    if (!s.defined || !s.hashed || !DEFINABLE_TYPES.has(s.type) || !DEFINING_BINDINGS.has(s.binding)) continue;
-    if (s.visibility === STV_HIDDEN || s.visibility === STV_INTERNAL) continue;
+    if (!s.hashed || !isDefinition(s)) continue;
     if (wanted && !wanted.has(s.name)) continue;
-    if (s.value === 0 && s.shndx !== SHN_ABS && s.type !== STT_TLS) continue;
     const prev = index.get(s.name);
     if (prev === undefined) index.set(s.name, s);
     else if (Array.isArray(prev)) prev.push(s);
     else index.set(s.name, [prev, s]);
   }
   return index;
+}
+
+/** A symbol check_match can bind a reference to (any name and version). */
+function isDefinition(s: ElfSymbol): boolean {
+  if (!s.defined || !DEFINABLE_TYPES.has(s.type) || !DEFINING_BINDINGS.has(s.binding)) return false;
+  if (s.visibility === STV_HIDDEN || s.visibility === STV_INTERNAL) return false;
+  return s.value !== 0 || s.shndx === SHN_ABS || s.type === STT_TLS;
+}
+
+/**
+ * The definitions named like the reference: from the index when given, else through the
+ * object's hash table when it was read with {symbols: 'undefined'}, else from its full index.
+ */
+function definitionsOf(info: ElfInfo, ref: SymbolRef, index?: Map<string, Defs>): Defs | undefined {
+  if (index) return index.get(ref.name);
+  if (!info.lookup) return definitions(info).get(ref.name);
+  if (info.hashTable === 'none') return undefined;
+  const found = info.lookup.find(ref.name, ref.nameHash);
+  if (found.length === 0) return undefined;
+  const defs = found.filter(isDefinition);
+  return defs.length === 0 ? undefined : defs;
 }
 
 /** The full index of an object, kept while the ElfInfo lives. */
@@ -75,8 +97,8 @@ export function references(info: ElfInfo): SymbolRef[] {
 }
 
 /** Does this object yield a definition for the reference (check_match)? */
-export function defines(info: ElfInfo, ref: SymbolRef, index: Map<string, Defs> = definitions(info)): boolean {
-  const found = index.get(ref.name);
+export function defines(info: ElfInfo, ref: SymbolRef, index?: Map<string, Defs>): boolean {
+  const found = definitionsOf(info, ref, index);
   if (found === undefined) return false;
   const defs = Array.isArray(found) ? found : [found];
   if (ref.version !== null) {

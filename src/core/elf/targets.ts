@@ -1,6 +1,5 @@
 import type {Stats} from 'node:fs';
-import {readdirSync, statSync} from 'node:fs';
-import {open} from 'node:fs/promises';
+import {closeSync, constants, openSync, readdirSync, readSync, statSync} from 'node:fs';
 import {join, resolve} from 'node:path';
 import {UsageError} from '../errors.js';
 import {cachedElf, inodeKey} from './file-cache.js';
@@ -27,17 +26,20 @@ export interface Targets {
 const ET_EXEC = 2;
 const ET_DYN = 3;
 
-/** Why a non-ELF file is not a library, in a word a user recognises. */
-async function describeNonElf(path: string): Promise<string> {
+/**
+ * Why a non-ELF file is not a library, in a word a user recognises. Synchronous: a library
+ * directory holds a hundred such files, and a thread-pool round trip each cost more than the read.
+ */
+function describeNonElf(path: string): string {
   let head = '';
   try {
-    const fh = await open(path, 'r');
+    const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
     try {
       const buf = Buffer.alloc(512);
-      const {bytesRead} = await fh.read(buf, 0, 512, 0);
+      const bytesRead = readSync(fd, buf, 0, 512, 0);
       head = buf.toString('latin1', 0, bytesRead);
     } finally {
-      await fh.close();
+      closeSync(fd);
     }
   } catch {
     return 'not readable';
@@ -59,7 +61,7 @@ async function classify(path: string, st: Stats, explicit = false): Promise<Targ
     return {path, info, stat: st};
   } catch (error) {
     if (error instanceof ElfError) {
-      if (error.reason === 'not-elf') return {skip: await describeNonElf(path)};
+      if (error.reason === 'not-elf') return {skip: describeNonElf(path)};
       return {skip: error.message.startsWith(path) ? error.message.slice(path.length + 2) : error.message};
     }
     throw error;

@@ -54,6 +54,20 @@ export interface ElfSymbol {
   value: number;
   /** Whether ld.so can find this symbol through the hash table (GNU hash skips indexes below symoffset). */
   hashed: boolean;
+  /** The GNU hash of the name's bytes; set only by `readElf(path, {symbols: 'undefined'})`, for lookups elsewhere. */
+  nameHash?: number;
+}
+
+/**
+ * The definitions side of `readElf(path, {symbols: 'undefined'})`: the symbols ld.so's hash table
+ * leads to for a name, read from the raw tables on demand instead of one object per symbol.
+ */
+export interface SymbolLookup {
+  /**
+   * Every dynamic symbol named `name` that the object's hash table reaches (none without a hash
+   * table), defined or not: the caller applies check_match. `nameHash`: its GNU hash, if known.
+   */
+  find(name: string, nameHash?: number): readonly ElfSymbol[];
 }
 
 export interface ElfInfo extends ElfHeaderInfo {
@@ -68,8 +82,13 @@ export interface ElfInfo extends ElfHeaderInfo {
   flags1: number;
   versionDefinitions: ElfVersionDefinition[];
   versionNeeds: ElfVersionNeed[];
-  /** Dynamic symbols without the null symbol 0; empty unless asked for. */
+  /**
+   * Dynamic symbols without the null symbol 0; empty unless asked for. With `symbols: 'undefined'`
+   * only the undefined ones (st_shndx 0), in table order, and `lookup` answers for the rest.
+   */
   symbols: ElfSymbol[];
+  /** Set by `symbols: 'undefined'`: definitions by name, through the hash table. */
+  lookup?: SymbolLookup;
   /** The number of dynamic symbols as DT_HASH / DT_GNU_HASH say. */
   symbolCount: number;
   /** The table ld.so looks definitions up in (DT_GNU_HASH wins); 'none': the loader finds no symbol here. */

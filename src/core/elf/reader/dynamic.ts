@@ -23,12 +23,12 @@ export interface DynamicInfo {
 /** No real dynamic array has more entries; a bigger PT_DYNAMIC is corrupt. */
 const MAX_DYNAMIC_BYTES = 1024 * 1024;
 
-export async function readDynamic(file: ElfFile, h: ParsedHeader, dyn: ProgramHeader): Promise<DynamicInfo> {
+export function readDynamic(file: ElfFile, h: ParsedHeader, dyn: ProgramHeader): DynamicInfo {
   const entsize = h.is64 ? 16 : 8;
   if (dyn.filesz > MAX_DYNAMIC_BYTES) {
     throw new ElfError(file.path, 'malformed', `PT_DYNAMIC is ${dyn.filesz} bytes, far larger than any dynamic section`);
   }
-  const buf = await file.read(dyn.offset, dyn.filesz, 'dynamic section (PT_DYNAMIC)');
+  const buf = file.read(dyn.offset, dyn.filesz, 'dynamic section (PT_DYNAMIC)');
   const f = new Fields(buf, h.littleEndian, h.is64);
   const info: DynamicInfo = {needed: [], filters: [], auxiliary: [], values: new Map()};
   let terminated = false;

@@ -26,8 +26,11 @@ export class Fields {
   }
 
   u64(off: number): number {
-    const value = this.view.getBigUint64(off, this.littleEndian);
-    return value > BigInt(Number.MAX_SAFE_INTEGER) ? Number.NaN : Number(value);
+    // Two 32-bit halves, not getBigUint64: a BigInt per field was a measurable part of reading
+    // 650k symbols. The high half below 2^21 is exactly "at most Number.MAX_SAFE_INTEGER".
+    const lo = this.view.getUint32(off + (this.littleEndian ? 0 : 4), this.littleEndian);
+    const hi = this.view.getUint32(off + (this.littleEndian ? 4 : 0), this.littleEndian);
+    return hi >= 0x200000 ? Number.NaN : hi * 0x100000000 + lo;
   }
 
   i64(off: number): number {

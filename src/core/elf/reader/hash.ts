@@ -11,6 +11,8 @@ export interface SymbolCount {
   symoffset: number;
   /** GNU hash: file offset of the chain array (chain[i - symoffset] belongs to symbol i). */
   chainOff?: number;
+  /** GNU hash: the bucket array (nbuckets words), for lookups by name. */
+  buckets?: Fields;
 }
 
 /** The GNU hash function (dl_new_hash) over a NUL-terminated name in `buf` at `start`. */
@@ -20,11 +22,22 @@ export function gnuHash(buf: Buffer, start: number): number {
   return h;
 }
 
+/** dl_new_hash of a name given as a string (its UTF-8 bytes, as they would stand in a string table). */
+export function gnuHashOf(name: string): number {
+  let h = 5381;
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
+    if (c >= 0x80) return gnuHash(Buffer.from(`${name}\0`, 'utf8'), 0);
+    h = (Math.imul(h, 33) + c) >>> 0;
+  }
+  return h;
+}
+
 const CHAIN_CHUNK = 1024; // chain words per read
 
 /** The dynamic symbol count from DT_GNU_HASH (elf-loader-spec §4.6): max bucket, then walk its chain to the end bit. */
-export async function countFromGnuHash(file: ElfFile, h: ParsedHeader, off: number): Promise<SymbolCount> {
-  const f = new Fields(await file.read(off, 16, 'GNU hash header'), h.littleEndian, h.is64);
+export function countFromGnuHash(file: ElfFile, h: ParsedHeader, off: number): SymbolCount {
+  const f = new Fields(file.read(off, 16, 'GNU hash header'), h.littleEndian, h.is64);
   const nbuckets = f.u32(0);
   const symoffset = f.u32(4);
   const bloomSize = f.u32(8);
@@ -32,10 +45,10 @@ export async function countFromGnuHash(file: ElfFile, h: ParsedHeader, off: numb
   const bucketsOff = off + 16 + bloomBytes;
   file.check(bucketsOff, nbuckets * 4, 'GNU hash buckets');
   const chainOff = bucketsOff + nbuckets * 4;
-  const buckets = new Fields(await file.read(bucketsOff, nbuckets * 4, 'GNU hash buckets'), h.littleEndian, h.is64);
+  const buckets = new Fields(file.read(bucketsOff, nbuckets * 4, 'GNU hash buckets'), h.littleEndian, h.is64);
   let max = 0;
   for (let i = 0; i < nbuckets; i++) max = Math.max(max, buckets.u32(i * 4));
-  if (max < symoffset) return {count: symoffset, table: 'gnu', symoffset, chainOff};
+  if (max < symoffset) return {count: symoffset, table: 'gnu', symoffset, chainOff, buckets};
   // Walk the last chain to its terminator (bit 0 set). The chain array is bounded by the end of the
   // file: a chain without a terminator is malformed, never an endless loop.
   let i = max;
@@ -45,19 +58,19 @@ export async function countFromGnuHash(file: ElfFile, h: ParsedHeader, off: numb
       throw new ElfError(file.path, 'malformed', `GNU hash chain starting at symbol ${max} has no end marker before the end of the file`);
     }
     const words = Math.min(CHAIN_CHUNK, Math.floor((file.size - wordOff) / 4));
-    const chunk = new Fields(await file.read(wordOff, words * 4, 'GNU hash chain'), h.littleEndian, h.is64);
+    const chunk = new Fields(file.read(wordOff, words * 4, 'GNU hash chain'), h.littleEndian, h.is64);
     for (let w = 0; w < words; w++, i++) {
-      if (chunk.u32(w * 4) & 1) return {count: i + 1, table: 'gnu', symoffset, chainOff};
+      if (chunk.u32(w * 4) & 1) return {count: i + 1, table: 'gnu', symoffset, chainOff, buckets};
     }
   }
 }
 
 /** DT_HASH: nchain is the number of symbols. */
-export async function countFromSysvHash(file: ElfFile, h: ParsedHeader, off: number): Promise<SymbolCount> {
+export function countFromSysvHash(file: ElfFile, h: ParsedHeader, off: number): SymbolCount {
   // Elf_Symndx is 64-bit on 64-bit s390 and Alpha (glibc bits/elfclass.h), 32-bit everywhere else.
   const wide = h.is64 && (h.machine === 22 || h.machine === 0x9026);
   const size = wide ? 8 : 4;
-  const f = new Fields(await file.read(off, 2 * size, 'SysV hash header (DT_HASH)'), h.littleEndian, h.is64);
+  const f = new Fields(file.read(off, 2 * size, 'SysV hash header (DT_HASH)'), h.littleEndian, h.is64);
   const nbucket = wide ? f.u64(0) : f.u32(0);
   const nchain = wide ? f.u64(8) : f.u32(4);
   file.check(off + 2 * size, (nbucket + nchain) * size, 'SysV hash table (DT_HASH)');
@@ -67,12 +80,12 @@ export async function countFromSysvHash(file: ElfFile, h: ParsedHeader, off: num
 const SHT_DYNSYM = 11;
 
 /** Without a hash table the loader sees no symbols; the section headers still give the count for the report. */
-export async function countFromSections(file: ElfFile, h: ParsedHeader): Promise<SymbolCount> {
+export function countFromSections(file: ElfFile, h: ParsedHeader): SymbolCount {
   const none: SymbolCount = {count: 0, table: 'none', symoffset: 0};
   if (h.shnum === 0 || h.shoff === 0) return none;
   const expected = h.is64 ? 64 : 40;
   if (h.shentsize !== expected) return none;
-  const f = new Fields(await file.read(h.shoff, h.shnum * h.shentsize, 'section header table'), h.littleEndian, h.is64);
+  const f = new Fields(file.read(h.shoff, h.shnum * h.shentsize, 'section header table'), h.littleEndian, h.is64);
   for (let i = 0; i < h.shnum; i++) {
     const b = i * h.shentsize;
     if (f.u32(b + 4) !== SHT_DYNSYM) continue;

@@ -30,9 +30,9 @@ const MAGIC = Buffer.from([0x7f, 0x45, 0x4c, 0x46]);
 const EHDR_SIZE = {32: 52, 64: 64} as const;
 const PHDR_SIZE = {32: 32, 64: 56} as const;
 
-export async function parseHeader(file: ElfFile): Promise<ParsedHeader> {
+export function parseHeader(file: ElfFile): ParsedHeader {
   const {path} = file;
-  const head = await file.read(0, Math.min(64, file.size), 'ELF header');
+  const head = file.read(0, Math.min(64, file.size), 'ELF header');
   const magicLen = Math.min(4, head.length);
   if (!head.subarray(0, magicLen).equals(MAGIC.subarray(0, magicLen))) {
     const detail = notElfDetail(head);
@@ -82,13 +82,13 @@ function notElfDetail(head: Buffer): string {
   return 'not an ELF file (no ELF magic number)';
 }
 
-export async function readProgramHeaders(file: ElfFile, h: ParsedHeader): Promise<ProgramHeader[]> {
+export function readProgramHeaders(file: ElfFile, h: ParsedHeader): ProgramHeader[] {
   if (h.phnum === 0) return [];
   const expected = PHDR_SIZE[h.elfClass];
   if (h.phentsize !== expected) {
     throw new ElfError(file.path, 'malformed', `e_phentsize is ${h.phentsize}, expected ${expected} for ELF${h.elfClass}`);
   }
-  const buf = await file.read(h.phoff, h.phnum * h.phentsize, 'program header table');
+  const buf = file.read(h.phoff, h.phnum * h.phentsize, 'program header table');
   const f = new Fields(buf, h.littleEndian, h.is64);
   const headers: ProgramHeader[] = [];
   for (let i = 0; i < h.phnum; i++) {

@@ -11,15 +11,20 @@ import {ElfFile} from './file.js';
 import {parseHeader, PT_DYNAMIC, PT_INTERP, PT_LOAD, readProgramHeaders, vaddrToOffset, type ParsedHeader, type ProgramHeader} from './header.js';
 import {countFromGnuHash, countFromSections, countFromSysvHash, type SymbolCount} from './hash.js';
 import {StringTable} from './strings.js';
-import {readSymbols} from './symbols.js';
+import {NO_LOOKUP, readSymbols, readUndefinedSymbols} from './symbols.js';
 import {readVersionDefinitions, readVersionNeeds, versionTable} from './versions.js';
 
 export {ElfError, type ElfErrorReason} from './errors.js';
 export {readStats, resetReadStats} from './file.js';
 
 export interface ReadElfOptions {
-  /** Read the dynamic symbols with their versions (costs .dynsym + .dynstr + .gnu.version). */
-  symbols?: boolean;
+  /**
+   * Read the dynamic symbols with their versions (costs .dynsym + .dynstr + .gnu.version).
+   * 'undefined': every symbol is read and validated the same way, but only the undefined ones
+   * become objects in `symbols`; `lookup` finds the others by name through the hash table
+   * (what the loader model needs, at a fraction of the time and memory).
+   */
+  symbols?: boolean | 'undefined';
 }
 
 const DF_SYMBOLIC = 0x2;
@@ -28,38 +33,52 @@ const DF_1_NOW = 0x1;
 
 /** Just the ELF header: cheap, for skipping files of the wrong class or machine. */
 export async function readElfHeader(path: string): Promise<ElfHeaderInfo> {
-  const file = await ElfFile.open(path);
-  try {
-    return publicHeader(await parseHeader(file));
-  } catch (error) {
-    throw wrap(path, error);
-  } finally {
-    await file.close();
-  }
+  return readElfHeaderSync(path);
 }
 
 export async function readElf(path: string, options: ReadElfOptions = {}): Promise<ElfInfo> {
-  const file = await ElfFile.open(path);
+  return readElfSync(path, options);
+}
+
+/**
+ * readElfHeader without a promise. The reader is synchronous inside (positioned reads from the
+ * main thread, see ./file.ts); callers that parse hundreds of files in a row use these.
+ */
+export function readElfHeaderSync(path: string): ElfHeaderInfo {
+  const file = ElfFile.open(path);
   try {
-    return await parse(file, options);
+    return publicHeader(parseHeader(file));
   } catch (error) {
     throw wrap(path, error);
   } finally {
-    await file.close();
+    file.close();
   }
 }
 
-async function parse(file: ElfFile, options: ReadElfOptions): Promise<ElfInfo> {
-  const h = await parseHeader(file);
-  const phdrs = await readProgramHeaders(file, h);
+export function readElfSync(path: string, options: ReadElfOptions = {}): ElfInfo {
+  const file = ElfFile.open(path);
+  try {
+    return parse(file, options);
+  } catch (error) {
+    throw wrap(path, error);
+  } finally {
+    file.close();
+  }
+}
+
+function parse(file: ElfFile, options: ReadElfOptions): ElfInfo {
+  const h = parseHeader(file);
+  const phdrs = readProgramHeaders(file, h);
   const info: ElfInfo = {
     ...publicHeader(h),
     interp: null, soname: null, needed: [], rpath: null, runpath: null, flags1: 0,
     versionDefinitions: [], versionNeeds: [], symbols: [], symbolCount: 0,
     hashTable: 'none', hasVersym: false, dtFlags: 0, symbolic: false, bindNow: false, filters: [], auxiliary: [],
   };
+  // Until symbols are read: no symbol table (a static program, no DT_SYMTAB) finds nothing.
+  if (options.symbols === 'undefined') info.lookup = NO_LOOKUP;
   const interp = phdrs.find((p) => p.type === PT_INTERP);
-  if (interp) info.interp = await readInterp(file, interp);
+  if (interp) info.interp = readInterp(file, interp);
   const dynamicHeader = phdrs.find((p) => p.type === PT_DYNAMIC);
   // A static executable or a relocatable object: nothing for the loader to resolve.
   if (!dynamicHeader) return info;
@@ -67,7 +86,7 @@ async function parse(file: ElfFile, options: ReadElfOptions): Promise<ElfInfo> {
   // ld.so finds the dynamic array at its address (l_ld), i.e. through the PT_LOAD that maps it;
   // p_offset says the same in every sane file and is the fallback when no segment covers it.
   const mapped = loads.find((p) => dynamicHeader.vaddr >= p.vaddr && dynamicHeader.vaddr + dynamicHeader.filesz <= p.vaddr + p.filesz);
-  const dyn = await readDynamic(file, h, mapped ? {...dynamicHeader, offset: dynamicHeader.vaddr - mapped.vaddr + mapped.offset} : dynamicHeader);
+  const dyn = readDynamic(file, h, mapped ? {...dynamicHeader, offset: dynamicHeader.vaddr - mapped.vaddr + mapped.offset} : dynamicHeader);
   const value = (tag: number): number | undefined => dyn.values.get(tag);
   const toOffset = (addr: number, len: number, what: string): number => vaddrToOffset(file, loads, addr, len, what);
 
@@ -75,19 +94,19 @@ async function parse(file: ElfFile, options: ReadElfOptions): Promise<ElfInfo> {
   const strsz = value(DT.STRSZ) ?? 0;
   const strings = strtabAddr === undefined ? null
     : new StringTable(file, toOffset(strtabAddr, strsz, 'dynamic string table (DT_STRTAB)'), strsz);
-  const str = async (offset: number, what: string): Promise<string> => {
+  const str = (offset: number, what: string): string => {
     if (!strings) throw new ElfError(file.path, 'malformed', `${what} is present but the dynamic section has no DT_STRTAB`);
     return strings.get(offset, what);
   };
-  for (const n of dyn.needed) info.needed.push(await str(n, 'DT_NEEDED'));
-  for (const n of dyn.filters) info.filters.push(await str(n, 'DT_FILTER'));
-  for (const n of dyn.auxiliary) info.auxiliary.push(await str(n, 'DT_AUXILIARY'));
+  for (const n of dyn.needed) info.needed.push(str(n, 'DT_NEEDED'));
+  for (const n of dyn.filters) info.filters.push(str(n, 'DT_FILTER'));
+  for (const n of dyn.auxiliary) info.auxiliary.push(str(n, 'DT_AUXILIARY'));
   const soname = value(DT.SONAME);
-  if (soname !== undefined) info.soname = await str(soname, 'DT_SONAME');
+  if (soname !== undefined) info.soname = str(soname, 'DT_SONAME');
   const rpath = value(DT.RPATH);
-  if (rpath !== undefined) info.rpath = await str(rpath, 'DT_RPATH');
+  if (rpath !== undefined) info.rpath = str(rpath, 'DT_RPATH');
   const runpath = value(DT.RUNPATH);
-  if (runpath !== undefined) info.runpath = await str(runpath, 'DT_RUNPATH');
+  if (runpath !== undefined) info.runpath = str(runpath, 'DT_RUNPATH');
   info.flags1 = value(DT.FLAGS_1) ?? 0;
   info.dtFlags = value(DT.FLAGS) ?? 0;
   info.symbolic = dyn.values.has(DT.SYMBOLIC) || (info.dtFlags & DF_SYMBOLIC) !== 0;
@@ -98,10 +117,10 @@ async function parse(file: ElfFile, options: ReadElfOptions): Promise<ElfInfo> {
   if ((verdef !== undefined || verneed !== undefined) && !strings) {
     throw new ElfError(file.path, 'malformed', 'version sections are present but the dynamic section has no DT_STRTAB');
   }
-  if (verdef !== undefined) info.versionDefinitions = await readVersionDefinitions(file, h, toOffset(verdef, 20, 'version definitions (DT_VERDEF)'), strings!);
-  if (verneed !== undefined) info.versionNeeds = await readVersionNeeds(file, h, toOffset(verneed, 16, 'version requirements (DT_VERNEED)'), strings!);
+  if (verdef !== undefined) info.versionDefinitions = readVersionDefinitions(file, h, toOffset(verdef, 20, 'version definitions (DT_VERDEF)'), strings!);
+  if (verneed !== undefined) info.versionNeeds = readVersionNeeds(file, h, toOffset(verneed, 16, 'version requirements (DT_VERNEED)'), strings!);
 
-  const count = await symbolCount(file, h, value(DT.GNU_HASH), value(DT.HASH), toOffset);
+  const count = symbolCount(file, h, value(DT.GNU_HASH), value(DT.HASH), toOffset);
   info.symbolCount = count.count;
   info.hashTable = count.table;
   const versym = value(DT.VERSYM);
@@ -120,26 +139,34 @@ async function parse(file: ElfFile, options: ReadElfOptions): Promise<ElfInfo> {
   if (options.symbols) {
     if (!strings) throw new ElfError(file.path, 'malformed', 'dynamic symbols are present but the dynamic section has no DT_STRTAB');
     const versymOff = versym === undefined ? null : toOffset(versym, count.count * 2, 'symbol versions (DT_VERSYM)');
-    info.symbols = await readSymbols(file, h, {
+    const tables = {
       symtabOff, entsize, count: count.count, versymOff, hashedFrom: count.symoffset, hashed: count.table !== 'none',
-      gnuChainOff: count.chainOff,
-    }, strings, versionTable(info.versionDefinitions, info.versionNeeds));
+      gnuChainOff: count.chainOff, gnuBuckets: count.buckets,
+    };
+    const versions = versionTable(info.versionDefinitions, info.versionNeeds);
+    if (options.symbols === 'undefined') {
+      const {symbols, lookup} = readUndefinedSymbols(file, h, tables, strings, versions);
+      info.symbols = symbols;
+      info.lookup = lookup;
+    } else {
+      info.symbols = readSymbols(file, h, tables, strings, versions);
+    }
   }
   return info;
 }
 
-async function symbolCount(
+function symbolCount(
   file: ElfFile, h: ParsedHeader, gnu: number | undefined, sysv: number | undefined,
   toOffset: (addr: number, len: number, what: string) => number,
-): Promise<SymbolCount> {
+): SymbolCount {
   // ld.so prefers DT_GNU_HASH when both exist (elf-loader-spec §4.3).
   if (gnu !== undefined) return countFromGnuHash(file, h, toOffset(gnu, 16, 'GNU hash table (DT_GNU_HASH)'));
   if (sysv !== undefined) return countFromSysvHash(file, h, toOffset(sysv, 8, 'SysV hash table (DT_HASH)'));
   return countFromSections(file, h);
 }
 
-async function readInterp(file: ElfFile, p: ProgramHeader): Promise<string> {
-  const buf = await file.read(p.offset, Math.min(p.filesz, 4096), 'interpreter path (PT_INTERP)');
+function readInterp(file: ElfFile, p: ProgramHeader): string {
+  const buf = file.read(p.offset, Math.min(p.filesz, 4096), 'interpreter path (PT_INTERP)');
   const nul = buf.indexOf(0);
   return buf.toString('utf8', 0, nul < 0 ? buf.length : nul);
 }

@@ -12,11 +12,11 @@ export class StringTable {
     file.check(offset, size, 'dynamic string table (DT_STRTAB/DT_STRSZ)');
   }
 
-  async loadAll(): Promise<void> {
-    this.whole ??= await this.file.read(this.offset, this.size, 'dynamic string table');
+  loadAll(): void {
+    this.whole ??= this.file.read(this.offset, this.size, 'dynamic string table');
   }
 
-  async get(index: number, what: string): Promise<string> {
+  get(index: number, what: string): string {
     if (!Number.isSafeInteger(index) || index < 0 || index >= this.size) {
       throw new ElfError(this.file.path, 'malformed', `${what}: string offset ${index} is outside the string table (${this.size} bytes)`);
     }
@@ -24,7 +24,7 @@ export class StringTable {
     let chunk = 256;
     for (;;) {
       const len = Math.min(chunk, this.size - index);
-      const buf = await this.file.read(this.offset + index, len, `${what} string`);
+      const buf = this.file.read(this.offset + index, len, `${what} string`);
       const nul = buf.indexOf(0);
       if (nul >= 0) return buf.toString('utf8', 0, nul);
       if (index + len >= this.size) break;

@@ -1,10 +1,10 @@
-import type {ElfSymbol} from '../types.js';
+import type {ElfSymbol, SymbolLookup} from '../types.js';
 import {ElfError} from './errors.js';
 import {Fields} from './fields.js';
 import type {ElfFile} from './file.js';
 import type {ParsedHeader} from './header.js';
 import type {StringTable} from './strings.js';
-import {gnuHash} from './hash.js';
+import {gnuHash, gnuHashOf} from './hash.js';
 
 export interface SymbolTables {
   symtabOff: number;
@@ -17,46 +17,131 @@ export interface SymbolTables {
   hashed: boolean;
   /** GNU hash chain array offset: every hashed symbol's name is verified against it. */
   gnuChainOff?: number;
+  /** GNU hash bucket array (set with gnuChainOff). */
+  gnuBuckets?: Fields;
 }
 
+type VersionTable = Map<number, {name: string; file: string | null}>;
+
 /** The dynamic symbols 1..count-1 with their `.gnu.version` data (elf-loader-spec §3.1, §4.5). */
-export async function readSymbols(
-  file: ElfFile, h: ParsedHeader, t: SymbolTables, strings: StringTable, versions: Map<number, {name: string; file: string | null}>,
-): Promise<ElfSymbol[]> {
+export function readSymbols(file: ElfFile, h: ParsedHeader, t: SymbolTables, strings: StringTable, versions: VersionTable): ElfSymbol[] {
   if (t.count <= 1) return [];
-  const syms = new Fields(await file.read(t.symtabOff, t.count * t.entsize, 'dynamic symbol table (DT_SYMTAB)'), h.littleEndian, h.is64);
-  const versym = t.versymOff === null ? null
-    : new Fields(await file.read(t.versymOff, t.count * 2, 'symbol version table (DT_VERSYM)'), h.littleEndian, h.is64);
-  await strings.loadAll();
-  const chain = t.gnuChainOff === undefined || t.count <= t.hashedFrom ? null
-    : new Fields(await file.read(t.gnuChainOff, (t.count - t.hashedFrom) * 4, 'GNU hash chain'), h.littleEndian, h.is64);
+  const table = new DynamicSymbols(file, h, t, strings, versions);
   const out: ElfSymbol[] = [];
   for (let i = 1; i < t.count; i++) {
-    const b = i * t.entsize;
-    const nameOff = syms.u32(b);
-    const name = strings.getLoaded(nameOff, `name of dynamic symbol ${i} of ${t.count} (the count the hash table gives)`);
-    const info = syms.u8(b + (h.is64 ? 4 : 12));
-    const other = syms.u8(b + (h.is64 ? 5 : 13));
-    const shndx = syms.u16(b + (h.is64 ? 6 : 14));
-    const value = h.is64 ? syms.u64(b + 8) : syms.u32(b + 4);
+    table.validate(i);
+    out.push(table.symbol(i));
+  }
+  return out;
+}
+
+/**
+ * The undefined dynamic symbols only (what the object references), in table order, each carrying
+ * the GNU hash of its name, and a lookup that answers "which symbols named N can ld.so find here"
+ * from the raw tables, the way do_lookup_x does. Every symbol is validated exactly as readSymbols
+ * does (same errors, same order), but the defined ones (84% of the 650k symbols of a library
+ * directory) never become objects or strings unless a lookup hits them.
+ */
+export function readUndefinedSymbols(
+  file: ElfFile, h: ParsedHeader, t: SymbolTables, strings: StringTable, versions: VersionTable,
+): {symbols: ElfSymbol[]; lookup: SymbolLookup} {
+  if (t.count <= 1) return {symbols: [], lookup: NO_LOOKUP};
+  const table = new DynamicSymbols(file, h, t, strings, versions);
+  const symbols: ElfSymbol[] = [];
+  for (let i = 1; i < t.count; i++) {
+    table.validate(i);
+    if (table.shndx(i) === 0) {
+      const s = table.symbol(i);
+      s.nameHash = gnuHash(table.names, table.nameOffset(i));
+      symbols.push(s);
+    }
+  }
+  return {symbols, lookup: table};
+}
+
+const NONE: readonly ElfSymbol[] = Object.freeze([]);
+export const NO_LOOKUP: SymbolLookup = {find: () => NONE};
+
+/** Raw views of .dynsym, .gnu.version, .dynstr and the hash table of one object. */
+class DynamicSymbols implements SymbolLookup {
+  private readonly syms: Fields;
+  private readonly versym: Fields | null;
+  private readonly chain: Fields | null;
+  private readonly strtabSize: number;
+  /** Every name offset below the string table size ends at a NUL: the table's last byte is one. */
+  private readonly terminated: boolean;
+  private readonly o: {info: number; other: number; shndx: number; value: number};
+  /** SysV hash only: indexes by name, built on the first lookup. */
+  private byName: Map<string, number[]> | null = null;
+  private readonly made = new Map<number, ElfSymbol>();
+  readonly names: Buffer;
+
+  constructor(
+    private readonly file: ElfFile, private readonly h: ParsedHeader, private readonly t: SymbolTables,
+    strings: StringTable, private readonly versions: VersionTable,
+  ) {
+    this.syms = new Fields(file.read(t.symtabOff, t.count * t.entsize, 'dynamic symbol table (DT_SYMTAB)'), h.littleEndian, h.is64);
+    this.versym = t.versymOff === null ? null
+      : new Fields(file.read(t.versymOff, t.count * 2, 'symbol version table (DT_VERSYM)'), h.littleEndian, h.is64);
+    strings.loadAll();
+    this.names = strings.loaded;
+    this.strtabSize = strings.size;
+    this.terminated = this.names.length > 0 && this.names[this.names.length - 1] === 0;
+    this.chain = t.gnuChainOff === undefined || t.count <= t.hashedFrom ? null
+      : new Fields(file.read(t.gnuChainOff, (t.count - t.hashedFrom) * 4, 'GNU hash chain'), h.littleEndian, h.is64);
+    this.o = h.is64 ? {info: 4, other: 5, shndx: 6, value: 8} : {info: 12, other: 13, shndx: 14, value: 4};
+  }
+
+  nameOffset(i: number): number {
+    return this.syms.u32(i * this.t.entsize);
+  }
+
+  shndx(i: number): number {
+    return this.syms.u16(i * this.t.entsize + this.o.shndx);
+  }
+
+  /** The checks readSymbols always made, in its order: name in the table, hash chain word, version index. */
+  validate(i: number): void {
+    const nameOff = this.nameOffset(i);
+    if (nameOff >= this.strtabSize || (!this.terminated && this.names.indexOf(0, nameOff) < 0)) {
+      const what = `name of dynamic symbol ${i} of ${this.t.count} (the count the hash table gives)`;
+      throw new ElfError(this.file.path, 'malformed', nameOff >= this.strtabSize
+        ? `${what}: string offset ${nameOff} is outside the string table (${this.strtabSize} bytes)`
+        : `${what}: string at offset ${nameOff} is not NUL-terminated inside the string table`);
+    }
     // A chain word that does not match the name's hash means a corrupt table (ld.so would not find
     // the symbol, or would walk into garbage): reject the file rather than report made-up symbols.
-    if (chain && i >= t.hashedFrom && ((chain.u32((i - t.hashedFrom) * 4) | 1) !== (gnuHash(strings.loaded, nameOff) | 1))) {
-      throw new ElfError(file.path, 'malformed', `the GNU hash table does not match dynamic symbol ${i} (corrupt DT_GNU_HASH)`);
+    if (this.chain && i >= this.t.hashedFrom && ((this.chain.u32((i - this.t.hashedFrom) * 4) | 1) !== (gnuHash(this.names, nameOff) | 1))) {
+      throw new ElfError(this.file.path, 'malformed', `the GNU hash table does not match dynamic symbol ${i} (corrupt DT_GNU_HASH)`);
     }
-    const raw = versym ? versym.u16(i * 2) : 0;
+    if (this.versym) {
+      const index = this.versym.u16(i * 2) & 0x7fff;
+      if (index >= 2 && !this.versions.has(index)) {
+        throw new ElfError(this.file.path, 'malformed', `dynamic symbol ${i} uses version index ${index}, which no verdef or verneed entry defines`);
+      }
+    }
+  }
+
+  /** Symbol i as an object (validate(i) passed). */
+  symbol(i: number, knownName?: string): ElfSymbol {
+    const b = i * this.t.entsize;
+    const syms = this.syms;
+    const nameOff = syms.u32(b);
+    const name = knownName ?? this.names.toString('utf8', nameOff, this.names.indexOf(0, nameOff));
+    const info = syms.u8(b + this.o.info);
+    const other = syms.u8(b + this.o.other);
+    const shndx = syms.u16(b + this.o.shndx);
+    const value = this.h.is64 ? syms.u64(b + this.o.value) : syms.u32(b + this.o.value);
+    const raw = this.versym ? this.versym.u16(i * 2) : 0;
     const index = raw & 0x7fff;
     let version: string | null = null;
     let versionFile: string | null = null;
-    if (versym && index >= 2) {
-      const entry = versions.get(index);
-      if (!entry) {
-        throw new ElfError(file.path, 'malformed', `dynamic symbol ${i} uses version index ${index}, which no verdef or verneed entry defines`);
-      }
+    if (this.versym && index >= 2) {
+      const entry = this.versions.get(index)!;
       version = entry.name;
       versionFile = entry.file;
     }
-    out.push({
+    return {
       name,
       defined: shndx !== 0,
       binding: info >> 4,
@@ -69,8 +154,68 @@ export async function readSymbols(
       shndx,
       // NaN only for values above 2^53; what matters to the loader model is zero vs nonzero.
       value: Number.isNaN(value) ? Number.MAX_SAFE_INTEGER : value,
-      hashed: t.hashed && i >= t.hashedFrom,
-    });
+      hashed: this.t.hashed && i >= this.t.hashedFrom,
+    };
   }
-  return out;
+
+  /**
+   * The symbols named `name` the hash table leads to (do_lookup_x before check_match): for
+   * DT_GNU_HASH the bucket of the name's hash and its chain, for DT_HASH every symbol of that name.
+   */
+  find(name: string, nameHash?: number): readonly ElfSymbol[] {
+    if (!this.t.hashed) return NONE;
+    if (!this.chain || !this.t.gnuBuckets) return this.t.gnuChainOff === undefined ? this.findSysv(name) : NONE;
+    const nbuckets = this.t.gnuBuckets.buf.length / 4;
+    if (nbuckets === 0) return NONE;
+    const hash = nameHash ?? gnuHashOf(name);
+    const first = this.t.gnuBuckets.u32((hash % nbuckets) * 4);
+    // 0 is an empty bucket; an index below symoffset or past the table is a corrupt one.
+    if (first < this.t.hashedFrom || first >= this.t.count) return NONE;
+    let out: ElfSymbol[] | null = null;
+    for (let i = first; i < this.t.count; i++) {
+      const word = this.chain.u32((i - this.t.hashedFrom) * 4);
+      if (((word ^ hash) >>> 1) === 0 && this.nameIs(this.nameOffset(i), name)) (out ??= []).push(this.cached(i, name));
+      if (word & 1) break;
+    }
+    return out ?? NONE;
+  }
+
+  /** Is the string at `off` exactly `name`? Compared in place: no string is made for the table's side. */
+  private nameIs(off: number, name: string): boolean {
+    const names = this.names;
+    const n = name.length;
+    if (off + n >= names.length) return this.names.toString('utf8', off, this.names.indexOf(0, off)) === name;
+    for (let k = 0; k < n; k++) {
+      const c = name.charCodeAt(k);
+      // Beyond ASCII the UTF-8 bytes differ from the UTF-16 units: compare decoded.
+      if (c >= 0x80) return this.names.toString('utf8', off, this.names.indexOf(0, off)) === name;
+      if (names[off + k] !== c) return false;
+    }
+    return names[off + n] === 0;
+  }
+
+  /** Symbol i as an object, made once: a libc symbol is found by hundreds of references. */
+  private cached(i: number, name: string): ElfSymbol {
+    let s = this.made.get(i);
+    if (!s) {
+      s = this.symbol(i, name);
+      this.made.set(i, s);
+    }
+    return s;
+  }
+
+  /** DT_HASH objects are rare: every symbol by name, indexed once. */
+  private findSysv(name: string): readonly ElfSymbol[] {
+    if (!this.byName) {
+      this.byName = new Map();
+      for (let i = 1; i < this.t.count; i++) {
+        const nameOff = this.nameOffset(i);
+        const n = this.names.toString('utf8', nameOff, this.names.indexOf(0, nameOff));
+        const list = this.byName.get(n);
+        if (list) list.push(i);
+        else this.byName.set(n, [i]);
+      }
+    }
+    return this.byName.get(name)?.map((i) => this.cached(i, name)) ?? NONE;
+  }
 }

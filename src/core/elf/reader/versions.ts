@@ -14,11 +14,11 @@ export const VER_FLG_WEAK = 0x2;
  * Walk a `*_next` chain (glibc follows the links and ignores the counts, elf-loader-spec §3.1).
  * Offsets only move forward, so the end of the file bounds it; the cap stops absurd chains early.
  */
-async function* chain(file: ElfFile, start: number, size: number, nextAt: number, what: string, h: ParsedHeader): AsyncGenerator<[number, Fields]> {
+function* chain(file: ElfFile, start: number, size: number, nextAt: number, what: string, h: ParsedHeader): Generator<[number, Fields]> {
   let off = start;
   for (let n = 0; ; n++) {
     if (n >= MAX_CHAIN) throw new ElfError(file.path, 'malformed', `${what} chain has more than ${MAX_CHAIN} entries`);
-    const f = new Fields(await file.read(off, size, what), h.littleEndian, h.is64);
+    const f = new Fields(file.read(off, size, what), h.littleEndian, h.is64);
     yield [off, f];
     const next = f.u32(nextAt);
     if (next === 0) return;
@@ -26,17 +26,17 @@ async function* chain(file: ElfFile, start: number, size: number, nextAt: number
   }
 }
 
-export async function readVersionDefinitions(file: ElfFile, h: ParsedHeader, off: number, strings: StringTable): Promise<ElfVersionDefinition[]> {
+export function readVersionDefinitions(file: ElfFile, h: ParsedHeader, off: number, strings: StringTable): ElfVersionDefinition[] {
   const defs: ElfVersionDefinition[] = [];
-  for await (const [at, f] of chain(file, off, 20, 16, 'version definition (verdef)', h)) {
+  for (const [at, f] of chain(file, off, 20, 16, 'version definition (verdef)', h)) {
     const version = f.u16(0);
     if (version !== 1) throw new ElfError(file.path, 'unsupported', `unsupported version ${version} of a Verdef record`);
     const count = f.u16(6);
     const names: string[] = [];
     if (count > 0) {
       let n = 0;
-      for await (const [, aux] of chain(file, at + f.u32(12), 8, 4, 'version definition name (verdaux)', h)) {
-        names.push(await strings.get(aux.u32(0), 'verdaux name'));
+      for (const [, aux] of chain(file, at + f.u32(12), 8, 4, 'version definition name (verdaux)', h)) {
+        names.push(strings.get(aux.u32(0), 'verdaux name'));
         if (++n >= count) break;
       }
     }
@@ -45,18 +45,18 @@ export async function readVersionDefinitions(file: ElfFile, h: ParsedHeader, off
   return defs;
 }
 
-export async function readVersionNeeds(file: ElfFile, h: ParsedHeader, off: number, strings: StringTable): Promise<ElfVersionNeed[]> {
+export function readVersionNeeds(file: ElfFile, h: ParsedHeader, off: number, strings: StringTable): ElfVersionNeed[] {
   const needs: ElfVersionNeed[] = [];
-  for await (const [at, f] of chain(file, off, 16, 12, 'version requirement (verneed)', h)) {
+  for (const [at, f] of chain(file, off, 16, 12, 'version requirement (verneed)', h)) {
     const version = f.u16(0);
     if (version !== 1) throw new ElfError(file.path, 'unsupported', `unsupported version ${version} of a Verneed record`);
     const count = f.u16(2);
-    const need: ElfVersionNeed = {file: await strings.get(f.u32(4), 'verneed file name'), versions: []};
+    const need: ElfVersionNeed = {file: strings.get(f.u32(4), 'verneed file name'), versions: []};
     if (count > 0) {
-      for await (const [, aux] of chain(file, at + f.u32(8), 16, 12, 'version requirement entry (vernaux)', h)) {
+      for (const [, aux] of chain(file, at + f.u32(8), 16, 12, 'version requirement entry (vernaux)', h)) {
         const flags = aux.u16(4);
         need.versions.push({
-          name: await strings.get(aux.u32(8), 'vernaux name'),
+          name: strings.get(aux.u32(8), 'vernaux name'),
           hash: aux.u32(0),
           flags,
           weak: (flags & VER_FLG_WEAK) !== 0,
