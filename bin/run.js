@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// The hot commands (`--version`, `current`) skip oclif: loading it costs more than
-// the whole command, and the shell hook and users call them often.
+// The hot commands (`--version`, `current`, and `check PATH...` without flags) skip oclif:
+// loading it costs more than the whole command, and the shell hook and users call them often.
 import {fileURLToPath} from 'node:url';
 import {fastPath} from '../dist/fast-path.js';
 

@@ -1,11 +1,13 @@
 /**
  * Start-up fast path for the commands a shell and its user run most: `--version` and
- * `current`. They answer from a few small files without loading oclif. Anything else,
- * including any unexpected flag, returns false and goes through oclif as usual.
+ * `current`. They answer from a few small files without loading oclif. `check PATH...` without
+ * flags skips oclif too (its run is measured against `ldd -r`). Anything else, including any
+ * unexpected flag, returns false and goes through oclif as usual.
  */
 import {readFileSync} from 'node:fs';
 import {arch, platform} from 'node:os';
-import {formatError, CudaenvError} from './core/errors.js';
+import {format} from 'node:util';
+import {formatError, CudaenvError, EXIT_FAILED} from './core/errors.js';
 import {storePaths} from './core/store/paths.js';
 import {currentHint, currentReport, formatCurrent} from './core/versions/current.js';
 
@@ -19,7 +21,38 @@ export async function fastPath(argv: string[]): Promise<boolean> {
     runCurrent(argv[1] === '--json');
     return true;
   }
+  // `check PATH...` with no flag at all: nothing for oclif to parse (every argument is a path, as
+  // oclif would take it), and loading oclif is a sixth of checking a whole library directory.
+  // Anything starting with '-' (flags, --help, --json, --) goes through oclif.
+  if (argv[0] === 'check' && argv.length > 1 && argv.slice(1).every((a) => !a.startsWith('-'))) {
+    await runPlainCheck(argv.slice(1));
+    return true;
+  }
   return false;
+}
+
+/** `cudaenv check PATH...`, as src/commands/check.ts runs it without flags, errors rendered as src/cli/base.ts does. */
+export async function runPlainCheck(paths: string[]): Promise<void> {
+  // As oclif's Command does: a closed stdout (`| head`) is not an error.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err?.code === 'EPIPE') return;
+    throw err;
+  });
+  try {
+    const {runCheckCli} = await import('./core/elf/check-cli.js');
+    const result = await runCheckCli({
+      targets: paths, ldLibraryPath: process.env.LD_LIBRARY_PATH || undefined,
+      storeVersionsDir: storePaths().versions, json: false, env: process.env,
+    });
+    if (result.exitCode !== 0) process.exitCode = result.exitCode;
+    for (const w of result.warnings) process.stderr.write(`cudaenv: warning: ${w}\n`);
+    // oclif's this.log: console.log of util.format(text).
+    console.log(format(result.text ?? ''));
+  } catch (error) {
+    process.stderr.write(`cudaenv: ${formatError(error)}\n`);
+    if (process.env.CUDAENV_DEBUG && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
+    process.exitCode = error instanceof CudaenvError ? error.exitCode : EXIT_FAILED;
+  }
 }
 
 export function runCurrent(json: boolean): void {

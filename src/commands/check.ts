@@ -4,12 +4,11 @@ import {join} from 'node:path';
 import {CudaenvCommand} from '../cli/base.js';
 import {UsageError} from '../core/errors.js';
 import type {CheckReport} from '../core/elf/api.js';
-import {toolkitEnvironment, toolkitLibDir, type LdLibraryPathPolicy} from '../core/shell/toolkit-env.js';
-import {loadSettings} from '../core/store/settings.js';
-import {findSitePackages, pythonCudaLibDirs} from '../core/system/python-env.js';
-import {notInstalledError, resolveSpec} from '../core/versions/resolve.js';
-import {describeOrigin, requireSelection} from '../core/versions/select.js';
-import {parseSpec} from '../core/versions/spec.js';
+import type {LdLibraryPathPolicy} from '../core/shell/toolkit-env.js';
+
+// Modules are imported where they are needed: `check PATH...` (the common case, and the scale
+// benchmark) needs none of the version-selection ones. `check PATH...` without flags does not
+// even come here: src/fast-path.ts runs it without oclif, through the same ../core/elf/check-cli.js.
 
 export default class Check extends CudaenvCommand {
   static override summary = 'Predict what the dynamic loader will do with CUDA libraries, before anything fails.';
@@ -39,6 +38,9 @@ export default class Check extends CudaenvCommand {
     if (ldLibraryPath === '') ldLibraryPath = undefined;
     const targets = [...paths];
     if (flags.cuda) {
+      const [{toolkitEnvironment, toolkitLibDir}, {loadSettings}, {notInstalledError, resolveSpec}, {parseSpec}] = await Promise.all([
+        import('../core/shell/toolkit-env.js'), import('../core/store/settings.js'), import('../core/versions/resolve.js'), import('../core/versions/spec.js'),
+      ]);
       const r = resolveSpec(this.paths, parseSpec(flags.cuda));
       if (!r.system && !r.label) throw notInstalledError(r, '--cuda');
       const dir = r.label ? join(this.paths.versions, r.label) : undefined;
@@ -47,6 +49,9 @@ export default class Check extends CudaenvCommand {
       ldLibraryPath = env.LD_LIBRARY_PATH || undefined;
       if (targets.length === 0 && dir) targets.push(toolkitLibDir(dir));
     } else if (targets.length === 0) {
+      const [{toolkitLibDir}, {describeOrigin, requireSelection}] = await Promise.all([
+        import('../core/shell/toolkit-env.js'), import('../core/versions/select.js'),
+      ]);
       const sel = requireSelection(this.paths);
       if (sel.path) targets.push(toolkitLibDir(sel.path));
       else if (process.env.CUDA_HOME && existsSync(process.env.CUDA_HOME)) targets.push(toolkitLibDir(process.env.CUDA_HOME));
@@ -55,31 +60,21 @@ export default class Check extends CudaenvCommand {
         this.warn2(`no cudaenv version is active (${describeOrigin(sel.origin)}) and there is no /usr/local/cuda`);
       }
     }
-    if (paths.length === 0) targets.push(...pythonCudaLibDirs(findSitePackages({env: process.env})));
+    if (paths.length === 0) {
+      const {findSitePackages, pythonCudaLibDirs} = await import('../core/system/python-env.js');
+      targets.push(...pythonCudaLibDirs(findSitePackages({env: process.env})));
+    }
     if (targets.length === 0) {
       throw new UsageError('nothing to check', 'Name shared objects or directories (cudaenv check /path/to/lib), or choose a version with `cudaenv use`.');
     }
-    const {checkLibraries, firstProblemLine} = await import('../core/elf/index.js');
-    const report = await checkLibraries({
-      targets,
-      ldLibraryPath,
-      preload: process.env.LD_PRELOAD ? [process.env.LD_PRELOAD] : undefined,
-      exe: flags.exe,
-      recursive: flags.recursive,
-      strict: flags.strict,
-      sysroot: process.env.CUDAENV_SYSROOT || undefined,
-      storeVersionsDir: this.paths.versions,
+    const {runCheckCli} = await import('../core/elf/check-cli.js');
+    const result = await runCheckCli({
+      targets, ldLibraryPath, exe: flags.exe, recursive: flags.recursive, strict: flags.strict, tree: flags.tree,
+      storeVersionsDir: this.paths.versions, json: this.jsonEnabled(), env: process.env,
     });
-    if (!report.ok) process.exitCode = 1;
-    if (report.checked.length === 0) this.warn2(`no ELF shared objects in ${targets.join(', ')}`);
-    if (!this.jsonEnabled()) {
-      const {formatProblems, formatSkipped, formatTree} = await import('../core/elf/format.js');
-      const out: string[] = [];
-      if (flags.tree) out.push(...formatTree(report), '');
-      out.push(...formatSkipped(report), ...formatProblems(report, {strict: flags.strict}));
-      out.push(firstProblemLine(report, {strict: flags.strict}));
-      this.log(out.join('\n'));
-    }
-    return report;
+    if (result.exitCode !== 0) process.exitCode = result.exitCode;
+    for (const w of result.warnings) this.warn2(w);
+    if (result.text !== null) this.log(result.text);
+    return result.report;
   }
 }

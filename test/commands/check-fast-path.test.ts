@@ -1,0 +1,88 @@
+import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
+import {spawnSync} from 'node:child_process';
+import {mkdirSync, writeFileSync} from 'node:fs';
+import {join} from 'node:path';
+import {buildLib, HAVE_GCC} from '../core/elf/fixtures.js';
+import {cliEnv, REPO_ROOT, runCli, type CliResult} from '../helpers/cli.js';
+import {makeTempDir} from '../helpers/tmp.js';
+
+/**
+ * `cudaenv check PATH...` without flags skips oclif (src/fast-path.ts). Whatever it prints and
+ * however it exits must be exactly what the oclif command does with the same arguments.
+ */
+function runThroughOclif(args: string[], env: NodeJS.ProcessEnv): CliResult {
+  // bin/run.js without its fast path: oclif's execute, as bin/run.js calls it.
+  const script = `require(require.resolve('@oclif/core', {paths: [${JSON.stringify(REPO_ROOT)}]}))` +
+    `.execute({args: process.argv.slice(1), dir: ${JSON.stringify(join(REPO_ROOT, 'bin', 'run.js'))},` +
+    ` loadOptions: {root: ${JSON.stringify(REPO_ROOT)}, userPlugins: false}})`;
+  const r = spawnSync(process.execPath, ['-e', script, ...args], {cwd: REPO_ROOT, env, encoding: 'utf8', timeout: 120000});
+  return {status: r.status ?? 1, stdout: r.stdout, stderr: r.stderr};
+}
+
+if (!HAVE_GCC) console.warn('skipping the check fast-path tests: gcc is needed to build fixtures');
+const d = HAVE_GCC ? describe : describe.skip;
+
+d('cudaenv check PATH... without flags: fast path = oclif command', () => {
+  let tmp: {dir: string; cleanup: () => void};
+  let env: NodeJS.ProcessEnv;
+  let ok: string;
+  let broken: string;
+
+  beforeAll(() => {
+    tmp = makeTempDir('cudaenv-check-fast-');
+    ok = join(tmp.dir, 'ok');
+    const dep = buildLib({out: join(ok, 'libdep.so.1'), soname: 'libdep.so.1', source: 'int dep(void){return 1;}\n',
+      versionScript: 'DEP_1 { global: dep; local: *; };\n'});
+    buildLib({out: join(ok, 'libuser.so'), source: 'int dep(void);\nint user(void){return dep();}\n', link: [dep], runpath: '$ORIGIN'});
+    writeFileSync(join(ok, 'libc.so'), '/* GNU ld script */\nGROUP ( libc.so.6 )\n');
+    buildLib({out: join(ok, 'plugin.so'), source: 'extern int lua_gettop(void*); int p(void*L){return lua_gettop(L);}\n'});
+    // libuser linked against a libdep that is then replaced by one without DEP_1 and dep.
+    broken = join(tmp.dir, 'broken');
+    const dep2 = buildLib({out: join(broken, 'libdep.so.1'), soname: 'libdep.so.1', source: 'int dep(void){return 1;}\n',
+      versionScript: 'DEP_1 { global: dep; local: *; };\n'});
+    buildLib({out: join(broken, 'libuser.so'), source: 'int dep(void);\nint user(void){return dep();}\n', link: [dep2], runpath: '$ORIGIN'});
+    buildLib({out: join(broken, 'libdep.so.1'), soname: 'libdep.so.1', source: 'int other(void){return 1;}\n'});
+    buildLib({out: join(broken, 'libneedsgone.so'), source: 'int dep(void);\nint g(void){return dep();}\n', link: [dep2], runpath: '/nonexistent'});
+    mkdirSync(join(tmp.dir, 'empty'));
+    writeFileSync(join(tmp.dir, 'notes.txt'), 'not a library\n');
+    env = cliEnv(join(tmp.dir, 'store'));
+    delete env.LD_LIBRARY_PATH;
+    delete env.LD_PRELOAD;
+  });
+  afterAll(() => tmp?.cleanup());
+
+  const cases: Array<[string, (t: {tmp: string; ok: string; broken: string}) => string[], number]> = [
+    ['a clean directory (linker script and plugin notes)', (t) => ['check', t.ok], 0],
+    ['two directories and a file', (t) => ['check', t.ok, t.broken, join(t.ok, 'libuser.so')], 1],
+    ['missing symbol version and a library not found', (t) => ['check', t.broken], 1],
+    ['a directory without shared objects (warning)', (t) => ['check', join(t.tmp, 'empty')], 0],
+    ['a missing path (usage error)', (t) => ['check', join(t.tmp, 'nope')], 2],
+    ['a file that is not ELF (usage error)', (t) => ['check', join(t.tmp, 'notes.txt')], 2],
+    ['"help" and "version" as paths', () => ['check', 'help', 'version'], 2],
+  ];
+
+  test.each(cases)('%s', (_name, args, status) => {
+    const argv = args({tmp: tmp.dir, ok, broken});
+    const fast = runCli(argv, {env});
+    const oclif = runThroughOclif(argv, env);
+    expect(fast.status).toBe(status);
+    expect(fast).toEqual(oclif);
+  });
+
+  test('with LD_LIBRARY_PATH set, and set to empty', () => {
+    for (const value of [join(tmp.dir, 'broken'), '']) {
+      const e = {...env, LD_LIBRARY_PATH: value};
+      const argv = ['check', join(ok, 'libuser.so')];
+      expect(runCli(argv, {env: e})).toEqual(runThroughOclif(argv, e));
+    }
+    // The broken libdep first on the path breaks libuser: the variable is honoured on the fast path.
+    expect(runCli(['check', join(ok, 'libuser.so')], {env: {...env, LD_LIBRARY_PATH: join(tmp.dir, 'broken')}}).status).toBe(1);
+  });
+
+  test('output to a closed pipe is not an error', () => {
+    const r = spawnSync('bash', ['-c', `set -o pipefail; node ${JSON.stringify(join(REPO_ROOT, 'bin', 'run.js'))} check ${JSON.stringify(ok)} ${JSON.stringify(broken)} | head -c 1 >/dev/null; echo "status \${PIPESTATUS[0]}"`],
+      {env, encoding: 'utf8'});
+    expect(r.stderr).toBe('');
+    expect(r.stdout.trim()).toMatch(/^status [01]$/);
+  });
+});
