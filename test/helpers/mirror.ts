@@ -334,7 +334,7 @@ export async function startMirrorServer(root: string): Promise<MirrorServer> {
     const drop = take('drop-after') as {bytes: number} | undefined;
     const throttle = list.find((f) => f.kind === 'throttle') as {bytesPerSecond: number} | undefined;
     const end = drop ? Math.min(size - 1, start + drop.bytes - 1) : size - 1;
-    const stream = createReadStream(file, {start, end, highWaterMark: throttle ? Math.max(1024, Math.floor(throttle.bytesPerSecond / 20)) : 1 << 16});
+    const stream = createReadStream(file, {start, end, highWaterMark: throttle ? Math.max(16, Math.floor(throttle.bytesPerSecond / 20)) : 1 << 16});
     if (throttle) {
       stream.on('data', () => {
         stream.pause();

@@ -1,0 +1,280 @@
+import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
+import {spawn, spawnSync, type ChildProcess} from 'node:child_process';
+import {existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync, writeFileSync} from 'node:fs';
+import {hostname} from 'node:os';
+import {join} from 'node:path';
+import {CLI, cliEnv} from '../helpers/cli.js';
+import {realisticRelease, startMirrorServer, writeIndex, writeRelease, type MirrorServer} from '../helpers/mirror.js';
+import {makeTempDir} from '../helpers/tmp.js';
+import {makeFakeToolkit} from '../helpers/toolkit.js';
+
+let tmp: {dir: string; cleanup: () => void};
+let server: MirrorServer;
+let cudnnServer: MirrorServer;
+let n = 0;
+
+function newStore(): string {
+  return join(tmp.dir, `store${n++}`);
+}
+
+function env(store: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  return cliEnv(store, {CUDAENV_MIRROR: server.url, CUDAENV_CUDNN_MIRROR: cudnnServer.url, CUDAENV_RETRY_DELAY_MS: '20', ...extra});
+}
+
+/** Nothing half-done: listed versions are complete, no staging left in versions/, no unverified file in cache/ under a final name. */
+function checkStore(store: string): string[] {
+  const versions = existsSync(join(store, 'versions')) ? readdirSync(join(store, 'versions')) : [];
+  for (const v of versions) expect(existsSync(join(store, 'versions', v, '.cudaenv-receipt.json'))).toBe(true);
+  const cache = existsSync(join(store, 'cache')) ? readdirSync(join(store, 'cache')) : [];
+  for (const name of cache.filter((f) => f.endsWith('.tar.xz'))) {
+    // a cache file is whole: xz can test it
+    expect(spawnSync('xz', ['-t', join(store, 'cache', name)]).status).toBe(0);
+  }
+  return versions;
+}
+
+const children = new Set<ChildProcess>();
+
+function startCli(args: string[], e: NodeJS.ProcessEnv, cwd?: string): {child: ChildProcess; done: Promise<{code: number | null; signal: string | null; stdout: string; stderr: string}>} {
+  const child = spawn(process.execPath, [CLI, ...args], {env: e, cwd, stdio: ['ignore', 'pipe', 'pipe']});
+  children.add(child);
+  child.on('close', () => children.delete(child));
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d) => (stdout += d));
+  child.stderr!.on('data', (d) => (stderr += d));
+  const done = new Promise<{code: number | null; signal: string | null; stdout: string; stderr: string}>((resolve) => {
+    child.on('close', (code, signal) => resolve({code, signal, stdout, stderr}));
+  });
+  return {child, done};
+}
+
+/** Runs the built CLI without blocking this process (the loopback mirror answers from here). */
+async function runCli(args: string[], options: {env: NodeJS.ProcessEnv; cwd?: string}): Promise<{status: number; stdout: string; stderr: string}> {
+  const {done} = startCli(args, options.env, options.cwd);
+  const r = await done;
+  return {status: r.code ?? 128, stdout: r.stdout, stderr: r.stderr};
+}
+
+async function waitFor(path: string, ms = 30000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!existsSync(path)) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${path}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+beforeAll(async () => {
+  tmp = makeTempDir('cudaenv-cli-install-');
+  const root = join(tmp.dir, 'mirror');
+  mkdirSync(root);
+  for (const label of ['12.4.1', '12.6.3']) writeRelease(root, realisticRelease(join(tmp.dir, 'work'), label));
+  writeIndex(root, ['12.4.1', '12.6.3']);
+  server = await startMirrorServer(root);
+  // cuDNN: 9.1.0 has cuda11+cuda12 builds, 9.2.0 only cuda11 -> `--cudnn 9` for CUDA 12 must pick 9.1.0
+  const croot = join(tmp.dir, 'cudnn');
+  mkdirSync(croot);
+  const lib = (v: string) => ({'LICENSE': 'cudnn\n', [`lib/libcudnn.so.${v}`]: 'cudnn', 'lib/libcudnn.so.9': {symlink: `libcudnn.so.${v}`}, 'include/cudnn.h': `#define CUDNN_VERSION ${v}\n`});
+  writeRelease(croot, {label: '9.1.0', product: 'cudnn', components: [
+    {name: 'cudnn', version: '9.1.0.70', variant: 'cuda11', files: lib('9.1.0.70')},
+    {name: 'cudnn', version: '9.1.0.70', variant: 'cuda12', files: lib('9.1.0.70')},
+  ]});
+  writeRelease(croot, {label: '9.2.0', product: 'cudnn', components: [{name: 'cudnn', version: '9.2.0.82', variant: 'cuda11', files: lib('9.2.0.82')}]});
+  writeIndex(croot, ['9.1.0', '9.2.0']);
+  cudnnServer = await startMirrorServer(croot);
+}, 120000);
+
+/** A checkpoint directory where the installer stops at `pauseAt`. */
+function checkpoints(name: string, pauseAt: string[]): string {
+  const cp = join(tmp.dir, `cp-${name}-${n++}`);
+  mkdirSync(cp);
+  for (const p of pauseAt) writeFileSync(join(cp, `${p}.pause`), '');
+  return cp;
+}
+
+afterAll(async () => {
+  for (const child of children) child.kill('SIGKILL');
+  await server?.close();
+  await cudnnServer?.close();
+  tmp?.cleanup();
+});
+
+describe('cudaenv ls-remote / install / uninstall', () => {
+  test('ls-remote lists releases newest last, marks installed ones; install --json prints only the result', async () => {
+    const store = newStore();
+    const r = await runCli(['install', '12.4', '--profile', 'minimal', '--json'], {env: env(store)});
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    const result = JSON.parse(r.stdout);
+    expect(result).toMatchObject({version: '12.4.1', status: 'installed', platform: 'linux-x86_64', mirror: server.url});
+    const ls = await runCli(['ls-remote'], {env: env(store)});
+    expect(ls.stdout.trim().split('\n')).toEqual(['* 12.4.1', '  12.6.3']);
+    const json = JSON.parse((await runCli(['ls-remote', '12.6', '--json'], {env: env(store)})).stdout);
+    expect(json.releases).toEqual([{version: '12.6.3', installed: false}]);
+    const bad = await runCli(['ls-remote', 'x; rm'], {env: env(store)});
+    expect(bad.status).toBe(2);
+  });
+
+  test('plain progress lines when not a terminal; --mirror beats CUDAENV_MIRROR', async () => {
+    const store = newStore();
+    const r = await runCli(['install', '12.6.3', '--profile', 'minimal', '--mirror', server.url], {env: env(store, {CUDAENV_MIRROR: 'http://127.0.0.1:9/'})});
+    expect(r.status).toBe(0);
+    expect(r.stderr).toMatch(/Installing CUDA 12\.6\.3: cuda_cccl, cuda_cudart, cuda_nvcc/);
+    expect(r.stderr).toMatch(/cuda_nvcc 12\.6\.\d+: download/);
+    expect(r.stderr).toMatch(/cuda_nvcc 12\.6\.\d+: done/);
+    expect(r.stdout).toMatch(/Installed CUDA 12\.6\.3 in /);
+  });
+
+  test('--cudnn 9 installs the newest cuDNN 9 built for the CUDA major into the same prefix and records it', async () => {
+    const store = newStore();
+    const r = await runCli(['install', '12.4.1', '--profile', 'minimal', '--cudnn', '9', '--json'], {env: env(store)});
+    expect(r.status).toBe(0);
+    expect(JSON.parse(r.stdout).cudnn).toBe('9.1.0.70');
+    const dir = join(store, 'versions', '12.4.1');
+    expect(readlinkSync(join(dir, 'lib64', 'libcudnn.so.9'))).toBe('libcudnn.so.9.1.0.70');
+    expect(readFileSync(join(dir, 'include', 'cudnn.h'), 'utf8')).toContain('9.1.0.70');
+    const receipt = JSON.parse(readFileSync(join(dir, '.cudaenv-receipt.json'), 'utf8'));
+    expect(receipt.cudnn).toMatchObject({release: '9.1.0', version: '9.1.0.70', variant: 'cuda12'});
+    const none = await runCli(['install', '12.6.3', '--profile', 'minimal', '--cudnn', '8'], {env: env(newStore())});
+    expect(none.status).toBe(1);
+    expect(none.stderr).toMatch(/no cuDNN 8 built for CUDA 12/);
+  });
+
+  test('usage errors exit 2 and name the value', async () => {
+    const store = newStore();
+    const arch = await runCli(['install', '12.4', '--arch', 'mips'], {env: env(store)});
+    expect(arch.status).toBe(2);
+    expect(arch.stderr).toMatch(/--arch "mips"/);
+    const spec = await runCli(['install', 'stable'], {env: env(store)});
+    expect(spec.status).toBe(2);
+    const mirror = await runCli(['install', '12.4', '--mirror', 'ftp://x/'], {env: env(store)});
+    expect(mirror.status).toBe(2);
+    expect(checkStore(store)).toEqual([]);
+  });
+
+  test('uninstall warns about the global default and a .cuda-version; a registered toolkit keeps its files', async () => {
+    const store = newStore();
+    expect((await runCli(['install', '12.4.1', '--profile', 'minimal'], {env: env(store)})).status).toBe(0);
+    expect((await runCli(['global', '12.4'], {env: env(store)})).status).toBe(0);
+    const project = join(tmp.dir, `proj${n}`);
+    mkdirSync(project);
+    writeFileSync(join(project, '.cuda-version'), '12.4.1\n');
+    const r = await runCli(['uninstall', '12.4.1'], {env: env(store), cwd: project});
+    expect(r.status).toBe(0);
+    expect(r.stderr).toMatch(/was the global default/);
+    expect(r.stderr).toMatch(/\.cuda-version selects CUDA 12\.4\.1/);
+    expect(existsSync(join(store, 'versions', '12.4.1'))).toBe(false);
+    expect(existsSync(join(store, 'resolve', '12.4'))).toBe(false);
+    const tk = makeFakeToolkit(join(tmp.dir, `tk${n}`), {version: '12.2.0'});
+    expect((await runCli(['add', tk], {env: env(store)})).status).toBe(0);
+    const u = await runCli(['uninstall', '12.2.0', '--json'], {env: env(store)});
+    expect(JSON.parse(u.stdout)).toMatchObject({version: '12.2.0', kind: 'registered', target: tk});
+    expect(existsSync(join(tk, 'bin', 'nvcc'))).toBe(true);
+    const missing = await runCli(['uninstall', '12.2.0'], {env: env(store)});
+    expect(missing.status).toBe(1);
+    expect(missing.stderr).toMatch(/CUDA 12\.2\.0 is not installed/);
+  });
+
+  test('SIGKILL during download, during extraction and just before the rename leaves nothing half-done; the next install succeeds', async () => {
+    for (const point of ['download', 'before-merge', 'before-rename']) {
+      const store = newStore();
+      const cp = checkpoints(point, [point]);
+      const {child, done} = startCli(['install', '12.4.1'], env(store, {CUDAENV_TEST_CHECKPOINT_DIR: cp}));
+      await waitFor(join(cp, point));
+      if (point === 'before-rename') {
+        // complete and written, but not yet in versions/
+        expect(readdirSync(join(store, 'tmp')).some((d) => d.startsWith('stage-12.4.1-'))).toBe(true);
+      }
+      child.kill('SIGKILL');
+      await done;
+      expect(checkStore(store)).toEqual([]);
+      expect((await runCli(['ls', '--json'], {env: env(store)})).stdout).toContain('"versions": []');
+      const again = await runCli(['install', '12.4.1', '--json'], {env: env(store)});
+      expect(again.status).toBe(0);
+      expect(checkStore(store)).toEqual(['12.4.1']);
+      expect(readdirSync(join(store, 'tmp'))).toEqual([]); // the dead run's stage was cleaned
+      expect(readdirSync(join(store, 'cache')).filter((f) => f.endsWith('.part'))).toEqual([]);
+      expect(readlinkSync(join(store, 'versions', '12.4.1', 'lib64', 'libcudart.so'))).toBe('libcudart.so.12');
+    }
+  });
+
+  test('--force keeps the old copy usable until the new one is in place, also when killed between', async () => {
+    const store = newStore();
+    expect((await runCli(['install', '12.4.1', '--profile', 'minimal'], {env: env(store)})).status).toBe(0);
+    const nvcc = join(store, 'versions', '12.4.1', 'bin', 'nvcc');
+    const cp = checkpoints('force', ['before-merge', 'before-rename']);
+    const {child, done} = startCli(['install', '12.4.1', '--force', '--profile', 'minimal'], env(store, {CUDAENV_TEST_CHECKPOINT_DIR: cp}));
+    await waitFor(join(cp, 'before-merge'));
+    expect(spawnSync(nvcc, ['--version'], {encoding: 'utf8'}).stdout).toMatch(/release 12\.4/);
+    writeFileSync(join(cp, 'before-merge.go'), '');
+    await waitFor(join(cp, 'before-rename'));
+    expect(spawnSync(nvcc, ['--version'], {encoding: 'utf8'}).stdout).toMatch(/release 12\.4/);
+    child.kill('SIGKILL');
+    await done;
+    expect(spawnSync(nvcc, ['--version'], {encoding: 'utf8'}).stdout).toMatch(/release 12\.4/);
+    expect(checkStore(store)).toEqual(['12.4.1']);
+    const r = await runCli(['install', '12.4.1', '--force', '--profile', 'minimal', '--json'], {env: env(store)});
+    expect(JSON.parse(r.stdout).status).toBe('reinstalled');
+    expect(checkStore(store)).toEqual(['12.4.1']);
+    expect(readdirSync(join(store, 'tmp'))).toEqual([]);
+  });
+
+  test('an interrupted download resumes from the .part in the next run', async () => {
+    const store = newStore();
+    const cp = checkpoints('resume', ['download']);
+    const rel = 'cuda_nvcc/linux-x86_64/cuda_nvcc-linux-x86_64-12.6.145-archive.tar.xz';
+    server.faults.set(rel, [{kind: 'throttle', bytesPerSecond: 4000}]);
+    const {child, done} = startCli(['install', '12.6.3', '--components', 'cuda_nvcc'], env(store, {CUDAENV_TEST_CHECKPOINT_DIR: cp}));
+    await waitFor(join(cp, 'download'));
+    child.kill('SIGKILL');
+    await done;
+    server.faults.delete(rel);
+    const parts = readdirSync(join(store, 'cache')).filter((f) => f.endsWith('.part'));
+    expect(parts.length).toBe(1);
+    const start = server.log.length;
+    expect((await runCli(['install', '12.6.3', '--components', 'cuda_nvcc'], {env: env(store)})).status).toBe(0);
+    const hit = server.log.slice(start).find((l) => l.path === rel)!;
+    expect(hit.status).toBe(206);
+    expect(hit.range).toMatch(/^bytes=[1-9]\d*-$/);
+    expect(checkStore(store)).toEqual(['12.6.3']);
+  });
+
+  test('SIGINT stops the install cleanly with exit 130', async () => {
+    const store = newStore();
+    const cp = checkpoints('int', ['before-merge']);
+    const {child, done} = startCli(['install', '12.4.1'], env(store, {CUDAENV_TEST_CHECKPOINT_DIR: cp}));
+    await waitFor(join(cp, 'before-merge'));
+    child.kill('SIGINT');
+    await new Promise((r) => setTimeout(r, 200));
+    writeFileSync(join(cp, 'before-merge.go'), '');
+    const r = await done;
+    expect(r.code).toBe(130);
+    expect(r.stderr).toMatch(/interrupted by SIGINT; nothing was installed/);
+    expect(checkStore(store)).toEqual([]);
+    expect(readdirSync(join(store, 'tmp'))).toEqual([]);
+  });
+
+  test('a corrupted cache file is detected and fetched again; a dead process\'s lock is taken over', async () => {
+    const store = newStore();
+    expect((await runCli(['install', '12.4.1', '--profile', 'minimal'], {env: env(store)})).status).toBe(0);
+    const cached = readdirSync(join(store, 'cache')).find((f) => f.includes('cuda_cudart'))!;
+    writeFileSync(join(store, 'cache', cached), 'garbage');
+    const dead = Number(spawnSync('sh', ['-c', 'echo $$']).stdout.toString().trim());
+    writeFileSync(join(store, 'locks', 'version-12.4.1.lock'), JSON.stringify({pid: dead, hostname: hostname(), startTime: '1', acquiredAt: 'x', purpose: 'install of CUDA 12.4.1'}));
+    const r = await runCli(['install', '12.4.1', '--profile', 'minimal', '--force', '--json'], {env: env(store)});
+    expect(r.status).toBe(0);
+    const cudart = JSON.parse(r.stdout).components.find((c: {name: string}) => c.name === 'cuda_cudart');
+    expect(cudart.from_cache).toBe(false);
+    expect(checkStore(store)).toEqual(['12.4.1']);
+  });
+
+  test('two CLI installs of one version at once', async () => {
+    const store = newStore();
+    const a = startCli(['install', '12.6.3', '--profile', 'minimal', '--json'], env(store));
+    const b = startCli(['install', '12.6.3', '--profile', 'minimal', '--json'], env(store));
+    const [ra, rb] = await Promise.all([a.done, b.done]);
+    expect([ra.code, rb.code]).toEqual([0, 0]);
+    expect([JSON.parse(ra.stdout).status, JSON.parse(rb.stdout).status].sort()).toEqual(['already-installed', 'installed']);
+    expect(checkStore(store)).toEqual(['12.6.3']);
+  });
+});
