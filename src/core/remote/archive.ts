@@ -171,8 +171,7 @@ async function streamOnce(job: ArchiveJob, cacheFile: string, fromCache: boolean
       for await (const chunk of remoteBytes(job.mirror, artifact.relativePath, have, job.signal, {
         onRetry: (r) => job.onProgress?.({stage: 'download', bytes, total: artifact.size, fromCache, note: `retry ${r.attempt} after ${r.reason}`}),
       })) {
-        await part.write(chunk);
-        await feed(chunk);
+        await Promise.all([part.write(chunk), feed(chunk)]);
         if (first) {
           first = false;
           await checkpoint('download');
@@ -194,7 +193,8 @@ async function streamOnce(job: ArchiveJob, cacheFile: string, fromCache: boolean
       });
     }
     if (part) {
-      await part.sync();
+      // No fsync: a cache file is hashed again on every use, so one damaged by a power
+      // loss is found and fetched again; kill -9 cannot damage it (the rename is atomic).
       await part.close();
       part = undefined;
       renameSync(partFile, cacheFile); // verified: now it may be reused

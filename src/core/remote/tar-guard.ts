@@ -86,24 +86,33 @@ export class TarGuard extends Transform {
   }
 
   private consume(chunk: Buffer): void {
-    let buf = this.pending.length > 0 ? Buffer.concat([this.pending, chunk]) : chunk;
     let offset = 0;
-    while (offset < buf.length) {
-      if (this.state === 'end') {
-        offset = buf.length; // after the end-of-archive blocks: ignore padding
-        break;
+    // Bytes are held back only while a header block is incomplete: top it up first,
+    // so data blocks pass through without being copied.
+    if (this.pending.length > 0) {
+      const need = BLOCK - this.pending.length;
+      if (chunk.length < need) {
+        this.pending = Buffer.concat([this.pending, chunk]);
+        return;
       }
+      const block = Buffer.concat([this.pending, chunk.subarray(0, need)]);
+      this.pending = Buffer.alloc(0);
+      offset = need;
+      this.header(block);
+    }
+    while (offset < chunk.length) {
+      if (this.state === 'end') return; // after the end-of-archive blocks: ignore padding
       if (this.state === 'data') {
-        const n = Math.min(this.remaining, buf.length - offset);
-        this.push(buf.subarray(offset, offset + n));
+        const n = Math.min(this.remaining, chunk.length - offset);
+        this.push(chunk.subarray(offset, offset + n));
         offset += n;
         this.remaining -= n;
         if (this.remaining === 0) this.state = 'header';
         continue;
       }
       if (this.state === 'meta') {
-        const n = Math.min(this.remaining, buf.length - offset);
-        const part = buf.subarray(offset, offset + n);
+        const n = Math.min(this.remaining, chunk.length - offset);
+        const part = chunk.subarray(offset, offset + n);
         this.held.push(Buffer.from(part));
         if (this.metaGot < this.metaSize) this.metaChunks.push(Buffer.from(part.subarray(0, Math.min(part.length, this.metaSize - this.metaGot))));
         this.metaGot += n;
@@ -115,13 +124,14 @@ export class TarGuard extends Transform {
         }
         continue;
       }
-      if (buf.length - offset < BLOCK) break;
-      const block = Buffer.from(buf.subarray(offset, offset + BLOCK));
+      if (chunk.length - offset < BLOCK) {
+        this.pending = Buffer.from(chunk.subarray(offset));
+        return;
+      }
+      const block = Buffer.from(chunk.subarray(offset, offset + BLOCK));
       offset += BLOCK;
       this.header(block);
     }
-    this.pending = offset < buf.length ? Buffer.from(buf.subarray(offset)) : Buffer.alloc(0);
-    buf = Buffer.alloc(0);
   }
 
   private header(block: Buffer): void {
