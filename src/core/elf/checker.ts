@@ -61,8 +61,19 @@ export class SymbolMemo {
     const key = `${this.id(obj.info)}|${closure.map((o) => this.id(o.info)).sort((a, b) => a - b).join(',')}`;
     let unbound = this.memo.get(key);
     if (!unbound) {
+      // The library a versioned reference names (vn_file) nearly always defines it: it is asked
+      // first, which spares most lookups in the others (the answer does not depend on the order).
+      const named = new Map<string, LoadedObject>();
+      for (const o of closure) {
+        for (const n of o.names) if (!named.has(n)) named.set(n, o);
+        if (o.info.soname !== null && !named.has(o.info.soname)) named.set(o.info.soname, o);
+      }
       // The object itself is skipped: a name it references is not also one it defines.
-      unbound = references(obj.info).filter((ref) => !closure.some((o) => o !== obj && this.defines(o.info, ref)));
+      unbound = references(obj.info).filter((ref) => {
+        const likely = ref.versionFile === null ? undefined : named.get(ref.versionFile);
+        if (likely !== undefined && likely !== obj && this.defines(likely.info, ref)) return false;
+        return !closure.some((o) => o !== obj && o !== likely && this.defines(o.info, ref));
+      });
       this.memo.set(key, unbound);
     }
     return unbound;

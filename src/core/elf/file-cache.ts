@@ -64,10 +64,16 @@ export function cachedElf(path: string, st: Stats): Promise<ElfInfo> {
   return remember(elfCache, fileKey(path, st), () => readElf(path, {symbols: 'undefined'}));
 }
 
+/**
+ * The ELF header of a search candidate. A candidate that passes the header checks is read whole
+ * right after (cachedElf), so it is read whole now: one open and one set of reads instead of two.
+ * A file the full reader rejects gets its header read on its own, as before.
+ */
 export function cachedHeader(path: string, st: Stats): Promise<ElfHeaderInfo> {
-  const full = elfCache.get(fileKey(path, st));
+  const key = fileKey(path, st);
+  const full = elfCache.get(key);
   if (full) return full;
-  return remember(headerCache, fileKey(path, st), () => readElfHeader(path));
+  return remember(headerCache, key, () => cachedElf(path, st).catch(() => readElfHeader(path)));
 }
 
 /**

@@ -50,11 +50,7 @@ export function readUndefinedSymbols(
   const symbols: ElfSymbol[] = [];
   for (let i = 1; i < t.count; i++) {
     table.validate(i);
-    if (table.shndx(i) === 0) {
-      const s = table.symbol(i);
-      s.nameHash = gnuHash(table.names, table.nameOffset(i));
-      symbols.push(s);
-    }
+    if (table.shndx(i) === 0) symbols.push(table.symbol(i, undefined, gnuHash(table.names, table.nameOffset(i))));
   }
   return {symbols, lookup: table};
 }
@@ -122,8 +118,8 @@ class DynamicSymbols implements SymbolLookup {
     }
   }
 
-  /** Symbol i as an object (validate(i) passed). */
-  symbol(i: number, knownName?: string): ElfSymbol {
+  /** Symbol i as an object (validate(i) passed), with `nameHash` when given. */
+  symbol(i: number, knownName?: string, nameHash?: number): ElfSymbol {
     const b = i * this.t.entsize;
     const syms = this.syms;
     const nameOff = syms.u32(b);
@@ -141,21 +137,14 @@ class DynamicSymbols implements SymbolLookup {
       version = entry.name;
       versionFile = entry.file;
     }
-    return {
-      name,
-      defined: shndx !== 0,
-      binding: info >> 4,
-      type: info & 0xf,
-      visibility: other & 3,
-      version,
-      versionFile,
-      hidden: (raw & 0x8000) !== 0,
-      versionIndex: index,
-      shndx,
-      // NaN only for values above 2^53; what matters to the loader model is zero vs nonzero.
-      value: Number.isNaN(value) ? Number.MAX_SAFE_INTEGER : value,
-      hashed: this.t.hashed && i >= this.t.hashedFrom,
-    };
+    // NaN only for values above 2^53; what matters to the loader model is zero vs nonzero.
+    const clamped = Number.isNaN(value) ? Number.MAX_SAFE_INTEGER : value;
+    const hashed = this.t.hashed && i >= this.t.hashedFrom;
+    const hidden = (raw & 0x8000) !== 0;
+    // Two literals rather than a property added later: one object shape each, no extra backing store.
+    return nameHash === undefined
+      ? {name, defined: shndx !== 0, binding: info >> 4, type: info & 0xf, visibility: other & 3, version, versionFile, hidden, versionIndex: index, shndx, value: clamped, hashed}
+      : {name, defined: shndx !== 0, binding: info >> 4, type: info & 0xf, visibility: other & 3, version, versionFile, hidden, versionIndex: index, shndx, value: clamped, hashed, nameHash};
   }
 
   /**
