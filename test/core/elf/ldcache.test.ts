@@ -220,6 +220,10 @@ describe('cache key comparison and ISA levels', () => {
     expect(normalizeCacheKey('libfoo.so.01')).toBe(normalizeCacheKey('libfoo.so.1'));
     expect(normalizeCacheKey('libfoo.so.10')).not.toBe(normalizeCacheKey('libfoo.so.1'));
     expect(normalizeCacheKey('libcudart.so.12.0')).toBe('libcudart.so.12.0');
+    // Leading zeros go wherever a run of digits starts, and only there.
+    expect(normalizeCacheKey('libx.so.007.0')).toBe('libx.so.7.0');
+    expect(normalizeCacheKey('0lib00x.so.100')).toBe('0lib0x.so.100');
+    expect(normalizeCacheKey('lib0.so.0')).toBe('lib0.so.0');
   });
 
   test('ldconfig -p lines of older glibc (OS ABI) and of other ABIs parse', () => {

@@ -21,6 +21,8 @@ const byKey = new WeakMap<LdCache, Map<string, LdCacheEntry[]>>();
 
 /** `_dl_cache_libcmp` equality: runs of digits compare as numbers, so libfoo.so.01 is libfoo.so.1. */
 export function normalizeCacheKey(name: string): string {
+  // Only a run of digits that starts with 0 and goes on changes: the common name is returned as it is.
+  if (!/(?:^|\D)0\d/.test(name)) return name;
   return name.replace(/\d+/g, (digits) => digits.replace(/^0+(?=\d)/, ''));
 }
 

@@ -34,8 +34,11 @@ export class Fields {
   }
 
   i64(off: number): number {
-    const value = this.view.getBigInt64(off, this.littleEndian);
-    return value > BigInt(Number.MAX_SAFE_INTEGER) || value < BigInt(Number.MIN_SAFE_INTEGER) ? Number.NaN : Number(value);
+    // As u64: a signed high half in [-2^21, 2^21) is the safe range, except -2^53 itself.
+    const lo = this.view.getUint32(off + (this.littleEndian ? 0 : 4), this.littleEndian);
+    const hi = this.view.getInt32(off + (this.littleEndian ? 4 : 0), this.littleEndian);
+    if (hi >= 0x200000 || hi < -0x200000 || (hi === -0x200000 && lo === 0)) return Number.NaN;
+    return hi * 0x100000000 + lo;
   }
 
   /** An address/offset-sized word: 8 bytes in ELF64, 4 in ELF32. */
