@@ -247,6 +247,7 @@ function _cudaenv_resolve --argument-names spec
             return 0
         end
         if test "$spec" = latest; or string match -qr '^[0-9]' -- "$spec"
+            set -g _cudaenv_final $spec
             set -l m (string match -r -- " \Q$spec\E=(\S+)" "$_cudaenv_idx")
             if set -q m[2]; and test -d "$root/versions/$m[2]"
                 set -g _cudaenv_r $m[2]
@@ -261,6 +262,7 @@ function _cudaenv_resolve --argument-names spec
         _cudaenv_load "$root/aliases/$spec"
         if test -n "$_cudaenv_e"
             set -g _cudaenv_e ''
+            set -g _cudaenv_final ''
             return 0
         end
         set spec "$(_cudaenv_trim "$_cudaenv_c")"
@@ -345,7 +347,11 @@ function _cudaenv_autoswitch
         return 0
     end
     if test -z "$_cudaenv_r"
-        printf 'cudaenv: CUDA %s (%s) is not installed; install it with `cudaenv install %s`\n' "$spec" "$origin" "$spec" >&2
+        if test -n "$_cudaenv_final"
+            printf 'cudaenv: CUDA %s (%s) is not installed; install it with `cudaenv install %s`\n' "$spec" "$origin" "$_cudaenv_final" >&2
+        else
+            printf 'cudaenv: no alias or version named %s (%s); create the alias with `cudaenv alias %s 12.4`\n' "$spec" "$origin" "$spec" >&2
+        end
         return 0
     end
     set -q _CUDAENV_APPLIED; and test "$_cudaenv_r" = "$_CUDAENV_APPLIED"; and return 0

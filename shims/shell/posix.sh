@@ -173,6 +173,7 @@ _cudaenv_resolve() {
     case $spec in
       system) _cudaenv_r=system; return 0 ;;
       latest|[0-9]*)
+        _cudaenv_final=$spec
         case $_cudaenv_idx in
           *" $spec="*) label=${_cudaenv_idx#*" $spec="}; label=${label%%[[:space:]]*}
             [ -d "$root/versions/$label" ] && _cudaenv_r=$label ;;
@@ -182,7 +183,7 @@ _cudaenv_resolve() {
     depth=$((depth + 1))
     if [ $depth -gt 8 ]; then _cudaenv_e="alias $1 loops or nests more than 8 deep"; return 1; fi
     _cudaenv_load "$root/aliases/$spec"
-    if [ -n "$_cudaenv_e" ]; then _cudaenv_e=; return 0; fi
+    if [ -n "$_cudaenv_e" ]; then _cudaenv_e=; _cudaenv_final=; return 0; fi
     spec=$_cudaenv_c
     spec=${spec#"${spec%%[![:space:]]*}"}
     spec=${spec%"${spec##*[![:space:]]}"}
@@ -257,7 +258,11 @@ _cudaenv_autoswitch() {
   fi
   if ! _cudaenv_resolve "$spec"; then printf 'cudaenv: %s\n' "$_cudaenv_e" >&2; return 0; fi
   if [ -z "$_cudaenv_r" ]; then
-    printf 'cudaenv: CUDA %s (%s) is not installed; install it with `cudaenv install %s`\n' "$spec" "$origin" "$spec" >&2
+    if [ -n "$_cudaenv_final" ]; then
+      printf 'cudaenv: CUDA %s (%s) is not installed; install it with `cudaenv install %s`\n' "$spec" "$origin" "$_cudaenv_final" >&2
+    else
+      printf 'cudaenv: no alias or version named %s (%s); create the alias with `cudaenv alias %s 12.4`\n' "$spec" "$origin" "$spec" >&2
+    fi
     return 0
   fi
   [ "$_cudaenv_r" != "${_CUDAENV_APPLIED-}" ] || return 0

@@ -118,6 +118,24 @@ for (const shell of SHELLS) {
       expect(missing[0]).toContain('cudaenv install 10.2');
     });
 
+    test('aliases: followed in shell code; one naming a missing version, or no alias at all, is one clear line', () => {
+      const aliases = join(store, 'aliases');
+      mkdirSync(aliases, {recursive: true});
+      writeFileSync(join(aliases, 'stable'), '11.8\n');
+      writeFileSync(join(aliases, 'gone'), '10.0\n');
+      for (const [name, spec] of [['al-ok', 'stable'], ['al-gone', 'gone'], ['al-none', 'nosuch']]) {
+        mkdirSync(join(tmp.dir, name), {recursive: true});
+        writeFileSync(join(tmp.dir, name, '.cuda-version'), `${spec}\n`);
+      }
+      const r = runInteractive(shell, home, store, [
+        `cd '${tmp.dir}/al-ok'`, snap('alias-ok'), `cd '${tmp.dir}/al-gone'`, `cd '${tmp.dir}/al-none'`,
+      ], {}, join(tmp.dir, 'outside'));
+      expect(vars('alias-ok').CUDA_HOME).toBe(v('11.8.0'));
+      const lines = r.stderr.split('\n').filter((l) => l.includes('cudaenv:')).map((l) => l.slice(l.indexOf('cudaenv:')));
+      expect(lines.filter((l) => l.includes('gone'))).toEqual([`cudaenv: CUDA gone (set by ${tmp.dir}/al-gone/.cuda-version) is not installed; install it with \`cudaenv install 10.0\``]);
+      expect(lines.filter((l) => l.includes('nosuch'))).toEqual([`cudaenv: no alias or version named nosuch (set by ${tmp.dir}/al-none/.cuda-version); create the alias with \`cudaenv alias nosuch 12.4\``]);
+    });
+
     describe('hostile .cuda-version files execute nothing and give one line', () => {
       const cases: Array<[string, (dir: string) => void, RegExp]> = [
         ['command substitution', (d) => writeFileSync(join(d, '.cuda-version'), '$(touch PWNED)\n'), /is not a CUDA version spec/],
