@@ -103,7 +103,9 @@ describe('cudaenv use / deactivate / init / rehash', () => {
     expect(r.stdout).toBe(`status=1\n${join(store, 'versions', '12.4.1')}\nRESTORED\n`);
   });
 
-  test.each(['zsh', 'fish'].filter((sh) => spawnSync('sh', ['-c', `command -v ${sh}`]).status === 0))('%s: a store path with a newline, quotes, $ and backticks: switching works and round-trips', async (sh) => {
+  const otherShells = ['zsh', 'fish'].filter((sh) => spawnSync('sh', ['-c', `command -v ${sh}`]).status === 0);
+  if (otherShells.length < 2) console.warn('skipping some newline-path tests: zsh or fish is not installed');
+  (otherShells.length > 0 ? test.each(otherShells) : test.skip.each(['zsh']))('%s: a store path with a newline, quotes, $ and backticks: switching works and round-trips', async (sh) => {
     const odd = join(tmp.dir, `${sh} new\nline '$x' \`y\``);
     mkdirSync(odd);
     await makeStore(odd, ['12.4.1']);
