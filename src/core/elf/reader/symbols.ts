@@ -70,6 +70,7 @@ class DynamicSymbols implements SymbolLookup {
   /** SysV hash only: indexes by name, built on the first lookup. */
   private byName: Map<string, number[]> | null = null;
   private readonly made = new Map<number, ElfSymbol>();
+  private readonly answers = new Map<string, readonly ElfSymbol[]>();
   readonly names: Buffer;
 
   constructor(
@@ -152,6 +153,17 @@ class DynamicSymbols implements SymbolLookup {
    * DT_GNU_HASH the bucket of the name's hash and its chain, for DT_HASH every symbol of that name.
    */
   find(name: string, nameHash?: number): readonly ElfSymbol[] {
+    // A check asks a library like libc for the same names hundreds of times (once per object
+    // that references them): each name is looked up in the tables once.
+    let found = this.answers.get(name);
+    if (found === undefined) {
+      found = this.lookUp(name, nameHash);
+      this.answers.set(name, found);
+    }
+    return found;
+  }
+
+  private lookUp(name: string, nameHash?: number): readonly ElfSymbol[] {
     if (!this.t.hashed) return NONE;
     if (!this.chain || !this.t.gnuBuckets) return this.t.gnuChainOff === undefined ? this.findSysv(name) : NONE;
     const nbuckets = this.t.gnuBuckets.buf.length / 4;
