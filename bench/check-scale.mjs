@@ -3,7 +3,7 @@
 // Usage: npm run build && node bench/check-scale.mjs [runs] [DIR...]
 // (default DIRs: /usr/lib/x86_64-linux-gnu /usr/local/cuda-13.0/lib, those that exist)
 import {spawnSync} from 'node:child_process';
-import {existsSync} from 'node:fs';
+import {existsSync, readFileSync} from 'node:fs';
 import {dirname, join} from 'node:path';
 import {fileURLToPath} from 'node:url';
 import {compare} from './lib/measure.mjs';
@@ -33,6 +33,20 @@ const results = compare([
   {name: `cudaenv check ${dirs.join(' ')}`, cmd: process.execPath, args: [cli, 'check', ...dirs], options: {env, allowFailure: true}},
   {name: `for f in ...; do ldd -r "$f"; done (${files.length} files)`, cmd: 'bash', args: ['-c', loop, 'bash', ...files], options: {env, allowFailure: true}},
 ], {runs, warmup: 1});
+
+// CPU time (user + sys of the command and its children, from GNU time): unlike wall time it barely
+// depends on what else the machine runs. Median of 3 each.
+function cpuSeconds(cmd, args) {
+  const r = spawnSync('/usr/bin/time', ['-f', '@@%U %S', cmd, ...args], {env, encoding: 'utf8', stdio: ['ignore', 'ignore', 'pipe'], maxBuffer: 64 * 1024 * 1024});
+  const m = /@@([\d.]+) ([\d.]+)\s*$/.exec(r.stderr ?? '');
+  return m ? Number(m[1]) + Number(m[2]) : Number.NaN;
+}
+const cpu = existsSync('/usr/bin/time')
+  ? [[process.execPath, [cli, 'check', ...dirs]], ['bash', ['-c', loop, 'bash', ...files]]].map(([cmd, args]) => {
+    const v = [0, 1, 2].map(() => cpuSeconds(cmd, args)).sort((a, b) => a - b);
+    return v[1];
+  })
+  : null;
 
 // The verdicts: every failing problem ldd -r prints, against what the check reported.
 const marked = spawnSync('bash', ['-c', 'for f in "$@"; do echo "@@@ $f"; ldd -r "$f" 2>&1; done', 'bash', ...files], {env, encoding: 'utf8', maxBuffer: 512 * 1024 * 1024});
@@ -67,6 +81,8 @@ console.log(`| --- | --- | --- | --- |`);
 for (const r of results) console.log(`| \`${r.name}\` | ${r.median.toFixed(0)} | ${r.min.toFixed(0)} | ${r.max.toFixed(0)} |`);
 console.log(`\n${files.length} shared objects checked (${report.skipped.length} other files skipped, ${linkerScripts} of them linker scripts); ${runs} interleaved runs.`);
 console.log(`speed-up ${speedup.toFixed(1)}x (target >= 5x): ${speedup >= 5 ? 'PASS' : 'FAIL'}`);
+if (cpu) console.log(`CPU time (user+sys, median of 3): cudaenv check ${cpu[0].toFixed(2)} s, ldd -r loop ${cpu[1].toFixed(2)} s (${(cpu[1] / cpu[0]).toFixed(1)}x)`);
+console.log(`load average at the end: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
 console.log(`failing problems: ldd -r ${lddFailing.size}, cudaenv check ${ours.size}; false positives ${falsePositives.length} (target 0): ${falsePositives.length === 0 ? 'PASS' : 'FAIL'}; missed ${missed.length}`);
 console.log(`unversioned undefined symbols (notes): ldd -r ${lddUnversioned.size}, cudaenv check ${oursUnversioned.size}; only ours ${unvExtra.length}, only ldd ${unvMissed.length}`);
 for (const k of falsePositives.slice(0, 10)) console.log(`  false positive: ${k}`);

@@ -32,6 +32,8 @@ export class SymbolMemo {
   private next = 0;
   private memo = new Map<string, SymbolRef[]>();
   private indexes = new WeakMap<ElfInfo, Map<string, Defs>>();
+  /** The object a name was last found in: the first to ask for the next reference to it. */
+  private lastDefiner = new Map<string, ElfInfo>();
 
   /** @param wanted every name referenced in the processes this memo serves (null: index all). */
   constructor(private readonly wanted: Set<string> | null = null) {}
@@ -68,11 +70,21 @@ export class SymbolMemo {
         for (const n of o.names) if (!named.has(n)) named.set(n, o);
         if (o.info.soname !== null && !named.has(o.info.soname)) named.set(o.info.soname, o);
       }
+      // Unversioned references: the object that last defined the name is asked first when it is here.
+      const present = new Map<ElfInfo, LoadedObject>();
+      for (const o of closure) if (!present.has(o.info)) present.set(o.info, o);
       // The object itself is skipped: a name it references is not also one it defines.
       unbound = references(obj.info).filter((ref) => {
-        const likely = ref.versionFile === null ? undefined : named.get(ref.versionFile);
+        let likely = ref.versionFile === null ? undefined : named.get(ref.versionFile);
+        if (likely === undefined) {
+          const last = this.lastDefiner.get(ref.name);
+          likely = last === undefined ? undefined : present.get(last);
+        }
         if (likely !== undefined && likely !== obj && this.defines(likely.info, ref)) return false;
-        return !closure.some((o) => o !== obj && o !== likely && this.defines(o.info, ref));
+        const definer = closure.find((o) => o !== obj && o !== likely && this.defines(o.info, ref));
+        if (definer === undefined) return true;
+        this.lastDefiner.set(ref.name, definer.info);
+        return false;
       });
       this.memo.set(key, unbound);
     }

@@ -84,6 +84,7 @@ export function cachedHeader(path: string, st: Stats): Promise<ElfHeaderInfo> {
 export class FileView {
   private readonly listings = new Map<string, Set<string> | null>();
   private readonly stats = new Map<string, Stats | null>();
+  private readonly subdirs = new Map<string, Map<readonly string[], readonly string[]>>();
 
   constructor(readonly cwd: string) {}
 
@@ -99,6 +100,22 @@ export class FileView {
     }
     this.listings.set(key, names);
     return names;
+  }
+
+  /**
+   * The subdirectories `${dir}${sub}/` among `subs` that can be listed, in order. Most search
+   * directories have none of the eight hwcaps/tls subdirectories: asking once per directory
+   * spares every search of every name eight probes there (has() is false for them anyway).
+   */
+  listableSubdirs(dir: string, subs: readonly string[]): readonly string[] {
+    let bySubs = this.subdirs.get(dir);
+    if (!bySubs) this.subdirs.set(dir, bySubs = new Map());
+    let found = bySubs.get(subs);
+    if (!found) {
+      found = subs.filter((sub) => this.list(`${dir}${sub}/`) !== null);
+      bySubs.set(subs, found);
+    }
+    return found;
   }
 
   /** Does `dir` hold an entry `name` (without following it)? */

@@ -272,7 +272,7 @@ export class LoaderProcess {
         if (c) yield c;
         continue;
       }
-      for (const sub of this.platform.hwcapsSubdirs) {
+      for (const sub of this.ctx.view.listableSubdirs(dir, this.platform.hwcapsSubdirs)) {
         const subdir = `${dir}${sub}/`;
         if (!this.ctx.view.has(subdir, name)) continue;
         const c = await this.probe(this.absolute(subdir + name), via, `${rule} (${sub})`);
