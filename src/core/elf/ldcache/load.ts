@@ -5,7 +5,7 @@
  * Synchronous on purpose: ld.so reads the whole (tens of KB) file too, and the loader model loads
  * it lazily from inside a synchronous lookup.
  */
-import {execFileSync} from 'node:child_process';
+import {createRequire} from 'node:module';
 import {readFileSync, statSync} from 'node:fs';
 import {isErrno} from '../../errors.js';
 import {CacheFormatError, parseCacheBuffer} from './binary.js';
@@ -44,6 +44,8 @@ export function loadLdCache(file: string = DEFAULT_LD_CACHE, options: LoadLdCach
 }
 
 function viaLdconfig(file: string, ldconfig?: string): ReturnType<typeof parseLdconfigOutput> | {error: string} {
+  // Loaded only here: a readable cache (the normal case) never needs child_process.
+  const {execFileSync} = createRequire(import.meta.url)('node:child_process') as typeof import('node:child_process');
   let lastError = 'ldconfig not found';
   for (const candidate of ldconfig ? [ldconfig] : LDCONFIG_CANDIDATES) {
     try {
