@@ -35,8 +35,13 @@ export class SymbolMemo {
   /** The object a name was last found in: the first to ask for the next reference to it. */
   private lastDefiner = new Map<string, ElfInfo>();
 
-  /** @param wanted every name referenced in the processes this memo serves (null: index all). */
-  constructor(private readonly wanted: Set<string> | null = null) {}
+  private wanted?: Set<string> | null;
+
+  /**
+   * @param wantedOf every name referenced in the processes this memo serves (null: index all);
+   * asked for only when an object read with all its symbols must be indexed.
+   */
+  constructor(private readonly wantedOf: (() => Set<string>) | null = null) {}
 
   /** Does `info` define `ref`? Through an index of only the wanted names. */
   defines(info: ElfInfo, ref: SymbolRef): boolean {
@@ -44,6 +49,7 @@ export class SymbolMemo {
     if (info.lookup) return defines(info, ref);
     let index = this.indexes.get(info);
     if (!index) {
+      if (this.wanted === undefined) this.wanted = this.wantedOf ? this.wantedOf() : null;
       index = buildDefinitions(info, this.wanted ?? undefined);
       this.indexes.set(info, index);
     }

@@ -82,7 +82,7 @@ async function satisfies(c: Candidate, f: Finding): Promise<boolean> {
 async function laterCandidates(p: LoaderProcess, edge: Edge, chosen: LoadedObject): Promise<Candidate[]> {
   const out: Candidate[] = [];
   let after = false;
-  for await (const c of p.candidates(edge.owner, edge.name)) {
+  for (const c of p.candidates(edge.owner, edge.name)) {
     if (c.status !== 'ok') continue;
     if (!after) {
       if (c.path === chosen.path || c.stat && `${c.stat.dev}:${c.stat.ino}` === chosen.inode) after = true;

@@ -1,16 +1,16 @@
 import {readdirSync, statSync, type Stats} from 'node:fs';
-import {readElf, readElfHeader} from './reader/index.js';
+import {readElfHeaderSync, readElfSync} from './reader/index.js';
 import type {ElfHeaderInfo, ElfInfo} from './types.js';
 
 /**
  * Per-process cache of parsed ELF files keyed by (dev, ino, size, mtime), so a file that
- * changes is read again. Entries are promises: concurrent requests for one file share one read.
- * The reader is synchronous inside (each file is opened, read and closed in one go), so a
- * directory of 900 libraries never holds more than one descriptor open.
+ * changes is read again. The reader is synchronous (each file is opened, read and closed in one
+ * go: a directory of 900 libraries never holds more than one descriptor open), and so is this
+ * cache; the promise-returning forms are for callers that want them.
  */
 const MAX_ENTRIES = 8192;
-const elfCache = new Map<string, Promise<ElfInfo>>();
-const headerCache = new Map<string, Promise<ElfHeaderInfo>>();
+const elfCache = new Map<string, ElfInfo>();
+const headerCache = new Map<string, ElfHeaderInfo>();
 
 /**
  * The identity of a file's contents: (dev, ino, size, mtime). The path is left out on purpose:
@@ -28,40 +28,27 @@ export function inodeKey(st: Stats): string {
   return `${st.dev}:${st.ino}`;
 }
 
-function remember<T>(map: Map<string, Promise<T>>, key: string, make: () => Promise<T>): Promise<T> {
+/** A failed read throws and is not cached: the next run may find the file repaired. */
+function remember<T>(map: Map<string, T>, key: string, make: () => T): T {
   let entry = map.get(key);
-  if (!entry) {
-    if (map.size >= MAX_ENTRIES) map.delete(map.keys().next().value!);
+  if (entry === undefined) {
     entry = make();
+    if (map.size >= MAX_ENTRIES) map.delete(map.keys().next().value!);
     map.set(key, entry);
-    // A failed read is not cached: the next run may find the file repaired.
-    entry.catch(() => map.delete(key));
   }
   return entry;
-}
-
-/** Runs at most `n` tasks at once. */
-export function limiter(n: number): <T>(task: () => Promise<T>) => Promise<T> {
-  let active = 0;
-  const waiting: Array<() => void> = [];
-  return async <T>(task: () => Promise<T>): Promise<T> => {
-    if (active >= n) await new Promise<void>((resolve) => waiting.push(resolve));
-    active++;
-    try {
-      return await task();
-    } finally {
-      active--;
-      waiting.shift()?.();
-    }
-  };
 }
 
 /**
  * ElfInfo for a file whose stat is known: its undefined symbols as objects, definitions through
  * its hash table (`info.lookup`), which is all the loader model asks of a file.
  */
-export function cachedElf(path: string, st: Stats): Promise<ElfInfo> {
-  return remember(elfCache, fileKey(path, st), () => readElf(path, {symbols: 'undefined'}));
+export function cachedElfSync(path: string, st: Stats): ElfInfo {
+  return remember(elfCache, fileKey(path, st), () => readElfSync(path, {symbols: 'undefined'}));
+}
+
+export async function cachedElf(path: string, st: Stats): Promise<ElfInfo> {
+  return cachedElfSync(path, st);
 }
 
 /**
@@ -69,11 +56,21 @@ export function cachedElf(path: string, st: Stats): Promise<ElfInfo> {
  * right after (cachedElf), so it is read whole now: one open and one set of reads instead of two.
  * A file the full reader rejects gets its header read on its own, as before.
  */
-export function cachedHeader(path: string, st: Stats): Promise<ElfHeaderInfo> {
+export function cachedHeaderSync(path: string, st: Stats): ElfHeaderInfo {
   const key = fileKey(path, st);
   const full = elfCache.get(key);
   if (full) return full;
-  return remember(headerCache, key, () => cachedElf(path, st).catch(() => readElfHeader(path)));
+  return remember(headerCache, key, () => {
+    try {
+      return cachedElfSync(path, st);
+    } catch {
+      return readElfHeaderSync(path);
+    }
+  });
+}
+
+export async function cachedHeader(path: string, st: Stats): Promise<ElfHeaderInfo> {
+  return cachedHeaderSync(path, st);
 }
 
 /**

@@ -4,12 +4,12 @@ import {UsageError} from '../errors.js';
 import type {CheckedObject, CheckOptions, NeededEdge, Problem} from './api.js';
 import {findProblems, referencedNames, SymbolMemo} from './checker.js';
 import {explain} from './explainer.js';
-import {cachedElf, FileView, limiter} from './file-cache.js';
+import {cachedElf, FileView} from './file-cache.js';
 import {loadLdCache} from './ldcache/load.js';
 import {lookupCache} from './ldcache/lookup.js';
 import {loaderPlatform, type LoaderPlatform} from './platform.js';
 import {LoaderProcess, type LoadedObject, type LoaderContext} from './resolver.js';
-import {readListed, type ListedFile, type TargetFile} from './targets.js';
+import {readListedSync, type ListedFile, type TargetFile} from './targets.js';
 
 /**
  * The check of a share of the listed files, in this thread or in a worker: each file read,
@@ -103,10 +103,11 @@ export async function checkPartial(options: CheckOptions, files: IndexedFile[]):
   const cwd = options.cwd ?? process.cwd();
   const ctx = makeContext(options, cwd);
   const exe = await readExe(options, cwd);
-  const perTarget = limiter(4);
-  // 1. Every file read and loaded as a process (concurrently: their file reads overlap).
-  const loaded = await Promise.all(files.map((file) => perTarget(async () => {
-    const r = await readListed(file);
+  // 1. Every file read and loaded as a process, one after the other: the reader and the loader
+  // model are synchronous (reads come from the page cache; a promise per file and per search
+  // step cost more than overlapping the reads could save).
+  const loaded = files.map((file) => {
+    const r = readListedSync(file);
     if ('skip' in r) return {file, skip: r.skip};
     const head = exe?.info ?? r.info;
     const platform = ctx.platformFor(head.elfClass, head.machine);
@@ -115,14 +116,15 @@ export async function checkPartial(options: CheckOptions, files: IndexedFile[]):
       return {file, skip: `built for another ELF class or machine than ${exe.path}`};
     }
     const p = new LoaderProcess(ctx, platform);
-    await p.run(r, exe);
+    p.run(r, exe);
     return {file, process: p};
-  })));
+  });
   // 2. Checked, knowing every referenced name (definitions are indexed for those only), and explained.
   const processes = loaded.flatMap((r) => (r.process ? [r.process] : []));
-  const memo = new SymbolMemo(referencedNames(processes));
+  // Every referenced name is needed only to index objects read with all their symbols.
+  const memo = new SymbolMemo(() => referencedNames(processes));
   const explainCtx = {ldLibraryPath: options.ldLibraryPath, storeVersionsDir: options.storeVersionsDir};
-  return Promise.all(loaded.map((r) => perTarget(async (): Promise<FileResult> => {
+  return Promise.all(loaded.map(async (r): Promise<FileResult> => {
     const base = {index: r.file.index, objects: [], problems: [], failedPreloads: []};
     if (!r.process) return {...base, skipped: {path: r.file.path, reason: r.skip!}};
     const p = r.process;
@@ -134,5 +136,5 @@ export async function checkPartial(options: CheckOptions, files: IndexedFile[]):
       problems: await Promise.all(found.map((f) => explain(p, f, explainCtx))),
       failedPreloads: p.failedPreloads.map((f) => `${f.name}: ${f.reason}`),
     };
-  })));
+  }));
 }

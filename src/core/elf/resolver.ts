@@ -2,7 +2,7 @@ import type {Stats} from 'node:fs';
 import {realpathSync} from 'node:fs';
 import {dirname, resolve} from 'node:path';
 import type {Via} from './api.js';
-import {cachedElf, cachedHeader, FileView, inodeKey} from './file-cache.js';
+import {cachedElfSync, cachedHeaderSync, FileView, inodeKey} from './file-cache.js';
 import type {LoaderPlatform} from './platform.js';
 import {ElfError} from './reader/index.js';
 import {parseSearchList, expandDst, type DstValues, type SearchDir} from './search-path.js';
@@ -91,7 +91,7 @@ export class LoaderProcess {
    * Loads `target` as ld.so would: as the main object, or dlopened by `exe` when given.
    * `target.info` must already be read (the caller decides which files are ELF at all).
    */
-  async run(target: {path: string; info: ElfInfo; stat: Stats}, exe?: {path: string; info: ElfInfo; stat: Stats}): Promise<void> {
+  run(target: {path: string; info: ElfInfo; stat: Stats}, exe?: {path: string; info: ElfInfo; stat: Stats}): void {
     const mainFile = exe ?? target;
     // A kernel-started program's $ORIGIN has symlinks resolved; a library loaded by path does not.
     let mainOrigin = dirname(mainFile.path);
@@ -104,11 +104,11 @@ export class LoaderProcess {
     }
     this.main = this.newObject(mainFile.path, mainFile.path, mainFile.info, mainFile.stat, null, 'main', mainOrigin);
     this.seedInterpreter(mainFile.info);
-    await this.ensureInterp();
+    this.ensureInterp();
     this.ldDirs = parseSearchList(this.ctx.ldLibraryPath, this.dst(this.main), 'env');
     this.scope.push(this.main);
     for (const name of this.ctx.preload) {
-      const edge = await this.mapObject(this.main, name, true);
+      const edge = this.mapObject(this.main, name, true);
       this.preloadEdges.push(edge);
       if (!edge.object) {
         this.failedPreloads.push({name, reason: edge.error ?? 'cannot open shared object file'});
@@ -116,14 +116,14 @@ export class LoaderProcess {
         this.scope.push(edge.object);
       }
     }
-    await this.breadthFirst(0);
+    this.breadthFirst(0);
     if (exe) {
       // dlopen by path: no search; the new object has no loader (spec §1.11).
       const start = this.scope.length;
-      const edge = await this.mapObject(this.main, target.path, false, 'dlopen');
+      const edge = this.mapObject(this.main, target.path, false, 'dlopen');
       this.target = edge.object ?? this.main;
       if (edge.object && !this.scope.includes(edge.object)) this.scope.push(edge.object);
-      await this.breadthFirst(start);
+      this.breadthFirst(start);
     } else {
       this.target = this.main;
     }
@@ -143,7 +143,7 @@ export class LoaderProcess {
     return this.preloadEdges.find((e) => e.object === object);
   }
 
-  private async breadthFirst(from: number): Promise<void> {
+  private breadthFirst(from: number): void {
     for (let i = from; i < this.scope.length; i++) {
       const obj = this.scope[i];
       if (obj.role === 'interp') continue;
@@ -151,7 +151,7 @@ export class LoaderProcess {
         const {value, hadToken} = expandDst(raw, this.dst(obj));
         // A DT_NEEDED whose tokens expand to nothing is skipped silently (dl-deps.c).
         if (hadToken && (value === null || value === '')) continue;
-        const edge = await this.mapObject(obj, value ?? raw, false);
+        const edge = this.mapObject(obj, value ?? raw, false);
         obj.edges.push(edge);
         if (edge.object && !this.scope.includes(edge.object)) this.scope.push(edge.object);
       }
@@ -174,12 +174,12 @@ export class LoaderProcess {
 
   private pendingInterp?: {path: string; interp: string; st: Stats};
 
-  private async ensureInterp(): Promise<void> {
+  private ensureInterp(): void {
     const p = this.pendingInterp;
     if (!p) return;
     this.pendingInterp = undefined;
     try {
-      const info = await cachedElf(p.path, p.st);
+      const info = cachedElfSync(p.path, p.st);
       const obj = this.newObject(p.path, p.interp, info, p.st, null, 'interp', dirname(p.path));
       if (info.soname) obj.names.push(info.soname);
     } catch {
@@ -200,7 +200,7 @@ export class LoaderProcess {
   }
 
   /** _dl_map_object: an already loaded object by name, else the first acceptable file of the search. */
-  async mapObject(loader: LoadedObject, name: string, preload: boolean, role: LoadedObject['role'] = preload ? 'preload' : 'dep'): Promise<Edge> {
+  mapObject(loader: LoadedObject, name: string, preload: boolean, role: LoadedObject['role'] = preload ? 'preload' : 'dep'): Edge {
     const edge: Edge = {name, owner: loader, object: null, via: null, rule: null, passedOver: [], error: null};
     const known = this.objects.find((o) => o.path === name || o.names.includes(name));
     const bySoname = known ?? this.objects.find((o) => o.info.soname === name);
@@ -211,7 +211,7 @@ export class LoaderProcess {
       edge.rule = `already loaded as ${bySoname.path}`;
       return edge;
     }
-    for await (const c of this.candidates(loader, name)) {
+    for (const c of this.candidates(loader, name)) {
       if (c.status === 'wrong-class' || c.status === 'wrong-machine') {
         edge.passedOver.push(c);
         continue;
@@ -223,7 +223,7 @@ export class LoaderProcess {
       }
       let info: ElfInfo;
       try {
-        info = await cachedElf(c.path, c.stat!);
+        info = cachedElfSync(c.path, c.stat!);
       } catch (error) {
         edge.error = `${c.path}: ${error instanceof Error ? error.message : String(error)}`;
         return edge;
@@ -256,10 +256,10 @@ export class LoaderProcess {
    * Every file the search for `name` by `loader` would consider, in ld.so's order (§1.3 step C),
    * each with its verdict. mapObject takes the first acceptable one; the explainer looks further.
    */
-  async *candidates(loader: LoadedObject, name: string): AsyncGenerator<Candidate> {
+  *candidates(loader: LoadedObject, name: string): Generator<Candidate> {
     if (name.includes('/')) {
       const path = resolve(this.ctx.view.cwd, name);
-      const c = await this.probe(path, 'default', `the path ${name} written in DT_NEEDED`);
+      const c = this.probe(path, 'default', `the path ${name} written in DT_NEEDED`);
       if (c) yield c;
       return;
     }
@@ -268,18 +268,18 @@ export class LoaderProcess {
         const hit = this.ctx.cacheLookup(name, this.platform);
         // DF_1_NODEFLIB rejects a cache answer inside a system directory (dl-load.c).
         if (!hit || ((loader.info.flags1 & DF_1_NODEFLIB) !== 0 && this.platform.systemDirs.some((d) => hit.startsWith(d)))) continue;
-        const c = await this.probe(hit, via, rule);
+        const c = this.probe(hit, via, rule);
         if (c) yield c;
         continue;
       }
       for (const sub of this.ctx.view.listableSubdirs(dir, this.platform.hwcapsSubdirs)) {
         const subdir = `${dir}${sub}/`;
         if (!this.ctx.view.has(subdir, name)) continue;
-        const c = await this.probe(this.absolute(subdir + name), via, `${rule} (${sub})`);
+        const c = this.probe(this.absolute(subdir + name), via, `${rule} (${sub})`);
         if (c) yield c;
       }
       if (!this.ctx.view.has(dir, name)) continue;
-      const c = await this.probe(this.absolute(dir + name), via, rule);
+      const c = this.probe(this.absolute(dir + name), via, rule);
       if (c) yield c;
     }
   }
@@ -307,7 +307,7 @@ export class LoaderProcess {
   }
 
   /** Checks one file as open_verify does (§1.8); null when there is nothing there. */
-  private async probe(path: string, via: Via, rule: string): Promise<Candidate | null> {
+  private probe(path: string, via: Via, rule: string): Candidate | null {
     const st = this.ctx.view.stat(path);
     if (!st) return null;
     if (st.isDirectory()) return {path, via, rule, status: 'fatal', reason: 'cannot read file data: Is a directory'};
@@ -315,7 +315,7 @@ export class LoaderProcess {
     if (st.size < (this.platform.elfClass === 64 ? 64 : 52)) return {path, via, rule, status: 'fatal', reason: 'file too short'};
     let header;
     try {
-      header = await cachedHeader(path, st);
+      header = cachedHeaderSync(path, st);
     } catch (error) {
       if (error instanceof ElfError) {
         if (error.reason === 'io') return null;

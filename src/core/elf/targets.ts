@@ -2,7 +2,7 @@ import type {Stats} from 'node:fs';
 import {closeSync, constants, openSync, readdirSync, readSync, statSync} from 'node:fs';
 import {join, resolve} from 'node:path';
 import {UsageError} from '../errors.js';
-import {cachedElf, inodeKey} from './file-cache.js';
+import {cachedElfSync, inodeKey} from './file-cache.js';
 import {ElfError} from './reader/index.js';
 import {DF_1_PIE} from './resolver.js';
 import type {ElfInfo} from './types.js';
@@ -50,10 +50,10 @@ function describeNonElf(path: string): string {
 }
 
 /** Classifies one file: a checkable ELF shared object, or the reason to skip it. */
-async function classify(path: string, st: Stats, explicit = false): Promise<TargetFile | {skip: string}> {
+function classify(path: string, st: Stats, explicit = false): TargetFile | {skip: string} {
   try {
     // One read for the header and the tables: nearly every file in a library directory is a library.
-    const info = await cachedElf(path, st);
+    const info = cachedElfSync(path, st);
     // A program named explicitly is checked like one ld.so starts; in a directory only libraries count.
     if (explicit && info.type === ET_EXEC) return {path, info, stat: st};
     if (info.type !== ET_DYN) return {skip: `an ELF ${info.type === 2 ? 'executable' : info.type === 1 ? 'relocatable object' : `file of type ${info.type}`}, not a shared object`};
@@ -136,13 +136,18 @@ export function listTargets(targets: string[], options: {recursive?: boolean; cw
 
 /** Reads one listed file: the target, or why it is skipped. An explicit file that is not ELF is a usage error. */
 export async function readListed(file: ListedFile): Promise<TargetFile | {skip: string}> {
+  return readListedSync(file);
+}
+
+/** readListed without a promise (the reader is synchronous). */
+export function readListedSync(file: ListedFile): TargetFile | {skip: string} {
   let st: Stats;
   try {
     st = statSync(file.path);
   } catch {
     return {skip: 'disappeared while being checked'};
   }
-  const r = await classify(file.path, st, file.explicit);
+  const r = classify(file.path, st, file.explicit);
   if (file.explicit && 'skip' in r) {
     throw new UsageError(`${file.path} is ${r.skip}`, 'Give an ELF shared object (a .so file), a program, or a directory of them.');
   }
