@@ -96,7 +96,7 @@ export class PlainReporter implements Reporter {
     this.write(describe(row));
   }
 
-  async finish(): Promise<void> {
+  async finish(_ok: boolean): Promise<void> {
     // plain lines need no settling
   }
 }
@@ -104,11 +104,13 @@ export class PlainReporter implements Reporter {
 /** listr2's renderer: one live line per component with bytes, rate and stage. */
 export class ListrReporter implements Reporter {
   private readonly rows = new Rows();
-  private readonly waiters = new Map<string, {resolve: () => void; reject: (e: Error) => void; title: (t: string) => void}>();
+  /** Settled by install events; created up front because a component may finish before listr starts its task. */
+  private readonly outcomes = new Map<string, {promise: Promise<void>; resolve: () => void; reject: (e: Error) => void; settled: boolean}>();
+  private readonly titles = new Map<string, (title: string) => void>();
   private running?: Promise<unknown>;
   private ticker?: NodeJS.Timeout;
 
-  constructor(private readonly listr: typeof import('listr2'), private readonly write: (line: string) => void) {}
+  constructor(private readonly listr: typeof import('listr2'), private readonly write: (line: string) => void, private readonly renderer?: 'silent') {}
 
   onEvent(event: InstallEvent): void {
     if (event.type === 'waiting') {
@@ -118,41 +120,58 @@ export class ListrReporter implements Reporter {
     }
     if (event.type === 'plan') {
       this.rows.update(event);
+      for (const row of this.rows.rows.values()) {
+        let resolve!: () => void;
+        let reject!: (e: Error) => void;
+        const promise = new Promise<void>((res, rej) => {
+          resolve = res;
+          reject = rej;
+        });
+        promise.catch(() => undefined);
+        this.outcomes.set(row.plan.name, {promise, resolve, reject, settled: false});
+      }
       const {Listr} = this.listr;
       const tasks = [...this.rows.rows.values()].map((row) => ({
         title: describe(row),
-        task: (_ctx: unknown, task: {title: string}) => new Promise<void>((resolve, reject) => {
-          this.waiters.set(row.plan.name, {resolve, reject, title: (t) => {
+        task: (_ctx: unknown, task: {title: string}) => {
+          this.titles.set(row.plan.name, (t) => {
             task.title = t;
-          }});
-        }),
+          });
+          task.title = describe(row);
+          return this.outcomes.get(row.plan.name)!.promise;
+        },
       }));
-      const list = new Listr(tasks, {concurrent: true, exitOnError: false, rendererOptions: {collapseErrors: false}});
+      const list = this.renderer
+        ? new Listr(tasks, {concurrent: true, exitOnError: false, renderer: this.renderer})
+        : new Listr(tasks, {concurrent: true, exitOnError: false, rendererOptions: {collapseErrors: false}});
       this.running = list.run().catch(() => undefined);
       // Rates change even when no event arrives.
       this.ticker = setInterval(() => {
-        for (const row of this.rows.rows.values()) this.waiters.get(row.plan.name)?.title(describe(row));
+        for (const row of this.rows.rows.values()) this.titles.get(row.plan.name)?.(describe(row));
       }, 250);
       this.ticker.unref();
       return;
     }
     const row = this.rows.update(event);
     if (!row) return;
-    const w = this.waiters.get(row.plan.name);
-    w?.title(describe(row));
-    if (row.stage === 'done') w?.resolve();
-    if (row.stage === 'failed') w?.reject(new Error(describe(row)));
+    this.titles.get(row.plan.name)?.(describe(row));
+    if (row.stage === 'done') this.settle(row.plan.name);
+    if (row.stage === 'failed') this.settle(row.plan.name, new Error(describe(row)));
+  }
+
+  private settle(name: string, error?: Error): void {
+    const o = this.outcomes.get(name);
+    if (!o || o.settled) return;
+    o.settled = true;
+    if (error) o.reject(error);
+    else o.resolve();
   }
 
   async finish(ok: boolean): Promise<void> {
     if (this.ticker) clearInterval(this.ticker);
-    for (const [name, w] of this.waiters) {
-      const row = this.rows.rows.get(name)!;
-      if (ok) {
-        w.resolve();
-      } else if (row.stage !== 'done') {
-        w.reject(new Error(`${row.plan.name}: ${row.stage === 'failed' ? 'failed' : 'stopped'}`));
-      }
+    for (const [name, row] of this.rows.rows) {
+      if (ok || row.stage === 'done') this.settle(name);
+      else this.settle(name, new Error(`${row.plan.name}: ${row.stage === 'failed' ? 'failed' : 'stopped'}`));
     }
     await this.running;
   }
