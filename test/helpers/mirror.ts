@@ -290,20 +290,20 @@ export async function startMirrorServer(root: string): Promise<MirrorServer> {
       return respond(403);
     }
     const list = faults.get(path) ?? [];
-    const take = (kind: Fault['kind']): Fault | undefined => {
-      const i = list.findIndex((f) => f.kind === kind);
+    // Status and drop faults apply in list order, one per request: [drop, 503 x3] drops the
+    // first response and answers the next three with 503.
+    const take = (): Fault | undefined => {
+      const i = list.findIndex((f) => f.kind === 'status' || f.kind === 'drop-after');
       if (i === -1) return undefined;
-      const f = list[i]!;
-      if ('times' in f && f.times !== undefined) {
-        if (f.times <= 1) list.splice(i, 1);
-        else f.times--;
-      }
-      return f;
+      const f = list[i] as {times?: number};
+      if ((f.times ?? 1) <= 1) list.splice(i, 1);
+      else f.times!--;
+      return f as Fault;
     };
-    const statusFault = take('status') as {status: number} | undefined;
-    if (statusFault) {
-      res.writeHead(statusFault.status, {'content-type': 'text/plain'}).end(`injected ${statusFault.status}\n`);
-      return respond(statusFault.status);
+    const fault = take();
+    if (fault?.kind === 'status') {
+      res.writeHead(fault.status, {'content-type': 'text/plain'}).end(`injected ${fault.status}\n`);
+      return respond(fault.status);
     }
     const file = join(root, rel);
     let size: number;
@@ -331,7 +331,7 @@ export async function startMirrorServer(root: string): Promise<MirrorServer> {
     headers['content-length'] = size - start;
     res.writeHead(status, headers);
     respond(status);
-    const drop = take('drop-after') as {bytes: number} | undefined;
+    const drop = fault?.kind === 'drop-after' ? fault : undefined;
     const throttle = list.find((f) => f.kind === 'throttle') as {bytesPerSecond: number} | undefined;
     const end = drop ? Math.min(size - 1, start + drop.bytes - 1) : size - 1;
     const stream = createReadStream(file, {start, end, highWaterMark: throttle ? Math.max(16, Math.floor(throttle.bytesPerSecond / 20)) : 1 << 16});

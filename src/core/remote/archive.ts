@@ -1,6 +1,6 @@
 import {spawn, type ChildProcess} from 'node:child_process';
 import {createHash} from 'node:crypto';
-import {createReadStream, mkdirSync, renameSync, rmSync, statSync} from 'node:fs';
+import {createReadStream, mkdirSync, renameSync, rmSync, statSync, statfsSync} from 'node:fs';
 import {open, type FileHandle} from 'node:fs/promises';
 import {basename, join} from 'node:path';
 import {pipeline} from 'node:stream/promises';
@@ -207,9 +207,13 @@ async function streamOnce(job: ArchiveJob, cacheFile: string, fromCache: boolean
       throw new Error('xz');
     }
     if (tarCode !== 0) {
-      throw new CudaenvError(`${component}: extracting ${url} failed: ${tarErr().trim() || `tar exited with ${tarCode}`}`, {
-        hint: 'Is the disk full? (df -h on the cudaenv store)', code: 'extract-failed',
-      });
+      const why = tarErr().trim() || `tar exited with ${tarCode}`;
+      if (diskFull(job.destDir)) {
+        throw new CudaenvError(`${component}: the disk is full while extracting ${url} (${why})`, {
+          hint: 'Nothing was installed. Free space in the cudaenv store (CUDAENV_DIR) and try again; the verified download is kept in the cache.', code: 'disk-full',
+        });
+      }
+      throw new CudaenvError(`${component}: extracting ${url} failed: ${why}`, {hint: 'Check the space and permissions of the cudaenv store.', code: 'extract-failed'});
     }
     if (failure !== undefined) throw failure;
     return guard.stats;
@@ -237,6 +241,16 @@ async function streamOnce(job: ArchiveJob, cacheFile: string, fromCache: boolean
       throw new CudaenvError(`${component}: the disk is full while installing from ${url}`, {hint: 'Free space in the cudaenv store (CUDAENV_DIR) and try again.', code: 'disk-full', cause: error});
     }
     throw new CudaenvError(`${component}: installing from ${url} failed: ${(error as Error).message}`, {cause: error});
+  }
+}
+
+/** Whether the file system under `dir` has (practically) no room left. */
+function diskFull(dir: string): boolean {
+  try {
+    const st = statfsSync(dir);
+    return st.bavail * st.bsize < 64 * 1024;
+  } catch {
+    return false;
   }
 }
 

@@ -70,7 +70,9 @@ beforeAll(async () => {
   writeRelease(root, {label: '91.0.3', components: [{name: 'cuda_cudart', version: '91.0.3', rawXz: whole}]});
   execFileSync('rm', [join(root, archiveRelPath({name: 'cuda_cudart', version: '91.0.3'}))]);
   writeRelease(root, {label: '91.0.4', components: [{name: 'cuda_cudart', version: '1.0.4', files: {'lib/x': 'x', 'bin/suid': {text: '#!/bin/sh\n', mode: 0o4755}}}]});
-  labels.push('91.0.1', '91.0.2', '91.0.3', '91.0.4');
+  // 4 MiB of zeros: a tiny archive that needs room to extract (for the full-disk test)
+  writeRelease(root, {label: '91.0.5', components: [{name: 'cuda_cudart', version: '91.0.5', files: {'lib/big': {bytes: Buffer.alloc(4 << 20)}, 'lib/libx.so.1': 'x', 'lib/libx.so': {symlink: 'libx.so.1'}}}]});
+  labels.push('91.0.1', '91.0.2', '91.0.3', '91.0.4', '91.0.5');
   writeIndex(root, labels);
   server = await startMirrorServer(root);
 }, 120000);
@@ -235,6 +237,53 @@ describe('install from a loopback mirror', () => {
 
   test('a spec the mirror lacks says what it offers', async () => {
     await expect(installRelease(req(store(), '12.5'))).rejects.toThrow(/offers no CUDA release matching 12\.5/);
+  });
+
+  test('a network that stays down fails the install after the retries; the .part is resumed later', async () => {
+    const paths = store();
+    const rel = archiveRelPath(release.components[3]!); // libcublas
+    server.faults.set(rel, [{kind: 'drop-after', bytes: 200, times: 1}, {kind: 'status', status: 503, times: 10}]);
+    const old = process.env.CUDAENV_RETRY_DELAY_MS;
+    process.env.CUDAENV_RETRY_DELAY_MS = '5';
+    try {
+      await expect(installRelease(req(paths, '12.4.1', {components: ['libcublas'], profile: undefined}))).rejects.toThrow(/libcublas|cannot download .*HTTP 503 \(5 attempts\)/);
+      expect(listVersions(paths)).toEqual([]);
+      expectCleanStore(paths);
+      const part = readdirSync(paths.cache).filter((f) => f.endsWith('.part'));
+      expect(part.length).toBe(1);
+      expect(statSync(join(paths.cache, part[0]!)).size).toBe(200);
+      server.faults.delete(rel);
+      const start = server.log.length;
+      await installRelease(req(paths, '12.4.1', {components: ['libcublas'], profile: undefined}));
+      expect(server.log.slice(start).filter((l) => l.path === rel).map((l) => l.range)).toEqual(['bytes=200-']);
+      expect(readdirSync(paths.cache).filter((f) => f.endsWith('.part'))).toEqual([]);
+    } finally {
+      if (old === undefined) delete process.env.CUDAENV_RETRY_DELAY_MS;
+      else process.env.CUDAENV_RETRY_DELAY_MS = old;
+    }
+  });
+
+  test('a full disk fails the install cleanly; with room again the install succeeds', async () => {
+    const mnt = join(tmp.dir, 'small-disk');
+    mkdirSync(mnt);
+    if (spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', mnt]).status !== 0) {
+      console.log('skipped: the full-disk test mounts a small tmpfs and needs root');
+      return;
+    }
+    try {
+      const paths = pathsFor(join(mnt, 'store'));
+      const err = await installRelease(req(paths, '91.0.5', {profile: 'minimal'})).catch((e: Error) => e);
+      expect(String(err)).toMatch(/cuda_cudart: the disk is full .*(No space left on device|Wrote only)/s);
+      expect(listVersions(paths)).toEqual([]);
+      expectCleanStore(paths);
+      expect(readdirSync(paths.tmp)).toEqual([]);
+      expect(spawnSync('mount', ['-o', 'remount,size=16m', mnt]).status).toBe(0);
+      const r = await installRelease(req(paths, '91.0.5', {profile: 'minimal'}));
+      expect(r.components[0]!.from_cache).toBe(true); // the verified archive was kept
+      expect(readlinkSync(join(paths.versions, '91.0.5', 'lib64', 'libx.so'))).toBe('libx.so.1');
+    } finally {
+      spawnSync('umount', [mnt]);
+    }
   });
 
   test('two installs of one version at once: one installs, the other finds it done', async () => {
