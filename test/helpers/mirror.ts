@@ -264,6 +264,7 @@ export type Fault =
   | {kind: 'drop-after'; bytes: number; times?: number}
   | {kind: 'status'; status: number; times?: number}
   | {kind: 'ignore-range'}
+  | {kind: 'redirect'; to: string}
   | {kind: 'throttle'; bytesPerSecond: number};
 
 export interface MirrorServer {
@@ -300,6 +301,11 @@ export async function startMirrorServer(root: string): Promise<MirrorServer> {
       else f.times!--;
       return f as Fault;
     };
+    const redirect = list.find((f) => f.kind === 'redirect') as {to: string} | undefined;
+    if (redirect) {
+      res.writeHead(302, {location: redirect.to}).end();
+      return respond(302);
+    }
     const fault = take();
     if (fault?.kind === 'status') {
       res.writeHead(fault.status, {'content-type': 'text/plain'}).end(`injected ${fault.status}\n`);

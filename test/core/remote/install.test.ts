@@ -164,6 +164,21 @@ describe('install from a loopback mirror', () => {
     expect(readlinkSync(join(paths.versions, '12.4.1', 'lib64', 'libcudart.so.12'))).toBe('libcudart.so.12.4.127');
   });
 
+  test('redirects are followed (NVIDIA serves archives through a CDN)', async () => {
+    const paths = store();
+    const rel = archiveRelPath(release.components[2]!); // cuda_cccl
+    mkdirSync(join(root, 'cdn'), {recursive: true});
+    execFileSync('cp', [join(root, rel), join(root, 'cdn', 'moved.tar.xz')]);
+    server.faults.set(rel, [{kind: 'redirect', to: '/cdn/moved.tar.xz'}]);
+    try {
+      await installRelease(req(paths, '12.4.1', {components: ['cuda_cccl'], profile: undefined}));
+    } finally {
+      server.faults.delete(rel);
+    }
+    expect(server.log.filter((l) => l.path === 'cdn/moved.tar.xz').map((l) => l.status)).toEqual([200]);
+    expect(existsSync(join(paths.versions, '12.4.1', 'include', 'thrust', 'version.h'))).toBe(true);
+  });
+
   test('500 then 200 is retried; 404 is not', async () => {
     const paths = store();
     const rel = archiveRelPath(release.components[2]!); // cuda_cccl
