@@ -6,7 +6,7 @@
 // The data is generated in a temp dir (never committed) and removed at the end.
 import {execFileSync, spawn, spawnSync} from 'node:child_process';
 import {createHash, randomBytes} from 'node:crypto';
-import {mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync} from 'node:fs';
+import {existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync} from 'node:fs';
 import {tmpdir} from 'node:os';
 import {dirname, join} from 'node:path';
 import {fileURLToPath} from 'node:url';
@@ -19,9 +19,20 @@ const mbPerComponent = Number(process.argv[3] ?? 25);
 const label = '12.4.1';
 const names = ['cuda_nvcc', 'cuda_cudart', 'libcublas', 'libcufft'];
 
+if (!existsSync('/usr/bin/time')) {
+  console.error('bench/install.mjs measures peak memory with GNU time: apt-get install time');
+  process.exit(1);
+}
 const tmp = mkdtempSync(join(tmpdir(), 'cudaenv-bench-install-'));
 const mirror = join(tmp, 'mirror');
 mkdirSync(mirror);
+// Gigabytes of generated data must not outlive the benchmark, however it ends.
+let server;
+process.on('exit', () => {
+  server?.kill();
+  rmSync(tmp, {recursive: true, force: true});
+});
+for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130));
 
 // Half incompressible bytes (xz stores them), half base64 text (xz really decodes LZMA):
 // the compressed size is real, and decompression does real work.
@@ -56,7 +67,7 @@ writeFileSync(join(mirror, `redistrib_${label}.json`), JSON.stringify(manifest, 
 writeFileSync(join(mirror, 'index.html'), `<a href="redistrib_${label}.json">redistrib_${label}.json</a>\n`);
 const compressed = rels.reduce((s, r) => s + statSync(join(mirror, r)).size, 0);
 
-const server = spawn(process.execPath, [join(root, 'bench', 'install-serve.mjs'), mirror], {stdio: ['ignore', 'pipe', 'inherit']});
+server = spawn(process.execPath, [join(root, 'bench', 'install-serve.mjs'), mirror], {stdio: ['ignore', 'pipe', 'inherit']});
 const port = await new Promise((resolve) => server.stdout.once('data', (d) => resolve(Number(String(d).trim()))));
 const url = `http://127.0.0.1:${port}/`;
 
