@@ -217,6 +217,19 @@ describe('cudaenv ls-remote / install / uninstall', () => {
     expect(JSON.parse(r.stdout).status).toBe('reinstalled');
     expect(checkStore(store)).toEqual(['12.4.1']);
     expect(readdirSync(join(store, 'tmp'))).toEqual([]);
+
+    // killed between "old copy aside" and "new copy in": the next install puts the old one back
+    const cp2 = checkpoints('swap', ['between-renames']);
+    const second = startCli(['install', '12.4.1', '--force', '--profile', 'minimal'], env(store, {CUDAENV_TEST_CHECKPOINT_DIR: cp2}));
+    await waitFor(join(cp2, 'between-renames'));
+    second.child.kill('SIGKILL');
+    await second.done;
+    expect(existsSync(join(store, 'versions', '12.4.1'))).toBe(false);
+    expect(readdirSync(join(store, 'tmp')).filter((d) => d.startsWith('old-12.4.1-')).length).toBe(1);
+    const after = await runCli(['install', '12.4.1', '--profile', 'minimal', '--json'], {env: env(store)});
+    expect(JSON.parse(after.stdout).status).toBe('already-installed');
+    expect(spawnSync(nvcc, ['--version'], {encoding: 'utf8'}).stdout).toMatch(/release 12\.4/);
+    expect(readdirSync(join(store, 'tmp'))).toEqual([]);
   });
 
   test('an interrupted download resumes from the .part in the next run', async () => {

@@ -153,7 +153,7 @@ export async function installRelease(req: InstallRequest): Promise<InstallResult
     req.onEvent?.({type: 'finishing'});
     await checkpoint('before-rename');
     if (signal.aborted) throw signal.reason;
-    swapIn(paths, label, root, existing !== undefined);
+    await swapIn(paths, label, root, existing !== undefined);
     rmSync(stage, {recursive: true, force: true});
     stage = undefined;
     await afterVersionsChanged(paths);
@@ -186,7 +186,7 @@ function writeVersionJson(root: string, label: string, jobs: Job[]): void {
  * deleted only after the new one is in place; a crash between the two renames leaves it in
  * tmp/ as `old-*`, which the next run for this version puts back.
  */
-function swapIn(paths: StorePaths, label: string, root: string, replacing: boolean): void {
+async function swapIn(paths: StorePaths, label: string, root: string, replacing: boolean): Promise<void> {
   const dest = join(paths.versions, label);
   if (!replacing) {
     renameSync(root, dest);
@@ -194,6 +194,7 @@ function swapIn(paths: StorePaths, label: string, root: string, replacing: boole
   }
   const aside = tempName(paths, 'old', label);
   renameSync(dest, aside);
+  await checkpoint('between-renames');
   try {
     renameSync(root, dest);
   } catch (error) {
