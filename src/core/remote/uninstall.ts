@@ -8,7 +8,7 @@ import {resolveSpec} from '../versions/resolve.js';
 import {parseSpec} from '../versions/spec.js';
 import {findVersionFile, readVersionFile} from '../versions/version-file.js';
 import {isVersion} from '../versions/version.js';
-import {tempName, versionLockName} from './staging.js';
+import {cleanOtherLeftovers, recoverLeftovers, tempName, versionLockName} from './staging.js';
 
 export interface UninstallResult {
   version: string;
@@ -28,6 +28,9 @@ export async function uninstallVersion(paths: StorePaths, label: string, cwd = p
   }
   const lock = await acquireLock(paths.locks, versionLockName(label), {purpose: `uninstall of CUDA ${label}`});
   try {
+    // A copy left aside by a --force install that died is put back (and then removed below).
+    recoverLeftovers(paths, label);
+    await cleanOtherLeftovers(paths, label);
     const found = describeVersion(paths, label);
     if (!found) {
       throw new CudaenvError(`CUDA ${label} is not installed`, {hint: `Installed: ${installedLabels(paths).join(', ') || 'none'}.`, code: 'not-installed'});
