@@ -58,20 +58,6 @@ function isDefinition(s: ElfSymbol): boolean {
   return s.value !== 0 || s.shndx === SHN_ABS || s.type === STT_TLS;
 }
 
-/**
- * The definitions named like the reference: from the index when given, else through the
- * object's hash table when it was read with {symbols: 'undefined'}, else from its full index.
- */
-function definitionsOf(info: ElfInfo, ref: SymbolRef, index?: Map<string, Defs>): Defs | undefined {
-  if (index) return index.get(ref.name);
-  if (!info.lookup) return definitions(info).get(ref.name);
-  if (info.hashTable === 'none') return undefined;
-  const found = info.lookup.find(ref.name, ref.nameHash);
-  if (found.length === 0) return undefined;
-  const defs = found.filter(isDefinition);
-  return defs.length === 0 ? undefined : defs;
-}
-
 /** The full index of an object, kept while the ElfInfo lives. */
 export function definitions(info: ElfInfo): Map<string, Defs> {
   let index = definitionIndex.get(info);
@@ -96,13 +82,29 @@ export function references(info: ElfInfo): SymbolRef[] {
   return refs;
 }
 
-/** Does this object yield a definition for the reference (check_match)? */
+/**
+ * Does this object yield a definition for the reference (check_match)? The candidates come from
+ * the index when given, else through the object's hash table when it was read with
+ * {symbols: 'undefined'} (they are then filtered here: the table also leads to symbols that are
+ * no definition), else from its full index. No array is made per call: a check asks this 100k times.
+ */
 export function defines(info: ElfInfo, ref: SymbolRef, index?: Map<string, Defs>): boolean {
-  const found = definitionsOf(info, ref, index);
+  let found: Defs | readonly ElfSymbol[] | undefined;
+  let filter = false;
+  if (index) found = index.get(ref.name);
+  else if (!info.lookup) found = definitions(info).get(ref.name);
+  else if (info.hashTable === 'none') return false;
+  else {
+    found = info.lookup.find(ref.name, ref.nameHash);
+    filter = true;
+  }
   if (found === undefined) return false;
-  const defs = Array.isArray(found) ? found : [found];
+  const many = Array.isArray(found);
+  const n = many ? (found as readonly ElfSymbol[]).length : 1;
   if (ref.version !== null) {
-    for (const d of defs) {
+    for (let k = 0; k < n; k++) {
+      const d = many ? (found as readonly ElfSymbol[])[k] : found as ElfSymbol;
+      if (filter && !isDefinition(d)) continue;
       if (!info.hasVersym) return true;
       if (d.version === ref.version) return true;
       // An unversioned default definition satisfies a versioned request (glibc <= 2.41).
@@ -111,7 +113,9 @@ export function defines(info: ElfInfo, ref: SymbolRef, index?: Map<string, Defs>
     return false;
   }
   let laterVersions = 0;
-  for (const d of defs) {
+  for (let k = 0; k < n; k++) {
+    const d = many ? (found as readonly ElfSymbol[])[k] : found as ElfSymbol;
+    if (filter && !isDefinition(d)) continue;
     if (!info.hasVersym || d.versionIndex <= 2) return true;
     if (!d.hidden) laterVersions++;
   }
