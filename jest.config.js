@@ -9,4 +9,5 @@ export default {
   testTimeout: 60000,
   // Tests spawn real shells, compilers and servers; two cores cannot run many suites at once.
   maxWorkers: 2,
+  reporters: ['default', '<rootDir>/test/helpers/summary-reporter.cjs'],
 };
