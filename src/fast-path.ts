@@ -6,7 +6,6 @@
  */
 import {readFileSync} from 'node:fs';
 import {arch, platform} from 'node:os';
-import {format} from 'node:util';
 import {formatError, CudaenvError, EXIT_FAILED} from './core/errors.js';
 import {storePaths} from './core/store/paths.js';
 import {currentHint, currentReport, formatCurrent} from './core/versions/current.js';
@@ -39,7 +38,7 @@ export async function runPlainCheck(paths: string[]): Promise<void> {
     throw err;
   });
   try {
-    const {runCheckCli} = await import('./core/elf/check-cli.js');
+    const [{runCheckCli}, {format}] = await Promise.all([import('./core/elf/check-cli.js'), import('node:util')]);
     const result = await runCheckCli({
       targets: paths, ldLibraryPath: process.env.LD_LIBRARY_PATH || undefined,
       storeVersionsDir: storePaths().versions, json: false, env: process.env,
