@@ -69,10 +69,6 @@ export function cachedHeaderSync(path: string, st: Stats): ElfHeaderInfo {
   });
 }
 
-export async function cachedHeader(path: string, st: Stats): Promise<ElfHeaderInfo> {
-  return cachedHeaderSync(path, st);
-}
-
 /**
  * A view of the file system for one check: directory listings and stats are read once
  * (ld.so probes every search directory and each of its hwcaps subdirectories for every name;
