@@ -2,7 +2,7 @@ import {existsSync, readFileSync} from 'node:fs';
 import {resolve} from 'node:path';
 import {UsageError} from '../errors.js';
 import type {CheckedObject, CheckOptions, NeededEdge, Problem} from './api.js';
-import {findProblems, referencedNames, SymbolMemo} from './checker.js';
+import {findProblems, SymbolMemo} from './checker.js';
 import {explain} from './explainer.js';
 import {cachedElf, FileView} from './file-cache.js';
 import {loadLdCache} from './ldcache/load.js';
@@ -103,38 +103,52 @@ export async function checkPartial(options: CheckOptions, files: IndexedFile[]):
   const cwd = options.cwd ?? process.cwd();
   const ctx = makeContext(options, cwd);
   const exe = await readExe(options, cwd);
-  // 1. Every file read and loaded as a process, one after the other: the reader and the loader
-  // model are synchronous (reads come from the page cache; a promise per file and per search
-  // step cost more than overlapping the reads could save).
-  const loaded = files.map((file) => {
+  // Objects read with {symbols: 'undefined'} (all of them here) are looked up through their own
+  // hash tables: no index of referenced names is needed (null: objects without one index all).
+  const memo = new SymbolMemo(null);
+  const explainCtx = {ldLibraryPath: options.ldLibraryPath, storeVersionsDir: options.storeVersionsDir};
+  // An object in the processes of several files is reported once, as the first file in listing
+  // order found it (the merge keeps the first occurrence): later files skip describing it.
+  const described = new Set<string>();
+  const results: FileResult[] = [];
+  // Each file read, loaded as a process, checked and explained before the next one, so that its
+  // process (thousands of objects, edges and candidates over a directory) is garbage at once
+  // instead of living through the whole check. The reader and the loader model are synchronous:
+  // the reads come from the page cache, and a promise per file and search step cost more than
+  // overlapping them could save.
+  for (const file of [...files].sort((a, b) => a.index - b.index)) {
+    const base = {index: file.index, objects: [], problems: [], failedPreloads: []};
     const r = readListedSync(file);
-    if ('skip' in r) return {file, skip: r.skip};
+    if ('skip' in r) {
+      results.push({...base, skipped: {path: file.path, reason: r.skip}});
+      continue;
+    }
     const head = exe?.info ?? r.info;
     const platform = ctx.platformFor(head.elfClass, head.machine);
-    if (!platform) return {file, skip: `no loader model for ELF class ${head.elfClass}, machine ${head.machine}`};
+    if (!platform) {
+      results.push({...base, skipped: {path: file.path, reason: `no loader model for ELF class ${head.elfClass}, machine ${head.machine}`}});
+      continue;
+    }
     if (exe && (r.info.elfClass !== exe.info.elfClass || r.info.machine !== exe.info.machine)) {
-      return {file, skip: `built for another ELF class or machine than ${exe.path}`};
+      results.push({...base, skipped: {path: file.path, reason: `built for another ELF class or machine than ${exe.path}`}});
+      continue;
     }
     const p = new LoaderProcess(ctx, platform);
     p.run(r, exe);
-    return {file, process: p};
-  });
-  // 2. Checked, knowing every referenced name (definitions are indexed for those only), and explained.
-  const processes = loaded.flatMap((r) => (r.process ? [r.process] : []));
-  // Every referenced name is needed only to index objects read with all their symbols.
-  const memo = new SymbolMemo(() => referencedNames(processes));
-  const explainCtx = {ldLibraryPath: options.ldLibraryPath, storeVersionsDir: options.storeVersionsDir};
-  return Promise.all(loaded.map(async (r): Promise<FileResult> => {
-    const base = {index: r.file.index, objects: [], problems: [], failedPreloads: []};
-    if (!r.process) return {...base, skipped: {path: r.file.path, reason: r.skip!}};
-    const p = r.process;
     const found = findProblems(p, memo);
-    return {
-      index: r.file.index,
+    const objects: CheckedObject[] = [];
+    for (const o of p.scope) {
+      if (o.role === 'interp' || described.has(o.path)) continue;
+      described.add(o.path);
+      objects.push(toCheckedObject(o));
+    }
+    results.push({
+      index: file.index,
       checked: p.target.path,
-      objects: p.scope.filter((o) => o.role !== 'interp').map(toCheckedObject),
+      objects,
       problems: await Promise.all(found.map((f) => explain(p, f, explainCtx))),
       failedPreloads: p.failedPreloads.map((f) => `${f.name}: ${f.reason}`),
-    };
-  }));
+    });
+  }
+  return results;
 }
