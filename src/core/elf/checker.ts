@@ -66,7 +66,10 @@ export class SymbolMemo {
   }
 
   unboundWithin(obj: LoadedObject, closure: LoadedObject[]): SymbolRef[] {
-    const key = `${this.id(obj.info)}|${closure.map((o) => this.id(o.info)).sort((a, b) => a - b).join(',')}`;
+    // A typed array sorts numbers natively (no comparator calls): this runs for every object of every process.
+    const ids = new Int32Array(closure.length);
+    for (let k = 0; k < closure.length; k++) ids[k] = this.id(closure[k].info);
+    const key = `${this.id(obj.info)}|${ids.sort().join(',')}`;
     let unbound = this.memo.get(key);
     if (!unbound) {
       // The library a versioned reference names (vn_file) nearly always defines it: it is asked
