@@ -59,6 +59,8 @@ export class ElfFile {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    // Parsed results (a symbol lookup) may keep this object for its path: not its blocks.
+    this.blocks.clear();
     try {
       closeSync(this.fd);
     } catch {
