@@ -2,7 +2,7 @@ import {closeSync, openSync, readSync} from 'node:fs';
 import {join} from 'node:path';
 import type {DriverFact} from './driver.js';
 import {driverSupport, parseToolkit} from './driver-table.js';
-import {describeToolkit, describeToolkitDir, nvccToolkitRoot, type ToolkitDir} from './toolkit.js';
+import {describeToolkit, describeToolkitDir, nvccToolkitRoot, toolkitOfNvcc, type ToolkitDir} from './toolkit.js';
 import {sysPath, sysRealpath} from './sysroot.js';
 import {firstOnPath} from '../system/python-env.js';
 import type {DoctorContext, Finding} from './types.js';
@@ -73,7 +73,15 @@ export function cppExtensionToolkit(ctx: DoctorContext): (ToolkitDir & {how: str
     if (value) return {...describeToolkitDir(ctx, value), how: `${key}=${value}`};
   }
   const nvcc = firstOnPath(['nvcc'], ctx.env.PATH);
-  if (nvcc) return {...describeToolkitDir(ctx, nvccToolkitRoot(nvcc)), how: `parent of \`which nvcc\` (${nvcc})`};
+  if (nvcc) {
+    const root = describeToolkitDir(ctx, nvccToolkitRoot(nvcc));
+    const how = `parent of \`which nvcc\` (${nvcc})`;
+    // CUDA_HOME becomes /usr/local for a /usr/local/bin/nvcc wrapper or link, but cpp_extension checks and
+    // runs $CUDA_HOME/bin/nvcc, i.e. the toolkit that nvcc hands over to: its version is the one compared.
+    if (root.version || !root.real) return {...root, how};
+    const ran = toolkitOfNvcc(ctx, nvcc);
+    return ran.version ? {...root, version: ran.version, versionSource: ran.versionSource, how: `${how}, which runs ${ran.real ?? ran.dir}'s nvcc`} : {...root, how};
+  }
   const usr = describeToolkitDir(ctx, '/usr/local/cuda', true);
   if (usr.real) return {...usr, dir: sysPath(ctx, '/usr/local/cuda'), how: '/usr/local/cuda'};
   return undefined;

@@ -1,5 +1,5 @@
 import {afterEach, beforeEach, describe, expect, test} from '@jest/globals';
-import {symlinkSync} from 'node:fs';
+import {mkdirSync, symlinkSync} from 'node:fs';
 import {join} from 'node:path';
 import {readDriver} from '../../../src/core/doctor/driver.js';
 import {findTorch, parseTorchVersionPy, torchFindings} from '../../../src/core/doctor/pytorch.js';
@@ -56,6 +56,21 @@ describe('PyTorch against the toolkit extensions would build with', () => {
     const same = installVersion(m, '12.4.1');
     m.env = {...m.env, PATH: `${join(same, 'bin')}:${m.env.PATH}`};
     expect(run()).toEqual([]);
+  });
+
+  test('nvcc on PATH as a wrapper or link outside the toolkit (/usr/local/bin/nvcc): the toolkit it runs is compared', () => {
+    torchVersionPy(sp, '2.5.0+cu124', '12.4');
+    const tk = makeFakeToolkit(join(tmp.dir, 'opt/cuda-11.8'), {version: '11.8.0'});
+    // cpp_extension takes CUDA_HOME = the wrapper's grandparent, then runs $CUDA_HOME/bin/nvcc: CUDA 11.8.
+    write(join(m.bin, 'nvcc'), `#!/bin/sh\nexec ${join(tk, 'bin', 'nvcc')} "$@"\n`, 0o755);
+    const [f] = run();
+    expect(f).toMatchObject({id: 'pytorch.toolkit-major-mismatch', severity: 'error'});
+    expect(f!.evidence.join('\n')).toContain(`which runs ${tk}'s nvcc`);
+    const links = join(tmp.dir, 'links', 'bin');
+    mkdirSync(links, {recursive: true});
+    symlinkSync(join(tk, 'bin', 'nvcc'), join(links, 'nvcc'));
+    m.env = {...m.env, PATH: links};
+    expect(run()[0]).toMatchObject({id: 'pytorch.toolkit-major-mismatch', severity: 'error'});
   });
 
   test('a CPU-only build is said as such', () => {
