@@ -147,7 +147,11 @@ export async function explain(p: LoaderProcess, f: Finding, ctx: ExplainContext)
     // Outside the store the entry is someone's toolkit: a cudaenv toolkit new enough is the other way out.
     if (release && !storeLabel(entry, ctx.storeVersionsDir)) problem.fix += `, or \`cudaenv use ${release}\` (CUDA ${release} or newer provides it)`;
   } else if (entry) {
-    problem.fix = `${dropEntryFix(entry, ctx)}, or \`cudaenv use\` a toolkit${release ? ` of CUDA ${release} or newer` : ' whose ' + (f.library ?? 'library') + ' is new enough'}`;
+    // Nothing after this entry satisfies it (or nothing else is found at all): dropping the entry would not help.
+    const need = f.kind === 'version-not-found' ? `version ${f.version}` : f.symbol;
+    problem.fix = release
+      ? `\`cudaenv use ${release}\` (CUDA ${release} or newer provides it), or put a directory holding a newer ${f.library} before ${entry} on LD_LIBRARY_PATH`
+      : `put a directory holding a ${f.library} that defines ${need} before ${entry} on LD_LIBRARY_PATH (no other ${f.library} on the search path has it), or \`cudaenv use\` a toolkit whose ${f.library} is new enough`;
   } else if (release) {
     problem.fix = `use a ${f.library} from CUDA ${release} or newer (\`cudaenv use ${release}\`, or upgrade the package that ships ${provider.path})`;
   } else {

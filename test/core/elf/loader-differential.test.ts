@@ -162,6 +162,22 @@ d('the four failures of issue 3', () => {
     expect(p.shadowed).toContain('would satisfy it');
     if (HAVE_PYTHON) expect(ctypesLoad(lib, join(root, 'old'))).toContain("version `GLIBCXX_3.4.30' not found");
   });
+
+  test('the only candidate, on LD_LIBRARY_PATH, is too old: the fix does not say to drop that entry', async () => {
+    const root = join(tmp.dir, 'only-old');
+    const v2 = 'V1 { global: a; local: *; };\nV2 { global: b; } V1;\n';
+    const fresh = buildLib({out: join(root, 'new', 'libv.so'), soname: 'libv.so', source: 'int a(void){return 1;}\nint b(void){return 2;}\n', versionScript: v2});
+    const old = join(root, 'old');
+    buildLib({out: join(old, 'libv.so'), soname: 'libv.so', source: 'int a(void){return 1;}\n', versionScript: 'V1 { global: a; local: *; };\n'});
+    // No RUNPATH: without LD_LIBRARY_PATH the loader would not find libv.so at all.
+    const lib = buildLib({out: join(root, 'app', 'libuses.so'), link: [fresh], source: 'int a(void); int b(void); int u(void){return a() + b();}\n'});
+    const report = await agree(lib, {ldLibraryPath: old});
+    const p = report.problems.find((x) => x.kind === 'version-not-found')!;
+    expect(p).toMatchObject({library: 'libv.so', version: 'V2', shadowed: null});
+    expect(p.fix).not.toContain('unset LD_LIBRARY_PATH');
+    expect(p.fix).toContain(`before ${old} on LD_LIBRARY_PATH`);
+    expect((await checkLibraries({targets: [lib]})).problems.map((x) => x.kind)).toContain('not-found');
+  });
 });
 
 d('search order and precedence', () => {
