@@ -35,7 +35,9 @@ export default class Global extends CudaenvCommand {
     const resolves = r.system ? 'system' : (r.label ?? null);
     if (!this.jsonEnabled()) {
       this.log(`Global default: ${spec.text}${resolves && resolves !== spec.text ? ` (${resolves})` : ''}`);
-      if (!resolves) this.warn2(`CUDA ${spec.text} is not installed yet; run \`cudaenv install ${spec.text}\``);
+      if (!resolves) this.warn2(r.missingAlias !== undefined
+        ? `no alias or version named ${r.missingAlias} yet; create it with \`cudaenv alias ${r.missingAlias} 12.4\``
+        : `CUDA ${spec.text} is not installed yet; run \`cudaenv install ${r.target?.text ?? spec.text}\``);
     }
     return {global: spec.text, resolves};
   }

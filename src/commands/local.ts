@@ -1,10 +1,12 @@
 import {Args, Flags} from '@oclif/core';
+import {readFileSync, statSync} from 'node:fs';
 import {join, resolve} from 'node:path';
 import {CudaenvCommand} from '../cli/base.js';
+import {CudaenvError, isErrno, UsageError} from '../core/errors.js';
 import {atomicWriteFile} from '../core/store/atomic-write.js';
 import {resolveSpec} from '../core/versions/resolve.js';
 import {parseSpec} from '../core/versions/spec.js';
-import {VERSION_FILE, formatVersionFile} from '../core/versions/version-file.js';
+import {VERSION_FILE, VersionFileError, formatVersionFile, readVersionFile, replaceSpecInText} from '../core/versions/version-file.js';
 
 export default class Local extends CudaenvCommand {
   static override summary = 'Pin this directory tree to a CUDA version (writes ./.cuda-version).';
@@ -15,14 +17,51 @@ export default class Local extends CudaenvCommand {
   async run(): Promise<{path: string; spec: string; installed: boolean}> {
     const {args, flags} = await this.parse(Local);
     const spec = parseSpec(args.spec);
-    const path = join(resolve(flags.dir ?? process.cwd()), VERSION_FILE);
-    atomicWriteFile(path, formatVersionFile(spec.text));
+    const dir = resolve(flags.dir ?? process.cwd());
+    // A mistyped --dir must not create a new directory tree.
+    let isDir = false;
+    try {
+      isDir = statSync(dir).isDirectory();
+    } catch {
+      // reported below
+    }
+    if (!isDir) throw new UsageError(`--dir ${dir} is not an existing directory`, 'Give the project directory that should hold .cuda-version (create it first with mkdir -p).');
+    const path = join(dir, VERSION_FILE);
+    const text = newFileText(path, spec.text);
+    try {
+      atomicWriteFile(path, text);
+    } catch (error) {
+      throw new CudaenvError(`cannot write ${path}: ${isErrno(error) ? error.code : (error as Error).message}`, {
+        hint: `Check that you may write in ${dir}, or give another directory with --dir.`,
+        cause: error,
+      });
+    }
     const r = resolveSpec(this.paths, spec);
     const installed = r.system || r.label !== undefined;
     if (!this.jsonEnabled()) {
       this.log(`Wrote ${path}: ${spec.text}`);
-      if (!installed) this.warn2(`CUDA ${spec.text} is not installed yet; run \`cudaenv install ${spec.text}\``);
+      if (!installed) this.warn2(r.missingAlias !== undefined
+        ? `no alias or version named ${r.missingAlias} yet; create it with \`cudaenv alias ${r.missingAlias} 12.4\``
+        : `CUDA ${spec.text} is not installed yet; run \`cudaenv install ${r.target?.text ?? spec.text}\``);
     }
     return {path, spec: spec.text, installed};
   }
+}
+
+/** The new content: an existing valid file keeps everything but its spec line; an invalid one is not overwritten. */
+function newFileText(path: string, specText: string): string {
+  try {
+    statSync(path);
+  } catch (error) {
+    if (isErrno(error, 'ENOENT')) return formatVersionFile(specText);
+  }
+  try {
+    readVersionFile(path);
+  } catch (error) {
+    if (error instanceof VersionFileError) {
+      throw new CudaenvError(`${error.message}; not overwriting it`, {hint: `Fix it by hand, or remove it (rm ${path}) and run cudaenv local again.`, code: 'version-file'});
+    }
+    throw error;
+  }
+  return replaceSpecInText(readFileSync(path, 'utf8'), specText);
 }

@@ -1,7 +1,8 @@
 import {afterEach, beforeEach, describe, expect, test} from '@jest/globals';
-import {mkdirSync, readFileSync, writeFileSync} from 'node:fs';
+import {spawnSync} from 'node:child_process';
+import {chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
-import {cliEnv, runCli} from '../helpers/cli.js';
+import {CLI, cliEnv, runCli} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
 import {makeFakeToolkit} from '../helpers/toolkit.js';
 
@@ -79,6 +80,58 @@ describe('global, local, current, which', () => {
     expect(runCli(['unalias', 'stable'], {env}).status).toBe(0);
     expect(runCli(['unalias', 'stable'], {env}).status).toBe(1);
   });
+
+  test('local keeps the comments and key=value lines of an existing file, and overwrites nothing it cannot read', () => {
+    const file = join(proj, '.cuda-version');
+    writeFileSync(file, '# pinned for the wheels\n12.3\ncudnn=9\n');
+    expect(runCli(['local', '12.4'], {env, cwd: proj}).status).toBe(0);
+    expect(readFileSync(file, 'utf8')).toBe('# pinned for the wheels\n12.4\ncudnn=9\n');
+    writeFileSync(file, '12.3\nsomething the user wrote\n');
+    const invalid = runCli(['local', '12.4'], {env, cwd: proj});
+    expect(invalid.status).toBe(1);
+    expect(invalid.stderr).toContain(`${file}: line 2 "something the user wrote" is neither a comment nor key=value; not overwriting it`);
+    expect(readFileSync(file, 'utf8')).toBe('12.3\nsomething the user wrote\n');
+    const missingDir = join(dir, 'no', 'such', 'dir');
+    const typo = runCli(['local', '12.4', '--dir', missingDir], {env, cwd: proj});
+    expect(typo.status).toBe(2);
+    expect(typo.stderr).toContain(`--dir ${missingDir} is not an existing directory`);
+    expect(existsSync(join(dir, 'no'))).toBe(false);
+  });
+
+  test('an alias that exists but names a version not installed is not called missing', () => {
+    expect(runCli(['alias', 'future', '12.7'], {env}).status).toBe(0);
+    const r = runCli(['exec', '--cuda', 'future', '--', 'true'], {env, cwd: proj});
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('CUDA future (future -> 12.7) is not installed (--cuda)');
+    expect(r.stderr).toContain('cudaenv install 12.7');
+    expect(runCli(['local', 'future'], {env, cwd: proj}).stderr).toBe('cudaenv: warning: CUDA future is not installed yet; run `cudaenv install 12.7`\n');
+    expect(runCli(['global', 'nosuch'], {env}).stderr).toBe('cudaenv: warning: no alias or version named nosuch yet; create it with `cudaenv alias nosuch 12.4`\n');
+    expect(runCli(['exec', '--cuda', 'nosuch', '--', 'true'], {env}).stderr).toContain('no alias or version named nosuch (--cuda)');
+  });
+
+  const asNobody = process.getuid?.() === 0 && spawnSync('setpriv', ['--version']).status === 0;
+  (asNobody ? test : test.skip)('a store the user may not write: one message naming the directory and what to do, no stack trace', () => {
+    // Root ignores file modes, so the commands run as nobody (setpriv) over a store owned by root.
+    chmodSync(dir, 0o755);
+    chmodSync(store, 0o755);
+    const run = (args: string[], cwd = proj) => {
+      const r = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, CLI, ...args], {env, cwd, encoding: 'utf8'});
+      return {status: r.status, stderr: r.stderr};
+    };
+    for (const args of [['alias', 'stable', '12'], ['global', '12'], ['rehash']]) {
+      const r = run(args);
+      expect(r.status).toBe(1);
+      expect(r.stderr).toMatch(/^cudaenv: EACCES: permission denied, open '.*'\nYou may not write or read .*: run cudaenv as the owner of the store, fix its permissions, or point CUDAENV_DIR at a store you own\.\n$/);
+      expect(r.stderr).not.toMatch(/\.tmp: run|    at /);
+    }
+    const local = run(['local', '12']);
+    expect(local.status).toBe(1);
+    expect(local.stderr).toBe(`cudaenv: cannot write ${join(proj, '.cuda-version')}: EACCES\nCheck that you may write in ${proj}, or give another directory with --dir.\n`);
+    expect(run(['current']).status).toBe(0);
+  });
+  if (!(process.getuid?.() === 0 && spawnSync('setpriv', ['--version']).status === 0)) {
+    console.warn('skipping the read-only store test: it needs root and setpriv (util-linux) to run the CLI as another user');
+  }
 
   test('bad usage exits 2', () => {
     expect(runCli(['global', 'not a spec'], {env}).status).toBe(2);

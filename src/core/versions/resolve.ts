@@ -10,6 +10,10 @@ export interface Resolved {
   /** Aliases followed on the way, in order. */
   aliases: string[];
   system: boolean;
+  /** The alias name that does not exist, when following aliases stopped at one. */
+  missingAlias?: string;
+  /** The spec the aliases lead to (the spec itself when it is no alias). */
+  target?: Spec;
 }
 
 const MAX_ALIAS_DEPTH = 8;
@@ -27,12 +31,12 @@ export function resolveSpec(paths: StorePaths, spec: Spec, labels: string[] = in
     aliases.push(current.name);
     const target = readAlias(paths, current.name);
     if (target === undefined) {
-      return {spec, aliases, system: false};
+      return {spec, aliases, system: false, missingAlias: current.name};
     }
     current = parseSpec(target, `alias ${current.name} holds`);
   }
-  if (current.kind === 'system') return {spec, aliases, system: true};
-  return {spec, label: highestMatch(current, labels), aliases, system: false};
+  if (current.kind === 'system') return {spec, aliases, system: true, target: current};
+  return {spec, label: highestMatch(current, labels), aliases, system: false, target: current};
 }
 
 /** The spec with aliases followed, for messages ("stable -> 12.4"). */
@@ -43,14 +47,15 @@ export function describeResolution(r: Resolved): string {
 /** What to tell a user whose spec matches nothing installed. */
 export function notInstalledError(r: Resolved, origin?: string): CudaenvError {
   const from = origin ? ` (${origin})` : '';
-  if (r.spec.kind === 'alias' && r.label === undefined && r.aliases.length === 1 && !r.system) {
-    return new CudaenvError(`no alias or version named ${r.spec.text}${from}`, {
-      hint: `List versions with \`cudaenv ls\`, or create the alias: cudaenv alias ${r.spec.text} 12.4`,
+  if (r.missingAlias !== undefined) {
+    return new CudaenvError(`no alias or version named ${r.missingAlias}${from}`, {
+      hint: `List versions with \`cudaenv ls\`, or create the alias: cudaenv alias ${r.missingAlias} 12.4`,
       code: 'not-installed',
     });
   }
-  return new CudaenvError(`CUDA ${r.spec.text} is not installed${from}`, {
-    hint: `Install it with \`cudaenv install ${r.spec.kind === 'alias' ? 'VERSION' : r.spec.text}\`, or register an existing toolkit with \`cudaenv add PATH\`.`,
+  const wanted = r.target && r.target.text !== r.spec.text ? `${r.spec.text} (${[...r.aliases, r.target.text].join(' -> ')})` : r.spec.text;
+  return new CudaenvError(`CUDA ${wanted} is not installed${from}`, {
+    hint: `Install it with \`cudaenv install ${r.target?.text ?? (r.spec.kind === 'alias' ? 'VERSION' : r.spec.text)}\`, or register an existing toolkit with \`cudaenv add PATH\`.`,
     code: 'not-installed',
   });
 }

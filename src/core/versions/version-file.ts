@@ -127,3 +127,18 @@ export function findVersionFile(dir: string): string | undefined {
 export function formatVersionFile(specText: string): string {
   return `${specText}\n`;
 }
+
+/**
+ * `cudaenv local` over an existing, valid file: only the spec line changes, so comments and
+ * `key=value` lines (cudnn=9) the project keeps there are not lost.
+ */
+export function replaceSpecInText(text: string, specText: string): string {
+  const lines = text.split('\n');
+  const i = lines.findIndex((raw) => {
+    const line = raw.trim();
+    return line !== '' && !line.startsWith('#');
+  });
+  if (i < 0) return formatVersionFile(specText);
+  lines[i] = `${specText}${lines[i]!.endsWith('\r') ? '\r' : ''}`;
+  return lines.join('\n');
+}
