@@ -1,4 +1,5 @@
-import {basename} from 'node:path';
+import {existsSync} from 'node:fs';
+import {basename, dirname, join} from 'node:path';
 import type {Problem} from './api.js';
 import type {Finding} from './checker.js';
 import {cachedElf} from './file-cache.js';
@@ -101,7 +102,7 @@ export async function explain(p: LoaderProcess, f: Finding, ctx: ExplainContext)
     chosen: null, shadowed: null, explanation: '', fix: null, summary: '',
   };
   const who = describeObject(f.object.path);
-  if (f.kind === 'not-found') return explainNotFound(problem, f, who);
+  if (f.kind === 'not-found') return explainNotFound(problem, f, who, ctx);
   if (f.kind === 'unversioned-undefined-symbol') {
     problem.summary = `${who} needs symbol ${f.symbol}, which no loaded object defines`;
     problem.explanation = `${f.object.path} references ${f.symbol} without a version and nothing in the global scope ` +
@@ -160,7 +161,7 @@ export async function explain(p: LoaderProcess, f: Finding, ctx: ExplainContext)
   return problem;
 }
 
-function explainNotFound(problem: Problem, f: Finding, who: string): Problem {
+function explainNotFound(problem: Problem, f: Finding, who: string, ctx: ExplainContext): Problem {
   const edge = f.edge!;
   const name = f.library!;
   problem.summary = `${who} needs ${name}, which the loader cannot find`;
@@ -181,6 +182,14 @@ function explainNotFound(problem: Problem, f: Finding, who: string): Problem {
     problem.fix = `${name} belongs to CUDA ${cuda.major}: \`cudaenv install ${cuda.major}\` then \`cudaenv use ${cuda.major}\`, or \`pip install ${pipName}-cu${cuda.major}\` in a Python environment`;
   } else {
     problem.fix = `install the package that provides ${name}, or add the directory that holds it to LD_LIBRARY_PATH`;
+  }
+  // A library next to the one that needs it is the usual case of a directory of private libraries:
+  // the loader never looks in an object's own directory unless its RUNPATH/RPATH says $ORIGIN.
+  const ownDir = dirname(f.object.path);
+  if (!name.includes('/') && !edge.error && existsSync(join(ownDir, name))) {
+    problem.explanation += ` ${join(ownDir, name)} is next to it, but the loader does not search an object's own directory unless its DT_RUNPATH or DT_RPATH says $ORIGIN.`;
+    const current = splitPathList(ctx.ldLibraryPath);
+    problem.fix = `add ${ownDir} to LD_LIBRARY_PATH (\`export LD_LIBRARY_PATH=${quoteSh([ownDir, ...current].join(':'))}\`), or relink ${basename(f.object.path)} with -Wl,-rpath,'$ORIGIN'`;
   }
   return problem;
 }

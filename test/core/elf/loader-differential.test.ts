@@ -163,6 +163,19 @@ d('the four failures of issue 3', () => {
     if (HAVE_PYTHON) expect(ctypesLoad(lib, join(root, 'old'))).toContain("version `GLIBCXX_3.4.30' not found");
   });
 
+  test('a dependency next to the library but off its search path: not found, and the fix names that directory', async () => {
+    const dir = join(tmp.dir, 'private libs');
+    const bar = buildLib({out: join(dir, 'libbar.so.1'), soname: 'libbar.so.1', source: 'int bar(void){return 1;}\n'});
+    const foo = buildLib({out: join(dir, 'libfoo.so.1'), link: [bar], source: 'int bar(void); int foo(void){return bar();}\n'});
+    const report = await agree(foo, {ldLibraryPath: '/nonexistent'});
+    const p = report.problems.find((x) => x.kind === 'not-found')!;
+    expect(p).toMatchObject({library: 'libbar.so.1', chosen: null});
+    expect(p.explanation).toContain(`${bar} is next to it`);
+    expect(p.fix).toContain(`export LD_LIBRARY_PATH='${dir}:/nonexistent'`);
+    expect(p.fix).toContain("-Wl,-rpath,'$ORIGIN'");
+    expect((await agree(foo, {ldLibraryPath: dir})).ok).toBe(true);
+  });
+
   test('the only candidate, on LD_LIBRARY_PATH, is too old: the fix does not say to drop that entry', async () => {
     const root = join(tmp.dir, 'only-old');
     const v2 = 'V1 { global: a; local: *; };\nV2 { global: b; } V1;\n';
