@@ -16,6 +16,16 @@ export abstract class CudaenvCommand extends Command {
     return this.cachedPaths;
   }
 
+  /**
+   * oclif reads a missing argument from a piped stdin: `cudaenv global` (show) inside a script
+   * would set the global default from the script's input, and eat that input. Arguments come
+   * from the command line only.
+   */
+  override async init(): Promise<void> {
+    for (const arg of Object.values((this.constructor as typeof Command).args ?? {})) (arg as {ignoreStdin?: boolean}).ignoreStdin = true;
+    await super.init();
+  }
+
   /** A warning on stderr (kept out of --json output on stdout). */
   protected warn2(message: string): void {
     process.stderr.write(`cudaenv: warning: ${message}\n`);

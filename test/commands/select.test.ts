@@ -133,6 +133,15 @@ describe('global, local, current, which', () => {
     console.warn('skipping the read-only store test: it needs root and setpriv (util-linux) to run the CLI as another user');
   }
 
+  test('a missing argument is not read from a piped stdin (a script\'s `cudaenv global` shows, never sets)', () => {
+    const show = runCli(['global'], {env, input: '12.4\n'});
+    expect(show.stdout).toBe('system (no global default set)\n');
+    expect(existsSync(join(store, 'global'))).toBe(false);
+    const local = runCli(['local'], {env, cwd: proj, input: '12.4\n'});
+    expect(local.status).toBe(2);
+    expect(existsSync(join(proj, '.cuda-version'))).toBe(false);
+  });
+
   test('bad usage exits 2', () => {
     expect(runCli(['global', 'not a spec'], {env}).status).toBe(2);
     expect(runCli(['ls', '--bogus'], {env}).status).toBe(2);
