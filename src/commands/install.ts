@@ -6,6 +6,7 @@ import {installRelease, type InstallResult} from '../core/remote/install.js';
 import {machinePlatform, parsePlatform} from '../core/remote/platform.js';
 import {parseComponentList, parseProfile, PROFILES} from '../core/remote/profiles.js';
 import {makeReporter} from '../core/remote/progress.js';
+import {refuseForeignStore} from '../core/remote/store-owner.js';
 
 export default class Install extends CudaenvCommand {
   static override summary = 'Install a CUDA toolkit from NVIDIA\'s redistributable archives.';
@@ -29,6 +30,7 @@ export default class Install extends CudaenvCommand {
 
   async run(): Promise<InstallResult> {
     const {args, flags} = await this.parse(Install);
+    refuseForeignStore(this.paths, ['install', ...this.argv]);
     const platform = flags.arch ? parsePlatform(flags.arch) : machinePlatform();
     const components = flags.components === undefined ? undefined : parseComponentList(flags.components);
     const profile = flags.profile === undefined ? undefined : parseProfile(flags.profile);

@@ -1,5 +1,6 @@
 import {Args} from '@oclif/core';
 import {CudaenvCommand} from '../cli/base.js';
+import {refuseForeignStore} from '../core/remote/store-owner.js';
 import {uninstallVersion, type UninstallResult} from '../core/remote/uninstall.js';
 
 export default class Uninstall extends CudaenvCommand {
@@ -9,6 +10,7 @@ export default class Uninstall extends CudaenvCommand {
 
   async run(): Promise<UninstallResult> {
     const {args} = await this.parse(Uninstall);
+    refuseForeignStore(this.paths, ['uninstall', ...this.argv]);
     const result = await uninstallVersion(this.paths, args.version);
     for (const w of result.warnings) this.warn2(w);
     if (!this.jsonEnabled()) {

@@ -1,0 +1,52 @@
+import {readFileSync, statSync} from 'node:fs';
+import {dirname} from 'node:path';
+import {CudaenvError} from '../errors.js';
+import {quoteSh} from '../shell/quote.js';
+import type {StorePaths} from '../store/paths.js';
+
+/** The owner of the store, or of the nearest existing directory above it (where root would create it). */
+function ownerUid(root: string): number | undefined {
+  for (let dir = root; ; dir = dirname(dir)) {
+    try {
+      return statSync(dir).uid;
+    } catch {
+      if (dirname(dir) === dir) return undefined;
+    }
+  }
+}
+
+function userName(uid: number): string | undefined {
+  try {
+    for (const line of readFileSync('/etc/passwd', 'utf8').split('\n')) {
+      const f = line.split(':');
+      if (f[2] === String(uid) && f[0]) return f[0];
+    }
+  } catch {
+    // no passwd file: the uid is named instead
+  }
+  return undefined;
+}
+
+/**
+ * `sudo cudaenv install` writes into SUDO_USER's store (src/core/store/paths.ts), but every
+ * directory and file it creates there (versions/, cache/, locks/, the resolve index) would be
+ * root's: the user could then no longer install, uninstall or even take a lock. Installing
+ * needs no root, so a root process refuses to change a store that belongs to someone else,
+ * before it writes anything, and says how to run it instead.
+ */
+export function refuseForeignStore(paths: StorePaths, argv: string[], env: NodeJS.ProcessEnv = process.env): void {
+  if (process.getuid?.() !== 0) return;
+  const uid = ownerUid(paths.root);
+  if (uid === undefined || uid === 0) return;
+  const name = userName(uid);
+  const who = name ?? `uid ${uid}`;
+  // sudo resets the environment: a CUDAENV_DIR in effect was given on its command line.
+  const command = `${env.CUDAENV_DIR ? `CUDAENV_DIR=${quoteSh(env.CUDAENV_DIR)} ` : ''}${['cudaenv', ...argv].map(quoteSh).join(' ')}`;
+  const viaSudo = env.SUDO_USER !== undefined && env.SUDO_USER === name;
+  throw new CudaenvError(`refusing to run \`cudaenv ${argv[0]}\` as root in the store ${paths.root}, which belongs to ${who}: the files root creates there could no longer be changed by ${who}`, {
+    hint: viaSudo
+      ? `Run it without sudo (it needs no root): ${command}`
+      : `Run it as the store's owner: ${name ? `sudo -u ${quoteSh(name)}` : `setpriv --reuid=${uid}`} ${command}`,
+    code: 'foreign-store',
+  });
+}
