@@ -60,7 +60,8 @@ export function parseManifest(text: string, source: string): Manifest {
   const components = new Map<string, Component>();
   for (const [key, value] of Object.entries(data)) {
     if (key.startsWith('release_') || !isObject(value)) continue;
-    if (!/^[A-Za-z0-9_.+-]{1,100}$/.test(key)) throw broken(source, `component name ${JSON.stringify(key)}`);
+    // The name becomes a directory (tmp/stage-*/parts/<name>, licenses/<name>): "." or ".." would be another one.
+    if (!/^[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}$/.test(key)) throw broken(source, `component name ${JSON.stringify(key)}`);
     const platforms = new Map<string, Artifact | Map<string, Artifact>>();
     for (const [platform, entry] of Object.entries(value)) {
       if (!isObject(entry) || platform.includes('variant')) continue;

@@ -66,6 +66,10 @@ describe('manifest', () => {
     expect(() => parseManifest(JSON.stringify({release_label: '12.4.1', c: {'linux-x86_64': {relative_path: 'a/b', sha256: 'zz', size: '1'}}}), 'm')).toThrow(/sha256/);
     expect(() => parseManifest(JSON.stringify({release_label: '12.4.1', c: {'linux-x86_64': {relative_path: 'a/b', sha256: sha, size: '-1'}}}), 'm')).toThrow(/size/);
     expect(() => parseManifest(JSON.stringify({release_label: 'evil; rm'}), 'm')).toThrow(/release_label/);
+    // Component names become directories of the staging tree: "." and ".." would name others.
+    for (const name of ['..', '.', '.hidden', 'a/b']) {
+      expect(() => parseManifest(JSON.stringify({release_label: '12.4.1', [name]: {version: '1', 'linux-x86_64': art('a/b.tar.xz')}}), 'm')).toThrow(`component name ${JSON.stringify(name)}`);
+    }
   });
 });
 
