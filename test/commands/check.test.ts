@@ -1,5 +1,5 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
-import {writeFileSync} from 'node:fs';
+import {mkdirSync, readFileSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {cliEnv, runCli} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
@@ -114,6 +114,19 @@ d('cudaenv check', () => {
     const missing = runCli(['check', '--cuda', '11.8'], {env});
     expect(missing.status).not.toBe(0);
     expect(missing.stderr).toContain('11.8');
+  });
+
+  test('a truncated library: a line of its own in a directory, a clear usage error when named', () => {
+    const dir = join(tmp.dir, 'damaged');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'libcut.so.1'), readFileSync(cusparse).subarray(0, 2000));
+    const inDir = runCli(['check', dir], {env});
+    expect(inDir.status).toBe(0);
+    expect(inDir.stdout).toMatch(new RegExp(`^note: skipped ${join(dir, 'libcut.so.1')}: a damaged ELF file: .*past the end of the file`, 'm'));
+    const named = runCli(['check', join(dir, 'libcut.so.1')], {env});
+    expect(named.status).toBe(2);
+    expect(named.stderr).toContain(`${join(dir, 'libcut.so.1')} is a damaged ELF file: `);
+    expect(named.stderr).toContain('truncated or corrupt');
   });
 
   test('bad usage exits 2 with a clear message', () => {

@@ -49,6 +49,9 @@ function describeNonElf(path: string): string {
   return 'not an ELF file';
 }
 
+/** The start of the skip reason of a file that starts like ELF but cannot be read as one. */
+export const DAMAGED = 'a damaged ELF file: ';
+
 /** Classifies one file: a checkable ELF shared object, or the reason to skip it. */
 function classify(path: string, st: Stats, explicit = false): TargetFile | {skip: string} {
   try {
@@ -62,7 +65,8 @@ function classify(path: string, st: Stats, explicit = false): TargetFile | {skip
   } catch (error) {
     if (error instanceof ElfError) {
       if (error.reason === 'not-elf') return {skip: describeNonElf(path)};
-      return {skip: error.message.startsWith(path) ? error.message.slice(path.length + 2) : error.message};
+      // Starts like ELF but does not parse: say so, or "X is <reason>" reads as nonsense and a directory hides it in a count.
+      return {skip: `${DAMAGED}${error.message.startsWith(path) ? error.message.slice(path.length + 2) : error.message}`};
     }
     throw error;
   }
@@ -149,7 +153,9 @@ export function readListedSync(file: ListedFile): TargetFile | {skip: string} {
   }
   const r = classify(file.path, st, file.explicit);
   if (file.explicit && 'skip' in r) {
-    throw new UsageError(`${file.path} is ${r.skip}`, 'Give an ELF shared object (a .so file), a program, or a directory of them.');
+    throw new UsageError(`${file.path} is ${r.skip}`, r.skip.startsWith(DAMAGED)
+      ? 'The file is truncated or corrupt: reinstall the package it came from.'
+      : 'Give an ELF shared object (a .so file), a program, or a directory of them.');
   }
   return r;
 }
