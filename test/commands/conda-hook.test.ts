@@ -234,6 +234,11 @@ if (!HAVE_GCC) console.warn('skipping the conda hook library check tests: gcc is
     expect(j.forced).toBe(true);
     expect(j.check.problems[0]).toMatchObject({object: cusparse, symbol: '__nvJitLinkComplete_12_4'});
     expect(readFileSync(hookFile(envT, 'activate.d', 'sh'), 'utf8')).toContain('"version":"12.3.2"');
+    r = runCli(['conda', 'hook', 'install', '12.3', '-p', envT, '--force'], {env: env()});
+    expect(r.status).toBe(0);
+    expect(r.stderr).toContain('__nvJitLinkComplete_12_4');
+    expect(r.stdout).not.toContain('still resolve');
+    expect(r.stdout).toMatch(/LD_LIBRARY_PATH: 12\.3\.2's libraries first; \d+ library problem\(s\) of the environment overridden with --force/);
     r = runCli(['conda', 'hook', 'install', '12.3', '-p', envT], {env: env()});
     expect(r.status).toBe(1);
     r = runCli(['conda', 'hook', 'install', '12.3', '-p', envT, '--ld-library-path', 'none'], {env: env()});

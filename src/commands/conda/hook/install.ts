@@ -36,7 +36,7 @@ export default class CondaHookInstall extends CudaenvCommand {
       this.log(`${result.replaced ? 'replaced the' : 'installed a'} conda hook in ${where}: CUDA ${result.version} (${result.chosenBy})` +
         (result.replaced && result.replaced.version !== result.version ? `, was ${result.replaced.version}` : ''));
       this.log(`LD_LIBRARY_PATH: ${result.ldLibraryPath === 'prepend' ? `${result.version}'s libraries first` : 'left alone'}` +
-        (result.check ? `; ${result.check.targets.length === 0 ? 'the environment has no libraries to check' : 'the environment\'s CUDA libraries still resolve'}` : ''));
+        (result.check ? `; ${result.forced ? `${result.check.problems.length} library problem(s) of the environment overridden with --force (listed above)` : result.check.targets.length === 0 ? 'the environment has no libraries to check' : 'the environment\'s CUDA libraries still resolve'}` : ''));
       this.log('Takes effect at the next activation (conda activate ENV).');
     }
     return result;
