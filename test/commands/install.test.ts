@@ -267,6 +267,32 @@ describe('cudaenv ls-remote / install / uninstall', () => {
     expect(readdirSync(join(store, 'tmp'))).toEqual([]);
   });
 
+  test('SIGINT while waiting for another install\'s lock stops at once (exit 130), leaving that lock alone', async () => {
+    const store = newStore();
+    mkdirSync(join(store, 'locks'), {recursive: true});
+    // A live holder: this test process itself.
+    const stat = readFileSync(`/proc/${process.pid}/stat`, 'utf8');
+    const startTime = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+    const lock = join(store, 'locks', 'version-12.4.1.lock');
+    const holder = JSON.stringify({pid: process.pid, hostname: hostname(), startTime, acquiredAt: 'x', purpose: 'install of CUDA 12.4.1'});
+    writeFileSync(lock, holder);
+    const {child, done} = startCli(['install', '12.4.1', '--profile', 'minimal'], env(store));
+    const end = Date.now() + 30000;
+    let stderr = '';
+    child.stderr!.on('data', (d) => (stderr += d));
+    while (!/Waiting for process/.test(stderr) && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+    expect(stderr).toMatch(new RegExp(`Waiting for process ${process.pid}`));
+    child.kill('SIGINT');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+    const r = await done;
+    clearTimeout(timer);
+    expect(r.signal).toBeNull();
+    expect(r.code).toBe(130);
+    expect(r.stderr).toMatch(/interrupted by SIGINT; nothing was installed/);
+    expect(readFileSync(lock, 'utf8')).toBe(holder);
+    expect(checkStore(store)).toEqual([]);
+  });
+
   test('a corrupted cache file is detected and fetched again; a dead process\'s lock is taken over', async () => {
     const store = newStore();
     expect((await runCli(['install', '12.4.1', '--profile', 'minimal'], {env: env(store)})).status).toBe(0);

@@ -66,7 +66,7 @@ export async function fetchAndExtract(job: ArchiveJob): Promise<ArchiveResult> {
   const {artifact} = job;
   mkdirSync(job.cacheDir, {recursive: true});
   const cacheFile = join(job.cacheDir, cacheFileName(artifact));
-  const lock = await acquireLock(job.locksDir, `archive-${artifact.sha256.slice(0, 32)}`, {purpose: `download of ${basename(artifact.relativePath)}`});
+  const lock = await acquireLock(job.locksDir, `archive-${artifact.sha256.slice(0, 32)}`, {purpose: `download of ${basename(artifact.relativePath)}`, signal: job.signal});
   try {
     for (let round = 0; ; round++) {
       const fromCache = sizeOf(cacheFile) !== undefined;

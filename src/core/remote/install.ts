@@ -114,6 +114,7 @@ export async function installRelease(req: InstallRequest): Promise<InstallResult
   const lock = await acquireLock(paths.locks, versionLockName(label), {
     purpose: `install of CUDA ${label}`,
     onWait: (owner) => req.onEvent?.({type: 'waiting', owner}),
+    signal,
   });
   let stage: string | undefined;
   try {

@@ -31,6 +31,8 @@ export interface LockOptions {
   pollMs?: number;
   /** Called once when the lock is busy and we start waiting. */
   onWait?: (owner: LockOwner | undefined) => void;
+  /** Stops the wait (Ctrl-C): rejects with the signal's reason. */
+  signal?: AbortSignal;
 }
 
 export interface Lock {
@@ -161,6 +163,7 @@ export async function acquireLock(locksDir: string, name: string, options: LockO
   const started = Date.now();
   let announced = false;
   for (;;) {
+    if (options.signal?.aborted) throw options.signal.reason;
     if (tryCreate(path, owner)) return heldLock(path, owner, staleMs);
     const current = readLockOwner(path);
     if (isStale(path, current, staleMs)) {
@@ -181,7 +184,15 @@ export async function acquireLock(locksDir: string, name: string, options: LockO
       announced = true;
       options.onWait?.(current);
     }
-    await new Promise((r) => setTimeout(r, pollMs));
+    await new Promise<void>((r) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        options.signal?.removeEventListener('abort', done);
+        r();
+      };
+      const timer = setTimeout(done, pollMs);
+      options.signal?.addEventListener('abort', done, {once: true});
+    });
   }
 }
 
