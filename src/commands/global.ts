@@ -4,6 +4,7 @@ import {afterVersionsChanged} from '../core/store/on-change.js';
 import {UsageError} from '../core/errors.js';
 import {ensureStoreDirs, readGlobal, writeGlobal} from '../core/store/registry.js';
 import {resolveSpec} from '../core/versions/resolve.js';
+import {parseGlobalSpec} from '../core/versions/select.js';
 import {parseSpec} from '../core/versions/spec.js';
 
 export default class Global extends CudaenvCommand {
@@ -22,7 +23,7 @@ export default class Global extends CudaenvCommand {
     }
     if (!args.spec) {
       const spec = readGlobal(this.paths) ?? null;
-      const r = spec ? resolveSpec(this.paths, parseSpec(spec)) : undefined;
+      const r = spec ? resolveSpec(this.paths, parseGlobalSpec(this.paths, spec)) : undefined;
       const resolves = r ? (r.system ? 'system' : (r.label ?? null)) : 'system';
       if (!this.jsonEnabled()) this.log(spec ? `${spec}${resolves && resolves !== spec ? ` (${resolves})` : ''}` : 'system (no global default set)');
       return {global: spec, resolves};

@@ -142,6 +142,17 @@ describe('global, local, current, which', () => {
     expect(existsSync(join(proj, '.cuda-version'))).toBe(false);
   });
 
+  test('a damaged global file: exit 1 naming the file, with the commands that repair it', () => {
+    writeFileSync(join(store, 'global'), 'bad spec\n');
+    const expected = `cudaenv: the global default in ${join(store, 'global')} holds "bad spec", which is not a CUDA version spec\nSet it again with \`cudaenv global 12.4\`, or remove it with \`cudaenv global --unset\`.\n`;
+    for (const args of [['current'], ['global'], ['which', 'nvcc']]) {
+      const r = runCli(args, {env, cwd: proj});
+      expect({args, status: r.status, stderr: r.stderr}).toEqual({args, status: 1, stderr: expected});
+    }
+    expect(runCli(['global', '12.4'], {env}).status).toBe(0);
+    expect(runCli(['current'], {env, cwd: proj}).stdout).toBe(`12.4.1 (set by the global default ${join(store, 'global')})\n`);
+  });
+
   test('bad usage exits 2', () => {
     expect(runCli(['global', 'not a spec'], {env}).status).toBe(2);
     expect(runCli(['ls', '--bogus'], {env}).status).toBe(2);

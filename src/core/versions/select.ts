@@ -3,7 +3,7 @@ import {CudaenvError} from '../errors.js';
 import type {StorePaths} from '../store/paths.js';
 import {readGlobal} from '../store/registry.js';
 import {resolveSpec, type Resolved} from './resolve.js';
-import {parseSpec} from './spec.js';
+import {parseSpec, tryParseSpec, type Spec} from './spec.js';
 import {findVersionFile, readVersionFile} from './version-file.js';
 
 export type Origin =
@@ -45,7 +45,7 @@ export function selectVersion(paths: StorePaths, options: SelectOptions = {}): S
   }
   const global = readGlobal(paths);
   if (global !== undefined) {
-    const spec = parseSpec(global, `the global default in ${paths.globalFile} holds`);
+    const spec = parseGlobalSpec(paths, global);
     return finish(paths, resolveSpec(paths, spec), {kind: 'global', path: paths.globalFile});
   }
   return finish(paths, resolveSpec(paths, parseSpec('system')), {kind: 'default'});
@@ -76,4 +76,14 @@ export function requireSelection(paths: StorePaths, options: SelectOptions = {})
     });
   }
   return sel;
+}
+
+/** The global default's spec; a damaged file is named, with the two commands that repair it. */
+export function parseGlobalSpec(paths: StorePaths, text: string): Spec {
+  const spec = tryParseSpec(text);
+  if (spec) return spec;
+  throw new CudaenvError(`the global default in ${paths.globalFile} holds ${JSON.stringify(text.length > 40 ? `${text.slice(0, 40)}…` : text)}, which is not a CUDA version spec`, {
+    hint: 'Set it again with `cudaenv global 12.4`, or remove it with `cudaenv global --unset`.',
+    code: 'bad-global',
+  });
 }
