@@ -1,8 +1,8 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
-import {chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs';
+import {chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {spawnSync} from 'node:child_process';
-import {cliEnv, runCli} from '../helpers/cli.js';
+import {CLI, cliEnv, runCli} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
 import {makeFakeToolkit} from '../helpers/toolkit.js';
 import {buildLib, HAVE_GCC, HAVE_LDD, lddVerdict} from '../core/elf/fixtures.js';
@@ -112,6 +112,25 @@ printf '%s\\n' "\${CUDA_HOME-unset}" "\${LD_LIBRARY_PATH-unset}"
     r = runCli(['conda', 'hook', 'install', '-p', envB], {env: env(), cwd: tmp.dir});
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('no CUDA version is selected here');
+  });
+});
+
+describe('cudaenv conda hook install on a read-only environment', () => {
+  test('the error names the read-only directory (not ENOENT) and nothing is written', () => {
+    const envRo = makeCondaPrefix(join(tmp.dir, 'miniforge', 'envs', 'readonly'), 'R');
+    // A fresh environment has no etc/conda yet: Node's recursive mkdir then reports EROFS as ENOENT.
+    rmSync(join(envRo, 'etc'), {recursive: true, force: true});
+    const cli = CLI;
+    const r = spawnSync('unshare', ['-m', 'sh', '-c', 'mount --bind "$1" "$1" && mount -o remount,ro,bind "$1" && shift && exec "$@"', 'sh', envRo,
+      process.execPath, cli, 'conda', 'hook', 'install', '12.4', '-p', envRo, '--ld-library-path', 'none'], {encoding: 'utf8', env: env()});
+    if (/unshare|mount/.test(r.stderr) && r.status !== 1) {
+      console.warn(`SKIPPED read-only environment test: cannot remount in a mount namespace (${r.stderr.trim() || r.error})`);
+      return;
+    }
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain(`: ${envRo} is on a read-only file system\n`);
+    expect(r.stderr).not.toContain('ENOENT');
+    for (const f of allHookFiles(envRo)) expect(existsSync(f)).toBe(false);
   });
 });
 

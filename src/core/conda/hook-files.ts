@@ -1,5 +1,5 @@
-import {readFileSync, rmSync, statSync} from 'node:fs';
-import {join} from 'node:path';
+import {accessSync, constants, existsSync, readFileSync, rmSync, statSync} from 'node:fs';
+import {dirname, join} from 'node:path';
 import {CudaenvError, isErrno} from '../errors.js';
 import {atomicWriteFile} from '../store/atomic-write.js';
 import {HOOK_MARKER, HOOK_SHELLS, hookFileName, type HookInfo} from './names.js';
@@ -29,7 +29,7 @@ export function writeHook(prefix: string, info: HookInfo): string[] {
     try {
       atomicWriteFile(path, f.content, 0o644);
     } catch (error) {
-      throw new CudaenvError(`cannot write ${path}: ${(error as Error).message}`, {
+      throw new CudaenvError(`cannot write ${path}: ${whyNotWritable(path) ?? (error as Error).message}`, {
         hint: 'Check that you own the conda environment (or use one of yours with -p).',
         cause: error,
       });
@@ -37,6 +37,23 @@ export function writeHook(prefix: string, info: HookInfo): string[] {
     written.push(path);
   }
   return written;
+}
+
+/**
+ * The plain reason a path cannot be written, from its nearest existing directory: Node's recursive
+ * mkdir reports a read-only file system as ENOENT, which sends the user looking for a missing file.
+ */
+function whyNotWritable(path: string): string | undefined {
+  let dir = dirname(path);
+  while (!existsSync(dir) && dirname(dir) !== dir) dir = dirname(dir);
+  try {
+    accessSync(dir, constants.W_OK);
+    return undefined;
+  } catch (error) {
+    if (isErrno(error, 'EROFS')) return `${dir} is on a read-only file system`;
+    if (isErrno(error, 'EACCES') || isErrno(error, 'EPERM')) return `${dir} is not writable by this user`;
+    return undefined;
+  }
 }
 
 /** Removes the hook's scripts (activate ones first); returns the paths that existed. */
