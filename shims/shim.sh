@@ -161,6 +161,10 @@ if [ "$_ce_spec" = system ]; then
 fi
 
 _ce_exe=$_ce_root/resolve/$_ce_spec/bin/$_ce_prog
+if [ ! -d "$_ce_root/resolve/$_ce_spec/" ] && [ -L "$_ce_root/resolve/$_ce_spec" ] && _ce_l=$(readlink "$_ce_root/resolve/$_ce_spec"); then
+  # The index names a version whose directory has gone since (a registered toolkit deleted).
+  _ce_fail "CUDA $_ce_spec ($_ce_origin) resolves to ${_ce_l##*/}, whose toolkit is gone" "Run \`cudaenv rehash\` to use the best version still installed, or register the toolkit again with \`cudaenv add PATH\`."
+fi
 if [ ! -d "$_ce_root/resolve/$_ce_spec/" ]; then
   _ce_fail "CUDA $_ce_spec ($_ce_origin) is not installed" "Install it with \`cudaenv install $_ce_spec\`, or choose another version with \`cudaenv use\`."
 fi

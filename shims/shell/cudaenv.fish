@@ -238,6 +238,7 @@ function _cudaenv_resolve --argument-names spec
     set -l first $spec
     set -g _cudaenv_r ''
     set -g _cudaenv_e ''
+    set -g _cudaenv_gone ''
     set -g _cudaenv_idx ''
     test -f "$root/switch/index"; and read -z -n 4097 _cudaenv_idx <"$root/switch/index"
     set -l depth 0
@@ -251,6 +252,8 @@ function _cudaenv_resolve --argument-names spec
             set -l m (string match -r -- " \Q$spec\E=(\S+)" "$_cudaenv_idx")
             if set -q m[2]; and test -d "$root/versions/$m[2]"
                 set -g _cudaenv_r $m[2]
+            else if set -q m[2]
+                set -g _cudaenv_gone $m[2]
             end
             return 0
         end
@@ -347,7 +350,9 @@ function _cudaenv_autoswitch
         return 0
     end
     if test -z "$_cudaenv_r"
-        if test -n "$_cudaenv_final"
+        if test -n "$_cudaenv_gone"
+            printf 'cudaenv: CUDA %s (%s) resolves to %s, whose toolkit is gone; run `cudaenv rehash` to use the best version still installed\n' "$spec" "$origin" "$_cudaenv_gone" >&2
+        else if test -n "$_cudaenv_final"
             printf 'cudaenv: CUDA %s (%s) is not installed; install it with `cudaenv install %s`\n' "$spec" "$origin" "$_cudaenv_final" >&2
         else
             printf 'cudaenv: no alias or version named %s (%s); create the alias with `cudaenv alias %s 12.4`\n' "$spec" "$origin" "$spec" >&2

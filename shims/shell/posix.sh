@@ -167,6 +167,7 @@ _cudaenv_resolve() {
   _cudaenv_store; root=$_cudaenv_r
   _cudaenv_r=
   _cudaenv_e=
+  _cudaenv_gone=
   _cudaenv_idx=
   if [ -f "$root/switch/index" ]; then _cudaenv_readfile "$root/switch/index"; _cudaenv_idx=$_cudaenv_c; fi
   while :; do
@@ -176,7 +177,7 @@ _cudaenv_resolve() {
         _cudaenv_final=$spec
         case $_cudaenv_idx in
           *" $spec="*) label=${_cudaenv_idx#*" $spec="}; label=${label%%[[:space:]]*}
-            [ -d "$root/versions/$label" ] && _cudaenv_r=$label ;;
+            if [ -d "$root/versions/$label" ]; then _cudaenv_r=$label; else _cudaenv_gone=$label; fi ;;
         esac
         return 0 ;;
     esac
@@ -258,7 +259,9 @@ _cudaenv_autoswitch() {
   fi
   if ! _cudaenv_resolve "$spec"; then printf 'cudaenv: %s\n' "$_cudaenv_e" >&2; return 0; fi
   if [ -z "$_cudaenv_r" ]; then
-    if [ -n "$_cudaenv_final" ]; then
+    if [ -n "$_cudaenv_gone" ]; then
+      printf 'cudaenv: CUDA %s (%s) resolves to %s, whose toolkit is gone; run `cudaenv rehash` to use the best version still installed\n' "$spec" "$origin" "$_cudaenv_gone" >&2
+    elif [ -n "$_cudaenv_final" ]; then
       printf 'cudaenv: CUDA %s (%s) is not installed; install it with `cudaenv install %s`\n' "$spec" "$origin" "$_cudaenv_final" >&2
     else
       printf 'cudaenv: no alias or version named %s (%s); create the alias with `cudaenv alias %s 12.4`\n' "$spec" "$origin" "$spec" >&2

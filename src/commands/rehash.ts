@@ -1,6 +1,6 @@
 import {CudaenvCommand} from '../cli/base.js';
 import {rehash} from '../core/shell/rehash.js';
-import {ensureStoreDirs} from '../core/store/registry.js';
+import {ensureStoreDirs, refreshResolveIndex} from '../core/store/registry.js';
 
 export default class Rehash extends CudaenvCommand {
   static override summary = 'Rewrite the shims (one per toolkit program) and the shell hook\'s index.';
@@ -10,6 +10,9 @@ export default class Rehash extends CudaenvCommand {
   async run(): Promise<{shims: string; programs: string[]; removed: string[]}> {
     await this.parse(Rehash);
     ensureStoreDirs(this.paths);
+    // The resolve/ links first: a registered toolkit deleted since the last change leaves `12`
+    // pointing at it, and the shims and the shell hook read those links.
+    refreshResolveIndex(this.paths);
     const result = rehash(this.paths);
     const programs = result.programs;
     if (!this.jsonEnabled()) {

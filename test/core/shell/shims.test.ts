@@ -12,6 +12,7 @@ import {rehash} from '../../../src/core/shell/rehash.js';
 import {SHIM_MARKER} from '../../../src/core/shell/shims.js';
 import {cliEnv, runCli} from '../../helpers/cli.js';
 import {makeTempDir} from '../../helpers/tmp.js';
+import {makeFakeToolkit} from '../../helpers/toolkit.js';
 import {makeStore} from './shell-harness.js';
 
 const WHOAMI = '#!/bin/sh\ncd "$(dirname "$0")/.." && pwd -P\n';
@@ -128,5 +129,33 @@ describe('shims', () => {
     expect(r.stdout).toBe('[a b][$(x)][] LC_ALL=unset\n');
     expect(r.status).toBe(7);
     writeFileSync(join(paths.versions, '12.4.1', 'bin', 'whoami-cuda'), WHOAMI);
+  });
+
+  test('a registered toolkit deleted since: the shim and the hook say so and name `cudaenv rehash`, which brings them back in line with current', () => {
+    const work = makeTempDir('cudaenv-gone-');
+    try {
+      const st = join(work.dir, 'store');
+      const env = cliEnv(st, {PATH: `${join(st, 'shims')}:/usr/bin:/bin`});
+      for (const v of ['12.4.1', '12.6.0']) expect(runCli(['add', makeFakeToolkit(join(work.dir, `tk-${v}`), {version: v})], {env}).status).toBe(0);
+      rmSync(join(work.dir, 'tk-12.6.0'), {recursive: true});
+      const proj = join(work.dir, 'proj');
+      mkdirSync(proj);
+      writeFileSync(join(proj, '.cuda-version'), '12\n');
+      expect(runCli(['current'], {env, cwd: proj}).stdout).toBe(`12.4.1 (set by ${join(proj, '.cuda-version')})\n`);
+      const shim = spawnSync(join(st, 'shims', 'nvcc'), ['--version'], {cwd: proj, env, encoding: 'utf8'});
+      expect(shim.status).toBe(127);
+      expect(shim.stderr).toBe(`cudaenv: CUDA 12 (set by ${join(proj, '.cuda-version')}) resolves to 12.6.0, whose toolkit is gone\nRun \`cudaenv rehash\` to use the best version still installed, or register the toolkit again with \`cudaenv add PATH\`.\n`);
+      const init = runCli(['init', 'bash'], {env}).stdout;
+      const rc = join(work.dir, 'rc.bash');
+      writeFileSync(rc, init);
+      const hook = spawnSync('bash', ['--rcfile', rc, '-i'], {cwd: work.dir, env, input: `cd ${JSON.stringify(proj)}\necho "H=\${CUDA_HOME-unset}"\n`, encoding: 'utf8'});
+      expect(hook.stdout).toContain('H=unset');
+      expect(hook.stderr).toContain(`cudaenv: CUDA 12 (set by ${join(proj, '.cuda-version')}) resolves to 12.6.0, whose toolkit is gone; run \`cudaenv rehash\` to use the best version still installed\n`);
+      expect(runCli(['rehash'], {env}).status).toBe(0);
+      const again = spawnSync(join(st, 'shims', 'nvcc'), ['--version'], {cwd: proj, env, encoding: 'utf8'});
+      expect(again.stdout).toContain('V12.4.131');
+    } finally {
+      work.cleanup();
+    }
   });
 });
