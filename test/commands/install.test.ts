@@ -293,6 +293,31 @@ describe('cudaenv ls-remote / install / uninstall', () => {
     expect(checkStore(store)).toEqual([]);
   });
 
+  test('SIGINT while the mirror does not answer (fetching the manifest) stops at once with 130', async () => {
+    const {createServer} = await import('node:net');
+    const sockets: import('node:net').Socket[] = [];
+    const silent = createServer((socket) => void sockets.push(socket)); // accepts, never answers
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(silent.address() as import('node:net').AddressInfo).port}/`;
+      const store = newStore();
+      const {child, done} = startCli(['install', '12.4.1', '--mirror', url], env(store));
+      const end = Date.now() + 30000;
+      while (sockets.length === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+      expect(sockets.length).toBeGreaterThan(0);
+      child.kill('SIGINT');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+      const r = await done;
+      clearTimeout(timer);
+      expect(r.signal).toBeNull();
+      expect(r.code).toBe(130);
+      expect(r.stderr).toMatch(/interrupted by SIGINT; nothing was installed/);
+    } finally {
+      for (const s of sockets) s.destroy();
+      silent.close();
+    }
+  });
+
   test('a corrupted cache file is detected and fetched again; a dead process\'s lock is taken over', async () => {
     const store = newStore();
     expect((await runCli(['install', '12.4.1', '--profile', 'minimal'], {env: env(store)})).status).toBe(0);

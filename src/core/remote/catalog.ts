@@ -6,17 +6,17 @@ import {parseManifest, type Manifest} from './manifest.js';
 import {mirrorLocation, type Mirror} from './mirror.js';
 
 /** Every release label a mirror offers, oldest first. */
-export async function listReleases(mirror: Mirror): Promise<string[]> {
-  return parseIndexPage(await fetchIndexText(mirror));
+export async function listReleases(mirror: Mirror, signal?: AbortSignal): Promise<string[]> {
+  return parseIndexPage(await fetchIndexText(mirror, signal));
 }
 
 export function manifestName(label: string): string {
   return `redistrib_${label}.json`;
 }
 
-export async function loadManifest(mirror: Mirror, label: string, optional = false): Promise<Manifest | undefined> {
+export async function loadManifest(mirror: Mirror, label: string, optional = false, signal?: AbortSignal): Promise<Manifest | undefined> {
   const name = manifestName(label);
-  const text = await fetchText(mirror, name, {optional});
+  const text = await fetchText(mirror, name, {optional, signal});
   if (text === undefined) return undefined;
   const manifest = parseManifest(text, mirrorLocation(mirror, name));
   if (manifest.label !== label) {
@@ -37,13 +37,13 @@ export function checkRemoteSpec(text: string, what = 'the version'): string {
  * The newest release matching a spec and its manifest. A full label is fetched directly,
  * so a mirror without an index page still serves exact versions.
  */
-export async function resolveRelease(mirror: Mirror, spec: string): Promise<Manifest> {
+export async function resolveRelease(mirror: Mirror, spec: string, signal?: AbortSignal): Promise<Manifest> {
   checkRemoteSpec(spec);
   if (/^\d+\.\d+\.\d+$/.test(spec)) {
-    const direct = await loadManifest(mirror, spec, true);
+    const direct = await loadManifest(mirror, spec, true, signal);
     if (direct) return direct;
   }
-  const labels = await listReleases(mirror);
+  const labels = await listReleases(mirror, signal);
   const label = newestMatching(labels, spec);
   if (!label) {
     const near = labels.filter((l) => spec !== 'latest' && matchesPrefix(l, spec.split('.')[0]!)).slice(-5);
@@ -53,5 +53,5 @@ export async function resolveRelease(mirror: Mirror, spec: string): Promise<Mani
       code: 'not-found',
     });
   }
-  return (await loadManifest(mirror, label))!;
+  return (await loadManifest(mirror, label, false, signal))!;
 }

@@ -18,13 +18,13 @@ export interface CudnnChoice {
  * major (`cuda12` variant) on the platform. Older cuDNN manifests without variants count
  * only when their archive name says which CUDA it was built for.
  */
-export async function chooseCudnn(mirror: Mirror, spec: string, cudaMajor: number, platform: string): Promise<CudnnChoice> {
+export async function chooseCudnn(mirror: Mirror, spec: string, cudaMajor: number, platform: string, signal?: AbortSignal): Promise<CudnnChoice> {
   checkRemoteSpec(spec, '--cudnn');
-  const labels = (await listReleases(mirror)).filter((l) => spec === 'latest' || matchesPrefix(l, spec)).sort(compareLabels).reverse();
+  const labels = (await listReleases(mirror, signal)).filter((l) => spec === 'latest' || matchesPrefix(l, spec)).sort(compareLabels).reverse();
   const variant = `cuda${cudaMajor}`;
   const tried: string[] = [];
   for (const label of labels.slice(0, 30)) {
-    const manifest = await loadManifest(mirror, label, true);
+    const manifest = await loadManifest(mirror, label, true, signal);
     if (!manifest) continue;
     const component = manifest.components.get('cudnn');
     if (!component) continue;

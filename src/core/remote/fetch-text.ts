@@ -7,7 +7,8 @@ import {MAX_ATTEMPTS, retryDelayMs, sleep} from './retry.js';
 const MAX_TEXT_BYTES = 16 * 1024 * 1024;
 
 /** Fetches a small text file (index page, manifest) from a mirror; undefined on 404 when `optional`. */
-export async function fetchText(mirror: Mirror, rel: string, options: {optional?: boolean} = {}): Promise<string | undefined> {
+export async function fetchText(mirror: Mirror, rel: string, options: {optional?: boolean; signal?: AbortSignal} = {}): Promise<string | undefined> {
+  const {signal} = options;
   const where = mirrorLocation(mirror, rel);
   if (mirror.kind === 'file') {
     try {
@@ -23,7 +24,7 @@ export async function fetchText(mirror: Mirror, rel: string, options: {optional?
   const {request, dispatcher} = await httpClient();
   for (let attempt = 0; ; attempt++) {
     try {
-      const {statusCode, body} = await request(where, {dispatcher});
+      const {statusCode, body} = await request(where, {dispatcher, signal});
       if (statusCode === 200) {
         const chunks: Buffer[] = [];
         let total = 0;
@@ -37,7 +38,7 @@ export async function fetchText(mirror: Mirror, rel: string, options: {optional?
       await body.dump().catch(() => undefined);
       if (statusCode === 404 && options.optional) return undefined;
       if (statusCode >= 500 && attempt + 1 < MAX_ATTEMPTS) {
-        await sleep(retryDelayMs(attempt));
+        await sleep(retryDelayMs(attempt), signal);
         continue;
       }
       throw new CudaenvError(`${where} answered HTTP ${statusCode}`, {
@@ -45,9 +46,11 @@ export async function fetchText(mirror: Mirror, rel: string, options: {optional?
         code: statusCode === 404 ? 'not-found' : 'mirror',
       });
     } catch (error) {
+      // Ctrl-C: undici rejects with its own abort error; the caller's reason says what happened.
+      if (signal?.aborted) throw signal.reason;
       if (error instanceof CudaenvError) throw error;
       if (isTransient(error) && attempt + 1 < MAX_ATTEMPTS) {
-        await sleep(retryDelayMs(attempt));
+        await sleep(retryDelayMs(attempt), signal);
         continue;
       }
       throw new CudaenvError(`cannot download ${where}: ${(error as Error).message}`, {
@@ -61,7 +64,7 @@ export async function fetchText(mirror: Mirror, rel: string, options: {optional?
  * The index of a mirror: its index page, or, for a directory mirror without one,
  * the directory's listing.
  */
-export async function fetchIndexText(mirror: Mirror): Promise<string> {
+export async function fetchIndexText(mirror: Mirror, signal?: AbortSignal): Promise<string> {
   if (mirror.kind === 'file') {
     const page = await fetchText(mirror, 'index.html', {optional: true});
     if (page !== undefined) return page;
@@ -73,5 +76,5 @@ export async function fetchIndexText(mirror: Mirror): Promise<string> {
       });
     }
   }
-  return (await fetchText(mirror, ''))!;
+  return (await fetchText(mirror, '', {signal}))!;
 }

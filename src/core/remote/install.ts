@@ -92,7 +92,7 @@ interface Job {
 export async function installRelease(req: InstallRequest): Promise<InstallResult> {
   const {paths, mirror, platform} = req;
   const signal = req.signal ?? new AbortController().signal;
-  const manifest = await resolveRelease(mirror, req.spec);
+  const manifest = await resolveRelease(mirror, req.spec, signal);
   const label = manifest.label;
   if (!isVersion(label)) {
     throw new CudaenvError(`the mirror's release ${label} is not a CUDA version label (MAJOR.MINOR.PATCH)`, {code: 'bad-manifest'});
@@ -105,7 +105,7 @@ export async function installRelease(req: InstallRequest): Promise<InstallResult
   let cudnn: CudnnChoice | undefined;
   if (req.cudnn !== undefined) {
     if (!req.cudnnMirror) throw new CudaenvError('--cudnn needs a cuDNN mirror');
-    cudnn = await chooseCudnn(req.cudnnMirror, req.cudnn, Number(label.split('.')[0]), platform);
+    cudnn = await chooseCudnn(req.cudnnMirror, req.cudnn, Number(label.split('.')[0]), platform, signal);
     jobs.push({name: 'cudnn', version: cudnn.version, artifact: cudnn.artifact, mirror: req.cudnnMirror});
   }
   req.onEvent?.({type: 'plan', label, components: jobs.map((j) => ({name: j.name, version: j.version, size: j.artifact.size}))});
