@@ -48,6 +48,8 @@ export default class Check extends CudaenvCommand {
       const env = toolkitEnvironment({...process.env, LD_LIBRARY_PATH: ldLibraryPath}, dir, this.paths.versions, policy);
       ldLibraryPath = env.LD_LIBRARY_PATH || undefined;
       if (targets.length === 0 && dir) targets.push(toolkitLibDir(dir));
+      // `--cuda system`: the system toolkit, as a `system` selection is checked without flags.
+      else if (targets.length === 0 && r.system && existsSync('/usr/local/cuda')) targets.push(toolkitLibDir('/usr/local/cuda'));
     } else if (targets.length === 0) {
       const [{toolkitLibDir}, {describeOrigin, requireSelection}] = await Promise.all([
         import('../core/shell/toolkit-env.js'), import('../core/versions/select.js'),

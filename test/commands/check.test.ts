@@ -1,5 +1,5 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
-import {mkdirSync, readFileSync, writeFileSync} from 'node:fs';
+import {existsSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {cliEnv, runCli} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
@@ -111,6 +111,14 @@ d('cudaenv check', () => {
     const all = JSON.parse(runCli(['check', '--cuda', '12.3', '--json'], {env}).stdout);
     expect(all.checked).toEqual(expect.arrayContaining([`${oldDir}/libnvJitLink.so.12`, cusparse]));
     expect(all.ok).toBe(false);
+    // `--cuda system`: /usr/local/cuda's libraries, as a `system` selection without flags.
+    if (existsSync('/usr/local/cuda')) {
+      const system = runCli(['check', '--cuda', 'system', '--json'], {env});
+      expect(system.stderr).not.toContain('nothing to check');
+      expect(JSON.parse(system.stdout).checked).toEqual(expect.arrayContaining([expect.stringMatching(/^\/usr\/local\/cuda\/lib(64)?\//), cusparse]));
+    } else {
+      console.warn('skipping the --cuda system part: no /usr/local/cuda');
+    }
     const missing = runCli(['check', '--cuda', '11.8'], {env});
     expect(missing.status).not.toBe(0);
     expect(missing.stderr).toContain('11.8');
