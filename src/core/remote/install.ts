@@ -123,7 +123,8 @@ export async function installRelease(req: InstallRequest): Promise<InstallResult
     const dest = join(paths.versions, label);
     const existing = describeVersion(paths, label);
     const base = {version: label, path: dest, mirror: mirror.display, platform, cudnn: cudnn ? cudnn.version : null};
-    if (existing && !req.force) {
+    // A registration whose directory is gone serves nothing: an install replaces it without --force.
+    if (existing && !existing.broken && !req.force) {
       return {...base, status: 'already-installed', components: [], cudnn: null};
     }
     stage = makeTempIn(paths, 'stage', label);
@@ -160,7 +161,7 @@ export async function installRelease(req: InstallRequest): Promise<InstallResult
     await afterVersionsChanged(paths);
     return {
       ...base,
-      status: existing ? 'reinstalled' : 'installed',
+      status: existing && !existing.broken ? 'reinstalled' : 'installed',
       components: jobs.map((j) => ({name: j.name, version: j.version, from_cache: fromCache.get(j.name)!})),
     };
   } finally {

@@ -1,6 +1,6 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {execFileSync, spawnSync} from 'node:child_process';
-import {existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, statSync, writeFileSync} from 'node:fs';
+import {existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, statSync, symlinkSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {pathToFileURL} from 'node:url';
 import {installRelease, type InstallRequest} from '../../../src/core/remote/install.js';
@@ -142,6 +142,17 @@ describe('install from a loopback mirror', () => {
     const r2 = await installRelease(req(p2, '12.4.0', {profile: undefined, components: ['cuda_cudart']}));
     expect(r2.components.map((c) => c.name)).toEqual(['cuda_cudart']);
     expect(readFileSync(join(p2.versions, '12.4.0', RECEIPT_FILE), 'utf8')).toContain('"profile": null');
+  });
+
+  test('a registration whose directory is gone does not count as installed: install replaces it', async () => {
+    const paths = store();
+    mkdirSync(paths.versions, {recursive: true});
+    symlinkSync(join(paths.root, 'gone'), join(paths.versions, '12.4.1'));
+    const r = await installRelease(req(paths, '12.4.1', {components: ['cuda_cudart'], profile: undefined}));
+    expect(r.status).toBe('installed');
+    expect(lstatSync(join(paths.versions, '12.4.1')).isDirectory()).toBe(true);
+    expect(readlinkSync(join(paths.versions, '12.4.1', 'lib64', 'libcudart.so.12'))).toBe('libcudart.so.12.4.127');
+    expect(readdirSync(paths.tmp)).toEqual([]);
   });
 
   test('a connection dropped mid-body resumes with a Range request', async () => {
