@@ -175,6 +175,19 @@ describe('cudaenv ls-remote / install / uninstall', () => {
     expect(missing.stderr).toMatch(/CUDA 12\.2\.0 is not installed/);
   });
 
+  test('uninstall warns when a link made by cudaenv link points at the version', async () => {
+    const store = newStore();
+    expect((await runCli(['install', '12.4.1', '--profile', 'minimal'], {env: env(store)})).status).toBe(0);
+    const target = join(tmp.dir, `linked${n++}`, 'cuda');
+    mkdirSync(join(target, '..'));
+    const link = await runCli(['link', '12.4.1', '--target', target], {env: env(store)});
+    expect(link.status).toBe(0);
+    const r = await runCli(['uninstall', '12.4.1', '--json'], {env: env(store)});
+    expect(r.status).toBe(0);
+    expect(JSON.parse(r.stdout).warnings).toEqual([`${target} points at CUDA 12.4.1, which is now removed; point it at another version (cudaenv link VERSION --target ${target}) or restore what was there (cudaenv unlink --target ${target})`]);
+    expect(r.stderr).toContain(`cudaenv: warning: ${target} points at CUDA 12.4.1`);
+  });
+
   test('SIGKILL during download, during extraction and just before the rename leaves nothing half-done; the next install succeeds', async () => {
     for (const point of ['download', 'before-merge', 'before-rename']) {
       const store = newStore();

@@ -1,5 +1,8 @@
-import {renameSync, rmSync, unlinkSync} from 'node:fs';
+import {readFileSync, readdirSync, realpathSync, renameSync, rmSync, unlinkSync} from 'node:fs';
+import {join} from 'node:path';
 import {CudaenvError, UsageError} from '../errors.js';
+import {linksDir} from '../link/state.js';
+import {quoteSh} from '../shell/quote.js';
 import {acquireLock} from '../store/lock.js';
 import {afterVersionsChanged} from '../store/on-change.js';
 import type {StorePaths} from '../store/paths.js';
@@ -36,6 +39,7 @@ export async function uninstallVersion(paths: StorePaths, label: string, cwd = p
       throw new CudaenvError(`CUDA ${label} is not installed`, {hint: `Installed: ${installedLabels(paths).join(', ') || 'none'}.`, code: 'not-installed'});
     }
     const warnings = usageWarnings(paths, label, cwd);
+    if (found.kind === 'installed') warnings.push(...linkWarnings(paths, label, found.path));
     if (found.kind === 'registered') {
       unlinkSync(found.path);
     } else {
@@ -74,4 +78,39 @@ function usageWarnings(paths: StorePaths, label: string, cwd: string): string[] 
     // a broken .cuda-version is reported by the commands that read it
   }
   return out;
+}
+
+/**
+ * Links that resolve into the version about to be deleted: /usr/local/cuda, and every target
+ * `cudaenv link` recorded. They would dangle, and builds and services reading them would break.
+ */
+function linkWarnings(paths: StorePaths, label: string, dir: string): string[] {
+  const targets = new Set(['/usr/local/cuda']);
+  let names: string[] = [];
+  try {
+    names = readdirSync(linksDir(paths)).filter((n) => n.endsWith('.json'));
+  } catch {
+    // no link was ever made from this store
+  }
+  for (const name of names) {
+    try {
+      const target = (JSON.parse(readFileSync(join(linksDir(paths), name), 'utf8')) as {target?: unknown}).target;
+      if (typeof target === 'string' && target.startsWith('/')) targets.add(target);
+    } catch {
+      // a damaged record is reported by `cudaenv unlink`
+    }
+  }
+  let real: string;
+  try {
+    real = realpathSync(dir);
+  } catch {
+    return [];
+  }
+  return [...targets].filter((t) => {
+    try {
+      return realpathSync(t) === real;
+    } catch {
+      return false;
+    }
+  }).map((t) => `${t} points at CUDA ${label}, which is now removed; point it at another version (cudaenv link VERSION${t === '/usr/local/cuda' ? '' : ` --target ${quoteSh(t)}`}) or restore what was there (cudaenv unlink${t === '/usr/local/cuda' ? '' : ` --target ${quoteSh(t)}`})`);
 }
