@@ -59,6 +59,8 @@ d('cudaenv check', () => {
     expect(r.stdout).toContain(`picked:   ${oldDir}/libnvJitLink.so.12 (LD_LIBRARY_PATH entry ${oldDir})`);
     expect(r.stdout).toMatch(/shadowed: .*nvjitlink\/lib\/libnvJitLink\.so\.12 \(DT_RUNPATH entry \$ORIGIN\/\.\.\/\.\.\/nvjitlink\/lib of .*\), which would satisfy it/);
     expect(r.stdout.trim().split('\n').pop()).toMatch(/^this LD_LIBRARY_PATH makes the nvidia-cusparse wheel's libcusparse\.so\.12 bind .*12\.3\.2\/lib64\/libnvJitLink\.so\.12, which lacks __nvJitLinkComplete_12_4; run `cudaenv use 12\.3\.2 --ld-library-path none`/);
+    // Both ways out, as issue 3 asks: drop the entry, or a toolkit that has the symbol.
+    expect(r.stdout).toMatch(/^ {2}fix: +run `cudaenv use 12\.3\.2 --ld-library-path none` .*, or `cudaenv use 12\.4` \(CUDA 12\.4 or newer provides it\)$/m);
   });
 
   test('--json: ok, objects with needed edges and via, problems with every field', () => {

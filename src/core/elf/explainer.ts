@@ -145,8 +145,8 @@ export async function explain(p: LoaderProcess, f: Finding, ctx: ExplainContext)
     (edge.via === 'loaded' ? ` ${provider.path} was already loaded by another object, so the search is not repeated.` : '');
   if (entry && better) {
     problem.fix = dropEntryFix(entry, ctx);
-    // Outside the store the entry is someone's toolkit: a cudaenv toolkit new enough is the other way out.
-    if (release && !storeLabel(entry, ctx.storeVersionsDir)) problem.fix += `, or \`cudaenv use ${release}\` (CUDA ${release} or newer provides it)`;
+    // The other way out: a toolkit new enough (for a store entry, `cudaenv use` of it replaces the entry).
+    if (release) problem.fix += `, or \`cudaenv use ${release}\` (CUDA ${release} or newer provides it)`;
   } else if (entry) {
     // Nothing after this entry satisfies it (or nothing else is found at all): dropping the entry would not help.
     const need = f.kind === 'version-not-found' ? `version ${f.version}` : f.symbol;
