@@ -1,7 +1,9 @@
 import {Args} from '@oclif/core';
 import {CudaenvCommand} from '../cli/base.js';
 import {CudaenvError} from '../core/errors.js';
+import {afterVersionsChanged} from '../core/store/on-change.js';
 import {removeAlias} from '../core/store/registry.js';
+import {validateAliasName} from '../core/versions/spec.js';
 
 export default class Unalias extends CudaenvCommand {
   static override summary = 'Remove an alias.';
@@ -9,9 +11,12 @@ export default class Unalias extends CudaenvCommand {
 
   async run(): Promise<{name: string; removed: boolean}> {
     const {args} = await this.parse(Unalias);
+    // The name becomes a path under aliases/: `../global` must not delete the global default.
+    validateAliasName(args.name);
     if (!removeAlias(this.paths, args.name)) {
       throw new CudaenvError(`there is no alias named ${args.name}`, {hint: 'List aliases with `cudaenv ls`.'});
     }
+    await afterVersionsChanged(this.paths); // shells switched through the alias notice at their next prompt
     if (!this.jsonEnabled()) this.log(`Removed alias ${args.name}.`);
     return {name: args.name, removed: true};
   }

@@ -153,6 +153,17 @@ describe('global, local, current, which', () => {
     expect(runCli(['current'], {env, cwd: proj}).stdout).toBe(`12.4.1 (set by the global default ${join(store, 'global')})\n`);
   });
 
+  test('unalias takes alias names only: a path is refused and deletes nothing', () => {
+    expect(runCli(['global', '12.4'], {env}).status).toBe(0);
+    for (const name of ['../global', '../versions/12.4.1', '/etc/hostname']) {
+      const r = runCli(['unalias', name], {env});
+      expect({name, status: r.status}).toEqual({name, status: 2});
+      expect(r.stderr).toContain(`alias name ${JSON.stringify(name)} is not allowed`);
+    }
+    expect(readFileSync(join(store, 'global'), 'utf8')).toBe('12.4\n');
+    expect(existsSync(join(store, 'versions', '12.4.1', 'bin', 'nvcc'))).toBe(true);
+  });
+
   test('bad usage exits 2', () => {
     expect(runCli(['global', 'not a spec'], {env}).status).toBe(2);
     expect(runCli(['ls', '--bogus'], {env}).status).toBe(2);

@@ -4,10 +4,11 @@
  */
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
-import {existsSync, mkdirSync, readFileSync} from 'node:fs';
+import {existsSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {CLI, cliEnv, runCli} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
+import {makeFakeToolkit} from '../helpers/toolkit.js';
 import {makeStore} from '../core/shell/shell-harness.js';
 
 describe('cudaenv use / deactivate / init / rehash', () => {
@@ -136,5 +137,28 @@ describe('cudaenv use / deactivate / init / rehash', () => {
       expect(r.stdout).toBe(`${join(odd, 'versions', '12.4.1')}\n--\nRESTORED\n`);
       expect(existsSync(join(odd, 'versions', '12.4.1'))).toBe(true);
     });
+  });
+
+  test('bash: a shell switched through an alias follows `cudaenv alias` at its next prompt, as current does', () => {
+    const work = makeTempDir('cudaenv-alias-hook-');
+    try {
+      const st = join(work.dir, 'store');
+      const env = cliEnv(st, {PATH: '/usr/bin:/bin'});
+      for (const v of ['11.8.0', '12.2.2']) expect(runCli(['add', makeFakeToolkit(join(work.dir, `tk-${v}`), {version: v})], {env}).status).toBe(0);
+      expect(runCli(['alias', 'stable', '12.2'], {env}).status).toBe(0);
+      const proj = join(work.dir, 'proj');
+      mkdirSync(proj);
+      writeFileSync(join(proj, '.cuda-version'), 'stable\n');
+      const script = [
+        `eval "$(${process.execPath} ${CLI} init bash)"`,
+        `cd '${proj}'`, '_cudaenv_hook 2>/dev/null', 'echo "A=$CUDA_HOME"',
+        'cudaenv alias stable 11 >/dev/null', '_cudaenv_hook 2>/dev/null', 'echo "B=$CUDA_HOME"',
+      ].join('\n');
+      const r = spawnSync('bash', ['--norc', '-c', script], {env, encoding: 'utf8'});
+      expect(r.stdout).toBe(`A=${join(st, 'versions', '12.2.2')}\nB=${join(st, 'versions', '11.8.0')}\n`);
+      expect(runCli(['current'], {env, cwd: proj}).stdout).toBe(`11.8.0 (set by ${join(proj, '.cuda-version')}, alias stable)\n`);
+    } finally {
+      work.cleanup();
+    }
   });
 });

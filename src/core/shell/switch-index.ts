@@ -3,6 +3,7 @@ import {mkdirSync, readdirSync, readlinkSync} from 'node:fs';
 import {basename, join} from 'node:path';
 import {atomicWriteFile} from '../store/atomic-write.js';
 import type {StorePaths} from '../store/paths.js';
+import {listAliases} from '../store/registry.js';
 import {isVersion} from '../versions/version.js';
 
 /**
@@ -40,6 +41,14 @@ export function writeSwitchIndex(paths: StorePaths): string {
   }
   const text = ` ${pairs.join(' ')} \n`;
   atomicWriteFile(join(dir, 'index'), text);
-  atomicWriteFile(join(dir, 'generation'), `${createHash('sha256').update(text).digest('hex').slice(0, 16)}\n`);
+  // Aliases count too: a shell switched through `stable` must follow `cudaenv alias stable 11`
+  // at its next prompt, as `cudaenv current` and the shims do.
+  let aliases = '';
+  try {
+    aliases = JSON.stringify(listAliases(paths));
+  } catch {
+    // an unreadable alias file: the versions alone still key the hook
+  }
+  atomicWriteFile(join(dir, 'generation'), `${createHash('sha256').update(text).update(aliases).digest('hex').slice(0, 16)}\n`);
   return text;
 }
