@@ -1,5 +1,6 @@
 import {Flags} from '@oclif/core';
 import {CudaenvCommand} from '../cli/base.js';
+import {quoteSh} from '../core/shell/quote.js';
 import {listAliases, listVersions, readGlobal} from '../core/store/registry.js';
 import {detectToolkitVersion, scanSystemToolkits} from '../core/versions/detect.js';
 import {selectVersion, describeOrigin} from '../core/versions/select.js';
@@ -44,7 +45,7 @@ export default class Ls extends CudaenvCommand {
         const real = safeRealpath(dir);
         const isRegistered = registered.has(real);
         const version = detectToolkitVersion(real).version ?? null;
-        return {path: dir, version, registered: isRegistered, command: isRegistered ? null : `cudaenv add ${dir}${version ? '' : ' --as X.Y.Z'}`};
+        return {path: dir, version, registered: isRegistered, command: isRegistered ? null : `cudaenv add ${quoteSh(dir)}${version ? '' : ' --as X.Y.Z'}`};
       });
     }
     if (!this.jsonEnabled()) this.render(result);

@@ -61,6 +61,14 @@ describe('cudaenv add', () => {
     expect(r.stderr).toContain('--as "12.4" is not a version label');
   });
 
+  test('the command a hint suggests quotes the path (spaces, quotes, $(...))', () => {
+    const tk = makeFakeToolkit(join(dir, "it's $(touch pwned) x"), {nvccVersion: null, cudartVersion: null});
+    writeFileSync(join(tk, 'lib64', 'libcudart.so.12'), '');
+    const r = runCli(['add', tk], {env});
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain(`Name it yourself: cudaenv add '${dir}/it'\\''s $(touch pwned) x' --as 12.4.1`);
+  });
+
   test('a second toolkit with the same label is refused; the same one again is a no-op', () => {
     const a = makeFakeToolkit(join(dir, 'a'), {version: '12.4.1'});
     const b = makeFakeToolkit(join(dir, 'b'), {version: '12.4.1'});

@@ -1,6 +1,7 @@
 import {lstatSync, realpathSync, statSync, symlinkSync} from 'node:fs';
 import {join} from 'node:path';
 import {CudaenvError, UsageError, isErrno} from '../errors.js';
+import {quoteSh} from '../shell/quote.js';
 import {detectToolkitVersion, type DetectionSource} from '../versions/detect.js';
 import {isVersion} from '../versions/version.js';
 import type {StorePaths} from './paths.js';
@@ -39,7 +40,7 @@ export async function registerToolkit(paths: StorePaths, dir: string, as?: strin
   const label = as ?? detection.version;
   if (!label) {
     throw new CudaenvError(`cannot tell which CUDA version ${target} holds (found ${detection.evidence.join(', ')}, but no version.json, version.txt, working bin/nvcc or versioned libcudart.so)`, {
-      hint: `Name it yourself: cudaenv add ${dir} --as 12.4.1`,
+      hint: `Name it yourself: cudaenv add ${quoteSh(dir)} --as 12.4.1`,
       code: 'version-unknown',
     });
   }
@@ -54,7 +55,7 @@ export async function registerToolkit(paths: StorePaths, dir: string, as?: strin
       return {label, target, path: link, source: as ? '--as' : detection.source!, evidence: detection.evidence};
     }
     throw new CudaenvError(`CUDA ${label} is already in the store (${existing.kind === 'registered' ? `registered from ${existing.target}` : 'installed by cudaenv'})`, {
-      hint: `Register this one under another label (cudaenv add ${dir} --as ${label.replace(/\d+$/, (p) => String(Number(p) + 1))}) or remove the existing one with \`cudaenv uninstall ${label}\`.`,
+      hint: `Register this one under another label (cudaenv add ${quoteSh(dir)} --as ${label.replace(/\d+$/, (p) => String(Number(p) + 1))}) or remove the existing one with \`cudaenv uninstall ${label}\`.`,
       code: 'exists',
     });
   }
