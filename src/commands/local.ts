@@ -7,6 +7,7 @@ import {atomicWriteFile} from '../core/store/atomic-write.js';
 import {resolveSpec} from '../core/versions/resolve.js';
 import {parseSpec} from '../core/versions/spec.js';
 import {VERSION_FILE, VersionFileError, formatVersionFile, readVersionFile, replaceSpecInText} from '../core/versions/version-file.js';
+import {quoteSh} from '../core/shell/quote.js';
 
 export default class Local extends CudaenvCommand {
   static override summary = 'Pin this directory tree to a CUDA version (writes ./.cuda-version).';
@@ -59,7 +60,7 @@ function newFileText(path: string, specText: string): string {
     readVersionFile(path);
   } catch (error) {
     if (error instanceof VersionFileError) {
-      throw new CudaenvError(`${error.message}; not overwriting it`, {hint: `Fix it by hand, or remove it (rm ${path}) and run cudaenv local again.`, code: 'version-file'});
+      throw new CudaenvError(`${error.message}; not overwriting it`, {hint: `Fix it by hand, or remove it (rm ${quoteSh(path)}) and run cudaenv local again.`, code: 'version-file'});
     }
     throw error;
   }

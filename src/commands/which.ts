@@ -6,6 +6,7 @@ import {CudaenvError, UsageError} from '../core/errors.js';
 import {resolveSpec, notInstalledError} from '../core/versions/resolve.js';
 import {parseSpec} from '../core/versions/spec.js';
 import {requireSelection, describeOrigin} from '../core/versions/select.js';
+import {quoteSh} from '../core/shell/quote.js';
 
 export default class Which extends CudaenvCommand {
   static override summary = 'Print the full path of a toolkit program (nvcc, ptxas, ...) in the active version.';
@@ -40,7 +41,7 @@ export default class Which extends CudaenvCommand {
       accessSync(path, constants.X_OK);
     } catch {
       throw new CudaenvError(`CUDA ${label} has no program ${args.command} (looked for ${path})`, {
-        hint: `Some components are optional: reinstall with more (cudaenv install ${label} --profile full) or check the name with \`ls ${join(dir, 'bin')}\`.`,
+        hint: `Some components are optional: reinstall with more (cudaenv install ${label} --profile full) or check the name with \`ls ${quoteSh(join(dir, 'bin'))}\`.`,
       });
     }
     if (!this.jsonEnabled()) this.log(path);

@@ -164,6 +164,18 @@ describe('global, local, current, which', () => {
     expect(existsSync(join(store, 'versions', '12.4.1', 'bin', 'nvcc'))).toBe(true);
   });
 
+  test('a corrupted settings file: one message naming it, a quoted command to move it away, no stack trace', () => {
+    const odd = join(dir, "it's store");
+    const oddEnv = cliEnv(odd);
+    mkdirSync(odd, {recursive: true});
+    writeFileSync(join(odd, 'config.json'), '{bad');
+    const r = runCli(['config'], {env: oddEnv});
+    expect(r.status).toBe(1);
+    const file = join(odd, 'config.json');
+    const q = (s: string) => `'${s.replaceAll("'", "'\\''")}'`;
+    expect(r.stderr).toBe(`cudaenv: the settings file ${file} is not valid JSON (Expected property name or '}' in JSON at position 1)\nFix it by hand, or move it away (mv ${q(file)} ${q(`${file}.bad`)}) to start from defaults.\n`);
+  });
+
   test('bad usage exits 2', () => {
     expect(runCli(['global', 'not a spec'], {env}).status).toBe(2);
     expect(runCli(['ls', '--bogus'], {env}).status).toBe(2);

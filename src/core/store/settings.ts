@@ -1,5 +1,6 @@
 import {CudaenvError} from '../errors.js';
 import type {StorePaths} from './paths.js';
+import {quoteSh} from '../shell/quote.js';
 
 /** Settings a user may change with `cudaenv config` or by editing `config.json` in the store. */
 export interface Settings {
@@ -39,7 +40,7 @@ export async function loadSettings(paths: StorePaths): Promise<SettingsStore> {
 function corrupted(file: string, error: unknown): CudaenvError {
   const reason = error instanceof Error ? error.message : String(error);
   return new CudaenvError(`the settings file ${file} is not valid JSON (${reason})`, {
-    hint: `Fix it by hand, or move it away (mv ${file} ${file}.bad) to start from defaults.`,
+    hint: `Fix it by hand, or move it away (mv ${quoteSh(file)} ${quoteSh(`${file}.bad`)}) to start from defaults.`,
     code: 'settings-corrupt',
   });
 }
