@@ -60,6 +60,7 @@ export default class Install extends CudaenvCommand {
     if (!this.jsonEnabled()) {
       if (result.status === 'already-installed') {
         this.log(`CUDA ${result.version} is already installed in ${result.path} (reinstall with --force).`);
+        for (const w of result.warnings) this.warn2(w);
       } else {
         this.log(`Installed CUDA ${result.version}${result.cudnn ? ` with cuDNN ${result.cudnn}` : ''} in ${result.path}`);
         this.log(`Use it with \`cudaenv global ${result.version}\` or \`cudaenv local ${result.version}\`.`);

@@ -140,6 +140,19 @@ describe('cudaenv ls-remote / install / uninstall', () => {
     expect(none.stderr).toMatch(/no cuDNN 8 built for CUDA 12/);
   });
 
+  test('--cudnn on a version installed without it says it was not added and how to add it; with cuDNN it reports it', async () => {
+    const store = newStore();
+    expect((await runCli(['install', '12.4.1', '--profile', 'minimal'], {env: env(store)})).status).toBe(0);
+    const r = await runCli(['install', '12.4', '--profile', 'minimal', '--cudnn', '9'], {env: env(store)});
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain('CUDA 12.4.1 is already installed');
+    expect(r.stderr).toContain('cudaenv: warning: cuDNN 9.1.0.70 was not added: CUDA 12.4.1 is already installed without cuDNN; add --force to reinstall it with cuDNN 9.1.0.70');
+    const forced = await runCli(['install', '12.4', '--profile', 'minimal', '--cudnn', '9', '--force', '--json'], {env: env(store)});
+    expect(JSON.parse(forced.stdout)).toMatchObject({status: 'reinstalled', cudnn: '9.1.0.70', warnings: []});
+    const again = await runCli(['install', '12.4', '--cudnn', '9', '--json'], {env: env(store)});
+    expect(JSON.parse(again.stdout)).toMatchObject({status: 'already-installed', cudnn: '9.1.0.70', warnings: []});
+  });
+
   test('usage errors exit 2 and name the value', async () => {
     const store = newStore();
     const arch = await runCli(['install', '12.4', '--arch', 'mips'], {env: env(store)});

@@ -1,5 +1,5 @@
 import {cpus} from 'node:os';
-import {existsSync, mkdirSync, renameSync, rmSync, writeFileSync} from 'node:fs';
+import {existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {CudaenvError} from '../errors.js';
 import {atomicWriteFile} from '../store/atomic-write.js';
@@ -74,6 +74,8 @@ export interface InstallResult {
   cudnn: string | null;
   mirror: string;
   platform: string;
+  /** Things the user asked for that did not happen (e.g. --cudnn on an existing installation). */
+  warnings: string[];
 }
 
 interface Job {
@@ -122,10 +124,14 @@ export async function installRelease(req: InstallRequest): Promise<InstallResult
     await cleanOtherLeftovers(paths, label);
     const dest = join(paths.versions, label);
     const existing = describeVersion(paths, label);
-    const base = {version: label, path: dest, mirror: mirror.display, platform, cudnn: cudnn ? cudnn.version : null};
+    const base = {version: label, path: dest, mirror: mirror.display, platform, cudnn: cudnn ? cudnn.version : null, warnings: [] as string[]};
     // A registration whose directory is gone serves nothing: an install replaces it without --force.
     if (existing && !existing.broken && !req.force) {
-      return {...base, status: 'already-installed', components: [], cudnn: null};
+      const had = readReceipt(dest)?.cudnn?.version ?? null;
+      const warnings = cudnn && had !== cudnn.version
+        ? [`cuDNN ${cudnn.version} was not added: CUDA ${label} is already installed${had ? ` with cuDNN ${had}` : ' without cuDNN'}; add --force to reinstall it with cuDNN ${cudnn.version} (the CUDA archives come from the cache)`]
+        : [];
+      return {...base, status: 'already-installed', components: [], cudnn: had, warnings};
     }
     stage = makeTempIn(paths, 'stage', label);
     const partsDir = join(stage, 'parts');
@@ -167,6 +173,14 @@ export async function installRelease(req: InstallRequest): Promise<InstallResult
   } finally {
     if (stage) rmSync(stage, {recursive: true, force: true});
     lock.release();
+  }
+}
+
+function readReceipt(dir: string): Receipt | undefined {
+  try {
+    return JSON.parse(readFileSync(join(dir, RECEIPT_FILE), 'utf8')) as Receipt;
+  } catch {
+    return undefined; // a registered toolkit has none
   }
 }
 
