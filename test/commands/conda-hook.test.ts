@@ -238,6 +238,15 @@ if (!HAVE_GCC) console.warn('skipping the conda hook library check tests: gcc is
     expect(j).toMatchObject({ok: false, error: {code: 'hook-breaks-libraries'}});
   });
 
+  test('the suggested command quotes a prefix with spaces and quotes', () => {
+    const spaced = join(tmp.dir, "my envs", "wheels 'T'");
+    mkdirSync(join(tmp.dir, 'my envs'), {recursive: true});
+    expect(spawnSync('cp', ['-a', envT, spaced]).status).toBe(0);
+    const r = runCli(['conda', 'hook', 'install', '12.3', '-p', spaced], {env: env()});
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain(`cudaenv conda hook install 12.3.2 -p '${join(tmp.dir, 'my envs', "wheels '\\''T'\\''")}' --ld-library-path none`);
+  });
+
   test('a version whose libraries do not shadow the wheel\'s installs after the same check', () => {
     const r = runCli(['conda', 'hook', 'install', '12.4', '-p', envT, '--json'], {env: env()});
     expect(r.status).toBe(0);

@@ -1,6 +1,7 @@
 import {accessSync, constants, existsSync, readFileSync, rmSync, statSync} from 'node:fs';
 import {dirname, join} from 'node:path';
 import {CudaenvError, isErrno} from '../errors.js';
+import {quoteSh} from '../shell/quote.js';
 import {atomicWriteFile} from '../store/atomic-write.js';
 import {HOOK_MARKER, HOOK_SHELLS, hookFileName, type HookInfo} from './names.js';
 import {hookFiles} from './scripts.js';
@@ -102,7 +103,7 @@ export function readHook(prefix: string): InstalledHook | undefined {
   const info = line ? parseInfo(line.slice(HOOK_MARKER.length)) : undefined;
   if (!info) {
     throw new CudaenvError(`${script} is not a hook cudaenv wrote (no valid "${HOOK_MARKER.trim()}" line)`, {
-      hint: `Reinstall it with \`cudaenv conda hook install -p ${prefix}\`, or remove it with \`cudaenv conda hook uninstall -p ${prefix}\`.`,
+      hint: `Reinstall it with \`cudaenv conda hook install -p ${quoteSh(prefix)}\`, or remove it with \`cudaenv conda hook uninstall -p ${quoteSh(prefix)}\`.`,
       code: 'hook-corrupt',
     });
   }

@@ -1,6 +1,7 @@
 import {statSync} from 'node:fs';
 import {join} from 'node:path';
 import {CudaenvError, UsageError} from '../errors.js';
+import {quoteSh} from '../shell/quote.js';
 import type {Problem} from '../elf/api.js';
 import type {LdLibraryPathPolicy} from '../shell/toolkit-env.js';
 import type {StorePaths} from '../store/paths.js';
@@ -111,7 +112,7 @@ function refusal(prefix: string, label: string, problems: Problem[]): CudaenvErr
   return new CudaenvError(
     `not installing the hook: with CUDA ${label}'s libraries first on LD_LIBRARY_PATH, libraries of the conda environment ${prefix} would bind a wrong library:\n${lines.join('\n')}`,
     {
-      hint: `Install it without touching LD_LIBRARY_PATH (PATH, CUDA_HOME and CUDA_PATH still switch): cudaenv conda hook install ${label} -p ${prefix} --ld-library-path none\nOr install it anyway with --force.`,
+      hint: `Install it without touching LD_LIBRARY_PATH (PATH, CUDA_HOME and CUDA_PATH still switch): cudaenv conda hook install ${label} -p ${quoteSh(prefix)} --ld-library-path none\nOr install it anyway with --force.`,
       code: 'hook-breaks-libraries',
     },
   );

@@ -3,6 +3,7 @@ import {basename, join} from 'node:path';
 import {readHook} from '../conda/hook-files.js';
 import {HOOK_MARKER} from '../conda/names.js';
 import {formatError} from '../errors.js';
+import {quoteSh} from '../shell/quote.js';
 import {isVersion} from '../versions/version.js';
 import type {ToolkitState} from './toolkit.js';
 import type {DoctorContext, Finding} from './types.js';
@@ -100,7 +101,7 @@ export function condaFindings(ctx: DoctorContext, toolkits: ToolkitState): {fact
       severity: 'warning',
       title: `The cudaenv hook of conda environment ${env} cannot be read`,
       evidence: formatError(error).split('\n'),
-      fix: `cudaenv conda hook install VERSION -p ${prefix} (rewrites it)`,
+      fix: `cudaenv conda hook install VERSION -p ${quoteSh(prefix)} (rewrites it)`,
     });
     return {facts: {prefix, hooks}, findings};
   }
@@ -114,7 +115,7 @@ export function condaFindings(ctx: DoctorContext, toolkits: ToolkitState): {fact
       severity: 'warning',
       title: `The cudaenv hook of conda environment ${env} does not say which version it activates`,
       evidence: hooks.map((h) => h.file),
-      fix: `cudaenv conda hook install VERSION -p ${prefix} (rewrites it)`,
+      fix: `cudaenv conda hook install VERSION -p ${quoteSh(prefix)} (rewrites it)`,
     });
     return {facts, findings};
   }
@@ -126,7 +127,7 @@ export function condaFindings(ctx: DoctorContext, toolkits: ToolkitState): {fact
       severity: 'error',
       title: `The cudaenv hook of conda environment ${env} activates CUDA ${primary.version}, which is not installed: activating it changes nothing`,
       evidence: [...evidence, `${versionDir} does not exist`],
-      fix: `cudaenv install ${primary.version}, or cudaenv conda hook install VERSION -p ${prefix}`,
+      fix: `cudaenv install ${primary.version}, or cudaenv conda hook install VERSION -p ${quoteSh(prefix)}`,
     });
     return {facts, findings};
   }
@@ -137,7 +138,7 @@ export function condaFindings(ctx: DoctorContext, toolkits: ToolkitState): {fact
       severity: 'warning',
       title: `The cudaenv hook of conda environment ${env} is missing ${primary.missing.length} of its scripts (shells using them get no CUDA, or keep it after deactivation)`,
       evidence: primary.missing,
-      fix: `cudaenv conda hook install ${primary.version} -p ${prefix}`,
+      fix: `cudaenv conda hook install ${primary.version} -p ${quoteSh(prefix)}`,
     });
   }
   const sel = toolkits.selection;
@@ -147,7 +148,7 @@ export function condaFindings(ctx: DoctorContext, toolkits: ToolkitState): {fact
       severity: 'warning',
       title: `Conda environment ${env} pins CUDA ${primary.version} but cudaenv selects ${sel.label} (${sel.origin})`,
       evidence: [...evidence, `cudaenv: ${sel.label} (${sel.origin})`],
-      fix: `cudaenv conda hook install ${sel.label} -p ${prefix}, or change what selects ${sel.label}`,
+      fix: `cudaenv conda hook install ${sel.label} -p ${quoteSh(prefix)}, or change what selects ${sel.label}`,
     });
   }
   const home = ctx.env.CUDA_HOME;
@@ -157,7 +158,7 @@ export function condaFindings(ctx: DoctorContext, toolkits: ToolkitState): {fact
       severity: 'warning',
       title: `The cudaenv hook of conda environment ${env} is not in effect in this shell (CUDA_HOME is ${home ? home : 'unset'})`,
       evidence: [...evidence, `expected CUDA_HOME=${versionDir}`],
-      fix: `conda deactivate && conda activate ${prefix}`,
+      fix: `conda deactivate && conda activate ${quoteSh(prefix)}`,
     });
   }
   return {facts, findings};

@@ -1,6 +1,7 @@
 import {existsSync} from 'node:fs';
 import {basename, dirname} from 'node:path';
 import {cudaLibrariesIn, isCudaLibraryName, isDriverLibraryName} from './cuda-libs.js';
+import {quoteSh} from '../shell/quote.js';
 import {readLdSoConf, type ConfDir} from './ld-so-conf.js';
 import {displayPath, sysPath, sysRealpath} from './sysroot.js';
 import {describeToolkitDir, type ToolkitState} from './toolkit.js';
@@ -59,7 +60,7 @@ export function loaderView(ctx: DoctorContext, toolkits: ToolkitState, cache: Ca
       severity: 'warning',
       title: `${c.file} names ${c.dir}, which does not exist (a removed toolkit?)`,
       evidence: [`${c.file}:${c.line}: ${c.dir}`],
-      fix: `Remove the line (or the file: sudo rm ${c.file}), then run sudo ldconfig`,
+      fix: `Remove the line (or the file: sudo rm ${quoteSh(c.file)}), then run sudo ldconfig`,
     });
   }
 

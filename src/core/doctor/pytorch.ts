@@ -5,6 +5,7 @@ import {driverSupport, parseToolkit} from './driver-table.js';
 import {describeToolkit, describeToolkitDir, nvccToolkitRoot, toolkitOfNvcc, type ToolkitDir} from './toolkit.js';
 import {sysPath, sysRealpath} from './sysroot.js';
 import {firstOnPath} from '../system/python-env.js';
+import {quoteSh} from '../shell/quote.js';
 import type {DoctorContext, Finding} from './types.js';
 
 export interface TorchFact {
@@ -132,7 +133,7 @@ export function torchFindings(ctx: DoctorContext, torch: TorchFact | undefined, 
       severity: 'warning',
       title: 'torch.utils.cpp_extension takes CUDA_HOME from nvcc\'s location, which is the cudaenv shim directory: it will look for nvcc in the store root and fail',
       evidence: [tk.how],
-      fix: cudaenvLabel ? `cudaenv use ${cudaenvLabel} (sets CUDA_HOME), or export CUDA_HOME=${ctx.paths.versions}/${cudaenvLabel}` : 'Set CUDA_HOME to a toolkit directory',
+      fix: cudaenvLabel ? `cudaenv use ${cudaenvLabel} (sets CUDA_HOME), or export CUDA_HOME=${quoteSh(join(ctx.paths.versions, cudaenvLabel))}` : 'Set CUDA_HOME to a toolkit directory',
     });
     return findings;
   }

@@ -90,6 +90,19 @@ describe('conda hook', () => {
     expect(mismatch.fix).toBe(`cudaenv conda hook install 12.4.1 -p ${prefix}, or change what selects 12.4.1`);
   });
 
+  test('fix commands quote a prefix with spaces and shell characters (pasting them runs nothing)', () => {
+    prefix = join(tmp.dir, "my envs/ml $(touch pwned) 'q'");
+    hook('12.1.1');
+    installVersion(m, '12.1.1');
+    installVersion(m, '12.4.1');
+    setGlobal(m, '12.4');
+    m.env = {...m.env, CONDA_PREFIX: prefix};
+    const quoted = `'${prefix.replaceAll("'", "'\\''")}'`;
+    const fixes = run().findings.map((f) => f.fix);
+    expect(fixes).toContain(`cudaenv conda hook install 12.4.1 -p ${quoted}, or change what selects 12.4.1`);
+    expect(fixes).toContain(`conda deactivate && conda activate ${quoted}`);
+  });
+
   test('a hook whose version is no longer installed is an error', () => {
     hook('11.8.0');
     m.env = {...m.env, CONDA_PREFIX: prefix};
