@@ -5,6 +5,7 @@ import {CudaenvCommand} from '../cli/base.js';
 import {UsageError} from '../core/errors.js';
 import {hasErrors, renderReport, runDoctor, sortFindings, type DoctorReport} from '../core/doctor/index.js';
 import {defaultDeps} from '../core/doctor/engine.js';
+import {firstOnPath} from '../core/system/python-env.js';
 
 export default class Doctor extends CudaenvCommand {
   static override summary = 'Explain this machine\'s CUDA state: driver, toolkits, environment, PyTorch, loader, conda.';
@@ -21,7 +22,8 @@ export default class Doctor extends CudaenvCommand {
     const env = process.env;
     let python: string | undefined;
     if (flags.python !== undefined) {
-      python = resolve(flags.python);
+      // A bare name (`--python python3.11`) is looked up on PATH, as the shell would run it.
+      python = flags.python.includes('/') ? resolve(flags.python) : firstOnPath([flags.python], env.PATH) ?? resolve(flags.python);
       try {
         accessSync(python, constants.X_OK);
         if (!statSync(python).isFile()) throw new Error('not a file');

@@ -76,6 +76,19 @@ describe('cudaenv doctor', () => {
     expect(human.stdout.split('\n').length).toBeLessThan(60);
   });
 
+  test('--python NAME without a slash is looked up on PATH', () => {
+    const m = makeMachine(join(tmp.dir, 'byname'));
+    const sp = join(m.root, 'venv/lib/python3.12/site-packages');
+    torchVersionPy(sp, '2.5.0+cpu', null);
+    const python = fakePython(m, [sp], 'python3.12');
+    const r = run(m, ['--json', '--python', 'python3.12']);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    const json = JSON.parse(r.stdout) as Json;
+    expect(json.facts.python.interpreter).toBe(python);
+    expect(json.findings.map((f) => f.id)).toContain('pytorch.cpu-build');
+  });
+
   test('bad usage: a --python that is not a program, a CUDAENV_SYSROOT that is not a directory', () => {
     const m = makeMachine(join(tmp.dir, 'usage'));
     const r = run(m, ['--python', join(m.root, 'no-such-python')]);
