@@ -153,6 +153,20 @@ describe('cudaenv ls-remote / install / uninstall', () => {
     expect(JSON.parse(again.stdout)).toMatchObject({status: 'already-installed', cudnn: '9.1.0.70', warnings: []});
   });
 
+  test('the mirror setting is used when neither --mirror nor CUDAENV_MIRROR is given', async () => {
+    const store = newStore();
+    const plain = cliEnv(store, {CUDAENV_RETRY_DELAY_MS: '20'});
+    expect((await runCli(['config', 'mirror', server.url], {env: plain})).status).toBe(0);
+    const ls = await runCli(['ls-remote', '--json'], {env: plain});
+    expect(JSON.parse(ls.stdout)).toEqual({mirror: server.url, releases: [{version: '12.4.1', installed: false}, {version: '12.6.3', installed: false}]});
+    const r = await runCli(['install', '12.6', '--profile', 'minimal', '--json'], {env: plain});
+    expect(JSON.parse(r.stdout)).toMatchObject({version: '12.6.3', status: 'installed', mirror: server.url});
+    // the variable beats the setting
+    const env2 = await runCli(['ls-remote'], {env: {...plain, CUDAENV_MIRROR: 'http://127.0.0.1:1/'}});
+    expect(env2.status).toBe(1);
+    expect(env2.stderr).toContain('http://127.0.0.1:1/');
+  });
+
   test('usage errors exit 2 and name the value', async () => {
     const store = newStore();
     const arch = await runCli(['install', '12.4', '--arch', 'mips'], {env: env(store)});
