@@ -1,6 +1,6 @@
 import {afterEach, beforeEach, describe, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
-import {chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs';
+import {chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {CLI, cliEnv, runCli} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
@@ -174,6 +174,22 @@ describe('global, local, current, which', () => {
     const file = join(odd, 'config.json');
     const q = (s: string) => `'${s.replaceAll("'", "'\\''")}'`;
     expect(r.stderr).toBe(`cudaenv: the settings file ${file} is not valid JSON (Expected property name or '}' in JSON at position 1)\nFix it by hand, or move it away (mv ${q(file)} ${q(`${file}.bad`)}) to start from defaults.\n`);
+  });
+
+  test('a directory reached through a symlink: current looks upward from $PWD, as the shell hook and the shims do', () => {
+    mkdirSync(join(dir, 'work'));
+    mkdirSync(join(dir, 'data', 'proj'), {recursive: true});
+    writeFileSync(join(dir, 'work', '.cuda-version'), '11.8\n');
+    symlinkSync(join(dir, 'data', 'proj'), join(dir, 'work', 'proj'));
+    const logical = join(dir, 'work', 'proj');
+    const r = runCli(['current'], {env: {...env, PWD: logical}, cwd: logical});
+    expect(r.stdout).toBe(`11.8.0 (set by ${join(dir, 'work', '.cuda-version')})\n`);
+    const viaOclif = runCli(['current', '--json', '--json'], {env: {...env, PWD: logical}, cwd: logical});
+    expect(JSON.parse(viaOclif.stdout)).toMatchObject({version: '11.8.0'});
+    const shim = spawnSync('sh', ['-c', 'cd "$1" && nvcc --version', 'sh', logical], {env: {...env, PATH: `${join(store, 'shims')}:/usr/bin:/bin`}, encoding: 'utf8'});
+    expect(shim.stdout).toContain('V11.8.131');
+    // A stale $PWD (another directory) is not believed.
+    expect(runCli(['current'], {env: {...env, PWD: join(dir, 'work')}, cwd: join(dir, 'data', 'proj')}).stdout).toBe('system (no version selected)\n');
   });
 
   test('bad usage exits 2', () => {

@@ -1,4 +1,5 @@
-import {join} from 'node:path';
+import {statSync} from 'node:fs';
+import {isAbsolute, join} from 'node:path';
 import {CudaenvError} from '../errors.js';
 import type {StorePaths} from '../store/paths.js';
 import {readGlobal} from '../store/registry.js';
@@ -32,7 +33,7 @@ export interface SelectOptions {
  */
 export function selectVersion(paths: StorePaths, options: SelectOptions = {}): Selection {
   const env = options.env ?? process.env;
-  const cwd = options.cwd ?? process.cwd();
+  const cwd = options.cwd ?? logicalCwd(env);
   const fromEnv = env.CUDAENV_VERSION;
   if (fromEnv !== undefined && fromEnv !== '') {
     const spec = parseSpec(fromEnv, 'CUDAENV_VERSION holds');
@@ -86,4 +87,23 @@ export function parseGlobalSpec(paths: StorePaths, text: string): Spec {
     hint: 'Set it again with `cudaenv global 12.4`, or remove it with `cudaenv global --unset`.',
     code: 'bad-global',
   });
+}
+
+/**
+ * The working directory as the shell names it ($PWD, through symlinks), as the shell hook and
+ * the shims see it; process.cwd() is the physical path, which would look for .cuda-version
+ * files in other parents than they do. $PWD counts only while it names this same directory.
+ */
+export function logicalCwd(env: NodeJS.ProcessEnv = process.env): string {
+  const physical = process.cwd();
+  const pwd = env.PWD;
+  if (!pwd || pwd === physical || !isAbsolute(pwd)) return physical;
+  try {
+    const a = statSync(pwd);
+    const b = statSync(physical);
+    if (a.dev === b.dev && a.ino === b.ino) return pwd;
+  } catch {
+    // $PWD is stale: fall back to the physical path
+  }
+  return physical;
 }
