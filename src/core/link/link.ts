@@ -11,6 +11,7 @@ import {refreshLoaderCache, type LoaderCacheStep} from './loader-cache.js';
 import type {LdconfigOptions} from './ldconfig.js';
 import {groupSubject, noteTouchedAlternative, readRecord, recordPrevious, type Previous} from './state.js';
 import {isPermissionError, permissionError} from './sudo.js';
+import {quoteSh} from '../shell/quote.js';
 import {inspectTarget, swapSymlink, type TargetState} from './swap.js';
 
 export interface LinkContext {
@@ -66,10 +67,12 @@ export function refuseNonLink(target: string, state: TargetState): CudaenvError 
   const version = state.kind === 'directory' ? detectToolkitVersion(target, false).version : undefined;
   const v = version ? parseVersion(version) : undefined;
   const aside = `${target}-${v ? `${v.major}.${v.minor}` : 'X.Y'}`;
+  // The link command names the moved version and, for another target, that target (plain `cudaenv link` would move /usr/local/cuda).
+  const again = `cudaenv link${v ? ` ${v.major}.${v.minor}` : ''}${target === '/usr/local/cuda' ? '' : ` --target ${quoteSh(target)}`}`;
   return new CudaenvError(`${target} is ${what}, not a link: cudaenv will not replace it (that would lose its contents)`, {
     hint: state.kind === 'directory'
-      ? `Move it aside and register it, then link again: sudo mv ${target} ${aside} && cudaenv add ${aside} && cudaenv link`
-      : `Move or remove ${target} yourself, then run cudaenv link again.`,
+      ? `Move it aside and register it, then link again: sudo mv ${quoteSh(target)} ${quoteSh(aside)} && cudaenv add ${quoteSh(aside)} && ${again}`
+      : `Move or remove ${target} yourself, then run ${again} again.`,
     code: 'target-not-link',
   });
 }
