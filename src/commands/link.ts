@@ -6,6 +6,7 @@ import {altOptionsFromEnv, ldconfigOptionsFromEnv, linkVersion, type LinkResult}
 import {notInstalledError, resolveSpec} from '../core/versions/resolve.js';
 import {describeOrigin, requireSelection} from '../core/versions/select.js';
 import {parseSpec} from '../core/versions/spec.js';
+import {quoteSh} from '../core/shell/quote.js';
 
 export default class Link extends CudaenvCommand {
   static override summary = 'Point /usr/local/cuda (or --target) at a CUDA version, machine-wide.';
@@ -41,7 +42,8 @@ export default class Link extends CudaenvCommand {
       else this.log(`${result.target} -> ${result.path} (CUDA ${result.version}${result.mode === 'alternatives' ? `, via update-alternatives: ${result.alternatives.map((a) => a.group).join(', ')} in manual mode` : ''}; was ${result.before})`);
       if (result.ldconfig.message) this.log(result.ldconfig.message);
       if (result.check) this.log(result.check.ok === null ? result.check.line : `check: ${result.check.line}`);
-      if (!result.dryRun) this.log(`\`cudaenv unlink${flags.target === '/usr/local/cuda' ? '' : ` --target ${flags.target}`}\` restores ${result.restores}.`);
+      // The absolute target, quoted: the command must work from any directory, with any path.
+      if (!result.dryRun) this.log(`\`cudaenv unlink${result.target === '/usr/local/cuda' ? '' : ` --target ${quoteSh(result.target)}`}\` restores ${result.restores}.`);
     }
     // A failing check is reported, like after every switch; the link itself was made.
     if (result.ldconfig.ok === false) process.exitCode = 1;

@@ -1,6 +1,6 @@
 import {afterEach, beforeEach, describe, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
-import {chmodSync, chownSync, mkdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync} from 'node:fs';
+import {chmodSync, chownSync, existsSync, mkdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {cliEnv, runCli} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
@@ -39,6 +39,13 @@ describe('cudaenv link / unlink', () => {
     const u = runCli(['unlink', '--target', target], {env});
     expect(u.stdout).toBe(`${target}: restored a link to /opt/elsewhere (was a link to ${join(store, 'versions', '12.4.1')})\n`);
     expect(readlinkSync(target)).toBe('/opt/elsewhere');
+    // A relative --target with a blank: the unlink command printed works from anywhere.
+    const spaced = join(dir, 'local', 'my cuda');
+    const rel = runCli(['link', '12.4', '--target', 'local/my cuda'], {env, cwd: dir});
+    expect(rel.status).toBe(0);
+    expect(rel.stdout).toContain(`\`cudaenv unlink --target '${spaced}'\` restores nothing (the link is removed).`);
+    expect(runCli(['unlink', '--target', spaced], {env}).status).toBe(0);
+    expect(existsSync(spaced)).toBe(false);
   });
 
   test('a target managed by update-alternatives, through the CUDAENV_ALTDIR/ADMINDIR/ALTLOG knobs', () => {
