@@ -5,6 +5,7 @@ import {CudaenvCommand} from '../cli/base.js';
 import {CudaenvError, isErrno, UsageError} from '../core/errors.js';
 import {atomicWriteFile} from '../core/store/atomic-write.js';
 import {resolveSpec} from '../core/versions/resolve.js';
+import {logicalCwd} from '../core/versions/select.js';
 import {parseSpec} from '../core/versions/spec.js';
 import {VERSION_FILE, VersionFileError, formatVersionFile, readVersionFile, replaceSpecInText} from '../core/versions/version-file.js';
 import {quoteSh} from '../core/shell/quote.js';
@@ -18,7 +19,7 @@ export default class Local extends CudaenvCommand {
   async run(): Promise<{path: string; spec: string; installed: boolean}> {
     const {args, flags} = await this.parse(Local);
     const spec = parseSpec(args.spec);
-    const dir = resolve(flags.dir ?? process.cwd());
+    const dir = resolve(flags.dir ?? logicalCwd());
     // A mistyped --dir must not create a new directory tree.
     let isDir = false;
     try {

@@ -192,6 +192,17 @@ describe('global, local, current, which', () => {
     expect(runCli(['current'], {env: {...env, PWD: join(dir, 'work')}, cwd: join(dir, 'data', 'proj')}).stdout).toBe('system (no version selected)\n');
   });
 
+  test('a working directory deleted under the command: one message naming it, what to do', () => {
+    const doomed = join(dir, 'doomed');
+    mkdirSync(doomed);
+    for (const args of [['current'], ['local', '12'], ['exec', '--', 'true']]) {
+      mkdirSync(doomed, {recursive: true});
+      const r = spawnSync('sh', ['-c', 'rmdir "$PWD" && exec "$@"', 'sh', process.execPath, CLI, ...args], {cwd: doomed, env: {...env, PWD: doomed}, encoding: 'utf8'});
+      expect({args, status: r.status}).toEqual({args, status: 1});
+      expect(r.stderr).toContain(`cudaenv: the current directory ${doomed} no longer exists\nChange to an existing directory (cd) and run the command again.\n`);
+    }
+  });
+
   test('bad usage exits 2', () => {
     expect(runCli(['global', 'not a spec'], {env}).status).toBe(2);
     expect(runCli(['ls', '--bogus'], {env}).status).toBe(2);

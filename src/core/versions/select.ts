@@ -95,8 +95,13 @@ export function parseGlobalSpec(paths: StorePaths, text: string): Spec {
  * files in other parents than they do. $PWD counts only while it names this same directory.
  */
 export function logicalCwd(env: NodeJS.ProcessEnv = process.env): string {
-  const physical = process.cwd();
   const pwd = env.PWD;
+  let physical: string;
+  try {
+    physical = process.cwd();
+  } catch {
+    throw new CudaenvError(`the current directory${pwd ? ` ${pwd}` : ''} no longer exists`, {hint: 'Change to an existing directory (cd) and run the command again.', code: 'no-cwd'});
+  }
   if (!pwd || pwd === physical || !isAbsolute(pwd)) return physical;
   try {
     const a = statSync(pwd);
