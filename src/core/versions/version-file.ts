@@ -42,7 +42,9 @@ export function parseVersionFileText(path: string, text: string): VersionFile {
   const warnings: string[] = [];
   const lines = text.split(/\r?\n/);
   for (const [i, raw] of lines.entries()) {
-    const line = raw.trim();
+    // ASCII blanks only, as the shell hooks and shims trim ([[:space:]] in the C locale): a
+    // no-break space is not trimmed away here and there alike.
+    const line = raw.replace(/^[ \t\r]+|[ \t\r]+$/g, '');
     if (line === '' || line.startsWith('#')) continue;
     const where = `line ${i + 1}`;
     if (!spec) {
@@ -94,10 +96,12 @@ export function readVersionFile(path: string): VersionFile {
     const bytes = buf.subarray(0, length);
     let text: string;
     try {
-      text = new TextDecoder('utf-8', {fatal: true}).decode(bytes);
+      // ignoreBOM keeps a byte-order mark in the text, so it is refused below, as the shells do.
+      text = new TextDecoder('utf-8', {fatal: true, ignoreBOM: true}).decode(bytes);
     } catch {
       throw new VersionFileError(path, 'is not UTF-8 text (a binary file?)');
     }
+    if (text.startsWith('\ufeff')) throw new VersionFileError(path, 'starts with a byte-order mark (BOM); save it as UTF-8 without one');
     return parseVersionFileText(path, text);
   } finally {
     closeSync(fd);

@@ -88,6 +88,8 @@ describe('shims', () => {
     {name: 'file with a NUL byte', files: {'p/.cuda-version': '12.4\u0000\n'}, cwd: 'p'},
     {name: 'file without a spec', files: {'p/.cuda-version': '# nothing\n'}, cwd: 'p'},
     {name: 'huge file', files: {'p/.cuda-version': `12\n${'#'.repeat(5000)}\n`}, cwd: 'p'},
+    {name: 'file with a byte-order mark', files: {'p/.cuda-version': '\ufeff12.4\n'}, cwd: 'p'},
+    {name: 'spec followed by a no-break space', files: {'p/.cuda-version': '12.4\u00a0\n'}, cwd: 'p'},
     {name: 'system in a file', files: {'p/.cuda-version': 'system\n'}, global: '12', cwd: 'p'},
   ];
 

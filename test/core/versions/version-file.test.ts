@@ -20,6 +20,13 @@ describe('.cuda-version', () => {
     expect(f.warnings).toEqual(['/p/.cuda-version: line 6: unknown key "flavour" ignored']);
   });
 
+  test('a byte-order mark or a no-break space is refused, as the shell hooks and shims refuse it', () => {
+    writeFileSync(join(dir, '.cuda-version'), '\ufeff12.4\n');
+    expect(() => readVersionFile(join(dir, '.cuda-version'))).toThrow(/starts with a byte-order mark \(BOM\); save it as UTF-8 without one/);
+    expect(() => parseVersionFileText('f', '12.4\u00a0\n')).toThrow(/line 1 .* is not a CUDA version spec/);
+    expect(parseVersionFileText('f', ' \t12.4 \t\n').spec.text).toBe('12.4');
+  });
+
   test('CRLF line endings are accepted', () => {
     expect(parseVersionFileText('f', '12.4.1\r\ncudnn=9\r\n').spec.text).toBe('12.4.1');
   });
