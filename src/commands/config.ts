@@ -2,6 +2,7 @@ import {Args, Flags} from '@oclif/core';
 import {CudaenvCommand} from '../cli/base.js';
 import {UsageError} from '../core/errors.js';
 import {SETTING_KEYS, loadSettings, type SettingKey, type Settings} from '../core/store/settings.js';
+import {mirrorSettingValue} from '../core/remote/mirror.js';
 
 export default class Config extends CudaenvCommand {
   static override summary = 'Show or change settings (mirror, cudnnMirror, ldLibraryPath).';
@@ -25,7 +26,7 @@ export default class Config extends CudaenvCommand {
       return all;
     }
     if (flags.unset) settings.delete(key);
-    else if (args.value !== undefined) settings.set(key, args.value as never);
+    else if (args.value !== undefined) settings.set(key, (key === 'mirror' || key === 'cudnnMirror' ? mirrorSettingValue(args.value, key) : args.value) as never);
     else if (!this.jsonEnabled()) this.log(String(settings.get(key) ?? '(default)'));
     if (flags.unset && args.value !== undefined) throw new UsageError('give either a value or --unset, not both');
     return settings.all();

@@ -161,6 +161,15 @@ describe('cudaenv ls-remote / install / uninstall', () => {
     expect(JSON.parse(ls.stdout)).toEqual({mirror: server.url, releases: [{version: '12.4.1', installed: false}, {version: '12.6.3', installed: false}]});
     const r = await runCli(['install', '12.6', '--profile', 'minimal', '--json'], {env: plain});
     expect(JSON.parse(r.stdout)).toMatchObject({version: '12.6.3', status: 'installed', mirror: server.url});
+    // a directory is kept absolute (a relative one would follow every later cwd); a bad value is refused when set
+    const here = join(tmp.dir, `cwd${n++}`);
+    mkdirSync(join(here, 'redist'), {recursive: true});
+    expect((await runCli(['config', 'mirror', 'redist'], {env: plain, cwd: here})).status).toBe(0);
+    expect((await runCli(['config', 'mirror'], {env: plain})).stdout).toBe(`${join(here, 'redist')}\n`);
+    const bad = await runCli(['config', 'mirror', 'ftp://example.com/redist/'], {env: plain});
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toContain('cudaenv: the mirror setting "ftp://example.com/redist/" uses ftp, which cudaenv does not download from');
+    expect((await runCli(['config', 'mirror'], {env: plain})).stdout).toBe(`${join(here, 'redist')}\n`);
     // the variable beats the setting
     const env2 = await runCli(['ls-remote'], {env: {...plain, CUDAENV_MIRROR: 'http://127.0.0.1:1/'}});
     expect(env2.status).toBe(1);

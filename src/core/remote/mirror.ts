@@ -40,6 +40,15 @@ export function parseMirror(text: string, source = '--mirror'): Mirror {
   return {kind: 'file', base: pathToFileURL(`${dir.replace(/\/+$/, '')}/`).href, dir: dir.replace(/\/+$/, '') || '/', display: dir};
 }
 
+/**
+ * A mirror as the settings file keeps it: checked when it is set (not at the next install),
+ * and a directory made absolute, since a relative one would follow the cwd of every later command.
+ */
+export function mirrorSettingValue(text: string, key: string): string {
+  const mirror = parseMirror(text, `the ${key} setting`);
+  return mirror.kind === 'file' && !/^file:/i.test(text.trim()) ? mirror.dir : text.trim();
+}
+
 /** The mirror in effect: the flag, else the environment variable, else the setting, else NVIDIA. */
 export function chooseMirror(options: {flag?: string; env?: string; setting?: string; fallback: string; envName: string; settingName: string}): Mirror {
   if (options.flag !== undefined) return parseMirror(options.flag, '--mirror');
