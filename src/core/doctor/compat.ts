@@ -1,6 +1,7 @@
 import {readdirSync} from 'node:fs';
 import {join} from 'node:path';
 import {installedLabels} from '../store/registry.js';
+import {quoteSh} from '../shell/quote.js';
 import {splitPathList} from '../shell/toolkit-env.js';
 import {compareVersions, parseVersion} from '../versions/version.js';
 import {libcudaVersion, type DriverFact} from './driver.js';
@@ -164,7 +165,7 @@ export function driverFindings(ctx: DoctorContext, driver: DriverFact | undefine
   const useBest = best ? `cudaenv use ${best.label}` : install;
   const presentCompat = compat.find((c) => compareDriverVersions(c.version, support.required.driver) >= 0);
   const fixes = [useBest ? `\`${useBest}\`` : undefined, `upgrade the driver to >= ${support.required.driver}`,
-    presentCompat ? `put the cuda-compat driver first: export LD_LIBRARY_PATH=${presentCompat.dir}\${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} (data-center GPUs only)` : undefined].filter(Boolean);
+    presentCompat ? `put the cuda-compat driver first: export LD_LIBRARY_PATH=${quoteSh(presentCompat.dir)}\${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} (data-center GPUs only)` : undefined].filter(Boolean);
   findings.push({
     id: 'driver.too-old-for-toolkit',
     severity: 'error',

@@ -5,6 +5,7 @@ import {driverFindings, findForwardCompat} from '../../../src/core/doctor/compat
 import {readDriver} from '../../../src/core/doctor/driver.js';
 import {inspectToolkits} from '../../../src/core/doctor/toolkit.js';
 import {makeTempDir} from '../../helpers/tmp.js';
+import {makeFakeToolkit} from '../../helpers/toolkit.js';
 import {PROC_PROPRIETARY, installVersion, makeMachine, setGlobal, systemToolkit, write, type Machine} from './machine.js';
 
 function findingsFor(m: Machine) {
@@ -81,6 +82,17 @@ describe('active toolkit against the driver', () => {
     f = findingsFor(m);
     expect(f.map((x) => x.id)).toEqual(['driver.forward-compat', 'driver.forward-compat-in-use']);
     expect(f[1]!.severity).toBe('warning');
+  });
+
+  test('the compat fix quotes a toolkit path with spaces and quotes', () => {
+    driver('470.82.01');
+    // The active toolkit through CUDA_HOME, in a directory whose name needs quoting.
+    const tk = makeFakeToolkit(join(m.sysroot, "opt/my cuda's 12.4"), {version: '12.4.1'});
+    m.env = {...m.env, CUDA_HOME: tk};
+    mkdirSync(join(tk, 'compat'));
+    writeFileSync(join(tk, 'compat', 'libcuda.so.550.54.15'), '');
+    const f = findingsFor(m).find((x) => x.id === 'driver.too-old-for-toolkit');
+    expect(f!.fix).toContain(`export LD_LIBRARY_PATH='/opt/my cuda'\\''s 12.4/compat'\${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}`);
   });
 
   test('a toolkit too new, with a compat library present but unused, offers it in the fix', () => {
