@@ -1,10 +1,13 @@
 import {spawnSync} from 'node:child_process';
-import {mkdtempSync, realpathSync, rmdirSync} from 'node:fs';
+import {existsSync, mkdtempSync, realpathSync, rmdirSync} from 'node:fs';
 import {tmpdir} from 'node:os';
 import {dirname, join, resolve} from 'node:path';
 import {CudaenvError} from '../errors.js';
 import {runForeground} from '../system/run-child.js';
 import {inspectTarget} from './swap.js';
+
+/** Where the setup's tools come from (CMD's PATH starts with the toolkit's bin/). */
+const SAFE_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 /**
  * `cudaenv exec --isolate`: CMD runs in a private mount namespace where the mount point
@@ -26,6 +29,11 @@ const SETUP = `set -e
 fail() { printf 'cudaenv: --isolate: %s\\n' "$1" >&2; exit 125; }
 src=$1 target=$2 stage=$3 mode=$4 uid=$5 gid=$6
 shift 6
+# The setup runs as (namespace) root: its tools come from the system, never from the toolkit's
+# bin/ that leads CMD's PATH; CMD gets that PATH back when it starts.
+cmdpath=$PATH
+PATH=${SAFE_PATH}
+export PATH
 if [ "$mode" = dir ]; then
   mount --bind "$src" "$target" || fail "cannot bind $src onto $target"
 else
@@ -44,7 +52,10 @@ else
   { mkdir "$parent/$name" && mount --bind "$src" "$parent/$name"; } || fail "cannot bind $src onto $target"
   umount -l "$stage" 2>/dev/null || :
 fi
-if [ -n "$uid" ]; then exec unshare --user --map-user="$uid" --map-group="$gid" -- "$@"; fi
+unshare=$(command -v unshare)
+PATH=$cmdpath
+export PATH
+if [ -n "$uid" ]; then exec "$unshare" --user --map-user="$uid" --map-group="$gid" -- "$@"; fi
 exec "$@"`;
 
 export interface IsolateOptions {
@@ -66,6 +77,15 @@ export interface IsolatePlan {
 
 const isRoot = () => process.getuid?.() === 0;
 
+
+/** A system program by absolute path, so that CMD's PATH (the toolkit's bin/ first) cannot provide it. */
+function systemTool(name: string): string {
+  for (const dir of SAFE_PATH.split(':')) {
+    if (existsSync(`${dir}/${name}`)) return `${dir}/${name}`;
+  }
+  return name;
+}
+
 export function planIsolate(options: IsolateOptions, stage = ''): IsolatePlan {
   const mountpoint = resolve(options.mountpoint ?? '/usr/local/cuda');
   const state = inspectTarget(mountpoint);
@@ -84,11 +104,11 @@ export function planIsolate(options: IsolateOptions, stage = ''): IsolatePlan {
   }
   const src = realpathSync(options.versionDir);
   const ids = isRoot() ? ['', ''] : [String(process.getuid!()), String(process.getgid!())];
-  const unshare = isRoot() ? ['unshare', '--mount', '--propagation', 'private'] : ['unshare', '--user', '--map-root-user', '--mount', '--propagation', 'private'];
+  const unshare = isRoot() ? [systemTool('unshare'), '--mount', '--propagation', 'private'] : [systemTool('unshare'), '--user', '--map-root-user', '--mount', '--propagation', 'private'];
   return {
     mode,
     stage: mode === 'overlay' ? stage : undefined,
-    argv: [...unshare, '--', 'sh', '-c', SETUP, 'cudaenv-isolate', src, mountpoint, stage, mode, ...ids, options.command, ...options.args],
+    argv: [...unshare, '--', systemTool('sh'), '-c', SETUP, 'cudaenv-isolate', src, mountpoint, stage, mode, ...ids, options.command, ...options.args],
   };
 }
 

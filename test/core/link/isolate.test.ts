@@ -1,5 +1,5 @@
 import {afterEach, beforeEach, describe, expect, test} from '@jest/globals';
-import {existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync} from 'node:fs';
+import {chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, symlinkSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {makeFakeToolkit} from '../../helpers/toolkit.js';
@@ -73,6 +73,23 @@ describeNs('exec --isolate: a private /usr/local/cuda (real unshare)', () => {
   test('the exit status and a fatal signal of the command come back', async () => {
     expect((await inside('exit 7')).status).toBe(7);
     expect((await inside('kill -TERM $$')).status).toBe(128 + 15);
+  });
+
+  test('the setup (root in the namespace) never runs tools from the toolkit\'s bin/; CMD still has it first on PATH', async () => {
+    const marks = join(dir, 'marks');
+    mkdirSync(marks);
+    for (const tool of ['mount', 'umount', 'stat', 'ln', 'mkdir', 'readlink', 'unshare', 'sh']) {
+      writeFileSync(join(version, 'bin', tool), `#!/bin/sh\ntouch '${marks}/${tool}'\nexit 1\n`);
+      chmodSync(join(version, 'bin', tool), 0o755);
+    }
+    const out = join(dir, 'out.txt');
+    const env = {...process.env, PATH: `${join(version, 'bin')}:${process.env.PATH}`};
+    const status = await runIsolated({versionDir: version, mountpoint, command: '/bin/sh', args: ['-c', 'printf "%s\\n" "$PATH" > "$1"; cat "$2/version.json" >> "$1"', 'sh', out, mountpoint], env}, '12.4');
+    expect(readdirSync(marks)).toEqual([]);
+    expect(status).toBe(0);
+    const [path] = readFileSync(out, 'utf8').split('\n');
+    expect(path).toBe(env.PATH);
+    expect(readFileSync(out, 'utf8')).toContain('12.4.1');
   });
 
   test('arguments reach the command as they are, never through the shell', async () => {
