@@ -231,6 +231,7 @@ if (!HAVE_GCC) console.warn('skipping the conda hook library check tests: gcc is
     expect(r.stderr).toContain(`not installing the hook: with CUDA 12.3.2's libraries first on LD_LIBRARY_PATH, libraries of the conda environment ${envT} would bind a wrong library:`);
     expect(r.stderr).toContain('__nvJitLinkComplete_12_4');
     expect(r.stderr).toContain('libcusparse.so.12');
+    expect(r.stderr).toMatch(/^ {4}instead of .*\/nvjitlink\/lib\/libnvJitLink\.so\.12 \(DT_RUNPATH entry \$ORIGIN\/\.\.\/\.\.\/nvjitlink\/lib of .*\), which would satisfy it$/m);
     expect(r.stderr).toContain(`cudaenv conda hook install 12.3.2 -p ${envT} --ld-library-path none`);
     expect(r.stderr).toContain('--force');
     for (const f of allHookFiles(envT)) expect(existsSync(f)).toBe(false);

@@ -107,7 +107,8 @@ export async function installHook(req: InstallRequest): Promise<InstallResult> {
 }
 
 function refusal(prefix: string, label: string, problems: Problem[]): CudaenvError {
-  const lines = problems.slice(0, 3).map((p) => `  ${p.summary}`);
+  // The summary names the file picked; the shadowed candidate says why that is wrong (the environment's own copy).
+  const lines = problems.slice(0, 3).map((p) => `  ${p.summary}${p.shadowed ? `\n    instead of ${p.shadowed}` : ''}`);
   if (problems.length > 3) lines.push(`  ... and ${problems.length - 3} more (--json lists them)`);
   return new CudaenvError(
     `not installing the hook: with CUDA ${label}'s libraries first on LD_LIBRARY_PATH, libraries of the conda environment ${prefix} would bind a wrong library:\n${lines.join('\n')}`,
