@@ -14,6 +14,8 @@
 _CUDAENV_CTL=$'\001\002\003\004\005\006\007\010\013\014\016\017\020\021\022\023\024\025\026\027\030\031\032\033\034\035\036\037\177'
 _CUDAENV_SPEC_RE='^(latest|system|(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,5}))?)?|[A-Za-z][A-Za-z0-9_.-]{0,62})$'
 _CUDAENV_KV_RE='^[a-z][a-z0-9_-]{0,31}=[A-Za-z0-9._+-]{0,64}$'
+# Valid UTF-8 (bytes, C locale): the CLI and the shims refuse a file that is not UTF-8 text.
+_CUDAENV_UTF8_RE=$'^([\x01-\x7f]|[\xc2-\xdf][\x80-\xbf]|\xe0[\xa0-\xbf][\x80-\xbf]|[\xe1-\xec\xee\xef][\x80-\xbf][\x80-\xbf]|\xed[\x80-\x9f][\x80-\xbf]|\xf0[\x90-\xbf][\x80-\xbf][\x80-\xbf]|[\xf1-\xf3][\x80-\xbf][\x80-\xbf][\x80-\xbf]|\xf4[\x80-\x8f][\x80-\xbf][\x80-\xbf])*$'
 _CUDAENV_NONE_RE='"ldLibraryPath"[[:space:]]*:[[:space:]]*"none"'
 
 _cudaenv_store() { _cudaenv_r=${CUDAENV_DIR:-$_CUDAENV_DEFAULT_DIR}; [ "$_cudaenv_r" = / ] || _cudaenv_r=${_cudaenv_r%/}; }
@@ -56,6 +58,7 @@ _cudaenv_parse() {
   _cudaenv_e=
   if [ "${#1}" -gt 4096 ]; then _cudaenv_e='holds more than 4096 bytes'; return 1; fi
   if [[ $1 == *["$_CUDAENV_CTL"]* ]]; then _cudaenv_e='contains control characters or binary data'; return 1; fi
+  if ! [[ $1 =~ $_CUDAENV_UTF8_RE ]]; then _cudaenv_e='is not UTF-8 text (a binary file?)'; return 1; fi
   rest=$1$'\n'
   while [ -n "$rest" ]; do
     line=${rest%%$'\n'*}

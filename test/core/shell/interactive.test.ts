@@ -148,7 +148,10 @@ for (const shell of SHELLS) {
         ['64 MB of zeros', (d) => { spawnSync('truncate', ['-s', '64M', join(d, '.cuda-version')]); }, /control characters or binary|more than 4096 bytes/],
         ['directory', (d) => mkdirSync(join(d, '.cuda-version')), /is a directory/],
         ['FIFO', (d) => { spawnSync('mkfifo', [join(d, '.cuda-version')]); }, /not a regular file/],
+        // fish's `read -n` drops bytes that are not UTF-8 before the hook can see them: not yet refused there.
+        ...(shell === 'fish' ? [] : [['not UTF-8 (Latin-1 in a comment)', (d: string) => writeFileSync(join(d, '.cuda-version'), Buffer.from('12.4\n# caf\xe9\n', 'latin1')), /is not UTF-8 text/] as [string, (dir: string) => void, RegExp]]),
       ];
+      if (shell === 'fish') console.warn('fish: a .cuda-version that is not UTF-8 is not refused by the hook yet (the CLI and the shims refuse it)');
       test.each(cases)('%s', (name, make, message) => {
         const dir = join(tmp.dir, 'hostile', name.replace(/\W+/g, '-'));
         mkdirSync(dir, {recursive: true});
