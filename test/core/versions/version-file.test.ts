@@ -2,7 +2,7 @@ import {afterEach, beforeEach, describe, expect, test} from '@jest/globals';
 import {execFileSync} from 'node:child_process';
 import {mkdirSync, symlinkSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
-import {findVersionFile, parseVersionFileText, readVersionFile} from '../../../src/core/versions/version-file.js';
+import {findVersionFile, parseVersionFileText, readVersionFile, replaceSpecInText} from '../../../src/core/versions/version-file.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 
 let dir: string;
@@ -25,6 +25,11 @@ describe('.cuda-version', () => {
     expect(() => readVersionFile(join(dir, '.cuda-version'))).toThrow(/starts with a byte-order mark \(BOM\); save it as UTF-8 without one/);
     expect(() => parseVersionFileText('f', '12.4\u00a0\n')).toThrow(/line 1 .* is not a CUDA version spec/);
     expect(parseVersionFileText('f', ' \t12.4 \t\n').spec.text).toBe('12.4');
+  });
+
+  test('local over an existing file changes only the spec line (CRLF kept)', () => {
+    expect(replaceSpecInText('# pinned\r\n\r\n  12.3  \r\ncudnn=9\r\n', '12.4')).toBe('# pinned\r\n\r\n12.4\r\ncudnn=9\r\n');
+    expect(replaceSpecInText('12.3\ncudnn=9', '12')).toBe('12\ncudnn=9');
   });
 
   test('CRLF line endings are accepted', () => {
