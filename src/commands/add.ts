@@ -1,5 +1,6 @@
 import {Args, Flags} from '@oclif/core';
 import {CudaenvCommand} from '../cli/base.js';
+import {refuseForeignStore} from '../core/store/store-owner.js';
 import {registerToolkit, type Registration} from '../core/store/register.js';
 
 export default class Add extends CudaenvCommand {
@@ -11,6 +12,7 @@ export default class Add extends CudaenvCommand {
 
   async run(): Promise<Registration> {
     const {args, flags} = await this.parse(Add);
+    refuseForeignStore(this.paths, ['add', ...this.argv]);
     const r = await registerToolkit(this.paths, args.path, flags.as);
     if (!this.jsonEnabled()) {
       this.log(`Registered CUDA ${r.label} from ${r.target} (version from ${r.source}).`);

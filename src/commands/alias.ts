@@ -1,5 +1,6 @@
 import {Args} from '@oclif/core';
 import {CudaenvCommand} from '../cli/base.js';
+import {refuseForeignStore} from '../core/store/store-owner.js';
 import {afterVersionsChanged} from '../core/store/on-change.js';
 import {writeAlias, ensureStoreDirs} from '../core/store/registry.js';
 import {resolveSpec} from '../core/versions/resolve.js';
@@ -15,6 +16,7 @@ export default class Alias extends CudaenvCommand {
 
   async run(): Promise<{name: string; spec: string; resolves: string | null}> {
     const {args} = await this.parse(Alias);
+    refuseForeignStore(this.paths, ['alias', ...this.argv]);
     validateAliasName(args.name);
     const spec = parseSpec(args.spec);
     ensureStoreDirs(this.paths);

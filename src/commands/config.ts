@@ -1,5 +1,6 @@
 import {Args, Flags} from '@oclif/core';
 import {CudaenvCommand} from '../cli/base.js';
+import {refuseForeignStore} from '../core/store/store-owner.js';
 import {UsageError} from '../core/errors.js';
 import {SETTING_KEYS, loadSettings, type SettingKey, type Settings} from '../core/store/settings.js';
 import {mirrorSettingValue} from '../core/remote/mirror.js';
@@ -15,6 +16,7 @@ export default class Config extends CudaenvCommand {
 
   async run(): Promise<Settings> {
     const {args, flags} = await this.parse(Config);
+    if (args.value !== undefined || flags.unset) refuseForeignStore(this.paths, ['config', ...this.argv]);
     const settings = await loadSettings(this.paths);
     const key = args.key as SettingKey | undefined;
     if (!key) {

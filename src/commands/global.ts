@@ -1,5 +1,6 @@
 import {Args, Flags} from '@oclif/core';
 import {CudaenvCommand} from '../cli/base.js';
+import {refuseForeignStore} from '../core/store/store-owner.js';
 import {afterVersionsChanged} from '../core/store/on-change.js';
 import {UsageError} from '../core/errors.js';
 import {ensureStoreDirs, readGlobal, writeGlobal} from '../core/store/registry.js';
@@ -15,6 +16,7 @@ export default class Global extends CudaenvCommand {
 
   async run(): Promise<{global: string | null; resolves: string | null}> {
     const {args, flags} = await this.parse(Global);
+    if (args.spec || flags.unset) refuseForeignStore(this.paths, ['global', ...this.argv]);
     if (flags.unset && args.spec) throw new UsageError('give either a spec or --unset, not both');
     if (flags.unset) {
       writeGlobal(this.paths, undefined);

@@ -6,7 +6,7 @@ import {installRelease, type InstallResult} from '../core/remote/install.js';
 import {machinePlatform, parsePlatform} from '../core/remote/platform.js';
 import {parseComponentList, parseProfile, PROFILES} from '../core/remote/profiles.js';
 import {makeReporter} from '../core/remote/progress.js';
-import {refuseForeignStore} from '../core/remote/store-owner.js';
+import {refuseForeignStore} from '../core/store/store-owner.js';
 
 export default class Install extends CudaenvCommand {
   static override summary = 'Install a CUDA toolkit from NVIDIA\'s redistributable archives.';

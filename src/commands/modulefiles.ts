@@ -1,6 +1,7 @@
 import {join, resolve} from 'node:path';
 import {Flags} from '@oclif/core';
 import {CudaenvCommand} from '../cli/base.js';
+import {refuseForeignStore} from '../core/store/store-owner.js';
 import {writeModulefiles, type ModulefilesResult} from '../core/cluster/modulefiles.js';
 import type {LdLibraryPathPolicy} from '../core/shell/toolkit-env.js';
 import {loadSettings} from '../core/store/settings.js';
@@ -16,6 +17,7 @@ export default class Modulefiles extends CudaenvCommand {
 
   async run(): Promise<ModulefilesResult> {
     const {flags} = await this.parse(Modulefiles);
+    if (!flags.dir) refuseForeignStore(this.paths, ['modulefiles', ...this.argv]);
     const dir = resolve(flags.dir ?? join(this.paths.root, 'modulefiles'));
     const policy = (flags['ld-library-path'] ?? (await loadSettings(this.paths)).get('ldLibraryPath') ?? 'prepend') as LdLibraryPathPolicy;
     const result = writeModulefiles(this.paths, dir, policy);

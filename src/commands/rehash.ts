@@ -1,4 +1,5 @@
 import {CudaenvCommand} from '../cli/base.js';
+import {refuseForeignStore} from '../core/store/store-owner.js';
 import {rehash} from '../core/shell/rehash.js';
 import {ensureStoreDirs, refreshResolveIndex} from '../core/store/registry.js';
 
@@ -9,6 +10,7 @@ export default class Rehash extends CudaenvCommand {
 
   async run(): Promise<{shims: string; programs: string[]; removed: string[]}> {
     await this.parse(Rehash);
+    refuseForeignStore(this.paths, ['rehash', ...this.argv]);
     ensureStoreDirs(this.paths);
     // The resolve/ links first: a registered toolkit deleted since the last change leaves `12`
     // pointing at it, and the shims and the shell hook read those links.

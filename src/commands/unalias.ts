@@ -1,5 +1,6 @@
 import {Args} from '@oclif/core';
 import {CudaenvCommand} from '../cli/base.js';
+import {refuseForeignStore} from '../core/store/store-owner.js';
 import {CudaenvError} from '../core/errors.js';
 import {afterVersionsChanged} from '../core/store/on-change.js';
 import {removeAlias} from '../core/store/registry.js';
@@ -11,6 +12,7 @@ export default class Unalias extends CudaenvCommand {
 
   async run(): Promise<{name: string; removed: boolean}> {
     const {args} = await this.parse(Unalias);
+    refuseForeignStore(this.paths, ['unalias', ...this.argv]);
     // The name becomes a path under aliases/: `../global` must not delete the global default.
     validateAliasName(args.name);
     if (!removeAlias(this.paths, args.name)) {

@@ -1,6 +1,6 @@
 import {Args} from '@oclif/core';
 import {CudaenvCommand} from '../cli/base.js';
-import {refuseForeignStore} from '../core/remote/store-owner.js';
+import {refuseForeignStore} from '../core/store/store-owner.js';
 import {uninstallVersion, type UninstallResult} from '../core/remote/uninstall.js';
 
 export default class Uninstall extends CudaenvCommand {

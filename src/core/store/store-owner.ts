@@ -2,7 +2,7 @@ import {readFileSync, statSync} from 'node:fs';
 import {dirname} from 'node:path';
 import {CudaenvError} from '../errors.js';
 import {quoteSh} from '../shell/quote.js';
-import type {StorePaths} from '../store/paths.js';
+import type {StorePaths} from './paths.js';
 
 /** The owner of the store, or of the nearest existing directory above it (where root would create it). */
 function ownerUid(root: string): number | undefined {

@@ -1,0 +1,59 @@
+import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
+import {spawnSync} from 'node:child_process';
+import {chmodSync, mkdirSync, readdirSync} from 'node:fs';
+import {join} from 'node:path';
+import {cliEnv, runCli} from '../helpers/cli.js';
+import {makeTempDir} from '../helpers/tmp.js';
+import {makeFakeToolkit} from '../helpers/toolkit.js';
+
+/**
+ * Under sudo the store is SUDO_USER's; commands that write to it must not leave root-owned
+ * files there (the user could no longer change them). Reading commands still work.
+ */
+const canChown = process.getuid?.() === 0 && spawnSync('id', ['nobody']).status === 0;
+if (!canChown) console.log('skipping store-owner tests: they need root and a user nobody');
+const maybe = canChown ? describe : describe.skip;
+
+maybe('root in a store owned by another user', () => {
+  let tmp: {dir: string; cleanup: () => void};
+  let store: string;
+  let toolkit: string;
+  beforeAll(() => {
+    tmp = makeTempDir();
+    chmodSync(tmp.dir, 0o755);
+    store = join(tmp.dir, 'store');
+    toolkit = makeFakeToolkit(join(tmp.dir, 'cuda-12.4'), {version: '12.4.1'});
+    expect(runCli(['add', toolkit], {env: cliEnv(store)}).status).toBe(0);
+    mkdirSync(join(store, 'aliases'), {recursive: true});
+    expect(spawnSync('chown', ['-R', 'nobody:nogroup', store]).status).toBe(0);
+  });
+  afterAll(() => tmp.cleanup());
+
+  const listing = () => readdirSync(store, {recursive: true}).map(String).sort();
+
+  test.each([
+    [['global', '12']],
+    [['global', '--unset']],
+    [['alias', 'stable', '12']],
+    [['unalias', 'stable']],
+    [['rehash']],
+    [['config', 'ldLibraryPath', 'none']],
+    [['modulefiles']],
+    [['add', '/usr/local/cuda-13.0', '--as', '13.0.0']],
+  ])('sudo cudaenv %j is refused before writing, with the command to run instead', (argv) => {
+    const before = listing();
+    const r = runCli(argv, {env: cliEnv(store, {SUDO_USER: 'nobody'})});
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain(`refusing to run \`cudaenv ${argv[0]}\` as root in the store ${store}, which belongs to nobody`);
+    expect(r.stderr).toContain(`Run it without sudo (it needs no root): CUDAENV_DIR=${store} cudaenv ${argv.join(' ')}`);
+    expect(listing()).toEqual(before);
+  });
+
+  test('reading commands still work', () => {
+    const env = cliEnv(store, {SUDO_USER: 'nobody'});
+    expect(runCli(['ls'], {env}).status).toBe(0);
+    expect(runCli(['global'], {env}).status).toBe(0);
+    expect(runCli(['config'], {env}).status).toBe(0);
+    expect(runCli(['current'], {env}).status).toBe(0);
+  });
+});
