@@ -3,7 +3,7 @@ import {CudaenvCommand} from '../cli/base.js';
 import {CudaenvError} from '../core/errors.js';
 import {mirrorsFor} from '../core/remote/choose.js';
 import {installRelease, type InstallResult} from '../core/remote/install.js';
-import {machinePlatform, parsePlatform} from '../core/remote/platform.js';
+import {parsePlatform} from '../core/remote/platform.js';
 import {parseComponentList, parseProfile, PROFILES} from '../core/remote/profiles.js';
 import {makeReporter} from '../core/remote/progress.js';
 import {refuseForeignStore} from '../core/store/store-owner.js';
@@ -24,14 +24,15 @@ export default class Install extends CudaenvCommand {
     components: Flags.string({description: 'comma-separated component names (alone: exactly these; with --profile: added to it)'}),
     cudnn: Flags.string({description: 'also install the newest cuDNN matching this spec built for the CUDA major (e.g. 9)'}),
     mirror: Flags.string({description: 'CUDA redist mirror: URL, file:// URL or directory (default: $CUDAENV_MIRROR, the mirror setting, or NVIDIA)'}),
-    arch: Flags.string({description: 'linux-x86_64, linux-sbsa or linux-aarch64 (default: this machine)'}),
+    arch: Flags.string({description: 'linux-x86_64, linux-sbsa or linux-aarch64 (default: the one for this machine and the release; Jetson Thor uses linux-sbsa)'}),
     force: Flags.boolean({description: 'reinstall; the old copy stays usable until the new one is in place'}),
+    'allow-driver-components': Flags.boolean({description: 'let --components name driver and machine software (nvidia_driver, cuda_compat, fabricmanager, imex, nvidia_fs, mft...), refused otherwise'}),
   };
 
   async run(): Promise<InstallResult> {
     const {args, flags} = await this.parse(Install);
     refuseForeignStore(this.paths, ['install', ...this.argv]);
-    const platform = flags.arch ? parsePlatform(flags.arch) : machinePlatform();
+    const platform = flags.arch ? parsePlatform(flags.arch) : undefined;
     const components = flags.components === undefined ? undefined : parseComponentList(flags.components);
     const profile = flags.profile === undefined ? undefined : parseProfile(flags.profile);
     const mirrors = await mirrorsFor(this.paths, flags.mirror);
@@ -46,7 +47,7 @@ export default class Install extends CudaenvCommand {
     try {
       result = await installRelease({
         paths: this.paths, spec: args.spec, mirror: mirrors.cuda, cudnnMirror: mirrors.cudnn, platform,
-        profile, components, cudnn: flags.cudnn, force: flags.force, signal: controller.signal,
+        profile, components, allowDriverComponents: flags['allow-driver-components'], cudnn: flags.cudnn, force: flags.force, signal: controller.signal,
         onEvent: (e) => reporter.onEvent(e),
       });
     } catch (error) {
@@ -62,6 +63,7 @@ export default class Install extends CudaenvCommand {
         this.log(`CUDA ${result.version} is already installed in ${result.path} (reinstall with --force).`);
         for (const w of result.warnings) this.warn2(w);
       } else {
+        for (const note of result.notes) process.stderr.write(`cudaenv: note: ${note}\n`);
         this.log(`Installed CUDA ${result.version}${result.cudnn ? ` with cuDNN ${result.cudnn}` : ''} in ${result.path}`);
         this.log(`Use it with \`cudaenv global ${result.version}\` or \`cudaenv local ${result.version}\`.`);
       }

@@ -18,7 +18,7 @@ export async function loadManifest(mirror: Mirror, label: string, optional = fal
   const name = manifestName(label);
   const text = await fetchText(mirror, name, {optional, signal});
   if (text === undefined) return undefined;
-  const manifest = parseManifest(text, mirrorLocation(mirror, name));
+  const manifest = parseManifest(text, mirrorLocation(mirror, name), label);
   if (manifest.label !== label) {
     throw new CudaenvError(`${mirrorLocation(mirror, name)} describes release ${manifest.label}, not ${label}`, {
       hint: 'The mirror is inconsistent; use another mirror.', code: 'bad-manifest',

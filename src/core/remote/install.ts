@@ -12,10 +12,11 @@ import {fetchAndExtract, type ArchiveProgress} from './archive.js';
 import {resolveRelease} from './catalog.js';
 import {checkpoint} from './checkpoint.js';
 import {chooseCudnn, type CudnnChoice} from './cudnn.js';
-import {artifactFor, type Artifact} from './manifest.js';
+import {artifactFor, type Artifact, type Manifest} from './manifest.js';
 import {linkLib, mergeComponent} from './merge.js';
 import type {Mirror} from './mirror.js';
-import type {Platform} from './platform.js';
+import {relocatePkgConfig} from './pkgconfig.js';
+import {platformForRelease, type MachineKind, type Platform} from './platform.js';
 import {selectComponents, type Profile} from './profiles.js';
 import {cleanOtherLeftovers, makeTempIn, recoverLeftovers, tempName, versionLockName} from './staging.js';
 
@@ -23,9 +24,14 @@ export interface InstallRequest {
   paths: StorePaths;
   spec: string;
   mirror: Mirror;
-  platform: Platform;
+  /** The platform asked for (--arch); without it, the one right for this machine and the release. */
+  platform?: Platform;
+  /** The machine's kind (tests); detected when absent. */
+  machine?: MachineKind;
   profile?: Profile;
   components?: string[];
+  /** Lets --components name driver and machine software (nvidia_driver, fabricmanager...). */
+  allowDriverComponents?: boolean;
   cudnn?: string;
   cudnnMirror?: Mirror;
   force?: boolean;
@@ -42,7 +48,7 @@ export interface PlannedComponent {
 }
 
 export type InstallEvent =
-  | {type: 'plan'; label: string; components: PlannedComponent[]}
+  | {type: 'plan'; label: string; platform: string; platformWhy: string; components: PlannedComponent[]}
   | {type: 'waiting'; owner: LockOwner | undefined}
   | {type: 'progress'; component: string; progress: ArchiveProgress}
   | {type: 'finishing'};
@@ -63,7 +69,8 @@ export interface Receipt {
   mirror: string;
   installed_at: string;
   components: ReceiptComponent[];
-  cudnn: (ReceiptComponent & {release: string; variant: string; mirror: string}) | null;
+  /** What was really installed: `variant` is the CUDA major the archive is built for. */
+  cudnn: (ReceiptComponent & {release: string; variant: string; style: string; mirror: string}) | null;
 }
 
 export interface InstallResult {
@@ -74,6 +81,10 @@ export interface InstallResult {
   cudnn: string | null;
   mirror: string;
   platform: string;
+  /** Why that platform ("this machine is x86_64", "chosen with --arch"...). */
+  platform_why: string;
+  /** What cudaenv did beyond what was asked, and why (components cuDNN needs). */
+  notes: string[];
   /** Things the user asked for that did not happen (e.g. --cudnn on an existing installation). */
   warnings: string[];
 }
@@ -92,14 +103,16 @@ interface Job {
  * rename nothing is listed; a stage left by a killed run is removed by the next one.
  */
 export async function installRelease(req: InstallRequest): Promise<InstallResult> {
-  const {paths, mirror, platform} = req;
+  const {paths, mirror} = req;
   const signal = req.signal ?? new AbortController().signal;
   const manifest = await resolveRelease(mirror, req.spec, signal);
   const label = manifest.label;
   if (!isVersion(label)) {
     throw new CudaenvError(`the mirror's release ${label} is not a CUDA version label (MAJOR.MINOR.PATCH)`, {code: 'bad-manifest'});
   }
-  const names = selectComponents({manifest, platform, profile: req.profile, components: req.components});
+  const {platform, why: platformWhy} = platformForRelease(manifest, {explicit: req.platform, kind: req.machine});
+  const names = selectComponents({manifest, platform, profile: req.profile, components: req.components, allowDriverComponents: req.allowDriverComponents});
+  const notes: string[] = [];
   const jobs: Job[] = names.map((name) => {
     const c = manifest.components.get(name)!;
     return {name, version: c.version, artifact: artifactFor(c, platform)!, mirror};
@@ -108,9 +121,16 @@ export async function installRelease(req: InstallRequest): Promise<InstallResult
   if (req.cudnn !== undefined) {
     if (!req.cudnnMirror) throw new CudaenvError('--cudnn needs a cuDNN mirror');
     cudnn = await chooseCudnn(req.cudnnMirror, req.cudnn, Number(label.split('.')[0]), platform, signal);
+    const {added, missing} = cudnnNeeds(manifest, platform, names);
+    for (const name of added) {
+      const c = manifest.components.get(name)!;
+      jobs.push({name, version: c.version, artifact: artifactFor(c, platform)!, mirror});
+    }
+    if (added.length > 0) notes.push(`added ${added.join(', ')}: cuDNN ${cudnn.version} loads ${CUDNN_NEEDS.filter((n) => added.includes(n.component)).map((n) => n.library).join(' and ')}`);
+    if (missing.length > 0) notes.push(`cuDNN ${cudnn.version} loads ${missing.join(' and ')}, which CUDA ${label} has no archive of for ${platform}: cuDNN will not work until it is found elsewhere (LD_LIBRARY_PATH)`);
     jobs.push({name: 'cudnn', version: cudnn.version, artifact: cudnn.artifact, mirror: req.cudnnMirror});
   }
-  req.onEvent?.({type: 'plan', label, components: jobs.map((j) => ({name: j.name, version: j.version, size: j.artifact.size}))});
+  req.onEvent?.({type: 'plan', label, platform, platformWhy, components: jobs.map((j) => ({name: j.name, version: j.version, size: j.artifact.size}))});
 
   ensureStoreDirs(paths);
   const lock = await acquireLock(paths.locks, versionLockName(label), {
@@ -124,14 +144,14 @@ export async function installRelease(req: InstallRequest): Promise<InstallResult
     await cleanOtherLeftovers(paths, label);
     const dest = join(paths.versions, label);
     const existing = describeVersion(paths, label);
-    const base = {version: label, path: dest, mirror: mirror.display, platform, cudnn: cudnn ? cudnn.version : null, warnings: [] as string[]};
+    const base = {version: label, path: dest, mirror: mirror.display, platform, platform_why: platformWhy, notes, cudnn: cudnn ? cudnn.version : null, warnings: [] as string[]};
     // A registration whose directory is gone serves nothing: an install replaces it without --force.
     if (existing && !existing.broken && !req.force) {
       const had = readReceipt(dest)?.cudnn?.version ?? null;
       const warnings = cudnn && had !== cudnn.version
         ? [`cuDNN ${cudnn.version} was not added: CUDA ${label} is already installed${had ? ` with cuDNN ${had}` : ' without cuDNN'}; add --force to reinstall it with cuDNN ${cudnn.version} (the CUDA archives come from the cache)`]
         : [];
-      return {...base, status: 'already-installed', components: [], cudnn: had, warnings};
+      return {...base, notes: [], status: 'already-installed', components: [], cudnn: had, warnings};
     }
     stage = makeTempIn(paths, 'stage', label);
     const partsDir = join(stage, 'parts');
@@ -145,6 +165,7 @@ export async function installRelease(req: InstallRequest): Promise<InstallResult
     }
     mkdirSync(root, {recursive: true});
     linkLib(root);
+    relocatePkgConfig(root, dest);
     writeVersionJson(root, label, jobs);
     const receipt: Receipt = {
       release: label,
@@ -154,7 +175,7 @@ export async function installRelease(req: InstallRequest): Promise<InstallResult
       mirror: mirror.display,
       installed_at: new Date().toISOString(),
       components: jobs.filter((j) => j.name !== 'cudnn' || !cudnn).map(receiptEntry),
-      cudnn: cudnn ? {...receiptEntry(jobs.at(-1)!), release: cudnn.label, variant: cudnn.variant, mirror: req.cudnnMirror!.display} : null,
+      cudnn: cudnn ? {...receiptEntry(jobs.at(-1)!), release: cudnn.label, variant: cudnn.variant, style: cudnn.style, mirror: req.cudnnMirror!.display} : null,
     };
     atomicWriteFile(join(root, RECEIPT_FILE), `${JSON.stringify(receipt, null, 2)}\n`);
     for (const job of jobs) req.onEvent?.({type: 'progress', component: job.name, progress: {stage: 'done', bytes: job.artifact.size, total: job.artifact.size, fromCache: fromCache.get(job.name)!}});
@@ -174,6 +195,25 @@ export async function installRelease(req: InstallRequest): Promise<InstallResult
     if (stage) rmSync(stage, {recursive: true, force: true});
     lock.release();
   }
+}
+
+/** What cuDNN (8 and 9) loads from the toolkit: libcublasLt (NEEDED), libnvrtc (dlopened by its runtime-fusion engines). */
+const CUDNN_NEEDS = [
+  {component: 'libcublas', library: 'libcublasLt'},
+  {component: 'cuda_nvrtc', library: 'libnvrtc'},
+];
+
+/** The components cuDNN needs that are not chosen: those the release has (added) and those it lacks. */
+function cudnnNeeds(manifest: Manifest, platform: string, chosen: string[]): {added: string[]; missing: string[]} {
+  const added: string[] = [];
+  const missing: string[] = [];
+  for (const need of CUDNN_NEEDS) {
+    if (chosen.includes(need.component)) continue;
+    const c = manifest.components.get(need.component);
+    if (c && artifactFor(c, platform)) added.push(need.component);
+    else missing.push(need.library);
+  }
+  return {added, missing};
 }
 
 function readReceipt(dir: string): Receipt | undefined {

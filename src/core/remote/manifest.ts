@@ -40,14 +40,16 @@ function parseArtifact(value: unknown, where: string, source: string): Artifact 
   return {relativePath: checkRelativePath(o.relative_path, where), sha256: o.sha256.toLowerCase(), size: Number(sizeText)};
 }
 
+const LABEL = /^\d{1,4}(\.\d{1,6}){1,4}$/;
+
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
- * Parses NVIDIA's `redistrib_<label>.json`: string keys `release_*` at the top, every other
+ * Parses NVIDIA's `redistrib_<label>.json` (`fileLabel`: the label its file name gives): string keys `release_*` at the top, every other
  * key a component whose platform keys hold `{relative_path, sha256, md5, size}` - or, in
  * cuDNN-style manifests (`cuda_variant`), a map `cuda12 -> {...}` per platform.
  */
-export function parseManifest(text: string, source: string): Manifest {
+export function parseManifest(text: string, source: string, fileLabel?: string): Manifest {
   let data: unknown;
   try {
     data = JSON.parse(text);
@@ -55,8 +57,12 @@ export function parseManifest(text: string, source: string): Manifest {
     throw broken(source, (error as Error).message);
   }
   if (!isObject(data)) throw broken(source, 'the top level is not an object');
-  const label = data.release_label;
-  if (typeof label !== 'string' || !/^\d{1,4}(\.\d{1,6}){1,4}$/.test(label)) throw broken(source, 'release_label is missing or not a version');
+  // NVIDIA's manifests of CUDA 11.4.2 to 12.1.1 have only release_date: the label is then the
+  // one in the file name (redistrib_<label>.json), which is how the release was asked for.
+  const label = data.release_label === undefined ? fileLabel : data.release_label;
+  if (typeof label !== 'string' || !LABEL.test(label)) {
+    throw broken(source, data.release_label === undefined ? 'release_label is missing and the file name gives no release' : 'release_label is not a version');
+  }
   const components = new Map<string, Component>();
   for (const [key, value] of Object.entries(data)) {
     if (key.startsWith('release_') || !isObject(value)) continue;

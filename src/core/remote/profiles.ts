@@ -1,5 +1,5 @@
 import {CudaenvError, UsageError} from '../errors.js';
-import {artifactFor, type Manifest} from './manifest.js';
+import {artifactFor, type Component, type Manifest} from './manifest.js';
 
 export const PROFILES = ['minimal', 'devel', 'full'] as const;
 export type Profile = typeof PROFILES[number];
@@ -11,11 +11,36 @@ const DEVEL_EXTRA = [
   'libcublas', 'libcufft', 'libcurand', 'libcusolver', 'libcusparse',
   'cuda_nvrtc', 'libnvjitlink', 'cuda_cupti', 'cuda_nvtx', 'cuda_nvml_dev', 'cuda_profiler_api',
 ];
-/** Drivers, kernel modules, fabric managers and switch/NIC tools: machine software, not a toolkit. */
-const NEVER_IN_FULL = new Set([
-  'nvidia_driver', 'fabricmanager', 'imex', 'libnvidia_nscq', 'nvidia_fs', 'driver_assistant', 'cuda_compat',
-  'mft', 'mft_autocomplete', 'mft_oem', 'nvlsm', 'collectx_bringup', 'libnvsdm',
-]);
+/**
+ * Drivers, kernel modules, fabric managers and switch/NIC tools: machine software, not a toolkit.
+ * They go with the installed driver (or the machine), once per machine; inside a toolkit prefix
+ * they would shadow the real driver (libcuda) or be unusable. Each with why, for the refusal.
+ */
+const MACHINE_SOFTWARE: Record<string, string> = {
+  nvidia_driver: 'the NVIDIA driver (kernel modules and libcuda) belongs to the machine, not to a toolkit',
+  cuda_compat: 'the CUDA forward-compatibility libcuda must match the installed driver, not a toolkit',
+  fabricmanager: 'the NVSwitch fabric manager is a system service of the machine',
+  imex: 'the IMEX daemon (multi-node NVLink) is a system service of the machine',
+  libnvidia_nscq: 'the NVSwitch query library must match the installed driver',
+  nvidia_fs: 'nvidia-fs is the GPUDirect Storage kernel module',
+  driver_assistant: 'the driver assistant installs drivers on the machine',
+  mft: 'the Mellanox firmware tools manage NICs and switches, not CUDA code',
+  nvlsm: 'the NVLink subnet manager is a system service of the machine',
+  collectx_bringup: 'CollectX is a monitoring service of the machine',
+  libnvsdm: 'the NVSwitch device monitoring library must match the installed driver',
+};
+
+/** Why a component is machine software, or undefined for toolkit parts (mft_autocomplete, mft_oem: like mft). */
+export function machineSoftwareReason(name: string): string | undefined {
+  return MACHINE_SOFTWARE[name] ?? (/^mft(_|$)/.test(name) ? MACHINE_SOFTWARE.mft : undefined);
+}
+
+/** Where a component has archives: platforms, and the CUDA variants under a platform (cuDNN style). */
+export function whereAvailable(component: Component): string {
+  return [...component.platforms.entries()]
+    .map(([platform, entry]) => entry instanceof Map ? `${platform} (${[...entry.keys()].join(', ')})` : platform)
+    .join(', ') || 'no platform';
+}
 
 export function parseProfile(text: string): Profile {
   if ((PROFILES as readonly string[]).includes(text)) return text as Profile;
@@ -24,7 +49,7 @@ export function parseProfile(text: string): Profile {
 
 export function profileComponents(profile: Profile, manifest: Manifest, platform: string): string[] {
   const available = [...manifest.components.values()].filter((c) => artifactFor(c, platform) !== undefined).map((c) => c.key);
-  if (profile === 'full') return available.filter((k) => !NEVER_IN_FULL.has(k)).sort();
+  if (profile === 'full') return available.filter((k) => machineSoftwareReason(k) === undefined).sort();
   const major = Number(manifest.label.split('.')[0]);
   const wanted = [...MINIMAL, ...(major >= 13 ? MINIMAL_13 : []), ...(profile === 'devel' ? DEVEL_EXTRA : [])];
   // A profile names what a release may have: older releases lack some (no cuda_crt before 13).
@@ -32,7 +57,7 @@ export function profileComponents(profile: Profile, manifest: Manifest, platform
 }
 
 /** The components to install: `--components` alone is exact; with `--profile` it adds to the profile. */
-export function selectComponents(options: {manifest: Manifest; platform: string; profile?: Profile; components?: string[]}): string[] {
+export function selectComponents(options: {manifest: Manifest; platform: string; profile?: Profile; components?: string[]; allowDriverComponents?: boolean}): string[] {
   const {manifest, platform} = options;
   const chosen = new Set(options.components === undefined || options.profile !== undefined
     ? profileComponents(options.profile ?? 'devel', manifest, platform) : []);
@@ -42,9 +67,15 @@ export function selectComponents(options: {manifest: Manifest; platform: string;
       throw new UsageError(`CUDA ${manifest.label} has no component ${JSON.stringify(name)}`,
         `Components of ${manifest.label}: ${[...manifest.components.keys()].sort().join(', ')}`);
     }
+    const machine = machineSoftwareReason(name);
+    if (machine !== undefined && !options.allowDriverComponents) {
+      const only = artifactFor(component, platform) ? '' : `; it exists only for ${whereAvailable(component)}`;
+      throw new UsageError(`${name} is not part of a CUDA toolkit: ${machine}${only}`,
+        `Install it with the driver (your distribution's packages or NVIDIA's installer). To put it into the toolkit prefix anyway, add --allow-driver-components.`);
+    }
     if (!artifactFor(component, platform)) {
       throw new UsageError(`the component ${name} of CUDA ${manifest.label} has no archive for ${platform}`,
-        `It exists for: ${[...component.platforms.keys()].join(', ') || 'no platform'}.`);
+        `It exists for: ${whereAvailable(component)}.`);
     }
     chosen.add(name);
   }

@@ -79,6 +79,7 @@ export class PlainReporter implements Reporter {
     if (event.type === 'plan') {
       this.rows.update(event);
       const total = event.components.reduce((s, c) => s + c.size, 0);
+      this.write(platformLine(event));
       this.write(`Installing CUDA ${event.label}: ${event.components.map((c) => c.name).join(', ')} (${formatBytes(total)})`);
       return;
     }
@@ -101,6 +102,11 @@ export class PlainReporter implements Reporter {
   }
 }
 
+/** Which of NVIDIA's platforms the archives are for, and why: a Jetson or Thor user must be able to tell. */
+function platformLine(event: Extract<InstallEvent, {type: 'plan'}>): string {
+  return `Platform: ${event.platform} (${event.platformWhy})`;
+}
+
 /** listr2's renderer: one live line per component with bytes, rate and stage. */
 export class ListrReporter implements Reporter {
   private readonly rows = new Rows();
@@ -119,6 +125,7 @@ export class ListrReporter implements Reporter {
       return;
     }
     if (event.type === 'plan') {
+      this.write(platformLine(event));
       this.rows.update(event);
       for (const row of this.rows.rows.values()) {
         let resolve!: () => void;
