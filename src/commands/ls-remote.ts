@@ -2,32 +2,42 @@ import {Args, Flags} from '@oclif/core';
 import {CudaenvCommand} from '../cli/base.js';
 import {checkRemoteSpec, listReleases} from '../core/remote/catalog.js';
 import {mirrorsFor} from '../core/remote/choose.js';
+import {checkReleases} from '../core/remote/installable.js';
 import {matchesPrefix} from '../core/remote/labels.js';
+import {parsePlatform} from '../core/remote/platform.js';
 import {installedLabels} from '../core/store/registry.js';
 
 interface LsRemoteResult {
   mirror: string;
-  releases: Array<{version: string; installed: boolean}>;
+  releases: Array<{version: string; installed: boolean; installable: boolean; platform: string | null; why?: string}>;
 }
 
 export default class LsRemote extends CudaenvCommand {
-  static override summary = 'List the CUDA releases a mirror offers (newest last; * marks installed ones).';
-  static override examples = ['<%= config.bin %> ls-remote', '<%= config.bin %> ls-remote 12', '<%= config.bin %> ls-remote --json'];
+  static override summary = 'List the CUDA releases a mirror offers (newest last; * marks installed ones, ! those that cannot be installed here, with why).';
+  static override examples = ['<%= config.bin %> ls-remote', '<%= config.bin %> ls-remote 12', '<%= config.bin %> ls-remote --arch linux-sbsa', '<%= config.bin %> ls-remote --json'];
   static override args = {prefix: Args.string({description: 'only releases under this version prefix, e.g. 12 or 12.4'})};
-  static override flags = {mirror: Flags.string({description: 'CUDA redist mirror: URL, file:// URL or directory'})};
+  static override flags = {
+    mirror: Flags.string({description: 'CUDA redist mirror: URL, file:// URL or directory'}),
+    arch: Flags.string({description: 'check installability for linux-x86_64, linux-sbsa or linux-aarch64 (default: this machine)'}),
+  };
 
   async run(): Promise<LsRemoteResult> {
     const {args, flags} = await this.parse(LsRemote);
     if (args.prefix !== undefined && args.prefix !== 'latest') checkRemoteSpec(args.prefix, 'the prefix');
+    const explicit = flags.arch ? parsePlatform(flags.arch) : undefined;
     const {cuda} = await mirrorsFor(this.paths, flags.mirror);
     const installed = new Set(installedLabels(this.paths));
     let labels = await listReleases(cuda);
     if (args.prefix === 'latest') labels = labels.slice(-1);
     else if (args.prefix !== undefined) labels = labels.filter((l) => matchesPrefix(l, args.prefix!));
-    const result = {mirror: cuda.display, releases: labels.map((version) => ({version, installed: installed.has(version)}))};
+    const checked = await checkReleases(cuda, labels, {explicit});
+    const result = {mirror: cuda.display, releases: labels.map((version) => {
+      const c = checked.get(version)!;
+      return {version, installed: installed.has(version), installable: c.installable, platform: c.platform ?? null, ...(c.why ? {why: c.why} : {})};
+    })};
     if (!this.jsonEnabled()) {
       if (labels.length === 0) this.log(`${cuda.display} offers no release${args.prefix ? ` matching ${args.prefix}` : ''}.`);
-      for (const r of result.releases) this.log(`${r.installed ? '*' : ' '} ${r.version}`);
+      for (const r of result.releases) this.log(`${r.installed ? '*' : r.installable ? ' ' : '!'} ${r.version}${r.why ? `  (cannot be installed: ${r.why})` : ''}`);
     }
     return result;
   }
