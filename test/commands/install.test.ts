@@ -110,7 +110,7 @@ describe('cudaenv ls-remote / install / uninstall', () => {
     const ls = await runCli(['ls-remote'], {env: env(store)});
     expect(ls.stdout.trim().split('\n')).toEqual(['* 12.4.1', '  12.6.3']);
     const json = JSON.parse((await runCli(['ls-remote', '12.6', '--json'], {env: env(store)})).stdout);
-    expect(json.releases).toEqual([{version: '12.6.3', installed: false}]);
+    expect(json.releases).toEqual([{version: '12.6.3', installed: false, installable: true, platform: 'linux-x86_64'}]);
     const bad = await runCli(['ls-remote', 'x; rm'], {env: env(store)});
     expect(bad.status).toBe(2);
   });
@@ -158,7 +158,7 @@ describe('cudaenv ls-remote / install / uninstall', () => {
     const plain = cliEnv(store, {CUDAENV_RETRY_DELAY_MS: '20'});
     expect((await runCli(['config', 'mirror', server.url], {env: plain})).status).toBe(0);
     const ls = await runCli(['ls-remote', '--json'], {env: plain});
-    expect(JSON.parse(ls.stdout)).toEqual({mirror: server.url, releases: [{version: '12.4.1', installed: false}, {version: '12.6.3', installed: false}]});
+    expect(JSON.parse(ls.stdout)).toEqual({mirror: server.url, releases: [{version: '12.4.1', installed: false, installable: true, platform: 'linux-x86_64'}, {version: '12.6.3', installed: false, installable: true, platform: 'linux-x86_64'}]});
     const r = await runCli(['install', '12.6', '--profile', 'minimal', '--json'], {env: plain});
     expect(JSON.parse(r.stdout)).toMatchObject({version: '12.6.3', status: 'installed', mirror: server.url});
     // a directory is kept absolute (a relative one would follow every later cwd); a bad value is refused when set

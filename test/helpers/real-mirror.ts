@@ -85,7 +85,8 @@ export function buildSo(work: string, soname: string, symbol: string, needs: str
   const dir = mkdtempSync(join(work, 'so-'));
   writeFileSync(join(dir, 'x.c'), `int ${symbol}(void) { return 0; }\n`);
   const out = join(dir, soname);
-  const links = needs.flatMap((p) => [`-L${dirname(p)}`, `-l:${basename(p)}`]);
+  // --no-as-needed: the stand-in calls nothing, yet must NEED what the real library needs.
+  const links = ['-Wl,--no-as-needed', ...needs.flatMap((p) => [`-L${dirname(p)}`, `-l:${basename(p)}`])];
   execFileSync('gcc', ['-shared', '-fPIC', `-Wl,-soname,${soname}`, '-o', out, join(dir, 'x.c'), ...links]);
   return readFileSync(out);
 }
