@@ -12,11 +12,21 @@ export const PKGCONFIG_DIR = join('lib64', 'pkgconfig');
  */
 export function rewritePcText(text: string, installedRoot: string): string {
   return text.split('\n').map((line) => {
-    if (/^\s*cudaroot\s*=/.test(line)) return `cudaroot=${installedRoot}`;
+    if (/^\s*cudaroot\s*=/.test(line)) return `cudaroot=${pcEscape(installedRoot)}`;
     return line
       .replace(/\$\{cudaroot\}\/targets\/[^/\s]+\/lib(?:64)?(?=\/|\s|$)/g, '${cudaroot}/lib64')
       .replace(/\$\{cudaroot\}\/targets\/[^/\s]+\/include(?=\/|\s|$)/g, '${cudaroot}/include');
   }).join('\n');
+}
+
+/**
+ * A path as a .pc variable value: pkg-config splits Cflags/Libs like a shell after expanding
+ * variables, and `#` starts a comment, so blanks, quotes, backslashes and `#` are
+ * backslash-escaped. pkg-config then prints shell-quoted words (`-I/a\\ b/include`), which
+ * build systems that parse its output (meson, CMake, `eval`) take back whole.
+ */
+export function pcEscape(path: string): string {
+  return path.replace(/[\s"'\\#]/g, (c) => `\\${c}`);
 }
 
 /**

@@ -1,5 +1,6 @@
 import {describe, expect, test} from '@jest/globals';
-import {readdirSync, readFileSync} from 'node:fs';
+import {spawnSync} from 'node:child_process';
+import {mkdirSync, readdirSync, readFileSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {cudnnBuildFor} from '../../../src/core/remote/cudnn.js';
 import {installability} from '../../../src/core/remote/installable.js';
@@ -9,7 +10,8 @@ import {rewritePcText} from '../../../src/core/remote/pkgconfig.js';
 import {machineKind, platformForRelease} from '../../../src/core/remote/platform.js';
 import {machineSoftwareReason, profileComponents, selectComponents} from '../../../src/core/remote/profiles.js';
 import {HAVE_SHARED_MANIFESTS, SHARED_MANIFESTS, VENDORED_MANIFESTS, realManifestText, rewriteArtifact} from '../../helpers/real-mirror.js';
-import {describeIf} from '../../helpers/skip.js';
+import {describeIf, testIf} from '../../helpers/skip.js';
+import {makeTempDir} from '../../helpers/tmp.js';
 
 /** NVIDIA's real manifests, read as they are (test/fixtures/redist-manifests). */
 const real = (product: 'cuda' | 'cudnn', label: string): Manifest =>
@@ -127,6 +129,23 @@ describe('NVIDIA\'s real manifests', () => {
   test('pkg-config: cudaroot becomes the installed path, targets/<arch>/ the flat prefix', () => {
     const pc = 'cudaroot=/usr/local/cuda-12.4\nlibdir=${cudaroot}/targets/x86_64-linux/lib\nincludedir=${cudaroot}/targets/x86_64-linux/include\n\nName: cudart\nLibs: -L${libdir} -lcudart\nCflags: -I${includedir}\n';
     expect(rewritePcText(pc, '/home/u/.cudaenv/versions/12.4.1')).toBe('cudaroot=/home/u/.cudaenv/versions/12.4.1\nlibdir=${cudaroot}/lib64\nincludedir=${cudaroot}/include\n\nName: cudart\nLibs: -L${libdir} -lcudart\nCflags: -I${includedir}\n');
+  });
+
+  testIf(spawnSync('pkg-config', ['--version']).status === 0, 'needs pkg-config (apt-get install pkg-config)')('pkg-config: an installed path with blanks, quotes and # comes out whole', () => {
+    const t = makeTempDir('cudaenv-pc-');
+    try {
+      const root = join(t.dir, 'my "cuda" it\'s #1');
+      const pcDir = join(t.dir, 'pc');
+      mkdirSync(pcDir);
+      writeFileSync(join(pcDir, 'cudart-12.4.pc'), rewritePcText('cudaroot=/usr/local/cuda-12.4\nlibdir=${cudaroot}/targets/x86_64-linux/lib\nincludedir=${cudaroot}/targets/x86_64-linux/include\n\nName: cudart\nDescription: CUDA Runtime Library\nVersion: 12.4\nLibs: -L${libdir} -lcudart\nCflags: -I${includedir}\n', root));
+      const r = spawnSync('pkg-config', ['--cflags', '--libs', 'cudart-12.4'], {encoding: 'utf8', env: {...process.env, PKG_CONFIG_PATH: pcDir, PKG_CONFIG_LIBDIR: ''}});
+      expect(r.stderr).toBe('');
+      // pkg-config prints shell-quoted words: a shell's eval (as meson's and CMake's parsers) gives back the exact paths
+      const words = spawnSync('sh', ['-c', 'eval "set -- $1"; printf "%s\\n" "$@"', 'sh', r.stdout], {encoding: 'utf8'}).stdout.trim().split('\n');
+      expect(words).toEqual([`-I${root}/include`, `-L${root}/lib64`, '-lcudart']);
+    } finally {
+      t.cleanup();
+    }
   });
 
   test('the stand-in mirror rewrites only sha256 and size, in place', () => {
