@@ -182,6 +182,7 @@ describe('install from a mirror of NVIDIA\'s real manifests', () => {
     const store = newStore();
     const r = await runCli(['install', '12.4.1', '--profile', 'minimal', '--cudnn', '9'], env(store));
     expect(r.status).toBe(0);
+    expect(r.stderr).toContain('Platform: linux-x86_64 (this machine is x86_64)');
     expect(r.stderr).toContain('cudaenv: note: added libcublas, cuda_nvrtc: cuDNN 9.14.0.64 loads libcublasLt and libnvrtc');
     const dir = join(store, 'versions', '12.4.1');
     const receipt = JSON.parse(readFileSync(join(dir, '.cudaenv-receipt.json'), 'utf8'));
