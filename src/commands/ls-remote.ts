@@ -30,7 +30,7 @@ export default class LsRemote extends CudaenvCommand {
     let labels = await listReleases(cuda);
     if (args.prefix === 'latest') labels = labels.slice(-1);
     else if (args.prefix !== undefined) labels = labels.filter((l) => matchesPrefix(l, args.prefix!));
-    const checked = await checkReleases(cuda, labels, {explicit});
+    const checked = await checkReleases(cuda, labels, {explicit, cacheDir: this.paths.cache});
     const result = {mirror: cuda.display, releases: labels.map((version) => {
       const c = checked.get(version)!;
       return {version, installed: installed.has(version), installable: c.installable, platform: c.platform ?? null, ...(c.why ? {why: c.why} : {})};

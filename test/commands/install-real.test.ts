@@ -195,7 +195,9 @@ describe('install from a mirror of NVIDIA\'s real manifests', () => {
 
   test('ls-remote marks releases that cannot be installed for the platform and says why', async () => {
     const store = newStore();
+    const before = cuda.log.length;
     const here = await runCli(['ls-remote', '--json'], env(store));
+    expect(cuda.log.slice(before).filter((l) => l.path.startsWith('redistrib_')).length).toBe(3);
     expect(JSON.parse(here.stdout).releases).toEqual([
       {version: '11.8.0', installed: false, installable: true, platform: 'linux-x86_64'},
       {version: '12.4.1', installed: false, installable: true, platform: 'linux-x86_64'},
@@ -203,10 +205,14 @@ describe('install from a mirror of NVIDIA\'s real manifests', () => {
     ]);
     const jetson = await runCli(['ls-remote', '--arch', 'linux-aarch64'], env(store));
     expect(jetson.status).toBe(0);
-    expect(jetson.stdout.split('\n')).toEqual(['  11.8.0', '  12.4.1', '! 13.0.2  (cannot be installed: it has no linux-aarch64 archives of cuda_nvcc or cuda_cudart)', '']);
+    expect(jetson.stdout.split('\n')).toEqual(['  11.8.0', '  12.4.1', '! 13.0.2  (cannot be installed: it has no linux-aarch64 archives)', '']);
+    // the second listing read the manifests from the store's cache (one day), only the index from the mirror
+    expect(cuda.log.slice(before).filter((l) => l.path.startsWith('redistrib_')).length).toBe(3);
+    expect(readdirSync(join(store, 'cache', 'manifests'))).toHaveLength(1);
     const install = await runCli(['install', '13.0.2', '--arch', 'linux-aarch64'], env(store));
     expect(install.status).toBe(1);
-    expect(install.stderr).toContain('CUDA 13.0.2 has no components for linux-aarch64');
+    expect(install.stderr).toContain('cudaenv: CUDA 13.0.2 has no linux-aarch64 archives');
+    expect(install.stderr).toContain('It has linux-x86_64, linux-sbsa. From CUDA 13, Jetson Thor uses linux-sbsa.');
   });
 });
 

@@ -15,9 +15,13 @@ export function manifestName(label: string): string {
 }
 
 export async function loadManifest(mirror: Mirror, label: string, optional = false, signal?: AbortSignal): Promise<Manifest | undefined> {
+  const text = await fetchText(mirror, manifestName(label), {optional, signal});
+  return text === undefined ? undefined : manifestFromText(mirror, label, text);
+}
+
+/** Parses the text of `redistrib_<label>.json` from a mirror and checks it describes that release. */
+export function manifestFromText(mirror: Mirror, label: string, text: string): Manifest {
   const name = manifestName(label);
-  const text = await fetchText(mirror, name, {optional, signal});
-  if (text === undefined) return undefined;
   const manifest = parseManifest(text, mirrorLocation(mirror, name), label);
   if (manifest.label !== label) {
     throw new CudaenvError(`${mirrorLocation(mirror, name)} describes release ${manifest.label}, not ${label}`, {

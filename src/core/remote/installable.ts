@@ -1,4 +1,9 @@
-import {loadManifest} from './catalog.js';
+import {createHash} from 'node:crypto';
+import {readFileSync, statSync} from 'node:fs';
+import {join} from 'node:path';
+import {atomicWriteFile} from '../store/atomic-write.js';
+import {loadManifest, manifestFromText, manifestName} from './catalog.js';
+import {fetchText} from './fetch-text.js';
 import {artifactFor, type Manifest} from './manifest.js';
 import type {Mirror} from './mirror.js';
 import {platformForRelease, type MachineKind, type Platform} from './platform.js';
@@ -31,18 +36,45 @@ export function installability(manifest: Manifest, options: {explicit?: Platform
   return {installable: true, platform};
 }
 
+/** How long ls-remote trusts a manifest it read before: which platforms a release has does not change. */
+const MANIFEST_MAX_AGE_MS = 24 * 3600 * 1000;
+
+/**
+ * A release's manifest for ls-remote: from `cache/manifests/<mirror>/` when read from this http(s)
+ * mirror within a day, else fetched and kept there, so listing NVIDIA's forty releases costs
+ * forty requests once a day, not every time. Installs always fetch the manifest afresh.
+ */
+async function cachedManifest(mirror: Mirror, label: string, cacheDir: string | undefined, signal?: AbortSignal): Promise<Manifest | undefined> {
+  if (mirror.kind !== 'http' || cacheDir === undefined) return loadManifest(mirror, label, true, signal);
+  const file = join(cacheDir, 'manifests', createHash('sha256').update(mirror.base).digest('hex').slice(0, 16), manifestName(label));
+  try {
+    if (Date.now() - statSync(file).mtimeMs < MANIFEST_MAX_AGE_MS) return manifestFromText(mirror, label, readFileSync(file, 'utf8'));
+  } catch {
+    // absent, unreadable or broken: fetch it
+  }
+  const text = await fetchText(mirror, manifestName(label), {optional: true, signal});
+  if (text === undefined) return undefined;
+  const manifest = manifestFromText(mirror, label, text);
+  try {
+    atomicWriteFile(file, text);
+  } catch {
+    // a cache that cannot be written only costs a download next time
+  }
+  return manifest;
+}
+
 /**
  * Checks each release's manifest, a few at once (NVIDIA's index lists about forty). A manifest
  * that cannot be read or parsed makes its release uninstallable, with the reason, instead of
  * failing the whole listing.
  */
-export async function checkReleases(mirror: Mirror, labels: string[], options: {explicit?: Platform; kind?: MachineKind; signal?: AbortSignal; concurrency?: number} = {}): Promise<Map<string, Installability>> {
+export async function checkReleases(mirror: Mirror, labels: string[], options: {explicit?: Platform; kind?: MachineKind; signal?: AbortSignal; concurrency?: number; cacheDir?: string} = {}): Promise<Map<string, Installability>> {
   const result = new Map<string, Installability>();
   const queue = [...labels];
   const worker = async (): Promise<void> => {
     for (let label = queue.shift(); label !== undefined; label = queue.shift()) {
       try {
-        const manifest = await loadManifest(mirror, label, true, options.signal);
+        const manifest = await cachedManifest(mirror, label, options.cacheDir, options.signal);
         result.set(label, manifest ? installability(manifest, options) : {installable: false, why: `the mirror lists redistrib_${label}.json but does not serve it`});
       } catch (error) {
         if (options.signal?.aborted) throw error;

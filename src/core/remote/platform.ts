@@ -87,7 +87,17 @@ export function hasPlatform(manifest: Manifest, platform: string): boolean {
  * there is nothing for it, and the refusal says why instead of picking archives that cannot run.
  */
 export function platformForRelease(manifest: Manifest, options: {explicit?: Platform; kind?: MachineKind} = {}): PlatformChoice {
-  if (options.explicit) return {platform: options.explicit, why: 'chosen with --arch'};
+  if (options.explicit) {
+    if (!hasPlatform(manifest, options.explicit)) {
+      const has = PLATFORMS.filter((p) => hasPlatform(manifest, p));
+      const thor = options.explicit === 'linux-aarch64' && Number(manifest.label.split('.')[0]) >= 13 ? ' From CUDA 13, Jetson Thor uses linux-sbsa.' : '';
+      throw new CudaenvError(`CUDA ${manifest.label} has no ${options.explicit} archives`, {
+        hint: `It has ${has.length > 0 ? has.join(', ') : 'no Linux platform cudaenv installs'}.${thor} Choose another --arch or release (cudaenv ls-remote --arch ${options.explicit}).`,
+        code: 'no-platform',
+      });
+    }
+    return {platform: options.explicit, why: 'chosen with --arch'};
+  }
   const kind = options.kind ?? machineKind();
   const platform: Platform = kind === 'x86_64' ? 'linux-x86_64' : kind === 'jetson' ? 'linux-aarch64' : 'linux-sbsa';
   if (kind === 'jetson' && !hasPlatform(manifest, platform)) {

@@ -113,7 +113,8 @@ describe('NVIDIA\'s real manifests', () => {
     expect(() => platformForRelease(m13, {kind: 'jetson'})).toThrow('CUDA 13.0.2 has no linux-aarch64 (Jetson) archives, and this machine is a Jetson before Thor');
     expect(platformForRelease(m13, {kind: 'jetson', explicit: 'linux-sbsa'})).toEqual({platform: 'linux-sbsa', why: 'chosen with --arch'});
     expect(installability(m13, {kind: 'jetson'})).toEqual({installable: false, why: 'it has no linux-aarch64 (Jetson) archives, and this machine is a Jetson before Thor'});
-    expect(installability(m13, {explicit: 'linux-aarch64'})).toEqual({installable: false, platform: 'linux-aarch64', why: 'it has no linux-aarch64 archives of cuda_nvcc or cuda_cudart'});
+    expect(installability(m13, {explicit: 'linux-aarch64'})).toEqual({installable: false, why: 'it has no linux-aarch64 archives'});
+    expect(() => platformForRelease(m13, {explicit: 'linux-aarch64'})).toThrow(expect.objectContaining({hint: 'It has linux-x86_64, linux-sbsa. From CUDA 13, Jetson Thor uses linux-sbsa. Choose another --arch or release (cudaenv ls-remote --arch linux-aarch64).'}) as never);
     expect(installability(real('cuda', '11.8.0'), {kind: 'jetson'})).toEqual({installable: true, platform: 'linux-aarch64'});
   });
 
