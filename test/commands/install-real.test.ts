@@ -87,7 +87,7 @@ describe('install from a mirror of NVIDIA\'s real manifests', () => {
     expect(receipt.components.map((c: {name: string; version: string}) => `${c.name} ${c.version}`)).toEqual(['cuda_cccl 11.8.89', 'cuda_cudart 11.8.89', 'cuda_nvcc 11.8.89']);
     // NVIDIA's layout merged: nvvm/ from cuda_nvcc, lib/ -> lib64/, one LICENSE per component
     expect(existsSync(join(dir, 'nvvm', 'libdevice', 'libdevice.10.bc'))).toBe(true);
-    expect(readlinkSync(join(dir, 'lib64', 'libcudart.so.11'))).toBe('libcudart.so.11.8.89');
+    expect(readlinkSync(join(dir, 'lib64', 'libcudart.so.11.0'))).toBe('libcudart.so.11.8.89');
     expect(readdirSync(join(dir, 'licenses')).sort()).toEqual(['cuda_cccl', 'cuda_cudart', 'cuda_nvcc']);
     expect(existsSync(join(dir, 'pkg-config'))).toBe(false);
     const src = join(tmp.dir, `v${n++}.c`);

@@ -2,7 +2,7 @@ import {execFileSync} from 'node:child_process';
 import {existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync} from 'node:fs';
 import {basename, dirname, join} from 'node:path';
 import {REPO_ROOT} from './cli.js';
-import {buildArchive, buildCudart, NVCC_PROFILE, nvccScript, sha256, writeIndex, type ComponentSpec, type FileSpec} from './mirror.js';
+import {buildArchive, NVCC_PROFILE, nvccScript, sha256, writeIndex, type ComponentSpec, type FileSpec} from './mirror.js';
 
 /**
  * A mirror whose manifests are NVIDIA's real files, with only the `sha256` and `size` of the
@@ -91,6 +91,15 @@ export function buildSo(work: string, soname: string, symbol: string, needs: str
   return readFileSync(out);
 }
 
+/** A stand-in libcudart with NVIDIA's soname whose cudaRuntimeGetVersion reports the release (11.8 -> 11080). */
+function buildCudartSo(work: string, soname: string, version: string): Buffer {
+  mkdirSync(work, {recursive: true});
+  const [maj, min] = version.split('.');
+  writeFileSync(join(work, 'cudart.c'), `int cudaRuntimeGetVersion(int *v) { *v = ${Number(maj) * 1000 + Number(min) * 10}; return 0; }\n`);
+  execFileSync('gcc', ['-shared', '-fPIC', `-Wl,-soname,${soname}`, '-o', join(work, soname), join(work, 'cudart.c')]);
+  return readFileSync(join(work, soname));
+}
+
 /** The files of a component's stand-in archive, laid out as NVIDIA's are. */
 export function standInFiles(work: string, component: string, version: string, release: string): Record<string, FileSpec> {
   const [maj, min] = release.split('.');
@@ -124,17 +133,20 @@ export function standInFiles(work: string, component: string, version: string, r
       return {...license, ...nvvm};
     case 'cuda_crt':
       return {...license, 'include/crt/host_config.h': '#define __HOST_CONFIG_H__\n'};
-    case 'cuda_cudart':
+    case 'cuda_cudart': {
+      // NVIDIA's sonames: libcudart.so.11.0 for CUDA 11, libcudart.so.12 / .13 after.
+      const soname = maj === '11' ? 'libcudart.so.11.0' : `libcudart.so.${maj}`;
       return {
         ...license,
-        [`lib/libcudart.so.${version}`]: {bytes: buildCudart(join(work, `cudart-${version}`), version)},
-        [`lib/libcudart.so.${maj}`]: {symlink: `libcudart.so.${version}`},
-        'lib/libcudart.so': {symlink: `libcudart.so.${maj}`},
+        [`lib/libcudart.so.${version}`]: {bytes: buildCudartSo(join(work, `cudart-${version}`), soname, version)},
+        [`lib/${soname}`]: {symlink: `libcudart.so.${version}`},
+        'lib/libcudart.so': {symlink: soname},
         'lib/stubs/libcuda.so': 'stub\n',
         'include/cuda_runtime.h': 'int cudaRuntimeGetVersion(int *v);\n',
         'include/cuda_runtime_api.h': `#define CUDART_VERSION ${Number(maj) * 1000 + Number(min) * 10}\n`,
         [`pkg-config/cudart-${mm}.pc`]: pc('cudart', 'cudart', 'CUDA Runtime Library'),
       };
+    }
     case 'cuda_cccl':
       return {...license, [major(release) >= 13 ? 'include/cccl/thrust/version.h' : 'include/thrust/version.h']: '#define THRUST_VERSION 200300\n'};
     case 'libcublas': {
