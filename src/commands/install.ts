@@ -64,6 +64,7 @@ export default class Install extends CudaenvCommand {
         for (const w of result.warnings) this.warn2(w);
       } else {
         for (const note of result.notes) process.stderr.write(`cudaenv: note: ${note}\n`);
+        for (const w of result.warnings) this.warn2(w);
         this.log(`Installed CUDA ${result.version}${result.cudnn ? ` with cuDNN ${result.cudnn}` : ''} in ${result.path}`);
         this.log(`Use it with \`cudaenv global ${result.version}\` or \`cudaenv local ${result.version}\`.`);
       }

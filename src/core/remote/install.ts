@@ -113,6 +113,7 @@ export async function installRelease(req: InstallRequest): Promise<InstallResult
   const {platform, why: platformWhy} = platformForRelease(manifest, {explicit: req.platform, kind: req.machine});
   const names = selectComponents({manifest, platform, profile: req.profile, components: req.components, allowDriverComponents: req.allowDriverComponents});
   const notes: string[] = [];
+  const warnings: string[] = [];
   const jobs: Job[] = names.map((name) => {
     const c = manifest.components.get(name)!;
     return {name, version: c.version, artifact: artifactFor(c, platform)!, mirror};
@@ -127,7 +128,7 @@ export async function installRelease(req: InstallRequest): Promise<InstallResult
       jobs.push({name, version: c.version, artifact: artifactFor(c, platform)!, mirror});
     }
     if (added.length > 0) notes.push(`added ${added.join(', ')}: cuDNN ${cudnn.version} loads ${CUDNN_NEEDS.filter((n) => added.includes(n.component)).map((n) => n.library).join(' and ')}`);
-    if (missing.length > 0) notes.push(`cuDNN ${cudnn.version} loads ${missing.join(' and ')}, which CUDA ${label} has no archive of for ${platform}: cuDNN will not work until it is found elsewhere (LD_LIBRARY_PATH)`);
+    if (missing.length > 0) warnings.push(`cuDNN ${cudnn.version} loads ${missing.join(' and ')}, which CUDA ${label} has no archive of for ${platform}: cuDNN will not work until it is found elsewhere (LD_LIBRARY_PATH)`);
     jobs.push({name: 'cudnn', version: cudnn.version, artifact: cudnn.artifact, mirror: req.cudnnMirror});
   }
   req.onEvent?.({type: 'plan', label, platform, platformWhy, components: jobs.map((j) => ({name: j.name, version: j.version, size: j.artifact.size}))});
@@ -144,14 +145,14 @@ export async function installRelease(req: InstallRequest): Promise<InstallResult
     await cleanOtherLeftovers(paths, label);
     const dest = join(paths.versions, label);
     const existing = describeVersion(paths, label);
-    const base = {version: label, path: dest, mirror: mirror.display, platform, platform_why: platformWhy, notes, cudnn: cudnn ? cudnn.version : null, warnings: [] as string[]};
+    const base = {version: label, path: dest, mirror: mirror.display, platform, platform_why: platformWhy, notes, cudnn: cudnn ? cudnn.version : null, warnings};
     // A registration whose directory is gone serves nothing: an install replaces it without --force.
     if (existing && !existing.broken && !req.force) {
       const had = readReceipt(dest)?.cudnn?.version ?? null;
-      const warnings = cudnn && had !== cudnn.version
+      const notAdded = cudnn && had !== cudnn.version
         ? [`cuDNN ${cudnn.version} was not added: CUDA ${label} is already installed${had ? ` with cuDNN ${had}` : ' without cuDNN'}; add --force to reinstall it with cuDNN ${cudnn.version} (the CUDA archives come from the cache)`]
         : [];
-      return {...base, notes: [], status: 'already-installed', components: [], cudnn: had, warnings};
+      return {...base, notes: [], status: 'already-installed', components: [], cudnn: had, warnings: notAdded};
     }
     stage = makeTempIn(paths, 'stage', label);
     const partsDir = join(stage, 'parts');
