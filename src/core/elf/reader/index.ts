@@ -11,6 +11,7 @@ import {ElfFile} from './file.js';
 import {parseHeader, PT_DYNAMIC, PT_INTERP, PT_LOAD, readProgramHeaders, vaddrToOffset, type ParsedHeader, type ProgramHeader} from './header.js';
 import {countFromGnuHash, countFromSections, countFromSysvHash, type SymbolCount} from './hash.js';
 import {StringTable} from './strings.js';
+import {relocatedSymbols} from './relocations.js';
 import {NO_LOOKUP, readSymbols, readUndefinedSymbols} from './symbols.js';
 import {readVersionDefinitions, readVersionNeeds, versionTable} from './versions.js';
 
@@ -144,12 +145,13 @@ function parse(file: ElfFile, options: ReadElfOptions): ElfInfo {
       gnuChainOff: count.chainOff, gnuBuckets: count.buckets,
     };
     const versions = versionTable(info.versionDefinitions, info.versionNeeds);
+    const relocated = relocatedSymbols(file, h, dyn.values, count.count, toOffset);
     if (options.symbols === 'undefined') {
-      const {symbols, lookup} = readUndefinedSymbols(file, h, tables, strings, versions);
+      const {symbols, lookup} = readUndefinedSymbols(file, h, tables, strings, versions, relocated);
       info.symbols = symbols;
       info.lookup = lookup;
     } else {
-      info.symbols = readSymbols(file, h, tables, strings, versions);
+      info.symbols = readSymbols(file, h, tables, strings, versions, relocated);
     }
   }
   return info;
