@@ -83,7 +83,8 @@ export class FileView {
 
   /** Names in a directory ('' = cwd), or null when it cannot be listed. */
   list(dir: string): Set<string> | null {
-    const key = dir === '' ? this.cwd : dir;
+    // A relative search directory ('d1/' of an RPATH, '' of an empty element) is the check's cwd, not Node's.
+    const key = dir === '' ? this.cwd : dir.startsWith('/') ? dir : `${this.cwd}/${dir}`;
     if (this.listings.has(key)) return this.listings.get(key)!;
     let names: Set<string> | null;
     try {
