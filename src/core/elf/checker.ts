@@ -2,6 +2,7 @@ import type {ProblemKind} from './api.js';
 import type {Edge, LoadedObject, LoaderProcess} from './resolver.js';
 import {buildDefinitions, defines, definesVersion, references, type Defs, type SymbolRef} from './symbols.js';
 import type {ElfInfo} from './types.js';
+import {lookedUpNames} from './file-cache.js';
 import {versionAtMost} from './ldcache/host-loader.js';
 
 /**
@@ -98,6 +99,11 @@ export class SymbolMemo {
         this.lastDefiner.set(ref.name, definer.info);
         return false;
       });
+      // Only now, for the few objects with something unbound: is it looked up at all (a relocation)?
+      if (unbound.length > 0) {
+        const names = lookedUpNames(obj.info);
+        if (names) unbound = unbound.filter((ref) => names.has(ref.name));
+      }
       this.memo.set(key, unbound);
     }
     return unbound;
@@ -176,6 +182,7 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
         if (ref.version === null || ref.versionFile === null) continue;
         const named = p.objectMatching(ref.versionFile);
         if (!named || named.info.hasVersym || named.role === 'interp' || !memo.defines(named.info, ref)) continue;
+        if (!(lookedUpNames(obj.info)?.has(ref.name) ?? true)) continue;
         const at = p.scope.indexOf(named);
         if (at < 0 || p.scope.slice(0, at).some((o) => o !== obj && memo.defines(o.info, ref))) continue;
         findings.push({kind: 'loader-abort', object: obj, library: ref.versionFile, version: ref.version, symbol: ref.name, provider: named, edge: p.edgeTo(named) ?? null, ref,

@@ -47,6 +47,27 @@ export function cachedElfSync(path: string, st: Stats): ElfInfo {
   return remember(elfCache, fileKey(path, st), () => readElfSync(path, {symbols: 'undefined'}));
 }
 
+const lookedUp = new WeakMap<ElfInfo, Set<string> | null>();
+
+/**
+ * The names of the undefined symbols a relocation of this object names: the only ones ld.so
+ * looks up (issue 12 item 4). Read on demand: only objects with references nothing defines are
+ * asked, so a check of 470 libraries reads a handful of relocation tables. Null when the file
+ * cannot be read again (then every reference counts, as before).
+ */
+export function lookedUpNames(info: ElfInfo): Set<string> | null {
+  if (lookedUp.has(info)) return lookedUp.get(info)!;
+  let names: Set<string> | null = null;
+  try {
+    const full = readElfSync(info.path, {symbols: 'undefined', relocations: true});
+    names = new Set(full.symbols.filter((s) => !s.unreferenced).map((s) => s.name));
+  } catch {
+    names = null;
+  }
+  lookedUp.set(info, names);
+  return names;
+}
+
 export async function cachedElf(path: string, st: Stats): Promise<ElfInfo> {
   return cachedElfSync(path, st);
 }

@@ -1,4 +1,4 @@
-import {afterAll, beforeAll, expect} from '@jest/globals';
+import {afterAll, beforeAll, expect, test} from '@jest/globals';
 import {spawn, spawnSync} from 'node:child_process';
 import {existsSync, realpathSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';

@@ -26,6 +26,12 @@ export interface ReadElfOptions {
    * (what the loader model needs, at a fraction of the time and memory).
    */
   symbols?: boolean | 'undefined';
+  /**
+   * Also read the relocation tables and mark the undefined symbols no relocation names
+   * (`unreferenced`): ld.so never looks those up. Costs a pass over DT_RELA/DT_REL/DT_JMPREL, so
+   * the loader model asks only for objects that have references nothing defines.
+   */
+  relocations?: boolean;
 }
 
 const DF_SYMBOLIC = 0x2;
@@ -145,7 +151,7 @@ function parse(file: ElfFile, options: ReadElfOptions): ElfInfo {
       gnuChainOff: count.chainOff, gnuBuckets: count.buckets,
     };
     const versions = versionTable(info.versionDefinitions, info.versionNeeds);
-    const relocated = relocatedSymbols(file, h, dyn.values, count.count, toOffset);
+    const relocated = options.relocations ? relocatedSymbols(file, h, dyn.values, count.count, toOffset) : null;
     if (options.symbols === 'undefined') {
       const {symbols, lookup} = readUndefinedSymbols(file, h, tables, strings, versions, relocated);
       info.symbols = symbols;
