@@ -99,7 +99,7 @@ export class LoaderProcess {
     let mainOrigin = dirname(mainFile.path);
     if (exe) {
       try {
-        mainOrigin = dirname(realpathSync(exe.path));
+        mainOrigin = dirname(realpathSync.native(exe.path));
       } catch {
         // keep the unresolved directory
       }

@@ -36,7 +36,7 @@ interface RealDlopen {
 const real = (dir: string, p: string): string => {
   try {
     // Not path.resolve: `sl/..` must be resolved by the kernel (sl is a symlink).
-    return realpathSync(p.startsWith('/') ? p : `${dir}/${p}`);
+    return realpathSync.native(p.startsWith('/') ? p : `${dir}/${p}`);
   } catch {
     return `?${p}`;
   }
