@@ -3,7 +3,7 @@ import {spawnSync} from 'node:child_process';
 import {existsSync, mkdirSync, realpathSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {checkLibraries, type CheckOptions, type CheckReport} from '../../../src/core/elf/index.js';
-import {glibcVersionOfFile, parseLoaderHelp} from '../../../src/core/elf/ldcache/host-loader.js';
+import {glibcVersionOfFile, parseLoaderDiagnostics, parseLoaderHelp} from '../../../src/core/elf/ldcache/host-loader.js';
 import {legacySubdirs} from '../../../src/core/elf/platform.js';
 import {readElfSync} from '../../../src/core/elf/reader/index.js';
 import {makeTempDir} from '../../helpers/tmp.js';
@@ -87,6 +87,15 @@ describe('what the host loader says it searches (item 1)', () => {
     // glibc >= 2.37 prints no legacy section; an old loader without glibc-hwcaps says nothing usable.
     expect(parseLoaderHelp(help236.split('\n\n')[0], null)!.legacy).toEqual([]);
     expect(parseLoaderHelp('Usage: ld.so [OPTION]... EXECUTABLE-FILE\n', null)).toBeNull();
+  });
+
+  testIf(existsSync(RTLD), `needs ${RTLD}`)('--list-diagnostics alone (what a check asks) says what --help says, on this machine', () => {
+    const help = spawnSync(RTLD, ['--help'], {encoding: 'utf8'}).stdout;
+    const diagnostics = spawnSync(RTLD, ['--list-diagnostics'], {encoding: 'utf8'}).stdout;
+    const fromHelp = parseLoaderHelp(help, diagnostics);
+    const fromDiagnostics = parseLoaderDiagnostics(diagnostics);
+    expect(fromHelp).not.toBeNull();
+    expect(fromDiagnostics).toEqual(fromHelp);
   });
 
   test('legacy subdirectories in _dl_important_hwcaps order (observed on 2.36)', () => {

@@ -73,12 +73,55 @@ export function parseLoaderHelp(help: string, diagnostics: string | null): HostL
   };
 }
 
-/** The facts of the loader at `interp` (a host path), asked once per process; null when it cannot say. */
+/** x86 legacy hwcap bit names (sysdeps/x86/dl-hwcap.h), for --list-diagnostics' dl_hwcap. */
+const X86_HWCAP_NAMES = ['sse2', 'x86_64', 'avx512_1'];
+
+/**
+ * The same facts from `ld.so --list-diagnostics` alone (glibc >= 2.34): dl_hwcaps_subdirs with the
+ * dl_hwcaps_subdirs_active bit mask (bit i: the i-th name), dl_platform, and for glibc <= 2.36
+ * the legacy names from dl_hwcap & dl_hwcap_important. One process instead of two per check.
+ */
+export function parseLoaderDiagnostics(diagnostics: string): HostLoaderFacts | null {
+  const value = (key: string) => new RegExp(`^${key}=(.*)$`, 'm').exec(diagnostics)?.[1] ?? null;
+  const subdirs = value('dl_hwcaps_subdirs');
+  const active = value('dl_hwcaps_subdirs_active');
+  if (subdirs === null || active === null || !/^".*"$/.test(subdirs)) return null;
+  const known = subdirs.slice(1, -1).split(':').filter(Boolean);
+  const mask = Number(BigInt(active));
+  const platform = value('dl_platform');
+  const important = value('dl_hwcap_important');
+  const hwcap = value('dl_hwcap');
+  const bits = important !== null && hwcap !== null ? BigInt(important) & BigInt(hwcap) : null;
+  const version = /^"?(\d+)\.(\d+)/.exec(value('version.version') ?? '');
+  const legacyEra = version !== null && versionAtMost([Number(version[1]), Number(version[2])], 2, 36);
+  const sp = value('dl_string_platform');
+  let platformBit: bigint | null = null;
+  if (sp !== null) {
+    const v = BigInt.asIntN(64, BigInt(sp));
+    platformBit = v < 0n ? null : 1n << v;
+  }
+  return {
+    hwcaps: known.filter((_, i) => (mask & (1 << i)) !== 0),
+    hwcapsKnown: known,
+    legacy: legacyEra && bits !== null ? X86_HWCAP_NAMES.filter((_, i) => (bits & (1n << BigInt(i))) !== 0n) : [],
+    platform: platform && /^".*"$/.test(platform) ? platform.slice(1, -1) : null,
+    hwcapImportant: bits,
+    platformBit,
+  };
+}
+
+/**
+ * The facts of the loader at `interp` (a host path), asked once per process (one `ld.so
+ * --list-diagnostics`, a few ms; `--help` as well only for glibc 2.33); null when it cannot say.
+ */
 export function hostLoaderFacts(interp: string): HostLoaderFacts | null {
   if (factsCache.has(interp)) return factsCache.get(interp)!;
-  let facts: HostLoaderFacts | null = null;
-  const help = run(interp, '--help');
-  if (help !== null) facts = parseLoaderHelp(help, run(interp, '--list-diagnostics'));
+  const diagnostics = run(interp, '--list-diagnostics');
+  let facts = diagnostics === null ? null : parseLoaderDiagnostics(diagnostics);
+  if (!facts) {
+    const help = run(interp, '--help');
+    if (help !== null) facts = parseLoaderHelp(help, diagnostics);
+  }
   factsCache.set(interp, facts);
   return facts;
 }
