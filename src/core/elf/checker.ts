@@ -175,7 +175,8 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
   // vn_file names and that object has no DT_VERSYM (a library rebuilt without versioning):
   // unless an object earlier in the scope defines the symbol first, ld.so aborts (dl-lookup.c).
   const glibc = p.platform.glibc;
-  if (glibc && versionAtMost(glibc, 2, 40)) {
+  // Nearly every library has DT_VERSYM: only a process holding one without it needs the pass.
+  if (glibc && versionAtMost(glibc, 2, 40) && p.objects.some((o) => !o.info.hasVersym && o.role !== 'interp' && o.info.symbolCount > 0)) {
     for (const obj of p.scope) {
       if (obj.role === 'interp') continue;
       for (const ref of references(obj.info)) {

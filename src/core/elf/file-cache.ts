@@ -150,7 +150,8 @@ export class FileView {
 
   statSync(path: string): Stats | null {
     try {
-      return statSync(path);
+      // No exception object for the common "not there" answer of a search probe.
+      return statSync(path, {throwIfNoEntry: false}) ?? null;
     } catch {
       return null;
     }
