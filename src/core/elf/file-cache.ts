@@ -1,5 +1,5 @@
 import {readdirSync, statSync, type Stats} from 'node:fs';
-import {readElfHeaderSync, readElfSync} from './reader/index.js';
+import {readElfHeaderSync, readElfSync, relocatedUndefinedNames} from './reader/index.js';
 import type {ElfHeaderInfo, ElfInfo} from './types.js';
 
 /**
@@ -59,8 +59,7 @@ export function lookedUpNames(info: ElfInfo): Set<string> | null {
   if (lookedUp.has(info)) return lookedUp.get(info)!;
   let names: Set<string> | null = null;
   try {
-    const full = readElfSync(info.path, {symbols: 'undefined', relocations: true});
-    names = new Set(full.symbols.filter((s) => !s.unreferenced).map((s) => s.name));
+    names = relocatedUndefinedNames(info.path);
   } catch {
     names = null;
   }
