@@ -105,7 +105,8 @@ function compareTrace(r: Real, m: Real): string[] {
 
 /** dlopen stops at the first failure of a stage: missing object, then versions, then relocation. */
 function compareDlopen(r: RealDlopen, report: CheckReport): string[] {
-  const failing = report.problems.filter((p) => p.kind !== 'unversioned-undefined-symbol' || true);
+  // --exe with --strict: every problem fails a dlopen (RTLD_NOW binds unversioned references too).
+  const failing = report.problems;
   const has = (pred: (p: CheckReport['problems'][number]) => boolean) => failing.some(pred);
   const stage = (p: CheckReport['problems'][number]) =>
     p.kind === 'not-found' ? 0 : p.kind === 'version-not-found' || (p.kind === 'loader-abort' && p.symbol === null) ? 1 : 2;
