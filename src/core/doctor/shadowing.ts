@@ -66,7 +66,8 @@ function without(value: string | undefined, drop: Set<string>): string | undefin
 function describeProblem(p: Problem): string {
   const what = p.kind === 'undefined-symbol' || p.kind === 'unversioned-undefined-symbol'
     ? `undefined symbol ${p.symbol}${p.version ? `, version ${p.version}` : ''}${p.library ? ` (${p.library})` : ''}`
-    : p.kind === 'version-not-found' ? `version ${p.version} not found in ${p.library}` : `${p.library} not found`;
+    : p.kind === 'version-not-found' ? `version ${p.version} not found in ${p.library}`
+      : p.kind === 'loader-abort' ? p.summary : `${p.library} not found`;
   return `${p.object}: ${what}`;
 }
 

@@ -4,7 +4,12 @@
  */
 export type Via = 'rpath' | 'ld_library_path' | 'runpath' | 'ld.so.cache' | 'default' | 'loaded' | 'preload';
 
-export type ProblemKind = 'not-found' | 'version-not-found' | 'undefined-symbol' | 'unversioned-undefined-symbol';
+/**
+ * 'loader-abort': ld.so stops on an internal assertion (glibc-version dependent, issue 12 item 2):
+ * a version requirement whose vn_file names no loaded object (`needed != NULL`), or, before
+ * glibc 2.41, a versioned reference reaching the library it names when that has no symbol versions.
+ */
+export type ProblemKind = 'not-found' | 'version-not-found' | 'loader-abort' | 'undefined-symbol' | 'unversioned-undefined-symbol';
 
 export interface NeededEdge {
   name: string;

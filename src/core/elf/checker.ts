@@ -2,6 +2,8 @@ import type {ProblemKind} from './api.js';
 import type {Edge, LoadedObject, LoaderProcess} from './resolver.js';
 import {buildDefinitions, defines, definesVersion, references, type Defs, type SymbolRef} from './symbols.js';
 import type {ElfInfo} from './types.js';
+import {lookedUpNames} from './file-cache.js';
+import {versionAtMost} from './ldcache/host-loader.js';
 
 /**
  * What would fail in a modelled process (elf-loader-spec.md §3): missing libraries, version
@@ -20,6 +22,8 @@ export interface Finding {
   edge: Edge | null;
   /** Set for symbol findings. */
   ref?: SymbolRef;
+  /** For 'loader-abort': the assertion and its cause. */
+  reason?: string;
 }
 
 /**
@@ -95,6 +99,11 @@ export class SymbolMemo {
         this.lastDefiner.set(ref.name, definer.info);
         return false;
       });
+      // Only now, for the few objects with something unbound: is it looked up at all (a relocation)?
+      if (unbound.length > 0) {
+        const names = lookedUpNames(obj.info);
+        if (names) unbound = unbound.filter((ref) => names.has(ref.name));
+      }
       this.memo.set(key, unbound);
     }
     return unbound;
@@ -139,15 +148,46 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
     }
   }
   // 2. Version requirements (_dl_check_map_versions), every object in load order.
+  const missingNames = new Set<string>();
+  for (const o of p.objects) for (const e of o.edges) if (!e.object) missingNames.add(e.name);
   for (const obj of p.scope) {
     if (obj.role === 'interp') continue;
     for (const need of obj.info.versionNeeds) {
-      const provider = p.objectNamed(need.file);
-      // Not loaded: already reported as not found. No VERDEF: only a warning in ld.so.
-      if (!provider || provider.info.versionDefinitions.length === 0) continue;
+      const provider = p.objectMatching(need.file);
+      if (!provider) {
+        // Not loaded: already reported as not found (ldd keeps a stand-in under that name). Else
+        // vn_file names nothing loaded (a DT_NEEDED `$ORIGIN/libb.so.1` loads under the expanded
+        // name): find_needed fails and ld.so aborts, `Assertion needed != NULL' (dl-version.c).
+        if (missingNames.has(need.file)) continue;
+        findings.push({kind: 'loader-abort', object: obj, library: need.file, version: need.versions[0]?.name ?? null, symbol: null, provider: null, edge: null,
+          reason: `_dl_check_map_versions: Assertion \`needed != NULL' failed: ${obj.path} requires versions from ${need.file}, which is no name of a loaded object`});
+        continue;
+      }
+      // No VERDEF: only a warning in ld.so.
+      if (provider.info.versionDefinitions.length === 0) continue;
       for (const v of need.versions) {
         if (v.weak || definesVersion(provider.info, v.name)) continue;
         findings.push({kind: 'version-not-found', object: obj, library: need.file, version: v.name, symbol: null, provider, edge: p.edgeTo(provider) ?? null});
+      }
+    }
+  }
+  // 2b. Before glibc 2.41, check_match asserts when a versioned lookup reaches the object its
+  // vn_file names and that object has no DT_VERSYM (a library rebuilt without versioning):
+  // unless an object earlier in the scope defines the symbol first, ld.so aborts (dl-lookup.c).
+  const glibc = p.platform.glibc;
+  // Nearly every library has DT_VERSYM: only a process holding one without it needs the pass.
+  if (glibc && versionAtMost(glibc, 2, 40) && p.objects.some((o) => !o.info.hasVersym && o.role !== 'interp' && o.info.symbolCount > 0)) {
+    for (const obj of p.scope) {
+      if (obj.role === 'interp') continue;
+      for (const ref of references(obj.info)) {
+        if (ref.version === null || ref.versionFile === null) continue;
+        const named = p.objectMatching(ref.versionFile);
+        if (!named || named.info.hasVersym || named.role === 'interp' || !memo.defines(named.info, ref)) continue;
+        if (!(lookedUpNames(obj.info)?.has(ref.name) ?? true)) continue;
+        const at = p.scope.indexOf(named);
+        if (at < 0 || p.scope.slice(0, at).some((o) => o !== obj && memo.defines(o.info, ref))) continue;
+        findings.push({kind: 'loader-abort', object: obj, library: ref.versionFile, version: ref.version, symbol: ref.name, provider: named, edge: p.edgeTo(named) ?? null, ref,
+          reason: `check_match: Assertion \`version->filename == NULL || ! _dl_name_match_p (version->filename, map)' failed: ${obj.path} asks for ${ref.name}@${ref.version} and ${named.path}, the ${ref.versionFile} it names, defines it without any symbol versioning (glibc ${glibc.join('.')} aborts; 2.41 and later accept it)`});
       }
     }
   }

@@ -103,6 +103,18 @@ export async function explain(p: LoaderProcess, f: Finding, ctx: ExplainContext)
   };
   const who = describeObject(f.object.path);
   if (f.kind === 'not-found') return explainNotFound(problem, f, who, ctx);
+  if (f.kind === 'loader-abort') {
+    const rebuilt = f.symbol !== null;
+    problem.chosen = f.provider ? `${f.provider.path}${f.edge?.rule ? ` (${f.edge.rule})` : ''}` : null;
+    problem.summary = rebuilt
+      ? `ld.so aborts: ${who} asks for ${f.symbol}@${f.version} and ${f.provider!.path} has no symbol versions`
+      : `ld.so aborts: ${who} requires versions from ${f.library}, which names no loaded object`;
+    problem.explanation = `ld.so stops with "Inconsistency detected by ld.so: ${f.reason}".`;
+    problem.fix = rebuilt
+      ? `use a ${f.library} built with its symbol versions (the one the program was linked against), or run it with glibc 2.41 or later`
+      : `relink ${basename(f.object.path)} with a plain DT_NEEDED name (-l or the soname) and an RPATH/RUNPATH instead of a path in DT_NEEDED (its version requirements are recorded under the path as written)`;
+    return problem;
+  }
   if (f.kind === 'unversioned-undefined-symbol') {
     problem.summary = `${who} needs symbol ${f.symbol}, which no loaded object defines`;
     problem.explanation = `${f.object.path} references ${f.symbol} without a version and nothing in the global scope ` +

@@ -1,5 +1,5 @@
 import {readdirSync, statSync, type Stats} from 'node:fs';
-import {readElfHeaderSync, readElfSync} from './reader/index.js';
+import {readElfHeaderSync, readElfSync, relocatedUndefinedNames} from './reader/index.js';
 import type {ElfHeaderInfo, ElfInfo} from './types.js';
 
 /**
@@ -47,6 +47,26 @@ export function cachedElfSync(path: string, st: Stats): ElfInfo {
   return remember(elfCache, fileKey(path, st), () => readElfSync(path, {symbols: 'undefined'}));
 }
 
+const lookedUp = new WeakMap<ElfInfo, Set<string> | null>();
+
+/**
+ * The names of the undefined symbols a relocation of this object names: the only ones ld.so
+ * looks up (issue 12 item 4). Read on demand: only objects with references nothing defines are
+ * asked, so a check of 470 libraries reads a handful of relocation tables. Null when the file
+ * cannot be read again (then every reference counts, as before).
+ */
+export function lookedUpNames(info: ElfInfo): Set<string> | null {
+  if (lookedUp.has(info)) return lookedUp.get(info)!;
+  let names: Set<string> | null = null;
+  try {
+    names = relocatedUndefinedNames(info.path);
+  } catch {
+    names = null;
+  }
+  lookedUp.set(info, names);
+  return names;
+}
+
 export async function cachedElf(path: string, st: Stats): Promise<ElfInfo> {
   return cachedElfSync(path, st);
 }
@@ -83,7 +103,8 @@ export class FileView {
 
   /** Names in a directory ('' = cwd), or null when it cannot be listed. */
   list(dir: string): Set<string> | null {
-    const key = dir === '' ? this.cwd : dir;
+    // A relative search directory ('d1/' of an RPATH, '' of an empty element) is the check's cwd, not Node's.
+    const key = dir === '' ? this.cwd : dir.startsWith('/') ? dir : `${this.cwd}/${dir}`;
     if (this.listings.has(key)) return this.listings.get(key)!;
     let names: Set<string> | null;
     try {
@@ -128,7 +149,8 @@ export class FileView {
 
   statSync(path: string): Stats | null {
     try {
-      return statSync(path);
+      // No exception object for the common "not there" answer of a search probe.
+      return statSync(path, {throwIfNoEntry: false}) ?? null;
     } catch {
       return null;
     }

@@ -7,6 +7,7 @@ import type {CheckReport, CheckedObject, Problem} from './api.js';
 const LABEL: Record<Problem['kind'], string> = {
   'not-found': 'not found',
   'version-not-found': 'version not found',
+  'loader-abort': 'loader assertion',
   'undefined-symbol': 'undefined symbol',
   'unversioned-undefined-symbol': 'unversioned undefined symbol',
 };

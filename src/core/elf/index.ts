@@ -18,7 +18,7 @@ export type {CheckOptions, CheckReport, CheckedObject, NeededEdge, Problem, Prob
 export {elfSharedObjectsIn} from './targets.js';
 export {describeObject} from './explainer.js';
 
-const KIND_ORDER = {'not-found': 0, 'version-not-found': 1, 'undefined-symbol': 2, 'unversioned-undefined-symbol': 3} as const;
+const KIND_ORDER = {'not-found': 0, 'version-not-found': 1, 'loader-abort': 2, 'undefined-symbol': 3, 'unversioned-undefined-symbol': 4} as const;
 
 /** Models the loader for every target and reports what would fail, with explanations. */
 export async function checkLibraries(options: CheckOptions): Promise<CheckReport> {

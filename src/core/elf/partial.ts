@@ -67,7 +67,9 @@ export function makeContext(options: CheckOptions, cwd: string): LoaderContext {
       let answer = known.get(name);
       if (answer === undefined) {
         const hwcapsSubdirs = platform.hwcapsSubdirs.filter((s) => s.startsWith('glibc-hwcaps/')).map((s) => s.slice('glibc-hwcaps/'.length));
-        const hit = lookupCache(cache, name, {elfClass: platform.elfClass, machine: platform.machine, hwcapsSubdirs});
+        // The ISA level the cache entries are filtered by is the one the loader searches.
+        const isaLevel = Math.max(1, ...hwcapsSubdirs.map((s) => Number(/^x86-64-v(\d)$/.exec(s)?.[1] ?? 1)));
+        const hit = lookupCache(cache, name, {elfClass: platform.elfClass, machine: platform.machine, hwcapsSubdirs, isaLevel, legacyHwcap: platform.legacyHwcap});
         answer = hit ? sysroot + hit : null;
         known.set(name, answer);
       }

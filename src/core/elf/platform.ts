@@ -1,5 +1,6 @@
 import {existsSync, readFileSync} from 'node:fs';
 import {join} from 'node:path';
+import {glibcVersionOfFile, hostLoaderFacts, versionAtMost} from './ldcache/host-loader.js';
 
 /**
  * What ld.so compiles in or reads from the CPU, for one ELF class and machine
@@ -21,6 +22,10 @@ export interface LoaderPlatform {
   interp: string | null;
   /** The root all absolute paths of the target system are under ('' for the live system). */
   sysroot: string;
+  /** The target glibc release [major, minor] (the sysroot's), null when unknown (latest rules apply). */
+  glibc: [number, number] | null;
+  /** For ld.so.cache lookups under glibc <= 2.36: which legacy hwcap entries count (undefined: none). */
+  legacyHwcap?: {important: bigint; platformBit: bigint | null};
 }
 
 export const EM_386 = 3;
@@ -42,15 +47,17 @@ function machineFacts(elfClass: 32 | 64, machine: number): MachineFacts | undefi
 }
 
 /**
- * The glibc version: from the ld.so.cache generator string when the caller has it
- * ("... stable release version 2.36"), else the one Node runs on (process.report costs ~20 ms,
- * so only then). Legacy hwcaps subdirectories exist up to 2.36.
+ * The glibc version of the target: read from its loader's bytes (the sysroot's when there is
+ * one), else from the ld.so.cache generator string ("... stable release version 2.36"), else the
+ * one Node runs on (process.report costs ~20 ms, so only then and only for the live system).
  */
-function glibcVersion(generator: string | null | undefined): [number, number] | undefined {
+function glibcVersion(interpPath: string, generator: string | null | undefined, live: boolean): [number, number] | null {
+  const fromFile = glibcVersionOfFile(interpPath);
+  if (fromFile) return fromFile;
   let text = generator ? /release version (\d+\.\d+)/.exec(generator)?.[1] : undefined;
-  if (!text) text = (process.report?.getReport() as {header?: {glibcVersionRuntime?: string}} | undefined)?.header?.glibcVersionRuntime;
+  if (!text && live) text = (process.report?.getReport() as {header?: {glibcVersionRuntime?: string}} | undefined)?.header?.glibcVersionRuntime;
   const m = /^(\d+)\.(\d+)/.exec(text ?? '');
-  return m ? [Number(m[1]), Number(m[2])] : undefined;
+  return m ? [Number(m[1]), Number(m[2])] : null;
 }
 
 let cpuFlagsCache: {flags: Set<string>; vendor: string} | undefined;
@@ -68,7 +75,10 @@ function cpuFlags(): {flags: Set<string>; vendor: string} {
   return cpuFlagsCache;
 }
 
-/** x86-64 micro-architecture levels the CPU supports (glibc sysdeps/x86/get-isa-level.h), best first. */
+/**
+ * x86-64 micro-architecture levels from CPU flags (glibc sysdeps/x86/get-isa-level.h), best
+ * first: only the fallback where the host loader cannot say (glibc < 2.33, no ld.so).
+ */
 export function x86IsaLevels(flags: Set<string> = cpuFlags().flags): string[] {
   const has = (...names: string[]) => names.every((n) => flags.has(n));
   const levels: string[] = [];
@@ -81,7 +91,37 @@ export function x86IsaLevels(flags: Set<string> = cpuFlags().flags): string[] {
   return levels;
 }
 
+/** Bit numbers of x86 legacy hwcap names (sysdeps/x86/dl-hwcap.h): subdirectories nest by them. */
+const LEGACY_BITS: Record<string, number> = {sse2: 0, x86_64: 1, avx512_1: 2};
+
+/**
+ * The legacy subdirectories of glibc <= 2.36 (_dl_important_hwcaps): every combination of the
+ * hwcap names, the platform and tls, the largest first, each path highest component first
+ * (observed on 2.36: tls/x86_64/x86_64, tls/x86_64, tls, x86_64/x86_64, x86_64).
+ */
+export function legacySubdirs(hwcapNames: string[], platform: string | null): string[] {
+  const comps = [...hwcapNames].sort((a, b) => (LEGACY_BITS[a] ?? 99) - (LEGACY_BITS[b] ?? 99));
+  if (platform) comps.push(platform);
+  comps.push('tls');
+  const out: string[] = [];
+  for (let mask = (1 << comps.length) - 1; mask > 0; mask--) {
+    const parts: string[] = [];
+    for (let bit = comps.length - 1; bit >= 0; bit--) if (mask & (1 << bit)) parts.push(comps[bit]);
+    const sub = parts.join('/');
+    if (!out.includes(sub)) out.push(sub);
+  }
+  return out;
+}
+
 const cache = new Map<string, LoaderPlatform | null>();
+
+/** Whether this host's loader runs objects of this machine and class (then it is asked). */
+function hostMachine(machine: number, elfClass: 32 | 64): boolean {
+  if (process.platform !== 'linux') return false;
+  if (process.arch === 'x64') return machine === EM_X86_64 && elfClass === 64;
+  if (process.arch === 'arm64') return machine === EM_AARCH64 && elfClass === 64;
+  return false;
+}
 
 /**
  * The loader facts for objects of this class and machine, or null when this host's loader
@@ -99,18 +139,29 @@ export function loaderPlatform(elfClass: 32 | 64, machine: number, sysroot = '',
     const dirs = multiarch
       ? [`/lib/${facts.triplet}/`, `/usr/lib/${facts.triplet}/`, '/lib/', '/usr/lib/']
       : [`/${facts.lib64}/`, `/usr/${facts.lib64}/`];
-    let platform = facts.platform;
+    const glibc = glibcVersion(root + facts.interp, cacheGenerator, root === '');
+    // CPU facts come from the host's loader for this machine (never a program inside the sysroot).
+    const host = hostMachine(machine, elfClass) ? hostLoaderFacts(facts.interp) : null;
+    let platform = host?.platform ?? facts.platform;
     const hwcaps: string[] = [];
-    if (machine === EM_X86_64) {
-      const {flags, vendor} = cpuFlags();
-      // glibc overrides AT_PLATFORM on Intel CPUs with these features (sysdeps/x86/cpu-features.c).
-      if (vendor === 'GenuineIntel' && ['avx2', 'fma', 'bmi1', 'bmi2', 'abm', 'movbe', 'popcnt'].every((f) => flags.has(f))) platform = 'haswell';
-      for (const level of x86IsaLevels(flags)) hwcaps.push(`glibc-hwcaps/${level}`);
-      const glibc = root && !cacheGenerator ? undefined : glibcVersion(cacheGenerator);
-      if (glibc && (glibc[0] < 2 || (glibc[0] === 2 && glibc[1] <= 36))) {
-        // Legacy tls/platform/hwcap subdirectories, removed in glibc 2.37 (§1.7 item 3).
-        const legacy = [`${platform}/x86_64`, platform, 'x86_64'];
-        for (const sub of [...legacy.map((s) => `tls/${s}`), 'tls', ...legacy]) if (!hwcaps.includes(sub)) hwcaps.push(sub);
+    let legacyHwcap: LoaderPlatform['legacyHwcap'];
+    if (machine === EM_X86_64 && elfClass === 64) {
+      if (!host) {
+        const {flags, vendor} = cpuFlags();
+        // glibc overrides AT_PLATFORM on Intel CPUs with these features (sysdeps/x86/cpu-features.c).
+        if (vendor === 'GenuineIntel' && ['avx2', 'fma', 'bmi1', 'bmi2', 'abm', 'movbe', 'popcnt'].every((f) => flags.has(f))) platform = 'haswell';
+      }
+      // glibc-hwcaps exist from 2.33: the levels the loader says it searches, else the flags'.
+      if (!glibc || !versionAtMost(glibc, 2, 32)) {
+        const levels = host && host.hwcapsKnown.length > 0 ? host.hwcaps : x86IsaLevels();
+        for (const level of levels) hwcaps.push(`glibc-hwcaps/${level}`);
+      }
+      if (glibc && versionAtMost(glibc, 2, 36)) {
+        // Legacy tls/platform/hwcap subdirectories, removed in glibc 2.37 (§1.7 item 3). A host
+        // loader of 2.37 or later no longer lists them: x86_64 is then the one important hwcap.
+        const names = host && host.legacy.length > 0 ? host.legacy : ['x86_64'];
+        for (const sub of legacySubdirs(names, platform)) if (!hwcaps.includes(sub)) hwcaps.push(sub);
+        legacyHwcap = {important: host?.hwcapImportant ?? 0x2n, platformBit: host ? host.platformBit : null};
       }
     }
     result = {
@@ -120,6 +171,8 @@ export function loaderPlatform(elfClass: 32 | 64, machine: number, sysroot = '',
       platform,
       lib: multiarch ? `lib/${facts.triplet}` : facts.lib64,
       interp: facts.interp,
+      glibc,
+      legacyHwcap,
     };
   }
   cache.set(key, result);

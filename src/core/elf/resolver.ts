@@ -1,8 +1,10 @@
 import type {Stats} from 'node:fs';
 import {realpathSync} from 'node:fs';
-import {dirname, resolve} from 'node:path';
+import {dirname} from 'node:path';
 import type {Via} from './api.js';
 import {cachedElfSync, cachedHeaderSync, FileView, inodeKey} from './file-cache.js';
+import {kernelPath} from './kernel-path.js';
+import {versionAtMost} from './ldcache/host-loader.js';
 import type {LoaderPlatform} from './platform.js';
 import {ElfError} from './reader/index.js';
 import {parseSearchList, expandDst, type DstValues, type SearchDir} from './search-path.js';
@@ -97,7 +99,7 @@ export class LoaderProcess {
     let mainOrigin = dirname(mainFile.path);
     if (exe) {
       try {
-        mainOrigin = dirname(realpathSync(exe.path));
+        mainOrigin = dirname(realpathSync.native(exe.path));
       } catch {
         // keep the unresolved directory
       }
@@ -133,6 +135,14 @@ export class LoaderProcess {
   objectNamed(name: string): LoadedObject | undefined {
     return this.objects.find((o) => o.path === name || o.names.includes(name)) ??
       this.objects.find((o) => o.info.soname === name);
+  }
+
+  /**
+   * _dl_name_match_p over every loaded object: l_name or a name it was loaded under (a soname
+   * counts only once a DT_NEEDED search matched it). What find_needed (dl-version.c) uses.
+   */
+  objectMatching(name: string): LoadedObject | undefined {
+    return this.objects.find((o) => o.path === name || o.names.includes(name));
   }
 
   /** The edge that first loaded `object` (its rule), if any. */
@@ -228,7 +238,8 @@ export class LoaderProcess {
         edge.error = `${c.path}: ${error instanceof Error ? error.message : String(error)}`;
         return edge;
       }
-      if ((info.flags1 & DF_1_PIE) !== 0) {
+      // glibc 2.30 started refusing PIE objects as dependencies (2c75b545de).
+      if ((info.flags1 & DF_1_PIE) !== 0 && !(this.platform.glibc && versionAtMost(this.platform.glibc, 2, 29))) {
         edge.error = `${c.path}: cannot dynamically load position-independent executable`;
         return edge;
       }
@@ -258,7 +269,8 @@ export class LoaderProcess {
    */
   *candidates(loader: LoadedObject, name: string): Generator<Candidate> {
     if (name.includes('/')) {
-      const path = resolve(this.ctx.view.cwd, name);
+      // Opened as written: the kernel resolves `..` after a symlinked directory, not the text.
+      const path = kernelPath(name, this.ctx.view.cwd);
       const c = this.probe(path, 'default', `the path ${name} written in DT_NEEDED`);
       if (c) yield c;
       return;
@@ -285,7 +297,7 @@ export class LoaderProcess {
   }
 
   private absolute(path: string): string {
-    return path.startsWith('/') ? path : resolve(this.ctx.view.cwd, path);
+    return path.startsWith('/') ? path : kernelPath(path, this.ctx.view.cwd);
   }
 
   /** The directories of steps 1-6, with the cache between RUNPATH and the system directories. */

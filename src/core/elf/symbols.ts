@@ -70,13 +70,14 @@ export function definitions(info: ElfInfo): Map<string, Defs> {
 
 /**
  * The references of an object that fail the process when nothing defines them (weak ones resolve
- * to 0). The reader's symbols serve as references as they are (an ElfSymbol has every field a
+ * to 0; ones no relocation names are never looked up). The reader's symbols serve as references as they are (an ElfSymbol has every field a
  * SymbolRef needs, version null for indexes 0 and 1): no copy per symbol.
  */
 export function references(info: ElfInfo): SymbolRef[] {
   let refs = referenceList.get(info);
   if (refs) return refs;
-  refs = info.symbols.filter((s) => !s.defined && s.binding !== STB_LOCAL && s.binding !== STB_WEAK &&
+  // Only what a relocation names is looked up (dl-reloc.c): an unreferenced entry never fails.
+  refs = info.symbols.filter((s) => !s.defined && s.unreferenced !== true && s.binding !== STB_LOCAL && s.binding !== STB_WEAK &&
     s.visibility !== STV_HIDDEN && s.visibility !== STV_INTERNAL && s.name !== '');
   referenceList.set(info, refs);
   return refs;

@@ -1,6 +1,7 @@
 import type {Stats} from 'node:fs';
 import {closeSync, constants, openSync, readdirSync, readSync, statSync} from 'node:fs';
-import {join, resolve} from 'node:path';
+import {join} from 'node:path';
+import {kernelPath} from './kernel-path.js';
 import {UsageError} from '../errors.js';
 import {cachedElfSync, inodeKey} from './file-cache.js';
 import {ElfError} from './reader/index.js';
@@ -120,7 +121,7 @@ export function listTargets(targets: string[], options: {recursive?: boolean; cw
   };
 
   for (const target of targets) {
-    const path = resolve(cwd, target);
+    const path = kernelPath(target, cwd);
     let st: Stats;
     try {
       st = statSync(path);

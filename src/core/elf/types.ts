@@ -54,6 +54,11 @@ export interface ElfSymbol {
   value: number;
   /** Whether ld.so can find this symbol through the hash table (GNU hash skips indexes below symoffset). */
   hashed: boolean;
+  /**
+   * Set on an undefined symbol no relocation names (DT_RELA/DT_REL/DT_JMPREL): ld.so never looks
+   * it up, so it cannot fail the load. Absent when referenced, or when the relocations are unknown.
+   */
+  unreferenced?: boolean;
   /** The GNU hash of the name's bytes; set only by `readElf(path, {symbols: 'undefined'})`, for lookups elsewhere. */
   nameHash?: number;
 }

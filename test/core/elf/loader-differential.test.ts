@@ -57,7 +57,35 @@ async function agree(target: string, options: Partial<CheckOptions> = {}, cwd = 
   } catch (error) {
     throw new Error(`${(error as Error).message}\n--- ldd -r said:\n${real.raw}`);
   }
+  // The --exe (dlopen) model against a real dlopen(RTLD_NOW|RTLD_GLOBAL) by a program that loads
+  // nothing else (python loads zlib & co. at start-up, which a static model cannot know), in every scenario.
+  if (!options.preload) {
+    const driver = dlopenDriver();
+    const dl = dlopenVerdict(driver, target, options.ldLibraryPath, cwd);
+    const withExe = await checkLibraries({targets: [target], cwd, ...options, exe: driver, strict: true});
+    const failing = withExe.problems.map((p) => `${p.kind} ${p.library ?? ''} ${p.version ?? ''} ${p.symbol ?? ''}`);
+    if (withExe.ok !== (dl === null)) throw new Error(`--exe ${driver}: model ok=${withExe.ok} ${JSON.stringify(failing)}, dlopen said ${dl ?? 'OK'}`);
+  }
   return report;
+}
+
+let driverPath: string | undefined;
+function dlopenDriver(): string {
+  if (driverPath) return driverPath;
+  driverPath = buildLib({
+    out: join(tmp.dir, 'driver', 'dlopen-driver'), executable: true,
+    source: '#include <dlfcn.h>\n#include <stdio.h>\nint main(int c, char **v) {\n  if (!dlopen(v[1], RTLD_NOW | RTLD_GLOBAL)) { printf("%s\\n", dlerror()); return 3; }\n  return 0;\n}\n',
+  });
+  return driverPath;
+}
+
+function dlopenVerdict(driver: string, target: string, ldLibraryPath: string | undefined, cwd: string): string | null {
+  const env: NodeJS.ProcessEnv = {...process.env};
+  delete env.LD_LIBRARY_PATH;
+  delete env.LD_PRELOAD;
+  if (ldLibraryPath !== undefined) env.LD_LIBRARY_PATH = ldLibraryPath;
+  const r = spawnSync(driver, [target], {encoding: 'utf8', env, cwd});
+  return r.status === 0 ? null : `${r.stdout}${r.stderr}`.trim();
 }
 
 let tmp: {dir: string; cleanup: () => void};

@@ -1,9 +1,10 @@
 import {readFileSync} from 'node:fs';
 import {arch} from 'node:os';
+import {hostLoaderFacts} from './host-loader.js';
 
 /**
- * The x86-64 ISA level (1-4) of this machine's CPU, from /proc/cpuinfo flags, as glibc's
- * get-isa-level.h defines the levels. It decides which glibc-hwcaps subdirectories are active.
+ * The x86-64 ISA level (1-4) of this machine's CPU as its ld.so searches glibc-hwcaps
+ * (`ld.so --help`), else from /proc/cpuinfo flags as glibc's get-isa-level.h defines the levels. It decides which glibc-hwcaps subdirectories are active.
  * Null off x86-64 or when /proc/cpuinfo is unreadable.
  */
 const LEVELS: string[][] = [
@@ -18,6 +19,13 @@ export function hostX86IsaLevel(): number | null {
   if (hostLevel !== undefined) return hostLevel;
   hostLevel = null;
   if (arch() !== 'x64') return hostLevel;
+  // The loader's own answer first: the flags can lack one the CPU has (issue 12).
+  const facts = hostLoaderFacts('/lib64/ld-linux-x86-64.so.2');
+  if (facts && facts.hwcapsKnown.some((n) => n.startsWith('x86-64-v'))) {
+    const levels = facts.hwcaps.map((n) => /^x86-64-v(\d)$/.exec(n)?.[1]).filter(Boolean).map(Number);
+    hostLevel = Math.max(1, ...levels);
+    return hostLevel;
+  }
   try {
     const line = readFileSync('/proc/cpuinfo', 'utf8').split('\n').find((l) => l.startsWith('flags'));
     if (line) hostLevel = isaLevelFromFlags(new Set(line.replace(/^flags\s*:/, '').trim().split(/\s+/)));

@@ -15,6 +15,22 @@ export interface CacheLookupOptions {
   isaLevel?: number;
   /** Active glibc-hwcaps subdirectories, best first; default: derived from the ISA level on x86-64, none elsewhere. */
   hwcapsSubdirs?: string[];
+  /**
+   * glibc <= 2.36 also takes legacy hwcap entries whose bits are among these (dl_hwcap & mask,
+   * the platform bit, TLS); undefined: ignore them, as glibc >= 2.37 does.
+   */
+  legacyHwcap?: {important: bigint; platformBit: bigint | null};
+}
+
+const HWCAP_PLATFORM_MASK = 0xffn << 48n;
+const HWCAP_TLS = 1n << 63n;
+
+/** search_cache of glibc <= 2.36: is this legacy entry for hwcaps the CPU has? */
+function legacyAccepted(e: LdCacheEntry, legacy: NonNullable<CacheLookupOptions['legacyHwcap']>): boolean {
+  const hwcap = BigInt(e.hwcap);
+  if ((hwcap & ~(legacy.important | HWCAP_PLATFORM_MASK | HWCAP_TLS)) !== 0n) return false;
+  const plat = hwcap & HWCAP_PLATFORM_MASK;
+  return plat === 0n || plat === legacy.platformBit;
 }
 
 const byKey = new WeakMap<LdCache, Map<string, LdCacheEntry[]>>();
@@ -62,7 +78,8 @@ export function lookupCacheEntry(cache: LdCache, name: string, options: CacheLoo
     // The cache stores the level's bit number: 0 baseline, 1 v2, 2 v3, 3 v4 (dl_cache_hwcap_isa_level_compatible).
     if (named && x8664 && e.isaLevel + 1 > isaLevel) continue;
     if (!named && best !== null) break;
-    if (!named && e.legacyHwcap) continue; // legacy hwcap entries: ignored as glibc >= 2.37 does
+    // Legacy hwcap entries: ignored from glibc 2.37 on; before, taken when the CPU has those hwcaps.
+    if (!named && e.legacyHwcap && (!options.legacyHwcap || !legacyAccepted(e, options.legacyHwcap))) continue;
     if (named) {
       const priority = active.indexOf(e.hwcapsSubdir!) + 1;
       if (priority === 0 || (best !== null && priority >= bestPriority)) continue;

@@ -11,6 +11,7 @@ import {ElfFile} from './file.js';
 import {parseHeader, PT_DYNAMIC, PT_INTERP, PT_LOAD, readProgramHeaders, vaddrToOffset, type ParsedHeader, type ProgramHeader} from './header.js';
 import {countFromGnuHash, countFromSections, countFromSysvHash, type SymbolCount} from './hash.js';
 import {StringTable} from './strings.js';
+import {relocatedSymbols} from './relocations.js';
 import {NO_LOOKUP, readSymbols, readUndefinedSymbols} from './symbols.js';
 import {readVersionDefinitions, readVersionNeeds, versionTable} from './versions.js';
 
@@ -25,6 +26,12 @@ export interface ReadElfOptions {
    * (what the loader model needs, at a fraction of the time and memory).
    */
   symbols?: boolean | 'undefined';
+  /**
+   * Also read the relocation tables and mark the undefined symbols no relocation names
+   * (`unreferenced`): ld.so never looks those up. Costs a pass over DT_RELA/DT_REL/DT_JMPREL, so
+   * the loader model asks only for objects that have references nothing defines.
+   */
+  relocations?: boolean;
 }
 
 const DF_SYMBOLIC = 0x2;
@@ -144,15 +151,59 @@ function parse(file: ElfFile, options: ReadElfOptions): ElfInfo {
       gnuChainOff: count.chainOff, gnuBuckets: count.buckets,
     };
     const versions = versionTable(info.versionDefinitions, info.versionNeeds);
+    const relocated = options.relocations ? relocatedSymbols(file, h, dyn.values, count.count, toOffset) : null;
     if (options.symbols === 'undefined') {
-      const {symbols, lookup} = readUndefinedSymbols(file, h, tables, strings, versions);
+      const {symbols, lookup} = readUndefinedSymbols(file, h, tables, strings, versions, relocated);
       info.symbols = symbols;
       info.lookup = lookup;
     } else {
-      info.symbols = readSymbols(file, h, tables, strings, versions);
+      info.symbols = readSymbols(file, h, tables, strings, versions, relocated);
     }
   }
   return info;
+}
+
+/**
+ * The names of the undefined dynamic symbols some relocation names (what ld.so looks up), read
+ * without going over the whole symbol table again: the dynamic array, the relocation tables and
+ * the named entries only. Null when the object has no dynamic symbols.
+ */
+export function relocatedUndefinedNames(path: string): Set<string> | null {
+  const file = ElfFile.open(path);
+  try {
+    const h = parseHeader(file);
+    const phdrs = readProgramHeaders(file, h);
+    const dynamicHeader = phdrs.find((p) => p.type === PT_DYNAMIC);
+    if (!dynamicHeader) return null;
+    const loads = phdrs.filter((p) => p.type === PT_LOAD);
+    const mapped = loads.find((p) => dynamicHeader.vaddr >= p.vaddr && dynamicHeader.vaddr + dynamicHeader.filesz <= p.vaddr + p.filesz);
+    const dyn = readDynamic(file, h, mapped ? {...dynamicHeader, offset: dynamicHeader.vaddr - mapped.vaddr + mapped.offset} : dynamicHeader);
+    const value = (tag: number): number | undefined => dyn.values.get(tag);
+    const toOffset = (addr: number, len: number, what: string): number => vaddrToOffset(file, loads, addr, len, what);
+    const strtab = value(DT.STRTAB);
+    const symtab = value(DT.SYMTAB);
+    if (strtab === undefined || symtab === undefined) return null;
+    const strings = new StringTable(file, toOffset(strtab, value(DT.STRSZ) ?? 0, 'DT_STRTAB'), value(DT.STRSZ) ?? 0);
+    const count = symbolCount(file, h, value(DT.GNU_HASH), value(DT.HASH), toOffset).count;
+    const marks = relocatedSymbols(file, h, dyn.values, count, toOffset);
+    if (!marks) return null;
+    const entsize = value(DT.SYMENT) ?? (h.is64 ? 24 : 16);
+    const syms = file.read(toOffset(symtab, 0, 'DT_SYMTAB'), count * entsize, 'dynamic symbol table (DT_SYMTAB)');
+    const shndxAt = h.is64 ? 6 : 14;
+    const names = new Set<string>();
+    for (let i = 1; i < count; i++) {
+      if (marks[i] === 0) continue;
+      const b = i * entsize;
+      const shndx = h.littleEndian ? syms.readUInt16LE(b + shndxAt) : syms.readUInt16BE(b + shndxAt);
+      if (shndx !== 0) continue;
+      names.add(strings.get(h.littleEndian ? syms.readUInt32LE(b) : syms.readUInt32BE(b), `name of dynamic symbol ${i}`));
+    }
+    return names;
+  } catch (error) {
+    throw wrap(path, error);
+  } finally {
+    file.close();
+  }
 }
 
 function symbolCount(

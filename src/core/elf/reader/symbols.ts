@@ -24,13 +24,17 @@ export interface SymbolTables {
 type VersionTable = Map<number, {name: string; file: string | null}>;
 
 /** The dynamic symbols 1..count-1 with their `.gnu.version` data (elf-loader-spec §3.1, §4.5). */
-export function readSymbols(file: ElfFile, h: ParsedHeader, t: SymbolTables, strings: StringTable, versions: VersionTable): ElfSymbol[] {
+export function readSymbols(
+  file: ElfFile, h: ParsedHeader, t: SymbolTables, strings: StringTable, versions: VersionTable, relocated: Uint8Array | null = null,
+): ElfSymbol[] {
   if (t.count <= 1) return [];
   const table = new DynamicSymbols(file, h, t, strings, versions);
   const out: ElfSymbol[] = [];
   for (let i = 1; i < t.count; i++) {
     table.validate(i);
-    out.push(table.symbol(i));
+    const s = table.symbol(i);
+    if (relocated && !s.defined && relocated[i] === 0) s.unreferenced = true;
+    out.push(s);
   }
   return out;
 }
@@ -43,14 +47,17 @@ export function readSymbols(file: ElfFile, h: ParsedHeader, t: SymbolTables, str
  * directory) never become objects or strings unless a lookup hits them.
  */
 export function readUndefinedSymbols(
-  file: ElfFile, h: ParsedHeader, t: SymbolTables, strings: StringTable, versions: VersionTable,
+  file: ElfFile, h: ParsedHeader, t: SymbolTables, strings: StringTable, versions: VersionTable, relocated: Uint8Array | null = null,
 ): {symbols: ElfSymbol[]; lookup: SymbolLookup} {
   if (t.count <= 1) return {symbols: [], lookup: NO_LOOKUP};
   const table = new DynamicSymbols(file, h, t, strings, versions);
   const symbols: ElfSymbol[] = [];
   for (let i = 1; i < t.count; i++) {
     table.validate(i);
-    if (table.shndx(i) === 0) symbols.push(table.symbol(i, undefined, gnuHash(table.names, table.nameOffset(i))));
+    if (table.shndx(i) !== 0) continue;
+    const s = table.symbol(i, undefined, gnuHash(table.names, table.nameOffset(i)));
+    if (relocated && relocated[i] === 0) s.unreferenced = true;
+    symbols.push(s);
   }
   return {symbols, lookup: table};
 }

@@ -1,0 +1,158 @@
+import {spawnSync} from 'node:child_process';
+import {closeSync, openSync, readSync, fstatSync} from 'node:fs';
+
+/**
+ * What this machine's own ld.so says it searches (elf-loader-spec §1.7): the loader, not the
+ * CPU flags, decides. /proc/cpuinfo can lack a flag the CPU has (a hypervisor hiding `abm`
+ * while LZCNT works), and glibc applies its own rules (usable-feature checks, tunables): only
+ * `ld.so --help` ("supported, searched") and `ld.so --list-diagnostics` (dl_platform) are
+ * exact. The host's system loader is a trusted program; files under a sysroot are never run.
+ */
+export interface HostLoaderFacts {
+  /** glibc-hwcaps subdirectory names ld.so searches, most preferred first. */
+  hwcaps: string[];
+  /** Every glibc-hwcaps name this loader knows, supported or not (to tell "none" from "unknown"). */
+  hwcapsKnown: string[];
+  /** Legacy hwcap names searched (glibc <= 2.36), in the order --help lists them, without tls and the platform. */
+  legacy: string[];
+  /** $PLATFORM (AT_PLATFORM as ld.so overrides it), null when the loader does not say. */
+  platform: string | null;
+  /** dl_hwcap & the important mask, and the platform bit (legacy cache entries, glibc <= 2.36). */
+  hwcapImportant: bigint | null;
+  platformBit: bigint | null;
+}
+
+const factsCache = new Map<string, HostLoaderFacts | null>();
+
+function run(interp: string, arg: string): string | null {
+  // LD_LIBRARY_PATH and LD_PRELOAD cannot change these answers; GLIBC_TUNABLES (glibc.cpu.hwcaps)
+  // can, and the checked program would run with it too, so the environment is kept.
+  const r = spawnSync(interp, [arg], {encoding: 'utf8', timeout: 5000, stdio: ['ignore', 'pipe', 'ignore']});
+  return r.status === 0 && typeof r.stdout === 'string' ? r.stdout : null;
+}
+
+/** Parses `ld.so --help` (glibc >= 2.33) and `--list-diagnostics` (>= 2.34) output. */
+export function parseLoaderHelp(help: string, diagnostics: string | null): HostLoaderFacts | null {
+  const section = (title: RegExp): string[] => {
+    const lines = help.split('\n');
+    const at = lines.findIndex((l) => title.test(l));
+    if (at < 0) return [];
+    const out: string[] = [];
+    for (const l of lines.slice(at + 1)) {
+      if (!/^\s+\S/.test(l)) break;
+      out.push(l.trim());
+    }
+    return out;
+  };
+  const hw = section(/^Subdirectories of glibc-hwcaps directories/);
+  if (hw.length === 0 && !/glibc-hwcaps/.test(help)) return null;
+  const searched = (l: string) => /\(.*searched\)$/.test(l) && !/not searched/.test(l);
+  const name = (l: string) => l.replace(/\s*\(.*\)$/, '');
+  const legacyLines = section(/^Legacy HWCAP subdirectories/);
+  let platform = legacyLines.find((l) => /AT_PLATFORM/.test(l));
+  let platformName: string | null = platform ? name(platform) : null;
+  const diag = (key: string) => diagnostics ? new RegExp(`^${key}=(.*)$`, 'm').exec(diagnostics)?.[1] ?? null : null;
+  const dp = diag('dl_platform');
+  if (dp && /^".*"$/.test(dp)) platformName = dp.slice(1, -1);
+  platform = undefined;
+  const important = diag('dl_hwcap_important');
+  const dlHwcap = diag('dl_hwcap');
+  const sp = diag('dl_string_platform');
+  let platformBit: bigint | null = null;
+  if (sp !== null) {
+    const v = BigInt.asIntN(64, BigInt(sp));
+    platformBit = v < 0n ? null : 1n << v;
+  }
+  return {
+    hwcaps: hw.filter(searched).map(name),
+    hwcapsKnown: hw.map(name),
+    legacy: legacyLines.filter((l) => searched(l) && !/AT_PLATFORM/.test(l) && name(l) !== 'tls').map(name),
+    platform: platformName,
+    hwcapImportant: important !== null && dlHwcap !== null ? BigInt(important) & BigInt(dlHwcap) : null,
+    platformBit,
+  };
+}
+
+/** x86 legacy hwcap bit names (sysdeps/x86/dl-hwcap.h), for --list-diagnostics' dl_hwcap. */
+const X86_HWCAP_NAMES = ['sse2', 'x86_64', 'avx512_1'];
+
+/**
+ * The same facts from `ld.so --list-diagnostics` alone (glibc >= 2.34): dl_hwcaps_subdirs with the
+ * dl_hwcaps_subdirs_active bit mask (bit i: the i-th name), dl_platform, and for glibc <= 2.36
+ * the legacy names from dl_hwcap & dl_hwcap_important. One process instead of two per check.
+ */
+export function parseLoaderDiagnostics(diagnostics: string): HostLoaderFacts | null {
+  const value = (key: string) => new RegExp(`^${key}=(.*)$`, 'm').exec(diagnostics)?.[1] ?? null;
+  const subdirs = value('dl_hwcaps_subdirs');
+  const active = value('dl_hwcaps_subdirs_active');
+  if (subdirs === null || active === null || !/^".*"$/.test(subdirs)) return null;
+  const known = subdirs.slice(1, -1).split(':').filter(Boolean);
+  const mask = Number(BigInt(active));
+  const platform = value('dl_platform');
+  const important = value('dl_hwcap_important');
+  const hwcap = value('dl_hwcap');
+  const bits = important !== null && hwcap !== null ? BigInt(important) & BigInt(hwcap) : null;
+  const version = /^"?(\d+)\.(\d+)/.exec(value('version.version') ?? '');
+  const legacyEra = version !== null && versionAtMost([Number(version[1]), Number(version[2])], 2, 36);
+  const sp = value('dl_string_platform');
+  let platformBit: bigint | null = null;
+  if (sp !== null) {
+    const v = BigInt.asIntN(64, BigInt(sp));
+    platformBit = v < 0n ? null : 1n << v;
+  }
+  return {
+    hwcaps: known.filter((_, i) => (mask & (1 << i)) !== 0),
+    hwcapsKnown: known,
+    legacy: legacyEra && bits !== null ? X86_HWCAP_NAMES.filter((_, i) => (bits & (1n << BigInt(i))) !== 0n) : [],
+    platform: platform && /^".*"$/.test(platform) ? platform.slice(1, -1) : null,
+    hwcapImportant: bits,
+    platformBit,
+  };
+}
+
+/**
+ * The facts of the loader at `interp` (a host path), asked once per process (one `ld.so
+ * --list-diagnostics`, a few ms; `--help` as well only for glibc 2.33); null when it cannot say.
+ */
+export function hostLoaderFacts(interp: string): HostLoaderFacts | null {
+  if (factsCache.has(interp)) return factsCache.get(interp)!;
+  const diagnostics = run(interp, '--list-diagnostics');
+  let facts = diagnostics === null ? null : parseLoaderDiagnostics(diagnostics);
+  if (!facts) {
+    const help = run(interp, '--help');
+    if (help !== null) facts = parseLoaderHelp(help, diagnostics);
+  }
+  factsCache.set(interp, facts);
+  return facts;
+}
+
+const versionCache = new Map<string, [number, number] | null>();
+
+/**
+ * The glibc release of a loader or libc file, read from its bytes ("ld.so (...) stable release
+ * version 2.36."), so that a sysroot's glibc is known without running anything from it.
+ */
+export function glibcVersionOfFile(path: string): [number, number] | null {
+  if (versionCache.has(path)) return versionCache.get(path)!;
+  let result: [number, number] | null = null;
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, 'r');
+    const size = fstatSync(fd).size;
+    const buf = Buffer.alloc(Math.min(size, 8 << 20));
+    readSync(fd, buf, 0, buf.length, 0);
+    const m = /release version (\d+)\.(\d+)/.exec(buf.toString('latin1'));
+    if (m) result = [Number(m[1]), Number(m[2])];
+  } catch {
+    // unreadable: unknown
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+  versionCache.set(path, result);
+  return result;
+}
+
+/** a <= b for [major, minor] versions. */
+export function versionAtMost(v: [number, number], major: number, minor: number): boolean {
+  return v[0] < major || (v[0] === major && v[1] <= minor);
+}

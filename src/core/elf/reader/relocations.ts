@@ -1,0 +1,59 @@
+import type {ElfFile} from './file.js';
+import type {ParsedHeader} from './header.js';
+
+/**
+ * Which dynamic symbols the loader looks up at all: the ones a relocation names (elf/dl-reloc.c
+ * walks DT_RELA/DT_REL and DT_JMPREL; elf-loader-spec §3.4, §4.7). An undefined .dynsym entry
+ * no relocation uses (`-Wl,-u,foo`, libstdc++'s `_ZSt21ios_base_library_initv`, an extension's
+ * `PyExc_*` it never touches) is never bound, so it cannot fail the load.
+ */
+export const DT_REL = {
+  PLTRELSZ: 2, RELA: 7, RELASZ: 8, RELAENT: 9, REL: 17, RELSZ: 18, RELENT: 19, PLTREL: 20, JMPREL: 23,
+  RELACOUNT: 0x6ffffff9, RELCOUNT: 0x6ffffffa,
+} as const;
+
+/** Reads in slices: a 1.5 GB library's relocations are tens of MB, never needed at once. */
+const CHUNK = 1 << 20;
+
+/**
+ * A byte per symbol index, 1 where a relocation names it; null when the object has no
+ * relocation table the model can read (then every undefined symbol counts, as before).
+ */
+export function relocatedSymbols(
+  file: ElfFile, h: ParsedHeader, values: Map<number, number>, count: number,
+  toOffset: (addr: number, len: number, what: string) => number,
+): Uint8Array | null {
+  const marks = new Uint8Array(count);
+  const tables: Array<{addr: number | undefined; size: number | undefined; rela: boolean; skip: number; what: string}> = [
+    {addr: values.get(DT_REL.RELA), size: values.get(DT_REL.RELASZ), rela: true, skip: values.get(DT_REL.RELACOUNT) ?? 0, what: 'DT_RELA'},
+    {addr: values.get(DT_REL.REL), size: values.get(DT_REL.RELSZ), rela: false, skip: values.get(DT_REL.RELCOUNT) ?? 0, what: 'DT_REL'},
+    {addr: values.get(DT_REL.JMPREL), size: values.get(DT_REL.PLTRELSZ), rela: values.get(DT_REL.PLTREL) !== DT_REL.REL, skip: 0, what: 'DT_JMPREL'},
+  ];
+  for (const t of tables) {
+    if (t.addr === undefined || !t.size) continue;
+    const ent = t.rela ? (h.is64 ? 24 : 12) : (h.is64 ? 16 : 8);
+    let off: number;
+    try {
+      off = toOffset(t.addr, t.size, `relocations (${t.what})`);
+    } catch {
+      // A table outside the file: not something this model can say anything from.
+      return null;
+    }
+    // DT_RELACOUNT/DT_RELCOUNT relative relocations come first and name no symbol.
+    let start = Math.min(t.skip, Math.floor(t.size / ent)) * ent;
+    const end = Math.floor(t.size / ent) * ent;
+    while (start < end) {
+      const len = Math.min(end - start, Math.floor(CHUNK / ent) * ent);
+      const buf = file.read(off + start, len, `relocations (${t.what})`);
+      for (let b = 0; b + ent <= len; b += ent) {
+        // r_info follows r_offset: ELF64 sym = info >> 32 (the high word), ELF32 sym = info >> 8.
+        const sym = h.is64
+          ? (h.littleEndian ? buf.readUInt32LE(b + 12) : buf.readUInt32BE(b + 8))
+          : (h.littleEndian ? buf.readUInt32LE(b + 4) : buf.readUInt32BE(b + 4)) >>> 8;
+        if (sym !== 0 && sym < count) marks[sym] = 1;
+      }
+      start += len;
+    }
+  }
+  return marks;
+}

@@ -1,0 +1,200 @@
+import {mkdirSync, writeFileSync} from 'node:fs';
+import {join} from 'node:path';
+
+/**
+ * Random library graphs for the differential fuzzer (issue 12): 2-6 objects built with `as` and
+ * `ld` (no libc: a few ms each), placed in search directories, hwcaps subdirectories and the
+ * current directory, some shadowed by copies with other version nodes, reached through
+ * RPATH/RUNPATH ($ORIGIN, relative, empty elements), LD_LIBRARY_PATH (':' and ';', empty
+ * entries), slash DT_NEEDED names, NODEFLIB and missing names. Everything is derived from the seed.
+ */
+export function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+type Variant = 'full' | 'old' | 'unversioned' | 'nosym';
+const DIRS = ['d0', 'd1', 'd2', 'd3'];
+const SUBS = ['', '', '', 'glibc-hwcaps/x86-64-v2', 'glibc-hwcaps/x86-64-v3', 'glibc-hwcaps/x86-64-v4', 'tls', 'x86_64'];
+
+export interface FuzzCase {
+  seed: number;
+  dir: string;
+  /** The path given to both the loader and the model (may hold `..` after a symlink). */
+  target: string;
+  ldLibraryPath: string | undefined;
+  /** What was generated, for the failure message. */
+  description: string[];
+}
+
+/**
+ * Writes the sources of one case under `dir` and returns the shell commands that build it
+ * (run from `dir`), so that many cases build in one shell.
+ */
+export function generateCase(seed: number, dir: string): {fuzz: FuzzCase; script: string} {
+  const r = rng(seed);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)];
+  const chance = (p: number) => r() < p;
+  const n = 2 + Math.floor(r() * 5);
+  const desc: string[] = [];
+  const cmds: string[] = [];
+  mkdirSync(join(dir, 'build', '$ORIGIN'), {recursive: true});
+  for (const d of [...DIRS, 'top/inner', 'link', 'var']) mkdirSync(join(dir, d), {recursive: true});
+  for (const d of DIRS) mkdirSync(join(dir, 'build', d), {recursive: true});
+  cmds.push('ln -sfn top/inner sl');
+
+  const searchEntry = (): string => pick(['$ORIGIN/../d0', '$ORIGIN/../d1', `${dir}/d2`, `${dir}/d3`, '$ORIGIN', 'd1', '', `${dir}/d0`, '$ORIGIN/../../d2']);
+  interface Need {to: number; form: 'name' | 'origin-slash' | 'abs'}
+  const objs = Array.from({length: n}, (_, k) => ({
+    k,
+    needs: [] as Need[],
+    extra: [] as string[],
+    rpath: null as string | null,
+    runpath: null as string | null,
+    nodeflib: false,
+    versioned: k === 0 ? false : chance(0.75),
+    refs: [] as string[],
+    gotRefs: [] as string[],
+    dashU: [] as string[],
+  }));
+  for (const o of objs) {
+    for (let j = o.k + 1; j < n; j++) {
+      if (j === o.k + 1 || chance(0.35)) {
+        const form = chance(0.12) ? 'origin-slash' : chance(0.08) ? 'abs' : 'name';
+        o.needs.push({to: j, form});
+        const syms = [`f${j}_s0`, `f${j}_s1`, `f${j}_s2`];
+        o.refs.push(pick(syms));
+        if (chance(0.5)) o.gotRefs.push(pick(syms));
+        if (chance(0.15)) o.dashU.push(pick(syms));
+      }
+    }
+    if (chance(0.08)) o.extra.push('libfzmissing.so.1');
+    if (chance(0.1)) {
+      o.extra.push('libz.so.1');
+      o.nodeflib = chance(0.6);
+    }
+    if (chance(0.06)) o.refs.push('fz_nowhere');
+    const entries = Array.from({length: 1 + Math.floor(r() * 3)}, searchEntry).join(':');
+    if (o.k === 0 ? chance(0.85) : chance(0.35)) {
+      if (chance(0.5)) o.rpath = entries;
+      else o.runpath = entries;
+    }
+  }
+
+  const source = (k: number, variant: Variant, o: (typeof objs)[number]): string => {
+    const defs = variant === 'old' ? ['s0', 's1'] : variant === 'nosym' ? ['s0', 's2'] : ['s0', 's1', 's2'];
+    let s = '\t.text\n';
+    for (const d of defs) s += `\t.globl f${k}_${d}\n\t.type f${k}_${d},@function\nf${k}_${d}:\n\tret\n`;
+    s += `\t.globl f${k}_use\n\t.type f${k}_use,@function\nf${k}_use:\n`;
+    for (const ref of o.refs) s += `\tcall ${ref}@PLT\n`;
+    for (const ref of o.gotRefs) s += `\tmovq ${ref}@GOTPCREL(%rip), %rax\n`;
+    return `${s}\tret\n`;
+  };
+  const versionScript = (k: number, variant: Variant): string | null => {
+    if (variant === 'unversioned') return null;
+    if (variant === 'old') return `FZ${k}_1 { global: f${k}_s0; f${k}_s1; f${k}_use; local: *; };\n`;
+    if (variant === 'nosym') return `FZ${k}_1 { global: f${k}_s0; f${k}_use; local: *; };\nFZ${k}_2 { global: f${k}_s2; } FZ${k}_1;\n`;
+    return `FZ${k}_1 { global: f${k}_s0; f${k}_s1; f${k}_use; local: *; };\nFZ${k}_2 { global: f${k}_s2; } FZ${k}_1;\n`;
+  };
+
+  // Runtime placements: where each library's copies lie (the top object lies in top/).
+  const placements: Array<{k: number; path: string; variant: Variant}> = [];
+  for (let k = 1; k < n; k++) {
+    const copies = chance(0.1) ? 0 : chance(0.45) ? 2 : 1;
+    for (let c = 0; c < copies; c++) {
+      const where = chance(0.12) ? '.' : `${pick(DIRS)}${(() => {
+        const sub = pick(SUBS);
+        return sub ? `/${sub}` : '';
+      })()}`;
+      const variant: Variant = c === 0 && chance(0.6) ? 'full' : pick(['full', 'old', 'unversioned', 'nosym'] as const);
+      placements.push({k, path: `${where}/libfz${k}.so.1`, variant});
+    }
+  }
+  // Slash DT_NEEDED targets must exist where the name points: put a full copy there.
+  for (const o of objs) {
+    for (const need of o.needs) {
+      if (need.form === 'name') continue;
+      const d = pick(DIRS);
+      need.form === 'abs' ? (need as Need & {at?: string}).at = `${dir}/${d}/libfz${need.to}.so.1` : (need as Need & {at?: string}).at = d;
+      placements.push({k: need.to, path: `${d}/libfz${need.to}.so.1`, variant: 'full'});
+    }
+  }
+
+  // Build from the leaves up: each object links against its dependencies' full variants.
+  const variantsOf = new Map<number, Set<Variant>>();
+  for (const p of placements) {
+    const set = variantsOf.get(p.k) ?? new Set<Variant>(['full']);
+    set.add(p.variant);
+    variantsOf.set(p.k, set);
+  }
+  variantsOf.set(0, new Set(['full']));
+  // A library that exists only at link time: at run time nothing provides it.
+  if (objs.some((o) => o.extra.includes('libfzmissing.so.1'))) {
+    cmds.push('printf "\\t.text\\n" > var/missing.s', 'as -o var/missing.o var/missing.s', 'ld -shared -soname libfzmissing.so.1 -o link/libfzmissing.so.1 var/missing.o');
+  }
+  for (let k = n - 1; k >= 0; k--) {
+    const o = objs[k];
+    for (const variant of variantsOf.get(k) ?? new Set<Variant>(['full'])) {
+      const base = `var/k${k}-${variant}`;
+      writeFileSync(join(dir, `${base}.s`), source(k, variant, o));
+      const map = o.versioned || variant !== 'full' ? versionScript(k, o.versioned ? variant : 'unversioned') : null;
+      if (map) writeFileSync(join(dir, `${base}.map`), map);
+      // ld runs in build/: a slash DT_NEEDED is recorded as the path it was given ('$ORIGIN/../d1/...').
+      const args = ['(cd build && ld', '-shared', '-soname', `libfz${k}.so.1`, '-o', `${dir}/${base}.so`, `${dir}/${base}.o`];
+      if (map) args.push('--version-script', `${dir}/${base}.map`);
+      if (o.rpath !== null) args.push('--disable-new-dtags', '-rpath', `'${o.rpath}'`);
+      if (o.runpath !== null) args.push('--enable-new-dtags', '-rpath', `'${o.runpath}'`);
+      if (o.nodeflib) args.push('-z', 'nodefaultlib');
+      for (const u of o.dashU) args.push('-u', u);
+      args.push('--no-as-needed');
+      for (const need of o.needs) {
+        const at = (need as Need & {at?: string}).at;
+        if (need.form === 'name') args.push(`${dir}/link/libfz${need.to}.so.1`);
+        else if (need.form === 'abs') args.push(at!);
+        else args.push(`'$ORIGIN/../${at}/libfz${need.to}.so.1'`);
+      }
+      for (const e of o.extra) args.push(e === 'libz.so.1' ? '/lib/x86_64-linux-gnu/libz.so.1' : `${dir}/link/libfzmissing.so.1`);
+      cmds.push(`as -o ${base}.o ${base}.s`, `${args.join(' ')})`);
+      if (variant === 'full') {
+        cmds.push(`cp ${base}.so link/libfz${k}.so.1`);
+        // Soname-less stubs that give slash DT_NEEDED names (ld records the path it was given).
+        for (const p of objs) {
+          for (const need of p.needs) {
+            if (need.to !== k || need.form === 'name') continue;
+            const at = (need as Need & {at?: string}).at!;
+            const stubAt = need.form === 'abs' ? at : `build/${at}/libfz${k}.so.1`;
+            cmds.push(`ld -shared -o '${stubAt}' ${base}.o${map ? ` --version-script ${base}.map` : ''}`);
+          }
+        }
+      }
+    }
+  }
+  // The runtime copies, after every link (an abs stub may sit where a copy goes).
+  for (const p of placements) {
+    const target = p.path.startsWith('./') ? p.path.slice(2) : p.path;
+    cmds.push(`mkdir -p "$(dirname '${target}')" && cp var/k${p.k}-${p.variant}.so '${target}'`);
+  }
+  cmds.push('cp var/k0-full.so top/libfz0.so.1');
+
+  const viaLink = chance(0.3);
+  const target = viaLink ? `${dir}/sl/../libfz0.so.1` : `${dir}/top/libfz0.so.1`;
+  let ldLibraryPath: string | undefined;
+  if (chance(0.6)) {
+    const parts = Array.from({length: 1 + Math.floor(r() * 3)}, () => pick([`${dir}/d0`, `${dir}/d1`, `${dir}/d2`, `${dir}/d3`, '', 'd3', `${dir}/d1/glibc-hwcaps/x86-64-v3`]));
+    ldLibraryPath = parts.map((p, i) => (i === 0 ? '' : pick([':', ':', ';'])) + p).join('');
+  }
+  desc.push(`objects ${n}, target ${target}, LD_LIBRARY_PATH ${ldLibraryPath === undefined ? '(unset)' : JSON.stringify(ldLibraryPath)}`);
+  for (const o of objs) {
+    desc.push(`  libfz${o.k}: needs ${o.needs.map((x) => `${x.to}/${x.form}`).join(',') || '-'}${o.extra.length ? ` +${o.extra.join(',')}` : ''}` +
+      `${o.rpath !== null ? ` RPATH=${o.rpath}` : ''}${o.runpath !== null ? ` RUNPATH=${o.runpath}` : ''}${o.nodeflib ? ' NODEFLIB' : ''}` +
+      `${o.versioned ? ' versioned' : ''} refs=${o.refs.join(',')}${o.gotRefs.length ? ` got=${o.gotRefs.join(',')}` : ''}${o.dashU.length ? ` -u ${o.dashU.join(',')}` : ''}`);
+  }
+  desc.push(`  copies: ${placements.map((p) => `${p.path}(${p.variant})`).join(' ')}`);
+  return {fuzz: {seed, dir, target, ldLibraryPath, description: desc}, script: `cd '${dir}' || exit 1\n${cmds.join('\n')}\n`};
+}

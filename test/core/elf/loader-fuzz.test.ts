@@ -1,0 +1,224 @@
+import {afterAll, beforeAll, expect, test} from '@jest/globals';
+import {spawn, spawnSync} from 'node:child_process';
+import {existsSync, realpathSync, writeFileSync} from 'node:fs';
+import {join} from 'node:path';
+import {checkLibraries, type CheckReport} from '../../../src/core/elf/index.js';
+import {makeTempDir} from '../../helpers/tmp.js';
+import {describeIf} from '../../helpers/skip.js';
+import {generateCase, type FuzzCase} from './fuzz/generate.js';
+import {haveCommand, HAVE_GCC} from './fixtures.js';
+
+/**
+ * The seeded differential fuzzer of issue 12: random library graphs, each asked of the real
+ * loader twice, as `ldd -r` does (ld.so in trace mode, LD_BIND_NOW, LD_WARN) and as a program
+ * that dlopens it (RTLD_NOW|RTLD_GLOBAL), and of the model the same two ways (the library as
+ * the main object; --exe with the dlopen driver). Any disagreement fails with the case's seed.
+ * CUDAENV_FUZZ_SEED / CUDAENV_FUZZ_CASES replay or widen a run.
+ */
+const RTLD = '/lib64/ld-linux-x86-64.so.2';
+const usable = process.arch === 'x64' && HAVE_GCC && haveCommand('as') && haveCommand('ld') && existsSync(RTLD);
+const BASE_SEED = Number(process.env.CUDAENV_FUZZ_SEED ?? 12_000);
+const CASES = Number(process.env.CUDAENV_FUZZ_CASES ?? 200);
+
+interface Real {
+  libs: Set<string>;
+  versions: Set<string>;
+  symbols: Set<string>;
+  abort: string | null;
+  raw: string;
+}
+interface RealDlopen {
+  ok: boolean;
+  abort: string | null;
+  message: string;
+}
+
+const real = (dir: string, p: string): string => {
+  try {
+    // Not path.resolve: `sl/..` must be resolved by the kernel (sl is a symlink).
+    return realpathSync.native(p.startsWith('/') ? p : `${dir}/${p}`);
+  } catch {
+    return `?${p}`;
+  }
+};
+
+function parseTrace(dir: string, out: string): Real {
+  const v: Real = {libs: new Set(), versions: new Set(), symbols: new Set(), abort: null, raw: out};
+  for (const line of out.split('\n')) {
+    let m = /^\t(\S+) => (.+?)(?: \(0x[0-9a-f]+\))?$/.exec(line);
+    if (m) {
+      if (!m[1].startsWith('ld-linux')) v.libs.add(m[2] === 'not found' ? `missing:${m[1]}` : real(dir, m[2]));
+      continue;
+    }
+    m = /^\t(\S+) \(0x[0-9a-f]+\)$/.exec(line);
+    if (m) {
+      if (m[1] !== 'linux-vdso.so.1' && !m[1].includes('ld-linux')) v.libs.add(real(dir, m[1]));
+      continue;
+    }
+    m = /Inconsistency detected by ld\.so: [^:]+: \d+: (\w+): Assertion/.exec(line);
+    if (m) v.abort = m[1];
+    m = /version `([^']+)' not found \(required by (.+)\)$/.exec(line);
+    if (m) v.versions.add(`${m[1]} ${real(dir, m[2])}`);
+    m = /^undefined symbol: ([^,\t]+)(?:, version \S*)?\t\((.+)\)$/.exec(line);
+    if (m) v.symbols.add(`${m[1]} ${real(dir, m[2])}`);
+  }
+  return v;
+}
+
+function modelTrace(report: CheckReport, dir: string): Real {
+  const v: Real = {libs: new Set(), versions: new Set(), symbols: new Set(), abort: null, raw: ''};
+  for (const o of report.objects) {
+    for (const e of o.needed) {
+      if (e.path && /\/ld-linux[^/]*$/.test(e.path)) continue;
+      if (e.path === null) v.libs.add(`missing:${e.name}`);
+      else if (real(dir, e.path) !== real(dir, report.checked[0])) v.libs.add(real(dir, e.path));
+    }
+  }
+  for (const p of report.problems) {
+    if (p.kind === 'version-not-found') v.versions.add(`${p.version} ${real(dir, p.object)}`);
+    if (p.kind === 'undefined-symbol' || p.kind === 'unversioned-undefined-symbol') v.symbols.add(`${p.symbol} ${real(dir, p.object)}`);
+  }
+  const aborts = report.problems.filter((p) => p.kind === 'loader-abort');
+  const first = aborts.find((p) => p.symbol === null) ?? aborts[0];
+  if (first) v.abort = first.symbol === null ? '_dl_check_map_versions' : 'check_match';
+  return v;
+}
+
+const sorted = (s: Set<string>) => [...s].sort();
+
+/** Differences between the real loader in trace mode and the model, as lines (empty: agree). */
+function compareTrace(r: Real, m: Real): string[] {
+  const out: string[] = [];
+  if (r.abort !== m.abort) out.push(`abort: loader ${r.abort ?? 'none'}, model ${m.abort ?? 'none'}`);
+  // An abort in _dl_check_map_versions comes before the listing; check_match after it.
+  if (r.abort === '_dl_check_map_versions') return out;
+  if (JSON.stringify(sorted(r.libs)) !== JSON.stringify(sorted(m.libs))) out.push(`libs: loader ${JSON.stringify(sorted(r.libs))}\n       model  ${JSON.stringify(sorted(m.libs))}`);
+  if (JSON.stringify(sorted(r.versions)) !== JSON.stringify(sorted(m.versions))) out.push(`versions: loader ${JSON.stringify(sorted(r.versions))}, model ${JSON.stringify(sorted(m.versions))}`);
+  // ld.so 2.36 in trace mode crashes relocating a versioned reference into a library it did not
+  // find (l_versions is sized from the found providers): no symbol verdict to compare then (the
+  // dlopen run of the same case still checks the model, which stops at the missing library).
+  if (r.abort === null && !/Segmentation fault|core dumped/.test(r.raw) && JSON.stringify(sorted(r.symbols)) !== JSON.stringify(sorted(m.symbols))) {
+    out.push(`symbols: loader ${JSON.stringify(sorted(r.symbols))}, model ${JSON.stringify(sorted(m.symbols))}`);
+  }
+  return out;
+}
+
+/** dlopen stops at the first failure of a stage: missing object, then versions, then relocation. */
+function compareDlopen(r: RealDlopen, report: CheckReport): string[] {
+  // --exe with --strict: every problem fails a dlopen (RTLD_NOW binds unversioned references too).
+  const failing = report.problems;
+  const has = (pred: (p: CheckReport['problems'][number]) => boolean) => failing.some(pred);
+  const stage = (p: CheckReport['problems'][number]) =>
+    p.kind === 'not-found' ? 0 : p.kind === 'version-not-found' || (p.kind === 'loader-abort' && p.symbol === null) ? 1 : 2;
+  const first = Math.min(3, ...failing.map(stage));
+  const base = `loader said ${JSON.stringify(r.message.trim())}; model: ${JSON.stringify(failing.map((p) => `${p.kind} ${p.library ?? ''} ${p.version ?? ''} ${p.symbol ?? ''}`))}`;
+  if (r.ok) return report.ok && failing.length === 0 ? [] : [`dlopen: ${base}`];
+  if (r.abort) {
+    const want = r.abort === 'check_match' ? (p: CheckReport['problems'][number]) => p.kind === 'loader-abort' && p.symbol !== null
+      : (p: CheckReport['problems'][number]) => p.kind === 'loader-abort' && p.symbol === null;
+    return has(want) && first >= (r.abort === 'check_match' ? 2 : 1) ? [] : [`dlopen abort ${r.abort}: ${base}`];
+  }
+  let m = /([^\s:]+): cannot open shared object file/.exec(r.message);
+  if (m) {
+    const name = m[1].split('/').pop();
+    return has((p) => p.kind === 'not-found' && p.library?.split('/').pop() === name) ? [] : [`dlopen: ${base}`];
+  }
+  m = /version `([^']+)' not found/.exec(r.message);
+  if (m) {
+    const v = m[1];
+    return has((p) => p.kind === 'version-not-found' && p.version === v) && first === 1 ? [] : [`dlopen: ${base}`];
+  }
+  m = /undefined symbol: ([^,\s]+)/.exec(r.message);
+  if (m) {
+    const s = m[1];
+    return has((p) => (p.kind === 'undefined-symbol' || p.kind === 'unversioned-undefined-symbol') && p.symbol === s) && first === 2 ? [] : [`dlopen: ${base}`];
+  }
+  return [`dlopen: unclassified loader message; ${base}`];
+}
+
+let scriptCount = 0;
+function runScript(script: string): Promise<{code: number; out: string}> {
+  // A file, not `sh -c`: hundreds of cases exceed the argument size limit.
+  const file = join(tmp.dir, `script-${scriptCount++}.sh`);
+  writeFileSync(file, script);
+  return new Promise((done) => {
+    const child = spawn('sh', [file], {stdio: ['ignore', 'pipe', 'pipe']});
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    child.on('close', (code) => done({code: code ?? -1, out}));
+  });
+}
+
+const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+
+let tmp: {dir: string; cleanup: () => void};
+let driver: string;
+let cases: FuzzCase[] = [];
+const realTrace = new Map<number, Real>();
+const realDl = new Map<number, RealDlopen>();
+
+describeIf(usable, 'needs x86-64 with gcc, as, ld and /lib64/ld-linux-x86-64.so.2')('seeded differential fuzzer (issue 12)', () => {
+  beforeAll(async () => {
+    tmp = makeTempDir('cudaenv-fuzz-');
+    driver = join(tmp.dir, 'dlopen-driver');
+    writeFileSync(`${driver}.c`, '#include <dlfcn.h>\n#include <stdio.h>\nint main(int c, char **v) {\n  void *h = dlopen(v[1], RTLD_NOW | RTLD_GLOBAL);\n' +
+      '  if (!h) { printf("ERR %s\\n", dlerror()); return 3; }\n  printf("OK\\n");\n  return 0;\n}\n');
+    const cc = spawnSync('gcc', ['-o', driver, `${driver}.c`], {encoding: 'utf8'});
+    if (cc.status !== 0) throw new Error(`cannot build the dlopen driver: ${cc.stderr}`);
+    // Generate every case, then build them in two shells at once (one process per tool call,
+    // not per case), then ask the real loader about all of them in one more shell each.
+    const scripts: string[] = [];
+    for (let i = 0; i < CASES; i++) {
+      const seed = BASE_SEED + i;
+      const {fuzz, script} = generateCase(seed, join(tmp.dir, `c${seed}`));
+      cases.push(fuzz);
+      scripts.push(script);
+    }
+    const halves = [scripts.filter((_, i) => i % 2 === 0), scripts.filter((_, i) => i % 2 === 1)];
+    const built = await Promise.all(halves.map((h) => runScript(`set -e\n${h.join('\n')}`)));
+    for (const b of built) if (b.code !== 0) throw new Error(`building the fuzz cases failed:\n${b.out.slice(-3000)}`);
+    const oracle = (c: FuzzCase) => {
+      const env = c.ldLibraryPath === undefined ? 'env -u LD_LIBRARY_PATH' : `env LD_LIBRARY_PATH=${q(c.ldLibraryPath)}`;
+      return `cd ${q(c.dir)}\necho "@@T ${c.seed}"\n${env} LD_TRACE_LOADED_OBJECTS=1 LD_WARN=yes LD_BIND_NOW=yes ${RTLD} ${q(c.target)} 2>&1\n` +
+        `echo "@@D ${c.seed}"\n${env} ${q(driver)} ${q(c.target)} 2>&1\necho "@@RC $?"\n`;
+    };
+    const asked = await Promise.all([0, 1].map((h) => runScript(cases.filter((_, i) => i % 2 === h).map(oracle).join(''))));
+    for (const {out} of asked) {
+      for (const chunk of out.split(/^@@T /m).slice(1)) {
+        const seed = Number(chunk.slice(0, chunk.indexOf('\n')));
+        const c = cases.find((x) => x.seed === seed)!;
+        const [trace, dl] = chunk.slice(chunk.indexOf('\n') + 1).split(/^@@D \d+\n/m);
+        realTrace.set(seed, parseTrace(c.dir, trace));
+        const rc = Number(/@@RC (\d+)/.exec(dl)?.[1] ?? -1);
+        const message = dl.replace(/@@RC \d+\n?/, '');
+        const abort = /Inconsistency detected by ld\.so: [^:]+: \d+: (\w+): Assertion/.exec(message)?.[1] ?? null;
+        realDl.set(seed, {ok: rc === 0 && /^OK$/m.test(message), abort, message});
+      }
+    }
+  }, 300_000);
+  afterAll(() => tmp?.cleanup());
+
+  test.each(Array.from({length: 4}, (_, i) => i))('batch %i: the model agrees with ld.so in trace mode and with dlopen', async (batch) => {
+    const failures: string[] = [];
+    const mine = cases.filter((_, i) => i % 4 === batch);
+    for (const c of mine) {
+      const r = realTrace.get(c.seed);
+      const d = realDl.get(c.seed);
+      if (!r || !d) {
+        failures.push(`seed ${c.seed}: the loader was not asked`);
+        continue;
+      }
+      const opts = {targets: [c.target], ldLibraryPath: c.ldLibraryPath, cwd: c.dir};
+      const asMain = await checkLibraries(opts);
+      const diffs = compareTrace(r, modelTrace(asMain, c.dir));
+      const dlopened = await checkLibraries({...opts, exe: driver, strict: true});
+      diffs.push(...compareDlopen(d, dlopened));
+      if (diffs.length > 0) {
+        failures.push(`seed ${c.seed} (replay: CUDAENV_FUZZ_SEED=${c.seed} CUDAENV_FUZZ_CASES=1):\n${c.description.join('\n')}\n${diffs.join('\n')}\n--- ld.so trace output:\n${r.raw.trim()}`);
+      }
+    }
+    expect(mine.length).toBeGreaterThan(0);
+    if (failures.length > 0) throw new Error(`${failures.length} of ${mine.length} cases disagree:\n\n${failures.slice(0, 6).join('\n\n')}`);
+  }, 240_000);
+});

@@ -1,0 +1,291 @@
+import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
+import {spawnSync} from 'node:child_process';
+import {existsSync, mkdirSync, realpathSync, writeFileSync} from 'node:fs';
+import {join} from 'node:path';
+import {checkLibraries, type CheckOptions, type CheckReport} from '../../../src/core/elf/index.js';
+import {glibcVersionOfFile, parseLoaderDiagnostics, parseLoaderHelp} from '../../../src/core/elf/ldcache/host-loader.js';
+import {legacySubdirs} from '../../../src/core/elf/platform.js';
+import {readElfSync} from '../../../src/core/elf/reader/index.js';
+import {makeTempDir} from '../../helpers/tmp.js';
+import {describeIf, testIf} from '../../helpers/skip.js';
+import {buildLib, haveCommand, HAVE_GCC, HAVE_LDD, HAVE_M32, HAVE_PYTHON} from './fixtures.js';
+
+/**
+ * Issue 12, items 1-4: each class the independent fuzzer found, built for real and asked of
+ * the real loader (ld.so in ldd -r's trace mode, and a dlopen through python's ctypes) and of
+ * both models (the library as the main object; --exe with the python that dlopens it).
+ */
+const RTLD = '/lib64/ld-linux-x86-64.so.2';
+const usable = process.arch === 'x64' && HAVE_GCC && HAVE_LDD && haveCommand('as') && haveCommand('ld') && existsSync(RTLD);
+const PYTHON = HAVE_PYTHON ? spawnSync('python3', ['-c', 'import sys; print(sys.executable)'], {encoding: 'utf8'}).stdout.trim() : '';
+const python = PYTHON && existsSync(PYTHON) ? realpathSync.native(PYTHON) : '';
+
+interface Oracle {
+  /** ld.so in trace mode with LD_BIND_NOW (what ldd -r runs). */
+  trace: string;
+  traceAbort: string | null;
+  /** ctypes.CDLL: null when it loads, else the message (or the abort). */
+  dlopen: string | null;
+}
+
+function oracle(target: string, env: Record<string, string> = {}, cwd?: string): Oracle {
+  const base: NodeJS.ProcessEnv = {...process.env, ...env};
+  if (!env.LD_LIBRARY_PATH) delete base.LD_LIBRARY_PATH;
+  const t = spawnSync(RTLD, [target], {encoding: 'utf8', cwd, env: {...base, LD_TRACE_LOADED_OBJECTS: '1', LD_WARN: 'yes', LD_BIND_NOW: 'yes'}});
+  const trace = `${t.stdout}${t.stderr}`;
+  let dlopen: string | null = null;
+  if (python) {
+    const d = spawnSync(python, ['-c', 'import ctypes, sys\ntry:\n  ctypes.CDLL(sys.argv[1])\nexcept OSError as e:\n  print(e); sys.exit(3)', target], {encoding: 'utf8', cwd, env: base});
+    dlopen = d.status === 0 ? null : `${d.stdout}${d.stderr}`.trim();
+  }
+  return {trace, traceAbort: /Inconsistency detected by ld\.so: [^:]+: \d+: (\w+): Assertion/.exec(trace)?.[1] ?? null, dlopen};
+}
+
+/** Both models of one target: as the main object (ldd), and dlopened by python (--exe, strict). */
+async function models(target: string, options: Partial<CheckOptions> = {}): Promise<{main: CheckReport; exe: CheckReport | null}> {
+  const main = await checkLibraries({targets: [target], ...options});
+  const exe = python ? await checkLibraries({targets: [target], exe: python, strict: true, ...options}) : null;
+  return {main, exe};
+}
+
+const kinds = (r: CheckReport) => r.problems.map((p) => `${p.kind} ${p.library ?? ''} ${p.version ?? ''} ${p.symbol ?? ''}`.trim());
+const asm = (names: string[], calls: string[] = []) => '\t.text\n' + names.map((n) => `\t.globl ${n}\n\t.type ${n},@function\n${n}:\n${calls.map((c) => `\tcall ${c}@PLT\n`).join('')}\tret\n`).join('');
+
+function sh(cwd: string, script: string): void {
+  const r = spawnSync('sh', ['-ec', script], {cwd, encoding: 'utf8'});
+  if (r.status !== 0) throw new Error(`${script}\n${r.stderr}`);
+}
+
+let tmp: {dir: string; cleanup: () => void};
+beforeAll(() => {
+  tmp = makeTempDir('cudaenv-glibc-rules-');
+});
+afterAll(() => tmp?.cleanup());
+
+describe('what the host loader says it searches (item 1)', () => {
+  const help236 = [
+    'Subdirectories of glibc-hwcaps directories, in priority order:',
+    '  x86-64-v4',
+    '  x86-64-v3 (supported, searched)',
+    '  x86-64-v2 (supported, searched)',
+    '',
+    'Legacy HWCAP subdirectories under library search path directories:',
+    '  haswell (AT_PLATFORM; supported, searched)',
+    '  tls (supported, searched)',
+    '  avx512_1',
+    '  x86_64 (supported, searched)',
+  ].join('\n');
+
+  test('ld.so --help: the searched glibc-hwcaps levels in priority order, whatever /proc/cpuinfo says', () => {
+    const facts = parseLoaderHelp(help236, 'dl_hwcap=0x2\ndl_hwcap_important=0x6\ndl_platform="haswell"\ndl_string_platform=0x32\n')!;
+    expect(facts.hwcaps).toEqual(['x86-64-v3', 'x86-64-v2']);
+    expect(facts.hwcapsKnown).toEqual(['x86-64-v4', 'x86-64-v3', 'x86-64-v2']);
+    expect(facts.legacy).toEqual(['x86_64']);
+    expect(facts.platform).toBe('haswell');
+    expect(facts.hwcapImportant).toBe(0x2n);
+    expect(facts.platformBit).toBe(1n << 0x32n);
+    // glibc >= 2.37 prints no legacy section; an old loader without glibc-hwcaps says nothing usable.
+    expect(parseLoaderHelp(help236.split('\n\n')[0], null)!.legacy).toEqual([]);
+    expect(parseLoaderHelp('Usage: ld.so [OPTION]... EXECUTABLE-FILE\n', null)).toBeNull();
+  });
+
+  const haveDiagnostics = existsSync(RTLD) && spawnSync(RTLD, ['--list-diagnostics'], {stdio: 'ignore'}).status === 0;
+  testIf(haveDiagnostics, `needs ${RTLD} of glibc 2.34 or later (--list-diagnostics)`)('--list-diagnostics alone (what a check asks) says what --help says, on this machine', () => {
+    const help = spawnSync(RTLD, ['--help'], {encoding: 'utf8'}).stdout;
+    const diagnostics = spawnSync(RTLD, ['--list-diagnostics'], {encoding: 'utf8'}).stdout;
+    const fromHelp = parseLoaderHelp(help, diagnostics);
+    const fromDiagnostics = parseLoaderDiagnostics(diagnostics);
+    expect(fromHelp).not.toBeNull();
+    expect(fromDiagnostics).toEqual(fromHelp);
+  });
+
+  test('legacy subdirectories in _dl_important_hwcaps order (observed on 2.36)', () => {
+    expect(legacySubdirs(['x86_64'], 'x86_64')).toEqual(['tls/x86_64/x86_64', 'tls/x86_64', 'tls', 'x86_64/x86_64', 'x86_64']);
+    expect(legacySubdirs(['x86_64'], 'haswell')).toEqual(['tls/haswell/x86_64', 'tls/haswell', 'tls/x86_64', 'tls', 'haswell/x86_64', 'haswell', 'x86_64']);
+  });
+
+  testIf(existsSync(RTLD), `needs ${RTLD}`)('the glibc release is read from the loader file itself', () => {
+    const v = glibcVersionOfFile(RTLD);
+    const printed = /release version (\d+)\.(\d+)/.exec(spawnSync(RTLD, ['--version'], {encoding: 'utf8'}).stdout);
+    expect(v).toEqual([Number(printed![1]), Number(printed![2])]);
+  });
+});
+
+describeIf(usable, `needs x86-64 with gcc, as, ld, ldd and ${RTLD}`)('differential: each class of issue 12 against the real loader', () => {
+  test('item 1: a copy in every glibc-hwcaps level and legacy subdirectory: the same one as ld.so, on any CPU', async () => {
+    const base = join(tmp.dir, 'hwcaps');
+    mkdirSync(base, {recursive: true});
+    writeFileSync(join(base, 'f.s'), asm(['f']));
+    const subs = ['glibc-hwcaps/x86-64-v4', 'glibc-hwcaps/x86-64-v3', 'glibc-hwcaps/x86-64-v2', 'tls', 'x86_64', 'haswell', 'tls/x86_64', ''];
+    // Removing the best copy each round walks down the whole priority list.
+    sh(base, `as -o f.o f.s\n${subs.map((s) => `mkdir -p lib/${s} && ld -shared -soname libb.so.1 -o lib/${s}/libb.so.1 f.o`).join('\n')}\n` +
+      "ld -shared -soname liba.so -o liba.so f.o --no-as-needed lib/libb.so.1 -rpath '$ORIGIN/lib'");
+    const target = join(base, 'liba.so');
+    const seen: string[] = [];
+    for (;;) {
+      const real = oracle(target);
+      const m = /libb\.so\.1 => (\S+)/.exec(real.trace)!;
+      const {main, exe} = await models(target);
+      const ours = main.objects[0].needed[0].path;
+      if (m[1] === 'not') {
+        expect(ours).toBeNull();
+        break;
+      }
+      expect(ours && realpathSync.native(ours)).toBe(realpathSync.native(m[1]));
+      if (exe) expect(exe.ok).toBe(real.dlopen === null);
+      seen.push(m[1].replace(/^.*\/lib\//, ''));
+      // The copy the loader took goes: the next round shows the next in its priority list.
+      sh(base, `rm -f '${m[1]}'`);
+    }
+    expect(seen.length).toBeGreaterThan(3);
+  });
+
+  test('item 1: $PLATFORM expands to what ld.so says, not a guess from CPU flags', async () => {
+    const base = join(tmp.dir, 'platform');
+    mkdirSync(base, {recursive: true});
+    writeFileSync(join(base, 'f.s'), asm(['f']));
+    const platforms = ['x86_64', 'haswell', 'xeon_phi', 'i686'];
+    sh(base, `as -o f.o f.s\n${platforms.map((p) => `mkdir -p p/${p} && ld -shared -soname libp.so.1 -o p/${p}/libp.so.1 f.o`).join('\n')}\n` +
+      "ld -shared -soname liba.so -o liba.so f.o --no-as-needed p/x86_64/libp.so.1 --enable-new-dtags -rpath '$ORIGIN/p/$PLATFORM'");
+    const real = oracle(join(base, 'liba.so'));
+    const {main} = await models(join(base, 'liba.so'));
+    expect(main.objects[0].needed[0].path).toBe(/libp\.so\.1 => (\S+)/.exec(real.trace)![1]);
+  });
+
+  test('item 2: a versioned reference reaching its library rebuilt without versions: ld.so < 2.41 aborts in check_match', async () => {
+    const base = join(tmp.dir, 'unversioned');
+    const v = buildLib({out: join(base, 'v', 'libb.so.1'), soname: 'libb.so.1', source: 'int foo(void){return 1;}\n', versionScript: 'VB_1 { global: foo; local: *; };\n'});
+    buildLib({out: join(base, 'u', 'libb.so.1'), soname: 'libb.so.1', source: 'int foo(void){return 1;}\n'});
+    const lib = buildLib({out: join(base, 'liba.so'), source: 'int foo(void); int a(void){return foo();}\n', link: [v], runpath: '$ORIGIN/u'});
+    const real = oracle(lib);
+    const glibc = glibcVersionOfFile(RTLD)!;
+    const {main, exe} = await models(lib);
+    if (glibc[0] === 2 && glibc[1] < 41) {
+      expect(real.traceAbort).toBe('check_match');
+      if (python) expect(real.dlopen).toContain('check_match');
+      expect(kinds(main)).toContain('loader-abort libb.so.1 VB_1 foo');
+      expect(main.ok).toBe(false);
+      if (exe) expect(kinds(exe)).toContain('loader-abort libb.so.1 VB_1 foo');
+    } else {
+      expect(real.traceAbort).toBeNull();
+      expect(main.ok).toBe(true);
+    }
+    // Another object first in the scope defines it: the lookup never reaches libb, no abort.
+    const first = buildLib({out: join(base, 'first', 'libfirst.so'), soname: 'libfirst.so', source: 'int foo(void){return 2;}\n', versionScript: 'VB_1 { global: foo; local: *; };\n'});
+    const lib2 = buildLib({out: join(base, 'liba2.so'), source: 'int foo(void); int a(void){return foo();}\n', link: [first, v], runpath: '$ORIGIN/first:$ORIGIN/u', extra: ['-Wl,--no-as-needed']});
+    expect(oracle(lib2).traceAbort).toBeNull();
+    expect(kinds((await models(lib2)).main).filter((k) => k.startsWith('loader-abort'))).toEqual([]);
+  });
+
+  test('item 2: the target glibc decides: a sysroot whose loader is 2.41 accepts it, one of 2.36 aborts; legacy dirs end at 2.37', async () => {
+    const base = join(tmp.dir, 'unversioned');
+    const lib = join(base, 'liba.so');
+    const sysroot = (version: string) => {
+      const root = join(tmp.dir, `sysroot-${version}`);
+      mkdirSync(join(root, 'lib64'), {recursive: true});
+      mkdirSync(join(root, 'etc'), {recursive: true});
+      // Only its bytes are read (never run): the release string as glibc's ld.so carries it.
+      writeFileSync(join(root, 'lib64', 'ld-linux-x86-64.so.2'), `\0ld.so (GNU libc) stable release version ${version}.\0`);
+      return root;
+    };
+    expect(kinds(await checkLibraries({targets: [lib], sysroot: sysroot('2.41')})).filter((k) => k.startsWith('loader-abort'))).toEqual([]);
+    expect(kinds(await checkLibraries({targets: [lib], sysroot: sysroot('2.36')}))).toContain('loader-abort libb.so.1 VB_1 foo');
+    // tls/ is searched by 2.36 and not by 2.37.
+    const t = join(tmp.dir, 'legacy');
+    const b = buildLib({out: join(t, 'lib', 'tls', 'libt.so.1'), soname: 'libt.so.1', source: 'int t(void){return 1;}\n'});
+    const top = buildLib({out: join(t, 'libtop.so'), source: 'int t(void); int u(void){return t();}\n', link: [b], runpath: '$ORIGIN/lib'});
+    expect((await checkLibraries({targets: [top], sysroot: sysroot('2.36')})).objects[0].needed[0].path).toBe(b);
+    expect((await checkLibraries({targets: [top], sysroot: sysroot('2.37')})).objects[0].needed[0].path).toBeNull();
+  });
+
+  test('item 2: DT_NEEDED $ORIGIN/libb.so.1 with a versioned reference into it: ld.so aborts in _dl_check_map_versions', async () => {
+    const base = join(tmp.dir, 'origin-needed');
+    mkdirSync(join(base, '$ORIGIN'), {recursive: true});
+    writeFileSync(join(base, 'b.c'), 'int foo(void){return 1;}\n');
+    writeFileSync(join(base, 'b.map'), 'VB_1 { global: foo; local: *; };\n');
+    writeFileSync(join(base, 'a.c'), 'int foo(void); int a(void){return foo();}\n');
+    sh(base, "gcc -shared -fPIC -o '$ORIGIN/libb.so.1' -Wl,--version-script,b.map b.c\ngcc -shared -fPIC -o liba.so a.c '$ORIGIN/libb.so.1'\ncp '$ORIGIN/libb.so.1' libb.so.1\n" +
+      "gcc -shared -fPIC -o '$ORIGIN/libc2.so' b.c\ngcc -shared -fPIC -o liba2.so a.c '$ORIGIN/libc2.so'\ncp '$ORIGIN/libc2.so' libc2.so");
+    const real = oracle(join(base, 'liba.so'));
+    expect(real.traceAbort).toBe('_dl_check_map_versions');
+    if (python) expect(real.dlopen).toContain('needed != NULL');
+    const {main, exe} = await models(join(base, 'liba.so'));
+    expect(kinds(main)).toEqual(['loader-abort $ORIGIN/libb.so.1 VB_1']);
+    if (exe) expect(kinds(exe)).toEqual(['loader-abort $ORIGIN/libb.so.1 VB_1']);
+    // Without versions there is nothing to check: it loads.
+    expect(oracle(join(base, 'liba2.so')).traceAbort).toBeNull();
+    expect((await models(join(base, 'liba2.so'))).main.ok).toBe(true);
+  });
+
+  test('item 3: `..` after a symlinked directory, in a DT_NEEDED and in the checked path, is the kernel\'s', async () => {
+    const base = join(tmp.dir, 'dotdot');
+    mkdirSync(base, {recursive: true});
+    writeFileSync(join(base, 'f.s'), asm(['f']));
+    // lnsub -> real/deep: lnsub/.. is real/, not base/.
+    sh(base, 'as -o f.o f.s\nmkdir -p real/deep real/x x \'build/$ORIGIN\'\nln -s real/deep lnsub\n' +
+      'ld -shared -soname libb.so.1 -o real/x/libb.so.1 f.o\n' +
+      // a decoy where the textual normalisation would look
+      'ld -shared -soname libb.so.1 -o x/libb.so.1 f.o\nmkdir -p build/x && ld -shared -o build/x/libb.so.1 f.o\n' +
+      "(cd build && ld -shared -soname liba.so -o ../lnsub/liba.so ../f.o --no-as-needed '$ORIGIN/../x/libb.so.1')\n" +
+      "ld -shared -soname libc.so -o real/x/libc1.so f.o --no-as-needed real/x/libb.so.1 -rpath '$ORIGIN'\n" +
+      'rm x/libb.so.1');
+    const viaNeeded = join(base, 'lnsub', 'liba.so');
+    const real = oracle(viaNeeded);
+    expect(real.trace).toContain('lnsub/../x/libb.so.1');
+    const {main, exe} = await models(viaNeeded);
+    expect(main.ok).toBe(true);
+    expect(realpathSync.native(main.objects[0].needed[0].path!)).toBe(realpathSync.native(join(base, 'real', 'x', 'libb.so.1')));
+    if (exe) expect(exe.ok).toBe(real.dlopen === null);
+    // A checked path through the symlink: its $ORIGIN is lnsub/../x, i.e. real/x.
+    const checked = `${base}/lnsub/../x/libc1.so`;
+    const r2 = oracle(checked);
+    expect(r2.trace).toMatch(/libb\.so\.1 => \S+real\/x\/libb\.so\.1|libb\.so\.1 => \S*lnsub\/\.\.\/x\/libb\.so\.1/);
+    const m2 = await models(checked);
+    expect(m2.main.ok).toBe(true);
+    expect(realpathSync.native(m2.main.checked[0])).toBe(realpathSync.native(join(base, 'real', 'x', 'libc1.so')));
+  });
+
+  test('item 4: undefined .dynsym entries no relocation names are not required; the version need still is', async () => {
+    const base = join(tmp.dir, 'unreferenced');
+    // A newer libstd with V_31 and V_32 (an init symbol only -u pulls in, as GCC 13's
+    // _ZSt21ios_base_library_initv@GLIBCXX_3.4.32), an older one with V_31 only.
+    const script = 'V_31 { global: used; local: *; };\nV_32 { global: init; PyExc_FutureWarning; } V_31;\n';
+    const fresh = buildLib({out: join(base, 'new', 'libstd.so.6'), soname: 'libstd.so.6', source: 'int used(void){return 1;}\nint init(void){return 2;}\nint PyExc_FutureWarning;\n', versionScript: script});
+    buildLib({out: join(base, 'old', 'libstd.so.6'), soname: 'libstd.so.6', source: 'int used(void){return 1;}\n', versionScript: 'V_31 { global: used; local: *; };\n'});
+    const lib = buildLib({out: join(base, 'libuser.so'), source: 'int used(void); int u(void){return used();}\n', link: [fresh], runpath: join(base, 'new'),
+      extra: ['-Wl,-u,init', '-Wl,-u,PyExc_FutureWarning']});
+    const dyn = readElfSync(lib, {symbols: 'undefined', relocations: true}).symbols;
+    expect(dyn.find((s) => s.name === 'init')).toMatchObject({unreferenced: true, version: 'V_32'});
+    expect(dyn.find((s) => s.name === 'used')?.unreferenced).toBeUndefined();
+
+    const good = oracle(lib);
+    expect(good.trace).not.toContain('undefined symbol');
+    expect((await models(lib)).main.problems).toEqual([]);
+
+    const env = {LD_LIBRARY_PATH: join(base, 'old')};
+    const real = oracle(lib, env);
+    expect(real.trace).toContain("version `V_32' not found");
+    expect(real.trace).not.toMatch(/undefined symbol: (init|PyExc)/);
+    const {main, exe} = await models(lib, {ldLibraryPath: join(base, 'old')});
+    expect(kinds(main)).toEqual(['version-not-found libstd.so.6 V_32']);
+    if (exe) {
+      expect(real.dlopen).toContain("version `V_32' not found");
+      expect(kinds(exe)).toEqual(['version-not-found libstd.so.6 V_32']);
+    }
+    // Referenced after all (a relocation): then it is required.
+    const lib2 = buildLib({out: join(base, 'libuser2.so'), source: 'int used(void); int init(void); int u(void){return used() + init();}\n', link: [fresh], runpath: join(base, 'new')});
+    buildLib({out: join(base, 'nov32', 'libstd.so.6'), soname: 'libstd.so.6', source: 'int used(void){return 1;}\n', versionScript: 'V_31 { global: used; local: *; };\nV_32 { global: other; } V_31;\n', extra: []});
+    const r2 = oracle(lib2, {LD_LIBRARY_PATH: join(base, 'nov32')});
+    expect(r2.trace).toContain('undefined symbol: init, version V_32');
+    expect(kinds((await models(lib2, {ldLibraryPath: join(base, 'nov32')})).main)).toEqual(['undefined-symbol libstd.so.6 V_32 init']);
+  });
+
+  testIf(HAVE_M32, 'needs gcc -m32')('item 4: ELF32 REL relocations are read too', () => {
+    const base = join(tmp.dir, 'rel32');
+    const dep = buildLib({out: join(base, 'libd.so'), soname: 'libd.so', source: 'int used(void){return 1;}\nint extra(void){return 2;}\n', m32: true});
+    const lib = buildLib({out: join(base, 'libu.so'), source: 'int used(void); int u(void){return used();}\n', link: [dep], m32: true, extra: ['-Wl,-u,extra']});
+    const syms = readElfSync(lib, {symbols: 'undefined', relocations: true}).symbols;
+    expect(syms.find((s) => s.name === 'extra')?.unreferenced).toBe(true);
+    expect(syms.find((s) => s.name === 'used')?.unreferenced).toBeUndefined();
+  });
+});
