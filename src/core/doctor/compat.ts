@@ -2,7 +2,8 @@ import {readdirSync} from 'node:fs';
 import {join} from 'node:path';
 import {installedLabels} from '../store/registry.js';
 import {quoteSh} from '../shell/quote.js';
-import {splitPathList} from '../shell/toolkit-env.js';
+// LD_LIBRARY_PATH as ld.so splits it: ':' and ';'.
+import {splitLdLibraryPath} from '../elf/search-path.js';
 import {compareVersions, parseVersion} from '../versions/version.js';
 import {libcudaVersion, type DriverFact} from './driver.js';
 import {
@@ -45,7 +46,7 @@ export function findForwardCompat(ctx: DoctorContext, active: ActiveToolkit | un
     // no /usr/local
   }
   for (const n of names.sort()) if (/^cuda(-[\w.]+)?$/.test(n)) dirs.add(join(local, n, 'compat'));
-  const ldEntries = splitPathList(ctx.env.LD_LIBRARY_PATH).map((e) => (e ? sysRealpath({sysroot: ''}, e) : undefined));
+  const ldEntries = splitLdLibraryPath(ctx.env.LD_LIBRARY_PATH).map((e) => (e ? sysRealpath({sysroot: ''}, e) : undefined));
   const out: ForwardCompatLib[] = [];
   const seen = new Set<string>();
   for (const dir of dirs) {

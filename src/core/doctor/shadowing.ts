@@ -2,7 +2,8 @@ import {realpathSync} from 'node:fs';
 import {basename, dirname, normalize, relative} from 'node:path';
 import type {CheckOptions, CheckReport, Problem} from '../elf/api.js';
 import {quoteSh} from '../shell/quote.js';
-import {splitPathList} from '../shell/toolkit-env.js';
+// LD_LIBRARY_PATH as ld.so splits it: ':' and ';'.
+import {splitLdLibraryPath} from '../elf/search-path.js';
 import {isDriverLibraryName} from './cuda-libs.js';
 import type {LdEntryFact} from './env-vars.js';
 import type {DoctorContext, Finding} from './types.js';
@@ -59,7 +60,7 @@ function isUnderAny(path: string, dirs: string[]): boolean {
 
 /** The LD_LIBRARY_PATH value without the given entries (undefined when nothing is left). */
 function without(value: string | undefined, drop: Set<string>): string | undefined {
-  const kept = splitPathList(value).filter((e) => e === '' || !drop.has(e));
+  const kept = splitLdLibraryPath(value).filter((e) => e === '' || !drop.has(e));
   return kept.length === 0 ? undefined : kept.join(':');
 }
 
@@ -185,7 +186,7 @@ function shortName(object: string, pyDirs: string[]): string {
 
 /** Drop the entry: for a cudaenv version through `cudaenv use --ld-library-path none`, else by hand. */
 function entryFix(ctx: DoctorContext, entry: LdEntryFact): string {
-  const rest = splitPathList(ctx.env.LD_LIBRARY_PATH).filter((e) => e !== entry.entry && e !== '');
+  const rest = splitLdLibraryPath(ctx.env.LD_LIBRARY_PATH).filter((e) => e !== entry.entry && e !== '');
   const manual = rest.length > 0 ? `export LD_LIBRARY_PATH=${quoteSh(rest.join(':'))}` : 'unset LD_LIBRARY_PATH';
   const versions = trimSlash(ctx.paths.versions);
   if (entry.entry.startsWith(`${versions}/`)) {

@@ -57,7 +57,7 @@ export function formatSkipped(report: CheckReport): string[] {
   const other: string[] = [];
   for (const s of report.skipped) {
     // Linker scripts, damaged ELF files and failed preloads deserve a line each; the rest (archives, headers) a count.
-    if (/linker script|damaged ELF|LD_PRELOAD|class|machine|executable/.test(s.reason)) lines.push(`note: skipped ${s.path}: ${s.reason}`);
+    if (/linker script|damaged ELF|empty file|LD_PRELOAD|class|machine|executable/.test(s.reason)) lines.push(`note: skipped ${s.path}: ${s.reason}`);
     else other.push(s.path);
   }
   if (other.length > 0) lines.push(`note: skipped ${other.length} other file${other.length === 1 ? '' : 's'} that ${other.length === 1 ? 'is' : 'are'} not ELF shared objects (--json lists them)`);

@@ -5,7 +5,7 @@ import type {Via} from './api.js';
 import {cachedElfSync, cachedHeaderSync, FileView, inodeKey} from './file-cache.js';
 import type {LoaderPlatform} from './platform.js';
 import {ElfError} from './reader/index.js';
-import {parseSearchList, expandDst, type DstValues, type SearchDir} from './search-path.js';
+import {describeElement, parseSearchList, expandDst, type DstValues, type SearchDir} from './search-path.js';
 import type {ElfInfo} from './types.js';
 
 /**
@@ -28,6 +28,8 @@ export interface Candidate {
   /** The rule in words: "LD_LIBRARY_PATH entry /usr/local/cuda/lib64". */
   rule: string;
   status: CandidateStatus;
+  /** The LD_LIBRARY_PATH element as written ('' = the empty entry), when that rule found it. */
+  ldEntry?: string;
   /** Why it was passed over or why the loader stops there. */
   reason: string | null;
   stat?: Stats;
@@ -59,6 +61,10 @@ export interface Edge {
   passedOver: Candidate[];
   /** Set when the loader would stop at a file it cannot load (invalid ELF header, ...). */
   error: string | null;
+  /** The file the loader stops at, when `error` comes from one (not for "not found anywhere"). */
+  errorPath?: string;
+  /** The LD_LIBRARY_PATH element as written that found the object (or the file it stops at). */
+  ldEntry?: string;
 }
 
 /** What all processes of one check share. */
@@ -218,14 +224,20 @@ export class LoaderProcess {
       }
       if (c.status === 'fatal') {
         edge.error = `${c.path}: ${c.reason}`;
+        edge.errorPath = c.path;
         edge.rule = c.rule;
+        if (c.ldEntry !== undefined) edge.ldEntry = c.ldEntry;
         return edge;
       }
       let info: ElfInfo;
       try {
         info = cachedElfSync(c.path, c.stat!);
       } catch (error) {
-        edge.error = `${c.path}: ${error instanceof Error ? error.message : String(error)}`;
+        const message = error instanceof Error ? error.message : String(error);
+        edge.error = message.startsWith(`${c.path}:`) ? message : `${c.path}: ${message}`;
+        edge.errorPath = c.path;
+        edge.rule = c.rule;
+        if (c.ldEntry !== undefined) edge.ldEntry = c.ldEntry;
         return edge;
       }
       if ((info.flags1 & DF_1_PIE) !== 0) {
@@ -234,6 +246,7 @@ export class LoaderProcess {
       }
       edge.via = preload ? 'preload' : c.via;
       edge.rule = c.rule;
+      if (c.ldEntry !== undefined) edge.ldEntry = c.ldEntry;
       const inode = inodeKey(c.stat!);
       const same = this.objects.find((o) => o.inode === inode && o.role !== 'interp') ?? this.objects.find((o) => o.inode === inode);
       if (same) {
@@ -263,7 +276,7 @@ export class LoaderProcess {
       if (c) yield c;
       return;
     }
-    for (const {dir, via, rule} of this.searchDirs(loader)) {
+    for (const {dir, via, rule, ldEntry} of this.searchDirs(loader)) {
       if (via === 'ld.so.cache') {
         const hit = this.ctx.cacheLookup(name, this.platform);
         // DF_1_NODEFLIB rejects a cache answer inside a system directory (dl-load.c).
@@ -276,10 +289,12 @@ export class LoaderProcess {
         const subdir = `${dir}${sub}/`;
         if (!this.ctx.view.has(subdir, name)) continue;
         const c = this.probe(this.absolute(subdir + name), via, `${rule} (${sub})`);
+        if (c && ldEntry !== undefined) c.ldEntry = ldEntry;
         if (c) yield c;
       }
       if (!this.ctx.view.has(dir, name)) continue;
       const c = this.probe(this.absolute(dir + name), via, rule);
+      if (c && ldEntry !== undefined) c.ldEntry = ldEntry;
       if (c) yield c;
     }
   }
@@ -289,17 +304,18 @@ export class LoaderProcess {
   }
 
   /** The directories of steps 1-6, with the cache between RUNPATH and the system directories. */
-  private *searchDirs(loader: LoadedObject): Generator<{dir: string; via: Via; rule: string}> {
+  private *searchDirs(loader: LoadedObject): Generator<{dir: string; via: Via; rule: string; ldEntry?: string}> {
+    const cwd = this.ctx.view.cwd;
     if (loader.runpathDirs === null) {
       let didMain = false;
       for (let l: LoadedObject | null = loader; l; l = l.loader) {
         if (l === this.main) didMain = true;
-        for (const d of l.rpathDirs) yield {dir: d.dir, via: 'rpath', rule: `DT_RPATH entry ${d.element} of ${l.path}`};
+        for (const d of l.rpathDirs) yield {dir: d.dir, via: 'rpath', rule: `DT_RPATH entry ${describeElement(d.element, cwd)} of ${l.path}`};
       }
-      if (!didMain) for (const d of this.main.rpathDirs) yield {dir: d.dir, via: 'rpath', rule: `DT_RPATH entry ${d.element} of ${this.main.path}`};
+      if (!didMain) for (const d of this.main.rpathDirs) yield {dir: d.dir, via: 'rpath', rule: `DT_RPATH entry ${describeElement(d.element, cwd)} of ${this.main.path}`};
     }
-    for (const d of this.ldDirs) yield {dir: d.dir, via: 'ld_library_path', rule: `LD_LIBRARY_PATH entry ${d.element}`};
-    if (loader.runpathDirs) for (const d of loader.runpathDirs) yield {dir: d.dir, via: 'runpath', rule: `DT_RUNPATH entry ${d.element} of ${loader.path}`};
+    for (const d of this.ldDirs) yield {dir: d.dir, via: 'ld_library_path', rule: `LD_LIBRARY_PATH entry ${describeElement(d.element, cwd)}`, ldEntry: d.element};
+    if (loader.runpathDirs) for (const d of loader.runpathDirs) yield {dir: d.dir, via: 'runpath', rule: `DT_RUNPATH entry ${describeElement(d.element, cwd)} of ${loader.path}`};
     yield {dir: '\0cache', via: 'ld.so.cache', rule: this.ctx.cacheLabel};
     if ((loader.info.flags1 & DF_1_NODEFLIB) === 0) {
       for (const d of this.platform.systemDirs) yield {dir: d, via: 'default', rule: `system directory ${d.replace(/\/$/, '')}`};

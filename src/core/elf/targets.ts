@@ -30,7 +30,7 @@ const ET_DYN = 3;
  * Why a non-ELF file is not a library, in a word a user recognises. Synchronous: a library
  * directory holds a hundred such files, and a thread-pool round trip each cost more than the read.
  */
-function describeNonElf(path: string): string {
+export function describeNonElf(path: string): string {
   let head = '';
   try {
     const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
@@ -52,8 +52,13 @@ function describeNonElf(path: string): string {
 /** The start of the skip reason of a file that starts like ELF but cannot be read as one. */
 export const DAMAGED = 'a damaged ELF file: ';
 
+/** The skip reason of a 0-byte file. */
+export const EMPTY = 'an empty file (0 bytes), not a shared object';
+
 /** Classifies one file: a checkable ELF shared object, or the reason to skip it. */
 function classify(path: string, st: Stats, explicit = false): TargetFile | {skip: string} {
+  // Nothing to call damaged: an empty file (an interrupted copy, a placeholder) is no ELF file at all.
+  if (st.size === 0) return {skip: EMPTY};
   try {
     // One read for the header and the tables: nearly every file in a library directory is a library.
     const info = cachedElfSync(path, st);
@@ -155,7 +160,9 @@ export function readListedSync(file: ListedFile): TargetFile | {skip: string} {
   if (file.explicit && 'skip' in r) {
     throw new UsageError(`${file.path} is ${r.skip}`, r.skip.startsWith(DAMAGED)
       ? 'The file is truncated or corrupt: reinstall the package it came from.'
-      : 'Give an ELF shared object (a .so file), a program, or a directory of them.');
+      : r.skip === EMPTY
+        ? 'The loader would stop at it with "file too short". If it should be a library, the copy was cut short: reinstall the package it came from.'
+        : 'Give an ELF shared object (a .so file), a program, or a directory of them.');
   }
   return r;
 }

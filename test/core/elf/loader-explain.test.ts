@@ -1,0 +1,171 @@
+import {afterAll, beforeAll, expect, test} from '@jest/globals';
+import {copyFileSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs';
+import {join} from 'node:path';
+import {checkLibraries, firstProblemLine, type CheckReport} from '../../../src/core/elf/index.js';
+import {makeTempDir} from '../../helpers/tmp.js';
+import {describeIf, testIf} from '../../helpers/skip.js';
+import {buildLib, ctypesLoad, HAVE_GCC, HAVE_LDD, HAVE_PYTHON, lddVerdict, write} from './fixtures.js';
+
+/**
+ * Issue 12, items 5-7: LD_LIBRARY_PATH split on ';', its empty entry, and junk files on a
+ * search path. Each case is built with gcc and asked of the real loader (`ldd -r` and a dlopen
+ * through python's ctypes) before checking what `check` says about it and what it tells to do.
+ */
+const d = describeIf(HAVE_GCC && HAVE_LDD, 'needs gcc and ldd');
+const withPython = testIf(HAVE_PYTHON, 'needs python3 for a real dlopen');
+
+let tmp: {dir: string; cleanup: () => void};
+let newDir: string;
+let oldDir: string;
+let app: string;
+let plain: string;
+beforeAll(() => {
+  tmp = makeTempDir('cudaenv-explain-');
+  if (!HAVE_GCC) return;
+  // libv.so: V2 (symbol b) only in the new copy; libuses.so needs b@V2 and finds the new one by RUNPATH.
+  newDir = join(tmp.dir, 'new');
+  oldDir = join(tmp.dir, 'old');
+  const fresh = buildLib({out: join(newDir, 'libv.so'), soname: 'libv.so', source: 'int a(void){return 1;}\nint b(void){return 2;}\n',
+    versionScript: 'V1 { global: a; local: *; };\nV2 { global: b; } V1;\n'});
+  buildLib({out: join(oldDir, 'libv.so'), soname: 'libv.so', source: 'int a(void){return 1;}\n', versionScript: 'V1 { global: a; local: *; };\n'});
+  app = buildLib({out: join(tmp.dir, 'app', 'libuses.so'), link: [fresh], runpath: newDir, source: 'int a(void); int b(void); int u(void){return a() + b();}\n'});
+  // The same without RUNPATH: only LD_LIBRARY_PATH leads to a libv.so.
+  plain = buildLib({out: join(tmp.dir, 'plain', 'libuses.so'), link: [fresh], source: 'int a(void); int b(void); int u(void){return a() + b();}\n'});
+});
+afterAll(() => tmp?.cleanup());
+
+function bound(report: CheckReport, name: string): string | null | undefined {
+  return report.objects[0].needed.find((n) => n.name === name)?.path;
+}
+
+d("LD_LIBRARY_PATH split on ';' as well as ':' (glibc fillin_rpath)", () => {
+  test("'/old;/x': the entry before ';' shadows, and the fix drops it instead of repeating the value", async () => {
+    const ld = `${oldDir};${join(tmp.dir, 'nowhere')}`;
+    const real = lddVerdict(app, ld);
+    expect(real.libs).toContain(`libv.so => ${oldDir}/libv.so`);
+    expect(real.versions).toEqual([`V2 ${app}`]);
+    const report = await checkLibraries({targets: [app], ldLibraryPath: ld});
+    expect(bound(report, 'libv.so')).toBe(`${oldDir}/libv.so`);
+    const p = report.problems.find((x) => x.kind === 'version-not-found')!;
+    expect(p.chosen).toContain(`LD_LIBRARY_PATH entry ${oldDir}`);
+    expect(p.fix).not.toContain(ld);
+    expect(p.fix).toContain(`drop ${oldDir} from LD_LIBRARY_PATH: \`export LD_LIBRARY_PATH=${join(tmp.dir, 'nowhere')}\``);
+  });
+
+  test("'/x;/old' with nothing else: the fix is unset, not the same value", async () => {
+    const ld = `${oldDir};`;
+    const real = lddVerdict(plain, ld, tmp.dir);
+    expect(real.libs).toContain(`libv.so => ${oldDir}/libv.so`);
+    const report = await checkLibraries({targets: [app], ldLibraryPath: `${oldDir};${oldDir}/`});
+    expect(report.problems.find((x) => x.kind === 'version-not-found')!.fix).toContain('unset LD_LIBRARY_PATH');
+  });
+
+  withPython('a dlopen agrees', () => {
+    expect(ctypesLoad(app, `${oldDir};/nonexistent`)).toContain("version `V2' not found");
+    expect(ctypesLoad(app, `/nonexistent;${newDir}`)).toBeNull();
+  });
+});
+
+d('an empty LD_LIBRARY_PATH entry (the current directory)', () => {
+  let cwd: string;
+  beforeAll(() => {
+    cwd = join(tmp.dir, 'cwd');
+    mkdirSync(cwd, {recursive: true});
+    copyFileSync(join(oldDir, 'libv.so'), join(cwd, 'libv.so'));
+  });
+
+  test('named as the empty entry and the current directory; the fix removes it', async () => {
+    const ld = `:${join(tmp.dir, 'nowhere')}`;
+    const real = lddVerdict(app, ld, cwd);
+    // ldd prints a cwd-relative find as written: "libv.so => libv.so".
+    expect(real.libs).toContain('libv.so => libv.so');
+    expect(real.versions).toEqual([`V2 ${app}`]);
+    const report = await checkLibraries({targets: [app], ldLibraryPath: ld, cwd});
+    expect(bound(report, 'libv.so')).toBe(`${cwd}/libv.so`);
+    const p = report.problems.find((x) => x.kind === 'version-not-found')!;
+    expect(p.chosen).toContain(`LD_LIBRARY_PATH entry "" (empty: the current directory, ${cwd})`);
+    expect(p.chosen).not.toMatch(/LD_LIBRARY_PATH entry \)/);
+    expect(p.fix).toContain('remove the empty entry from LD_LIBRARY_PATH');
+    expect(p.fix).toContain(`export LD_LIBRARY_PATH=${join(tmp.dir, 'nowhere')}`);
+    expect(p.fix).not.toMatch(/^install a newer/);
+    expect(firstProblemLine(report)).toMatch(/^LD_LIBRARY_PATH's empty entry \(the current directory\) makes libuses.so bind/);
+  });
+
+  test('nothing better anywhere: still remove the empty entry first, then install a library that defines it', async () => {
+    const real = lddVerdict(plain, ':', cwd);
+    expect(real.versions).toEqual([`V2 ${plain}`]);
+    const report = await checkLibraries({targets: [plain], ldLibraryPath: ':', cwd});
+    const p = report.problems.find((x) => x.kind === 'version-not-found')!;
+    expect(p.fix).toMatch(/^run `unset LD_LIBRARY_PATH` \(it only holds the empty entry/);
+    expect(p.fix).toContain('no other libv.so on the search path defines V2');
+  });
+
+  withPython('a dlopen agrees', () => {
+    const r = ctypesLoadIn(app, ':', cwd);
+    expect(r).toContain("version `V2' not found");
+  });
+});
+
+/** ctypesLoad with a working directory (fixtures.ts runs it in ours). */
+function ctypesLoadIn(path: string, ld: string, cwd: string): string | null {
+  const prev = process.cwd();
+  process.chdir(cwd);
+  try {
+    return ctypesLoad(path, ld);
+  } finally {
+    process.chdir(prev);
+  }
+}
+
+d('a file the loader cannot load, under the right name, on the search path', () => {
+  const cases: Array<[string, (dir: string) => void, string, RegExp]> = [
+    ['an empty file', (dir) => writeFileSync(join(dir, 'libv.so'), ''), 'file too short', /an empty file, 0 bytes/],
+    ['a short text file', (dir) => writeFileSync(join(dir, 'libv.so'), 'INPUT(libv.so.1)\n'), 'file too short', /linker script/],
+    ['a text file', (dir) => writeFileSync(join(dir, 'libv.so'), 'x'.repeat(200)), 'invalid ELF header', /200 bytes without the ELF magic/],
+    ['a cut-off ELF file', (dir) => writeFileSync(join(dir, 'libv.so'), readFileSync(join(newDir, 'libv.so')).subarray(0, 100)), 'cannot read file data', /truncated or damaged ELF file of 100 bytes/],
+  ];
+  for (const [what, make, reason, described] of cases) {
+    test(`${what}: the loader stops there ("${reason}"); the headline says so and the fix is to remove it or drop the entry`, async () => {
+      const dir = join(tmp.dir, `junk-${what.replace(/\W/g, '-')}`);
+      mkdirSync(dir, {recursive: true});
+      make(dir);
+      const ld = `${dir}:${newDir}`;
+      const real = lddVerdict(plain, ld);
+      expect(real.raw).toContain(`${dir}/libv.so: ${reason}`);
+      if (HAVE_PYTHON) expect(ctypesLoad(plain, ld)).toContain(`${dir}/libv.so: ${reason}`);
+      // Without the junk the same search loads the good copy.
+      if (HAVE_PYTHON) expect(ctypesLoad(plain, newDir)).toBeNull();
+
+      const report = await checkLibraries({targets: [plain], ldLibraryPath: ld});
+      expect(report.ok).toBe(false);
+      const p = report.problems[0];
+      expect(p).toMatchObject({kind: 'not-found', library: 'libv.so'});
+      expect(p.summary).toContain(`the loader stops at ${dir}/libv.so`);
+      expect(p.summary).toMatch(described);
+      if (reason !== 'cannot read file data') expect(p.summary).toContain(`"${reason}"`);
+      expect(p.chosen).toBe(`${dir}/libv.so (LD_LIBRARY_PATH entry ${dir})`);
+      expect(p.shadowed).toContain(`${newDir}/libv.so`);
+      const line = firstProblemLine(report);
+      expect(line).not.toContain('cannot find');
+      expect(line).not.toContain('install the package that provides');
+      expect(p.fix).toContain(`drop ${dir} from LD_LIBRARY_PATH: \`export LD_LIBRARY_PATH=${newDir}\``);
+      expect(p.fix).toContain(`remove or replace ${dir}/libv.so`);
+    });
+  }
+
+  test('with nothing after it, the fix is to replace the file (no LD_LIBRARY_PATH edit that would not help)', async () => {
+    const dir = join(tmp.dir, 'junk-alone');
+    write(join(dir, 'libv.so'), '');
+    const report = await checkLibraries({targets: [plain], ldLibraryPath: dir});
+    expect(report.problems[0].fix).toMatch(/^remove or replace .*libv\.so \(it is an empty file, 0 bytes; if a package installed it, reinstall that package\)$/);
+  });
+
+  test('a 0-byte file named to check is an empty file, not a damaged ELF file (exit 2: not a shared object)', async () => {
+    const empty = write(join(tmp.dir, 'empty', 'libempty.so'), '');
+    await expect(checkLibraries({targets: [empty]})).rejects.toThrow(`${empty} is an empty file (0 bytes), not a shared object`);
+    await expect(checkLibraries({targets: [empty]})).rejects.not.toThrow(/damaged/);
+    const inDir = await checkLibraries({targets: [join(tmp.dir, 'empty')]});
+    expect(inDir.skipped).toEqual([{path: empty, reason: 'an empty file (0 bytes), not a shared object'}]);
+    if (HAVE_PYTHON) expect(ctypesLoad(empty)).toContain('file too short');
+  });
+});
