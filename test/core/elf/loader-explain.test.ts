@@ -169,3 +169,63 @@ d('a file the loader cannot load, under the right name, on the search path', () 
     if (HAVE_PYTHON) expect(ctypesLoad(empty)).toContain('file too short');
   });
 });
+
+d('output: one block per object and picked library, notes condensed, the headline is what the loader hits first', () => {
+  test('eight symbols missing from one shadowing library: one block naming the count, --json keeps each', async () => {
+    const base = join(tmp.dir, 'group');
+    const names = Array.from({length: 8}, (_, i) => `__nvJitLinkFn${i}_12_4`);
+    const script = (syms: string[]) => `libnvJitLink.so.12 { global: ${['__nvJitLinkCreate', ...syms].join('; ')}; local: *; };\n`;
+    const fresh = buildLib({out: join(base, 'wheel', 'libnvJitLink.so.12'), soname: 'libnvJitLink.so.12', versionScript: script(names),
+      source: ['__nvJitLinkCreate', ...names].map((n) => `int ${n}(void){return 0;}`).join('\n')});
+    const old = join(base, 'old');
+    buildLib({out: join(old, 'libnvJitLink.so.12'), soname: 'libnvJitLink.so.12', versionScript: script([]), source: 'int __nvJitLinkCreate(void){return 0;}\n'});
+    const user = buildLib({out: join(base, 'cusparse', 'libcusparse.so.12'), soname: 'libcusparse.so.12', link: [fresh], runpath: join(base, 'wheel'),
+      source: `${names.map((n) => `int ${n}(void);`).join('\n')}\nint __nvJitLinkCreate(void);\nint f(void){return __nvJitLinkCreate()${names.map((n) => ` + ${n}()`).join('')};}\n`});
+    const real = lddVerdict(user, old);
+    expect(real.symbols).toHaveLength(8);
+    const {runCheckCli} = await import('../../../src/core/elf/check-cli.js');
+    const out = await runCheckCli({targets: [user], ldLibraryPath: old, storeVersionsDir: join(base, 'store'), json: false, env: {}});
+    expect(out.report.problems.filter((p) => p.kind === 'undefined-symbol')).toHaveLength(8);
+    const errors = out.text!.split('\n').filter((l) => l.startsWith('error:'));
+    expect(errors).toHaveLength(1);
+    // Named in the order the loader meets them; six shown, the rest counted.
+    expect(errors[0]).toContain(`bind ${old}/libnvJitLink.so.12, which lacks 8 symbols: `);
+    expect(errors[0]).toMatch(/which lacks 8 symbols: (__nvJitLinkFn\d_12_4, ){6}\.\.\. \(2 more\)$/);
+    expect(out.text).toContain('8 problems of this object with this file (--json lists each)');
+    expect(out.text!.match(/^ {2}fix: /gm)).toHaveLength(1);
+  });
+
+  test('--recursive over a tree of plugins: a few note lines, not one per object', async () => {
+    const base = join(tmp.dir, 'plugins');
+    for (let i = 0; i < 9; i++) buildLib({out: join(base, `sub${i % 3}`, `plugin${i}.so`), source: `extern int host_fn${i}(void); int p${i}(void){return host_fn${i}();}\n`});
+    for (let i = 0; i < 4; i++) buildLib({out: join(base, 'bin', `tool${i}`), executable: true, source: 'int main(void){return 0;}\n'});
+    const {runCheckCli} = await import('../../../src/core/elf/check-cli.js');
+    const out = await runCheckCli({targets: [base], recursive: true, ldLibraryPath: undefined, storeVersionsDir: join(base, 'store'), json: false, env: {}});
+    expect(out.report.checked).toHaveLength(9);
+    expect(out.report.problems).toHaveLength(9);
+    const notes = out.text!.split('\n').filter((l) => l.startsWith('note:'));
+    // Five objects by name, one line for the rest, the hint, the executables, the other files (the .c sources).
+    expect(notes.filter((l) => /^note: \/.* references 1 unversioned symbol nothing loaded defines: host_fn\d$/.test(l))).toHaveLength(5);
+    expect(notes).toHaveLength(9);
+    expect(notes).toContainEqual('note: 4 more objects reference 4 unversioned symbols nothing loaded defines (--json lists them)');
+    expect(notes.filter((l) => l.includes('executable'))).toHaveLength(1);
+    expect(notes.find((l) => l.includes('executable'))).toMatch(/^note: skipped 4 files, each an ELF executable|^note: skipped 4 files, each a position-independent executable/);
+  });
+
+  test('the headline names the object the real loader fails on first: dependencies are relocated before their users', async () => {
+    const base = join(tmp.dir, 'order');
+    const v = (syms: string[]) => `V1 { global: ${syms.join('; ')}; local: *; };\n`;
+    const y = buildLib({out: join(base, 'build', 'liby.so'), soname: 'liby.so', source: 'int y(void){return 0;}\n', versionScript: v(['y', 'q'])});
+    const x = buildLib({out: join(base, 'build', 'libx.so'), soname: 'libx.so', source: 'int x(void){return 0;}\n', versionScript: v(['x', 'q'])});
+    const mid = buildLib({out: join(base, 'lib', 'libmid.so'), soname: 'libmid.so', link: [y], rpath: join(base, 'lib'), source: 'int y(void); int m(void){return y();}\n'});
+    const top = buildLib({out: join(base, 'lib', 'libtop.so'), link: [x, mid], rpath: join(base, 'lib'), source: 'int x(void); int m(void); int t(void){return x() + m();}\n'});
+    // The copies found at run time define version V1 but lack x and y.
+    buildLib({out: join(base, 'lib', 'liby.so'), soname: 'liby.so', source: 'int q(void){return 0;}\n', versionScript: v(['q'])});
+    buildLib({out: join(base, 'lib', 'libx.so'), soname: 'libx.so', source: 'int q(void){return 0;}\n', versionScript: v(['q'])});
+    expect(lddVerdict(top).symbols).toEqual([`x@V1 ${top}`, `y@V1 ${mid}`]);
+    const report = await checkLibraries({targets: [top]});
+    expect(report.problems.map((p) => p.object)).toEqual([mid, top]);
+    expect(firstProblemLine(report)).toMatch(/^libmid\.so binds .*liby\.so, which lacks y@V1/);
+    if (HAVE_PYTHON) expect(ctypesLoad(top)).toContain(`${mid}: undefined symbol: y, version V1`);
+  });
+});
