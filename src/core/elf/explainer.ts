@@ -79,7 +79,7 @@ function dropEntryFix(entry: string, ctx: ExplainContext): string {
 
 async function satisfies(c: Candidate, f: Finding): Promise<boolean> {
   try {
-    const info = await cachedElf(c.path, c.stat!);
+    const info = await cachedElf(c.file ?? c.path, c.stat!);
     if (f.kind === 'version-not-found') return definesVersion(info, f.version!);
     if (f.ref) return defines(info, f.ref);
   } catch {
@@ -210,7 +210,7 @@ function explainStop(problem: Problem, p: LoaderProcess, f: Finding, who: string
   const name = f.library!;
   const bad = edge.errorPath!;
   const reason = edge.error!.startsWith(`${bad}: `) ? edge.error!.slice(bad.length + 2) : edge.error!;
-  const what = describeBadFile(bad);
+  const what = describeBadFile(p.ctx.view.hostPath(bad) ?? bad);
   problem.summary = `${who} needs ${name}, and the loader stops at ${bad} with "${reason}": it is ${what}`;
   problem.chosen = edge.rule ? `${bad} (${edge.rule})` : bad;
   // The file a search without it would load, if any (only a search by name goes on).

@@ -56,7 +56,7 @@ export function makeContext(options: CheckOptions, cwd: string): LoaderContext {
   // The same few hundred names are looked up by every process of a check: answered once each.
   const answers = new Map<LoaderPlatform, Map<string, string | null>>();
   return {
-    view: new FileView(cwd),
+    view: new FileView(cwd, sysroot),
     platformFor: (elfClass, machine) => loaderPlatform(elfClass, machine, sysroot, cache.generator),
     ldLibraryPath: options.ldLibraryPath,
     preload: preloadList(options),

@@ -28,6 +28,8 @@ export interface Candidate {
   /** The rule in words: "LD_LIBRARY_PATH entry /usr/local/cuda/lib64". */
   rule: string;
   status: CandidateStatus;
+  /** The host path to read (differs from `path` inside a sysroot, where the image's links are followed in the image). */
+  file?: string;
   /** The LD_LIBRARY_PATH element as written ('' = the empty entry), when that rule found it. */
   ldEntry?: string;
   /** Why it was passed over or why the loader stops there. */
@@ -174,18 +176,20 @@ export class LoaderProcess {
     const path = this.platform.sysroot + interp;
     const st = this.ctx.view.statSync(path);
     if (!st) return;
+    // Inside a sysroot /lib64/ld-linux-x86-64.so.2 is usually an absolute link into the image.
+    const file = this.ctx.view.hostPath(path) ?? path;
     // ld.so is registered under its PT_INTERP string and its soname before anything is loaded.
-    this.pendingInterp = {path, interp, st};
+    this.pendingInterp = {path, file, interp, st};
   }
 
-  private pendingInterp?: {path: string; interp: string; st: Stats};
+  private pendingInterp?: {path: string; file: string; interp: string; st: Stats};
 
   private ensureInterp(): void {
     const p = this.pendingInterp;
     if (!p) return;
     this.pendingInterp = undefined;
     try {
-      const info = cachedElfSync(p.path, p.st);
+      const info = cachedElfSync(p.file, p.st);
       const obj = this.newObject(p.path, p.interp, info, p.st, null, 'interp', dirname(p.path));
       if (info.soname) obj.names.push(info.soname);
     } catch {
@@ -231,7 +235,7 @@ export class LoaderProcess {
       }
       let info: ElfInfo;
       try {
-        info = cachedElfSync(c.path, c.stat!);
+        info = cachedElfSync(c.file ?? c.path, c.stat!);
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error);
         edge.error = message.startsWith(`${c.path}:`) ? message : `${c.path}: ${message}`;
@@ -329,9 +333,10 @@ export class LoaderProcess {
     if (st.isDirectory()) return {path, via, rule, status: 'fatal', reason: 'cannot read file data: Is a directory'};
     // open_verify reads a whole ELF header before looking at the magic (§1.8).
     if (st.size < (this.platform.elfClass === 64 ? 64 : 52)) return {path, via, rule, status: 'fatal', reason: 'file too short'};
+    const file = this.ctx.view.hostPath(path) ?? path;
     let header;
     try {
-      header = cachedHeaderSync(path, st);
+      header = cachedHeaderSync(file, st);
     } catch (error) {
       if (error instanceof ElfError) {
         if (error.reason === 'io') return null;
@@ -344,6 +349,6 @@ export class LoaderProcess {
     if (header.machine !== this.platform.machine) return {path, via, rule, status: 'wrong-machine', reason: `built for machine ${header.machine}`, stat: st};
     if (!header.littleEndian) return {path, via, rule, status: 'fatal', reason: 'ELF file data encoding not little-endian'};
     if (header.type !== ET_DYN && header.type !== ET_EXEC) return {path, via, rule, status: 'fatal', reason: 'only ET_DYN and ET_EXEC can be loaded'};
-    return {path, via, rule, status: 'ok', reason: null, stat: st};
+    return {path, via, rule, status: 'ok', reason: null, stat: st, file};
   }
 }
