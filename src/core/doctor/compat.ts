@@ -27,6 +27,8 @@ export interface DriverFacts {
   source: string | null;
   evidence: string | null;
   kernelModule: string | null;
+  /** False: only the user-space driver is installed, no kernel module is loaded; null: not known (no driver, or nvidia-smi). */
+  kernelModuleLoaded: boolean | null;
   /** The newest release the driver supports with every feature. */
   newestFullySupported: string | null;
   /** The newest major it runs through minor-version compatibility. */
@@ -72,6 +74,7 @@ export function driverFacts(driver: DriverFact | undefined, forwardCompat: Forwa
     source: driver?.source ?? null,
     evidence: driver?.evidence ?? null,
     kernelModule: driver?.kernelModule ?? null,
+    kernelModuleLoaded: driver === undefined ? null : driver.kernelModuleLoaded ?? (driver.source === 'nvidia-smi' ? null : true),
     newestFullySupported: driver ? newestFullySupported(driver.version) ?? null : null,
     newestMajorViaMinorVersionCompatibility: driver ? newestMajorViaMvc(driver.version) ?? null : null,
     forwardCompat,
