@@ -98,13 +98,25 @@ export async function shadowingFindings(
   const boundAt = new Map<string, string>();
   for (const o of current.objects) for (const e of o.needed) if (e.path && !boundAt.has(e.name)) boundAt.set(e.name, e.path);
 
+  // Who loaded an object outside the Python directories, to name it by the wheel library it serves.
+  const loadedBy = new Map<string, string>();
+  for (const o of current.objects) for (const e of o.needed) if (e.path && e.via !== 'loaded' && !loadedBy.has(e.path)) loadedBy.set(e.path, o.path);
+  const inPython = (path: string): boolean => isUnderAny(path, pyDirs) || isUnderAny(real(path), pyDirsReal);
+  const objectName = (path: string): string => {
+    if (inPython(path)) return shortName(path, pyDirs);
+    let root = loadedBy.get(path);
+    for (let hops = 0; root && !inPython(root) && hops < 32; hops++) root = loadedBy.get(root);
+    return root ? `${path} (loaded for ${shortName(root, pyDirs)})` : path;
+  };
+
   const verdicts: EntryVerdict[] = entries.map((entry) => {
     const dir = trimSlash(entry.entry);
     const dirReal = real(dir);
     const inEntry = (path: string | null | undefined): boolean => !!path && (trimSlash(dirname(path)) === dir || real(dirname(path)) === dirReal);
     const shadows: Shadow[] = [];
+    // Every object the wheels' libraries load counts, not only those inside the Python directories:
+    // torch/lib/libtorch.so -> a system library -> libcurand.so.10 is redirected all the same.
     for (const o of current.objects) {
-      if (!isUnderAny(o.path, pyDirs) && !isUnderAny(real(o.path), pyDirsReal)) continue;
       for (const e of o.needed) {
         if (e.via !== 'ld_library_path' || !inEntry(e.path)) continue;
         const instead = baseEdges.get(`${o.path}\0${e.name}`) ?? null;
@@ -129,7 +141,7 @@ export async function shadowingFindings(
       findings.push({
         id: 'env.ld-library-path-breaks-python',
         severity: 'error',
-        title: `LD_LIBRARY_PATH entry ${v.entry} makes ${shortName(first.object, pyDirs)} bind ${bound ?? first.chosen ?? first.library}${lacks}`,
+        title: `LD_LIBRARY_PATH entry ${v.entry} makes ${objectName(first.object)} bind ${bound ?? first.chosen ?? first.library}${lacks}`,
         evidence: [
           `LD_LIBRARY_PATH=${ld ?? ''} (entry ${entry.index + 1}${entry.toolkitVersion ? `, CUDA ${entry.toolkitVersion}` : ''})`,
           // The engine's explanation restates chosen/shadowed in prose: show it only when they are missing.
@@ -143,7 +155,7 @@ export async function shadowingFindings(
         id: 'env.ld-library-path-shadows-python',
         severity: 'warning',
         title: `LD_LIBRARY_PATH entry ${v.entry} shadows the pip CUDA wheels: ${[...new Set(v.shadows.map((s) => s.library))].join(', ')} come from it instead`,
-        evidence: v.shadows.slice(0, 6).map((s) => `${shortName(s.object, pyDirs)} needs ${s.library}: ${s.chosen}${s.instead ? ` instead of ${normalize(s.instead)}` : ''}`)
+        evidence: v.shadows.slice(0, 6).map((s) => `${objectName(s.object)} needs ${s.library}: ${s.chosen}${s.instead ? ` instead of ${normalize(s.instead)}` : ''}`)
           .concat(v.shadows.length > 6 ? [`... and ${v.shadows.length - 6} more`] : []),
         fix,
       });

@@ -118,3 +118,57 @@ maybe('the Python environment\'s own CUDA libraries', () => {
     }
   });
 });
+
+maybe('issue 12: LD_LIBRARY_PATH written with \';\', and shadowing below the wheels\' own libraries', () => {
+  let tmp: {dir: string; cleanup: () => void};
+  let m: Machine;
+  beforeAll(() => {
+    tmp = makeTempDir();
+    m = makeMachine(tmp.dir);
+  });
+  afterAll(() => tmp.cleanup());
+
+  test("'/old;/x': the entry before ';' is the one that breaks the wheel, not the wheel itself", async () => {
+    const old = installVersion(m, '12.3.2');
+    const {oldLib, sitePackages} = seedFailure(m, old);
+    fakePython(m, [sitePackages]);
+    const ld = `${oldLib};/nonexistent`;
+    // The real loader splits on ';' too.
+    expect(lddR(join(sitePackages, 'nvidia/cusparse/lib/libcusparse.so.12'), ld)).toContain('undefined symbol: __nvJitLinkComplete_12_4');
+    m.env = {...m.env, LD_LIBRARY_PATH: ld};
+    const report = await runDoctor(m.ctx(), defaultDeps);
+    expect(report.findings.map((f) => f.id)).not.toContain('pytorch.libraries-broken');
+    const f = report.findings.find((x) => x.id === 'env.ld-library-path-breaks-python');
+    expect(f!.title).toContain(`LD_LIBRARY_PATH entry ${oldLib}`);
+    expect(f!.fix).toContain('export LD_LIBRARY_PATH=/nonexistent');
+    expect(f!.fix).not.toContain(ld);
+    expect(report.facts.ldLibraryPath).toEqual([expect.objectContaining({entry: oldLib, index: 0, breaks: 1})]);
+  });
+
+  test('torch/lib/libtorch.so -> a library outside Python -> libcurand.so.10, redirected by LD_LIBRARY_PATH, is a shadow', async () => {
+    const sp = join(tmp.dir, 'venv2/lib/python3.11/site-packages');
+    const sys = join(tmp.dir, 'usr-lib');
+    const curand = buildLib({out: join(sys, 'cuda', 'libcurand.so.10'), soname: 'libcurand.so.10', source: 'int curandCreateGenerator(void){return 0;}\n'});
+    const middle = buildLib({out: join(sys, 'libsys.so.1'), soname: 'libsys.so.1', source: 'extern int curandCreateGenerator(void);\nint s(void){return curandCreateGenerator();}\n',
+      link: [curand], rpath: join(sys, 'cuda'), runpath: true});
+    const torch = buildLib({out: join(sp, 'torch/lib/libtorch.so'), soname: 'libtorch.so', source: 'extern int s(void);\nint t(void){return s();}\n',
+      link: [middle], rpath: sys, runpath: true});
+    const tk = installVersion(m, '11.8.0');
+    buildLib({out: join(tk, 'lib64', 'libcurand.so.10'), soname: 'libcurand.so.10', source: 'int curandCreateGenerator(void){return 1;}\n'});
+    const entry = join(tk, 'lib64');
+    // The premise, from the real loader: the entry redirects the system library's libcurand, and nothing breaks.
+    const real = lddR(torch, entry);
+    expect(real).toContain(`libcurand.so.10 => ${entry}/libcurand.so.10`);
+    expect(real).not.toContain('undefined symbol');
+    expect(lddR(torch, undefined)).toContain(`libcurand.so.10 => ${sys}/cuda/libcurand.so.10`);
+    fakePython(m, [sp]);
+    m.env = {...m.env, LD_LIBRARY_PATH: entry};
+    const report = await runDoctor(m.ctx(), defaultDeps);
+    const f = report.findings.find((x) => x.id === 'env.ld-library-path-shadows-python');
+    expect(f).toMatchObject({severity: 'warning'});
+    expect(f!.title).toContain('libcurand.so.10');
+    expect(f!.evidence[0]).toBe(`${middle} (loaded for torch/lib/libtorch.so) needs libcurand.so.10: ${entry}/libcurand.so.10 instead of ${sys}/cuda/libcurand.so.10`);
+    expect(f!.fix).toContain('cudaenv use 11.8.0 --ld-library-path none');
+    expect(report.facts.ldLibraryPath).toEqual([expect.objectContaining({entry, shadows: 1, breaks: 0})]);
+  });
+});
