@@ -1,4 +1,5 @@
 import {afterAll, beforeAll, expect, test} from '@jest/globals';
+import {spawnSync} from 'node:child_process';
 import {copyFileSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {checkLibraries, firstProblemLine, type CheckReport} from '../../../src/core/elf/index.js';
@@ -227,5 +228,30 @@ d('output: one block per object and picked library, notes condensed, the headlin
     expect(report.problems.map((p) => p.object)).toEqual([mid, top]);
     expect(firstProblemLine(report)).toMatch(/^libmid\.so binds .*liby\.so, which lacks y@V1/);
     if (HAVE_PYTHON) expect(ctypesLoad(top)).toContain(`${mid}: undefined symbol: y, version V1`);
+  });
+});
+
+d('the same cases under --exe (the library dlopened by python3), against ctypes', () => {
+  // The interpreter binary itself (python3 on PATH may be a wrapper script, such as a pyenv shim).
+  const python = HAVE_PYTHON ? spawnSync('python3', ['-c', 'import sys; print(sys.executable)'], {encoding: 'utf8'}).stdout.trim() : '';
+  const t = testIf(HAVE_PYTHON, 'needs python3 for a real dlopen');
+
+  t("';', the empty entry and a junk file: the dlopen model names what ctypes reports", async () => {
+    const cwd = join(tmp.dir, 'exe-cwd');
+    mkdirSync(cwd, {recursive: true});
+    copyFileSync(join(oldDir, 'libv.so'), join(cwd, 'libv.so'));
+    const junk = join(tmp.dir, 'exe-junk');
+    write(join(junk, 'libv.so'), '');
+    const cases: Array<{ld: string; cwd: string; real: string; ours: (r: CheckReport) => void}> = [
+      {ld: `${oldDir};/nonexistent`, cwd: tmp.dir, real: "version `V2' not found", ours: (r) => expect(r.problems[0]).toMatchObject({kind: 'version-not-found', chosen: `${oldDir}/libv.so (LD_LIBRARY_PATH entry ${oldDir})`})},
+      {ld: ':/nonexistent', cwd, real: "version `V2' not found", ours: (r) => expect(r.problems[0].fix).toContain('remove the empty entry')},
+      {ld: `${junk}:${newDir}`, cwd: tmp.dir, real: `${junk}/libv.so: file too short`, ours: (r) => expect(r.problems[0].summary).toContain(`the loader stops at ${junk}/libv.so with "file too short"`)},
+    ];
+    for (const c of cases) {
+      expect(ctypesLoadIn(app, c.ld, c.cwd)).toContain(c.real);
+      const report = await checkLibraries({targets: [app], exe: python, ldLibraryPath: c.ld, cwd: c.cwd});
+      expect(report.ok).toBe(false);
+      c.ours(report);
+    }
   });
 });
