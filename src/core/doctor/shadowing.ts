@@ -71,6 +71,26 @@ function describeProblem(p: Problem): string {
   return `${p.object}: ${what}`;
 }
 
+/** Problems grouped by object and picked file, in order (a problem without a picked file stands alone). */
+function groupProblems(problems: Problem[]): Problem[][] {
+  const groups = new Map<string, Problem[]>();
+  problems.forEach((p, i) => {
+    const key = p.chosen ? `${p.object}\0${p.chosen}` : `${i}`;
+    groups.set(key, [...(groups.get(key) ?? []), p]);
+  });
+  return [...groups.values()];
+}
+
+function describeGroup(g: Problem[]): string {
+  const versions = [...new Set(g.filter((p) => p.kind === 'version-not-found').map((p) => p.version!))];
+  const symbols = [...new Set(g.filter((p) => p.symbol).map((p) => p.symbol!))];
+  const parts = [
+    ...(versions.length > 0 ? [`version${versions.length === 1 ? '' : 's'} ${versions.join(', ')} not found`] : []),
+    ...(symbols.length > 0 ? [`${symbols.length} undefined symbol${symbols.length === 1 ? '' : 's'} (${symbols.slice(0, 4).join(', ')}${symbols.length > 4 ? `, ... ${symbols.length - 4} more` : ''})`] : []),
+  ];
+  return `${g[0]!.object}: ${parts.join(' and ')}${g[0]!.library ? ` in ${g[0]!.library}` : ''}`;
+}
+
 /**
  * Which CUDA entries of LD_LIBRARY_PATH change how the active Python environment's pip CUDA
  * libraries load, decided by the check engine: the libraries are checked under the current
@@ -145,8 +165,12 @@ export async function shadowingFindings(
         evidence: [
           `LD_LIBRARY_PATH=${ld ?? ''} (entry ${entry.index + 1}${entry.toolkitVersion ? `, CUDA ${entry.toolkitVersion}` : ''})`,
           // The engine's explanation restates chosen/shadowed in prose: show it only when they are missing.
-          ...v.problems.flatMap((p) => [describeProblem(p), ...(p.chosen ? [`  loader picks: ${p.chosen}`] : []), ...(p.shadowed ? [`  shadowed: ${p.shadowed}`] : []),
-            ...(p.chosen || p.shadowed ? [] : [`  ${p.explanation}`])]),
+          // One entry per object and picked file: eight symbols a shadowing library lacks are one problem.
+          ...groupProblems(v.problems).flatMap((g) => {
+            const p = g[0]!;
+            return [g.length === 1 ? describeProblem(p) : describeGroup(g), ...(p.chosen ? [`  loader picks: ${p.chosen}`] : []), ...(p.shadowed ? [`  shadowed: ${p.shadowed}`] : []),
+              ...(p.chosen || p.shadowed ? [] : [`  ${p.explanation}`])];
+          }),
         ],
         fix,
       });

@@ -171,4 +171,27 @@ maybe('issue 12: LD_LIBRARY_PATH written with \';\', and shadowing below the whe
     expect(f!.fix).toContain('cudaenv use 11.8.0 --ld-library-path none');
     expect(report.facts.ldLibraryPath).toEqual([expect.objectContaining({entry, shadows: 1, breaks: 0})]);
   });
+
+  test('several symbols one shadowing library lacks are one evidence entry, with their count', async () => {
+    const mm = makeMachine(join(tmp.dir, 'many'));
+    const sp = join(mm.root, 'venv/lib/python3.11/site-packages');
+    const names = ['barA', 'barB', 'barC', 'barD', 'barE'];
+    const script = (syms: string[]) => `libbar.so.1 { global: ${['barInit', ...syms].join('; ')}; local: *; };\n`;
+    const bar = buildLib({out: join(sp, 'nvidia/bar/lib/libbar.so.1'), soname: 'libbar.so.1', versionScript: script(names),
+      source: ['barInit', ...names].map((n) => `int ${n}(void){return 0;}`).join('\n')});
+    const foo = buildLib({out: join(sp, 'nvidia/foo/lib/libfoo.so.1'), soname: 'libfoo.so.1', link: [bar], rpath: '$ORIGIN/../../bar/lib', runpath: true,
+      source: `${names.map((n) => `int ${n}(void);`).join(' ')}\nint f(void){return ${names.map((n) => `${n}()`).join(' + ')};}\n`});
+    const tk = installVersion(mm, '12.1.1');
+    buildLib({out: join(tk, 'lib64/libbar.so.1'), soname: 'libbar.so.1', versionScript: script([]), source: 'int barInit(void){return 0;}\n'});
+    const entry = join(tk, 'lib64');
+    expect(lddR(foo, entry).match(/undefined symbol: bar[A-E], version libbar\.so\.1/g)).toHaveLength(5);
+    fakePython(mm, [sp]);
+    mm.env = {...mm.env, LD_LIBRARY_PATH: entry};
+    const report = await runDoctor(mm.ctx(), defaultDeps);
+    const f = report.findings.find((x) => x.id === 'env.ld-library-path-breaks-python')!;
+    const lines = f.evidence.filter((l) => l.startsWith(foo));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(new RegExp(`^${foo.replace(/[.]/g, '\\.')}: 5 undefined symbols \\((bar[A-E], ){4}\\.\\.\\. 1 more\\) in libbar\\.so\\.1$`));
+    expect(f.evidence.filter((l) => l.startsWith('  loader picks:'))).toHaveLength(1);
+  });
 });
