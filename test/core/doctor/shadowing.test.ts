@@ -1,5 +1,6 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
+import {mkdirSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {defaultDeps} from '../../../src/core/doctor/engine.js';
 import {runDoctor} from '../../../src/core/doctor/index.js';
@@ -193,5 +194,24 @@ maybe('issue 12: LD_LIBRARY_PATH written with \';\', and shadowing below the whe
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(new RegExp(`^${foo.replace(/[.]/g, '\\.')}: 5 undefined symbols \\((bar[A-E], ){4}\\.\\.\\. 1 more\\) in libbar\\.so\\.1$`));
     expect(f.evidence.filter((l) => l.startsWith('  loader picks:'))).toHaveLength(1);
+  });
+
+  test('a wheel library cut to 0 bytes (an interrupted pip install): the loader stops at it, and doctor says so', async () => {
+    const mm = makeMachine(join(tmp.dir, 'empty-wheel'));
+    const sp = join(mm.root, 'venv/lib/python3.11/site-packages');
+    const cupti = buildLib({out: join(mm.root, 'build/libcupti.so.12'), soname: 'libcupti.so.12', source: 'int cuptiGet(void){return 0;}\n'});
+    const torch = buildLib({out: join(sp, 'torch/lib/libtorch_cuda.so'), soname: 'libtorch_cuda.so', source: 'extern int cuptiGet(void);\nint t(void){return cuptiGet();}\n',
+      link: [cupti], rpath: '$ORIGIN/../../nvidia/cuda_cupti/lib', runpath: true});
+    const empty = join(sp, 'nvidia/cuda_cupti/lib/libcupti.so.12');
+    mkdirSync(join(sp, 'nvidia/cuda_cupti/lib'), {recursive: true});
+    writeFileSync(empty, '');
+    // As ld.so names it: the $ORIGIN path, not normalised.
+    const asLoaded = join(sp, 'torch/lib') + '/../../nvidia/cuda_cupti/lib/libcupti.so.12';
+    expect(lddR(torch, undefined)).toContain(`${asLoaded}: file too short`);
+    fakePython(mm, [sp]);
+    const report = await runDoctor(mm.ctx(), defaultDeps);
+    const f = report.findings.find((x) => x.id === 'pytorch.libraries-broken')!;
+    expect(f.evidence[0]).toBe(`${torch}: libcupti.so.12: the loader stops at ${asLoaded} (DT_RUNPATH entry $ORIGIN/../../nvidia/cuda_cupti/lib of ${torch})`);
+    expect(f.fix).toContain(`remove or replace ${asLoaded} (it is an empty file, 0 bytes; if a package installed it, reinstall that package)`);
   });
 });
