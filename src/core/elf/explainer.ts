@@ -175,7 +175,7 @@ export async function explain(p: LoaderProcess, f: Finding, ctx: ExplainContext)
 }
 
 /** What a file the loader refused is, in words: empty, truncated ELF, a linker script, text. */
-function describeBadFile(path: string): string {
+function describeBadFile(path: string, reason: string): string {
   let st;
   try {
     st = statSync(path);
@@ -196,7 +196,11 @@ function describeBadFile(path: string): string {
   } catch {
     return 'a file that cannot be read';
   }
-  if (head.toString('latin1') === '\x7fELF') return `a truncated or damaged ELF file of ${st.size} bytes`;
+  if (head.toString('latin1') === '\x7fELF') {
+    // A whole ELF file of a kind the loader refuses (an object file, a program, big-endian) is not damaged.
+    if (/ET_DYN|position-independent|endian/.test(reason)) return 'an ELF file, but not a shared object the loader can load';
+    return `a truncated or damaged ELF file of ${st.size} bytes`;
+  }
   const kind = describeNonElf(path);
   return kind === 'not an ELF file' ? `not a shared object: ${st.size} bytes without the ELF magic` : kind;
 }
@@ -210,7 +214,7 @@ function explainStop(problem: Problem, p: LoaderProcess, f: Finding, who: string
   const name = f.library!;
   const bad = edge.errorPath!;
   const reason = edge.error!.startsWith(`${bad}: `) ? edge.error!.slice(bad.length + 2) : edge.error!;
-  const what = describeBadFile(p.ctx.view.hostPath(bad) ?? bad);
+  const what = describeBadFile(p.ctx.view.hostPath(bad) ?? bad, reason);
   problem.summary = `${who} needs ${name}, and the loader stops at ${bad} with "${reason}": it is ${what}`;
   problem.chosen = edge.rule ? `${bad} (${edge.rule})` : bad;
   // The file a search without it would load, if any (only a search by name goes on).

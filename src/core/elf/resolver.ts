@@ -246,6 +246,9 @@ export class LoaderProcess {
       }
       if ((info.flags1 & DF_1_PIE) !== 0) {
         edge.error = `${c.path}: cannot dynamically load position-independent executable`;
+        edge.errorPath = c.path;
+        edge.rule = c.rule;
+        if (c.ldEntry !== undefined) edge.ldEntry = c.ldEntry;
         return edge;
       }
       edge.via = preload ? 'preload' : c.via;

@@ -153,6 +153,22 @@ d('a file the loader cannot load, under the right name, on the search path', () 
     });
   }
 
+  test('a whole ELF file of the wrong kind (an object file, a PIE program) stops the loader too, and is not called damaged', async () => {
+    const rel = join(tmp.dir, 'junk-rel');
+    mkdirSync(rel, {recursive: true});
+    spawnSync('gcc', ['-c', '-fPIC', '-o', join(rel, 'libv.so'), '-x', 'c', '-'], {input: 'int a(void){return 1;}\n'});
+    const pie = join(tmp.dir, 'junk-pie');
+    buildLib({out: join(pie, 'libv.so'), executable: true, source: 'int main(void){return 0;}\n', extra: ['-pie', '-fPIE']});
+    for (const [dir, reason] of [[rel, 'only ET_DYN and ET_EXEC can be loaded'], [pie, 'cannot dynamically load position-independent executable']] as const) {
+      const ld = `${dir}:${newDir}`;
+      expect(lddVerdict(plain, ld).raw).toContain(reason);
+      if (HAVE_PYTHON) expect(ctypesLoad(plain, ld)).toContain(reason);
+      const p = (await checkLibraries({targets: [plain], ldLibraryPath: ld})).problems[0];
+      expect(p.summary).toContain(`the loader stops at ${dir}/libv.so with "${reason}": it is an ELF file, but not a shared object the loader can load`);
+      expect(p.fix).toContain(`drop ${dir} from LD_LIBRARY_PATH`);
+    }
+  });
+
   test('with nothing after it, the fix is to replace the file (no LD_LIBRARY_PATH edit that would not help)', async () => {
     const dir = join(tmp.dir, 'junk-alone');
     write(join(dir, 'libv.so'), '');
