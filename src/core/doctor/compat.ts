@@ -2,7 +2,8 @@ import {readdirSync} from 'node:fs';
 import {join} from 'node:path';
 import {installedLabels} from '../store/registry.js';
 import {quoteSh} from '../shell/quote.js';
-import {splitPathList} from '../shell/toolkit-env.js';
+// LD_LIBRARY_PATH as ld.so splits it: ':' and ';'.
+import {splitLdLibraryPath} from '../elf/search-path.js';
 import {compareVersions, parseVersion} from '../versions/version.js';
 import {libcudaVersion, type DriverFact} from './driver.js';
 import {
@@ -26,6 +27,8 @@ export interface DriverFacts {
   source: string | null;
   evidence: string | null;
   kernelModule: string | null;
+  /** False: only the user-space driver is installed, no kernel module is loaded; null: not known (no driver, or nvidia-smi). */
+  kernelModuleLoaded: boolean | null;
   /** The newest release the driver supports with every feature. */
   newestFullySupported: string | null;
   /** The newest major it runs through minor-version compatibility. */
@@ -45,7 +48,7 @@ export function findForwardCompat(ctx: DoctorContext, active: ActiveToolkit | un
     // no /usr/local
   }
   for (const n of names.sort()) if (/^cuda(-[\w.]+)?$/.test(n)) dirs.add(join(local, n, 'compat'));
-  const ldEntries = splitPathList(ctx.env.LD_LIBRARY_PATH).map((e) => (e ? sysRealpath({sysroot: ''}, e) : undefined));
+  const ldEntries = splitLdLibraryPath(ctx.env.LD_LIBRARY_PATH).map((e) => (e ? sysRealpath({sysroot: ''}, e) : undefined));
   const out: ForwardCompatLib[] = [];
   const seen = new Set<string>();
   for (const dir of dirs) {
@@ -71,6 +74,7 @@ export function driverFacts(driver: DriverFact | undefined, forwardCompat: Forwa
     source: driver?.source ?? null,
     evidence: driver?.evidence ?? null,
     kernelModule: driver?.kernelModule ?? null,
+    kernelModuleLoaded: driver === undefined ? null : driver.kernelModuleLoaded ?? (driver.source === 'nvidia-smi' ? null : true),
     newestFullySupported: driver ? newestFullySupported(driver.version) ?? null : null,
     newestMajorViaMinorVersionCompatibility: driver ? newestMajorViaMvc(driver.version) ?? null : null,
     forwardCompat,

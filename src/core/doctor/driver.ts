@@ -1,5 +1,5 @@
 import {execFileSync} from 'node:child_process';
-import {readFileSync, readdirSync} from 'node:fs';
+import {existsSync, readFileSync, readdirSync} from 'node:fs';
 import {basename, join} from 'node:path';
 import {firstOnPath} from '../system/python-env.js';
 import {isDriverVersion} from './driver-table.js';
@@ -15,6 +15,11 @@ export interface DriverFact {
   evidence: string;
   /** From /proc: which kernel module flavour is loaded. */
   kernelModule?: 'proprietary' | 'open';
+  /**
+   * False when only the user-space driver was found and no NVIDIA kernel module is loaded
+   * (no /proc/driver/nvidia, no /sys/module/nvidia; WSL2's dxg excepted): CUDA then finds no GPU.
+   */
+  kernelModuleLoaded?: boolean;
 }
 
 /**
@@ -65,9 +70,31 @@ export function readDriver(ctx: DoctorContext, libcudaFromCache?: string): Drive
   if (sysText && isDriverVersion(sysText)) return {version: sysText, source: '/sys/module/nvidia/version', evidence: displayPath(ctx, sys)};
 
   const libcuda = findLibcuda(ctx, libcudaFromCache);
-  if (libcuda) return libcuda;
+  if (libcuda) return {...libcuda, kernelModuleLoaded: kernelSideLoaded(ctx, libcuda)};
 
   return fromNvidiaSmi(ctx);
+}
+
+/**
+ * Whether a kernel side is there for a user-space libcuda: the nvidia module's /proc or /sys
+ * directory (its version file may be unreadable), or WSL2's /dev/dxg, which serves
+ * /usr/lib/wsl/lib/libcuda without an nvidia module.
+ */
+function kernelSideLoaded(ctx: DoctorContext, libcuda: DriverFact): boolean {
+  if (libcuda.evidence.includes('/usr/lib/wsl/')) return true;
+  return ['/proc/driver/nvidia', '/sys/module/nvidia', '/dev/dxg'].some((p) => existsSync(sysPath(ctx, p)));
+}
+
+/** A user-space driver without a kernel module: every CUDA call fails (cudaErrorNoDevice / "no CUDA-capable device"). */
+export function noKernelModuleFinding(driver: DriverFact | undefined): Finding | undefined {
+  if (driver?.kernelModuleLoaded !== false) return undefined;
+  return {
+    id: 'driver.no-kernel-module',
+    severity: 'error',
+    title: `The NVIDIA user-space driver ${driver.version} is installed but no NVIDIA kernel module is loaded: CUDA programs find no GPU`,
+    evidence: [`libcuda: ${driver.version} (${driver.evidence})`, '/proc/driver/nvidia and /sys/module/nvidia: absent (no kernel module loaded)'],
+    fix: 'Load it: `sudo modprobe nvidia`. If that fails, the module is not built for the running kernel (`uname -r`: reinstall the driver or its DKMS package) or Secure Boot refuses it (enroll the key or sign the module); a reboot after a driver install also loads it',
+  };
 }
 
 /** The user-space driver: the libcuda.so.<version> the loader cache (or a driver directory) gives. */

@@ -1,6 +1,7 @@
 import {basename, dirname} from 'node:path';
 import {quoteSh} from '../shell/quote.js';
-import {splitPathList} from '../shell/toolkit-env.js';
+// LD_LIBRARY_PATH as ld.so splits it: ':' and ';'.
+import {splitLdLibraryPath} from '../elf/search-path.js';
 import {cudaLibrariesIn} from './cuda-libs.js';
 import {describeToolkit, describeToolkitDir, type ToolkitDir, type ToolkitState} from './toolkit.js';
 import type {DoctorContext, Finding} from './types.js';
@@ -89,7 +90,7 @@ function toolkitOfLibDir(ctx: DoctorContext, entry: string): ToolkitDir | undefi
 /** Every LD_LIBRARY_PATH entry that holds CUDA libraries, and empty entries (the current directory). */
 export function ldLibraryPathEntries(ctx: DoctorContext): {entries: LdEntryFact[]; findings: Finding[]} {
   const findings: Finding[] = [];
-  const list = splitPathList(ctx.env.LD_LIBRARY_PATH);
+  const list = splitLdLibraryPath(ctx.env.LD_LIBRARY_PATH);
   const entries: LdEntryFact[] = [];
   list.forEach((entry, index) => {
     if (entry === '') return;

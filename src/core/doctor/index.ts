@@ -7,7 +7,7 @@ import {existsSync} from 'node:fs';
 import {findSitePackages, firstOnPath, pythonCudaLibDirs} from '../system/python-env.js';
 import {driverFacts, driverFindings, findForwardCompat} from './compat.js';
 import {condaFindings} from './conda.js';
-import {driverMismatchFinding, findLibcuda, readDriver} from './driver.js';
+import {driverMismatchFinding, findLibcuda, noKernelModuleFinding, readDriver} from './driver.js';
 import {ldLibraryPathEntries, pointerFindings} from './env-vars.js';
 import {loaderView, type CacheEntry} from './loader-view.js';
 import {findTorch, torchFindings} from './pytorch.js';
@@ -43,11 +43,15 @@ export async function runDoctor(ctx: DoctorContext, deps: DoctorDeps): Promise<D
   // Without the file, a cache reader's `ldconfig -p` fallback would describe another root.
   const cache = existsSync(cacheFile) ? await deps.readCache(cacheFile).catch(() => undefined) : undefined;
 
-  const driver = readDriver(ctx, cache?.libcuda);
-  const mismatch = driverMismatchFinding(driver, findLibcuda(ctx, cache?.libcuda));
+  const driverFiles = readDriver(ctx, cache?.libcuda);
+  const mismatch = driverMismatchFinding(driverFiles, findLibcuda(ctx, cache?.libcuda));
   if (mismatch) findings.push(mismatch);
   const compat = findForwardCompat(ctx, toolkits.active);
-  findings.push(...driverFindings(ctx, driver, toolkits.active, compat));
+  // A libcuda without a kernel module is no working driver: say that, and compare no versions with it.
+  const noModule = noKernelModuleFinding(driverFiles);
+  const driver = noModule ? undefined : driverFiles;
+  if (noModule) findings.push(noModule);
+  else findings.push(...driverFindings(ctx, driver, toolkits.active, compat));
 
   const pointers = pointerFindings(ctx, toolkits);
   findings.push(...pointers.findings);
@@ -95,7 +99,7 @@ export async function runDoctor(ctx: DoctorContext, deps: DoctorDeps): Promise<D
   return {
     findings,
     facts: {
-      driver: driverFacts(driver, compat),
+      driver: driverFacts(driverFiles, compat),
       cudaenv: toolkits.selection,
       activeToolkit: active ? {source: active.source, path: active.real ?? active.dir, version: active.version ?? null} : null,
       pointers: pointers.pointers,

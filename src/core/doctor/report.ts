@@ -48,6 +48,7 @@ function factLine(prefix: string, facts: DoctorFacts): string {
     case 'driver': {
       const d = facts.driver;
       if (!d.version) return 'none found';
+      if (d.kernelModuleLoaded === false) return `user-space ${d.version} only (${d.source}); no NVIDIA kernel module loaded`;
       const mod = d.kernelModule ? `, ${d.kernelModule} kernel module` : '';
       const mvc = d.newestMajorViaMinorVersionCompatibility ? `, CUDA ${d.newestMajorViaMinorVersionCompatibility}.x via minor-version compatibility` : '';
       return `${d.version} (${d.source}${mod}); runs CUDA <= ${d.newestFullySupported ?? '?'} fully${mvc}`;

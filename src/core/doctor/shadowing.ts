@@ -2,7 +2,8 @@ import {realpathSync} from 'node:fs';
 import {basename, dirname, normalize, relative} from 'node:path';
 import type {CheckOptions, CheckReport, Problem} from '../elf/api.js';
 import {quoteSh} from '../shell/quote.js';
-import {splitPathList} from '../shell/toolkit-env.js';
+// LD_LIBRARY_PATH as ld.so splits it: ':' and ';'.
+import {splitLdLibraryPath} from '../elf/search-path.js';
 import {isDriverLibraryName} from './cuda-libs.js';
 import type {LdEntryFact} from './env-vars.js';
 import type {DoctorContext, Finding} from './types.js';
@@ -59,7 +60,7 @@ function isUnderAny(path: string, dirs: string[]): boolean {
 
 /** The LD_LIBRARY_PATH value without the given entries (undefined when nothing is left). */
 function without(value: string | undefined, drop: Set<string>): string | undefined {
-  const kept = splitPathList(value).filter((e) => e === '' || !drop.has(e));
+  const kept = splitLdLibraryPath(value).filter((e) => e === '' || !drop.has(e));
   return kept.length === 0 ? undefined : kept.join(':');
 }
 
@@ -67,8 +68,30 @@ function describeProblem(p: Problem): string {
   const what = p.kind === 'undefined-symbol' || p.kind === 'unversioned-undefined-symbol'
     ? `undefined symbol ${p.symbol}${p.version ? `, version ${p.version}` : ''}${p.library ? ` (${p.library})` : ''}`
     : p.kind === 'version-not-found' ? `version ${p.version} not found in ${p.library}`
-      : p.kind === 'loader-abort' ? p.summary : `${p.library} not found`;
+      : p.kind === 'loader-abort' ? p.summary
+    // A not-found with a picked file: the loader stops at a file it cannot load (empty, cut off, not ELF).
+      : p.chosen ? `${p.library}: the loader stops at ${p.chosen}` : `${p.library} not found`;
   return `${p.object}: ${what}`;
+}
+
+/** Problems grouped by object and picked file, in order (a problem without a picked file stands alone). */
+function groupProblems(problems: Problem[]): Problem[][] {
+  const groups = new Map<string, Problem[]>();
+  problems.forEach((p, i) => {
+    const key = p.chosen ? `${p.object}\0${p.chosen}` : `${i}`;
+    groups.set(key, [...(groups.get(key) ?? []), p]);
+  });
+  return [...groups.values()];
+}
+
+function describeGroup(g: Problem[]): string {
+  const versions = [...new Set(g.filter((p) => p.kind === 'version-not-found').map((p) => p.version!))];
+  const symbols = [...new Set(g.filter((p) => p.symbol).map((p) => p.symbol!))];
+  const parts = [
+    ...(versions.length > 0 ? [`version${versions.length === 1 ? '' : 's'} ${versions.join(', ')} not found`] : []),
+    ...(symbols.length > 0 ? [`${symbols.length} undefined symbol${symbols.length === 1 ? '' : 's'} (${symbols.slice(0, 4).join(', ')}${symbols.length > 4 ? `, ... ${symbols.length - 4} more` : ''})`] : []),
+  ];
+  return `${g[0]!.object}: ${parts.join(' and ')}${g[0]!.library ? ` in ${g[0]!.library}` : ''}`;
 }
 
 /**
@@ -98,13 +121,25 @@ export async function shadowingFindings(
   const boundAt = new Map<string, string>();
   for (const o of current.objects) for (const e of o.needed) if (e.path && !boundAt.has(e.name)) boundAt.set(e.name, e.path);
 
+  // Who loaded an object outside the Python directories, to name it by the wheel library it serves.
+  const loadedBy = new Map<string, string>();
+  for (const o of current.objects) for (const e of o.needed) if (e.path && e.via !== 'loaded' && !loadedBy.has(e.path)) loadedBy.set(e.path, o.path);
+  const inPython = (path: string): boolean => isUnderAny(path, pyDirs) || isUnderAny(real(path), pyDirsReal);
+  const objectName = (path: string): string => {
+    if (inPython(path)) return shortName(path, pyDirs);
+    let root = loadedBy.get(path);
+    for (let hops = 0; root && !inPython(root) && hops < 32; hops++) root = loadedBy.get(root);
+    return root ? `${path} (loaded for ${shortName(root, pyDirs)})` : path;
+  };
+
   const verdicts: EntryVerdict[] = entries.map((entry) => {
     const dir = trimSlash(entry.entry);
     const dirReal = real(dir);
     const inEntry = (path: string | null | undefined): boolean => !!path && (trimSlash(dirname(path)) === dir || real(dirname(path)) === dirReal);
     const shadows: Shadow[] = [];
+    // Every object the wheels' libraries load counts, not only those inside the Python directories:
+    // torch/lib/libtorch.so -> a system library -> libcurand.so.10 is redirected all the same.
     for (const o of current.objects) {
-      if (!isUnderAny(o.path, pyDirs) && !isUnderAny(real(o.path), pyDirsReal)) continue;
       for (const e of o.needed) {
         if (e.via !== 'ld_library_path' || !inEntry(e.path)) continue;
         const instead = baseEdges.get(`${o.path}\0${e.name}`) ?? null;
@@ -129,12 +164,16 @@ export async function shadowingFindings(
       findings.push({
         id: 'env.ld-library-path-breaks-python',
         severity: 'error',
-        title: `LD_LIBRARY_PATH entry ${v.entry} makes ${shortName(first.object, pyDirs)} bind ${bound ?? first.chosen ?? first.library}${lacks}`,
+        title: `LD_LIBRARY_PATH entry ${v.entry} makes ${objectName(first.object)} bind ${bound ?? first.chosen ?? first.library}${lacks}`,
         evidence: [
           `LD_LIBRARY_PATH=${ld ?? ''} (entry ${entry.index + 1}${entry.toolkitVersion ? `, CUDA ${entry.toolkitVersion}` : ''})`,
           // The engine's explanation restates chosen/shadowed in prose: show it only when they are missing.
-          ...v.problems.flatMap((p) => [describeProblem(p), ...(p.chosen ? [`  loader picks: ${p.chosen}`] : []), ...(p.shadowed ? [`  shadowed: ${p.shadowed}`] : []),
-            ...(p.chosen || p.shadowed ? [] : [`  ${p.explanation}`])]),
+          // One entry per object and picked file: eight symbols a shadowing library lacks are one problem.
+          ...groupProblems(v.problems).flatMap((g) => {
+            const p = g[0]!;
+            return [g.length === 1 ? describeProblem(p) : describeGroup(g), ...(p.chosen ? [`  loader picks: ${p.chosen}`] : []), ...(p.shadowed ? [`  shadowed: ${p.shadowed}`] : []),
+              ...(p.chosen || p.shadowed ? [] : [`  ${p.explanation}`])];
+          }),
         ],
         fix,
       });
@@ -143,7 +182,7 @@ export async function shadowingFindings(
         id: 'env.ld-library-path-shadows-python',
         severity: 'warning',
         title: `LD_LIBRARY_PATH entry ${v.entry} shadows the pip CUDA wheels: ${[...new Set(v.shadows.map((s) => s.library))].join(', ')} come from it instead`,
-        evidence: v.shadows.slice(0, 6).map((s) => `${shortName(s.object, pyDirs)} needs ${s.library}: ${s.chosen}${s.instead ? ` instead of ${normalize(s.instead)}` : ''}`)
+        evidence: v.shadows.slice(0, 6).map((s) => `${objectName(s.object)} needs ${s.library}: ${s.chosen}${s.instead ? ` instead of ${normalize(s.instead)}` : ''}`)
           .concat(v.shadows.length > 6 ? [`... and ${v.shadows.length - 6} more`] : []),
         fix,
       });
@@ -186,7 +225,7 @@ function shortName(object: string, pyDirs: string[]): string {
 
 /** Drop the entry: for a cudaenv version through `cudaenv use --ld-library-path none`, else by hand. */
 function entryFix(ctx: DoctorContext, entry: LdEntryFact): string {
-  const rest = splitPathList(ctx.env.LD_LIBRARY_PATH).filter((e) => e !== entry.entry && e !== '');
+  const rest = splitLdLibraryPath(ctx.env.LD_LIBRARY_PATH).filter((e) => e !== entry.entry && e !== '');
   const manual = rest.length > 0 ? `export LD_LIBRARY_PATH=${quoteSh(rest.join(':'))}` : 'unset LD_LIBRARY_PATH';
   const versions = trimSlash(ctx.paths.versions);
   if (entry.entry.startsWith(`${versions}/`)) {

@@ -1,5 +1,6 @@
-import {lstatSync, readlinkSync, realpathSync} from 'node:fs';
-import {dirname, isAbsolute, join} from 'node:path';
+import {realpathSync} from 'node:fs';
+import {join} from 'node:path';
+import {realpathIn} from '../elf/sysroot.js';
 import type {DoctorContext} from './types.js';
 
 /**
@@ -33,32 +34,5 @@ export function sysRealpath(ctx: Pick<DoctorContext, 'sysroot'>, path: string): 
       return undefined;
     }
   }
-  const root = ctx.sysroot.replace(/\/+$/, '');
-  let parts = sysPath(ctx, path).slice(root.length).split('/').filter(Boolean);
-  let current = root;
-  let hops = 0;
-  while (parts.length > 0) {
-    const part = parts.shift()!;
-    if (part === '.') continue;
-    if (part === '..') {
-      if (current !== root) current = dirname(current);
-      continue;
-    }
-    const next = join(current, part);
-    let isLink: boolean;
-    try {
-      isLink = lstatSync(next).isSymbolicLink();
-    } catch {
-      return undefined;
-    }
-    if (!isLink) {
-      current = next;
-      continue;
-    }
-    if (++hops > 40) return undefined; // a loop: ELOOP
-    const target = readlinkSync(next);
-    if (isAbsolute(target)) current = root;
-    parts = [...target.split('/').filter(Boolean), ...parts];
-  }
-  return current;
+  return realpathIn(ctx.sysroot, sysPath(ctx, path));
 }

@@ -192,7 +192,9 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
     }
   }
   // 3. Symbol binding over the global scope (what `ldd -r` relocates: everything but ld.so).
-  for (const obj of p.scope) {
+  // ld.so relocates dependencies before the objects that need them (l_initfini backwards), so the
+  // first failure a process reports is the deepest one: reverse load order, which the headline uses.
+  for (const obj of [...p.scope].reverse()) {
     if (obj.role === 'interp' || references(obj.info).length === 0) continue;
     const closure = closureOf(obj);
     const unbound = memo.unboundWithin(obj, closure);

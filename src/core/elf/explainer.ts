@@ -1,4 +1,4 @@
-import {existsSync} from 'node:fs';
+import {closeSync, existsSync, openSync, readSync, statSync} from 'node:fs';
 import {basename, dirname, join} from 'node:path';
 import type {Problem} from './api.js';
 import type {Finding} from './checker.js';
@@ -6,7 +6,8 @@ import {cachedElf} from './file-cache.js';
 import type {Candidate, Edge, LoadedObject, LoaderProcess} from './resolver.js';
 import {quoteSh} from '../shell/quote.js';
 import {defines, definesVersion} from './symbols.js';
-import {splitPathList} from '../shell/toolkit-env.js';
+import {describeNonElf} from './targets.js';
+import {splitLdLibraryPath} from './search-path.js';
 
 /**
  * Turns a finding into what a user can act on: the file the loader picks and by which rule,
@@ -17,6 +18,8 @@ export interface ExplainContext {
   ldLibraryPath?: string;
   /** $CUDAENV_DIR/versions: LD_LIBRARY_PATH entries under it belong to a cudaenv toolkit. */
   storeVersionsDir?: string;
+  /** The current directory the check assumes (what empty search-path entries mean). */
+  cwd?: string;
 }
 
 /** "torch's libcusparse.so.12", "the nvidia-cusparse wheel's libcusparse.so.12", or the bare file name. */
@@ -45,11 +48,6 @@ function cudaReleaseInSymbol(symbol: string | null): string | undefined {
   return m ? `${Number(m[1])}.${m[2]}` : undefined;
 }
 
-function ldEntryDir(rule: string | null): string | undefined {
-  const m = rule ? /^LD_LIBRARY_PATH entry (.*?)(?: \(glibc-hwcaps\/[^)]*\)| \([^)]*\))?$/.exec(rule) : null;
-  return m?.[1];
-}
-
 /** The cudaenv version label an LD_LIBRARY_PATH entry belongs to, if it is inside the store. */
 function storeLabel(dir: string, storeVersionsDir: string | undefined): string | undefined {
   if (!storeVersionsDir) return undefined;
@@ -58,19 +56,30 @@ function storeLabel(dir: string, storeVersionsDir: string | undefined): string |
   return dir.slice(prefix.length).split('/')[0] || undefined;
 }
 
-/** The command that removes `entry` from LD_LIBRARY_PATH. */
+/** An LD_LIBRARY_PATH entry in a sentence: the empty one by what it means. */
+function entryWords(entry: string, ctx: ExplainContext): string {
+  return entry === '' ? `the empty entry (it means the current directory${ctx.cwd ? `, ${ctx.cwd}` : ''})` : entry;
+}
+
+/**
+ * The command that removes `entry` from LD_LIBRARY_PATH. The value is split as ld.so splits it
+ * (':' and ';'), so an entry written after a ';' is found and the command never repeats the value.
+ */
 function dropEntryFix(entry: string, ctx: ExplainContext): string {
   const label = storeLabel(entry, ctx.storeVersionsDir);
   if (label) return `run \`cudaenv use ${label} --ld-library-path none\` (keeps CUDA ${label} without putting its libraries first)`;
-  const rest = splitPathList(ctx.ldLibraryPath).filter((e) => e.replace(/\/+$/, '') !== entry.replace(/\/+$/, ''));
-  return rest.length === 0
-    ? `run \`unset LD_LIBRARY_PATH\` (it only holds ${entry})`
-    : `drop ${entry} from LD_LIBRARY_PATH: \`export LD_LIBRARY_PATH=${quoteSh(rest.join(':'))}\``;
+  const all = splitLdLibraryPath(ctx.ldLibraryPath);
+  const norm = (e: string): string => (e === '' ? '' : e.replace(/\/+$/, '') || '/');
+  // An empty entry is dropped with every other empty entry: each one means the current directory.
+  const rest = all.filter((e) => norm(e) !== norm(entry));
+  const what = entry === '' ? 'remove the empty entry from LD_LIBRARY_PATH (an empty entry makes the loader search the current directory)' : `drop ${entry} from LD_LIBRARY_PATH`;
+  if (rest.length === 0) return `run \`unset LD_LIBRARY_PATH\` (it only holds ${entryWords(entry, ctx)})`;
+  return `${what}: \`export LD_LIBRARY_PATH=${quoteSh(rest.join(':'))}\``;
 }
 
 async function satisfies(c: Candidate, f: Finding): Promise<boolean> {
   try {
-    const info = await cachedElf(c.path, c.stat!);
+    const info = await cachedElf(c.file ?? c.path, c.stat!);
     if (f.kind === 'version-not-found') return definesVersion(info, f.version!);
     if (f.ref) return defines(info, f.ref);
   } catch {
@@ -102,7 +111,7 @@ export async function explain(p: LoaderProcess, f: Finding, ctx: ExplainContext)
     chosen: null, shadowed: null, explanation: '', fix: null, summary: '',
   };
   const who = describeObject(f.object.path);
-  if (f.kind === 'not-found') return explainNotFound(problem, f, who, ctx);
+  if (f.kind === 'not-found') return explainNotFound(problem, p, f, who, ctx);
   if (f.kind === 'loader-abort') {
     const rebuilt = f.symbol !== null;
     problem.chosen = f.provider ? `${f.provider.path}${f.edge?.rule ? ` (${f.edge.rule})` : ''}` : null;
@@ -147,19 +156,23 @@ export async function explain(p: LoaderProcess, f: Finding, ctx: ExplainContext)
     problem.shadowed = `${shadowedCandidate.path} (${shadowedCandidate.rule}), which ${better ? 'would satisfy it' : 'lacks it too'}`;
   }
   const lacks = f.kind === 'version-not-found' ? `does not define version ${f.version}` : `lacks ${f.symbol}${f.version ? `@${f.version}` : ''}`;
-  const entry = edge.via === 'ld_library_path' ? ldEntryDir(edge.rule) : undefined;
+  const entry = edge.via === 'ld_library_path' ? edge.ldEntry : undefined;
   const release = cudaReleaseInSymbol(f.symbol);
-  problem.summary = entry
+  problem.summary = entry === ''
+    ? `LD_LIBRARY_PATH's empty entry (the current directory) makes ${who} bind ${provider.path}, which ${lacks.replace(/@.*$/, '')}`
+    : entry !== undefined
     ? `this LD_LIBRARY_PATH makes ${who} bind ${provider.path}, which ${lacks.replace(/@.*$/, '')}`
     : `${who} binds ${provider.path}, which ${lacks}`;
   problem.explanation = `${f.object.path} needs ${what} from ${f.library}. The loader picks ${provider.path} by ${rule}, and that file ${lacks}.` +
     (shadowedCandidate ? ` It is found before ${shadowedCandidate.path} (${shadowedCandidate.rule}), which ${better ? 'defines it and would be used without that entry' : 'lacks it as well'}.` : '') +
     (edge.via === 'loaded' ? ` ${provider.path} was already loaded by another object, so the search is not repeated.` : '');
-  if (entry && better) {
+  if (entry !== undefined && (better || entry === '')) {
+    // An empty entry is nearly always an accident (`$LD_LIBRARY_PATH:` with the variable unset): removing it comes first.
     problem.fix = dropEntryFix(entry, ctx);
+    if (!better) problem.fix += `; no other ${f.library} on the search path defines ${f.kind === 'version-not-found' ? f.version : f.symbol}, so also install one that does`;
     // The other way out: a toolkit new enough (for a store entry, `cudaenv use` of it replaces the entry).
     if (release) problem.fix += `, or \`cudaenv use ${release}\` (CUDA ${release} or newer provides it)`;
-  } else if (entry) {
+  } else if (entry !== undefined) {
     // Nothing after this entry satisfies it (or nothing else is found at all): dropping the entry would not help.
     const need = f.kind === 'version-not-found' ? `version ${f.version}` : f.symbol;
     problem.fix = release
@@ -173,14 +186,82 @@ export async function explain(p: LoaderProcess, f: Finding, ctx: ExplainContext)
   return problem;
 }
 
-function explainNotFound(problem: Problem, f: Finding, who: string, ctx: ExplainContext): Problem {
+/** What a file the loader refused is, in words: empty, truncated ELF, a linker script, text. */
+function describeBadFile(path: string, reason: string): string {
+  let st;
+  try {
+    st = statSync(path);
+  } catch {
+    return 'a file that cannot be read';
+  }
+  if (st.isDirectory()) return 'a directory';
+  if (st.size === 0) return 'an empty file, 0 bytes';
+  let head = Buffer.alloc(0);
+  try {
+    const fd = openSync(path, 'r');
+    try {
+      head = Buffer.alloc(4);
+      head = head.subarray(0, readSync(fd, head, 0, 4, 0));
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return 'a file that cannot be read';
+  }
+  if (head.toString('latin1') === '\x7fELF') {
+    // A whole ELF file of a kind the loader refuses (an object file, a program, big-endian) is not damaged.
+    if (/ET_DYN|position-independent|endian/.test(reason)) return 'an ELF file, but not a shared object the loader can load';
+    return `a truncated or damaged ELF file of ${st.size} bytes`;
+  }
+  const kind = describeNonElf(path);
+  return kind === 'not an ELF file' ? `not a shared object: ${st.size} bytes without the ELF magic` : kind;
+}
+
+/**
+ * The loader stops at a file it cannot load (empty, truncated, not ELF) on the search path: it
+ * fails there with that error and never looks further (open_verify, elf-loader-spec.md §1.8).
+ */
+function explainStop(problem: Problem, p: LoaderProcess, f: Finding, who: string, ctx: ExplainContext): Problem {
   const edge = f.edge!;
   const name = f.library!;
+  const bad = edge.errorPath!;
+  const reason = edge.error!.startsWith(`${bad}: `) ? edge.error!.slice(bad.length + 2) : edge.error!;
+  const what = describeBadFile(p.ctx.view.hostPath(bad) ?? bad, reason);
+  problem.summary = `${who} needs ${name}, and the loader stops at ${bad} with "${reason}": it is ${what}`;
+  problem.chosen = edge.rule ? `${bad} (${edge.rule})` : bad;
+  // The file a search without it would load, if any (only a search by name goes on).
+  let next: Candidate | undefined;
+  if (!name.includes('/')) {
+    let after = false;
+    for (const c of p.candidates(edge.owner, name)) {
+      if (c.path === bad) {
+        after = true;
+        continue;
+      }
+      if (after && c.status === 'ok') {
+        next = c;
+        break;
+      }
+    }
+  }
+  if (next) problem.shadowed = `${next.path} (${next.rule}), which the loader never reaches`;
+  problem.explanation = `${f.object.path} needs ${name}. The loader finds ${bad}${edge.rule ? ` by ${edge.rule}` : ''}, which is ${what}: ` +
+    `it fails there with "${edge.error}" instead of loading ${name}, without looking further.` +
+    (next ? ` ${next.path} (${next.rule}) would be loaded without it.` : '');
+  const replace = `remove or replace ${bad} (it is ${what}; if a package installed it, reinstall that package)`;
+  const entry = edge.ldEntry;
+  if (entry !== undefined && next) problem.fix = `${dropEntryFix(entry, ctx)}, or ${replace}`;
+  else problem.fix = replace;
+  return problem;
+}
+
+function explainNotFound(problem: Problem, p: LoaderProcess, f: Finding, who: string, ctx: ExplainContext): Problem {
+  const edge = f.edge!;
+  const name = f.library!;
+  if (edge.errorPath) return explainStop(problem, p, f, who, ctx);
   problem.summary = `${who} needs ${name}, which the loader cannot find`;
   const wrongClass = edge.passedOver.filter((c) => c.status !== 'ok');
-  if (edge.error && edge.error.startsWith('/')) {
-    problem.explanation = `The loader stops at ${edge.error}: it would fail with that error instead of loading ${name}, without looking further.`;
-  } else if (edge.error) {
+  if (edge.error) {
     problem.explanation = `${f.object.path} needs ${name}, and every candidate is built for another ELF class or machine (the loader says "${edge.error}").`;
   } else {
     problem.explanation = `${f.object.path} needs ${name}, and no directory on its search path holds it: its DT_RPATH/DT_RUNPATH, LD_LIBRARY_PATH, ld.so.cache and the system directories.`;
@@ -200,7 +281,7 @@ function explainNotFound(problem: Problem, f: Finding, who: string, ctx: Explain
   const ownDir = dirname(f.object.path);
   if (!name.includes('/') && !edge.error && existsSync(join(ownDir, name))) {
     problem.explanation += ` ${join(ownDir, name)} is next to it, but the loader does not search an object's own directory unless its DT_RUNPATH or DT_RPATH says $ORIGIN.`;
-    const current = splitPathList(ctx.ldLibraryPath);
+    const current = splitLdLibraryPath(ctx.ldLibraryPath);
     problem.fix = `add ${ownDir} to LD_LIBRARY_PATH (\`export LD_LIBRARY_PATH=${quoteSh([ownDir, ...current].join(':'))}\`), or relink ${basename(f.object.path)} with -Wl,-rpath,'$ORIGIN'`;
   }
   return problem;

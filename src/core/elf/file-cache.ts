@@ -1,6 +1,7 @@
 import {readdirSync, statSync, type Stats} from 'node:fs';
 import {readElfHeaderSync, readElfSync, relocatedUndefinedNames} from './reader/index.js';
 import type {ElfHeaderInfo, ElfInfo} from './types.js';
+import {isInside, normalRoot, realpathIn} from './sysroot.js';
 
 /**
  * Per-process cache of parsed ELF files keyed by (dev, ino, size, mtime), so a file that
@@ -99,7 +100,27 @@ export class FileView {
   private readonly stats = new Map<string, Stats | null>();
   private readonly subdirs = new Map<string, Map<readonly string[], readonly string[]>>();
 
-  constructor(readonly cwd: string) {}
+  private readonly root: string;
+  private readonly hosts = new Map<string, string | null>();
+
+  /** @param sysroot CUDAENV_SYSROOT: links inside it resolve inside it (./sysroot.ts). */
+  constructor(readonly cwd: string, sysroot = '') {
+    this.root = normalRoot(sysroot);
+  }
+
+  /**
+   * The host path to open for `path`: itself, or inside the sysroot with the image's links
+   * resolved in the image (null: nothing there). ld.so in the image would see the same file.
+   */
+  hostPath(path: string): string | null {
+    if (!isInside(this.root, path)) return path;
+    let host = this.hosts.get(path);
+    if (host === undefined) {
+      host = realpathIn(this.root, path) ?? null;
+      this.hosts.set(path, host);
+    }
+    return host;
+  }
 
   /** Names in a directory ('' = cwd), or null when it cannot be listed. */
   list(dir: string): Set<string> | null {
@@ -108,7 +129,9 @@ export class FileView {
     if (this.listings.has(key)) return this.listings.get(key)!;
     let names: Set<string> | null;
     try {
-      names = new Set(readdirSync(key));
+      const host = this.hostPath(key);
+      if (host === null) throw new Error('not in the image');
+      names = new Set(readdirSync(host));
     } catch {
       names = null;
     }
@@ -149,8 +172,8 @@ export class FileView {
 
   statSync(path: string): Stats | null {
     try {
-      // No exception object for the common "not there" answer of a search probe.
-      return statSync(path, {throwIfNoEntry: false}) ?? null;
+      const host = this.hostPath(path);
+      return host === null ? null : statSync(host, {throwIfNoEntry: false}) ?? null;
     } catch {
       return null;
     }

@@ -12,6 +12,43 @@ const LABEL: Record<Problem['kind'], string> = {
   'unversioned-undefined-symbol': 'unversioned undefined symbol',
 };
 
+/** Per-object note lines shown for unversioned references before the rest are counted in one line. */
+const NOTE_OBJECTS = 5;
+/** Names shown in one line before "and N more". */
+const SHOWN = 6;
+
+function list(names: string[]): string {
+  return names.slice(0, SHOWN).join(', ') + (names.length > SHOWN ? `, ... (${names.length - SHOWN} more)` : '');
+}
+
+/**
+ * The problems of one object with one picked library, in one block: a shadowing that breaks eight
+ * symbols is one problem for the user (one entry to drop), not eight near-identical blocks.
+ * `--json` keeps every problem.
+ */
+function groupBlock(group: Problem[]): string[] {
+  const first = group[0];
+  const lines: string[] = [];
+  if (group.length === 1) {
+    lines.push(`error: ${LABEL[first.kind]}: ${first.summary}`);
+  } else {
+    const versions = [...new Set(group.filter((p) => p.kind === 'version-not-found').map((p) => p.version!))];
+    const symbols = [...new Set(group.filter((p) => p.kind === 'undefined-symbol').map((p) => p.symbol!))];
+    const base = first.summary.replace(/, which (?:lacks|does not define version) [^,;]*$/, '');
+    const parts = [
+      ...(versions.length > 0 ? [`does not define version${versions.length === 1 ? '' : 's'} ${versions.join(', ')}`] : []),
+      ...(symbols.length > 0 ? [`lacks ${symbols.length} symbol${symbols.length === 1 ? '' : 's'}: ${list(symbols)}`] : []),
+    ];
+    lines.push(`error: ${LABEL[first.kind]}: ${base}, which ${parts.join(' and ')}`);
+  }
+  if (first.chosen) lines.push(`  picked:   ${first.chosen}`);
+  if (first.shadowed) lines.push(`  shadowed: ${first.shadowed}`);
+  lines.push(`  why:      ${first.explanation}`);
+  if (group.length > 1) lines.push(`  all:      ${group.length} problems of this object with this file (--json lists each)`);
+  if (first.fix) lines.push(`  fix:      ${first.fix}`);
+  return lines;
+}
+
 export function formatProblems(report: CheckReport, options: {strict?: boolean} = {}): string[] {
   const lines: string[] = [];
   // Symbols of a library that is not found at all are a consequence, not news: count them.
@@ -19,6 +56,8 @@ export function formatProblems(report: CheckReport, options: {strict?: boolean} 
   const consequences = new Map<string, number>();
   // Unversioned references are listed per object in one line: a plugin directory has hundreds.
   const unversioned = new Map<string, string[]>();
+  // One block per object and picked file (in the order the problems come: the loader's order).
+  const groups = new Map<string, Problem[]>();
   for (const p of report.problems) {
     if (p.kind === 'undefined-symbol' && missing.has(`${p.object}\0${p.library}`)) {
       const key = `${p.object}\0${p.library}`;
@@ -26,25 +65,31 @@ export function formatProblems(report: CheckReport, options: {strict?: boolean} 
       continue;
     }
     if (p.kind === 'unversioned-undefined-symbol') {
-      const list = unversioned.get(p.object) ?? [];
-      list.push(p.symbol!);
-      unversioned.set(p.object, list);
+      const names = unversioned.get(p.object) ?? [];
+      names.push(p.symbol!);
+      unversioned.set(p.object, names);
       continue;
     }
-    lines.push(`error: ${LABEL[p.kind]}: ${p.summary}`);
-    if (p.chosen) lines.push(`  picked:   ${p.chosen}`);
-    if (p.shadowed) lines.push(`  shadowed: ${p.shadowed}`);
-    lines.push(`  why:      ${p.explanation}`);
-    if (p.fix) lines.push(`  fix:      ${p.fix}`);
+    const key = p.kind !== 'not-found' && p.chosen ? `${p.object}\0${p.chosen}` : `${groups.size}\0single`;
+    const group = groups.get(key) ?? [];
+    group.push(p);
+    groups.set(key, group);
   }
+  for (const group of groups.values()) lines.push(...groupBlock(group));
   for (const [key, n] of consequences) {
     const [object, library] = key.split('\0');
     lines.push(`error: ${n} undefined symbol${n === 1 ? '' : 's'} of ${object} would come from ${library}, which is not found (see above)`);
   }
   const level = options.strict ? 'error' : 'note';
-  for (const [object, symbols] of unversioned) {
-    const shown = symbols.slice(0, 4).join(', ') + (symbols.length > 4 ? `, ... (${symbols.length - 4} more)` : '');
-    lines.push(`${level}: ${object} references ${symbols.length} unversioned symbol${symbols.length === 1 ? '' : 's'} nothing loaded defines: ${shown}`);
+  // As notes they are condensed (a directory of plugins has hundreds); as --strict errors each is listed.
+  const shown = options.strict ? [...unversioned] : [...unversioned].slice(0, NOTE_OBJECTS);
+  for (const [object, symbols] of shown) {
+    lines.push(`${level}: ${object} references ${symbols.length} unversioned symbol${symbols.length === 1 ? '' : 's'} nothing loaded defines: ${symbols.slice(0, 4).join(', ')}${symbols.length > 4 ? `, ... (${symbols.length - 4} more)` : ''}`);
+  }
+  const rest = [...unversioned].slice(shown.length);
+  if (rest.length > 0) {
+    const n = rest.reduce((sum, [, symbols]) => sum + symbols.length, 0);
+    lines.push(`${level}: ${rest.length} more object${rest.length === 1 ? '' : 's'} reference ${n} unversioned symbol${n === 1 ? '' : 's'} nothing loaded defines (--json lists them)`);
   }
   if (unversioned.size > 0) {
     lines.push(`${level}: unversioned undefined symbols are normal for plugins and Python extension modules (the loading program defines them);` +
@@ -56,10 +101,21 @@ export function formatProblems(report: CheckReport, options: {strict?: boolean} 
 export function formatSkipped(report: CheckReport): string[] {
   const lines: string[] = [];
   const other: string[] = [];
+  // Files that deserve a word (linker scripts, damaged ELF files, failed preloads), grouped by reason
+  // when several share it: a package tree has dozens of executables or scripts beside its libraries.
+  const byReason = new Map<string, string[]>();
   for (const s of report.skipped) {
-    // Linker scripts, damaged ELF files and failed preloads deserve a line each; the rest (archives, headers) a count.
-    if (/linker script|damaged ELF|LD_PRELOAD|class|machine|executable/.test(s.reason)) lines.push(`note: skipped ${s.path}: ${s.reason}`);
-    else other.push(s.path);
+    if (/linker script|damaged ELF|empty file|LD_PRELOAD|class|machine|executable/.test(s.reason)) {
+      const paths = byReason.get(s.reason) ?? [];
+      paths.push(s.path);
+      byReason.set(s.reason, paths);
+    } else {
+      other.push(s.path);
+    }
+  }
+  for (const [reason, paths] of byReason) {
+    if (paths.length <= 2) for (const path of paths) lines.push(`note: skipped ${path}: ${reason}`);
+    else lines.push(`note: skipped ${paths.length} files, each ${reason}: ${list(paths)}`);
   }
   if (other.length > 0) lines.push(`note: skipped ${other.length} other file${other.length === 1 ? '' : 's'} that ${other.length === 1 ? 'is' : 'are'} not ELF shared objects (--json lists them)`);
   return lines;

@@ -23,7 +23,7 @@ const KIND_ORDER = {'not-found': 0, 'version-not-found': 1, 'loader-abort': 2, '
 /** Models the loader for every target and reports what would fail, with explanations. */
 export async function checkLibraries(options: CheckOptions): Promise<CheckReport> {
   const cwd = options.cwd ?? process.cwd();
-  const listed = listTargets(options.targets, {recursive: options.recursive, cwd});
+  const listed = listTargets(options.targets, {recursive: options.recursive, cwd, sysroot: options.sysroot});
   // Bad usage fails here, before any work: files named explicitly must be ELF, --exe a program.
   await Promise.all(listed.filter((f) => f.explicit).map((f) => readListed(f)));
   await readExe(options, cwd);

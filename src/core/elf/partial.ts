@@ -56,7 +56,7 @@ export function makeContext(options: CheckOptions, cwd: string): LoaderContext {
   // The same few hundred names are looked up by every process of a check: answered once each.
   const answers = new Map<LoaderPlatform, Map<string, string | null>>();
   return {
-    view: new FileView(cwd),
+    view: new FileView(cwd, sysroot),
     platformFor: (elfClass, machine) => loaderPlatform(elfClass, machine, sysroot, cache.generator),
     ldLibraryPath: options.ldLibraryPath,
     preload: preloadList(options),
@@ -108,7 +108,7 @@ export async function checkPartial(options: CheckOptions, files: IndexedFile[]):
   // Objects read with {symbols: 'undefined'} (all of them here) are looked up through their own
   // hash tables: no index of referenced names is needed (null: objects without one index all).
   const memo = new SymbolMemo(null);
-  const explainCtx = {ldLibraryPath: options.ldLibraryPath, storeVersionsDir: options.storeVersionsDir};
+  const explainCtx = {ldLibraryPath: options.ldLibraryPath, storeVersionsDir: options.storeVersionsDir, cwd};
   // An object in the processes of several files is reported once, as the first file in listing
   // order found it (the merge keeps the first occurrence): later files skip describing it.
   const described = new Set<string>();

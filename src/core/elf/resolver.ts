@@ -7,7 +7,7 @@ import {kernelPath} from './kernel-path.js';
 import {versionAtMost} from './ldcache/host-loader.js';
 import type {LoaderPlatform} from './platform.js';
 import {ElfError} from './reader/index.js';
-import {parseSearchList, expandDst, type DstValues, type SearchDir} from './search-path.js';
+import {describeElement, parseSearchList, expandDst, type DstValues, type SearchDir} from './search-path.js';
 import type {ElfInfo} from './types.js';
 
 /**
@@ -30,6 +30,10 @@ export interface Candidate {
   /** The rule in words: "LD_LIBRARY_PATH entry /usr/local/cuda/lib64". */
   rule: string;
   status: CandidateStatus;
+  /** The host path to read (differs from `path` inside a sysroot, where the image's links are followed in the image). */
+  file?: string;
+  /** The LD_LIBRARY_PATH element as written ('' = the empty entry), when that rule found it. */
+  ldEntry?: string;
   /** Why it was passed over or why the loader stops there. */
   reason: string | null;
   stat?: Stats;
@@ -61,6 +65,10 @@ export interface Edge {
   passedOver: Candidate[];
   /** Set when the loader would stop at a file it cannot load (invalid ELF header, ...). */
   error: string | null;
+  /** The file the loader stops at, when `error` comes from one (not for "not found anywhere"). */
+  errorPath?: string;
+  /** The LD_LIBRARY_PATH element as written that found the object (or the file it stops at). */
+  ldEntry?: string;
 }
 
 /** What all processes of one check share. */
@@ -178,18 +186,20 @@ export class LoaderProcess {
     const path = this.platform.sysroot + interp;
     const st = this.ctx.view.statSync(path);
     if (!st) return;
+    // Inside a sysroot /lib64/ld-linux-x86-64.so.2 is usually an absolute link into the image.
+    const file = this.ctx.view.hostPath(path) ?? path;
     // ld.so is registered under its PT_INTERP string and its soname before anything is loaded.
-    this.pendingInterp = {path, interp, st};
+    this.pendingInterp = {path, file, interp, st};
   }
 
-  private pendingInterp?: {path: string; interp: string; st: Stats};
+  private pendingInterp?: {path: string; file: string; interp: string; st: Stats};
 
   private ensureInterp(): void {
     const p = this.pendingInterp;
     if (!p) return;
     this.pendingInterp = undefined;
     try {
-      const info = cachedElfSync(p.path, p.st);
+      const info = cachedElfSync(p.file, p.st);
       const obj = this.newObject(p.path, p.interp, info, p.st, null, 'interp', dirname(p.path));
       if (info.soname) obj.names.push(info.soname);
     } catch {
@@ -228,23 +238,33 @@ export class LoaderProcess {
       }
       if (c.status === 'fatal') {
         edge.error = `${c.path}: ${c.reason}`;
+        edge.errorPath = c.path;
         edge.rule = c.rule;
+        if (c.ldEntry !== undefined) edge.ldEntry = c.ldEntry;
         return edge;
       }
       let info: ElfInfo;
       try {
-        info = cachedElfSync(c.path, c.stat!);
+        info = cachedElfSync(c.file ?? c.path, c.stat!);
       } catch (error) {
-        edge.error = `${c.path}: ${error instanceof Error ? error.message : String(error)}`;
+        const message = error instanceof Error ? error.message : String(error);
+        edge.error = message.startsWith(`${c.path}:`) ? message : `${c.path}: ${message}`;
+        edge.errorPath = c.path;
+        edge.rule = c.rule;
+        if (c.ldEntry !== undefined) edge.ldEntry = c.ldEntry;
         return edge;
       }
       // glibc 2.30 started refusing PIE objects as dependencies (2c75b545de).
       if ((info.flags1 & DF_1_PIE) !== 0 && !(this.platform.glibc && versionAtMost(this.platform.glibc, 2, 29))) {
         edge.error = `${c.path}: cannot dynamically load position-independent executable`;
+        edge.errorPath = c.path;
+        edge.rule = c.rule;
+        if (c.ldEntry !== undefined) edge.ldEntry = c.ldEntry;
         return edge;
       }
       edge.via = preload ? 'preload' : c.via;
       edge.rule = c.rule;
+      if (c.ldEntry !== undefined) edge.ldEntry = c.ldEntry;
       const inode = inodeKey(c.stat!);
       const same = this.objects.find((o) => o.inode === inode && o.role !== 'interp') ?? this.objects.find((o) => o.inode === inode);
       if (same) {
@@ -275,7 +295,7 @@ export class LoaderProcess {
       if (c) yield c;
       return;
     }
-    for (const {dir, via, rule} of this.searchDirs(loader)) {
+    for (const {dir, via, rule, ldEntry} of this.searchDirs(loader)) {
       if (via === 'ld.so.cache') {
         const hit = this.ctx.cacheLookup(name, this.platform);
         // DF_1_NODEFLIB rejects a cache answer inside a system directory (dl-load.c).
@@ -288,10 +308,12 @@ export class LoaderProcess {
         const subdir = `${dir}${sub}/`;
         if (!this.ctx.view.has(subdir, name)) continue;
         const c = this.probe(this.absolute(subdir + name), via, `${rule} (${sub})`);
+        if (c && ldEntry !== undefined) c.ldEntry = ldEntry;
         if (c) yield c;
       }
       if (!this.ctx.view.has(dir, name)) continue;
       const c = this.probe(this.absolute(dir + name), via, rule);
+      if (c && ldEntry !== undefined) c.ldEntry = ldEntry;
       if (c) yield c;
     }
   }
@@ -301,17 +323,18 @@ export class LoaderProcess {
   }
 
   /** The directories of steps 1-6, with the cache between RUNPATH and the system directories. */
-  private *searchDirs(loader: LoadedObject): Generator<{dir: string; via: Via; rule: string}> {
+  private *searchDirs(loader: LoadedObject): Generator<{dir: string; via: Via; rule: string; ldEntry?: string}> {
+    const cwd = this.ctx.view.cwd;
     if (loader.runpathDirs === null) {
       let didMain = false;
       for (let l: LoadedObject | null = loader; l; l = l.loader) {
         if (l === this.main) didMain = true;
-        for (const d of l.rpathDirs) yield {dir: d.dir, via: 'rpath', rule: `DT_RPATH entry ${d.element} of ${l.path}`};
+        for (const d of l.rpathDirs) yield {dir: d.dir, via: 'rpath', rule: `DT_RPATH entry ${describeElement(d.element, cwd)} of ${l.path}`};
       }
-      if (!didMain) for (const d of this.main.rpathDirs) yield {dir: d.dir, via: 'rpath', rule: `DT_RPATH entry ${d.element} of ${this.main.path}`};
+      if (!didMain) for (const d of this.main.rpathDirs) yield {dir: d.dir, via: 'rpath', rule: `DT_RPATH entry ${describeElement(d.element, cwd)} of ${this.main.path}`};
     }
-    for (const d of this.ldDirs) yield {dir: d.dir, via: 'ld_library_path', rule: `LD_LIBRARY_PATH entry ${d.element}`};
-    if (loader.runpathDirs) for (const d of loader.runpathDirs) yield {dir: d.dir, via: 'runpath', rule: `DT_RUNPATH entry ${d.element} of ${loader.path}`};
+    for (const d of this.ldDirs) yield {dir: d.dir, via: 'ld_library_path', rule: `LD_LIBRARY_PATH entry ${describeElement(d.element, cwd)}`, ldEntry: d.element};
+    if (loader.runpathDirs) for (const d of loader.runpathDirs) yield {dir: d.dir, via: 'runpath', rule: `DT_RUNPATH entry ${describeElement(d.element, cwd)} of ${loader.path}`};
     yield {dir: '\0cache', via: 'ld.so.cache', rule: this.ctx.cacheLabel};
     if ((loader.info.flags1 & DF_1_NODEFLIB) === 0) {
       for (const d of this.platform.systemDirs) yield {dir: d, via: 'default', rule: `system directory ${d.replace(/\/$/, '')}`};
@@ -325,9 +348,10 @@ export class LoaderProcess {
     if (st.isDirectory()) return {path, via, rule, status: 'fatal', reason: 'cannot read file data: Is a directory'};
     // open_verify reads a whole ELF header before looking at the magic (§1.8).
     if (st.size < (this.platform.elfClass === 64 ? 64 : 52)) return {path, via, rule, status: 'fatal', reason: 'file too short'};
+    const file = this.ctx.view.hostPath(path) ?? path;
     let header;
     try {
-      header = cachedHeaderSync(path, st);
+      header = cachedHeaderSync(file, st);
     } catch (error) {
       if (error instanceof ElfError) {
         if (error.reason === 'io') return null;
@@ -340,6 +364,6 @@ export class LoaderProcess {
     if (header.machine !== this.platform.machine) return {path, via, rule, status: 'wrong-machine', reason: `built for machine ${header.machine}`, stat: st};
     if (!header.littleEndian) return {path, via, rule, status: 'fatal', reason: 'ELF file data encoding not little-endian'};
     if (header.type !== ET_DYN && header.type !== ET_EXEC) return {path, via, rule, status: 'fatal', reason: 'only ET_DYN and ET_EXEC can be loaded'};
-    return {path, via, rule, status: 'ok', reason: null, stat: st};
+    return {path, via, rule, status: 'ok', reason: null, stat: st, file};
   }
 }

@@ -58,6 +58,19 @@ export function expandDst(text: string, values: DstValues): {value: string | nul
   return {value: out, hadToken};
 }
 
+/**
+ * LD_LIBRARY_PATH's entries as ld.so splits them (elf/dl-load.c fillin_rpath: ':' and ';'),
+ * empty entries kept: each is the current directory. For fixes that rewrite the variable.
+ */
+export function splitLdLibraryPath(value: string | undefined): string[] {
+  return value === undefined || value === '' ? [] : value.split(/[:;]/);
+}
+
+/** A search-list element in words: an empty one is the current directory, which users rarely mean. */
+export function describeElement(element: string, cwd: string): string {
+  return element === '' ? `"" (empty: the current directory, ${cwd})` : element;
+}
+
 /** One directory of a search list: the expanded directory (ending in '/', '' = cwd) and the element as written. */
 export interface SearchDir {
   dir: string;

@@ -5,6 +5,7 @@ import {kernelPath} from './kernel-path.js';
 import {UsageError} from '../errors.js';
 import {cachedElfSync, inodeKey} from './file-cache.js';
 import {ElfError} from './reader/index.js';
+import {isInside, normalRoot, realpathIn} from './sysroot.js';
 import {DF_1_PIE} from './resolver.js';
 import type {ElfInfo} from './types.js';
 
@@ -31,7 +32,7 @@ const ET_DYN = 3;
  * Why a non-ELF file is not a library, in a word a user recognises. Synchronous: a library
  * directory holds a hundred such files, and a thread-pool round trip each cost more than the read.
  */
-function describeNonElf(path: string): string {
+export function describeNonElf(path: string): string {
   let head = '';
   try {
     const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
@@ -53,11 +54,16 @@ function describeNonElf(path: string): string {
 /** The start of the skip reason of a file that starts like ELF but cannot be read as one. */
 export const DAMAGED = 'a damaged ELF file: ';
 
+/** The skip reason of a 0-byte file. */
+export const EMPTY = 'an empty file (0 bytes), not a shared object';
+
 /** Classifies one file: a checkable ELF shared object, or the reason to skip it. */
-function classify(path: string, st: Stats, explicit = false): TargetFile | {skip: string} {
+function classify(path: string, st: Stats, explicit = false, file = path): TargetFile | {skip: string} {
+  // Nothing to call damaged: an empty file (an interrupted copy, a placeholder) is no ELF file at all.
+  if (st.size === 0) return {skip: EMPTY};
   try {
     // One read for the header and the tables: nearly every file in a library directory is a library.
-    const info = cachedElfSync(path, st);
+    const info = cachedElfSync(file, st);
     // A program named explicitly is checked like one ld.so starts; in a directory only libraries count.
     if (explicit && info.type === ET_EXEC) return {path, info, stat: st};
     if (info.type !== ET_DYN) return {skip: `an ELF ${info.type === 2 ? 'executable' : info.type === 1 ? 'relocatable object' : `file of type ${info.type}`}, not a shared object`};
@@ -65,9 +71,9 @@ function classify(path: string, st: Stats, explicit = false): TargetFile | {skip
     return {path, info, stat: st};
   } catch (error) {
     if (error instanceof ElfError) {
-      if (error.reason === 'not-elf') return {skip: describeNonElf(path)};
+      if (error.reason === 'not-elf') return {skip: describeNonElf(file)};
       // Starts like ELF but does not parse: say so, or "X is <reason>" reads as nonsense and a directory hides it in a count.
-      return {skip: `${DAMAGED}${error.message.startsWith(path) ? error.message.slice(path.length + 2) : error.message}`};
+      return {skip: `${DAMAGED}${error.message.startsWith(file) ? error.message.slice(file.length + 2) : error.message}`};
     }
     throw error;
   }
@@ -83,29 +89,35 @@ export async function elfSharedObjectsIn(dir: string, options: {recursive?: bool
 export interface ListedFile {
   path: string;
   explicit: boolean;
+  /** The host path to read, when it differs (inside a sysroot, the image's links followed in the image). */
+  file?: string;
 }
 
 /**
  * The files behind the targets, in order, each file once (link chains such as libfoo.so ->
  * libfoo.so.1 -> libfoo.so.1.2 name one file). Only stats: nothing is read yet.
  */
-export function listTargets(targets: string[], options: {recursive?: boolean; cwd?: string} = {}): ListedFile[] {
+export function listTargets(targets: string[], options: {recursive?: boolean; cwd?: string; sysroot?: string} = {}): ListedFile[] {
   const cwd = options.cwd ?? process.cwd();
+  const root = normalRoot(options.sysroot);
+  // Inside the sysroot a link resolves in the image; a target there may be such a link.
+  const host = (path: string): string => (isInside(root, path) ? realpathIn(root, path) ?? `${path}\0missing` : path);
+  const statHost = (path: string): Stats => statSync(host(path));
   const out: ListedFile[] = [];
   const seenFiles = new Set<string>();
   const seenDirs = new Set<string>();
 
   const visitDir = (dir: string, depth: number): void => {
     // Synchronous listing and stats: a thousand small syscalls cost less than a thousand promises.
-    const dst = statSync(dir);
+    const dst = statHost(dir);
     if (seenDirs.has(inodeKey(dst))) return;
     seenDirs.add(inodeKey(dst));
     const subdirs: string[] = [];
-    for (const name of readdirSync(dir).sort()) {
+    for (const name of readdirSync(host(dir)).sort()) {
       const path = join(dir, name);
       let st: Stats;
       try {
-        st = statSync(path);
+        st = statHost(path);
       } catch {
         continue; // a dangling link or a file removed meanwhile
       }
@@ -115,7 +127,7 @@ export function listTargets(targets: string[], options: {recursive?: boolean; cw
       }
       if (!st.isFile() || seenFiles.has(inodeKey(st))) continue;
       seenFiles.add(inodeKey(st));
-      out.push({path, explicit: false});
+      out.push(host(path) === path ? {path, explicit: false} : {path, explicit: false, file: host(path)});
     }
     for (const sub of subdirs) visitDir(sub, depth + 1);
   };
@@ -124,7 +136,7 @@ export function listTargets(targets: string[], options: {recursive?: boolean; cw
     const path = kernelPath(target, cwd);
     let st: Stats;
     try {
-      st = statSync(path);
+      st = statHost(path);
     } catch {
       throw new UsageError(`${target}: no such file or directory`, 'Give shared objects or directories that hold them.');
     }
@@ -134,7 +146,7 @@ export function listTargets(targets: string[], options: {recursive?: boolean; cw
     }
     if (seenFiles.has(inodeKey(st))) continue;
     seenFiles.add(inodeKey(st));
-    out.push({path, explicit: true});
+    out.push(host(path) === path ? {path, explicit: true} : {path, explicit: true, file: host(path)});
   }
   return out;
 }
@@ -148,15 +160,17 @@ export async function readListed(file: ListedFile): Promise<TargetFile | {skip: 
 export function readListedSync(file: ListedFile): TargetFile | {skip: string} {
   let st: Stats;
   try {
-    st = statSync(file.path);
+    st = statSync(file.file ?? file.path);
   } catch {
     return {skip: 'disappeared while being checked'};
   }
-  const r = classify(file.path, st, file.explicit);
+  const r = classify(file.path, st, file.explicit, file.file ?? file.path);
   if (file.explicit && 'skip' in r) {
     throw new UsageError(`${file.path} is ${r.skip}`, r.skip.startsWith(DAMAGED)
       ? 'The file is truncated or corrupt: reinstall the package it came from.'
-      : 'Give an ELF shared object (a .so file), a program, or a directory of them.');
+      : r.skip === EMPTY
+        ? 'The loader would stop at it with "file too short". If it should be a library, the copy was cut short: reinstall the package it came from.'
+        : 'Give an ELF shared object (a .so file), a program, or a directory of them.');
   }
   return r;
 }

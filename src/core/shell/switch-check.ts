@@ -3,7 +3,8 @@ import {dirname, join} from 'node:path';
 import type {StorePaths} from '../store/paths.js';
 import {findSitePackages, pythonCudaLibDirs} from '../system/python-env.js';
 import {fingerprint, hookSeesStale, lookupCheck, pythonKey, storeCheck, type CacheKey} from './check-cache.js';
-import {splitPathList, toolkitLibDir} from './toolkit-env.js';
+import {toolkitLibDir} from './toolkit-env.js';
+import {splitLdLibraryPath} from '../elf/search-path.js';
 
 /**
  * The check after every switch (`use`, the auto-switch hook, `exec`): the new version's
@@ -50,7 +51,8 @@ export async function switchCheck(paths: StorePaths, label: string, env: NodeJS.
   // (pip adds torch or nvidia wheels there).
   const watched = new Set<string>([...targets, ...sitePackages]);
   for (const sp of sitePackages) if (existsSync(join(sp, 'nvidia'))) watched.add(join(sp, 'nvidia'));
-  for (const dir of splitPathList(env.LD_LIBRARY_PATH)) if (dir.startsWith('/')) watched.add(dir);
+  // Split as ld.so splits it (':' and ';'), or '/a;/b' would watch a directory that does not exist.
+  for (const dir of splitLdLibraryPath(env.LD_LIBRARY_PATH)) if (dir.startsWith('/')) watched.add(dir);
   for (const obj of report.objects) watched.add(dirname(obj.path));
   const list = [...watched].sort();
   try {

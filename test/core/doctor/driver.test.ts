@@ -3,7 +3,9 @@ import {mkdirSync, symlinkSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {driverMismatchFinding, findLibcuda, libcudaVersion, parseProcDriverVersion, readDriver} from '../../../src/core/doctor/driver.js';
 import {makeTempDir} from '../../helpers/tmp.js';
-import {PROC_OPEN, PROC_PROPRIETARY, makeMachine, write, type Machine} from './machine.js';
+import {PROC_OPEN, PROC_PROPRIETARY, installVersion, makeMachine, setGlobal, write, type Machine} from './machine.js';
+import {defaultDeps} from '../../../src/core/doctor/engine.js';
+import {renderReport, runDoctor} from '../../../src/core/doctor/index.js';
 
 describe('parseProcDriverVersion', () => {
   test('proprietary, open and aarch64 formats, two-part versions', () => {
@@ -79,5 +81,49 @@ describe('readDriver on a constructed root', () => {
     writeFileSync(join(dir, 'libcuda.so.550.54.15'), '');
     symlinkSync('libcuda.so.550.54.15', join(dir, 'libcuda.so.1.tmp'));
     expect(driverMismatchFinding(readDriver(m.ctx()), findLibcuda(m.ctx(), '/usr/lib/x86_64-linux-gnu/libcuda.so.1.tmp'))).toBeUndefined();
+  });
+});
+
+describe('a user-space libcuda without a kernel module', () => {
+  let tmp: {dir: string; cleanup: () => void};
+  let m: Machine;
+  beforeEach(() => {
+    tmp = makeTempDir();
+    m = makeMachine(tmp.dir);
+    const dir = join(m.sysroot, 'usr/lib/x86_64-linux-gnu');
+    mkdirSync(dir, {recursive: true});
+    writeFileSync(join(dir, 'libcuda.so.470.256.02'), '');
+    symlinkSync('libcuda.so.470.256.02', join(dir, 'libcuda.so.1'));
+    // An active toolkit far too new for that libcuda: without a module there is no driver to compare with.
+    installVersion(m, '12.4.1');
+    setGlobal(m, '12.4.1');
+  });
+  afterEach(() => tmp.cleanup());
+
+  test('is no working driver: doctor says no kernel module is loaded, and compares no versions', async () => {
+    expect(readDriver(m.ctx())).toMatchObject({version: '470.256.02', source: 'libcuda', kernelModuleLoaded: false});
+    const report = await runDoctor(m.ctx(), defaultDeps);
+    const ids = report.findings.map((f) => f.id);
+    const f = report.findings.find((x) => x.id === 'driver.no-kernel-module');
+    expect(f).toMatchObject({severity: 'error'});
+    expect(f!.title).toContain('470.256.02 is installed but no NVIDIA kernel module is loaded');
+    expect(f!.fix).toContain('sudo modprobe nvidia');
+    expect(ids).not.toContain('driver.too-old-for-toolkit');
+    expect(ids).not.toContain('driver.none');
+    expect(report.facts.driver).toMatchObject({version: '470.256.02', source: 'libcuda', kernelModuleLoaded: false});
+    expect(renderReport(report)).toContain('no NVIDIA kernel module loaded');
+  });
+
+  test('a loaded module whose version file cannot be read, or WSL2\'s /dev/dxg, is a kernel side', async () => {
+    mkdirSync(join(m.sysroot, 'sys/module/nvidia'), {recursive: true});
+    expect(readDriver(m.ctx())).toMatchObject({kernelModuleLoaded: true});
+    const report = await runDoctor(m.ctx(), defaultDeps);
+    expect(report.findings.map((f) => f.id)).toContain('driver.too-old-for-toolkit');
+    expect(report.findings.map((f) => f.id)).not.toContain('driver.no-kernel-module');
+    const wsl = makeMachine(join(tmp.dir, 'wsl'));
+    write(join(wsl.sysroot, 'dev/dxg'), '');
+    write(join(wsl.sysroot, 'usr/lib/wsl/lib/libcuda.so.1.1'), '');
+    writeFileSync(join(wsl.sysroot, 'usr/lib/wsl/lib/libcuda.so.555.42.02'), '');
+    expect(readDriver(wsl.ctx())).toMatchObject({version: '555.42.02', kernelModuleLoaded: true});
   });
 });

@@ -1,5 +1,6 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
+import {mkdirSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {defaultDeps} from '../../../src/core/doctor/engine.js';
 import {runDoctor} from '../../../src/core/doctor/index.js';
@@ -116,5 +117,101 @@ maybe('the Python environment\'s own CUDA libraries', () => {
     } finally {
       tmp.cleanup();
     }
+  });
+});
+
+maybe('issue 12: LD_LIBRARY_PATH written with \';\', and shadowing below the wheels\' own libraries', () => {
+  let tmp: {dir: string; cleanup: () => void};
+  let m: Machine;
+  beforeAll(() => {
+    tmp = makeTempDir();
+    m = makeMachine(tmp.dir);
+  });
+  afterAll(() => tmp.cleanup());
+
+  test("'/old;/x': the entry before ';' is the one that breaks the wheel, not the wheel itself", async () => {
+    const old = installVersion(m, '12.3.2');
+    const {oldLib, sitePackages} = seedFailure(m, old);
+    fakePython(m, [sitePackages]);
+    const ld = `${oldLib};/nonexistent`;
+    // The real loader splits on ';' too.
+    expect(lddR(join(sitePackages, 'nvidia/cusparse/lib/libcusparse.so.12'), ld)).toContain('undefined symbol: __nvJitLinkComplete_12_4');
+    m.env = {...m.env, LD_LIBRARY_PATH: ld};
+    const report = await runDoctor(m.ctx(), defaultDeps);
+    expect(report.findings.map((f) => f.id)).not.toContain('pytorch.libraries-broken');
+    const f = report.findings.find((x) => x.id === 'env.ld-library-path-breaks-python');
+    expect(f!.title).toContain(`LD_LIBRARY_PATH entry ${oldLib}`);
+    expect(f!.fix).toContain('export LD_LIBRARY_PATH=/nonexistent');
+    expect(f!.fix).not.toContain(ld);
+    expect(report.facts.ldLibraryPath).toEqual([expect.objectContaining({entry: oldLib, index: 0, breaks: 1})]);
+  });
+
+  test('torch/lib/libtorch.so -> a library outside Python -> libcurand.so.10, redirected by LD_LIBRARY_PATH, is a shadow', async () => {
+    const sp = join(tmp.dir, 'venv2/lib/python3.11/site-packages');
+    const sys = join(tmp.dir, 'usr-lib');
+    const curand = buildLib({out: join(sys, 'cuda', 'libcurand.so.10'), soname: 'libcurand.so.10', source: 'int curandCreateGenerator(void){return 0;}\n'});
+    const middle = buildLib({out: join(sys, 'libsys.so.1'), soname: 'libsys.so.1', source: 'extern int curandCreateGenerator(void);\nint s(void){return curandCreateGenerator();}\n',
+      link: [curand], rpath: join(sys, 'cuda'), runpath: true});
+    const torch = buildLib({out: join(sp, 'torch/lib/libtorch.so'), soname: 'libtorch.so', source: 'extern int s(void);\nint t(void){return s();}\n',
+      link: [middle], rpath: sys, runpath: true});
+    const tk = installVersion(m, '11.8.0');
+    buildLib({out: join(tk, 'lib64', 'libcurand.so.10'), soname: 'libcurand.so.10', source: 'int curandCreateGenerator(void){return 1;}\n'});
+    const entry = join(tk, 'lib64');
+    // The premise, from the real loader: the entry redirects the system library's libcurand, and nothing breaks.
+    const real = lddR(torch, entry);
+    expect(real).toContain(`libcurand.so.10 => ${entry}/libcurand.so.10`);
+    expect(real).not.toContain('undefined symbol');
+    expect(lddR(torch, undefined)).toContain(`libcurand.so.10 => ${sys}/cuda/libcurand.so.10`);
+    fakePython(m, [sp]);
+    m.env = {...m.env, LD_LIBRARY_PATH: entry};
+    const report = await runDoctor(m.ctx(), defaultDeps);
+    const f = report.findings.find((x) => x.id === 'env.ld-library-path-shadows-python');
+    expect(f).toMatchObject({severity: 'warning'});
+    expect(f!.title).toContain('libcurand.so.10');
+    expect(f!.evidence[0]).toBe(`${middle} (loaded for torch/lib/libtorch.so) needs libcurand.so.10: ${entry}/libcurand.so.10 instead of ${sys}/cuda/libcurand.so.10`);
+    expect(f!.fix).toContain('cudaenv use 11.8.0 --ld-library-path none');
+    expect(report.facts.ldLibraryPath).toEqual([expect.objectContaining({entry, shadows: 1, breaks: 0})]);
+  });
+
+  test('several symbols one shadowing library lacks are one evidence entry, with their count', async () => {
+    const mm = makeMachine(join(tmp.dir, 'many'));
+    const sp = join(mm.root, 'venv/lib/python3.11/site-packages');
+    const names = ['barA', 'barB', 'barC', 'barD', 'barE'];
+    const script = (syms: string[]) => `libbar.so.1 { global: ${['barInit', ...syms].join('; ')}; local: *; };\n`;
+    const bar = buildLib({out: join(sp, 'nvidia/bar/lib/libbar.so.1'), soname: 'libbar.so.1', versionScript: script(names),
+      source: ['barInit', ...names].map((n) => `int ${n}(void){return 0;}`).join('\n')});
+    const foo = buildLib({out: join(sp, 'nvidia/foo/lib/libfoo.so.1'), soname: 'libfoo.so.1', link: [bar], rpath: '$ORIGIN/../../bar/lib', runpath: true,
+      source: `${names.map((n) => `int ${n}(void);`).join(' ')}\nint f(void){return ${names.map((n) => `${n}()`).join(' + ')};}\n`});
+    const tk = installVersion(mm, '12.1.1');
+    buildLib({out: join(tk, 'lib64/libbar.so.1'), soname: 'libbar.so.1', versionScript: script([]), source: 'int barInit(void){return 0;}\n'});
+    const entry = join(tk, 'lib64');
+    expect(lddR(foo, entry).match(/undefined symbol: bar[A-E], version libbar\.so\.1/g)).toHaveLength(5);
+    fakePython(mm, [sp]);
+    mm.env = {...mm.env, LD_LIBRARY_PATH: entry};
+    const report = await runDoctor(mm.ctx(), defaultDeps);
+    const f = report.findings.find((x) => x.id === 'env.ld-library-path-breaks-python')!;
+    const lines = f.evidence.filter((l) => l.startsWith(foo));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(new RegExp(`^${foo.replace(/[.]/g, '\\.')}: 5 undefined symbols \\((bar[A-E], ){4}\\.\\.\\. 1 more\\) in libbar\\.so\\.1$`));
+    expect(f.evidence.filter((l) => l.startsWith('  loader picks:'))).toHaveLength(1);
+  });
+
+  test('a wheel library cut to 0 bytes (an interrupted pip install): the loader stops at it, and doctor says so', async () => {
+    const mm = makeMachine(join(tmp.dir, 'empty-wheel'));
+    const sp = join(mm.root, 'venv/lib/python3.11/site-packages');
+    const cupti = buildLib({out: join(mm.root, 'build/libcupti.so.12'), soname: 'libcupti.so.12', source: 'int cuptiGet(void){return 0;}\n'});
+    const torch = buildLib({out: join(sp, 'torch/lib/libtorch_cuda.so'), soname: 'libtorch_cuda.so', source: 'extern int cuptiGet(void);\nint t(void){return cuptiGet();}\n',
+      link: [cupti], rpath: '$ORIGIN/../../nvidia/cuda_cupti/lib', runpath: true});
+    const empty = join(sp, 'nvidia/cuda_cupti/lib/libcupti.so.12');
+    mkdirSync(join(sp, 'nvidia/cuda_cupti/lib'), {recursive: true});
+    writeFileSync(empty, '');
+    // As ld.so names it: the $ORIGIN path, not normalised.
+    const asLoaded = join(sp, 'torch/lib') + '/../../nvidia/cuda_cupti/lib/libcupti.so.12';
+    expect(lddR(torch, undefined)).toContain(`${asLoaded}: file too short`);
+    fakePython(mm, [sp]);
+    const report = await runDoctor(mm.ctx(), defaultDeps);
+    const f = report.findings.find((x) => x.id === 'pytorch.libraries-broken')!;
+    expect(f.evidence[0]).toBe(`${torch}: libcupti.so.12: the loader stops at ${asLoaded} (DT_RUNPATH entry $ORIGIN/../../nvidia/cuda_cupti/lib of ${torch})`);
+    expect(f.fix).toContain(`remove or replace ${asLoaded} (it is an empty file, 0 bytes; if a package installed it, reinstall that package)`);
   });
 });

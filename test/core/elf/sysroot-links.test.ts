@@ -1,0 +1,82 @@
+import {afterAll, beforeAll, expect, test} from '@jest/globals';
+import {spawnSync} from 'node:child_process';
+import {copyFileSync, existsSync, mkdirSync, realpathSync, symlinkSync} from 'node:fs';
+import {join} from 'node:path';
+import {checkLibraries} from '../../../src/core/elf/index.js';
+import {describeIf, testIf} from '../../helpers/skip.js';
+import {makeTempDir} from '../../helpers/tmp.js';
+import {buildLib, HAVE_GCC} from './fixtures.js';
+
+/**
+ * Issue 12 item 8: under CUDAENV_SYSROOT, absolute links inside the image (Debian's alternatives:
+ * libblas.so.3 -> /etc/alternatives/... -> /usr/lib/.../blas/libblas.so.3) resolve in the image.
+ * The oracle is the real loader run in the image with chroot (root only).
+ */
+const HOST_LIBC = '/lib/x86_64-linux-gnu/libc.so.6';
+const HOST_LDSO = '/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2';
+const IS_ROOT = process.getuid?.() === 0;
+const d = describeIf(HAVE_GCC && process.arch === 'x64', 'needs gcc on x86-64');
+const inChroot = testIf(IS_ROOT && existsSync(HOST_LIBC) && existsSync(HOST_LDSO), 'needs root (chroot) and a Debian-layout x86-64 glibc');
+
+// A name no host has under /etc/alternatives: resolving it on the host finds nothing.
+const ALT = '/etc/alternatives/libcudaenv-test-blas.so.3-x86_64-linux-gnu';
+
+let tmp: {dir: string; cleanup: () => void};
+let img: string;
+let app: string;
+beforeAll(() => {
+  tmp = makeTempDir('cudaenv-sysroot-');
+  img = join(realpathSync(tmp.dir), 'img');
+  if (!HAVE_GCC) return;
+  const usrlib = join(img, 'usr', 'lib', 'x86_64-linux-gnu');
+  // The real library in a subdirectory no search reaches, found only through the two absolute links.
+  const real = buildLib({out: join(usrlib, 'blas', 'libblas.so.3'), soname: 'libblas.so.3', source: 'int dgemm_(void){return 0;}\n', extra: ['-nostdlib']});
+  mkdirSync(join(img, 'etc', 'alternatives'), {recursive: true});
+  symlinkSync('/usr/lib/x86_64-linux-gnu/blas/libblas.so.3', join(img, ALT));
+  symlinkSync(ALT, join(usrlib, 'libblas.so.3'));
+  app = buildLib({out: join(usrlib, 'libapp.so'), soname: 'libapp.so', link: [real], source: 'int dgemm_(void); int f(void){return dgemm_();}\n', extra: ['-nostdlib']});
+  // merged /usr with an absolute link, and the interpreter link Debian ships (absolute too).
+  symlinkSync('/usr/lib', join(img, 'lib'));
+  mkdirSync(join(img, 'lib64'), {recursive: true});
+  symlinkSync('/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2', join(img, 'lib64', 'ld-linux-x86-64.so.2'));
+});
+afterAll(() => tmp?.cleanup());
+
+d('CUDAENV_SYSROOT: absolute links inside the image', () => {
+  test('the premise: on the host the link leads nowhere', () => {
+    expect(existsSync(ALT)).toBe(false);
+    expect(existsSync(join(img, 'usr/lib/x86_64-linux-gnu/libblas.so.3'))).toBe(false);
+  });
+
+  test('a DT_NEEDED found in a system directory through /etc/alternatives resolves in the image', async () => {
+    const report = await checkLibraries({targets: [app], sysroot: img});
+    expect(report.problems).toEqual([]);
+    // /lib (an absolute link to /usr/lib in the image) is the first system directory that has it.
+    expect(report.objects[0].needed).toEqual([expect.objectContaining({name: 'libblas.so.3', path: `${img}/lib/x86_64-linux-gnu/libblas.so.3`, via: 'default'})]);
+    // Without the sysroot the same links point at the host, where there is nothing.
+    const host = await checkLibraries({targets: [app]});
+    expect(host.problems[0]).toMatchObject({kind: 'not-found', library: 'libblas.so.3'});
+  });
+
+  test('a target named through such a link, and a directory target holding it, are read in the image', async () => {
+    // Without the sysroot this target is a dangling link: a usage error.
+    await expect(checkLibraries({targets: [join(img, 'usr/lib/x86_64-linux-gnu/libblas.so.3')]})).rejects.toThrow('no such file or directory');
+    const viaLink = await checkLibraries({targets: [join(img, 'usr/lib/x86_64-linux-gnu/libblas.so.3')], sysroot: img});
+    expect(viaLink.checked).toEqual([join(img, 'usr/lib/x86_64-linux-gnu/libblas.so.3')]);
+    const dir = await checkLibraries({targets: [join(img, 'lib/x86_64-linux-gnu')], sysroot: img});
+    expect(dir.ok).toBe(true);
+    expect(dir.checked.length).toBeGreaterThanOrEqual(2);
+  });
+
+  inChroot('the real loader, run in the image, binds the same file', async () => {
+    const libdir = join(img, 'usr', 'lib', 'x86_64-linux-gnu');
+    copyFileSync(HOST_LIBC, join(libdir, 'libc.so.6'));
+    copyFileSync(HOST_LDSO, join(libdir, 'ld-linux-x86-64.so.2'));
+    const r = spawnSync('chroot', [img, '/lib64/ld-linux-x86-64.so.2', '--list', '/usr/lib/x86_64-linux-gnu/libapp.so'], {encoding: 'utf8'});
+    expect(r.stderr).toBe('');
+    const m = /^\tlibblas\.so\.3 => (\S+) \(0x/m.exec(r.stdout);
+    expect(m).not.toBeNull();
+    const report = await checkLibraries({targets: [app], sysroot: img});
+    expect(report.objects[0].needed[0].path).toBe(`${img}${m![1]}`);
+  });
+});
