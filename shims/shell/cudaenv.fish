@@ -422,13 +422,72 @@ function _cudaenv_report --argument-names label
     end
 end
 
+# Before `use` or `deactivate`: what the note after it compares with.
+function _cudaenv_mark
+    set -g _cudaenv_was ''
+    set -q _CUDAENV_APPLIED; and set -g _cudaenv_was "$_CUDAENV_APPLIED"
+    set -g _cudaenv_ldwas ''
+    set -q _CUDAENV_LD_LIBRARY_PATH_ADDED; and set -g _cudaenv_ldwas "$_CUDAENV_LD_LIBRARY_PATH_ADDED"
+    set -g _cudaenv_ldv u
+    set -q LD_LIBRARY_PATH; and set -g _cudaenv_ldv "s$(_cudaenv_get LD_LIBRARY_PATH)"
+end
+
+# After `use` or `deactivate`: one line on stderr saying what changed (as in posix.sh).
+function _cudaenv_note --argument-names what
+    set -l ld u
+    set -q LD_LIBRARY_PATH; and set ld "s$(_cudaenv_get LD_LIBRARY_PATH)"
+    set -l added ''
+    set -q _CUDAENV_LD_LIBRARY_PATH_ADDED; and set added "$_CUDAENV_LD_LIBRARY_PATH_ADDED"
+    if test "$ld" = "$_cudaenv_ldv"
+        set ld 'LD_LIBRARY_PATH untouched'
+    else if test "$what" = deactivate
+        set ld 'LD_LIBRARY_PATH restored'
+    else if test -n "$_cudaenv_ldwas"; and test -n "$added"
+        set ld "LD_LIBRARY_PATH: $_cudaenv_ldwas replaced by $added"
+    else if test -n "$added"
+        set ld "LD_LIBRARY_PATH: added $added"
+    else
+        set ld "LD_LIBRARY_PATH: removed $_cudaenv_ldwas"
+    end
+    if test "$what" = deactivate
+        if test -z "$_cudaenv_was"
+            printf 'cudaenv: nothing to deactivate (no cudaenv version in this shell)\n' >&2
+            return 0
+        end
+        printf 'cudaenv: deactivated CUDA %s (the shell is as before cudaenv); %s\n' "$_cudaenv_was" "$ld" >&2
+    else
+        set -l was none
+        test -n "$_cudaenv_was"; and set was "$_cudaenv_was"
+        printf 'cudaenv: now CUDA %s (was %s); %s\n' "$_CUDAENV_APPLIED" "$was" "$ld" >&2
+    end
+end
+
 function cudaenv --description 'cudaenv: CUDA toolkit versions (shell integration)'
     switch "$argv[1]"
         case deactivate
-            if test (count $argv) -eq 1
+            set -l quiet ''
+            for a in $argv[2..-1]
+                switch $a
+                    case -q --quiet
+                        set quiet 1
+                    case '*'
+                        set quiet cli
+                        break
+                end
+            end
+            if test "$quiet" != cli
+                if test -z "$quiet"
+                    _cudaenv_store
+                    if test -f "$_cudaenv_r/config.json"
+                        _cudaenv_readfile "$_cudaenv_r/config.json"
+                        string match -qr -- '"quiet"\s*:\s*true' "$_cudaenv_c"; and set quiet 1
+                    end
+                end
+                _cudaenv_mark
                 _cudaenv_deactivate
                 _cudaenv_keynow
                 set -g _cudaenv_key "$_cudaenv_k"
+                test -n "$quiet"; or _cudaenv_note deactivate
                 return 0
             end
         case use
