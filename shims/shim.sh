@@ -5,7 +5,7 @@
 # using only the store's plain files: aliases/NAME, global, and the resolve/SPEC links.
 # No Node.js, no directory listing; .cuda-version is parsed as strictly as the CLI does and
 # never evaluated.
-# @CUDAENV_SETTINGS@ (sets _ce_root, _ce_prog, and _ce_ctl: the control characters a .cuda-version may not hold)
+# @CUDAENV_SETTINGS@ (sets _ce_root, _ce_prog, _ce_ctl: the control characters a .cuda-version may not hold, and _ce_soh: \001)
 
 _ce_fail() {
   printf 'cudaenv: %s\n' "$1" >&2
@@ -61,16 +61,34 @@ _ce_parse_file() {
   _ce_f=$1
   [ ! -d "$_ce_f" ] || _ce_fail "$_ce_f: is a directory, not a file" "Fix or remove $_ce_f; it must hold one CUDA version spec such as 12.4 on its first line."
   [ -f "$_ce_f" ] || _ce_fail "$_ce_f: is not a regular file (a FIFO, socket or device)" "Fix or remove $_ce_f."
-  # At most 4097 bytes are read; NUL bytes become \001 so that they count as binary data.
-  _ce_text=$(head -c 4097 -- "$_ce_f" 2>/dev/null | tr '\000' '\001'; echo x) || _ce_fail "$_ce_f: cannot be read"
-  _ce_text=${_ce_text%x}
   _ce_hint="Fix or remove $_ce_f; it must hold one CUDA version spec such as 12.4 on its first line."
+  if [ -n "${BASH_VERSION-}" ]; then
+    # bash (the shebang `cudaenv rehash` writes where bash exists): at most 4097 bytes, read
+    # without starting a process, stopping at a NUL byte, which marks the text with \001 so
+    # that it counts as binary data.
+    [ -r "$_ce_f" ] || _ce_fail "$_ce_f: cannot be read (permission denied)" "$_ce_hint"
+    _ce_text=
+    if IFS= read -r -d '' -n 4097 _ce_text 2>/dev/null < "$_ce_f" && [ ${#_ce_text} -lt 4097 ]; then
+      _ce_text="$_ce_text$_ce_soh"
+    fi
+  else
+    # Other shells have no bounded read: two small processes do it (NUL bytes become \001).
+    _ce_text=$(head -c 4097 -- "$_ce_f" 2>/dev/null | tr '\000' '\001'; echo x) || _ce_fail "$_ce_f: cannot be read"
+    _ce_text=${_ce_text%x}
+  fi
   [ ${#_ce_text} -le 4096 ] || _ce_fail "$_ce_f: holds more than 4096 bytes" "$_ce_hint"
   case $_ce_text in *[$_ce_ctl]*) _ce_fail "$_ce_f: contains control characters or binary data" "$_ce_hint" ;; esac
   case $_ce_text in
     *[![:print:][:space:]]*)
-      printf '%s' "$_ce_text" | iconv -f UTF-8 -t UTF-8 >/dev/null 2>&1 ||
-        _ce_fail "$_ce_f: is not UTF-8 text (a binary file?)" "$_ce_hint" ;;
+      # Not plain ASCII (a comment in another script, or binary data): only then is the text
+      # checked for valid UTF-8, by bash's regex, else by iconv.
+      if [ -n "${BASH_VERSION-}" ]; then
+        _ce_utf8=$'^([\x01-\x7f]|[\xc2-\xdf][\x80-\xbf]|\xe0[\xa0-\xbf][\x80-\xbf]|[\xe1-\xec\xee\xef][\x80-\xbf][\x80-\xbf]|\xed[\x80-\x9f][\x80-\xbf]|\xf0[\x90-\xbf][\x80-\xbf][\x80-\xbf]|[\xf1-\xf3][\x80-\xbf][\x80-\xbf][\x80-\xbf]|\xf4[\x80-\x8f][\x80-\xbf][\x80-\xbf])*$'
+        [[ $_ce_text =~ $_ce_utf8 ]] || _ce_fail "$_ce_f: is not UTF-8 text (a binary file?)" "$_ce_hint"
+      else
+        printf '%s' "$_ce_text" | iconv -f UTF-8 -t UTF-8 >/dev/null 2>&1 ||
+          _ce_fail "$_ce_f: is not UTF-8 text (a binary file?)" "$_ce_hint"
+      fi ;;
   esac
   _ce_spec=
   _ce_n=0
