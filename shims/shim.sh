@@ -110,6 +110,16 @@ _ce_parse_file() {
   [ -n "$_ce_spec" ] || _ce_fail "$_ce_f: holds no version spec" "$_ce_hint"
 }
 
+# The version an active conda environment's cudaenv hook put on PATH -> _ce_c: its
+# _CUDAENV_CONDA_PATH_ADDED is <store>/versions/LABEL/bin (anything else is ignored).
+_ce_conda_label() {
+  [ -n "${CONDA_PREFIX-}" ] && [ -n "${_CUDAENV_CONDA_PATH_ADDED-}" ] || return 1
+  _ce_c=${_CUDAENV_CONDA_PATH_ADDED#"$_ce_root/versions/"}
+  [ "$_ce_c" != "$_CUDAENV_CONDA_PATH_ADDED" ] && [ "${_ce_c%/bin}" != "$_ce_c" ] || return 1
+  _ce_c=${_ce_c%/bin}
+  case $_ce_c in [0-9]*.*.*) _ce_valid_spec "$_ce_c" ;; *) return 1 ;; esac
+}
+
 # Bytes, not characters, while parsing; the program gets the caller's locale back.
 _ce_lc_set=${LC_ALL+x}
 _ce_lc=${LC_ALL-}
@@ -122,6 +132,11 @@ if [ -n "${CUDAENV_VERSION-}" ]; then
   _ce_spec=$CUDAENV_VERSION
   _ce_origin='set by CUDAENV_VERSION'
   _ce_valid_spec "$_ce_spec" || _ce_fail "CUDAENV_VERSION holds \"$_ce_spec\", which is not a CUDA version spec" "Use a version such as 12, 12.4 or 12.4.1, or latest, system, or an alias name."
+elif _ce_conda_label; then
+  # An active conda environment's cudaenv hook put <store>/versions/LABEL/bin on PATH: that
+  # version, as `cudaenv current` reports (only CUDAENV_VERSION outranks it).
+  _ce_spec=$_ce_c
+  _ce_origin="set by the conda environment $CONDA_PREFIX (its cudaenv hook)"
 else
   _ce_d=${PWD:-$(pwd)}
   _ce_d=${_ce_d%/}

@@ -276,6 +276,16 @@ function _cudaenv_resolve --argument-names spec
     end
 end
 
+# Whether an active conda environment's cudaenv hook chose the toolkit -> _cudaenv_cl (as in posix.sh).
+function _cudaenv_conda --argument-names root
+    set -q CONDA_PREFIX; and test -n "$CONDA_PREFIX"; or return 1
+    set -q _CUDAENV_CONDA_PATH_ADDED; or return 1
+    set -l m (string match -r -- '^\Q'"$root"'\E/versions/([0-9][^/]*\.[^/]*\.[^/]*)/bin$' "$_CUDAENV_CONDA_PATH_ADDED")
+    set -q m[2]; or return 1
+    set -g _cudaenv_cl $m[2]
+    _cudaenv_valid_spec $_cudaenv_cl
+end
+
 function _cudaenv_keynow
     # Runs at every prompt: builtins only, few function calls (each costs in fish).
     set -l root $_CUDAENV_DEFAULT_DIR
@@ -288,6 +298,8 @@ function _cudaenv_keynow
     test -f "$root/switch/generation"; and read -z -n 64 _cudaenv_gen <"$root/switch/generation"
     if set -q CUDAENV_VERSION; and test -n "$CUDAENV_VERSION"
         set -g _cudaenv_k "e$CUDAENV_VERSION"
+    else if _cudaenv_conda $root
+        set -g _cudaenv_k "c$_cudaenv_cl"
     else
         _cudaenv_find
         if test -n "$_cudaenv_f"
@@ -328,6 +340,9 @@ function _cudaenv_autoswitch
             printf 'cudaenv: CUDAENV_VERSION holds "%s", which is not a CUDA version spec\n' (string sub -l 40 -- "$spec") >&2
             return 0
         end
+    else if _cudaenv_conda $root
+        # An active conda environment's cudaenv hook chose (as in posix.sh): leave the shell.
+        return 0
     else if test -n "$_cudaenv_f"
         test -n "$_cudaenv_e"; or _cudaenv_parse "$_cudaenv_c"
         if test -n "$_cudaenv_e"

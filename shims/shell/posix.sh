@@ -198,6 +198,17 @@ _cudaenv_resolve() {
   done
 }
 
+# Whether an active conda environment's cudaenv hook chose the toolkit (STORE_ROOT) -> _cudaenv_cl,
+# its version: _CUDAENV_CONDA_PATH_ADDED is <store>/versions/LABEL/bin (anything else is ignored,
+# as src/core/versions/select.ts and the shims ignore it).
+_cudaenv_conda() {
+  [ -n "${CONDA_PREFIX-}" ] && [ -n "${_CUDAENV_CONDA_PATH_ADDED-}" ] || return 1
+  _cudaenv_cl=${_CUDAENV_CONDA_PATH_ADDED#"$1/versions/"}
+  [ "$_cudaenv_cl" != "$_CUDAENV_CONDA_PATH_ADDED" ] && [ "${_cudaenv_cl%/bin}" != "$_cudaenv_cl" ] || return 1
+  _cudaenv_cl=${_cudaenv_cl%/bin}
+  case $_cudaenv_cl in [0-9]*.*.*) _cudaenv_valid_spec "$_cudaenv_cl" ;; *) return 1 ;; esac
+}
+
 # What decides the version now, read with builtins only -> _cudaenv_k. The index's generation
 # (a hash of switch/index) is part of the key, so installing or removing a version is
 # picked up at the next prompt.
@@ -208,6 +219,8 @@ _cudaenv_keynow() {
   if [ -f "$root/switch/generation" ]; then _cudaenv_readfile "$root/switch/generation"; _cudaenv_gen=$_cudaenv_c; fi
   if [ -n "${CUDAENV_VERSION-}" ]; then
     _cudaenv_k="e$CUDAENV_VERSION"
+  elif _cudaenv_conda "$root"; then
+    _cudaenv_k="c$_cudaenv_cl"
   else
     _cudaenv_find
     if [ -n "$_cudaenv_f" ]; then
@@ -243,6 +256,10 @@ _cudaenv_autoswitch() {
       printf 'cudaenv: CUDAENV_VERSION holds "%s", which is not a CUDA version spec\n' "${spec:0:40}" >&2
       return 0
     fi
+  elif _cudaenv_conda "$root"; then
+    # An active conda environment's cudaenv hook chose: its bin is first on PATH, and
+    # `cudaenv current`, `which` and the shims report it; the shell is left as it is.
+    return 0
   elif [ -n "$_cudaenv_f" ]; then
     if [ -z "$_cudaenv_e" ]; then _cudaenv_parse "$_cudaenv_c"; fi
     if [ -n "$_cudaenv_e" ]; then
