@@ -110,14 +110,15 @@ _ce_parse_file() {
   [ -n "$_ce_spec" ] || _ce_fail "$_ce_f: holds no version spec" "$_ce_hint"
 }
 
-# The version an active conda environment's cudaenv hook put on PATH -> _ce_c: its
+# The version an active conda environment's cudaenv hook put on PATH -> _ce_cl: its
 # _CUDAENV_CONDA_PATH_ADDED is <store>/versions/LABEL/bin (anything else is ignored).
+# (_ce_cl, not _ce_c: _ce_valid_spec uses that one.)
 _ce_conda_label() {
   [ -n "${CONDA_PREFIX-}" ] && [ -n "${_CUDAENV_CONDA_PATH_ADDED-}" ] || return 1
-  _ce_c=${_CUDAENV_CONDA_PATH_ADDED#"$_ce_root/versions/"}
-  [ "$_ce_c" != "$_CUDAENV_CONDA_PATH_ADDED" ] && [ "${_ce_c%/bin}" != "$_ce_c" ] || return 1
-  _ce_c=${_ce_c%/bin}
-  case $_ce_c in [0-9]*.*.*) _ce_valid_spec "$_ce_c" ;; *) return 1 ;; esac
+  _ce_cl=${_CUDAENV_CONDA_PATH_ADDED#"$_ce_root/versions/"}
+  [ "$_ce_cl" != "$_CUDAENV_CONDA_PATH_ADDED" ] && [ "${_ce_cl%/bin}" != "$_ce_cl" ] || return 1
+  _ce_cl=${_ce_cl%/bin}
+  case $_ce_cl in [0-9]*.*.*) _ce_valid_spec "$_ce_cl" ;; *) return 1 ;; esac
 }
 
 # Bytes, not characters, while parsing; the program gets the caller's locale back.
@@ -135,7 +136,7 @@ if [ -n "${CUDAENV_VERSION-}" ]; then
 elif _ce_conda_label; then
   # An active conda environment's cudaenv hook put <store>/versions/LABEL/bin on PATH: that
   # version, as `cudaenv current` reports (only CUDAENV_VERSION outranks it).
-  _ce_spec=$_ce_c
+  _ce_spec=$_ce_cl
   _ce_origin="set by the conda environment $CONDA_PREFIX (its cudaenv hook)"
 else
   _ce_d=${PWD:-$(pwd)}
