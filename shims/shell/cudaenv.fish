@@ -9,8 +9,10 @@ set -g _CUDAENV_KV_RE '^[a-z][a-z0-9_-]{0,31}=[A-Za-z0-9._+-]{0,64}$'
 set -g _CUDAENV_CTL_RE '[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]'
 
 function _cudaenv_store
+    # A command substitution costs more in fish than the rest of this function: only when needed.
     if set -q CUDAENV_DIR; and test -n "$CUDAENV_DIR"
-        set -g _cudaenv_r "$(string trim -r -c / -- $CUDAENV_DIR)"
+        set -g _cudaenv_r $CUDAENV_DIR
+        string match -q -- '*/' $CUDAENV_DIR; and set -g _cudaenv_r "$(string trim -r -c / -- $CUDAENV_DIR)"
     else
         set -g _cudaenv_r $_CUDAENV_DEFAULT_DIR
     end

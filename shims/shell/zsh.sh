@@ -23,6 +23,9 @@ if (( ! ${+functions[_cudaenv_cli]} )) || [[ ${functions[cudaenv]} != *_cudaenv_
   functions[_cudaenv_cli]=${functions[cudaenv]}
   cudaenv() { emulate -L zsh; _cudaenv_cli "$@"; }
 fi
-autoload -Uz add-zsh-hook
-add-zsh-hook precmd _cudaenv_hook
-add-zsh-hook chpwd _cudaenv_hook
+# What add-zsh-hook does, without autoloading it (a search of $fpath in every new shell).
+() {
+  emulate -L zsh
+  (( ${precmd_functions[(Ie)_cudaenv_hook]} )) || precmd_functions+=(_cudaenv_hook)
+  (( ${chpwd_functions[(Ie)_cudaenv_hook]} )) || chpwd_functions+=(_cudaenv_hook)
+}

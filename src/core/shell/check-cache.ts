@@ -92,6 +92,16 @@ export function lookupCheck(paths: StorePaths, label: string, key: CacheKey): Ca
 }
 
 /**
+ * The cached entry for this key as the shell hook judges it (its text file is newer than every
+ * watched directory), without the fingerprint: for `cudaenv use`, which then trusts what the
+ * auto-switch on cd trusts, and skips the stat of every library a full fingerprint needs.
+ */
+export function lookupCheckAsHook(paths: StorePaths, label: string, key: CacheKey): CacheEntry | undefined {
+  const entry = readEntries(paths, label).find((e) => sameKey(e, key));
+  return entry && !hookSeesStale(paths, label, entry) ? entry : undefined;
+}
+
+/**
  * Whether the hook would distrust this (fingerprint-valid) entry: its text file is missing or
  * older than one of the watched directories. Seconds are compared too, as fish's hook does.
  */
@@ -131,7 +141,9 @@ function writeCheck(paths: StorePaths, label: string, entry: CacheEntry): void {
   const kept = readEntries(paths, label).filter((e) => !sameKey(e, entry) && fresh(e));
   const entries = [entry, ...kept].slice(0, MAX_ENTRIES);
   const {json, text} = files(paths, label);
-  atomicWriteFile(json, `${JSON.stringify({entries}, null, 1)}\n`);
+  // A cache: readers treat a missing or damaged file as empty, so no fsync (it cost a first
+  // switch tens of milliseconds on a busy disk).
+  atomicWriteFile(json, `${JSON.stringify({entries}, null, 1)}\n`, 0o644, {durable: false});
   const lines = [`# cudaenv: check results for CUDA ${label}, read by the shell hook (safe to delete)`];
   for (const e of entries) {
     if (![e.ldLibraryPath ?? '', e.python, e.line, ...e.watched].every((v) => LINE_SAFE.test(v))) continue;
@@ -139,5 +151,5 @@ function writeCheck(paths: StorePaths, label: string, entry: CacheEntry): void {
     for (const w of e.watched) lines.push(`W\t${w}`);
     lines.push(`L\t${e.line}`);
   }
-  atomicWriteFile(text, `${lines.join('\n')}\n`);
+  atomicWriteFile(text, `${lines.join('\n')}\n`, 0o644, {durable: false});
 }

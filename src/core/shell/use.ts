@@ -6,7 +6,7 @@ import {describeOrigin, selectVersion} from '../versions/select.js';
 import {parseSpec} from '../versions/spec.js';
 import {rehashIfMissing} from './rehash.js';
 import {rcLine, shellFor, type ShellName} from './shell.js';
-import {switchCheck} from './switch-check.js';
+import {lookupCheckAsHook, pythonKey} from './check-cache.js';
 import type {LdLibraryPathPolicy} from './toolkit-env.js';
 import {planSwitch, SWITCHED_VARS} from './transition.js';
 
@@ -89,9 +89,15 @@ export async function runUse(req: UseRequest, warn: (message: string) => void): 
   const next = planSwitch(req.env, req.paths.root, label, policy, 'pin');
   let check: string | null = null;
   if (label !== 'system') {
+    // A result the shell's report will print from its cache (the auto-switch on cd trusts it
+    // the same way) is not checked again: `use` stays as quick as `current`.
+    check = lookupCheckAsHook(req.paths, label, {ldLibraryPath: next.LD_LIBRARY_PATH, python: pythonKey(next)})?.line ?? null;
+  }
+  if (label !== 'system' && check === null) {
     // Run the check now, under the environment the shell is about to get, so that the
     // shell's report finds it cached and no second process starts.
     try {
+      const {switchCheck} = await import('./switch-check.js');
       check = (await switchCheck(req.paths, label, next)).line;
     } catch (error) {
       // The switch itself does not depend on the check; the shell's report retries it.
