@@ -125,7 +125,9 @@ _ce_conda_label() {
 _ce_lc_set=${LC_ALL+x}
 _ce_lc=${LC_ALL-}
 LC_ALL=C
-_ce_unlc() { if [ -n "$_ce_lc_set" ]; then LC_ALL=$_ce_lc; else unset LC_ALL; fi; }
+# Unset before: LC_ALL=C above made a shell variable that is not exported, so the program does
+# not get it; unsetting it would only make bash load the caller's locale files a second time.
+_ce_unlc() { [ -z "$_ce_lc_set" ] || LC_ALL=$_ce_lc; }
 _ce_nl='
 '
 
