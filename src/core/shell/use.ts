@@ -5,7 +5,7 @@ import {notInstalledError, resolveSpec} from '../versions/resolve.js';
 import {describeOrigin, selectVersion} from '../versions/select.js';
 import {parseSpec} from '../versions/spec.js';
 import {rehashIfMissing} from './rehash.js';
-import {rcLine, shellFor, type ShellName} from './shell.js';
+import {rcLine, shellFor} from './shell.js';
 import {lookupCheckAsHook, pythonKey} from './check-cache.js';
 import type {LdLibraryPathPolicy} from './toolkit-env.js';
 import {planSwitch, SWITCHED_VARS} from './transition.js';
@@ -130,4 +130,3 @@ export async function runUse(req: UseRequest, warn: (message: string) => void): 
   return {stdout: shell.use(label, policy, {quiet, json: req.json ? json(true) : undefined})};
 }
 
-export type {ShellName};
