@@ -1,4 +1,3 @@
-import {createHash} from 'node:crypto';
 import {readdirSync, readFileSync, statSync} from 'node:fs';
 import {join} from 'node:path';
 import {atomicWriteFile} from '../store/atomic-write.js';
@@ -37,7 +36,7 @@ export function pythonKey(env: NodeJS.ProcessEnv): string {
 
 /** Hash of every shared object (name containing ".so") directly in the watched directories. */
 export function fingerprint(watched: string[]): string {
-  const hash = createHash('sha256');
+  const hash = crypto().createHash('sha256');
   for (const dir of watched) {
     hash.update(`D\0${dir}\0`);
     let names: string[];
@@ -152,4 +151,9 @@ function writeCheck(paths: StorePaths, label: string, entry: CacheEntry): void {
     lines.push(`L\t${e.line}`);
   }
   atomicWriteFile(text, `${lines.join('\n')}\n`, 0o644, {durable: false});
+}
+
+/** node:crypto on first use: `cudaenv use` and the shell's fast paths load this module without hashing. */
+function crypto(): typeof import('node:crypto') {
+  return process.getBuiltinModule('node:crypto');
 }

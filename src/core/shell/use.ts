@@ -4,7 +4,7 @@ import {readSettingSync} from '../store/settings.js';
 import {notInstalledError, resolveSpec} from '../versions/resolve.js';
 import {describeOrigin, selectVersion} from '../versions/select.js';
 import {parseSpec} from '../versions/spec.js';
-import {rehashIfMissing} from './rehash.js';
+import {needsRehash} from './switch-index.js';
 import {rcLine, shellFor} from './shell.js';
 import {lookupCheckAsHook, pythonKey} from './check-cache.js';
 import type {LdLibraryPathPolicy} from './toolkit-env.js';
@@ -82,7 +82,7 @@ export async function runUse(req: UseRequest, warn: (message: string) => void): 
   const policy: LdLibraryPathPolicy = req.policy ?? readSettingSync(req.paths, 'ldLibraryPath') ?? 'prepend';
   const quiet = req.quiet || readSettingSync(req.paths, 'quiet') === true;
   try {
-    rehashIfMissing(req.paths);
+    if (needsRehash(req.paths)) (await import('./rehash.js')).rehashIfMissing(req.paths);
   } catch {
     // A read-only store: the shell then resolves through the CLI (`use`) only.
   }
