@@ -132,6 +132,25 @@ describe('cudaenv use / deactivate / init / rehash', () => {
     }
   });
 
+  test('use: what the fast path does not parse goes through oclif, which explains it; --ld-library-path=none works on both', () => {
+    const env = cliEnv(store, {CUDAENV_SHELL: 'bash'});
+    const bogus = runCli(['use', '12.4', '--bogus'], {env});
+    expect(bogus.status).toBe(2);
+    expect(bogus.stdout).toBe('');
+    expect(bogus.stderr).toContain('--bogus');
+    const two = runCli(['use', '12.4', '11.8'], {env});
+    expect(two.status).toBe(2);
+    expect(two.stdout).toBe('');
+    const eq = runCli(['use', '--ld-library-path=none', '12.4'], {env});
+    expect(eq.status).toBe(0);
+    expect(eq.stdout).toContain('_cudaenv_switch 12.4.1 none pin');
+    const badPolicy = runCli(['use', '12.4', '--ld-library-path', 'sometimes'], {env});
+    expect(badPolicy.status).toBe(2);
+    const help = runCli(['use', '--help'], {env});
+    expect(help.status).toBe(0);
+    expect(help.stdout).toContain('--quiet');
+  });
+
   test('init: an unknown shell is a usage error; the bash code parses with bash -n', () => {
     expect(runCli(['init', 'tcsh'], {env: cliEnv(store)}).status).toBe(2);
     const code = runCli(['init', 'bash'], {env: cliEnv(store)});
