@@ -14,6 +14,8 @@ const benches = [
   ['bash', ['shell-hook.sh', '1000']],
   ['bash', ['shell-cd.sh', '200']],
   ['bash', ['shell-shim.sh', '300']],
+  [process.execPath, ['shell-startup.mjs', '20']],
+  [process.execPath, ['use.mjs', '20']],
 ];
 let failed = 0;
 for (const [cmd, args] of benches) {

@@ -5,7 +5,7 @@
 # using only the store's plain files: aliases/NAME, global, and the resolve/SPEC links.
 # No Node.js, no directory listing; .cuda-version is parsed as strictly as the CLI does and
 # never evaluated.
-# @CUDAENV_SETTINGS@ (sets _ce_root, _ce_prog, and _ce_ctl: the control characters a .cuda-version may not hold)
+# @CUDAENV_SETTINGS@ (sets _ce_root, _ce_prog, _ce_ctl: the control characters a .cuda-version may not hold, and _ce_soh: \001)
 
 _ce_fail() {
   printf 'cudaenv: %s\n' "$1" >&2
@@ -61,16 +61,34 @@ _ce_parse_file() {
   _ce_f=$1
   [ ! -d "$_ce_f" ] || _ce_fail "$_ce_f: is a directory, not a file" "Fix or remove $_ce_f; it must hold one CUDA version spec such as 12.4 on its first line."
   [ -f "$_ce_f" ] || _ce_fail "$_ce_f: is not a regular file (a FIFO, socket or device)" "Fix or remove $_ce_f."
-  # At most 4097 bytes are read; NUL bytes become \001 so that they count as binary data.
-  _ce_text=$(head -c 4097 -- "$_ce_f" 2>/dev/null | tr '\000' '\001'; echo x) || _ce_fail "$_ce_f: cannot be read"
-  _ce_text=${_ce_text%x}
   _ce_hint="Fix or remove $_ce_f; it must hold one CUDA version spec such as 12.4 on its first line."
+  if [ -n "${BASH_VERSION-}" ]; then
+    # bash (the shebang `cudaenv rehash` writes where bash exists): at most 4097 bytes, read
+    # without starting a process, stopping at a NUL byte, which marks the text with \001 so
+    # that it counts as binary data.
+    [ -r "$_ce_f" ] || _ce_fail "$_ce_f: cannot be read (permission denied)" "$_ce_hint"
+    _ce_text=
+    if IFS= read -r -d '' -n 4097 _ce_text 2>/dev/null < "$_ce_f" && [ ${#_ce_text} -lt 4097 ]; then
+      _ce_text="$_ce_text$_ce_soh"
+    fi
+  else
+    # Other shells have no bounded read: two small processes do it (NUL bytes become \001).
+    _ce_text=$(head -c 4097 -- "$_ce_f" 2>/dev/null | tr '\000' '\001'; echo x) || _ce_fail "$_ce_f: cannot be read"
+    _ce_text=${_ce_text%x}
+  fi
   [ ${#_ce_text} -le 4096 ] || _ce_fail "$_ce_f: holds more than 4096 bytes" "$_ce_hint"
   case $_ce_text in *[$_ce_ctl]*) _ce_fail "$_ce_f: contains control characters or binary data" "$_ce_hint" ;; esac
   case $_ce_text in
     *[![:print:][:space:]]*)
-      printf '%s' "$_ce_text" | iconv -f UTF-8 -t UTF-8 >/dev/null 2>&1 ||
-        _ce_fail "$_ce_f: is not UTF-8 text (a binary file?)" "$_ce_hint" ;;
+      # Not plain ASCII (a comment in another script, or binary data): only then is the text
+      # checked for valid UTF-8, by bash's regex, else by iconv.
+      if [ -n "${BASH_VERSION-}" ]; then
+        _ce_utf8=$'^([\x01-\x7f]|[\xc2-\xdf][\x80-\xbf]|\xe0[\xa0-\xbf][\x80-\xbf]|[\xe1-\xec\xee\xef][\x80-\xbf][\x80-\xbf]|\xed[\x80-\x9f][\x80-\xbf]|\xf0[\x90-\xbf][\x80-\xbf][\x80-\xbf]|[\xf1-\xf3][\x80-\xbf][\x80-\xbf][\x80-\xbf]|\xf4[\x80-\x8f][\x80-\xbf][\x80-\xbf])*$'
+        [[ $_ce_text =~ $_ce_utf8 ]] || _ce_fail "$_ce_f: is not UTF-8 text (a binary file?)" "$_ce_hint"
+      else
+        printf '%s' "$_ce_text" | iconv -f UTF-8 -t UTF-8 >/dev/null 2>&1 ||
+          _ce_fail "$_ce_f: is not UTF-8 text (a binary file?)" "$_ce_hint"
+      fi ;;
   esac
   _ce_spec=
   _ce_n=0
@@ -92,11 +110,24 @@ _ce_parse_file() {
   [ -n "$_ce_spec" ] || _ce_fail "$_ce_f: holds no version spec" "$_ce_hint"
 }
 
+# The version an active conda environment's cudaenv hook put on PATH -> _ce_cl: its
+# _CUDAENV_CONDA_PATH_ADDED is <store>/versions/LABEL/bin (anything else is ignored).
+# (_ce_cl, not _ce_c: _ce_valid_spec uses that one.)
+_ce_conda_label() {
+  [ -n "${CONDA_PREFIX-}" ] && [ -n "${_CUDAENV_CONDA_PATH_ADDED-}" ] || return 1
+  _ce_cl=${_CUDAENV_CONDA_PATH_ADDED#"$_ce_root/versions/"}
+  [ "$_ce_cl" != "$_CUDAENV_CONDA_PATH_ADDED" ] && [ "${_ce_cl%/bin}" != "$_ce_cl" ] || return 1
+  _ce_cl=${_ce_cl%/bin}
+  case $_ce_cl in [0-9]*.*.*) _ce_valid_spec "$_ce_cl" ;; *) return 1 ;; esac
+}
+
 # Bytes, not characters, while parsing; the program gets the caller's locale back.
 _ce_lc_set=${LC_ALL+x}
 _ce_lc=${LC_ALL-}
 LC_ALL=C
-_ce_unlc() { if [ -n "$_ce_lc_set" ]; then LC_ALL=$_ce_lc; else unset LC_ALL; fi; }
+# Unset before: LC_ALL=C above made a shell variable that is not exported, so the program does
+# not get it; unsetting it would only make bash load the caller's locale files a second time.
+_ce_unlc() { [ -z "$_ce_lc_set" ] || LC_ALL=$_ce_lc; }
 _ce_nl='
 '
 
@@ -104,6 +135,11 @@ if [ -n "${CUDAENV_VERSION-}" ]; then
   _ce_spec=$CUDAENV_VERSION
   _ce_origin='set by CUDAENV_VERSION'
   _ce_valid_spec "$_ce_spec" || _ce_fail "CUDAENV_VERSION holds \"$_ce_spec\", which is not a CUDA version spec" "Use a version such as 12, 12.4 or 12.4.1, or latest, system, or an alias name."
+elif _ce_conda_label; then
+  # An active conda environment's cudaenv hook put <store>/versions/LABEL/bin on PATH: that
+  # version, as `cudaenv current` reports (only CUDAENV_VERSION outranks it).
+  _ce_spec=$_ce_cl
+  _ce_origin="set by the conda environment $CONDA_PREFIX (its cudaenv hook)"
 else
   _ce_d=${PWD:-$(pwd)}
   _ce_d=${_ce_d%/}

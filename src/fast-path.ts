@@ -27,7 +27,51 @@ export async function fastPath(argv: string[]): Promise<boolean> {
     await runPlainCheck(argv.slice(1));
     return true;
   }
+  if (argv[0] === 'use') {
+    const req = parseUseArgs(argv.slice(1));
+    if (!req) return false;
+    await runUseFast(req);
+    return true;
+  }
   return false;
+}
+
+/**
+ * `use [SPEC] [--ld-library-path prepend|none] [-q|--quiet] [--json]`, as oclif would parse it;
+ * anything else (--help, an unknown flag, a second argument) returns undefined and goes
+ * through oclif, which explains it.
+ */
+export function parseUseArgs(args: string[]): {spec?: string; policy?: 'prepend' | 'none'; quiet: boolean; json: boolean} | undefined {
+  const out: {spec?: string; policy?: 'prepend' | 'none'; quiet: boolean; json: boolean} = {quiet: false, json: false};
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    if (a === '--json') out.json = true;
+    else if (a === '-q' || a === '--quiet') out.quiet = true;
+    else if (a === '--ld-library-path' || a.startsWith('--ld-library-path=')) {
+      const value = a.includes('=') ? a.slice(a.indexOf('=') + 1) : args[++i];
+      if ((value !== 'prepend' && value !== 'none') || out.policy !== undefined) return undefined;
+      out.policy = value;
+    } else if (!a.startsWith('-') && out.spec === undefined) out.spec = a;
+    else return undefined;
+  }
+  return out;
+}
+
+async function runUseFast(req: {spec?: string; policy?: 'prepend' | 'none'; quiet: boolean; json: boolean}): Promise<void> {
+  try {
+    const {runUse} = await import('./core/shell/use.js');
+    const out = await runUse({...req, paths: storePaths(), env: process.env}, (m) => process.stderr.write(`cudaenv: warning: ${m}\n`));
+    process.stdout.write(out.stdout);
+  } catch (error) {
+    // As src/cli/base.ts renders errors: JSON on stdout with --json, else one message on stderr.
+    const e = error instanceof CudaenvError ? error : undefined;
+    if (req.json) {
+      process.stdout.write(`${JSON.stringify({ok: false, error: {code: e?.code ?? 'failed', message: (error as Error).message, hint: e?.hint ?? null}}, null, 2)}\n`);
+    } else {
+      process.stderr.write(`cudaenv: ${formatError(error)}\n`);
+    }
+    process.exitCode = e ? e.exitCode : EXIT_FAILED;
+  }
 }
 
 /** `cudaenv check PATH...`, as src/commands/check.ts runs it without flags, errors rendered as src/cli/base.ts does. */

@@ -9,8 +9,10 @@ set -g _CUDAENV_KV_RE '^[a-z][a-z0-9_-]{0,31}=[A-Za-z0-9._+-]{0,64}$'
 set -g _CUDAENV_CTL_RE '[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]'
 
 function _cudaenv_store
+    # A command substitution costs more in fish than the rest of this function: only when needed.
     if set -q CUDAENV_DIR; and test -n "$CUDAENV_DIR"
-        set -g _cudaenv_r "$(string trim -r -c / -- $CUDAENV_DIR)"
+        set -g _cudaenv_r $CUDAENV_DIR
+        string match -q -- '*/' $CUDAENV_DIR; and set -g _cudaenv_r "$(string trim -r -c / -- $CUDAENV_DIR)"
     else
         set -g _cudaenv_r $_CUDAENV_DEFAULT_DIR
     end
@@ -276,6 +278,16 @@ function _cudaenv_resolve --argument-names spec
     end
 end
 
+# Whether an active conda environment's cudaenv hook chose the toolkit -> _cudaenv_cl (as in posix.sh).
+function _cudaenv_conda --argument-names root
+    set -q CONDA_PREFIX; and test -n "$CONDA_PREFIX"; or return 1
+    set -q _CUDAENV_CONDA_PATH_ADDED; or return 1
+    set -l m (string match -r -- '^\Q'"$root"'\E/versions/([0-9][^/]*\.[^/]*\.[^/]*)/bin$' "$_CUDAENV_CONDA_PATH_ADDED")
+    set -q m[2]; or return 1
+    set -g _cudaenv_cl $m[2]
+    _cudaenv_valid_spec $_cudaenv_cl
+end
+
 function _cudaenv_keynow
     # Runs at every prompt: builtins only, few function calls (each costs in fish).
     set -l root $_CUDAENV_DEFAULT_DIR
@@ -288,6 +300,8 @@ function _cudaenv_keynow
     test -f "$root/switch/generation"; and read -z -n 64 _cudaenv_gen <"$root/switch/generation"
     if set -q CUDAENV_VERSION; and test -n "$CUDAENV_VERSION"
         set -g _cudaenv_k "e$CUDAENV_VERSION"
+    else if _cudaenv_conda $root
+        set -g _cudaenv_k "c$_cudaenv_cl"
     else
         _cudaenv_find
         if test -n "$_cudaenv_f"
@@ -328,6 +342,9 @@ function _cudaenv_autoswitch
             printf 'cudaenv: CUDAENV_VERSION holds "%s", which is not a CUDA version spec\n' (string sub -l 40 -- "$spec") >&2
             return 0
         end
+    else if _cudaenv_conda $root
+        # An active conda environment's cudaenv hook chose (as in posix.sh): leave the shell.
+        return 0
     else if test -n "$_cudaenv_f"
         test -n "$_cudaenv_e"; or _cudaenv_parse "$_cudaenv_c"
         if test -n "$_cudaenv_e"
@@ -422,13 +439,72 @@ function _cudaenv_report --argument-names label
     end
 end
 
+# Before `use` or `deactivate`: what the note after it compares with.
+function _cudaenv_mark
+    set -g _cudaenv_was ''
+    set -q _CUDAENV_APPLIED; and set -g _cudaenv_was "$_CUDAENV_APPLIED"
+    set -g _cudaenv_ldwas ''
+    set -q _CUDAENV_LD_LIBRARY_PATH_ADDED; and set -g _cudaenv_ldwas "$_CUDAENV_LD_LIBRARY_PATH_ADDED"
+    set -g _cudaenv_ldv u
+    set -q LD_LIBRARY_PATH; and set -g _cudaenv_ldv "s$(_cudaenv_get LD_LIBRARY_PATH)"
+end
+
+# After `use` or `deactivate`: one line on stderr saying what changed (as in posix.sh).
+function _cudaenv_note --argument-names what
+    set -l ld u
+    set -q LD_LIBRARY_PATH; and set ld "s$(_cudaenv_get LD_LIBRARY_PATH)"
+    set -l added ''
+    set -q _CUDAENV_LD_LIBRARY_PATH_ADDED; and set added "$_CUDAENV_LD_LIBRARY_PATH_ADDED"
+    if test "$ld" = "$_cudaenv_ldv"
+        set ld 'LD_LIBRARY_PATH untouched'
+    else if test "$what" = deactivate
+        set ld 'LD_LIBRARY_PATH restored'
+    else if test -n "$_cudaenv_ldwas"; and test -n "$added"
+        set ld "LD_LIBRARY_PATH: $_cudaenv_ldwas replaced by $added"
+    else if test -n "$added"
+        set ld "LD_LIBRARY_PATH: added $added"
+    else
+        set ld "LD_LIBRARY_PATH: removed $_cudaenv_ldwas"
+    end
+    if test "$what" = deactivate
+        if test -z "$_cudaenv_was"
+            printf 'cudaenv: nothing to deactivate (no cudaenv version in this shell)\n' >&2
+            return 0
+        end
+        printf 'cudaenv: deactivated CUDA %s (the shell is as before cudaenv); %s\n' "$_cudaenv_was" "$ld" >&2
+    else
+        set -l was none
+        test -n "$_cudaenv_was"; and set was "$_cudaenv_was"
+        printf 'cudaenv: now CUDA %s (was %s); %s\n' "$_CUDAENV_APPLIED" "$was" "$ld" >&2
+    end
+end
+
 function cudaenv --description 'cudaenv: CUDA toolkit versions (shell integration)'
     switch "$argv[1]"
         case deactivate
-            if test (count $argv) -eq 1
+            set -l quiet ''
+            for a in $argv[2..-1]
+                switch $a
+                    case -q --quiet
+                        set quiet 1
+                    case '*'
+                        set quiet cli
+                        break
+                end
+            end
+            if test "$quiet" != cli
+                if test -z "$quiet"
+                    _cudaenv_store
+                    if test -f "$_cudaenv_r/config.json"
+                        _cudaenv_readfile "$_cudaenv_r/config.json"
+                        string match -qr -- '"quiet"\s*:\s*true' "$_cudaenv_c"; and set quiet 1
+                    end
+                end
+                _cudaenv_mark
                 _cudaenv_deactivate
                 _cudaenv_keynow
                 set -g _cudaenv_key "$_cudaenv_k"
+                test -n "$quiet"; or _cudaenv_note deactivate
                 return 0
             end
         case use

@@ -1,5 +1,7 @@
 # cudaenv shell integration: the part bash and zsh share. `cudaenv init bash|zsh` prints the
-# settings (_CUDAENV_BIN, _CUDAENV_DEFAULT_DIR), this file, the shell's file reader and its hook.
+# settings (_CUDAENV_SHELL, _CUDAENV_BIN, _CUDAENV_DEFAULT_DIR), this file and bash.sh or zsh.sh
+# (the shell's file reader and hooks); the file it writes in the store, init.bash|init.zsh,
+# sets the same settings and sources these files from this installation.
 #
 # Rules this code keeps:
 # - The prompt hook runs on shell builtins only: no command substitution, no external program.
@@ -17,6 +19,7 @@ _CUDAENV_KV_RE='^[a-z][a-z0-9_-]{0,31}=[A-Za-z0-9._+-]{0,64}$'
 # Valid UTF-8 (bytes, C locale): the CLI and the shims refuse a file that is not UTF-8 text.
 _CUDAENV_UTF8_RE=$'^([\x01-\x7f]|[\xc2-\xdf][\x80-\xbf]|\xe0[\xa0-\xbf][\x80-\xbf]|[\xe1-\xec\xee\xef][\x80-\xbf][\x80-\xbf]|\xed[\x80-\x9f][\x80-\xbf]|\xf0[\x90-\xbf][\x80-\xbf][\x80-\xbf]|[\xf1-\xf3][\x80-\xbf][\x80-\xbf][\x80-\xbf]|\xf4[\x80-\x8f][\x80-\xbf][\x80-\xbf])*$'
 _CUDAENV_NONE_RE='"ldLibraryPath"[[:space:]]*:[[:space:]]*"none"'
+_CUDAENV_QUIET_RE='"quiet"[[:space:]]*:[[:space:]]*true'
 
 _cudaenv_store() { _cudaenv_r=${CUDAENV_DIR:-$_CUDAENV_DEFAULT_DIR}; [ "$_cudaenv_r" = / ] || _cudaenv_r=${_cudaenv_r%/}; }
 
@@ -195,6 +198,17 @@ _cudaenv_resolve() {
   done
 }
 
+# Whether an active conda environment's cudaenv hook chose the toolkit (STORE_ROOT) -> _cudaenv_cl,
+# its version: _CUDAENV_CONDA_PATH_ADDED is <store>/versions/LABEL/bin (anything else is ignored,
+# as src/core/versions/select.ts and the shims ignore it).
+_cudaenv_conda() {
+  [ -n "${CONDA_PREFIX-}" ] && [ -n "${_CUDAENV_CONDA_PATH_ADDED-}" ] || return 1
+  _cudaenv_cl=${_CUDAENV_CONDA_PATH_ADDED#"$1/versions/"}
+  [ "$_cudaenv_cl" != "$_CUDAENV_CONDA_PATH_ADDED" ] && [ "${_cudaenv_cl%/bin}" != "$_cudaenv_cl" ] || return 1
+  _cudaenv_cl=${_cudaenv_cl%/bin}
+  case $_cudaenv_cl in [0-9]*.*.*) _cudaenv_valid_spec "$_cudaenv_cl" ;; *) return 1 ;; esac
+}
+
 # What decides the version now, read with builtins only -> _cudaenv_k. The index's generation
 # (a hash of switch/index) is part of the key, so installing or removing a version is
 # picked up at the next prompt.
@@ -205,6 +219,8 @@ _cudaenv_keynow() {
   if [ -f "$root/switch/generation" ]; then _cudaenv_readfile "$root/switch/generation"; _cudaenv_gen=$_cudaenv_c; fi
   if [ -n "${CUDAENV_VERSION-}" ]; then
     _cudaenv_k="e$CUDAENV_VERSION"
+  elif _cudaenv_conda "$root"; then
+    _cudaenv_k="c$_cudaenv_cl"
   else
     _cudaenv_find
     if [ -n "$_cudaenv_f" ]; then
@@ -240,6 +256,10 @@ _cudaenv_autoswitch() {
       printf 'cudaenv: CUDAENV_VERSION holds "%s", which is not a CUDA version spec\n' "${spec:0:40}" >&2
       return 0
     fi
+  elif _cudaenv_conda "$root"; then
+    # An active conda environment's cudaenv hook chose: its bin is first on PATH, and
+    # `cudaenv current`, `which` and the shims report it; the shell is left as it is.
+    return 0
   elif [ -n "$_cudaenv_f" ]; then
     if [ -z "$_cudaenv_e" ]; then _cudaenv_parse "$_cudaenv_c"; fi
     if [ -n "$_cudaenv_e" ]; then
@@ -281,6 +301,9 @@ _cudaenv_autoswitch() {
     if [[ $_cudaenv_c =~ $_CUDAENV_NONE_RE ]]; then policy=none; fi
   fi
   _cudaenv_switch "$_cudaenv_r" $policy $mode
+  # In a subshell or command substitution ($(cd proj && pwd)) the switch is silent and starts
+  # no process: the check line is for the interactive shell.
+  [ "${BASH_SUBSHELL:-${ZSH_SUBSHELL:-0}}" = 0 ] || return 0
   _cudaenv_report "$_CUDAENV_APPLIED"
 }
 
@@ -309,13 +332,49 @@ _cudaenv_report() {
   fi
 }
 
+# Before `use` or `deactivate`: what the note after it compares with.
+_cudaenv_mark() {
+  _cudaenv_was=${_CUDAENV_APPLIED-}
+  _cudaenv_ldwas=${_CUDAENV_LD_LIBRARY_PATH_ADDED-}
+  if [ -n "${LD_LIBRARY_PATH+x}" ]; then _cudaenv_ldv="s$LD_LIBRARY_PATH"; else _cudaenv_ldv=u; fi
+}
+
+# After `use` or `deactivate`: one line on stderr saying what changed, unless quiet (--quiet,
+# or `cudaenv config quiet true`, which the CLI reads for `use` and the function below for
+# `deactivate`). $1: use|deactivate.
+_cudaenv_note() {
+  local ld
+  if [ -n "${LD_LIBRARY_PATH+x}" ]; then ld="s$LD_LIBRARY_PATH"; else ld=u; fi
+  if [ "$ld" = "$_cudaenv_ldv" ]; then ld='LD_LIBRARY_PATH untouched'
+  elif [ "$1" = deactivate ]; then ld="LD_LIBRARY_PATH restored"
+  elif [ -n "$_cudaenv_ldwas" ] && [ -n "${_CUDAENV_LD_LIBRARY_PATH_ADDED-}" ]; then ld="LD_LIBRARY_PATH: $_cudaenv_ldwas replaced by $_CUDAENV_LD_LIBRARY_PATH_ADDED"
+  elif [ -n "${_CUDAENV_LD_LIBRARY_PATH_ADDED-}" ]; then ld="LD_LIBRARY_PATH: added $_CUDAENV_LD_LIBRARY_PATH_ADDED"
+  else ld="LD_LIBRARY_PATH: removed $_cudaenv_ldwas"
+  fi
+  if [ "$1" = deactivate ]; then
+    if [ -z "$_cudaenv_was" ]; then printf 'cudaenv: nothing to deactivate (no cudaenv version in this shell)\n' >&2; return 0; fi
+    printf 'cudaenv: deactivated CUDA %s (the shell is as before cudaenv); %s\n' "$_cudaenv_was" "$ld" >&2
+  else
+    printf 'cudaenv: now CUDA %s (was %s); %s\n' "${_CUDAENV_APPLIED-}" "${_cudaenv_was:-none}" "$ld" >&2
+  fi
+}
+
 # The `cudaenv` command in this shell: `use` and `deactivate` change the shell itself.
 cudaenv() {
-  local out rc
+  local out rc a quiet=
   case ${1-} in
     deactivate)
-      if [ $# -eq 1 ]; then
+      for a in "${@:2}"; do
+        case $a in -q|--quiet) quiet=1 ;; *) quiet=cli; break ;; esac
+      done
+      if [ "$quiet" != cli ]; then
+        if [ -z "$quiet" ] && [ -f "${CUDAENV_DIR:-$_CUDAENV_DEFAULT_DIR}/config.json" ]; then
+          _cudaenv_readfile "${CUDAENV_DIR:-$_CUDAENV_DEFAULT_DIR}/config.json"
+          if [[ $_cudaenv_c =~ $_CUDAENV_QUIET_RE ]]; then quiet=1; fi
+        fi
+        _cudaenv_mark
         _cudaenv_deactivate; _cudaenv_keynow; _cudaenv_key=$_cudaenv_k
+        [ -n "$quiet" ] || _cudaenv_note deactivate
         return 0
       fi ;;
     use)

@@ -5,8 +5,18 @@ import {UsageError} from '../core/errors.js';
 import {SETTING_KEYS, loadSettings, type SettingKey, type Settings} from '../core/store/settings.js';
 import {mirrorSettingValue} from '../core/remote/mirror.js';
 
+/** The value a setting stores for what was typed: mirrors made absolute, `quiet` a boolean. */
+function settingValue(key: SettingKey, value: string): unknown {
+  if (key === 'mirror' || key === 'cudnnMirror') return mirrorSettingValue(value, key);
+  if (key === 'quiet') {
+    if (value === 'true' || value === 'false') return value === 'true';
+    throw new UsageError(`invalid value ${JSON.stringify(value)} for the setting quiet`, 'Give true or false.');
+  }
+  return value;
+}
+
 export default class Config extends CudaenvCommand {
-  static override summary = 'Show or change settings (mirror, cudnnMirror, ldLibraryPath).';
+  static override summary = 'Show or change settings (mirror, cudnnMirror, ldLibraryPath, quiet).';
   static override examples = ['<%= config.bin %> config', '<%= config.bin %> config ldLibraryPath none', '<%= config.bin %> config mirror --unset'];
   static override args = {
     key: Args.string({description: 'setting name', options: [...SETTING_KEYS]}),
@@ -28,7 +38,7 @@ export default class Config extends CudaenvCommand {
       return all;
     }
     if (flags.unset) settings.delete(key);
-    else if (args.value !== undefined) settings.set(key, (key === 'mirror' || key === 'cudnnMirror' ? mirrorSettingValue(args.value, key) : args.value) as never);
+    else if (args.value !== undefined) settings.set(key, settingValue(key, args.value) as never);
     else if (!this.jsonEnabled()) this.log(String(settings.get(key) ?? '(default)'));
     if (flags.unset && args.value !== undefined) throw new UsageError('give either a value or --unset, not both');
     return settings.all();

@@ -1,13 +1,17 @@
 import {Args} from '@oclif/core';
 import {fileURLToPath} from 'node:url';
 import {CudaenvCommand} from '../cli/base.js';
-import {shellFor, SHELL_NAMES} from '../core/shell/shell.js';
+import {writeStartFile} from '../core/shell/start-file.js';
+import {rcLine, shellFor, SHELL_NAMES} from '../core/shell/shell.js';
 import {storeRoot} from '../core/store/paths.js';
 
 export default class Init extends CudaenvCommand {
   static override summary = 'Print the shell integration: the `cudaenv` function and the auto-switch hook.';
-  static override description = 'bash: eval "$(cudaenv init bash)" in ~/.bashrc; zsh: eval "$(cudaenv init zsh)" in ~/.zshrc; fish: cudaenv init fish | source in ~/.config/fish/config.fish.';
-  static override examples = ['eval "$(<%= config.bin %> init bash)"', '<%= config.bin %> init fish | source'];
+  static override description = `One line in the rc file. bash (~/.bashrc): ${rcLine('bash')}
+zsh (~/.zshrc): ${rcLine('zsh')}
+fish (~/.config/fish/config.fish): ${rcLine('fish')}
+The first part sources the start file that every \`cudaenv init\` writes into the store (shell/init.SHELL), so a new shell starts no Node.js process; the second runs \`cudaenv init\` when that file is missing or names an installation that has gone. \`eval "$(cudaenv init bash)"\` alone works too, at the cost of starting Node.js in every new shell.`;
+  static override examples = [rcLine('bash'), rcLine('fish')];
   static override enableJsonFlag = false;
   static override args = {shell: Args.string({description: 'the shell', required: true, options: [...SHELL_NAMES]})};
 
@@ -15,9 +19,8 @@ export default class Init extends CudaenvCommand {
     const {args} = await this.parse(Init);
     const shell = await shellFor(args.shell);
     const {CUDAENV_DIR: _ignored, ...withoutDir} = process.env;
-    process.stdout.write(shell.init({
-      bin: fileURLToPath(new URL('../../bin/run.js', import.meta.url)),
-      defaultDir: storeRoot(withoutDir),
-    }));
+    const options = {bin: fileURLToPath(new URL('../../bin/run.js', import.meta.url)), defaultDir: storeRoot(withoutDir)};
+    writeStartFile(this.paths, shell, options);
+    process.stdout.write(shell.init(options));
   }
 }

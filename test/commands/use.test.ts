@@ -48,10 +48,107 @@ describe('cudaenv use / deactivate / init / rehash', () => {
     expect(bad.stdout).toBe('');
   });
 
-  test('use --json reports the version and the policy', () => {
-    const r = runCli(['use', '12.4', '--json'], {env: cliEnv(store)});
+  test('use --json outside the integration switches nothing and says so: the change is data to apply', () => {
+    const env = cliEnv(store, {PATH: '/usr/bin:/bin'});
+    delete env.LD_LIBRARY_PATH;
+    const r = runCli(['use', '12.4', '--json'], {env});
     expect(r.status).toBe(0);
-    expect(JSON.parse(r.stdout)).toMatchObject({version: '12.4.1', path: join(store, 'versions', '12.4.1'), ldLibraryPath: 'prepend'});
+    const out = JSON.parse(r.stdout);
+    const dir = join(store, 'versions', '12.4.1');
+    expect(out).toMatchObject({version: '12.4.1', path: dir, ldLibraryPath: 'prepend', applied: false});
+    expect(out.note).toMatch(/^nothing was switched/);
+    expect(out.environment.set).toMatchObject({PATH: `${dir}/bin:/usr/bin:/bin`, LD_LIBRARY_PATH: `${dir}/lib64`, CUDA_HOME: dir, CUDAENV_VERSION: '12.4.1', _CUDAENV_APPLIED: '12.4.1'});
+    // Applied by a caller, the data gives the state the integration would: deactivate restores it.
+    const exports = Object.entries(out.environment.set as Record<string, string>).map(([k, v]) => `export ${k}='${v}'`).join('; ');
+    const sh = spawnSync('bash', ['--norc', '-c', `${exports}; eval "$(${process.execPath} ${CLI} init bash)"; cudaenv deactivate 2>/dev/null; echo "$PATH|\${LD_LIBRARY_PATH-unset}|\${CUDA_HOME-unset}"`], {env, encoding: 'utf8'});
+    expect(sh.stdout).toBe('/usr/bin:/bin|unset|unset\n');
+  });
+
+  test('use --json inside the integration switches the shell, then prints applied: true', () => {
+    const env = cliEnv(store, {PATH: '/usr/bin:/bin'});
+    const r = spawnSync('bash', ['--norc', '-c', `eval "$(${process.execPath} ${CLI} init bash)"; cudaenv use 12.4 --json 2>/dev/null > out.json; echo "$CUDA_HOME"`], {env, encoding: 'utf8', cwd: tmp.dir});
+    expect(r.stdout).toBe(`${join(store, 'versions', '12.4.1')}\n`);
+    expect(JSON.parse(readFileSync(join(tmp.dir, 'out.json'), 'utf8'))).toMatchObject({version: '12.4.1', applied: true});
+  });
+
+  test('use without a version takes what .cuda-version, else the global default, selects (not CUDAENV_VERSION)', async () => {
+    const work = makeTempDir('cudaenv-use-noarg-');
+    try {
+      const st = join(work.dir, 'store');
+      await makeStore(st, ['11.8.0', '12.4.1']);
+      {
+        const proj = join(work.dir, 'proj', 'sub');
+        mkdirSync(proj, {recursive: true});
+        writeFileSync(join(work.dir, 'proj', '.cuda-version'), '11.8\n');
+        const env = cliEnv(st, {CUDAENV_SHELL: 'bash', CUDAENV_VERSION: '12.4.1'});
+        const inProj = runCli(['use', '--json'], {env, cwd: proj});
+        expect(JSON.parse(inProj.stdout.slice(inProj.stdout.indexOf("'{") + 1, inProj.stdout.lastIndexOf("}'") + 1))).toMatchObject({version: '11.8.0', chosenBy: `set by ${join(work.dir, 'proj', '.cuda-version')}`});
+        const none = runCli(['use'], {env, cwd: work.dir});
+        expect(none.status).toBe(2);
+        expect(none.stderr).toContain('no .cuda-version here or in a parent directory, and no global default');
+        expect(runCli(['global', '12'], {env}).status).toBe(0);
+        const global = runCli(['use'], {env, cwd: work.dir});
+        expect(global.status).toBe(0);
+        expect(global.stdout).toContain('_cudaenv_switch 12.4.1 prepend pin');
+        writeFileSync(join(work.dir, 'proj', '.cuda-version'), '10.2\n');
+        const missing = runCli(['use'], {env, cwd: proj});
+        expect(missing.status).toBe(1);
+        expect(missing.stderr).toContain('cudaenv install 10.2');
+      }
+    } finally {
+      work.cleanup();
+    }
+  });
+
+  test('use and deactivate say in one line what changed; --quiet and the quiet setting leave it out', async () => {
+    const work = makeTempDir('cudaenv-use-note-');
+    try {
+      const st = join(work.dir, 'store');
+      await makeStore(st, ['11.8.0', '12.4.1']);
+      {
+        const env = cliEnv(st, {PATH: '/usr/bin:/bin'});
+        delete env.LD_LIBRARY_PATH;
+        const v = (l: string) => join(st, 'versions', l);
+        const script = (lines: string[]) => spawnSync('bash', ['--norc', '-c', [`eval "$(${process.execPath} ${CLI} init bash)"`, ...lines].join('\n')], {env, encoding: 'utf8'});
+        const r = script(['cudaenv use 12.4', 'cudaenv use 11 --ld-library-path none', 'cudaenv deactivate', 'cudaenv deactivate']);
+        const notes = r.stderr.split('\n').filter((l) => !/libraries resolve|library resolves/.test(l) && l !== '');
+        expect(notes).toEqual([
+          `cudaenv: now CUDA 12.4.1 (was none); LD_LIBRARY_PATH: added ${v('12.4.1')}/lib64`,
+          `cudaenv: now CUDA 11.8.0 (was 12.4.1); LD_LIBRARY_PATH: removed ${v('12.4.1')}/lib64`,
+          'cudaenv: deactivated CUDA 11.8.0 (the shell is as before cudaenv); LD_LIBRARY_PATH untouched',
+          'cudaenv: nothing to deactivate (no cudaenv version in this shell)',
+        ]);
+        const quiet = script(['cudaenv use 12.4 -q', 'cudaenv deactivate --quiet']);
+        expect(quiet.stderr).not.toContain('now CUDA');
+        expect(quiet.stderr).not.toContain('deactivated');
+        expect(runCli(['config', 'quiet', 'true'], {env}).status).toBe(0);
+        const bySetting = script(['cudaenv use 12.4', 'cudaenv deactivate']);
+        expect(bySetting.stderr).not.toContain('now CUDA');
+        expect(bySetting.stderr).not.toContain('deactivated');
+        expect(runCli(['config', 'quiet', 'maybe'], {env}).status).toBe(2);
+      }
+    } finally {
+      work.cleanup();
+    }
+  });
+
+  test('use: what the fast path does not parse goes through oclif, which explains it; --ld-library-path=none works on both', () => {
+    const env = cliEnv(store, {CUDAENV_SHELL: 'bash'});
+    const bogus = runCli(['use', '12.4', '--bogus'], {env});
+    expect(bogus.status).toBe(2);
+    expect(bogus.stdout).toBe('');
+    expect(bogus.stderr).toContain('--bogus');
+    const two = runCli(['use', '12.4', '11.8'], {env});
+    expect(two.status).toBe(2);
+    expect(two.stdout).toBe('');
+    const eq = runCli(['use', '--ld-library-path=none', '12.4'], {env});
+    expect(eq.status).toBe(0);
+    expect(eq.stdout).toContain('_cudaenv_switch 12.4.1 none pin');
+    const badPolicy = runCli(['use', '12.4', '--ld-library-path', 'sometimes'], {env});
+    expect(badPolicy.status).toBe(2);
+    const help = runCli(['use', '--help'], {env});
+    expect(help.status).toBe(0);
+    expect(help.stdout).toContain('--quiet');
   });
 
   test('init: an unknown shell is a usage error; the bash code parses with bash -n', () => {

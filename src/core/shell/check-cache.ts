@@ -1,4 +1,3 @@
-import {createHash} from 'node:crypto';
 import {readdirSync, readFileSync, statSync} from 'node:fs';
 import {join} from 'node:path';
 import {atomicWriteFile} from '../store/atomic-write.js';
@@ -37,7 +36,7 @@ export function pythonKey(env: NodeJS.ProcessEnv): string {
 
 /** Hash of every shared object (name containing ".so") directly in the watched directories. */
 export function fingerprint(watched: string[]): string {
-  const hash = createHash('sha256');
+  const hash = crypto().createHash('sha256');
   for (const dir of watched) {
     hash.update(`D\0${dir}\0`);
     let names: string[];
@@ -92,6 +91,16 @@ export function lookupCheck(paths: StorePaths, label: string, key: CacheKey): Ca
 }
 
 /**
+ * The cached entry for this key as the shell hook judges it (its text file is newer than every
+ * watched directory), without the fingerprint: for `cudaenv use`, which then trusts what the
+ * auto-switch on cd trusts, and skips the stat of every library a full fingerprint needs.
+ */
+export function lookupCheckAsHook(paths: StorePaths, label: string, key: CacheKey): CacheEntry | undefined {
+  const entry = readEntries(paths, label).find((e) => sameKey(e, key));
+  return entry && !hookSeesStale(paths, label, entry) ? entry : undefined;
+}
+
+/**
  * Whether the hook would distrust this (fingerprint-valid) entry: its text file is missing or
  * older than one of the watched directories. Seconds are compared too, as fish's hook does.
  */
@@ -131,7 +140,9 @@ function writeCheck(paths: StorePaths, label: string, entry: CacheEntry): void {
   const kept = readEntries(paths, label).filter((e) => !sameKey(e, entry) && fresh(e));
   const entries = [entry, ...kept].slice(0, MAX_ENTRIES);
   const {json, text} = files(paths, label);
-  atomicWriteFile(json, `${JSON.stringify({entries}, null, 1)}\n`);
+  // A cache: readers treat a missing or damaged file as empty, so no fsync (it cost a first
+  // switch tens of milliseconds on a busy disk).
+  atomicWriteFile(json, `${JSON.stringify({entries}, null, 1)}\n`, 0o644, {durable: false});
   const lines = [`# cudaenv: check results for CUDA ${label}, read by the shell hook (safe to delete)`];
   for (const e of entries) {
     if (![e.ldLibraryPath ?? '', e.python, e.line, ...e.watched].every((v) => LINE_SAFE.test(v))) continue;
@@ -139,5 +150,10 @@ function writeCheck(paths: StorePaths, label: string, entry: CacheEntry): void {
     for (const w of e.watched) lines.push(`W\t${w}`);
     lines.push(`L\t${e.line}`);
   }
-  atomicWriteFile(text, `${lines.join('\n')}\n`);
+  atomicWriteFile(text, `${lines.join('\n')}\n`, 0o644, {durable: false});
+}
+
+/** node:crypto on first use: `cudaenv use` and the shell's fast paths load this module without hashing. */
+function crypto(): typeof import('node:crypto') {
+  return process.getBuiltinModule('node:crypto');
 }

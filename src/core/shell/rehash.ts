@@ -1,8 +1,6 @@
-import {existsSync} from 'node:fs';
-import {join} from 'node:path';
 import type {StorePaths} from '../store/paths.js';
 import {writeShims} from './shims.js';
-import {switchDir, writeSwitchIndex} from './switch-index.js';
+import {needsRehash, writeSwitchIndex} from './switch-index.js';
 
 export interface RehashResult {
   programs: string[];
@@ -18,5 +16,5 @@ export function rehash(paths: StorePaths): RehashResult {
 
 /** For stores made before the shell integration existed: build the index once. */
 export function rehashIfMissing(paths: StorePaths): void {
-  if (existsSync(paths.versions) && !existsSync(join(switchDir(paths), 'generation'))) rehash(paths);
+  if (needsRehash(paths)) rehash(paths);
 }

@@ -1,4 +1,5 @@
 import {readFileSync} from 'node:fs';
+import {fileURLToPath} from 'node:url';
 import {UsageError} from '../errors.js';
 
 /**
@@ -13,14 +14,27 @@ export interface InitOptions {
   defaultDir: string;
 }
 
+export interface UseOptions {
+  /** No line saying what changed (--quiet, or the `quiet` setting). */
+  quiet?: boolean;
+  /** Printed on stdout after the switch (`use --json` inside the integration). */
+  json?: string;
+}
+
 export interface Shell {
   readonly name: ShellName;
   /** What `cudaenv init SHELL` prints: the `cudaenv` function and the auto-switch hook. */
   init(options: InitOptions): string;
+  /**
+   * The start file `cudaenv init SHELL` also writes into the store (shell/init.SHELL): the same
+   * settings, then it sources this installation's shims/shell/ files, so the rc line can
+   * source it without starting Node.js (see startFileName).
+   */
+  startFile(options: InitOptions): string;
   /** Code for `cudaenv use`: switch to LABEL (or `system`) with the policy, pinning CUDAENV_VERSION. */
-  use(label: string, policy: 'prepend' | 'none'): string;
+  use(label: string, policy: 'prepend' | 'none', options?: UseOptions): string;
   /** Code for `cudaenv deactivate`. */
-  deactivate(): string;
+  deactivate(options?: UseOptions): string;
   /** One word the shell reads back as exactly `value`. */
   quote(value: string): string;
 }
@@ -41,7 +55,27 @@ export function assertLabel(label: string): string {
 
 /** A shell script shipped in shims/shell/ (the package's `files` include shims/). */
 export function shellScript(name: string): string {
-  return readFileSync(new URL(`../../../shims/shell/${name}`, import.meta.url), 'utf8');
+  return readFileSync(shellScriptPath(name), 'utf8');
+}
+
+export function shellScriptPath(name: string): string {
+  return fileURLToPath(new URL(`../../../shims/shell/${name}`, import.meta.url));
+}
+
+/**
+ * Where `cudaenv init SHELL` writes the start file, relative to the store. The rc line names
+ * this path; its content may change from one cudaenv version to the next (it is rewritten by
+ * every `init`), the path may not.
+ */
+export function startFileName(shell: ShellName): string {
+  return `shell/init.${shell}`;
+}
+
+/** The one line for the rc file: the start file, else (first time, or cudaenv moved) `init`. */
+export function rcLine(shell: ShellName): string {
+  return shell === 'fish'
+    ? `source ~/.cudaenv/${startFileName(shell)} 2>/dev/null; or cudaenv init fish | source`
+    : `. "\${CUDAENV_DIR:-$HOME/.cudaenv}/${startFileName(shell)}" 2>/dev/null || eval "$(cudaenv init ${shell})"`;
 }
 
 export async function shellFor(name: string): Promise<Shell> {

@@ -1,4 +1,4 @@
-import {chmodSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync} from 'node:fs';
+import {chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync} from 'node:fs';
 import {join} from 'node:path';
 import {CudaenvError} from '../errors.js';
 import {atomicWriteFile} from '../store/atomic-write.js';
@@ -13,6 +13,7 @@ const SETTINGS_LINE = /^# @CUDAENV_SETTINGS@.*$/m;
 // eslint-disable-next-line no-control-regex
 const CONTROL_CHARS = String.fromCharCode(...[...Array(32).keys()].filter((c) => c !== 9 && c !== 10 && c !== 13 && c !== 0), 0x7f);
 /** Names we write as files and into shell code: what toolkit executables are called. */
+const BASH_PATHS = ['/bin/bash', '/usr/bin/bash'];
 const PROGRAM_RE = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$/;
 
 export function shimTemplate(): string {
@@ -24,8 +25,17 @@ export function shimText(template: string, root: string, program: string): strin
   if (!SETTINGS_LINE.test(template) || !template.includes(SHIM_MARKER)) {
     throw new CudaenvError('the shim template shims/shim.sh is damaged', {hint: 'Reinstall cudaenv.'});
   }
-  return template.replace(SETTINGS_LINE, () => `_ce_root=${quoteSh(root)}\n_ce_prog=${quoteSh(program)}\n_ce_ctl=${quoteSh(CONTROL_CHARS)}`);
+  const settings = `_ce_root=${quoteSh(root)}\n_ce_prog=${quoteSh(program)}\n_ce_ctl=${quoteSh(CONTROL_CHARS)}\n_ce_soh=${quoteSh('\x01')}`;
+  return template.replace(SETTINGS_LINE, () => settings).replace(/^#!\/bin\/sh\n/, `#!${shimInterpreter}\n`);
 }
+
+/**
+ * The shim's interpreter. bash reads .cuda-version bounded (`read -n`) without starting a
+ * process; dash would need `head` and `tr` for that (about 2-5 ms more per call). `-p` keeps
+ * the caller's BASH_ENV, SHELLOPTS and exported functions out of the shim (they still reach
+ * the program it runs). Where bash is missing the shim runs under /bin/sh, as written.
+ */
+export const shimInterpreter = BASH_PATHS.find((p) => existsSync(p)) ? `${BASH_PATHS.find((p) => existsSync(p))} -p` : '/bin/sh';
 
 /** The union of the executables in bin/ of every usable version. */
 export function toolkitPrograms(paths: StorePaths): string[] {

@@ -1,5 +1,4 @@
-import {createHash} from 'node:crypto';
-import {mkdirSync, readdirSync, readlinkSync} from 'node:fs';
+import {existsSync, mkdirSync, readdirSync, readlinkSync} from 'node:fs';
 import {basename, join} from 'node:path';
 import {atomicWriteFile} from '../store/atomic-write.js';
 import type {StorePaths} from '../store/paths.js';
@@ -18,6 +17,11 @@ import {isVersion} from '../versions/version.js';
  */
 export function switchDir(paths: StorePaths): string {
   return join(paths.root, 'switch');
+}
+
+/** A store made before the shell integration existed has versions but no index yet. */
+export function needsRehash(paths: StorePaths): boolean {
+  return existsSync(paths.versions) && !existsSync(join(switchDir(paths), 'generation'));
 }
 
 export function writeSwitchIndex(paths: StorePaths): string {
@@ -49,6 +53,11 @@ export function writeSwitchIndex(paths: StorePaths): string {
   } catch {
     // an unreadable alias file: the versions alone still key the hook
   }
-  atomicWriteFile(join(dir, 'generation'), `${createHash('sha256').update(text).update(aliases).digest('hex').slice(0, 16)}\n`);
+  atomicWriteFile(join(dir, 'generation'), `${crypto().createHash('sha256').update(text).update(aliases).digest('hex').slice(0, 16)}\n`);
   return text;
+}
+
+/** node:crypto on first use: `cudaenv use` and the shell's fast paths load this module without hashing. */
+function crypto(): typeof import('node:crypto') {
+  return process.getBuiltinModule('node:crypto');
 }

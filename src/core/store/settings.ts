@@ -1,4 +1,5 @@
-import {CudaenvError} from '../errors.js';
+import {readFileSync} from 'node:fs';
+import {CudaenvError, isErrno} from '../errors.js';
 import type {StorePaths} from './paths.js';
 import {quoteSh} from '../shell/quote.js';
 
@@ -10,16 +11,48 @@ export interface Settings {
   cudnnMirror?: string;
   /** Whether switching adds the toolkit's lib64 to LD_LIBRARY_PATH. */
   ldLibraryPath?: 'prepend' | 'none';
+  /** No line saying what `use` and `deactivate` changed (as their --quiet). */
+  quiet?: boolean;
 }
 
 export type SettingKey = keyof Settings;
-export const SETTING_KEYS: readonly SettingKey[] = ['mirror', 'cudnnMirror', 'ldLibraryPath'];
+export const SETTING_KEYS: readonly SettingKey[] = ['mirror', 'cudnnMirror', 'ldLibraryPath', 'quiet'];
 
 const VALIDATORS: Record<SettingKey, (value: unknown) => boolean> = {
   mirror: (v) => typeof v === 'string' && v.length > 0,
   cudnnMirror: (v) => typeof v === 'string' && v.length > 0,
   ldLibraryPath: (v) => v === 'prepend' || v === 'none',
+  quiet: (v) => typeof v === 'boolean',
 };
+
+/**
+ * One setting read straight from config.json, validated as SettingsStore.get does, without
+ * loading `conf` (for the start-up fast path: `use` reads ldLibraryPath and quiet).
+ */
+export function readSettingSync<K extends SettingKey>(paths: StorePaths, key: K): Settings[K] | undefined {
+  let text: string;
+  try {
+    text = readFileSync(paths.configFile, 'utf8');
+  } catch (error) {
+    if (isErrno(error, 'ENOENT')) return undefined;
+    throw error;
+  }
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (error) {
+    throw corrupted(paths.configFile, error);
+  }
+  const value = data !== null && typeof data === 'object' ? (data as Record<string, unknown>)[key] : undefined;
+  if (value === undefined) return undefined;
+  if (!VALIDATORS[key](value)) {
+    throw new CudaenvError(`the setting ${key} in ${paths.configFile} has an invalid value ${JSON.stringify(value)}`, {
+      hint: `Run \`cudaenv config ${key} VALUE\` or edit the file.`,
+      code: 'settings-invalid',
+    });
+  }
+  return value as Settings[K];
+}
 
 /**
  * The settings file, through `conf` (loaded lazily: it costs start-up time that the

@@ -6,11 +6,13 @@ import {readGlobal} from '../store/registry.js';
 import {resolveSpec, type Resolved} from './resolve.js';
 import {parseSpec, tryParseSpec, type Spec} from './spec.js';
 import {findVersionFile, readVersionFile} from './version-file.js';
+import {isVersion} from './version.js';
 
 export type Origin =
   | {kind: 'env'; variable: 'CUDAENV_VERSION'}
   | {kind: 'file'; path: string}
   | {kind: 'global'; path: string}
+  | {kind: 'conda'; prefix: string; toolkit: string}
   | {kind: 'default'};
 
 export interface Selection extends Resolved {
@@ -39,6 +41,10 @@ export function selectVersion(paths: StorePaths, options: SelectOptions = {}): S
     const spec = parseSpec(fromEnv, 'CUDAENV_VERSION holds');
     return finish(paths, resolveSpec(paths, spec), {kind: 'env', variable: 'CUDAENV_VERSION'});
   }
+  const conda = condaHookToolkit(paths, env);
+  if (conda) {
+    return finish(paths, resolveSpec(paths, parseSpec(conda.label)), {kind: 'conda', prefix: conda.prefix, toolkit: conda.toolkit});
+  }
   const file = findVersionFile(cwd);
   if (file) {
     const parsed = readVersionFile(file);
@@ -52,6 +58,25 @@ export function selectVersion(paths: StorePaths, options: SelectOptions = {}): S
   return finish(paths, resolveSpec(paths, parseSpec('system')), {kind: 'default'});
 }
 
+/**
+ * The toolkit an active conda environment's cudaenv hook (`cudaenv conda hook install`) put on
+ * PATH: _CUDAENV_CONDA_PATH_ADDED is `<store>/versions/<label>/bin` while the environment is
+ * active. Its bin directory comes first on PATH, so it outranks .cuda-version and the global
+ * default (CUDAENV_VERSION, set by `cudaenv use` in this shell, still wins: use prepends after
+ * it). A value that names no version of this store is ignored, as the shims and the shell
+ * hook ignore it.
+ */
+export function condaHookToolkit(paths: StorePaths, env: NodeJS.ProcessEnv): {label: string; toolkit: string; prefix: string} | undefined {
+  const added = env._CUDAENV_CONDA_PATH_ADDED;
+  const prefix = env.CONDA_PREFIX;
+  if (!added || !prefix) return undefined;
+  const base = `${paths.versions}/`;
+  if (!added.startsWith(base) || !added.endsWith('/bin')) return undefined;
+  const label = added.slice(base.length, -'/bin'.length);
+  if (!isVersion(label)) return undefined;
+  return {label, toolkit: join(paths.versions, label), prefix};
+}
+
 function finish(paths: StorePaths, r: Resolved, origin: Origin, settings: Record<string, string> = {}, warnings: string[] = []): Selection {
   return {...r, origin, settings, warnings, path: r.label ? join(paths.versions, r.label) : undefined};
 }
@@ -61,6 +86,7 @@ export function describeOrigin(origin: Origin): string {
     case 'env': return 'set by CUDAENV_VERSION';
     case 'file': return `set by ${origin.path}`;
     case 'global': return `set by the global default ${origin.path}`;
+    case 'conda': return `set by the conda environment ${origin.prefix} (its cudaenv hook)`;
     case 'default': return 'no version selected';
   }
 }

@@ -14,6 +14,7 @@ import {cliEnv, runCli} from '../../helpers/cli.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {makeFakeToolkit} from '../../helpers/toolkit.js';
 import {makeStore} from './shell-harness.js';
+import {testIf} from '../../helpers/skip.js';
 
 const WHOAMI = '#!/bin/sh\ncd "$(dirname "$0")/.." && pwd -P\n';
 
@@ -64,7 +65,7 @@ describe('shims', () => {
     expect(existsSync(join(shims, 'users-own'))).toBe(true);
   });
 
-  type Case = {name: string; files?: Record<string, string>; global?: string; env?: Record<string, string>; cwd?: string};
+  type Case = {name: string; files?: Record<string, string | Buffer>; global?: string; env?: Record<string, string>; cwd?: string};
   const cases: Case[] = [
     {name: 'nothing selected: system'},
     {name: 'global default', global: '12'},
@@ -91,10 +92,16 @@ describe('shims', () => {
     {name: 'file with a byte-order mark', files: {'p/.cuda-version': '\ufeff12.4\n'}, cwd: 'p'},
     {name: 'spec followed by a no-break space', files: {'p/.cuda-version': '12.4\u00a0\n'}, cwd: 'p'},
     {name: 'system in a file', files: {'p/.cuda-version': 'system\n'}, global: '12', cwd: 'p'},
+    {name: 'file that is not UTF-8', files: {'p/.cuda-version': Buffer.from([0x31, 0x32, 0x0a, 0x23, 0xff, 0xfe, 0x0a])}, cwd: 'p'},
+    {name: 'file with a UTF-8 comment', files: {'p/.cuda-version': '# für Jürgen — 12.4\n12.4\n'}, cwd: 'p'},
+    {name: 'one line of 2 MB (the read stops at 4097 bytes)', files: {'p/.cuda-version': `12.4${' '.repeat(2 << 20)}`}, cwd: 'p'},
   ];
+  // The shim runs under bash where it exists (a bounded read without a process); run through
+  // /bin/sh it takes the head/tr path: both must agree with the CLI.
+  const interpreters = ['shebang', '/bin/sh'] as const;
 
-  test.each(cases.map((c) => [c.name, c] as const))('%s: the shim runs what `cudaenv current` reports', (_name, c) => {
-    const work = join(tmp.dir, 'cases', c.name.replace(/\W+/g, '-'));
+  test.each(cases.flatMap((c) => interpreters.map((i) => [c.name, i, c] as const)))('%s (%s): the shim runs what `cudaenv current` reports', (_name, interp, c) => {
+    const work = join(tmp.dir, 'cases', `${c.name.replace(/\W+/g, '-')}-${interp === 'shebang' ? 'x' : 'sh'}`);
     mkdirSync(work, {recursive: true});
     for (const [rel, text] of Object.entries(c.files ?? {})) {
       mkdirSync(join(work, rel, '..'), {recursive: true});
@@ -109,7 +116,10 @@ describe('shims', () => {
     const env = cliEnv(store, {PATH: `${paths.shims}:${sysbin}:/usr/bin:/bin`, ...c.env});
     const current = runCli(['current', '--json'], {env, cwd});
     const report = JSON.parse(current.stdout) as {version?: string | null; installed?: boolean; ok?: boolean};
-    const shim = spawnSync(join(paths.shims, 'whoami-cuda'), [], {cwd, env, encoding: 'utf8'});
+    const shimFile = join(paths.shims, 'whoami-cuda');
+    const shim = interp === 'shebang'
+      ? spawnSync(shimFile, [], {cwd, env, encoding: 'utf8'})
+      : spawnSync('/bin/sh', [shimFile], {cwd, env, encoding: 'utf8'});
     expect(existsSync(join(cwd, 'PWNED'))).toBe(false);
     if (current.status === 0) {
       expect(shim.status).toBe(0);
@@ -120,6 +130,24 @@ describe('shims', () => {
       expect(shim.stderr).toMatch(/^cudaenv: /);
       expect(shim.stdout).toBe('');
     }
+  });
+
+  const canTrace = spawnSync('strace', ['-f', '-e', 'trace=process', '-o', '/dev/null', 'true']).status === 0;
+  testIf(canTrace, 'strace is missing or cannot ptrace here')('in a directory with a .cuda-version, the shim starts no process before running the program (strace)', () => {
+    const paths = pathsFor(store);
+    rmSync(paths.globalFile, {force: true});
+    const proj = join(tmp.dir, 'traced', 'p');
+    mkdirSync(join(proj, 'a', 'b'), {recursive: true});
+    writeFileSync(join(proj, '.cuda-version'), '# pinned\n12.2\ncudnn=9\n');
+    const log = join(tmp.dir, 'traced', 'strace.log');
+    const env = cliEnv(store, {PATH: `${paths.shims}:/usr/bin:/bin`});
+    const r = spawnSync('strace', ['-f', '-e', 'trace=process', '-o', log, join(paths.shims, 'whoami-cuda')], {cwd: join(proj, 'a', 'b'), env, encoding: 'utf8'});
+    expect(r.status).toBe(0);
+    expect(r.stdout.trim()).toBe(join(paths.versions, '12.2.0'));
+    const lines = readFileSync(log, 'utf8').split('\n');
+    const target = lines.findIndex((l) => l.includes('execve(') && l.includes(join(paths.root, 'resolve', '12.2', 'bin', 'whoami-cuda')));
+    expect(target).toBeGreaterThan(0);
+    expect(lines.slice(0, target).filter((l) => /\b(clone3?|v?fork)\(/.test(l))).toEqual([]);
   });
 
   test('a shim passes arguments and the exit status through, and keeps the caller\'s locale', () => {
