@@ -12,7 +12,7 @@ import {fetchAndExtract, type ArchiveProgress} from './archive.js';
 import {resolveRelease} from './catalog.js';
 import {checkpoint} from './checkpoint.js';
 import {chooseCudnn, type CudnnChoice} from './cudnn.js';
-import {artifactFor, type Artifact} from './manifest.js';
+import {artifactFor, type Artifact, type Manifest} from './manifest.js';
 import {linkLib, mergeComponent} from './merge.js';
 import type {Mirror} from './mirror.js';
 import type {Platform} from './platform.js';
@@ -29,6 +29,10 @@ export interface InstallRequest {
   cudnn?: string;
   cudnnMirror?: Mirror;
   force?: boolean;
+  /** The release already resolved (the GitHub Action keeps it with its cached archives): `spec` is not looked up on the mirror. */
+  manifest?: Manifest;
+  /** The cuDNN build already chosen (same reason): `cudnn` is not looked up on the cuDNN mirror. */
+  cudnnChoice?: CudnnChoice;
   /** Archives fetched and extracted at once (default: min(4, 2 x cores)). */
   concurrency?: number;
   signal?: AbortSignal;
@@ -94,7 +98,7 @@ interface Job {
 export async function installRelease(req: InstallRequest): Promise<InstallResult> {
   const {paths, mirror, platform} = req;
   const signal = req.signal ?? new AbortController().signal;
-  const manifest = await resolveRelease(mirror, req.spec, signal);
+  const manifest = req.manifest ?? await resolveRelease(mirror, req.spec, signal);
   const label = manifest.label;
   if (!isVersion(label)) {
     throw new CudaenvError(`the mirror's release ${label} is not a CUDA version label (MAJOR.MINOR.PATCH)`, {code: 'bad-manifest'});
@@ -107,7 +111,7 @@ export async function installRelease(req: InstallRequest): Promise<InstallResult
   let cudnn: CudnnChoice | undefined;
   if (req.cudnn !== undefined) {
     if (!req.cudnnMirror) throw new CudaenvError('--cudnn needs a cuDNN mirror');
-    cudnn = await chooseCudnn(req.cudnnMirror, req.cudnn, Number(label.split('.')[0]), platform, signal);
+    cudnn = req.cudnnChoice ?? await chooseCudnn(req.cudnnMirror, req.cudnn, Number(label.split('.')[0]), platform, signal);
     jobs.push({name: 'cudnn', version: cudnn.version, artifact: cudnn.artifact, mirror: req.cudnnMirror});
   }
   req.onEvent?.({type: 'plan', label, components: jobs.map((j) => ({name: j.name, version: j.version, size: j.artifact.size}))});

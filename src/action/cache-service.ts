@@ -1,0 +1,75 @@
+import {cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync} from 'node:fs';
+import {join} from 'node:path';
+import * as actionsCache from '@actions/cache';
+
+/**
+ * Where the action keeps archives between runs. The seam between the action and GitHub's
+ * cache: the Actions cache service in a workflow, or a directory (CUDAENV_ACTION_CACHE_DIR)
+ * for self-hosted runners without that service and for tests. Both have the Actions cache's
+ * rules: an entry is immutable once saved; lookup takes the exact key, else the newest entry
+ * whose key starts with one of the restore keys.
+ */
+export interface CacheService {
+  readonly name: string;
+  /** Why it cannot be used here, or undefined when it can. */
+  unavailable(): string | undefined;
+  /** Fills `dir`; the matched key, or undefined on a miss. */
+  restore(dir: string, key: string, restoreKeys: string[]): Promise<string | undefined>;
+  save(dir: string, key: string): Promise<void>;
+}
+
+export function actionsCacheService(): CacheService {
+  return {
+    name: 'the Actions cache',
+    unavailable: () => actionsCache.isFeatureAvailable() ? undefined : 'the Actions cache service is not available to this runner (no ACTIONS_CACHE_URL or ACTIONS_RESULTS_URL)',
+    restore: (dir, key, restoreKeys) => actionsCache.restoreCache([dir], key, restoreKeys),
+    save: async (dir, key) => {
+      const id = await actionsCache.saveCache([dir], key);
+      // -1: the library logged why (another job saved the key first, or the service refused).
+      if (id === -1) throw new Error(`the Actions cache did not take ${key}`);
+    },
+  };
+}
+
+/** Entry names on disk: the key, with anything but [A-Za-z0-9._-] escaped. */
+function entryName(key: string): string {
+  return encodeURIComponent(key).replace(/%/g, '~');
+}
+
+function keyOf(name: string): string {
+  return decodeURIComponent(name.replace(/~/g, '%'));
+}
+
+export function directoryCacheService(root: string): CacheService {
+  return {
+    name: `the cache directory ${root}`,
+    unavailable: () => existsSync(root) ? undefined : `the cache directory ${root} (CUDAENV_ACTION_CACHE_DIR) does not exist`,
+    async restore(dir, key, restoreKeys) {
+      const entries = readdirSync(root).filter((n) => !n.startsWith('.')).map((n) => ({key: keyOf(n), path: join(root, n), time: statSync(join(root, n)).mtimeMs}));
+      const hit = entries.find((e) => e.key === key)
+        ?? restoreKeys.map((p) => entries.filter((e) => e.key.startsWith(p)).sort((a, b) => b.time - a.time)[0]).find(Boolean);
+      if (!hit) return undefined;
+      rmSync(dir, {recursive: true, force: true});
+      cpSync(hit.path, dir, {recursive: true});
+      return hit.key;
+    },
+    async save(dir, key) {
+      const dest = join(root, entryName(key));
+      if (existsSync(dest)) return; // immutable, as in the Actions cache
+      const tmp = join(root, `.saving-${process.pid}-${Date.now()}`);
+      mkdirSync(root, {recursive: true});
+      cpSync(dir, tmp, {recursive: true});
+      try {
+        renameSync(tmp, dest);
+      } catch (error) {
+        rmSync(tmp, {recursive: true, force: true});
+        if (!existsSync(dest)) throw error;
+      }
+    },
+  };
+}
+
+/** The service in effect: a directory when CUDAENV_ACTION_CACHE_DIR names one, else the Actions cache. */
+export function cacheServiceFor(env: NodeJS.ProcessEnv): CacheService {
+  return env.CUDAENV_ACTION_CACHE_DIR ? directoryCacheService(env.CUDAENV_ACTION_CACHE_DIR) : actionsCacheService();
+}
