@@ -100063,19 +100063,7 @@ async function runAction(env, signal) {
 }
 async function install(paths, platform2, inputs, request, work, notes, service, signal) {
   const { mirror, cudnnMirror } = inputs;
-  const { label, cudnnLabel } = await group(`Resolve CUDA ${inputs.spec}${inputs.cudnn ? ` and cuDNN ${inputs.cudnn}` : ""}`, async () => {
-    const cuda = isExact(inputs.spec) ? inputs.spec : newestMatching(await listReleases(mirror, signal), inputs.spec) ?? (await resolveRelease(mirror, inputs.spec, signal)).label;
-    const cudnnSpec = inputs.cudnn;
-    const cudnnText = cudnnSpec === void 0 ? void 0 : isExact(cudnnSpec) ? cudnnSpec : newestMatching(await listReleases(cudnnMirror, signal), cudnnSpec) ?? cudnnSpec;
-    info(`CUDA ${inputs.spec} (${inputs.specSource}) is ${cuda}${cudnnText ? `; cuDNN ${cudnnSpec} is ${cudnnText}` : ""}`);
-    return { label: cuda, cudnnLabel: cudnnText };
-  });
-  const prefix2 = keyPrefix({ platform: platform2, label, cudnnLabel, request: { profile: request.profile ?? null, components: request.components ?? null, cudnn: request.cudnn ?? null } });
-  rmSync10(work, { recursive: true, force: true });
-  mkdirSync10(work, { recursive: true });
   const noCache = cacheNotices();
-  let plan;
-  let restoredKey;
   let cacheUsable = inputs.cache;
   if (inputs.cache) {
     const why = service.unavailable();
@@ -100083,31 +100071,44 @@ async function install(paths, platform2, inputs, request, work, notes, service, 
       noCache(why);
       notes.push(`Cache: ${why}.`);
       cacheUsable = false;
-    } else {
-      await group(`Restore archives from ${service.name}`, async () => {
-        try {
-          restoredKey = await service.restore(work, prefix2, [prefix2]);
-        } catch (error2) {
-          noCache(`${service.name} failed to restore (${formatError(error2)})`);
-          notes.push(`Cache: restore failed (${formatError(error2)}).`);
-          restoredKey = void 0;
-        }
-        if (restoredKey === void 0) {
-          info(`no entry for ${prefix2}*`);
-          return;
-        }
-        const restored = readPlan(work);
-        if (restored && restored.key === restoredKey && restored.platform === platform2 && restored.manifest.label === label) {
-          plan = restored;
-          info(`restored ${restoredKey}`);
-        } else {
-          info(`the entry ${restoredKey} does not hold a plan for CUDA ${label}; ignored`);
-          restoredKey = void 0;
-          rmSync10(work, { recursive: true, force: true });
-          mkdirSync10(work, { recursive: true });
-        }
-      });
     }
+  }
+  const { label, cudnnLabel } = await group(`Resolve CUDA ${inputs.spec}${inputs.cudnn ? ` and cuDNN ${inputs.cudnn}` : ""}`, async () => {
+    const cuda = isExact(inputs.spec) ? inputs.spec : newestMatching(await listReleases(mirror, signal), inputs.spec) ?? (await resolveRelease(mirror, inputs.spec, signal)).label;
+    const cudnnSpec = inputs.cudnn;
+    const cudnnText = cudnnSpec === void 0 || !cacheUsable ? void 0 : isExact(cudnnSpec) ? cudnnSpec : newestMatching(await listReleases(cudnnMirror, signal), cudnnSpec) ?? cudnnSpec;
+    info(`CUDA ${inputs.spec} (${inputs.specSource}) is ${cuda}${cudnnText ? `; cuDNN ${cudnnSpec} is ${cudnnText}` : ""}`);
+    return { label: cuda, cudnnLabel: cudnnText };
+  });
+  const prefix2 = keyPrefix({ platform: platform2, label, cudnnLabel, request: { profile: request.profile ?? null, components: request.components ?? null, cudnn: request.cudnn ?? null } });
+  rmSync10(work, { recursive: true, force: true });
+  mkdirSync10(work, { recursive: true });
+  let plan;
+  let restoredKey;
+  if (cacheUsable) {
+    await group(`Restore archives from ${service.name}`, async () => {
+      try {
+        restoredKey = await service.restore(work, prefix2, [prefix2]);
+      } catch (error2) {
+        noCache(`${service.name} failed to restore (${formatError(error2)})`);
+        notes.push(`Cache: restore failed (${formatError(error2)}).`);
+        restoredKey = void 0;
+      }
+      if (restoredKey === void 0) {
+        info(`no entry for ${prefix2}*`);
+        return;
+      }
+      const restored = readPlan(work);
+      if (restored && restored.key === restoredKey && restored.platform === platform2 && restored.manifest.label === label) {
+        plan = restored;
+        info(`restored ${restoredKey}`);
+      } else {
+        info(`the entry ${restoredKey} does not hold a plan for CUDA ${label}; ignored`);
+        restoredKey = void 0;
+        rmSync10(work, { recursive: true, force: true });
+        mkdirSync10(work, { recursive: true });
+      }
+    });
   }
   let manifest = plan?.manifest;
   let cudnnChoice = plan?.cudnn;

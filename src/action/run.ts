@@ -128,13 +128,24 @@ async function install(
   notes: string[], service: CacheService, signal: AbortSignal,
 ): Promise<{result: Omit<ActionResult, 'checkLine' | 'checkOk'>; rows: SummaryRow[]}> {
   const {mirror, cudnnMirror} = inputs;
-  // Only the release label is needed for the key: an exact spec needs no request at all,
+  const noCache = cacheNotices();
+  let cacheUsable = inputs.cache;
+  if (inputs.cache) {
+    const why = service.unavailable();
+    if (why) {
+      noCache(why);
+      notes.push(`Cache: ${why}.`);
+      cacheUsable = false;
+    }
+  }
+  // Only the release labels are needed for the key: an exact spec needs no request at all,
   // a partial one reads the index, so a new release never finds the old one's entry.
   const {label, cudnnLabel} = await group(`Resolve CUDA ${inputs.spec}${inputs.cudnn ? ` and cuDNN ${inputs.cudnn}` : ''}`, async () => {
     const cuda = isExact(inputs.spec) ? inputs.spec
       : newestMatching(await listReleases(mirror, signal), inputs.spec) ?? (await resolveRelease(mirror, inputs.spec, signal)).label;
     const cudnnSpec = inputs.cudnn;
-    const cudnnText = cudnnSpec === undefined ? undefined
+    // Without a cache the cuDNN label is chosen below (chooseCudnn reads the index itself).
+    const cudnnText = cudnnSpec === undefined || !cacheUsable ? undefined
       : isExact(cudnnSpec) ? cudnnSpec : newestMatching(await listReleases(cudnnMirror, signal), cudnnSpec) ?? cudnnSpec;
     core.info(`CUDA ${inputs.spec} (${inputs.specSource}) is ${cuda}${cudnnText ? `; cuDNN ${cudnnSpec} is ${cudnnText}` : ''}`);
     return {label: cuda, cudnnLabel: cudnnText};
@@ -143,41 +154,32 @@ async function install(
 
   rmSync(work, {recursive: true, force: true});
   mkdirSync(work, {recursive: true});
-  const noCache = cacheNotices();
   let plan: Plan | undefined;
   let restoredKey: string | undefined;
-  let cacheUsable = inputs.cache;
-  if (inputs.cache) {
-    const why = service.unavailable();
-    if (why) {
-      noCache(why);
-      notes.push(`Cache: ${why}.`);
-      cacheUsable = false;
-    } else {
-      await group(`Restore archives from ${service.name}`, async () => {
-        try {
-          restoredKey = await service.restore(work, prefix, [prefix]);
-        } catch (error) {
-          noCache(`${service.name} failed to restore (${formatError(error)})`);
-          notes.push(`Cache: restore failed (${formatError(error)}).`);
-          restoredKey = undefined;
-        }
-        if (restoredKey === undefined) {
-          core.info(`no entry for ${prefix}*`);
-          return;
-        }
-        const restored = readPlan(work);
-        if (restored && restored.key === restoredKey && restored.platform === platform && restored.manifest.label === label) {
-          plan = restored;
-          core.info(`restored ${restoredKey}`);
-        } else {
-          core.info(`the entry ${restoredKey} does not hold a plan for CUDA ${label}; ignored`);
-          restoredKey = undefined;
-          rmSync(work, {recursive: true, force: true});
-          mkdirSync(work, {recursive: true});
-        }
-      });
-    }
+  if (cacheUsable) {
+    await group(`Restore archives from ${service.name}`, async () => {
+      try {
+        restoredKey = await service.restore(work, prefix, [prefix]);
+      } catch (error) {
+        noCache(`${service.name} failed to restore (${formatError(error)})`);
+        notes.push(`Cache: restore failed (${formatError(error)}).`);
+        restoredKey = undefined;
+      }
+      if (restoredKey === undefined) {
+        core.info(`no entry for ${prefix}*`);
+        return;
+      }
+      const restored = readPlan(work);
+      if (restored && restored.key === restoredKey && restored.platform === platform && restored.manifest.label === label) {
+        plan = restored;
+        core.info(`restored ${restoredKey}`);
+      } else {
+        core.info(`the entry ${restoredKey} does not hold a plan for CUDA ${label}; ignored`);
+        restoredKey = undefined;
+        rmSync(work, {recursive: true, force: true});
+        mkdirSync(work, {recursive: true});
+      }
+    });
   }
 
   let manifest = plan?.manifest;
