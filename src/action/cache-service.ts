@@ -1,6 +1,5 @@
 import {cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync} from 'node:fs';
 import {join} from 'node:path';
-import * as actionsCache from '@actions/cache';
 
 /**
  * Where the action keeps archives between runs. The seam between the action and GitHub's
@@ -12,19 +11,24 @@ import * as actionsCache from '@actions/cache';
 export interface CacheService {
   readonly name: string;
   /** Why it cannot be used here, or undefined when it can. */
-  unavailable(): string | undefined;
+  unavailable(): Promise<string | undefined>;
   /** Fills `dir`; the matched key, or undefined on a miss. */
   restore(dir: string, key: string, restoreKeys: string[]): Promise<string | undefined>;
   save(dir: string, key: string): Promise<void>;
 }
 
-export function actionsCacheService(): CacheService {
+/** @actions/cache brings the Azure storage client: loaded only by a run that talks to the service. */
+const library = (): Promise<typeof import('@actions/cache')> => import('@actions/cache');
+
+export function actionsCacheService(env: NodeJS.ProcessEnv = process.env): CacheService {
   return {
     name: 'the Actions cache',
-    unavailable: () => actionsCache.isFeatureAvailable() ? undefined : 'the Actions cache service is not available to this runner (no ACTIONS_CACHE_URL or ACTIONS_RESULTS_URL)',
-    restore: (dir, key, restoreKeys) => actionsCache.restoreCache([dir], key, restoreKeys),
+    // Without either variable the library (and its Azure client) is not even loaded.
+    unavailable: async () => (env.ACTIONS_RESULTS_URL || env.ACTIONS_CACHE_URL) && (await library()).isFeatureAvailable() ? undefined
+      : 'the Actions cache service is not available to this runner (no ACTIONS_CACHE_URL or ACTIONS_RESULTS_URL)',
+    restore: async (dir, key, restoreKeys) => (await library()).restoreCache([dir], key, restoreKeys),
     save: async (dir, key) => {
-      const id = await actionsCache.saveCache([dir], key);
+      const id = await (await library()).saveCache([dir], key);
       // -1: the library logged why (another job saved the key first, or the service refused).
       if (id === -1) throw new Error(`the Actions cache did not take ${key}`);
     },
@@ -43,7 +47,7 @@ function keyOf(name: string): string {
 export function directoryCacheService(root: string): CacheService {
   return {
     name: `the cache directory ${root}`,
-    unavailable: () => existsSync(root) ? undefined : `the cache directory ${root} (CUDAENV_ACTION_CACHE_DIR) does not exist`,
+    unavailable: async () => existsSync(root) ? undefined : `the cache directory ${root} (CUDAENV_ACTION_CACHE_DIR) does not exist`,
     async restore(dir, key, restoreKeys) {
       const entries = readdirSync(root).filter((n) => !n.startsWith('.')).map((n) => ({key: keyOf(n), path: join(root, n), time: statSync(join(root, n)).mtimeMs}));
       const hit = entries.find((e) => e.key === key)
@@ -71,5 +75,5 @@ export function directoryCacheService(root: string): CacheService {
 
 /** The service in effect: a directory when CUDAENV_ACTION_CACHE_DIR names one, else the Actions cache. */
 export function cacheServiceFor(env: NodeJS.ProcessEnv): CacheService {
-  return env.CUDAENV_ACTION_CACHE_DIR ? directoryCacheService(env.CUDAENV_ACTION_CACHE_DIR) : actionsCacheService();
+  return env.CUDAENV_ACTION_CACHE_DIR ? directoryCacheService(env.CUDAENV_ACTION_CACHE_DIR) : actionsCacheService(env);
 }

@@ -131,7 +131,7 @@ async function install(
   const noCache = cacheNotices();
   let cacheUsable = inputs.cache;
   if (inputs.cache) {
-    const why = service.unavailable();
+    const why = await service.unavailable();
     if (why) {
       noCache(why);
       notes.push(`Cache: ${why}.`);
