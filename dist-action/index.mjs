@@ -102376,8 +102376,7 @@ function actionsCacheService(env = process.env) {
     unavailable: async () => (env.ACTIONS_RESULTS_URL || env.ACTIONS_CACHE_URL) && (await library()).isFeatureAvailable() ? void 0 : "the Actions cache service is not available to this runner (no ACTIONS_CACHE_URL or ACTIONS_RESULTS_URL)",
     restore: async (dir, key, restoreKeys) => (await library()).restoreCache([dir], key, restoreKeys),
     save: async (dir, key) => {
-      const id = await (await library()).saveCache([dir], key);
-      if (id === -1) throw new Error(`the Actions cache did not take ${key}`);
+      return await (await library()).saveCache([dir], key) !== -1;
     }
   };
 }
@@ -102401,7 +102400,7 @@ function directoryCacheService(root) {
     },
     async save(dir, key) {
       const dest = join22(root, entryName(key));
-      if (existsSync11(dest)) return;
+      if (existsSync11(dest)) return true;
       const tmp = join22(root, `.saving-${process.pid}-${Date.now()}`);
       mkdirSync9(root, { recursive: true });
       cpSync(dir, tmp, { recursive: true });
@@ -102411,6 +102410,7 @@ function directoryCacheService(root) {
         rmSync9(tmp, { recursive: true, force: true });
         if (!existsSync11(dest)) throw error2;
       }
+      return true;
     }
   };
 }
@@ -102915,8 +102915,8 @@ async function install(paths, platform2, inputs, request, work, notes, service, 
     await group(`Save archives to ${service.name}`, async () => {
       writePlan(work, { format: 1, key, platform: platform2, manifest, cudnn: cudnnChoice });
       try {
-        await service.save(work, key);
-        info(`saved ${key}`);
+        if (await service.save(work, key)) info(`saved ${key}`);
+        else info(`${key} was not saved (the reason is above); the next run downloads again`);
       } catch (error2) {
         noCache(`${service.name} failed to save (${formatError(error2)})`);
         notes.push(`Cache: save failed (${formatError(error2)}).`);

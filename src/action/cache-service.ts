@@ -14,7 +14,8 @@ export interface CacheService {
   unavailable(): Promise<string | undefined>;
   /** Fills `dir`; the matched key, or undefined on a miss. */
   restore(dir: string, key: string, restoreKeys: string[]): Promise<string | undefined>;
-  save(dir: string, key: string): Promise<void>;
+  /** False when the entry was not saved and the service already said why (another job saved it first...). */
+  save(dir: string, key: string): Promise<boolean>;
 }
 
 /** @actions/cache brings the Azure storage client: loaded only by a run that talks to the service. */
@@ -28,9 +29,8 @@ export function actionsCacheService(env: NodeJS.ProcessEnv = process.env): Cache
       : 'the Actions cache service is not available to this runner (no ACTIONS_CACHE_URL or ACTIONS_RESULTS_URL)',
     restore: async (dir, key, restoreKeys) => (await library()).restoreCache([dir], key, restoreKeys),
     save: async (dir, key) => {
-      const id = await (await library()).saveCache([dir], key);
       // -1: the library logged why (another job saved the key first, or the service refused).
-      if (id === -1) throw new Error(`the Actions cache did not take ${key}`);
+      return await (await library()).saveCache([dir], key) !== -1;
     },
   };
 }
@@ -59,7 +59,7 @@ export function directoryCacheService(root: string): CacheService {
     },
     async save(dir, key) {
       const dest = join(root, entryName(key));
-      if (existsSync(dest)) return; // immutable, as in the Actions cache
+      if (existsSync(dest)) return true; // immutable, as in the Actions cache
       const tmp = join(root, `.saving-${process.pid}-${Date.now()}`);
       mkdirSync(root, {recursive: true});
       cpSync(dir, tmp, {recursive: true});
@@ -69,6 +69,7 @@ export function directoryCacheService(root: string): CacheService {
         rmSync(tmp, {recursive: true, force: true});
         if (!existsSync(dest)) throw error;
       }
+      return true;
     },
   };
 }

@@ -225,8 +225,8 @@ async function install(
     await group(`Save archives to ${service.name}`, async () => {
       writePlan(work, {format: 1, key, platform, manifest: manifest!, cudnn: cudnnChoice});
       try {
-        await service.save(work, key);
-        core.info(`saved ${key}`);
+        if (await service.save(work, key)) core.info(`saved ${key}`);
+        else core.info(`${key} was not saved (the reason is above); the next run downloads again`);
       } catch (error) {
         noCache(`${service.name} failed to save (${formatError(error)})`);
         notes.push(`Cache: save failed (${formatError(error)}).`);

@@ -5,6 +5,7 @@ import {join} from 'node:path';
 import {realisticRelease, startMirrorServer, type ComponentSpec, type MirrorServer} from '../helpers/mirror.js';
 import {describeIf} from '../helpers/skip.js';
 import {makeTempDir} from '../helpers/tmp.js';
+import {startCacheServer} from './cache-server.js';
 import {copyRealManifests, HAVE_MANIFESTS, writeIndex, writeRealRelease, type Served} from './real-mirror.js';
 import {ACTION, BUNDLE, makeRunner, parseCommandFile, runAction, type RunResult, type Runner} from './run-action.js';
 
@@ -125,7 +126,7 @@ describeIf(ready, why)('the bundled action against a loopback mirror of the real
     });
 
     test('a fresh runner with the Actions cache restored makes no request either', async () => {
-      const fresh = makeRunner(join(tmp.dir, 'runner-b'));
+      const fresh = makeRunner(join(tmp.dir, 'runner-b'), runner);
       const before = server.log.length;
       const r = await runAction(fresh, {...inputs, mirror: server.url}, {CUDAENV_ACTION_CACHE_DIR: cacheDir});
       expect(r.stderr).toBe('');
@@ -140,7 +141,7 @@ describeIf(ready, why)('the bundled action against a loopback mirror of the real
     });
 
     test('a partial spec asks the mirror only for its index, then installs from the restored cache', async () => {
-      const fresh = makeRunner(join(tmp.dir, 'runner-c'));
+      const fresh = makeRunner(join(tmp.dir, 'runner-c'), runner);
       const before = server.log.length;
       const r = await runAction(fresh, {cuda: '12.4', components: 'nvcc,cudart', mirror: server.url}, {CUDAENV_ACTION_CACHE_DIR: cacheDir});
       expect(r.code).toBe(0);
@@ -173,6 +174,35 @@ describeIf(ready, why)('the bundled action against a loopback mirror of the real
     expect(r.files.summary).toMatch(/<td>cudnn<\/td><td>9\.1\.0\.70<\/td>/);
     expect(r.files.summary).toContain(`Bytes downloaded: ${sizeOf(['cuda_nvcc', 'cuda_cudart']) + cudnnServed[0]!.size} `);
     expect(cudnnServer.log.map((l) => l.path)).toEqual(['', 'redistrib_9.1.0.json', cudnnServed[0]!.relativePath]);
+  });
+
+  test('the bundled @actions/cache saves to and restores from a loopback cache service (v1 protocol)', async () => {
+    const cache = await startCacheServer();
+    try {
+      const service = {ACTIONS_CACHE_URL: cache.url, ACTIONS_RUNTIME_TOKEN: 'token-for-the-loopback-service'};
+      const inputs = {cuda: '12.4.1', components: 'nvcc,cudart', mirror: server.url};
+      const image = makeRunner(join(tmp.dir, 'runner-svc-1'));
+      const first = await runAction(image, inputs, service);
+      expect(first.code).toBe(0);
+      expect(first.stdout).not.toContain('::warning::');
+      expect(cache.log).toEqual(['GET /_apis/artifactcache/cache', 'POST /_apis/artifactcache/caches', 'PATCH /_apis/artifactcache/caches/1', 'POST /_apis/artifactcache/caches/1']);
+      expect(cache.entries.map((e) => [e.key, e.committed])).toEqual([[expect.stringMatching(/^cudaenv-1-linux-x86_64-cuda12\.4\.1-[0-9a-f]{12}-[0-9a-f]{32}$/), true]]);
+      // The entry is a tar of the run's archive directory: at least the two archives' bytes.
+      expect(cache.entries[0]!.data.length).toBeGreaterThan(0);
+
+      const before = server.log.length;
+      const fresh = makeRunner(join(tmp.dir, 'runner-svc-2'), image);
+      const second = await runAction(fresh, inputs, service);
+      expect(second.code).toBe(0);
+      expect(second.stdout).not.toContain('::warning::');
+      expect(server.log.slice(before)).toEqual([]);
+      expect(cache.log.slice(4)).toEqual(['GET /_apis/artifactcache/cache', 'GET /download/1']);
+      expect(parseCommandFile(second.files.output).get('cache-hit')).toBe('true');
+      expect(second.files.summary).toContain('Bytes downloaded: 0 ');
+      expect(existsSync(join(fresh.toolCache, 'cudaenv', 'versions', '12.4.1', 'bin', 'nvcc'))).toBe(true);
+    } finally {
+      await cache.close();
+    }
   });
 
   describe('failures: one ::error:: annotation, exit status 1, nothing exported', () => {

@@ -1,6 +1,6 @@
 import {spawn} from 'node:child_process';
 import {createRequire} from 'node:module';
-import {mkdirSync, readFileSync, writeFileSync} from 'node:fs';
+import {mkdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs';
 import {dirname, join} from 'node:path';
 import {fileURLToPath} from 'node:url';
 
@@ -20,7 +20,13 @@ export interface Runner {
   /** RUNNER_TOOL_CACHE: kept between runs on a self-hosted runner. */
   toolCache: string;
   workspace: string;
-  /** One directory per job under it (RUNNER_TEMP and the GITHUB_* files). */
+  /**
+   * RUNNER_TEMP: one path for every job of a runner image (/home/runner/work/_temp on GitHub's),
+   * emptied before each job. The Actions cache's entry version hashes the cached path, so
+   * "another runner of the same image" shares this path and nothing else.
+   */
+  temp: string;
+  /** One directory per job under it (the GITHUB_* files). */
   jobs: string;
 }
 
@@ -33,8 +39,13 @@ export interface RunResult {
   files: {env: string; path: string; output: string; summary: string; state: string};
 }
 
-export function makeRunner(root: string): Runner {
-  const r = {toolCache: join(root, 'toolcache'), workspace: join(root, 'workspace'), jobs: join(root, 'jobs')};
+/**
+ * A runner with its own tool cache. Given `image`, another runner of the same image: the same
+ * RUNNER_TEMP and GITHUB_WORKSPACE paths (as on GitHub's runners, where @actions/cache keeps paths
+ * relative to the workspace and hashes them into the entry's version), but an empty tool cache.
+ */
+export function makeRunner(root: string, image?: Runner): Runner {
+  const r = {toolCache: join(root, 'toolcache'), workspace: image?.workspace ?? join(root, 'workspace'), temp: image?.temp ?? join(root, '_temp'), jobs: join(root, 'jobs')};
   for (const d of Object.values(r)) mkdirSync(d, {recursive: true});
   return r;
 }
@@ -49,7 +60,9 @@ let jobCount = 0;
  */
 export function runAction(runner: Runner, inputs: Record<string, string>, extraEnv: Record<string, string> = {}): Promise<RunResult> {
   const job = join(runner.jobs, `job-${++jobCount}`);
-  const temp = join(job, '_temp');
+  mkdirSync(job, {recursive: true});
+  const temp = runner.temp;
+  rmSync(temp, {recursive: true, force: true});
   mkdirSync(temp, {recursive: true});
   const file = (name: string): string => {
     const p = join(job, name);
