@@ -1,6 +1,6 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {execFileSync, spawnSync} from 'node:child_process';
-import {existsSync, mkdirSync, readdirSync, writeFileSync} from 'node:fs';
+import {existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {realisticRelease, startMirrorServer, type ComponentSpec, type MirrorServer} from '../helpers/mirror.js';
 import {describeIf} from '../helpers/skip.js';
@@ -38,6 +38,15 @@ describeIf(ready, why)('the bundled action against a loopback mirror of the real
     const work = join(tmp.dir, 'work');
     const release = realisticRelease(work, '12.4.1');
     const standIns = release.components.filter((c) => ['cuda_nvcc', 'cuda_cudart', 'cuda_cccl'].includes(c.name));
+    // libcublas.so.12 needs libcublasLt.so.12, which its stand-in archive lacks: a toolkit whose check fails.
+    mkdirSync(work, {recursive: true});
+    writeFileSync(join(work, 'lt.c'), 'int cublasLtCreate(void **h) { *h = 0; return 0; }\n');
+    writeFileSync(join(work, 'cublas.c'), 'int cublasLtCreate(void **h);\nint cublasCreate_v2(void **h) { return cublasLtCreate(h); }\n');
+    execFileSync('gcc', ['-shared', '-fPIC', '-Wl,-soname,libcublasLt.so.12', '-o', join(work, 'libcublasLt.so.12'), join(work, 'lt.c')]);
+    execFileSync('gcc', ['-shared', '-fPIC', '-Wl,-soname,libcublas.so.12', '-o', join(work, 'libcublas.so.12'), join(work, 'cublas.c'), join(work, 'libcublasLt.so.12')]);
+    standIns.push({name: 'libcublas', version: '12.4.5.8', files: {
+      'LICENSE': 'cublas license\n', 'lib/libcublas.so.12.4.5.8': {bytes: readFileSync(join(work, 'libcublas.so.12'))}, 'lib/libcublas.so.12': {symlink: 'libcublas.so.12.4.5.8'},
+    }});
     served = writeRealRelease(root, 'cuda', '12.4.1', standIns, work);
     copyRealManifests(root, 'cuda', ['12.3.2', '12.4.0']);
     writeIndex(root, ['12.3.2', '12.4.0', '12.4.1']);
@@ -89,7 +98,7 @@ describeIf(ready, why)('the bundled action against a loopback mirror of the real
       expect(r.stderr).toBe('');
       expect(r.code).toBe(0);
       // Exact spec: the manifest itself, no index page; then only the chosen archives.
-      expect(requests(before).sort()).toEqual(['redistrib_12.4.1.json', ...archives(served.filter((s) => s.name !== 'cuda_cccl'))].sort());
+      expect(requests(before).sort()).toEqual(['redistrib_12.4.1.json', ...archives(served.filter((s) => ['cuda_nvcc', 'cuda_cudart'].includes(s.name)))].sort());
       const lib = join(dir, 'lib64');
       expectExports(r, dir, `${lib}:/opt/other/lib`);
       expect(parseCommandFile(r.files.output)).toEqual(new Map([['version', '12.4.1'], ['cuda-path', dir], ['cache-hit', 'false']]));
@@ -153,7 +162,7 @@ describeIf(ready, why)('the bundled action against a loopback mirror of the real
       const before = server.log.length;
       const r = await runAction(runner, {cuda: '12.4.1', profile: 'minimal', mirror: server.url}, {CUDAENV_ACTION_CACHE_DIR: cacheDir});
       expect(r.code).toBe(0);
-      expect(requests(before).sort()).toEqual(['redistrib_12.4.1.json', ...archives(served)].sort());
+      expect(requests(before).sort()).toEqual(['redistrib_12.4.1.json', ...archives(served.filter((x) => x.name !== 'libcublas'))].sort());
       expect(existsSync(join(dir, 'include', 'thrust', 'version.h'))).toBe(true);
       expect(readdirSync(cacheDir)).toHaveLength(2);
     });
@@ -203,6 +212,45 @@ describeIf(ready, why)('the bundled action against a loopback mirror of the real
     } finally {
       await cache.close();
     }
+  });
+
+  test('a library that would not load: the check\'s line as an ::error::, exit 1, the environment still exported', async () => {
+    const runner = makeRunner(join(tmp.dir, 'runner-check'));
+    const r = await runAction(runner, {cuda: '12.4.1', components: 'cudart,cublas', mirror: server.url, cache: 'false'});
+    expect(r.code).toBe(1);
+    const errors = r.stdout.split('\n').filter((l) => l.startsWith('::error'));
+    expect(errors).toEqual([expect.stringMatching(/^::error title=cudaenv check::cudaenv check: CUDA 12\.4\.1: .*libcublasLt\.so\.12/)]);
+    const dir = join(runner.toolCache, 'cudaenv', 'versions', '12.4.1');
+    expectExports(r, dir, join(dir, 'lib64'));
+    expect(r.files.summary).toMatch(/FAILED: cudaenv check: CUDA 12\.4\.1: .*libcublasLt\.so\.12/);
+    // cache: false: nothing was looked up or saved, and nothing said about the cache.
+    expect(r.stdout).not.toContain('::warning::');
+    expect(r.stdout).not.toContain('::group::Restore');
+    // check: false skips it (and so succeeds).
+    const unchecked = await runAction(runner, {cuda: '12.4.1', components: 'cudart,cublas', mirror: server.url, check: 'false'});
+    expect(unchecked.code).toBe(0);
+    expect(unchecked.files.summary).not.toContain('cudaenv check');
+  });
+
+  test('a restored entry whose archive was damaged: that archive alone is downloaded again', async () => {
+    const image = makeRunner(join(tmp.dir, 'runner-damaged-1'));
+    const cacheDir = join(tmp.dir, 'damaged-cache');
+    mkdirSync(cacheDir);
+    const inputs = {cuda: '12.4.1', components: 'nvcc,cudart', mirror: server.url};
+    expect((await runAction(image, inputs, {CUDAENV_ACTION_CACHE_DIR: cacheDir})).code).toBe(0);
+    const [entry] = readdirSync(cacheDir);
+    const archivesDir = join(cacheDir, entry!, 'archives');
+    const nvcc = readdirSync(archivesDir).find((n) => n.includes('cuda_nvcc'))!;
+    const bytes = readFileSync(join(archivesDir, nvcc));
+    bytes[bytes.length >> 1] ^= 0xff;
+    writeFileSync(join(archivesDir, nvcc), bytes);
+    const before = server.log.length;
+    const r = await runAction(makeRunner(join(tmp.dir, 'runner-damaged-2'), image), inputs, {CUDAENV_ACTION_CACHE_DIR: cacheDir});
+    expect(r.code).toBe(0);
+    const nvccServed = served.find((x) => x.name === 'cuda_nvcc')!;
+    expect(requests(before)).toEqual([nvccServed.relativePath]);
+    expect(r.files.summary).toContain(`Bytes downloaded: ${nvccServed.size} `);
+    expect(parseCommandFile(r.files.output).get('cache-hit')).toBe('false');
   });
 
   describe('failures: one ::error:: annotation, exit status 1, nothing exported', () => {
