@@ -98272,6 +98272,20 @@ ${error2.hint}` : error2.message;
   return String(error2);
 }
 
+// src/action/messages.ts
+var TERMS = [
+  [/--mirror(?:,| \/) CUDAENV_MIRROR/g, "the mirror input"],
+  [/\(setting cudnnMirror, CUDAENV_CUDNN_MIRROR\)/g, "(the cudnn-mirror input)"],
+  [/CUDAENV_CUDNN_MIRROR/g, "the cudnn-mirror input"],
+  [/CUDAENV_MIRROR/g, "the mirror input"],
+  [/Example: --(mirror|cudnn|components|profile) /g, "Example: $1: "],
+  [/another --cudnn spec/g, "another cudnn input"],
+  [/--(mirror|cudnn|components|profile)\b/g, "the $1 input"]
+];
+function inActionTerms(text) {
+  return TERMS.reduce((t, [re, to]) => t.replace(re, to), text);
+}
+
 // src/action/run.ts
 init_core();
 import { existsSync as existsSync14, mkdirSync as mkdirSync10, rmSync as rmSync10 } from "node:fs";
@@ -102938,7 +102952,7 @@ try {
   const result = await runAction(process.env, controller.signal);
   if (!result.checkOk) process.exitCode = 1;
 } catch (error2) {
-  setFailed(formatError(error2));
+  setFailed(inActionTerms(formatError(error2)));
 }
 /*! Bundled license information:
 

@@ -4,6 +4,7 @@
  */
 import * as core from '@actions/core';
 import {CudaenvError, formatError} from '../core/errors.js';
+import {inActionTerms} from './messages.js';
 import {runAction} from './run.js';
 
 const controller = new AbortController();
@@ -15,5 +16,5 @@ try {
   const result = await runAction(process.env, controller.signal);
   if (!result.checkOk) process.exitCode = 1;
 } catch (error) {
-  core.setFailed(formatError(error));
+  core.setFailed(inActionTerms(formatError(error)));
 }

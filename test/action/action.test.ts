@@ -260,6 +260,8 @@ describeIf(ready, why)('the bundled action against a loopback mirror of the real
       ['a bad ld-library-path', {'cuda': '12.4.1', 'ld-library-path': 'append'}, /::error::the ld-library-path input "append" is neither prepend nor none/],
       ['a release the mirror lacks', {cuda: '11.2'}, /::error::the mirror http:\/\/127\.0\.0\.1:\d+\/ offers no CUDA release matching 11\.2/],
       ['no spec and no .cuda-version', {}, /::error::no CUDA version given: the cuda input is empty and there is no \.cuda-version in /],
+      // The core's hints name the CLI's --mirror / CUDAENV_MIRROR; the step says "the mirror input".
+      ['a mirror that does not answer', {cuda: '12.4.1', mirror: 'http://127.0.0.1:9/'}, /::error::cannot download http:\/\/127\.0\.0\.1:9\/redistrib_12\.4\.1\.json: .*%0ACheck the network connection and the mirror \(the mirror input\)\.$/m],
     ];
     test.each(cases)('%s', async (_name, inputs, message) => {
       const runner = makeRunner(join(tmp.dir, `runner-fail-${Math.random().toString(36).slice(2)}`));
