@@ -99430,6 +99430,29 @@ function toolkitLibDir(versionDir) {
 function splitPathList(value) {
   return value === void 0 || value === "" ? [] : value.split(":");
 }
+function isUnder(entry2, dir) {
+  return entry2 === dir || entry2.startsWith(dir.endsWith("/") ? dir : `${dir}/`);
+}
+function toolkitEnvironment(env, versionDir, storeVersionsDir, policy) {
+  const out = { ...env };
+  const keep = (e) => !isUnder(e, storeVersionsDir);
+  const path13 = splitPathList(env.PATH).filter(keep);
+  const ld = splitPathList(env.LD_LIBRARY_PATH).filter(keep);
+  if (versionDir) {
+    path13.unshift(join3(versionDir, "bin"));
+    if (policy === "prepend") ld.unshift(toolkitLibDir(versionDir));
+    out.CUDA_HOME = versionDir;
+    out.CUDA_PATH = versionDir;
+  } else {
+    for (const key of ["CUDA_HOME", "CUDA_PATH"]) {
+      if (env[key] && isUnder(env[key], storeVersionsDir)) delete out[key];
+    }
+  }
+  out.PATH = path13.join(":");
+  if (ld.length > 0) out.LD_LIBRARY_PATH = ld.join(":");
+  else if (env.LD_LIBRARY_PATH !== void 0 && splitPathList(env.LD_LIBRARY_PATH).length !== ld.length) delete out.LD_LIBRARY_PATH;
+  return out;
+}
 
 // src/core/elf/explainer.ts
 function describeObject(path13) {
@@ -102805,11 +102828,11 @@ async function runAction(env, signal) {
     }
   }
   const dir = result.cudaPath;
-  const ld = inputs.ldLibraryPath === "prepend" ? [toolkitLibDir(dir), ...splitPathList(env.LD_LIBRARY_PATH).filter((e) => e !== toolkitLibDir(dir))].join(":") : env.LD_LIBRARY_PATH;
+  const ld = inputs.ldLibraryPath === "prepend" ? toolkitEnvironment(env, dir, paths.versions, "prepend").LD_LIBRARY_PATH : env.LD_LIBRARY_PATH;
   addPath(join26(dir, "bin"));
   exportVariable("CUDA_HOME", dir);
   exportVariable("CUDA_PATH", dir);
-  if (inputs.ldLibraryPath === "prepend") exportVariable("LD_LIBRARY_PATH", ld);
+  if (inputs.ldLibraryPath === "prepend") exportVariable("LD_LIBRARY_PATH", ld ?? "");
   setOutput("version", result.version);
   setOutput("cuda-path", dir);
   setOutput("cache-hit", String(result.source !== "mirror"));

@@ -11,7 +11,7 @@ import {artifactFor, type Artifact} from '../core/remote/manifest.js';
 import type {Platform} from '../core/remote/platform.js';
 import {selectComponents} from '../core/remote/profiles.js';
 import {pathsFor, type StorePaths} from '../core/store/paths.js';
-import {splitPathList, toolkitLibDir} from '../core/shell/toolkit-env.js';
+import {toolkitEnvironment, toolkitLibDir} from '../core/shell/toolkit-env.js';
 import {cacheServiceFor, type CacheService} from './cache-service.js';
 import {readInputs, type ActionInputs} from './inputs.js';
 import {ARCHIVES_DIR, checksumDigest, keyPrefix, readPlan, writePlan, type Plan} from './plan.js';
@@ -96,13 +96,12 @@ export async function runAction(env: NodeJS.ProcessEnv, signal: AbortSignal): Pr
   }
 
   const dir = result.cudaPath;
-  const ld = inputs.ldLibraryPath === 'prepend'
-    ? [toolkitLibDir(dir), ...splitPathList(env.LD_LIBRARY_PATH).filter((e) => e !== toolkitLibDir(dir))].join(':')
-    : env.LD_LIBRARY_PATH;
+  // As `cudaenv use` builds it: lib64 first, and another toolkit of this store (an earlier step's) dropped.
+  const ld = inputs.ldLibraryPath === 'prepend' ? toolkitEnvironment(env, dir, paths.versions, 'prepend').LD_LIBRARY_PATH : env.LD_LIBRARY_PATH;
   core.addPath(join(dir, 'bin'));
   core.exportVariable('CUDA_HOME', dir);
   core.exportVariable('CUDA_PATH', dir);
-  if (inputs.ldLibraryPath === 'prepend') core.exportVariable('LD_LIBRARY_PATH', ld);
+  if (inputs.ldLibraryPath === 'prepend') core.exportVariable('LD_LIBRARY_PATH', ld ?? '');
   core.setOutput('version', result.version);
   core.setOutput('cuda-path', dir);
   core.setOutput('cache-hit', String(result.source !== 'mirror'));

@@ -124,10 +124,12 @@ describeIf(ready, why)('the bundled action against a loopback mirror of the real
 
     test('a second run on the same tool cache makes no request at all', async () => {
       const before = server.log.length;
-      const r = await runAction(runner, {...inputs, mirror: server.url}, {CUDAENV_ACTION_CACHE_DIR: cacheDir});
+      // An earlier step's toolkit from this store leaves LD_LIBRARY_PATH, as `cudaenv use` does; the rest stays.
+      const earlier = join(runner.toolCache, 'cudaenv', 'versions', '12.3.2', 'lib64');
+      const r = await runAction(runner, {...inputs, mirror: server.url}, {CUDAENV_ACTION_CACHE_DIR: cacheDir, LD_LIBRARY_PATH: `${earlier}:/opt/other/lib`});
       expect(r.code).toBe(0);
       expect(requests(before)).toEqual([]);
-      expectExports(r, dir, join(dir, 'lib64'));
+      expectExports(r, dir, `${join(dir, 'lib64')}:/opt/other/lib`);
       expect(parseCommandFile(r.files.output).get('cache-hit')).toBe('true');
       expect(r.files.summary).toContain('Bytes downloaded: 0 ');
       expect(r.files.summary).toContain('tool cache');
