@@ -1,8 +1,9 @@
 // Issue 16 figures: what the GitHub Action downloads for `components: nvcc,cudart` of CUDA
 // 12.4.1 against NVIDIA's runfile-equivalent (every linux-x86_64 archive in the real manifest),
 // and the action's wall time from a loopback mirror whose two archives have the real sizes.
-// Anchor (same run, interleaved): `curl -s URL | xz -dc | tar -x` for the same two archives.
-// Usage: npm run build:action && node bench/action.mjs [runs]
+// Anchors (same run, interleaved): `curl -s URL | xz -dc | tar -x` for the same two archives, and
+// the CLI's `cudaenv install` of the same components.
+// Usage: npm run build && npm run build:action && node bench/action.mjs [runs]
 // The data is generated in a temp dir (never committed) and removed at the end.
 import {execFileSync, spawn, spawnSync} from 'node:child_process';
 import {createHash, randomBytes} from 'node:crypto';
@@ -100,8 +101,21 @@ action(join(tmp, 'seed-toolcache'), cacheDir);
 const warmToolCache = join(tmp, 'warm-toolcache');
 action(warmToolCache, undefined);
 
+// Second anchor: the CLI's install of the same components from the same mirror (same core),
+// so the step's own cost (bundle start, check, summary, exports) shows apart from the install.
+function cli() {
+  const store = join(tmp, `store${++job}`);
+  const start = process.hrtime.bigint();
+  execFileSync(process.execPath, [join(root, 'bin', 'run.js'), 'install', label, '--components', chosen.join(','), '--mirror', url, '--json'],
+    {env: {PATH: process.env.PATH, HOME: tmp, CUDAENV_DIR: store}, stdio: 'ignore'});
+  const ms = Number(process.hrtime.bigint() - start) / 1e6;
+  rmSync(store, {recursive: true, force: true});
+  return {ms, bytes: served};
+}
+
 const cases = {
   anchor: {name: '`curl -s URL | xz -dc | tar -x`, the 2 archives', fn: anchor, xs: []},
+  cli: {name: '`cudaenv install 12.4.1 --components cuda_nvcc,cuda_cudart` (CLI, cold)', fn: cli, xs: []},
   cold: {name: 'action, cold (empty tool cache, no Actions cache)', fn: () => action(join(tmp, `tc${job}`), undefined), xs: []},
   restored: {name: 'action, Actions cache restored (empty tool cache)', fn: () => action(join(tmp, `tc${job}`), cacheDir), xs: []},
   warm: {name: 'action, tool cache kept (self-hosted runner)', fn: () => action(warmToolCache, undefined), xs: []},
