@@ -102418,7 +102418,7 @@ function actionsCacheService(env = process.env) {
   };
 }
 function entryName(key) {
-  return encodeURIComponent(key).replace(/%/g, "~");
+  return encodeURIComponent(key).replace(/~/g, "%7E").replace(/%/g, "~");
 }
 function keyOf(name) {
   return decodeURIComponent(name.replace(/~/g, "%"));

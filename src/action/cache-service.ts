@@ -35,9 +35,9 @@ export function actionsCacheService(env: NodeJS.ProcessEnv = process.env): Cache
   };
 }
 
-/** Entry names on disk: the key, with anything but [A-Za-z0-9._-] escaped. */
-function entryName(key: string): string {
-  return encodeURIComponent(key).replace(/%/g, '~');
+/** Entry names on disk: the key percent-encoded (`~` too), then `%` written `~`: one name per key. */
+export function entryName(key: string): string {
+  return encodeURIComponent(key).replace(/~/g, '%7E').replace(/%/g, '~');
 }
 
 function keyOf(name: string): string {
