@@ -187,27 +187,34 @@ describeIf(ready, why)('the bundled action against a loopback mirror of the real
     expect(cudnnServer.log.map((l) => l.path)).toEqual(['', 'redistrib_9.1.0.json', cudnnServed[0]!.relativePath]);
   });
 
-  test('the bundled @actions/cache saves to and restores from a loopback cache service (v1 protocol)', async () => {
+  const protocols: Array<[string, (url: string) => Record<string, string>, string[], string[]]> = [
+    ['v2, as on github.com', (url) => ({ACTIONS_CACHE_SERVICE_V2: 'true', ACTIONS_RESULTS_URL: url}),
+      ['GetCacheEntryDownloadURL', 'CreateCacheEntry', 'PUT /devstoreaccount1/actions-cache/1', 'FinalizeCacheEntryUpload'].map((m) => m.startsWith('PUT') ? m : `POST /twirp/github.actions.results.api.v1.CacheService/${m}`),
+      ['POST /twirp/github.actions.results.api.v1.CacheService/GetCacheEntryDownloadURL', 'GET /devstoreaccount1/actions-cache/1']],
+    ['v1, as on GHES', (url) => ({ACTIONS_CACHE_URL: url}),
+      ['GET /_apis/artifactcache/cache', 'POST /_apis/artifactcache/caches', 'PATCH /_apis/artifactcache/caches/1', 'POST /_apis/artifactcache/caches/1'],
+      ['GET /_apis/artifactcache/cache', 'GET /download/1']],
+  ];
+  test.each(protocols)('the bundled @actions/cache saves to and restores from a loopback cache service (%s)', async (name, envFor, saveCalls, restoreCalls) => {
     const cache = await startCacheServer();
     try {
-      const service = {ACTIONS_CACHE_URL: cache.url, ACTIONS_RUNTIME_TOKEN: 'token-for-the-loopback-service'};
+      const service = {...envFor(cache.url), ACTIONS_RUNTIME_TOKEN: 'token-for-the-loopback-service'};
       const inputs = {cuda: '12.4.1', components: 'nvcc,cudart', mirror: server.url};
-      const image = makeRunner(join(tmp.dir, 'runner-svc-1'));
+      const image = makeRunner(join(tmp.dir, `runner-svc-${name.slice(0, 2)}-1`));
       const first = await runAction(image, inputs, service);
       expect(first.code).toBe(0);
-      expect(first.stdout).not.toContain('::warning::');
-      expect(cache.log).toEqual(['GET /_apis/artifactcache/cache', 'POST /_apis/artifactcache/caches', 'PATCH /_apis/artifactcache/caches/1', 'POST /_apis/artifactcache/caches/1']);
+      expect(first.stdout).not.toMatch(/::(warning|error)::/);
+      expect(cache.log).toEqual(saveCalls);
       expect(cache.entries.map((e) => [e.key, e.committed])).toEqual([[expect.stringMatching(/^cudaenv-1-linux-x86_64-cuda12\.4\.1-[0-9a-f]{12}-[0-9a-f]{32}$/), true]]);
-      // The entry is a tar of the run's archive directory: at least the two archives' bytes.
       expect(cache.entries[0]!.data.length).toBeGreaterThan(0);
 
       const before = server.log.length;
-      const fresh = makeRunner(join(tmp.dir, 'runner-svc-2'), image);
+      const fresh = makeRunner(join(tmp.dir, `runner-svc-${name.slice(0, 2)}-2`), image);
       const second = await runAction(fresh, inputs, service);
       expect(second.code).toBe(0);
-      expect(second.stdout).not.toContain('::warning::');
+      expect(second.stdout).not.toMatch(/::(warning|error)::/);
       expect(server.log.slice(before)).toEqual([]);
-      expect(cache.log.slice(4)).toEqual(['GET /_apis/artifactcache/cache', 'GET /download/1']);
+      expect(cache.log.slice(saveCalls.length)).toEqual(restoreCalls);
       expect(parseCommandFile(second.files.output).get('cache-hit')).toBe('true');
       expect(second.files.summary).toContain('Bytes downloaded: 0 ');
       expect(existsSync(join(fresh.toolCache, 'cudaenv', 'versions', '12.4.1', 'bin', 'nvcc'))).toBe(true);
