@@ -102405,13 +102405,35 @@ function pathsFor(root) {
 // src/action/cache-service.ts
 import { cpSync, existsSync as existsSync11, mkdirSync as mkdirSync9, readdirSync as readdirSync8, renameSync as renameSync7, rmSync as rmSync9, statSync as statSync8 } from "node:fs";
 import { join as join22 } from "node:path";
+var ReportedCacheFailure = class extends Error {
+};
+async function failureReported(fn) {
+  const stdout = process.stdout;
+  const write = stdout.write;
+  let failure;
+  stdout.write = ((chunk, ...rest) => {
+    const m = /^::warning::Failed to restore: ([^\n]*)/m.exec(String(chunk));
+    if (m) failure ??= m[1].split("%0A")[0];
+    return write.call(stdout, chunk, ...rest);
+  });
+  try {
+    const value = await fn();
+    if (failure !== void 0) throw new ReportedCacheFailure(failure);
+    return value;
+  } finally {
+    stdout.write = write;
+  }
+}
 var library = () => Promise.resolve().then(() => (init_cache3(), cache_exports));
 function actionsCacheService(env = process.env) {
   return {
     name: "the Actions cache",
     // Without either variable the library (and its Azure client) is not even loaded.
     unavailable: async () => (env.ACTIONS_RESULTS_URL || env.ACTIONS_CACHE_URL) && (await library()).isFeatureAvailable() ? void 0 : "the Actions cache service is not available to this runner (no ACTIONS_CACHE_URL or ACTIONS_RESULTS_URL)",
-    restore: async (dir, key, restoreKeys) => (await library()).restoreCache([dir], key, restoreKeys),
+    restore: async (dir, key, restoreKeys) => {
+      const lib = await library();
+      return failureReported(() => lib.restoreCache([dir], key, restoreKeys));
+    },
     save: async (dir, key) => {
       return await (await library()).saveCache([dir], key) !== -1;
     }
@@ -102794,10 +102816,10 @@ async function group(title, fn) {
 }
 function cacheNotices() {
   let said = false;
-  return (why) => {
+  return (why, quiet = false) => {
     if (said) return;
     said = true;
-    warning(`${why}; going on without it (archives are downloaded from the mirror)`);
+    if (!quiet) warning(`${why}; going on without it (archives are downloaded from the mirror)`);
   };
 }
 function isExact(spec) {
@@ -102880,8 +102902,9 @@ async function install(paths, platform2, inputs, request, work, notes, service, 
       try {
         restoredKey = await service.restore(work, prefix2, [prefix2]);
       } catch (error2) {
-        noCache(`${service.name} failed to restore (${formatError(error2)})`);
-        notes.push(`Cache: restore failed (${formatError(error2)}).`);
+        noCache(`${service.name} failed to restore (${formatError(error2)})`, error2 instanceof ReportedCacheFailure);
+        notes.push(`Cache: ${service.name} failed (${formatError(error2)}); nothing was restored or saved.`);
+        cacheUsable = false;
         restoredKey = void 0;
       }
       if (restoredKey === void 0) {

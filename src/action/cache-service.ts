@@ -18,6 +18,32 @@ export interface CacheService {
   save(dir: string, key: string): Promise<boolean>;
 }
 
+/** A failure the service's library already reported on the log (the step need not say it again). */
+export class ReportedCacheFailure extends Error {}
+
+/**
+ * @actions/cache catches its own failures (service down, refused token) and only writes a warning,
+ * then answers as for a miss. The step must know, or it would try to save to the same dead service
+ * and have a second warning written: this watches what is written while `fn` runs.
+ */
+async function failureReported<T>(fn: () => Promise<T>): Promise<T> {
+  const stdout = process.stdout;
+  const write = stdout.write;
+  let failure: string | undefined;
+  stdout.write = ((chunk: unknown, ...rest: unknown[]) => {
+    const m = /^::warning::Failed to restore: ([^\n]*)/m.exec(String(chunk));
+    if (m) failure ??= m[1]!.split('%0A')[0];
+    return (write as (...a: unknown[]) => boolean).call(stdout, chunk, ...rest);
+  }) as typeof stdout.write;
+  try {
+    const value = await fn();
+    if (failure !== undefined) throw new ReportedCacheFailure(failure);
+    return value;
+  } finally {
+    stdout.write = write;
+  }
+}
+
 /** @actions/cache brings the Azure storage client: loaded only by a run that talks to the service. */
 const library = (): Promise<typeof import('@actions/cache')> => import('@actions/cache');
 
@@ -27,7 +53,10 @@ export function actionsCacheService(env: NodeJS.ProcessEnv = process.env): Cache
     // Without either variable the library (and its Azure client) is not even loaded.
     unavailable: async () => (env.ACTIONS_RESULTS_URL || env.ACTIONS_CACHE_URL) && (await library()).isFeatureAvailable() ? undefined
       : 'the Actions cache service is not available to this runner (no ACTIONS_CACHE_URL or ACTIONS_RESULTS_URL)',
-    restore: async (dir, key, restoreKeys) => (await library()).restoreCache([dir], key, restoreKeys),
+    restore: async (dir, key, restoreKeys) => {
+      const lib = await library();
+      return failureReported(() => lib.restoreCache([dir], key, restoreKeys));
+    },
     save: async (dir, key) => {
       // -1: the library logged why (another job saved the key first, or the service refused).
       return await (await library()).saveCache([dir], key) !== -1;

@@ -12,7 +12,7 @@ import type {Platform} from '../core/remote/platform.js';
 import {selectComponents} from '../core/remote/profiles.js';
 import {pathsFor, type StorePaths} from '../core/store/paths.js';
 import {toolkitEnvironment, toolkitLibDir} from '../core/shell/toolkit-env.js';
-import {cacheServiceFor, type CacheService} from './cache-service.js';
+import {cacheServiceFor, ReportedCacheFailure, type CacheService} from './cache-service.js';
 import {readInputs, type ActionInputs} from './inputs.js';
 import {ARCHIVES_DIR, checksumDigest, keyPrefix, readPlan, writePlan, type Plan} from './plan.js';
 import {runnerPlatform} from './runner-platform.js';
@@ -48,13 +48,13 @@ async function group<T>(title: string, fn: () => Promise<T>): Promise<T> {
   }
 }
 
-/** Says once per run that the cache cannot be used, however many times it fails. */
-function cacheNotices(): (why: string) => void {
+/** Says once per run that the cache cannot be used, however many times it fails (`quiet`: the library said it). */
+function cacheNotices(): (why: string, quiet?: boolean) => void {
   let said = false;
-  return (why) => {
+  return (why, quiet = false) => {
     if (said) return;
     said = true;
-    core.warning(`${why}; going on without it (archives are downloaded from the mirror)`);
+    if (!quiet) core.warning(`${why}; going on without it (archives are downloaded from the mirror)`);
   };
 }
 
@@ -160,8 +160,10 @@ async function install(
       try {
         restoredKey = await service.restore(work, prefix, [prefix]);
       } catch (error) {
-        noCache(`${service.name} failed to restore (${formatError(error)})`);
-        notes.push(`Cache: restore failed (${formatError(error)}).`);
+        // The service failed: no save either (it would fail again, and say so again).
+        noCache(`${service.name} failed to restore (${formatError(error)})`, error instanceof ReportedCacheFailure);
+        notes.push(`Cache: ${service.name} failed (${formatError(error)}); nothing was restored or saved.`);
+        cacheUsable = false;
         restoredKey = undefined;
       }
       if (restoredKey === undefined) {

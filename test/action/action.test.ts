@@ -223,6 +223,22 @@ describeIf(ready, why)('the bundled action against a loopback mirror of the real
     }
   });
 
+  test('a cache service that does not answer: the step installs from the mirror all the same', async () => {
+    const cache = await startCacheServer();
+    const url = cache.url;
+    await cache.close(); // nothing listens there now
+    const runner = makeRunner(join(tmp.dir, 'runner-dead-cache'));
+    const started = Date.now();
+    const r = await runAction(runner, {cuda: '12.4.1', components: 'nvcc,cudart', mirror: server.url}, {ACTIONS_CACHE_SERVICE_V2: 'true', ACTIONS_RESULTS_URL: url, ACTIONS_RUNTIME_TOKEN: 't'});
+    expect(r.code).toBe(0);
+    expect(parseCommandFile(r.files.output).get('version')).toBe('12.4.1');
+    // Said once (by @actions/cache), and no save tried against the same dead service.
+    expect(r.stdout.split('\n').filter((l) => /^::(warning|error)/.test(l))).toEqual([expect.stringMatching(/^::warning::Failed to restore: .*ECONNREFUSED/)]);
+    expect(r.stdout).not.toContain('::group::Save');
+    expect(r.files.summary).toMatch(/Cache: the Actions cache failed \(Failed to GetCacheEntryDownloadURL: .*ECONNREFUSED\); nothing was restored or saved\./);
+    expect(Date.now() - started).toBeLessThan(30000);
+  });
+
   test('a library that would not load: the check\'s line as an ::error::, exit 1, the environment still exported', async () => {
     const runner = makeRunner(join(tmp.dir, 'runner-check'));
     const r = await runAction(runner, {cuda: '12.4.1', components: 'cudart,cublas', mirror: server.url, cache: 'false'});
