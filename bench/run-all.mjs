@@ -11,6 +11,7 @@ const benches = [
   [process.execPath, ['check-scale.mjs', '5']],
   [process.execPath, ['check-memory.mjs']],
   [process.execPath, ['install.mjs', '5', '25']],
+  [process.execPath, ['action.mjs', '3']],
   ['bash', ['shell-hook.sh', '1000']],
   ['bash', ['shell-cd.sh', '200']],
   ['bash', ['shell-shim.sh', '300']],

@@ -35,6 +35,10 @@ export interface InstallRequest {
   cudnn?: string;
   cudnnMirror?: Mirror;
   force?: boolean;
+  /** The release already resolved (the GitHub Action keeps it with its cached archives): `spec` is not looked up on the mirror. */
+  manifest?: Manifest;
+  /** The cuDNN build already chosen (same reason): `cudnn` is not looked up on the cuDNN mirror. */
+  cudnnChoice?: CudnnChoice;
   /** Archives fetched and extracted at once (default: min(4, 2 x cores)). */
   concurrency?: number;
   signal?: AbortSignal;
@@ -105,7 +109,7 @@ interface Job {
 export async function installRelease(req: InstallRequest): Promise<InstallResult> {
   const {paths, mirror} = req;
   const signal = req.signal ?? new AbortController().signal;
-  const manifest = await resolveRelease(mirror, req.spec, signal);
+  const manifest = req.manifest ?? await resolveRelease(mirror, req.spec, signal);
   const label = manifest.label;
   if (!isVersion(label)) {
     throw new CudaenvError(`the mirror's release ${label} is not a CUDA version label (MAJOR.MINOR.PATCH)`, {code: 'bad-manifest'});
@@ -121,7 +125,7 @@ export async function installRelease(req: InstallRequest): Promise<InstallResult
   let cudnn: CudnnChoice | undefined;
   if (req.cudnn !== undefined) {
     if (!req.cudnnMirror) throw new CudaenvError('--cudnn needs a cuDNN mirror');
-    cudnn = await chooseCudnn(req.cudnnMirror, req.cudnn, Number(label.split('.')[0]), platform, signal);
+    cudnn = req.cudnnChoice ?? await chooseCudnn(req.cudnnMirror, req.cudnn, Number(label.split('.')[0]), platform, signal);
     const {added, missing} = cudnnNeeds(manifest, platform, names);
     for (const name of added) {
       const c = manifest.components.get(name)!;
