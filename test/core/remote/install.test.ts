@@ -50,7 +50,7 @@ beforeAll(async () => {
   const labels = ['12.4.0', '12.4.1', '12.6.3'];
   const bad: Array<[string, ReleaseSpec]> = [
     ['90.0.1', hostile('90.0.1', [{name: 'TOP/../evil', data: 'x'}])],
-    ['90.0.2', hostile('90.0.2', [{name: '/tmp/cudaenv-evil-absolute', data: 'x'}])],
+    ['90.0.2', hostile('90.0.2', [{name: join(tmp.dir, 'evil-absolute'), data: 'x'}])],
     ['90.0.3', hostile('90.0.3', [{name: 'TOP/lib/escape', type: '2', linkname: '../../../../etc'}])],
     ['90.0.4', hostile('90.0.4', [{name: 'TOP/lib/hard', type: '1', linkname: '/etc/passwd'}])],
     // lib/x -> y/../.. lands on the root while y is a directory; a later y -> . would make it leave.
@@ -239,7 +239,7 @@ describe('install from a loopback mirror', () => {
     expect(String(err)).toMatch(/cuda_cudart: the archive .* is unsafe: refused entry "/);
     expect(String(err)).toMatch(why);
     expect(listVersions(paths)).toEqual([]);
-    expect(existsSync('/tmp/cudaenv-evil-absolute')).toBe(false);
+    expect(existsSync(join(tmp.dir, 'evil-absolute'))).toBe(false);
     expect(existsSync(join(paths.root, 'evil'))).toBe(false);
     expectCleanStore(paths);
   });
