@@ -5,6 +5,7 @@ import {join} from 'node:path';
 import {CLI, cliEnv, runCli} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
 import {makeFakeToolkit} from '../helpers/toolkit.js';
+import {testIf} from '../helpers/skip.js';
 
 let dir: string;
 let cleanup: () => void;
@@ -112,7 +113,7 @@ describe('global, local, current, which', () => {
   // Root ignores file modes: the CLI runs as nobody, which needs setpriv and a clone nobody can read.
   const asNobody = process.getuid?.() === 0 &&
     spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, CLI, '--version']).status === 0;
-  (asNobody ? test : test.skip)('a store the user may not write: one message naming the directory and what to do, no stack trace', () => {
+  testIf(asNobody, 'needs root, setpriv (util-linux) and a clone that user nobody can read, to run the CLI as another user')('a store the user may not write: one message naming the directory and what to do, no stack trace', () => {
     // Root ignores file modes, so the commands run as nobody (setpriv) over a store owned by root.
     chmodSync(dir, 0o755);
     chmodSync(store, 0o755);
@@ -131,9 +132,6 @@ describe('global, local, current, which', () => {
     expect(local.stderr).toBe(`cudaenv: cannot write ${join(proj, '.cuda-version')}: EACCES\nCheck that you may write in ${proj}, or give another directory with --dir.\n`);
     expect(run(['current']).status).toBe(0);
   });
-  if (!asNobody) {
-    console.warn('skipping the read-only store test: it needs root, setpriv (util-linux) and a clone that user nobody can read, to run the CLI as another user');
-  }
 
   test('a missing argument is not read from a piped stdin (a script\'s `cudaenv global` shows, never sets)', () => {
     const show = runCli(['global'], {env, input: '12.4\n'});

@@ -4,7 +4,8 @@
  * The reasons are the ones the summary prints and the CI policy (test/helpers/ci-policy.cjs) judges.
  */
 import {spawnSync} from 'node:child_process';
-import {existsSync} from 'node:fs';
+import {existsSync, mkdtempSync, rmdirSync} from 'node:fs';
+import {tmpdir} from 'node:os';
 import {join} from 'node:path';
 import {REPO_ROOT} from './cli.js';
 
@@ -17,10 +18,15 @@ export const IS_ROOT = process.getuid?.() === 0;
 /** A private mount namespace where a bind mount works (as root: unshare -m). */
 export const CAN_MOUNT_NAMESPACE = IS_ROOT && spawnSync('unshare', ['-m', 'sh', '-c', 'mount --bind / / 2>/dev/null || mount --bind /tmp /tmp'], {stdio: 'ignore'}).status === 0;
 
-/** A real tmpfs can be mounted (root, and the kernel lets this container mount). */
-export function canMountTmpfs(at: string): boolean {
-  return IS_ROOT && spawnSync('sh', ['-c', 'mount -t tmpfs -o size=64k tmpfs "$1" && umount "$1"', 'sh', at], {stdio: 'ignore'}).status === 0;
-}
+/** A real tmpfs can be mounted here (root, and a kernel/container that allows it). */
+export const CAN_MOUNT_TMPFS = IS_ROOT && (() => {
+  const at = mkdtempSync(join(tmpdir(), 'cudaenv-tmpfs-probe-'));
+  try {
+    return spawnSync('sh', ['-c', 'mount -t tmpfs -o size=64k tmpfs "$1" && umount "$1"', 'sh', at], {stdio: 'ignore'}).status === 0;
+  } finally {
+    rmdirSync(at);
+  }
+})();
 
 /** strace can follow a process tree (ptrace is allowed). */
 export const CAN_PTRACE = spawnSync('strace', ['-f', '-o', '/dev/null', 'true'], {stdio: 'ignore'}).status === 0;
@@ -28,6 +34,16 @@ export const CAN_PTRACE = spawnSync('strace', ['-f', '-o', '/dev/null', 'true'],
 /** The real CUDA libraries test/fixtures/fetch-cuda-libs.sh unpacks (Debian bookworm 11.8, trixie 12.4). */
 export const DOWNLOADED = join(REPO_ROOT, 'test', 'fixtures', 'downloaded');
 export const HAVE_REAL_CUDA_LIBS = ['bookworm', 'trixie'].every((suite) => existsSync(join(DOWNLOADED, suite, 'usr', 'lib', 'x86_64-linux-gnu')));
+
+/**
+ * The real executable of the python3 on PATH (sys.executable: an ELF file, where PATH may hold a
+ * pyenv shim script), or null. Never a fixed /usr/bin/python3: machines differ.
+ */
+export const PYTHON_EXE: string | null = (() => {
+  const r = spawnSync('python3', ['-c', 'import os, sys; print(os.path.realpath(sys.executable))'], {encoding: 'utf8'});
+  const exe = r.status === 0 ? r.stdout.trim() : '';
+  return exe && existsSync(exe) ? exe : null;
+})();
 
 /** The loader's $PLATFORM on this CPU (AT_PLATFORM: x86_64, or haswell/xeon_phi on some Intel CPUs). */
 export function atPlatform(): string {

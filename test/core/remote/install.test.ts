@@ -9,6 +9,8 @@ import {pathsFor, type StorePaths} from '../../../src/core/store/paths.js';
 import {listVersions, RECEIPT_FILE} from '../../../src/core/store/registry.js';
 import {archiveRelPath, makeTar, realisticRelease, startMirrorServer, writeIndex, writeRelease, xz, type MirrorServer, type ReleaseSpec} from '../../helpers/mirror.js';
 import {makeTempDir} from '../../helpers/tmp.js';
+import {testIf} from '../../helpers/skip.js';
+import {CAN_MOUNT_TMPFS, NEEDS} from '../../helpers/capabilities.js';
 
 let tmp: {dir: string; cleanup: () => void};
 let root: string;
@@ -289,13 +291,10 @@ describe('install from a loopback mirror', () => {
     }
   });
 
-  test('a full disk fails the install cleanly; with room again the install succeeds', async () => {
+  testIf(CAN_MOUNT_TMPFS, NEEDS.tmpfs)('a full disk fails the install cleanly; with room again the install succeeds', async () => {
     const mnt = join(tmp.dir, 'small-disk');
     mkdirSync(mnt);
-    if (spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', mnt]).status !== 0) {
-      console.log('skipped: the full-disk test mounts a small tmpfs and needs root');
-      return;
-    }
+    expect(spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', mnt], {encoding: 'utf8'})).toMatchObject({status: 0, stderr: ''});
     try {
       const paths = pathsFor(join(mnt, 'store'));
       const err = await installRelease(req(paths, '91.0.5', {profile: 'minimal'})).catch((e: Error) => e);

@@ -9,6 +9,8 @@ import {join} from 'node:path';
 import {ElfError, readElf} from '../../../../src/core/elf/reader/index.js';
 import {expectMatchesReadelf} from './compare.js';
 import {have} from './oracle.js';
+import {testIf} from '../../../helpers/skip.js';
+import {NEEDS} from '../../../helpers/capabilities.js';
 
 const DIR = [process.env.CUDAENV_ELF_SWEEP_DIR ?? '', '/usr/lib/x86_64-linux-gnu', '/usr/lib/aarch64-linux-gnu', '/usr/lib64'].find((d) => d && existsSync(d));
 const ELF_MAGIC = '7f454c46';
@@ -22,8 +24,7 @@ function magicOf(file: string): string {
   }
 }
 const SAMPLE = process.env.CUDAENV_ELF_SWEEP === 'all' ? Infinity : 40;
-const run = DIR && have('readelf') ? test : test.skip;
-if (!DIR || !have('readelf')) console.warn('SKIPPED the system library sweep: no system library directory or no readelf');
+const run = testIf(Boolean(DIR) && have('readelf'), DIR ? NEEDS.tool('readelf', 'binutils') : 'needs a system library directory (/usr/lib/x86_64-linux-gnu, /usr/lib/aarch64-linux-gnu or /usr/lib64)');
 
 describe('readElf over the system libraries', () => {
   run(`an evenly spread sample of ${DIR} agrees with readelf`, async () => {
