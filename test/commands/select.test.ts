@@ -6,18 +6,22 @@ import {CLI, cliEnv, runCli} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
 import {makeFakeToolkit} from '../helpers/toolkit.js';
 import {testIf} from '../helpers/skip.js';
+import {registerToolkit} from '../../src/core/store/register.js';
+import {pathsFor} from '../../src/core/store/paths.js';
 
 let dir: string;
 let cleanup: () => void;
 let store: string;
 let env: NodeJS.ProcessEnv;
 let proj: string;
-beforeEach(() => {
+beforeEach(async () => {
   ({dir, cleanup} = makeTempDir());
   store = join(dir, 'store');
   env = cliEnv(store);
+  // Registered in-process (what `cudaenv add` does; add-ls.test.ts runs the command): three CLI
+  // starts per test saved, and these tests are about selecting, not adding.
   for (const v of ['11.8.0', '12.3.2', '12.4.1']) {
-    expect(runCli(['add', makeFakeToolkit(join(dir, `cuda-${v}`), {version: v, programs: ['ptxas']})], {env}).status).toBe(0);
+    await registerToolkit(pathsFor(store), makeFakeToolkit(join(dir, `cuda-${v}`), {version: v, programs: ['ptxas']}));
   }
   proj = join(dir, 'proj');
   mkdirSync(join(proj, 'src'), {recursive: true});
