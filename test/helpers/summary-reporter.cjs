@@ -14,10 +14,13 @@ class SummaryReporter {
   onRunComplete(_contexts, results) {
     const skippedLines = [];
     const notAllowed = [];
+    const knownGaps = [];
     for (const file of results.testResults) {
       for (const t of file.testResults) {
-        if (t.status !== 'pending' && t.status !== 'todo') continue;
         const rel = path.relative(this.rootDir, file.testFilePath);
+        // test.failing tests named "[known gap: ...]" pass while the gap is there: list them too.
+        if (t.status === 'passed' && t.title.includes('[known gap')) knownGaps.push(`  ${rel}: ${[...t.ancestorTitles, t.title].join(' > ')}`);
+        if (t.status !== 'pending' && t.status !== 'todo') continue;
         const titles = [...t.ancestorTitles, t.title];
         const line = `  ${rel}: ${titles.join(' > ')}`;
         skippedLines.push(line);
@@ -26,6 +29,9 @@ class SummaryReporter {
     }
     if (skippedLines.length > 0) {
       process.stdout.write(`\nskipped tests (${skippedLines.length}):\n${skippedLines.join('\n')}\n`);
+    }
+    if (knownGaps.length > 0) {
+      process.stdout.write(`\nknown gaps, kept as test.failing (${knownGaps.length}):\n${knownGaps.join('\n')}\n`);
     }
     const skipped = results.numPendingTests + results.numTodoTests;
     const failedSuites = results.numRuntimeErrorTestSuites; // suites that could not run count once each
