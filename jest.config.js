@@ -10,4 +10,7 @@ export default {
   // Tests spawn real shells, compilers and servers; two cores cannot run many suites at once.
   maxWorkers: 2,
   reporters: ['default', '<rootDir>/test/helpers/summary-reporter.cjs'],
+  // The caller's environment (CUDAENV_*, CUDA_HOME, LD_LIBRARY_PATH, HOME...) never reaches a test: see docs/testing.md.
+  globalSetup: '<rootDir>/test/helpers/global-setup.mjs',
+  globalTeardown: '<rootDir>/test/helpers/global-teardown.mjs',
 };

@@ -5,6 +5,7 @@ import {join} from 'node:path';
 import {buildLib, HAVE_GCC} from '../core/elf/fixtures.js';
 import {cliEnv, REPO_ROOT, runCli, type CliResult} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
+import {describeIf} from '../helpers/skip.js';
 
 /**
  * `cudaenv check PATH...` without flags skips oclif (src/fast-path.ts). Whatever it prints and
@@ -19,8 +20,7 @@ function runThroughOclif(args: string[], env: NodeJS.ProcessEnv): CliResult {
   return {status: r.status ?? 1, stdout: r.stdout, stderr: r.stderr};
 }
 
-if (!HAVE_GCC) console.warn('skipping the check fast-path tests: gcc is needed to build fixtures');
-const d = HAVE_GCC ? describe : describe.skip;
+const d = describeIf(HAVE_GCC, 'needs gcc (apt-get install gcc)');
 
 d('cudaenv check PATH... without flags: fast path = oclif command', () => {
   let tmp: {dir: string; cleanup: () => void};

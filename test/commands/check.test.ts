@@ -4,10 +4,11 @@ import {join} from 'node:path';
 import {cliEnv, runCli} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
 import {buildLib, HAVE_GCC} from '../core/elf/fixtures.js';
+import {describeIf, testIf} from '../helpers/skip.js';
+import {NEEDS, PYTHON_EXE} from '../helpers/capabilities.js';
 
 /** `cudaenv check` through the built CLI, on gcc-built fixtures laid out like pip wheels and a store. */
-if (!HAVE_GCC) console.warn('skipping cudaenv check command tests: gcc is needed to build fixtures');
-const d = HAVE_GCC ? describe : describe.skip;
+const d = describeIf(HAVE_GCC, 'needs gcc (apt-get install gcc)');
 
 d('cudaenv check', () => {
   let tmp: {dir: string; cleanup: () => void};
@@ -95,12 +96,11 @@ d('cudaenv check', () => {
     expect(runCli(['check', ext, '--strict'], {env}).status).toBe(1);
     const strictJson = JSON.parse(runCli(['check', ext, '--strict', '--json'], {env}).stdout);
     expect(strictJson.ok).toBe(false);
-    const withExe = runCli(['check', ext, '--strict', '--exe', '/usr/bin/python3'], {env});
-    if (withExe.stderr.includes('no such file')) {
-      console.warn('skipping --exe part: /usr/bin/python3 is missing');
-      return;
-    }
-    expect(withExe.status).toBe(0);
+  });
+
+  testIf(PYTHON_EXE !== null, NEEDS.tool('python3'))('--exe python (the interpreter the tests run) binds the Py* symbols', () => {
+    const withExe = runCli(['check', ext, '--strict', '--exe', PYTHON_EXE!], {env});
+    expect({status: withExe.status, stderr: withExe.stderr}).toEqual({status: 0, stderr: ''});
   });
 
   test('--cuda SPEC checks as if that version were active (its lib64 first on LD_LIBRARY_PATH)', () => {
@@ -113,17 +113,15 @@ d('cudaenv check', () => {
     const all = JSON.parse(runCli(['check', '--cuda', '12.3', '--json'], {env}).stdout);
     expect(all.checked).toEqual(expect.arrayContaining([`${oldDir}/libnvJitLink.so.12`, cusparse]));
     expect(all.ok).toBe(false);
-    // `--cuda system`: /usr/local/cuda's libraries, as a `system` selection without flags.
-    if (existsSync('/usr/local/cuda')) {
-      const system = runCli(['check', '--cuda', 'system', '--json'], {env});
-      expect(system.stderr).not.toContain('nothing to check');
-      expect(JSON.parse(system.stdout).checked).toEqual(expect.arrayContaining([expect.stringMatching(/^\/usr\/local\/cuda\/lib(64)?\//), cusparse]));
-    } else {
-      console.warn('skipping the --cuda system part: no /usr/local/cuda');
-    }
     const missing = runCli(['check', '--cuda', '11.8'], {env});
     expect(missing.status).not.toBe(0);
     expect(missing.stderr).toContain('11.8');
+  });
+
+  testIf(existsSync('/usr/local/cuda'), NEEDS.devToolkit('/usr/local/cuda'))('--cuda system: /usr/local/cuda\'s libraries, as a `system` selection without flags', () => {
+    const system = runCli(['check', '--cuda', 'system', '--json'], {env});
+    expect(system.stderr).not.toContain('nothing to check');
+    expect(JSON.parse(system.stdout).checked).toEqual(expect.arrayContaining([expect.stringMatching(/^\/usr\/local\/cuda\/lib(64)?\//), cusparse]));
   });
 
   test('a truncated library: a line of its own in a directory, a clear usage error when named', () => {

@@ -3,6 +3,7 @@ import {join} from 'node:path';
 import {runCli} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
 import {HAVE_GCC, PROC_OPEN, fakePython, installVersion, makeMachine, seedFailure, setGlobal, torchVersionPy, write, type Machine} from '../core/doctor/machine.js';
+import {testIf} from '../helpers/skip.js';
 
 interface Json {
   findings: Array<{id: string; severity: string; title: string; evidence: string[]; fix: string | null}>;
@@ -46,7 +47,7 @@ describe('cudaenv doctor', () => {
     expect(r.stdout).toMatch(/^Toolkit +CUDA 12\.8\.1 at .*versions\/12\.8\.1 \[cudaenv 12\.8\.1, set by the global default/m);
   });
 
-  (HAVE_GCC ? test : test.skip)('the seed failure: exit 1, the error with symbol, entry and fix in both outputs', () => {
+  testIf(HAVE_GCC, 'needs gcc (apt-get install gcc)')('the seed failure: exit 1, the error with symbol, entry and fix in both outputs', () => {
     const m = makeMachine(join(tmp.dir, 'seed'));
     write(join(m.sysroot, 'proc/driver/nvidia/version'), PROC_OPEN);
     const old = installVersion(m, '12.3.2');

@@ -1,15 +1,16 @@
 import {afterEach, beforeEach, describe, expect, test} from '@jest/globals';
 import {spawn} from 'node:child_process';
-import {chmodSync, lstatSync, mkdirSync, writeFileSync} from 'node:fs';
+import {chmodSync, chownSync, lstatSync, mkdirSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {CLI, cliEnv, runCli} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
 import {canDropToNobody, makeStore, NOBODY, openUp, runCliAsNobody} from '../core/link/fixtures.js';
 import {probeNamespaces} from '../../src/core/link/isolate.js';
+import {describeIf, testIf} from '../helpers/skip.js';
+import {NEEDS} from '../helpers/capabilities.js';
 
 const probe = probeNamespaces();
-if (!probe.ok) console.log(`skipping the exec --isolate tests: ${probe.reason}`);
-const describeNs = probe.ok ? describe : describe.skip;
+const describeNs = describeIf(probe.ok, `${NEEDS.mountNamespace}: ${probe.ok ? '' : probe.reason}`);
 
 let dir: string;
 let cleanup: () => void;
@@ -44,7 +45,7 @@ describeNs('cudaenv exec --isolate (real /usr/local/cuda, real unshare)', () => 
     expect(before()).toEqual(was);
   });
 
-  (canDropToNobody ? test : test.skip)('as an ordinary user (unprivileged user namespace): the same, and the command runs as that user', () => {
+  testIf(canDropToNobody, 'needs root and setpriv (util-linux) to run as nobody')('as an ordinary user (unprivileged user namespace): the same, and the command runs as that user', () => {
     const r = runCliAsNobody(['exec', '--isolate', '--cuda', '12.4', '--', 'sh', '-c', SHOW], env, dir);
     expect(r.stderr).toBe('');
     expect(r.stdout).toBe(`12.4.1\n65534\n${join(store, 'versions', '12.4.1')}\n`);
@@ -57,9 +58,15 @@ describeNs('cudaenv exec --isolate (real /usr/local/cuda, real unshare)', () => 
     expect(r.status).toBe(42);
   });
 
-  test.each(canDropToNobody ? ['root', 'nobody'] : ['root'])('signals reach the command (as %s)', async (who) => {
+  const signalsReach = async (who: 'root' | 'nobody'): Promise<void> => {
     const prefix = who === 'nobody' ? NOBODY : [];
-    if (who === 'nobody') env = {...env, HOME: '/tmp'};
+    if (who === 'nobody') {
+      // nobody's own HOME inside the test's directory (it may write there; root's is not its).
+      const home = join(dir, 'nobody-home');
+      mkdirSync(home);
+      chownSync(home, 65534, 65534);
+      env = {...env, HOME: home};
+    }
     const child = spawn(prefix[0] ?? process.execPath, [...prefix.slice(1), ...(prefix.length > 0 ? [process.execPath] : []), CLI, 'exec', '--isolate', '--cuda', '12.4', '--', 'sh', '-c', 'trap "echo got-term; exit 3" TERM; echo ready; while :; do sleep 0.05; done'], {env});
     let out = '';
     await new Promise<void>((resolve) => child.stdout.on('data', (d) => {
@@ -70,7 +77,9 @@ describeNs('cudaenv exec --isolate (real /usr/local/cuda, real unshare)', () => 
     const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
     expect(out).toContain('got-term');
     expect(code).toBe(3);
-  });
+  };
+  test('signals reach the command (as root)', () => signalsReach('root'));
+  testIf(canDropToNobody, 'needs root and setpriv (util-linux) to run as nobody')('signals reach the command (as nobody)', () => signalsReach('nobody'));
 });
 
 describe('cudaenv exec --isolate where it cannot work', () => {

@@ -4,16 +4,19 @@ import {join} from 'node:path';
 import {CLI, cliEnv, runCli} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
 import {makeFakeToolkit} from '../helpers/toolkit.js';
+import {registerToolkit} from '../../src/core/store/register.js';
+import {pathsFor} from '../../src/core/store/paths.js';
 
 let dir: string;
 let cleanup: () => void;
 let store: string;
 let env: NodeJS.ProcessEnv;
-beforeEach(() => {
+beforeEach(async () => {
   ({dir, cleanup} = makeTempDir());
   store = join(dir, 'store');
   env = cliEnv(store, {PATH: `/usr/bin:/bin`, LD_LIBRARY_PATH: '/opt/mine'});
-  for (const v of ['11.8.0', '12.4.1']) runCli(['add', makeFakeToolkit(join(dir, `cuda-${v}`), {version: v})], {env});
+  // Registered in-process (what `cudaenv add` does; add-ls.test.ts runs the command).
+  for (const v of ['11.8.0', '12.4.1']) await registerToolkit(pathsFor(store), makeFakeToolkit(join(dir, `cuda-${v}`), {version: v}));
 });
 afterEach(() => cleanup());
 

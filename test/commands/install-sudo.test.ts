@@ -5,6 +5,7 @@ import {join} from 'node:path';
 import {CLI, cliEnv, runCli} from '../helpers/cli.js';
 import {realisticRelease, writeIndex, writeRelease} from '../helpers/mirror.js';
 import {makeTempDir} from '../helpers/tmp.js';
+import {describeIf} from '../helpers/skip.js';
 
 /**
  * `sudo cudaenv install` works in SUDO_USER's store; as root it would leave root-owned
@@ -13,8 +14,7 @@ import {makeTempDir} from '../helpers/tmp.js';
  */
 const isRoot = process.getuid?.() === 0;
 const canRunAsNobody = isRoot && spawnSync('runuser', ['-u', 'nobody', '--', 'true']).status === 0;
-if (!canRunAsNobody) console.log('skipping install-sudo tests: they need root and runuser (a store owned by another user)');
-const maybe = canRunAsNobody ? describe : describe.skip;
+const maybe = describeIf(canRunAsNobody, 'needs root and runuser (util-linux) for a store owned by another user');
 
 function chownR(path: string): void {
   expect(spawnSync('chown', ['-R', 'nobody:nogroup', path]).status).toBe(0);

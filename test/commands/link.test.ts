@@ -6,6 +6,8 @@ import {cliEnv, runCli} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
 import {canDropToNobody, makeStore, openUp, runCliAsNobody} from '../core/link/fixtures.js';
 import {storeRoot} from '../../src/core/store/paths.js';
+import {describeIf, testIf} from '../helpers/skip.js';
+import {IS_ROOT, NEEDS} from '../helpers/capabilities.js';
 
 let dir: string;
 let cleanup: () => void;
@@ -48,11 +50,7 @@ describe('cudaenv link / unlink', () => {
     expect(existsSync(spaced)).toBe(false);
   });
 
-  test('a target managed by update-alternatives, through the CUDAENV_ALTDIR/ADMINDIR/ALTLOG knobs', () => {
-    if (spawnSync('update-alternatives', ['--version']).status !== 0) {
-      console.log('skipping: update-alternatives is not installed');
-      return;
-    }
+  testIf(spawnSync('update-alternatives', ['--version']).status === 0, 'needs update-alternatives (apt-get install dpkg)')('a target managed by update-alternatives, through the CUDAENV_ALTDIR/ADMINDIR/ALTLOG knobs', () => {
     const knobs = {CUDAENV_ALTDIR: join(dir, 'alt'), CUDAENV_ADMINDIR: join(dir, 'adm'), CUDAENV_ALTLOG: join(dir, 'alt.log')};
     mkdirSync(knobs.CUDAENV_ALTDIR);
     mkdirSync(knobs.CUDAENV_ADMINDIR);
@@ -79,11 +77,7 @@ describe('cudaenv link / unlink', () => {
     expect(JSON.parse(refused.stdout).error.code).toBe('target-not-link');
   });
 
-  test('under sudo the store is SUDO_USER\'s, not root\'s (unless CUDAENV_DIR is set)', () => {
-    if (process.getuid?.() !== 0) {
-      console.log('skipping: the SUDO_USER store rule applies only when running as root');
-      return;
-    }
+  testIf(IS_ROOT, NEEDS.root)('under sudo the store is SUDO_USER\'s, not root\'s (unless CUDAENV_DIR is set)', () => {
     // nobody's home in /etc/passwd is /nonexistent: its store holds nothing.
     expect(storeRoot({SUDO_USER: 'nobody', HOME: '/root'})).toBe('/nonexistent/.cudaenv');
     expect(storeRoot({SUDO_USER: 'nobody', HOME: '/root', CUDAENV_DIR: store})).toBe(store);
@@ -97,8 +91,7 @@ describe('cudaenv link / unlink', () => {
   });
 });
 
-const describeNobody = canDropToNobody ? describe : describe.skip;
-if (!canDropToNobody) console.log('skipping the non-root link tests: they need root and setpriv to run as nobody');
+const describeNobody = describeIf(canDropToNobody, 'needs root and setpriv (util-linux) to run as nobody');
 
 describeNobody('as an ordinary user', () => {
   beforeEach(() => openUp(dir));

@@ -5,11 +5,11 @@ import {join} from 'node:path';
 import {cliEnv, runCli} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
 import {makeStore} from '../core/link/fixtures.js';
+import {describeIf} from '../helpers/skip.js';
 
 const LMOD_INIT = '/usr/share/lmod/lmod/init/bash';
 const hasLmod = existsSync(LMOD_INIT);
-if (!hasLmod) console.log(`skipping the Lmod tests: ${LMOD_INIT} is missing (apt-get install lmod)`);
-const describeLmod = hasLmod ? describe : describe.skip;
+const describeLmod = describeIf(hasLmod, `needs Lmod: no ${LMOD_INIT} (apt-get install lmod)`);
 
 let dir: string;
 let cleanup: () => void;

@@ -5,18 +5,23 @@ import {join} from 'node:path';
 import {CLI, cliEnv, runCli} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
 import {makeFakeToolkit} from '../helpers/toolkit.js';
+import {testIf} from '../helpers/skip.js';
+import {registerToolkit} from '../../src/core/store/register.js';
+import {pathsFor} from '../../src/core/store/paths.js';
 
 let dir: string;
 let cleanup: () => void;
 let store: string;
 let env: NodeJS.ProcessEnv;
 let proj: string;
-beforeEach(() => {
+beforeEach(async () => {
   ({dir, cleanup} = makeTempDir());
   store = join(dir, 'store');
   env = cliEnv(store);
+  // Registered in-process (what `cudaenv add` does; add-ls.test.ts runs the command): three CLI
+  // starts per test saved, and these tests are about selecting, not adding.
   for (const v of ['11.8.0', '12.3.2', '12.4.1']) {
-    expect(runCli(['add', makeFakeToolkit(join(dir, `cuda-${v}`), {version: v, programs: ['ptxas']})], {env}).status).toBe(0);
+    await registerToolkit(pathsFor(store), makeFakeToolkit(join(dir, `cuda-${v}`), {version: v, programs: ['ptxas']}));
   }
   proj = join(dir, 'proj');
   mkdirSync(join(proj, 'src'), {recursive: true});
@@ -112,7 +117,7 @@ describe('global, local, current, which', () => {
   // Root ignores file modes: the CLI runs as nobody, which needs setpriv and a clone nobody can read.
   const asNobody = process.getuid?.() === 0 &&
     spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, CLI, '--version']).status === 0;
-  (asNobody ? test : test.skip)('a store the user may not write: one message naming the directory and what to do, no stack trace', () => {
+  testIf(asNobody, 'needs root, setpriv (util-linux) and a clone that user nobody can read, to run the CLI as another user')('a store the user may not write: one message naming the directory and what to do, no stack trace', () => {
     // Root ignores file modes, so the commands run as nobody (setpriv) over a store owned by root.
     chmodSync(dir, 0o755);
     chmodSync(store, 0o755);
@@ -131,9 +136,6 @@ describe('global, local, current, which', () => {
     expect(local.stderr).toBe(`cudaenv: cannot write ${join(proj, '.cuda-version')}: EACCES\nCheck that you may write in ${proj}, or give another directory with --dir.\n`);
     expect(run(['current']).status).toBe(0);
   });
-  if (!asNobody) {
-    console.warn('skipping the read-only store test: it needs root, setpriv (util-linux) and a clone that user nobody can read, to run the CLI as another user');
-  }
 
   test('a missing argument is not read from a piped stdin (a script\'s `cudaenv global` shows, never sets)', () => {
     const show = runCli(['global'], {env, input: '12.4\n'});

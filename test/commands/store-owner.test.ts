@@ -5,14 +5,14 @@ import {join} from 'node:path';
 import {cliEnv, runCli} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
 import {makeFakeToolkit} from '../helpers/toolkit.js';
+import {describeIf} from '../helpers/skip.js';
 
 /**
  * Under sudo the store is SUDO_USER's; commands that write to it must not leave root-owned
  * files there (the user could no longer change them). Reading commands still work.
  */
 const canChown = process.getuid?.() === 0 && spawnSync('id', ['nobody']).status === 0;
-if (!canChown) console.log('skipping store-owner tests: they need root and a user nobody');
-const maybe = canChown ? describe : describe.skip;
+const maybe = describeIf(canChown, 'needs root and a user nobody');
 
 maybe('root in a store owned by another user', () => {
   let tmp: {dir: string; cleanup: () => void};

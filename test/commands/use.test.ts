@@ -10,6 +10,7 @@ import {CLI, cliEnv, runCli} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
 import {makeFakeToolkit} from '../helpers/toolkit.js';
 import {makeStore} from '../core/shell/shell-harness.js';
+import {testIf} from '../helpers/skip.js';
 
 describe('cudaenv use / deactivate / init / rehash', () => {
   let tmp: {dir: string; cleanup: () => void};
@@ -186,7 +187,7 @@ describe('cudaenv use / deactivate / init / rehash', () => {
     expect(empty.stdout).toBe('_cudaenv_hook');
   });
 
-  (spawnSync('sh', ['-c', 'command -v zsh']).status === 0 ? test : test.skip)('zsh with nounset, ksh_arrays and sh_word_split set by the user: the hook and use still work, $? is kept', () => {
+  testIf(spawnSync('sh', ['-c', 'command -v zsh']).status === 0, 'needs zsh (apt-get install zsh)')('zsh with nounset, ksh_arrays and sh_word_split set by the user: the hook and use still work, $? is kept', () => {
     mkdirSync(join(tmp.dir, 'zp'), {recursive: true});
     const script = [
       'setopt nounset ksh_arrays sh_word_split',
@@ -201,9 +202,7 @@ describe('cudaenv use / deactivate / init / rehash', () => {
     expect(r.stdout).toBe(`status=1\n${join(store, 'versions', '12.4.1')}\nRESTORED\n`);
   });
 
-  const otherShells = ['zsh', 'fish'].filter((sh) => spawnSync('sh', ['-c', `command -v ${sh}`]).status === 0);
-  if (otherShells.length < 2) console.warn('skipping some newline-path tests: zsh or fish is not installed');
-  (otherShells.length > 0 ? test.each(otherShells) : test.skip.each(['zsh']))('%s: a store path with a newline, quotes, $ and backticks: switching works and round-trips', async (sh) => {
+  for (const shell of ['zsh', 'fish']) testIf(spawnSync('sh', ['-c', `command -v ${shell}`]).status === 0, `needs ${shell} (apt-get install ${shell})`).each([shell])('%s: a store path with a newline, quotes, $ and backticks: switching works and round-trips', async (sh) => {
     const odd = join(tmp.dir, `${sh} new\nline '$x' \`y\``);
     mkdirSync(odd);
     await makeStore(odd, ['12.4.1']);

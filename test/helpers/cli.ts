@@ -32,5 +32,6 @@ export function cliEnv(storeDir: string, extra: NodeJS.ProcessEnv = {}): NodeJS.
   delete env.CUDA_HOME;
   delete env.CUDA_PATH;
   delete env.NODE_OPTIONS; // jest's --experimental-vm-modules would print a warning in every run
+  delete env.NODE_ENV; // oclif in NODE_ENV=test looks for TypeScript sources: slower, and not what users run
   return {...env, ...extra};
 }

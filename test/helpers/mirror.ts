@@ -221,7 +221,8 @@ export function realisticRelease(work: string, label = '12.4.1'): ReleaseSpec {
 
 export interface TarEntry {
   name: string;
-  type?: '0' | '1' | '2' | '3' | '4' | '5' | '6';
+  /** ustar types, and the meta types x and g (pax), L and K (GNU long name and link). */
+  type?: '0' | '1' | '2' | '3' | '4' | '5' | '6' | 'x' | 'g' | 'L' | 'K';
   linkname?: string;
   data?: string | Buffer;
   mode?: number;

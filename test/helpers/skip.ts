@@ -15,6 +15,9 @@ export function testIf(cond: boolean, reason: string): TestFn {
   if (cond) return test;
   const skipped = ((name: string, fn?: unknown, timeout?: number) =>
     test.skip(`${name} [skipped: ${reason}]`, fn as never, timeout)) as unknown as TestFn;
+  // test.each keeps working: testIf(cond, why).each(table)(name, fn)
+  (skipped as {each: unknown}).each = (table: never) => (name: string, fn: never, timeout?: number) =>
+    test.skip.each(table)(`${name} [skipped: ${reason}]`, fn, timeout);
   return skipped;
 }
 
@@ -22,5 +25,7 @@ export function describeIf(cond: boolean, reason: string): DescribeFn {
   if (cond) return describe;
   const skipped = ((name: string, fn: () => void) =>
     describe.skip(`${name} [skipped: ${reason}]`, fn)) as unknown as DescribeFn;
+  (skipped as {each: unknown}).each = (table: never) => (name: string, fn: never) =>
+    describe.skip.each(table)(`${name} [skipped: ${reason}]`, fn);
   return skipped;
 }

@@ -5,13 +5,13 @@ import {join} from 'node:path';
 import {CLI, cliEnv, runCli} from '../../helpers/cli.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {buildLibrary, canDropToNobody, makeStore, NOBODY, openUp, runCliAsNobody} from '../link/fixtures.js';
+import {describeIf} from '../../helpers/skip.js';
 
 /**
  * A store shared on a cluster, which users may not write (here: owned by root, every write
  * bit removed, used as `nobody`): everything that only reads it must work.
  */
-const describeRo = canDropToNobody ? describe : describe.skip;
-if (!canDropToNobody) console.log('skipping the read-only store tests: they need root and setpriv to run as nobody');
+const describeRo = describeIf(canDropToNobody, 'needs root and setpriv (util-linux) to run as nobody');
 
 let dir: string;
 let cleanup: () => void;
@@ -26,27 +26,26 @@ function chmodTree(path: string): void {
   }
 }
 
-beforeAll(() => {
-  ({dir, cleanup} = makeTempDir());
-  if (!canDropToNobody) return;
-  openUp(dir);
-  store = join(dir, 'shared', 'cudaenv');
-  makeStore(store, ['12.2.0', '12.4.1']);
-  for (const v of ['12.2.0', '12.4.1']) buildLibrary(join(store, 'versions', v, 'lib64'), 'libcudaenvro.so.1');
-  const admin = cliEnv(store, {HOME: dir});
-  expect(runCli(['rehash'], {env: admin}).status).toBe(0);
-  expect(runCli(['global', '12.4'], {env: admin}).status).toBe(0);
-  chmodTree(store);
-  chmodSync(store, 0o555);
-  mkdirSync(join(dir, 'home'));
-  chownSync(join(dir, 'home'), 65534, 65534);
-  mkdirSync(join(dir, 'project'));
-  writeFileSync(join(dir, 'project', '.cuda-version'), '12.2\n');
-  env = cliEnv(store, {HOME: join(dir, 'home'), PATH: '/usr/bin:/bin'});
-});
-afterAll(() => cleanup());
-
 describeRo('a read-only shared store', () => {
+  beforeAll(() => {
+    ({dir, cleanup} = makeTempDir());
+    openUp(dir);
+    store = join(dir, 'shared', 'cudaenv');
+    makeStore(store, ['12.2.0', '12.4.1']);
+    for (const v of ['12.2.0', '12.4.1']) buildLibrary(join(store, 'versions', v, 'lib64'), 'libcudaenvro.so.1');
+    const admin = cliEnv(store, {HOME: dir});
+    expect(runCli(['rehash'], {env: admin}).status).toBe(0);
+    expect(runCli(['global', '12.4'], {env: admin}).status).toBe(0);
+    chmodTree(store);
+    chmodSync(store, 0o555);
+    mkdirSync(join(dir, 'home'));
+    chownSync(join(dir, 'home'), 65534, 65534);
+    mkdirSync(join(dir, 'project'));
+    writeFileSync(join(dir, 'project', '.cuda-version'), '12.2\n');
+    env = cliEnv(store, {HOME: join(dir, 'home'), PATH: '/usr/bin:/bin'});
+  });
+  afterAll(() => cleanup());
+
   test('current, ls, which and exec work, by the global default and by .cuda-version', () => {
     expect(runCliAsNobody(['current'], env, dir)).toMatchObject({status: 0, stdout: `12.4.1 (set by the global default ${join(store, 'global')})\n`});
     expect(runCliAsNobody(['ls'], env, dir).status).toBe(0);

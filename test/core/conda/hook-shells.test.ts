@@ -5,6 +5,7 @@ import {writeHook} from '../../../src/core/conda/hook-files.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {driver, envDiff, hasShell, readDump, runDriver, SHELLS, type Family, type ShellName, type Step} from './conda-sim.js';
 import {makeCondaPrefix} from './fixtures-env.js';
+import {describeIf} from '../../helpers/skip.js';
 
 /*
  * conda's documented sequences, in real shells, on conda-like prefixes with a package's own
@@ -73,8 +74,7 @@ function baseEnv(start: NodeJS.ProcessEnv, trace: string): NodeJS.ProcessEnv {
 const first = (list: string | undefined) => (list ?? '').split(':')[0];
 
 for (const shell of SHELLS as ShellName[]) {
-  const run = hasShell(shell) ? describe : describe.skip;
-  if (!hasShell(shell)) console.warn(`skipping conda hook tests in ${shell}: not installed (apt-get install ${shell})`);
+  const run = describeIf(hasShell(shell), `needs ${shell} (apt-get install ${shell})`);
   run(`conda hook in ${shell}`, () => {
     for (const [startName, start] of Object.entries(STARTS)) {
       test(`every sequence restores the environment exactly (LD_LIBRARY_PATH ${startName})`, () => {

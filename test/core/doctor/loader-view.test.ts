@@ -9,10 +9,10 @@ import {loaderView} from '../../../src/core/doctor/loader-view.js';
 import {inspectToolkits} from '../../../src/core/doctor/toolkit.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {HAVE_GCC, HAVE_LDCONFIG, buildLib, makeMachine, systemToolkit, write, type Machine} from './machine.js';
+import {describeIf} from '../../helpers/skip.js';
 
 const ready = HAVE_GCC && HAVE_LDCONFIG;
-if (!ready) console.log('skipping the ld.so.cache tests: they need gcc and ldconfig');
-const maybe = ready ? describe : describe.skip;
+const maybe = describeIf(ready, 'needs gcc and ldconfig (apt-get install gcc libc-bin)');
 
 describe('ld.so.conf', () => {
   test('include globs (absolute and relative), comments, several dirs per line, old type suffixes', () => {

@@ -7,9 +7,9 @@ import {runDoctor} from '../../../src/core/doctor/index.js';
 import {makeFakeToolkit} from '../../helpers/toolkit.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {HAVE_GCC, buildLib, fakePython, installVersion, makeMachine, seedFailure, torchVersionPy, type Machine} from './machine.js';
+import {describeIf} from '../../helpers/skip.js';
 
-if (!HAVE_GCC) console.log('skipping the LD_LIBRARY_PATH shadowing tests: they need gcc');
-const maybe = HAVE_GCC ? describe : describe.skip;
+const maybe = describeIf(HAVE_GCC, 'needs gcc (apt-get install gcc)');
 
 /** What the real loader says about a library under an LD_LIBRARY_PATH (the oracle). */
 function lddR(lib: string, ld: string | undefined): string {

@@ -6,6 +6,8 @@ import {checkLibraries, firstProblemLine} from '../../../src/core/elf/index.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {REPO_ROOT} from '../../helpers/cli.js';
 import {buildLib, ctypesLoad, HAVE_GCC, HAVE_LDD, HAVE_PYTHON, lddVerdict, withoutMissingVersions} from './fixtures.js';
+import {describeIf, testIf} from '../../helpers/skip.js';
+import {NEEDS} from '../../helpers/capabilities.js';
 
 /**
  * The loader model on real CUDA libraries from Debian (bash test/fixtures/fetch-cuda-libs.sh):
@@ -18,10 +20,7 @@ const BOOKWORM = join(DL, 'bookworm', 'usr', 'lib', 'x86_64-linux-gnu');
 const present = existsSync(join(TRIXIE, 'libcusparse.so.12')) && existsSync(join(TRIXIE, 'libnvJitLink.so.12')) &&
   existsSync(join(BOOKWORM, 'libcudart.so.11.0'));
 const enabled = present && HAVE_GCC && HAVE_LDD;
-if (!enabled) {
-  console.warn(`skipping real CUDA library checks: ${present ? 'gcc and ldd are needed' : `run bash test/fixtures/fetch-cuda-libs.sh first (no ${TRIXIE})`}`);
-}
-const d = enabled ? describe : describe.skip;
+const d = describeIf(enabled, present ? 'needs gcc and ldd (apt-get install gcc libc-bin)' : NEEDS.realCudaLibs);
 
 function sameAsLdd(report: Awaited<ReturnType<typeof checkLibraries>>, target: string, ldLibraryPath?: string): void {
   const real = lddVerdict(target, ldLibraryPath);
@@ -44,6 +43,12 @@ function sameAsLdd(report: Awaited<ReturnType<typeof checkLibraries>>, target: s
   const symbols = refs.map((p) => `${p.symbol}@${p.version ?? ''} ${p.object}`);
   expect(withoutMissingVersions(symbols, missingRefs)).toEqual(withoutMissingVersions(real.symbols, missingRefs));
 }
+
+// The second oracle (dlopen through python3's ctypes) is asserted only where python3 runs: say so when it does not.
+testIf(HAVE_PYTHON, NEEDS.tool('python3'))('the dlopen oracle (python3 ctypes) runs here', () => {
+  expect(ctypesLoad('libc.so.6')).toBeNull();
+  expect(ctypesLoad('libcudaenv-no-such.so.1')).toContain('libcudaenv-no-such.so.1: cannot open shared object file');
+});
 
 d('real CUDA libraries (Debian non-free)', () => {
   let tmp: {dir: string; cleanup: () => void};

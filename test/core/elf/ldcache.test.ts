@@ -8,11 +8,14 @@ import {
 } from '../../../src/core/elf/ldcache.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {gcc, have} from './reader/oracle.js';
+import {describeIf, testIf} from '../../helpers/skip.js';
+import {CAN_MOUNT_NAMESPACE, NEEDS} from '../../helpers/capabilities.js';
 
 const LDCONFIG = ['/usr/sbin/ldconfig', '/sbin/ldconfig'].find((p) => existsSync(p)) ?? (have('ldconfig') ? 'ldconfig' : null);
 const tools = LDCONFIG !== null && have('gcc');
-if (!tools) console.warn('SKIPPED ld.so.cache tests: ldconfig or gcc is missing (apt-get install libc-bin gcc)');
-const describeTools = tools ? describe : describe.skip;
+const describeTools = describeIf(tools, 'needs ldconfig and gcc (apt-get install libc-bin gcc)');
+const HAVE_I686 = have('i686-linux-gnu-as') && have('i686-linux-gnu-ld');
+const NEEDS_I686 = 'needs i686-linux-gnu-as and -ld (apt-get install binutils-i686-linux-gnu)';
 
 function ldconfigLines(cacheFile: string): string[] {
   const out = execFileSync(LDCONFIG!, ['-p', '-C', cacheFile], {encoding: 'utf8', env: {...process.env, LC_ALL: 'C'}, maxBuffer: 64 << 20});
@@ -25,7 +28,6 @@ describeTools('ld.so.cache reader against ldconfig -p', () => {
   let dir: string;
   let cleanup: () => void;
   const caches: Record<string, string> = {};
-  let have32 = false;
 
   beforeAll(() => {
     ({dir, cleanup} = makeTempDir('cudaenv-ldcache-'));
@@ -43,13 +45,10 @@ describeTools('ld.so.cache reader against ldconfig -p', () => {
     lib('D1', 'libnosoname.so', null, 4);
     lib('D1', 'libzero.so.01', 'libzero.so.01', 5);
     // A 32-bit i386 library, assembled and linked by hand when cross binutils exist (no gcc-multilib needed).
-    if (have('i686-linux-gnu-as') && have('i686-linux-gnu-ld')) {
+    if (HAVE_I686) {
       writeFileSync(join(dir, 'D32/t.s'), '.text\n.globl which\nwhich: ret\n');
       execFileSync('i686-linux-gnu-as', ['-o', join(dir, 'D32/t.o'), join(dir, 'D32/t.s')]);
       execFileSync('i686-linux-gnu-ld', ['-shared', '-soname', 'libthirty.so.1', '-o', join(dir, 'D32/libthirty.so.1'), join(dir, 'D32/t.o')]);
-      have32 = true;
-    } else {
-      console.warn('SKIPPED the 32-bit cache entry: binutils-i686-linux-gnu is missing');
     }
     // D2 is listed before D1: its libfoo.so.1 must come first in the cache and win.
     writeFileSync(join(dir, 'ld.so.conf'), [join(dir, 'D2'), join(dir, 'D1'), join(dir, 'D32'), ''].join('\n'));
@@ -84,11 +83,15 @@ describeTools('ld.so.cache reader against ldconfig -p', () => {
     const hw = cache.entries.filter((e) => e.key === 'libhw.so.1');
     expect(hw.map((e) => e.hwcapsSubdir)).toEqual(['x86-64-v2', 'x86-64-v3', null]);
     expect(hw.every((e) => e.flags === 0x0303 && e.elfClass === 64 && e.arch === 'x86-64')).toBe(true);
-    if (have32) {
-      const e32 = cache.entries.find((e) => e.key === 'libthirty.so.1');
-      expect(e32).toMatchObject({elfClass: null, arch: '', path: join(dir, 'D32', 'libthirty.so.1')});
-      expect(e32!.flags & 0xff00).toBe(0);
-    }
+  });
+
+  testIf(HAVE_I686, NEEDS_I686)('the 32-bit i386 entry: its class, and lookups by class', () => {
+    const cache = loadLdCache(caches.new);
+    const e32 = cache.entries.find((e) => e.key === 'libthirty.so.1');
+    expect(e32).toMatchObject({elfClass: null, arch: '', path: join(dir, 'D32', 'libthirty.so.1')});
+    expect(e32!.flags & 0xff00).toBe(0);
+    expect(lookupCache(cache, 'libthirty.so.1', {elfClass: 32, machine: 3})).toBe(join(dir, 'D32', 'libthirty.so.1'));
+    expect(lookupCache(cache, 'libthirty.so.1', X64)).toBeNull();
   });
 
   test('lookup: ld.so.conf order, hwcaps priority by ISA level, class filtering, numeric digit runs', () => {
@@ -106,10 +109,6 @@ describeTools('ld.so.cache reader against ldconfig -p', () => {
       // aarch64 and i386 processes do not take x86-64 entries.
       expect(lookupCache(cache, 'libfoo.so.1', {elfClass: 64, machine: 183})).toBeNull();
       expect(lookupCache(cache, 'libfoo.so.1', {elfClass: 32, machine: 3})).toBeNull();
-      if (have32) {
-        expect(lookupCache(cache, 'libthirty.so.1', {elfClass: 32, machine: 3})).toBe(join(dir, 'D32', 'libthirty.so.1'));
-        expect(lookupCache(cache, 'libthirty.so.1', X64)).toBeNull();
-      }
       expect(lookupCacheEntry(cache, 'libhw.so.1', {...X64, isaLevel: 2})?.hwcapsSubdir).toBe('x86-64-v2');
     }
     // The old layout has no hwcaps information: the first plain entry of the right flags wins.
@@ -131,7 +130,7 @@ describeTools('ld.so.cache reader against ldconfig -p', () => {
     }
   });
 
-  test('lookups agree with the real loader (dlopen with the test cache bind-mounted over /etc/ld.so.cache)', () => {
+  testIf(CAN_MOUNT_NAMESPACE, NEEDS.mountNamespace)('lookups agree with the real loader (dlopen with the test cache bind-mounted over /etc/ld.so.cache)', () => {
     const probe = gcc(dir, 'probe', `
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -151,21 +150,14 @@ int main(int argc, char **argv) {
     for (const format of ['new', 'compat'] as const) {
       const run = spawnSync('unshare', ['-m', 'sh', '-c', 'mount --bind "$1" /etc/ld.so.cache && shift && exec "$@"', 'sh', caches[format], probe, ...names],
         {encoding: 'utf8', env: {PATH: process.env.PATH}});
-      if (run.status !== 0) {
-        console.warn(`SKIPPED the real-loader comparison: cannot bind-mount a cache in a mount namespace (${run.stderr.trim() || run.error})`);
-        return;
-      }
+      expect({status: run.status, stderr: run.stderr, error: run.error}).toEqual({status: 0, stderr: '', error: undefined});
       const real = Object.fromEntries(run.stdout.trim().split('\n').map((l) => l.split(' ')));
       const cache = loadLdCache(caches[format]);
       for (const name of names) expect([name, lookupCache(cache, name, X64) ?? '-']).toEqual([name, real[name]]);
     }
   });
 
-  test('the system cache reads like ldconfig -p prints it', () => {
-    if (!existsSync('/etc/ld.so.cache')) {
-      console.warn('SKIPPED: this machine has no /etc/ld.so.cache');
-      return;
-    }
+  testIf(existsSync('/etc/ld.so.cache'), 'needs /etc/ld.so.cache (run ldconfig)')('the system cache reads like ldconfig -p prints it', () => {
     const cache = loadLdCache();
     expect(['new', 'compat']).toContain(cache.format);
     expect(cache.entries.map(formatLdconfigLine)).toEqual(ldconfigLines('/etc/ld.so.cache'));

@@ -7,10 +7,10 @@ import {makeFakeToolkit} from '../../helpers/toolkit.js';
 import {linkVersion, unlinkTarget, type LinkContext} from '../../../src/core/link/index.js';
 import {altArgv, parseQuery, queryGroup, type AltOptions} from '../../../src/core/link/alternatives.js';
 import {makeStore} from './fixtures.js';
+import {describeIf} from '../../helpers/skip.js';
 
 const available = spawnSync('update-alternatives', ['--version']).status === 0;
-if (!available) console.log('skipping the update-alternatives tests: update-alternatives is not installed');
-const describeAlt = available ? describe : describe.skip;
+const describeAlt = describeIf(available, 'needs update-alternatives (apt-get install dpkg)');
 
 let dir: string;
 let cleanup: () => void;

@@ -4,10 +4,11 @@ import {join} from 'node:path';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {makeFakeToolkit} from '../../helpers/toolkit.js';
 import {planIsolate, probeNamespaces, runIsolated} from '../../../src/core/link/isolate.js';
+import {describeIf} from '../../helpers/skip.js';
+import {NEEDS} from '../../helpers/capabilities.js';
 
 const probe = probeNamespaces();
-if (!probe.ok) console.log(`skipping the mount namespace tests: ${probe.reason}`);
-const describeNs = probe.ok ? describe : describe.skip;
+const describeNs = describeIf(probe.ok, `${NEEDS.mountNamespace}: ${probe.ok ? '' : probe.reason}`);
 
 let dir: string;
 let cleanup: () => void;

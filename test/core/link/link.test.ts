@@ -7,6 +7,8 @@ import {makeFakeToolkit} from '../../helpers/toolkit.js';
 import {linkVersion, unlinkTarget, type LinkContext} from '../../../src/core/link/index.js';
 import {CudaenvError} from '../../../src/core/errors.js';
 import {makeStore} from './fixtures.js';
+import {describeIf, testIf} from '../../helpers/skip.js';
+import {IS_ROOT, NEEDS} from '../../helpers/capabilities.js';
 
 let dir: string;
 let cleanup: () => void;
@@ -88,7 +90,7 @@ describe('link and unlink a plain symlink target', () => {
     expect(readFileSync(file, 'utf8')).toBe('data');
   });
 
-  (process.getuid?.() === 0 ? test : test.skip)('as root (sudo) in a user\'s store, the records get the store\'s owner', async () => {
+  testIf(IS_ROOT, NEEDS.root)('as root (sudo) in a user\'s store, the records get the store\'s owner', async () => {
     chownSync(join(dir, 'store'), 65534, 65534);
     await linkVersion(ctx, target, '12.4.1', false);
     const links = join(dir, 'store', 'links');
@@ -102,8 +104,7 @@ describe('link and unlink a plain symlink target', () => {
 });
 
 const ldconfigAvailable = spawnSync('sh', ['-c', 'command -v ldconfig || test -x /sbin/ldconfig']).status === 0 && spawnSync('gcc', ['--version']).status === 0;
-const describeLd = ldconfigAvailable && process.getuid?.() === 0 ? describe : describe.skip;
-if (!(ldconfigAvailable && process.getuid?.() === 0)) console.log('skipping the ldconfig tests: they need root, ldconfig and gcc');
+const describeLd = describeIf(ldconfigAvailable && IS_ROOT, IS_ROOT ? 'needs ldconfig and gcc (apt-get install libc-bin gcc)' : NEEDS.root);
 
 describeLd('the loader cache after the link moves (real ldconfig, private cache)', () => {
   test('ld.so.conf naming the target: ldconfig runs and the cache follows the new version', async () => {

@@ -9,6 +9,8 @@ import {pathsFor, type StorePaths} from '../../../src/core/store/paths.js';
 import {listVersions, RECEIPT_FILE} from '../../../src/core/store/registry.js';
 import {archiveRelPath, makeTar, realisticRelease, startMirrorServer, writeIndex, writeRelease, xz, type MirrorServer, type ReleaseSpec} from '../../helpers/mirror.js';
 import {makeTempDir} from '../../helpers/tmp.js';
+import {testIf} from '../../helpers/skip.js';
+import {CAN_MOUNT_TMPFS, NEEDS} from '../../helpers/capabilities.js';
 
 let tmp: {dir: string; cleanup: () => void};
 let root: string;
@@ -50,7 +52,7 @@ beforeAll(async () => {
   const labels = ['12.4.0', '12.4.1', '12.6.3'];
   const bad: Array<[string, ReleaseSpec]> = [
     ['90.0.1', hostile('90.0.1', [{name: 'TOP/../evil', data: 'x'}])],
-    ['90.0.2', hostile('90.0.2', [{name: '/tmp/cudaenv-evil-absolute', data: 'x'}])],
+    ['90.0.2', hostile('90.0.2', [{name: join(tmp.dir, 'evil-absolute'), data: 'x'}])],
     ['90.0.3', hostile('90.0.3', [{name: 'TOP/lib/escape', type: '2', linkname: '../../../../etc'}])],
     ['90.0.4', hostile('90.0.4', [{name: 'TOP/lib/hard', type: '1', linkname: '/etc/passwd'}])],
     // lib/x -> y/../.. lands on the root while y is a directory; a later y -> . would make it leave.
@@ -239,7 +241,7 @@ describe('install from a loopback mirror', () => {
     expect(String(err)).toMatch(/cuda_cudart: the archive .* is unsafe: refused entry "/);
     expect(String(err)).toMatch(why);
     expect(listVersions(paths)).toEqual([]);
-    expect(existsSync('/tmp/cudaenv-evil-absolute')).toBe(false);
+    expect(existsSync(join(tmp.dir, 'evil-absolute'))).toBe(false);
     expect(existsSync(join(paths.root, 'evil'))).toBe(false);
     expectCleanStore(paths);
   });
@@ -289,13 +291,10 @@ describe('install from a loopback mirror', () => {
     }
   });
 
-  test('a full disk fails the install cleanly; with room again the install succeeds', async () => {
+  testIf(CAN_MOUNT_TMPFS, NEEDS.tmpfs)('a full disk fails the install cleanly; with room again the install succeeds', async () => {
     const mnt = join(tmp.dir, 'small-disk');
     mkdirSync(mnt);
-    if (spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', mnt]).status !== 0) {
-      console.log('skipped: the full-disk test mounts a small tmpfs and needs root');
-      return;
-    }
+    expect(spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', mnt], {encoding: 'utf8'})).toMatchObject({status: 0, stderr: ''});
     try {
       const paths = pathsFor(join(mnt, 'store'));
       const err = await installRelease(req(paths, '91.0.5', {profile: 'minimal'})).catch((e: Error) => e);

@@ -19,16 +19,40 @@ describe('progress', () => {
   });
 
   test('listr2: finishes even when a component is done before its task starts, and on failure', async () => {
-    const listr = await import('listr2');
+    const listr2 = await import('listr2');
+    // The real listr2, with each list kept so its tasks' final state and titles can be read.
+    const lists: InstanceType<typeof listr2.Listr>[] = [];
+    class Recorded extends listr2.Listr<unknown> {
+      constructor(...args: ConstructorParameters<typeof listr2.Listr<unknown>>) {
+        super(...args);
+        lists.push(this as never);
+      }
+    }
+    const listr = {...listr2, Listr: Recorded} as unknown as typeof listr2;
+    const settled = (p: Promise<void>): Promise<string> => Promise.race([p.then(() => 'finished'), new Promise<string>((r) => setTimeout(() => r('hung'), 5000).unref())]);
+    const state = (l: InstanceType<typeof listr2.Listr>) => l.tasks.map((t) => ({title: t.title, completed: t.isCompleted(), failed: t.hasFailed()}));
+
     const ok = new ListrReporter(listr, () => undefined, 'silent');
     ok.onEvent(plan);
     ok.onEvent(ev('cuda_nvcc', 'done'));
     ok.onEvent(ev('cuda_cudart', 'done'));
-    await ok.finish(true);
+    expect(await settled(ok.finish(true))).toBe('finished');
+    expect(lists).toHaveLength(1);
+    expect(state(lists[0]!)).toEqual([
+      {title: 'cuda_nvcc 12.4.131: done (48.8 MiB)', completed: true, failed: false},
+      {title: 'cuda_cudart 12.4.127: done (1.0 MiB)', completed: true, failed: false},
+    ]);
+
     const bad = new ListrReporter(listr, () => undefined, 'silent');
     bad.onEvent(plan);
     bad.onEvent(ev('cuda_nvcc', 'failed'));
-    await bad.finish(false);
+    expect(await settled(bad.finish(false))).toBe('finished');
+    expect(lists).toHaveLength(2);
+    // The failed component and the one that never ran are both marked failed, not left spinning.
+    expect(state(lists[1]!)).toEqual([
+      {title: 'cuda_nvcc 12.4.131: failed', completed: false, failed: true},
+      {title: 'cuda_cudart 12.4.127: waiting (1.0 MiB)', completed: false, failed: true},
+    ]);
   });
 
   test('sizes', () => {

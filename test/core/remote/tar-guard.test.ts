@@ -1,6 +1,6 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {execFileSync, spawn} from 'node:child_process';
-import {lstatSync, mkdirSync, readFileSync, readlinkSync, statSync, symlinkSync, writeFileSync} from 'node:fs';
+import {lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, symlinkSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {Readable} from 'node:stream';
 import {pipeline} from 'node:stream/promises';
@@ -114,3 +114,118 @@ describe('TarGuard in front of GNU tar', () => {
     expect(statSync(join(dest, 'bin')).mode & 0o7000).toBe(0);
   });
 });
+
+/** pax extended-header records: "<len> <key>=<value>\n", len counting the whole record. */
+function paxRecords(records: Record<string, string>): string {
+  let out = '';
+  for (const [key, value] of Object.entries(records)) {
+    const body = ` ${key}=${value}\n`;
+    let len = Buffer.byteLength(body);
+    while (String(len).length + Buffer.byteLength(body) !== len) len = String(len).length + Buffer.byteLength(body);
+    out += `${len}${body}`;
+  }
+  return out;
+}
+const pax = (records: Record<string, string>, type: 'x' | 'g' = 'x'): TarEntry => ({name: `${T}/PaxHeaders/entry`, type, data: paxRecords(records)});
+/** GNU long names: a ././@LongLink entry of type L (name) or K (link target), the string NUL-terminated. */
+const longName = (name: string): TarEntry => ({name: '././@LongLink', type: 'L', data: `${name}\0`});
+const longLink = (target: string): TarEntry => ({name: '././@LongLink', type: 'K', data: `${target}\0`});
+
+/** makeTar's entries with GNU headers (magic "ustar  "), as GNU tar writes them around ././@LongLink. */
+function gnuTar(entries: TarEntry[]): Buffer {
+  const blocks = entries.map((e) => {
+    const one = makeTar([e]);
+    const b = Buffer.from(one.subarray(0, one.length - 1024));
+    b.write('ustar  \0', 257, 'latin1');
+    b.fill(0x20, 148, 156);
+    let sum = 0;
+    for (let i = 0; i < 512; i++) sum += b[i]!;
+    b.write(`${sum.toString(8).padStart(6, '0')}\0 `, 148, 'latin1');
+    return b;
+  });
+  return Buffer.concat([...blocks, Buffer.alloc(1024)]);
+}
+
+describe('TarGuard reads the names tar will use: pax path/linkpath and GNU long names', () => {
+  const DEEP = `${T}/include/${'d'.repeat(60)}/${'e'.repeat(60)}`; // over ustar's 100 bytes
+  const SHORT = `${T}/lib/benign`;
+
+  test('controls: GNU tar honours them (so a guard reading only the ustar fields would be fooled)', async () => {
+    const dest = join(tmp.dir, 'controls');
+    const {error} = await guardInto(makeTar([...base,
+      pax({path: `${T}/lib/renamed-by-pax`}), {name: SHORT, data: 'pax'},
+      {name: `${T}/include/`, type: '5'}, {name: `${T}/include/${'d'.repeat(60)}/`, type: '5'},
+      pax({linkpath: '../lib/renamed-by-pax'}), {name: `${T}/include/l`, type: '2', linkname: 'benign-target'},
+    ]), dest);
+    expect(error).toBeUndefined();
+    expect(readFileSync(join(dest, 'lib', 'renamed-by-pax'), 'utf8')).toBe('pax');
+    expect(() => lstatSync(join(dest, 'lib', 'benign'))).toThrow();
+    expect(readlinkSync(join(dest, 'include', 'l'))).toBe('../lib/renamed-by-pax');
+    const gdest = join(tmp.dir, 'controls-gnu');
+    const g = await guardInto(gnuTar([...base,
+      {name: `${T}/include/`, type: '5'}, {name: `${T}/include/${'d'.repeat(60)}/`, type: '5'},
+      longName(DEEP), {name: SHORT, data: 'long'},
+      longLink(`../${'x'.repeat(120)}`), {name: `${T}/lib/lk`, type: '2', linkname: 'short'},
+    ]), gdest);
+    expect(g.error).toBeUndefined();
+    expect(readFileSync(join(gdest, 'include', 'd'.repeat(60), 'e'.repeat(60)), 'utf8')).toBe('long');
+    expect(readlinkSync(join(gdest, 'lib', 'lk'))).toBe(`../${'x'.repeat(120)}`);
+  });
+
+  // Each case: the archive (given the test's own directory, for absolute paths inside it), the refusal, the refused name.
+  test.each<[string, (root: string) => Buffer, RegExp]>([
+    ['pax path with ..', () => makeTar([...base, pax({path: `${T}/lib/../../evil`}), {name: SHORT, data: 'x'}]),
+      /refused entry "pkg-linux-x86_64-1\.0-archive\/lib\/\.\.\/\.\.\/evil": the path .* climbs with \.\./],
+    ['pax path absolute', (root) => makeTar([...base, pax({path: `${root}/pax-abs`}), {name: SHORT, data: 'x'}]),
+      /refused entry ".*\/pax-abs": the absolute path \/.*\/pax-abs/],
+    ['pax path in a second top directory', () => makeTar([...base, pax({path: 'other/x'}), {name: SHORT, data: 'x'}]),
+      /outside the archive's top directory/],
+    ['pax linkpath escaping', () => makeTar([...base, pax({linkpath: '../../../evil'}), {name: `${T}/lib/l`, type: '2', linkname: 'benign'}]),
+      /refused entry ".*\/lib\/l": a symlink to \.\.\/\.\.\/\.\.\/evil, outside the archive/],
+    ['pax linkpath absolute', (root) => makeTar([...base, pax({linkpath: `${root}/pax-link`}), {name: `${T}/lib/l`, type: '2', linkname: 'benign'}]),
+      /a symlink to the absolute path \/.*\/pax-link/],
+    ['pax hard-link linkpath climbing', () => makeTar([...base, {name: `${T}/lib/f`, data: 'x'}, pax({linkpath: `${T}/../../etc/passwd`}), {name: `${T}/lib/h`, type: '1', linkname: `${T}/lib/f`}]),
+      /climbs with \.\./],
+    ['pax path in a global header', () => makeTar([...base, pax({path: `${T}/../evil`}, 'g'), {name: SHORT, data: 'x'}]),
+      /a global header that renames entries/],
+    ['GNU long name with ..', () => gnuTar([...base, longName(`${DEEP}/../../../../evil`), {name: SHORT, data: 'x'}]),
+      /refused entry ".*eeee\/\.\.\/\.\.\/\.\.\/\.\.\/evil": the path .* climbs with \.\./],
+    ['GNU long name absolute', (root) => gnuTar([...base, longName(`${root}/${'a'.repeat(110)}`), {name: SHORT, data: 'x'}]),
+      /the absolute path \/.*\/a{110}/],
+    ['GNU long link escaping', () => gnuTar([...base, longLink(`${'../'.repeat(40)}etc`), {name: `${T}/lib/l`, type: '2', linkname: 'benign'}]),
+      /a symlink to (\.\.\/){40}etc, outside the archive/],
+    ['GNU long link absolute', (root) => gnuTar([...base, longLink(`${root}/${'b'.repeat(110)}`), {name: `${T}/lib/l`, type: '2', linkname: 'benign'}]),
+      /a symlink to the absolute path \/.*\/b{110}/],
+    ['GNU long hard link climbing', () => gnuTar([...base, {name: `${T}/lib/f`, data: 'x'}, longLink(`${T}/${'c/'.repeat(50)}${'../'.repeat(52)}passwd`), {name: `${T}/lib/h`, type: '1', linkname: `${T}/lib/f`}]),
+      /climbs with \.\./],
+    ['a GNU long name followed by no entry', () => gnuTar([...base, longName(`${DEEP}/x`)]),
+      /a long-name or pax header is not followed by an entry/],
+  ])('refuses %s before tar sees it', async (what, build, why) => {
+    const root = join(tmp.dir, `meta-${what.replace(/\W+/g, '-')}`);
+    mkdirSync(root);
+    const dest = join(root, 'dest');
+    const {error} = await guardInto(build(root), dest);
+    expect(error?.message).toMatch(why);
+    // Nothing reached the disk: the guard stopped the stream before tar got the entry.
+    expect(readdirSync(root)).toEqual(['dest']);
+    expect(readdirSync(dest).filter((n) => n !== 'lib' && n !== 'include')).toEqual([]);
+    expect(() => lstatSync(join(dest, 'lib', 'l'))).toThrow();
+    expect(() => lstatSync(join(dest, 'lib', 'benign'))).toThrow();
+  });
+
+  test('GNU tar\'s own pax and GNU archives of an escaping long symlink are refused', async () => {
+    const src = join(tmp.dir, 'real-long-link');
+    mkdirSync(join(src, T, 'lib'), {recursive: true});
+    const target = `${'../'.repeat(40)}etc`;
+    symlinkSync(target, join(src, T, 'lib', 'escape'));
+    for (const format of ['gnu', 'pax']) {
+      const bytes = execFileSync('tar', ['-C', src, `--format=${format}`, '-cf', '-', T], {maxBuffer: 1 << 26});
+      expect(bytes.includes(format === 'gnu' ? '././@LongLink' : `linkpath=${target}`)).toBe(true);
+      const dest = join(tmp.dir, `real-long-link-${format}`);
+      const {error} = await guardInto(bytes, dest);
+      expect(error?.message).toMatch(new RegExp(`refused entry ".*lib/escape": a symlink to (\\.\\./){40}etc, outside the archive`));
+      expect(() => lstatSync(join(dest, 'lib', 'escape'))).toThrow();
+    }
+  });
+});
+

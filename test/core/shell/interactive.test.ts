@@ -9,12 +9,12 @@ import {join} from 'node:path';
 import {spawnSync} from 'node:child_process';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {cliCalls, have, loggingCli, makeStore, runInteractive, tracked, writeRc, type ShellName} from './shell-harness.js';
+import {describeIf} from '../../helpers/skip.js';
 
 const SHELLS: ShellName[] = ['bash', 'zsh', 'fish'];
 
 for (const shell of SHELLS) {
-  const d = have(shell) ? describe : describe.skip;
-  if (!have(shell)) console.warn(`skipping the ${shell} integration tests: ${shell} is not installed (apt-get install ${shell})`);
+  const d = describeIf(have(shell), `needs ${shell} (apt-get install ${shell})`);
 
   d(`${shell} integration`, () => {
     let tmp: {dir: string; cleanup: () => void};
@@ -151,8 +151,7 @@ for (const shell of SHELLS) {
         // fish's `read -n` drops bytes that are not UTF-8 before the hook can see them: not yet refused there.
         ...(shell === 'fish' ? [] : [['not UTF-8 (Latin-1 in a comment)', (d: string) => writeFileSync(join(d, '.cuda-version'), Buffer.from('12.4\n# caf\xe9\n', 'latin1')), /is not UTF-8 text/] as [string, (dir: string) => void, RegExp]]),
       ];
-      if (shell === 'fish') console.warn('fish: a .cuda-version that is not UTF-8 is not refused by the hook yet (the CLI and the shims refuse it)');
-      test.each(cases)('%s', (name, make, message) => {
+      const hostile = (name: string, make: (dir: string) => void, message: RegExp): void => {
         const dir = join(tmp.dir, 'hostile', name.replace(/\W+/g, '-'));
         mkdirSync(dir, {recursive: true});
         make(dir);
@@ -165,7 +164,14 @@ for (const shell of SHELLS) {
         expect(lines[0]).toContain(join(dir, '.cuda-version'));
         expect(lines[0]).toMatch(message);
         expect(vars(`h-${name}-1`)).toEqual(vars(`h-${name}-0`));
-      });
+      };
+      test.each(cases)('%s', hostile);
+      // A known gap, kept visible: this passes while fish lets the file through, and fails (so
+      // this line must become a plain case above) once the hook refuses it.
+      if (shell === 'fish') {
+        test.failing('[known gap: the fish hook does not refuse it yet; the CLI and the shims do] not UTF-8 (Latin-1 in a comment)',
+          () => hostile('not UTF-8 (Latin-1 in a comment)', (d) => writeFileSync(join(d, '.cuda-version'), Buffer.from('12.4\n# caf\xe9\n', 'latin1')), /is not UTF-8 text/));
+      }
     });
   });
 }

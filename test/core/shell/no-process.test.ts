@@ -10,9 +10,10 @@ import {join} from 'node:path';
 import {cliEnv} from '../../helpers/cli.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {have, makeStore, shellArgs, writeRc, type ShellName} from './shell-harness.js';
+import {describeIf} from '../../helpers/skip.js';
+import {NEEDS} from '../../helpers/capabilities.js';
 
 const canTrace = have('strace') && spawnSync('strace', ['-f', '-e', 'trace=process', '-o', '/dev/null', 'true']).status === 0;
-if (!canTrace) console.warn('skipping the no-process-per-prompt tests: strace is missing or cannot ptrace here');
 
 function waitFor(child: ChildProcess, text: string, buffer: {out: string}, timeoutMs = 30000): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -58,7 +59,7 @@ function childOf(pid: number): number {
 }
 
 for (const shell of ['bash', 'zsh', 'fish'] as ShellName[]) {
-  const d = canTrace && have(shell) ? describe : describe.skip;
+  const d = describeIf(canTrace && have(shell), canTrace ? `needs ${shell} (apt-get install ${shell})` : NEEDS.ptrace);
   d(`${shell}: the prompt hook`, () => {
     let tmp: {dir: string; cleanup: () => void};
     let child: ChildProcess;

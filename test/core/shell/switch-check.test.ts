@@ -13,15 +13,15 @@ import {switchCheck} from '../../../src/core/shell/switch-check.js';
 import {planSwitch} from '../../../src/core/shell/transition.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {cliCalls, have, loggingCli, makeStore, runInteractive, writeRc} from './shell-harness.js';
+import {describeIf} from '../../helpers/skip.js';
 
 const canBuild = have('gcc') && have('bash');
-if (!canBuild) console.warn('skipping the switch-check tests: gcc or bash is missing');
 
 function gcc(args: string[], cwd: string): void {
   execFileSync('gcc', args, {cwd, stdio: 'pipe'});
 }
 
-(canBuild ? describe : describe.skip)('the check after a switch', () => {
+describeIf(canBuild, 'needs gcc and bash (apt-get install gcc bash)')('the check after a switch', () => {
   let tmp: {dir: string; cleanup: () => void};
   let store: string;
   let venv: string;

@@ -52,9 +52,22 @@ describe('lock', () => {
     const dir = join(tmp.dir, 'c');
     const path = lockPath(dir, 'x');
     (await acquireLock(dir, 'x')).release();
-    writeFileSync(path, JSON.stringify({pid: process.pid, hostname: hostname(), startTime: `${processStartTime(process.pid)}9`, acquiredAt: 'then', purpose: 'old'}));
-    const lock = await acquireLock(dir, 'x', {timeoutMs: 2000});
+    const myStart = processStartTime(process.pid);
+    expect(myStart).not.toBeNull();
+    // Control: the same pid with its real start time is alive, so the lock is honoured.
+    writeFileSync(path, JSON.stringify({pid: process.pid, hostname: hostname(), startTime: myStart, acquiredAt: 'then', purpose: 'old'}));
+    await expect(acquireLock(dir, 'x', {wait: false})).rejects.toThrow(new RegExp(`is locked by process ${process.pid} `));
+    expect(readLockOwner(path)).toMatchObject({acquiredAt: 'then', purpose: 'old'});
+    // The same pid started at another time is another process: its lock is taken over at once.
+    writeFileSync(path, JSON.stringify({pid: process.pid, hostname: hostname(), startTime: `${myStart}9`, acquiredAt: 'then', purpose: 'old'}));
+    const started = Date.now();
+    const lock = await acquireLock(dir, 'x', {timeoutMs: 2000, purpose: 'new'});
+    expect(Date.now() - started).toBeLessThan(1500);
+    const owner = readLockOwner(path);
+    expect(owner).toMatchObject({pid: process.pid, hostname: hostname(), startTime: myStart, purpose: 'new'});
+    expect(owner?.acquiredAt).not.toBe('then');
     lock.release();
+    expect(existsSync(path)).toBe(false);
   });
 
   test('another host\'s lock is honoured until stale, then taken over', async () => {

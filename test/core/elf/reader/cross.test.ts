@@ -10,6 +10,7 @@ import {readElfHeader} from '../../../../src/core/elf/reader/index.js';
 import {makeTempDir} from '../../../helpers/tmp.js';
 import {expectMatchesReadelf} from './compare.js';
 import {have} from './oracle.js';
+import {testIf} from '../../../helpers/skip.js';
 
 const TARGETS = [
   {prefix: 'i686-linux-gnu', pkg: 'binutils-i686-linux-gnu', elfClass: 32, littleEndian: true, machine: 3, word: '.long'},
@@ -62,8 +63,7 @@ describe('readElf on ELF32 and big-endian objects from cross binutils', () => {
 
   for (const t of TARGETS) {
     const available = have(`${t.prefix}-as`) && have(`${t.prefix}-ld`) && have('readelf');
-    const run = available ? test : test.skip;
-    if (!available) console.warn(`SKIPPED ${t.prefix} ELF tests: apt-get install ${t.pkg}`);
+    const run = testIf(available, `needs ${t.prefix}-as, ${t.prefix}-ld and readelf (apt-get install ${t.pkg} binutils)`);
     run(`${t.prefix}: ELF${t.elfClass} ${t.littleEndian ? 'little' : 'big'}-endian, GNU and SysV hash, verdef, verneed, RUNPATH`, async () => {
       const d = join(dir, t.prefix);
       mkdirSync(d);

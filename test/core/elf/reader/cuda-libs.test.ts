@@ -8,16 +8,17 @@ import {join} from 'node:path';
 import {readElf, readStats, resetReadStats} from '../../../../src/core/elf/reader/index.js';
 import {expectMatchesReadelf} from './compare.js';
 import {have} from './oracle.js';
+import {testIf} from '../../../helpers/skip.js';
+import {NEEDS} from '../../../helpers/capabilities.js';
 
 const LIB = (suite: string, name: string): string => join(import.meta.dirname, '../../../fixtures/downloaded', suite, 'usr/lib/x86_64-linux-gnu', name);
 const CUDA12 = ['libcudart.so.12', 'libnvJitLink.so.12', 'libcusparse.so.12', 'libcupti.so.12'].map((n) => LIB('trixie', n));
 const CUDA11 = ['libcudart.so.11.0', 'libcusparse.so.11', 'libcupti.so.11.8'].map((n) => LIB('bookworm', n));
 
-function whenPresent(files: string[], what: string): typeof test | typeof test.skip {
+function whenPresent(files: string[], what: string): typeof test {
   const missing = files.filter((f) => !existsSync(f));
-  if (missing.length === 0 && have('readelf')) return test;
-  console.warn(`SKIPPED ${what}: run test/fixtures/fetch-cuda-libs.sh (missing: ${missing.map((f) => f.replace(/.*downloaded\//, '')).join(', ') || 'readelf'})`);
-  return test.skip;
+  if (!have('readelf')) return testIf(false, `${what} ${NEEDS.tool('readelf', 'binutils')}`);
+  return testIf(missing.length === 0, `${NEEDS.realCudaLibs} (missing: ${missing.map((f) => f.replace(/.*downloaded\//, '')).join(', ')})`);
 }
 
 describe('readElf on real CUDA libraries', () => {

@@ -9,10 +9,10 @@ import {join} from 'node:path';
 import {readElf, readStats, resetReadStats} from '../../../../src/core/elf/reader/index.js';
 import {makeTempDir} from '../../../helpers/tmp.js';
 import {gcc, have} from './oracle.js';
+import {describeIf} from '../../../helpers/skip.js';
 
 const tools = have('gcc') && have('readelf');
-if (!tools) console.warn('SKIPPED the 1 GB ELF reader test: gcc or readelf is missing');
-const describeTools = tools ? describe : describe.skip;
+const describeTools = describeIf(tools, 'needs gcc and readelf (apt-get install gcc binutils)');
 
 describeTools('readElf on a 1 GB shared object', () => {
   let dir: string;

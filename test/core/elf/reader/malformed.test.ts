@@ -5,10 +5,10 @@ import {join} from 'node:path';
 import {ElfError, readElf, readElfHeader} from '../../../../src/core/elf/reader/index.js';
 import {makeTempDir} from '../../../helpers/tmp.js';
 import {gcc, have} from './oracle.js';
+import {describeIf} from '../../../helpers/skip.js';
 
 const tools = have('gcc') && have('readelf');
-if (!tools) console.warn('SKIPPED malformed-ELF tests: gcc or readelf (binutils) is missing');
-const describeTools = tools ? describe : describe.skip;
+const describeTools = describeIf(tools, 'needs gcc and readelf (apt-get install gcc binutils)');
 
 /** Every outcome must be a parse or an ElfError naming the file; anything else is a reader bug. */
 async function outcome(path: string, symbols = true): Promise<'ok' | ElfError> {

@@ -1,0 +1,33 @@
+// What CI must cover. When CI is set (CI=true, as .ci/run and CI services set it), every skipped
+// test fails the run unless its reason (the "[skipped: ...]" that test/helpers/skip.ts puts in the
+// name) matches one of these patterns. A skip with no reason never matches. So root, mount
+// namespaces, ptrace, the cross binutils, gcc -m32, every shell, Lmod and the real CUDA libraries
+// are all required in CI: .ci/run installs and checks them. Add to this list only what CI cannot
+// have, with why.
+'use strict';
+
+const ALLOWED_IN_CI = [
+  // NVIDIA's toolkit under /usr/local exists on developer machines with a GPU, not in CI.
+  {pattern: /^optional: no real CUDA toolkit at /, why: 'a real NVIDIA toolkit is not part of CI'},
+];
+
+/** True when the run is CI's (strict about skips). CI=false or CI=0 turns it off. */
+function isCi(env = process.env) {
+  const v = (env.CI ?? '').trim().toLowerCase();
+  return v !== '' && v !== 'false' && v !== '0';
+}
+
+/** The reason skip.ts put in a skipped test's name (or one of its describe blocks), or null. */
+function skipReason(titles) {
+  for (const t of [...titles].reverse()) {
+    const m = /\[skipped: (.*)\]$/.exec(t);
+    if (m) return m[1];
+  }
+  return null;
+}
+
+function allowedInCi(reason) {
+  return reason !== null && ALLOWED_IN_CI.some((a) => a.pattern.test(reason));
+}
+
+module.exports = {ALLOWED_IN_CI, isCi, skipReason, allowedInCi};
