@@ -16,7 +16,7 @@ export default class Init extends CudaenvCommand {
     const shell = await shellFor(args.shell);
     const {CUDAENV_DIR: _ignored, ...withoutDir} = process.env;
     process.stdout.write(shell.init({
-      bin: fileURLToPath(new URL('../../bin/run.js', import.meta.url)),
+      bin: fileURLToPath(new URL('../../bin/cudaenv', import.meta.url)),
       defaultDir: storeRoot(withoutDir),
     }));
   }
