@@ -5,7 +5,7 @@
 // not install the clone's dependencies first when the install is global, so the build tools are
 // missing: install them here, locally, from the lock file, then build.
 import {spawnSync} from 'node:child_process';
-import {existsSync} from 'node:fs';
+import {existsSync, lstatSync, realpathSync, unlinkSync} from 'node:fs';
 import {dirname, join} from 'node:path';
 import {fileURLToPath} from 'node:url';
 
@@ -15,7 +15,7 @@ const npm = process.env.npm_execpath ? [process.execPath, process.env.npm_execpa
 function run(args, env = process.env) {
   const r = spawnSync(args[0], args.slice(1), {cwd: root, stdio: 'inherit', env});
   if (r.status !== 0) {
-    console.error(`cudaenv prepare: \`${args.slice(-args.length + (npm.length - 1)).join(' ')}\` failed (exit ${r.status ?? r.signal})`);
+    console.error(`cudaenv prepare: \`npm ${args.slice(npm.length).join(' ')}\` failed (exit ${r.status ?? r.signal})`);
     process.exit(r.status || 1);
   }
 }
@@ -28,3 +28,16 @@ if (!existsSync(join(root, 'node_modules', '.bin', 'tsc'))) {
   run([...npm, 'ci', '--include=dev', '--ignore-scripts', '--no-audit', '--no-fund'], env);
 }
 run([...npm, 'run', 'build']);
+
+// The same npm bug makes that inner install a global one: it links PREFIX/lib/node_modules/cudaenv
+// to this temporary clone, which npm deletes afterwards, and the outer install then unpacks
+// the package through that link into the deleted clone (a dangling install). Remove the link: the
+// outer install puts a real directory there.
+if (process.env.npm_config_global === 'true' && process.env.npm_config_prefix) {
+  const link = join(process.env.npm_config_prefix, 'lib', 'node_modules', 'cudaenv');
+  try {
+    if (lstatSync(link).isSymbolicLink() && realpathSync(link) === realpathSync(root)) unlinkSync(link);
+  } catch {
+    // No link: nothing to undo.
+  }
+}
