@@ -1,11 +1,15 @@
 #!/usr/bin/env node
 // npm's `prepare`: builds dist/ and oclif.manifest.json. npm runs it after `npm ci` in a clone,
 // before `npm pack` and `npm publish`, and in the temporary clone of
-// `npm install -g git+https://...`. In that last case npm (up to 11 at least, npm/cli#8440) does
-// not install the clone's dependencies first when the install is global, so the build tools are
-// missing: install them here, locally, from the lock file, then build.
+// `npm install git+https://...`. When the clone's dependencies are missing there (npm/cli#8440),
+// they are installed here, locally, from the lock file.
+//
+// A *global* install from a git URL cannot work with npm up to 11.19 at least: npm prepares the
+// clone with an inner `npm install` that inherits -g, links PREFIX/lib/node_modules/cudaenv to
+// the temporary clone and deletes the clone afterwards (npm/cli#4148, #6984, #8440; fixed by
+// npm/pacote#494). Rather than leave a dangling install, say so and name the way that works.
 import {spawnSync} from 'node:child_process';
-import {existsSync, lstatSync, realpathSync, unlinkSync} from 'node:fs';
+import {existsSync} from 'node:fs';
 import {dirname, join} from 'node:path';
 import {fileURLToPath} from 'node:url';
 
@@ -20,6 +24,14 @@ function run(args, env = process.env) {
   }
 }
 
+if (process.env.npm_config_global === 'true') {
+  console.error(`cudaenv: this npm cannot install cudaenv globally from a git URL (npm/cli#8440: it would leave a link to a deleted clone).
+Pack it first, then install the package file:
+  npm install -g "$(npm pack --silent git+https://github.com/OWNER/cudaenv.git)"
+or from a clone: npm ci && npm install -g "$(npm pack --silent)"`);
+  process.exit(1);
+}
+
 if (!existsSync(join(root, 'node_modules', '.bin', 'tsc'))) {
   // The outer `npm install -g --prefix P` hands its global and prefix settings down through the
   // environment: this install is local to the clone.
@@ -28,16 +40,3 @@ if (!existsSync(join(root, 'node_modules', '.bin', 'tsc'))) {
   run([...npm, 'ci', '--include=dev', '--ignore-scripts', '--no-audit', '--no-fund'], env);
 }
 run([...npm, 'run', 'build']);
-
-// The same npm bug makes that inner install a global one: it links PREFIX/lib/node_modules/cudaenv
-// to this temporary clone, which npm deletes afterwards, and the outer install then unpacks
-// the package through that link into the deleted clone (a dangling install). Remove the link: the
-// outer install puts a real directory there.
-if (process.env.npm_config_global === 'true' && process.env.npm_config_prefix) {
-  const link = join(process.env.npm_config_prefix, 'lib', 'node_modules', 'cudaenv');
-  try {
-    if (lstatSync(link).isSymbolicLink() && realpathSync(link) === realpathSync(root)) unlinkSync(link);
-  } catch {
-    // No link: nothing to undo.
-  }
-}
