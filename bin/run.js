@@ -13,11 +13,13 @@ if (saved !== undefined) {
 // The hot commands (`--version`, `current`, and `check PATH...` without flags) skip oclif:
 // loading it costs more than the whole command, and the shell hook and users call them often.
 const {fastPath} = await import('../dist/fast-path.js');
-if (!(await fastPath(process.argv.slice(2)))) {
+let argv = process.argv.slice(2);
+if (!(await fastPath(argv))) {
+  if (argv[0] === 'exec') argv = (await import('../dist/cli/exec-argv.js')).execArgv(argv);
   const {fileURLToPath} = await import('node:url');
   const {execute} = await import('@oclif/core');
   // cudaenv has no plugins: skip oclif's user-plugin lookup, which reads (and on an
   // unwritable HOME warns about) ~/.local/share/cudaenv/package.json at every start.
   const root = fileURLToPath(new URL('..', import.meta.url));
-  await execute({dir: import.meta.url, loadOptions: {root, userPlugins: false}});
+  await execute({args: argv, dir: import.meta.url, loadOptions: {root, userPlugins: false}});
 }
