@@ -22,7 +22,10 @@ export default class Exec extends CudaenvCommand {
 
   async run(): Promise<void> {
     const {flags, argv} = await this.parse(Exec);
-    const [command, ...args] = argv as string[];
+    // The words after `--` as typed: oclif's non-strict argv reorders repeated words
+    // (`-- sh -c 'echo $1' sh x` reached sh as `sh sh -c ... x`).
+    const dashes = this.argv.indexOf('--');
+    const [command, ...args] = dashes >= 0 ? this.argv.slice(dashes + 1) : (argv as string[]);
     if (!command) throw new UsageError('no command given', 'Usage: cudaenv exec [--cuda SPEC] -- CMD [ARGS...]');
     let dir: string | undefined;
     if (flags.cuda) {
