@@ -17,7 +17,8 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const npm = process.env.npm_execpath ? [process.execPath, process.env.npm_execpath] : ['npm'];
 
 function run(args, env = process.env) {
-  const r = spawnSync(args[0], args.slice(1), {cwd: root, stdio: 'inherit', env});
+  // Build output goes to stderr: stdout belongs to the npm command that runs prepare (`npm pack --json`).
+  const r = spawnSync(args[0], args.slice(1), {cwd: root, stdio: ['inherit', 2, 2], env});
   if (r.status !== 0) {
     console.error(`cudaenv prepare: \`npm ${args.slice(npm.length).join(' ')}\` failed (exit ${r.status ?? r.signal})`);
     process.exit(r.status || 1);

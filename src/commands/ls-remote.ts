@@ -4,6 +4,7 @@ import {checkRemoteSpec, listReleases} from '../core/remote/catalog.js';
 import {mirrorsFor} from '../core/remote/choose.js';
 import {matchesPrefix} from '../core/remote/labels.js';
 import {installedLabels} from '../core/store/registry.js';
+import {cacheRemoteVersions} from '../core/completion/model.js';
 
 interface LsRemoteResult {
   mirror: string;
@@ -22,6 +23,8 @@ export default class LsRemote extends CudaenvCommand {
     const {cuda} = await mirrorsFor(this.paths, flags.mirror);
     const installed = new Set(installedLabels(this.paths));
     let labels = await listReleases(cuda);
+    // For shell completion of `install` (no network per TAB). Under sudo the store is the user's: leave it alone.
+    if (!process.env.SUDO_USER) cacheRemoteVersions(this.paths, labels);
     if (args.prefix === 'latest') labels = labels.slice(-1);
     else if (args.prefix !== undefined) labels = labels.filter((l) => matchesPrefix(l, args.prefix!));
     const result = {mirror: cuda.display, releases: labels.map((version) => ({version, installed: installed.has(version)}))};

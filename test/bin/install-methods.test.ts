@@ -34,7 +34,8 @@ describeIf(REGISTRY, IS_GIT ? 'needs the npm registry or its metadata in the npm
     ok(run('git', ['clone', '-q', REPO_ROOT, clone], dir));
     // A fresh clone has no dist/: npm ci installs and its prepare builds.
     ok(run('npm', ['ci', ...NPM_FLAGS], clone));
-    const out = JSON.parse(ok(run('npm', ['pack', '--json', ...NPM_FLAGS], clone))) as Array<{filename: string; files: Array<{path: string}>}>;
+    const packOut = ok(run('npm', ['pack', '--json', ...NPM_FLAGS], clone));
+    const out = JSON.parse(packOut.slice(packOut.search(/^\[/m))) as Array<{filename: string; files: Array<{path: string}>}>;
     tgz = join(clone, out[0]!.filename);
     packed = out[0]!.files.map((f) => f.path).sort();
   }, 900000);
@@ -47,7 +48,7 @@ describeIf(REGISTRY, IS_GIT ? 'needs the npm registry or its metadata in the npm
     const sources = (d: string): string[] => readdirSync(join(clone, 'src', d), {withFileTypes: true}).flatMap((e) => (e.isDirectory() ? sources(join(d, e.name)) : e.name.endsWith('.ts') ? [join('dist', d, e.name.replace(/\.ts$/, '.js'))] : []));
     for (const js of sources('')) expect(packed).toContain(js);
     const dry = run('npm', ['publish', '--dry-run', '--json', ...NPM_FLAGS], clone);
-    const listed = JSON.parse(dry.stdout.slice(dry.stdout.indexOf('{'))) as {files: Array<{path: string}>};
+    const listed = JSON.parse(dry.stdout.slice(dry.stdout.search(/^\{/m))) as {files: Array<{path: string}>};
     expect(listed.files.map((f) => f.path).sort()).toEqual(packed);
   }, 600000);
 
