@@ -1,5 +1,6 @@
 import {Flags} from '@oclif/core';
 import {CudaenvCommand} from '../cli/base.js';
+import {colorEnabled, paint} from '../cli/color.js';
 import {quoteSh} from '../core/shell/quote.js';
 import {listAliases, listVersions, readGlobal} from '../core/store/registry.js';
 import {detectToolkitVersion, scanSystemToolkits} from '../core/versions/detect.js';
@@ -64,12 +65,14 @@ export default class Ls extends CudaenvCommand {
 
   private render(r: LsResult): void {
     if (r.versions.length === 0) this.log('No CUDA versions installed. Install one with `cudaenv install 12.4` or register one with `cudaenv add PATH`.');
+    const color = colorEnabled(process.stdout);
     for (const v of r.versions) {
       const mark = v.active ? '*' : ' ';
-      const what = v.kind === 'registered' ? `-> ${v.target}${v.broken ? ' (missing!)' : ''}` : '';
-      this.log(`${mark} ${v.version.padEnd(10)} ${what}`.trimEnd());
+      const what = v.kind === 'registered' ? `-> ${v.target}${v.broken ? ` ${paint('(missing!)', 'red', color)}` : ''}` : '';
+      const line = `${mark} ${v.version.padEnd(10)} ${what}`.trimEnd();
+      this.log(v.active ? paint(paint(line, 'green', color), 'bold', color) : line);
     }
-    if (r.active) this.log(`\nactive: ${r.active.version ?? `${r.active.spec} (not installed)`} (${r.active.origin})`);
+    if (r.active) this.log(`\nactive: ${r.active.version ? paint(r.active.version, 'green', color) : paint(`${r.active.spec} (not installed)`, 'red', color)} (${r.active.origin})`);
     for (const a of r.aliases) this.log(`alias ${a.name} -> ${a.spec}`);
     if (r.system) {
       this.log('\nToolkits on this machine:');

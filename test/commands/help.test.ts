@@ -2,7 +2,9 @@ import {afterAll, describe, expect, test} from '@jest/globals';
 import {mkdirSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {closest} from '../../src/core/text/suggest.js';
-import {cliEnv, runCli} from '../helpers/cli.js';
+import {spawnSync} from 'node:child_process';
+import {CLI, cliEnv, runCli} from '../helpers/cli.js';
+import {testIf} from '../helpers/skip.js';
 import {makeTempDir} from '../helpers/tmp.js';
 import {makeFakeToolkit} from '../helpers/toolkit.js';
 
@@ -72,5 +74,25 @@ describe('finding one\'s way', () => {
     r = runCli(['which', 'nvcc'], {env});
     expect(r.status).toBe(1);
     expect(r.stderr).toContain('the system has no nvcc on PATH');
+  });
+});
+
+describe('colour', () => {
+  const {dir, cleanup} = makeTempDir();
+  afterAll(cleanup);
+  const HAVE_SCRIPT = spawnSync('script', ['--version'], {stdio: 'ignore'}).status === 0;
+  /** Runs the CLI under a pseudo-terminal (util-linux script), as a person at a terminal would. */
+  const atTty = (args: string, extra: string): string => {
+    const cmd = `${extra} ${JSON.stringify(process.execPath)} ${JSON.stringify(CLI)} ${args}`;
+    return spawnSync('script', ['-qec', cmd, '/dev/null'], {env: cliEnv(join(dir, 'store'), {PATH: '/usr/bin:/bin', TERM: 'xterm'}), encoding: 'utf8'}).stdout;
+  };
+  testIf(HAVE_SCRIPT, 'needs script(1) from util-linux for a pseudo-terminal')('errors red, the active version green at a terminal; none with NO_COLOR or through a pipe', () => {
+    const tk = makeFakeToolkit(join(dir, 'tk'), {version: '12.4.1'});
+    expect(runCli(['add', tk], {env: cliEnv(join(dir, 'store'))}).status).toBe(0);
+    expect(atTty(`add ${join(dir, 'missing')}`, '')).toContain(`cudaenv: \u001B[31m${join(dir, 'missing')} does not exist\u001B[39m`);
+    expect(atTty('ls', 'CUDAENV_VERSION=12.4.1')).toContain('active: \u001B[32m12.4.1\u001B[39m');
+    expect(atTty(`add ${join(dir, 'missing')}`, 'NO_COLOR=1')).not.toContain('\u001B[');
+    const piped = runCli(['ls'], {env: cliEnv(join(dir, 'store'), {CUDAENV_VERSION: '12.4.1', TERM: 'xterm'})});
+    expect(piped.stdout).not.toContain('\u001B[');
   });
 });
