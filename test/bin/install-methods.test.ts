@@ -48,8 +48,10 @@ describeIf(REGISTRY, IS_GIT ? 'needs the npm registry or its metadata in the npm
     const sources = (d: string): string[] => readdirSync(join(clone, 'src', d), {withFileTypes: true}).flatMap((e) => (e.isDirectory() ? sources(join(d, e.name)) : e.name.endsWith('.ts') ? [join('dist', d, e.name.replace(/\.ts$/, '.js'))] : []));
     for (const js of sources('')) expect(packed).toContain(js);
     const dry = run('npm', ['publish', '--dry-run', '--json', ...NPM_FLAGS], clone);
-    const listed = JSON.parse(dry.stdout.slice(dry.stdout.search(/^\{/m))) as {files: Array<{path: string}>};
-    expect(listed.files.map((f) => f.path).sort()).toEqual(packed);
+    // npm 11 keys the report by package name; older npm gives the package itself.
+    const report = JSON.parse(dry.stdout.slice(dry.stdout.search(/^\{/m))) as {files?: Array<{path: string}>; cudaenv?: {files: Array<{path: string}>}};
+    expect((report.cudaenv ?? report).files!.map((f) => f.path).sort()).toEqual(packed);
+    expect(dry.stderr).not.toContain('auto-corrected');
   }, 600000);
 
   test('npm install -g --prefix P ./cudaenv-*.tgz: --version, init, use, check, doctor and shims work', () => {
