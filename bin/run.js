@@ -1,13 +1,25 @@
 #!/usr/bin/env node
+// Started by bin/cudaenv with the loader's variables cleared: put the user's back before any
+// command reads them or hands them to a child (exec, nvcc, python).
+const saved = process.env.CUDAENV_USER_VARS;
+if (saved !== undefined) {
+  for (const name of saved.split(' ')) {
+    if (!['LD_LIBRARY_PATH', 'LD_PRELOAD', 'LD_AUDIT'].includes(name)) continue;
+    process.env[name] = process.env[`CUDAENV_USER_${name}`] ?? '';
+  }
+  for (const name of ['VARS', 'LD_LIBRARY_PATH', 'LD_PRELOAD', 'LD_AUDIT']) delete process.env[`CUDAENV_USER_${name}`];
+}
+
 // The hot commands (`--version`, `current`, and `check PATH...` without flags) skip oclif:
 // loading it costs more than the whole command, and the shell hook and users call them often.
-import {fileURLToPath} from 'node:url';
-import {fastPath} from '../dist/fast-path.js';
-
-if (!(await fastPath(process.argv.slice(2)))) {
+const {fastPath} = await import('../dist/fast-path.js');
+let argv = process.argv.slice(2);
+if (!(await fastPath(argv))) {
+  if (argv[0] === 'exec') argv = (await import('../dist/cli/exec-argv.js')).execArgv(argv);
+  const {fileURLToPath} = await import('node:url');
   const {execute} = await import('@oclif/core');
   // cudaenv has no plugins: skip oclif's user-plugin lookup, which reads (and on an
   // unwritable HOME warns about) ~/.local/share/cudaenv/package.json at every start.
   const root = fileURLToPath(new URL('..', import.meta.url));
-  await execute({dir: import.meta.url, loadOptions: {root, userPlugins: false}});
+  await execute({args: argv, dir: import.meta.url, loadOptions: {root, userPlugins: false}});
 }

@@ -1,6 +1,7 @@
 import {Command, Errors} from '@oclif/core';
 import {CudaenvError, EXIT_FAILED, EXIT_USAGE, formatError, isErrno} from '../core/errors.js';
 import {storePaths, type StorePaths} from '../core/store/paths.js';
+import {colorEnabled, paint} from './color.js';
 
 /**
  * Shared behaviour of every command: `--json` (oclif prints what `run` returns),
@@ -28,7 +29,7 @@ export abstract class CudaenvCommand extends Command {
 
   /** A warning on stderr (kept out of --json output on stdout). */
   protected warn2(message: string): void {
-    process.stderr.write(`cudaenv: warning: ${message}\n`);
+    process.stderr.write(`cudaenv: ${paint('warning:', 'yellow', colorEnabled(process.stderr))} ${message}\n`);
   }
 
   protected override async catch(error: Error & {exitCode?: number}): Promise<unknown> {
@@ -51,7 +52,9 @@ export abstract class CudaenvCommand extends Command {
     if (this.jsonEnabled()) {
       process.stdout.write(`${JSON.stringify({ok: false, error: {code, message: error.message, hint: hint ?? null}}, null, 2)}\n`);
     } else {
-      process.stderr.write(`cudaenv: ${formatError(error)}\n`);
+      // The error in red, the hint (what to do) plain.
+      const [first, ...rest] = formatError(error).split('\n');
+      process.stderr.write(`cudaenv: ${[paint(first!, 'red', colorEnabled(process.stderr)), ...rest].join('\n')}\n`);
       if (process.env.CUDAENV_DEBUG && error.stack) process.stderr.write(`${error.stack}\n`);
     }
     process.exitCode = exitCode;

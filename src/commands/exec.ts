@@ -10,8 +10,8 @@ import {parseSpec} from '../core/versions/spec.js';
 
 export default class Exec extends CudaenvCommand {
   static override summary = 'Run a command with a CUDA version\'s environment.';
-  static override description = 'PATH gains the version\'s bin, CUDA_HOME and CUDA_PATH point at it, and LD_LIBRARY_PATH follows the policy. Signals pass through; the exit status is the command\'s.';
-  static override examples = ['<%= config.bin %> exec -- nvcc --version', '<%= config.bin %> exec --cuda 12.4 -- make'];
+  static override description = 'The command starts at the first word that is not a flag of exec\'s (`--` before it is optional). PATH gains the version\'s bin, CUDA_HOME and CUDA_PATH point at it, and LD_LIBRARY_PATH follows the policy. Signals pass through; the exit status is the command\'s.';
+  static override examples = ['<%= config.bin %> exec -- nvcc --version', '<%= config.bin %> exec --cuda 12.4 nvcc --version', '<%= config.bin %> exec --cuda 12.4 -- make'];
   static override strict = false;
   static override enableJsonFlag = false;
   static override flags = {
@@ -22,7 +22,10 @@ export default class Exec extends CudaenvCommand {
 
   async run(): Promise<void> {
     const {flags, argv} = await this.parse(Exec);
-    const [command, ...args] = argv as string[];
+    // The words after `--` as typed: oclif's non-strict argv reorders repeated words
+    // (`-- sh -c 'echo $1' sh x` reached sh as `sh sh -c ... x`).
+    const dashes = this.argv.indexOf('--');
+    const [command, ...args] = dashes >= 0 ? this.argv.slice(dashes + 1) : (argv as string[]);
     if (!command) throw new UsageError('no command given', 'Usage: cudaenv exec [--cuda SPEC] -- CMD [ARGS...]');
     let dir: string | undefined;
     if (flags.cuda) {

@@ -19,7 +19,7 @@ The first part sources the start file that every \`cudaenv init\` writes into th
     const {args} = await this.parse(Init);
     const shell = await shellFor(args.shell);
     const {CUDAENV_DIR: _ignored, ...withoutDir} = process.env;
-    const options = {bin: fileURLToPath(new URL('../../bin/run.js', import.meta.url)), defaultDir: storeRoot(withoutDir)};
+    const options = {bin: fileURLToPath(new URL('../../bin/cudaenv', import.meta.url)), defaultDir: storeRoot(withoutDir)};
     writeStartFile(this.paths, shell, options);
     process.stdout.write(shell.init(options));
   }

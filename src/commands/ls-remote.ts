@@ -6,6 +6,7 @@ import {checkReleases} from '../core/remote/installable.js';
 import {matchesPrefix} from '../core/remote/labels.js';
 import {parsePlatform} from '../core/remote/platform.js';
 import {installedLabels} from '../core/store/registry.js';
+import {cacheRemoteVersions} from '../core/completion/model.js';
 
 interface LsRemoteResult {
   mirror: string;
@@ -28,6 +29,8 @@ export default class LsRemote extends CudaenvCommand {
     const {cuda} = await mirrorsFor(this.paths, flags.mirror);
     const installed = new Set(installedLabels(this.paths));
     let labels = await listReleases(cuda);
+    // For shell completion of `install` (no network per TAB). Under sudo the store is the user's: leave it alone.
+    if (!process.env.SUDO_USER) cacheRemoteVersions(this.paths, labels);
     if (args.prefix === 'latest') labels = labels.slice(-1);
     else if (args.prefix !== undefined) labels = labels.filter((l) => matchesPrefix(l, args.prefix!));
     const checked = await checkReleases(cuda, labels, {explicit, cacheDir: this.paths.cache});

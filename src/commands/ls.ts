@@ -1,5 +1,6 @@
 import {Flags} from '@oclif/core';
 import {CudaenvCommand} from '../cli/base.js';
+import {colorEnabled, paint} from '../cli/color.js';
 import {quoteSh} from '../core/shell/quote.js';
 import {listAliases, listVersions, readGlobal} from '../core/store/registry.js';
 import {detectToolkitVersion, scanSystemToolkits} from '../core/versions/detect.js';
@@ -11,7 +12,7 @@ interface LsResult {
   active: {version: string | null; spec: string; origin: string} | null;
   aliases: Array<{name: string; spec: string}>;
   global: string | null;
-  system?: Array<{path: string; version: string | null; registered: boolean; command: string | null}>;
+  system?: Array<{path: string; version: string | null; registered: boolean; links: string[]; command: string | null}>;
 }
 
 export default class Ls extends CudaenvCommand {
@@ -40,12 +41,22 @@ export default class Ls extends CudaenvCommand {
       global: readGlobal(this.paths) ?? null,
     };
     if (flags.system) {
-      const registered = new Set(versions.flatMap((v) => (v.target ? [v.target] : [])));
-      result.system = scanSystemToolkits().map((dir) => {
+      const byTarget = new Map(versions.flatMap((v) => (v.target ? [[safeRealpath(v.target), v.label] as const] : [])));
+      // /usr/local/cuda -> /usr/local/cuda-13.0 is one toolkit reached two ways: listed once, at
+      // the directory itself, with the links that lead to it.
+      const groups = new Map<string, string[]>();
+      for (const dir of scanSystemToolkits()) {
         const real = safeRealpath(dir);
-        const isRegistered = registered.has(real);
-        const version = detectToolkitVersion(real).version ?? null;
-        return {path: dir, version, registered: isRegistered, command: isRegistered ? null : `cudaenv add ${quoteSh(dir)}${version ? '' : ' --as X.Y.Z'}`};
+        groups.set(real, [...(groups.get(real) ?? []), dir]);
+      }
+      result.system = [...groups].map(([real, dirs]) => {
+        const path = dirs.includes(real) ? real : dirs[0]!;
+        const label = byTarget.get(real);
+        const version = label ?? detectToolkitVersion(real).version ?? null;
+        return {
+          path, version, registered: label !== undefined, links: dirs.filter((d) => d !== path),
+          command: label !== undefined ? null : `cudaenv add ${quoteSh(path)}${version ? '' : ' --as X.Y.Z'}`,
+        };
       });
     }
     if (!this.jsonEnabled()) this.render(result);
@@ -54,18 +65,21 @@ export default class Ls extends CudaenvCommand {
 
   private render(r: LsResult): void {
     if (r.versions.length === 0) this.log('No CUDA versions installed. Install one with `cudaenv install 12.4` or register one with `cudaenv add PATH`.');
+    const color = colorEnabled(process.stdout);
     for (const v of r.versions) {
       const mark = v.active ? '*' : ' ';
-      const what = v.kind === 'registered' ? `-> ${v.target}${v.broken ? ' (missing!)' : ''}` : '';
-      this.log(`${mark} ${v.version.padEnd(10)} ${what}`.trimEnd());
+      const what = v.kind === 'registered' ? `-> ${v.target}${v.broken ? ` ${paint('(missing!)', 'red', color)}` : ''}` : '';
+      const line = `${mark} ${v.version.padEnd(10)} ${what}`.trimEnd();
+      this.log(v.active ? paint(paint(line, 'green', color), 'bold', color) : line);
     }
-    if (r.active) this.log(`\nactive: ${r.active.version ?? `${r.active.spec} (not installed)`} (${r.active.origin})`);
+    if (r.active) this.log(`\nactive: ${r.active.version ? paint(r.active.version, 'green', color) : paint(`${r.active.spec} (not installed)`, 'red', color)} (${r.active.origin})`);
     for (const a of r.aliases) this.log(`alias ${a.name} -> ${a.spec}`);
     if (r.system) {
       this.log('\nToolkits on this machine:');
       if (r.system.length === 0) this.log('  none found in /usr/local/cuda*, /opt/cuda*, /usr/lib/cuda');
       for (const s of r.system) {
-        this.log(`  ${s.path} ${s.version ?? '(version unknown)'} ${s.registered ? '(registered)' : `— register with: ${s.command}`}`);
+        const links = s.links.length > 0 ? ` (also ${s.links.join(', ')})` : '';
+        this.log(`  ${s.path}${links} ${s.version ?? '(version unknown)'} ${s.registered ? '(registered)' : `— register with: ${s.command}`}`);
       }
     }
   }

@@ -1,6 +1,7 @@
 import {Args, Flags} from '@oclif/core';
 import {accessSync, constants} from 'node:fs';
-import {join} from 'node:path';
+import {join, resolve} from 'node:path';
+import {firstOnPath} from '../core/system/python-env.js';
 import {CudaenvCommand} from '../cli/base.js';
 import {CudaenvError, UsageError} from '../core/errors.js';
 import {resolveSpec, notInstalledError} from '../core/versions/resolve.js';
@@ -23,16 +24,13 @@ export default class Which extends CudaenvCommand {
     let dir: string | undefined;
     if (flags.cuda) {
       const r = resolveSpec(this.paths, parseSpec(flags.cuda));
-      if (!r.label) throw r.system ? new UsageError('`system` has no cudaenv toolkit; use `command -v` for the system one') : notInstalledError(r);
+      if (r.system) return this.systemProgram(args.command, '--cuda system');
+      if (!r.label) throw notInstalledError(r);
       label = r.label;
       dir = join(this.paths.versions, r.label);
     } else {
       const sel = requireSelection(this.paths);
-      if (sel.system) {
-        throw new CudaenvError(`no cudaenv version is active (${describeOrigin(sel.origin)}), so ${args.command} is whatever the system's PATH finds`, {
-          hint: 'Choose one with `cudaenv use 12.4` or `cudaenv local 12.4`.', code: 'system',
-        });
-      }
+      if (sel.system) return this.systemProgram(args.command, describeOrigin(sel.origin));
       label = sel.label!;
       dir = sel.path!;
     }
@@ -46,5 +44,18 @@ export default class Which extends CudaenvCommand {
     }
     if (!this.jsonEnabled()) this.log(path);
     return {command: args.command, path, version: label};
+  }
+
+  /** Under `system`, the program is what PATH finds, cudaenv's shims left out (they would run the selection again). */
+  private systemProgram(command: string, why: string): {command: string; path: string; version: string} {
+    const dirs = (process.env.PATH ?? '').split(':').filter((d) => d !== '' && resolve(d) !== this.paths.shims);
+    const path = firstOnPath([command], dirs.join(':'));
+    if (!path) {
+      throw new CudaenvError(`no cudaenv version is active (${why}) and the system has no ${command} on PATH`, {
+        hint: 'Choose a version with `cudaenv use 12.4`, or add the system toolkit\'s bin/ to PATH.', code: 'system',
+      });
+    }
+    if (!this.jsonEnabled()) this.log(path);
+    return {command, path, version: 'system'};
   }
 }

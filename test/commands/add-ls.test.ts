@@ -1,5 +1,5 @@
 import {afterEach, beforeEach, describe, expect, test} from '@jest/globals';
-import {existsSync, mkdirSync, readlinkSync, rmSync, writeFileSync} from 'node:fs';
+import {existsSync, mkdirSync, readlinkSync, realpathSync, rmSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {cliEnv, runCli} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
@@ -20,15 +20,15 @@ afterEach(() => cleanup());
 
 describe('cudaenv add', () => {
   test.each([
-    ['version.json', {version: '12.4.1'}, '12.4.1'],
-    ['nvcc --version', {nvccVersion: '12.2.140'}, '12.2.140'],
-    ['libcudart file name', {nvccVersion: null, cudartVersion: '11.8.89'}, '11.8.89'],
-  ])('detects the version from %s and says so', (source, options, label) => {
+    ['version.json', {version: '12.4.1'}, '12.4.1', 'version from version.json'],
+    ['nvcc --version and libcudart', {nvccVersion: '12.2.140', cudartVersion: '12.2.140'}, '12.2.2', 'the NVIDIA release whose components it has: cuda_cudart 12.2.140, cuda_nvcc 12.2.140'],
+    ['the libcudart file name', {nvccVersion: null, cudartVersion: '11.8.89'}, '11.8.0', 'the NVIDIA release whose components it has: cuda_cudart 11.8.89'],
+  ])('names the release from %s and says how', (_source, options, label, how) => {
     const tk = makeFakeToolkit(join(dir, 'cuda'), options);
     const r = runCli(['add', tk], {env});
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
-    expect(r.stdout).toContain(`Registered CUDA ${label} from ${tk} (version from ${source}).`);
+    expect(r.stdout).toContain(`Registered CUDA ${label} from ${tk} (${how}).`);
     expect(readlinkSync(join(store, 'versions', label))).toBe(tk);
     const ls = JSON.parse(runCli(['ls', '--json'], {env}).stdout);
     expect(ls.versions).toEqual([{version: label, kind: 'registered', path: join(store, 'versions', label), target: tk, broken: false, active: false}]);
@@ -87,8 +87,10 @@ describe('cudaenv add', () => {
     const r = runCli(['add', real, '--json'], {env});
     expect(r.status).toBe(0);
     const out = JSON.parse(r.stdout);
-    expect(out.source).toBe('nvcc --version');
-    expect(out.label).toMatch(/^13\.0\.\d+$/);
+    expect(out.source).toBe('components');
+    // A pip-assembled 13.0.2: nvcc says 13.0.88, the runtime wheel 13.0.96; the release is 13.0.2.
+    expect(out.label).toBe('13.0.2');
+    expect(out.release.kind).toBe('exact');
     const which = runCli(['which', 'nvcc', '--cuda', '13'], {env});
     expect(which.stdout.trim()).toBe(join(store, 'versions', out.label, 'bin', 'nvcc'));
   });
@@ -117,17 +119,26 @@ describe('cudaenv ls', () => {
     const out = JSON.parse(r.stdout);
     expect(Array.isArray(out.system)).toBe(true);
     for (const s of out.system) expect(s.command === null || s.command.startsWith(`cudaenv add ${s.path}`)).toBe(true);
+    // /usr/local/cuda and the directory it links to are one toolkit, listed once.
+    const reals = out.system.map((s: {path: string}) => realpathSync(s.path));
+    expect(new Set(reals).size).toBe(reals.length);
+  });
+
+  test('a path that does not exist is named as such, not as a raw ENOENT', () => {
+    const r = runCli(['add', join(dir, 'nonexistent')], {env});
+    expect(r.status).toBe(2);
+    expect(r.stderr).toBe(`cudaenv: ${join(dir, 'nonexistent')} does not exist\nGive an existing toolkit directory, for example /usr/local/cuda-12.2 (\`cudaenv ls --system\` lists the ones this machine has).\n`);
   });
 });
 
 describe('cudaenv add, pip-assembled toolkits', () => {
-  test('falls back to the nvidia_cuda_runtime wheel metadata in dist-info/', () => {
+  test('names the release from the wheels\' metadata in dist-info/', () => {
     const tk = makeFakeToolkit(join(dir, 'pipkit'), {nvccVersion: null, cudartVersion: null});
     writeFileSync(join(tk, 'lib64', 'libcudart.so.12'), '');
     mkdirSync(join(tk, 'dist-info', 'nvidia_cuda_runtime_cu12-12.4.127.dist-info'), {recursive: true});
     mkdirSync(join(tk, 'dist-info', 'nvidia_cuda_nvcc_cu12-12.4.131.dist-info'), {recursive: true});
     const r = runCli(['add', tk, '--json'], {env});
-    expect(JSON.parse(r.stdout)).toMatchObject({label: '12.4.127', source: 'dist-info'});
+    expect(JSON.parse(r.stdout)).toMatchObject({label: '12.4.1', source: 'components', release: {kind: 'exact', candidates: ['12.4.1']}});
   });
 });
 

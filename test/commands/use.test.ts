@@ -6,7 +6,7 @@ import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
 import {existsSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
-import {CLI, cliEnv, runCli} from '../helpers/cli.js';
+import {CLI, REPO_ROOT, cliEnv, runCli} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
 import {makeFakeToolkit} from '../helpers/toolkit.js';
 import {makeStore} from '../core/shell/shell-harness.js';
@@ -157,7 +157,8 @@ describe('cudaenv use / deactivate / init / rehash', () => {
     const code = runCli(['init', 'bash'], {env: cliEnv(store)});
     expect(code.status).toBe(0);
     expect(spawnSync('bash', ['-n'], {input: code.stdout}).status).toBe(0);
-    expect(code.stdout).toContain(`_CUDAENV_BIN=${CLI}`);
+    // The launcher, which starts Node with the loader's variables cleared (bin/cudaenv).
+    expect(code.stdout).toContain(`_CUDAENV_BIN=${join(REPO_ROOT, 'bin', 'cudaenv')}`);
   });
 
   test('rehash lists the shims and writes the hook index', () => {

@@ -59,7 +59,7 @@ export async function runDoctor(ctx: DoctorContext, deps: DoctorDeps): Promise<D
   findings.push(...ld.findings);
 
   const interpreter = ctx.python ?? firstOnPath(['python3', 'python'], ctx.env.PATH) ?? null;
-  const sitePackages = interpreter ? findSitePackages({env: ctx.env, python: interpreter}) : [];
+  const sitePackages = interpreter ? findSitePackages({env: ctx.env, python: interpreter, cwd: ctx.cwd}) : [];
   const pyLibDirs = pythonCudaLibDirs(sitePackages);
   const torch = findTorch(sitePackages);
   findings.push(...torchFindings(ctx, torch, driver, toolkits.selection.label));
@@ -67,8 +67,8 @@ export async function runDoctor(ctx: DoctorContext, deps: DoctorDeps): Promise<D
     findings.push({
       id: 'pytorch.no-site-packages',
       severity: 'info',
-      title: `${interpreter} reported no site-packages directory (or could not be run)`,
-      evidence: [`${interpreter} -c 'import sys, json; print(json.dumps(sys.path))'`],
+      title: `${interpreter} reported no site-packages directory and no torch or nvidia package (or could not be run)`,
+      evidence: [`${interpreter} -c 'import importlib.util; print(importlib.util.find_spec("torch"))'`],
       fix: 'Pick the environment to examine with --python PATH',
     });
   }

@@ -3,6 +3,7 @@ import {dirname, join} from 'node:path';
 import {formatError} from '../errors.js';
 import {detectToolkitVersion, toolkitEvidence} from '../versions/detect.js';
 import {describeOrigin, selectVersion} from '../versions/select.js';
+import {releaseWarning, storeLabelOf} from '../store/register.js';
 import {firstOnPath} from '../system/python-env.js';
 import {sysRealpath} from './sysroot.js';
 import type {DoctorContext, Finding} from './types.js';
@@ -16,6 +17,8 @@ export interface ToolkitDir {
   /** Release label (version.json) or MAJOR.MINOR (headers); undefined when it cannot be told. */
   version?: string;
   versionSource?: string;
+  /** Why the version may be another: the components match several releases, or none. */
+  versionNote?: string;
 }
 
 function isDir(path: string): boolean {
@@ -51,8 +54,16 @@ function headerVersion(dir: string): string | undefined {
 export function describeToolkitDir(ctx: DoctorContext, dir: string, system = false): ToolkitDir {
   const real = system ? sysRealpath(ctx, dir) : realOrUndefined(dir);
   if (!real || !isDir(real)) return {dir};
+  // The store's label first: doctor names a toolkit as `ls` and `current` do (an --as included).
+  const stored = storeLabelOf(ctx.paths, real);
+  if (stored) return {dir, real, version: stored, versionSource: 'cudaenv store'};
   const detected = detectToolkitVersion(real, false);
-  if (detected.version) return {dir, real, version: detected.version, versionSource: detected.source};
+  if (detected.version) {
+    const t: ToolkitDir = {dir, real, version: detected.version, versionSource: detected.source === 'components' ? 'components matched to a release' : detected.source};
+    const warning = releaseWarning(real, detected.release);
+    if (warning) t.versionNote = warning;
+    return t;
+  }
   const fromHeader = headerVersion(real);
   return fromHeader ? {dir, real, version: fromHeader, versionSource: 'headers'} : {dir, real};
 }
@@ -164,6 +175,15 @@ export function inspectToolkits(ctx: DoctorContext): ToolkitState {
       }
     }
     if (!active && usrLocalCuda.exists) active = {...usrLocal, real: usrLocal.real, source: '/usr/local/cuda'};
+  }
+  if (active?.versionNote) {
+    findings.push({
+      id: 'toolkit.release-uncertain',
+      severity: 'info',
+      title: `The active toolkit's release is uncertain: ${active.versionNote}`,
+      evidence: [describeToolkit(active)],
+      fix: null,
+    });
   }
   if (!active) {
     findings.push({

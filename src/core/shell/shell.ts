@@ -8,7 +8,7 @@ import {UsageError} from '../errors.js';
  * repository's shims/shell/ (read at run time), so it can be read and tested as shell code.
  */
 export interface InitOptions {
-  /** The CLI the shell function runs (bin/run.js of this installation). */
+  /** The CLI the shell function runs (bin/cudaenv, the launcher of this installation). */
   bin: string;
   /** The store when CUDAENV_DIR is unset in the shell. */
   defaultDir: string;

@@ -3,10 +3,11 @@ import {join} from 'node:path';
 import {CudaenvError, UsageError, isErrno} from '../errors.js';
 import {quoteSh} from '../shell/quote.js';
 import {detectToolkitVersion, type DetectionSource} from '../versions/detect.js';
+import {describeComponents, describeMismatch, releaseTable, type ReleaseMatch} from '../versions/releases.js';
 import {isVersion} from '../versions/version.js';
 import type {StorePaths} from './paths.js';
 import {afterVersionsChanged} from './on-change.js';
-import {describeVersion, ensureStoreDirs} from './registry.js';
+import {describeVersion, ensureStoreDirs, listVersions} from './registry.js';
 
 export interface Registration {
   label: string;
@@ -15,6 +16,27 @@ export interface Registration {
   /** How the version was found; `--as` when the user named it. */
   source: DetectionSource | '--as';
   evidence: string[];
+  /** How the component versions matched NVIDIA's releases (source 'components'). */
+  release?: ReleaseMatch;
+  /** What the user should know about the label: the components match several releases, or none. */
+  warning?: string;
+}
+
+/**
+ * The warning for a label matched from components that name no single release, with the
+ * command that names the toolkit otherwise. Undefined for an exact match.
+ */
+export function releaseWarning(dir: string, release: ReleaseMatch | undefined): string | undefined {
+  if (!release || release.kind === 'exact') return undefined;
+  const rename = `name it yourself: cudaenv add ${quoteSh(dir)} --as VERSION`;
+  if (release.kind === 'several') {
+    return `the components of ${dir} (${describeComponents(release)}) are in releases ${release.candidates.join(', ')}: taken as the newest, ${release.label}; if it is another, ${rename}`;
+  }
+  if (release.kind === 'partial') {
+    return `the components of ${dir} match no single NVIDIA release (${describeMismatch(release)}): taken as ${release.label}, the release that has most of them; ${rename}`;
+  }
+  const labels = Object.keys(releaseTable());
+  return `no NVIDIA release cudaenv knows (${labels[0]} to ${labels.at(-1)}) has the components of ${dir} (${describeComponents(release)}): taken as ${release.label}, a component's own version; ${rename}`;
 }
 
 /** `cudaenv add`: registers an existing toolkit directory as `versions/<label>` -> the directory. */
@@ -25,6 +47,10 @@ export async function registerToolkit(paths: StorePaths, dir: string, as?: strin
     if (!statSync(target).isDirectory()) throw new UsageError(`${dir} is not a directory`, 'Give the toolkit directory, for example /usr/local/cuda-12.2.');
   } catch (error) {
     if (error instanceof CudaenvError) throw error;
+    if (isErrno(error, 'ENOENT') || isErrno(error, 'ENOTDIR')) {
+      throw new UsageError(`${dir} does not exist`, 'Give an existing toolkit directory, for example /usr/local/cuda-12.2 (`cudaenv ls --system` lists the ones this machine has).');
+    }
+    if (isErrno(error, 'EACCES')) throw new UsageError(`${dir} cannot be read: permission denied`, 'Give a toolkit directory you may read.');
     throw new UsageError(`cannot use ${dir}: ${(error as Error).message}`, 'Give an existing toolkit directory, for example /usr/local/cuda-12.2.');
   }
   if (as !== undefined && !isVersion(as)) {
@@ -39,7 +65,7 @@ export async function registerToolkit(paths: StorePaths, dir: string, as?: strin
   }
   const label = as ?? detection.version;
   if (!label) {
-    throw new CudaenvError(`cannot tell which CUDA version ${target} holds (found ${detection.evidence.join(', ')}, but no version.json, version.txt, working bin/nvcc or versioned libcudart.so)`, {
+    throw new CudaenvError(`cannot tell which CUDA version ${target} holds (found ${detection.evidence.join(', ')}, but no version.json, version.txt, working bin/nvcc, versioned libcudart.so or wheel metadata in dist-info/)`, {
       hint: `Name it yourself: cudaenv add ${quoteSh(dir)} --as 12.4.1`,
       code: 'version-unknown',
     });
@@ -49,10 +75,16 @@ export async function registerToolkit(paths: StorePaths, dir: string, as?: strin
   }
   ensureStoreDirs(paths);
   const link = join(paths.versions, label);
+  const result: Registration = {label, target, path: link, source: as ? '--as' : detection.source!, evidence: detection.evidence};
+  if (!as && detection.release) {
+    result.release = detection.release;
+    const warning = releaseWarning(dir, detection.release);
+    if (warning) result.warning = warning;
+  }
   const existing = describeVersion(paths, label);
   if (existing) {
     if (existing.kind === 'registered' && existing.target === target) {
-      return {label, target, path: link, source: as ? '--as' : detection.source!, evidence: detection.evidence};
+      return result;
     }
     throw new CudaenvError(`CUDA ${label} is already in the store (${existing.kind === 'registered' ? `registered from ${existing.target}` : 'installed by cudaenv'})`, {
       hint: `Register this one under another label (cudaenv add ${quoteSh(dir)} --as ${label.replace(/\d+$/, (p) => String(Number(p) + 1))}) or remove the existing one with \`cudaenv uninstall ${label}\`.`,
@@ -66,7 +98,29 @@ export async function registerToolkit(paths: StorePaths, dir: string, as?: strin
     throw new CudaenvError(`cannot write ${link}: ${(error as Error).message}`, {hint: 'Check the permissions of the cudaenv store (CUDAENV_DIR).'});
   }
   await afterVersionsChanged(paths);
-  return {label, target, path: link, source: as ? '--as' : detection.source!, evidence: detection.evidence};
+  return result;
+}
+
+/**
+ * The label the store knows a toolkit directory by (installed there, or registered from it),
+ * so that doctor and `ls --system` name a toolkit as `ls` and `current` do, --as included.
+ */
+export function storeLabelOf(paths: StorePaths, dir: string): string | undefined {
+  let real: string;
+  try {
+    real = realpathSync(dir);
+  } catch {
+    return undefined;
+  }
+  for (const v of listVersions(paths)) {
+    if (v.broken) continue;
+    try {
+      if (realpathSync(v.path) === real) return v.label;
+    } catch {
+      // A version that vanished meanwhile names nothing.
+    }
+  }
+  return undefined;
 }
 
 /** Whether a path exists without following links. */

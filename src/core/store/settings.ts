@@ -18,6 +18,13 @@ export interface Settings {
 export type SettingKey = keyof Settings;
 export const SETTING_KEYS: readonly SettingKey[] = ['mirror', 'cudnnMirror', 'ldLibraryPath', 'quiet'];
 
+/** What each setting accepts, for the message that refuses a value. */
+const VALID_VALUES: Record<SettingKey, string> = {
+  mirror: 'Give an https:// or http:// URL, or a directory, that serves NVIDIA\'s compute/cuda/redist/ layout.',
+  cudnnMirror: 'Give an https:// or http:// URL, or a directory, that serves NVIDIA\'s compute/cudnn/redist/ layout.',
+  ldLibraryPath: 'Valid values: prepend (add the version\'s lib64 to LD_LIBRARY_PATH, the default) or none (leave LD_LIBRARY_PATH alone).',
+};
+
 const VALIDATORS: Record<SettingKey, (value: unknown) => boolean> = {
   mirror: (v) => typeof v === 'string' && v.length > 0,
   cudnnMirror: (v) => typeof v === 'string' && v.length > 0,
@@ -107,7 +114,7 @@ export class SettingsStore {
 
   set<K extends SettingKey>(key: K, value: Settings[K]): void {
     if (!VALIDATORS[key](value)) {
-      throw new CudaenvError(`invalid value ${JSON.stringify(value)} for the setting ${key}`, {exitCode: 2, code: 'usage'});
+      throw new CudaenvError(`invalid value ${JSON.stringify(value)} for the setting ${key}`, {exitCode: 2, code: 'usage', hint: VALID_VALUES[key]});
     }
     this.conf.set(key, value);
   }

@@ -3,13 +3,15 @@ import {readdirSync, statSync} from 'node:fs';
 import {join} from 'node:path';
 
 /**
- * The active Python environment's site-packages directories, without importing anything
- * from it: VIRTUAL_ENV or CONDA_PREFIX when set (no process), else what the given
- * interpreter prints for sys.path (one process).
+ * Where the active Python finds its packages, torch and the nvidia wheels above all, without
+ * importing anything. With VIRTUAL_ENV or CONDA_PREFIX set and no PYTHONPATH, their
+ * site-packages (no process). Otherwise the interpreter is asked (one process) where `torch`
+ * and `nvidia` would be imported from (importlib.util.find_spec, which imports neither): that
+ * covers `pip install --target DIR`, PYTHONPATH and .pth entries as well as site-packages.
  */
-export function findSitePackages(options: {env?: NodeJS.ProcessEnv; python?: string} = {}): string[] {
+export function findSitePackages(options: {env?: NodeJS.ProcessEnv; python?: string; cwd?: string} = {}): string[] {
   const env = options.env ?? process.env;
-  if (!options.python) {
+  if (!options.python && !env.PYTHONPATH) {
     const prefix = env.VIRTUAL_ENV || env.CONDA_PREFIX;
     if (prefix) {
       const found = sitePackagesUnder(prefix);
@@ -19,15 +21,49 @@ export function findSitePackages(options: {env?: NodeJS.ProcessEnv; python?: str
   const python = options.python ?? firstOnPath(['python3', 'python'], env.PATH);
   if (!python) return [];
   try {
-    const out = execFileSync(python, ['-c', 'import sys, json; print(json.dumps(sys.path))'], {
-      encoding: 'utf8', timeout: 20000, stdio: ['ignore', 'pipe', 'ignore'], env: {...env, PYTHONNOUSERSITE: env.PYTHONNOUSERSITE},
+    const out = execFileSync(python, ['-c', FIND_PACKAGES_PY], {
+      encoding: 'utf8', timeout: 20000, stdio: ['ignore', 'pipe', 'ignore'], env: {...env, PYTHONNOUSERSITE: env.PYTHONNOUSERSITE}, cwd: options.cwd,
     });
-    const entries = JSON.parse(out.trim().split('\n').pop() ?? '[]') as unknown;
-    if (!Array.isArray(entries)) return [];
-    return entries.filter((e): e is string => typeof e === 'string' && /(site|dist)-packages\/?$/.test(e) && isDir(e));
+    return packageDirsFrom(JSON.parse(out.trim().split('\n').pop() ?? '{}') as unknown);
   } catch {
     return [];
   }
+}
+
+/** Prints sys.path and the directories `torch` and `nvidia` would be imported from; imports neither. */
+const FIND_PACKAGES_PY = `
+import sys, json, os, importlib.util
+out = {"path": [p for p in sys.path if isinstance(p, str)], "torch": None, "nvidia": []}
+try:
+    s = importlib.util.find_spec("torch")
+    if s is not None and s.origin:
+        out["torch"] = os.path.dirname(os.path.dirname(os.path.abspath(s.origin)))
+except Exception:
+    pass
+try:
+    s = importlib.util.find_spec("nvidia")
+    if s is not None and s.submodule_search_locations:
+        out["nvidia"] = [os.path.dirname(os.path.abspath(p)) for p in s.submodule_search_locations]
+except Exception:
+    pass
+print(json.dumps(out))
+`;
+
+/** The package directories to look in: where torch and nvidia are, then the other site-packages, in sys.path's order. */
+export function packageDirsFrom(data: unknown): string[] {
+  // A bare list is sys.path alone (what this asked before find_spec): its site-packages then.
+  if (Array.isArray(data)) data = {path: data};
+  if (typeof data !== 'object' || data === null) return [];
+  const d = data as {path?: unknown; torch?: unknown; nvidia?: unknown};
+  const path = Array.isArray(d.path) ? d.path.filter((e): e is string => typeof e === 'string') : [];
+  const found = [...(typeof d.torch === 'string' ? [d.torch] : []), ...(Array.isArray(d.nvidia) ? d.nvidia.filter((e): e is string => typeof e === 'string') : [])];
+  const site = path.filter((e) => /(site|dist)-packages\/?$/.test(e));
+  const rank = (dir: string): number => {
+    const i = path.findIndex((e) => e.replace(/\/+$/, '') === dir);
+    return i < 0 ? path.length : i;
+  };
+  const ordered = [...new Set(found)].sort((a, b) => rank(a) - rank(b));
+  return [...new Set([...ordered, ...site.map((e) => e.replace(/(.)\/+$/, '$1'))])].filter(isDir);
 }
 
 /** `<prefix>/lib/python3.*\/site-packages`, as venv and conda lay them out. */

@@ -1,16 +1,19 @@
 import {execFileSync} from 'node:child_process';
 import {existsSync, readFileSync, readdirSync, statSync} from 'node:fs';
 import {join} from 'node:path';
+import {matchRelease, type FoundComponent, type ReleaseMatch} from './releases.js';
 import {isVersion} from './version.js';
 
-/** How a toolkit's version was found, in the order `cudaenv add` tries them. */
-export type DetectionSource = 'version.json' | 'version.txt' | 'nvcc --version' | 'libcudart file name' | 'dist-info';
+/** How a toolkit's version was found: stated by the toolkit, or matched from its components' versions. */
+export type DetectionSource = 'version.json' | 'version.txt' | 'components';
 
 export interface Detection {
   version?: string;
   source?: DetectionSource;
   /** Why the directory is or is not a toolkit, for messages. */
   evidence: string[];
+  /** For source 'components': the release the component versions match, and how well. */
+  release?: ReleaseMatch;
 }
 
 const LIB_DIRS = ['lib64', 'lib', 'targets/x86_64-linux/lib', 'targets/sbsa-linux/lib', 'targets/aarch64-linux/lib'];
@@ -67,39 +70,83 @@ function cudartIn(dir: string): string | undefined {
   return libs[0];
 }
 
+/**
+ * A toolkit's release label. version.json (runfile and package installs) and version.txt (up
+ * to 11.0) state it. Otherwise it is the NVIDIA release whose component versions are the ones
+ * found: nvcc --version, libcudart.so.X.Y.Z and the other versioned libraries, the wheels'
+ * dist-info of a pip-assembled tree. A component's own version (nvcc 13.0.88, cudart 13.0.96)
+ * is never taken for the release (13.0.2) when the table knows the release.
+ */
 export function detectToolkitVersion(dir: string, runNvcc = true): Detection {
   const evidence = toolkitEvidence(dir);
   const fromJson = readVersionJson(join(dir, 'version.json'));
   if (fromJson) return {version: fromJson, source: 'version.json', evidence};
   const fromTxt = readVersionTxt(join(dir, 'version.txt'));
   if (fromTxt) return {version: fromTxt, source: 'version.txt', evidence};
-  if (runNvcc && isFile(join(dir, 'bin', 'nvcc'))) {
-    const fromNvcc = nvccVersion(join(dir, 'bin', 'nvcc'));
-    if (fromNvcc) return {version: fromNvcc, source: 'nvcc --version', evidence};
-  }
-  for (const sub of LIB_DIRS) {
-    const lib = cudartIn(join(dir, sub));
-    const m = lib ? /^libcudart\.so\.(\d+\.\d+\.\d+)$/.exec(lib) : null;
-    if (m && isVersion(m[1]!)) return {version: m[1], source: 'libcudart file name', evidence};
-  }
-  // A toolkit assembled from pip wheels keeps their metadata: dist-info/nvidia_cuda_runtime[_cuXX]-X.Y.Z.dist-info.
-  const fromWheel = distInfoVersion(join(dir, 'dist-info'));
-  if (fromWheel) return {version: fromWheel, source: 'dist-info', evidence: [...evidence, 'dist-info/']};
-  return {evidence};
+  const components = toolkitComponents(dir, runNvcc);
+  const wheels = existsSync(join(dir, 'dist-info'));
+  const withWheels = wheels && !evidence.includes('dist-info/') ? [...evidence, 'dist-info/'] : evidence;
+  const release = matchRelease(components);
+  if (release && release.label) return {version: release.label, source: 'components', evidence: withWheels, release};
+  return release ? {evidence: withWheels, release} : {evidence: withWheels};
 }
 
-function distInfoVersion(dir: string): string | undefined {
+/** cudart's and the other libraries' file names carry the component version as the manifests give it. */
+const VERSIONED_LIBS: Record<string, string> = {
+  libcudart: 'cuda_cudart', libnvrtc: 'cuda_nvrtc', libcublas: 'libcublas', libcublasLt: 'libcublas',
+  libcufft: 'libcufft', libcurand: 'libcurand', libcusolver: 'libcusolver', libcusparse: 'libcusparse',
+  libnvJitLink: 'libnvjitlink', libnpp: 'libnpp', libnvjpeg: 'libnvjpeg',
+};
+
+/** Every component version the toolkit shows, first source wins (the binary itself before metadata). */
+export function toolkitComponents(dir: string, runNvcc = true): Record<string, FoundComponent> {
+  const found: Record<string, FoundComponent> = {};
+  const add = (name: string, version: string, from: string): void => {
+    if (!(name in found)) found[name] = {version, from};
+  };
+  if (runNvcc && isFile(join(dir, 'bin', 'nvcc'))) {
+    const v = nvccVersion(join(dir, 'bin', 'nvcc'));
+    if (v) add('cuda_nvcc', v, 'nvcc --version');
+  }
+  for (const sub of LIB_DIRS) {
+    let names: string[];
+    try {
+      names = readdirSync(join(dir, sub));
+    } catch {
+      continue;
+    }
+    for (const name of names.sort()) {
+      const m = /^(lib\w+)\.so\.(\d+(?:\.\d+){2,3})$/.exec(name);
+      const component = m ? VERSIONED_LIBS[m[1]!] : undefined;
+      if (m && component) add(component, m[2]!, `${sub}/${name}`);
+    }
+  }
+  for (const [name, version] of distInfoVersions(join(dir, 'dist-info'))) add(name, version, 'dist-info');
+  return found;
+}
+
+/** nvidia_cuda_runtime_cu12 -> cuda_cudart, nvidia_cuda_nvcc -> cuda_nvcc, nvidia_nvtx -> cuda_nvtx, nvidia_nvvm -> libnvvm, nvidia_cublas -> libcublas. */
+export function wheelComponent(wheel: string): string {
+  const base = wheel.toLowerCase().replace(/-/g, '_').replace(/_cu\d+$/, '');
+  if (base === 'nvidia_cuda_runtime') return 'cuda_cudart';
+  if (base === 'nvidia_nvtx') return 'cuda_nvtx';
+  if (base.startsWith('nvidia_cuda_')) return base.slice('nvidia_'.length);
+  return base.replace(/^nvidia_/, 'lib');
+}
+
+function distInfoVersions(dir: string): Array<[string, string]> {
   let names: string[];
   try {
     names = readdirSync(dir);
   } catch {
-    return undefined;
+    return [];
   }
-  for (const name of names) {
-    const m = /^nvidia_cuda_runtime(?:_cu\d+)?-(\d+\.\d+\.\d+)\.dist-info$/.exec(name);
-    if (m && isVersion(m[1]!)) return m[1];
+  const out: Array<[string, string]> = [];
+  for (const name of names.sort()) {
+    const m = /^(nvidia_[a-z0-9_]+)-(\d+(?:\.\d+){1,3})\.dist-info$/i.exec(name);
+    if (m) out.push([wheelComponent(m[1]!), m[2]!]);
   }
-  return undefined;
+  return out;
 }
 
 /** NVIDIA's version.json: {"cuda": {"name": "CUDA SDK", "version": "12.4.1"}, ...}. */

@@ -1,0 +1,97 @@
+import {afterAll, beforeAll, expect, test} from '@jest/globals';
+import {spawnSync, type SpawnSyncReturns} from 'node:child_process';
+import {existsSync, readdirSync, readFileSync} from 'node:fs';
+import {join} from 'node:path';
+import {REPO_ROOT} from '../helpers/cli.js';
+import {describeIf} from '../helpers/skip.js';
+import {makeTempDir} from '../helpers/tmp.js';
+import {makeFakeToolkit} from '../helpers/toolkit.js';
+
+// The ways to install cudaenv, each from a fresh clone of this repository's HEAD into a clean
+// prefix, as the README states them. Slow (npm ci, a build, npm installs): one file, one clone.
+const IS_GIT = spawnSync('git', ['-C', REPO_ROOT, 'rev-parse', 'HEAD'], {stdio: 'ignore'}).status === 0;
+// The dependencies come from the npm registry or npm's cache: without either nothing installs.
+const REGISTRY = IS_GIT && spawnSync('npm', ['view', '@oclif/core@4.14.0', 'version', '--prefer-offline'], {stdio: 'ignore', timeout: 60000}).status === 0;
+const NPM_FLAGS = ['--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'];
+
+describeIf(REGISTRY, IS_GIT ? 'needs the npm registry or its metadata in the npm cache' : 'needs a git checkout')('installing cudaenv', () => {
+  const {dir, cleanup} = makeTempDir('cudaenv-install-');
+  afterAll(cleanup);
+  const clone = join(dir, 'clone');
+  const home = join(dir, 'home');
+  // Only what a user's shell would have: no CUDAENV_*, no NODE_OPTIONS from jest.
+  const env: NodeJS.ProcessEnv = {PATH: '/usr/local/bin:/usr/bin:/bin', HOME: home, npm_config_cache: join(process.env.HOME ?? '/root', '.npm'), CUDAENV_DIR: join(dir, 'store'), LANG: 'C.UTF-8'};
+  const run = (cmd: string, args: string[], cwd: string, extra: NodeJS.ProcessEnv = {}): SpawnSyncReturns<string> =>
+    spawnSync(cmd, args, {cwd, env: {...env, ...extra}, encoding: 'utf8', timeout: 600000});
+  const ok = (r: SpawnSyncReturns<string>): string => {
+    if (r.status !== 0) throw new Error(`exit ${r.status}: ${r.stderr}${r.stdout}`);
+    return r.stdout;
+  };
+  let tgz: string;
+  let packed: string[];
+
+  beforeAll(() => {
+    ok(run('git', ['clone', '-q', REPO_ROOT, clone], dir));
+    // A fresh clone has no dist/: npm ci installs and its prepare builds.
+    ok(run('npm', ['ci', ...NPM_FLAGS], clone));
+    const packOut = ok(run('npm', ['pack', '--json', ...NPM_FLAGS], clone));
+    const out = JSON.parse(packOut.slice(packOut.search(/^\[/m))) as Array<{filename: string; files: Array<{path: string}>}>;
+    tgz = join(clone, out[0]!.filename);
+    packed = out[0]!.files.map((f) => f.path).sort();
+  }, 900000);
+
+  test('the package holds what cudaenv runs from and nothing else; publish --dry-run lists the same', () => {
+    const top = [...new Set(packed.map((p) => p.split('/')[0]))].sort();
+    expect(top).toEqual(['README.md', 'bin', 'dist', 'oclif.manifest.json', 'package.json', 'shims']);
+    for (const f of ['bin/cudaenv', 'bin/run.js', 'dist/fast-path.js', 'dist/core/versions/releases.json', 'dist/hooks/command-not-found.js', 'shims/shim.sh']) expect(packed).toContain(f);
+    // Every compiled module is there: one for each source file.
+    const sources = (d: string): string[] => readdirSync(join(clone, 'src', d), {withFileTypes: true}).flatMap((e) => (e.isDirectory() ? sources(join(d, e.name)) : e.name.endsWith('.ts') ? [join('dist', d, e.name.replace(/\.ts$/, '.js'))] : []));
+    for (const js of sources('')) expect(packed).toContain(js);
+    const dry = run('npm', ['publish', '--dry-run', '--json', ...NPM_FLAGS], clone);
+    // npm 11 keys the report by package name; older npm gives the package itself.
+    const report = JSON.parse(dry.stdout.slice(dry.stdout.search(/^\{/m))) as {files?: Array<{path: string}>; cudaenv?: {files: Array<{path: string}>}};
+    expect((report.cudaenv ?? report).files!.map((f) => f.path).sort()).toEqual(packed);
+    expect(dry.stderr).not.toContain('auto-corrected');
+  }, 600000);
+
+  test('npm install -g --prefix P ./cudaenv-*.tgz: --version, init, use, check, doctor and shims work', () => {
+    const prefix = join(dir, 'prefix');
+    ok(run('npm', ['install', '-g', '--prefix', prefix, ...NPM_FLAGS, tgz], dir));
+    const cudaenv = join(prefix, 'bin', 'cudaenv');
+    expect(ok(run(cudaenv, ['--version'], dir))).toMatch(/^cudaenv\/\d+\.\d+\.\d+ linux-/);
+    const tk = makeFakeToolkit(join(dir, 'toolkit'), {version: '12.4.1'});
+    ok(run(cudaenv, ['add', tk], dir));
+    const userPath = `${join(prefix, 'bin')}:/usr/bin:/bin`;
+    const script = `eval "$(cudaenv init bash)" && cudaenv use 12.4.1 && printf '%s\\n' "$CUDA_HOME" && nvcc --version | tail -n 2`;
+    const shell = run('bash', ['--norc', '-c', script], dir, {PATH: userPath});
+    expect(shell.status).toBe(0);
+    expect(shell.stdout).toContain(join(dir, 'store', 'versions', '12.4.1'));
+    expect(shell.stdout).toContain('V12.4.131');
+    expect(run(cudaenv, ['check', join(tk, 'lib64')], dir).status).not.toBe(2);
+    const doctor = JSON.parse(run(cudaenv, ['doctor', '--json'], dir, {CUDAENV_VERSION: '12.4.1'}).stdout);
+    expect(doctor.facts.activeToolkit.version).toBe('12.4.1');
+    // The shims run the selected version without the shell integration.
+    ok(run(cudaenv, ['global', '12.4.1'], dir));
+    const shim = run('sh', ['-c', 'nvcc --version | tail -n 2'], dir, {PATH: `${join(dir, 'store', 'shims')}:/usr/bin:/bin`});
+    expect(shim.stdout).toContain('V12.4.131');
+  }, 600000);
+
+  test('npm install -g from a git URL: npm breaks it (npm/cli#8440), so prepare refuses with the way that works, which works', () => {
+    const prefix = join(dir, 'git-prefix');
+    const direct = run('npm', ['install', '-g', '--prefix', prefix, ...NPM_FLAGS, `git+file://${clone}`], dir);
+    if (direct.status === 0) {
+      // An npm that prepares git dependencies locally (npm/pacote#494): the install must work.
+      expect(ok(run(join(prefix, 'bin', 'cudaenv'), ['--version'], dir))).toMatch(/^cudaenv\//);
+    } else {
+      expect(direct.stderr).toContain('this npm cannot install cudaenv globally from a git URL');
+      expect(existsSync(join(prefix, 'bin', 'cudaenv'))).toBe(false);
+    }
+    const packDir = join(dir, 'from-git');
+    ok(run('mkdir', ['-p', packDir], dir));
+    const name = ok(run('npm', ['pack', '--silent', ...NPM_FLAGS, `git+file://${clone}`], packDir)).trim().split('\n').pop()!;
+    const prefix2 = join(dir, 'git-prefix-2');
+    ok(run('npm', ['install', '-g', '--prefix', prefix2, ...NPM_FLAGS, join(packDir, name)], dir));
+    expect(ok(run(join(prefix2, 'bin', 'cudaenv'), ['--version'], dir))).toMatch(/^cudaenv\//);
+    expect(JSON.parse(readFileSync(join(prefix2, 'lib', 'node_modules', 'cudaenv', 'package.json'), 'utf8')).name).toBe('cudaenv');
+  }, 900000);
+});

@@ -1,0 +1,80 @@
+import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
+import {spawnSync} from 'node:child_process';
+import {mkdirSync, symlinkSync, writeFileSync} from 'node:fs';
+import {join} from 'node:path';
+import {REPO_ROOT} from '../helpers/cli.js';
+import {testIf} from '../helpers/skip.js';
+import {makeTempDir} from '../helpers/tmp.js';
+import {makeFakeToolkit} from '../helpers/toolkit.js';
+
+// The launcher on PATH (bin/cudaenv): Node starts with the loader's variables cleared, and the
+// commands get the user's values. The oracle is the real loader: node itself fails under them.
+const HAVE_CC = spawnSync('cc', ['--version'], {stdio: 'ignore'}).status === 0;
+const NODE_LINKS_LIBSTDCXX = /libstdc\+\+\.so\.6/.test(spawnSync('ldd', [process.execPath], {encoding: 'utf8'}).stdout ?? '');
+const BIN = join(REPO_ROOT, 'bin');
+
+describe('bin/cudaenv, the launcher', () => {
+  const {dir, cleanup} = makeTempDir();
+  afterAll(cleanup);
+  const oldLib = join(dir, 'old-libstdcxx');
+  const store = join(dir, 'store');
+  const env = (extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv => ({PATH: `${BIN}:/usr/bin:/bin`, HOME: dir, CUDAENV_DIR: store, ...extra});
+
+  beforeAll(() => {
+    // A libstdc++.so.6 with none of the GLIBCXX_* versions a C++ program asks for: an "old" one.
+    if (!HAVE_CC) return;
+    mkdirSync(oldLib, {recursive: true});
+    writeFileSync(join(dir, 'empty.c'), 'int cudaenv_test_old_libstdcxx;\n');
+    const cc = spawnSync('cc', ['-shared', '-fPIC', '-Wl,-soname,libstdc++.so.6', '-o', join(oldLib, 'libstdc++.so.6'), join(dir, 'empty.c')], {encoding: 'utf8'});
+    if (cc.status !== 0) throw new Error(cc.stderr);
+  });
+
+  const t = testIf(HAVE_CC && NODE_LINKS_LIBSTDCXX, HAVE_CC ? `${process.execPath} does not link libstdc++ dynamically` : 'needs cc (apt-get install gcc)');
+
+  t('an old libstdc++ first on LD_LIBRARY_PATH stops node, not cudaenv; exec hands the user\'s value on', () => {
+    const broken = spawnSync(process.execPath, ['-e', '0'], {env: env({LD_LIBRARY_PATH: oldLib}), encoding: 'utf8'});
+    expect(broken.status).not.toBe(0);
+    expect(broken.stderr).toMatch(/GLIBCXX_[\d.]+/);
+    const version = spawnSync('cudaenv', ['--version'], {env: env({LD_LIBRARY_PATH: oldLib}), encoding: 'utf8'});
+    expect(version.stderr).toBe('');
+    expect(version.stdout).toMatch(/^cudaenv\/\d+\.\d+\.\d+ /);
+    const exec = spawnSync('cudaenv', ['exec', '--', 'sh', '-c', 'printf "%s|%s|%s" "$LD_LIBRARY_PATH" "${LD_PRELOAD-unset}" "${CUDAENV_USER_VARS-unset}"'], {env: env({LD_LIBRARY_PATH: oldLib}), encoding: 'utf8'});
+    expect(exec.stdout).toBe(`${oldLib}|unset|unset`);
+  });
+
+  t('doctor analyses the user\'s LD_LIBRARY_PATH, not the launcher\'s empty one', () => {
+    // An empty entry (the current directory) is one doctor warns about, quoting the value.
+    const value = `${oldLib}::/nonexistent-dir`;
+    const r = spawnSync('cudaenv', ['doctor', '--json'], {env: env({LD_LIBRARY_PATH: value}), encoding: 'utf8'});
+    const finding = JSON.parse(r.stdout).findings.find((f: {id: string}) => f.id === 'env.ld-library-path-empty-entry');
+    expect(finding.evidence).toEqual([`LD_LIBRARY_PATH=${value}`]);
+  });
+
+  t('an old libstdc++ in LD_PRELOAD stops node, not cudaenv; an empty LD_PRELOAD stays set and empty', () => {
+    const preload = join(oldLib, 'libstdc++.so.6');
+    expect(spawnSync(process.execPath, ['-e', '0'], {env: env({LD_PRELOAD: preload})}).status).not.toBe(0);
+    const r = spawnSync('cudaenv', ['exec', '--', 'sh', '-c', 'printf "%s|%s" "$LD_PRELOAD" "${LD_LIBRARY_PATH-unset}"'], {env: env({LD_PRELOAD: preload}), encoding: 'utf8'});
+    expect(r.stdout).toBe(`${preload}|unset`);
+    const empty = spawnSync('cudaenv', ['exec', '--', 'sh', '-c', 'printf "[%s]" "${LD_LIBRARY_PATH-unset}"'], {env: env({LD_LIBRARY_PATH: ''}), encoding: 'utf8'});
+    expect(empty.stdout).toBe('[]');
+  });
+
+  t('the shell integration calls the launcher: use works in a bash whose LD_LIBRARY_PATH breaks node', () => {
+    const tk = makeFakeToolkit(join(dir, 'tk'), {version: '12.4.1'});
+    expect(spawnSync('cudaenv', ['add', tk], {env: env({})}).status).toBe(0);
+    const script = 'eval "$(cudaenv init bash)" && cudaenv use 12.4.1 >/dev/null 2>&1; printf "%s|%s" "$CUDA_HOME" "$LD_LIBRARY_PATH"';
+    const r = spawnSync('bash', ['--norc', '-c', script], {env: env({LD_LIBRARY_PATH: oldLib}), encoding: 'utf8'});
+    expect(r.stdout).toBe(`${join(store, 'versions', '12.4.1')}|${join(store, 'versions', '12.4.1', 'lib64')}:${oldLib}`);
+  });
+
+  test('the clone\'s bin/ on PATH, or a link to bin/cudaenv elsewhere (as npm makes), runs cudaenv', () => {
+    const viaPath = spawnSync('bash', ['--norc', '-c', 'cudaenv --version'], {env: env({}), encoding: 'utf8'});
+    expect(viaPath.stdout).toMatch(/^cudaenv\/\d/);
+    const links = join(dir, 'links');
+    mkdirSync(links, {recursive: true});
+    symlinkSync(join(BIN, 'cudaenv'), join(links, 'cudaenv'));
+    const viaLink = spawnSync('sh', ['-c', 'cudaenv help use'], {env: {...env({}), PATH: `${links}:/usr/bin:/bin`}, encoding: 'utf8'});
+    expect(viaLink.status).toBe(0);
+    expect(viaLink.stdout).toContain('$ cudaenv use SPEC');
+  });
+});

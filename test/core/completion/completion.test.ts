@@ -1,0 +1,77 @@
+import {afterAll, beforeAll, describe, expect} from '@jest/globals';
+import {spawnSync} from 'node:child_process';
+import {mkdirSync, writeFileSync} from 'node:fs';
+import {join} from 'node:path';
+import {CLI, cliEnv, runCli} from '../../helpers/cli.js';
+import {testIf} from '../../helpers/skip.js';
+import {makeTempDir} from '../../helpers/tmp.js';
+import {makeFakeToolkit} from '../../helpers/toolkit.js';
+
+// Completion driven in the real shells: bash through COMP_WORDS and its compgen, fish through
+// `complete -C`, zsh through bashcompinit (what its completion system calls on TAB).
+const has = (shell: string): boolean => spawnSync(shell, ['-c', 'exit 0'], {stdio: 'ignore'}).status === 0;
+
+describe('cudaenv completion', () => {
+  const {dir, cleanup} = makeTempDir();
+  afterAll(cleanup);
+  const store = join(dir, 'store');
+  const env = cliEnv(store, {PATH: '/usr/bin:/bin', HOME: dir});
+  const scripts: Record<string, string> = {};
+
+  beforeAll(() => {
+    expect(runCli(['add', makeFakeToolkit(join(dir, 'tk'), {version: '12.4.1'})], {env}).status).toBe(0);
+    expect(runCli(['alias', 'stable', '12.4'], {env}).status).toBe(0);
+    for (const shell of ['bash', 'zsh', 'fish']) {
+      const r = runCli(['completion', shell], {env});
+      expect(r.status).toBe(0);
+      scripts[shell] = join(dir, `completion.${shell}`);
+      writeFileSync(scripts[shell]!, r.stdout);
+    }
+  });
+
+  /** COMPREPLY for a command line as typed (a trailing space starts a new word). */
+  const bash = (line: string): string[] => {
+    const script = `source ${JSON.stringify(scripts.bash)}; read -ra COMP_WORDS <<< "$1"; [[ $1 == *" " ]] && COMP_WORDS+=(""); COMP_CWORD=$((\${#COMP_WORDS[@]}-1)); _cudaenv_complete; printf '%s\\n' "\${COMPREPLY[@]}"`;
+    const r = spawnSync('bash', ['--norc', '--noprofile', '-c', script, 'bash', line], {env, encoding: 'utf8'});
+    return r.stdout.split('\n').filter(Boolean).sort();
+  };
+
+  testIf(has('bash'), 'needs bash')('bash: commands, flags, versions and aliases, releases for install', () => {
+    expect(bash('cudaenv ins')).toEqual(['install']);
+    expect(bash('cudaenv use ')).toEqual(['12.4.1', 'latest', 'stable', 'system']);
+    expect(bash('cudaenv uninstall 12')).toEqual(['12.4.1']);
+    expect(bash('cudaenv ls --s')).toEqual(['--system']);
+    expect(bash('cudaenv exec --cuda st')).toEqual(['stable']);
+    // No cached listing yet: the releases cudaenv knows.
+    expect(bash('cudaenv install 12.4')).toEqual(['12.4.0', '12.4.1']);
+    mkdirSync(join(store, 'cache'), {recursive: true});
+    writeFileSync(join(store, 'cache', 'remote-versions'), '12.4.1\n12.9.9\n$(touch pwned)\n');
+    expect(bash('cudaenv install 12.')).toEqual(['12.4.1', '12.9.9']);
+    expect(bash('cudaenv help unin')).toEqual(['uninstall']);
+  });
+
+  testIf(has('fish'), 'needs fish (apt-get install fish)')('fish: complete -C', () => {
+    const fish = (line: string): string[] => {
+      const r = spawnSync('fish', ['--no-config', '-c', `source ${scripts.fish}; complete -C ${JSON.stringify(line)}`], {env, encoding: 'utf8'});
+      return r.stdout.split('\n').filter(Boolean).map((l) => l.split('\t')[0]!).sort();
+    };
+    expect(fish('cudaenv ins')).toEqual(['install']);
+    expect(fish('cudaenv use ')).toEqual(['12.4.1', 'latest', 'stable', 'system']);
+    expect(fish('cudaenv ls --sy')).toEqual(['--system']);
+    expect(fish('cudaenv install 12.9')).toEqual(['12.9.9']);
+  });
+
+  testIf(has('zsh'), 'needs zsh (apt-get install zsh)')('zsh: registered with the completion system, and offers versions and aliases', () => {
+    const script = `source ${JSON.stringify(scripts.zsh)}; print -r -- "$_comps[cudaenv]"; setopt ksharrays; COMP_WORDS=(cudaenv use ""); COMP_CWORD=2; _cudaenv_complete; print -r -- "\${COMPREPLY[*]}"`;
+    const r = spawnSync('zsh', ['-f', '-c', script], {env: {...env, ZDOTDIR: dir}, encoding: 'utf8'});
+    const [registered, offered] = r.stdout.split('\n');
+    expect(registered).toContain('_cudaenv_complete');
+    expect(offered!.split(' ').sort()).toEqual(['12.4.1', 'latest', 'stable', 'system']);
+  });
+
+  testIf(has('bash'), 'needs bash')('an unknown shell is refused with the ones there are', () => {
+    const r = spawnSync(process.execPath, [CLI, 'completion', 'tcsh'], {env, encoding: 'utf8'});
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('bash, zsh, fish');
+  });
+});
