@@ -169,6 +169,7 @@ async function streamOnce(job: ArchiveJob, cacheFile: string, fromCache: boolean
       part = await open(partFile, 'a');
       let first = true;
       for await (const chunk of remoteBytes(job.mirror, artifact.relativePath, have, job.signal, {
+        size: artifact.size,
         onRetry: (r) => job.onProgress?.({stage: 'download', bytes, total: artifact.size, fromCache, note: `retry ${r.attempt} after ${r.reason}`}),
       })) {
         await Promise.all([part.write(chunk), feed(chunk)]);
