@@ -2,7 +2,10 @@
 // The hot commands (`--version`, `current`, and `check PATH...` without flags) skip oclif:
 // loading it costs more than the whole command, and the shell hook and users call them often.
 import {fileURLToPath} from 'node:url';
+import {installLastResort} from '../dist/cli/last-resort.js';
 import {fastPath} from '../dist/fast-path.js';
+
+installLastResort(); // an exception nothing caught: one line, exit 1, locks and staging cleaned up
 
 if (!(await fastPath(process.argv.slice(2)))) {
   const {execute} = await import('@oclif/core');
