@@ -1,7 +1,9 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {spawn, spawnSync} from 'node:child_process';
 import {randomBytes} from 'node:crypto';
-import {existsSync, mkdirSync, readFileSync, readdirSync} from 'node:fs';
+import {createReadStream, existsSync, mkdirSync, readFileSync, readdirSync, statSync} from 'node:fs';
+import {createServer} from 'node:https';
+import type {AddressInfo} from 'node:net';
 import {join} from 'node:path';
 import {CLI, cliEnv} from '../helpers/cli.js';
 import {sha256, startMirrorServer, startPythonMirror, writeIndex, writeRelease, type ServerStyle} from '../helpers/mirror.js';
@@ -18,6 +20,7 @@ import {makeTempDir} from '../helpers/tmp.js';
 const RUNS = 4;
 const COMPONENTS = ['cuda_cudart', 'libcublas'];
 const havePython = spawnSync('python3', ['-c', 'import http.server'], {stdio: 'ignore'}).status === 0;
+const haveOpenssl = spawnSync('openssl', ['version'], {stdio: 'ignore'}).status === 0;
 
 let tmp: {dir: string; cleanup: () => void};
 let root: string;
@@ -34,11 +37,11 @@ function run(args: string[], env: NodeJS.ProcessEnv): Promise<{code: number | nu
 }
 
 /** RUNS installs into fresh stores, one after another; every one must succeed and leave a clean store. */
-async function installsFrom(url: string): Promise<void> {
+async function installsFrom(url: string, extraEnv: NodeJS.ProcessEnv = {}): Promise<void> {
   const outcomes: string[] = [];
   for (let i = 0; i < RUNS; i++) {
     const store = join(tmp.dir, `store${n++}`);
-    const r = await run(['install', '12.4.1', '--components', COMPONENTS.join(','), '--json'], cliEnv(store, {CUDAENV_MIRROR: url, CUDAENV_RETRY_DELAY_MS: '20'}));
+    const r = await run(['install', '12.4.1', '--components', COMPONENTS.join(','), '--json'], cliEnv(store, {CUDAENV_MIRROR: url, CUDAENV_RETRY_DELAY_MS: '20', ...extraEnv}));
     outcomes.push(r.code === 0 ? 'ok' : `exit ${r.code}: ${r.stderr.trim()}`);
     expect(r.stderr).not.toMatch(/\n\s+at /); // never a stack trace
     if (r.code !== 0) continue;
@@ -98,5 +101,34 @@ describeIf(havePython, 'needs python3 (apt-get install python3)')('python3 -m ht
       await server.close();
     }
     expect(existsSync(root)).toBe(true);
+  }, 300000);
+});
+
+describeIf(haveOpenssl, 'needs openssl to make a certificate (apt-get install openssl)')('https (NVIDIA\'s own mirror is https)', () => {
+  test('installs over TLS from a server whose CA is trusted (NODE_EXTRA_CA_CERTS); an untrusted one is one clear line, no stack', async () => {
+    const key = join(tmp.dir, 'key.pem');
+    const cert = join(tmp.dir, 'cert.pem');
+    const made = spawnSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], {encoding: 'utf8'});
+    expect(made.stderr).not.toMatch(/error/i);
+    const server = createServer({key: readFileSync(key), cert: readFileSync(cert)}, (req, res) => {
+      const file = join(root, decodeURIComponent(new URL(req.url ?? '/', 'https://x').pathname).replace(/^\/+/, '') || 'index.html');
+      if (!file.startsWith(root) || !existsSync(file)) return void res.writeHead(404).end();
+      res.writeHead(200, {'content-length': statSync(file).size});
+      createReadStream(file).pipe(res);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    try {
+      await installsFrom(url, {NODE_EXTRA_CA_CERTS: cert});
+      const store = join(tmp.dir, `store${n++}`);
+      const r = await run(['install', '12.4.1', '--components', COMPONENTS.join(',')], cliEnv(store, {CUDAENV_MIRROR: url}));
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/^cudaenv: cannot download https:\/\/127\.0\.0\.1:\d+\/.*: self[- ]signed certificate/m);
+      expect(r.stderr).toContain('NODE_EXTRA_CA_CERTS');
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   }, 300000);
 });

@@ -1,6 +1,6 @@
 import {readFile, readdir} from 'node:fs/promises';
 import {CudaenvError, isErrno} from '../errors.js';
-import {discard, httpGet, isTransient, readBody} from './http.js';
+import {discard, httpGet, isTransient, networkHint, readBody} from './http.js';
 import {mirrorLocation, type Mirror} from './mirror.js';
 import {MAX_ATTEMPTS, retryDelayMs, sleep} from './retry.js';
 
@@ -54,7 +54,7 @@ export async function fetchText(mirror: Mirror, rel: string, options: {optional?
         continue;
       }
       throw new CudaenvError(`cannot download ${where}: ${(error as Error).message}`, {
-        hint: 'Check the network connection and the mirror (--mirror, CUDAENV_MIRROR).', code: 'network',
+        hint: networkHint(error, 'Check the network connection and the mirror (--mirror, CUDAENV_MIRROR).'), code: 'network',
       });
     }
   }

@@ -128,3 +128,12 @@ export function isTransient(error: unknown): boolean {
   return /^(ECONNRESET|ECONNREFUSED|ECONNABORTED|EPIPE|ETIMEDOUT|EAI_AGAIN|ENETUNREACH|ENETDOWN|EHOSTUNREACH|EHOSTDOWN|ERR_STREAM_PREMATURE_CLOSE|HPE_INVALID_EOF_STATE|EBODYSHORT)$/.test(code) ||
     /socket hang up|premature close/i.test((error as Error | undefined)?.message ?? '');
 }
+
+/** What to do about a network failure that is not transient: a TLS trust problem gets its own advice. */
+export function networkHint(error: unknown, fallback: string): string {
+  const code = (error as {code?: string} | undefined)?.code ?? '';
+  if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER|ERR_TLS/.test(code)) {
+    return 'The mirror\'s TLS certificate is not trusted. If your network inspects TLS with its own certificate authority, point NODE_EXTRA_CA_CERTS at that CA\'s PEM file.';
+  }
+  return fallback;
+}

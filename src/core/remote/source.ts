@@ -1,6 +1,6 @@
 import {createReadStream} from 'node:fs';
 import {CudaenvError, isErrno} from '../errors.js';
-import {discard, httpGet, isTransient, readBody} from './http.js';
+import {discard, httpGet, isTransient, networkHint, readBody} from './http.js';
 import {mirrorLocation, type Mirror} from './mirror.js';
 import {MAX_ATTEMPTS, retryDelayMs, sleep} from './retry.js';
 
@@ -119,7 +119,7 @@ export async function* remoteBytes(mirror: Mirror, rel: string, offset: number, 
     } catch (error) {
       if (error instanceof PermanentDownloadError || signal.aborted) throw signal.aborted && !(error instanceof CudaenvError) ? signal.reason : error;
       if (!isTransient(error)) {
-        throw new CudaenvError(`cannot download ${where}: ${(error as Error).message}`, {hint: 'Check the network and the mirror.', code: 'network'});
+        throw new CudaenvError(`cannot download ${where}: ${(error as Error).message}`, {hint: networkHint(error, 'Check the network and the mirror.'), code: 'network'});
       }
       reason = (error as Error).message || String((error as {code?: string}).code);
     }
