@@ -1,16 +1,21 @@
-// Issue 4 speed and memory target: from a loopback mirror, `cudaenv install` of a release of
-// four components (~100 MB compressed in all) takes at most the wall time of
-// `curl -s URL | xz -dc | tar -x` run for the same archives one after another (median of 5,
-// interleaved), and peak RSS stays under 200 MB.
+// Issue 4 / issue 11 speed and memory target: from a loopback mirror, `cudaenv install` of a
+// release of four components (~100 MB compressed in all; it fetches and extracts them 4 at
+// once) takes at most the wall time of the same four `curl -s URL | xz -dc | tar -x`
+// pipelines run *in parallel* (the same concurrency), and the peak memory of its whole process
+// tree (the sum over node, the xz and the tar processes at each moment) stays under 250 MB.
+// The four pipelines one after another are reported too (the anchor of earlier figures).
+// Both against a keep-alive server and one that closes the connection after every response.
+// Median of N runs each, the three commands interleaved in rotating order.
 // Usage: npm run build && node bench/install.mjs [runs] [MB per component]
 // The data is generated in a temp dir (never committed) and removed at the end.
-import {execFileSync, spawn, spawnSync} from 'node:child_process';
+import {execFileSync, spawn} from 'node:child_process';
 import {createHash, randomBytes} from 'node:crypto';
 import {existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync} from 'node:fs';
 import {tmpdir} from 'node:os';
 import {dirname, join} from 'node:path';
 import {fileURLToPath} from 'node:url';
 import {median} from './lib/measure.mjs';
+import {runMeasured} from './lib/tree-rss.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const cli = join(root, 'bin', 'run.js');
@@ -19,8 +24,8 @@ const mbPerComponent = Number(process.argv[3] ?? 25);
 const label = '12.4.1';
 const names = ['cuda_nvcc', 'cuda_cudart', 'libcublas', 'libcufft'];
 
-if (!existsSync('/usr/bin/time')) {
-  console.error('bench/install.mjs measures peak memory with GNU time: apt-get install time');
+if (!existsSync('/proc/self/task') || !existsSync('/usr/bin/time')) {
+  console.error('bench/install.mjs reads process trees from /proc (Linux only) and CPU time from GNU time (apt-get install time)');
   process.exit(1);
 }
 const tmp = mkdtempSync(join(tmpdir(), 'cudaenv-bench-install-'));
@@ -67,48 +72,56 @@ writeFileSync(join(mirror, `redistrib_${label}.json`), JSON.stringify(manifest, 
 writeFileSync(join(mirror, 'index.html'), `<a href="redistrib_${label}.json">redistrib_${label}.json</a>\n`);
 const compressed = rels.reduce((s, r) => s + statSync(join(mirror, r)).size, 0);
 
-server = spawn(process.execPath, [join(root, 'bench', 'install-serve.mjs'), mirror], {stdio: ['ignore', 'pipe', 'inherit']});
-const port = await new Promise((resolve) => server.stdout.once('data', (d) => resolve(Number(String(d).trim()))));
-const url = `http://127.0.0.1:${port}/`;
-
-/** Wall ms and peak RSS (KiB, the largest of the process and the children it waited for) via GNU time. */
-function timed(args, env) {
-  const start = process.hrtime.bigint();
-  const r = spawnSync('/usr/bin/time', ['-f', '%M', ...args], {env, encoding: 'utf8'});
-  const ms = Number(process.hrtime.bigint() - start) / 1e6;
-  if (r.status !== 0) throw new Error(`${args.join(' ')} failed: ${r.stderr}`);
-  return {ms, rssKiB: Number(r.stderr.trim().split('\n').pop())};
+const servers = [];
+async function startServer(mode) {
+  const child = spawn(process.execPath, [join(root, 'bench', 'install-serve.mjs'), mirror, ...(mode === 'close' ? ['close'] : [])], {stdio: ['ignore', 'pipe', 'inherit']});
+  servers.push(child);
+  const port = await new Promise((resolve) => child.stdout.once('data', (d) => resolve(Number(String(d).trim()))));
+  return `http://127.0.0.1:${port}/`;
 }
+server = {kill: () => servers.forEach((c) => c.kill())};
 
 const env = {...process.env};
 delete env.NODE_OPTIONS;
-const ours = [];
-const anchor = [];
-for (let i = 0; i < runs; i++) {
-  const store = join(tmp, `store${i}`);
-  const out = join(tmp, `out${i}`);
-  mkdirSync(out);
-  const pipeline = rels.map((r) => `curl -s ${url}${r} | xz -dc | tar -x -C ${out}`).join(' && ');
-  const a = () => anchor.push(timed(['sh', '-c', pipeline], env));
-  const b = () => ours.push(timed([process.execPath, cli, 'install', label, '--components', names.join(','), '--mirror', url, '--json'], {...env, CUDAENV_DIR: store}));
-  if (i % 2) {
-    a();
-    b();
-  } else {
-    b();
-    a();
+const results = [];
+for (const mode of ['keep-alive', 'close']) {
+  const url = await startServer(mode);
+  const ours = [];
+  const parallel = [];
+  const sequential = [];
+  for (let i = 0; i < runs; i++) {
+    const store = join(tmp, `store${i}`);
+    const outs = [join(tmp, `out-par${i}`), join(tmp, `out-seq${i}`)];
+    for (const o of outs) mkdirSync(o);
+    const pipe = (r, out) => `curl -sf ${url}${r} | xz -dc | tar -x -C ${out}`;
+    // bash with pipefail: a failed curl or xz fails the command, as a failed install would
+    const par = `set -o pipefail; pids=; ${rels.map((r) => `(${pipe(r, outs[0])}) & pids="$pids $!"`).join('; ')}; st=0; for p in $pids; do wait $p || st=1; done; exit $st`;
+    const seq = `set -o pipefail; ${rels.map((r) => pipe(r, outs[1])).join(' && ')}`;
+    const jobs = [
+      async () => ours.push(await runMeasured(process.execPath, [cli, 'install', label, '--components', names.join(','), '--mirror', url, '--json'], {env: {...env, CUDAENV_DIR: store}})),
+      async () => parallel.push(await runMeasured('bash', ['-c', par], {env})),
+      async () => sequential.push(await runMeasured('bash', ['-c', seq], {env})),
+    ];
+    for (let k = 0; k < jobs.length; k++) await jobs[(i + k) % jobs.length]();
+    rmSync(store, {recursive: true, force: true});
+    for (const o of outs) rmSync(o, {recursive: true, force: true});
   }
-  rmSync(store, {recursive: true, force: true});
-  rmSync(out, {recursive: true, force: true});
+  results.push({mode, ours, parallel, sequential});
 }
 server.kill();
 rmSync(tmp, {recursive: true, force: true});
 
-const row = (name, xs) => `| ${name} | ${median(xs.map((x) => x.ms)).toFixed(0)} | ${Math.min(...xs.map((x) => x.ms)).toFixed(0)} | ${Math.max(...xs.map((x) => x.ms)).toFixed(0)} | ${(Math.max(...xs.map((x) => x.rssKiB)) / 1024).toFixed(0)} |`;
-console.log(`4 components, ${(compressed / 1048576).toFixed(1)} MiB compressed, ${runs} runs each, interleaved\n`);
-console.log('| command | median ms | min ms | max ms | peak RSS MiB |');
-console.log('| --- | --- | --- | --- | --- |');
-console.log(row('`curl -s URL \\| xz -dc \\| tar -x`, 4 archives one after another', anchor));
-console.log(row('`cudaenv install 12.4.1 --components ...` (cold cache)', ours));
-const ratio = median(ours.map((x) => x.ms)) / median(anchor.map((x) => x.ms));
-console.log(`\nratio cudaenv/anchor: ${ratio.toFixed(2)} (target <= 1.00); peak RSS ${(Math.max(...ours.map((x) => x.rssKiB)) / 1024).toFixed(0)} MiB (target < 200)`);
+const mib = (kib) => (kib / 1024).toFixed(0);
+const row = (name, xs) => `| ${name} | ${median(xs.map((x) => x.ms)).toFixed(0)} | ${Math.min(...xs.map((x) => x.ms)).toFixed(0)} | ${Math.max(...xs.map((x) => x.ms)).toFixed(0)} | ${median(xs.map((x) => x.cpuS)).toFixed(2)} | ${mib(Math.max(...xs.map((x) => x.peakKiB)))} |`;
+console.log(`4 components, ${(compressed / 1048576).toFixed(1)} MiB compressed, ${runs} runs each, interleaved; load average before: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
+for (const {mode, ours, parallel, sequential} of results) {
+  console.log(`\nserver: ${mode === 'close' ? 'Connection: close after every response' : 'keep-alive'}\n`);
+  console.log('| command | median ms | min ms | max ms | median CPU s (tree, user+sys) | peak RSS of the process tree MiB |');
+  console.log('| --- | --- | --- | --- | --- | --- |');
+  console.log(row('4 x `curl -s URL \\| xz -dc \\| tar -x` in parallel', parallel));
+  console.log(row('4 x `curl -s URL \\| xz -dc \\| tar -x` one after another', sequential));
+  console.log(row('`cudaenv install 12.4.1 --components ...` (cold cache, 4 at once)', ours));
+  const m = median(ours.map((x) => x.ms));
+  const cpu = (xs) => median(xs.map((x) => x.cpuS));
+  console.log(`\nwall ratio cudaenv/parallel anchor: ${(m / median(parallel.map((x) => x.ms))).toFixed(2)} (target <= 1.00); cudaenv/sequential anchor: ${(m / median(sequential.map((x) => x.ms))).toFixed(2)}; CPU ratio cudaenv/parallel anchor: ${(cpu(ours) / cpu(parallel)).toFixed(2)}; peak tree RSS ${mib(Math.max(...ours.map((x) => x.peakKiB)))} MiB (target < 250)`);
+}

@@ -12,6 +12,10 @@ if (saved !== undefined) {
 
 // The hot commands (`--version`, `current`, and `check PATH...` without flags) skip oclif:
 // loading it costs more than the whole command, and the shell hook and users call them often.
+// Imported after the lines above (static imports would run first and see the cleared variables).
+const {installLastResort} = await import('../dist/cli/last-resort.js');
+installLastResort(); // an exception nothing caught: one line, exit 1, locks and staging cleaned up
+
 const {fastPath} = await import('../dist/fast-path.js');
 let argv = process.argv.slice(2);
 if (!(await fastPath(argv))) {

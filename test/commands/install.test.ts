@@ -1,6 +1,6 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {spawn, spawnSync, type ChildProcess} from 'node:child_process';
-import {existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync, writeFileSync} from 'node:fs';
+import {existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync, statSync, writeFileSync} from 'node:fs';
 import {hostname} from 'node:os';
 import {join} from 'node:path';
 import {CLI, cliEnv} from '../helpers/cli.js';
@@ -247,6 +247,50 @@ describe('cudaenv ls-remote / install / uninstall', () => {
       expect(readdirSync(join(store, 'cache')).filter((f) => f.endsWith('.part'))).toEqual([]);
       expect(readlinkSync(join(store, 'versions', '12.4.1', 'lib64', 'libcudart.so'))).toBe('libcudart.so.12');
     }
+  });
+
+  test.each(['exception', 'rejection'])('an uncaught %s (injected mid-download) is one line, exit 1, with locks and stage cleaned at once; the next install resumes', async (kind) => {
+    const store = newStore();
+    const cp = checkpoints(`crash-${kind}`, []);
+    writeFileSync(join(cp, 'download.crash'), kind);
+    const r = await runCli(['install', '12.4.1', ...(kind === 'rejection' ? ['--json'] : [])], {env: env(store, {CUDAENV_TEST_CHECKPOINT_DIR: cp})});
+    expect(r.status).toBe(1);
+    const lines = r.stderr.trim().split('\n');
+    expect(lines.at(-1)).toMatch(/^cudaenv: unexpected internal error: injected crash at download\. This is a bug in cudaenv; the locks and temporary files of this run were cleaned up\./);
+    expect(r.stderr).not.toMatch(/\n\s+at |node:internal|\^$/m); // no stack trace, no Node banner
+    if (kind === 'rejection') expect(JSON.parse(r.stdout)).toMatchObject({ok: false, error: {code: 'internal', message: 'unexpected internal error: injected crash at download'}});
+    expect(readdirSync(join(store, 'locks'))).toEqual([]);
+    expect(readdirSync(join(store, 'tmp'))).toEqual([]);
+    expect(checkStore(store)).toEqual([]);
+    const parts = readdirSync(join(store, 'cache')).filter((f) => f.endsWith('.part') && statSync(join(store, 'cache', f)).size > 0);
+    expect(parts.length).toBeGreaterThan(0); // bytes already downloaded are kept for the next run
+    const start = server.log.length;
+    const again = await runCli(['install', '12.4.1', '--json'], {env: env(store)});
+    expect(again.status).toBe(0);
+    // the kept bytes are not fetched again: a kept part is resumed (206) or, when complete, not asked for
+    for (const part of parts) {
+      const name = part.replace(/^[0-9a-f]{16}-/, '').replace(/\.part$/, '');
+      expect(server.log.slice(start).filter((l) => l.path.endsWith(`/${name}`) && l.status !== 206)).toEqual([]);
+    }
+    expect(checkStore(store)).toEqual(['12.4.1']);
+  });
+
+  test('what a SIGKILLed run left (its locks, also on archives no one needs now, and its stage) is reclaimed by the next install, of any version', async () => {
+    const store = newStore();
+    const cp = checkpoints('kill-locks', ['download']);
+    const {child, done} = startCli(['install', '12.4.1'], env(store, {CUDAENV_TEST_CHECKPOINT_DIR: cp}));
+    await waitFor(join(cp, 'download'));
+    child.kill('SIGKILL');
+    await done;
+    const left = readdirSync(join(store, 'locks'));
+    expect(left).toContain('version-12.4.1.lock');
+    expect(left.filter((f) => f.startsWith('archive-')).length).toBeGreaterThan(0);
+    expect(readdirSync(join(store, 'tmp')).some((d) => d.startsWith('stage-12.4.1-'))).toBe(true);
+    const other = await runCli(['install', '12.6.3', '--profile', 'minimal', '--json'], {env: env(store)});
+    expect(other.status).toBe(0);
+    expect(readdirSync(join(store, 'locks'))).toEqual([]);
+    expect(readdirSync(join(store, 'tmp'))).toEqual([]);
+    expect(checkStore(store)).toEqual(['12.6.3']);
   });
 
   test('--force keeps the old copy usable until the new one is in place, also when killed between', async () => {

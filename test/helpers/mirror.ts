@@ -263,6 +263,8 @@ export function makeTar(entries: TarEntry[]): Buffer {
 
 export type Fault =
   | {kind: 'drop-after'; bytes: number; times?: number}
+  /** Answers a Range request with 206 from byte `start` (not the one asked for), Content-Range saying so (or none). */
+  | {kind: 'wrong-range'; start: number; noHeader?: boolean; times?: number}
   | {kind: 'status'; status: number; times?: number}
   | {kind: 'ignore-range'}
   | {kind: 'redirect'; to: string}
@@ -276,8 +278,18 @@ export interface MirrorServer {
   close(): Promise<void>;
 }
 
+/**
+ * How the server frames bodies and treats the connection, as real mirrors differ:
+ *   keep-alive  Content-Length, the connection stays open (Node's default)
+ *   close       Content-Length and `Connection: close`: a FIN after every body (proxies, HTTP/1.0 servers)
+ *   chunked     Transfer-Encoding: chunked, no Content-Length, keep-alive
+ *   eof         neither Content-Length nor chunks: the body ends where the server closes the connection
+ */
+export type ServerStyle = 'keep-alive' | 'close' | 'chunked' | 'eof';
+
 /** Serves `root` on 127.0.0.1 with Range support and per-path fault injection. */
-export async function startMirrorServer(root: string): Promise<MirrorServer> {
+export async function startMirrorServer(root: string, options: {style?: ServerStyle} = {}): Promise<MirrorServer> {
+  const style = options.style ?? 'keep-alive';
   const log: MirrorServer['log'] = [];
   const faults = new Map<string, Fault[]>();
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -295,7 +307,7 @@ export async function startMirrorServer(root: string): Promise<MirrorServer> {
     // Status and drop faults apply in list order, one per request: [drop, 503 x3] drops the
     // first response and answers the next three with 503.
     const take = (): Fault | undefined => {
-      const i = list.findIndex((f) => f.kind === 'status' || f.kind === 'drop-after');
+      const i = list.findIndex((f) => f.kind === 'status' || f.kind === 'drop-after' || (f.kind === 'wrong-range' && range !== undefined));
       if (i === -1) return undefined;
       const f = list[i] as {times?: number};
       if ((f.times ?? 1) <= 1) list.splice(i, 1);
@@ -326,7 +338,11 @@ export async function startMirrorServer(root: string): Promise<MirrorServer> {
     let status = 200;
     const headers: Record<string, string | number> = {'accept-ranges': 'bytes', 'content-type': 'application/octet-stream'};
     const m = range ? /^bytes=(\d+)-$/.exec(range) : null;
-    if (m && !list.some((f) => f.kind === 'ignore-range')) {
+    if (fault?.kind === 'wrong-range') {
+      start = Math.min(fault.start, size - 1);
+      status = 206;
+      if (!fault.noHeader) headers['content-range'] = `bytes ${start}-${size - 1}/${size}`;
+    } else if (m && !list.some((f) => f.kind === 'ignore-range')) {
       start = Number(m[1]);
       if (start >= size) {
         res.writeHead(416, {'content-range': `bytes */${size}`}).end();
@@ -335,7 +351,10 @@ export async function startMirrorServer(root: string): Promise<MirrorServer> {
       status = 206;
       headers['content-range'] = `bytes ${start}-${size - 1}/${size}`;
     }
-    headers['content-length'] = size - start;
+    if (style === 'keep-alive' || style === 'close') headers['content-length'] = size - start;
+    if (style === 'close' || style === 'eof') headers.connection = 'close';
+    // Without a length, Node would chunk the body; 'eof' wants it raw, ended by closing the connection.
+    if (style === 'eof') res.useChunkedEncodingByDefault = false;
     res.writeHead(status, headers);
     respond(status);
     const drop = fault?.kind === 'drop-after' ? fault : undefined;
@@ -364,6 +383,42 @@ export async function startMirrorServer(root: string): Promise<MirrorServer> {
     close: () => new Promise<void>((resolve) => {
       server.closeAllConnections();
       server.close(() => resolve());
+    }),
+  };
+}
+
+/**
+ * `python3 -m http.server` on 127.0.0.1 serving `root`: how many people share an air-gapped
+ * mirror. HTTP/1.0, a FIN after every body, no Range support. `log` holds its request lines.
+ */
+export async function startPythonMirror(root: string): Promise<{url: string; log: string[]; close(): Promise<void>}> {
+  const {spawn} = await import('node:child_process');
+  const child = spawn('python3', ['-u', '-m', 'http.server', '0', '--bind', '127.0.0.1', '--directory', root], {stdio: ['ignore', 'pipe', 'pipe']});
+  const log: string[] = [];
+  let err = '';
+  child.stderr!.on('data', (d: Buffer) => {
+    err += d.toString();
+    const lines = err.split('\n');
+    err = lines.pop()!;
+    for (const line of lines) if (/"GET /.test(line)) log.push(line.replace(/^.*?"GET /, 'GET '));
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /port (\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    child.on('error', reject);
+    child.on('exit', (code) => reject(new Error(`python3 -m http.server exited with ${code}: ${err}`)));
+  });
+  return {
+    url: `http://127.0.0.1:${port}/`,
+    log,
+    close: () => new Promise<void>((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
+      child.once('exit', () => resolve());
+      child.kill('SIGTERM');
     }),
   };
 }

@@ -5,6 +5,7 @@ import {open, type FileHandle} from 'node:fs/promises';
 import {basename, join} from 'node:path';
 import {pipeline} from 'node:stream/promises';
 import {CudaenvError} from '../errors.js';
+import {onFatalExit} from '../fatal-cleanup.js';
 import {acquireLock} from '../store/lock.js';
 import type {Artifact} from './manifest.js';
 import {mirrorLocation, type Mirror} from './mirror.js';
@@ -108,6 +109,12 @@ async function streamOnce(job: ArchiveJob, cacheFile: string, fromCache: boolean
   };
   const xzExit = exitOf(xz);
   const tarExit = exitOf(tar);
+  // Dying of an unexpected error stops them before the stage they write into is removed.
+  const forgetChildren = onFatalExit(() => {
+    xz.kill('SIGKILL');
+    tar.kill('SIGKILL');
+  });
+  void Promise.all([xzExit, tarExit]).then(forgetChildren);
   const piped = pipeline(xz.stdout!, guard, tar.stdin!).catch(fail);
   xz.stdin!.on('error', () => undefined); // EPIPE when xz stops early: its exit status tells why
   let xzFailed = false;
@@ -169,6 +176,7 @@ async function streamOnce(job: ArchiveJob, cacheFile: string, fromCache: boolean
       part = await open(partFile, 'a');
       let first = true;
       for await (const chunk of remoteBytes(job.mirror, artifact.relativePath, have, job.signal, {
+        size: artifact.size,
         onRetry: (r) => job.onProgress?.({stage: 'download', bytes, total: artifact.size, fromCache, note: `retry ${r.attempt} after ${r.reason}`}),
       })) {
         await Promise.all([part.write(chunk), feed(chunk)]);

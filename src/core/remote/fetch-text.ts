@@ -1,6 +1,6 @@
 import {readFile, readdir} from 'node:fs/promises';
 import {CudaenvError, isErrno} from '../errors.js';
-import {httpClient, isTransient} from './http.js';
+import {discard, httpGet, isTransient, networkHint, readBody} from './http.js';
 import {mirrorLocation, type Mirror} from './mirror.js';
 import {MAX_ATTEMPTS, retryDelayMs, sleep} from './retry.js';
 
@@ -21,21 +21,21 @@ export async function fetchText(mirror: Mirror, rel: string, options: {optional?
       });
     }
   }
-  const {request, dispatcher} = await httpClient();
   for (let attempt = 0; ; attempt++) {
     try {
-      const {statusCode, body} = await request(where, {dispatcher, signal});
+      const res = await httpGet(where, {signal});
+      const {statusCode} = res;
       if (statusCode === 200) {
         const chunks: Buffer[] = [];
         let total = 0;
-        for await (const chunk of body as AsyncIterable<Buffer>) {
+        for await (const chunk of readBody(res)) {
           total += chunk.length;
           if (total > MAX_TEXT_BYTES) throw new CudaenvError(`${where} is larger than ${MAX_TEXT_BYTES} bytes; that is not a redist index or manifest`, {code: 'mirror'});
           chunks.push(chunk);
         }
         return Buffer.concat(chunks).toString('utf8');
       }
-      await body.dump().catch(() => undefined);
+      discard(res);
       if (statusCode === 404 && options.optional) return undefined;
       if (statusCode >= 500 && attempt + 1 < MAX_ATTEMPTS) {
         await sleep(retryDelayMs(attempt), signal);
@@ -46,7 +46,7 @@ export async function fetchText(mirror: Mirror, rel: string, options: {optional?
         code: statusCode === 404 ? 'not-found' : 'mirror',
       });
     } catch (error) {
-      // Ctrl-C: undici rejects with its own abort error; the caller's reason says what happened.
+      // Ctrl-C: the request fails with Node's AbortError; the caller's reason says what happened.
       if (signal?.aborted) throw signal.reason;
       if (error instanceof CudaenvError) throw error;
       if (isTransient(error) && attempt + 1 < MAX_ATTEMPTS) {
@@ -54,7 +54,7 @@ export async function fetchText(mirror: Mirror, rel: string, options: {optional?
         continue;
       }
       throw new CudaenvError(`cannot download ${where}: ${(error as Error).message}`, {
-        hint: 'Check the network connection and the mirror (--mirror, CUDAENV_MIRROR).', code: 'network',
+        hint: networkHint(error, 'Check the network connection and the mirror (--mirror, CUDAENV_MIRROR).'), code: 'network',
       });
     }
   }

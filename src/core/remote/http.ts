@@ -1,23 +1,139 @@
-import type {Dispatcher} from 'undici';
+import type {Agent, IncomingHttpHeaders, IncomingMessage} from 'node:http';
 
 /**
- * undici, loaded on first use (it costs start-up time commands like `ls` must not pay),
- * with one dispatcher that follows redirects (undici 7 dropped `maxRedirections`).
+ * HTTP GET on Node's own `http`/`https` modules, not undici.
+ *
+ * Why: undici 7 (the last major that runs on Node 20) crashes the whole process with an
+ * uncaught `assert(!this.paused)` (nodejs/undici#5360, fixed only in undici 8 = Node 22)
+ * when a response body is paused by back-pressure - xz is slower than the network - and the
+ * server's FIN arrives: exactly what `python3 -m http.server`, HTTP/1.0 servers and proxies
+ * that answer `Connection: close` do at the end of every body. The assertion fires inside a
+ * socket 'end' handler, so no try/catch of ours can see it. Node's IncomingMessage has
+ * handled a paused body meeting the end of its connection for years, so the installer can
+ * keep streaming with back-pressure (constant memory) instead of buffering whole archives.
+ *
+ * The modules are imported on first use (`https` loads TLS, which commands like `ls` must
+ * not pay for at start-up).
  */
-let cached: Promise<{request: typeof import('undici').request; dispatcher: Dispatcher}> | undefined;
 
-export function httpClient(): Promise<{request: typeof import('undici').request; dispatcher: Dispatcher}> {
-  cached ??= import('undici').then(({Agent, interceptors, request}) => ({
-    request,
-    dispatcher: new Agent({connect: {timeout: 30_000}, headersTimeout: 60_000, bodyTimeout: 60_000})
-      .compose(interceptors.redirect({maxRedirections: 5})),
-  }));
-  return cached;
+export interface HttpResponse {
+  statusCode: number;
+  headers: IncomingHttpHeaders;
+  /** The body; read it with `readBody` (idle timeout) or drop it with `discard`. */
+  body: IncomingMessage;
+  /** The URL that answered, after redirects. */
+  url: string;
 }
 
-/** Network failures worth another try: resets, timeouts, a body cut short. */
+export interface GetOptions {
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+export const MAX_REDIRECTS = 5;
+const CONNECT_TIMEOUT_MS = 30_000;
+const HEADERS_TIMEOUT_MS = 60_000;
+/** A body that delivers nothing for this long while we wait for it is given up (and retried). */
+export const BODY_IDLE_TIMEOUT_MS = 60_000;
+
+type Modules = {http: typeof import('node:http'); https: typeof import('node:https'); agents: Map<string, Agent>};
+let loaded: Promise<Modules> | undefined;
+
+function modules(): Promise<Modules> {
+  loaded ??= Promise.all([import('node:http'), import('node:https')]).then(([http, https]) => ({
+    http, https,
+    // keep-alive sockets are unref'ed while idle, so they never hold the process open
+    agents: new Map<string, Agent>([['http:', new http.Agent({keepAlive: true})], ['https:', new https.Agent({keepAlive: true})]]),
+  }));
+  return loaded;
+}
+
+function codedError(message: string, code: string): Error {
+  return Object.assign(new Error(message), {code});
+}
+
+/** One request, no redirects. The request and response never emit an unhandled 'error'. */
+async function requestOnce(url: URL, options: GetOptions): Promise<HttpResponse> {
+  const {http, https, agents} = await modules();
+  const lib = url.protocol === 'https:' ? https : http;
+  return new Promise<HttpResponse>((resolve, reject) => {
+    const req = lib.request(url, {method: 'GET', headers: {'user-agent': 'cudaenv', ...options.headers}, agent: agents.get(url.protocol), signal: options.signal});
+    // A late error (the signal fires after the body was read, a reset on an idle socket) must not crash the process.
+    req.on('error', (error) => {
+      clearTimeout(connectTimer);
+      clearTimeout(headersTimer);
+      reject(error);
+    });
+    const connectTimer = setTimeout(() => req.destroy(codedError(`no connection to ${url.host} within ${CONNECT_TIMEOUT_MS / 1000} s`, 'ETIMEDOUT')), CONNECT_TIMEOUT_MS);
+    const headersTimer = setTimeout(() => req.destroy(codedError(`${url.host} did not answer within ${HEADERS_TIMEOUT_MS / 1000} s`, 'ETIMEDOUT')), HEADERS_TIMEOUT_MS);
+    req.on('socket', (socket) => {
+      if (socket.connecting) socket.once('connect', () => clearTimeout(connectTimer));
+      else clearTimeout(connectTimer);
+    });
+    req.on('response', (res) => {
+      clearTimeout(connectTimer);
+      clearTimeout(headersTimer);
+      res.on('error', () => undefined); // readers see errors through their iterator
+      resolve({statusCode: res.statusCode ?? 0, headers: res.headers, body: res, url: url.href});
+    });
+    req.end();
+  });
+}
+
+/** GET `url`, following up to MAX_REDIRECTS redirects (NVIDIA serves archives through a CDN). */
+export async function httpGet(url: string, options: GetOptions = {}): Promise<HttpResponse> {
+  let current = new URL(url);
+  for (let hop = 0; ; hop++) {
+    const res = await requestOnce(current, options);
+    const location = res.headers.location;
+    if (![301, 302, 303, 307, 308].includes(res.statusCode) || !location) return res;
+    discard(res);
+    if (hop >= MAX_REDIRECTS) throw codedError(`${url} redirects more than ${MAX_REDIRECTS} times`, 'ETOOMANYREDIRECTS');
+    const next = new URL(location, current);
+    if (next.protocol !== 'http:' && next.protocol !== 'https:') throw codedError(`${current.href} redirects to ${next.href}, which is not http(s)`, 'EBADREDIRECT');
+    current = next;
+  }
+}
+
+/** Drops a response's body without reading it (the socket is reused when it can be). */
+export function discard(res: HttpResponse): void {
+  res.body.resume();
+}
+
+/**
+ * The body's chunks as they arrive, with back-pressure: a slow consumer pauses the socket.
+ * Waiting longer than `idleMs` for the next chunk destroys the body with ETIMEDOUT (time the
+ * consumer spends between chunks does not count). Leaving the loop early closes the body.
+ */
+export async function* readBody(res: HttpResponse, idleMs = BODY_IDLE_TIMEOUT_MS): AsyncGenerator<Buffer> {
+  const iterator = res.body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    for (;;) {
+      timer = setTimeout(() => res.body.destroy(codedError(`no data from ${res.url} for ${Math.round(idleMs / 1000)} s`, 'ETIMEDOUT')), idleMs);
+      const next = await iterator.next();
+      clearTimeout(timer);
+      if (next.done) return;
+      yield next.value;
+    }
+  } finally {
+    clearTimeout(timer);
+    await iterator.return?.();
+  }
+}
+
+/** Network failures worth another try: resets, timeouts, refused connections, a body cut short. */
 export function isTransient(error: unknown): boolean {
   const code = (error as {code?: string} | undefined)?.code ?? '';
-  return /^(ECONNRESET|ECONNREFUSED|EPIPE|ETIMEDOUT|EAI_AGAIN|ENETUNREACH|EHOSTUNREACH|UND_ERR_SOCKET|UND_ERR_CONNECT_TIMEOUT|UND_ERR_HEADERS_TIMEOUT|UND_ERR_BODY_TIMEOUT|UND_ERR_CLOSED|ERR_STREAM_PREMATURE_CLOSE|UND_ERR_RES_CONTENT_LENGTH_MISMATCH)$/.test(code) ||
-    /other side closed|premature close|socket hang up|terminated/i.test((error as Error | undefined)?.message ?? '');
+  return /^(ECONNRESET|ECONNREFUSED|ECONNABORTED|EPIPE|ETIMEDOUT|EAI_AGAIN|ENETUNREACH|ENETDOWN|EHOSTUNREACH|EHOSTDOWN|ERR_STREAM_PREMATURE_CLOSE|HPE_INVALID_EOF_STATE|EBODYSHORT)$/.test(code) ||
+    /socket hang up|premature close/i.test((error as Error | undefined)?.message ?? '');
+}
+
+/** What to do about a network failure that is not transient: a TLS trust problem gets its own advice. */
+export function networkHint(error: unknown, fallback: string): string {
+  const code = (error as {code?: string} | undefined)?.code ?? '';
+  if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER|ERR_TLS/.test(code)) {
+    return 'The mirror\'s TLS certificate is not trusted. If your network inspects TLS with its own certificate authority, point NODE_EXTRA_CA_CERTS at that CA\'s PEM file.';
+  }
+  return fallback;
 }

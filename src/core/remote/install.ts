@@ -2,8 +2,9 @@ import {cpus} from 'node:os';
 import {existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {CudaenvError} from '../errors.js';
+import {onFatalExit} from '../fatal-cleanup.js';
 import {atomicWriteFile} from '../store/atomic-write.js';
-import {acquireLock, type LockOwner} from '../store/lock.js';
+import {acquireLock, reclaimStaleLocks, type LockOwner} from '../store/lock.js';
 import {afterVersionsChanged} from '../store/on-change.js';
 import type {StorePaths} from '../store/paths.js';
 import {describeVersion, ensureStoreDirs, RECEIPT_FILE} from '../store/registry.js';
@@ -144,9 +145,15 @@ export async function installRelease(req: InstallRequest): Promise<InstallResult
     signal,
   });
   let stage: string | undefined;
+  // An unexpected error that kills the process removes the stage (its archives are kept in the cache).
+  const forgetStage = onFatalExit(() => {
+    if (stage) rmSync(stage, {recursive: true, force: true});
+  });
   try {
+    // What a killed or crashed run left: its stage (this version's and others'), its locks.
     recoverLeftovers(paths, label);
     await cleanOtherLeftovers(paths, label);
+    reclaimStaleLocks(paths.locks);
     const dest = join(paths.versions, label);
     const existing = describeVersion(paths, label);
     const base = {version: label, path: dest, mirror: mirror.display, platform, platform_why: platformWhy, notes, cudnn: cudnn ? cudnn.version : null, warnings};
@@ -198,6 +205,7 @@ export async function installRelease(req: InstallRequest): Promise<InstallResult
     };
   } finally {
     if (stage) rmSync(stage, {recursive: true, force: true});
+    forgetStage();
     lock.release();
   }
 }

@@ -1,21 +1,37 @@
 import {createReadStream} from 'node:fs';
 import {CudaenvError, isErrno} from '../errors.js';
-import {httpClient, isTransient} from './http.js';
+import {discard, httpGet, isTransient, networkHint, readBody} from './http.js';
 import {mirrorLocation, type Mirror} from './mirror.js';
 import {MAX_ATTEMPTS, retryDelayMs, sleep} from './retry.js';
 
 export interface SourceEvents {
   /** A transient failure; the download resumes from `offset` after `delayMs`. */
   onRetry?: (info: {attempt: number; offset: number; delayMs: number; reason: string}) => void;
+  /** The file's size, when known (from the manifest): a body that ends before it is resumed, not accepted. */
+  size?: number;
 }
 
 /** A failure that another attempt cannot fix (404, 403, a mirror file that is missing). */
 export class PermanentDownloadError extends CudaenvError {}
 
+function optionalNumber(value: string | undefined): number | undefined {
+  return value !== undefined && /^\d+$/.test(value.trim()) ? Number(value) : undefined;
+}
+
+/** Content-Range: `bytes START-END/TOTAL`, or `bytes *` + `/TOTAL` (on a 416); TOTAL may be `*`. */
+function parseContentRange(value: string | string[] | undefined): {start?: number; total?: number} {
+  const m = /^\s*bytes\s+(?:(\d+)-\d+|\*)\/(\d+|\*)\s*$/i.exec(String(value ?? ''));
+  if (!m) return {};
+  return {start: m[1] === undefined ? undefined : Number(m[1]), total: m[2] === '*' ? undefined : Number(m[2])};
+}
+
 /**
- * The bytes of `rel` from `offset` on, as they arrive. Over HTTP a broken connection or a
- * 5xx answer is retried with back-off, resuming with a Range request where the last bytes
- * stopped; a server that ignores Range is read from the start and the known bytes skipped.
+ * The bytes of `rel` from `offset` on, as they arrive. Over HTTP a broken connection, a body
+ * that ends short of the known size, or a 5xx answer is retried with back-off, resuming with
+ * a Range request where the last bytes stopped (the attempts count again from zero after a
+ * try that brought bytes). A server that ignores Range, answers a range it was not asked
+ * for, or refuses a range (416) that is not simply "already complete" is read from the start
+ * without Range, the known bytes skipped.
  */
 export async function* remoteBytes(mirror: Mirror, rel: string, offset: number, signal: AbortSignal, events: SourceEvents = {}): AsyncGenerator<Buffer> {
   const where = mirrorLocation(mirror, rel);
@@ -31,26 +47,51 @@ export async function* remoteBytes(mirror: Mirror, rel: string, offset: number, 
     }
     return;
   }
-  const {request, dispatcher} = await httpClient();
   let position = offset;
+  let useRange = true;
   for (let attempt = 0; ; attempt++) {
+    if (events.size !== undefined && position >= events.size) return;
+    const before = position;
     let reason: string;
     try {
-      const headers: Record<string, string> = position > 0 ? {range: `bytes=${position}-`} : {};
-      const {statusCode, headers: rh, body} = await request(where, {dispatcher, headers, signal});
-      if (statusCode === 200 || statusCode === 206) {
-        let skip = 0;
-        if (position > 0 && statusCode === 200) skip = position; // Range ignored: whole body again
-        if (statusCode === 206) {
-          const m = /^bytes (\d+)-/.exec(String(rh['content-range'] ?? ''));
-          if (!m || Number(m[1]) !== position) {
-            await body.dump().catch(() => undefined);
-            throw new PermanentDownloadError(`${where} answered a range request for byte ${position} with ${String(rh['content-range'] ?? 'no Content-Range')}`, {
-              hint: 'The mirror mishandles resumed downloads; delete the .part file in the cache and try again.', code: 'mirror',
+      const ranged = position > 0 && useRange;
+      const res = await httpGet(where, {headers: ranged ? {range: `bytes=${position}-`} : {}, signal});
+      const total = res.statusCode === 200 ? optionalNumber(res.headers['content-length']) : [206, 416].includes(res.statusCode) ? parseContentRange(res.headers['content-range']).total : undefined;
+      if (events.size !== undefined && total !== undefined && total !== events.size) {
+        discard(res);
+        throw new PermanentDownloadError(`${where} has ${total} bytes, its manifest says ${events.size}`, {
+          hint: 'The mirror serves a different file than its manifest describes; nothing was installed. Use another mirror.', code: 'size-mismatch',
+        });
+      }
+      let skip = 0;
+      if (res.statusCode === 206) {
+        const {start} = parseContentRange(res.headers['content-range']);
+        const asked = ranged ? position : 0;
+        if (start === undefined || start > asked || (!ranged && start !== 0)) {
+          // Not the range asked for (nor one that covers it): read the whole file instead.
+          discard(res);
+          if (!ranged) {
+            throw new PermanentDownloadError(`${where} answered a plain request with a partial body (${String(res.headers['content-range'] ?? 'no Content-Range')})`, {
+              hint: 'The mirror (or a proxy in front of it) is broken; use another mirror.', code: 'mirror',
             });
           }
+          useRange = false;
+          attempt--;
+          continue;
         }
-        for await (const raw of body as AsyncIterable<Buffer>) {
+        skip = asked - start + (ranged ? 0 : position);
+      } else if (res.statusCode === 200) {
+        skip = position; // Range ignored (or not sent): the whole body again
+      } else if (res.statusCode === 416 && ranged) {
+        discard(res);
+        // Asked at (or past) the end. Only an end exactly where our bytes stop means "complete".
+        if (parseContentRange(res.headers['content-range']).total === position && events.size === undefined) return;
+        useRange = false;
+        attempt--;
+        continue;
+      }
+      if (res.statusCode === 200 || res.statusCode === 206) {
+        for await (const raw of readBody(res)) {
           let chunk = raw;
           if (skip > 0) {
             if (chunk.length <= skip) {
@@ -63,27 +104,26 @@ export async function* remoteBytes(mirror: Mirror, rel: string, offset: number, 
           position += chunk.length;
           yield chunk;
         }
-        return;
+        if (events.size === undefined || position >= events.size) return;
+        // A body delimited by the end of the connection cannot tell a cut from its end: the size can.
+        throw Object.assign(new Error(`the body ended after ${position} of ${events.size} bytes`), {code: 'EBODYSHORT'});
       }
-      await body.dump().catch(() => undefined);
-      if (statusCode === 416) {
-        // Asked past the end: the partial file is already complete (or bigger than the file).
-        return;
-      }
-      if (statusCode < 500) {
-        throw new PermanentDownloadError(`${where} answered HTTP ${statusCode}`, {
-          hint: statusCode === 404 ? `The mirror ${mirror.display} lacks this archive although its manifest names it.` : 'Check the mirror and your access to it.',
-          code: statusCode === 404 ? 'not-found' : 'mirror',
+      discard(res);
+      if (res.statusCode < 500) {
+        throw new PermanentDownloadError(`${where} answered HTTP ${res.statusCode}`, {
+          hint: res.statusCode === 404 ? `The mirror ${mirror.display} lacks this archive although its manifest names it.` : 'Check the mirror and your access to it.',
+          code: res.statusCode === 404 ? 'not-found' : 'mirror',
         });
       }
-      reason = `HTTP ${statusCode}`;
+      reason = `HTTP ${res.statusCode}`;
     } catch (error) {
       if (error instanceof PermanentDownloadError || signal.aborted) throw signal.aborted && !(error instanceof CudaenvError) ? signal.reason : error;
       if (!isTransient(error)) {
-        throw new CudaenvError(`cannot download ${where}: ${(error as Error).message}`, {hint: 'Check the network and the mirror.', code: 'network'});
+        throw new CudaenvError(`cannot download ${where}: ${(error as Error).message}`, {hint: networkHint(error, 'Check the network and the mirror.'), code: 'network'});
       }
       reason = (error as Error).message || String((error as {code?: string}).code);
     }
+    if (position > before) attempt = 0; // progress: a flaky link gets its full set of attempts again
     if (attempt + 1 >= MAX_ATTEMPTS) {
       throw new CudaenvError(`cannot download ${where}: ${reason} (${MAX_ATTEMPTS} attempts)`, {
         hint: 'Try again later: the part already downloaded is kept and the next install resumes it.', code: 'network',

@@ -1,7 +1,8 @@
-import {closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync, utimesSync, writeSync} from 'node:fs';
+import {closeSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, statSync, utimesSync, writeSync} from 'node:fs';
 import {hostname} from 'node:os';
 import {join} from 'node:path';
 import {CudaenvError, isErrno} from '../errors.js';
+import {onFatalExit} from '../fatal-cleanup.js';
 
 /**
  * One lock file per resource under `locks/`, created with O_EXCL. The file names its owner
@@ -150,6 +151,46 @@ function takeOver(path: string, seen: LockOwner | undefined, staleMs: number): v
   }
 }
 
+/**
+ * Removes every lock in `locksDir` whose owner is certainly gone (killed, crashed, rebooted
+ * away), and takeover guards left by a waiter that died: a killed run's locks on archives the
+ * next run does not need would otherwise stay until something needed them. Live owners' locks
+ * are left alone. Returns the names removed.
+ */
+export function reclaimStaleLocks(locksDir: string, staleMs = DEFAULT_STALE_MS): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(locksDir);
+  } catch {
+    return [];
+  }
+  const removed: string[] = [];
+  for (const name of names) {
+    const path = join(locksDir, name);
+    try {
+      if (name.endsWith('.lock.takeover')) {
+        if (Date.now() - statSync(path).mtimeMs > TAKEOVER_STALE_MS) {
+          rmSync(path, {force: true});
+          removed.push(name);
+        }
+        continue;
+      }
+      if (!name.endsWith('.lock')) continue;
+      const owner = readLockOwner(path);
+      if (!isStale(path, owner, staleMs)) continue;
+      takeOver(path, owner, staleMs);
+      try {
+        statSync(path);
+      } catch {
+        removed.push(name);
+      }
+    } catch {
+      // a lock that vanished or cannot be read now: its owner or the next run deals with it
+    }
+  }
+  return removed;
+}
+
 /** Takes the lock `name` in `locksDir`, waiting for a live owner unless `wait` is false. */
 export async function acquireLock(locksDir: string, name: string, options: LockOptions = {}): Promise<Lock> {
   const path = lockPath(locksDir, name);
@@ -208,11 +249,14 @@ function heldLock(path: string, owner: LockOwner, staleMs: number): Lock {
   }, Math.max(1000, Math.floor(staleMs / 3)));
   timer.unref();
   let released = false;
-  return {
+  // Dying of an unexpected error releases the lock at once (the next run could take it over anyway).
+  const forget = onFatalExit(() => lock.release());
+  const lock: Lock = {
     path,
     release(): void {
       if (released) return;
       released = true;
+      forget();
       clearInterval(timer);
       // Remove only our own lock: after a takeover by mistake the file may be someone else's.
       const current = readLockOwner(path);
@@ -221,4 +265,5 @@ function heldLock(path: string, owner: LockOwner, staleMs: number): Lock {
       }
     },
   };
+  return lock;
 }

@@ -177,6 +177,49 @@ describe('install from a loopback mirror', () => {
     expect(readlinkSync(join(paths.versions, '12.4.1', 'lib64', 'libcudart.so.12'))).toBe('libcudart.so.12.4.127');
   });
 
+  test.each([
+    ['a 206 from byte 0 (more than asked): the known bytes are skipped', {kind: 'wrong-range', start: 0} as const, [[200, undefined], [206, 'bytes=300-']]],
+    ['a 206 from a later byte than asked: read again without Range', {kind: 'wrong-range', start: 1000} as const, [[200, undefined], [206, 'bytes=300-'], [200, undefined]]],
+    ['a 206 without Content-Range: read again without Range', {kind: 'wrong-range', start: 300, noHeader: true} as const, [[200, undefined], [206, 'bytes=300-'], [200, undefined]]],
+    ['a 416 for a part that is not complete: read again without Range', {kind: 'status', status: 416} as const, [[200, undefined], [416, 'bytes=300-'], [200, undefined]]],
+  ])('resume answered by %s; the install succeeds', async (_what, fault, expected) => {
+    const paths = store();
+    const rel = archiveRelPath(release.components[0]!); // cuda_nvcc
+    server.faults.set(rel, [{kind: 'drop-after', bytes: 300, times: 1}, fault]);
+    const start = server.log.length;
+    try {
+      await installRelease(req(paths, '12.4.1', {components: ['cuda_nvcc'], profile: undefined}));
+    } finally {
+      server.faults.delete(rel);
+    }
+    expect(server.log.slice(start).filter((l) => l.path === rel).map((h) => [h.status, h.range])).toEqual(expected);
+    expect(readFileSync(join(paths.versions, '12.4.1', 'bin', 'nvcc.profile'), 'utf8')).toContain('NVVMIR_LIBRARY_DIR');
+    expect(readdirSync(paths.cache).filter((f) => f.endsWith('.part'))).toEqual([]);
+  });
+
+  test('a .part already complete (killed before it was renamed) is verified without asking the mirror; a wrong one is fetched again', async () => {
+    const paths = store();
+    const rel = archiveRelPath(release.components[1]!); // cuda_cudart
+    const first = await installRelease(req(paths, '12.4.1', {components: ['cuda_cudart'], profile: undefined}));
+    const cached = join(paths.cache, readdirSync(paths.cache).find((f) => f.includes('cuda_cudart'))!);
+    execFileSync('mv', [cached, `${cached}.part`]);
+    const start = server.log.length;
+    const again = await installRelease(req(paths, '12.4.1', {components: ['cuda_cudart'], profile: undefined, force: true}));
+    expect(server.log.slice(start).filter((l) => l.path === rel)).toEqual([]);
+    expect(again.components[0]!.from_cache).toBe(false);
+    expect(existsSync(cached)).toBe(true);
+    // same size, other bytes: the mirror is asked from byte 0, once
+    execFileSync('mv', [cached, `${cached}.part`]);
+    const bytes = readFileSync(`${cached}.part`);
+    bytes[100] ^= 0xff;
+    writeFileSync(`${cached}.part`, bytes);
+    const s2 = server.log.length;
+    await installRelease(req(paths, '12.4.1', {components: ['cuda_cudart'], profile: undefined, force: true}));
+    expect(server.log.slice(s2).filter((l) => l.path === rel).map((h) => [h.status, h.range])).toEqual([[200, undefined]]);
+    expect(first.status).toBe('installed');
+    expect(readlinkSync(join(paths.versions, '12.4.1', 'lib64', 'libcudart.so.12'))).toBe('libcudart.so.12.4.127');
+  });
+
   test('redirects are followed (NVIDIA serves archives through a CDN)', async () => {
     const paths = store();
     const rel = archiveRelPath(release.components[2]!); // cuda_cccl

@@ -1,9 +1,9 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
-import {existsSync, utimesSync, writeFileSync} from 'node:fs';
+import {existsSync, mkdirSync, readdirSync, utimesSync, writeFileSync} from 'node:fs';
 import {hostname} from 'node:os';
 import {join} from 'node:path';
-import {acquireLock, lockPath, processStartTime, readLockOwner} from '../../../src/core/store/lock.js';
+import {acquireLock, lockPath, processStartTime, readLockOwner, reclaimStaleLocks} from '../../../src/core/store/lock.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 
 let tmp: {dir: string; cleanup: () => void};
@@ -81,6 +81,24 @@ describe('lock', () => {
     const lock = await acquireLock(dir, 'x', {staleMs: 60_000, timeoutMs: 2000});
     expect(readLockOwner(path)?.hostname).toBe(hostname());
     lock.release();
+  });
+
+  test('reclaimStaleLocks removes the locks of dead owners and old takeover guards, nothing live', async () => {
+    const dir = join(tmp.dir, 'reclaim');
+    mkdirSync(dir);
+    const live = await acquireLock(dir, 'archive-live');
+    const dead = JSON.stringify({pid: deadPid(), hostname: hostname(), startTime: '1', acquiredAt: 'x', purpose: 'download'});
+    writeFileSync(join(dir, 'archive-dead.lock'), dead);
+    writeFileSync(join(dir, 'version-12.4.1.lock'), dead);
+    writeFileSync(join(dir, 'remote.lock'), JSON.stringify({pid: 1, hostname: 'elsewhere', startTime: null, acquiredAt: 'x', purpose: 'install'}));
+    writeFileSync(join(dir, 'old.lock.takeover'), '');
+    utimesSync(join(dir, 'old.lock.takeover'), new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
+    writeFileSync(join(dir, 'fresh.lock.takeover'), '');
+    writeFileSync(join(dir, 'notes.txt'), 'not a lock');
+    expect(reclaimStaleLocks(dir).sort()).toEqual(['archive-dead.lock', 'old.lock.takeover', 'version-12.4.1.lock']);
+    expect(readdirSync(dir).sort()).toEqual(['archive-live.lock', 'fresh.lock.takeover', 'notes.txt', 'remote.lock']);
+    live.release();
+    expect(reclaimStaleLocks(join(tmp.dir, 'missing'))).toEqual([]);
   });
 
   test('lock names cannot escape the locks directory', () => {

@@ -1,0 +1,134 @@
+import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
+import {spawn, spawnSync} from 'node:child_process';
+import {randomBytes} from 'node:crypto';
+import {createReadStream, existsSync, mkdirSync, readFileSync, readdirSync, statSync} from 'node:fs';
+import {createServer} from 'node:https';
+import type {AddressInfo} from 'node:net';
+import {join} from 'node:path';
+import {CLI, cliEnv} from '../helpers/cli.js';
+import {sha256, startMirrorServer, startPythonMirror, writeIndex, writeRelease, type ServerStyle} from '../helpers/mirror.js';
+import {describeIf} from '../helpers/skip.js';
+import {makeTempDir} from '../helpers/tmp.js';
+
+/**
+ * Issue 11: installs from the kinds of servers real mirrors are. Archives of several MB (half
+ * random, half base64 text, so xz really decodes and lags behind loopback): the response body
+ * is paused by back-pressure most of the time, and a server that closes the connection sends
+ * its FIN while it is - what crashed undici 7 (nodejs/undici#5360) in about half of the runs.
+ * Each kind must give N installs out of N, with no stack trace.
+ */
+const RUNS = 4;
+const COMPONENTS = ['cuda_cudart', 'libcublas'];
+const havePython = spawnSync('python3', ['-c', 'import http.server'], {stdio: 'ignore'}).status === 0;
+const haveOpenssl = spawnSync('openssl', ['version'], {stdio: 'ignore'}).status === 0;
+
+let tmp: {dir: string; cleanup: () => void};
+let root: string;
+const big = new Map<string, Buffer>();
+let n = 0;
+
+function run(args: string[], env: NodeJS.ProcessEnv): Promise<{code: number | null; stdout: string; stderr: string}> {
+  const child = spawn(process.execPath, [CLI, ...args], {env, stdio: ['ignore', 'pipe', 'pipe']});
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  return new Promise((resolve) => child.on('close', (code) => resolve({code, stdout, stderr})));
+}
+
+/** RUNS installs into fresh stores, one after another; every one must succeed and leave a clean store. */
+async function installsFrom(url: string, extraEnv: NodeJS.ProcessEnv = {}): Promise<void> {
+  const outcomes: string[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    const store = join(tmp.dir, `store${n++}`);
+    const r = await run(['install', '12.4.1', '--components', COMPONENTS.join(','), '--json'], cliEnv(store, {CUDAENV_MIRROR: url, CUDAENV_RETRY_DELAY_MS: '20', ...extraEnv}));
+    outcomes.push(r.code === 0 ? 'ok' : `exit ${r.code}: ${r.stderr.trim()}`);
+    expect(r.stderr).not.toMatch(/\n\s+at /); // never a stack trace
+    if (r.code !== 0) continue;
+    expect(JSON.parse(r.stdout)).toMatchObject({version: '12.4.1', status: 'installed'});
+    const lib = join(store, 'versions', '12.4.1', 'lib64');
+    for (const name of COMPONENTS) expect(sha256(readFileSync(join(lib, `${name}.bin`)))).toBe(sha256(big.get(name)!));
+    expect(readdirSync(join(store, 'cache')).filter((f) => f.endsWith('.part'))).toEqual([]);
+    expect(readdirSync(join(store, 'tmp'))).toEqual([]);
+    expect(readdirSync(join(store, 'locks')).filter((f) => f.endsWith('.lock'))).toEqual([]);
+  }
+  expect(outcomes).toEqual(Array(RUNS).fill('ok'));
+}
+
+beforeAll(() => {
+  tmp = makeTempDir('cudaenv-mirrors-');
+  root = join(tmp.dir, 'mirror');
+  mkdirSync(root);
+  const files = (name: string): Record<string, {bytes: Buffer} | string> => {
+    const data = Buffer.concat([randomBytes(2 << 20), Buffer.from(randomBytes(2 << 20).toString('base64'))]);
+    big.set(name, data);
+    return {'LICENSE': `${name}\n`, [`lib/${name}.bin`]: {bytes: data}};
+  };
+  writeRelease(root, {label: '12.4.1', components: COMPONENTS.map((name) => ({name, version: '12.4.127', files: files(name)}))});
+  writeIndex(root, ['12.4.1']);
+  const sizes = readdirSync(join(root, COMPONENTS[0]!, 'linux-x86_64')).map((f) => readFileSync(join(root, COMPONENTS[0]!, 'linux-x86_64', f)).length);
+  expect(sizes[0]).toBeGreaterThan(4 << 20); // several MB each, compressed
+}, 120000);
+
+afterAll(() => {
+  tmp?.cleanup();
+});
+
+describe('N out of N installs from every kind of mirror server', () => {
+  test.each<[string, ServerStyle]>([
+    ['Connection: close after each response (a FIN after every body)', 'close'],
+    ['chunked bodies without Content-Length', 'chunked'],
+    ['a body ended only by closing the connection (no length, no chunks)', 'eof'],
+    ['keep-alive', 'keep-alive'],
+  ])('%s', async (_what, style) => {
+    const server = await startMirrorServer(root, {style});
+    try {
+      await installsFrom(server.url);
+      expect(server.log.filter((l) => l.path.endsWith('.tar.xz')).length).toBeGreaterThanOrEqual(RUNS * COMPONENTS.length);
+    } finally {
+      await server.close();
+    }
+  }, 300000);
+});
+
+describeIf(havePython, 'needs python3 (apt-get install python3)')('python3 -m http.server', () => {
+  test('N out of N installs (HTTP/1.0, a FIN after every body, no Range)', async () => {
+    const server = await startPythonMirror(root);
+    try {
+      await installsFrom(server.url);
+      expect(server.log.filter((l) => l.includes('.tar.xz')).length).toBeGreaterThanOrEqual(RUNS * COMPONENTS.length);
+    } finally {
+      await server.close();
+    }
+    expect(existsSync(root)).toBe(true);
+  }, 300000);
+});
+
+describeIf(haveOpenssl, 'needs openssl to make a certificate (apt-get install openssl)')('https (NVIDIA\'s own mirror is https)', () => {
+  test('installs over TLS from a server whose CA is trusted (NODE_EXTRA_CA_CERTS); an untrusted one is one clear line, no stack', async () => {
+    const key = join(tmp.dir, 'key.pem');
+    const cert = join(tmp.dir, 'cert.pem');
+    const made = spawnSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], {encoding: 'utf8'});
+    expect(made.stderr).not.toMatch(/error/i);
+    const server = createServer({key: readFileSync(key), cert: readFileSync(cert)}, (req, res) => {
+      const file = join(root, decodeURIComponent(new URL(req.url ?? '/', 'https://x').pathname).replace(/^\/+/, '') || 'index.html');
+      if (!file.startsWith(root) || !existsSync(file)) return void res.writeHead(404).end();
+      res.writeHead(200, {'content-length': statSync(file).size});
+      createReadStream(file).pipe(res);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    try {
+      await installsFrom(url, {NODE_EXTRA_CA_CERTS: cert});
+      const store = join(tmp.dir, `store${n++}`);
+      const r = await run(['install', '12.4.1', '--components', COMPONENTS.join(',')], cliEnv(store, {CUDAENV_MIRROR: url}));
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/^cudaenv: cannot download https:\/\/127\.0\.0\.1:\d+\/.*: self[- ]signed certificate/m);
+      expect(r.stderr).toContain('NODE_EXTRA_CA_CERTS');
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  }, 300000);
+});
