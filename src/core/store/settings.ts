@@ -23,6 +23,7 @@ const VALID_VALUES: Record<SettingKey, string> = {
   mirror: 'Give an https:// or http:// URL, or a directory, that serves NVIDIA\'s compute/cuda/redist/ layout.',
   cudnnMirror: 'Give an https:// or http:// URL, or a directory, that serves NVIDIA\'s compute/cudnn/redist/ layout.',
   ldLibraryPath: 'Valid values: prepend (add the version\'s lib64 to LD_LIBRARY_PATH, the default) or none (leave LD_LIBRARY_PATH alone).',
+  quiet: 'Valid values: true (use and deactivate print nothing) or false (one line saying what changed, the default).',
 };
 
 const VALIDATORS: Record<SettingKey, (value: unknown) => boolean> = {
