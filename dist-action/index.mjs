@@ -77141,6 +77141,7 @@ async function install(paths, platform2, inputs, request, work, notes, service, 
   }
   const components = request.components?.map((n) => manifestComponentName(manifest, n));
   const names = selectComponents({ manifest, platform: platform2, profile: request.profile, components });
+  if (cudnnChoice) names.push(...cudnnNeeds(manifest, platform2, names).added);
   const archives = names.map((name) => ({ name, artifact: artifactFor(manifest.components.get(name), platform2) }));
   if (cudnnChoice) archives.push({ name: "cudnn", artifact: cudnnChoice.artifact });
   const key = `${prefix2}${checksumDigest(archives)}`;

@@ -5,7 +5,7 @@ import {checkLibraries, firstProblemLine} from '../core/elf/index.js';
 import {CudaenvError, formatError} from '../core/errors.js';
 import {listReleases, resolveRelease} from '../core/remote/catalog.js';
 import {chooseCudnn, type CudnnChoice} from '../core/remote/cudnn.js';
-import {installRelease, type InstallEvent} from '../core/remote/install.js';
+import {cudnnNeeds, installRelease, type InstallEvent} from '../core/remote/install.js';
 import {labelParts, newestMatching} from '../core/remote/labels.js';
 import {artifactFor, type Artifact} from '../core/remote/manifest.js';
 import type {Platform} from '../core/remote/platform.js';
@@ -193,6 +193,9 @@ async function install(
   }
   const components = request.components?.map((n) => manifestComponentName(manifest!, n));
   const names = selectComponents({manifest, platform, profile: request.profile, components});
+  // What cuDNN loads from the toolkit is installed with it (as `cudaenv install --cudnn` does), so
+  // the cache key covers those archives too.
+  if (cudnnChoice) names.push(...cudnnNeeds(manifest, platform, names).added);
   const archives: Array<{name: string; artifact: Artifact}> = names.map((name) => ({name, artifact: artifactFor(manifest!.components.get(name)!, platform)!}));
   if (cudnnChoice) archives.push({name: 'cudnn', artifact: cudnnChoice.artifact});
   const key = `${prefix}${checksumDigest(archives)}`;

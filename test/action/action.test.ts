@@ -47,6 +47,8 @@ describeIf(ready, why)('the bundled action against a loopback mirror of the real
     standIns.push({name: 'libcublas', version: '12.4.5.8', files: {
       'LICENSE': 'cublas license\n', 'lib/libcublas.so.12.4.5.8': {bytes: readFileSync(join(work, 'libcublas.so.12'))}, 'lib/libcublas.so.12': {symlink: 'libcublas.so.12.4.5.8'},
     }});
+    // cuDNN loads libnvrtc: a step with cudnn installs cuda_nvrtc too.
+    standIns.push({name: 'cuda_nvrtc', version: '12.4.127', files: {'LICENSE': 'nvrtc license\n', 'include/nvrtc.h': '#define NVRTC 1\n'}});
     served = writeRealRelease(root, 'cuda', '12.4.1', standIns, work);
     copyRealManifests(root, 'cuda', ['12.3.2', '12.4.0']);
     writeIndex(root, ['12.3.2', '12.4.0', '12.4.1']);
@@ -164,7 +166,7 @@ describeIf(ready, why)('the bundled action against a loopback mirror of the real
       const before = server.log.length;
       const r = await runAction(runner, {cuda: '12.4.1', profile: 'minimal', mirror: server.url}, {CUDAENV_ACTION_CACHE_DIR: cacheDir});
       expect(r.code).toBe(0);
-      expect(requests(before).sort()).toEqual(['redistrib_12.4.1.json', ...archives(served.filter((x) => x.name !== 'libcublas'))].sort());
+      expect(requests(before).sort()).toEqual(['redistrib_12.4.1.json', ...archives(served.filter((x) => !['libcublas', 'cuda_nvrtc'].includes(x.name)))].sort());
       expect(existsSync(join(dir, 'include', 'thrust', 'version.h'))).toBe(true);
       expect(readdirSync(cacheDir)).toHaveLength(2);
     });
@@ -173,9 +175,10 @@ describeIf(ready, why)('the bundled action against a loopback mirror of the real
   test('defaults: the spec and cudnn= from .cuda-version; ld-library-path none; no cache service: said once, carried on', async () => {
     const runner = makeRunner(join(tmp.dir, 'runner-d'));
     writeFileSync(join(runner.workspace, '.cuda-version'), '# the project\'s CUDA\n12.4.1\ncudnn=9\n');
-    const r = await runAction(runner, {'components': 'nvcc,cudart', 'mirror': server.url, 'cudnn-mirror': cudnnServer.url, 'ld-library-path': 'none'}, {LD_LIBRARY_PATH: '/opt/other/lib'});
+    // cudnn brings libcublas, whose stand-in lacks libcublasLt on purpose (the failing-check test): no check here.
+    const r = await runAction(runner, {'components': 'nvcc,cudart', 'mirror': server.url, 'cudnn-mirror': cudnnServer.url, 'ld-library-path': 'none', 'check': 'false'}, {LD_LIBRARY_PATH: '/opt/other/lib'});
     expect(r.stderr).toBe('');
-    expect(r.code).toBe(0);
+    expect(r.code === 0 ? '' : r.stdout).toBe('');
     const dir = join(runner.toolCache, 'cudaenv', 'versions', '12.4.1');
     expectExports(r, dir, undefined);
     expect(r.stdout.match(/::warning::/g)).toHaveLength(1);
@@ -183,7 +186,8 @@ describeIf(ready, why)('the bundled action against a loopback mirror of the real
     expect(r.files.summary).toContain('Cache: the Actions cache service is not available');
     expect(existsSync(join(dir, 'include', 'cudnn.h'))).toBe(true);
     expect(r.files.summary).toMatch(/<td>cudnn<\/td><td>9\.1\.0\.70<\/td>/);
-    expect(r.files.summary).toContain(`Bytes downloaded: ${sizeOf(['cuda_nvcc', 'cuda_cudart']) + cudnnServed[0]!.size} `);
+    expect(r.files.summary).toContain(`Bytes downloaded: ${sizeOf(['cuda_nvcc', 'cuda_cudart', 'libcublas', 'cuda_nvrtc']) + cudnnServed[0]!.size} `);
+    expect(existsSync(join(dir, 'include', 'nvrtc.h'))).toBe(true);
     expect(cudnnServer.log.map((l) => l.path)).toEqual(['', 'redistrib_9.1.0.json', cudnnServed[0]!.relativePath]);
   });
 

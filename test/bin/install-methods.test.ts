@@ -1,6 +1,7 @@
 import {afterAll, beforeAll, expect, test} from '@jest/globals';
 import {spawnSync, type SpawnSyncReturns} from 'node:child_process';
 import {existsSync, readdirSync, readFileSync} from 'node:fs';
+import {userInfo} from 'node:os';
 import {join} from 'node:path';
 import {REPO_ROOT} from '../helpers/cli.js';
 import {describeIf} from '../helpers/skip.js';
@@ -19,8 +20,10 @@ describeIf(REGISTRY, IS_GIT ? 'needs the npm registry or its metadata in the npm
   afterAll(cleanup);
   const clone = join(dir, 'clone');
   const home = join(dir, 'home');
-  // Only what a user's shell would have: no CUDAENV_*, no NODE_OPTIONS from jest.
-  const env: NodeJS.ProcessEnv = {PATH: '/usr/local/bin:/usr/bin:/bin', HOME: home, npm_config_cache: join(process.env.HOME ?? '/root', '.npm'), CUDAENV_DIR: join(dir, 'store'), LANG: 'C.UTF-8'};
+  // Only what a user's shell would have: no CUDAENV_*, no NODE_OPTIONS from jest. npm's cache is the
+  // user's own (from the password database: the test run's HOME is a fresh directory, and an empty
+  // cache would make every install fetch its dependencies again).
+  const env: NodeJS.ProcessEnv = {PATH: '/usr/local/bin:/usr/bin:/bin', HOME: home, npm_config_cache: join(userInfo().homedir, '.npm'), CUDAENV_DIR: join(dir, 'store'), LANG: 'C.UTF-8'};
   const run = (cmd: string, args: string[], cwd: string, extra: NodeJS.ProcessEnv = {}): SpawnSyncReturns<string> =>
     spawnSync(cmd, args, {cwd, env: {...env, ...extra}, encoding: 'utf8', timeout: 600000});
   const ok = (r: SpawnSyncReturns<string>): string => {

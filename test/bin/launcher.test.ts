@@ -75,6 +75,6 @@ describe('bin/cudaenv, the launcher', () => {
     symlinkSync(join(BIN, 'cudaenv'), join(links, 'cudaenv'));
     const viaLink = spawnSync('sh', ['-c', 'cudaenv help use'], {env: {...env({}), PATH: `${links}:/usr/bin:/bin`}, encoding: 'utf8'});
     expect(viaLink.status).toBe(0);
-    expect(viaLink.stdout).toContain('$ cudaenv use SPEC');
+    expect(viaLink.stdout).toContain('$ cudaenv use [SPEC]');
   });
 });

@@ -217,7 +217,7 @@ const CUDNN_NEEDS = [
 ];
 
 /** The components cuDNN needs that are not chosen: those the release has (added) and those it lacks. */
-function cudnnNeeds(manifest: Manifest, platform: string, chosen: string[]): {added: string[]; missing: string[]} {
+export function cudnnNeeds(manifest: Manifest, platform: string, chosen: string[]): {added: string[]; missing: string[]} {
   const added: string[] = [];
   const missing: string[] = [];
   for (const need of CUDNN_NEEDS) {

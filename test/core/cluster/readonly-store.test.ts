@@ -71,7 +71,8 @@ describeRo('a read-only shared store', () => {
     const script = `eval "$(${process.execPath} ${CLI} init bash)"; cudaenv use 12.2; echo "$CUDA_HOME"; nvcc --version | tail -n 1`;
     const r = spawnSync(NOBODY[0], [...NOBODY.slice(1), 'bash', '--norc', '--noprofile', '-c', script], {env, cwd: dir, encoding: 'utf8'});
     expect(r.stdout).toBe(`${join(store, 'versions', '12.2.0')}\nBuild cuda_12.2.r12.2/compiler.34097967_0\n`);
-    expect(r.stderr).toBe('cudaenv: CUDA 12.2.0: all 1 library resolves\n');
+    expect(r.stderr).toBe(`cudaenv: now CUDA 12.2.0 (was none); LD_LIBRARY_PATH: added ${join(store, 'versions', '12.2.0', 'lib64')}\n` +
+      'cudaenv: CUDA 12.2.0: all 1 library resolves\n');
   });
 
   test('modulefiles go to a directory of the user\'s choice; the store itself is refused clearly', () => {
