@@ -16,7 +16,8 @@ if (saved !== undefined) {
 const {installLastResort} = await import('../dist/cli/last-resort.js');
 installLastResort(); // an exception nothing caught: one line, exit 1, locks and staging cleaned up
 
-const {fastPath} = await import('../dist/fast-path.js');
+// One bundled file (scripts/bundle-fast-path.mjs): resolving the modules one by one cost more than `use` itself.
+const {fastPath} = await import('../dist/fast-path.bundle.js').catch(() => import('../dist/fast-path.js'));
 let argv = process.argv.slice(2);
 if (!(await fastPath(argv))) {
   if (argv[0] === 'exec') argv = (await import('../dist/cli/exec-argv.js')).execArgv(argv);
