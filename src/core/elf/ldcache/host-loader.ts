@@ -49,20 +49,12 @@ export function parseLoaderHelp(help: string, diagnostics: string | null): HostL
   const searched = (l: string) => /\(.*searched\)$/.test(l) && !/not searched/.test(l);
   const name = (l: string) => l.replace(/\s*\(.*\)$/, '');
   const legacyLines = section(/^Legacy HWCAP subdirectories/);
-  let platform = legacyLines.find((l) => /AT_PLATFORM/.test(l));
-  let platformName: string | null = platform ? name(platform) : null;
-  const diag = (key: string) => diagnostics ? new RegExp(`^${key}=(.*)$`, 'm').exec(diagnostics)?.[1] ?? null : null;
-  const dp = diag('dl_platform');
-  if (dp && /^".*"$/.test(dp)) platformName = dp.slice(1, -1);
-  platform = undefined;
+  const platformLine = legacyLines.find((l) => /AT_PLATFORM/.test(l));
+  const diag = (key: string) => diagnostics ? diagnosticValue(diagnostics, key) : null;
+  const platformName = quoted(diag('dl_platform')) ?? (platformLine ? name(platformLine) : null);
   const important = diag('dl_hwcap_important');
   const dlHwcap = diag('dl_hwcap');
-  const sp = diag('dl_string_platform');
-  let platformBit: bigint | null = null;
-  if (sp !== null) {
-    const v = BigInt.asIntN(64, BigInt(sp));
-    platformBit = v < 0n ? null : 1n << v;
-  }
+  const platformBit = platformBitOf(diag('dl_string_platform'));
   return {
     hwcaps: hw.filter(searched).map(name),
     hwcapsKnown: hw.map(name),
@@ -71,6 +63,23 @@ export function parseLoaderHelp(help: string, diagnostics: string | null): HostL
     hwcapImportant: important !== null && dlHwcap !== null ? BigInt(important) & BigInt(dlHwcap) : null,
     platformBit,
   };
+}
+
+/** One `key=value` line of `ld.so --list-diagnostics`. */
+function diagnosticValue(diagnostics: string, key: string): string | null {
+  return new RegExp(`^${key}=(.*)$`, 'm').exec(diagnostics)?.[1] ?? null;
+}
+
+/** A diagnostics string value without its quotes (null when absent or not quoted). */
+function quoted(value: string | null): string | null {
+  return value !== null && /^".*"$/.test(value) ? value.slice(1, -1) : null;
+}
+
+/** dl_string_platform as the bit legacy cache entries carry (negative: no platform). */
+function platformBitOf(value: string | null): bigint | null {
+  if (value === null) return null;
+  const v = BigInt.asIntN(64, BigInt(value));
+  return v < 0n ? null : 1n << v;
 }
 
 /** x86 legacy hwcap bit names (sysdeps/x86/dl-hwcap.h), for --list-diagnostics' dl_hwcap. */
@@ -82,7 +91,7 @@ const X86_HWCAP_NAMES = ['sse2', 'x86_64', 'avx512_1'];
  * the legacy names from dl_hwcap & dl_hwcap_important. One process instead of two per check.
  */
 export function parseLoaderDiagnostics(diagnostics: string): HostLoaderFacts | null {
-  const value = (key: string) => new RegExp(`^${key}=(.*)$`, 'm').exec(diagnostics)?.[1] ?? null;
+  const value = (key: string) => diagnosticValue(diagnostics, key);
   const subdirs = value('dl_hwcaps_subdirs');
   const active = value('dl_hwcaps_subdirs_active');
   if (subdirs === null || active === null || !/^".*"$/.test(subdirs)) return null;
@@ -94,17 +103,12 @@ export function parseLoaderDiagnostics(diagnostics: string): HostLoaderFacts | n
   const bits = important !== null && hwcap !== null ? BigInt(important) & BigInt(hwcap) : null;
   const version = /^"?(\d+)\.(\d+)/.exec(value('version.version') ?? '');
   const legacyEra = version !== null && versionAtMost([Number(version[1]), Number(version[2])], 2, 36);
-  const sp = value('dl_string_platform');
-  let platformBit: bigint | null = null;
-  if (sp !== null) {
-    const v = BigInt.asIntN(64, BigInt(sp));
-    platformBit = v < 0n ? null : 1n << v;
-  }
+  const platformBit = platformBitOf(value('dl_string_platform'));
   return {
     hwcaps: known.filter((_, i) => (mask & (1 << i)) !== 0),
     hwcapsKnown: known,
     legacy: legacyEra && bits !== null ? X86_HWCAP_NAMES.filter((_, i) => (bits & (1n << BigInt(i))) !== 0n) : [],
-    platform: platform && /^".*"$/.test(platform) ? platform.slice(1, -1) : null,
+    platform: quoted(platform),
     hwcapImportant: bits,
     platformBit,
   };
