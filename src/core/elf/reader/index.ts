@@ -86,16 +86,10 @@ function parse(file: ElfFile, options: ReadElfOptions): ElfInfo {
   if (options.symbols === 'undefined') info.lookup = NO_LOOKUP;
   const interp = phdrs.find((p) => p.type === PT_INTERP);
   if (interp) info.interp = readInterp(file, interp);
-  const dynamicHeader = phdrs.find((p) => p.type === PT_DYNAMIC);
+  const dynamic = locateDynamic(file, h, phdrs);
   // A static executable or a relocatable object: nothing for the loader to resolve.
-  if (!dynamicHeader) return info;
-  const loads = phdrs.filter((p) => p.type === PT_LOAD);
-  // ld.so finds the dynamic array at its address (l_ld), i.e. through the PT_LOAD that maps it;
-  // p_offset says the same in every sane file and is the fallback when no segment covers it.
-  const mapped = loads.find((p) => dynamicHeader.vaddr >= p.vaddr && dynamicHeader.vaddr + dynamicHeader.filesz <= p.vaddr + p.filesz);
-  const dyn = readDynamic(file, h, mapped ? {...dynamicHeader, offset: dynamicHeader.vaddr - mapped.vaddr + mapped.offset} : dynamicHeader);
-  const value = (tag: number): number | undefined => dyn.values.get(tag);
-  const toOffset = (addr: number, len: number, what: string): number => vaddrToOffset(file, loads, addr, len, what);
+  if (!dynamic) return info;
+  const {dyn, value, toOffset} = dynamic;
 
   const strtabAddr = value(DT.STRTAB);
   const strsz = value(DT.STRSZ) ?? 0;
@@ -173,13 +167,9 @@ export function relocatedUndefinedNames(path: string): Set<string> | null {
   try {
     const h = parseHeader(file);
     const phdrs = readProgramHeaders(file, h);
-    const dynamicHeader = phdrs.find((p) => p.type === PT_DYNAMIC);
-    if (!dynamicHeader) return null;
-    const loads = phdrs.filter((p) => p.type === PT_LOAD);
-    const mapped = loads.find((p) => dynamicHeader.vaddr >= p.vaddr && dynamicHeader.vaddr + dynamicHeader.filesz <= p.vaddr + p.filesz);
-    const dyn = readDynamic(file, h, mapped ? {...dynamicHeader, offset: dynamicHeader.vaddr - mapped.vaddr + mapped.offset} : dynamicHeader);
-    const value = (tag: number): number | undefined => dyn.values.get(tag);
-    const toOffset = (addr: number, len: number, what: string): number => vaddrToOffset(file, loads, addr, len, what);
+    const dynamic = locateDynamic(file, h, phdrs);
+    if (!dynamic) return null;
+    const {dyn, value, toOffset} = dynamic;
     const strtab = value(DT.STRTAB);
     const symtab = value(DT.SYMTAB);
     if (strtab === undefined || symtab === undefined) return null;
@@ -204,6 +194,28 @@ export function relocatedUndefinedNames(path: string): Set<string> | null {
   } finally {
     file.close();
   }
+}
+
+/**
+ * The dynamic array and address translation of an object (null: no PT_DYNAMIC). ld.so finds the
+ * dynamic array at its address (l_ld), i.e. through the PT_LOAD that maps it; p_offset says the
+ * same in every sane file and is the fallback when no segment covers it.
+ */
+function locateDynamic(file: ElfFile, h: ParsedHeader, phdrs: ProgramHeader[]): {
+  dyn: ReturnType<typeof readDynamic>;
+  value: (tag: number) => number | undefined;
+  toOffset: (addr: number, len: number, what: string) => number;
+} | null {
+  const dynamicHeader = phdrs.find((p) => p.type === PT_DYNAMIC);
+  if (!dynamicHeader) return null;
+  const loads = phdrs.filter((p) => p.type === PT_LOAD);
+  const mapped = loads.find((p) => dynamicHeader.vaddr >= p.vaddr && dynamicHeader.vaddr + dynamicHeader.filesz <= p.vaddr + p.filesz);
+  const dyn = readDynamic(file, h, mapped ? {...dynamicHeader, offset: dynamicHeader.vaddr - mapped.vaddr + mapped.offset} : dynamicHeader);
+  return {
+    dyn,
+    value: (tag) => dyn.values.get(tag),
+    toOffset: (addr, len, what) => vaddrToOffset(file, loads, addr, len, what),
+  };
 }
 
 function symbolCount(
