@@ -52,9 +52,14 @@ export function readSettingSync<K extends SettingKey>(paths: StorePaths, key: K)
     throw corrupted(paths.configFile, error);
   }
   const value = data !== null && typeof data === 'object' ? (data as Record<string, unknown>)[key] : undefined;
+  return validated(key, value, paths.configFile);
+}
+
+/** A stored value checked as `cudaenv config` would accept it (undefined: not set). */
+function validated<K extends SettingKey>(key: K, value: unknown, file: string): Settings[K] | undefined {
   if (value === undefined) return undefined;
   if (!VALIDATORS[key](value)) {
-    throw new CudaenvError(`the setting ${key} in ${paths.configFile} has an invalid value ${JSON.stringify(value)}`, {
+    throw new CudaenvError(`the setting ${key} in ${file} has an invalid value ${JSON.stringify(value)}`, {
       hint: `Run \`cudaenv config ${key} VALUE\` or edit the file.`,
       code: 'settings-invalid',
     });
@@ -103,14 +108,7 @@ export class SettingsStore {
     } catch (error) {
       throw corrupted(this.file, error);
     }
-    if (value === undefined) return undefined;
-    if (!VALIDATORS[key](value)) {
-      throw new CudaenvError(`the setting ${key} in ${this.file} has an invalid value ${JSON.stringify(value)}`, {
-        hint: `Run \`cudaenv config ${key} VALUE\` or edit the file.`,
-        code: 'settings-invalid',
-      });
-    }
-    return value as Settings[K];
+    return validated(key, value, this.file);
   }
 
   set<K extends SettingKey>(key: K, value: Settings[K]): void {
