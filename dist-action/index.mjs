@@ -72511,13 +72511,9 @@ function parse(file, options) {
   if (options.symbols === "undefined") info2.lookup = NO_LOOKUP;
   const interp = phdrs.find((p) => p.type === PT_INTERP);
   if (interp) info2.interp = readInterp(file, interp);
-  const dynamicHeader = phdrs.find((p) => p.type === PT_DYNAMIC);
-  if (!dynamicHeader) return info2;
-  const loads = phdrs.filter((p) => p.type === PT_LOAD);
-  const mapped = loads.find((p) => dynamicHeader.vaddr >= p.vaddr && dynamicHeader.vaddr + dynamicHeader.filesz <= p.vaddr + p.filesz);
-  const dyn = readDynamic(file, h, mapped ? { ...dynamicHeader, offset: dynamicHeader.vaddr - mapped.vaddr + mapped.offset } : dynamicHeader);
-  const value = (tag) => dyn.values.get(tag);
-  const toOffset = (addr, len, what) => vaddrToOffset(file, loads, addr, len, what);
+  const dynamic = locateDynamic(file, h, phdrs);
+  if (!dynamic) return info2;
+  const { dyn, value, toOffset } = dynamic;
   const strtabAddr = value(DT.STRTAB);
   const strsz = value(DT.STRSZ) ?? 0;
   const strings = strtabAddr === void 0 ? null : new StringTable(file, toOffset(strtabAddr, strsz, "dynamic string table (DT_STRTAB)"), strsz);
@@ -72592,13 +72588,9 @@ function relocatedUndefinedNames(path13) {
   try {
     const h = parseHeader(file);
     const phdrs = readProgramHeaders(file, h);
-    const dynamicHeader = phdrs.find((p) => p.type === PT_DYNAMIC);
-    if (!dynamicHeader) return null;
-    const loads = phdrs.filter((p) => p.type === PT_LOAD);
-    const mapped = loads.find((p) => dynamicHeader.vaddr >= p.vaddr && dynamicHeader.vaddr + dynamicHeader.filesz <= p.vaddr + p.filesz);
-    const dyn = readDynamic(file, h, mapped ? { ...dynamicHeader, offset: dynamicHeader.vaddr - mapped.vaddr + mapped.offset } : dynamicHeader);
-    const value = (tag) => dyn.values.get(tag);
-    const toOffset = (addr, len, what) => vaddrToOffset(file, loads, addr, len, what);
+    const dynamic = locateDynamic(file, h, phdrs);
+    if (!dynamic) return null;
+    const { dyn, value, toOffset } = dynamic;
     const strtab = value(DT.STRTAB);
     const symtab = value(DT.SYMTAB);
     if (strtab === void 0 || symtab === void 0) return null;
@@ -72623,6 +72615,18 @@ function relocatedUndefinedNames(path13) {
   } finally {
     file.close();
   }
+}
+function locateDynamic(file, h, phdrs) {
+  const dynamicHeader = phdrs.find((p) => p.type === PT_DYNAMIC);
+  if (!dynamicHeader) return null;
+  const loads = phdrs.filter((p) => p.type === PT_LOAD);
+  const mapped = loads.find((p) => dynamicHeader.vaddr >= p.vaddr && dynamicHeader.vaddr + dynamicHeader.filesz <= p.vaddr + p.filesz);
+  const dyn = readDynamic(file, h, mapped ? { ...dynamicHeader, offset: dynamicHeader.vaddr - mapped.vaddr + mapped.offset } : dynamicHeader);
+  return {
+    dyn,
+    value: (tag) => dyn.values.get(tag),
+    toOffset: (addr, len, what) => vaddrToOffset(file, loads, addr, len, what)
+  };
 }
 function symbolCount(file, h, gnu, sysv, toOffset) {
   if (gnu !== void 0) return countFromGnuHash(file, h, toOffset(gnu, 16, "GNU hash table (DT_GNU_HASH)"));
@@ -72835,20 +72839,12 @@ function parseLoaderHelp(help, diagnostics) {
   const searched = (l) => /\(.*searched\)$/.test(l) && !/not searched/.test(l);
   const name = (l) => l.replace(/\s*\(.*\)$/, "");
   const legacyLines = section(/^Legacy HWCAP subdirectories/);
-  let platform2 = legacyLines.find((l) => /AT_PLATFORM/.test(l));
-  let platformName = platform2 ? name(platform2) : null;
-  const diag = (key) => diagnostics ? new RegExp(`^${key}=(.*)$`, "m").exec(diagnostics)?.[1] ?? null : null;
-  const dp = diag("dl_platform");
-  if (dp && /^".*"$/.test(dp)) platformName = dp.slice(1, -1);
-  platform2 = void 0;
+  const platformLine = legacyLines.find((l) => /AT_PLATFORM/.test(l));
+  const diag = (key) => diagnostics ? diagnosticValue(diagnostics, key) : null;
+  const platformName = quoted(diag("dl_platform")) ?? (platformLine ? name(platformLine) : null);
   const important = diag("dl_hwcap_important");
   const dlHwcap = diag("dl_hwcap");
-  const sp = diag("dl_string_platform");
-  let platformBit = null;
-  if (sp !== null) {
-    const v = BigInt.asIntN(64, BigInt(sp));
-    platformBit = v < 0n ? null : 1n << v;
-  }
+  const platformBit = platformBitOf(diag("dl_string_platform"));
   return {
     hwcaps: hw.filter(searched).map(name),
     hwcapsKnown: hw.map(name),
@@ -72858,9 +72854,20 @@ function parseLoaderHelp(help, diagnostics) {
     platformBit
   };
 }
+function diagnosticValue(diagnostics, key) {
+  return new RegExp(`^${key}=(.*)$`, "m").exec(diagnostics)?.[1] ?? null;
+}
+function quoted(value) {
+  return value !== null && /^".*"$/.test(value) ? value.slice(1, -1) : null;
+}
+function platformBitOf(value) {
+  if (value === null) return null;
+  const v = BigInt.asIntN(64, BigInt(value));
+  return v < 0n ? null : 1n << v;
+}
 var X86_HWCAP_NAMES = ["sse2", "x86_64", "avx512_1"];
 function parseLoaderDiagnostics(diagnostics) {
-  const value = (key) => new RegExp(`^${key}=(.*)$`, "m").exec(diagnostics)?.[1] ?? null;
+  const value = (key) => diagnosticValue(diagnostics, key);
   const subdirs = value("dl_hwcaps_subdirs");
   const active = value("dl_hwcaps_subdirs_active");
   if (subdirs === null || active === null || !/^".*"$/.test(subdirs)) return null;
@@ -72872,17 +72879,12 @@ function parseLoaderDiagnostics(diagnostics) {
   const bits = important !== null && hwcap !== null ? BigInt(important) & BigInt(hwcap) : null;
   const version3 = /^"?(\d+)\.(\d+)/.exec(value("version.version") ?? "");
   const legacyEra = version3 !== null && versionAtMost([Number(version3[1]), Number(version3[2])], 2, 36);
-  const sp = value("dl_string_platform");
-  let platformBit = null;
-  if (sp !== null) {
-    const v = BigInt.asIntN(64, BigInt(sp));
-    platformBit = v < 0n ? null : 1n << v;
-  }
+  const platformBit = platformBitOf(value("dl_string_platform"));
   return {
     hwcaps: known.filter((_, i) => (mask & 1 << i) !== 0),
     hwcapsKnown: known,
     legacy: legacyEra && bits !== null ? X86_HWCAP_NAMES.filter((_, i) => (bits & 1n << BigInt(i)) !== 0n) : [],
-    platform: platform2 && /^".*"$/.test(platform2) ? platform2.slice(1, -1) : null,
+    platform: quoted(platform2),
     hwcapImportant: bits,
     platformBit
   };
