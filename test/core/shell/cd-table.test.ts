@@ -14,7 +14,7 @@ import {rcLine, startFileName} from '../../../src/core/shell/shell.js';
 import {cliEnv, runCli} from '../../helpers/cli.js';
 import {describeIf} from '../../helpers/skip.js';
 import {makeTempDir} from '../../helpers/tmp.js';
-import {have, makeStore, runInteractive, type ShellName} from './shell-harness.js';
+import {have, makeStore, quietFishHome, runInteractive, type ShellName} from './shell-harness.js';
 
 /** [command line in bash and zsh, the same in fish where it differs, versions nvcc reports]. */
 const TABLE: Array<[string, string | null, string[]]> = [
@@ -71,6 +71,7 @@ for (const shell of SHELLS) {
       const rc = rcLine(shell).replace('~/.cudaenv', store);
       if (shell === 'fish') {
         mkdirSync(join(home, '.config', 'fish'), {recursive: true});
+        quietFishHome(home);
         writeFileSync(join(home, '.config', 'fish', 'config.fish'), `function fish_prompt; echo -n '> '; end\nfunction fish_greeting; end\n${rc}\n`);
       } else {
         mkdirSync(home, {recursive: true});

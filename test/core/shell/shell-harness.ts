@@ -55,6 +55,7 @@ export function writeRc(shell: ShellName, home: string, options: {bin?: string; 
   }
   const conf = join(home, '.config', 'fish');
   mkdirSync(conf, {recursive: true});
+  quietFishHome(home);
   writeFileSync(join(conf, 'config.fish'), `${options.before ?? ''}
 function fish_prompt; echo -n '> '; end
 function fish_title; end
@@ -62,6 +63,16 @@ function fish_greeting; end
 ${init} | source
 ${options.bin ? `set -g _CUDAENV_BIN '${options.bin}'\n` : ''}`);
   return {XDG_CONFIG_HOME: join(home, '.config')};
+}
+
+/**
+ * An interactive fish whose data directory lacks generated_completions starts a disowned python
+ * that parses every man page into it (fish 3.x, __fish_config_interactive): it outlives the test,
+ * writes into the home while it is removed, and is a process the strace test would see.
+ * Users' homes have the directory after their first fish; so does the test's.
+ */
+export function quietFishHome(home: string): void {
+  mkdirSync(join(home, '.local', 'share', 'fish', 'generated_completions'), {recursive: true});
 }
 
 export function shellArgs(shell: ShellName, home: string): string[] {

@@ -12,13 +12,14 @@ import {rcLine, startFileName} from '../../../src/core/shell/shell.js';
 import {CLI, REPO_ROOT, cliEnv, runCli} from '../../helpers/cli.js';
 import {describeIf, testIf} from '../../helpers/skip.js';
 import {makeTempDir} from '../../helpers/tmp.js';
-import {have, makeStore, shellArgs, type ShellName} from './shell-harness.js';
+import {have, makeStore, quietFishHome, shellArgs, type ShellName} from './shell-harness.js';
 
 const canTrace = have('strace') && spawnSync('strace', ['-f', '-e', 'trace=process', '-o', '/dev/null', 'true']).status === 0;
 
 function writeRcFile(shell: ShellName, home: string, line: string): Record<string, string> {
   if (shell === 'fish') {
     mkdirSync(join(home, '.config', 'fish'), {recursive: true});
+    quietFishHome(home);
     writeFileSync(join(home, '.config', 'fish', 'config.fish'), `function fish_greeting; end\n${line}\n`);
     return {XDG_CONFIG_HOME: join(home, '.config')};
   }
