@@ -48,16 +48,26 @@ function _cudaenv_find
     end
 end
 
-# At most 4097 characters, stopping at a NUL byte (read -z); data after a NUL marks the
-# content with \x01, which the parser refuses as binary data, as the CLI does.
+# At most LIMIT bytes (4096 unless given) up to a NUL byte -> _cudaenv_c; status 2 when the
+# file holds more. `read` without -n reads in blocks and stops at fish_read_limit (status
+# 122), so a huge file costs nothing; `read -n` would read one byte per system call and drop
+# bytes that are not UTF-8 without counting them (64 MB of them took a minute). Such bytes
+# stay in the text as fish encodes them, for _cudaenv_parse to refuse. Data after a NUL
+# marks the content with \x01, which the parser refuses as binary data, as the CLI does.
 function _cudaenv_readfile
     set -g _cudaenv_c ''
+    set -l fish_read_limit 4096
+    set -q argv[2]; and set fish_read_limit $argv[2]
+    set -l st 1
     begin
-        read -z -n 4097 _cudaenv_c
-        and read -z -n 1 _cudaenv_more
-        and test (string length -- "$_cudaenv_c") -lt 4097
-        and set -g _cudaenv_c "$_cudaenv_c"\x01
+        read -z _cudaenv_c
+        set st $status
+        if test $st -eq 0
+            read -z _cudaenv_more; or test $status -eq 122
+            and set -g _cudaenv_c "$_cudaenv_c"\x01
+        end
     end <$argv[1] 2>/dev/null
+    test $st -ne 122; or return 2
     return 0
 end
 
@@ -65,7 +75,7 @@ function _cudaenv_load
     set -g _cudaenv_c ''
     set -g _cudaenv_e ''
     if test -f "$argv[1]" -a -r "$argv[1]"
-        _cudaenv_readfile $argv[1]
+        _cudaenv_readfile $argv[1]; or set -g _cudaenv_e 'holds more than 4096 bytes'
     else if test -d "$argv[1]"
         set -g _cudaenv_e 'is a directory, not a file'
     else if not test -f "$argv[1]"
@@ -85,6 +95,13 @@ function _cudaenv_parse
     end
     if string match -qr -- $_CUDAENV_CTL_RE "$text"
         set -g _cudaenv_e 'contains control characters or binary data'
+        return 1
+    end
+    # fish holds a byte that is not UTF-8 as U+F680-U+F6FF, and a real U+F600-U+F6FF (EF 98-9B
+    # 80-BF) as its three bytes so encoded: those triples are valid text and are dropped first.
+    if string match -qr -- '[\x{F680}-\x{F6FF}]' "$text"
+        and string replace -ra -- '\x{F6EF}[\x{F698}-\x{F69B}][\x{F680}-\x{F6BF}]' '' "$text" | string match -qr -- '[\x{F680}-\x{F6FF}]'
+        set -g _cudaenv_e 'is not UTF-8 text (a binary file?)'
         return 1
     end
     set -l n 0
@@ -387,7 +404,7 @@ function _cudaenv_autoswitch
     end
     if test -f "$root/config.json"
         set -l label $_cudaenv_r
-        _cudaenv_readfile "$root/config.json"
+        _cudaenv_readfile "$root/config.json" 65536
         string match -qr -- '"ldLibraryPath"\s*:\s*"none"' "$_cudaenv_c"; and set policy none
         set -g _cudaenv_r $label
     end
@@ -496,7 +513,7 @@ function cudaenv --description 'cudaenv: CUDA toolkit versions (shell integratio
                 if test -z "$quiet"
                     _cudaenv_store
                     if test -f "$_cudaenv_r/config.json"
-                        _cudaenv_readfile "$_cudaenv_r/config.json"
+                        _cudaenv_readfile "$_cudaenv_r/config.json" 65536
                         string match -qr -- '"quiet"\s*:\s*true' "$_cudaenv_c"; and set quiet 1
                     end
                 end
