@@ -11846,7 +11846,7 @@ var require_dump = __commonJS({
 var require_dns = __commonJS({
   "node_modules/@actions/http-client/node_modules/undici/lib/interceptor/dns.js"(exports2, module) {
     "use strict";
-    var { isIP } = __require("node:net");
+    var { isIP: isIP2 } = __require("node:net");
     var { lookup } = __require("node:dns");
     var DecoratorHandler = require_decorator_handler();
     var { InvalidArgumentError, InformationalError } = require_errors();
@@ -12101,7 +12101,7 @@ var require_dns = __commonJS({
       return (dispatch) => {
         return function dnsInterceptor(origDispatchOpts, handler) {
           const origin = origDispatchOpts.origin.constructor === URL ? origDispatchOpts.origin : new URL(origDispatchOpts.origin);
-          if (isIP(origin.hostname) !== 0) {
+          if (isIP2(origin.hostname) !== 0) {
             return dispatch(origDispatchOpts, handler);
           }
           instance.runLookup(origin, origDispatchOpts, (err, newOrigin) => {
@@ -19874,14 +19874,14 @@ var init_lib = __esm({
               proxyAuth: `${proxyUrl.username}:${proxyUrl.password}`
             }), { host: proxyUrl.hostname, port: proxyUrl.port })
           };
-          let tunnelAgent;
+          let tunnelAgent2;
           const overHttps = proxyUrl.protocol === "https:";
           if (usingSsl) {
-            tunnelAgent = overHttps ? tunnel.httpsOverHttps : tunnel.httpsOverHttp;
+            tunnelAgent2 = overHttps ? tunnel.httpsOverHttps : tunnel.httpsOverHttp;
           } else {
-            tunnelAgent = overHttps ? tunnel.httpOverHttps : tunnel.httpOverHttp;
+            tunnelAgent2 = overHttps ? tunnel.httpOverHttps : tunnel.httpOverHttp;
           }
-          agent = tunnelAgent(agentOptions);
+          agent = tunnelAgent2(agentOptions);
           this._proxyAgent = agent;
         }
         if (!agent) {
@@ -29135,17 +29135,17 @@ var require_parse_proxy_response = __commonJS({
       return new Promise((resolve7, reject) => {
         let buffersLength = 0;
         const buffers = [];
-        function read2() {
+        function read3() {
           const b = socket.read();
           if (b)
             ondata(b);
           else
-            socket.once("readable", read2);
+            socket.once("readable", read3);
         }
         function cleanup() {
           socket.removeListener("end", onend);
           socket.removeListener("error", onerror);
-          socket.removeListener("readable", read2);
+          socket.removeListener("readable", read3);
         }
         function onend() {
           cleanup();
@@ -29164,7 +29164,7 @@ var require_parse_proxy_response = __commonJS({
           const endOfHeaders = buffered.indexOf("\r\n\r\n");
           if (endOfHeaders === -1) {
             debug2("have not received end of HTTP headers yet...");
-            read2();
+            read3();
             return;
           }
           const headerParts = buffered.slice(0, endOfHeaders).toString("ascii").split("\r\n");
@@ -29209,7 +29209,7 @@ var require_parse_proxy_response = __commonJS({
         }
         socket.on("error", onerror);
         socket.on("end", onend);
-        read2();
+        read3();
       });
     }
     exports2.parseProxyResponse = parseProxyResponse;
@@ -44250,7 +44250,7 @@ __export(mappers_exports, {
   BlockBlobStageBlockHeaders: () => BlockBlobStageBlockHeaders,
   BlockBlobUploadExceptionHeaders: () => BlockBlobUploadExceptionHeaders,
   BlockBlobUploadHeaders: () => BlockBlobUploadHeaders,
-  BlockList: () => BlockList,
+  BlockList: () => BlockList2,
   BlockLookupList: () => BlockLookupList,
   ClearRange: () => ClearRange,
   ContainerAcquireLeaseExceptionHeaders: () => ContainerAcquireLeaseExceptionHeaders,
@@ -44348,7 +44348,7 @@ __export(mappers_exports, {
   StorageError: () => StorageError,
   UserDelegationKey: () => UserDelegationKey
 });
-var BlobServiceProperties, Logging, RetentionPolicy, Metrics, CorsRule, StaticWebsite, StorageError, BlobServiceStatistics, GeoReplication, ListContainersSegmentResponse, ContainerItem, ContainerProperties, KeyInfo, UserDelegationKey, FilterBlobSegment, FilterBlobItem, BlobTags, BlobTag, SignedIdentifier, AccessPolicy, ListBlobsFlatSegmentResponse, BlobFlatListSegment, BlobItemInternal, BlobName, BlobPropertiesInternal, ListBlobsHierarchySegmentResponse, BlobHierarchyListSegment, BlobPrefix, BlockLookupList, BlockList, Block, PageList, PageRange, ClearRange, QueryRequest, QuerySerialization, QueryFormat, DelimitedTextConfiguration, JsonTextConfiguration, ArrowConfiguration, ArrowField, ServiceSetPropertiesHeaders, ServiceSetPropertiesExceptionHeaders, ServiceGetPropertiesHeaders, ServiceGetPropertiesExceptionHeaders, ServiceGetStatisticsHeaders, ServiceGetStatisticsExceptionHeaders, ServiceListContainersSegmentHeaders, ServiceListContainersSegmentExceptionHeaders, ServiceGetUserDelegationKeyHeaders, ServiceGetUserDelegationKeyExceptionHeaders, ServiceGetAccountInfoHeaders, ServiceGetAccountInfoExceptionHeaders, ServiceSubmitBatchHeaders, ServiceSubmitBatchExceptionHeaders, ServiceFilterBlobsHeaders, ServiceFilterBlobsExceptionHeaders, ContainerCreateHeaders, ContainerCreateExceptionHeaders, ContainerGetPropertiesHeaders, ContainerGetPropertiesExceptionHeaders, ContainerDeleteHeaders, ContainerDeleteExceptionHeaders, ContainerSetMetadataHeaders, ContainerSetMetadataExceptionHeaders, ContainerGetAccessPolicyHeaders, ContainerGetAccessPolicyExceptionHeaders, ContainerSetAccessPolicyHeaders, ContainerSetAccessPolicyExceptionHeaders, ContainerRestoreHeaders, ContainerRestoreExceptionHeaders, ContainerRenameHeaders, ContainerRenameExceptionHeaders, ContainerSubmitBatchHeaders, ContainerSubmitBatchExceptionHeaders, ContainerFilterBlobsHeaders, ContainerFilterBlobsExceptionHeaders, ContainerAcquireLeaseHeaders, ContainerAcquireLeaseExceptionHeaders, ContainerReleaseLeaseHeaders, ContainerReleaseLeaseExceptionHeaders, ContainerRenewLeaseHeaders, ContainerRenewLeaseExceptionHeaders, ContainerBreakLeaseHeaders, ContainerBreakLeaseExceptionHeaders, ContainerChangeLeaseHeaders, ContainerChangeLeaseExceptionHeaders, ContainerListBlobFlatSegmentHeaders, ContainerListBlobFlatSegmentExceptionHeaders, ContainerListBlobHierarchySegmentHeaders, ContainerListBlobHierarchySegmentExceptionHeaders, ContainerGetAccountInfoHeaders, ContainerGetAccountInfoExceptionHeaders, BlobDownloadHeaders, BlobDownloadExceptionHeaders, BlobGetPropertiesHeaders, BlobGetPropertiesExceptionHeaders, BlobDeleteHeaders, BlobDeleteExceptionHeaders, BlobUndeleteHeaders, BlobUndeleteExceptionHeaders, BlobSetExpiryHeaders, BlobSetExpiryExceptionHeaders, BlobSetHttpHeadersHeaders, BlobSetHttpHeadersExceptionHeaders, BlobSetImmutabilityPolicyHeaders, BlobSetImmutabilityPolicyExceptionHeaders, BlobDeleteImmutabilityPolicyHeaders, BlobDeleteImmutabilityPolicyExceptionHeaders, BlobSetLegalHoldHeaders, BlobSetLegalHoldExceptionHeaders, BlobSetMetadataHeaders, BlobSetMetadataExceptionHeaders, BlobAcquireLeaseHeaders, BlobAcquireLeaseExceptionHeaders, BlobReleaseLeaseHeaders, BlobReleaseLeaseExceptionHeaders, BlobRenewLeaseHeaders, BlobRenewLeaseExceptionHeaders, BlobChangeLeaseHeaders, BlobChangeLeaseExceptionHeaders, BlobBreakLeaseHeaders, BlobBreakLeaseExceptionHeaders, BlobCreateSnapshotHeaders, BlobCreateSnapshotExceptionHeaders, BlobStartCopyFromURLHeaders, BlobStartCopyFromURLExceptionHeaders, BlobCopyFromURLHeaders, BlobCopyFromURLExceptionHeaders, BlobAbortCopyFromURLHeaders, BlobAbortCopyFromURLExceptionHeaders, BlobSetTierHeaders, BlobSetTierExceptionHeaders, BlobGetAccountInfoHeaders, BlobGetAccountInfoExceptionHeaders, BlobQueryHeaders, BlobQueryExceptionHeaders, BlobGetTagsHeaders, BlobGetTagsExceptionHeaders, BlobSetTagsHeaders, BlobSetTagsExceptionHeaders, PageBlobCreateHeaders, PageBlobCreateExceptionHeaders, PageBlobUploadPagesHeaders, PageBlobUploadPagesExceptionHeaders, PageBlobClearPagesHeaders, PageBlobClearPagesExceptionHeaders, PageBlobUploadPagesFromURLHeaders, PageBlobUploadPagesFromURLExceptionHeaders, PageBlobGetPageRangesHeaders, PageBlobGetPageRangesExceptionHeaders, PageBlobGetPageRangesDiffHeaders, PageBlobGetPageRangesDiffExceptionHeaders, PageBlobResizeHeaders, PageBlobResizeExceptionHeaders, PageBlobUpdateSequenceNumberHeaders, PageBlobUpdateSequenceNumberExceptionHeaders, PageBlobCopyIncrementalHeaders, PageBlobCopyIncrementalExceptionHeaders, AppendBlobCreateHeaders, AppendBlobCreateExceptionHeaders, AppendBlobAppendBlockHeaders, AppendBlobAppendBlockExceptionHeaders, AppendBlobAppendBlockFromUrlHeaders, AppendBlobAppendBlockFromUrlExceptionHeaders, AppendBlobSealHeaders, AppendBlobSealExceptionHeaders, BlockBlobUploadHeaders, BlockBlobUploadExceptionHeaders, BlockBlobPutBlobFromUrlHeaders, BlockBlobPutBlobFromUrlExceptionHeaders, BlockBlobStageBlockHeaders, BlockBlobStageBlockExceptionHeaders, BlockBlobStageBlockFromURLHeaders, BlockBlobStageBlockFromURLExceptionHeaders, BlockBlobCommitBlockListHeaders, BlockBlobCommitBlockListExceptionHeaders, BlockBlobGetBlockListHeaders, BlockBlobGetBlockListExceptionHeaders;
+var BlobServiceProperties, Logging, RetentionPolicy, Metrics, CorsRule, StaticWebsite, StorageError, BlobServiceStatistics, GeoReplication, ListContainersSegmentResponse, ContainerItem, ContainerProperties, KeyInfo, UserDelegationKey, FilterBlobSegment, FilterBlobItem, BlobTags, BlobTag, SignedIdentifier, AccessPolicy, ListBlobsFlatSegmentResponse, BlobFlatListSegment, BlobItemInternal, BlobName, BlobPropertiesInternal, ListBlobsHierarchySegmentResponse, BlobHierarchyListSegment, BlobPrefix, BlockLookupList, BlockList2, Block, PageList, PageRange, ClearRange, QueryRequest, QuerySerialization, QueryFormat, DelimitedTextConfiguration, JsonTextConfiguration, ArrowConfiguration, ArrowField, ServiceSetPropertiesHeaders, ServiceSetPropertiesExceptionHeaders, ServiceGetPropertiesHeaders, ServiceGetPropertiesExceptionHeaders, ServiceGetStatisticsHeaders, ServiceGetStatisticsExceptionHeaders, ServiceListContainersSegmentHeaders, ServiceListContainersSegmentExceptionHeaders, ServiceGetUserDelegationKeyHeaders, ServiceGetUserDelegationKeyExceptionHeaders, ServiceGetAccountInfoHeaders, ServiceGetAccountInfoExceptionHeaders, ServiceSubmitBatchHeaders, ServiceSubmitBatchExceptionHeaders, ServiceFilterBlobsHeaders, ServiceFilterBlobsExceptionHeaders, ContainerCreateHeaders, ContainerCreateExceptionHeaders, ContainerGetPropertiesHeaders, ContainerGetPropertiesExceptionHeaders, ContainerDeleteHeaders, ContainerDeleteExceptionHeaders, ContainerSetMetadataHeaders, ContainerSetMetadataExceptionHeaders, ContainerGetAccessPolicyHeaders, ContainerGetAccessPolicyExceptionHeaders, ContainerSetAccessPolicyHeaders, ContainerSetAccessPolicyExceptionHeaders, ContainerRestoreHeaders, ContainerRestoreExceptionHeaders, ContainerRenameHeaders, ContainerRenameExceptionHeaders, ContainerSubmitBatchHeaders, ContainerSubmitBatchExceptionHeaders, ContainerFilterBlobsHeaders, ContainerFilterBlobsExceptionHeaders, ContainerAcquireLeaseHeaders, ContainerAcquireLeaseExceptionHeaders, ContainerReleaseLeaseHeaders, ContainerReleaseLeaseExceptionHeaders, ContainerRenewLeaseHeaders, ContainerRenewLeaseExceptionHeaders, ContainerBreakLeaseHeaders, ContainerBreakLeaseExceptionHeaders, ContainerChangeLeaseHeaders, ContainerChangeLeaseExceptionHeaders, ContainerListBlobFlatSegmentHeaders, ContainerListBlobFlatSegmentExceptionHeaders, ContainerListBlobHierarchySegmentHeaders, ContainerListBlobHierarchySegmentExceptionHeaders, ContainerGetAccountInfoHeaders, ContainerGetAccountInfoExceptionHeaders, BlobDownloadHeaders, BlobDownloadExceptionHeaders, BlobGetPropertiesHeaders, BlobGetPropertiesExceptionHeaders, BlobDeleteHeaders, BlobDeleteExceptionHeaders, BlobUndeleteHeaders, BlobUndeleteExceptionHeaders, BlobSetExpiryHeaders, BlobSetExpiryExceptionHeaders, BlobSetHttpHeadersHeaders, BlobSetHttpHeadersExceptionHeaders, BlobSetImmutabilityPolicyHeaders, BlobSetImmutabilityPolicyExceptionHeaders, BlobDeleteImmutabilityPolicyHeaders, BlobDeleteImmutabilityPolicyExceptionHeaders, BlobSetLegalHoldHeaders, BlobSetLegalHoldExceptionHeaders, BlobSetMetadataHeaders, BlobSetMetadataExceptionHeaders, BlobAcquireLeaseHeaders, BlobAcquireLeaseExceptionHeaders, BlobReleaseLeaseHeaders, BlobReleaseLeaseExceptionHeaders, BlobRenewLeaseHeaders, BlobRenewLeaseExceptionHeaders, BlobChangeLeaseHeaders, BlobChangeLeaseExceptionHeaders, BlobBreakLeaseHeaders, BlobBreakLeaseExceptionHeaders, BlobCreateSnapshotHeaders, BlobCreateSnapshotExceptionHeaders, BlobStartCopyFromURLHeaders, BlobStartCopyFromURLExceptionHeaders, BlobCopyFromURLHeaders, BlobCopyFromURLExceptionHeaders, BlobAbortCopyFromURLHeaders, BlobAbortCopyFromURLExceptionHeaders, BlobSetTierHeaders, BlobSetTierExceptionHeaders, BlobGetAccountInfoHeaders, BlobGetAccountInfoExceptionHeaders, BlobQueryHeaders, BlobQueryExceptionHeaders, BlobGetTagsHeaders, BlobGetTagsExceptionHeaders, BlobSetTagsHeaders, BlobSetTagsExceptionHeaders, PageBlobCreateHeaders, PageBlobCreateExceptionHeaders, PageBlobUploadPagesHeaders, PageBlobUploadPagesExceptionHeaders, PageBlobClearPagesHeaders, PageBlobClearPagesExceptionHeaders, PageBlobUploadPagesFromURLHeaders, PageBlobUploadPagesFromURLExceptionHeaders, PageBlobGetPageRangesHeaders, PageBlobGetPageRangesExceptionHeaders, PageBlobGetPageRangesDiffHeaders, PageBlobGetPageRangesDiffExceptionHeaders, PageBlobResizeHeaders, PageBlobResizeExceptionHeaders, PageBlobUpdateSequenceNumberHeaders, PageBlobUpdateSequenceNumberExceptionHeaders, PageBlobCopyIncrementalHeaders, PageBlobCopyIncrementalExceptionHeaders, AppendBlobCreateHeaders, AppendBlobCreateExceptionHeaders, AppendBlobAppendBlockHeaders, AppendBlobAppendBlockExceptionHeaders, AppendBlobAppendBlockFromUrlHeaders, AppendBlobAppendBlockFromUrlExceptionHeaders, AppendBlobSealHeaders, AppendBlobSealExceptionHeaders, BlockBlobUploadHeaders, BlockBlobUploadExceptionHeaders, BlockBlobPutBlobFromUrlHeaders, BlockBlobPutBlobFromUrlExceptionHeaders, BlockBlobStageBlockHeaders, BlockBlobStageBlockExceptionHeaders, BlockBlobStageBlockFromURLHeaders, BlockBlobStageBlockFromURLExceptionHeaders, BlockBlobCommitBlockListHeaders, BlockBlobCommitBlockListExceptionHeaders, BlockBlobGetBlockListHeaders, BlockBlobGetBlockListExceptionHeaders;
 var init_mappers = __esm({
   "node_modules/@azure/storage-blob/dist/esm/generated/src/models/mappers.js"() {
     BlobServiceProperties = {
@@ -45932,7 +45932,7 @@ var init_mappers = __esm({
         }
       }
     };
-    BlockList = {
+    BlockList2 = {
       serializedName: "BlockList",
       type: {
         name: "Composite",
@@ -57446,7 +57446,7 @@ var init_blockBlob = __esm({
       httpMethod: "GET",
       responses: {
         200: {
-          bodyMapper: BlockList,
+          bodyMapper: BlockList2,
           headersMapper: BlockBlobGetBlockListHeaders
         },
         default: {
@@ -74434,6 +74434,89 @@ function firstProblemLine(report, options = {}) {
 // src/core/remote/fetch-text.ts
 import { readFile, readdir as readdir2 } from "node:fs/promises";
 
+// src/core/remote/proxy.ts
+import { BlockList, isIP } from "node:net";
+function read2(env, name) {
+  for (const key of [name, name.toUpperCase()]) {
+    if (key === "HTTP_PROXY" && env.REQUEST_METHOD !== void 0) continue;
+    const value = env[key]?.trim();
+    if (value) return [key, value];
+  }
+  return void 0;
+}
+function proxyFor(target, env = process.env) {
+  const scheme = target.protocol === "https:" ? "https" : "http";
+  const found = read2(env, `${scheme}_proxy`) ?? read2(env, "all_proxy");
+  if (!found) return void 0;
+  if (bypassed(target, read2(env, "no_proxy")?.[1] ?? "")) return void 0;
+  return parseProxy(found[1], found[0]);
+}
+function parseProxy(value, variable) {
+  const problem = (why) => new CudaenvError(`${variable}=${value} cannot be used: ${why}`, {
+    hint: `Set ${variable} to an HTTP proxy as http://HOST:PORT (credentials as http://USER:PASSWORD@HOST:PORT, percent-encoded), or unset it to connect directly.`,
+    code: "proxy-config"
+  });
+  let url2;
+  try {
+    url2 = new URL(/^[a-z][a-z0-9+.-]*:\/\//i.test(value) ? value : `http://${value}`);
+  } catch {
+    throw problem("it is not a URL");
+  }
+  if (url2.protocol !== "http:") throw problem(`cudaenv talks to proxies in plain HTTP (with CONNECT for https mirrors); ${url2.protocol.replace(/:$/, "")} proxies are not supported`);
+  if (!url2.hostname) throw problem("it names no host");
+  let authorization;
+  if (url2.username || url2.password) {
+    let user;
+    let password;
+    try {
+      user = decodeURIComponent(url2.username);
+      password = decodeURIComponent(url2.password);
+    } catch {
+      throw problem("its user name or password has a broken percent-encoding");
+    }
+    authorization = `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`;
+  }
+  const display = `http://${url2.username ? `${url2.username}${url2.password ? ":***" : ""}@` : ""}${url2.host}`;
+  return { host: url2.hostname.replace(/^\[|\]$/g, ""), port: url2.port ? Number(url2.port) : 1080, authorization, display, variable };
+}
+function bypassed(target, noProxy) {
+  const host = target.hostname.replace(/^\[|\]$/g, "").toLowerCase().replace(/\.$/, "");
+  const port = target.port || (target.protocol === "https:" ? "443" : "80");
+  for (const raw of noProxy.split(/[\s,]+/)) {
+    let entry2 = raw.trim().toLowerCase();
+    if (!entry2) continue;
+    if (entry2 === "*") return true;
+    let entryPort;
+    const bracketed = /^\[([^\]]+)\](?::(\d+))?$/.exec(entry2);
+    if (bracketed) {
+      entry2 = bracketed[1];
+      entryPort = bracketed[2];
+    } else if (!entry2.includes("/") && (entry2.match(/:/g) ?? []).length === 1) {
+      [entry2, entryPort] = entry2.split(":");
+    }
+    if (entryPort !== void 0 && entryPort !== port) continue;
+    const slash = entry2.indexOf("/");
+    if (slash > 0 && isIP(host)) {
+      const net = entry2.slice(0, slash);
+      const bits = Number(entry2.slice(slash + 1));
+      const family = isIP(net);
+      if (family === 0 || family !== isIP(host) || !Number.isInteger(bits)) continue;
+      const list = new BlockList();
+      try {
+        list.addSubnet(net, bits, family === 4 ? "ipv4" : "ipv6");
+      } catch {
+        continue;
+      }
+      if (list.check(host, family === 4 ? "ipv4" : "ipv6")) return true;
+      continue;
+    }
+    entry2 = entry2.replace(/^\*?\./, "").replace(/\.$/, "");
+    if (!entry2) continue;
+    if (host === entry2 || !isIP(host) && host.endsWith(`.${entry2}`)) return true;
+  }
+  return false;
+}
+
 // src/core/remote/http.ts
 var MAX_REDIRECTS = 5;
 var CONNECT_TIMEOUT_MS = 3e4;
@@ -74441,9 +74524,10 @@ var HEADERS_TIMEOUT_MS = 6e4;
 var BODY_IDLE_TIMEOUT_MS = 6e4;
 var loaded;
 function modules() {
-  loaded ??= Promise.all([import("node:http"), import("node:https")]).then(([http3, https3]) => ({
+  loaded ??= Promise.all([import("node:http"), import("node:https"), import("node:tls")]).then(([http3, https3, tls]) => ({
     http: http3,
     https: https3,
+    tls,
     // keep-alive sockets are unref'ed while idle, so they never hold the process open
     agents: /* @__PURE__ */ new Map([["http:", new http3.Agent({ keepAlive: true })], ["https:", new https3.Agent({ keepAlive: true })]])
   }));
@@ -74452,15 +74536,65 @@ function modules() {
 function codedError(message, code) {
   return Object.assign(new Error(message), { code });
 }
+function proxyHeaders(proxy) {
+  return proxy.authorization ? { "proxy-authorization": proxy.authorization } : {};
+}
+function proxyRefusal(proxy, target, status, message) {
+  const what = `${status}${message ? ` ${message}` : ""}`;
+  if (status === 407) return codedError(`the proxy ${proxy.display} (from ${proxy.variable}) asks for credentials (${what})`, "EPROXYAUTH");
+  if (status >= 502 && status <= 504) return codedError(`the proxy ${proxy.display} (from ${proxy.variable}) could not reach ${target} (${what})`, "EPROXYGATEWAY");
+  return codedError(`the proxy ${proxy.display} (from ${proxy.variable}) refused the connection to ${target} (${what})`, "EPROXYREFUSED");
+}
+function viaProxy(proxy, error2) {
+  if (/^EPROXY/.test(error2.code ?? "") || error2.message.startsWith("cannot reach the proxy")) return error2;
+  error2.message = `cannot reach the proxy ${proxy.display} (from ${proxy.variable}): ${error2.message}`;
+  return error2;
+}
+function tunnelAgent(mods, proxy) {
+  const key = `tunnel ${proxy.host}:${proxy.port} ${proxy.authorization ?? ""}`;
+  const cached = mods.agents.get(key);
+  if (cached) return cached;
+  const { http: http3, https: https3, tls } = mods;
+  class TunnelAgent extends https3.Agent {
+    // Node's Agent waits for the callback when createConnection returns nothing.
+    createConnection(args, callback) {
+      const options = args;
+      const done = (error2, socket) => callback?.(error2, socket);
+      const target = `${options.host}:${options.port}`;
+      const connect = http3.request({ host: proxy.host, port: proxy.port, method: "CONNECT", path: target, headers: { host: target, ...proxyHeaders(proxy) }, agent: false });
+      connect.once("connect", (res, socket) => {
+        if (res.statusCode !== 200) {
+          socket.destroy();
+          done(proxyRefusal(proxy, target, res.statusCode ?? 0, res.statusMessage));
+          return;
+        }
+        const host = options.host ?? "";
+        const servername = options.servername || (isIpLiteral(host) ? void 0 : host);
+        done(null, tls.connect({ ...options, socket, servername }));
+      });
+      connect.once("error", (error2) => done(viaProxy(proxy, error2)));
+      connect.end();
+      return void 0;
+    }
+  }
+  const agent = new TunnelAgent({ keepAlive: true });
+  mods.agents.set(key, agent);
+  return agent;
+}
+function isIpLiteral(host) {
+  return /^[\d.]+$/.test(host) || host.includes(":");
+}
 async function requestOnce(url2, options) {
-  const { http: http3, https: https3, agents } = await modules();
-  const lib = url2.protocol === "https:" ? https3 : http3;
+  const mods = await modules();
+  const { http: http3, https: https3, agents } = mods;
+  const proxy = proxyFor(url2);
+  const headers = { "user-agent": "cudaenv", ...options.headers };
   return new Promise((resolve7, reject) => {
-    const req = lib.request(url2, { method: "GET", headers: { "user-agent": "cudaenv", ...options.headers }, agent: agents.get(url2.protocol), signal: options.signal });
+    const req = !proxy ? (url2.protocol === "https:" ? https3 : http3).request(url2, { method: "GET", headers, agent: agents.get(url2.protocol), signal: options.signal }) : url2.protocol === "https:" ? https3.request(url2, { method: "GET", headers, agent: tunnelAgent(mods, proxy), signal: options.signal }) : http3.request({ host: proxy.host, port: proxy.port, method: "GET", path: url2.href, headers: { host: url2.host, ...headers, ...proxyHeaders(proxy) }, agent: agents.get("http:"), signal: options.signal });
     req.on("error", (error2) => {
       clearTimeout(connectTimer);
       clearTimeout(headersTimer);
-      reject(error2);
+      reject(proxy ? viaProxy(proxy, error2) : error2);
     });
     const connectTimer = setTimeout(() => req.destroy(codedError(`no connection to ${url2.host} within ${CONNECT_TIMEOUT_MS / 1e3} s`, "ETIMEDOUT")), CONNECT_TIMEOUT_MS);
     const headersTimer = setTimeout(() => req.destroy(codedError(`${url2.host} did not answer within ${HEADERS_TIMEOUT_MS / 1e3} s`, "ETIMEDOUT")), HEADERS_TIMEOUT_MS);
@@ -74472,6 +74606,11 @@ async function requestOnce(url2, options) {
       clearTimeout(connectTimer);
       clearTimeout(headersTimer);
       res.on("error", () => void 0);
+      if (proxy && url2.protocol === "http:" && res.statusCode === 407) {
+        res.resume();
+        reject(proxyRefusal(proxy, url2.host, 407, res.statusMessage));
+        return;
+      }
       resolve7({ statusCode: res.statusCode ?? 0, headers: res.headers, body: res, url: url2.href });
     });
     req.end();
@@ -74511,10 +74650,16 @@ async function* readBody(res, idleMs = BODY_IDLE_TIMEOUT_MS) {
 }
 function isTransient(error2) {
   const code = error2?.code ?? "";
-  return /^(ECONNRESET|ECONNREFUSED|ECONNABORTED|EPIPE|ETIMEDOUT|EAI_AGAIN|ENETUNREACH|ENETDOWN|EHOSTUNREACH|EHOSTDOWN|ERR_STREAM_PREMATURE_CLOSE|HPE_INVALID_EOF_STATE|EBODYSHORT)$/.test(code) || /socket hang up|premature close/i.test(error2?.message ?? "");
+  return /^(ECONNRESET|ECONNREFUSED|ECONNABORTED|EPIPE|ETIMEDOUT|EAI_AGAIN|ENETUNREACH|ENETDOWN|EHOSTUNREACH|EHOSTDOWN|ERR_STREAM_PREMATURE_CLOSE|HPE_INVALID_EOF_STATE|EBODYSHORT|EPROXYGATEWAY)$/.test(code) || /socket hang up|premature close/i.test(error2?.message ?? "");
 }
 function networkHint(error2, fallback) {
   const code = error2?.code ?? "";
+  if (code === "EPROXYAUTH") {
+    return "Give the proxy's credentials in its URL: HTTPS_PROXY=http://USER:PASSWORD@HOST:PORT (percent-encode special characters), or list the mirror's host in NO_PROXY to connect directly.";
+  }
+  if (/^EPROXY/.test(code) || /cannot reach the proxy/.test(error2?.message ?? "")) {
+    return "Check the proxy settings (https_proxy, http_proxy, all_proxy, no_proxy) and that the proxy lets you reach the mirror; `env | grep -i proxy` shows them.";
+  }
   if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER|ERR_TLS/.test(code)) {
     return "The mirror's TLS certificate is not trusted. If your network inspects TLS with its own certificate authority, point NODE_EXTRA_CA_CERTS at that CA's PEM file.";
   }
@@ -75468,7 +75613,7 @@ async function* remoteBytes(mirror, rel, offset, signal, events2 = {}) {
       }
       reason = `HTTP ${res.statusCode}`;
     } catch (error2) {
-      if (error2 instanceof PermanentDownloadError || signal.aborted) throw signal.aborted && !(error2 instanceof CudaenvError) ? signal.reason : error2;
+      if (error2 instanceof CudaenvError || signal.aborted) throw signal.aborted && !(error2 instanceof CudaenvError) ? signal.reason : error2;
       if (!isTransient(error2)) {
         throw new CudaenvError(`cannot download ${where2}: ${error2.message}`, { hint: networkHint(error2, "Check the network and the mirror."), code: "network" });
       }

@@ -24,6 +24,8 @@ const DROP = [
   /^NODE_ENV$/, /^FORCE_COLOR$/, /^DEBUG$/,
   // where the user's config, data and shell start-up files are: derived from the new HOME
   /^XDG_(CONFIG|DATA|CACHE|STATE|RUNTIME)_(HOME|DIR)$/, /^ZDOTDIR$/, /^ENV$/, /^BASH_ENV$/,
+  // a proxy of the caller's network would be asked for the tests' loopback mirrors
+  /^(https?|all|no)_proxy$/i,
   // messages of ldd, readelf and the shells are compared as text
   /^LC_/, /^LANGUAGE$/,
 ];

@@ -1,4 +1,6 @@
-import type {Agent, IncomingHttpHeaders, IncomingMessage} from 'node:http';
+import type {Agent, ClientRequest, IncomingHttpHeaders, IncomingMessage, RequestOptions} from 'node:http';
+import type {Duplex} from 'node:stream';
+import {proxyFor, type ProxyChoice} from './proxy.js';
 
 /**
  * HTTP GET on Node's own `http`/`https` modules, not undici.
@@ -14,6 +16,10 @@ import type {Agent, IncomingHttpHeaders, IncomingMessage} from 'node:http';
  *
  * The modules are imported on first use (`https` loads TLS, which commands like `ls` must
  * not pay for at start-up).
+ *
+ * Proxies (`https_proxy`, `http_proxy`, `no_proxy`: src/core/remote/proxy.ts): an http URL
+ * is asked of the proxy in absolute form; an https one goes through a CONNECT tunnel, inside
+ * which TLS is spoken with the mirror itself (its certificate is checked as without a proxy).
  */
 
 export interface HttpResponse {
@@ -36,12 +42,12 @@ const HEADERS_TIMEOUT_MS = 60_000;
 /** A body that delivers nothing for this long while we wait for it is given up (and retried). */
 export const BODY_IDLE_TIMEOUT_MS = 60_000;
 
-type Modules = {http: typeof import('node:http'); https: typeof import('node:https'); agents: Map<string, Agent>};
+type Modules = {http: typeof import('node:http'); https: typeof import('node:https'); tls: typeof import('node:tls'); agents: Map<string, Agent>};
 let loaded: Promise<Modules> | undefined;
 
 function modules(): Promise<Modules> {
-  loaded ??= Promise.all([import('node:http'), import('node:https')]).then(([http, https]) => ({
-    http, https,
+  loaded ??= Promise.all([import('node:http'), import('node:https'), import('node:tls')]).then(([http, https, tls]) => ({
+    http, https, tls,
     // keep-alive sockets are unref'ed while idle, so they never hold the process open
     agents: new Map<string, Agent>([['http:', new http.Agent({keepAlive: true})], ['https:', new https.Agent({keepAlive: true})]]),
   }));
@@ -52,17 +58,83 @@ function codedError(message: string, code: string): Error {
   return Object.assign(new Error(message), {code});
 }
 
+function proxyHeaders(proxy: ProxyChoice): Record<string, string> {
+  return proxy.authorization ? {'proxy-authorization': proxy.authorization} : {};
+}
+
+/** What a proxy's refusal means to the user; 502-504 (it cannot reach the mirror now) is worth a retry. */
+function proxyRefusal(proxy: ProxyChoice, target: string, status: number, message: string | undefined): Error {
+  const what = `${status}${message ? ` ${message}` : ''}`;
+  if (status === 407) return codedError(`the proxy ${proxy.display} (from ${proxy.variable}) asks for credentials (${what})`, 'EPROXYAUTH');
+  if (status >= 502 && status <= 504) return codedError(`the proxy ${proxy.display} (from ${proxy.variable}) could not reach ${target} (${what})`, 'EPROXYGATEWAY');
+  return codedError(`the proxy ${proxy.display} (from ${proxy.variable}) refused the connection to ${target} (${what})`, 'EPROXYREFUSED');
+}
+
+/** An error on the way to the proxy names it; its code (ECONNREFUSED...) still decides on a retry. */
+function viaProxy(proxy: ProxyChoice, error: Error): Error {
+  if (/^EPROXY/.test((error as {code?: string}).code ?? '') || error.message.startsWith('cannot reach the proxy')) return error;
+  error.message = `cannot reach the proxy ${proxy.display} (from ${proxy.variable}): ${error.message}`;
+  return error;
+}
+
+/**
+ * An https agent whose connections are CONNECT tunnels through `proxy`, one agent per proxy
+ * so that keep-alive reuses tunnels to the same mirror.
+ */
+function tunnelAgent(mods: Modules, proxy: ProxyChoice): Agent {
+  const key = `tunnel ${proxy.host}:${proxy.port} ${proxy.authorization ?? ''}`;
+  const cached = mods.agents.get(key);
+  if (cached) return cached;
+  const {http, https, tls} = mods;
+  class TunnelAgent extends https.Agent {
+    // Node's Agent waits for the callback when createConnection returns nothing.
+    override createConnection(args: RequestOptions, callback?: (error: Error | null, socket: Duplex) => void): undefined {
+      const options = args as RequestOptions & {host?: string; port?: number; servername?: string};
+      const done = (error: Error | null, socket?: Duplex): void => callback?.(error, socket as Duplex);
+      const target = `${options.host}:${options.port}`;
+      const connect: ClientRequest = http.request({host: proxy.host, port: proxy.port, method: 'CONNECT', path: target, headers: {host: target, ...proxyHeaders(proxy)}, agent: false});
+      connect.once('connect', (res, socket) => {
+        if (res.statusCode !== 200) {
+          socket.destroy();
+          done(proxyRefusal(proxy, target, res.statusCode ?? 0, res.statusMessage));
+          return;
+        }
+        const host = options.host ?? '';
+        const servername = options.servername || (isIpLiteral(host) ? undefined : host);
+        done(null, tls.connect({...(options as object), socket, servername} as import('node:tls').ConnectionOptions));
+      });
+      connect.once('error', (error) => done(viaProxy(proxy, error)));
+      connect.end();
+      return undefined;
+    }
+  }
+  const agent = new TunnelAgent({keepAlive: true});
+  mods.agents.set(key, agent);
+  return agent;
+}
+
+function isIpLiteral(host: string): boolean {
+  return /^[\d.]+$/.test(host) || host.includes(':');
+}
+
 /** One request, no redirects. The request and response never emit an unhandled 'error'. */
 async function requestOnce(url: URL, options: GetOptions): Promise<HttpResponse> {
-  const {http, https, agents} = await modules();
-  const lib = url.protocol === 'https:' ? https : http;
+  const mods = await modules();
+  const {http, https, agents} = mods;
+  const proxy = proxyFor(url);
+  const headers = {'user-agent': 'cudaenv', ...options.headers};
   return new Promise<HttpResponse>((resolve, reject) => {
-    const req = lib.request(url, {method: 'GET', headers: {'user-agent': 'cudaenv', ...options.headers}, agent: agents.get(url.protocol), signal: options.signal});
+    const req = !proxy
+      ? (url.protocol === 'https:' ? https : http).request(url, {method: 'GET', headers, agent: agents.get(url.protocol), signal: options.signal})
+      : url.protocol === 'https:'
+        ? https.request(url, {method: 'GET', headers, agent: tunnelAgent(mods, proxy), signal: options.signal})
+        // The absolute URL as the request target: RFC 9112 3.2.2, how HTTP proxies are asked.
+        : http.request({host: proxy.host, port: proxy.port, method: 'GET', path: url.href, headers: {host: url.host, ...headers, ...proxyHeaders(proxy)}, agent: agents.get('http:'), signal: options.signal});
     // A late error (the signal fires after the body was read, a reset on an idle socket) must not crash the process.
     req.on('error', (error) => {
       clearTimeout(connectTimer);
       clearTimeout(headersTimer);
-      reject(error);
+      reject(proxy ? viaProxy(proxy, error) : error);
     });
     const connectTimer = setTimeout(() => req.destroy(codedError(`no connection to ${url.host} within ${CONNECT_TIMEOUT_MS / 1000} s`, 'ETIMEDOUT')), CONNECT_TIMEOUT_MS);
     const headersTimer = setTimeout(() => req.destroy(codedError(`${url.host} did not answer within ${HEADERS_TIMEOUT_MS / 1000} s`, 'ETIMEDOUT')), HEADERS_TIMEOUT_MS);
@@ -74,6 +146,11 @@ async function requestOnce(url: URL, options: GetOptions): Promise<HttpResponse>
       clearTimeout(connectTimer);
       clearTimeout(headersTimer);
       res.on('error', () => undefined); // readers see errors through their iterator
+      if (proxy && url.protocol === 'http:' && res.statusCode === 407) {
+        res.resume();
+        reject(proxyRefusal(proxy, url.host, 407, res.statusMessage));
+        return;
+      }
       resolve({statusCode: res.statusCode ?? 0, headers: res.headers, body: res, url: url.href});
     });
     req.end();
@@ -125,13 +202,19 @@ export async function* readBody(res: HttpResponse, idleMs = BODY_IDLE_TIMEOUT_MS
 /** Network failures worth another try: resets, timeouts, refused connections, a body cut short. */
 export function isTransient(error: unknown): boolean {
   const code = (error as {code?: string} | undefined)?.code ?? '';
-  return /^(ECONNRESET|ECONNREFUSED|ECONNABORTED|EPIPE|ETIMEDOUT|EAI_AGAIN|ENETUNREACH|ENETDOWN|EHOSTUNREACH|EHOSTDOWN|ERR_STREAM_PREMATURE_CLOSE|HPE_INVALID_EOF_STATE|EBODYSHORT)$/.test(code) ||
+  return /^(ECONNRESET|ECONNREFUSED|ECONNABORTED|EPIPE|ETIMEDOUT|EAI_AGAIN|ENETUNREACH|ENETDOWN|EHOSTUNREACH|EHOSTDOWN|ERR_STREAM_PREMATURE_CLOSE|HPE_INVALID_EOF_STATE|EBODYSHORT|EPROXYGATEWAY)$/.test(code) ||
     /socket hang up|premature close/i.test((error as Error | undefined)?.message ?? '');
 }
 
 /** What to do about a network failure that is not transient: a TLS trust problem gets its own advice. */
 export function networkHint(error: unknown, fallback: string): string {
   const code = (error as {code?: string} | undefined)?.code ?? '';
+  if (code === 'EPROXYAUTH') {
+    return 'Give the proxy\'s credentials in its URL: HTTPS_PROXY=http://USER:PASSWORD@HOST:PORT (percent-encode special characters), or list the mirror\'s host in NO_PROXY to connect directly.';
+  }
+  if (/^EPROXY/.test(code) || /cannot reach the proxy/.test((error as Error | undefined)?.message ?? '')) {
+    return 'Check the proxy settings (https_proxy, http_proxy, all_proxy, no_proxy) and that the proxy lets you reach the mirror; `env | grep -i proxy` shows them.';
+  }
   if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER|ERR_TLS/.test(code)) {
     return 'The mirror\'s TLS certificate is not trusted. If your network inspects TLS with its own certificate authority, point NODE_EXTRA_CA_CERTS at that CA\'s PEM file.';
   }

@@ -117,7 +117,8 @@ export async function* remoteBytes(mirror: Mirror, rel: string, offset: number, 
       }
       reason = `HTTP ${res.statusCode}`;
     } catch (error) {
-      if (error instanceof PermanentDownloadError || signal.aborted) throw signal.aborted && !(error instanceof CudaenvError) ? signal.reason : error;
+      // A permanent failure, or a setting that cannot work (a proxy URL), is not retried.
+      if (error instanceof CudaenvError || signal.aborted) throw signal.aborted && !(error instanceof CudaenvError) ? signal.reason : error;
       if (!isTransient(error)) {
         throw new CudaenvError(`cannot download ${where}: ${(error as Error).message}`, {hint: networkHint(error, 'Check the network and the mirror.'), code: 'network'});
       }
