@@ -437,3 +437,76 @@ describe('cudaenv ls-remote / install / uninstall', () => {
     expect(checkStore(store)).toEqual(['12.6.3']);
   });
 });
+
+describe('cudaenv cache: what downloads leave, and freeing it', () => {
+  // (cache/ also holds remote-versions, the completion list, which clean leaves alone)
+  const cacheFiles = (store: string): string[] => readdirSync(join(store, 'cache')).filter((f) => /^[0-9a-f]{16}-/.test(f)).sort();
+
+  test('lists verified archives, interrupted downloads and manifest copies; clean --partial removes only .part files, clean the rest; installed versions stay, a reinstall fetches again', async () => {
+    const store = newStore();
+    expect((await runCli(['install', '12.4.1', '--profile', 'minimal'], {env: env(store)})).status).toBe(0);
+    expect((await runCli(['ls-remote'], {env: env(store)})).status).toBe(0); // keeps manifest copies
+    const archives = cacheFiles(store);
+    expect(archives.length).toBeGreaterThan(0);
+    const part = `${'f'.repeat(16)}-libcufft-linux-x86_64-12.4.127-archive.tar.xz.part`;
+    writeFileSync(join(store, 'cache', part), Buffer.alloc(1000));
+    const shown = JSON.parse((await runCli(['cache', '--json'], {env: env(store)})).stdout) as {dir: string; files: Array<{file: string; kind: string; bytes: number}>; manifests: {files: number; bytes: number}; bytes: number};
+    expect(shown.dir).toBe(join(store, 'cache'));
+    expect(shown.files.filter((f) => f.kind === 'archive').map((f) => f.file)).toEqual(archives);
+    expect(shown.files.filter((f) => f.kind === 'partial')).toEqual([{file: part, kind: 'partial', bytes: 1000}]);
+    expect(shown.manifests.files).toBeGreaterThan(0);
+    const sizes = archives.reduce((s, f) => s + statSync(join(store, 'cache', f)).size, 0);
+    expect(shown.bytes).toBe(sizes + 1000 + shown.manifests.bytes);
+    const human = await runCli(['cache'], {env: env(store)});
+    expect(human.stdout).toContain(`${join(store, 'cache')}: `);
+    expect(human.stdout).toMatch(new RegExp(`${archives.length} verified archives? \\(`));
+    expect(human.stdout).toMatch(/1 interrupted download \(1000 B\)/);
+
+    const partial = JSON.parse((await runCli(['cache', 'clean', '--partial', '--json'], {env: env(store)})).stdout) as {removed: Array<{file: string}>; freedBytes: number};
+    expect(partial.removed.map((f) => f.file)).toEqual([part]);
+    expect(partial.freedBytes).toBe(1000);
+    expect(cacheFiles(store)).toEqual(archives);
+
+    const all = await runCli(['cache', 'clean'], {env: env(store)});
+    expect(all.status).toBe(0);
+    expect(all.stdout).toMatch(new RegExp(`^Removed ${archives.length} files and \\d+ manifest cop(y|ies) from the cache, .* freed\\.$`, 'm'));
+    expect(cacheFiles(store)).toEqual([]);
+    expect(existsSync(join(store, 'cache', 'manifests'))).toBe(false);
+    expect(checkStore(store)).toEqual(['12.4.1']);
+    expect(spawnSync(join(store, 'versions', '12.4.1', 'bin', 'nvcc'), ['--version'], {encoding: 'utf8'}).stdout).toMatch(/release 12\.4/);
+
+    const before = server.log.length;
+    const again = JSON.parse((await runCli(['install', '12.4.1', '--force', '--profile', 'minimal', '--json'], {env: env(store)})).stdout) as {components: Array<{from_cache: boolean}>};
+    expect(again.components.every((c) => !c.from_cache)).toBe(true);
+    expect(server.log.slice(before).filter((l) => l.path.endsWith('.tar.xz')).length).toBe(archives.length);
+  });
+
+  test('an archive a running install is using is kept and named, and that install finishes', async () => {
+    const store = newStore();
+    const cp = checkpoints('cache-busy', ['download']);
+    const {child, done} = startCli(['install', '12.4.1', '--profile', 'minimal'], env(store, {CUDAENV_TEST_CHECKPOINT_DIR: cp}));
+    await waitFor(join(cp, 'download'));
+    const parts = cacheFiles(store).filter((f) => f.endsWith('.part'));
+    expect(parts.length).toBeGreaterThan(0);
+    const r = await runCli(['cache', 'clean'], {env: env(store)});
+    expect(r.status).toBe(0);
+    for (const p of parts) {
+      expect(existsSync(join(store, 'cache', p))).toBe(true);
+      expect(r.stderr).toContain(`kept ${p}: in use by download of `);
+    }
+    expect(r.stderr).toMatch(new RegExp(`\\(process ${child.pid} on `));
+    writeFileSync(join(cp, 'download.go'), '');
+    expect((await done).code).toBe(0);
+    expect(checkStore(store)).toEqual(['12.4.1']);
+  });
+
+  test('uninstall, like install, reclaims the locks of processes that are gone', async () => {
+    const store = newStore();
+    expect((await runCli(['install', '12.4.1', '--profile', 'minimal'], {env: env(store)})).status).toBe(0);
+    const gone = spawnSync('true').pid;
+    const owner = {pid: gone, hostname: hostname(), startTime: null, acquiredAt: new Date().toISOString(), purpose: 'download of x'};
+    writeFileSync(join(store, 'locks', 'archive-0123456789abcdef.lock'), JSON.stringify(owner));
+    expect((await runCli(['uninstall', '12.4.1'], {env: env(store)})).status).toBe(0);
+    expect(readdirSync(join(store, 'locks'))).toEqual([]);
+  });
+});

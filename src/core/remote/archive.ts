@@ -10,6 +10,7 @@ import {acquireLock} from '../store/lock.js';
 import type {Artifact} from './manifest.js';
 import {mirrorLocation, type Mirror} from './mirror.js';
 import {remoteBytes} from './source.js';
+import {archiveLockName} from './cache.js';
 import {checkpoint} from './checkpoint.js';
 import {ArchiveRefused, ArchiveTruncated, TarGuard, type GuardStats} from './tar-guard.js';
 
@@ -67,7 +68,7 @@ export async function fetchAndExtract(job: ArchiveJob): Promise<ArchiveResult> {
   const {artifact} = job;
   mkdirSync(job.cacheDir, {recursive: true});
   const cacheFile = join(job.cacheDir, cacheFileName(artifact));
-  const lock = await acquireLock(job.locksDir, `archive-${artifact.sha256.slice(0, 32)}`, {purpose: `download of ${basename(artifact.relativePath)}`, signal: job.signal});
+  const lock = await acquireLock(job.locksDir, archiveLockName(artifact.sha256), {purpose: `download of ${basename(artifact.relativePath)}`, signal: job.signal});
   try {
     for (let round = 0; ; round++) {
       const fromCache = sizeOf(cacheFile) !== undefined;

@@ -3,7 +3,7 @@ import {join} from 'node:path';
 import {CudaenvError, UsageError} from '../errors.js';
 import {linksDir} from '../link/state.js';
 import {quoteSh} from '../shell/quote.js';
-import {acquireLock} from '../store/lock.js';
+import {acquireLock, reclaimStaleLocks} from '../store/lock.js';
 import {afterVersionsChanged} from '../store/on-change.js';
 import type {StorePaths} from '../store/paths.js';
 import {describeVersion, installedLabels, readGlobal} from '../store/registry.js';
@@ -34,6 +34,7 @@ export async function uninstallVersion(paths: StorePaths, label: string, cwd = p
     // A copy left aside by a --force install that died is put back (and then removed below).
     recoverLeftovers(paths, label);
     await cleanOtherLeftovers(paths, label);
+    reclaimStaleLocks(paths.locks); // as install does: a killed run's locks go with its other leftovers
     const found = describeVersion(paths, label);
     if (!found) {
       throw new CudaenvError(`CUDA ${label} is not installed`, {hint: `Installed: ${installedLabels(paths).join(', ') || 'none'}.`, code: 'not-installed'});

@@ -1,0 +1,26 @@
+import {Flags} from '@oclif/core';
+import {CudaenvCommand} from '../../cli/base.js';
+import {cleanCache, type CleanResult} from '../../core/remote/cache.js';
+import {formatBytes} from '../../core/remote/progress.js';
+import {refuseForeignStore} from '../../core/store/store-owner.js';
+
+export default class CacheClean extends CudaenvCommand {
+  static override summary = 'Remove downloaded archives, interrupted downloads and manifest copies; installed versions are untouched.';
+  static override description = 'An archive that a running install is using is kept and named. A later install of a removed archive downloads it again.';
+  static override examples = ['<%= config.bin %> cache clean', '<%= config.bin %> cache clean --partial'];
+  static override flags = {
+    partial: Flags.boolean({description: 'only interrupted downloads (.part files); keep verified archives and manifests'}),
+  };
+
+  async run(): Promise<CleanResult> {
+    const {flags} = await this.parse(CacheClean);
+    refuseForeignStore(this.paths, ['cache', 'clean', ...this.argv]);
+    const result = await cleanCache(this.paths, {partialOnly: flags.partial});
+    for (const b of result.busy) this.warn2(`kept ${b.file}: in use by ${b.by}`);
+    if (!this.jsonEnabled()) {
+      const what = `${result.removed.length} file${result.removed.length === 1 ? '' : 's'}${result.manifestsRemoved ? ` and ${result.manifestsRemoved} manifest cop${result.manifestsRemoved === 1 ? 'y' : 'ies'}` : ''}`;
+      this.log(`Removed ${what} from the cache, ${formatBytes(result.freedBytes)} freed.`);
+    }
+    return result;
+  }
+}

@@ -1,0 +1,25 @@
+import {CudaenvCommand} from '../../cli/base.js';
+import {describeCache, type CacheState} from '../../core/remote/cache.js';
+import {formatBytes} from '../../core/remote/progress.js';
+
+export default class Cache extends CudaenvCommand {
+  static override summary = 'Show the download cache: verified archives kept for reinstalls, interrupted downloads, manifest copies.';
+  static override description = 'Free it with `cudaenv cache clean` (`--partial` for interrupted downloads only).';
+  static override examples = ['<%= config.bin %> cache', '<%= config.bin %> cache --json'];
+
+  async run(): Promise<CacheState> {
+    await this.parse(Cache);
+    const state = describeCache(this.paths);
+    if (!this.jsonEnabled()) {
+      const archives = state.files.filter((f) => f.kind === 'archive');
+      const partial = state.files.filter((f) => f.kind === 'partial');
+      const sum = (fs: typeof state.files): number => fs.reduce((s, f) => s + f.bytes, 0);
+      this.log(`${state.dir}: ${formatBytes(state.bytes)}`);
+      this.log(`  ${archives.length} verified archive${archives.length === 1 ? '' : 's'} (${formatBytes(sum(archives))}), kept for reinstalls`);
+      this.log(`  ${partial.length} interrupted download${partial.length === 1 ? '' : 's'} (${formatBytes(sum(partial))}), resumed by the next install of their archive`);
+      this.log(`  ${state.manifests.files} manifest cop${state.manifests.files === 1 ? 'y' : 'ies'} (${formatBytes(state.manifests.bytes)}), for ls-remote`);
+      if (state.bytes > 0) this.log('Free it with `cudaenv cache clean` (`--partial`: interrupted downloads only).');
+    }
+    return state;
+  }
+}

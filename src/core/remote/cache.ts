@@ -1,0 +1,118 @@
+import {readdirSync, rmSync, statSync} from 'node:fs';
+import {join} from 'node:path';
+import {CudaenvError} from '../errors.js';
+import {acquireLock, readLockOwner, lockPath} from '../store/lock.js';
+import type {StorePaths} from '../store/paths.js';
+
+/**
+ * The download cache (`cache/`): verified archives, kept so that a reinstall or another
+ * version sharing an archive (cuDNN) fetches nothing; `.part` files of downloads that were
+ * interrupted, resumed by the next install of their archive; `manifests/`, ls-remote's copies.
+ * CUDA archives are gigabytes: `cudaenv cache clean` frees them, never under a running install.
+ */
+export interface CacheFile {
+  file: string;
+  bytes: number;
+  kind: 'archive' | 'partial';
+}
+
+export interface CacheState {
+  dir: string;
+  files: CacheFile[];
+  manifests: {files: number; bytes: number};
+  bytes: number;
+}
+
+const CACHE_NAME = /^([0-9a-f]{16})-[A-Za-z0-9._+-]+$/;
+
+/** The lock an install holds on one archive while it downloads or reads it: keyed like the cache file. */
+export function archiveLockName(sha256: string): string {
+  return `archive-${sha256.slice(0, 16)}`;
+}
+
+function sizeOf(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
+  }
+}
+
+function treeSize(dir: string): {files: number; bytes: number} {
+  let files = 0;
+  let bytes = 0;
+  let entries;
+  try {
+    entries = readdirSync(dir, {withFileTypes: true, recursive: true});
+  } catch {
+    return {files, bytes};
+  }
+  for (const e of entries) {
+    if (!e.isFile()) continue;
+    files++;
+    bytes += sizeOf(join(e.parentPath ?? (e as {path: string}).path, e.name));
+  }
+  return {files, bytes};
+}
+
+export function describeCache(paths: StorePaths): CacheState {
+  let names: string[] = [];
+  try {
+    names = readdirSync(paths.cache);
+  } catch {
+    // no cache yet
+  }
+  const files: CacheFile[] = [];
+  for (const name of names.sort()) {
+    const path = join(paths.cache, name);
+    const partial = name.endsWith('.part');
+    if (!CACHE_NAME.test(partial ? name.slice(0, -5) : name)) continue;
+    files.push({file: name, bytes: sizeOf(path), kind: partial ? 'partial' : 'archive'});
+  }
+  const manifests = treeSize(join(paths.cache, 'manifests'));
+  return {dir: paths.cache, files, manifests, bytes: files.reduce((s, f) => s + f.bytes, 0) + manifests.bytes};
+}
+
+export interface CleanResult {
+  removed: CacheFile[];
+  /** Files an install is using now, left alone. */
+  busy: Array<CacheFile & {by: string}>;
+  manifestsRemoved: number;
+  freedBytes: number;
+}
+
+/**
+ * Removes cached archives and `.part` files (only `.part` files with `partialOnly`), and the
+ * manifest copies. Each archive is removed under its own lock, taken without waiting: one an
+ * install holds is reported busy and kept, and no install can start on it while it goes.
+ */
+export async function cleanCache(paths: StorePaths, options: {partialOnly?: boolean} = {}): Promise<CleanResult> {
+  const state = describeCache(paths);
+  const result: CleanResult = {removed: [], busy: [], manifestsRemoved: 0, freedBytes: 0};
+  for (const f of state.files) {
+    if (options.partialOnly && f.kind !== 'partial') continue;
+    const name = archiveLockName(CACHE_NAME.exec(f.kind === 'partial' ? f.file.slice(0, -5) : f.file)![1]!);
+    let lock;
+    try {
+      lock = await acquireLock(paths.locks, name, {wait: false, purpose: `cleaning the cache of ${f.file}`});
+    } catch (error) {
+      if (!(error instanceof CudaenvError) || error.code !== 'locked') throw error;
+      const owner = readLockOwner(lockPath(paths.locks, name));
+      result.busy.push({...f, by: owner ? `${owner.purpose} (process ${owner.pid} on ${owner.hostname})` : 'another process'});
+      continue;
+    }
+    try {
+      rmSync(join(paths.cache, f.file), {force: true});
+      result.removed.push(f);
+      result.freedBytes += f.bytes;
+    } finally {
+      lock.release();
+    }
+  }
+  if (!options.partialOnly) {
+    result.manifestsRemoved = state.manifests.files;
+    result.freedBytes += state.manifests.bytes;
+    rmSync(join(paths.cache, 'manifests'), {recursive: true, force: true});
+  }
+  return result;
+}
