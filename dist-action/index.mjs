@@ -75632,6 +75632,11 @@ async function* remoteBytes(mirror, rel, offset, signal, events2 = {}) {
   }
 }
 
+// src/core/remote/cache.ts
+function archiveLockName(sha256) {
+  return `archive-${sha256.slice(0, 16)}`;
+}
+
 // src/core/remote/checkpoint.ts
 import { existsSync as existsSync8, readFileSync as readFileSync8, writeFileSync } from "node:fs";
 import { join as join12 } from "node:path";
@@ -76007,7 +76012,7 @@ async function fetchAndExtract(job) {
   const { artifact } = job;
   mkdirSync6(job.cacheDir, { recursive: true });
   const cacheFile = join13(job.cacheDir, cacheFileName(artifact));
-  const lock = await acquireLock(job.locksDir, `archive-${artifact.sha256.slice(0, 32)}`, { purpose: `download of ${basename6(artifact.relativePath)}`, signal: job.signal });
+  const lock = await acquireLock(job.locksDir, archiveLockName(artifact.sha256), { purpose: `download of ${basename6(artifact.relativePath)}`, signal: job.signal });
   try {
     for (let round = 0; ; round++) {
       const fromCache = sizeOf(cacheFile) !== void 0;
