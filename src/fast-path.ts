@@ -6,6 +6,7 @@
  */
 import {readFileSync} from 'node:fs';
 import {arch, platform} from 'node:os';
+import {colorEnabled, errorLines, paint, warningLine} from './cli/color.js';
 import {formatError, CudaenvError, EXIT_FAILED} from './core/errors.js';
 import {storePaths} from './core/store/paths.js';
 import {currentHint, currentReport, formatCurrent} from './core/versions/current.js';
@@ -60,7 +61,7 @@ export function parseUseArgs(args: string[]): {spec?: string; policy?: 'prepend'
 async function runUseFast(req: {spec?: string; policy?: 'prepend' | 'none'; quiet: boolean; json: boolean}): Promise<void> {
   try {
     const {runUse} = await import('./core/shell/use.js');
-    const out = await runUse({...req, paths: storePaths(), env: process.env}, (m) => process.stderr.write(`cudaenv: warning: ${m}\n`));
+    const out = await runUse({...req, paths: storePaths(), env: process.env}, (m) => process.stderr.write(warningLine(m)));
     process.stdout.write(out.stdout);
   } catch (error) {
     // As src/cli/base.ts renders errors: JSON on stdout with --json, else one message on stderr.
@@ -68,7 +69,7 @@ async function runUseFast(req: {spec?: string; policy?: 'prepend' | 'none'; quie
     if (req.json) {
       process.stdout.write(`${JSON.stringify({ok: false, error: {code: e?.code ?? 'failed', message: (error as Error).message, hint: e?.hint ?? null}}, null, 2)}\n`);
     } else {
-      process.stderr.write(`cudaenv: ${formatError(error)}\n`);
+      process.stderr.write(errorLines(formatError(error)));
     }
     process.exitCode = e ? e.exitCode : EXIT_FAILED;
   }
@@ -88,11 +89,11 @@ export async function runPlainCheck(paths: string[]): Promise<void> {
       storeVersionsDir: storePaths().versions, json: false, env: process.env,
     });
     if (result.exitCode !== 0) process.exitCode = result.exitCode;
-    for (const w of result.warnings) process.stderr.write(`cudaenv: warning: ${w}\n`);
+    for (const w of result.warnings) process.stderr.write(warningLine(w));
     // oclif's this.log: console.log of util.format(text).
     console.log(format(result.text ?? ''));
   } catch (error) {
-    process.stderr.write(`cudaenv: ${formatError(error)}\n`);
+    process.stderr.write(errorLines(formatError(error)));
     if (process.env.CUDAENV_DEBUG && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
     process.exitCode = error instanceof CudaenvError ? error.exitCode : EXIT_FAILED;
   }
@@ -101,13 +102,14 @@ export async function runPlainCheck(paths: string[]): Promise<void> {
 export function runCurrent(json: boolean): void {
   try {
     const report = currentReport(storePaths());
-    for (const w of report.warnings) process.stderr.write(`cudaenv: warning: ${w}\n`);
+    for (const w of report.warnings) process.stderr.write(warningLine(w));
     if (json) {
       process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
     } else if (report.installed) {
-      process.stdout.write(`${formatCurrent(report)}\n`);
+      // The active version in green at a terminal, as `ls` shows it.
+      process.stdout.write(`${formatCurrent(report, (v) => paint(v, 'green', colorEnabled(process.stdout)))}\n`);
     } else {
-      process.stderr.write(`cudaenv: ${formatCurrent(report)}\n${currentHint(report)}\n`);
+      process.stderr.write(errorLines(`${formatCurrent(report)}\n${currentHint(report)}`));
     }
     process.exitCode = report.installed ? 0 : 1;
   } catch (error) {
@@ -115,7 +117,7 @@ export function runCurrent(json: boolean): void {
       const e = error instanceof CudaenvError ? error : undefined;
       process.stdout.write(`${JSON.stringify({ok: false, error: {code: e?.code ?? 'failed', message: (error as Error).message, hint: e?.hint ?? null}}, null, 2)}\n`);
     } else {
-      process.stderr.write(`cudaenv: ${formatError(error)}\n`);
+      process.stderr.write(errorLines(formatError(error)));
     }
     process.exitCode = error instanceof CudaenvError ? error.exitCode : 1;
   }

@@ -1,7 +1,7 @@
 import {Command, Errors} from '@oclif/core';
 import {CudaenvError, EXIT_FAILED, EXIT_USAGE, formatError, isErrno} from '../core/errors.js';
 import {storePaths, type StorePaths} from '../core/store/paths.js';
-import {colorEnabled, paint} from './color.js';
+import {errorLines, warningLine} from './color.js';
 
 /**
  * Shared behaviour of every command: `--json` (oclif prints what `run` returns),
@@ -29,7 +29,7 @@ export abstract class CudaenvCommand extends Command {
 
   /** A warning on stderr (kept out of --json output on stdout). */
   protected warn2(message: string): void {
-    process.stderr.write(`cudaenv: ${paint('warning:', 'yellow', colorEnabled(process.stderr))} ${message}\n`);
+    process.stderr.write(warningLine(message));
   }
 
   protected override async catch(error: Error & {exitCode?: number}): Promise<unknown> {
@@ -53,8 +53,7 @@ export abstract class CudaenvCommand extends Command {
       process.stdout.write(`${JSON.stringify({ok: false, error: {code, message: error.message, hint: hint ?? null}}, null, 2)}\n`);
     } else {
       // The error in red, the hint (what to do) plain.
-      const [first, ...rest] = formatError(error).split('\n');
-      process.stderr.write(`cudaenv: ${[paint(first!, 'red', colorEnabled(process.stderr)), ...rest].join('\n')}\n`);
+      process.stderr.write(errorLines(formatError(error)));
       if (process.env.CUDAENV_DEBUG && error.stack) process.stderr.write(`${error.stack}\n`);
     }
     process.exitCode = exitCode;

@@ -18,3 +18,14 @@ export function paint(text: string, style: Style, enabled: boolean): string {
   const [open, close] = CODES[style];
   return `\u001B[${open}m${text}\u001B[${close}m`;
 }
+
+/** `cudaenv: warning: MESSAGE` for stderr, `warning:` in yellow at a terminal. */
+export function warningLine(message: string, stream: NodeJS.WriteStream = process.stderr): string {
+  return `cudaenv: ${paint('warning:', 'yellow', colorEnabled(stream))} ${message}\n`;
+}
+
+/** `cudaenv: ERROR` and the lines after it (the hint, plain), the error in red at a terminal. */
+export function errorLines(text: string, stream: NodeJS.WriteStream = process.stderr): string {
+  const [first, ...rest] = text.split('\n');
+  return `cudaenv: ${[paint(first!, 'red', colorEnabled(stream)), ...rest].join('\n')}\n`;
+}

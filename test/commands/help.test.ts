@@ -86,11 +86,15 @@ describe('colour', () => {
     const cmd = `${extra} ${JSON.stringify(process.execPath)} ${JSON.stringify(CLI)} ${args}`;
     return spawnSync('script', ['-qec', cmd, '/dev/null'], {env: cliEnv(join(dir, 'store'), {PATH: '/usr/bin:/bin', TERM: 'xterm'}), encoding: 'utf8'}).stdout;
   };
-  testIf(HAVE_SCRIPT, 'needs script(1) from util-linux for a pseudo-terminal')('errors red, the active version green at a terminal; none with NO_COLOR or through a pipe', () => {
+  testIf(HAVE_SCRIPT, 'needs script(1) from util-linux for a pseudo-terminal')('errors red, the active version green at a terminal (ls and current); none with NO_COLOR or through a pipe', () => {
     const tk = makeFakeToolkit(join(dir, 'tk'), {version: '12.4.1'});
     expect(runCli(['add', tk], {env: cliEnv(join(dir, 'store'))}).status).toBe(0);
     expect(atTty(`add ${join(dir, 'missing')}`, '')).toContain(`cudaenv: \u001B[31m${join(dir, 'missing')} does not exist\u001B[39m`);
     expect(atTty('ls', 'CUDAENV_VERSION=12.4.1')).toContain('active: \u001B[32m12.4.1\u001B[39m');
+    // `current` answers without oclif (the start-up fast path): the same colours
+    expect(atTty('current', 'CUDAENV_VERSION=12.4.1')).toContain('\u001B[32m12.4.1\u001B[39m (set by CUDAENV_VERSION');
+    expect(atTty('current', 'CUDAENV_VERSION=11.0')).toContain('cudaenv: \u001B[31m11.0 (set by CUDAENV_VERSION');
+    expect(atTty('current', 'CUDAENV_VERSION=12.4.1 NO_COLOR=1')).not.toContain('\u001B[');
     expect(atTty(`add ${join(dir, 'missing')}`, 'NO_COLOR=1')).not.toContain('\u001B[');
     const piped = runCli(['ls'], {env: cliEnv(join(dir, 'store'), {CUDAENV_VERSION: '12.4.1', TERM: 'xterm'})});
     expect(piped.stdout).not.toContain('\u001B[');

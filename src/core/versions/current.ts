@@ -29,10 +29,11 @@ export function currentReport(paths: StorePaths, options: {cwd?: string; env?: N
   };
 }
 
-export function formatCurrent(r: CurrentReport): string {
+/** `showVersion` styles the version (colour at a terminal). */
+export function formatCurrent(r: CurrentReport, showVersion: (version: string) => string = (v) => v): string {
   if (!r.installed) return `${r.spec} (${r.originText}) is not installed`;
   const via = r.aliases.length > 0 ? `, alias ${r.aliases.join(' -> ')}` : '';
-  return `${r.version} (${r.originText}${via})`;
+  return `${showVersion(r.version ?? '')} (${r.originText}${via})`;
 }
 
 export function currentHint(r: CurrentReport): string | undefined {
