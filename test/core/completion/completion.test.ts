@@ -1,6 +1,6 @@
 import {afterAll, beforeAll, describe, expect} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
-import {mkdirSync, writeFileSync} from 'node:fs';
+import {mkdirSync, readFileSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {CLI, cliEnv, runCli} from '../../helpers/cli.js';
 import {testIf} from '../../helpers/skip.js';
@@ -8,7 +8,8 @@ import {makeTempDir} from '../../helpers/tmp.js';
 import {makeFakeToolkit} from '../../helpers/toolkit.js';
 
 // Completion driven in the real shells: bash through COMP_WORDS and its compgen, fish through
-// `complete -C`, zsh through bashcompinit (what its completion system calls on TAB).
+// `complete -C`, zsh through bashcompinit (what its completion system calls on TAB) and through a
+// real TAB typed into an interactive zsh on a pseudo-terminal (zpty).
 const has = (shell: string): boolean => spawnSync(shell, ['-c', 'exit 0'], {stdio: 'ignore'}).status === 0;
 
 describe('cudaenv completion', () => {
@@ -67,6 +68,29 @@ describe('cudaenv completion', () => {
     const [registered, offered] = r.stdout.split('\n');
     expect(registered).toContain('_cudaenv_complete');
     expect(offered!.split(' ').sort()).toEqual(['12.4.1', 'latest', 'stable', 'system']);
+  });
+
+  const hasZpty = has('zsh') && spawnSync('zsh', ['-f', '-c', 'zmodload zsh/zpty'], {stdio: 'ignore'}).status === 0;
+  testIf(hasZpty, 'needs zsh with its zpty module (apt-get install zsh)')('zsh: a real TAB in an interactive zsh with compinit (driven through zpty)', () => {
+    // Each line is typed, TAB pressed, then ^T runs a widget that appends the edited line to a file.
+    const out = join(dir, 'zsh-tab.txt');
+    const lines = ['cudaenv use st', 'cudaenv ins', 'cudaenv ls --sy', 'cudaenv uninstall 12'];
+    const driver = `zmodload zsh/zpty || exit 3
+zpty z zsh -f -i
+zpty -w z "PS1='> '; autoload -Uz compinit; compinit -u -D; source \${(q)2}; dump() { print -r -- \\"<\\$BUFFER>\\" >> \${(q)1}; BUFFER=; }; zle -N dump; bindkey '^T' dump"
+shift 2
+for line in "$@"; do zpty -wn z "$line"$'\\t\\x14'; done
+for i in {1..200}; do
+  zpty -rt z junk 2>/dev/null
+  [[ -f $out ]] && (( $(wc -l < $out) >= $# )) && break
+  sleep 0.05
+done
+zpty -d z`;
+    const r = spawnSync('zsh', ['-f', '-c', `out=$1; ${driver}`, 'zsh', out, scripts.zsh!, ...lines], {env: {...env, ZDOTDIR: dir}, encoding: 'utf8', timeout: 30000});
+    expect(r.status).toBe(0);
+    expect(readFileSync(out, 'utf8').split('\n').filter(Boolean)).toEqual([
+      '<cudaenv use stable >', '<cudaenv install >', '<cudaenv ls --system >', '<cudaenv uninstall 12.4.1 >',
+    ]);
   });
 
   testIf(has('bash'), 'needs bash')('an unknown shell is refused with the ones there are', () => {
