@@ -1,12 +1,10 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
-import {spawn, spawnSync} from 'node:child_process';
+import {spawnSync} from 'node:child_process';
 import {randomBytes} from 'node:crypto';
-import {createReadStream, existsSync, mkdirSync, readFileSync, readdirSync, statSync} from 'node:fs';
-import {createServer} from 'node:https';
-import type {AddressInfo} from 'node:net';
+import {existsSync, mkdirSync, readFileSync, readdirSync} from 'node:fs';
 import {join} from 'node:path';
-import {CLI, cliEnv} from '../helpers/cli.js';
-import {sha256, startMirrorServer, startPythonMirror, writeIndex, writeRelease, type ServerStyle} from '../helpers/mirror.js';
+import {cliEnv, runCliAsync} from '../helpers/cli.js';
+import {haveOpenssl, sha256, startHttpsMirror, startMirrorServer, startPythonMirror, writeIndex, writeRelease, type ServerStyle} from '../helpers/mirror.js';
 import {describeIf} from '../helpers/skip.js';
 import {makeTempDir} from '../helpers/tmp.js';
 
@@ -20,28 +18,18 @@ import {makeTempDir} from '../helpers/tmp.js';
 const RUNS = 4;
 const COMPONENTS = ['cuda_cudart', 'libcublas'];
 const havePython = spawnSync('python3', ['-c', 'import http.server'], {stdio: 'ignore'}).status === 0;
-const haveOpenssl = spawnSync('openssl', ['version'], {stdio: 'ignore'}).status === 0;
 
 let tmp: {dir: string; cleanup: () => void};
 let root: string;
 const big = new Map<string, Buffer>();
 let n = 0;
 
-function run(args: string[], env: NodeJS.ProcessEnv): Promise<{code: number | null; stdout: string; stderr: string}> {
-  const child = spawn(process.execPath, [CLI, ...args], {env, stdio: ['ignore', 'pipe', 'pipe']});
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  return new Promise((resolve) => child.on('close', (code) => resolve({code, stdout, stderr})));
-}
-
 /** RUNS installs into fresh stores, one after another; every one must succeed and leave a clean store. */
 async function installsFrom(url: string, extraEnv: NodeJS.ProcessEnv = {}): Promise<void> {
   const outcomes: string[] = [];
   for (let i = 0; i < RUNS; i++) {
     const store = join(tmp.dir, `store${n++}`);
-    const r = await run(['install', '12.4.1', '--components', COMPONENTS.join(','), '--json'], cliEnv(store, {CUDAENV_MIRROR: url, CUDAENV_RETRY_DELAY_MS: '20', ...extraEnv}));
+    const r = await runCliAsync(['install', '12.4.1', '--components', COMPONENTS.join(','), '--json'], cliEnv(store, {CUDAENV_MIRROR: url, CUDAENV_RETRY_DELAY_MS: '20', ...extraEnv}));
     outcomes.push(r.code === 0 ? 'ok' : `exit ${r.code}: ${r.stderr.trim()}`);
     expect(r.stderr).not.toMatch(/\n\s+at /); // never a stack trace
     if (r.code !== 0) continue;
@@ -106,29 +94,18 @@ describeIf(havePython, 'needs python3 (apt-get install python3)')('python3 -m ht
 
 describeIf(haveOpenssl, 'needs openssl to make a certificate (apt-get install openssl)')('https (NVIDIA\'s own mirror is https)', () => {
   test('installs over TLS from a server whose CA is trusted (NODE_EXTRA_CA_CERTS); an untrusted one is one clear line, no stack', async () => {
-    const key = join(tmp.dir, 'key.pem');
-    const cert = join(tmp.dir, 'cert.pem');
-    const made = spawnSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], {encoding: 'utf8'});
-    expect(made.stderr).not.toMatch(/error/i);
-    const server = createServer({key: readFileSync(key), cert: readFileSync(cert)}, (req, res) => {
-      const file = join(root, decodeURIComponent(new URL(req.url ?? '/', 'https://x').pathname).replace(/^\/+/, '') || 'index.html');
-      if (!file.startsWith(root) || !existsSync(file)) return void res.writeHead(404).end();
-      res.writeHead(200, {'content-length': statSync(file).size});
-      createReadStream(file).pipe(res);
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    const server = await startHttpsMirror(root, tmp.dir);
+    const {url, cert} = server;
     try {
       await installsFrom(url, {NODE_EXTRA_CA_CERTS: cert});
       const store = join(tmp.dir, `store${n++}`);
-      const r = await run(['install', '12.4.1', '--components', COMPONENTS.join(',')], cliEnv(store, {CUDAENV_MIRROR: url}));
+      const r = await runCliAsync(['install', '12.4.1', '--components', COMPONENTS.join(',')], cliEnv(store, {CUDAENV_MIRROR: url}));
       expect(r.code).toBe(1);
       expect(r.stderr).toMatch(/^cudaenv: cannot download https:\/\/127\.0\.0\.1:\d+\/.*: self[- ]signed certificate/m);
       expect(r.stderr).toContain('NODE_EXTRA_CA_CERTS');
       expect(r.stderr).not.toMatch(/\n\s+at /);
     } finally {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
+      await server.close();
     }
   }, 300000);
 });

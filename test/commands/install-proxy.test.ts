@@ -1,11 +1,8 @@
-import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
-import {spawn, spawnSync} from 'node:child_process';
-import {createReadStream, existsSync, mkdirSync, readFileSync, statSync} from 'node:fs';
-import {createServer} from 'node:https';
-import type {AddressInfo} from 'node:net';
+import {afterAll, beforeAll, expect, test} from '@jest/globals';
+import {mkdirSync} from 'node:fs';
 import {join} from 'node:path';
-import {CLI, cliEnv} from '../helpers/cli.js';
-import {startMirrorServer, writeIndex, writeRelease, type MirrorServer} from '../helpers/mirror.js';
+import {cliEnv, runCliAsync} from '../helpers/cli.js';
+import {haveOpenssl, startHttpsMirror, startMirrorServer, writeIndex, writeRelease, type MirrorServer} from '../helpers/mirror.js';
 import {describeIf} from '../helpers/skip.js';
 import {deadPort, haveTinyproxy, startTinyproxy} from '../helpers/tinyproxy.js';
 import {makeTempDir} from '../helpers/tmp.js';
@@ -16,7 +13,6 @@ import {makeTempDir} from '../helpers/tmp.js';
  * tinyproxy, on loopback; the mirrors are the project's test mirrors, over TLS (a CONNECT
  * tunnel) and over plain HTTP (absolute-form requests).
  */
-const haveOpenssl = spawnSync('openssl', ['version'], {stdio: 'ignore'}).status === 0;
 
 let tmp: {dir: string; cleanup: () => void};
 let root: string;
@@ -26,19 +22,10 @@ let closeHttps: () => Promise<void>;
 let plain: MirrorServer;
 let n = 0;
 
-function run(args: string[], env: NodeJS.ProcessEnv): Promise<{code: number | null; stdout: string; stderr: string}> {
-  const child = spawn(process.execPath, [CLI, ...args], {env, stdio: ['ignore', 'pipe', 'pipe']});
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  return new Promise((resolve) => child.on('close', (code) => resolve({code, stdout, stderr})));
-}
-
 /** An install into a fresh store; `--json` unless it is expected to fail (its one line is on stderr). */
 function install(mirror: string, env: NodeJS.ProcessEnv, json = true): Promise<{code: number | null; stdout: string; stderr: string}> {
   const store = join(tmp.dir, `store${n++}`);
-  return run(['install', '12.4.1', ...(json ? ['--json'] : [])], cliEnv(store, {CUDAENV_MIRROR: mirror, CUDAENV_RETRY_DELAY_MS: '20', NODE_EXTRA_CA_CERTS: cert, ...env}));
+  return runCliAsync(['install', '12.4.1', ...(json ? ['--json'] : [])], cliEnv(store, {CUDAENV_MIRROR: mirror, CUDAENV_RETRY_DELAY_MS: '20', NODE_EXTRA_CA_CERTS: cert, ...env}));
 }
 
 function expectInstalled(r: {code: number | null; stdout: string; stderr: string}): void {
@@ -53,21 +40,9 @@ describeIf(haveTinyproxy && haveOpenssl, 'needs tinyproxy and openssl (apt-get i
     mkdirSync(root);
     writeRelease(root, {label: '12.4.1', components: [{name: 'cuda_cudart', version: '12.4.127', files: {'LICENSE': 'x\n', 'lib/libcudart.so.12': 'not really\n'}}]});
     writeIndex(root, ['12.4.1']);
-    const key = join(tmp.dir, 'key.pem');
-    cert = join(tmp.dir, 'cert.pem');
-    spawnSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1']);
-    const server = createServer({key: readFileSync(key), cert: readFileSync(cert)}, (req, res) => {
-      const file = join(root, decodeURIComponent(new URL(req.url ?? '/', 'https://x').pathname).replace(/^\/+/, '') || 'index.html');
-      if (!file.startsWith(root) || !existsSync(file)) return void res.writeHead(404).end();
-      res.writeHead(200, {'content-length': statSync(file).size});
-      createReadStream(file).pipe(res);
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    httpsUrl = `https://127.0.0.1:${(server.address() as AddressInfo).port}/`;
-    closeHttps = async () => {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    };
+    const https = await startHttpsMirror(root, tmp.dir);
+    ({url: httpsUrl, cert} = https);
+    closeHttps = () => https.close();
     plain = await startMirrorServer(root);
   }, 60000);
 

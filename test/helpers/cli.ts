@@ -1,4 +1,4 @@
-import {spawnSync} from 'node:child_process';
+import {spawn, spawnSync} from 'node:child_process';
 import {existsSync} from 'node:fs';
 import {dirname, join} from 'node:path';
 import {fileURLToPath} from 'node:url';
@@ -23,6 +23,19 @@ export function runCli(args: string[], options: {env?: NodeJS.ProcessEnv; cwd?: 
     timeout: 120000,
   });
   return {status: r.status ?? (r.signal ? 128 : 1), stdout: r.stdout, stderr: r.stderr};
+}
+
+/**
+ * Runs the built CLI without blocking this process: a loopback server the test runs (a
+ * mirror) must go on answering while the CLI talks to it.
+ */
+export function runCliAsync(args: string[], env: NodeJS.ProcessEnv): Promise<{code: number | null; stdout: string; stderr: string}> {
+  const child = spawn(process.execPath, [CLI, ...args], {env, stdio: ['ignore', 'pipe', 'pipe']});
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  return new Promise((resolve) => child.on('close', (code) => resolve({code, stdout, stderr})));
 }
 
 /** An environment for the CLI with its own store and nothing cudaenv-related inherited. */

@@ -422,3 +422,39 @@ export async function startPythonMirror(root: string): Promise<{url: string; log
     }),
   };
 }
+
+export const haveOpenssl = spawnSync('openssl', ['version'], {stdio: 'ignore'}).status === 0;
+
+/**
+ * An https mirror of `root` on loopback, with a self-signed certificate made by openssl in
+ * `workDir`: clients trust it through NODE_EXTRA_CA_CERTS=`cert`, as a network with its own CA.
+ */
+export async function startHttpsMirror(root: string, workDir: string): Promise<{url: string; cert: string; close(): Promise<void>}> {
+  const {createServer: createHttpsServer} = await import('node:https');
+  const key = join(workDir, 'key.pem');
+  const cert = join(workDir, 'cert.pem');
+  const made = spawnSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], {encoding: 'utf8'});
+  if (made.status !== 0) throw new Error(`openssl could not make a certificate: ${made.stderr}`);
+  const server = createHttpsServer({key: readFileSync(key), cert: readFileSync(cert)}, (req, res) => {
+    const file = join(root, decodeURIComponent(new URL(req.url ?? '/', 'https://x').pathname).replace(/^\/+/, '') || 'index.html');
+    let size: number;
+    try {
+      if (!file.startsWith(root)) throw new Error('outside');
+      size = statSync(file).size;
+    } catch {
+      res.writeHead(404).end();
+      return;
+    }
+    res.writeHead(200, {'content-length': size});
+    createReadStream(file).pipe(res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `https://127.0.0.1:${(server.address() as AddressInfo).port}/`,
+    cert,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
