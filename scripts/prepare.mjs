@@ -18,6 +18,10 @@
 // of npm's link (only a link to this very clone, made under pacote's git preparation, which sets
 // _PACOTE_NO_PREPARE_): step 3 then extracts into a real directory, and the outer install links
 // the bins to it. The inner install's own bin links find no files there and are skipped.
+// The dependencies are bundled (package.json's bundleDependencies) for this too: npm unpacks a
+// package with bundled dependencies before any other (it must read the bundle to complete its
+// tree), so nothing of step 1's directory is lost when the inner install replaces it; with
+// separate dependencies npm would be extracting them into that directory at the same time.
 import {spawnSync} from 'node:child_process';
 import {existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, realpathSync, unlinkSync, writeFileSync} from 'node:fs';
 import {dirname, join, resolve, sep} from 'node:path';
