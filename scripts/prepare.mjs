@@ -28,6 +28,7 @@ import {dirname, join, resolve, sep} from 'node:path';
 import {fileURLToPath} from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const npm = process.env.npm_execpath ? [process.execPath, process.env.npm_execpath] : ['npm'];
 // Written in pacote's temporary clone once it is built for a global git install, so that the
 // packing run of step 3 does not build the same tree again. node_modules/ is never packed.
@@ -54,8 +55,7 @@ const realpath = (path) => {
 function globalLinkToThisClone() {
   const prefix = process.env.npm_config_global_prefix || process.env.npm_config_prefix;
   if (process.env.npm_config_global !== 'true' || !process.env._PACOTE_NO_PREPARE_ || !prefix) return undefined;
-  const name = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).name;
-  const link = join(prefix, 'lib', 'node_modules', name);
+  const link = join(prefix, 'lib', 'node_modules', pkg.name);
   try {
     if (!lstatSync(link).isSymbolicLink()) return undefined;
   } catch {
@@ -82,9 +82,8 @@ run([...npm, 'run', 'build']);
 if (link) {
   // Bin links into the clone (none are made before this script runs, but an npm that made them
   // would leave them dangling too): the outer install makes its own.
-  const bins = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).bin ?? {};
   const clone = realpath(root);
-  for (const name of Object.keys(bins)) {
+  for (const name of Object.keys(pkg.bin ?? {})) {
     const bin = join(link.prefix, 'bin', name);
     try {
       if (!lstatSync(bin).isSymbolicLink()) continue;
@@ -94,8 +93,13 @@ if (link) {
       // no such bin link
     }
   }
-  unlinkSync(link.link);
-  mkdirSync(link.link);
+  try {
+    unlinkSync(link.link);
+    mkdirSync(link.link);
+  } catch (e) {
+    console.error(`cudaenv prepare: cannot replace npm's link ${link.link} (to its temporary clone) with a directory: ${e.message}. Install a package file instead: npm install -g "$(npm pack --silent GIT-URL)"`);
+    process.exit(1);
+  }
   writeFileSync(builtForGitInstall, `${new Date().toISOString()}\n`);
   console.error(`cudaenv prepare: built in npm's temporary clone; ${link.link} is a directory again, for npm to install the package into`);
 }
