@@ -1,8 +1,8 @@
 import {afterAll, beforeAll, expect, test} from '@jest/globals';
 import {spawnSync, type SpawnSyncReturns} from 'node:child_process';
-import {existsSync, readdirSync, readFileSync} from 'node:fs';
+import {existsSync, lstatSync, readdirSync, readFileSync, realpathSync, rmSync} from 'node:fs';
 import {userInfo} from 'node:os';
-import {join} from 'node:path';
+import {dirname, join, relative} from 'node:path';
 import {REPO_ROOT} from '../helpers/cli.js';
 import {describeIf} from '../helpers/skip.js';
 import {makeTempDir} from '../helpers/tmp.js';
@@ -45,56 +45,75 @@ describeIf(REGISTRY, IS_GIT ? 'needs the npm registry or its metadata in the npm
 
   test('the package holds what cudaenv runs from and nothing else; publish --dry-run lists the same', () => {
     const top = [...new Set(packed.map((p) => p.split('/')[0]))].sort();
-    expect(top).toEqual(['README.md', 'bin', 'dist', 'oclif.manifest.json', 'package.json', 'shims']);
+    expect(top).toEqual(['README.md', 'bin', 'dist', 'node_modules', 'oclif.manifest.json', 'package.json', 'shims']);
     for (const f of ['bin/cudaenv', 'bin/run.js', 'dist/fast-path.js', 'dist/core/versions/releases.json', 'dist/hooks/command-not-found.js', 'shims/shim.sh']) expect(packed).toContain(f);
     // Every compiled module is there: one for each source file.
     const sources = (d: string): string[] => readdirSync(join(clone, 'src', d), {withFileTypes: true}).flatMap((e) => (e.isDirectory() ? sources(join(d, e.name)) : e.name.endsWith('.ts') ? [join('dist', d, e.name.replace(/\.ts$/, '.js'))] : []));
     for (const js of sources('')) expect(packed).toContain(js);
-    const dry = run('npm', ['publish', '--dry-run', '--json', ...NPM_FLAGS], clone);
+    // Every dependency is bundled, with exactly the packages it needs at run time (the production
+    // tree npm installed in the clone): no development tool, nothing missing.
+    const pkg = JSON.parse(readFileSync(join(clone, 'package.json'), 'utf8')) as {dependencies: Record<string, string>; bundleDependencies: string[]};
+    expect([...pkg.bundleDependencies].sort()).toEqual(Object.keys(pkg.dependencies).sort());
+    const production = ok(run('npm', ['ls', '--omit=dev', '--all', '--parseable', ...NPM_FLAGS], clone)).trim().split('\n').slice(1).map((p) => relative(clone, p)).sort();
+    expect(production.length).toBeGreaterThan(Object.keys(pkg.dependencies).length);
+    for (const p of production) expect(packed).toContain(`${p}/package.json`);
+    for (const f of packed.filter((f) => f.startsWith('node_modules/'))) expect(production.some((p) => f.startsWith(`${p}/`))).toBe(true);
+    expect(packed.some((f) => /^node_modules\/(typescript|jest|oclif|esbuild)\//.test(f))).toBe(false);
+    // --ignore-scripts: prepare would only build again what npm pack has just built.
+    const dry = run('npm', ['publish', '--dry-run', '--json', '--ignore-scripts', ...NPM_FLAGS], clone);
     // npm 11 keys the report by package name; older npm gives the package itself.
     const report = JSON.parse(dry.stdout.slice(dry.stdout.search(/^\{/m))) as {files?: Array<{path: string}>; cudaenv?: {files: Array<{path: string}>}};
     expect((report.cudaenv ?? report).files!.map((f) => f.path).sort()).toEqual(packed);
     expect(dry.stderr).not.toContain('auto-corrected');
   }, 600000);
 
-  test('npm install -g --prefix P ./cudaenv-*.tgz: --version, init, use, check, doctor and shims work', () => {
-    const prefix = join(dir, 'prefix');
-    ok(run('npm', ['install', '-g', '--prefix', prefix, ...NPM_FLAGS, tgz], dir));
+  /** The installed P/bin/cudaenv: --version, init, use, check, doctor and the shims. */
+  const works = (prefix: string, toolkitDir: string): void => {
     const cudaenv = join(prefix, 'bin', 'cudaenv');
+    const store = join(dir, 'store');
+    rmSync(store, {recursive: true, force: true});
     expect(ok(run(cudaenv, ['--version'], dir))).toMatch(/^cudaenv\/\d+\.\d+\.\d+ linux-/);
-    const tk = makeFakeToolkit(join(dir, 'toolkit'), {version: '12.4.1'});
+    const tk = makeFakeToolkit(toolkitDir, {version: '12.4.1'});
     ok(run(cudaenv, ['add', tk], dir));
     const userPath = `${join(prefix, 'bin')}:/usr/bin:/bin`;
     const script = `eval "$(cudaenv init bash)" && cudaenv use 12.4.1 && printf '%s\\n' "$CUDA_HOME" && nvcc --version | tail -n 2`;
     const shell = run('bash', ['--norc', '-c', script], dir, {PATH: userPath});
     expect(shell.status).toBe(0);
-    expect(shell.stdout).toContain(join(dir, 'store', 'versions', '12.4.1'));
+    expect(shell.stdout).toContain(join(store, 'versions', '12.4.1'));
     expect(shell.stdout).toContain('V12.4.131');
     expect(run(cudaenv, ['check', join(tk, 'lib64')], dir).status).not.toBe(2);
     const doctor = JSON.parse(run(cudaenv, ['doctor', '--json'], dir, {CUDAENV_VERSION: '12.4.1'}).stdout);
     expect(doctor.facts.activeToolkit.version).toBe('12.4.1');
     // The shims run the selected version without the shell integration.
     ok(run(cudaenv, ['global', '12.4.1'], dir));
-    const shim = run('sh', ['-c', 'nvcc --version | tail -n 2'], dir, {PATH: `${join(dir, 'store', 'shims')}:/usr/bin:/bin`});
+    const shim = run('sh', ['-c', 'nvcc --version | tail -n 2'], dir, {PATH: `${join(store, 'shims')}:/usr/bin:/bin`});
     expect(shim.stdout).toContain('V12.4.131');
+  };
+
+  test('npm install -g --prefix P ./cudaenv-*.tgz: --version, init, use, check, doctor and shims work', () => {
+    const prefix = join(dir, 'prefix');
+    ok(run('npm', ['install', '-g', '--prefix', prefix, ...NPM_FLAGS, tgz], dir));
+    works(prefix, join(dir, 'toolkit'));
   }, 600000);
 
-  test('npm install -g from a git URL: npm breaks it (npm/cli#8440), so prepare refuses with the way that works, which works', () => {
+  test('npm install -g --prefix P git+file://CLONE: a real install, which works once the clone and npm\'s temporary clone are gone', () => {
+    // npm prepares a git dependency in a temporary clone with an inner global install that links
+    // P/lib/node_modules/cudaenv to that clone (npm/cli#8440); scripts/prepare.mjs undoes the link.
+    const source = join(dir, 'source');
+    ok(run('git', ['clone', '-q', REPO_ROOT, source], dir));
     const prefix = join(dir, 'git-prefix');
-    const direct = run('npm', ['install', '-g', '--prefix', prefix, ...NPM_FLAGS, `git+file://${clone}`], dir);
-    if (direct.status === 0) {
-      // An npm that prepares git dependencies locally (npm/pacote#494): the install must work.
-      expect(ok(run(join(prefix, 'bin', 'cudaenv'), ['--version'], dir))).toMatch(/^cudaenv\//);
-    } else {
-      expect(direct.stderr).toContain('this npm cannot install cudaenv globally from a git URL');
-      expect(existsSync(join(prefix, 'bin', 'cudaenv'))).toBe(false);
-    }
-    const packDir = join(dir, 'from-git');
-    ok(run('mkdir', ['-p', packDir], dir));
-    const name = ok(run('npm', ['pack', '--silent', ...NPM_FLAGS, `git+file://${clone}`], packDir)).trim().split('\n').pop()!;
-    const prefix2 = join(dir, 'git-prefix-2');
-    ok(run('npm', ['install', '-g', '--prefix', prefix2, ...NPM_FLAGS, join(packDir, name)], dir));
-    expect(ok(run(join(prefix2, 'bin', 'cudaenv'), ['--version'], dir))).toMatch(/^cudaenv\//);
-    expect(JSON.parse(readFileSync(join(prefix2, 'lib', 'node_modules', 'cudaenv', 'package.json'), 'utf8')).name).toBe('cudaenv');
+    ok(run('npm', ['install', '-g', '--prefix', prefix, ...NPM_FLAGS, `git+file://${source}`], dir));
+    rmSync(source, {recursive: true, force: true});
+    const installed = join(prefix, 'lib', 'node_modules', 'cudaenv');
+    expect(lstatSync(installed).isSymbolicLink()).toBe(false);
+    expect(realpathSync(join(prefix, 'bin', 'cudaenv'))).toBe(join(realpathSync(installed), 'bin', 'cudaenv'));
+    expect(JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')).name).toBe('cudaenv');
+    // Built in npm's clone and packed with its dependencies: nothing in the prefix points elsewhere.
+    expect(existsSync(join(installed, 'dist', 'fast-path.js'))).toBe(true);
+    expect(existsSync(join(installed, 'node_modules', '@oclif', 'core', 'package.json'))).toBe(true);
+    const links = (d: string): string[] => readdirSync(d, {withFileTypes: true}).flatMap((e) => (e.isSymbolicLink() ? [join(d, e.name)] : e.isDirectory() ? links(join(d, e.name)) : []));
+    const top = realpathSync(prefix);
+    for (const link of links(prefix)) expect(existsSync(link) && realpathSync(link).startsWith(`${top}/`) ? 'inside' : link).toBe('inside');
+    works(prefix, join(dir, 'git-toolkit'));
   }, 900000);
 });
