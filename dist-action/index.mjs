@@ -75998,7 +75998,7 @@ async function streamOnce(job, cacheFile, fromCache) {
     }
     hash.update(chunk);
     report(fromCache ? "extract" : "download");
-    const xzFull = !xz.stdin.write(chunk);
+    const xzFull = !xz.stdin.write(chunk) && xz.stdin.writableLength >= PIPE_QUEUE;
     const partFull = part !== void 0 && !part.write(chunk);
     if (xzFull || partFull) return Promise.all([xzFull && drained(xz.stdin), partFull && drained(part)]).then(() => void 0);
     return void 0;
@@ -76128,6 +76128,7 @@ function collect(child2) {
   return () => text;
 }
 var EMPTY3 = Buffer.alloc(0);
+var PIPE_QUEUE = 1 << 20;
 function drained(stream2) {
   return new Promise((resolve7) => {
     const done = () => {
@@ -76155,7 +76156,7 @@ function relay(from, guard, to) {
       reject(error2);
     };
     const emit = (bytes) => {
-      if (!to.write(bytes)) full = true;
+      if (!to.write(bytes) && to.writableLength >= PIPE_QUEUE) full = true;
     };
     from.on("data", (chunk) => {
       if (settled) return;

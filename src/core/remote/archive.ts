@@ -152,7 +152,7 @@ async function streamOnce(job: ArchiveJob, cacheFile: string, fromCache: boolean
     hash.update(chunk);
     report(fromCache ? 'extract' : 'download');
     // Both writes queue the chunk; only a full queue (xz or the disk behind) makes the reader wait.
-    const xzFull = !xz.stdin!.write(chunk);
+    const xzFull = !xz.stdin!.write(chunk) && xz.stdin!.writableLength >= PIPE_QUEUE;
     const partFull = part !== undefined && !part.write(chunk);
     if (xzFull || partFull) return Promise.all([xzFull && drained(xz.stdin!), partFull && drained(part!)]).then(() => undefined);
     return undefined;
@@ -290,6 +290,14 @@ function collect(child: ChildProcess): () => string {
 
 const EMPTY = Buffer.alloc(0);
 
+/**
+ * How much may wait in Node for a child's stdin (xz's, tar's) before the side that feeds it
+ * pauses. A pipe's own 16 KiB mark made each 64 KiB chunk wait for the child to take it, so
+ * every process in the chain ran in short bursts; 1 MiB lets each run longer at a time, and
+ * bounds memory all the same (2 MiB per archive).
+ */
+const PIPE_QUEUE = 1 << 20;
+
 /** Resolves once `stream` takes more (or is closed: its owner reports why). */
 function drained(stream: Writable): Promise<void> {
   return new Promise((resolve) => {
@@ -326,7 +334,7 @@ function relay(from: Readable, guard: TarGuard, to: Writable): Promise<void> {
       reject(error);
     };
     const emit = (bytes: Buffer): void => {
-      if (!to.write(bytes)) full = true;
+      if (!to.write(bytes) && to.writableLength >= PIPE_QUEUE) full = true;
     };
     from.on('data', (chunk: Buffer) => {
       if (settled) return;
