@@ -6799,10 +6799,10 @@ upgrade: ${upgrade}\r
     }
     function writeStream(abort, body2, client, request, socket, contentLength2, header, expectsPayload) {
       assert4(contentLength2 !== 0 || client[kRunning] === 0, "stream body cannot be pipelined");
-      let finished = false;
+      let finished2 = false;
       const writer = new AsyncWriter({ abort, socket, request, contentLength: contentLength2, client, expectsPayload, header });
       const onData = function(chunk) {
-        if (finished) {
+        if (finished2) {
           return;
         }
         try {
@@ -6814,7 +6814,7 @@ upgrade: ${upgrade}\r
         }
       };
       const onDrain = function() {
-        if (finished) {
+        if (finished2) {
           return;
         }
         if (body2.resume) {
@@ -6825,16 +6825,16 @@ upgrade: ${upgrade}\r
         queueMicrotask(() => {
           body2.removeListener("error", onFinished);
         });
-        if (!finished) {
+        if (!finished2) {
           const err = new RequestAbortedError();
           queueMicrotask(() => onFinished(err));
         }
       };
       const onFinished = function(err) {
-        if (finished) {
+        if (finished2) {
           return;
         }
-        finished = true;
+        finished2 = true;
         assert4(socket.destroyed || socket[kWriting] && client[kRunning] <= 1);
         socket.off("drain", onDrain).off("error", onFinished);
         body2.removeListener("data", onData).removeListener("end", onFinished).removeListener("close", onClose);
@@ -7073,7 +7073,7 @@ var require_client_h2 = __commonJS({
     "use strict";
     var assert4 = __require("node:assert");
     var { errorMonitor } = __require("node:events");
-    var { pipeline: pipeline3 } = __require("node:stream");
+    var { pipeline: pipeline2 } = __require("node:stream");
     var util5 = require_util();
     var {
       RequestContentLengthMismatchError,
@@ -7552,7 +7552,7 @@ var require_client_h2 = __commonJS({
     }
     function writeStream(abort, socket, expectsPayload, h2stream, body2, client, request, contentLength2) {
       assert4(contentLength2 !== 0 || client[kRunning] === 0, "stream body cannot be pipelined");
-      const pipe = pipeline3(
+      const pipe = pipeline2(
         body2,
         h2stream,
         (err) => {
@@ -10242,7 +10242,7 @@ var require_api_stream = __commonJS({
   "node_modules/@actions/http-client/node_modules/undici/lib/api/api-stream.js"(exports2, module) {
     "use strict";
     var assert4 = __require("node:assert");
-    var { finished, PassThrough } = __require("node:stream");
+    var { finished: finished2, PassThrough } = __require("node:stream");
     var { InvalidArgumentError, InvalidReturnValueError } = require_errors();
     var util5 = require_util();
     var { getResolveErrorBodyCallback } = require_util3();
@@ -10338,7 +10338,7 @@ var require_api_stream = __commonJS({
           if (!res || typeof res.write !== "function" || typeof res.end !== "function" || typeof res.on !== "function") {
             throw new InvalidReturnValueError("expected Writable");
           }
-          finished(res, { readable: false }, (err) => {
+          finished2(res, { readable: false }, (err) => {
             const { callback: callback2, res: res2, opaque: opaque2, trailers, abort } = this;
             this.res = null;
             if (err || !res2.readable) {
@@ -10597,7 +10597,7 @@ var require_api_pipeline = __commonJS({
         util5.destroy(ret, err);
       }
     };
-    function pipeline3(opts, handler) {
+    function pipeline2(opts, handler) {
       try {
         const pipelineHandler = new PipelineHandler(opts, handler);
         this.dispatch({ ...opts, body: pipelineHandler.req }, pipelineHandler);
@@ -10606,7 +10606,7 @@ var require_api_pipeline = __commonJS({
         return new PassThrough().destroy(err);
       }
     }
-    module.exports = pipeline3;
+    module.exports = pipeline2;
   }
 });
 
@@ -13771,7 +13771,7 @@ var require_fetch = __commonJS({
       subresourceSet
     } = require_constants3();
     var EE = __require("node:events");
-    var { Readable: Readable5, pipeline: pipeline3, finished } = __require("node:stream");
+    var { Readable: Readable5, pipeline: pipeline2, finished: finished2 } = __require("node:stream");
     var { addAbortListener, isErrored, isReadable, bufferToLowerCasedHeaderName } = require_util();
     var { dataURLProcessor, serializeAMimeType, minimizeSupportedMimeType } = require_data_url();
     var { getGlobalDispatcher } = require_global2();
@@ -14239,7 +14239,7 @@ var require_fetch = __commonJS({
       if (internalResponse.body == null) {
         processResponseEndOfBody();
       } else {
-        finished(internalResponse.body.stream, () => {
+        finished2(internalResponse.body.stream, () => {
           processResponseEndOfBody();
         });
       }
@@ -14716,7 +14716,7 @@ var require_fetch = __commonJS({
                 status,
                 statusText,
                 headersList,
-                body: decoders.length ? pipeline3(this.body, ...decoders, (err) => {
+                body: decoders.length ? pipeline2(this.body, ...decoders, (err) => {
                   if (err) {
                     this.onError(err);
                   }
@@ -18917,7 +18917,7 @@ ${value}`;
 var require_eventsource = __commonJS({
   "node_modules/@actions/http-client/node_modules/undici/lib/web/eventsource/eventsource.js"(exports2, module) {
     "use strict";
-    var { pipeline: pipeline3 } = __require("node:stream");
+    var { pipeline: pipeline2 } = __require("node:stream");
     var { fetching } = require_fetch();
     var { makeRequest } = require_request2();
     var { webidl } = require_webidl();
@@ -19077,7 +19077,7 @@ var require_eventsource = __commonJS({
               ));
             }
           });
-          pipeline3(
+          pipeline2(
             response.body.stream,
             eventSourceStream,
             (error2) => {
@@ -26906,12 +26906,12 @@ var init_pipeline = __esm({
       }
       sendRequest(httpClient, request) {
         const policies = this.getOrderedPolicies();
-        const pipeline3 = policies.reduceRight((next, policy) => {
+        const pipeline2 = policies.reduceRight((next, policy) => {
           return (req) => {
             return policy.sendRequest(req, next);
           };
         }, (req) => httpClient.sendRequest(req));
-        return pipeline3(request);
+        return pipeline2(request);
       }
       getOrderedPolicies() {
         if (!this._orderedPolicies) {
@@ -30889,31 +30889,31 @@ var init_wrapAbortSignalLikePolicy = __esm({
 
 // node_modules/@azure/core-rest-pipeline/dist/esm/createPipelineFromOptions.js
 function createPipelineFromOptions2(options) {
-  const pipeline3 = createEmptyPipeline2();
+  const pipeline2 = createEmptyPipeline2();
   if (isNodeLike2) {
     if (options.agent) {
-      pipeline3.addPolicy(agentPolicy2(options.agent));
+      pipeline2.addPolicy(agentPolicy2(options.agent));
     }
     if (options.tlsOptions) {
-      pipeline3.addPolicy(tlsPolicy2(options.tlsOptions));
+      pipeline2.addPolicy(tlsPolicy2(options.tlsOptions));
     }
-    pipeline3.addPolicy(proxyPolicy2(options.proxyOptions));
-    pipeline3.addPolicy(decompressResponsePolicy2());
+    pipeline2.addPolicy(proxyPolicy2(options.proxyOptions));
+    pipeline2.addPolicy(decompressResponsePolicy2());
   }
-  pipeline3.addPolicy(wrapAbortSignalLikePolicy());
-  pipeline3.addPolicy(formDataPolicy2(), { beforePolicies: [multipartPolicyName2] });
-  pipeline3.addPolicy(userAgentPolicy2(options.userAgentOptions));
-  pipeline3.addPolicy(setClientRequestIdPolicy(options.telemetryOptions?.clientRequestIdHeaderName));
-  pipeline3.addPolicy(multipartPolicy2(), { afterPhase: "Deserialize" });
-  pipeline3.addPolicy(defaultRetryPolicy2(options.retryOptions), { phase: "Retry" });
-  pipeline3.addPolicy(tracingPolicy({ ...options.userAgentOptions, ...options.loggingOptions }), {
+  pipeline2.addPolicy(wrapAbortSignalLikePolicy());
+  pipeline2.addPolicy(formDataPolicy2(), { beforePolicies: [multipartPolicyName2] });
+  pipeline2.addPolicy(userAgentPolicy2(options.userAgentOptions));
+  pipeline2.addPolicy(setClientRequestIdPolicy(options.telemetryOptions?.clientRequestIdHeaderName));
+  pipeline2.addPolicy(multipartPolicy2(), { afterPhase: "Deserialize" });
+  pipeline2.addPolicy(defaultRetryPolicy2(options.retryOptions), { phase: "Retry" });
+  pipeline2.addPolicy(tracingPolicy({ ...options.userAgentOptions, ...options.loggingOptions }), {
     afterPhase: "Retry"
   });
   if (isNodeLike2) {
-    pipeline3.addPolicy(redirectPolicy2(options.redirectOptions), { afterPhase: "Retry" });
+    pipeline2.addPolicy(redirectPolicy2(options.redirectOptions), { afterPhase: "Retry" });
   }
-  pipeline3.addPolicy(logPolicy2(options.loggingOptions), { afterPhase: "Sign" });
-  return pipeline3;
+  pipeline2.addPolicy(logPolicy2(options.loggingOptions), { afterPhase: "Sign" });
+  return pipeline2;
 }
 var init_createPipelineFromOptions2 = __esm({
   "node_modules/@azure/core-rest-pipeline/dist/esm/createPipelineFromOptions.js"() {
@@ -31402,8 +31402,8 @@ function createDisableKeepAlivePolicy() {
     }
   };
 }
-function pipelineContainsDisableKeepAlivePolicy(pipeline3) {
-  return pipeline3.getOrderedPolicies().some((policy) => policy.name === disableKeepAlivePolicyName);
+function pipelineContainsDisableKeepAlivePolicy(pipeline2) {
+  return pipeline2.getOrderedPolicies().some((policy) => policy.name === disableKeepAlivePolicyName);
 }
 var disableKeepAlivePolicyName;
 var init_disableKeepAlivePolicy = __esm({
@@ -32733,18 +32733,18 @@ var init_serializationPolicy = __esm({
 
 // node_modules/@azure/core-client/dist/esm/pipeline.js
 function createClientPipeline(options = {}) {
-  const pipeline3 = createPipelineFromOptions2(options ?? {});
+  const pipeline2 = createPipelineFromOptions2(options ?? {});
   if (options.credentialOptions) {
-    pipeline3.addPolicy(bearerTokenAuthenticationPolicy({
+    pipeline2.addPolicy(bearerTokenAuthenticationPolicy({
       credential: options.credentialOptions.credential,
       scopes: options.credentialOptions.credentialScopes
     }));
   }
-  pipeline3.addPolicy(serializationPolicy(options.serializationOptions), { phase: "Serialize" });
-  pipeline3.addPolicy(deserializationPolicy(options.deserializationOptions), {
+  pipeline2.addPolicy(serializationPolicy(options.serializationOptions), { phase: "Serialize" });
+  pipeline2.addPolicy(deserializationPolicy(options.deserializationOptions), {
     phase: "Deserialize"
   });
-  return pipeline3;
+  return pipeline2;
 }
 var init_pipeline3 = __esm({
   "node_modules/@azure/core-client/dist/esm/pipeline.js"() {
@@ -43792,22 +43792,22 @@ var init_constants6 = __esm({
 });
 
 // node_modules/@azure/storage-blob/dist/esm/Pipeline.js
-function isPipelineLike(pipeline3) {
-  if (!pipeline3 || typeof pipeline3 !== "object") {
+function isPipelineLike(pipeline2) {
+  if (!pipeline2 || typeof pipeline2 !== "object") {
     return false;
   }
-  const castPipeline = pipeline3;
+  const castPipeline = pipeline2;
   return Array.isArray(castPipeline.factories) && typeof castPipeline.options === "object" && typeof castPipeline.toServiceClientOptions === "function";
 }
 function newPipeline(credential, pipelineOptions = {}) {
   if (!credential) {
     credential = new AnonymousCredential();
   }
-  const pipeline3 = new Pipeline([], pipelineOptions);
-  pipeline3._credential = credential;
-  return pipeline3;
+  const pipeline2 = new Pipeline([], pipelineOptions);
+  pipeline2._credential = credential;
+  return pipeline2;
 }
-function processDownlevelPipeline(pipeline3) {
+function processDownlevelPipeline(pipeline2) {
   const knownFactoryFunctions = [
     isAnonymousCredential,
     isStorageSharedKeyCredential,
@@ -43817,8 +43817,8 @@ function processDownlevelPipeline(pipeline3) {
     isStorageTelemetryPolicyFactory,
     isCoreHttpPolicyFactory
   ];
-  if (pipeline3.factories.length) {
-    const novelFactories = pipeline3.factories.filter((factory) => {
+  if (pipeline2.factories.length) {
+    const novelFactories = pipeline2.factories.filter((factory) => {
       return !knownFactoryFunctions.some((knownFactory) => knownFactory(factory));
     });
     if (novelFactories.length) {
@@ -43831,14 +43831,14 @@ function processDownlevelPipeline(pipeline3) {
   }
   return void 0;
 }
-function getCoreClientOptions(pipeline3) {
-  const { httpClient: v1Client, ...restOptions } = pipeline3.options;
-  let httpClient = pipeline3._coreHttpClient;
+function getCoreClientOptions(pipeline2) {
+  const { httpClient: v1Client, ...restOptions } = pipeline2.options;
+  let httpClient = pipeline2._coreHttpClient;
   if (!httpClient) {
     httpClient = v1Client ? convertHttpClient(v1Client) : getCachedDefaultHttpClient2();
-    pipeline3._coreHttpClient = httpClient;
+    pipeline2._coreHttpClient = httpClient;
   }
-  let corePipeline = pipeline3._corePipeline;
+  let corePipeline = pipeline2._corePipeline;
   if (!corePipeline) {
     const packageDetails = `azsdk-js-azure-storage-blob/${SDK_VERSION4}`;
     const userAgentPrefix = restOptions.userAgentOptions && restOptions.userAgentOptions.userAgentPrefix ? `${restOptions.userAgentOptions.userAgentPrefix} ${packageDetails}` : `${packageDetails}`;
@@ -43879,11 +43879,11 @@ function getCoreClientOptions(pipeline3) {
     corePipeline.addPolicy(storageRetryPolicy(restOptions.retryOptions), { phase: "Retry" });
     corePipeline.addPolicy(storageRequestFailureDetailsParserPolicy());
     corePipeline.addPolicy(storageBrowserPolicy());
-    const downlevelResults = processDownlevelPipeline(pipeline3);
+    const downlevelResults = processDownlevelPipeline(pipeline2);
     if (downlevelResults) {
       corePipeline.addPolicy(downlevelResults.wrappedPolicies, downlevelResults.afterRetry ? { afterPhase: "Retry" } : void 0);
     }
-    const credential = getCredentialFromPipeline(pipeline3);
+    const credential = getCredentialFromPipeline(pipeline2);
     if (isTokenCredential(credential)) {
       corePipeline.addPolicy(bearerTokenAuthenticationPolicy({
         credential,
@@ -43896,7 +43896,7 @@ function getCoreClientOptions(pipeline3) {
         accountKey: credential.accountKey
       }), { phase: "Sign" });
     }
-    pipeline3._corePipeline = corePipeline;
+    pipeline2._corePipeline = corePipeline;
   }
   return {
     ...restOptions,
@@ -43905,12 +43905,12 @@ function getCoreClientOptions(pipeline3) {
     pipeline: corePipeline
   };
 }
-function getCredentialFromPipeline(pipeline3) {
-  if (pipeline3._credential) {
-    return pipeline3._credential;
+function getCredentialFromPipeline(pipeline2) {
+  if (pipeline2._credential) {
+    return pipeline2._credential;
   }
   let credential = new AnonymousCredential();
-  for (const factory of pipeline3.factories) {
+  for (const factory of pipeline2.factories) {
     if (isTokenCredential(factory.credential)) {
       credential = factory.credential;
     } else if (isStorageSharedKeyCredential(factory)) {
@@ -58020,13 +58020,13 @@ var init_StorageClient = __esm({
        * @param url - url to resource
        * @param pipeline - request policy pipeline.
        */
-      constructor(url2, pipeline3) {
+      constructor(url2, pipeline2) {
         this.url = escapeURLPath(url2);
         this.accountName = getAccountNameFromUrl(url2);
-        this.pipeline = pipeline3;
-        this.storageClientContext = new StorageContextClient(this.url, getCoreClientOptions(pipeline3));
+        this.pipeline = pipeline2;
+        this.storageClientContext = new StorageContextClient(this.url, getCoreClientOptions(pipeline2));
         this.isHttps = iEqual(getURLScheme(this.url) || "", "https");
-        this.credential = getCredentialFromPipeline(pipeline3);
+        this.credential = getCredentialFromPipeline(pipeline2);
         const storageClientContext = this.storageClientContext;
         storageClientContext.requestContentType = void 0;
       }
@@ -61890,21 +61890,21 @@ var init_Clients = __esm({
       }
       constructor(urlOrConnectionString, credentialOrPipelineOrContainerName, blobNameOrOptions, options) {
         options = options || {};
-        let pipeline3;
+        let pipeline2;
         let url2;
         if (isPipelineLike(credentialOrPipelineOrContainerName)) {
           url2 = urlOrConnectionString;
-          pipeline3 = credentialOrPipelineOrContainerName;
+          pipeline2 = credentialOrPipelineOrContainerName;
         } else if (isNodeLike2 && credentialOrPipelineOrContainerName instanceof StorageSharedKeyCredential || credentialOrPipelineOrContainerName instanceof AnonymousCredential || isTokenCredential(credentialOrPipelineOrContainerName)) {
           url2 = urlOrConnectionString;
           options = blobNameOrOptions;
-          pipeline3 = newPipeline(credentialOrPipelineOrContainerName, options);
+          pipeline2 = newPipeline(credentialOrPipelineOrContainerName, options);
         } else if (!credentialOrPipelineOrContainerName && typeof credentialOrPipelineOrContainerName !== "string") {
           url2 = urlOrConnectionString;
           if (blobNameOrOptions && typeof blobNameOrOptions !== "string") {
             options = blobNameOrOptions;
           }
-          pipeline3 = newPipeline(new AnonymousCredential(), options);
+          pipeline2 = newPipeline(new AnonymousCredential(), options);
         } else if (credentialOrPipelineOrContainerName && typeof credentialOrPipelineOrContainerName === "string" && blobNameOrOptions && typeof blobNameOrOptions === "string") {
           const containerName = credentialOrPipelineOrContainerName;
           const blobName = blobNameOrOptions;
@@ -61916,20 +61916,20 @@ var init_Clients = __esm({
               if (!options.proxyOptions) {
                 options.proxyOptions = getDefaultProxySettings2(extractedCreds.proxyUri);
               }
-              pipeline3 = newPipeline(sharedKeyCredential, options);
+              pipeline2 = newPipeline(sharedKeyCredential, options);
             } else {
               throw new Error("Account connection string is only supported in Node.js environment");
             }
           } else if (extractedCreds.kind === "SASConnString") {
             url2 = appendToURLPath(appendToURLPath(extractedCreds.url, encodeURIComponent(containerName)), encodeURIComponent(blobName)) + "?" + extractedCreds.accountSas;
-            pipeline3 = newPipeline(new AnonymousCredential(), options);
+            pipeline2 = newPipeline(new AnonymousCredential(), options);
           } else {
             throw new Error("Connection string must be either an Account connection string or a SAS connection string");
           }
         } else {
           throw new Error("Expecting non-empty strings for containerName and blobName parameters");
         }
-        super(url2, pipeline3);
+        super(url2, pipeline2);
         ({ blobName: this._name, containerName: this._containerName } = this.getBlobAndContainerNamesFromUrl());
         this.blobContext = this.storageClientContext.blob;
         this._snapshot = getURLParameter(this.url, URLConstants2.Parameters.SNAPSHOT);
@@ -62916,19 +62916,19 @@ var init_Clients = __esm({
        */
       appendBlobContext;
       constructor(urlOrConnectionString, credentialOrPipelineOrContainerName, blobNameOrOptions, options) {
-        let pipeline3;
+        let pipeline2;
         let url2;
         options = options || {};
         if (isPipelineLike(credentialOrPipelineOrContainerName)) {
           url2 = urlOrConnectionString;
-          pipeline3 = credentialOrPipelineOrContainerName;
+          pipeline2 = credentialOrPipelineOrContainerName;
         } else if (isNodeLike2 && credentialOrPipelineOrContainerName instanceof StorageSharedKeyCredential || credentialOrPipelineOrContainerName instanceof AnonymousCredential || isTokenCredential(credentialOrPipelineOrContainerName)) {
           url2 = urlOrConnectionString;
           options = blobNameOrOptions;
-          pipeline3 = newPipeline(credentialOrPipelineOrContainerName, options);
+          pipeline2 = newPipeline(credentialOrPipelineOrContainerName, options);
         } else if (!credentialOrPipelineOrContainerName && typeof credentialOrPipelineOrContainerName !== "string") {
           url2 = urlOrConnectionString;
-          pipeline3 = newPipeline(new AnonymousCredential(), options);
+          pipeline2 = newPipeline(new AnonymousCredential(), options);
         } else if (credentialOrPipelineOrContainerName && typeof credentialOrPipelineOrContainerName === "string" && blobNameOrOptions && typeof blobNameOrOptions === "string") {
           const containerName = credentialOrPipelineOrContainerName;
           const blobName = blobNameOrOptions;
@@ -62940,20 +62940,20 @@ var init_Clients = __esm({
               if (!options.proxyOptions) {
                 options.proxyOptions = getDefaultProxySettings2(extractedCreds.proxyUri);
               }
-              pipeline3 = newPipeline(sharedKeyCredential, options);
+              pipeline2 = newPipeline(sharedKeyCredential, options);
             } else {
               throw new Error("Account connection string is only supported in Node.js environment");
             }
           } else if (extractedCreds.kind === "SASConnString") {
             url2 = appendToURLPath(appendToURLPath(extractedCreds.url, encodeURIComponent(containerName)), encodeURIComponent(blobName)) + "?" + extractedCreds.accountSas;
-            pipeline3 = newPipeline(new AnonymousCredential(), options);
+            pipeline2 = newPipeline(new AnonymousCredential(), options);
           } else {
             throw new Error("Connection string must be either an Account connection string or a SAS connection string");
           }
         } else {
           throw new Error("Expecting non-empty strings for containerName and blobName parameters");
         }
-        super(url2, pipeline3);
+        super(url2, pipeline2);
         this.appendBlobContext = this.storageClientContext.appendBlob;
       }
       /**
@@ -63188,22 +63188,22 @@ var init_Clients = __esm({
        */
       blockBlobContext;
       constructor(urlOrConnectionString, credentialOrPipelineOrContainerName, blobNameOrOptions, options) {
-        let pipeline3;
+        let pipeline2;
         let url2;
         options = options || {};
         if (isPipelineLike(credentialOrPipelineOrContainerName)) {
           url2 = urlOrConnectionString;
-          pipeline3 = credentialOrPipelineOrContainerName;
+          pipeline2 = credentialOrPipelineOrContainerName;
         } else if (isNodeLike2 && credentialOrPipelineOrContainerName instanceof StorageSharedKeyCredential || credentialOrPipelineOrContainerName instanceof AnonymousCredential || isTokenCredential(credentialOrPipelineOrContainerName)) {
           url2 = urlOrConnectionString;
           options = blobNameOrOptions;
-          pipeline3 = newPipeline(credentialOrPipelineOrContainerName, options);
+          pipeline2 = newPipeline(credentialOrPipelineOrContainerName, options);
         } else if (!credentialOrPipelineOrContainerName && typeof credentialOrPipelineOrContainerName !== "string") {
           url2 = urlOrConnectionString;
           if (blobNameOrOptions && typeof blobNameOrOptions !== "string") {
             options = blobNameOrOptions;
           }
-          pipeline3 = newPipeline(new AnonymousCredential(), options);
+          pipeline2 = newPipeline(new AnonymousCredential(), options);
         } else if (credentialOrPipelineOrContainerName && typeof credentialOrPipelineOrContainerName === "string" && blobNameOrOptions && typeof blobNameOrOptions === "string") {
           const containerName = credentialOrPipelineOrContainerName;
           const blobName = blobNameOrOptions;
@@ -63215,20 +63215,20 @@ var init_Clients = __esm({
               if (!options.proxyOptions) {
                 options.proxyOptions = getDefaultProxySettings2(extractedCreds.proxyUri);
               }
-              pipeline3 = newPipeline(sharedKeyCredential, options);
+              pipeline2 = newPipeline(sharedKeyCredential, options);
             } else {
               throw new Error("Account connection string is only supported in Node.js environment");
             }
           } else if (extractedCreds.kind === "SASConnString") {
             url2 = appendToURLPath(appendToURLPath(extractedCreds.url, encodeURIComponent(containerName)), encodeURIComponent(blobName)) + "?" + extractedCreds.accountSas;
-            pipeline3 = newPipeline(new AnonymousCredential(), options);
+            pipeline2 = newPipeline(new AnonymousCredential(), options);
           } else {
             throw new Error("Connection string must be either an Account connection string or a SAS connection string");
           }
         } else {
           throw new Error("Expecting non-empty strings for containerName and blobName parameters");
         }
-        super(url2, pipeline3);
+        super(url2, pipeline2);
         this.blockBlobContext = this.storageClientContext.blockBlob;
         this._blobContext = this.storageClientContext.blob;
       }
@@ -63799,19 +63799,19 @@ var init_Clients = __esm({
        */
       pageBlobContext;
       constructor(urlOrConnectionString, credentialOrPipelineOrContainerName, blobNameOrOptions, options) {
-        let pipeline3;
+        let pipeline2;
         let url2;
         options = options || {};
         if (isPipelineLike(credentialOrPipelineOrContainerName)) {
           url2 = urlOrConnectionString;
-          pipeline3 = credentialOrPipelineOrContainerName;
+          pipeline2 = credentialOrPipelineOrContainerName;
         } else if (isNodeLike2 && credentialOrPipelineOrContainerName instanceof StorageSharedKeyCredential || credentialOrPipelineOrContainerName instanceof AnonymousCredential || isTokenCredential(credentialOrPipelineOrContainerName)) {
           url2 = urlOrConnectionString;
           options = blobNameOrOptions;
-          pipeline3 = newPipeline(credentialOrPipelineOrContainerName, options);
+          pipeline2 = newPipeline(credentialOrPipelineOrContainerName, options);
         } else if (!credentialOrPipelineOrContainerName && typeof credentialOrPipelineOrContainerName !== "string") {
           url2 = urlOrConnectionString;
-          pipeline3 = newPipeline(new AnonymousCredential(), options);
+          pipeline2 = newPipeline(new AnonymousCredential(), options);
         } else if (credentialOrPipelineOrContainerName && typeof credentialOrPipelineOrContainerName === "string" && blobNameOrOptions && typeof blobNameOrOptions === "string") {
           const containerName = credentialOrPipelineOrContainerName;
           const blobName = blobNameOrOptions;
@@ -63823,20 +63823,20 @@ var init_Clients = __esm({
               if (!options.proxyOptions) {
                 options.proxyOptions = getDefaultProxySettings2(extractedCreds.proxyUri);
               }
-              pipeline3 = newPipeline(sharedKeyCredential, options);
+              pipeline2 = newPipeline(sharedKeyCredential, options);
             } else {
               throw new Error("Account connection string is only supported in Node.js environment");
             }
           } else if (extractedCreds.kind === "SASConnString") {
             url2 = appendToURLPath(appendToURLPath(extractedCreds.url, encodeURIComponent(containerName)), encodeURIComponent(blobName)) + "?" + extractedCreds.accountSas;
-            pipeline3 = newPipeline(new AnonymousCredential(), options);
+            pipeline2 = newPipeline(new AnonymousCredential(), options);
           } else {
             throw new Error("Connection string must be either an Account connection string or a SAS connection string");
           }
         } else {
           throw new Error("Expecting non-empty strings for containerName and blobName parameters");
         }
-        super(url2, pipeline3);
+        super(url2, pipeline2);
         this.pageBlobContext = this.storageClientContext.pageBlob;
       }
       /**
@@ -65038,8 +65038,8 @@ import * as stream from "stream";
 import * as util4 from "util";
 function pipeResponseToStream(response, output) {
   return __awaiter13(this, void 0, void 0, function* () {
-    const pipeline3 = util4.promisify(stream.pipeline);
-    yield pipeline3(response.message, output);
+    const pipeline2 = util4.promisify(stream.pipeline);
+    yield pipeline2(response.message, output);
   });
 }
 function downloadCacheHttpClient(archiveLocation, archivePath) {
@@ -74634,12 +74634,18 @@ function discard(res) {
 }
 async function* readBody(res, idleMs = BODY_IDLE_TIMEOUT_MS) {
   const iterator = res.body[Symbol.asyncIterator]();
-  let timer;
+  let waiting = false;
+  const timer = setTimeout(function expire() {
+    if (waiting) res.body.destroy(codedError(`no data from ${res.url} for ${Math.round(idleMs / 1e3)} s`, "ETIMEDOUT"));
+    else timer.refresh();
+  }, idleMs);
+  timer.unref();
   try {
     for (; ; ) {
-      timer = setTimeout(() => res.body.destroy(codedError(`no data from ${res.url} for ${Math.round(idleMs / 1e3)} s`, "ETIMEDOUT")), idleMs);
+      timer.refresh();
+      waiting = true;
       const next = await iterator.next();
-      clearTimeout(timer);
+      waiting = false;
       if (next.done) return;
       yield next.value;
     }
@@ -75516,7 +75522,7 @@ import { createHash } from "node:crypto";
 import { createReadStream as createReadStream2, mkdirSync as mkdirSync6, renameSync as renameSync3, rmSync as rmSync5, statSync as statSync7, statfsSync } from "node:fs";
 import { open as open2 } from "node:fs/promises";
 import { basename as basename6, join as join13 } from "node:path";
-import { pipeline } from "node:stream/promises";
+import { finished } from "node:stream/promises";
 
 // src/core/remote/source.ts
 import { createReadStream } from "node:fs";
@@ -75679,10 +75685,13 @@ var BLOCK2 = 512;
 var MAX_META = 1024 * 1024;
 var MAX_LINK_HOPS = 40;
 var ESCAPE = /* @__PURE__ */ Symbol("escape");
+var EMPTY2 = Buffer.alloc(0);
+var PASS = /* @__PURE__ */ Symbol("pass");
+var HOLD = /* @__PURE__ */ Symbol("hold");
 var LOOP = /* @__PURE__ */ Symbol("loop");
 var TarGuard = class extends Transform {
   stats = { entries: 0, symlinks: 0 };
-  pending = Buffer.alloc(0);
+  pending = EMPTY2;
   state = "header";
   remaining = 0;
   metaType = "";
@@ -75702,21 +75711,30 @@ var TarGuard = class extends Transform {
   files = /* @__PURE__ */ new Set();
   _transform(chunk, _enc, done) {
     try {
-      this.consume(chunk);
+      this.pass(chunk, (b) => this.push(b));
       done();
     } catch (error2) {
       done(error2);
     }
   }
   _flush(done) {
-    if (this.state === "end" || this.state === "header" && this.pending.length === 0 && this.held.length === 0) {
+    try {
+      this.finish();
       done();
-      return;
+    } catch (error2) {
+      done(error2);
     }
-    done(new ArchiveTruncated());
   }
-  consume(chunk) {
+  /**
+   * Checks the next bytes of the tar stream and hands what tar may see to `emit`, in order.
+   * Unchanged bytes go out as slices of `chunk` itself, one per run (mostly the whole chunk):
+   * a copy only for header blocks that span chunks or are rewritten, and for meta headers held
+   * back until their entry is checked. A chunk's bytes go out only once every header in it
+   * is checked: a refused entry throws before anything of its chunk is emitted.
+   */
+  pass(chunk, emit) {
     let offset = 0;
+    let run2 = 0;
     if (this.pending.length > 0) {
       const need = BLOCK2 - this.pending.length;
       if (chunk.length < need) {
@@ -75724,27 +75742,27 @@ var TarGuard = class extends Transform {
         return;
       }
       const block = Buffer.concat([this.pending, chunk.subarray(0, need)]);
-      this.pending = Buffer.alloc(0);
-      offset = need;
-      this.header(block);
+      this.pending = EMPTY2;
+      offset = run2 = need;
+      this.emitHeader(block, emit);
     }
     while (offset < chunk.length) {
-      if (this.state === "end") return;
+      if (this.state === "end") break;
       if (this.state === "data") {
         const n = Math.min(this.remaining, chunk.length - offset);
-        this.push(chunk.subarray(offset, offset + n));
         offset += n;
         this.remaining -= n;
         if (this.remaining === 0) this.state = "header";
         continue;
       }
       if (this.state === "meta") {
+        if (offset > run2) emit(chunk.subarray(run2, offset));
         const n = Math.min(this.remaining, chunk.length - offset);
         const part = chunk.subarray(offset, offset + n);
         this.held.push(Buffer.from(part));
         if (this.metaGot < this.metaSize) this.metaChunks.push(Buffer.from(part.subarray(0, Math.min(part.length, this.metaSize - this.metaGot))));
         this.metaGot += n;
-        offset += n;
+        offset = run2 = offset + n;
         this.remaining -= n;
         if (this.remaining === 0) {
           this.finishMeta();
@@ -75753,26 +75771,60 @@ var TarGuard = class extends Transform {
         continue;
       }
       if (chunk.length - offset < BLOCK2) {
+        if (offset > run2) emit(chunk.subarray(run2, offset));
         this.pending = Buffer.from(chunk.subarray(offset));
         return;
       }
-      const block = Buffer.from(chunk.subarray(offset, offset + BLOCK2));
+      const block = chunk.subarray(offset, offset + BLOCK2);
+      const verdict = this.header(block);
+      if (verdict !== PASS) {
+        if (offset > run2) emit(chunk.subarray(run2, offset));
+        run2 = offset + BLOCK2;
+        if (verdict === HOLD) this.held.push(Buffer.from(block));
+        else this.emitReplaced(block, verdict, emit);
+      }
       offset += BLOCK2;
-      this.header(block);
     }
+    if (offset > run2) emit(chunk.subarray(run2, offset));
   }
-  header(block) {
-    if (block.every((b) => b === 0)) {
-      if (this.held.length > 0) throw new ArchiveRefused(this.longName ?? "(meta header)", "a long-name or pax header is not followed by an entry");
-      this.push(block);
-      if (++this.zeroBlocks === 2) this.state = "end";
+  /** The stream has ended: it must end between entries (or after the end-of-archive blocks). */
+  finish() {
+    if (this.state === "end" || this.state === "header" && this.pending.length === 0 && this.held.length === 0) return;
+    throw new ArchiveTruncated();
+  }
+  /** A header block assembled from two chunks (a copy, ours to keep or change). */
+  emitHeader(block, emit) {
+    const verdict = this.header(block);
+    if (verdict === PASS) emit(block);
+    else if (verdict === HOLD) this.held.push(block);
+    else this.emitReplaced(block, verdict, emit);
+  }
+  /** The held meta headers, then the entry's header (its mode rewritten when `verdict.mode` says so). */
+  emitReplaced(block, verdict, emit) {
+    for (const b of verdict.held) emit(b);
+    if (verdict.mode === void 0) {
+      emit(block);
       return;
+    }
+    const copy = Buffer.from(block);
+    rewriteMode(copy, verdict.mode);
+    emit(copy);
+  }
+  /**
+   * Checks one header block. PASS: it goes to tar as it is, nothing held precedes it. HOLD: a
+   * meta header, kept until the entry it describes is checked. Otherwise the held headers to
+   * send before it and the mode to write into it (setuid, setgid and sticky cleared).
+   */
+  header(block) {
+    if (isZero(block)) {
+      if (this.held.length > 0) throw new ArchiveRefused(this.longName ?? "(meta header)", "a long-name or pax header is not followed by an entry");
+      if (++this.zeroBlocks === 2) this.state = "end";
+      return PASS;
     }
     if (this.zeroBlocks > 0) throw new ArchiveRefused("(after end of archive)", "a lone zero block inside the archive");
     const h = parseHeader2(block);
     if (h.type === "L" || h.type === "K" || h.type === "x" || h.type === "g") {
       if (h.size > MAX_META) throw new ArchiveRefused(h.name, `a ${h.size}-byte meta header`);
-      this.held.push(block);
       this.metaType = h.type;
       this.metaSize = h.size;
       this.metaChunks = [];
@@ -75780,23 +75832,25 @@ var TarGuard = class extends Transform {
       this.remaining = roundUp(h.size);
       this.state = this.remaining > 0 ? "meta" : "header";
       if (this.remaining === 0) this.finishMeta();
-      return;
+      return HOLD;
     }
     const name = this.pax.path ?? this.longName ?? h.name;
     const linkname = this.pax.linkpath ?? this.longLink ?? h.linkname;
     const size = this.pax.size !== void 0 ? Number(this.pax.size) : h.size;
     if (!Number.isSafeInteger(size) || size < 0) throw new ArchiveRefused(name, "an invalid size");
     this.check(name, h.type, linkname, size);
-    if ((h.mode & 3584) !== 0) rewriteMode(block, h.mode & 511);
-    for (const b of this.held) this.push(b);
-    this.push(block);
-    this.held = [];
-    this.longName = void 0;
-    this.longLink = void 0;
-    this.pax = {};
     this.stats.entries++;
     this.remaining = roundUp(size);
     this.state = this.remaining > 0 ? "data" : "header";
+    const mode = (h.mode & 3584) !== 0 ? h.mode & 511 : void 0;
+    const held = this.held;
+    if (held.length > 0) {
+      this.held = [];
+      this.longName = void 0;
+      this.longLink = void 0;
+      this.pax = {};
+    }
+    return held.length === 0 && mode === void 0 ? PASS : { held, mode };
   }
   finishMeta() {
     const data = Buffer.concat(this.metaChunks);
@@ -75923,6 +75977,10 @@ var TarGuard = class extends Transform {
     }
   }
 };
+function isZero(block) {
+  for (let i = 0; i < BLOCK2; i++) if (block[i] !== 0) return false;
+  return true;
+}
 function roundUp(n) {
   return Math.ceil(n / BLOCK2) * BLOCK2;
 }
@@ -76055,7 +76113,7 @@ async function streamOnce(job, cacheFile, fromCache) {
     tar.kill("SIGKILL");
   });
   void Promise.all([xzExit, tarExit]).then(forgetChildren);
-  const piped = pipeline(xz.stdout, guard, tar.stdin).catch(fail);
+  const piped = relay(xz.stdout, guard, tar.stdin).catch(fail);
   xz.stdin.on("error", () => void 0);
   let xzFailed = false;
   void xzExit.then((code) => {
@@ -76068,6 +76126,7 @@ async function streamOnce(job, cacheFile, fromCache) {
     }
   });
   let part;
+  let partError;
   const hash = createHash("sha256");
   let bytes = 0;
   let lastReport = 0;
@@ -76077,8 +76136,9 @@ async function streamOnce(job, cacheFile, fromCache) {
     lastReport = now;
     job.onProgress?.({ stage, bytes, total: artifact.size, fromCache });
   };
-  const feed = async (chunk) => {
+  const feed = (chunk) => {
     if (failure !== void 0) throw failure;
+    if (partError !== void 0) throw partError;
     bytes += chunk.length;
     if (bytes > artifact.size) {
       throw new VerifyError(`${component}: ${url2} is larger than the ${artifact.size} bytes its manifest gives`, {
@@ -76087,18 +76147,11 @@ async function streamOnce(job, cacheFile, fromCache) {
       });
     }
     hash.update(chunk);
-    if (!xz.stdin.write(chunk)) {
-      await new Promise((resolve7) => {
-        const done = () => {
-          xz.stdin.off("drain", done);
-          xz.stdin.off("close", done);
-          resolve7();
-        };
-        xz.stdin.on("drain", done);
-        xz.stdin.on("close", done);
-      });
-    }
     report(fromCache ? "extract" : "download");
+    const xzFull = !xz.stdin.write(chunk) && xz.stdin.writableLength >= PIPE_QUEUE;
+    const partFull = part !== void 0 && !part.write(chunk);
+    if (xzFull || partFull) return Promise.all([xzFull && drained(xz.stdin), partFull && drained(part)]).then(() => void 0);
+    return void 0;
   };
   try {
     job.onProgress?.({ stage: fromCache ? "extract" : "download", bytes: 0, total: artifact.size, fromCache });
@@ -76113,15 +76166,20 @@ async function streamOnce(job, cacheFile, fromCache) {
       if (have > 0) {
         for await (const chunk of createReadStream2(partFile, { end: have - 1, highWaterMark: 1 << 20, signal: job.signal })) await feed(chunk);
       }
-      part = await open2(partFile, "a");
+      part = (await open2(partFile, "a")).createWriteStream({ highWaterMark: 2 << 20 });
+      part.on("error", (error2) => {
+        partError ??= error2;
+      });
       let first = true;
       for await (const chunk of remoteBytes(job.mirror, artifact.relativePath, have, job.signal, {
         size: artifact.size,
         onRetry: (r) => job.onProgress?.({ stage: "download", bytes, total: artifact.size, fromCache, note: `retry ${r.attempt} after ${r.reason}` })
       })) {
-        await Promise.all([part.write(chunk), feed(chunk)]);
+        const wait = feed(chunk);
+        if (wait) await wait;
         if (first) {
           first = false;
+          await new Promise((resolve7) => part.write(EMPTY3, () => resolve7()));
           await checkpoint("download");
         }
       }
@@ -76143,7 +76201,8 @@ async function streamOnce(job, cacheFile, fromCache) {
       });
     }
     if (part) {
-      await part.close();
+      part.end();
+      await finished(part);
       part = void 0;
       renameSync3(partFile, cacheFile);
     }
@@ -76170,7 +76229,10 @@ async function streamOnce(job, cacheFile, fromCache) {
     xz.kill("SIGKILL");
     tar.kill("SIGKILL");
     await Promise.allSettled([xzExit, tarExit, piped]);
-    await part?.close().catch(() => void 0);
+    if (part) {
+      part.destroy();
+      await finished(part).catch(() => void 0);
+    }
     const cause = failure instanceof ArchiveRefused ? failure : error2;
     if (cause instanceof ArchiveRefused) {
       rmSync5(partFile, { force: true });
@@ -76215,6 +76277,66 @@ function collect(child2) {
   });
   return () => text;
 }
+var EMPTY3 = Buffer.alloc(0);
+var PIPE_QUEUE = 1 << 20;
+function drained(stream2) {
+  return new Promise((resolve7) => {
+    const done = () => {
+      stream2.off("drain", done);
+      stream2.off("close", done);
+      resolve7();
+    };
+    stream2.on("drain", done);
+    stream2.on("close", done);
+  });
+}
+function relay(from, guard, to) {
+  return new Promise((resolve7, reject) => {
+    let settled = false;
+    let full = false;
+    const settle = (error2) => {
+      if (settled) return;
+      settled = true;
+      if (error2 === void 0) {
+        resolve7();
+        return;
+      }
+      from.destroy();
+      to.destroy();
+      reject(error2);
+    };
+    const emit = (bytes) => {
+      if (!to.write(bytes) && to.writableLength >= PIPE_QUEUE) full = true;
+    };
+    from.on("data", (chunk) => {
+      if (settled) return;
+      try {
+        guard.pass(chunk, emit);
+      } catch (error2) {
+        settle(error2);
+        return;
+      }
+      if (full) {
+        full = false;
+        from.pause();
+        to.once("drain", () => from.resume());
+      }
+    });
+    from.on("end", () => {
+      try {
+        guard.finish();
+      } catch (error2) {
+        settle(error2);
+        return;
+      }
+      to.end();
+    });
+    from.on("error", settle);
+    to.on("error", settle);
+    to.on("finish", () => settle());
+    to.on("close", () => settle(Object.assign(new Error("tar closed its input early"), { code: "ERR_STREAM_PREMATURE_CLOSE" })));
+  });
+}
 
 // src/core/remote/merge.ts
 import { lstatSync as lstatSync4, mkdirSync as mkdirSync7, readdirSync as readdirSync7, renameSync as renameSync4, rmSync as rmSync6, symlinkSync as symlinkSync2 } from "node:fs";
@@ -76254,6 +76376,7 @@ function mergeEntry(src, dst, component) {
       code: "merge-conflict"
     });
   }
+  rmSync6(dst, { force: true });
   renameSync4(src, dst);
 }
 function linkLib(root) {

@@ -1,9 +1,10 @@
 import {spawn, type ChildProcess} from 'node:child_process';
 import {createHash} from 'node:crypto';
-import {createReadStream, mkdirSync, renameSync, rmSync, statSync, statfsSync} from 'node:fs';
-import {open, type FileHandle} from 'node:fs/promises';
+import {createReadStream, mkdirSync, renameSync, rmSync, statSync, statfsSync, type WriteStream} from 'node:fs';
+import {open} from 'node:fs/promises';
 import {basename, join} from 'node:path';
-import {pipeline} from 'node:stream/promises';
+import type {Readable, Writable} from 'node:stream';
+import {finished} from 'node:stream/promises';
 import {CudaenvError} from '../errors.js';
 import {onFatalExit} from '../fatal-cleanup.js';
 import {acquireLock} from '../store/lock.js';
@@ -116,7 +117,7 @@ async function streamOnce(job: ArchiveJob, cacheFile: string, fromCache: boolean
     tar.kill('SIGKILL');
   });
   void Promise.all([xzExit, tarExit]).then(forgetChildren);
-  const piped = pipeline(xz.stdout!, guard, tar.stdin!).catch(fail);
+  const piped = relay(xz.stdout!, guard, tar.stdin!).catch(fail);
   xz.stdin!.on('error', () => undefined); // EPIPE when xz stops early: its exit status tells why
   let xzFailed = false;
   void xzExit.then((code) => {
@@ -128,7 +129,8 @@ async function streamOnce(job: ArchiveJob, cacheFile: string, fromCache: boolean
     }
   });
 
-  let part: FileHandle | undefined;
+  let part: WriteStream | undefined;
+  let partError: unknown;
   const hash = createHash('sha256');
   let bytes = 0;
   let lastReport = 0;
@@ -138,8 +140,10 @@ async function streamOnce(job: ArchiveJob, cacheFile: string, fromCache: boolean
     lastReport = now;
     job.onProgress?.({stage, bytes, total: artifact.size, fromCache});
   };
-  const feed = async (chunk: Buffer): Promise<void> => {
+  /** Counts and hashes a chunk and hands it to xz (and to the part): the caller awaits what it returns, if anything. */
+  const feed = (chunk: Buffer): Promise<void> | undefined => {
     if (failure !== undefined) throw failure;
+    if (partError !== undefined) throw partError;
     bytes += chunk.length;
     if (bytes > artifact.size) {
       throw new VerifyError(`${component}: ${url} is larger than the ${artifact.size} bytes its manifest gives`, {
@@ -147,18 +151,12 @@ async function streamOnce(job: ArchiveJob, cacheFile: string, fromCache: boolean
       });
     }
     hash.update(chunk);
-    if (!xz.stdin!.write(chunk)) {
-      await new Promise<void>((resolve) => {
-        const done = (): void => {
-          xz.stdin!.off('drain', done);
-          xz.stdin!.off('close', done);
-          resolve();
-        };
-        xz.stdin!.on('drain', done);
-        xz.stdin!.on('close', done);
-      });
-    }
     report(fromCache ? 'extract' : 'download');
+    // Both writes queue the chunk; only a full queue (xz or the disk behind) makes the reader wait.
+    const xzFull = !xz.stdin!.write(chunk) && xz.stdin!.writableLength >= PIPE_QUEUE;
+    const partFull = part !== undefined && !part.write(chunk);
+    if (xzFull || partFull) return Promise.all([xzFull && drained(xz.stdin!), partFull && drained(part!)]).then(() => undefined);
+    return undefined;
   };
 
   try {
@@ -166,6 +164,7 @@ async function streamOnce(job: ArchiveJob, cacheFile: string, fromCache: boolean
     if (fromCache) {
       for await (const chunk of createReadStream(cacheFile, {highWaterMark: 1 << 20, signal: job.signal})) await feed(chunk as Buffer);
     } else {
+      // Parts of a previous run go to xz first; this run's bytes are appended to the part as they come.
       let have = sizeOf(partFile) ?? 0;
       if (have > artifact.size) {
         rmSync(partFile, {force: true});
@@ -174,15 +173,23 @@ async function streamOnce(job: ArchiveJob, cacheFile: string, fromCache: boolean
       if (have > 0) {
         for await (const chunk of createReadStream(partFile, {end: have - 1, highWaterMark: 1 << 20, signal: job.signal})) await feed(chunk as Buffer);
       }
-      part = await open(partFile, 'a');
+      // A write stream batches the appends (one writev for what arrived while the last write
+      // ran) instead of a thread-pool round trip per chunk; its queue is bounded like xz's.
+      part = (await open(partFile, 'a')).createWriteStream({highWaterMark: 2 << 20});
+      part.on('error', (error) => {
+        partError ??= error;
+      });
       let first = true;
       for await (const chunk of remoteBytes(job.mirror, artifact.relativePath, have, job.signal, {
         size: artifact.size,
         onRetry: (r) => job.onProgress?.({stage: 'download', bytes, total: artifact.size, fromCache, note: `retry ${r.attempt} after ${r.reason}`}),
       })) {
-        await Promise.all([part.write(chunk), feed(chunk)]);
+        const wait = feed(chunk);
+        if (wait) await wait;
         if (first) {
           first = false;
+          // The first bytes are on disk before anyone is told the download runs (a run killed now leaves a part to resume).
+          await new Promise<void>((resolve) => part!.write(EMPTY, () => resolve()));
           await checkpoint('download');
         }
       }
@@ -204,7 +211,8 @@ async function streamOnce(job: ArchiveJob, cacheFile: string, fromCache: boolean
     if (part) {
       // No fsync: a cache file is hashed again on every use, so one damaged by a power
       // loss is found and fetched again; kill -9 cannot damage it (the rename is atomic).
-      await part.close();
+      part.end();
+      await finished(part);
       part = undefined;
       renameSync(partFile, cacheFile); // verified: now it may be reused
     }
@@ -230,7 +238,10 @@ async function streamOnce(job: ArchiveJob, cacheFile: string, fromCache: boolean
     xz.kill('SIGKILL');
     tar.kill('SIGKILL');
     await Promise.allSettled([xzExit, tarExit, piped]);
-    await part?.close().catch(() => undefined);
+    if (part) {
+      part.destroy();
+      await finished(part).catch(() => undefined);
+    }
     const cause = failure instanceof ArchiveRefused ? failure : error;
     if (cause instanceof ArchiveRefused) {
       rmSync(partFile, {force: true}); // a hostile archive is worth nothing, even half of it
@@ -276,4 +287,82 @@ function collect(child: ChildProcess): () => string {
     if (text.length < 4000) text += d.toString();
   });
   return () => text;
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/**
+ * How much may wait in Node for a child's stdin (xz's, tar's) before the side that feeds it
+ * pauses. A pipe's own 16 KiB mark made each 64 KiB chunk wait for the child to take it, so
+ * every process in the chain ran in short bursts; 1 MiB lets each run longer at a time, and
+ * bounds memory all the same (2 MiB per archive).
+ */
+const PIPE_QUEUE = 1 << 20;
+
+/** Resolves once `stream` takes more (or is closed: its owner reports why). */
+function drained(stream: Writable): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      stream.off('drain', done);
+      stream.off('close', done);
+      resolve();
+    };
+    stream.on('drain', done);
+    stream.on('close', done);
+  });
+}
+
+/**
+ * xz's output through the guard into tar's stdin, with back-pressure: xz waits while tar's
+ * pipe is full. By hand rather than stream.pipeline with the guard as a Transform: every
+ * decompressed byte of an install passes here, and per chunk this is one call of the guard
+ * and (mostly) one write, where a Transform adds its own buffering, events and ticks. On an
+ * error both ends are destroyed (tar sees its input end; xz gets SIGPIPE), as pipeline does.
+ */
+function relay(from: Readable, guard: TarGuard, to: Writable): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    let full = false;
+    const settle = (error?: unknown): void => {
+      if (settled) return;
+      settled = true;
+      if (error === undefined) {
+        resolve();
+        return;
+      }
+      from.destroy();
+      to.destroy();
+      reject(error);
+    };
+    const emit = (bytes: Buffer): void => {
+      if (!to.write(bytes) && to.writableLength >= PIPE_QUEUE) full = true;
+    };
+    from.on('data', (chunk: Buffer) => {
+      if (settled) return;
+      try {
+        guard.pass(chunk, emit);
+      } catch (error) {
+        settle(error);
+        return;
+      }
+      if (full) {
+        full = false;
+        from.pause();
+        to.once('drain', () => from.resume());
+      }
+    });
+    from.on('end', () => {
+      try {
+        guard.finish();
+      } catch (error) {
+        settle(error);
+        return;
+      }
+      to.end();
+    });
+    from.on('error', settle);
+    to.on('error', settle);
+    to.on('finish', () => settle());
+    to.on('close', () => settle(Object.assign(new Error('tar closed its input early'), {code: 'ERR_STREAM_PREMATURE_CLOSE'})));
+  });
 }

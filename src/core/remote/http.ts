@@ -184,12 +184,20 @@ export function discard(res: HttpResponse): void {
  */
 export async function* readBody(res: HttpResponse, idleMs = BODY_IDLE_TIMEOUT_MS): AsyncGenerator<Buffer> {
   const iterator = res.body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
-  let timer: NodeJS.Timeout | undefined;
+  // One timer for the whole body, restarted per chunk (a new timer per chunk cost more than
+  // the chunk's bytes); while the consumer holds a chunk it only re-arms itself.
+  let waiting = false;
+  const timer = setTimeout(function expire() {
+    if (waiting) res.body.destroy(codedError(`no data from ${res.url} for ${Math.round(idleMs / 1000)} s`, 'ETIMEDOUT'));
+    else timer.refresh();
+  }, idleMs);
+  timer.unref();
   try {
     for (;;) {
-      timer = setTimeout(() => res.body.destroy(codedError(`no data from ${res.url} for ${Math.round(idleMs / 1000)} s`, 'ETIMEDOUT')), idleMs);
+      timer.refresh();
+      waiting = true;
       const next = await iterator.next();
-      clearTimeout(timer);
+      waiting = false;
       if (next.done) return;
       yield next.value;
     }

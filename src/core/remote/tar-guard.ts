@@ -31,6 +31,9 @@ const BLOCK = 512;
 const MAX_META = 1024 * 1024;
 const MAX_LINK_HOPS = 40;
 const ESCAPE = Symbol('escape');
+const EMPTY = Buffer.alloc(0);
+const PASS = Symbol('pass');
+const HOLD = Symbol('hold');
 const LOOP = Symbol('loop');
 
 interface Header {
@@ -41,6 +44,12 @@ interface Header {
   linkname: string;
 }
 
+/** An entry's header that cannot go out as it came: the meta headers held for it, its new mode. */
+interface Release {
+  held: Buffer[];
+  mode: number | undefined;
+}
+
 export interface GuardStats {
   entries: number;
   symlinks: number;
@@ -49,7 +58,7 @@ export interface GuardStats {
 
 export class TarGuard extends Transform {
   readonly stats: GuardStats = {entries: 0, symlinks: 0};
-  private pending = Buffer.alloc(0);
+  private pending = EMPTY;
   private state: 'header' | 'data' | 'meta' | 'end' = 'header';
   private remaining = 0;
   private metaType = '';
@@ -70,7 +79,7 @@ export class TarGuard extends Transform {
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
     try {
-      this.consume(chunk);
+      this.pass(chunk, (b) => this.push(b));
       done();
     } catch (error) {
       done(error as Error);
@@ -78,17 +87,25 @@ export class TarGuard extends Transform {
   }
 
   override _flush(done: TransformCallback): void {
-    if (this.state === 'end' || (this.state === 'header' && this.pending.length === 0 && this.held.length === 0)) {
+    try {
+      this.finish();
       done();
-      return;
+    } catch (error) {
+      done(error as Error);
     }
-    done(new ArchiveTruncated());
   }
 
-  private consume(chunk: Buffer): void {
+  /**
+   * Checks the next bytes of the tar stream and hands what tar may see to `emit`, in order.
+   * Unchanged bytes go out as slices of `chunk` itself, one per run (mostly the whole chunk):
+   * a copy only for header blocks that span chunks or are rewritten, and for meta headers held
+   * back until their entry is checked. A chunk's bytes go out only once every header in it
+   * is checked: a refused entry throws before anything of its chunk is emitted.
+   */
+  pass(chunk: Buffer, emit: (bytes: Buffer) => void): void {
     let offset = 0;
-    // Bytes are held back only while a header block is incomplete: top it up first,
-    // so data blocks pass through without being copied.
+    let run = 0; // start of the bytes of `chunk` checked, unchanged and not yet emitted
+    // Bytes are held back only while a header block is incomplete: top it up first.
     if (this.pending.length > 0) {
       const need = BLOCK - this.pending.length;
       if (chunk.length < need) {
@@ -96,27 +113,27 @@ export class TarGuard extends Transform {
         return;
       }
       const block = Buffer.concat([this.pending, chunk.subarray(0, need)]);
-      this.pending = Buffer.alloc(0);
-      offset = need;
-      this.header(block);
+      this.pending = EMPTY;
+      offset = run = need;
+      this.emitHeader(block, emit);
     }
     while (offset < chunk.length) {
-      if (this.state === 'end') return; // after the end-of-archive blocks: ignore padding
+      if (this.state === 'end') break; // after the end-of-archive blocks: padding, not passed on
       if (this.state === 'data') {
         const n = Math.min(this.remaining, chunk.length - offset);
-        this.push(chunk.subarray(offset, offset + n));
         offset += n;
         this.remaining -= n;
         if (this.remaining === 0) this.state = 'header';
         continue;
       }
       if (this.state === 'meta') {
+        if (offset > run) emit(chunk.subarray(run, offset));
         const n = Math.min(this.remaining, chunk.length - offset);
         const part = chunk.subarray(offset, offset + n);
         this.held.push(Buffer.from(part));
         if (this.metaGot < this.metaSize) this.metaChunks.push(Buffer.from(part.subarray(0, Math.min(part.length, this.metaSize - this.metaGot))));
         this.metaGot += n;
-        offset += n;
+        offset = run = offset + n;
         this.remaining -= n;
         if (this.remaining === 0) {
           this.finishMeta();
@@ -125,27 +142,65 @@ export class TarGuard extends Transform {
         continue;
       }
       if (chunk.length - offset < BLOCK) {
+        if (offset > run) emit(chunk.subarray(run, offset));
         this.pending = Buffer.from(chunk.subarray(offset));
         return;
       }
-      const block = Buffer.from(chunk.subarray(offset, offset + BLOCK));
+      const block = chunk.subarray(offset, offset + BLOCK);
+      const verdict = this.header(block);
+      if (verdict !== PASS) {
+        // Held back or replaced: what came before it goes now, the block itself never as-is.
+        if (offset > run) emit(chunk.subarray(run, offset));
+        run = offset + BLOCK;
+        if (verdict === HOLD) this.held.push(Buffer.from(block));
+        else this.emitReplaced(block, verdict, emit);
+      }
       offset += BLOCK;
-      this.header(block);
     }
+    if (offset > run) emit(chunk.subarray(run, offset));
   }
 
-  private header(block: Buffer): void {
-    if (block.every((b) => b === 0)) {
-      if (this.held.length > 0) throw new ArchiveRefused(this.longName ?? '(meta header)', 'a long-name or pax header is not followed by an entry');
-      this.push(block);
-      if (++this.zeroBlocks === 2) this.state = 'end';
+  /** The stream has ended: it must end between entries (or after the end-of-archive blocks). */
+  finish(): void {
+    if (this.state === 'end' || (this.state === 'header' && this.pending.length === 0 && this.held.length === 0)) return;
+    throw new ArchiveTruncated();
+  }
+
+  /** A header block assembled from two chunks (a copy, ours to keep or change). */
+  private emitHeader(block: Buffer, emit: (bytes: Buffer) => void): void {
+    const verdict = this.header(block);
+    if (verdict === PASS) emit(block);
+    else if (verdict === HOLD) this.held.push(block);
+    else this.emitReplaced(block, verdict, emit);
+  }
+
+  /** The held meta headers, then the entry's header (its mode rewritten when `verdict.mode` says so). */
+  private emitReplaced(block: Buffer, verdict: Release, emit: (bytes: Buffer) => void): void {
+    for (const b of verdict.held) emit(b);
+    if (verdict.mode === undefined) {
+      emit(block);
       return;
+    }
+    const copy = Buffer.from(block);
+    rewriteMode(copy, verdict.mode);
+    emit(copy);
+  }
+
+  /**
+   * Checks one header block. PASS: it goes to tar as it is, nothing held precedes it. HOLD: a
+   * meta header, kept until the entry it describes is checked. Otherwise the held headers to
+   * send before it and the mode to write into it (setuid, setgid and sticky cleared).
+   */
+  private header(block: Buffer): typeof PASS | typeof HOLD | Release {
+    if (isZero(block)) {
+      if (this.held.length > 0) throw new ArchiveRefused(this.longName ?? '(meta header)', 'a long-name or pax header is not followed by an entry');
+      if (++this.zeroBlocks === 2) this.state = 'end';
+      return PASS;
     }
     if (this.zeroBlocks > 0) throw new ArchiveRefused('(after end of archive)', 'a lone zero block inside the archive');
     const h = parseHeader(block);
     if (h.type === 'L' || h.type === 'K' || h.type === 'x' || h.type === 'g') {
       if (h.size > MAX_META) throw new ArchiveRefused(h.name, `a ${h.size}-byte meta header`);
-      this.held.push(block);
       this.metaType = h.type;
       this.metaSize = h.size;
       this.metaChunks = [];
@@ -153,24 +208,26 @@ export class TarGuard extends Transform {
       this.remaining = roundUp(h.size);
       this.state = this.remaining > 0 ? 'meta' : 'header';
       if (this.remaining === 0) this.finishMeta();
-      return;
+      return HOLD;
     }
     const name = this.pax.path ?? this.longName ?? h.name;
     const linkname = this.pax.linkpath ?? this.longLink ?? h.linkname;
     const size = this.pax.size !== undefined ? Number(this.pax.size) : h.size;
     if (!Number.isSafeInteger(size) || size < 0) throw new ArchiveRefused(name, 'an invalid size');
     this.check(name, h.type, linkname, size);
-    // Clear setuid/setgid/sticky: a toolkit never needs them, and we extract as whoever runs us.
-    if ((h.mode & 0o7000) !== 0) rewriteMode(block, h.mode & 0o777);
-    for (const b of this.held) this.push(b);
-    this.push(block);
-    this.held = [];
-    this.longName = undefined;
-    this.longLink = undefined;
-    this.pax = {};
     this.stats.entries++;
     this.remaining = roundUp(size);
     this.state = this.remaining > 0 ? 'data' : 'header';
+    // Clear setuid/setgid/sticky: a toolkit never needs them, and we extract as whoever runs us.
+    const mode = (h.mode & 0o7000) !== 0 ? h.mode & 0o777 : undefined;
+    const held = this.held;
+    if (held.length > 0) {
+      this.held = [];
+      this.longName = undefined;
+      this.longLink = undefined;
+      this.pax = {};
+    }
+    return held.length === 0 && mode === undefined ? PASS : {held, mode};
   }
 
   private finishMeta(): void {
@@ -300,6 +357,11 @@ export class TarGuard extends Transform {
       }
     }
   }
+}
+
+function isZero(block: Buffer): boolean {
+  for (let i = 0; i < BLOCK; i++) if (block[i] !== 0) return false;
+  return true;
 }
 
 function roundUp(n: number): number {

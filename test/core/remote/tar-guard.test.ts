@@ -14,8 +14,32 @@ beforeAll(() => {
 });
 afterAll(() => tmp.cleanup());
 
-/** Runs bytes through the guard (in odd-sized chunks, as xz delivers them) into GNU tar in `dest`. */
+/** What the guard passes on from `bytes` fed to `pass` in pieces of `size`, or why it refused. */
+function guardBytes(bytes: Buffer, size: number): {out: Buffer; error?: string} {
+  const guard = new TarGuard();
+  const out: Buffer[] = [];
+  try {
+    for (let i = 0; i < bytes.length; i += size) guard.pass(bytes.subarray(i, i + size), (b) => out.push(Buffer.from(b)));
+    guard.finish();
+    return {out: Buffer.concat(out)};
+  } catch (error) {
+    return {out: Buffer.concat(out), error: (error as Error).message};
+  }
+}
+
+/**
+ * Runs bytes through the guard (in odd-sized chunks, as xz delivers them) into GNU tar in `dest`.
+ * First checks that the guard's verdict and output do not depend on how the stream is cut: in
+ * whole blocks, in pipe-sized pieces and in one piece (headers inside a chunk, passed on as
+ * slices of it) it must pass on the same bytes, or refuse with the same error.
+ */
 async function guardInto(tarBytes: Buffer, dest: string): Promise<{error?: Error; guard: TarGuard}> {
+  const odd = guardBytes(tarBytes, 333);
+  for (const size of [512, 8192, 65536, tarBytes.length]) {
+    const other = guardBytes(tarBytes, size);
+    expect(other.error).toBe(odd.error);
+    if (odd.error === undefined) expect(other.out.equals(odd.out)).toBe(true);
+  }
   mkdirSync(dest, {recursive: true});
   const guard = new TarGuard();
   const chunks: Buffer[] = [];
