@@ -11846,7 +11846,7 @@ var require_dump = __commonJS({
 var require_dns = __commonJS({
   "node_modules/@actions/http-client/node_modules/undici/lib/interceptor/dns.js"(exports2, module) {
     "use strict";
-    var { isIP: isIP2 } = __require("node:net");
+    var { isIP: isIP3 } = __require("node:net");
     var { lookup } = __require("node:dns");
     var DecoratorHandler = require_decorator_handler();
     var { InvalidArgumentError, InformationalError } = require_errors();
@@ -12101,7 +12101,7 @@ var require_dns = __commonJS({
       return (dispatch) => {
         return function dnsInterceptor(origDispatchOpts, handler) {
           const origin = origDispatchOpts.origin.constructor === URL ? origDispatchOpts.origin : new URL(origDispatchOpts.origin);
-          if (isIP2(origin.hostname) !== 0) {
+          if (isIP3(origin.hostname) !== 0) {
             return dispatch(origDispatchOpts, handler);
           }
           instance.runLookup(origin, origDispatchOpts, (err, newOrigin) => {
@@ -74434,6 +74434,9 @@ function firstProblemLine(report, options = {}) {
 // src/core/remote/fetch-text.ts
 import { readFile, readdir as readdir2 } from "node:fs/promises";
 
+// src/core/remote/http.ts
+import { isIP as isIP2 } from "node:net";
+
 // src/core/remote/proxy.ts
 import { BlockList, isIP } from "node:net";
 function read2(env, name) {
@@ -74546,8 +74549,9 @@ function proxyRefusal(proxy, target, status, message) {
   return codedError(`the proxy ${proxy.display} (from ${proxy.variable}) refused the connection to ${target} (${what})`, "EPROXYREFUSED");
 }
 function viaProxy(proxy, error2) {
-  if (/^EPROXY/.test(error2.code ?? "") || error2.message.startsWith("cannot reach the proxy")) return error2;
-  error2.message = `cannot reach the proxy ${proxy.display} (from ${proxy.variable}): ${error2.message}`;
+  if (error2.proxy !== void 0) return error2;
+  error2.proxy = proxy.display;
+  if (!/^EPROXY/.test(error2.code ?? "")) error2.message = `cannot reach the proxy ${proxy.display} (from ${proxy.variable}): ${error2.message}`;
   return error2;
 }
 function tunnelAgent(mods, proxy) {
@@ -74569,7 +74573,7 @@ function tunnelAgent(mods, proxy) {
           return;
         }
         const host = options.host ?? "";
-        const servername = options.servername || (isIpLiteral(host) ? void 0 : host);
+        const servername = options.servername || (isIP2(host) ? void 0 : host);
         done(null, tls.connect({ ...options, socket, servername }));
       });
       connect.once("error", (error2) => done(viaProxy(proxy, error2)));
@@ -74580,9 +74584,6 @@ function tunnelAgent(mods, proxy) {
   const agent = new TunnelAgent({ keepAlive: true });
   mods.agents.set(key, agent);
   return agent;
-}
-function isIpLiteral(host) {
-  return /^[\d.]+$/.test(host) || host.includes(":");
 }
 async function requestOnce(url2, options) {
   const mods = await modules();
@@ -74663,7 +74664,7 @@ function networkHint(error2, fallback) {
   if (code === "EPROXYAUTH") {
     return "Give the proxy's credentials in its URL: HTTPS_PROXY=http://USER:PASSWORD@HOST:PORT (percent-encode special characters), or list the mirror's host in NO_PROXY to connect directly.";
   }
-  if (/^EPROXY/.test(code) || /cannot reach the proxy/.test(error2?.message ?? "")) {
+  if (/^EPROXY/.test(code) || error2?.proxy !== void 0) {
     return "Check the proxy settings (https_proxy, http_proxy, all_proxy, no_proxy) and that the proxy lets you reach the mirror; `env | grep -i proxy` shows them.";
   }
   if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER|ERR_TLS/.test(code)) {
@@ -75729,8 +75730,8 @@ var TarGuard = class extends Transform {
    * Checks the next bytes of the tar stream and hands what tar may see to `emit`, in order.
    * Unchanged bytes go out as slices of `chunk` itself, one per run (mostly the whole chunk):
    * a copy only for header blocks that span chunks or are rewritten, and for meta headers held
-   * back until their entry is checked. A chunk's bytes go out only once every header in it
-   * is checked: a refused entry throws before anything of its chunk is emitted.
+   * back until their entry is checked. Nothing goes out before every header up to it has been
+   * checked, so tar never sees a refused entry's header (nor anything after it).
    */
   pass(chunk, emit) {
     let offset = 0;

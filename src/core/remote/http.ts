@@ -1,4 +1,5 @@
 import type {Agent, ClientRequest, IncomingHttpHeaders, IncomingMessage, RequestOptions} from 'node:http';
+import {isIP} from 'node:net';
 import type {Duplex} from 'node:stream';
 import {proxyFor, type ProxyChoice} from './proxy.js';
 
@@ -70,10 +71,11 @@ function proxyRefusal(proxy: ProxyChoice, target: string, status: number, messag
   return codedError(`the proxy ${proxy.display} (from ${proxy.variable}) refused the connection to ${target} (${what})`, 'EPROXYREFUSED');
 }
 
-/** An error on the way to the proxy names it; its code (ECONNREFUSED...) still decides on a retry. */
-function viaProxy(proxy: ProxyChoice, error: Error): Error {
-  if (/^EPROXY/.test((error as {code?: string}).code ?? '') || error.message.startsWith('cannot reach the proxy')) return error;
-  error.message = `cannot reach the proxy ${proxy.display} (from ${proxy.variable}): ${error.message}`;
+/** An error on the way to the proxy names it (once); its code (ECONNREFUSED...) still decides on a retry. */
+function viaProxy(proxy: ProxyChoice, error: Error & {proxy?: string}): Error {
+  if (error.proxy !== undefined) return error;
+  error.proxy = proxy.display;
+  if (!/^EPROXY/.test((error as {code?: string}).code ?? '')) error.message = `cannot reach the proxy ${proxy.display} (from ${proxy.variable}): ${error.message}`;
   return error;
 }
 
@@ -100,7 +102,7 @@ function tunnelAgent(mods: Modules, proxy: ProxyChoice): Agent {
           return;
         }
         const host = options.host ?? '';
-        const servername = options.servername || (isIpLiteral(host) ? undefined : host);
+        const servername = options.servername || (isIP(host) ? undefined : host);
         done(null, tls.connect({...(options as object), socket, servername} as import('node:tls').ConnectionOptions));
       });
       connect.once('error', (error) => done(viaProxy(proxy, error)));
@@ -113,9 +115,6 @@ function tunnelAgent(mods: Modules, proxy: ProxyChoice): Agent {
   return agent;
 }
 
-function isIpLiteral(host: string): boolean {
-  return /^[\d.]+$/.test(host) || host.includes(':');
-}
 
 /** One request, no redirects. The request and response never emit an unhandled 'error'. */
 async function requestOnce(url: URL, options: GetOptions): Promise<HttpResponse> {
@@ -220,7 +219,7 @@ export function networkHint(error: unknown, fallback: string): string {
   if (code === 'EPROXYAUTH') {
     return 'Give the proxy\'s credentials in its URL: HTTPS_PROXY=http://USER:PASSWORD@HOST:PORT (percent-encode special characters), or list the mirror\'s host in NO_PROXY to connect directly.';
   }
-  if (/^EPROXY/.test(code) || /cannot reach the proxy/.test((error as Error | undefined)?.message ?? '')) {
+  if (/^EPROXY/.test(code) || (error as {proxy?: string} | undefined)?.proxy !== undefined) {
     return 'Check the proxy settings (https_proxy, http_proxy, all_proxy, no_proxy) and that the proxy lets you reach the mirror; `env | grep -i proxy` shows them.';
   }
   if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER|ERR_TLS/.test(code)) {

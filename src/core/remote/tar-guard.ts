@@ -99,8 +99,8 @@ export class TarGuard extends Transform {
    * Checks the next bytes of the tar stream and hands what tar may see to `emit`, in order.
    * Unchanged bytes go out as slices of `chunk` itself, one per run (mostly the whole chunk):
    * a copy only for header blocks that span chunks or are rewritten, and for meta headers held
-   * back until their entry is checked. A chunk's bytes go out only once every header in it
-   * is checked: a refused entry throws before anything of its chunk is emitted.
+   * back until their entry is checked. Nothing goes out before every header up to it has been
+   * checked, so tar never sees a refused entry's header (nor anything after it).
    */
   pass(chunk: Buffer, emit: (bytes: Buffer) => void): void {
     let offset = 0;
