@@ -21241,7 +21241,7 @@ var init_internal_glob_options_helper = __esm({
 // node_modules/@actions/glob/lib/internal-path-helper.js
 import * as path5 from "path";
 import assert from "assert";
-function dirname8(p) {
+function dirname9(p) {
   p = safeTrimTrailingSeparator(p);
   if (IS_WINDOWS3 && /^\\\\[^\\]+(\\[^\\]+)?$/.test(p)) {
     return p;
@@ -21364,14 +21364,14 @@ function getSearchPaths(patterns) {
     }
     let foundAncestor = false;
     let tempKey = key;
-    let parent = dirname8(tempKey);
+    let parent = dirname9(tempKey);
     while (parent !== tempKey) {
       if (searchPathMap[parent]) {
         foundAncestor = true;
         break;
       }
       tempKey = parent;
-      parent = dirname8(tempKey);
+      parent = dirname9(tempKey);
     }
     if (!foundAncestor) {
       result.push(pattern.searchPath);
@@ -23439,12 +23439,12 @@ var init_internal_path = __esm({
             this.segments = itemPath.split(path7.sep);
           } else {
             let remaining = itemPath;
-            let dir = dirname8(remaining);
+            let dir = dirname9(remaining);
             while (dir !== remaining) {
-              const basename9 = path7.basename(remaining);
-              this.segments.unshift(basename9);
+              const basename10 = path7.basename(remaining);
+              this.segments.unshift(basename10);
               remaining = dir;
-              dir = dirname8(remaining);
+              dir = dirname9(remaining);
             }
             this.segments.unshift(remaining);
           }
@@ -23456,7 +23456,7 @@ var init_internal_path = __esm({
             segment = normalizeSeparators2(itemPath[i]);
             if (i === 0 && hasRoot(segment)) {
               segment = safeTrimTrailingSeparator(segment);
-              assert2(segment === dirname8(segment), `Parameter 'itemPath' root segment contains information for multiple segments`);
+              assert2(segment === dirname9(segment), `Parameter 'itemPath' root segment contains information for multiple segments`);
               this.segments.push(segment);
             } else {
               assert2(!segment.includes(path7.sep), `Parameter 'itemPath' contains unexpected path separators`);
@@ -23559,7 +23559,7 @@ var init_internal_pattern = __esm({
        */
       partialMatch(itemPath) {
         itemPath = safeTrimTrailingSeparator(itemPath);
-        if (dirname8(itemPath) === itemPath) {
+        if (dirname9(itemPath) === itemPath) {
           return this.rootRegExp.test(itemPath);
         }
         return this.minimatch.matchOne(itemPath.split(IS_WINDOWS6 ? /\\+/ : /\/+/), this.minimatch.set[0], true);
@@ -39392,16 +39392,16 @@ var init_bufferHelpers_common = __esm({
 
 // node_modules/@azure/storage-common/dist/esm/crc64.js
 import { createRequire as createRequire2 } from "node:module";
-import { dirname as dirname9 } from "node:path";
-import { fileURLToPath } from "node:url";
+import { dirname as dirname10 } from "node:path";
+import { fileURLToPath as fileURLToPath2 } from "node:url";
 var __isNode__, require2, __filename, __dirname, NativeCRC64;
 var init_crc64 = __esm({
   "node_modules/@azure/storage-common/dist/esm/crc64.js"() {
     __isNode__ = typeof process === "object" && typeof process.versions === "object" && typeof process.versions.node === "string";
     if (__isNode__) {
       require2 = createRequire2(import.meta.url);
-      __filename = fileURLToPath(import.meta.url);
-      __dirname = dirname9(__filename);
+      __filename = fileURLToPath2(import.meta.url);
+      __dirname = dirname10(__filename);
     }
     NativeCRC64 = (() => {
       var _scriptDir = typeof document !== "undefined" && document.currentScript ? document.currentScript.src : void 0;
@@ -70917,7 +70917,7 @@ var init_cacheTwirpClient = __esm({
 });
 
 // node_modules/@actions/cache/lib/internal/tar.js
-import { existsSync as existsSync13, writeFileSync as writeFileSync5 } from "fs";
+import { existsSync as existsSync13, writeFileSync as writeFileSync6 } from "fs";
 import * as path11 from "path";
 function getTarPath() {
   return __awaiter16(this, void 0, void 0, function* () {
@@ -71098,7 +71098,7 @@ function extractTar(archivePath, compressionMethod) {
 }
 function createTar(archiveFolder, sourceDirectories, compressionMethod) {
   return __awaiter16(this, void 0, void 0, function* () {
-    writeFileSync5(path11.join(archiveFolder, ManifestFilename), sourceDirectories.join("\n"));
+    writeFileSync6(path11.join(archiveFolder, ManifestFilename), sourceDirectories.join("\n"));
     const { commands } = yield getCommands(compressionMethod, "create");
     yield execCommands(commands, archiveFolder);
   });
@@ -71655,8 +71655,8 @@ function inActionTerms(text) {
 
 // src/action/run.ts
 init_core();
-import { existsSync as existsSync16, mkdirSync as mkdirSync11, rmSync as rmSync10 } from "node:fs";
-import { join as join28 } from "node:path";
+import { existsSync as existsSync16, mkdirSync as mkdirSync12, rmSync as rmSync10 } from "node:fs";
+import { join as join29 } from "node:path";
 
 // src/core/elf/symbols.ts
 var STB_LOCAL = 0;
@@ -71740,7 +71740,7 @@ function definesVersion(info2, name) {
 }
 
 // src/core/elf/file-cache.ts
-import { readdirSync, statSync } from "node:fs";
+import { readdirSync, statSync as statSync2 } from "node:fs";
 
 // src/core/elf/reader/errors.ts
 var HINTS = {
@@ -72646,6 +72646,9 @@ function wrap(path13, error2) {
   return new ElfError(path13, "malformed", `cannot be parsed: ${error2 instanceof Error ? error2.message : String(error2)}`, { cause: error2 });
 }
 
+// src/core/elf/inputs.ts
+import { lstatSync as lstatSync2, realpathSync, statSync } from "node:fs";
+
 // src/core/elf/sysroot.ts
 import { lstatSync, readlinkSync } from "node:fs";
 import { dirname as dirname3, isAbsolute, join as join3 } from "node:path";
@@ -72684,6 +72687,86 @@ function realpathIn(root, path13) {
     parts = [...target.split("/").filter(Boolean), ...parts];
   }
   return current || "/";
+}
+
+// src/core/elf/inputs.ts
+function identity(st) {
+  return `${st.dev}:${st.ino}:${st.size}:${st.mode}:${st.mtimeMs}:${st.ctimeMs}`;
+}
+function inputKey(kind, path13) {
+  return `${kind}\0${path13}`;
+}
+function emptySet() {
+  return { values: /* @__PURE__ */ new Map(), newest: 0, devices: /* @__PURE__ */ new Map() };
+}
+var InputRecorder = class {
+  /** Facts every file's check depends on (ld.so.cache, /etc/ld.so.preload, --exe). */
+  shared = emptySet();
+  current = this.shared;
+  /** Starts the facts of one file; until end(), everything recorded is its own. */
+  begin() {
+    this.current = emptySet();
+  }
+  end() {
+    const set = this.current;
+    this.current = this.shared;
+    return set;
+  }
+  /** A stat the model made of host path `path` (null: nothing there or not reachable). */
+  stat(path13, st, id) {
+    const set = this.current;
+    if (st === null) {
+      set.values.set(inputKey("s", path13), "-");
+      return;
+    }
+    set.values.set(inputKey("s", path13), id ?? identity(st));
+    const t = st.mtimeMs > st.ctimeMs ? st.mtimeMs : st.ctimeMs;
+    if (t > set.newest) set.newest = t;
+    if (!set.devices.has(st.dev)) set.devices.set(st.dev, path13);
+  }
+  /** A fact already in value form (a stat's identity recorded earlier, an lstat, a realpath, a platform). */
+  fact(kind, path13, value) {
+    this.current.values.set(inputKey(kind, path13), value);
+  }
+  /** stat(2) of `path` now, recorded, for callers outside the FileView (ld.so.cache, the checked file itself). */
+  statNow(path13) {
+    const st = statOrNull(path13);
+    this.stat(path13, st);
+    return st;
+  }
+};
+function statOrNull(path13) {
+  try {
+    return statSync(path13, { throwIfNoEntry: false }) ?? null;
+  } catch {
+    return null;
+  }
+}
+function currentValue(kind, path13, sysroot, platform2) {
+  switch (kind) {
+    case "s": {
+      const st = statOrNull(path13);
+      return st ? identity(st) : "-";
+    }
+    case "l":
+      try {
+        return lstatSync2(path13).isSymbolicLink() ? "link" : "other";
+      } catch {
+        return "-";
+      }
+    case "r":
+      try {
+        return realpathSync.native(path13);
+      } catch {
+        return "-";
+      }
+    case "h":
+      return realpathIn(sysroot, path13) ?? "-";
+    case "p":
+      return platform2(path13);
+    default:
+      return "\0unknown";
+  }
 }
 
 // src/core/elf/file-cache.ts
@@ -72744,10 +72827,17 @@ var FileView = class {
   }
   cwd;
   listings = /* @__PURE__ */ new Map();
+  /** Per directory key: the host path listed and the identity of that directory before it was listed. */
+  listedAs = /* @__PURE__ */ new Map();
   stats = /* @__PURE__ */ new Map();
   subdirs = /* @__PURE__ */ new Map();
   root;
   hosts = /* @__PURE__ */ new Map();
+  /**
+   * Set while a persistent verdict cache is in use: every answer this view gives is recorded
+   * (cached or not), so each checked file's result carries exactly what it depended on.
+   */
+  recorder = null;
   /**
    * The host path to open for `path`: itself, or inside the sysroot with the image's links
    * resolved in the image (null: nothing there). ld.so in the image would see the same file.
@@ -72759,21 +72849,41 @@ var FileView = class {
       host = realpathIn(this.root, path13) ?? null;
       this.hosts.set(path13, host);
     }
+    this.recorder?.fact("h", path13, host ?? "-");
     return host;
   }
   /** Names in a directory ('' = cwd), or null when it cannot be listed. */
   list(dir) {
     const key = dir === "" ? this.cwd : dir.startsWith("/") ? dir : `${this.cwd}/${dir}`;
-    if (this.listings.has(key)) return this.listings.get(key);
-    let names;
-    try {
+    let names = this.listings.get(key);
+    if (names === void 0) {
       const host = this.hostPath(key);
-      if (host === null) throw new Error("not in the image");
-      names = new Set(readdirSync(host));
-    } catch {
       names = null;
+      if (host !== null) {
+        if (this.recorder) {
+          let st;
+          try {
+            st = statSync2(host, { throwIfNoEntry: false });
+          } catch {
+            st = void 0;
+          }
+          const id = st ? identity(st) : "-";
+          this.listedAs.set(key, { host, id });
+          if (st) this.recorder.stat(host, st, id);
+          else this.recorder.fact("s", host, "-");
+        }
+        try {
+          names = new Set(readdirSync(host));
+        } catch {
+          names = null;
+        }
+      }
+      this.listings.set(key, names);
+    } else if (this.recorder) {
+      if (isInside(this.root, key)) this.hostPath(key);
+      const seen = this.listedAs.get(key);
+      if (seen) this.recorder.fact("s", seen.host, seen.id);
     }
-    this.listings.set(key, names);
     return names;
   }
   /**
@@ -72788,6 +72898,8 @@ var FileView = class {
     if (!found) {
       found = subs.filter((sub) => this.list(`${dir}${sub}/`) !== null);
       bySubs.set(subs, found);
+    } else if (this.recorder) {
+      for (const sub of subs) this.list(`${dir}${sub}/`);
     }
     return found;
   }
@@ -72801,16 +72913,33 @@ var FileView = class {
     if (entry2 === void 0) {
       entry2 = this.statSync(path13);
       this.stats.set(path13, entry2);
+    } else if (this.recorder) {
+      const host = this.hostPath(path13);
+      if (host !== null) this.recordStat(host, entry2);
     }
     return entry2;
   }
   statSync(path13) {
+    let st;
+    const host = this.hostPath(path13);
     try {
-      const host = this.hostPath(path13);
-      return host === null ? null : statSync(host, { throwIfNoEntry: false }) ?? null;
+      st = host === null ? null : statSync2(host, { throwIfNoEntry: false }) ?? null;
     } catch {
-      return null;
+      st = null;
     }
+    if (this.recorder && host !== null) this.recordStat(host, st);
+    return st;
+  }
+  /** The identity string is made once per Stats object: a library's stat is recorded by hundreds of checked files. */
+  ids = /* @__PURE__ */ new WeakMap();
+  recordStat(host, st) {
+    if (st === null) {
+      this.recorder.fact("s", host, "-");
+      return;
+    }
+    let id = this.ids.get(st);
+    if (id === void 0) this.ids.set(st, id = identity(st));
+    this.recorder.stat(host, st, id);
   }
 };
 
@@ -73093,11 +73222,11 @@ function isFailing(kind, strict) {
 }
 
 // src/core/elf/partial.ts
-import { existsSync as existsSync4, readFileSync as readFileSync4 } from "node:fs";
+import { existsSync as existsSync4, readFileSync as readFileSync5 } from "node:fs";
 import { resolve as resolve2 } from "node:path";
 
 // src/core/elf/explainer.ts
-import { closeSync as closeSync4, existsSync as existsSync2, openSync as openSync4, readSync as readSync4, statSync as statSync3 } from "node:fs";
+import { closeSync as closeSync4, existsSync as existsSync2, openSync as openSync4, readSync as readSync4, statSync as statSync4 } from "node:fs";
 import { basename as basename3, dirname as dirname5, join as join5 } from "node:path";
 
 // src/core/shell/quote.ts
@@ -73107,12 +73236,12 @@ function quoteSh(value) {
 }
 
 // src/core/elf/targets.ts
-import { closeSync as closeSync3, constants as constants4, openSync as openSync3, readdirSync as readdirSync2, readSync as readSync3, statSync as statSync2 } from "node:fs";
+import { closeSync as closeSync3, constants as constants4, openSync as openSync3, readdirSync as readdirSync2, readSync as readSync3, statSync as statSync3 } from "node:fs";
 import { join as join4 } from "node:path";
 
 // src/core/elf/kernel-path.ts
-import { lstatSync as lstatSync2 } from "node:fs";
-function kernelPath(path13, cwd) {
+import { lstatSync as lstatSync3 } from "node:fs";
+function kernelPath(path13, cwd, recorder) {
   const full = path13.startsWith("/") ? path13 : `${cwd}/${path13}`;
   const parts = full.split("/");
   const out = [];
@@ -73129,10 +73258,14 @@ function kernelPath(path13, cwd) {
     }
     if (out.length === 0) continue;
     let link = false;
+    const prefix2 = `/${out.join("/")}`;
+    let seen = "-";
     try {
-      link = lstatSync2(`/${out.join("/")}`).isSymbolicLink();
+      link = lstatSync3(prefix2).isSymbolicLink();
+      seen = link ? "link" : "other";
     } catch {
     }
+    recorder?.fact("l", prefix2, seen);
     if (link) {
       out.push("..");
       raw = true;
@@ -73144,7 +73277,7 @@ function kernelPath(path13, cwd) {
 }
 
 // src/core/elf/resolver.ts
-import { realpathSync } from "node:fs";
+import { realpathSync as realpathSync2 } from "node:fs";
 import { dirname as dirname4 } from "node:path";
 
 // src/core/elf/search-path.ts
@@ -73248,8 +73381,11 @@ var LoaderProcess = class {
     let mainOrigin = dirname4(mainFile.path);
     if (exe) {
       try {
-        mainOrigin = dirname4(realpathSync.native(exe.path));
+        const real = realpathSync2.native(exe.path);
+        this.ctx.view.recorder?.fact("r", exe.path, real);
+        mainOrigin = dirname4(real);
       } catch {
+        this.ctx.view.recorder?.fact("r", exe.path, "-");
       }
     }
     this.main = this.newObject(mainFile.path, mainFile.path, mainFile.info, mainFile.stat, null, "main", mainOrigin);
@@ -73418,7 +73554,7 @@ var LoaderProcess = class {
    */
   *candidates(loader, name) {
     if (name.includes("/")) {
-      const path13 = kernelPath(name, this.ctx.view.cwd);
+      const path13 = kernelPath(name, this.ctx.view.cwd, this.ctx.view.recorder);
       const c = this.probe(path13, "default", `the path ${name} written in DT_NEEDED`);
       if (c) yield c;
       return;
@@ -73445,7 +73581,7 @@ var LoaderProcess = class {
     }
   }
   absolute(path13) {
-    return path13.startsWith("/") ? path13 : kernelPath(path13, this.ctx.view.cwd);
+    return path13.startsWith("/") ? path13 : kernelPath(path13, this.ctx.view.cwd, this.ctx.view.recorder);
   }
   /** The directories of steps 1-6, with the cache between RUNPATH and the system directories. */
   *searchDirs(loader) {
@@ -73534,7 +73670,7 @@ function listTargets(targets, options = {}) {
   const cwd = options.cwd ?? process.cwd();
   const root = normalRoot(options.sysroot);
   const host = (path13) => isInside(root, path13) ? realpathIn(root, path13) ?? `${path13}\0missing` : path13;
-  const statHost = (path13) => statSync2(host(path13));
+  const statHost = (path13) => statSync3(host(path13));
   const out = [];
   const seenFiles = /* @__PURE__ */ new Set();
   const seenDirs = /* @__PURE__ */ new Set();
@@ -73585,7 +73721,7 @@ async function readListed(file) {
 function readListedSync(file) {
   let st;
   try {
-    st = statSync2(file.file ?? file.path);
+    st = statSync3(file.file ?? file.path);
   } catch {
     return { skip: "disappeared while being checked" };
   }
@@ -73733,7 +73869,7 @@ async function explain(p, f, ctx) {
 function describeBadFile(path13, reason) {
   let st;
   try {
-    st = statSync3(path13);
+    st = statSync4(path13);
   } catch {
     return "a file that cannot be read";
   }
@@ -73820,7 +73956,7 @@ function explainNotFound(problem, p, f, who, ctx) {
 
 // src/core/elf/ldcache/load.ts
 import { createRequire } from "node:module";
-import { readFileSync, statSync as statSync4 } from "node:fs";
+import { readFileSync, statSync as statSync5 } from "node:fs";
 
 // src/core/elf/ldcache/flags.ts
 var TYPE_NAMES = { 0: "libc4", 1: "ELF", 2: "libc5", 3: "libc6" };
@@ -74028,7 +74164,7 @@ var LDCONFIG_CANDIDATES = ["ldconfig", "/sbin/ldconfig", "/usr/sbin/ldconfig"];
 function loadLdCache(file = DEFAULT_LD_CACHE, options = {}) {
   let problem;
   try {
-    const st = statSync4(file);
+    const st = statSync5(file);
     if (!st.isFile()) throw new CacheFormatError("not a regular file");
     if (st.size > MAX_CACHE_BYTES) throw new CacheFormatError(`${st.size} bytes is far larger than any ld.so.cache`);
     return parseCacheBuffer(file, readFileSync(file));
@@ -74283,29 +74419,274 @@ function loaderPlatform(elfClass, machine, sysroot = "", cacheGenerator) {
   return result;
 }
 
+// src/core/elf/verdict-cache.ts
+import { createHash } from "node:crypto";
+import { mkdirSync, readdirSync as readdirSync3, readFileSync as readFileSync4, renameSync, statfsSync, statSync as statSync6, unlinkSync, writeFileSync } from "node:fs";
+import { basename as basename4, dirname as dirname6, join as join7 } from "node:path";
+import { fileURLToPath } from "node:url";
+var SETTLE_MS = 2e3;
+var FORMAT = 1;
+var MAX_ROOTS = 5e4;
+var MAX_FILES = 16;
+var NETWORK_FS = /* @__PURE__ */ new Set([
+  26985,
+  // NFS
+  4283649346,
+  // CIFS
+  4266872130,
+  // SMB2
+  20859,
+  // SMB
+  1702057286,
+  // FUSE (sshfs, s3fs, ...)
+  16914839,
+  // 9P (WSL2 /mnt, virtio shares)
+  1397113167,
+  // AFS
+  1799439955
+  // kAFS
+]);
+var VerdictCache = class {
+  constructor(options) {
+    this.options = options;
+    this.keyText = JSON.stringify({ format: FORMAT, code: codeStamp(), ...options.key });
+    const hash = createHash("sha256").update(this.keyText).digest("hex").slice(0, 32);
+    this.file = join7(options.dir, `${hash}.json`);
+    try {
+      const data = JSON.parse(readFileSync4(this.file, "utf8"));
+      if (data?.format === FORMAT && data.key === this.keyText && Array.isArray(data.inputs) && Array.isArray(data.objects) && data.files && typeof data.files === "object") {
+        this.loaded = data;
+      }
+    } catch {
+    }
+  }
+  options;
+  file;
+  keyText;
+  startedAt = Date.now();
+  loaded = null;
+  /** Per input index of the loaded file: does it still read the same (memoised for this run). */
+  holds = /* @__PURE__ */ new Map();
+  fresh = /* @__PURE__ */ new Map();
+  stale = /* @__PURE__ */ new Set();
+  fsTypes = /* @__PURE__ */ new Map();
+  /** The stored result for `name` when everything it depended on still holds. */
+  lookup(name) {
+    const entry2 = this.loaded && Object.hasOwn(this.loaded.files, name) ? this.loaded.files[name] : void 0;
+    if (!entry2) return void 0;
+    try {
+      for (const i of entry2.i) {
+        if (!this.holdsNow(i)) {
+          this.stale.add(name);
+          return void 0;
+        }
+      }
+      const objects = entry2.o.map((i) => this.loaded.objects[i]);
+      if (objects.some((o) => !o || typeof o.path !== "string")) return void 0;
+      return {
+        ...entry2.skipped ? { skipped: entry2.skipped } : {},
+        ...entry2.checked !== void 0 ? { checked: entry2.checked } : {},
+        objects,
+        problems: entry2.problems,
+        failedPreloads: entry2.failedPreloads
+      };
+    } catch {
+      return void 0;
+    }
+  }
+  holdsNow(i) {
+    let holds = this.holds.get(i);
+    if (holds === void 0) {
+      const input = this.loaded.inputs[i];
+      holds = Array.isArray(input) && currentValue(input[0], input[1], this.options.sysroot, this.options.platform) === input[2];
+      this.holds.set(i, holds);
+    }
+    return holds;
+  }
+  /** A result just computed from `inputs` (and the check's shared facts); kept when it may be. */
+  store(name, inputs, shared, result) {
+    if (result.problems.some((p) => p.kind !== "unversioned-undefined-symbol")) return;
+    const settled = this.startedAt - SETTLE_MS;
+    if (inputs.newest >= settled || shared.newest >= settled) return;
+    for (const [dev, path13] of [...inputs.devices, ...shared.devices]) if (this.onNetworkFs(dev, path13)) return;
+    this.fresh.set(name, { inputs, shared, result });
+  }
+  onNetworkFs(dev, path13) {
+    let network = this.fsTypes.get(dev);
+    if (network === void 0) {
+      try {
+        network = NETWORK_FS.has(Number(statfsSync(path13).type) >>> 0);
+      } catch {
+        network = true;
+      }
+      this.fsTypes.set(dev, network);
+    }
+    return network;
+  }
+  /**
+   * Writes the cache file when this run added results: the old ones still valid as far as this
+   * run knows, and the new ones, atomically (a reader sees the old file or the new one).
+   * A read-only store is not an error: the check just is not cached.
+   */
+  save() {
+    if (this.fresh.size === 0 && this.stale.size === 0) return;
+    const inputs = [];
+    const inputIndex = /* @__PURE__ */ new Map();
+    const objects = [];
+    const objectIndex = /* @__PURE__ */ new Map();
+    const input = (kind, path13, value) => {
+      const k = `${inputKey(kind, path13)}\0${value}`;
+      let i = inputIndex.get(k);
+      if (i === void 0) {
+        inputIndex.set(k, i = inputs.length);
+        inputs.push([kind, path13, value]);
+      }
+      return i;
+    };
+    const object = (o) => {
+      const k = JSON.stringify(o);
+      let i = objectIndex.get(k);
+      if (i === void 0) {
+        objectIndex.set(k, i = objects.length);
+        objects.push(o);
+      }
+      return i;
+    };
+    const files = {};
+    let count = 0;
+    const add = (name, idx, r) => {
+      files[name] = {
+        i: idx,
+        ...r.skipped ? { skipped: r.skipped } : {},
+        ...r.checked !== void 0 ? { checked: r.checked } : {},
+        o: r.objects.map(object),
+        problems: r.problems,
+        failedPreloads: r.failedPreloads
+      };
+      count++;
+    };
+    for (const [name, { inputs: own, shared, result }] of this.fresh) {
+      const idx = [];
+      for (const set of [shared, own]) {
+        for (const [k, value] of set.values) {
+          const sep9 = k.indexOf("\0");
+          idx.push(input(k.slice(0, sep9), k.slice(sep9 + 1), value));
+        }
+      }
+      add(name, idx, result);
+    }
+    if (this.loaded) {
+      for (const [name, entry2] of Object.entries(this.loaded.files)) {
+        if (count >= MAX_ROOTS) break;
+        if (this.fresh.has(name) || this.stale.has(name)) continue;
+        const old = this.loaded.inputs;
+        if (!entry2.i.every((i) => Array.isArray(old[i]))) continue;
+        add(name, entry2.i.map((i) => input(old[i][0], old[i][1], old[i][2])), {
+          skipped: entry2.skipped,
+          checked: entry2.checked,
+          objects: entry2.o.map((i) => this.loaded.objects[i]),
+          problems: entry2.problems,
+          failedPreloads: entry2.failedPreloads
+        });
+      }
+    }
+    const data = { format: FORMAT, key: this.keyText, inputs, objects, files };
+    try {
+      mkdirSync(this.options.dir, { recursive: true });
+      const tmp = `${this.file}.${process.pid}.tmp`;
+      writeFileSync(tmp, JSON.stringify(data));
+      renameSync(tmp, this.file);
+      prune(this.options.dir, this.file);
+    } catch {
+    }
+  }
+};
+function prune(dir, keep) {
+  const entries = readdirSync3(dir).filter((n) => n.endsWith(".json")).map((n) => {
+    const path13 = join7(dir, n);
+    try {
+      return { path: path13, mtime: statSync6(path13).mtimeMs };
+    } catch {
+      return { path: path13, mtime: 0 };
+    }
+  });
+  if (entries.length <= MAX_FILES) return;
+  entries.sort((a, b) => b.mtime - a.mtime);
+  for (const e of entries.slice(MAX_FILES)) {
+    if (e.path === keep) continue;
+    try {
+      unlinkSync(e.path);
+    } catch {
+    }
+  }
+}
+var stamp;
+function codeStamp() {
+  if (stamp !== void 0) return stamp;
+  const self2 = fileURLToPath(import.meta.url);
+  const files = [];
+  if (basename4(self2).includes("bundle")) {
+    files.push(self2);
+  } else {
+    const walk = (dir) => {
+      for (const entry2 of readdirSync3(dir, { withFileTypes: true })) {
+        const path13 = join7(dir, entry2.name);
+        if (entry2.isDirectory()) walk(path13);
+        else if (entry2.name.endsWith(".js") || entry2.name.endsWith(".ts")) files.push(path13);
+      }
+    };
+    try {
+      walk(dirname6(self2));
+    } catch {
+    }
+    if (files.length === 0) files.push(self2);
+  }
+  stamp = files.sort().map((f) => {
+    try {
+      return `${f}=${identity(statSync6(f))}`;
+    } catch {
+      return `${f}=-`;
+    }
+  }).join("\n");
+  return stamp;
+}
+
 // src/core/elf/partial.ts
-function preloadList(options) {
+function preloadList(options, recorder) {
   const list = (options.preload ?? []).flatMap((p) => p.split(/[ :]/)).filter(Boolean);
   const file = `${(options.sysroot ?? "").replace(/\/+$/, "")}/etc/ld.so.preload`;
-  if (existsSync4(file)) {
+  if (recorder ? recorder.statNow(file) !== null : existsSync4(file)) {
     try {
-      const text = readFileSync4(file, "utf8").replace(/#[^\n]*/g, "");
+      const text = readFileSync5(file, "utf8").replace(/#[^\n]*/g, "");
       list.push(...text.split(/[ \t\n:]+/).filter(Boolean));
     } catch {
     }
   }
   return list;
 }
-function makeContext(options, cwd) {
+function makeContext(options, cwd, recorder = null) {
   const sysroot = (options.sysroot ?? "").replace(/\/+$/, "");
   const cacheFile = options.cacheFile ?? `${sysroot}/etc/ld.so.cache`;
+  recorder?.statNow(cacheFile);
   const cache2 = loadLdCache(cacheFile);
   const answers = /* @__PURE__ */ new Map();
+  const view = new FileView(cwd, sysroot);
+  view.recorder = recorder;
+  const platforms = /* @__PURE__ */ new Map();
   return {
-    view: new FileView(cwd, sysroot),
-    platformFor: (elfClass, machine) => loaderPlatform(elfClass, machine, sysroot, cache2.generator),
+    view,
+    platformFor(elfClass, machine) {
+      const platform2 = loaderPlatform(elfClass, machine, sysroot, cache2.generator);
+      if (recorder) {
+        const key = `${elfClass}:${machine}`;
+        let value = platforms.get(key);
+        if (value === void 0) platforms.set(key, value = platformText(platform2));
+        recorder.fact("p", key, value);
+      }
+      return platform2;
+    },
     ldLibraryPath: options.ldLibraryPath,
-    preload: preloadList(options),
+    preload: preloadList(options, recorder),
     cacheLabel: `ld.so.cache (${cacheFile})`,
     cacheLookup(name, platform2) {
       let known = answers.get(platform2);
@@ -74322,10 +74703,11 @@ function makeContext(options, cwd) {
     }
   };
 }
-async function readExe(options, cwd) {
+async function readExe(options, cwd, recorder = null) {
   if (!options.exe) return void 0;
   const path13 = resolve2(cwd, options.exe);
   const view = new FileView(cwd);
+  view.recorder = recorder;
   const st = view.statSync(path13);
   if (!st || !st.isFile()) throw new UsageError(`--exe ${options.exe}: no such file`, 'Give the program that loads the libraries, e.g. --exe "$(command -v python3)".');
   try {
@@ -74344,47 +74726,85 @@ function toCheckedObject(obj) {
 }
 async function checkPartial(options, files) {
   const cwd = options.cwd ?? process.cwd();
-  const ctx = makeContext(options, cwd);
-  const exe = await readExe(options, cwd);
+  const recorder = options.cacheDir ? new InputRecorder() : null;
+  const ctx = makeContext(options, cwd, recorder);
+  const exe = await readExe(options, cwd, recorder);
+  const cache2 = options.cacheDir ? openCache(options, cwd, ctx) : null;
   const memo = new SymbolMemo(null);
   const explainCtx = { ldLibraryPath: options.ldLibraryPath, storeVersionsDir: options.storeVersionsDir, cwd };
-  const described = /* @__PURE__ */ new Set();
   const results = [];
   for (const file of [...files].sort((a, b) => a.index - b.index)) {
-    const base = { index: file.index, objects: [], problems: [], failedPreloads: [] };
-    const r = readListedSync(file);
-    if ("skip" in r) {
-      results.push({ ...base, skipped: { path: file.path, reason: r.skip } });
+    const name = file.file === void 0 ? file.path : `${file.path}\0${file.file}`;
+    const hit = cache2?.lookup(name);
+    if (hit) {
+      results.push({ index: file.index, ...hit });
       continue;
     }
-    const head = exe?.info ?? r.info;
-    const platform2 = ctx.platformFor(head.elfClass, head.machine);
-    if (!platform2) {
-      results.push({ ...base, skipped: { path: file.path, reason: `no loader model for ELF class ${head.elfClass}, machine ${head.machine}` } });
-      continue;
-    }
-    if (exe && (r.info.elfClass !== exe.info.elfClass || r.info.machine !== exe.info.machine)) {
-      results.push({ ...base, skipped: { path: file.path, reason: `built for another ELF class or machine than ${exe.path}` } });
-      continue;
-    }
-    const p = new LoaderProcess(ctx, platform2);
-    p.run(r, exe);
-    const found = findProblems(p, memo);
-    const objects = [];
-    for (const o of p.scope) {
-      if (o.role === "interp" || described.has(o.path)) continue;
+    recorder?.begin();
+    const result = await checkOne(file, ctx, exe, memo, explainCtx, recorder);
+    const inputs = recorder?.end();
+    if (cache2 && inputs) cache2.store(name, inputs, recorder.shared, result);
+    results.push({ index: file.index, ...result });
+  }
+  cache2?.save();
+  const described = /* @__PURE__ */ new Set();
+  for (const r of results) {
+    r.objects = r.objects.filter((o) => {
+      if (described.has(o.path)) return false;
       described.add(o.path);
-      objects.push(toCheckedObject(o));
-    }
-    results.push({
-      index: file.index,
-      checked: p.target.path,
-      objects,
-      problems: await Promise.all(found.map((f) => explain(p, f, explainCtx))),
-      failedPreloads: p.failedPreloads.map((f) => `${f.name}: ${f.reason}`)
+      return true;
     });
   }
   return results;
+}
+function platformText(platform2) {
+  return JSON.stringify(platform2 ?? null, (_k, v) => typeof v === "bigint" ? `${v}n` : v);
+}
+function openCache(options, cwd, ctx) {
+  const sysroot = (options.sysroot ?? "").replace(/\/+$/, "");
+  return new VerdictCache({
+    dir: options.cacheDir,
+    // What every result depends on besides the recorded facts. GLIBC_TUNABLES can change the
+    // hwcaps the loader searches; the platform itself is a recorded fact.
+    key: {
+      cwd,
+      sysroot,
+      ldLibraryPath: options.ldLibraryPath ?? null,
+      preload: options.preload ?? [],
+      exe: options.exe ?? null,
+      cacheFile: options.cacheFile ?? null,
+      storeVersionsDir: options.storeVersionsDir ?? null,
+      tunables: process.env.GLIBC_TUNABLES ?? null
+    },
+    sysroot,
+    platform(key) {
+      const [elfClass, machine] = key.split(":").map(Number);
+      return platformText(ctx.platformFor(elfClass, machine));
+    }
+  });
+}
+async function checkOne(file, ctx, exe, memo, explainCtx, recorder) {
+  const base = { objects: [], problems: [], failedPreloads: [] };
+  recorder?.statNow(file.file ?? file.path);
+  const r = readListedSync(file);
+  if ("skip" in r) return { ...base, skipped: { path: file.path, reason: r.skip } };
+  const head = exe?.info ?? r.info;
+  const platform2 = ctx.platformFor(head.elfClass, head.machine);
+  if (!platform2) return { ...base, skipped: { path: file.path, reason: `no loader model for ELF class ${head.elfClass}, machine ${head.machine}` } };
+  if (exe && (r.info.elfClass !== exe.info.elfClass || r.info.machine !== exe.info.machine)) {
+    return { ...base, skipped: { path: file.path, reason: `built for another ELF class or machine than ${exe.path}` } };
+  }
+  const p = new LoaderProcess(ctx, platform2);
+  p.run(r, exe);
+  const found = findProblems(p, memo);
+  const objects = [];
+  for (const o of p.scope) if (o.role !== "interp") objects.push(toCheckedObject(o));
+  return {
+    checked: p.target.path,
+    objects,
+    problems: await Promise.all(found.map((f) => explain(p, f, explainCtx))),
+    failedPreloads: p.failedPreloads.map((f) => `${f.name}: ${f.reason}`)
+  };
 }
 
 // src/core/elf/index.ts
@@ -75013,8 +75433,8 @@ async function chooseCudnn(mirror, spec, cudaMajor, platform2, signal) {
 
 // src/core/remote/install.ts
 import { cpus } from "node:os";
-import { existsSync as existsSync10, mkdirSync as mkdirSync9, readFileSync as readFileSync11, renameSync as renameSync6, rmSync as rmSync8, writeFileSync as writeFileSync3 } from "node:fs";
-import { join as join17 } from "node:path";
+import { existsSync as existsSync10, mkdirSync as mkdirSync10, readFileSync as readFileSync12, renameSync as renameSync7, rmSync as rmSync8, writeFileSync as writeFileSync4 } from "node:fs";
+import { join as join18 } from "node:path";
 
 // src/core/fatal-cleanup.ts
 var actions = /* @__PURE__ */ new Set();
@@ -75026,11 +75446,11 @@ function onFatalExit(action5) {
 }
 
 // src/core/store/atomic-write.ts
-import { closeSync as closeSync5, fsyncSync, mkdirSync, openSync as openSync5, renameSync, rmSync, writeSync } from "node:fs";
-import { dirname as dirname6, basename as basename4, join as join7 } from "node:path";
+import { closeSync as closeSync5, fsyncSync, mkdirSync as mkdirSync2, openSync as openSync5, renameSync as renameSync2, rmSync, writeSync } from "node:fs";
+import { dirname as dirname7, basename as basename5, join as join8 } from "node:path";
 function atomicWriteFile(path13, content, mode = 420, options = {}) {
-  mkdirSync(dirname6(path13), { recursive: true });
-  const tmp = join7(dirname6(path13), `.${basename4(path13)}.${process.pid}.${Date.now()}.tmp`);
+  mkdirSync2(dirname7(path13), { recursive: true });
+  const tmp = join8(dirname7(path13), `.${basename5(path13)}.${process.pid}.${Date.now()}.tmp`);
   const fd = openSync5(tmp, "w", mode);
   try {
     writeSync(fd, typeof content === "string" ? Buffer.from(content) : content);
@@ -75042,7 +75462,7 @@ function atomicWriteFile(path13, content, mode = 420, options = {}) {
   }
   closeSync5(fd);
   try {
-    renameSync(tmp, path13);
+    renameSync2(tmp, path13);
   } catch (error2) {
     rmSync(tmp, { force: true });
     throw error2;
@@ -75050,19 +75470,19 @@ function atomicWriteFile(path13, content, mode = 420, options = {}) {
 }
 
 // src/core/store/lock.ts
-import { closeSync as closeSync6, mkdirSync as mkdirSync2, openSync as openSync6, readFileSync as readFileSync5, readdirSync as readdirSync3, rmSync as rmSync2, statSync as statSync5, utimesSync, writeSync as writeSync2 } from "node:fs";
+import { closeSync as closeSync6, mkdirSync as mkdirSync3, openSync as openSync6, readFileSync as readFileSync6, readdirSync as readdirSync4, rmSync as rmSync2, statSync as statSync7, utimesSync, writeSync as writeSync2 } from "node:fs";
 import { hostname } from "node:os";
-import { join as join8 } from "node:path";
+import { join as join9 } from "node:path";
 var DEFAULT_STALE_MS = 10 * 60 * 1e3;
 var TAKEOVER_STALE_MS = 10 * 1e3;
 var NAME_RE = /^[A-Za-z0-9._-]{1,120}$/;
 function lockPath(locksDir, name) {
   if (!NAME_RE.test(name) || name.startsWith(".")) throw new Error(`bad lock name ${JSON.stringify(name)}`);
-  return join8(locksDir, `${name}.lock`);
+  return join9(locksDir, `${name}.lock`);
 }
 function processStartTime(pid) {
   try {
-    const stat2 = readFileSync5(`/proc/${pid}/stat`, "utf8");
+    const stat2 = readFileSync6(`/proc/${pid}/stat`, "utf8");
     const fields = stat2.slice(stat2.lastIndexOf(")") + 2).split(" ");
     return fields[19] ?? null;
   } catch {
@@ -75079,7 +75499,7 @@ function pidAlive(pid) {
 }
 function readLockOwner(path13) {
   try {
-    const data = JSON.parse(readFileSync5(path13, "utf8"));
+    const data = JSON.parse(readFileSync6(path13, "utf8"));
     if (typeof data.pid !== "number" || typeof data.hostname !== "string") return void 0;
     return {
       pid: data.pid,
@@ -75095,7 +75515,7 @@ function readLockOwner(path13) {
 function isStale(path13, owner, staleMs = DEFAULT_STALE_MS) {
   let mtimeMs;
   try {
-    mtimeMs = statSync5(path13).mtimeMs;
+    mtimeMs = statSync7(path13).mtimeMs;
   } catch {
     return false;
   }
@@ -75129,7 +75549,7 @@ function tryCreate(path13, owner) {
 function takeOver(path13, seen, staleMs) {
   const guard = `${path13}.takeover`;
   try {
-    if (Date.now() - statSync5(guard).mtimeMs > TAKEOVER_STALE_MS) rmSync2(guard, { force: true });
+    if (Date.now() - statSync7(guard).mtimeMs > TAKEOVER_STALE_MS) rmSync2(guard, { force: true });
   } catch {
   }
   let fd;
@@ -75151,16 +75571,16 @@ function takeOver(path13, seen, staleMs) {
 function reclaimStaleLocks(locksDir, staleMs = DEFAULT_STALE_MS) {
   let names;
   try {
-    names = readdirSync3(locksDir);
+    names = readdirSync4(locksDir);
   } catch {
     return [];
   }
   const removed = [];
   for (const name of names) {
-    const path13 = join8(locksDir, name);
+    const path13 = join9(locksDir, name);
     try {
       if (name.endsWith(".lock.takeover")) {
-        if (Date.now() - statSync5(path13).mtimeMs > TAKEOVER_STALE_MS) {
+        if (Date.now() - statSync7(path13).mtimeMs > TAKEOVER_STALE_MS) {
           rmSync2(path13, { force: true });
           removed.push(name);
         }
@@ -75171,7 +75591,7 @@ function reclaimStaleLocks(locksDir, staleMs = DEFAULT_STALE_MS) {
       if (!isStale(path13, owner, staleMs)) continue;
       takeOver(path13, owner, staleMs);
       try {
-        statSync5(path13);
+        statSync7(path13);
       } catch {
         removed.push(name);
       }
@@ -75184,7 +75604,7 @@ async function acquireLock(locksDir, name, options = {}) {
   const path13 = lockPath(locksDir, name);
   const staleMs = options.staleMs ?? DEFAULT_STALE_MS;
   const pollMs = options.pollMs ?? 200;
-  mkdirSync2(locksDir, { recursive: true });
+  mkdirSync3(locksDir, { recursive: true });
   const owner = {
     pid: process.pid,
     hostname: hostname(),
@@ -75257,8 +75677,8 @@ function heldLock(path13, owner, staleMs) {
 }
 
 // src/core/store/registry.ts
-import { existsSync as existsSync5, lstatSync as lstatSync3, mkdirSync as mkdirSync3, readFileSync as readFileSync6, readdirSync as readdirSync4, readlinkSync as readlinkSync2, renameSync as renameSync2, rmSync as rmSync3, symlinkSync } from "node:fs";
-import { join as join9, resolve as resolve4 } from "node:path";
+import { existsSync as existsSync5, lstatSync as lstatSync4, mkdirSync as mkdirSync4, readFileSync as readFileSync7, readdirSync as readdirSync5, readlinkSync as readlinkSync2, renameSync as renameSync3, rmSync as rmSync3, symlinkSync } from "node:fs";
+import { join as join10, resolve as resolve4 } from "node:path";
 
 // src/core/versions/version.ts
 var VERSION_RE = /^(0|[1-9]\d{0,3})\.(0|[1-9]\d{0,3})\.(0|[1-9]\d{0,5})$/;
@@ -75287,7 +75707,7 @@ var RECEIPT_FILE = ".cudaenv-receipt.json";
 function listVersions(paths) {
   let names;
   try {
-    names = readdirSync4(paths.versions);
+    names = readdirSync5(paths.versions);
   } catch (error2) {
     if (isErrno(error2, "ENOENT")) return [];
     throw new CudaenvError(`cannot list ${paths.versions}: ${error2.message}`, {
@@ -75302,10 +75722,10 @@ function listVersions(paths) {
   return out;
 }
 function describeVersion(paths, label) {
-  const path13 = join9(paths.versions, label);
+  const path13 = join10(paths.versions, label);
   let st;
   try {
-    st = lstatSync3(path13);
+    st = lstatSync4(path13);
   } catch {
     return void 0;
   }
@@ -75321,7 +75741,7 @@ function installedLabels(paths) {
 }
 function readSpecFile(path13) {
   try {
-    const text = readFileSync6(path13, "utf8").trim();
+    const text = readFileSync7(path13, "utf8").trim();
     return text === "" ? void 0 : text;
   } catch (error2) {
     if (isErrno(error2, "ENOENT")) return void 0;
@@ -75329,7 +75749,7 @@ function readSpecFile(path13) {
   }
 }
 function aliasPath(paths, name) {
-  return join9(paths.aliases, name);
+  return join10(paths.aliases, name);
 }
 function readAlias(paths, name) {
   return readSpecFile(aliasPath(paths, name));
@@ -75337,7 +75757,7 @@ function readAlias(paths, name) {
 function listAliases(paths) {
   let names;
   try {
-    names = readdirSync4(paths.aliases);
+    names = readdirSync5(paths.aliases);
   } catch {
     return [];
   }
@@ -75349,7 +75769,7 @@ function listAliases(paths) {
 function ensureStoreDirs(paths) {
   for (const dir of [paths.root, paths.versions, paths.cache, paths.shims, paths.tmp, paths.aliases, paths.resolve]) {
     try {
-      mkdirSync3(dir, { recursive: true });
+      mkdirSync4(dir, { recursive: true });
     } catch (error2) {
       throw new CudaenvError(`cannot create ${dir}: ${error2.message}`, {
         hint: "Set CUDAENV_DIR to a writable directory, or fix the permissions of the store."
@@ -75358,15 +75778,15 @@ function ensureStoreDirs(paths) {
   }
 }
 function refreshResolveIndex(paths) {
-  mkdirSync3(paths.resolve, { recursive: true });
+  mkdirSync4(paths.resolve, { recursive: true });
   const wanted = /* @__PURE__ */ new Map();
   for (const label of installedLabels(paths)) {
     const v = parseVersion(label);
     for (const key of [`${v.major}`, `${v.major}.${v.minor}`, label, "latest"]) wanted.set(key, label);
   }
   for (const [key, label] of wanted) {
-    const link = join9(paths.resolve, key);
-    const target = join9("..", "versions", label);
+    const link = join10(paths.resolve, key);
+    const target = join10("..", "versions", label);
     let current;
     try {
       current = readlinkSync2(link);
@@ -75374,26 +75794,26 @@ function refreshResolveIndex(paths) {
       current = void 0;
     }
     if (current === target) continue;
-    const tmp = join9(paths.resolve, `.${key}.${process.pid}.tmp`);
+    const tmp = join10(paths.resolve, `.${key}.${process.pid}.tmp`);
     rmSync3(tmp, { force: true });
     symlinkSync(target, tmp);
-    renameSync2(tmp, link);
+    renameSync3(tmp, link);
   }
-  for (const name of readdirSync4(paths.resolve)) {
-    if (!wanted.has(name)) rmSync3(join9(paths.resolve, name), { force: true });
+  for (const name of readdirSync5(paths.resolve)) {
+    if (!wanted.has(name)) rmSync3(join10(paths.resolve, name), { force: true });
   }
 }
 
 // src/core/shell/shims.ts
-import { chmodSync, existsSync as existsSync6, mkdirSync as mkdirSync4, readFileSync as readFileSync7, readdirSync as readdirSync5, rmSync as rmSync4, statSync as statSync6 } from "node:fs";
-import { join as join10 } from "node:path";
+import { chmodSync, existsSync as existsSync6, mkdirSync as mkdirSync5, readFileSync as readFileSync8, readdirSync as readdirSync6, rmSync as rmSync4, statSync as statSync8 } from "node:fs";
+import { join as join11 } from "node:path";
 var SHIM_MARKER = "# cudaenv shim: generated by `cudaenv rehash`";
 var SETTINGS_LINE = /^# @CUDAENV_SETTINGS@.*$/m;
 var CONTROL_CHARS = String.fromCharCode(...[...Array(32).keys()].filter((c) => c !== 9 && c !== 10 && c !== 13 && c !== 0), 127);
 var BASH_PATHS = ["/bin/bash", "/usr/bin/bash"];
 var PROGRAM_RE = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$/;
 function shimTemplate() {
-  return readFileSync7(new URL("../shims/shim.sh", import.meta.url), "utf8");
+  return readFileSync8(new URL("../shims/shim.sh", import.meta.url), "utf8");
 }
 function shimText(template, root, program) {
   if (!SETTINGS_LINE.test(template) || !template.includes(SHIM_MARKER)) {
@@ -75411,17 +75831,17 @@ function toolkitPrograms(paths) {
   const names = /* @__PURE__ */ new Set();
   for (const v of listVersions(paths)) {
     if (v.broken) continue;
-    const bin = join10(v.path, "bin");
+    const bin = join11(v.path, "bin");
     let entries;
     try {
-      entries = readdirSync5(bin);
+      entries = readdirSync6(bin);
     } catch {
       continue;
     }
     for (const name of entries) {
       if (!PROGRAM_RE.test(name)) continue;
       try {
-        const st = statSync6(join10(bin, name));
+        const st = statSync8(join11(bin, name));
         if (st.isFile() && (st.mode & 73) !== 0) names.add(name);
       } catch {
       }
@@ -75430,17 +75850,17 @@ function toolkitPrograms(paths) {
   return [...names].sort();
 }
 function writeShims(paths) {
-  mkdirSync4(paths.shims, { recursive: true });
+  mkdirSync5(paths.shims, { recursive: true });
   const template = shimTemplate();
   const programs = toolkitPrograms(paths);
   const wanted = new Set(programs);
   const written = [];
   for (const program of programs) {
-    const file = join10(paths.shims, program);
+    const file = join11(paths.shims, program);
     const text = shimText(template, paths.root, program);
     let current;
     try {
-      current = readFileSync7(file, "utf8");
+      current = readFileSync8(file, "utf8");
     } catch {
       current = void 0;
     }
@@ -75451,11 +75871,11 @@ function writeShims(paths) {
     chmodSync(file, 493);
   }
   const removed = [];
-  for (const name of readdirSync5(paths.shims)) {
+  for (const name of readdirSync6(paths.shims)) {
     if (wanted.has(name) || name.startsWith(".")) continue;
-    const file = join10(paths.shims, name);
+    const file = join11(paths.shims, name);
     try {
-      if (statSync6(file).isFile() && readFileSync7(file, "utf8").includes(SHIM_MARKER)) {
+      if (statSync8(file).isFile() && readFileSync8(file, "utf8").includes(SHIM_MARKER)) {
         rmSync4(file, { force: true });
         removed.push(name);
       }
@@ -75466,38 +75886,38 @@ function writeShims(paths) {
 }
 
 // src/core/shell/switch-index.ts
-import { existsSync as existsSync7, mkdirSync as mkdirSync5, readdirSync as readdirSync6, readlinkSync as readlinkSync3 } from "node:fs";
-import { basename as basename5, join as join11 } from "node:path";
+import { existsSync as existsSync7, mkdirSync as mkdirSync6, readdirSync as readdirSync7, readlinkSync as readlinkSync3 } from "node:fs";
+import { basename as basename6, join as join12 } from "node:path";
 function switchDir(paths) {
-  return join11(paths.root, "switch");
+  return join12(paths.root, "switch");
 }
 function writeSwitchIndex(paths) {
   const dir = switchDir(paths);
-  mkdirSync5(dir, { recursive: true });
+  mkdirSync6(dir, { recursive: true });
   const pairs = [];
   let names = [];
   try {
-    names = readdirSync6(paths.resolve);
+    names = readdirSync7(paths.resolve);
   } catch {
     names = [];
   }
   for (const name of names.sort()) {
     if (name.startsWith(".")) continue;
     try {
-      const label = basename5(readlinkSync3(join11(paths.resolve, name)));
+      const label = basename6(readlinkSync3(join12(paths.resolve, name)));
       if (isVersion(label)) pairs.push(`${name}=${label}`);
     } catch {
     }
   }
   const text = ` ${pairs.join(" ")} 
 `;
-  atomicWriteFile(join11(dir, "index"), text);
+  atomicWriteFile(join12(dir, "index"), text);
   let aliases = "";
   try {
     aliases = JSON.stringify(listAliases(paths));
   } catch {
   }
-  atomicWriteFile(join11(dir, "generation"), `${crypto3().createHash("sha256").update(text).update(aliases).digest("hex").slice(0, 16)}
+  atomicWriteFile(join12(dir, "generation"), `${crypto3().createHash("sha256").update(text).update(aliases).digest("hex").slice(0, 16)}
 `);
   return text;
 }
@@ -75519,10 +75939,10 @@ async function afterVersionsChanged(paths) {
 
 // src/core/remote/archive.ts
 import { spawn as spawn2 } from "node:child_process";
-import { createHash } from "node:crypto";
-import { createReadStream as createReadStream2, mkdirSync as mkdirSync6, renameSync as renameSync3, rmSync as rmSync5, statSync as statSync7, statfsSync } from "node:fs";
+import { createHash as createHash2 } from "node:crypto";
+import { createReadStream as createReadStream2, mkdirSync as mkdirSync7, renameSync as renameSync4, rmSync as rmSync5, statSync as statSync9, statfsSync as statfsSync2 } from "node:fs";
 import { open as open2 } from "node:fs/promises";
-import { basename as basename6, join as join13 } from "node:path";
+import { basename as basename7, join as join14 } from "node:path";
 import { finished } from "node:stream/promises";
 
 // src/core/remote/source.ts
@@ -75645,23 +76065,23 @@ function archiveLockName(sha256) {
 }
 
 // src/core/remote/checkpoint.ts
-import { existsSync as existsSync8, readFileSync as readFileSync8, writeFileSync } from "node:fs";
-import { join as join12 } from "node:path";
+import { existsSync as existsSync8, readFileSync as readFileSync9, writeFileSync as writeFileSync2 } from "node:fs";
+import { join as join13 } from "node:path";
 async function checkpoint(name, env = process.env) {
   const dir = env.CUDAENV_TEST_CHECKPOINT_DIR;
   if (!dir) return;
-  writeFileSync(join12(dir, name), String(process.pid));
-  const crash = join12(dir, `${name}.crash`);
+  writeFileSync2(join13(dir, name), String(process.pid));
+  const crash = join13(dir, `${name}.crash`);
   if (existsSync8(crash)) {
     const error2 = new Error(`injected crash at ${name}`);
-    if (readFileSync8(crash, "utf8").trim() === "rejection") void Promise.reject(error2);
+    if (readFileSync9(crash, "utf8").trim() === "rejection") void Promise.reject(error2);
     else setTimeout(() => {
       throw error2;
     }, 0);
     await new Promise(() => void 0);
   }
-  if (!existsSync8(join12(dir, `${name}.pause`))) return;
-  while (!existsSync8(join12(dir, `${name}.go`))) await new Promise((r) => setTimeout(r, 20));
+  if (!existsSync8(join13(dir, `${name}.pause`))) return;
+  while (!existsSync8(join13(dir, `${name}.go`))) await new Promise((r) => setTimeout(r, 20));
 }
 
 // src/core/remote/tar-guard.ts
@@ -76058,20 +76478,20 @@ function parsePax(data) {
 var VerifyError = class extends CudaenvError {
 };
 function cacheFileName(artifact) {
-  return `${artifact.sha256.slice(0, 16)}-${basename6(artifact.relativePath).replace(/[^A-Za-z0-9._+-]/g, "_")}`;
+  return `${artifact.sha256.slice(0, 16)}-${basename7(artifact.relativePath).replace(/[^A-Za-z0-9._+-]/g, "_")}`;
 }
 function sizeOf(path13) {
   try {
-    return statSync7(path13).size;
+    return statSync9(path13).size;
   } catch {
     return void 0;
   }
 }
 async function fetchAndExtract(job) {
   const { artifact } = job;
-  mkdirSync6(job.cacheDir, { recursive: true });
-  const cacheFile = join13(job.cacheDir, cacheFileName(artifact));
-  const lock = await acquireLock(job.locksDir, archiveLockName(artifact.sha256), { purpose: `download of ${basename6(artifact.relativePath)}`, signal: job.signal });
+  mkdirSync7(job.cacheDir, { recursive: true });
+  const cacheFile = join14(job.cacheDir, cacheFileName(artifact));
+  const lock = await acquireLock(job.locksDir, archiveLockName(artifact.sha256), { purpose: `download of ${basename7(artifact.relativePath)}`, signal: job.signal });
   try {
     for (let round = 0; ; round++) {
       const fromCache = sizeOf(cacheFile) !== void 0;
@@ -76097,7 +76517,7 @@ async function streamOnce(job, cacheFile, fromCache) {
   const url2 = mirrorLocation(job.mirror, artifact.relativePath);
   const partFile = `${cacheFile}.part`;
   rmSync5(job.destDir, { recursive: true, force: true });
-  mkdirSync6(job.destDir, { recursive: true });
+  mkdirSync7(job.destDir, { recursive: true });
   const xz = spawn2("xz", ["-dc"], { stdio: ["pipe", "pipe", "pipe"] });
   const tar = spawn2("tar", ["-x", "-f", "-", "-C", job.destDir, "--strip-components=1", "--no-same-owner", "--warning=no-timestamp", "--warning=no-unknown-keyword"], { stdio: ["pipe", "ignore", "pipe"] });
   const guard = new TarGuard();
@@ -76128,7 +76548,7 @@ async function streamOnce(job, cacheFile, fromCache) {
   });
   let part;
   let partError;
-  const hash = createHash("sha256");
+  const hash = createHash2("sha256");
   let bytes = 0;
   let lastReport = 0;
   const report = (stage, force = false) => {
@@ -76205,7 +76625,7 @@ async function streamOnce(job, cacheFile, fromCache) {
       part.end();
       await finished(part);
       part = void 0;
-      renameSync3(partFile, cacheFile);
+      renameSync4(partFile, cacheFile);
     }
     report("extract", true);
     const [xzCode, tarCode] = await Promise.all([xzExit, tarExit, piped]);
@@ -76259,7 +76679,7 @@ async function streamOnce(job, cacheFile, fromCache) {
 }
 function diskFull(dir) {
   try {
-    const st = statfsSync(dir);
+    const st = statfsSync2(dir);
     return st.bavail * st.bsize < 64 * 1024;
   } catch {
     return false;
@@ -76340,35 +76760,35 @@ function relay(from, guard, to) {
 }
 
 // src/core/remote/merge.ts
-import { lstatSync as lstatSync4, mkdirSync as mkdirSync7, readdirSync as readdirSync7, renameSync as renameSync4, rmSync as rmSync6, symlinkSync as symlinkSync2 } from "node:fs";
-import { join as join14 } from "node:path";
+import { lstatSync as lstatSync5, mkdirSync as mkdirSync8, readdirSync as readdirSync8, renameSync as renameSync5, rmSync as rmSync6, symlinkSync as symlinkSync2 } from "node:fs";
+import { join as join15 } from "node:path";
 function mergeComponent(partDir, root, component) {
-  mkdirSync7(root, { recursive: true });
-  for (const name of readdirSync7(partDir)) {
-    const src = join14(partDir, name);
-    const st = lstatSync4(src);
+  mkdirSync8(root, { recursive: true });
+  for (const name of readdirSync8(partDir)) {
+    const src = join15(partDir, name);
+    const st = lstatSync5(src);
     if (name === "lib" && st.isSymbolicLink()) continue;
     if (/^(LICENSE|EULA)/i.test(name) && st.isFile()) {
-      const dir = join14(root, "licenses", component);
-      mkdirSync7(dir, { recursive: true });
-      renameSync4(src, join14(dir, name));
+      const dir = join15(root, "licenses", component);
+      mkdirSync8(dir, { recursive: true });
+      renameSync5(src, join15(dir, name));
       continue;
     }
-    mergeEntry(src, join14(root, name === "lib" ? "lib64" : name), component);
+    mergeEntry(src, join15(root, name === "lib" ? "lib64" : name), component);
   }
   rmSync6(partDir, { recursive: true, force: true });
 }
 function mergeEntry(src, dst, component) {
   let existing;
   try {
-    existing = lstatSync4(dst);
+    existing = lstatSync5(dst);
   } catch {
-    renameSync4(src, dst);
+    renameSync5(src, dst);
     return;
   }
-  const st = lstatSync4(src);
+  const st = lstatSync5(src);
   if (st.isDirectory() && existing.isDirectory()) {
-    for (const name of readdirSync7(src)) mergeEntry(join14(src, name), join14(dst, name), component);
+    for (const name of readdirSync8(src)) mergeEntry(join15(src, name), join15(dst, name), component);
     return;
   }
   if (st.isDirectory() || existing.isDirectory()) {
@@ -76378,26 +76798,26 @@ function mergeEntry(src, dst, component) {
     });
   }
   rmSync6(dst, { force: true });
-  renameSync4(src, dst);
+  renameSync5(src, dst);
 }
 function linkLib(root) {
   try {
-    lstatSync4(join14(root, "lib64"));
+    lstatSync5(join15(root, "lib64"));
   } catch {
     return;
   }
   try {
-    lstatSync4(join14(root, "lib"));
+    lstatSync5(join15(root, "lib"));
     return;
   } catch {
-    symlinkSync2("lib64", join14(root, "lib"));
+    symlinkSync2("lib64", join15(root, "lib"));
   }
 }
 
 // src/core/remote/pkgconfig.ts
-import { existsSync as existsSync9, lstatSync as lstatSync5, mkdirSync as mkdirSync8, readFileSync as readFileSync9, readdirSync as readdirSync8, rmdirSync, symlinkSync as symlinkSync3, unlinkSync, writeFileSync as writeFileSync2 } from "node:fs";
-import { join as join15 } from "node:path";
-var PKGCONFIG_DIR = join15("lib64", "pkgconfig");
+import { existsSync as existsSync9, lstatSync as lstatSync6, mkdirSync as mkdirSync9, readFileSync as readFileSync10, readdirSync as readdirSync9, rmdirSync, symlinkSync as symlinkSync3, unlinkSync as unlinkSync2, writeFileSync as writeFileSync3 } from "node:fs";
+import { join as join16 } from "node:path";
+var PKGCONFIG_DIR = join16("lib64", "pkgconfig");
 function rewritePcText(text, installedRoot) {
   return text.split("\n").map((line) => {
     if (/^\s*cudaroot\s*=/.test(line)) return `cudaroot=${pcEscape(installedRoot)}`;
@@ -76410,21 +76830,21 @@ function pcEscape(path13) {
 function relocatePkgConfig(root, installedRoot) {
   const written = [];
   for (const dirName of ["pkg-config", "pkgconfig"]) {
-    const dir = join15(root, dirName);
+    const dir = join16(root, dirName);
     let entries;
     try {
-      if (!lstatSync5(dir).isDirectory()) continue;
-      entries = readdirSync8(dir);
+      if (!lstatSync6(dir).isDirectory()) continue;
+      entries = readdirSync9(dir);
     } catch {
       continue;
     }
-    const dest = join15(root, PKGCONFIG_DIR);
-    mkdirSync8(dest, { recursive: true });
+    const dest = join16(root, PKGCONFIG_DIR);
+    mkdirSync9(dest, { recursive: true });
     for (const name of entries.filter((n) => n.endsWith(".pc"))) {
-      const src = join15(dir, name);
-      if (!lstatSync5(src).isFile()) continue;
-      writeFileSync2(join15(dest, name), rewritePcText(readFileSync9(src, "utf8"), installedRoot));
-      unlinkSync(src);
+      const src = join16(dir, name);
+      if (!lstatSync6(src).isFile()) continue;
+      writeFileSync3(join16(dest, name), rewritePcText(readFileSync10(src, "utf8"), installedRoot));
+      unlinkSync2(src);
       written.push(name);
     }
     try {
@@ -76434,19 +76854,19 @@ function relocatePkgConfig(root, installedRoot) {
   }
   for (const name of written) {
     const plain = name.replace(/-\d+(\.\d+)*\.pc$/, ".pc");
-    const link = join15(root, PKGCONFIG_DIR, plain);
+    const link = join16(root, PKGCONFIG_DIR, plain);
     if (plain !== name && !existsSync9(link)) symlinkSync3(name, link);
   }
   return written;
 }
 
 // src/core/remote/platform.ts
-import { readFileSync as readFileSync10 } from "node:fs";
+import { readFileSync as readFileSync11 } from "node:fs";
 import { arch as osArch } from "node:os";
 var PLATFORMS = ["linux-x86_64", "linux-sbsa", "linux-aarch64"];
 function readOptional(path13) {
   try {
-    return readFileSync10(path13, "latin1");
+    return readFileSync11(path13, "latin1");
   } catch {
     return void 0;
   }
@@ -76581,14 +77001,14 @@ function selectComponents(options) {
 }
 
 // src/core/remote/staging.ts
-import { lstatSync as lstatSync6, mkdtempSync, readdirSync as readdirSync9, renameSync as renameSync5, rmSync as rmSync7 } from "node:fs";
-import { join as join16 } from "node:path";
+import { lstatSync as lstatSync7, mkdtempSync, readdirSync as readdirSync10, renameSync as renameSync6, rmSync as rmSync7 } from "node:fs";
+import { join as join17 } from "node:path";
 var LEFTOVER_RE = /^(stage|old|rm)-(\d+\.\d+\.\d+)-\d+-[A-Za-z0-9]{6}$/;
 function versionLockName(label) {
   return `version-${label}`;
 }
 function makeTempIn(paths, kind, label) {
-  return mkdtempSync(join16(paths.tmp, `${kind}-${label}-${process.pid}-`));
+  return mkdtempSync(join17(paths.tmp, `${kind}-${label}-${process.pid}-`));
 }
 function tempName(paths, kind, label) {
   const dir = makeTempIn(paths, kind, label);
@@ -76597,7 +77017,7 @@ function tempName(paths, kind, label) {
 }
 function exists2(path13) {
   try {
-    lstatSync6(path13);
+    lstatSync7(path13);
     return true;
   } catch {
     return false;
@@ -76606,19 +77026,19 @@ function exists2(path13) {
 function recoverLeftovers(paths, label) {
   let names;
   try {
-    names = readdirSync9(paths.tmp);
+    names = readdirSync10(paths.tmp);
   } catch {
     return { restored: false, removed: 0 };
   }
   let restored = false;
   let removed = 0;
-  const dest = join16(paths.versions, label);
+  const dest = join17(paths.versions, label);
   for (const name of names.sort()) {
     const m = LEFTOVER_RE.exec(name);
     if (!m || m[2] !== label) continue;
-    const path13 = join16(paths.tmp, name);
+    const path13 = join17(paths.tmp, name);
     if (m[1] === "old" && !exists2(dest)) {
-      renameSync5(path13, dest);
+      renameSync6(path13, dest);
       restored = true;
       continue;
     }
@@ -76630,7 +77050,7 @@ function recoverLeftovers(paths, label) {
 async function cleanOtherLeftovers(paths, except) {
   let names;
   try {
-    names = readdirSync9(paths.tmp);
+    names = readdirSync10(paths.tmp);
   } catch {
     return [];
   }
@@ -76700,7 +77120,7 @@ async function installRelease(req) {
     recoverLeftovers(paths, label);
     await cleanOtherLeftovers(paths, label);
     reclaimStaleLocks(paths.locks);
-    const dest = join17(paths.versions, label);
+    const dest = join18(paths.versions, label);
     const existing = describeVersion(paths, label);
     const base = { version: label, path: dest, mirror: mirror.display, platform: platform2, platform_why: platformWhy, notes, cudnn: cudnn ? cudnn.version : null, warnings };
     if (existing && !existing.broken && !req.force) {
@@ -76709,16 +77129,16 @@ async function installRelease(req) {
       return { ...base, notes: [], status: "already-installed", components: [], cudnn: had, warnings: notAdded };
     }
     stage = makeTempIn(paths, "stage", label);
-    const partsDir = join17(stage, "parts");
-    const root = join17(stage, "root");
-    mkdirSync9(partsDir);
+    const partsDir = join18(stage, "parts");
+    const root = join18(stage, "root");
+    mkdirSync10(partsDir);
     const fromCache = await runJobs(jobs, req, partsDir, signal);
     await checkpoint("before-merge");
     for (const job of jobs) {
       req.onEvent?.({ type: "progress", component: job.name, progress: { stage: "merge", bytes: job.artifact.size, total: job.artifact.size, fromCache: fromCache.get(job.name) } });
-      mergeComponent(join17(partsDir, job.name), root, job.name);
+      mergeComponent(join18(partsDir, job.name), root, job.name);
     }
-    mkdirSync9(root, { recursive: true });
+    mkdirSync10(root, { recursive: true });
     linkLib(root);
     relocatePkgConfig(root, dest);
     writeVersionJson(root, label, jobs);
@@ -76732,7 +77152,7 @@ async function installRelease(req) {
       components: jobs.filter((j) => j.name !== "cudnn" || !cudnn).map(receiptEntry),
       cudnn: cudnn ? { ...receiptEntry(jobs.at(-1)), release: cudnn.label, variant: cudnn.variant, style: cudnn.style, mirror: req.cudnnMirror.display } : null
     };
-    atomicWriteFile(join17(root, RECEIPT_FILE), `${JSON.stringify(receipt, null, 2)}
+    atomicWriteFile(join18(root, RECEIPT_FILE), `${JSON.stringify(receipt, null, 2)}
 `);
     for (const job of jobs) req.onEvent?.({ type: "progress", component: job.name, progress: { stage: "done", bytes: job.artifact.size, total: job.artifact.size, fromCache: fromCache.get(job.name) } });
     req.onEvent?.({ type: "finishing" });
@@ -76770,7 +77190,7 @@ function cudnnNeeds(manifest, platform2, chosen) {
 }
 function readReceipt(dir) {
   try {
-    return JSON.parse(readFileSync11(join17(dir, RECEIPT_FILE), "utf8"));
+    return JSON.parse(readFileSync12(join18(dir, RECEIPT_FILE), "utf8"));
   } catch {
     return void 0;
   }
@@ -76779,26 +77199,26 @@ function receiptEntry(job) {
   return { name: job.name, version: job.version, sha256: job.artifact.sha256, size: job.artifact.size, relative_path: job.artifact.relativePath };
 }
 function writeVersionJson(root, label, jobs) {
-  const path13 = join17(root, "version.json");
+  const path13 = join18(root, "version.json");
   if (existsSync10(path13)) return;
   const data = { cuda: { name: "CUDA SDK", version: label } };
   for (const j of jobs) data[j.name] = { name: j.name, version: j.version };
-  writeFileSync3(path13, `${JSON.stringify(data, null, 2)}
+  writeFileSync4(path13, `${JSON.stringify(data, null, 2)}
 `);
 }
 async function swapIn(paths, label, root, replacing) {
-  const dest = join17(paths.versions, label);
+  const dest = join18(paths.versions, label);
   if (!replacing) {
-    renameSync6(root, dest);
+    renameSync7(root, dest);
     return;
   }
   const aside = tempName(paths, "old", label);
-  renameSync6(dest, aside);
+  renameSync7(dest, aside);
   await checkpoint("between-renames");
   try {
-    renameSync6(root, dest);
+    renameSync7(root, dest);
   } catch (error2) {
-    renameSync6(aside, dest);
+    renameSync7(aside, dest);
     throw error2;
   }
   rmSync8(aside, { recursive: true, force: true });
@@ -76822,7 +77242,7 @@ async function runJobs(jobs, req, partsDir, outer) {
           artifact: job.artifact,
           cacheDir: req.paths.cache,
           locksDir: req.paths.locks,
-          destDir: join17(partsDir, job.name),
+          destDir: join18(partsDir, job.name),
           signal: controller2.signal,
           onProgress: (progress) => req.onEvent?.({ type: "progress", component: job.name, progress })
         });
@@ -76848,28 +77268,28 @@ async function runJobs(jobs, req, partsDir, outer) {
 }
 
 // src/core/store/paths.ts
-import { join as join18, resolve as resolve5 } from "node:path";
+import { join as join19, resolve as resolve5 } from "node:path";
 function pathsFor(root) {
   return {
     root,
-    versions: join18(root, "versions"),
-    cache: join18(root, "cache"),
-    shims: join18(root, "shims"),
-    tmp: join18(root, "tmp"),
-    aliases: join18(root, "aliases"),
-    resolve: join18(root, "resolve"),
-    globalFile: join18(root, "global"),
-    configFile: join18(root, "config.json"),
-    locks: join18(root, "locks")
+    versions: join19(root, "versions"),
+    cache: join19(root, "cache"),
+    shims: join19(root, "shims"),
+    tmp: join19(root, "tmp"),
+    aliases: join19(root, "aliases"),
+    resolve: join19(root, "resolve"),
+    globalFile: join19(root, "global"),
+    configFile: join19(root, "config.json"),
+    locks: join19(root, "locks")
   };
 }
 
 // src/core/shell/toolkit-env.ts
 import { existsSync as existsSync11 } from "node:fs";
-import { join as join19 } from "node:path";
+import { join as join20 } from "node:path";
 function toolkitLibDir(versionDir) {
-  const lib64 = join19(versionDir, "lib64");
-  return existsSync11(lib64) ? lib64 : join19(versionDir, "lib");
+  const lib64 = join20(versionDir, "lib64");
+  return existsSync11(lib64) ? lib64 : join20(versionDir, "lib");
 }
 function splitPathList(value) {
   return value === void 0 || value === "" ? [] : value.split(":");
@@ -76883,7 +77303,7 @@ function toolkitEnvironment(env, versionDir, storeVersionsDir, policy) {
   const path13 = splitPathList(env.PATH).filter(keep);
   const ld = splitPathList(env.LD_LIBRARY_PATH).filter(keep);
   if (versionDir) {
-    path13.unshift(join19(versionDir, "bin"));
+    path13.unshift(join20(versionDir, "bin"));
     if (policy === "prepend") ld.unshift(toolkitLibDir(versionDir));
     out.CUDA_HOME = versionDir;
     out.CUDA_PATH = versionDir;
@@ -76899,8 +77319,8 @@ function toolkitEnvironment(env, versionDir, storeVersionsDir, policy) {
 }
 
 // src/action/cache-service.ts
-import { cpSync, existsSync as existsSync14, mkdirSync as mkdirSync10, readdirSync as readdirSync10, renameSync as renameSync7, rmSync as rmSync9, statSync as statSync9 } from "node:fs";
-import { join as join24 } from "node:path";
+import { cpSync, existsSync as existsSync14, mkdirSync as mkdirSync11, readdirSync as readdirSync11, renameSync as renameSync8, rmSync as rmSync9, statSync as statSync11 } from "node:fs";
+import { join as join25 } from "node:path";
 var ReportedCacheFailure = class extends Error {
 };
 async function failureReported(fn) {
@@ -76946,7 +77366,7 @@ function directoryCacheService(root) {
     name: `the cache directory ${root}`,
     unavailable: async () => existsSync14(root) ? void 0 : `the cache directory ${root} (CUDAENV_ACTION_CACHE_DIR) does not exist`,
     async restore(dir, key, restoreKeys) {
-      const entries = readdirSync10(root).filter((n) => !n.startsWith(".")).map((n) => ({ key: keyOf(n), path: join24(root, n), time: statSync9(join24(root, n)).mtimeMs }));
+      const entries = readdirSync11(root).filter((n) => !n.startsWith(".")).map((n) => ({ key: keyOf(n), path: join25(root, n), time: statSync11(join25(root, n)).mtimeMs }));
       const hit = entries.find((e) => e.key === key) ?? restoreKeys.map((p) => entries.filter((e) => e.key.startsWith(p)).sort((a, b) => b.time - a.time)[0]).find(Boolean);
       if (!hit) return void 0;
       rmSync9(dir, { recursive: true, force: true });
@@ -76954,13 +77374,13 @@ function directoryCacheService(root) {
       return hit.key;
     },
     async save(dir, key) {
-      const dest = join24(root, entryName(key));
+      const dest = join25(root, entryName(key));
       if (existsSync14(dest)) return true;
-      const tmp = join24(root, `.saving-${process.pid}-${Date.now()}`);
-      mkdirSync10(root, { recursive: true });
+      const tmp = join25(root, `.saving-${process.pid}-${Date.now()}`);
+      mkdirSync11(root, { recursive: true });
       cpSync(dir, tmp, { recursive: true });
       try {
-        renameSync7(tmp, dest);
+        renameSync8(tmp, dest);
       } catch (error2) {
         rmSync9(tmp, { recursive: true, force: true });
         if (!existsSync14(dest)) throw error2;
@@ -76974,11 +77394,11 @@ function cacheServiceFor(env) {
 }
 
 // src/action/inputs.ts
-import { join as join25 } from "node:path";
+import { join as join26 } from "node:path";
 import { existsSync as existsSync15 } from "node:fs";
 
 // src/core/versions/version-file.ts
-import { closeSync as closeSync9, constants as constants6, fstatSync as fstatSync3, openSync as openSync9, readSync as readSync5, statSync as statSync10 } from "node:fs";
+import { closeSync as closeSync9, constants as constants6, fstatSync as fstatSync3, openSync as openSync9, readSync as readSync5, statSync as statSync12 } from "node:fs";
 
 // src/core/versions/spec.ts
 var PARTIAL_RE = /^(0|[1-9]\d{0,3})(?:\.(0|[1-9]\d{0,3})(?:\.(0|[1-9]\d{0,5}))?)?$/;
@@ -77107,7 +77527,7 @@ function readInputs(env, workspace) {
   let specSource = "the cuda input";
   let cudnn = getInput(env, "cudnn") || void 0;
   if (spec === "") {
-    const file = join25(workspace, VERSION_FILE);
+    const file = join26(workspace, VERSION_FILE);
     if (!existsSync15(file)) {
       throw new UsageError(
         `no CUDA version given: the cuda input is empty and there is no ${VERSION_FILE} in ${workspace}`,
@@ -77151,9 +77571,9 @@ function readInputs(env, workspace) {
 }
 
 // src/action/plan.ts
-import { createHash as createHash3 } from "node:crypto";
-import { readFileSync as readFileSync12, writeFileSync as writeFileSync6 } from "node:fs";
-import { join as join26 } from "node:path";
+import { createHash as createHash4 } from "node:crypto";
+import { readFileSync as readFileSync13, writeFileSync as writeFileSync7 } from "node:fs";
+import { join as join27 } from "node:path";
 var PLAN_FILE = "plan.json";
 var ARCHIVES_DIR = "archives";
 var KEY_FORMAT = 1;
@@ -77167,12 +77587,12 @@ function reviver(_key, value) {
   return value;
 }
 function writePlan(dir, plan) {
-  writeFileSync6(join26(dir, PLAN_FILE), `${JSON.stringify(plan, replacer)}
+  writeFileSync7(join27(dir, PLAN_FILE), `${JSON.stringify(plan, replacer)}
 `);
 }
 function readPlan(dir) {
   try {
-    const plan = JSON.parse(readFileSync12(join26(dir, PLAN_FILE), "utf8"), reviver);
+    const plan = JSON.parse(readFileSync13(join27(dir, PLAN_FILE), "utf8"), reviver);
     const ok2 = plan.format === 1 && typeof plan.key === "string" && plan.manifest?.components instanceof Map;
     return ok2 ? plan : void 0;
   } catch {
@@ -77180,7 +77600,7 @@ function readPlan(dir) {
   }
 }
 function sha(text) {
-  return createHash3("sha256").update(text).digest("hex");
+  return createHash4("sha256").update(text).digest("hex");
 }
 function keyPrefix(options) {
   const request = sha(JSON.stringify(options.request)).slice(0, 12);
@@ -77205,8 +77625,8 @@ function runnerPlatform(os8 = process.platform, arch3 = process.arch, isTegra) {
 }
 
 // src/action/selection.ts
-import { readFileSync as readFileSync13, readdirSync as readdirSync11 } from "node:fs";
-import { join as join27 } from "node:path";
+import { readFileSync as readFileSync14, readdirSync as readdirSync12 } from "node:fs";
+import { join as join28 } from "node:path";
 function candidates(name) {
   return [name, `cuda_${name}`, `lib${name}`];
 }
@@ -77233,7 +77653,7 @@ function receiptCovers(receipt, platform2, req) {
 }
 function readReceipt2(dir) {
   try {
-    return JSON.parse(readFileSync13(join27(dir, RECEIPT_FILE), "utf8"));
+    return JSON.parse(readFileSync14(join28(dir, RECEIPT_FILE), "utf8"));
   } catch {
     return void 0;
   }
@@ -77241,13 +77661,13 @@ function readReceipt2(dir) {
 function findInToolCache(paths, platform2, req) {
   let labels;
   try {
-    labels = readdirSync11(paths.versions).filter(isVersion);
+    labels = readdirSync12(paths.versions).filter(isVersion);
   } catch {
     return void 0;
   }
   labels = labels.filter((l) => req.spec === "latest" || matchesPrefix(l, req.spec)).sort((a, b) => compareVersions(parseVersion(b), parseVersion(a)));
   for (const label of labels) {
-    const dir = join27(paths.versions, label);
+    const dir = join28(paths.versions, label);
     const receipt = readReceipt2(dir);
     if (receipt && receiptCovers(receipt, platform2, req)) return { label, dir, receipt };
   }
@@ -77314,8 +77734,8 @@ async function runAction(env, signal) {
   const toolCache = required(env, "RUNNER_TOOL_CACHE");
   const temp = required(env, "RUNNER_TEMP");
   const inputs = readInputs(env, env.GITHUB_WORKSPACE || process.cwd());
-  const work = join28(temp, "cudaenv-cache");
-  const paths = { ...pathsFor(join28(toolCache, "cudaenv")), cache: join28(work, ARCHIVES_DIR) };
+  const work = join29(temp, "cudaenv-cache");
+  const paths = { ...pathsFor(join29(toolCache, "cudaenv")), cache: join29(work, ARCHIVES_DIR) };
   const request = { spec: inputs.spec, profile: inputs.profile, components: inputs.components, cudnn: inputs.cudnn };
   const found = findInToolCache(paths, platform2, request);
   let result;
@@ -77335,7 +77755,7 @@ async function runAction(env, signal) {
   }
   const dir = result.cudaPath;
   const ld = inputs.ldLibraryPath === "prepend" ? toolkitEnvironment(env, dir, paths.versions, "prepend").LD_LIBRARY_PATH : env.LD_LIBRARY_PATH;
-  addPath(join28(dir, "bin"));
+  addPath(join29(dir, "bin"));
   exportVariable("CUDA_HOME", dir);
   exportVariable("CUDA_PATH", dir);
   if (inputs.ldLibraryPath === "prepend") exportVariable("LD_LIBRARY_PATH", ld ?? "");
@@ -77378,7 +77798,7 @@ async function install(paths, platform2, inputs, request, work, notes, service, 
   });
   const prefix2 = keyPrefix({ platform: platform2, label, cudnnLabel, request: { profile: request.profile ?? null, components: request.components ?? null, cudnn: request.cudnn ?? null } });
   rmSync10(work, { recursive: true, force: true });
-  mkdirSync11(work, { recursive: true });
+  mkdirSync12(work, { recursive: true });
   let plan;
   let restoredKey;
   if (cacheUsable) {
@@ -77403,7 +77823,7 @@ async function install(paths, platform2, inputs, request, work, notes, service, 
         info(`the entry ${restoredKey} does not hold a plan for CUDA ${label}; ignored`);
         restoredKey = void 0;
         rmSync10(work, { recursive: true, force: true });
-        mkdirSync11(work, { recursive: true });
+        mkdirSync12(work, { recursive: true });
       }
     });
   }
@@ -77438,7 +77858,7 @@ async function install(paths, platform2, inputs, request, work, notes, service, 
     manifest,
     cudnnChoice,
     // Not covering the request (findInToolCache said so): replace it with what is asked for.
-    force: existsSync16(join28(paths.versions, label)),
+    force: existsSync16(join29(paths.versions, label)),
     signal,
     onEvent: (e) => {
       if (e.type === "progress" && e.progress.stage === "done") {

@@ -21,12 +21,15 @@ export async function fastPath(argv: string[]): Promise<boolean> {
     runCurrent(argv[1] === '--json');
     return true;
   }
-  // `check PATH...` with no flag at all: nothing for oclif to parse (every argument is a path, as
-  // oclif would take it), and loading oclif is a sixth of checking a whole library directory.
-  // Anything starting with '-' (flags, --help, --json, --) goes through oclif.
-  if (argv[0] === 'check' && argv.length > 1 && argv.slice(1).every((a) => !a.startsWith('-'))) {
-    await runPlainCheck(argv.slice(1));
-    return true;
+  // `check PATH...` with no flag but --no-cache: nothing else for oclif to parse (every other
+  // argument is a path, as oclif would take it), and loading oclif is a sixth of checking a whole
+  // library directory. Anything else starting with '-' (flags, --help, --json, --) goes through oclif.
+  if (argv[0] === 'check') {
+    const paths = argv.slice(1).filter((a) => a !== '--no-cache');
+    if (paths.length > 0 && paths.every((a) => !a.startsWith('-'))) {
+      await runPlainCheck(paths, paths.length === argv.length - 1);
+      return true;
+    }
   }
   if (argv[0] === 'use') {
     const req = parseUseArgs(argv.slice(1));
@@ -76,7 +79,7 @@ async function runUseFast(req: {spec?: string; policy?: 'prepend' | 'none'; quie
 }
 
 /** `cudaenv check PATH...`, as src/commands/check.ts runs it without flags, errors rendered as src/cli/base.ts does. */
-export async function runPlainCheck(paths: string[]): Promise<void> {
+export async function runPlainCheck(paths: string[], cache = true): Promise<void> {
   // As oclif's Command does: a closed stdout (`| head`) is not an error.
   process.stdout.on('error', (err: NodeJS.ErrnoException) => {
     if (err?.code === 'EPIPE') return;
@@ -87,6 +90,7 @@ export async function runPlainCheck(paths: string[]): Promise<void> {
     const result = await runCheckCli({
       targets: paths, ldLibraryPath: process.env.LD_LIBRARY_PATH || undefined,
       storeVersionsDir: storePaths().versions, json: false, env: process.env,
+      cacheDir: cache ? `${storePaths().cache}/check` : undefined,
     });
     if (result.exitCode !== 0) process.exitCode = result.exitCode;
     for (const w of result.warnings) process.stderr.write(warningLine(w));

@@ -29,6 +29,7 @@ export default class Check extends CudaenvCommand {
     recursive: Flags.boolean({char: 'r', description: 'also check shared objects in subdirectories'}),
     tree: Flags.boolean({description: 'print the dependency tree with the resolved path and rule on every edge'}),
     strict: Flags.boolean({description: 'fail on unversioned undefined symbols too'}),
+    cache: Flags.boolean({allowNo: true, default: true, description: 'reuse the results of files whose libraries, directories and links have not changed since the last check (--no-cache: check everything afresh)'}),
   };
 
   async run(): Promise<CheckReport> {
@@ -73,6 +74,7 @@ export default class Check extends CudaenvCommand {
     const result = await runCheckCli({
       targets, ldLibraryPath, exe: flags.exe, recursive: flags.recursive, strict: flags.strict, tree: flags.tree,
       storeVersionsDir: this.paths.versions, json: this.jsonEnabled(), env: process.env,
+      cacheDir: flags.cache ? join(this.paths.cache, 'check') : undefined,
     });
     if (result.exitCode !== 0) process.exitCode = result.exitCode;
     for (const w of result.warnings) this.warn2(w);

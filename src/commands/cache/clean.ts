@@ -5,11 +5,11 @@ import {formatBytes} from '../../core/remote/progress.js';
 import {refuseForeignStore} from '../../core/store/store-owner.js';
 
 export default class CacheClean extends CudaenvCommand {
-  static override summary = 'Remove downloaded archives, interrupted downloads and manifest copies; installed versions are untouched.';
+  static override summary = 'Remove downloaded archives, interrupted downloads, manifest copies and stored check results; installed versions are untouched.';
   static override description = 'An archive that a running install is using is kept and named. A later install of a removed archive downloads it again.';
   static override examples = ['<%= config.bin %> cache clean', '<%= config.bin %> cache clean --partial'];
   static override flags = {
-    partial: Flags.boolean({description: 'only interrupted downloads (.part files); keep verified archives and manifests'}),
+    partial: Flags.boolean({description: 'only interrupted downloads (.part files); keep verified archives, manifests and check results'}),
   };
 
   async run(): Promise<CleanResult> {
@@ -18,7 +18,10 @@ export default class CacheClean extends CudaenvCommand {
     const result = await cleanCache(this.paths, {partialOnly: flags.partial});
     for (const b of result.busy) this.warn2(`kept ${b.file}: in use by ${b.by}`);
     if (!this.jsonEnabled()) {
-      const what = `${result.removed.length} file${result.removed.length === 1 ? '' : 's'}${result.manifestsRemoved ? ` and ${result.manifestsRemoved} manifest cop${result.manifestsRemoved === 1 ? 'y' : 'ies'}` : ''}`;
+      const parts = [`${result.removed.length} file${result.removed.length === 1 ? '' : 's'}`];
+      if (result.manifestsRemoved) parts.push(`${result.manifestsRemoved} manifest cop${result.manifestsRemoved === 1 ? 'y' : 'ies'}`);
+      if (result.checksRemoved) parts.push(`${result.checksRemoved} check result file${result.checksRemoved === 1 ? '' : 's'}`);
+      const what = parts.length === 1 ? parts[0] : `${parts.slice(0, -1).join(', ')} and ${parts.at(-1)}`;
       this.log(`Removed ${what} from the cache, ${formatBytes(result.freedBytes)} freed.`);
     }
     return result;

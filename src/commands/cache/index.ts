@@ -3,7 +3,7 @@ import {describeCache, type CacheState} from '../../core/remote/cache.js';
 import {formatBytes} from '../../core/remote/progress.js';
 
 export default class Cache extends CudaenvCommand {
-  static override summary = 'Show the download cache: verified archives kept for reinstalls, interrupted downloads, manifest copies.';
+  static override summary = 'Show the cache: verified archives kept for reinstalls, interrupted downloads, manifest copies, stored check results.';
   static override description = 'Free it with `cudaenv cache clean` (`--partial` for interrupted downloads only).';
   static override examples = ['<%= config.bin %> cache', '<%= config.bin %> cache --json'];
 
@@ -18,6 +18,7 @@ export default class Cache extends CudaenvCommand {
       this.log(`  ${archives.length} verified archive${archives.length === 1 ? '' : 's'} (${formatBytes(sum(archives))}), kept for reinstalls`);
       this.log(`  ${partial.length} interrupted download${partial.length === 1 ? '' : 's'} (${formatBytes(sum(partial))}), resumed by the next install of their archive`);
       this.log(`  ${state.manifests.files} manifest cop${state.manifests.files === 1 ? 'y' : 'ies'} (${formatBytes(state.manifests.bytes)}), for ls-remote`);
+      this.log(`  ${state.checks.files} check result file${state.checks.files === 1 ? '' : 's'} (${formatBytes(state.checks.bytes)}), reused by \`cudaenv check\` while nothing they read changes`);
       if (state.bytes > 0) this.log('Free it with `cudaenv cache clean` (`--partial`: interrupted downloads only).');
     }
     return state;

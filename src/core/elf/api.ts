@@ -79,4 +79,9 @@ export interface CheckOptions {
   storeVersionsDir?: string;
   /** The directory relative search-path entries (empty elements) mean; default process.cwd(). */
   cwd?: string;
+  /**
+   * A directory for the persistent verdict cache ($CUDAENV_DIR/cache/check): each checked file's
+   * result is reused while everything it depended on reads the same (./verdict-cache.ts). Unset: no cache.
+   */
+  cacheDir?: string;
 }

@@ -18,6 +18,8 @@ export interface CheckCliInput {
   tree?: boolean;
   /** $CUDAENV_DIR/versions (fixes name the version an LD_LIBRARY_PATH entry belongs to). */
   storeVersionsDir: string;
+  /** $CUDAENV_DIR/cache/check, the persistent verdict cache; undefined with --no-cache. */
+  cacheDir?: string;
   /** With --json the report is the output: no text is made. */
   json: boolean;
   env: NodeJS.ProcessEnv;
@@ -43,6 +45,7 @@ export async function runCheckCli(input: CheckCliInput): Promise<CheckCliResult>
     strict: input.strict,
     sysroot: input.env.CUDAENV_SYSROOT || undefined,
     storeVersionsDir: input.storeVersionsDir,
+    cacheDir: input.cacheDir,
   });
   const warnings = report.checked.length === 0 ? [`no ELF shared objects in ${input.targets.join(', ')}`] : [];
   let text: string | null = null;

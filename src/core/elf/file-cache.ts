@@ -1,6 +1,7 @@
 import {readdirSync, statSync, type Stats} from 'node:fs';
 import {readElfHeaderSync, readElfSync, relocatedUndefinedNames} from './reader/index.js';
 import type {ElfHeaderInfo, ElfInfo} from './types.js';
+import {identity, type InputRecorder} from './inputs.js';
 import {isInside, normalRoot, realpathIn} from './sysroot.js';
 
 /**
@@ -97,11 +98,19 @@ export function cachedHeaderSync(path: string, st: Stats): ElfHeaderInfo {
  */
 export class FileView {
   private readonly listings = new Map<string, Set<string> | null>();
+  /** Per directory key: the host path listed and the identity of that directory before it was listed. */
+  private readonly listedAs = new Map<string, {host: string; id: string}>();
   private readonly stats = new Map<string, Stats | null>();
   private readonly subdirs = new Map<string, Map<readonly string[], readonly string[]>>();
 
   private readonly root: string;
   private readonly hosts = new Map<string, string | null>();
+
+  /**
+   * Set while a persistent verdict cache is in use: every answer this view gives is recorded
+   * (cached or not), so each checked file's result carries exactly what it depended on.
+   */
+  recorder: InputRecorder | null = null;
 
   /** @param sysroot CUDAENV_SYSROOT: links inside it resolve inside it (./sysroot.ts). */
   constructor(readonly cwd: string, sysroot = '') {
@@ -119,6 +128,7 @@ export class FileView {
       host = realpathIn(this.root, path) ?? null;
       this.hosts.set(path, host);
     }
+    this.recorder?.fact('h', path, host ?? '-');
     return host;
   }
 
@@ -126,16 +136,36 @@ export class FileView {
   list(dir: string): Set<string> | null {
     // A relative search directory ('d1/' of an RPATH, '' of an empty element) is the check's cwd, not Node's.
     const key = dir === '' ? this.cwd : dir.startsWith('/') ? dir : `${this.cwd}/${dir}`;
-    if (this.listings.has(key)) return this.listings.get(key)!;
-    let names: Set<string> | null;
-    try {
+    let names = this.listings.get(key);
+    if (names === undefined) {
       const host = this.hostPath(key);
-      if (host === null) throw new Error('not in the image');
-      names = new Set(readdirSync(host));
-    } catch {
       names = null;
+      if (host !== null) {
+        // The directory's identity before its listing: an entry added or removed later changes it.
+        if (this.recorder) {
+          let st: Stats | undefined;
+          try {
+            st = statSync(host, {throwIfNoEntry: false});
+          } catch {
+            st = undefined;
+          }
+          const id = st ? identity(st) : '-';
+          this.listedAs.set(key, {host, id});
+          if (st) this.recorder.stat(host, st, id);
+          else this.recorder.fact('s', host, '-');
+        }
+        try {
+          names = new Set(readdirSync(host));
+        } catch {
+          names = null;
+        }
+      }
+      this.listings.set(key, names);
+    } else if (this.recorder) {
+      if (isInside(this.root, key)) this.hostPath(key);
+      const seen = this.listedAs.get(key);
+      if (seen) this.recorder.fact('s', seen.host, seen.id);
     }
-    this.listings.set(key, names);
     return names;
   }
 
@@ -151,6 +181,9 @@ export class FileView {
     if (!found) {
       found = subs.filter((sub) => this.list(`${dir}${sub}/`) !== null);
       bySubs.set(subs, found);
+    } else if (this.recorder) {
+      // The answer rests on each subdirectory's listing (or its absence): recorded for this file too.
+      for (const sub of subs) this.list(`${dir}${sub}/`);
     }
     return found;
   }
@@ -166,16 +199,35 @@ export class FileView {
     if (entry === undefined) {
       entry = this.statSync(path);
       this.stats.set(path, entry);
+    } else if (this.recorder) {
+      const host = this.hostPath(path);
+      if (host !== null) this.recordStat(host, entry);
     }
     return entry;
   }
 
   statSync(path: string): Stats | null {
+    let st: Stats | null;
+    const host = this.hostPath(path);
     try {
-      const host = this.hostPath(path);
-      return host === null ? null : statSync(host, {throwIfNoEntry: false}) ?? null;
+      st = host === null ? null : statSync(host, {throwIfNoEntry: false}) ?? null;
     } catch {
-      return null;
+      st = null;
     }
+    if (this.recorder && host !== null) this.recordStat(host, st);
+    return st;
+  }
+
+  /** The identity string is made once per Stats object: a library's stat is recorded by hundreds of checked files. */
+  private readonly ids = new WeakMap<Stats, string>();
+
+  private recordStat(host: string, st: Stats | null): void {
+    if (st === null) {
+      this.recorder!.fact('s', host, '-');
+      return;
+    }
+    let id = this.ids.get(st);
+    if (id === undefined) this.ids.set(st, id = identity(st));
+    this.recorder!.stat(host, st, id);
   }
 }

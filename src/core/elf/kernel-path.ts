@@ -1,4 +1,5 @@
 import {lstatSync} from 'node:fs';
+import type {InputRecorder} from './inputs.js';
 
 /**
  * An absolute form of `path` that names the same file as the kernel's lookup would (issue 12
@@ -8,7 +9,7 @@ import {lstatSync} from 'node:fs';
  * `..` that must stay the rest is kept as written (ld.so keeps such a name as it is too).
  * `cwd` is a real directory (getcwd), so a leading `..` folds against it, as dl-object.c does.
  */
-export function kernelPath(path: string, cwd: string): string {
+export function kernelPath(path: string, cwd: string, recorder?: InputRecorder | null): string {
   const full = path.startsWith('/') ? path : `${cwd}/${path}`;
   const parts = full.split('/');
   const out: string[] = [];
@@ -25,11 +26,15 @@ export function kernelPath(path: string, cwd: string): string {
     }
     if (out.length === 0) continue; // /.. is /
     let link = false;
+    const prefix = `/${out.join('/')}`;
+    let seen = '-';
     try {
-      link = lstatSync(`/${out.join('/')}`).isSymbolicLink();
+      link = lstatSync(prefix).isSymbolicLink();
+      seen = link ? 'link' : 'other';
     } catch {
       // a missing prefix: the kernel fails on it either way; fold it
     }
+    recorder?.fact('l', prefix, seen);
     if (link) {
       out.push('..');
       raw = true;

@@ -10,6 +10,8 @@ import {lookupCache} from './ldcache/lookup.js';
 import {loaderPlatform, type LoaderPlatform} from './platform.js';
 import {LoaderProcess, type LoadedObject, type LoaderContext} from './resolver.js';
 import {readListedSync, type ListedFile, type TargetFile} from './targets.js';
+import {InputRecorder} from './inputs.js';
+import {VerdictCache, type StoredResult} from './verdict-cache.js';
 
 /**
  * The check of a share of the listed files, in this thread or in a worker: each file read,
@@ -34,10 +36,10 @@ export interface FileResult {
 }
 
 /** LD_PRELOAD is split on spaces and colons (rtld.c handle_preload_list); /etc/ld.so.preload also on tabs and newlines, with # comments. */
-function preloadList(options: CheckOptions): string[] {
+function preloadList(options: CheckOptions, recorder: InputRecorder | null): string[] {
   const list = (options.preload ?? []).flatMap((p) => p.split(/[ :]/)).filter(Boolean);
   const file = `${(options.sysroot ?? '').replace(/\/+$/, '')}/etc/ld.so.preload`;
-  if (existsSync(file)) {
+  if (recorder ? recorder.statNow(file) !== null : existsSync(file)) {
     try {
       const text = readFileSync(file, 'utf8').replace(/#[^\n]*/g, '');
       list.push(...text.split(/[ \t\n:]+/).filter(Boolean));
@@ -48,18 +50,32 @@ function preloadList(options: CheckOptions): string[] {
   return list;
 }
 
-export function makeContext(options: CheckOptions, cwd: string): LoaderContext {
+export function makeContext(options: CheckOptions, cwd: string, recorder: InputRecorder | null = null): LoaderContext {
   const sysroot = (options.sysroot ?? '').replace(/\/+$/, '');
   const cacheFile = options.cacheFile ?? `${sysroot}/etc/ld.so.cache`;
+  // Its identity before its contents: a cache rebuilt after this is seen by the next check.
+  recorder?.statNow(cacheFile);
   // Loaded up front: every process needs it, and its generator string names the glibc version.
   const cache = loadLdCache(cacheFile);
   // The same few hundred names are looked up by every process of a check: answered once each.
   const answers = new Map<LoaderPlatform, Map<string, string | null>>();
+  const view = new FileView(cwd, sysroot);
+  view.recorder = recorder;
+  const platforms = new Map<string, string>();
   return {
-    view: new FileView(cwd, sysroot),
-    platformFor: (elfClass, machine) => loaderPlatform(elfClass, machine, sysroot, cache.generator),
+    view,
+    platformFor(elfClass, machine) {
+      const platform = loaderPlatform(elfClass, machine, sysroot, cache.generator);
+      if (recorder) {
+        const key = `${elfClass}:${machine}`;
+        let value = platforms.get(key);
+        if (value === undefined) platforms.set(key, value = platformText(platform));
+        recorder.fact('p', key, value);
+      }
+      return platform;
+    },
     ldLibraryPath: options.ldLibraryPath,
-    preload: preloadList(options),
+    preload: preloadList(options, recorder),
     cacheLabel: `ld.so.cache (${cacheFile})`,
     cacheLookup(name: string, platform: LoaderPlatform): string | null {
       let known = answers.get(platform);
@@ -79,10 +95,11 @@ export function makeContext(options: CheckOptions, cwd: string): LoaderContext {
 }
 
 /** The program of --exe, read; a usage error when it is missing or not ELF. */
-export async function readExe(options: CheckOptions, cwd: string): Promise<TargetFile | undefined> {
+export async function readExe(options: CheckOptions, cwd: string, recorder: InputRecorder | null = null): Promise<TargetFile | undefined> {
   if (!options.exe) return undefined;
   const path = resolve(cwd, options.exe);
   const view = new FileView(cwd);
+  view.recorder = recorder;
   const st = view.statSync(path);
   if (!st || !st.isFile()) throw new UsageError(`--exe ${options.exe}: no such file`, 'Give the program that loads the libraries, e.g. --exe "$(command -v python3)".');
   try {
@@ -103,15 +120,14 @@ function toCheckedObject(obj: LoadedObject): CheckedObject {
 
 export async function checkPartial(options: CheckOptions, files: IndexedFile[]): Promise<FileResult[]> {
   const cwd = options.cwd ?? process.cwd();
-  const ctx = makeContext(options, cwd);
-  const exe = await readExe(options, cwd);
+  const recorder = options.cacheDir ? new InputRecorder() : null;
+  const ctx = makeContext(options, cwd, recorder);
+  const exe = await readExe(options, cwd, recorder);
+  const cache = options.cacheDir ? openCache(options, cwd, ctx) : null;
   // Objects read with {symbols: 'undefined'} (all of them here) are looked up through their own
   // hash tables: no index of referenced names is needed (null: objects without one index all).
   const memo = new SymbolMemo(null);
   const explainCtx = {ldLibraryPath: options.ldLibraryPath, storeVersionsDir: options.storeVersionsDir, cwd};
-  // An object in the processes of several files is reported once, as the first file in listing
-  // order found it (the merge keeps the first occurrence): later files skip describing it.
-  const described = new Set<string>();
   const results: FileResult[] = [];
   // Each file read, loaded as a process, checked and explained before the next one, so that its
   // process (thousands of objects, edges and candidates over a directory) is garbage at once
@@ -119,38 +135,81 @@ export async function checkPartial(options: CheckOptions, files: IndexedFile[]):
   // the reads come from the page cache, and a promise per file and search step cost more than
   // overlapping them could save.
   for (const file of [...files].sort((a, b) => a.index - b.index)) {
-    const base = {index: file.index, objects: [], problems: [], failedPreloads: []};
-    const r = readListedSync(file);
-    if ('skip' in r) {
-      results.push({...base, skipped: {path: file.path, reason: r.skip}});
+    const name = file.file === undefined ? file.path : `${file.path}\0${file.file}`;
+    const hit = cache?.lookup(name);
+    if (hit) {
+      results.push({index: file.index, ...hit});
       continue;
     }
-    const head = exe?.info ?? r.info;
-    const platform = ctx.platformFor(head.elfClass, head.machine);
-    if (!platform) {
-      results.push({...base, skipped: {path: file.path, reason: `no loader model for ELF class ${head.elfClass}, machine ${head.machine}`}});
-      continue;
-    }
-    if (exe && (r.info.elfClass !== exe.info.elfClass || r.info.machine !== exe.info.machine)) {
-      results.push({...base, skipped: {path: file.path, reason: `built for another ELF class or machine than ${exe.path}`}});
-      continue;
-    }
-    const p = new LoaderProcess(ctx, platform);
-    p.run(r, exe);
-    const found = findProblems(p, memo);
-    const objects: CheckedObject[] = [];
-    for (const o of p.scope) {
-      if (o.role === 'interp' || described.has(o.path)) continue;
+    recorder?.begin();
+    const result = await checkOne(file, ctx, exe, memo, explainCtx, recorder);
+    const inputs = recorder?.end();
+    if (cache && inputs) cache.store(name, inputs, recorder!.shared, result);
+    results.push({index: file.index, ...result});
+  }
+  cache?.save();
+  // An object in the processes of several files is reported once, as the first file in listing
+  // order found it (the merge keeps the first occurrence): later files skip describing it.
+  const described = new Set<string>();
+  for (const r of results) {
+    r.objects = r.objects.filter((o) => {
+      if (described.has(o.path)) return false;
       described.add(o.path);
-      objects.push(toCheckedObject(o));
-    }
-    results.push({
-      index: file.index,
-      checked: p.target.path,
-      objects,
-      problems: await Promise.all(found.map((f) => explain(p, f, explainCtx))),
-      failedPreloads: p.failedPreloads.map((f) => `${f.name}: ${f.reason}`),
+      return true;
     });
   }
   return results;
+}
+
+/** A platform as a fact's value (its hwcap masks are bigints). */
+function platformText(platform: LoaderPlatform | null): string {
+  return JSON.stringify(platform ?? null, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v));
+}
+
+function openCache(options: CheckOptions, cwd: string, ctx: LoaderContext): VerdictCache {
+  const sysroot = (options.sysroot ?? '').replace(/\/+$/, '');
+  return new VerdictCache({
+    dir: options.cacheDir!,
+    // What every result depends on besides the recorded facts. GLIBC_TUNABLES can change the
+    // hwcaps the loader searches; the platform itself is a recorded fact.
+    key: {
+      cwd, sysroot, ldLibraryPath: options.ldLibraryPath ?? null, preload: options.preload ?? [], exe: options.exe ?? null,
+      cacheFile: options.cacheFile ?? null, storeVersionsDir: options.storeVersionsDir ?? null,
+      tunables: process.env.GLIBC_TUNABLES ?? null,
+    },
+    sysroot,
+    platform(key) {
+      const [elfClass, machine] = key.split(':').map(Number);
+      return platformText(ctx.platformFor(elfClass as 32 | 64, machine));
+    },
+  });
+}
+
+/** One listed file: read, modelled as its own process, checked and explained (objects not yet deduplicated). */
+async function checkOne(
+  file: IndexedFile, ctx: LoaderContext, exe: TargetFile | undefined, memo: SymbolMemo,
+  explainCtx: {ldLibraryPath?: string; storeVersionsDir?: string; cwd: string}, recorder: InputRecorder | null,
+): Promise<StoredResult> {
+  const base = {objects: [], problems: [], failedPreloads: []};
+  // The file's identity before it is read.
+  recorder?.statNow(file.file ?? file.path);
+  const r = readListedSync(file);
+  if ('skip' in r) return {...base, skipped: {path: file.path, reason: r.skip}};
+  const head = exe?.info ?? r.info;
+  const platform = ctx.platformFor(head.elfClass, head.machine);
+  if (!platform) return {...base, skipped: {path: file.path, reason: `no loader model for ELF class ${head.elfClass}, machine ${head.machine}`}};
+  if (exe && (r.info.elfClass !== exe.info.elfClass || r.info.machine !== exe.info.machine)) {
+    return {...base, skipped: {path: file.path, reason: `built for another ELF class or machine than ${exe.path}`}};
+  }
+  const p = new LoaderProcess(ctx, platform);
+  p.run(r, exe);
+  const found = findProblems(p, memo);
+  const objects: CheckedObject[] = [];
+  for (const o of p.scope) if (o.role !== 'interp') objects.push(toCheckedObject(o));
+  return {
+    checked: p.target.path,
+    objects,
+    problems: await Promise.all(found.map((f) => explain(p, f, explainCtx))),
+    failedPreloads: p.failedPreloads.map((f) => `${f.name}: ${f.reason}`),
+  };
 }

@@ -107,9 +107,12 @@ export class LoaderProcess {
     let mainOrigin = dirname(mainFile.path);
     if (exe) {
       try {
-        mainOrigin = dirname(realpathSync.native(exe.path));
+        const real = realpathSync.native(exe.path);
+        this.ctx.view.recorder?.fact('r', exe.path, real);
+        mainOrigin = dirname(real);
       } catch {
         // keep the unresolved directory
+        this.ctx.view.recorder?.fact('r', exe.path, '-');
       }
     }
     this.main = this.newObject(mainFile.path, mainFile.path, mainFile.info, mainFile.stat, null, 'main', mainOrigin);
@@ -290,7 +293,7 @@ export class LoaderProcess {
   *candidates(loader: LoadedObject, name: string): Generator<Candidate> {
     if (name.includes('/')) {
       // Opened as written: the kernel resolves `..` after a symlinked directory, not the text.
-      const path = kernelPath(name, this.ctx.view.cwd);
+      const path = kernelPath(name, this.ctx.view.cwd, this.ctx.view.recorder);
       const c = this.probe(path, 'default', `the path ${name} written in DT_NEEDED`);
       if (c) yield c;
       return;
@@ -319,7 +322,7 @@ export class LoaderProcess {
   }
 
   private absolute(path: string): string {
-    return path.startsWith('/') ? path : kernelPath(path, this.ctx.view.cwd);
+    return path.startsWith('/') ? path : kernelPath(path, this.ctx.view.cwd, this.ctx.view.recorder);
   }
 
   /** The directories of steps 1-6, with the cache between RUNPATH and the system directories. */

@@ -20,6 +20,8 @@ export interface CacheState {
   dir: string;
   files: CacheFile[];
   manifests: {files: number; bytes: number};
+  /** `cache/check/`: `cudaenv check`'s stored results (src/core/elf/verdict-cache.ts). */
+  checks: {files: number; bytes: number};
   bytes: number;
 }
 
@@ -70,7 +72,8 @@ export function describeCache(paths: StorePaths): CacheState {
     files.push({file: name, bytes: sizeOf(path), kind: partial ? 'partial' : 'archive'});
   }
   const manifests = treeSize(join(paths.cache, 'manifests'));
-  return {dir: paths.cache, files, manifests, bytes: files.reduce((s, f) => s + f.bytes, 0) + manifests.bytes};
+  const checks = treeSize(join(paths.cache, 'check'));
+  return {dir: paths.cache, files, manifests, checks, bytes: files.reduce((s, f) => s + f.bytes, 0) + manifests.bytes + checks.bytes};
 }
 
 export interface CleanResult {
@@ -78,17 +81,18 @@ export interface CleanResult {
   /** Files an install is using now, left alone. */
   busy: Array<CacheFile & {by: string}>;
   manifestsRemoved: number;
+  checksRemoved: number;
   freedBytes: number;
 }
 
 /**
  * Removes cached archives and `.part` files (only `.part` files with `partialOnly`), and the
- * manifest copies. Each archive is removed under its own lock, taken without waiting: one an
+ * manifest copies and stored check results. Each archive is removed under its own lock, taken without waiting: one an
  * install holds is reported busy and kept, and no install can start on it while it goes.
  */
 export async function cleanCache(paths: StorePaths, options: {partialOnly?: boolean} = {}): Promise<CleanResult> {
   const state = describeCache(paths);
-  const result: CleanResult = {removed: [], busy: [], manifestsRemoved: 0, freedBytes: 0};
+  const result: CleanResult = {removed: [], busy: [], manifestsRemoved: 0, checksRemoved: 0, freedBytes: 0};
   for (const f of state.files) {
     if (options.partialOnly && f.kind !== 'partial') continue;
     const name = archiveLockName(CACHE_NAME.exec(f.kind === 'partial' ? f.file.slice(0, -5) : f.file)![1]!);
@@ -113,6 +117,10 @@ export async function cleanCache(paths: StorePaths, options: {partialOnly?: bool
     result.manifestsRemoved = state.manifests.files;
     result.freedBytes += state.manifests.bytes;
     rmSync(join(paths.cache, 'manifests'), {recursive: true, force: true});
+    // Stored check results are only ever a shortcut: a check without them reads everything again.
+    result.checksRemoved = state.checks.files;
+    result.freedBytes += state.checks.bytes;
+    rmSync(join(paths.cache, 'check'), {recursive: true, force: true});
   }
   return result;
 }

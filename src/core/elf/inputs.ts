@@ -1,0 +1,122 @@
+import {lstatSync, realpathSync, statSync, type Stats} from 'node:fs';
+import {realpathIn} from './sysroot.js';
+
+/**
+ * What the loader model learnt from the file system while it checked one file, each fact as
+ * (kind, path) -> the value seen, so that a later run can tell, by asking the same questions
+ * again, whether the check's result still holds (./verdict-cache.ts). Every question is asked
+ * before the data it guards is read (a stat before the file's tables, a directory's stat before
+ * its listing): a change after the question is then seen by the next run, never hidden.
+ *
+ *   s  stat (following links) of a host path: the file's identity, or '-' when there is none
+ *   l  lstat of a path prefix: 'link', 'other' or '-' (kernelPath folds `..` by it)
+ *   r  realpath of a path, or '-'
+ *   h  a path inside CUDAENV_SYSROOT resolved in the image (realpathIn), or '-'
+ *   p  the loader platform for 'class:machine' (hwcaps, directories, glibc rules), as JSON
+ */
+export type InputKind = 's' | 'l' | 'r' | 'h' | 'p';
+
+/**
+ * A file's identity: device, inode, size, mode and both change times. Any write changes mtime
+ * and ctime, a rename or link swap changes the inode, and ctime cannot be set from user space;
+ * a write within the file system's timestamp tick of the read is excluded by the caller
+ * (inputs newer than a settling time are never cached).
+ */
+export function identity(st: Stats): string {
+  return `${st.dev}:${st.ino}:${st.size}:${st.mode}:${st.mtimeMs}:${st.ctimeMs}`;
+}
+
+export function inputKey(kind: InputKind, path: string): string {
+  return `${kind}\0${path}`;
+}
+
+/** The facts of one file's check (or of the whole check, for what every file shares). */
+export interface InputSet {
+  values: Map<string, string>;
+  /** The newest mtime or ctime among the identities (ms). */
+  newest: number;
+  /** Device of each identity, with one path on it (for the file system type). */
+  devices: Map<number, string>;
+}
+
+function emptySet(): InputSet {
+  return {values: new Map(), newest: 0, devices: new Map()};
+}
+
+export class InputRecorder {
+  /** Facts every file's check depends on (ld.so.cache, /etc/ld.so.preload, --exe). */
+  readonly shared: InputSet = emptySet();
+  private current: InputSet = this.shared;
+
+  /** Starts the facts of one file; until end(), everything recorded is its own. */
+  begin(): void {
+    this.current = emptySet();
+  }
+
+  end(): InputSet {
+    const set = this.current;
+    this.current = this.shared;
+    return set;
+  }
+
+  /** A stat the model made of host path `path` (null: nothing there or not reachable). */
+  stat(path: string, st: Stats | null, id?: string): void {
+    const set = this.current;
+    if (st === null) {
+      set.values.set(inputKey('s', path), '-');
+      return;
+    }
+    set.values.set(inputKey('s', path), id ?? identity(st));
+    const t = st.mtimeMs > st.ctimeMs ? st.mtimeMs : st.ctimeMs;
+    if (t > set.newest) set.newest = t;
+    if (!set.devices.has(st.dev)) set.devices.set(st.dev, path);
+  }
+
+  /** A fact already in value form (a stat's identity recorded earlier, an lstat, a realpath, a platform). */
+  fact(kind: InputKind, path: string, value: string): void {
+    this.current.values.set(inputKey(kind, path), value);
+  }
+
+  /** stat(2) of `path` now, recorded, for callers outside the FileView (ld.so.cache, the checked file itself). */
+  statNow(path: string): Stats | null {
+    const st = statOrNull(path);
+    this.stat(path, st);
+    return st;
+  }
+}
+
+export function statOrNull(path: string): Stats | null {
+  try {
+    return statSync(path, {throwIfNoEntry: false}) ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** The value a fact has now, computed as the model computed it; `platform` answers kind 'p'. */
+export function currentValue(kind: InputKind, path: string, sysroot: string, platform: (key: string) => string): string {
+  switch (kind) {
+    case 's': {
+      const st = statOrNull(path);
+      return st ? identity(st) : '-';
+    }
+    case 'l':
+      try {
+        return lstatSync(path).isSymbolicLink() ? 'link' : 'other';
+      } catch {
+        return '-';
+      }
+    case 'r':
+      try {
+        return realpathSync.native(path);
+      } catch {
+        return '-';
+      }
+    case 'h':
+      return realpathIn(sysroot, path) ?? '-';
+    case 'p':
+      return platform(path);
+    default:
+      return '\0unknown';
+  }
+}

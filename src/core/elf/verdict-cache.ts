@@ -1,0 +1,291 @@
+import {createHash} from 'node:crypto';
+import {mkdirSync, readdirSync, readFileSync, renameSync, statfsSync, statSync, unlinkSync, writeFileSync} from 'node:fs';
+import {basename, dirname, join} from 'node:path';
+import {fileURLToPath} from 'node:url';
+import type {CheckedObject, Problem} from './api.js';
+import {currentValue, identity, inputKey, type InputKind, type InputSet} from './inputs.js';
+
+/**
+ * A persistent cache of each checked file's result, in $CUDAENV_DIR/cache/check/, so that a
+ * check of a tree that has not changed since the last one answers from what it recorded. A
+ * result is reused only when every fact it depended on (./inputs.ts: each file's identity,
+ * each searched directory's identity, each symlink a path crossed, the loader platform) still
+ * reads the same: the same questions are asked again and compared, so a changed, added or
+ * removed library, a replaced link, a new ld.so.cache or another CPU level each make the
+ * affected files be checked again, and only those. What every file shares (the options, the
+ * LD_LIBRARY_PATH, the code of this very build) selects the cache file.
+ *
+ * Never cached: results with a failing problem (their explanations look further afield), and
+ * results resting on a file changed less than SETTLE_MS before the check began (a write within
+ * the file system's timestamp tick could leave the identity unchanged: git's "racy" entries),
+ * or on a network file system (NFS and its like may answer stat from a stale attribute cache).
+ */
+export const SETTLE_MS = 2000;
+const FORMAT = 1;
+/** Results kept per cache file; the cache files kept per directory (the least recently written go first). */
+const MAX_ROOTS = 50_000;
+const MAX_FILES = 16;
+
+/** statfs f_type of file systems whose stat may be stale or whose timestamps come from another clock. */
+const NETWORK_FS = new Set([
+  0x6969, // NFS
+  0xff534d42, // CIFS
+  0xfe534d42, // SMB2
+  0x517b, // SMB
+  0x65735546, // FUSE (sshfs, s3fs, ...)
+  0x01021997, // 9P (WSL2 /mnt, virtio shares)
+  0x5346414f, // AFS
+  0x6b414653, // kAFS
+]);
+
+/** One file's result as stored: objects by index into the cache file's object table. */
+export interface StoredResult {
+  skipped?: {path: string; reason: string};
+  checked?: string;
+  objects: CheckedObject[];
+  problems: Problem[];
+  failedPreloads: string[];
+}
+
+interface FileEntry {
+  /** Indexes into the input table. */
+  i: number[];
+  skipped?: {path: string; reason: string};
+  checked?: string;
+  o: number[];
+  problems: Problem[];
+  failedPreloads: string[];
+}
+
+interface CacheFile {
+  format: number;
+  key: string;
+  inputs: Array<[InputKind, string, string]>;
+  objects: CheckedObject[];
+  files: Record<string, FileEntry>;
+}
+
+export interface VerdictCacheOptions {
+  /** $CUDAENV_DIR/cache/check */
+  dir: string;
+  /** Everything every result depends on besides the recorded facts (options, LD_LIBRARY_PATH, cwd, ...). */
+  key: Record<string, unknown>;
+  sysroot: string;
+  /** The loader platform for 'class:machine', as JSON (kind 'p'). */
+  platform: (key: string) => string;
+}
+
+export class VerdictCache {
+  private readonly file: string;
+  private readonly keyText: string;
+  private readonly startedAt = Date.now();
+  private loaded: CacheFile | null = null;
+  /** Per input index of the loaded file: does it still read the same (memoised for this run). */
+  private readonly holds = new Map<number, boolean>();
+  private readonly fresh = new Map<string, {inputs: InputSet; shared: InputSet; result: StoredResult}>();
+  private readonly stale = new Set<string>();
+  private readonly fsTypes = new Map<number, boolean>();
+
+  constructor(private readonly options: VerdictCacheOptions) {
+    this.keyText = JSON.stringify({format: FORMAT, code: codeStamp(), ...options.key});
+    const hash = createHash('sha256').update(this.keyText).digest('hex').slice(0, 32);
+    this.file = join(options.dir, `${hash}.json`);
+    try {
+      const data = JSON.parse(readFileSync(this.file, 'utf8')) as CacheFile;
+      // Another key hashing alike, an older format or a damaged file: start afresh.
+      if (data?.format === FORMAT && data.key === this.keyText && Array.isArray(data.inputs) && Array.isArray(data.objects) && data.files && typeof data.files === 'object') {
+        this.loaded = data;
+      }
+    } catch {
+      // no cache yet, or unreadable: every file is checked
+    }
+  }
+
+  /** The stored result for `name` when everything it depended on still holds. */
+  lookup(name: string): StoredResult | undefined {
+    const entry = this.loaded && Object.hasOwn(this.loaded.files, name) ? this.loaded.files[name] : undefined;
+    if (!entry) return undefined;
+    try {
+      for (const i of entry.i) {
+        if (!this.holdsNow(i)) {
+          this.stale.add(name);
+          return undefined;
+        }
+      }
+      const objects = entry.o.map((i) => this.loaded!.objects[i]);
+      if (objects.some((o) => !o || typeof o.path !== 'string')) return undefined;
+      return {
+        ...(entry.skipped ? {skipped: entry.skipped} : {}),
+        ...(entry.checked !== undefined ? {checked: entry.checked} : {}),
+        objects, problems: entry.problems, failedPreloads: entry.failedPreloads,
+      };
+    } catch {
+      return undefined;
+    }
+  }
+
+  private holdsNow(i: number): boolean {
+    let holds = this.holds.get(i);
+    if (holds === undefined) {
+      const input = this.loaded!.inputs[i];
+      holds = Array.isArray(input) && currentValue(input[0], input[1], this.options.sysroot, this.options.platform) === input[2];
+      this.holds.set(i, holds);
+    }
+    return holds;
+  }
+
+  /** A result just computed from `inputs` (and the check's shared facts); kept when it may be. */
+  store(name: string, inputs: InputSet, shared: InputSet, result: StoredResult): void {
+    if (result.problems.some((p) => p.kind !== 'unversioned-undefined-symbol')) return;
+    const settled = this.startedAt - SETTLE_MS;
+    if (inputs.newest >= settled || shared.newest >= settled) return;
+    for (const [dev, path] of [...inputs.devices, ...shared.devices]) if (this.onNetworkFs(dev, path)) return;
+    this.fresh.set(name, {inputs, shared, result});
+  }
+
+  private onNetworkFs(dev: number, path: string): boolean {
+    let network = this.fsTypes.get(dev);
+    if (network === undefined) {
+      try {
+        network = NETWORK_FS.has(Number(statfsSync(path).type) >>> 0);
+      } catch {
+        network = true;
+      }
+      this.fsTypes.set(dev, network);
+    }
+    return network;
+  }
+
+  /**
+   * Writes the cache file when this run added results: the old ones still valid as far as this
+   * run knows, and the new ones, atomically (a reader sees the old file or the new one).
+   * A read-only store is not an error: the check just is not cached.
+   */
+  save(): void {
+    if (this.fresh.size === 0 && this.stale.size === 0) return;
+    const inputs: Array<[InputKind, string, string]> = [];
+    const inputIndex = new Map<string, number>();
+    const objects: CheckedObject[] = [];
+    const objectIndex = new Map<string, number>();
+    const input = (kind: InputKind, path: string, value: string): number => {
+      const k = `${inputKey(kind, path)}\0${value}`;
+      let i = inputIndex.get(k);
+      if (i === undefined) {
+        inputIndex.set(k, i = inputs.length);
+        inputs.push([kind, path, value]);
+      }
+      return i;
+    };
+    const object = (o: CheckedObject): number => {
+      const k = JSON.stringify(o);
+      let i = objectIndex.get(k);
+      if (i === undefined) {
+        objectIndex.set(k, i = objects.length);
+        objects.push(o);
+      }
+      return i;
+    };
+    const files: Record<string, FileEntry> = {};
+    let count = 0;
+    const add = (name: string, idx: number[], r: StoredResult) => {
+      files[name] = {
+        i: idx, ...(r.skipped ? {skipped: r.skipped} : {}), ...(r.checked !== undefined ? {checked: r.checked} : {}),
+        o: r.objects.map(object), problems: r.problems, failedPreloads: r.failedPreloads,
+      };
+      count++;
+    };
+    for (const [name, {inputs: own, shared, result}] of this.fresh) {
+      const idx: number[] = [];
+      for (const set of [shared, own]) {
+        for (const [k, value] of set.values) {
+          const sep = k.indexOf('\0');
+          idx.push(input(k.slice(0, sep) as InputKind, k.slice(sep + 1), value));
+        }
+      }
+      add(name, idx, result);
+    }
+    // Older results this run did not touch, newest first, up to the bound.
+    if (this.loaded) {
+      for (const [name, entry] of Object.entries(this.loaded.files)) {
+        if (count >= MAX_ROOTS) break;
+        if (this.fresh.has(name) || this.stale.has(name)) continue;
+        const old = this.loaded.inputs;
+        if (!entry.i.every((i) => Array.isArray(old[i]))) continue;
+        add(name, entry.i.map((i) => input(old[i][0], old[i][1], old[i][2])), {
+          skipped: entry.skipped, checked: entry.checked, objects: entry.o.map((i) => this.loaded!.objects[i]),
+          problems: entry.problems, failedPreloads: entry.failedPreloads,
+        });
+      }
+    }
+    const data: CacheFile = {format: FORMAT, key: this.keyText, inputs, objects, files};
+    try {
+      mkdirSync(this.options.dir, {recursive: true});
+      const tmp = `${this.file}.${process.pid}.tmp`;
+      writeFileSync(tmp, JSON.stringify(data));
+      renameSync(tmp, this.file);
+      prune(this.options.dir, this.file);
+    } catch {
+      // a read-only or full store: the next check is simply not faster
+    }
+  }
+}
+
+/** Keeps the MAX_FILES most recently written cache files. */
+function prune(dir: string, keep: string): void {
+  const entries = readdirSync(dir).filter((n) => n.endsWith('.json')).map((n) => {
+    const path = join(dir, n);
+    try {
+      return {path, mtime: statSync(path).mtimeMs};
+    } catch {
+      return {path, mtime: 0};
+    }
+  });
+  if (entries.length <= MAX_FILES) return;
+  entries.sort((a, b) => b.mtime - a.mtime);
+  for (const e of entries.slice(MAX_FILES)) {
+    if (e.path === keep) continue;
+    try {
+      unlinkSync(e.path);
+    } catch {
+      // another check removed it
+    }
+  }
+}
+
+let stamp: string | undefined;
+
+/**
+ * The identity of the code that computes the results: a new build or an upgrade of cudaenv
+ * starts a new cache. The bundle of the start-up path is one file; otherwise every module of
+ * the loader model (this directory) counts.
+ */
+export function codeStamp(): string {
+  if (stamp !== undefined) return stamp;
+  const self = fileURLToPath(import.meta.url);
+  const files: string[] = [];
+  if (basename(self).includes('bundle')) {
+    files.push(self);
+  } else {
+    const walk = (dir: string) => {
+      for (const entry of readdirSync(dir, {withFileTypes: true})) {
+        const path = join(dir, entry.name);
+        if (entry.isDirectory()) walk(path);
+        else if (entry.name.endsWith('.js') || entry.name.endsWith('.ts')) files.push(path);
+      }
+    };
+    try {
+      walk(dirname(self));
+    } catch {
+      // listed below by itself
+    }
+    if (files.length === 0) files.push(self);
+  }
+  stamp = files.sort().map((f) => {
+    try {
+      return `${f}=${identity(statSync(f))}`;
+    } catch {
+      return `${f}=-`;
+    }
+  }).join('\n');
+  return stamp;
+}

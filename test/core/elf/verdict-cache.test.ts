@@ -1,0 +1,234 @@
+import {afterAll, beforeAll, expect, test} from '@jest/globals';
+import {existsSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, unlinkSync, writeFileSync} from 'node:fs';
+import {join} from 'node:path';
+import {checkLibraries, type CheckOptions, type CheckReport} from '../../../src/core/elf/index.js';
+import {SETTLE_MS} from '../../../src/core/elf/verdict-cache.js';
+import {cliEnv, runCli} from '../../helpers/cli.js';
+import {makeTempDir} from '../../helpers/tmp.js';
+import {describeIf} from '../../helpers/skip.js';
+import {buildLib, HAVE_GCC, HAVE_LDD, lddVerdict} from './fixtures.js';
+
+/**
+ * The persistent verdict cache of `cudaenv check` (src/core/elf/verdict-cache.ts): a file's
+ * result is reused only while everything it depended on reads the same. Each test makes a real
+ * change a user makes (a library rebuilt, one added earlier on the search path, a link
+ * retargeted, one removed) after a cached check, and the next cached check must say what the
+ * real loader (`ldd -r`) and a check without the cache say.
+ */
+const d = describeIf(HAVE_GCC && HAVE_LDD, 'needs gcc and ldd');
+
+let tmp: {dir: string; cleanup: () => void};
+/** Fixtures built up front and settled once (each test takes its own). */
+const ready: Fixture[] = [];
+beforeAll(async () => {
+  tmp = makeTempDir('cudaenv-verdict-cache-');
+  if (!HAVE_GCC || !HAVE_LDD) return;
+  for (let i = 0; i < 10; i++) ready.push(fixture());
+  buildOld(join(ready[2].newDir, 'libv.so.1'));
+  mkdirSync(join(ready[3].root, 'early'));
+  buildOld(join(ready[5].root, 'other', 'libv.so'));
+  buildOld(join(ready[6].newDir, 'libv.so.2'));
+  await settle();
+}, 120_000);
+afterAll(() => tmp?.cleanup());
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Results resting on files younger than SETTLE_MS are not cached: fixtures wait this long once built. */
+const settle = () => sleep(SETTLE_MS + 200);
+
+interface Fixture {
+  root: string;
+  cacheDir: string;
+  newDir: string;
+  app: string;
+  lib: string;
+}
+
+let serial = 0;
+/** libuses.so needs b@V2 from libv.so, found by RUNPATH in new/; libv.so is a link to libv.so.2. */
+function fixture(): Fixture {
+  const root = join(tmp.dir, `f${serial++}`);
+  const newDir = join(root, 'new');
+  const real = buildLib({out: join(newDir, 'libv.so.2'), soname: 'libv.so', source: 'int a(void){return 1;}\nint b(void){return 2;}\n',
+    versionScript: 'V1 { global: a; local: *; };\nV2 { global: b; } V1;\n'});
+  symlinkSync('libv.so.2', join(newDir, 'libv.so'));
+  const app = buildLib({out: join(root, 'app', 'libuses.so'), link: [real], runpath: newDir, source: 'int a(void); int b(void); int u(void){return a() + b();}\n'});
+  return {root, cacheDir: join(root, 'cache'), newDir, app, lib: join(newDir, 'libv.so')};
+}
+
+/** libv.so without V2 (b missing): what an older build of the library looks like. */
+function buildOld(out: string): string {
+  return buildLib({out, soname: 'libv.so', source: 'int a(void){return 1;}\n', versionScript: 'V1 { global: a; local: *; };\n'});
+}
+
+function cacheEntries(dir: string): Record<string, {o: number[]}> {
+  const files = readdirSync(dir).filter((n) => n.endsWith('.json'));
+  const out: Record<string, {o: number[]}> = {};
+  for (const f of files) Object.assign(out, JSON.parse(readFileSync(join(dir, f), 'utf8')).files);
+  return out;
+}
+
+/** The report without the cache, for comparison. */
+async function truth(options: CheckOptions): Promise<CheckReport> {
+  return checkLibraries({...options, cacheDir: undefined});
+}
+
+d('check reuses a file\'s result only while everything it read is unchanged', () => {
+  test('an unchanged tree is answered from the cache (a stored result, tampered with, is what comes back)', async () => {
+    const f = ready[0];
+    const options: CheckOptions = {targets: [join(f.root, 'app')], cacheDir: f.cacheDir};
+    const first = await checkLibraries(options);
+    expect(first.ok).toBe(true);
+    // The library and, skipped with its reason, the C source beside it.
+    expect(Object.keys(cacheEntries(f.cacheDir)).sort()).toEqual([f.app, `${f.app}.c`]);
+    // Prove the second check reads the cache: mark the stored object and see the mark come back.
+    const [file] = readdirSync(f.cacheDir);
+    const data = JSON.parse(readFileSync(join(f.cacheDir, file), 'utf8'));
+    data.objects[data.files[f.app].o[0]].soname = 'from-the-cache';
+    writeFileSync(join(f.cacheDir, file), JSON.stringify(data));
+    const second = await checkLibraries(options);
+    expect(second.objects[0].soname).toBe('from-the-cache');
+    // And a damaged cache file is ignored: the check is made and the file written anew.
+    writeFileSync(join(f.cacheDir, file), '{"format": 1, "files": ');
+    expect(await checkLibraries(options)).toEqual(first);
+    expect(Object.keys(cacheEntries(f.cacheDir)).sort()).toEqual([f.app, `${f.app}.c`]);
+  });
+
+  test('a library rebuilt in place without the version the checked file needs', async () => {
+    const f = ready[1];
+    const options: CheckOptions = {targets: [f.app], cacheDir: f.cacheDir};
+    expect((await checkLibraries(options)).ok).toBe(true);
+    buildOld(join(f.newDir, 'libv.so.2'));
+    const after = await checkLibraries(options);
+    expect(lddVerdict(f.app).versions).toEqual([`V2 ${f.app}`]);
+    expect(after.ok).toBe(false);
+    expect(after.problems.map((p) => `${p.kind} ${p.version}`)).toContain('version-not-found V2');
+    expect(after).toEqual(await truth(options));
+  });
+
+  test('a link retargeted to another file (libv.so -> libv.so.1)', async () => {
+    const f = ready[2];
+    const options: CheckOptions = {targets: [f.app], cacheDir: f.cacheDir};
+    expect((await checkLibraries(options)).ok).toBe(true);
+    unlinkSync(f.lib);
+    symlinkSync('libv.so.1', f.lib);
+    const after = await checkLibraries(options);
+    expect(lddVerdict(f.app).versions).toEqual([`V2 ${f.app}`]);
+    expect(after.ok).toBe(false);
+    expect(after).toEqual(await truth(options));
+  });
+
+  test('a library added to a directory searched before the one that had it (LD_LIBRARY_PATH)', async () => {
+    const f = ready[3];
+    const early = join(f.root, 'early');
+    const options: CheckOptions = {targets: [f.app], cacheDir: f.cacheDir, ldLibraryPath: early};
+    const before = await checkLibraries(options);
+    expect(before.ok).toBe(true);
+    expect(Object.keys(cacheEntries(f.cacheDir))).toEqual([f.app]);
+    buildOld(join(early, 'libv.so'));
+    const after = await checkLibraries(options);
+    expect(lddVerdict(f.app, early).libs).toContain(`libv.so => ${early}/libv.so`);
+    expect(after.objects[0].needed.find((n) => n.name === 'libv.so')?.path).toBe(join(early, 'libv.so'));
+    expect(after.ok).toBe(false);
+    expect(after).toEqual(await truth(options));
+  });
+
+  test('a glibc-hwcaps subdirectory created in a searched directory (the loader prefers it)', async () => {
+    const f = ready[9];
+    const options: CheckOptions = {targets: [f.app], cacheDir: f.cacheDir};
+    expect((await checkLibraries(options)).ok).toBe(true);
+    buildOld(join(f.newDir, 'glibc-hwcaps', 'x86-64-v2', 'libv.so'));
+    const after = await checkLibraries(options);
+    // Whatever this CPU's loader picks (every x86-64 CPU since 2009 is v2), check must pick it too.
+    const real = lddVerdict(f.app).libs.find((l) => l.startsWith('libv.so => '));
+    expect(real).toBe(`libv.so => ${after.objects[0].needed.find((n) => n.name === 'libv.so')?.path}`);
+    if (real?.includes('x86-64-v2')) expect(after.ok).toBe(false);
+    expect(after).toEqual(await truth(options));
+  });
+
+  test('a library removed, then put back', async () => {
+    const f = ready[4];
+    const options: CheckOptions = {targets: [f.app], cacheDir: f.cacheDir};
+    expect((await checkLibraries(options)).ok).toBe(true);
+    renameSync(join(f.newDir, 'libv.so.2'), join(f.root, 'moved'));
+    const gone = await checkLibraries(options);
+    expect(gone.problems[0].kind).toBe('not-found');
+    expect(gone).toEqual(await truth(options));
+    renameSync(join(f.root, 'moved'), join(f.newDir, 'libv.so.2'));
+    expect((await checkLibraries(options)).ok).toBe(true);
+  });
+
+  test('a directory of the search path turned into a link elsewhere', async () => {
+    const f = ready[5];
+    const other = join(f.root, 'other');
+    const options: CheckOptions = {targets: [f.app], cacheDir: f.cacheDir};
+    expect((await checkLibraries(options)).ok).toBe(true);
+    renameSync(f.newDir, join(f.root, 'new-was'));
+    symlinkSync(other, f.newDir);
+    const after = await checkLibraries(options);
+    expect(lddVerdict(f.app).versions).toEqual([`V2 ${f.app}`]);
+    expect(after.ok).toBe(false);
+    expect(after).toEqual(await truth(options));
+  });
+
+  test('results resting on files changed within the settling time are not cached', async () => {
+    const f = fixture();
+    const options: CheckOptions = {targets: [f.app], cacheDir: f.cacheDir};
+    expect((await checkLibraries(options)).ok).toBe(true);
+    expect(readdirSync(f.root)).not.toContain('cache');
+    await settle();
+    await checkLibraries(options);
+    expect(Object.keys(cacheEntries(f.cacheDir))).toEqual([f.app]);
+  });
+
+  test('failing results are not cached (their explanations look beyond what was recorded)', async () => {
+    const f = ready[6];
+    const options: CheckOptions = {targets: [f.app], cacheDir: f.cacheDir};
+    expect((await checkLibraries(options)).ok).toBe(false);
+    expect(readdirSync(f.root)).not.toContain('cache');
+  });
+
+  test('another LD_LIBRARY_PATH is another cache file; a cache directory that cannot be written is no error', async () => {
+    const f = ready[7];
+    await checkLibraries({targets: [f.app], cacheDir: f.cacheDir});
+    await checkLibraries({targets: [f.app], cacheDir: f.cacheDir, ldLibraryPath: '/nonexistent'});
+    expect(readdirSync(f.cacheDir).filter((n) => n.endsWith('.json'))).toHaveLength(2);
+    // A store that cannot be written (here a file where the directory should be: root writes
+    // through permissions): the check answers as without a cache.
+    const report = await checkLibraries({targets: [f.app], cacheDir: join(f.app, 'check')});
+    expect(report).toEqual(await truth({targets: [f.app]}));
+  }, 20_000);
+});
+
+d('the CLI: $CUDAENV_DIR/cache/check, --no-cache, and the start-up path agree', () => {
+  test('cached, uncached, fast path and oclif print the same', async () => {
+    const f = ready[8];
+    const store = join(f.root, 'store');
+    const env = cliEnv(store);
+    delete env.LD_LIBRARY_PATH;
+    const dir = join(f.root, 'app');
+    const plain = runCli(['check', dir], {env});
+    expect(plain.status).toBe(0);
+    expect(readdirSync(join(store, 'cache', 'check')).some((n) => n.endsWith('.json'))).toBe(true);
+    const cached = runCli(['check', dir], {env});
+    const uncached = runCli(['check', '--no-cache', dir], {env});
+    const viaOclif = runCli(['check', '--strict', dir], {env});
+    expect(cached.stdout).toBe(plain.stdout);
+    expect(uncached.stdout).toBe(plain.stdout);
+    expect(viaOclif.stdout).toBe(plain.stdout);
+    const json = runCli(['check', '--json', dir], {env});
+    const jsonUncached = runCli(['check', '--json', '--no-cache', dir], {env});
+    expect(JSON.parse(json.stdout)).toEqual(JSON.parse(jsonUncached.stdout));
+    // `cudaenv cache` counts them, `cache clean --partial` keeps them, `cache clean` frees them.
+    const shown = JSON.parse(runCli(['cache', '--json'], {env}).stdout) as {checks: {files: number; bytes: number}; bytes: number};
+    expect(shown.checks.files).toBeGreaterThanOrEqual(2);
+    expect(shown.bytes).toBe(shown.checks.bytes);
+    expect(runCli(['cache'], {env}).stdout).toMatch(/\d+ check result files \(.*\), reused by `cudaenv check`/);
+    expect(runCli(['cache', 'clean', '--partial'], {env}).status).toBe(0);
+    expect(existsSync(join(store, 'cache', 'check'))).toBe(true);
+    const clean = runCli(['cache', 'clean'], {env});
+    expect(clean.stdout).toMatch(new RegExp(`^Removed 0 files and ${shown.checks.files} check result files from the cache`, 'm'));
+    expect(existsSync(join(store, 'cache', 'check'))).toBe(false);
+    expect(runCli(['check', dir], {env}).stdout).toBe(plain.stdout);
+  });
+});
