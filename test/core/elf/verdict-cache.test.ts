@@ -28,6 +28,7 @@ beforeAll(async () => {
   mkdirSync(join(ready[3].root, 'early'));
   buildOld(join(ready[5].root, 'other', 'libv.so'));
   buildOld(join(ready[6].newDir, 'libv.so.2'));
+  image = sysrootImage();
   await settle();
 }, 120_000);
 afterAll(() => tmp?.cleanup());
@@ -54,6 +55,27 @@ function fixture(): Fixture {
   symlinkSync('libv.so.2', join(newDir, 'libv.so'));
   const app = buildLib({out: join(root, 'app', 'libuses.so'), link: [real], runpath: newDir, source: 'int a(void); int b(void); int u(void){return a() + b();}\n'});
   return {root, cacheDir: join(root, 'cache'), newDir, app, lib: join(newDir, 'libv.so')};
+}
+
+let image: {img: string; app: string; alt: string};
+/**
+ * A system image for CUDAENV_SYSROOT: /usr/lib/x86_64-linux-gnu/libv.so is an absolute link to
+ * /etc/alternatives/libv.so, an absolute link to /opt/v2/libv.so (the one with V2); /opt/v1 has
+ * the old one. Links inside the image resolve inside it (src/core/elf/sysroot.ts).
+ */
+function sysrootImage(): {img: string; app: string; alt: string} {
+  const img = join(tmp.dir, 'img');
+  const usrlib = join(img, 'usr', 'lib', 'x86_64-linux-gnu');
+  const v2 = buildLib({out: join(img, 'opt', 'v2', 'libv.so'), soname: 'libv.so', source: 'int a(void){return 1;}\nint b(void){return 2;}\n',
+    versionScript: 'V1 { global: a; local: *; };\nV2 { global: b; } V1;\n', extra: ['-nostdlib']});
+  buildLib({out: join(img, 'opt', 'v1', 'libv.so'), soname: 'libv.so', source: 'int a(void){return 1;}\n', versionScript: 'V1 { global: a; local: *; };\n', extra: ['-nostdlib']});
+  mkdirSync(join(img, 'etc', 'alternatives'), {recursive: true});
+  const alt = join(img, 'etc', 'alternatives', 'libv.so');
+  symlinkSync('/opt/v2/libv.so', alt);
+  mkdirSync(usrlib, {recursive: true});
+  symlinkSync('/etc/alternatives/libv.so', join(usrlib, 'libv.so'));
+  const app = buildLib({out: join(img, 'app', 'libuses.so'), link: [v2], source: 'int a(void); int b(void); int u(void){return a() + b();}\n', extra: ['-nostdlib']});
+  return {img, app, alt};
 }
 
 /** libv.so without V2 (b missing): what an older build of the library looks like. */
@@ -143,6 +165,21 @@ d('check reuses a file\'s result only while everything it read is unchanged', ()
     const real = lddVerdict(f.app).libs.find((l) => l.startsWith('libv.so => '));
     expect(real).toBe(`libv.so => ${after.objects[0].needed.find((n) => n.name === 'libv.so')?.path}`);
     if (real?.includes('x86-64-v2')) expect(after.ok).toBe(false);
+    expect(after).toEqual(await truth(options));
+  });
+
+  test('CUDAENV_SYSROOT: a link inside the image retargeted (update-alternatives in the image)', async () => {
+    const {img, app, alt} = image;
+    const options: CheckOptions = {targets: [app], sysroot: img, cacheDir: join(img, 'cache')};
+    const before = await checkLibraries(options);
+    expect(before.problems).toEqual([]);
+    expect(before.objects[0].needed[0].path).toBe(`${img}/usr/lib/x86_64-linux-gnu/libv.so`);
+    expect(Object.keys(cacheEntries(join(img, 'cache')))).toContain(app);
+    unlinkSync(alt);
+    symlinkSync('/opt/v1/libv.so', alt);
+    const after = await checkLibraries(options);
+    expect(after.ok).toBe(false);
+    expect(after.problems[0]).toMatchObject({kind: 'version-not-found', version: 'V2'});
     expect(after).toEqual(await truth(options));
   });
 
