@@ -74426,7 +74426,7 @@ import { basename as basename4, dirname as dirname6, join as join7 } from "node:
 import { fileURLToPath } from "node:url";
 var SETTLE_MS = 2e3;
 var FORMAT = 1;
-var MAX_ROOTS = 5e4;
+var MAX_ROOTS = 2e4;
 var MAX_FILES = 16;
 var NETWORK_FS = /* @__PURE__ */ new Set([
   26985,

@@ -23,7 +23,7 @@ import {currentValue, identity, inputKey, type InputKind, type InputSet} from '.
 export const SETTLE_MS = 2000;
 const FORMAT = 1;
 /** Results kept per cache file; the cache files kept per directory (the least recently written go first). */
-const MAX_ROOTS = 50_000;
+const MAX_ROOTS = 20_000;
 const MAX_FILES = 16;
 
 /** statfs f_type of file systems whose stat may be stale or whose timestamps come from another clock. */
