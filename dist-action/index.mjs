@@ -74473,7 +74473,7 @@ var VerdictCache = class {
   /** The stored result for `name` when everything it depended on still holds. */
   lookup(name) {
     const entry2 = this.loaded && Object.hasOwn(this.loaded.files, name) ? this.loaded.files[name] : void 0;
-    if (!entry2) return void 0;
+    if (!entry2 || !Array.isArray(entry2.i) || !Array.isArray(entry2.o) || !Array.isArray(entry2.problems) || !Array.isArray(entry2.failedPreloads)) return void 0;
     try {
       for (const i of entry2.i) {
         if (!this.holdsNow(i)) {
@@ -74580,7 +74580,7 @@ var VerdictCache = class {
         if (count >= MAX_ROOTS) break;
         if (this.fresh.has(name) || this.stale.has(name)) continue;
         const old = this.loaded.inputs;
-        if (!entry2.i.every((i) => Array.isArray(old[i]))) continue;
+        if (!Array.isArray(entry2.i) || !Array.isArray(entry2.o) || !entry2.i.every((i) => Array.isArray(old[i]))) continue;
         add(name, entry2.i.map((i) => input(old[i][0], old[i][1], old[i][2])), {
           skipped: entry2.skipped,
           checked: entry2.checked,

@@ -104,7 +104,8 @@ export class VerdictCache {
   /** The stored result for `name` when everything it depended on still holds. */
   lookup(name: string): StoredResult | undefined {
     const entry = this.loaded && Object.hasOwn(this.loaded.files, name) ? this.loaded.files[name] : undefined;
-    if (!entry) return undefined;
+    // A file edited by hand or cut short in a way JSON still parses: a miss, never a crash.
+    if (!entry || !Array.isArray(entry.i) || !Array.isArray(entry.o) || !Array.isArray(entry.problems) || !Array.isArray(entry.failedPreloads)) return undefined;
     try {
       for (const i of entry.i) {
         if (!this.holdsNow(i)) {
@@ -204,13 +205,13 @@ export class VerdictCache {
       }
       add(name, idx, result);
     }
-    // Older results this run did not touch, newest first, up to the bound.
+    // Results of earlier runs this one neither replaced nor found stale, up to the bound.
     if (this.loaded) {
       for (const [name, entry] of Object.entries(this.loaded.files)) {
         if (count >= MAX_ROOTS) break;
         if (this.fresh.has(name) || this.stale.has(name)) continue;
         const old = this.loaded.inputs;
-        if (!entry.i.every((i) => Array.isArray(old[i]))) continue;
+        if (!Array.isArray(entry.i) || !Array.isArray(entry.o) || !entry.i.every((i) => Array.isArray(old[i]))) continue;
         add(name, entry.i.map((i) => input(old[i][0], old[i][1], old[i][2])), {
           skipped: entry.skipped, checked: entry.checked, objects: entry.o.map((i) => this.loaded!.objects[i]),
           problems: entry.problems, failedPreloads: entry.failedPreloads,

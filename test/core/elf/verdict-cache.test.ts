@@ -110,6 +110,10 @@ d('check reuses a file\'s result only while everything it read is unchanged', ()
     writeFileSync(join(f.cacheDir, file), JSON.stringify(data));
     const second = await checkLibraries(options);
     expect(second.objects[0].soname).toBe('from-the-cache');
+    // A stored entry of the wrong shape is a miss, not a crash.
+    data.files[f.app].problems = 'not a list';
+    writeFileSync(join(f.cacheDir, file), JSON.stringify(data));
+    expect(await checkLibraries(options)).toEqual(first);
     // And a damaged cache file is ignored: the check is made and the file written anew.
     writeFileSync(join(f.cacheDir, file), '{"format": 1, "files": ');
     expect(await checkLibraries(options)).toEqual(first);
