@@ -71740,7 +71740,7 @@ function definesVersion(info2, name) {
 }
 
 // src/core/elf/file-cache.ts
-import { readdirSync, statSync as statSync2 } from "node:fs";
+import { readdirSync } from "node:fs";
 
 // src/core/elf/reader/errors.ts
 var HINTS = {
@@ -72861,12 +72861,7 @@ var FileView = class {
       names = null;
       if (host !== null) {
         if (this.recorder) {
-          let st;
-          try {
-            st = statSync2(host, { throwIfNoEntry: false });
-          } catch {
-            st = void 0;
-          }
+          const st = statOrNull(host);
           const id = st ? identity(st) : "-";
           this.listedAs.set(key, { host, id });
           if (st) this.recorder.stat(host, st, id);
@@ -72880,7 +72875,7 @@ var FileView = class {
       }
       this.listings.set(key, names);
     } else if (this.recorder) {
-      if (isInside(this.root, key)) this.hostPath(key);
+      this.hostPath(key);
       const seen = this.listedAs.get(key);
       if (seen) this.recorder.fact("s", seen.host, seen.id);
     }
@@ -72920,13 +72915,8 @@ var FileView = class {
     return entry2;
   }
   statSync(path13) {
-    let st;
     const host = this.hostPath(path13);
-    try {
-      st = host === null ? null : statSync2(host, { throwIfNoEntry: false }) ?? null;
-    } catch {
-      st = null;
-    }
+    const st = host === null ? null : statOrNull(host);
     if (this.recorder && host !== null) this.recordStat(host, st);
     return st;
   }
@@ -73226,7 +73216,7 @@ import { existsSync as existsSync4, readFileSync as readFileSync5 } from "node:f
 import { resolve as resolve2 } from "node:path";
 
 // src/core/elf/explainer.ts
-import { closeSync as closeSync4, existsSync as existsSync2, openSync as openSync4, readSync as readSync4, statSync as statSync4 } from "node:fs";
+import { closeSync as closeSync4, existsSync as existsSync2, openSync as openSync4, readSync as readSync4, statSync as statSync3 } from "node:fs";
 import { basename as basename3, dirname as dirname5, join as join5 } from "node:path";
 
 // src/core/shell/quote.ts
@@ -73236,7 +73226,7 @@ function quoteSh(value) {
 }
 
 // src/core/elf/targets.ts
-import { closeSync as closeSync3, constants as constants4, openSync as openSync3, readdirSync as readdirSync2, readSync as readSync3, statSync as statSync3 } from "node:fs";
+import { closeSync as closeSync3, constants as constants4, openSync as openSync3, readdirSync as readdirSync2, readSync as readSync3, statSync as statSync2 } from "node:fs";
 import { join as join4 } from "node:path";
 
 // src/core/elf/kernel-path.ts
@@ -73670,7 +73660,7 @@ function listTargets(targets, options = {}) {
   const cwd = options.cwd ?? process.cwd();
   const root = normalRoot(options.sysroot);
   const host = (path13) => isInside(root, path13) ? realpathIn(root, path13) ?? `${path13}\0missing` : path13;
-  const statHost = (path13) => statSync3(host(path13));
+  const statHost = (path13) => statSync2(host(path13));
   const out = [];
   const seenFiles = /* @__PURE__ */ new Set();
   const seenDirs = /* @__PURE__ */ new Set();
@@ -73721,7 +73711,7 @@ async function readListed(file) {
 function readListedSync(file) {
   let st;
   try {
-    st = statSync3(file.file ?? file.path);
+    st = statSync2(file.file ?? file.path);
   } catch {
     return { skip: "disappeared while being checked" };
   }
@@ -73869,7 +73859,7 @@ async function explain(p, f, ctx) {
 function describeBadFile(path13, reason) {
   let st;
   try {
-    st = statSync4(path13);
+    st = statSync3(path13);
   } catch {
     return "a file that cannot be read";
   }
@@ -73956,7 +73946,7 @@ function explainNotFound(problem, p, f, who, ctx) {
 
 // src/core/elf/ldcache/load.ts
 import { createRequire } from "node:module";
-import { readFileSync, statSync as statSync5 } from "node:fs";
+import { readFileSync, statSync as statSync4 } from "node:fs";
 
 // src/core/elf/ldcache/flags.ts
 var TYPE_NAMES = { 0: "libc4", 1: "ELF", 2: "libc5", 3: "libc6" };
@@ -74164,7 +74154,7 @@ var LDCONFIG_CANDIDATES = ["ldconfig", "/sbin/ldconfig", "/usr/sbin/ldconfig"];
 function loadLdCache(file = DEFAULT_LD_CACHE, options = {}) {
   let problem;
   try {
-    const st = statSync5(file);
+    const st = statSync4(file);
     if (!st.isFile()) throw new CacheFormatError("not a regular file");
     if (st.size > MAX_CACHE_BYTES) throw new CacheFormatError(`${st.size} bytes is far larger than any ld.so.cache`);
     return parseCacheBuffer(file, readFileSync(file));
@@ -74421,7 +74411,7 @@ function loaderPlatform(elfClass, machine, sysroot = "", cacheGenerator) {
 
 // src/core/elf/verdict-cache.ts
 import { createHash } from "node:crypto";
-import { mkdirSync, readdirSync as readdirSync3, readFileSync as readFileSync4, renameSync, statfsSync, statSync as statSync6, unlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync as readdirSync3, readFileSync as readFileSync4, renameSync, statfsSync, statSync as statSync5, unlinkSync, writeFileSync } from "node:fs";
 import { basename as basename4, dirname as dirname6, join as join7 } from "node:path";
 import { fileURLToPath } from "node:url";
 var SETTLE_MS = 2e3;
@@ -74605,7 +74595,7 @@ function prune(dir, keep) {
   const entries = readdirSync3(dir).filter((n) => n.endsWith(".json")).map((n) => {
     const path13 = join7(dir, n);
     try {
-      return { path: path13, mtime: statSync6(path13).mtimeMs };
+      return { path: path13, mtime: statSync5(path13).mtimeMs };
     } catch {
       return { path: path13, mtime: 0 };
     }
@@ -74643,7 +74633,7 @@ function codeStamp() {
   }
   stamp = files.sort().map((f) => {
     try {
-      return `${f}=${identity(statSync6(f))}`;
+      return `${f}=${identity(statSync5(f))}`;
     } catch {
       return `${f}=-`;
     }
@@ -74654,7 +74644,7 @@ function codeStamp() {
 // src/core/elf/partial.ts
 function preloadList(options, recorder) {
   const list = (options.preload ?? []).flatMap((p) => p.split(/[ :]/)).filter(Boolean);
-  const file = `${(options.sysroot ?? "").replace(/\/+$/, "")}/etc/ld.so.preload`;
+  const file = `${normalRoot(options.sysroot)}/etc/ld.so.preload`;
   if (recorder ? recorder.statNow(file) !== null : existsSync4(file)) {
     try {
       const text = readFileSync5(file, "utf8").replace(/#[^\n]*/g, "");
@@ -74665,7 +74655,7 @@ function preloadList(options, recorder) {
   return list;
 }
 function makeContext(options, cwd, recorder = null) {
-  const sysroot = (options.sysroot ?? "").replace(/\/+$/, "");
+  const sysroot = normalRoot(options.sysroot);
   const cacheFile = options.cacheFile ?? `${sysroot}/etc/ld.so.cache`;
   recorder?.statNow(cacheFile);
   const cache2 = loadLdCache(cacheFile);
@@ -74761,7 +74751,7 @@ function platformText(platform2) {
   return JSON.stringify(platform2 ?? null, (_k, v) => typeof v === "bigint" ? `${v}n` : v);
 }
 function openCache(options, cwd, ctx) {
-  const sysroot = (options.sysroot ?? "").replace(/\/+$/, "");
+  const sysroot = normalRoot(options.sysroot);
   return new VerdictCache({
     dir: options.cacheDir,
     // What every result depends on besides the recorded facts. GLIBC_TUNABLES can change the
@@ -75470,7 +75460,7 @@ function atomicWriteFile(path13, content, mode = 420, options = {}) {
 }
 
 // src/core/store/lock.ts
-import { closeSync as closeSync6, mkdirSync as mkdirSync3, openSync as openSync6, readFileSync as readFileSync6, readdirSync as readdirSync4, rmSync as rmSync2, statSync as statSync7, utimesSync, writeSync as writeSync2 } from "node:fs";
+import { closeSync as closeSync6, mkdirSync as mkdirSync3, openSync as openSync6, readFileSync as readFileSync6, readdirSync as readdirSync4, rmSync as rmSync2, statSync as statSync6, utimesSync, writeSync as writeSync2 } from "node:fs";
 import { hostname } from "node:os";
 import { join as join9 } from "node:path";
 var DEFAULT_STALE_MS = 10 * 60 * 1e3;
@@ -75515,7 +75505,7 @@ function readLockOwner(path13) {
 function isStale(path13, owner, staleMs = DEFAULT_STALE_MS) {
   let mtimeMs;
   try {
-    mtimeMs = statSync7(path13).mtimeMs;
+    mtimeMs = statSync6(path13).mtimeMs;
   } catch {
     return false;
   }
@@ -75549,7 +75539,7 @@ function tryCreate(path13, owner) {
 function takeOver(path13, seen, staleMs) {
   const guard = `${path13}.takeover`;
   try {
-    if (Date.now() - statSync7(guard).mtimeMs > TAKEOVER_STALE_MS) rmSync2(guard, { force: true });
+    if (Date.now() - statSync6(guard).mtimeMs > TAKEOVER_STALE_MS) rmSync2(guard, { force: true });
   } catch {
   }
   let fd;
@@ -75580,7 +75570,7 @@ function reclaimStaleLocks(locksDir, staleMs = DEFAULT_STALE_MS) {
     const path13 = join9(locksDir, name);
     try {
       if (name.endsWith(".lock.takeover")) {
-        if (Date.now() - statSync7(path13).mtimeMs > TAKEOVER_STALE_MS) {
+        if (Date.now() - statSync6(path13).mtimeMs > TAKEOVER_STALE_MS) {
           rmSync2(path13, { force: true });
           removed.push(name);
         }
@@ -75591,7 +75581,7 @@ function reclaimStaleLocks(locksDir, staleMs = DEFAULT_STALE_MS) {
       if (!isStale(path13, owner, staleMs)) continue;
       takeOver(path13, owner, staleMs);
       try {
-        statSync7(path13);
+        statSync6(path13);
       } catch {
         removed.push(name);
       }
@@ -75805,7 +75795,7 @@ function refreshResolveIndex(paths) {
 }
 
 // src/core/shell/shims.ts
-import { chmodSync, existsSync as existsSync6, mkdirSync as mkdirSync5, readFileSync as readFileSync8, readdirSync as readdirSync6, rmSync as rmSync4, statSync as statSync8 } from "node:fs";
+import { chmodSync, existsSync as existsSync6, mkdirSync as mkdirSync5, readFileSync as readFileSync8, readdirSync as readdirSync6, rmSync as rmSync4, statSync as statSync7 } from "node:fs";
 import { join as join11 } from "node:path";
 var SHIM_MARKER = "# cudaenv shim: generated by `cudaenv rehash`";
 var SETTINGS_LINE = /^# @CUDAENV_SETTINGS@.*$/m;
@@ -75841,7 +75831,7 @@ function toolkitPrograms(paths) {
     for (const name of entries) {
       if (!PROGRAM_RE.test(name)) continue;
       try {
-        const st = statSync8(join11(bin, name));
+        const st = statSync7(join11(bin, name));
         if (st.isFile() && (st.mode & 73) !== 0) names.add(name);
       } catch {
       }
@@ -75875,7 +75865,7 @@ function writeShims(paths) {
     if (wanted.has(name) || name.startsWith(".")) continue;
     const file = join11(paths.shims, name);
     try {
-      if (statSync8(file).isFile() && readFileSync8(file, "utf8").includes(SHIM_MARKER)) {
+      if (statSync7(file).isFile() && readFileSync8(file, "utf8").includes(SHIM_MARKER)) {
         rmSync4(file, { force: true });
         removed.push(name);
       }
@@ -75940,7 +75930,7 @@ async function afterVersionsChanged(paths) {
 // src/core/remote/archive.ts
 import { spawn as spawn2 } from "node:child_process";
 import { createHash as createHash2 } from "node:crypto";
-import { createReadStream as createReadStream2, mkdirSync as mkdirSync7, renameSync as renameSync4, rmSync as rmSync5, statSync as statSync9, statfsSync as statfsSync2 } from "node:fs";
+import { createReadStream as createReadStream2, mkdirSync as mkdirSync7, renameSync as renameSync4, rmSync as rmSync5, statSync as statSync8, statfsSync as statfsSync2 } from "node:fs";
 import { open as open2 } from "node:fs/promises";
 import { basename as basename7, join as join14 } from "node:path";
 import { finished } from "node:stream/promises";
@@ -76482,7 +76472,7 @@ function cacheFileName(artifact) {
 }
 function sizeOf(path13) {
   try {
-    return statSync9(path13).size;
+    return statSync8(path13).size;
   } catch {
     return void 0;
   }
@@ -77319,7 +77309,7 @@ function toolkitEnvironment(env, versionDir, storeVersionsDir, policy) {
 }
 
 // src/action/cache-service.ts
-import { cpSync, existsSync as existsSync14, mkdirSync as mkdirSync11, readdirSync as readdirSync11, renameSync as renameSync8, rmSync as rmSync9, statSync as statSync11 } from "node:fs";
+import { cpSync, existsSync as existsSync14, mkdirSync as mkdirSync11, readdirSync as readdirSync11, renameSync as renameSync8, rmSync as rmSync9, statSync as statSync10 } from "node:fs";
 import { join as join25 } from "node:path";
 var ReportedCacheFailure = class extends Error {
 };
@@ -77366,7 +77356,7 @@ function directoryCacheService(root) {
     name: `the cache directory ${root}`,
     unavailable: async () => existsSync14(root) ? void 0 : `the cache directory ${root} (CUDAENV_ACTION_CACHE_DIR) does not exist`,
     async restore(dir, key, restoreKeys) {
-      const entries = readdirSync11(root).filter((n) => !n.startsWith(".")).map((n) => ({ key: keyOf(n), path: join25(root, n), time: statSync11(join25(root, n)).mtimeMs }));
+      const entries = readdirSync11(root).filter((n) => !n.startsWith(".")).map((n) => ({ key: keyOf(n), path: join25(root, n), time: statSync10(join25(root, n)).mtimeMs }));
       const hit = entries.find((e) => e.key === key) ?? restoreKeys.map((p) => entries.filter((e) => e.key.startsWith(p)).sort((a, b) => b.time - a.time)[0]).find(Boolean);
       if (!hit) return void 0;
       rmSync9(dir, { recursive: true, force: true });
@@ -77398,7 +77388,7 @@ import { join as join26 } from "node:path";
 import { existsSync as existsSync15 } from "node:fs";
 
 // src/core/versions/version-file.ts
-import { closeSync as closeSync9, constants as constants6, fstatSync as fstatSync3, openSync as openSync9, readSync as readSync5, statSync as statSync12 } from "node:fs";
+import { closeSync as closeSync9, constants as constants6, fstatSync as fstatSync3, openSync as openSync9, readSync as readSync5, statSync as statSync11 } from "node:fs";
 
 // src/core/versions/spec.ts
 var PARTIAL_RE = /^(0|[1-9]\d{0,3})(?:\.(0|[1-9]\d{0,3})(?:\.(0|[1-9]\d{0,5}))?)?$/;

@@ -1,7 +1,7 @@
-import {readdirSync, statSync, type Stats} from 'node:fs';
+import {readdirSync, type Stats} from 'node:fs';
 import {readElfHeaderSync, readElfSync, relocatedUndefinedNames} from './reader/index.js';
 import type {ElfHeaderInfo, ElfInfo} from './types.js';
-import {identity, type InputRecorder} from './inputs.js';
+import {identity, statOrNull, type InputRecorder} from './inputs.js';
 import {isInside, normalRoot, realpathIn} from './sysroot.js';
 
 /**
@@ -143,12 +143,7 @@ export class FileView {
       if (host !== null) {
         // The directory's identity before its listing: an entry added or removed later changes it.
         if (this.recorder) {
-          let st: Stats | undefined;
-          try {
-            st = statSync(host, {throwIfNoEntry: false});
-          } catch {
-            st = undefined;
-          }
+          const st = statOrNull(host);
           const id = st ? identity(st) : '-';
           this.listedAs.set(key, {host, id});
           if (st) this.recorder.stat(host, st, id);
@@ -162,7 +157,7 @@ export class FileView {
       }
       this.listings.set(key, names);
     } else if (this.recorder) {
-      if (isInside(this.root, key)) this.hostPath(key);
+      this.hostPath(key); // records how an image path resolved (a no-op outside CUDAENV_SYSROOT)
       const seen = this.listedAs.get(key);
       if (seen) this.recorder.fact('s', seen.host, seen.id);
     }
@@ -207,13 +202,8 @@ export class FileView {
   }
 
   statSync(path: string): Stats | null {
-    let st: Stats | null;
     const host = this.hostPath(path);
-    try {
-      st = host === null ? null : statSync(host, {throwIfNoEntry: false}) ?? null;
-    } catch {
-      st = null;
-    }
+    const st = host === null ? null : statOrNull(host);
     if (this.recorder && host !== null) this.recordStat(host, st);
     return st;
   }

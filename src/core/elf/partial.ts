@@ -11,6 +11,7 @@ import {loaderPlatform, type LoaderPlatform} from './platform.js';
 import {LoaderProcess, type LoadedObject, type LoaderContext} from './resolver.js';
 import {readListedSync, type ListedFile, type TargetFile} from './targets.js';
 import {InputRecorder} from './inputs.js';
+import {normalRoot} from './sysroot.js';
 import {VerdictCache, type StoredResult} from './verdict-cache.js';
 
 /**
@@ -38,7 +39,7 @@ export interface FileResult {
 /** LD_PRELOAD is split on spaces and colons (rtld.c handle_preload_list); /etc/ld.so.preload also on tabs and newlines, with # comments. */
 function preloadList(options: CheckOptions, recorder: InputRecorder | null): string[] {
   const list = (options.preload ?? []).flatMap((p) => p.split(/[ :]/)).filter(Boolean);
-  const file = `${(options.sysroot ?? '').replace(/\/+$/, '')}/etc/ld.so.preload`;
+  const file = `${normalRoot(options.sysroot)}/etc/ld.so.preload`;
   if (recorder ? recorder.statNow(file) !== null : existsSync(file)) {
     try {
       const text = readFileSync(file, 'utf8').replace(/#[^\n]*/g, '');
@@ -51,7 +52,7 @@ function preloadList(options: CheckOptions, recorder: InputRecorder | null): str
 }
 
 export function makeContext(options: CheckOptions, cwd: string, recorder: InputRecorder | null = null): LoaderContext {
-  const sysroot = (options.sysroot ?? '').replace(/\/+$/, '');
+  const sysroot = normalRoot(options.sysroot);
   const cacheFile = options.cacheFile ?? `${sysroot}/etc/ld.so.cache`;
   // Its identity before its contents: a cache rebuilt after this is seen by the next check.
   recorder?.statNow(cacheFile);
@@ -167,7 +168,7 @@ function platformText(platform: LoaderPlatform | null): string {
 }
 
 function openCache(options: CheckOptions, cwd: string, ctx: LoaderContext): VerdictCache {
-  const sysroot = (options.sysroot ?? '').replace(/\/+$/, '');
+  const sysroot = normalRoot(options.sysroot);
   return new VerdictCache({
     dir: options.cacheDir!,
     // What every result depends on besides the recorded facts. GLIBC_TUNABLES can change the
