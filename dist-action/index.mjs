@@ -76198,6 +76198,10 @@ var TarGuard = class extends Transform {
     }
     if (offset > run2) emit(chunk.subarray(run2, offset));
   }
+  /** Whether the two end-of-archive blocks have passed (what follows is padding, not passed on). */
+  get ended() {
+    return this.state === "end";
+  }
   /** The stream has ended: it must end between entries (or after the end-of-archive blocks). */
   finish() {
     if (this.state === "end" || this.state === "header" && this.pending.length === 0 && this.held.length === 0) return;
@@ -76519,6 +76523,16 @@ async function streamOnce(job, cacheFile, fromCache) {
   };
   const xzExit = exitOf(xz);
   const tarExit = exitOf(tar);
+  const tarFailed = (code) => {
+    const why = tarErr().trim() || `tar exited with ${code}`;
+    if (diskFull(job.destDir)) {
+      return new CudaenvError(`${component}: the disk is full while extracting ${url2} (${why})`, {
+        hint: "Nothing was installed. Free space in the cudaenv store (CUDAENV_DIR) and try again; the verified download is kept in the cache.",
+        code: "disk-full"
+      });
+    }
+    return new CudaenvError(`${component}: extracting ${url2} failed: ${why}`, { hint: "Check the space and permissions of the cudaenv store.", code: "extract-failed" });
+  };
   const forgetChildren = onFatalExit(() => {
     xz.kill("SIGKILL");
     tar.kill("SIGKILL");
@@ -76624,16 +76638,7 @@ async function streamOnce(job, cacheFile, fromCache) {
       xzFailed = true;
       throw new Error("xz");
     }
-    if (tarCode !== 0) {
-      const why = tarErr().trim() || `tar exited with ${tarCode}`;
-      if (diskFull(job.destDir)) {
-        throw new CudaenvError(`${component}: the disk is full while extracting ${url2} (${why})`, {
-          hint: "Nothing was installed. Free space in the cudaenv store (CUDAENV_DIR) and try again; the verified download is kept in the cache.",
-          code: "disk-full"
-        });
-      }
-      throw new CudaenvError(`${component}: extracting ${url2} failed: ${why}`, { hint: "Check the space and permissions of the cudaenv store.", code: "extract-failed" });
-    }
+    if (tarCode !== 0) throw tarFailed(tarCode);
     if (failure !== void 0) throw failure;
     return guard.stats;
   } catch (error2) {
@@ -76652,6 +76657,8 @@ async function streamOnce(job, cacheFile, fromCache) {
         code: "archive-refused"
       });
     }
+    const tarStopped = tar.exitCode !== null && tar.exitCode !== 0 ? tar.exitCode : null;
+    if (tarStopped !== null && diskFull(job.destDir)) throw tarFailed(tarStopped);
     if (error2 instanceof CudaenvError && error2.code !== "failed") throw error2;
     if (xzFailed || error2 instanceof ArchiveTruncated || failure instanceof ArchiveTruncated) {
       throw new CudaenvError(`${component}: cannot decompress ${url2}: ${xzErr().trim() || "the archive ends too early"}`, {
@@ -76661,6 +76668,7 @@ async function streamOnce(job, cacheFile, fromCache) {
     }
     if (job.signal.aborted) throw job.signal.reason;
     if (error2 instanceof CudaenvError) throw error2;
+    if (tarStopped !== null) throw tarFailed(tarStopped);
     if (error2.code === "ENOSPC") {
       throw new CudaenvError(`${component}: the disk is full while installing from ${url2}`, { hint: "Free space in the cudaenv store (CUDAENV_DIR) and try again.", code: "disk-full", cause: error2 });
     }
@@ -76745,7 +76753,7 @@ function relay(from, guard, to) {
     from.on("error", settle);
     to.on("error", settle);
     to.on("finish", () => settle());
-    to.on("close", () => settle(Object.assign(new Error("tar closed its input early"), { code: "ERR_STREAM_PREMATURE_CLOSE" })));
+    to.on("close", () => settle(guard.ended ? void 0 : Object.assign(new Error("tar closed its input early"), { code: "ERR_STREAM_PREMATURE_CLOSE" })));
   });
 }
 

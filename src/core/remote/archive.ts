@@ -111,6 +111,15 @@ async function streamOnce(job: ArchiveJob, cacheFile: string, fromCache: boolean
   };
   const xzExit = exitOf(xz);
   const tarExit = exitOf(tar);
+  const tarFailed = (code: number): CudaenvError => {
+    const why = tarErr().trim() || `tar exited with ${code}`;
+    if (diskFull(job.destDir)) {
+      return new CudaenvError(`${component}: the disk is full while extracting ${url} (${why})`, {
+        hint: 'Nothing was installed. Free space in the cudaenv store (CUDAENV_DIR) and try again; the verified download is kept in the cache.', code: 'disk-full',
+      });
+    }
+    return new CudaenvError(`${component}: extracting ${url} failed: ${why}`, {hint: 'Check the space and permissions of the cudaenv store.', code: 'extract-failed'});
+  };
   // Dying of an unexpected error stops them before the stage they write into is removed.
   const forgetChildren = onFatalExit(() => {
     xz.kill('SIGKILL');
@@ -223,15 +232,7 @@ async function streamOnce(job: ArchiveJob, cacheFile: string, fromCache: boolean
       xzFailed = true;
       throw new Error('xz');
     }
-    if (tarCode !== 0) {
-      const why = tarErr().trim() || `tar exited with ${tarCode}`;
-      if (diskFull(job.destDir)) {
-        throw new CudaenvError(`${component}: the disk is full while extracting ${url} (${why})`, {
-          hint: 'Nothing was installed. Free space in the cudaenv store (CUDAENV_DIR) and try again; the verified download is kept in the cache.', code: 'disk-full',
-        });
-      }
-      throw new CudaenvError(`${component}: extracting ${url} failed: ${why}`, {hint: 'Check the space and permissions of the cudaenv store.', code: 'extract-failed'});
-    }
+    if (tarCode !== 0) throw tarFailed(tarCode);
     if (failure !== undefined) throw failure;
     return guard.stats;
   } catch (error) {
@@ -249,6 +250,12 @@ async function streamOnce(job: ArchiveJob, cacheFile: string, fromCache: boolean
         hint: 'Nothing was installed. The mirror serves a tampered or broken archive; use another mirror.', code: 'archive-refused',
       });
     }
+    // tar that stopped by itself (a full disk, a permission) closes its input first: the relay,
+    // then xz (SIGPIPE), then the feeding loop fail after it, and tar's own status says why. A
+    // full disk explains any of those; another tar failure only what has no reason of its own
+    // (a corrupt xz stream, which tar then sees cut short, is reported as that).
+    const tarStopped = tar.exitCode !== null && tar.exitCode !== 0 ? tar.exitCode : null;
+    if (tarStopped !== null && diskFull(job.destDir)) throw tarFailed(tarStopped);
     if (error instanceof CudaenvError && error.code !== 'failed') throw error;
     if (xzFailed || error instanceof ArchiveTruncated || failure instanceof ArchiveTruncated) {
       throw new CudaenvError(`${component}: cannot decompress ${url}: ${xzErr().trim() || 'the archive ends too early'}`, {
@@ -257,6 +264,7 @@ async function streamOnce(job: ArchiveJob, cacheFile: string, fromCache: boolean
     }
     if (job.signal.aborted) throw job.signal.reason;
     if (error instanceof CudaenvError) throw error;
+    if (tarStopped !== null) throw tarFailed(tarStopped);
     if ((error as NodeJS.ErrnoException).code === 'ENOSPC') {
       throw new CudaenvError(`${component}: the disk is full while installing from ${url}`, {hint: 'Free space in the cudaenv store (CUDAENV_DIR) and try again.', code: 'disk-full', cause: error});
     }
@@ -363,6 +371,8 @@ function relay(from: Readable, guard: TarGuard, to: Writable): Promise<void> {
     from.on('error', settle);
     to.on('error', settle);
     to.on('finish', () => settle());
-    to.on('close', () => settle(Object.assign(new Error('tar closed its input early'), {code: 'ERR_STREAM_PREMATURE_CLOSE'})));
+    // GNU tar exits once it has read the end-of-archive blocks, which may be before this side
+    // ends its input: that close is the normal end. Before them it is tar giving up.
+    to.on('close', () => settle(guard.ended ? undefined : Object.assign(new Error('tar closed its input early'), {code: 'ERR_STREAM_PREMATURE_CLOSE'})));
   });
 }

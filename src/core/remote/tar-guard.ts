@@ -160,6 +160,11 @@ export class TarGuard extends Transform {
     if (offset > run) emit(chunk.subarray(run, offset));
   }
 
+  /** Whether the two end-of-archive blocks have passed (what follows is padding, not passed on). */
+  get ended(): boolean {
+    return this.state === 'end';
+  }
+
   /** The stream has ended: it must end between entries (or after the end-of-archive blocks). */
   finish(): void {
     if (this.state === 'end' || (this.state === 'header' && this.pending.length === 0 && this.held.length === 0)) return;
