@@ -101,6 +101,28 @@ export function readProgramHeaders(file: ElfFile, h: ParsedHeader): ProgramHeade
 }
 
 /**
+ * Every PT_LOAD's file image lies inside the file. ld.so maps the segments without comparing them
+ * with the file size (_dl_map_segments), so a library cut off after its headers still "opens":
+ * the process then dies of SIGBUS as soon as it touches a page past the end (the zero fill of
+ * .bss, a relocation), and `ldd` exits 135. A file cut inside its last page loads with zeros for
+ * the missing bytes: damaged all the same.
+ */
+export function checkSegmentsInFile(file: ElfFile, phdrs: ProgramHeader[]): void {
+  for (let i = 0; i < phdrs.length; i++) {
+    const p = phdrs[i];
+    if (p.type !== PT_LOAD || p.filesz === 0) continue;
+    const end = p.offset + p.filesz;
+    // NaN (a u64 above 2^53) is past any file too.
+    if (end <= file.size) continue;
+    const where = `loadable segment ${i} (PT_LOAD, file offset ${p.offset}, ${p.filesz} bytes)`;
+    const pages = Math.ceil(file.size / 4096) * 4096;
+    throw new ElfError(file.path, 'truncated', !(end <= pages)
+      ? `${where} ends past the end of the file (${file.size} bytes): the loader maps it without checking, and the process dies of SIGBUS ("Bus error") when it touches the missing part`
+      : `${where} ends ${end - file.size} bytes past the end of the file (${file.size} bytes): the loader reads the missing bytes as zeros`);
+  }
+}
+
+/**
  * Virtual address to file offset through the PT_LOAD that holds it (any order: patchelf appends
  * segments). `len` bytes must lie in the segment's file image.
  */

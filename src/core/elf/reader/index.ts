@@ -8,7 +8,7 @@ import type {ElfHeaderInfo, ElfInfo} from '../types.js';
 import {DT, readDynamic} from './dynamic.js';
 import {ElfError} from './errors.js';
 import {ElfFile} from './file.js';
-import {parseHeader, PT_DYNAMIC, PT_INTERP, PT_LOAD, readProgramHeaders, vaddrToOffset, type ParsedHeader, type ProgramHeader} from './header.js';
+import {checkSegmentsInFile, parseHeader, PT_DYNAMIC, PT_INTERP, PT_LOAD, readProgramHeaders, vaddrToOffset, type ParsedHeader, type ProgramHeader} from './header.js';
 import {countFromGnuHash, countFromSections, countFromSysvHash, type SymbolCount} from './hash.js';
 import {StringTable} from './strings.js';
 import {relocatedSymbols} from './relocations.js';
@@ -76,6 +76,7 @@ export function readElfSync(path: string, options: ReadElfOptions = {}): ElfInfo
 function parse(file: ElfFile, options: ReadElfOptions): ElfInfo {
   const h = parseHeader(file);
   const phdrs = readProgramHeaders(file, h);
+  checkSegmentsInFile(file, phdrs);
   const info: ElfInfo = {
     ...publicHeader(h),
     interp: null, soname: null, needed: [], rpath: null, runpath: null, flags1: 0,
