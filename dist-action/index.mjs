@@ -72041,6 +72041,17 @@ function readProgramHeaders(file, h) {
   }
   return headers;
 }
+function checkSegmentsInFile(file, phdrs) {
+  for (let i = 0; i < phdrs.length; i++) {
+    const p = phdrs[i];
+    if (p.type !== PT_LOAD || p.filesz === 0) continue;
+    const end = p.offset + p.filesz;
+    if (end <= file.size) continue;
+    const where2 = `loadable segment ${i} (PT_LOAD, file offset ${p.offset}, ${p.filesz} bytes)`;
+    const pages = Math.ceil(file.size / 4096) * 4096;
+    throw new ElfError(file.path, "truncated", !(end <= pages) ? `${where2} ends past the end of the file (${file.size} bytes): the loader maps it without checking, and the process dies of SIGBUS ("Bus error") when it touches the missing part` : `${where2} ends ${end - file.size} bytes past the end of the file (${file.size} bytes): the loader reads the missing bytes as zeros`);
+  }
+}
 function vaddrToOffset(file, loads, addr, len, what) {
   if (Number.isNaN(addr)) throw new ElfError(file.path, "malformed", `${what}: address out of range`);
   for (const p of loads) {
@@ -72488,6 +72499,7 @@ function readElfSync(path13, options = {}) {
 function parse(file, options) {
   const h = parseHeader(file);
   const phdrs = readProgramHeaders(file, h);
+  checkSegmentsInFile(file, phdrs);
   const info2 = {
     ...publicHeader(h),
     interp: null,
