@@ -8,13 +8,13 @@ import {tmpdir} from 'node:os';
 import {join} from 'node:path';
 
 /** Test-only knobs the suite itself reads (see docs/testing.md); never product settings. */
-const KEEP = new Set(['CUDAENV_ELF_SWEEP', 'CUDAENV_ELF_SWEEP_DIR']);
+const KEEP = new Set(['CUDAENV_ELF_SWEEP', 'CUDAENV_ELF_SWEEP_DIR', 'CUDAENV_FUZZ_SEED', 'CUDAENV_FUZZ_CASES']);
 
 const DROP = [
   // cudaenv's own state and settings, and what a switched shell exports
   /^_?CUDAENV_/, /^CUDA_(HOME|PATH|VERSION)$/,
   // the loader and the compiler
-  /^LD_(LIBRARY_PATH|PRELOAD|AUDIT)$/, /^(LIBRARY_PATH|CPATH|C_INCLUDE_PATH|CPLUS_INCLUDE_PATH)$/,
+  /^LD_(LIBRARY_PATH|PRELOAD|AUDIT)$/, /^GLIBC_TUNABLES$/, /^(LIBRARY_PATH|CPATH|C_INCLUDE_PATH|CPLUS_INCLUDE_PATH)$/,
   // Python environments the doctor and the conda hook look at
   /^CONDA_/, /^_CE_/, /^VIRTUAL_ENV$/, /^PYTHON(HOME|PATH)$/,
   // sudo changes whose store the CLI uses
