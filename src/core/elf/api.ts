@@ -65,6 +65,8 @@ export interface CheckOptions {
   ldLibraryPath?: string;
   /** LD_PRELOAD entries. */
   preload?: string[];
+  /** GLIBC_TUNABLES to assume (glibc.rtld.dynamic_sort orders the relocations); default: this process's. */
+  glibcTunables?: string;
   /** An executable put first in the global scope (a Python interpreter for extension modules). */
   exe?: string;
   /** Descend into subdirectories of directory targets. */

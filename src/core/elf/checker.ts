@@ -4,6 +4,7 @@ import {buildDefinitions, defines, definesVersion, references, type Defs, type S
 import type {ElfInfo} from './types.js';
 import {lookedUpNames} from './file-cache.js';
 import {versionAtMost} from './ldcache/host-loader.js';
+import {relocationOrder, searchList} from './relocation-order.js';
 
 /**
  * What would fail in a modelled process (elf-loader-spec.md §3): missing libraries, version
@@ -124,21 +125,6 @@ export function referencedNames(processes: LoaderProcess[]): Set<string> {
   return names;
 }
 
-/** The object and every object its DT_NEEDED edges reach (it is always in the scope with them). */
-function closureOf(obj: LoadedObject): LoadedObject[] {
-  const seen = new Set<LoadedObject>([obj]);
-  const queue = [obj];
-  for (let i = 0; i < queue.length; i++) {
-    for (const e of queue[i].edges) {
-      if (e.object && !seen.has(e.object)) {
-        seen.add(e.object);
-        queue.push(e.object);
-      }
-    }
-  }
-  return queue;
-}
-
 export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
   const findings: Finding[] = [];
   // 1. Missing libraries, in breadth-first order (the first is the one ld.so reports).
@@ -171,32 +157,22 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
       }
     }
   }
-  // 2b. Before glibc 2.41, check_match asserts when a versioned lookup reaches the object its
-  // vn_file names and that object has no DT_VERSYM (a library rebuilt without versioning):
-  // unless an object earlier in the scope defines the symbol first, ld.so aborts (dl-lookup.c).
+  // 3. Symbol binding over the global scope (what `ldd -r` relocates: everything but ld.so), object
+  // by object in the order ld.so relocates them (dependencies first, as l_initfini sorts them): the
+  // first failure here is the one a real run stops at, which the headline names.
+  // 2b goes with it: before glibc 2.41, check_match asserts when a versioned lookup reaches the
+  // object its vn_file names and that object has no DT_VERSYM (a library rebuilt without
+  // versioning): unless an object earlier in the scope defines the symbol first, ld.so aborts
+  // (dl-lookup.c) while relocating the referencing object.
   const glibc = p.platform.glibc;
   // Nearly every library has DT_VERSYM: only a process holding one without it needs the pass.
-  if (glibc && versionAtMost(glibc, 2, 40) && p.objects.some((o) => !o.info.hasVersym && o.role !== 'interp' && o.info.symbolCount > 0)) {
-    for (const obj of p.scope) {
-      if (obj.role === 'interp') continue;
-      for (const ref of references(obj.info)) {
-        if (ref.version === null || ref.versionFile === null) continue;
-        const named = p.objectMatching(ref.versionFile);
-        if (!named || named.info.hasVersym || named.role === 'interp' || !memo.defines(named.info, ref)) continue;
-        if (!(lookedUpNames(obj.info)?.has(ref.name) ?? true)) continue;
-        const at = p.scope.indexOf(named);
-        if (at < 0 || p.scope.slice(0, at).some((o) => o !== obj && memo.defines(o.info, ref))) continue;
-        findings.push({kind: 'loader-abort', object: obj, library: ref.versionFile, version: ref.version, symbol: ref.name, provider: named, edge: p.edgeTo(named) ?? null, ref,
-          reason: `check_match: Assertion \`version->filename == NULL || ! _dl_name_match_p (version->filename, map)' failed: ${obj.path} asks for ${ref.name}@${ref.version} and ${named.path}, the ${ref.versionFile} it names, defines it without any symbol versioning (glibc ${glibc.join('.')} aborts; 2.41 and later accept it)`});
-      }
-    }
-  }
-  // 3. Symbol binding over the global scope (what `ldd -r` relocates: everything but ld.so).
-  // ld.so relocates dependencies before the objects that need them (l_initfini backwards), so the
-  // first failure a process reports is the deepest one: reverse load order, which the headline uses.
-  for (const obj of [...p.scope].reverse()) {
+  const assertions = glibc !== null && versionAtMost(glibc, 2, 40) &&
+    p.objects.some((o) => !o.info.hasVersym && o.role !== 'interp' && o.info.symbolCount > 0);
+  for (const obj of relocationOrder(p, p.ctx.tunables)) {
     if (obj.role === 'interp' || references(obj.info).length === 0) continue;
-    const closure = closureOf(obj);
+    if (assertions) findings.push(...checkMatchAborts(p, obj, memo, glibc!));
+    // The object and every object its DT_NEEDED edges reach (it is always in the scope with them).
+    const closure = searchList(obj);
     const unbound = memo.unboundWithin(obj, closure);
     if (unbound.length === 0) continue;
     const rest = p.scope.filter((o) => !closure.includes(o));
@@ -211,6 +187,22 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
     }
   }
   return findings;
+}
+
+/** The check_match assertions relocating `obj` would hit (glibc < 2.41; see findProblems). */
+function checkMatchAborts(p: LoaderProcess, obj: LoadedObject, memo: SymbolMemo, glibc: [number, number]): Finding[] {
+  const out: Finding[] = [];
+  for (const ref of references(obj.info)) {
+    if (ref.version === null || ref.versionFile === null) continue;
+    const named = p.objectMatching(ref.versionFile);
+    if (!named || named.info.hasVersym || named.role === 'interp' || !memo.defines(named.info, ref)) continue;
+    if (!(lookedUpNames(obj.info)?.has(ref.name) ?? true)) continue;
+    const at = p.scope.indexOf(named);
+    if (at < 0 || p.scope.slice(0, at).some((o) => o !== obj && memo.defines(o.info, ref))) continue;
+    out.push({kind: 'loader-abort', object: obj, library: ref.versionFile, version: ref.version, symbol: ref.name, provider: named, edge: p.edgeTo(named) ?? null, ref,
+      reason: `check_match: Assertion \`version->filename == NULL || ! _dl_name_match_p (version->filename, map)' failed: ${obj.path} asks for ${ref.name}@${ref.version} and ${named.path}, the ${ref.versionFile} it names, defines it without any symbol versioning (glibc ${glibc.join('.')} aborts; 2.41 and later accept it)`});
+  }
+  return out;
 }
 
 /** Failures that stop the program; unversioned ones count only under --strict. */

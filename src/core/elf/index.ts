@@ -18,7 +18,16 @@ export type {CheckOptions, CheckReport, CheckedObject, NeededEdge, Problem, Prob
 export {elfSharedObjectsIn} from './targets.js';
 export {describeObject} from './explainer.js';
 
-const KIND_ORDER = {'not-found': 0, 'version-not-found': 1, 'loader-abort': 2, 'undefined-symbol': 3, 'unversioned-undefined-symbol': 4} as const;
+/**
+ * The loader's stages, in the order a real run meets them: mapping the dependencies, checking their
+ * versions (_dl_check_map_versions, whose assertion is a version-stage abort), relocating (symbols,
+ * check_match's assertion). Within a stage the problems keep the model's order, which is the loader's.
+ */
+function stageOf(p: Problem): number {
+  if (p.kind === 'not-found') return 0;
+  if (p.kind === 'version-not-found' || (p.kind === 'loader-abort' && p.symbol === null)) return 1;
+  return 2;
+}
 
 /** Models the loader for every target and reports what would fail, with explanations. */
 export async function checkLibraries(options: CheckOptions): Promise<CheckReport> {
@@ -54,7 +63,7 @@ function mergeResults(results: FileResult[], strict: boolean): CheckReport {
     }
   }
   for (const f of failedPreloads) skipped.push({path: f, reason: 'LD_PRELOAD entry cannot be preloaded: ignored (as ld.so does)'});
-  const list = [...problems.values()].sort((a, b) => KIND_ORDER[a.kind] - KIND_ORDER[b.kind]);
+  const list = [...problems.values()].sort((a, b) => stageOf(a) - stageOf(b));
   return {ok: !list.some((p) => isFailing(p.kind, strict)), checked, objects: [...objects.values()], problems: list, skipped};
 }
 

@@ -76,6 +76,7 @@ export function makeContext(options: CheckOptions, cwd: string, recorder: InputR
       return platform;
     },
     ldLibraryPath: options.ldLibraryPath,
+    tunables: tunablesOf(options),
     preload: preloadList(options, recorder),
     cacheLabel: `ld.so.cache (${cacheFile})`,
     cacheLookup(name: string, platform: LoaderPlatform): string | null {
@@ -163,6 +164,11 @@ export async function checkPartial(options: CheckOptions, files: IndexedFile[]):
 }
 
 /** A platform as a fact's value (its hwcap masks are bigints). */
+/** GLIBC_TUNABLES as the checked program would see it. */
+function tunablesOf(options: CheckOptions): string | undefined {
+  return 'glibcTunables' in options ? options.glibcTunables : process.env.GLIBC_TUNABLES;
+}
+
 function platformText(platform: LoaderPlatform | null): string {
   return JSON.stringify(platform ?? null, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v));
 }
@@ -176,7 +182,7 @@ function openCache(options: CheckOptions, cwd: string, ctx: LoaderContext): Verd
     key: {
       cwd, sysroot, ldLibraryPath: options.ldLibraryPath ?? null, preload: options.preload ?? [], exe: options.exe ?? null,
       cacheFile: options.cacheFile ?? null, storeVersionsDir: options.storeVersionsDir ?? null,
-      tunables: process.env.GLIBC_TUNABLES ?? null,
+      tunables: tunablesOf(options) ?? null,
     },
     sysroot,
     platform(key) {

@@ -1,6 +1,6 @@
 import {existsSync, readFileSync} from 'node:fs';
 import {join} from 'node:path';
-import {glibcVersionOfFile, hostLoaderFacts, versionAtMost} from './ldcache/host-loader.js';
+import {glibcVersionOfFile, hostLoaderFacts, loaderFileFacts, versionAtMost} from './ldcache/host-loader.js';
 
 /**
  * What ld.so compiles in or reads from the CPU, for one ELF class and machine
@@ -26,6 +26,25 @@ export interface LoaderPlatform {
   glibc: [number, number] | null;
   /** For ld.so.cache lookups under glibc <= 2.36: which legacy hwcap entries count (undefined: none). */
   legacyHwcap?: {important: bigint; platformBit: bigint | null};
+  /**
+   * How ld.so sorts the objects it relocates (_dl_sort_maps): its default, and whether
+   * GLIBC_TUNABLES=glibc.rtld.dynamic_sort=1|2 can change it (only a loader with the DFS sorter has the tunable).
+   */
+  dsoSort: {default: DsoSortAlgorithm; tunable: boolean};
+}
+
+/** glibc.rtld.dynamic_sort: 1 is the original algorithm, 2 the depth-first one (elf/dl-sort-maps.c). */
+export type DsoSortAlgorithm = 'original' | 'dfs';
+
+/**
+ * The sorter of the target's loader: DFS by default from glibc 2.35; before, only where the loader
+ * carries the tunable (a distribution's backport, as RHEL 8 and 9 did), else the original one.
+ * Unknown loaders get the latest rules.
+ */
+function dsoSortOf(interpPath: string, glibc: [number, number] | null): LoaderPlatform['dsoSort'] {
+  if (!glibc || !versionAtMost(glibc, 2, 34)) return {default: 'dfs', tunable: true};
+  const backported = loaderFileFacts(interpPath)?.dynamicSortTunable ?? false;
+  return backported ? {default: 'dfs', tunable: true} : {default: 'original', tunable: false};
 }
 
 export const EM_386 = 3;
@@ -173,6 +192,7 @@ export function loaderPlatform(elfClass: 32 | 64, machine: number, sysroot = '',
       interp: facts.interp,
       glibc,
       legacyHwcap,
+      dsoSort: dsoSortOf(root + facts.interp, glibc),
     };
   }
   cache.set(key, result);

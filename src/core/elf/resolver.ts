@@ -82,6 +82,8 @@ export interface LoaderContext {
   /** The ld.so.cache answer for a name (a sysroot-prefixed path), or null. */
   cacheLookup(name: string, platform: LoaderPlatform): string | null;
   cacheLabel: string;
+  /** GLIBC_TUNABLES to assume (undefined: unset). */
+  tunables?: string;
 }
 
 export class LoaderProcess {
@@ -91,6 +93,8 @@ export class LoaderProcess {
   readonly failedPreloads: Array<{name: string; reason: string}> = [];
   readonly preloadEdges: Edge[] = [];
   main!: LoadedObject;
+  /** How many objects of `scope` the program starts with (the rest come with --exe's dlopen). */
+  startupScopeLength = 0;
   /** The checked library (the main object, or the one dlopened by --exe). */
   target!: LoadedObject;
   private ldDirs: SearchDir[] = [];
@@ -130,6 +134,7 @@ export class LoaderProcess {
       }
     }
     this.breadthFirst(0);
+    this.startupScopeLength = this.scope.length;
     if (exe) {
       // dlopen by path: no search; the new object has no loader (spec §1.11).
       const start = this.scope.length;

@@ -141,3 +141,16 @@ export function withoutMissingVersions(symbols: string[], missingRefs: Set<strin
     return m && missingRefs.has(`${m[1]} ${m[2]}`) ? `${m[1]}@ ${m[2]}` : line;
   }))].sort();
 }
+
+/**
+ * A program that dlopens argv[1] with RTLD_NOW | RTLD_GLOBAL, as a plugin host does, and prints
+ * "OK" or "ERR <dlerror()>" (exit 3): the real loader's verdict on the --exe model.
+ */
+export function buildDlopenDriver(path: string): string {
+  mkdirSync(dirname(path), {recursive: true});
+  writeFileSync(`${path}.c`, '#include <dlfcn.h>\n#include <stdio.h>\nint main(int c, char **v) {\n  void *h = dlopen(v[1], RTLD_NOW | RTLD_GLOBAL);\n' +
+    '  if (!h) { printf("ERR %s\\n", dlerror()); return 3; }\n  printf("OK\\n");\n  return 0;\n}\n');
+  const cc = spawnSync('gcc', ['-o', path, `${path}.c`], {encoding: 'utf8'});
+  if (cc.status !== 0) throw new Error(`cannot build the dlopen driver: ${cc.stderr}`);
+  return path;
+}

@@ -6,7 +6,7 @@ import {checkLibraries, type CheckReport} from '../../../src/core/elf/index.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {describeIf} from '../../helpers/skip.js';
 import {generateCase, type FuzzCase} from './fuzz/generate.js';
-import {haveCommand, HAVE_GCC} from './fixtures.js';
+import {buildDlopenDriver, haveCommand, HAVE_GCC} from './fixtures.js';
 
 /**
  * The seeded differential fuzzer of issue 12: random library graphs, each asked of the real
@@ -24,6 +24,8 @@ interface Real {
   libs: Set<string>;
   versions: Set<string>;
   symbols: Set<string>;
+  /** The objects with undefined symbols, in the order they are reported: ld.so's relocation order. */
+  symbolObjects: string[];
   abort: string | null;
   raw: string;
 }
@@ -43,7 +45,7 @@ const real = (dir: string, p: string): string => {
 };
 
 function parseTrace(dir: string, out: string): Real {
-  const v: Real = {libs: new Set(), versions: new Set(), symbols: new Set(), abort: null, raw: out};
+  const v: Real = {libs: new Set(), versions: new Set(), symbols: new Set(), symbolObjects: [], abort: null, raw: out};
   for (const line of out.split('\n')) {
     let m = /^\t(\S+) => (.+?)(?: \(0x[0-9a-f]+\))?$/.exec(line);
     if (m) {
@@ -60,13 +62,16 @@ function parseTrace(dir: string, out: string): Real {
     m = /version `([^']+)' not found \(required by (.+)\)$/.exec(line);
     if (m) v.versions.add(`${m[1]} ${real(dir, m[2])}`);
     m = /^undefined symbol: ([^,\t]+)(?:, version \S*)?\t\((.+)\)$/.exec(line);
-    if (m) v.symbols.add(`${m[1]} ${real(dir, m[2])}`);
+    if (m) {
+      v.symbols.add(`${m[1]} ${real(dir, m[2])}`);
+      if (!v.symbolObjects.includes(real(dir, m[2]))) v.symbolObjects.push(real(dir, m[2]));
+    }
   }
   return v;
 }
 
 function modelTrace(report: CheckReport, dir: string): Real {
-  const v: Real = {libs: new Set(), versions: new Set(), symbols: new Set(), abort: null, raw: ''};
+  const v: Real = {libs: new Set(), versions: new Set(), symbols: new Set(), symbolObjects: [], abort: null, raw: ''};
   for (const o of report.objects) {
     for (const e of o.needed) {
       if (e.path && /\/ld-linux[^/]*$/.test(e.path)) continue;
@@ -76,7 +81,10 @@ function modelTrace(report: CheckReport, dir: string): Real {
   }
   for (const p of report.problems) {
     if (p.kind === 'version-not-found') v.versions.add(`${p.version} ${real(dir, p.object)}`);
-    if (p.kind === 'undefined-symbol' || p.kind === 'unversioned-undefined-symbol') v.symbols.add(`${p.symbol} ${real(dir, p.object)}`);
+    if (p.kind === 'undefined-symbol' || p.kind === 'unversioned-undefined-symbol') {
+      v.symbols.add(`${p.symbol} ${real(dir, p.object)}`);
+      if (!v.symbolObjects.includes(real(dir, p.object))) v.symbolObjects.push(real(dir, p.object));
+    }
   }
   const aborts = report.problems.filter((p) => p.kind === 'loader-abort');
   const first = aborts.find((p) => p.symbol === null) ?? aborts[0];
@@ -99,12 +107,18 @@ function compareTrace(r: Real, m: Real): string[] {
   // dlopen run of the same case still checks the model, which stops at the missing library).
   if (r.abort === null && !/Segmentation fault|core dumped/.test(r.raw) && JSON.stringify(sorted(r.symbols)) !== JSON.stringify(sorted(m.symbols))) {
     out.push(`symbols: loader ${JSON.stringify(sorted(r.symbols))}, model ${JSON.stringify(sorted(m.symbols))}`);
+  } else if (r.abort === null && !/Segmentation fault|core dumped/.test(r.raw) && JSON.stringify(r.symbolObjects) !== JSON.stringify(m.symbolObjects)) {
+    // The same symbols: then in the same order of objects (ld.so relocates l_initfini backwards).
+    out.push(`relocation order: loader ${JSON.stringify(r.symbolObjects)}, model ${JSON.stringify(m.symbolObjects)}`);
   }
   return out;
 }
 
-/** dlopen stops at the first failure of a stage: missing object, then versions, then relocation. */
-function compareDlopen(r: RealDlopen, report: CheckReport): string[] {
+/**
+ * dlopen stops at the first failure of a stage: missing object, then versions, then relocation.
+ * The model's first problem of that stage must be the one the loader reports.
+ */
+function compareDlopen(r: RealDlopen, report: CheckReport, dir: string): string[] {
   // --exe with --strict: every problem fails a dlopen (RTLD_NOW binds unversioned references too).
   const failing = report.problems;
   const has = (pred: (p: CheckReport['problems'][number]) => boolean) => failing.some(pred);
@@ -123,15 +137,17 @@ function compareDlopen(r: RealDlopen, report: CheckReport): string[] {
     const name = m[1].split('/').pop();
     return has((p) => p.kind === 'not-found' && p.library?.split('/').pop() === name) ? [] : [`dlopen: ${base}`];
   }
-  m = /version `([^']+)' not found/.exec(r.message);
+  m = /version `([^']+)' not found \(required by (.+)\)/.exec(r.message);
   if (m) {
-    const v = m[1];
-    return has((p) => p.kind === 'version-not-found' && p.version === v) && first === 1 ? [] : [`dlopen: ${base}`];
+    const firstVersion = failing.find((p) => stage(p) === 1);
+    return firstVersion?.kind === 'version-not-found' && firstVersion.version === m[1] && real(dir, firstVersion.object) === real(dir, m[2]) && first === 1
+      ? [] : [`dlopen (first version problem): ${base}`];
   }
-  m = /undefined symbol: ([^,\s]+)/.exec(r.message);
+  m = /^ERR (.+): undefined symbol: ([^,\s]+)/m.exec(r.message);
   if (m) {
-    const s = m[1];
-    return has((p) => (p.kind === 'undefined-symbol' || p.kind === 'unversioned-undefined-symbol') && p.symbol === s) && first === 2 ? [] : [`dlopen: ${base}`];
+    const firstSymbol = failing.find((p) => stage(p) === 2);
+    return firstSymbol !== undefined && (firstSymbol.kind === 'undefined-symbol' || firstSymbol.kind === 'unversioned-undefined-symbol') &&
+      firstSymbol.symbol === m[2] && real(dir, firstSymbol.object) === real(dir, m[1]) && first === 2 ? [] : [`dlopen (first symbol problem): ${base}`];
   }
   return [`dlopen: unclassified loader message; ${base}`];
 }
@@ -150,6 +166,9 @@ function runScript(script: string): Promise<{code: number; out: string}> {
   });
 }
 
+/** Every third case runs with glibc's original dependency sorter (the tunable), where the loader has it. */
+const tunablesOf = (c: FuzzCase): string | undefined => (c.seed % 3 === 0 ? 'glibc.rtld.dynamic_sort=1' : undefined);
+
 const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
 let tmp: {dir: string; cleanup: () => void};
@@ -161,11 +180,7 @@ const realDl = new Map<number, RealDlopen>();
 describeIf(usable, 'needs x86-64 with gcc, as, ld and /lib64/ld-linux-x86-64.so.2')('seeded differential fuzzer (issue 12)', () => {
   beforeAll(async () => {
     tmp = makeTempDir('cudaenv-fuzz-');
-    driver = join(tmp.dir, 'dlopen-driver');
-    writeFileSync(`${driver}.c`, '#include <dlfcn.h>\n#include <stdio.h>\nint main(int c, char **v) {\n  void *h = dlopen(v[1], RTLD_NOW | RTLD_GLOBAL);\n' +
-      '  if (!h) { printf("ERR %s\\n", dlerror()); return 3; }\n  printf("OK\\n");\n  return 0;\n}\n');
-    const cc = spawnSync('gcc', ['-o', driver, `${driver}.c`], {encoding: 'utf8'});
-    if (cc.status !== 0) throw new Error(`cannot build the dlopen driver: ${cc.stderr}`);
+    driver = buildDlopenDriver(join(tmp.dir, 'dlopen-driver'));
     // Generate every case, then build them in two shells at once (one process per tool call,
     // not per case), then ask the real loader about all of them in one more shell each.
     const scripts: string[] = [];
@@ -179,7 +194,10 @@ describeIf(usable, 'needs x86-64 with gcc, as, ld and /lib64/ld-linux-x86-64.so.
     const built = await Promise.all(halves.map((h) => runScript(`set -e\n${h.join('\n')}`)));
     for (const b of built) if (b.code !== 0) throw new Error(`building the fuzz cases failed:\n${b.out.slice(-3000)}`);
     const oracle = (c: FuzzCase) => {
-      const env = c.ldLibraryPath === undefined ? 'env -u LD_LIBRARY_PATH' : `env LD_LIBRARY_PATH=${q(c.ldLibraryPath)}`;
+      // env's -u options first, then its assignments.
+      const unset = [c.ldLibraryPath === undefined ? '-u LD_LIBRARY_PATH' : '', tunablesOf(c) === undefined ? '-u GLIBC_TUNABLES' : ''];
+      const set = [c.ldLibraryPath === undefined ? '' : `LD_LIBRARY_PATH=${q(c.ldLibraryPath)}`, tunablesOf(c) === undefined ? '' : `GLIBC_TUNABLES=${tunablesOf(c)}`];
+      const env = ['env', ...unset, ...set].filter(Boolean).join(' ');
       return `cd ${q(c.dir)}\necho "@@T ${c.seed}"\n${env} LD_TRACE_LOADED_OBJECTS=1 LD_WARN=yes LD_BIND_NOW=yes ${RTLD} ${q(c.target)} 2>&1\n` +
         `echo "@@D ${c.seed}"\n${env} ${q(driver)} ${q(c.target)} 2>&1\necho "@@RC $?"\n`;
     };
@@ -209,13 +227,13 @@ describeIf(usable, 'needs x86-64 with gcc, as, ld and /lib64/ld-linux-x86-64.so.
         failures.push(`seed ${c.seed}: the loader was not asked`);
         continue;
       }
-      const opts = {targets: [c.target], ldLibraryPath: c.ldLibraryPath, cwd: c.dir};
+      const opts = {targets: [c.target], ldLibraryPath: c.ldLibraryPath, cwd: c.dir, glibcTunables: tunablesOf(c)};
       const asMain = await checkLibraries(opts);
       const diffs = compareTrace(r, modelTrace(asMain, c.dir));
       const dlopened = await checkLibraries({...opts, exe: driver, strict: true});
-      diffs.push(...compareDlopen(d, dlopened));
+      diffs.push(...compareDlopen(d, dlopened, c.dir));
       if (diffs.length > 0) {
-        failures.push(`seed ${c.seed} (replay: CUDAENV_FUZZ_SEED=${c.seed} CUDAENV_FUZZ_CASES=1):\n${c.description.join('\n')}\n${diffs.join('\n')}\n--- ld.so trace output:\n${r.raw.trim()}`);
+        failures.push(`seed ${c.seed} (replay: CUDAENV_FUZZ_SEED=${c.seed} CUDAENV_FUZZ_CASES=1)${tunablesOf(c) ? `, GLIBC_TUNABLES=${tunablesOf(c)}` : ""}:\n${c.description.join('\n')}\n${diffs.join('\n')}\n--- ld.so trace output:\n${r.raw.trim()}`);
       }
     }
     expect(mine.length).toBeGreaterThan(0);

@@ -130,30 +130,47 @@ export function hostLoaderFacts(interp: string): HostLoaderFacts | null {
   return facts;
 }
 
-const versionCache = new Map<string, [number, number] | null>();
+export interface LoaderFileFacts {
+  /** The glibc release [major, minor], or null when the bytes do not say. */
+  version: [number, number] | null;
+  /**
+   * Whether the loader knows the glibc.rtld.dynamic_sort tunable, i.e. has the DFS dependency
+   * sorter (upstream from 2.35, backported by some distributions to older releases).
+   */
+  dynamicSortTunable: boolean;
+}
+
+const fileFactsCache = new Map<string, LoaderFileFacts | null>();
 
 /**
- * The glibc release of a loader or libc file, read from its bytes ("ld.so (...) stable release
- * version 2.36."), so that a sysroot's glibc is known without running anything from it.
+ * What the bytes of a loader (or libc) file say about its glibc: the release ("ld.so (...)
+ * stable release version 2.36.") and the tunables compiled in, so that a sysroot's glibc is
+ * known without running anything from it. Null when the file cannot be read.
  */
-export function glibcVersionOfFile(path: string): [number, number] | null {
-  if (versionCache.has(path)) return versionCache.get(path)!;
-  let result: [number, number] | null = null;
+export function loaderFileFacts(path: string): LoaderFileFacts | null {
+  if (fileFactsCache.has(path)) return fileFactsCache.get(path)!;
+  let result: LoaderFileFacts | null = null;
   let fd: number | undefined;
   try {
     fd = openSync(path, 'r');
     const size = fstatSync(fd).size;
     const buf = Buffer.alloc(Math.min(size, 8 << 20));
     readSync(fd, buf, 0, buf.length, 0);
-    const m = /release version (\d+)\.(\d+)/.exec(buf.toString('latin1'));
-    if (m) result = [Number(m[1]), Number(m[2])];
+    const text = buf.toString('latin1');
+    const m = /release version (\d+)\.(\d+)/.exec(text);
+    result = {version: m ? [Number(m[1]), Number(m[2])] : null, dynamicSortTunable: text.includes('glibc.rtld.dynamic_sort')};
   } catch {
     // unreadable: unknown
   } finally {
     if (fd !== undefined) closeSync(fd);
   }
-  versionCache.set(path, result);
+  fileFactsCache.set(path, result);
   return result;
+}
+
+/** The glibc release of a loader or libc file, read from its bytes (null: unknown). */
+export function glibcVersionOfFile(path: string): [number, number] | null {
+  return loaderFileFacts(path)?.version ?? null;
 }
 
 /** a <= b for [major, minor] versions. */
