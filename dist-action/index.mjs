@@ -73031,9 +73031,9 @@ function hostLoaderFacts(interp) {
   factsCache.set(interp, facts);
   return facts;
 }
-var versionCache = /* @__PURE__ */ new Map();
-function glibcVersionOfFile(path13) {
-  if (versionCache.has(path13)) return versionCache.get(path13);
+var fileFactsCache = /* @__PURE__ */ new Map();
+function loaderFileFacts(path13) {
+  if (fileFactsCache.has(path13)) return fileFactsCache.get(path13);
   let result = null;
   let fd;
   try {
@@ -73041,17 +73041,134 @@ function glibcVersionOfFile(path13) {
     const size = fstatSync2(fd).size;
     const buf = Buffer.alloc(Math.min(size, 8 << 20));
     readSync2(fd, buf, 0, buf.length, 0);
-    const m = /release version (\d+)\.(\d+)/.exec(buf.toString("latin1"));
-    if (m) result = [Number(m[1]), Number(m[2])];
+    const text = buf.toString("latin1");
+    const m = /release version (\d+)\.(\d+)/.exec(text);
+    result = { version: m ? [Number(m[1]), Number(m[2])] : null, dynamicSortTunable: text.includes("glibc.rtld.dynamic_sort") };
   } catch {
   } finally {
     if (fd !== void 0) closeSync2(fd);
   }
-  versionCache.set(path13, result);
+  fileFactsCache.set(path13, result);
   return result;
+}
+function glibcVersionOfFile(path13) {
+  return loaderFileFacts(path13)?.version ?? null;
 }
 function versionAtMost(v, major, minor) {
   return v[0] < major || v[0] === major && v[1] <= minor;
+}
+
+// src/core/elf/relocation-order.ts
+function relocationOrder(p, tunables) {
+  const algorithm = dsoSortAlgorithm(p.platform, tunables);
+  const startup = p.scope.slice(0, p.startupScopeLength);
+  const order = sortMaps(startup, algorithm, p.main).reverse();
+  if (p.target !== p.main) {
+    const done = new Set(startup);
+    for (const o of sortMaps(searchList(p.target), algorithm, p.main).reverse()) if (!done.has(o)) order.push(o);
+  }
+  return order;
+}
+function dsoSortAlgorithm(platform2, tunables) {
+  let chosen = platform2.dsoSort.default;
+  if (!platform2.dsoSort.tunable || !tunables) return chosen;
+  for (const item of tunables.split(":")) {
+    const eq = item.indexOf("=");
+    if (eq < 0 || item.slice(0, eq) !== "glibc.rtld.dynamic_sort") continue;
+    const value = item.slice(eq + 1);
+    const n = /^(?:0x[0-9a-f]+|\d+)$/i.test(value) ? Number(value) : Number.NaN;
+    if (n === 1) chosen = "original";
+    else if (n === 2) chosen = "dfs";
+  }
+  return chosen;
+}
+function searchList(root) {
+  const list = [root];
+  const seen = new Set(list);
+  for (let i = 0; i < list.length; i++) {
+    for (const e of list[i].edges) {
+      if (e.object && !seen.has(e.object)) {
+        seen.add(e.object);
+        list.push(e.object);
+      }
+    }
+  }
+  return list;
+}
+function sortMaps(maps, algorithm, main) {
+  const root = maps[0];
+  const deps = (o) => {
+    if (o === root) return [];
+    const out = [];
+    for (const e of o.edges) if (e.object) out.push(e.object);
+    return out;
+  };
+  return algorithm === "dfs" ? sortDfs(maps, deps, main) : sortOriginal(maps, deps);
+}
+function sortDfs(maps, deps, main) {
+  const inList = new Set(maps);
+  const visited = /* @__PURE__ */ new Set();
+  const rpo = [];
+  const walk = (start) => {
+    const stack = [];
+    visited.add(start);
+    stack.push({ o: start, deps: deps(start), next: 0 });
+    while (stack.length > 0) {
+      const top = stack[stack.length - 1];
+      if (top.next < top.deps.length) {
+        const d = top.deps[top.next++];
+        if (!visited.has(d) && d !== main && inList.has(d)) {
+          visited.add(d);
+          stack.push({ o: d, deps: deps(d), next: 0 });
+        }
+        continue;
+      }
+      stack.pop();
+      rpo.push(top.o);
+    }
+  };
+  for (let i = maps.length - 1; i >= 0 && visited.size < maps.length; i--) {
+    if (!visited.has(maps[i])) walk(maps[i]);
+  }
+  const sorted = rpo.reverse();
+  const at = sorted.indexOf(maps[0]);
+  if (at > 0) {
+    sorted.splice(at, 1);
+    sorted.unshift(maps[0]);
+  }
+  return sorted;
+}
+function sortOriginal(all, deps) {
+  const maps = all.slice(1);
+  const n = maps.length;
+  if (n <= 1) return all.slice();
+  const depsOf = new Map(maps.map((o) => [o, deps(o)]));
+  const seen = new Array(n).fill(0);
+  let i = 0;
+  for (; ; ) {
+    ++seen[i];
+    const thisp = maps[i];
+    let moved = false;
+    for (let k = n - 1; k > i; k--) {
+      if (!depsOf.get(maps[k]).includes(thisp)) continue;
+      maps.splice(i, 1);
+      maps.splice(k, 0, thisp);
+      if (seen[i + 1] > n - i) {
+        ++i;
+        seen.fill(0, i);
+      } else {
+        const thisSeen = seen[i];
+        seen.splice(i, 1);
+        seen.splice(k, 0, thisSeen);
+      }
+      moved = true;
+      break;
+    }
+    if (moved) continue;
+    if (++i === n) break;
+    seen.fill(0, i);
+  }
+  return [all[0], ...maps];
 }
 
 // src/core/elf/checker.ts
@@ -73124,19 +73241,6 @@ var SymbolMemo = class {
     return unbound;
   }
 };
-function closureOf(obj) {
-  const seen = /* @__PURE__ */ new Set([obj]);
-  const queue = [obj];
-  for (let i = 0; i < queue.length; i++) {
-    for (const e of queue[i].edges) {
-      if (e.object && !seen.has(e.object)) {
-        seen.add(e.object);
-        queue.push(e.object);
-      }
-    }
-  }
-  return queue;
-}
 function findProblems(p, memo) {
   const findings = [];
   for (const obj of p.scope) {
@@ -73172,33 +73276,11 @@ function findProblems(p, memo) {
     }
   }
   const glibc = p.platform.glibc;
-  if (glibc && versionAtMost(glibc, 2, 40) && p.objects.some((o) => !o.info.hasVersym && o.role !== "interp" && o.info.symbolCount > 0)) {
-    for (const obj of p.scope) {
-      if (obj.role === "interp") continue;
-      for (const ref of references(obj.info)) {
-        if (ref.version === null || ref.versionFile === null) continue;
-        const named = p.objectMatching(ref.versionFile);
-        if (!named || named.info.hasVersym || named.role === "interp" || !memo.defines(named.info, ref)) continue;
-        if (!(lookedUpNames(obj.info)?.has(ref.name) ?? true)) continue;
-        const at = p.scope.indexOf(named);
-        if (at < 0 || p.scope.slice(0, at).some((o) => o !== obj && memo.defines(o.info, ref))) continue;
-        findings.push({
-          kind: "loader-abort",
-          object: obj,
-          library: ref.versionFile,
-          version: ref.version,
-          symbol: ref.name,
-          provider: named,
-          edge: p.edgeTo(named) ?? null,
-          ref,
-          reason: `check_match: Assertion \`version->filename == NULL || ! _dl_name_match_p (version->filename, map)' failed: ${obj.path} asks for ${ref.name}@${ref.version} and ${named.path}, the ${ref.versionFile} it names, defines it without any symbol versioning (glibc ${glibc.join(".")} aborts; 2.41 and later accept it)`
-        });
-      }
-    }
-  }
-  for (const obj of [...p.scope].reverse()) {
+  const assertions = glibc !== null && versionAtMost(glibc, 2, 40) && p.objects.some((o) => !o.info.hasVersym && o.role !== "interp" && o.info.symbolCount > 0);
+  for (const obj of relocationOrder(p, p.ctx.tunables)) {
     if (obj.role === "interp" || references(obj.info).length === 0) continue;
-    const closure = closureOf(obj);
+    if (assertions) findings.push(...checkMatchAborts(p, obj, memo, glibc));
+    const closure = searchList(obj);
     const unbound = memo.unboundWithin(obj, closure);
     if (unbound.length === 0) continue;
     const rest = p.scope.filter((o) => !closure.includes(o));
@@ -73218,6 +73300,29 @@ function findProblems(p, memo) {
     }
   }
   return findings;
+}
+function checkMatchAborts(p, obj, memo, glibc) {
+  const out = [];
+  for (const ref of references(obj.info)) {
+    if (ref.version === null || ref.versionFile === null) continue;
+    const named = p.objectMatching(ref.versionFile);
+    if (!named || named.info.hasVersym || named.role === "interp" || !memo.defines(named.info, ref)) continue;
+    if (!(lookedUpNames(obj.info)?.has(ref.name) ?? true)) continue;
+    const at = p.scope.indexOf(named);
+    if (at < 0 || p.scope.slice(0, at).some((o) => o !== obj && memo.defines(o.info, ref))) continue;
+    out.push({
+      kind: "loader-abort",
+      object: obj,
+      library: ref.versionFile,
+      version: ref.version,
+      symbol: ref.name,
+      provider: named,
+      edge: p.edgeTo(named) ?? null,
+      ref,
+      reason: `check_match: Assertion \`version->filename == NULL || ! _dl_name_match_p (version->filename, map)' failed: ${obj.path} asks for ${ref.name}@${ref.version} and ${named.path}, the ${ref.versionFile} it names, defines it without any symbol versioning (glibc ${glibc.join(".")} aborts; 2.41 and later accept it)`
+    });
+  }
+  return out;
 }
 function isFailing(kind, strict) {
   return kind !== "unversioned-undefined-symbol" || strict;
@@ -73371,6 +73476,8 @@ var LoaderProcess = class {
   failedPreloads = [];
   preloadEdges = [];
   main;
+  /** How many objects of `scope` the program starts with (the rest come with --exe's dlopen). */
+  startupScopeLength = 0;
   /** The checked library (the main object, or the one dlopened by --exe). */
   target;
   ldDirs = [];
@@ -73405,6 +73512,7 @@ var LoaderProcess = class {
       }
     }
     this.breadthFirst(0);
+    this.startupScopeLength = this.scope.length;
     if (exe) {
       const start = this.scope.length;
       const edge = this.mapObject(this.main, target.path, false, "dlopen");
@@ -74313,6 +74421,11 @@ function lookupCacheEntry(cache2, name, options) {
 // src/core/elf/platform.ts
 import { existsSync as existsSync3, readFileSync as readFileSync3 } from "node:fs";
 import { join as join6 } from "node:path";
+function dsoSortOf(interpPath, glibc) {
+  if (!glibc || !versionAtMost(glibc, 2, 34)) return { default: "dfs", tunable: true };
+  const backported = loaderFileFacts(interpPath)?.dynamicSortTunable ?? false;
+  return backported ? { default: "dfs", tunable: true } : { default: "original", tunable: false };
+}
 var EM_386 = 3;
 var EM_X86_64 = 62;
 var EM_AARCH64 = 183;
@@ -74414,7 +74527,8 @@ function loaderPlatform(elfClass, machine, sysroot = "", cacheGenerator) {
       lib: multiarch ? `lib/${facts.triplet}` : facts.lib64,
       interp: facts.interp,
       glibc,
-      legacyHwcap
+      legacyHwcap,
+      dsoSort: dsoSortOf(root + facts.interp, glibc)
     };
   }
   cache.set(key, result);
@@ -74688,6 +74802,7 @@ function makeContext(options, cwd, recorder = null) {
       return platform2;
     },
     ldLibraryPath: options.ldLibraryPath,
+    tunables: tunablesOf(options),
     preload: preloadList(options, recorder),
     cacheLabel: `ld.so.cache (${cacheFile})`,
     cacheLookup(name, platform2) {
@@ -74759,6 +74874,9 @@ async function checkPartial(options, files) {
   }
   return results;
 }
+function tunablesOf(options) {
+  return "glibcTunables" in options ? options.glibcTunables : process.env.GLIBC_TUNABLES;
+}
 function platformText(platform2) {
   return JSON.stringify(platform2 ?? null, (_k, v) => typeof v === "bigint" ? `${v}n` : v);
 }
@@ -74776,7 +74894,7 @@ function openCache(options, cwd, ctx) {
       exe: options.exe ?? null,
       cacheFile: options.cacheFile ?? null,
       storeVersionsDir: options.storeVersionsDir ?? null,
-      tunables: process.env.GLIBC_TUNABLES ?? null
+      tunables: tunablesOf(options) ?? null
     },
     sysroot,
     platform(key) {
@@ -74810,7 +74928,11 @@ async function checkOne(file, ctx, exe, memo, explainCtx, recorder) {
 }
 
 // src/core/elf/index.ts
-var KIND_ORDER = { "not-found": 0, "version-not-found": 1, "loader-abort": 2, "undefined-symbol": 3, "unversioned-undefined-symbol": 4 };
+function stageOf(p) {
+  if (p.kind === "not-found") return 0;
+  if (p.kind === "version-not-found" || p.kind === "loader-abort" && p.symbol === null) return 1;
+  return 2;
+}
 async function checkLibraries(options) {
   const cwd = options.cwd ?? process.cwd();
   const listed = listTargets(options.targets, { recursive: options.recursive, cwd, sysroot: options.sysroot });
@@ -74839,7 +74961,7 @@ function mergeResults(results, strict) {
     }
   }
   for (const f of failedPreloads) skipped.push({ path: f, reason: "LD_PRELOAD entry cannot be preloaded: ignored (as ld.so does)" });
-  const list = [...problems.values()].sort((a, b) => KIND_ORDER[a.kind] - KIND_ORDER[b.kind]);
+  const list = [...problems.values()].sort((a, b) => stageOf(a) - stageOf(b));
   return { ok: !list.some((p) => isFailing(p.kind, strict)), checked, objects: [...objects.values()], problems: list, skipped };
 }
 function firstProblemLine(report, options = {}) {
