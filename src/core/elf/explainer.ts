@@ -1,8 +1,10 @@
 import {closeSync, existsSync, openSync, readSync, statSync} from 'node:fs';
 import {basename, dirname, join} from 'node:path';
 import type {Problem} from './api.js';
+import type {ElfInfo} from './types.js';
 import type {Finding} from './checker.js';
 import {cachedElf} from './file-cache.js';
+import {readElfSync} from './reader/index.js';
 import type {Candidate, Edge, LoadedObject, LoaderProcess} from './resolver.js';
 import {quoteSh} from '../shell/quote.js';
 import {defines, definesVersion} from './symbols.js';
@@ -186,6 +188,15 @@ export async function explain(p: LoaderProcess, f: Finding, ctx: ExplainContext)
   return problem;
 }
 
+/** The dynamic section of a file the loader refused, as the reader sees it (null: unreadable). */
+function readElfDynamic(path: string): ElfInfo['dynamic'] | null {
+  try {
+    return readElfSync(path).dynamic;
+  } catch {
+    return null;
+  }
+}
+
 /** What a file the loader refused is, in words: empty, truncated ELF, a linker script, text. */
 function describeBadFile(path: string, reason: string): string {
   let st;
@@ -209,6 +220,10 @@ function describeBadFile(path: string, reason: string): string {
     return 'a file that cannot be read';
   }
   if (head.toString('latin1') === '\x7fELF') {
+    if (/no dynamic section/.test(reason)) {
+      return readElfDynamic(path) === 'debug-info' ? 'a separate debug-info file (objcopy --only-keep-debug), not a loadable library'
+        : 'an ELF shared object without a dynamic section';
+    }
     // A whole ELF file of a kind the loader refuses (an object file, a program, big-endian) is not damaged.
     if (/ET_DYN|position-independent|endian/.test(reason)) return 'an ELF file, but not a shared object the loader can load';
     return `a truncated or damaged ELF file of ${st.size} bytes`;

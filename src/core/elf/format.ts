@@ -117,7 +117,7 @@ export function formatSkipped(report: CheckReport): string[] {
     if (paths.length <= 2) for (const path of paths) lines.push(`note: skipped ${path}: ${reason}`);
     else lines.push(`note: skipped ${paths.length} files, each ${reason}: ${list(paths)}`);
   }
-  if (other.length > 0) lines.push(`note: skipped ${other.length} other file${other.length === 1 ? '' : 's'} that ${other.length === 1 ? 'is' : 'are'} not ELF shared objects (--json lists them)`);
+  if (other.length > 0) lines.push(`note: skipped ${other.length} other file${other.length === 1 ? ' that is not an ELF shared object' : 's that are not ELF shared objects'} (--json lists them)`);
   return lines;
 }
 

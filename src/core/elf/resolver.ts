@@ -262,6 +262,14 @@ export class LoaderProcess {
         if (c.ldEntry !== undefined) edge.ldEntry = c.ldEntry;
         return edge;
       }
+      // ld.so maps it, then finds no dynamic section to use: fatal for a shared object (dl-load.c).
+      if (info.type === ET_DYN && info.dynamic !== 'yes') {
+        edge.error = `${c.path}: object file has no dynamic section`;
+        edge.errorPath = c.path;
+        edge.rule = c.rule;
+        if (c.ldEntry !== undefined) edge.ldEntry = c.ldEntry;
+        return edge;
+      }
       // glibc 2.30 started refusing PIE objects as dependencies (2c75b545de).
       if ((info.flags1 & DF_1_PIE) !== 0 && !(this.platform.glibc && versionAtMost(this.platform.glibc, 2, 29))) {
         edge.error = `${c.path}: cannot dynamically load position-independent executable`;

@@ -54,6 +54,10 @@ export function describeNonElf(path: string): string {
 /** The start of the skip reason of a file that starts like ELF but cannot be read as one. */
 export const DAMAGED = 'a damaged ELF file: ';
 
+/** The skip reason of a separate debug file (what /usr/lib/debug/.build-id holds). */
+export const DEBUG_INFO = 'a separate debug-info file (objcopy --only-keep-debug): it holds what a debugger reads, ' +
+  'no code or tables, and the loader refuses it ("object file has no dynamic section")';
+
 /** The skip reason of a 0-byte file. */
 export const EMPTY = 'an empty file (0 bytes), not a shared object';
 
@@ -67,6 +71,8 @@ function classify(path: string, st: Stats, explicit = false, file = path): Targe
     // A program named explicitly is checked like one ld.so starts; in a directory only libraries count.
     if (explicit && info.type === ET_EXEC) return {path, info, stat: st};
     if (info.type !== ET_DYN) return {skip: `an ELF ${info.type === 2 ? 'executable' : info.type === 1 ? 'relocatable object' : `file of type ${info.type}`}, not a shared object`};
+    if (info.dynamic === 'debug-info') return {skip: DEBUG_INFO};
+    if (info.dynamic === 'none') return {skip: 'an ELF shared object without a dynamic section: the loader refuses it ("object file has no dynamic section")'};
     if ((info.flags1 & DF_1_PIE) !== 0 && !explicit) return {skip: 'a position-independent executable, not a shared object'};
     return {path, info, stat: st};
   } catch (error) {
@@ -170,6 +176,8 @@ export function readListedSync(file: ListedFile): TargetFile | {skip: string} {
       ? 'The file is truncated or corrupt: reinstall the package it came from.'
       : r.skip === EMPTY
         ? 'The loader would stop at it with "file too short". If it should be a library, the copy was cut short: reinstall the package it came from.'
+        : r.skip === DEBUG_INFO
+          ? 'Check the library it was split from instead (the one whose build ID names this file).'
         : 'Give an ELF shared object (a .so file), a program, or a directory of them.');
   }
   return r;

@@ -109,4 +109,10 @@ export interface ElfInfo extends ElfHeaderInfo {
   /** DT_FILTER / DT_AUXILIARY names, in array order. */
   filters: string[];
   auxiliary: string[];
+  /**
+   * The dynamic section ld.so would use: 'yes'; 'none' (no PT_DYNAMIC: a static program); or
+   * 'debug-info', a PT_DYNAMIC without bytes in the file, as in the separate debug files of
+   * `objcopy --only-keep-debug` (/usr/lib/debug), which ld.so skips (dl-load.c).
+   */
+  dynamic: 'yes' | 'none' | 'debug-info';
 }

@@ -348,6 +348,27 @@ describeIf(usable, `needs x86-64 with gcc, as, ld, ldd and ${RTLD}`)('differenti
     expect((await checkLibraries({targets: [user]})).ok).toBe(true);
   });
 
+  testIf(haveCommand('objcopy'), NEEDS.tool('objcopy', 'binutils'))('a separate debug-info file (objcopy --only-keep-debug) under a library\'s name: ld.so refuses it, and the check says what it is', async () => {
+    const base = join(tmp.dir, 'debuginfo');
+    const full = buildLib({out: join(base, 'build', 'libdbg.so.1'), soname: 'libdbg.so.1', source: 'int g(void){return 7;}\n'});
+    const lib = join(base, 'lib', 'libdbg.so.1');
+    mkdirSync(join(base, 'lib'), {recursive: true});
+    sh(base, `objcopy --only-keep-debug '${full}' '${lib}'`);
+    const user = buildLib({out: join(base, 'libuser.so'), source: 'int g(void); int u(void){return g();}\n', link: [full], runpath: '$ORIGIN/lib'});
+    const real = oracle(user);
+    expect(real.trace).toContain('libdbg.so.1: object file has no dynamic section');
+    if (python) expect(real.dlopen).toContain('object file has no dynamic section');
+    const {main, exe} = await models(user);
+    expect(main.problems.filter((p) => p.kind !== 'unversioned-undefined-symbol').map((p) => [p.kind, p.library])).toEqual([['not-found', 'libdbg.so.1']]);
+    expect(main.problems[0].summary).toContain('"object file has no dynamic section": it is a separate debug-info file (objcopy --only-keep-debug)');
+    if (exe) expect(exe.ok).toBe(false);
+    // Named on the command line it is bad usage; in a directory (as under /usr/lib/debug) a skip, not "damaged".
+    await expect(checkLibraries({targets: [lib]})).rejects.toThrow(/is a separate debug-info file/);
+    const dir = await checkLibraries({targets: [join(base, 'lib')]});
+    expect(dir.skipped).toEqual([{path: lib, reason: expect.stringMatching(/^a separate debug-info file/)}]);
+    expect(dir.skipped[0].reason).not.toContain('damaged');
+  });
+
   const LDCONFIG = ['/usr/sbin/ldconfig', '/sbin/ldconfig'].find((p) => existsSync(p)) ?? (have('ldconfig') ? 'ldconfig' : null);
   testIf(CAN_MOUNT_NAMESPACE && LDCONFIG !== null, LDCONFIG === null ? NEEDS.tool('ldconfig', 'libc-bin') : NEEDS.mountNamespace)(
     'a real ld.so.cache with legacy hwcap entries (ldconfig <= 2.36 writes them for tls/, x86_64/, haswell/...): the entry the loader takes, round after round', async () => {

@@ -82,6 +82,7 @@ function parse(file: ElfFile, options: ReadElfOptions): ElfInfo {
     interp: null, soname: null, needed: [], rpath: null, runpath: null, flags1: 0,
     versionDefinitions: [], versionNeeds: [], symbols: [], symbolCount: 0,
     hashTable: 'none', hasVersym: false, dtFlags: 0, symbolic: false, bindNow: false, filters: [], auxiliary: [],
+    dynamic: 'none',
   };
   // Until symbols are read: no symbol table (a static program, no DT_SYMTAB) finds nothing.
   if (options.symbols === 'undefined') info.lookup = NO_LOOKUP;
@@ -89,7 +90,11 @@ function parse(file: ElfFile, options: ReadElfOptions): ElfInfo {
   if (interp) info.interp = readInterp(file, interp);
   const dynamic = locateDynamic(file, h, phdrs);
   // A static executable or a relocatable object: nothing for the loader to resolve.
-  if (!dynamic) return info;
+  if (!dynamic) {
+    if (phdrs.some((p) => p.type === PT_DYNAMIC)) info.dynamic = 'debug-info';
+    return info;
+  }
+  info.dynamic = 'yes';
   const {dyn, value, toOffset} = dynamic;
 
   const strtabAddr = value(DT.STRTAB);
@@ -207,7 +212,9 @@ function locateDynamic(file: ElfFile, h: ParsedHeader, phdrs: ProgramHeader[]): 
   value: (tag: number) => number | undefined;
   toOffset: (addr: number, len: number, what: string) => number;
 } | null {
-  const dynamicHeader = phdrs.find((p) => p.type === PT_DYNAMIC);
+  // "Debuginfo only files from objcopy --only-keep-debug contain a PT_DYNAMIC segment with
+  // p_filesz == 0": ld.so skips such a segment (dl-load.c), and so does this reader.
+  const dynamicHeader = phdrs.find((p) => p.type === PT_DYNAMIC && p.filesz > 0);
   if (!dynamicHeader) return null;
   const loads = phdrs.filter((p) => p.type === PT_LOAD);
   const mapped = loads.find((p) => dynamicHeader.vaddr >= p.vaddr && dynamicHeader.vaddr + dynamicHeader.filesz <= p.vaddr + p.filesz);
