@@ -72518,13 +72518,18 @@ function parse(file, options) {
     symbolic: false,
     bindNow: false,
     filters: [],
-    auxiliary: []
+    auxiliary: [],
+    dynamic: "none"
   };
   if (options.symbols === "undefined") info2.lookup = NO_LOOKUP;
   const interp = phdrs.find((p) => p.type === PT_INTERP);
   if (interp) info2.interp = readInterp(file, interp);
   const dynamic = locateDynamic(file, h, phdrs);
-  if (!dynamic) return info2;
+  if (!dynamic) {
+    if (phdrs.some((p) => p.type === PT_DYNAMIC)) info2.dynamic = "debug-info";
+    return info2;
+  }
+  info2.dynamic = "yes";
   const { dyn, value, toOffset } = dynamic;
   const strtabAddr = value(DT.STRTAB);
   const strsz = value(DT.STRSZ) ?? 0;
@@ -72629,7 +72634,7 @@ function relocatedUndefinedNames(path13) {
   }
 }
 function locateDynamic(file, h, phdrs) {
-  const dynamicHeader = phdrs.find((p) => p.type === PT_DYNAMIC);
+  const dynamicHeader = phdrs.find((p) => p.type === PT_DYNAMIC && p.filesz > 0);
   if (!dynamicHeader) return null;
   const loads = phdrs.filter((p) => p.type === PT_LOAD);
   const mapped = loads.find((p) => dynamicHeader.vaddr >= p.vaddr && dynamicHeader.vaddr + dynamicHeader.filesz <= p.vaddr + p.filesz);
@@ -73632,6 +73637,13 @@ var LoaderProcess = class {
         if (c.ldEntry !== void 0) edge.ldEntry = c.ldEntry;
         return edge;
       }
+      if (info2.type === ET_DYN && info2.dynamic !== "yes") {
+        edge.error = `${c.path}: object file has no dynamic section`;
+        edge.errorPath = c.path;
+        edge.rule = c.rule;
+        if (c.ldEntry !== void 0) edge.ldEntry = c.ldEntry;
+        return edge;
+      }
       if ((info2.flags1 & DF_1_PIE) !== 0 && !(this.platform.glibc && versionAtMost(this.platform.glibc, 2, 29))) {
         edge.error = `${c.path}: cannot dynamically load position-independent executable`;
         edge.errorPath = c.path;
@@ -73759,6 +73771,7 @@ function describeNonElf(path13) {
   return "not an ELF file";
 }
 var DAMAGED = "a damaged ELF file: ";
+var DEBUG_INFO = 'a separate debug-info file (objcopy --only-keep-debug): it holds what a debugger reads, no code or tables, and the loader refuses it ("object file has no dynamic section")';
 var EMPTY = "an empty file (0 bytes), not a shared object";
 function classify(path13, st, explicit = false, file = path13) {
   if (st.size === 0) return { skip: EMPTY };
@@ -73766,6 +73779,8 @@ function classify(path13, st, explicit = false, file = path13) {
     const info2 = cachedElfSync(file, st);
     if (explicit && info2.type === ET_EXEC2) return { path: path13, info: info2, stat: st };
     if (info2.type !== ET_DYN2) return { skip: `an ELF ${info2.type === 2 ? "executable" : info2.type === 1 ? "relocatable object" : `file of type ${info2.type}`}, not a shared object` };
+    if (info2.dynamic === "debug-info") return { skip: DEBUG_INFO };
+    if (info2.dynamic === "none") return { skip: 'an ELF shared object without a dynamic section: the loader refuses it ("object file has no dynamic section")' };
     if ((info2.flags1 & DF_1_PIE) !== 0 && !explicit) return { skip: "a position-independent executable, not a shared object" };
     return { path: path13, info: info2, stat: st };
   } catch (error2) {
@@ -73837,7 +73852,7 @@ function readListedSync(file) {
   }
   const r = classify(file.path, st, file.explicit, file.file ?? file.path);
   if (file.explicit && "skip" in r) {
-    throw new UsageError(`${file.path} is ${r.skip}`, r.skip.startsWith(DAMAGED) ? "The file is truncated or corrupt: reinstall the package it came from." : r.skip === EMPTY ? 'The loader would stop at it with "file too short". If it should be a library, the copy was cut short: reinstall the package it came from.' : "Give an ELF shared object (a .so file), a program, or a directory of them.");
+    throw new UsageError(`${file.path} is ${r.skip}`, r.skip.startsWith(DAMAGED) ? "The file is truncated or corrupt: reinstall the package it came from." : r.skip === EMPTY ? 'The loader would stop at it with "file too short". If it should be a library, the copy was cut short: reinstall the package it came from.' : r.skip === DEBUG_INFO ? "Check the library it was split from instead (the one whose build ID names this file)." : "Give an ELF shared object (a .so file), a program, or a directory of them.");
   }
   return r;
 }
@@ -73976,6 +73991,13 @@ async function explain(p, f, ctx) {
   }
   return problem;
 }
+function readElfDynamic(path13) {
+  try {
+    return readElfSync(path13).dynamic;
+  } catch {
+    return null;
+  }
+}
 function describeBadFile(path13, reason) {
   let st;
   try {
@@ -73998,6 +74020,9 @@ function describeBadFile(path13, reason) {
     return "a file that cannot be read";
   }
   if (head.toString("latin1") === "ELF") {
+    if (/no dynamic section/.test(reason)) {
+      return readElfDynamic(path13) === "debug-info" ? "a separate debug-info file (objcopy --only-keep-debug), not a loadable library" : "an ELF shared object without a dynamic section";
+    }
     if (/ET_DYN|position-independent|endian/.test(reason)) return "an ELF file, but not a shared object the loader can load";
     return `a truncated or damaged ELF file of ${st.size} bytes`;
   }
