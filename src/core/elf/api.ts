@@ -8,8 +8,10 @@ export type Via = 'rpath' | 'ld_library_path' | 'runpath' | 'ld.so.cache' | 'def
  * 'loader-abort': ld.so stops on an internal assertion (glibc-version dependent, issue 12 item 2):
  * a version requirement whose vn_file names no loaded object (`needed != NULL`), or, before
  * glibc 2.41, a versioned reference reaching the library it names when that has no symbol versions.
+ * 'cpu-isa-level': x86-64, glibc 2.33 and later: an object marked as needing an ISA level
+ * (x86-64-v2, v3, v4) this CPU lacks; ld.so stops with "CPU ISA level is lower than required".
  */
-export type ProblemKind = 'not-found' | 'version-not-found' | 'loader-abort' | 'undefined-symbol' | 'unversioned-undefined-symbol';
+export type ProblemKind = 'not-found' | 'version-not-found' | 'loader-abort' | 'cpu-isa-level' | 'undefined-symbol' | 'unversioned-undefined-symbol';
 
 export interface NeededEdge {
   name: string;

@@ -168,7 +168,20 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
   // Nearly every library has DT_VERSYM: only a process holding one without it needs the pass.
   const assertions = glibc !== null && versionAtMost(glibc, 2, 40) &&
     p.objects.some((o) => !o.info.hasVersym && o.role !== 'interp' && o.info.symbolCount > 0);
-  for (const obj of relocationOrder(p, p.ctx.tunables)) {
+  const order = relocationOrder(p, p.ctx.tunables);
+  // 2c. Between the versions and the relocations, the x86 ISA level check (glibc 2.33 and later,
+  // dl_isa_level_check over l_initfini backwards, ld.so itself skipped): an object whose GNU
+  // property needs a level the CPU lacks stops the run ("CPU ISA level is lower than required").
+  const cpu = p.platform.x86IsaBits;
+  if (cpu !== null) {
+    for (const obj of order) {
+      const needed = obj.info.x86IsaNeeded;
+      if (obj.role === 'interp' || (needed & cpu) === needed) continue;
+      findings.push({kind: 'cpu-isa-level', object: obj, library: null, version: null, symbol: null, provider: null, edge: p.edgeTo(obj) ?? null,
+        reason: `needs ISA bits 0x${needed.toString(16)}, the CPU has 0x${cpu.toString(16)}`});
+    }
+  }
+  for (const obj of order) {
     if (obj.role === 'interp' || references(obj.info).length === 0) continue;
     if (assertions) findings.push(...checkMatchAborts(p, obj, memo, glibc!));
     // The object and every object its DT_NEEDED edges reach (it is always in the scope with them).

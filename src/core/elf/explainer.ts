@@ -126,6 +126,20 @@ export async function explain(p: LoaderProcess, f: Finding, ctx: ExplainContext)
       : `relink ${basename(f.object.path)} with a plain DT_NEEDED name (-l or the soname) and an RPATH/RUNPATH instead of a path in DT_NEEDED (its version requirements are recorded under the path as written)`;
     return problem;
   }
+  if (f.kind === 'cpu-isa-level') {
+    const need = isaLevelName(f.object.info.x86IsaNeeded);
+    const have = isaLevelName(p.platform.x86IsaBits ?? 1);
+    problem.chosen = f.edge?.rule ? `${f.object.path} (${f.edge.rule})` : f.object.path;
+    problem.summary = `${who} is built for ${need}, and this CPU has only ${have}: the loader stops with "CPU ISA level is lower than required"`;
+    problem.explanation = `${f.object.path} says in its GNU property note (GNU_PROPERTY_X86_ISA_1_NEEDED) that it needs ${need}. ` +
+      `glibc's loader (2.33 and later) checks that mark against the CPU before relocating and refuses the object: ` +
+      `"${f.object.path}: CPU ISA level is lower than required". The loader reports ${have} for this CPU.`;
+    problem.fix = f.object.info.x86IsaNeeded & ~0xf
+      ? `reinstall or rebuild ${basename(f.object.path)}: its mark names ISA bits no glibc knows, so no CPU can load it`
+      : `install a build of ${basename(f.object.path)} for ${have} or lower (builds for higher levels belong in ` +
+        `glibc-hwcaps/x86-64-vN subdirectories, which the loader searches only on CPUs that have the level), or run it on a CPU with ${need}`;
+    return problem;
+  }
   if (f.kind === 'unversioned-undefined-symbol') {
     problem.summary = `${who} needs symbol ${f.symbol}, which no loaded object defines`;
     problem.explanation = `${f.object.path} references ${f.symbol} without a version and nothing in the global scope ` +
@@ -186,6 +200,15 @@ export async function explain(p: LoaderProcess, f: Finding, ctx: ExplainContext)
     problem.fix = `install a newer ${f.library} that defines ${f.kind === 'version-not-found' ? f.version : f.symbol}, or put the directory of one first on LD_LIBRARY_PATH`;
   }
   return problem;
+}
+
+/** x86 ISA level bits (GNU_PROPERTY_X86_ISA_1_*) in words: the highest level they name. */
+function isaLevelName(bits: number): string {
+  if (bits & ~0xf) return `ISA level bits 0x${bits.toString(16)} (beyond x86-64-v4: unknown to glibc)`;
+  if (bits & 8) return 'x86-64-v4';
+  if (bits & 4) return 'x86-64-v3';
+  if (bits & 2) return 'x86-64-v2';
+  return 'the x86-64 baseline';
 }
 
 /** The dynamic section of a file the loader refused, as the reader sees it (null: unreadable). */

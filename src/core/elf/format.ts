@@ -8,6 +8,7 @@ const LABEL: Record<Problem['kind'], string> = {
   'not-found': 'not found',
   'version-not-found': 'version not found',
   'loader-abort': 'loader assertion',
+  'cpu-isa-level': 'CPU ISA level',
   'undefined-symbol': 'undefined symbol',
   'unversioned-undefined-symbol': 'unversioned undefined symbol',
 };

@@ -20,13 +20,14 @@ export {describeObject} from './explainer.js';
 
 /**
  * The loader's stages, in the order a real run meets them: mapping the dependencies, checking their
- * versions (_dl_check_map_versions, whose assertion is a version-stage abort), relocating (symbols,
+ * versions (_dl_check_map_versions, whose assertion is a version-stage abort), the x86 ISA level check, relocating (symbols,
  * check_match's assertion). Within a stage the problems keep the model's order, which is the loader's.
  */
 function stageOf(p: Problem): number {
   if (p.kind === 'not-found') return 0;
   if (p.kind === 'version-not-found' || (p.kind === 'loader-abort' && p.symbol === null)) return 1;
-  return 2;
+  if (p.kind === 'cpu-isa-level') return 2;
+  return 3;
 }
 
 /** Models the loader for every target and reports what would fail, with explanations. */

@@ -31,6 +31,11 @@ export interface LoaderPlatform {
    * GLIBC_TUNABLES=glibc.rtld.dynamic_sort=1|2 can change it (only a loader with the DFS sorter has the tunable).
    */
   dsoSort: {default: DsoSortAlgorithm; tunable: boolean};
+  /**
+   * x86-64 with glibc 2.33 or later: the ISA level bits of the CPU (1 baseline, 2 v2, 4 v3, 8 v4),
+   * which every object's GNU_PROPERTY_X86_ISA_1_NEEDED must be within (dl_isa_level_check); null: no such check.
+   */
+  x86IsaBits: number | null;
 }
 
 /** glibc.rtld.dynamic_sort: 1 is the original algorithm, 2 the depth-first one (elf/dl-sort-maps.c). */
@@ -164,6 +169,7 @@ export function loaderPlatform(elfClass: 32 | 64, machine: number, sysroot = '',
     let platform = host?.platform ?? facts.platform;
     const hwcaps: string[] = [];
     let legacyHwcap: LoaderPlatform['legacyHwcap'];
+    let x86IsaBits: number | null = null;
     if (machine === EM_X86_64 && elfClass === 64) {
       if (!host) {
         const {flags, vendor} = cpuFlags();
@@ -174,6 +180,9 @@ export function loaderPlatform(elfClass: 32 | 64, machine: number, sysroot = '',
       if (!glibc || !versionAtMost(glibc, 2, 32)) {
         const levels = host && host.hwcapsKnown.length > 0 ? host.hwcaps : x86IsaLevels();
         for (const level of levels) hwcaps.push(`glibc-hwcaps/${level}`);
+        // The ISA level check (glibc 2.33 too) uses the CPU's isa_1, which the loader prints; else
+        // the levels searched tell it (they differ only when GLIBC_TUNABLES masks CPU features).
+        x86IsaBits = host?.isa1 ?? levels.reduce((bits, level) => bits | (1 << (Number(/^x86-64-v(\d)$/.exec(level)?.[1] ?? 1) - 1)), 1);
       }
       if (glibc && versionAtMost(glibc, 2, 36)) {
         // Legacy tls/platform/hwcap subdirectories, removed in glibc 2.37 (§1.7 item 3). A host
@@ -193,6 +202,7 @@ export function loaderPlatform(elfClass: 32 | 64, machine: number, sysroot = '',
       glibc,
       legacyHwcap,
       dsoSort: dsoSortOf(root + facts.interp, glibc),
+      x86IsaBits,
     };
   }
   cache.set(key, result);

@@ -115,4 +115,6 @@ export interface ElfInfo extends ElfHeaderInfo {
    * `objcopy --only-keep-debug` (/usr/lib/debug), which ld.so skips (dl-load.c).
    */
   dynamic: 'yes' | 'none' | 'debug-info';
+  /** x86 only: the ISA level bits its GNU property note says it needs (1 baseline, 2 v2, 4 v3, 8 v4); 0 when none. */
+  x86IsaNeeded: number;
 }

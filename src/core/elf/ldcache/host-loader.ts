@@ -20,6 +20,12 @@ export interface HostLoaderFacts {
   /** dl_hwcap & the important mask, and the platform bit (legacy cache entries, glibc <= 2.36). */
   hwcapImportant: bigint | null;
   platformBit: bigint | null;
+  /**
+   * x86.cpu_features.isa_1 (--list-diagnostics, glibc 2.35 and later): the CPU's ISA level bits the
+   * "CPU ISA level is lower than required" check uses. Computed before GLIBC_TUNABLES apply, so it
+   * can exceed the glibc-hwcaps levels searched; null when the loader does not say.
+   */
+  isa1: number | null;
 }
 
 const factsCache = new Map<string, HostLoaderFacts | null>();
@@ -62,12 +68,13 @@ export function parseLoaderHelp(help: string, diagnostics: string | null): HostL
     platform: platformName,
     hwcapImportant: important !== null && dlHwcap !== null ? BigInt(important) & BigInt(dlHwcap) : null,
     platformBit,
+    isa1: isa1Of(diagnostics),
   };
 }
 
 /** One `key=value` line of `ld.so --list-diagnostics`. */
 function diagnosticValue(diagnostics: string, key: string): string | null {
-  return new RegExp(`^${key}=(.*)$`, 'm').exec(diagnostics)?.[1] ?? null;
+  return new RegExp(`^${key.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}=(.*)$`, 'm').exec(diagnostics)?.[1] ?? null;
 }
 
 /** A diagnostics string value without its quotes (null when absent or not quoted). */
@@ -111,7 +118,13 @@ export function parseLoaderDiagnostics(diagnostics: string): HostLoaderFacts | n
     platform: quoted(platform),
     hwcapImportant: bits,
     platformBit,
+    isa1: isa1Of(diagnostics),
   };
+}
+
+function isa1Of(diagnostics: string | null): number | null {
+  const value = diagnostics === null ? null : diagnosticValue(diagnostics, 'x86.cpu_features.isa_1');
+  return value !== null && /^0x[0-9a-f]+$/i.test(value) ? Number(value) : null;
 }
 
 /**

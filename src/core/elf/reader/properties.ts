@@ -1,0 +1,60 @@
+import {Fields} from './fields.js';
+import type {ElfFile} from './file.js';
+import type {ParsedHeader, ProgramHeader} from './header.js';
+
+export const PT_NOTE = 4;
+export const PT_GNU_PROPERTY = 0x6474e553;
+const NT_GNU_PROPERTY_TYPE_0 = 5;
+/** GNU_PROPERTY_X86_UINT32_OR_LO + 2: the x86 ISA levels the object needs (binutils 2.36 and later). */
+export const GNU_PROPERTY_X86_ISA_1_NEEDED = 0xc0008002;
+const EM_386 = 3;
+const EM_X86_64 = 62;
+/** Property notes are a few dozen bytes; a bigger segment is read only this far. */
+const MAX_NOTE_BYTES = 64 * 1024;
+
+/**
+ * The x86 ISA level bits an object needs (GNU_PROPERTY_X86_ISA_1_NEEDED: 1 baseline, 2 x86-64-v2,
+ * 4 v3, 8 v4), 0 when it says nothing. From PT_GNU_PROPERTY, else the PT_NOTE segments, as
+ * ld.so reads them (sysdeps/x86/dl-prop.h: the first NT_GNU_PROPERTY_TYPE_0 note owned by "GNU",
+ * aligned to the class's word size). A malformed note says nothing, as it does to ld.so.
+ */
+export function x86IsaNeeded(file: ElfFile, h: ParsedHeader, phdrs: ProgramHeader[]): number {
+  if (h.machine !== EM_X86_64 && h.machine !== EM_386) return 0;
+  const property = phdrs.filter((p) => p.type === PT_GNU_PROPERTY);
+  const segments = property.length > 0 ? property : phdrs.filter((p) => p.type === PT_NOTE);
+  const align = h.is64 ? 8 : 4;
+  for (const p of segments) {
+    const len = Math.min(p.filesz, MAX_NOTE_BYTES);
+    if (!(len >= 16) || !(p.offset + len <= file.size)) continue;
+    const f = new Fields(file.read(p.offset, len, 'note segment'), h.littleEndian, h.is64);
+    const found = isaInNotes(f, len, align);
+    if (found !== null) return found;
+  }
+  return 0;
+}
+
+/** The ISA_1_NEEDED value of the first GNU property note in `f`, 0 if that note has none, null without such a note. */
+function isaInNotes(f: Fields, len: number, align: number): number | null {
+  const pad = (n: number, a: number) => Math.ceil(n / a) * a;
+  for (let at = 0; at + 12 <= len;) {
+    const namesz = f.u32(at);
+    const descsz = f.u32(at + 4);
+    const type = f.u32(at + 8);
+    const desc = at + 12 + pad(namesz, 4);
+    if (desc + descsz > len) return null;
+    const isGnu = namesz === 4 && f.buf.toString('latin1', at + 12, at + 16) === 'GNU\0';
+    if (type === NT_GNU_PROPERTY_TYPE_0 && isGnu) {
+      // Properties: pr_type, pr_datasz, then the data padded to the word size.
+      for (let q = desc; q + 8 <= desc + descsz;) {
+        const prType = f.u32(q);
+        const size = f.u32(q + 4);
+        if (q + 8 + size > desc + descsz) return 0;
+        if (prType === GNU_PROPERTY_X86_ISA_1_NEEDED) return size === 4 ? f.u32(q + 8) : 0;
+        q += 8 + pad(size, align);
+      }
+      return 0;
+    }
+    at = desc + pad(descsz, align === 8 && type === NT_GNU_PROPERTY_TYPE_0 ? 8 : 4);
+  }
+  return null;
+}
