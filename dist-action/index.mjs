@@ -72186,6 +72186,52 @@ var StringTable = class {
   }
 };
 
+// src/core/elf/reader/properties.ts
+var PT_NOTE = 4;
+var PT_GNU_PROPERTY = 1685382483;
+var NT_GNU_PROPERTY_TYPE_0 = 5;
+var GNU_PROPERTY_X86_ISA_1_NEEDED = 3221258242;
+var EM_386 = 3;
+var EM_X86_64 = 62;
+var MAX_NOTE_BYTES = 64 * 1024;
+function x86IsaNeeded(file, h, phdrs) {
+  if (h.machine !== EM_X86_64 && h.machine !== EM_386) return 0;
+  const property = phdrs.filter((p) => p.type === PT_GNU_PROPERTY);
+  const segments = property.length > 0 ? property : phdrs.filter((p) => p.type === PT_NOTE);
+  const align = h.is64 ? 8 : 4;
+  for (const p of segments) {
+    const len = Math.min(p.filesz, MAX_NOTE_BYTES);
+    if (!(len >= 16) || !(p.offset + len <= file.size)) continue;
+    const f = new Fields(file.read(p.offset, len, "note segment"), h.littleEndian, h.is64);
+    const found = isaInNotes(f, len, align);
+    if (found !== null) return found;
+  }
+  return 0;
+}
+function isaInNotes(f, len, align) {
+  const pad = (n, a) => Math.ceil(n / a) * a;
+  for (let at = 0; at + 12 <= len; ) {
+    const namesz = f.u32(at);
+    const descsz = f.u32(at + 4);
+    const type = f.u32(at + 8);
+    const desc = at + 12 + pad(namesz, 4);
+    if (desc + descsz > len) return null;
+    const isGnu = namesz === 4 && f.buf.toString("latin1", at + 12, at + 16) === "GNU\0";
+    if (type === NT_GNU_PROPERTY_TYPE_0 && isGnu) {
+      for (let q = desc; q + 8 <= desc + descsz; ) {
+        const prType = f.u32(q);
+        const size = f.u32(q + 4);
+        if (q + 8 + size > desc + descsz) return 0;
+        if (prType === GNU_PROPERTY_X86_ISA_1_NEEDED) return size === 4 ? f.u32(q + 8) : 0;
+        q += 8 + pad(size, align);
+      }
+      return 0;
+    }
+    at = desc + pad(descsz, align === 8 && type === NT_GNU_PROPERTY_TYPE_0 ? 8 : 4);
+  }
+  return null;
+}
+
 // src/core/elf/reader/relocations.ts
 var DT_REL = {
   PLTRELSZ: 2,
@@ -72519,7 +72565,8 @@ function parse(file, options) {
     bindNow: false,
     filters: [],
     auxiliary: [],
-    dynamic: "none"
+    dynamic: "none",
+    x86IsaNeeded: x86IsaNeeded(file, h, phdrs)
   };
   if (options.symbols === "undefined") info2.lookup = NO_LOOKUP;
   const interp = phdrs.find((p) => p.type === PT_INTERP);
@@ -72987,11 +73034,12 @@ function parseLoaderHelp(help, diagnostics) {
     legacy: legacyLines.filter((l) => searched(l) && !/AT_PLATFORM/.test(l) && name(l) !== "tls").map(name),
     platform: platformName,
     hwcapImportant: important !== null && dlHwcap !== null ? BigInt(important) & BigInt(dlHwcap) : null,
-    platformBit
+    platformBit,
+    isa1: isa1Of(diagnostics)
   };
 }
 function diagnosticValue(diagnostics, key) {
-  return new RegExp(`^${key}=(.*)$`, "m").exec(diagnostics)?.[1] ?? null;
+  return new RegExp(`^${key.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}=(.*)$`, "m").exec(diagnostics)?.[1] ?? null;
 }
 function quoted(value) {
   return value !== null && /^".*"$/.test(value) ? value.slice(1, -1) : null;
@@ -73022,8 +73070,13 @@ function parseLoaderDiagnostics(diagnostics) {
     legacy: legacyEra && bits !== null ? X86_HWCAP_NAMES.filter((_, i) => (bits & 1n << BigInt(i)) !== 0n) : [],
     platform: quoted(platform2),
     hwcapImportant: bits,
-    platformBit
+    platformBit,
+    isa1: isa1Of(diagnostics)
   };
+}
+function isa1Of(diagnostics) {
+  const value = diagnostics === null ? null : diagnosticValue(diagnostics, "x86.cpu_features.isa_1");
+  return value !== null && /^0x[0-9a-f]+$/i.test(value) ? Number(value) : null;
 }
 function hostLoaderFacts(interp) {
   if (factsCache.has(interp)) return factsCache.get(interp);
@@ -73282,7 +73335,25 @@ function findProblems(p, memo) {
   }
   const glibc = p.platform.glibc;
   const assertions = glibc !== null && versionAtMost(glibc, 2, 40) && p.objects.some((o) => !o.info.hasVersym && o.role !== "interp" && o.info.symbolCount > 0);
-  for (const obj of relocationOrder(p, p.ctx.tunables)) {
+  const order = relocationOrder(p, p.ctx.tunables);
+  const cpu = p.platform.x86IsaBits;
+  if (cpu !== null) {
+    for (const obj of order) {
+      const needed = obj.info.x86IsaNeeded;
+      if (obj.role === "interp" || (needed & cpu) === needed) continue;
+      findings.push({
+        kind: "cpu-isa-level",
+        object: obj,
+        library: null,
+        version: null,
+        symbol: null,
+        provider: null,
+        edge: p.edgeTo(obj) ?? null,
+        reason: `needs ISA bits 0x${needed.toString(16)}, the CPU has 0x${cpu.toString(16)}`
+      });
+    }
+  }
+  for (const obj of order) {
     if (obj.role === "interp" || references(obj.info).length === 0) continue;
     if (assertions) findings.push(...checkMatchAborts(p, obj, memo, glibc));
     const closure = searchList(obj);
@@ -73943,6 +74014,15 @@ async function explain(p, f, ctx) {
     problem.fix = rebuilt ? `use a ${f.library} built with its symbol versions (the one the program was linked against), or run it with glibc 2.41 or later` : `relink ${basename3(f.object.path)} with a plain DT_NEEDED name (-l or the soname) and an RPATH/RUNPATH instead of a path in DT_NEEDED (its version requirements are recorded under the path as written)`;
     return problem;
   }
+  if (f.kind === "cpu-isa-level") {
+    const need = isaLevelName(f.object.info.x86IsaNeeded);
+    const have = isaLevelName(p.platform.x86IsaBits ?? 1);
+    problem.chosen = f.edge?.rule ? `${f.object.path} (${f.edge.rule})` : f.object.path;
+    problem.summary = `${who} is built for ${need}, and this CPU has only ${have}: the loader stops with "CPU ISA level is lower than required"`;
+    problem.explanation = `${f.object.path} says in its GNU property note (GNU_PROPERTY_X86_ISA_1_NEEDED) that it needs ${need}. glibc's loader (2.33 and later) checks that mark against the CPU before relocating and refuses the object: "${f.object.path}: CPU ISA level is lower than required". The loader reports ${have} for this CPU.`;
+    problem.fix = f.object.info.x86IsaNeeded & ~15 ? `reinstall or rebuild ${basename3(f.object.path)}: its mark names ISA bits no glibc knows, so no CPU can load it` : `install a build of ${basename3(f.object.path)} for ${have} or lower (builds for higher levels belong in glibc-hwcaps/x86-64-vN subdirectories, which the loader searches only on CPUs that have the level), or run it on a CPU with ${need}`;
+    return problem;
+  }
   if (f.kind === "unversioned-undefined-symbol") {
     problem.summary = `${who} needs symbol ${f.symbol}, which no loaded object defines`;
     problem.explanation = `${f.object.path} references ${f.symbol} without a version and nothing in the global scope (${p.scope.length} objects) defines it. This is normal for plugins and Python extension modules, which get such symbols from the program that loads them; it fails only if that program does not define it either.`;
@@ -73990,6 +74070,13 @@ async function explain(p, f, ctx) {
     problem.fix = `install a newer ${f.library} that defines ${f.kind === "version-not-found" ? f.version : f.symbol}, or put the directory of one first on LD_LIBRARY_PATH`;
   }
   return problem;
+}
+function isaLevelName(bits) {
+  if (bits & ~15) return `ISA level bits 0x${bits.toString(16)} (beyond x86-64-v4: unknown to glibc)`;
+  if (bits & 8) return "x86-64-v4";
+  if (bits & 4) return "x86-64-v3";
+  if (bits & 2) return "x86-64-v2";
+  return "the x86-64 baseline";
 }
 function readElfDynamic(path13) {
   try {
@@ -74451,13 +74538,13 @@ function dsoSortOf(interpPath, glibc) {
   const backported = loaderFileFacts(interpPath)?.dynamicSortTunable ?? false;
   return backported ? { default: "dfs", tunable: true } : { default: "original", tunable: false };
 }
-var EM_386 = 3;
-var EM_X86_64 = 62;
+var EM_3862 = 3;
+var EM_X86_642 = 62;
 var EM_AARCH64 = 183;
 function machineFacts(elfClass, machine) {
-  if (machine === EM_X86_64 && elfClass === 64) return { triplet: "x86_64-linux-gnu", lib64: "lib64", interp: "/lib64/ld-linux-x86-64.so.2", platform: "x86_64" };
+  if (machine === EM_X86_642 && elfClass === 64) return { triplet: "x86_64-linux-gnu", lib64: "lib64", interp: "/lib64/ld-linux-x86-64.so.2", platform: "x86_64" };
   if (machine === EM_AARCH64 && elfClass === 64) return { triplet: "aarch64-linux-gnu", lib64: "lib64", interp: "/lib/ld-linux-aarch64.so.1", platform: "aarch64" };
-  if (machine === EM_386 && elfClass === 32) return { triplet: "i386-linux-gnu", lib64: "lib", interp: "/lib/ld-linux.so.2", platform: "i686" };
+  if (machine === EM_3862 && elfClass === 32) return { triplet: "i386-linux-gnu", lib64: "lib", interp: "/lib/ld-linux.so.2", platform: "i686" };
   return void 0;
 }
 function glibcVersion(interpPath, generator, live) {
@@ -74509,7 +74596,7 @@ function legacySubdirs(hwcapNames, platform2) {
 var cache = /* @__PURE__ */ new Map();
 function hostMachine(machine, elfClass) {
   if (process.platform !== "linux") return false;
-  if (process.arch === "x64") return machine === EM_X86_64 && elfClass === 64;
+  if (process.arch === "x64") return machine === EM_X86_642 && elfClass === 64;
   if (process.arch === "arm64") return machine === EM_AARCH64 && elfClass === 64;
   return false;
 }
@@ -74527,7 +74614,8 @@ function loaderPlatform(elfClass, machine, sysroot = "", cacheGenerator) {
     let platform2 = host?.platform ?? facts.platform;
     const hwcaps = [];
     let legacyHwcap;
-    if (machine === EM_X86_64 && elfClass === 64) {
+    let x86IsaBits = null;
+    if (machine === EM_X86_642 && elfClass === 64) {
       if (!host) {
         const { flags, vendor } = cpuFlags();
         if (vendor === "GenuineIntel" && ["avx2", "fma", "bmi1", "bmi2", "abm", "movbe", "popcnt"].every((f) => flags.has(f))) platform2 = "haswell";
@@ -74535,6 +74623,7 @@ function loaderPlatform(elfClass, machine, sysroot = "", cacheGenerator) {
       if (!glibc || !versionAtMost(glibc, 2, 32)) {
         const levels = host && host.hwcapsKnown.length > 0 ? host.hwcaps : x86IsaLevels();
         for (const level of levels) hwcaps.push(`glibc-hwcaps/${level}`);
+        x86IsaBits = host?.isa1 ?? levels.reduce((bits, level) => bits | 1 << Number(/^x86-64-v(\d)$/.exec(level)?.[1] ?? 1) - 1, 1);
       }
       if (glibc && versionAtMost(glibc, 2, 36)) {
         const names = host && host.legacy.length > 0 ? host.legacy : ["x86_64"];
@@ -74553,7 +74642,8 @@ function loaderPlatform(elfClass, machine, sysroot = "", cacheGenerator) {
       interp: facts.interp,
       glibc,
       legacyHwcap,
-      dsoSort: dsoSortOf(root + facts.interp, glibc)
+      dsoSort: dsoSortOf(root + facts.interp, glibc),
+      x86IsaBits
     };
   }
   cache.set(key, result);
@@ -74956,7 +75046,8 @@ async function checkOne(file, ctx, exe, memo, explainCtx, recorder) {
 function stageOf(p) {
   if (p.kind === "not-found") return 0;
   if (p.kind === "version-not-found" || p.kind === "loader-abort" && p.symbol === null) return 1;
-  return 2;
+  if (p.kind === "cpu-isa-level") return 2;
+  return 3;
 }
 async function checkLibraries(options) {
   const cwd = options.cwd ?? process.cwd();
