@@ -2,12 +2,15 @@
 // Started by bin/cudaenv with the loader's variables cleared: put the user's back before any
 // command reads them or hands them to a child (exec, nvcc, python).
 const saved = process.env.CUDAENV_USER_VARS;
+const DEFERRED = ['LD_LIBRARY_PATH', 'LD_PRELOAD', 'LD_AUDIT', 'NODE_EXTRA_CA_CERTS'];
 if (saved !== undefined) {
   for (const name of saved.split(' ')) {
-    if (!['LD_LIBRARY_PATH', 'LD_PRELOAD', 'LD_AUDIT'].includes(name)) continue;
+    if (!DEFERRED.includes(name)) continue;
     process.env[name] = process.env[`CUDAENV_USER_${name}`] ?? '';
+    // Node started without it: cudaenv's own TLS connections apply it (src/core/remote/extra-ca.ts).
+    if (name === 'NODE_EXTRA_CA_CERTS') process[Symbol.for('cudaenv.deferredExtraCaCerts')] = process.env[name];
   }
-  for (const name of ['VARS', 'LD_LIBRARY_PATH', 'LD_PRELOAD', 'LD_AUDIT']) delete process.env[`CUDAENV_USER_${name}`];
+  for (const name of ['VARS', ...DEFERRED]) delete process.env[`CUDAENV_USER_${name}`];
 }
 
 // The hot commands (`--version`, `current`, and `check PATH...` without flags) skip oclif:

@@ -67,6 +67,20 @@ describe('bin/cudaenv, the launcher', () => {
     expect(r.stdout).toBe(`${join(store, 'versions', '12.4.1')}|${join(store, 'versions', '12.4.1', 'lib64')}:${oldLib}`);
   });
 
+  test('NODE_EXTRA_CA_CERTS waits for a download: Node does not parse it at every start, and programs cudaenv starts get it back', () => {
+    // A missing file makes Node warn as it starts: the launcher's Node never sees the variable.
+    const missing = join(dir, 'no-such-ca.pem');
+    expect(spawnSync(process.execPath, ['-e', '0'], {env: env({NODE_EXTRA_CA_CERTS: missing}), encoding: 'utf8'}).stderr).toContain('Ignoring extra certs');
+    const version = spawnSync('cudaenv', ['--version'], {env: env({NODE_EXTRA_CA_CERTS: missing}), encoding: 'utf8'});
+    expect(version.stderr).toBe('');
+    const exec = spawnSync('cudaenv', ['exec', '--', 'sh', '-c', 'printf "%s|%s|%s" "$NODE_EXTRA_CA_CERTS" "${CUDAENV_USER_NODE_EXTRA_CA_CERTS-unset}" "${CUDAENV_USER_VARS-unset}"'],
+      {env: env({NODE_EXTRA_CA_CERTS: missing}), encoding: 'utf8'});
+    expect(exec.stdout).toBe(`${missing}|unset|unset`);
+    // --use-openssl-ca changes the trust store itself: then the variable is left to Node.
+    const kept = spawnSync('cudaenv', ['--version'], {env: env({NODE_EXTRA_CA_CERTS: missing, NODE_OPTIONS: '--use-openssl-ca'}), encoding: 'utf8'});
+    expect(kept.stderr).toContain('Ignoring extra certs');
+  });
+
   test('the clone\'s bin/ on PATH, or a link to bin/cudaenv elsewhere (as npm makes), runs cudaenv', () => {
     const viaPath = spawnSync('bash', ['--norc', '-c', 'cudaenv --version'], {env: env({}), encoding: 'utf8'});
     expect(viaPath.stdout).toMatch(/^cudaenv\/\d/);

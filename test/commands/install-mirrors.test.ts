@@ -1,9 +1,9 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
 import {randomBytes} from 'node:crypto';
-import {existsSync, mkdirSync, readFileSync, readdirSync} from 'node:fs';
+import {existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
-import {cliEnv, runCliAsync} from '../helpers/cli.js';
+import {cliEnv, runCliAsync, runLauncherAsync} from '../helpers/cli.js';
 import {haveOpenssl, sha256, startHttpsMirror, startMirrorServer, startPythonMirror, writeIndex, writeRelease, type ServerStyle} from '../helpers/mirror.js';
 import {describeIf} from '../helpers/skip.js';
 import {makeTempDir} from '../helpers/tmp.js';
@@ -104,6 +104,29 @@ describeIf(haveOpenssl, 'needs openssl to make a certificate (apt-get install op
       expect(r.stderr).toMatch(/^cudaenv: cannot download https:\/\/127\.0\.0\.1:\d+\/.*: self[- ]signed certificate/m);
       expect(r.stderr).toContain('NODE_EXTRA_CA_CERTS');
       expect(r.stderr).not.toMatch(/\n\s+at /);
+    } finally {
+      await server.close();
+    }
+  }, 300000);
+
+  test('through the launcher, which starts Node without NODE_EXTRA_CA_CERTS, the CA is still trusted; a file without certificates is one warning', async () => {
+    const server = await startHttpsMirror(root, tmp.dir);
+    const {url, cert} = server;
+    try {
+      const store = join(tmp.dir, `store${n++}`);
+      const env = cliEnv(store, {CUDAENV_MIRROR: url, NODE_EXTRA_CA_CERTS: cert});
+      const ok = await runLauncherAsync(['install', '12.4.1', '--components', COMPONENTS.join(','), '--json'], env);
+      expect({code: ok.code, stderr: ok.stderr}).toEqual({code: 0, stderr: expect.any(String)});
+      expect(ok.stderr).not.toContain('warning');
+      expect(JSON.parse(ok.stdout)).toMatchObject({version: '12.4.1', status: 'installed'});
+      // Node itself would say "Ignoring extra certs from ..." at start; cudaenv says it once, at the download.
+      const junk = join(tmp.dir, 'not-a-ca.pem');
+      writeFileSync(junk, 'no certificate here\n');
+      const bad = await runLauncherAsync(['install', '12.4.1', '--components', COMPONENTS.join(',')], cliEnv(join(tmp.dir, `store${n++}`), {CUDAENV_MIRROR: url, NODE_EXTRA_CA_CERTS: junk}));
+      expect(bad.code).toBe(1);
+      expect(bad.stderr.match(/warning: NODE_EXTRA_CA_CERTS=.*not-a-ca\.pem: it holds no PEM certificate; ignored, as Node ignores it/g)).toHaveLength(1);
+      expect(bad.stderr).toMatch(/self[- ]signed certificate/);
+      expect(bad.stderr).not.toMatch(/\n\s+at /);
     } finally {
       await server.close();
     }

@@ -1,7 +1,7 @@
 import {afterAll, beforeAll, expect, test} from '@jest/globals';
 import {mkdirSync} from 'node:fs';
 import {join} from 'node:path';
-import {cliEnv, runCliAsync} from '../helpers/cli.js';
+import {cliEnv, runCliAsync, runLauncherAsync} from '../helpers/cli.js';
 import {haveOpenssl, startHttpsMirror, startMirrorServer, writeIndex, writeRelease, type MirrorServer} from '../helpers/mirror.js';
 import {describeIf} from '../helpers/skip.js';
 import {deadPort, haveTinyproxy, startTinyproxy} from '../helpers/tinyproxy.js';
@@ -62,6 +62,10 @@ describeIf(haveTinyproxy && haveOpenssl, 'needs tinyproxy and openssl (apt-get i
       const r = await install(httpsUrl, {HTTPS_PROXY: proxy.url, NODE_EXTRA_CA_CERTS: undefined}, false);
       expect(r.code).toBe(1);
       expect(r.stderr).toMatch(/self[- ]signed certificate/);
+      // Through the launcher (NODE_EXTRA_CA_CERTS applied by cudaenv, not at Node's start): the tunnel trusts it too.
+      const viaLauncher = await runLauncherAsync(['install', '12.4.1', '--json'],
+        cliEnv(join(tmp.dir, `store${n++}`), {CUDAENV_MIRROR: httpsUrl, CUDAENV_RETRY_DELAY_MS: '20', NODE_EXTRA_CA_CERTS: cert, HTTPS_PROXY: proxy.url}));
+      expectInstalled(viaLauncher);
     } finally {
       await proxy.close();
     }

@@ -38,6 +38,19 @@ export function runCliAsync(args: string[], env: NodeJS.ProcessEnv): Promise<{co
   return new Promise((resolve) => child.on('close', (code) => resolve({code, stdout, stderr})));
 }
 
+/**
+ * Runs the launcher users have on PATH (bin/cudaenv: Node started with the loader's variables and
+ * NODE_EXTRA_CA_CERTS moved aside), without blocking this process.
+ */
+export function runLauncherAsync(args: string[], env: NodeJS.ProcessEnv): Promise<{code: number | null; stdout: string; stderr: string}> {
+  const child = spawn(join(REPO_ROOT, 'bin', 'cudaenv'), args, {env, stdio: ['ignore', 'pipe', 'pipe']});
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  return new Promise((resolve) => child.on('close', (code) => resolve({code, stdout, stderr})));
+}
+
 /** An environment for the CLI with its own store and nothing cudaenv-related inherited. */
 export function cliEnv(storeDir: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {...process.env, CUDAENV_DIR: storeDir};

@@ -1,6 +1,7 @@
 import type {Agent, ClientRequest, IncomingHttpHeaders, IncomingMessage, RequestOptions} from 'node:http';
 import {isIP} from 'node:net';
 import type {Duplex} from 'node:stream';
+import {extraCaOption} from './extra-ca.js';
 import {proxyFor, type ProxyChoice} from './proxy.js';
 
 /**
@@ -50,9 +51,14 @@ function modules(): Promise<Modules> {
   loaded ??= Promise.all([import('node:http'), import('node:https'), import('node:tls')]).then(([http, https, tls]) => ({
     http, https, tls,
     // keep-alive sockets are unref'ed while idle, so they never hold the process open
-    agents: new Map<string, Agent>([['http:', new http.Agent({keepAlive: true})], ['https:', new https.Agent({keepAlive: true})]]),
+    agents: new Map<string, Agent>([['http:', new http.Agent({keepAlive: true})], ['https:', new https.Agent({keepAlive: true, ca: extraCa(tls)})]]),
   }));
   return loaded;
+}
+
+/** The trusted roots when the launcher deferred NODE_EXTRA_CA_CERTS (./extra-ca.ts); undefined: Node's own. */
+function extraCa(tls: typeof import('node:tls')): string[] | undefined {
+  return extraCaOption(tls.rootCertificates, (line) => process.stderr.write(`cudaenv: warning: ${line}\n`));
 }
 
 function codedError(message: string, code: string): Error {
@@ -110,7 +116,7 @@ function tunnelAgent(mods: Modules, proxy: ProxyChoice): Agent {
       return undefined;
     }
   }
-  const agent = new TunnelAgent({keepAlive: true});
+  const agent = new TunnelAgent({keepAlive: true, ca: extraCa(tls)});
   mods.agents.set(key, agent);
   return agent;
 }
