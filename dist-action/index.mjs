@@ -28421,10 +28421,10 @@ var require_browser = __commonJS({
     exports2.useColors = useColors;
     exports2.storage = localstorage();
     exports2.destroy = /* @__PURE__ */ (() => {
-      let warned = false;
+      let warned2 = false;
       return () => {
-        if (!warned) {
-          warned = true;
+        if (!warned2) {
+          warned2 = true;
           console.warn("Instance method `debug.destroy()` is deprecated and no longer does anything. It will be removed in the next major version of `debug`.");
         }
       };
@@ -75097,6 +75097,28 @@ import { readFile, readdir as readdir2 } from "node:fs/promises";
 // src/core/remote/http.ts
 import { isIP as isIP2 } from "node:net";
 
+// src/core/remote/extra-ca.ts
+import { readFileSync as readFileSync6 } from "node:fs";
+var DEFERRED = /* @__PURE__ */ Symbol.for("cudaenv.deferredExtraCaCerts");
+var warned = false;
+function extraCaOption(rootCertificates, warn) {
+  const file = process[DEFERRED];
+  if (file === void 0 || file === "") return void 0;
+  let certs = [];
+  let why = "it holds no PEM certificate";
+  try {
+    certs = readFileSync6(file, "utf8").match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+  } catch (error2) {
+    why = `cannot read it (${error2.code ?? String(error2)})`;
+  }
+  if (certs.length === 0) {
+    if (!warned) warn(`NODE_EXTRA_CA_CERTS=${file}: ${why}; ignored, as Node ignores it`);
+    warned = true;
+    return void 0;
+  }
+  return [...rootCertificates, ...certs];
+}
+
 // src/core/remote/proxy.ts
 import { BlockList, isIP } from "node:net";
 function read2(env, name) {
@@ -75192,9 +75214,13 @@ function modules() {
     https: https3,
     tls,
     // keep-alive sockets are unref'ed while idle, so they never hold the process open
-    agents: /* @__PURE__ */ new Map([["http:", new http3.Agent({ keepAlive: true })], ["https:", new https3.Agent({ keepAlive: true })]])
+    agents: /* @__PURE__ */ new Map([["http:", new http3.Agent({ keepAlive: true })], ["https:", new https3.Agent({ keepAlive: true, ca: extraCa(tls) })]])
   }));
   return loaded;
+}
+function extraCa(tls) {
+  return extraCaOption(tls.rootCertificates, (line) => process.stderr.write(`cudaenv: warning: ${line}
+`));
 }
 function codedError(message, code) {
   return Object.assign(new Error(message), { code });
@@ -75241,7 +75267,7 @@ function tunnelAgent(mods, proxy) {
       return void 0;
     }
   }
-  const agent = new TunnelAgent({ keepAlive: true });
+  const agent = new TunnelAgent({ keepAlive: true, ca: extraCa(tls) });
   mods.agents.set(key, agent);
   return agent;
 }
@@ -75673,7 +75699,7 @@ async function chooseCudnn(mirror, spec, cudaMajor, platform2, signal) {
 
 // src/core/remote/install.ts
 import { cpus } from "node:os";
-import { existsSync as existsSync10, mkdirSync as mkdirSync10, readFileSync as readFileSync12, renameSync as renameSync7, rmSync as rmSync8, writeFileSync as writeFileSync4 } from "node:fs";
+import { existsSync as existsSync10, mkdirSync as mkdirSync10, readFileSync as readFileSync13, renameSync as renameSync7, rmSync as rmSync8, writeFileSync as writeFileSync4 } from "node:fs";
 import { join as join18 } from "node:path";
 
 // src/core/fatal-cleanup.ts
@@ -75710,7 +75736,7 @@ function atomicWriteFile(path13, content, mode = 420, options = {}) {
 }
 
 // src/core/store/lock.ts
-import { closeSync as closeSync6, mkdirSync as mkdirSync3, openSync as openSync6, readFileSync as readFileSync6, readdirSync as readdirSync4, rmSync as rmSync2, statSync as statSync6, utimesSync, writeSync as writeSync2 } from "node:fs";
+import { closeSync as closeSync6, mkdirSync as mkdirSync3, openSync as openSync6, readFileSync as readFileSync7, readdirSync as readdirSync4, rmSync as rmSync2, statSync as statSync6, utimesSync, writeSync as writeSync2 } from "node:fs";
 import { hostname } from "node:os";
 import { join as join9 } from "node:path";
 var DEFAULT_STALE_MS = 10 * 60 * 1e3;
@@ -75722,7 +75748,7 @@ function lockPath(locksDir, name) {
 }
 function processStartTime(pid) {
   try {
-    const stat2 = readFileSync6(`/proc/${pid}/stat`, "utf8");
+    const stat2 = readFileSync7(`/proc/${pid}/stat`, "utf8");
     const fields = stat2.slice(stat2.lastIndexOf(")") + 2).split(" ");
     return fields[19] ?? null;
   } catch {
@@ -75739,7 +75765,7 @@ function pidAlive(pid) {
 }
 function readLockOwner(path13) {
   try {
-    const data = JSON.parse(readFileSync6(path13, "utf8"));
+    const data = JSON.parse(readFileSync7(path13, "utf8"));
     if (typeof data.pid !== "number" || typeof data.hostname !== "string") return void 0;
     return {
       pid: data.pid,
@@ -75917,7 +75943,7 @@ function heldLock(path13, owner, staleMs) {
 }
 
 // src/core/store/registry.ts
-import { existsSync as existsSync5, lstatSync as lstatSync4, mkdirSync as mkdirSync4, readFileSync as readFileSync7, readdirSync as readdirSync5, readlinkSync as readlinkSync2, renameSync as renameSync3, rmSync as rmSync3, symlinkSync } from "node:fs";
+import { existsSync as existsSync5, lstatSync as lstatSync4, mkdirSync as mkdirSync4, readFileSync as readFileSync8, readdirSync as readdirSync5, readlinkSync as readlinkSync2, renameSync as renameSync3, rmSync as rmSync3, symlinkSync } from "node:fs";
 import { join as join10, resolve as resolve4 } from "node:path";
 
 // src/core/versions/version.ts
@@ -75981,7 +76007,7 @@ function installedLabels(paths) {
 }
 function readSpecFile(path13) {
   try {
-    const text = readFileSync7(path13, "utf8").trim();
+    const text = readFileSync8(path13, "utf8").trim();
     return text === "" ? void 0 : text;
   } catch (error2) {
     if (isErrno(error2, "ENOENT")) return void 0;
@@ -76045,7 +76071,7 @@ function refreshResolveIndex(paths) {
 }
 
 // src/core/shell/shims.ts
-import { chmodSync, existsSync as existsSync6, mkdirSync as mkdirSync5, readFileSync as readFileSync8, readdirSync as readdirSync6, rmSync as rmSync4, statSync as statSync7 } from "node:fs";
+import { chmodSync, existsSync as existsSync6, mkdirSync as mkdirSync5, readFileSync as readFileSync9, readdirSync as readdirSync6, rmSync as rmSync4, statSync as statSync7 } from "node:fs";
 import { join as join11 } from "node:path";
 var SHIM_MARKER = "# cudaenv shim: generated by `cudaenv rehash`";
 var SETTINGS_LINE = /^# @CUDAENV_SETTINGS@.*$/m;
@@ -76053,7 +76079,7 @@ var CONTROL_CHARS = String.fromCharCode(...[...Array(32).keys()].filter((c) => c
 var BASH_PATHS = ["/bin/bash", "/usr/bin/bash"];
 var PROGRAM_RE = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$/;
 function shimTemplate() {
-  return readFileSync8(new URL("../shims/shim.sh", import.meta.url), "utf8");
+  return readFileSync9(new URL("../shims/shim.sh", import.meta.url), "utf8");
 }
 function shimText(template, root, program) {
   if (!SETTINGS_LINE.test(template) || !template.includes(SHIM_MARKER)) {
@@ -76100,7 +76126,7 @@ function writeShims(paths) {
     const text = shimText(template, paths.root, program);
     let current;
     try {
-      current = readFileSync8(file, "utf8");
+      current = readFileSync9(file, "utf8");
     } catch {
       current = void 0;
     }
@@ -76115,7 +76141,7 @@ function writeShims(paths) {
     if (wanted.has(name) || name.startsWith(".")) continue;
     const file = join11(paths.shims, name);
     try {
-      if (statSync7(file).isFile() && readFileSync8(file, "utf8").includes(SHIM_MARKER)) {
+      if (statSync7(file).isFile() && readFileSync9(file, "utf8").includes(SHIM_MARKER)) {
         rmSync4(file, { force: true });
         removed.push(name);
       }
@@ -76305,7 +76331,7 @@ function archiveLockName(sha256) {
 }
 
 // src/core/remote/checkpoint.ts
-import { existsSync as existsSync8, readFileSync as readFileSync9, writeFileSync as writeFileSync2 } from "node:fs";
+import { existsSync as existsSync8, readFileSync as readFileSync10, writeFileSync as writeFileSync2 } from "node:fs";
 import { join as join13 } from "node:path";
 async function checkpoint(name, env = process.env) {
   const dir = env.CUDAENV_TEST_CHECKPOINT_DIR;
@@ -76314,7 +76340,7 @@ async function checkpoint(name, env = process.env) {
   const crash = join13(dir, `${name}.crash`);
   if (existsSync8(crash)) {
     const error2 = new Error(`injected crash at ${name}`);
-    if (readFileSync9(crash, "utf8").trim() === "rejection") void Promise.reject(error2);
+    if (readFileSync10(crash, "utf8").trim() === "rejection") void Promise.reject(error2);
     else setTimeout(() => {
       throw error2;
     }, 0);
@@ -77063,7 +77089,7 @@ function linkLib(root) {
 }
 
 // src/core/remote/pkgconfig.ts
-import { existsSync as existsSync9, lstatSync as lstatSync6, mkdirSync as mkdirSync9, readFileSync as readFileSync10, readdirSync as readdirSync9, rmdirSync, symlinkSync as symlinkSync3, unlinkSync as unlinkSync2, writeFileSync as writeFileSync3 } from "node:fs";
+import { existsSync as existsSync9, lstatSync as lstatSync6, mkdirSync as mkdirSync9, readFileSync as readFileSync11, readdirSync as readdirSync9, rmdirSync, symlinkSync as symlinkSync3, unlinkSync as unlinkSync2, writeFileSync as writeFileSync3 } from "node:fs";
 import { join as join16 } from "node:path";
 var PKGCONFIG_DIR = join16("lib64", "pkgconfig");
 function rewritePcText(text, installedRoot) {
@@ -77091,7 +77117,7 @@ function relocatePkgConfig(root, installedRoot) {
     for (const name of entries.filter((n) => n.endsWith(".pc"))) {
       const src = join16(dir, name);
       if (!lstatSync6(src).isFile()) continue;
-      writeFileSync3(join16(dest, name), rewritePcText(readFileSync10(src, "utf8"), installedRoot));
+      writeFileSync3(join16(dest, name), rewritePcText(readFileSync11(src, "utf8"), installedRoot));
       unlinkSync2(src);
       written.push(name);
     }
@@ -77109,12 +77135,12 @@ function relocatePkgConfig(root, installedRoot) {
 }
 
 // src/core/remote/platform.ts
-import { readFileSync as readFileSync11 } from "node:fs";
+import { readFileSync as readFileSync12 } from "node:fs";
 import { arch as osArch } from "node:os";
 var PLATFORMS = ["linux-x86_64", "linux-sbsa", "linux-aarch64"];
 function readOptional(path13) {
   try {
-    return readFileSync11(path13, "latin1");
+    return readFileSync12(path13, "latin1");
   } catch {
     return void 0;
   }
@@ -77438,7 +77464,7 @@ function cudnnNeeds(manifest, platform2, chosen) {
 }
 function readReceipt(dir) {
   try {
-    return JSON.parse(readFileSync12(join18(dir, RECEIPT_FILE), "utf8"));
+    return JSON.parse(readFileSync13(join18(dir, RECEIPT_FILE), "utf8"));
   } catch {
     return void 0;
   }
@@ -77820,7 +77846,7 @@ function readInputs(env, workspace) {
 
 // src/action/plan.ts
 import { createHash as createHash4 } from "node:crypto";
-import { readFileSync as readFileSync13, writeFileSync as writeFileSync7 } from "node:fs";
+import { readFileSync as readFileSync14, writeFileSync as writeFileSync7 } from "node:fs";
 import { join as join27 } from "node:path";
 var PLAN_FILE = "plan.json";
 var ARCHIVES_DIR = "archives";
@@ -77840,7 +77866,7 @@ function writePlan(dir, plan) {
 }
 function readPlan(dir) {
   try {
-    const plan = JSON.parse(readFileSync13(join27(dir, PLAN_FILE), "utf8"), reviver);
+    const plan = JSON.parse(readFileSync14(join27(dir, PLAN_FILE), "utf8"), reviver);
     const ok2 = plan.format === 1 && typeof plan.key === "string" && plan.manifest?.components instanceof Map;
     return ok2 ? plan : void 0;
   } catch {
@@ -77873,7 +77899,7 @@ function runnerPlatform(os8 = process.platform, arch3 = process.arch, isTegra) {
 }
 
 // src/action/selection.ts
-import { readFileSync as readFileSync14, readdirSync as readdirSync12 } from "node:fs";
+import { readFileSync as readFileSync15, readdirSync as readdirSync12 } from "node:fs";
 import { join as join28 } from "node:path";
 function candidates(name) {
   return [name, `cuda_${name}`, `lib${name}`];
@@ -77901,7 +77927,7 @@ function receiptCovers(receipt, platform2, req) {
 }
 function readReceipt2(dir) {
   try {
-    return JSON.parse(readFileSync14(join28(dir, RECEIPT_FILE), "utf8"));
+    return JSON.parse(readFileSync15(join28(dir, RECEIPT_FILE), "utf8"));
   } catch {
     return void 0;
   }
