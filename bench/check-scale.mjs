@@ -13,7 +13,9 @@ import {fileURLToPath} from 'node:url';
 import {compare} from './lib/measure.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const cli = join(root, 'bin', 'run.js');
+// The command users have on PATH: the launcher (it starts Node with NODE_EXTRA_CA_CERTS and the
+// loader's variables moved aside, as bin/cudaenv explains).
+const cli = join(root, 'bin', 'cudaenv');
 const runs = Number(process.argv[2] ?? 3);
 const given = process.argv.slice(3);
 const dirs = (given.length > 0 ? given : ['/usr/lib/x86_64-linux-gnu', '/usr/local/cuda-13.0/lib']).filter((d) => existsSync(d));
@@ -23,25 +25,25 @@ if (dirs.length === 0) {
 }
 const store = mkdtempSync(join(tmpdir(), 'cudaenv-bench-check-'));
 process.on('exit', () => rmSync(store, {recursive: true, force: true}));
-const env = {...process.env, CUDAENV_DIR: store};
+const env = {...process.env, CUDAENV_DIR: store, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? '/usr/bin:/bin'}`};
 delete env.NODE_OPTIONS;
 delete env.LD_LIBRARY_PATH;
 delete env.LD_PRELOAD;
 
 // What the check covers (linker scripts and other non-ELF files are skipped with a note).
-const first = spawnSync(process.execPath, [cli, 'check', '--json', '--no-cache', ...dirs], {env, encoding: 'utf8', maxBuffer: 512 * 1024 * 1024});
+const first = spawnSync(cli, ['check', '--json', '--no-cache', ...dirs], {env, encoding: 'utf8', maxBuffer: 512 * 1024 * 1024});
 const report = JSON.parse(first.stdout);
 const files = report.checked;
 const linkerScripts = report.skipped.filter((s) => s.reason.includes('linker script')).length;
 
 const loop = 'for f in "$@"; do ldd -r "$f"; done >/dev/null 2>&1';
 const results = compare([
-  {name: `cudaenv check --no-cache ${dirs.join(' ')} (first check)`, cmd: process.execPath, args: [cli, 'check', '--no-cache', ...dirs], options: {env, allowFailure: true}},
-  {name: `cudaenv check ${dirs.join(' ')} (unchanged tree, cached)`, cmd: process.execPath, args: [cli, 'check', ...dirs], options: {env, allowFailure: true}},
+  {name: `cudaenv check --no-cache ${dirs.join(' ')} (first check)`, cmd: cli, args: ['check', '--no-cache', ...dirs], options: {env, allowFailure: true}},
+  {name: `cudaenv check ${dirs.join(' ')} (unchanged tree, cached)`, cmd: cli, args: ['check', ...dirs], options: {env, allowFailure: true}},
   {name: `for f in ...; do ldd -r "$f"; done (${files.length} files)`, cmd: 'bash', args: ['-c', loop, 'bash', ...files], options: {env, allowFailure: true}},
 ], {runs, warmup: 1});
 // The cached report must be the uncached one, byte for byte.
-const cachedJson = spawnSync(process.execPath, [cli, 'check', '--json', ...dirs], {env, encoding: 'utf8', maxBuffer: 512 * 1024 * 1024}).stdout;
+const cachedJson = spawnSync(cli, ['check', '--json', ...dirs], {env, encoding: 'utf8', maxBuffer: 512 * 1024 * 1024}).stdout;
 const sameReport = cachedJson === first.stdout;
 
 // CPU time (user + sys of the command and its children, from GNU time): unlike wall time it barely
@@ -52,7 +54,7 @@ function cpuSeconds(cmd, args) {
   return m ? Number(m[1]) + Number(m[2]) : Number.NaN;
 }
 const cpu = existsSync('/usr/bin/time')
-  ? [[process.execPath, [cli, 'check', '--no-cache', ...dirs]], [process.execPath, [cli, 'check', ...dirs]], ['bash', ['-c', loop, 'bash', ...files]]].map(([cmd, args]) => {
+  ? [[cli, ['check', '--no-cache', ...dirs]], [cli, ['check', ...dirs]], ['bash', ['-c', loop, 'bash', ...files]]].map(([cmd, args]) => {
     const v = [0, 1, 2].map(() => cpuSeconds(cmd, args)).sort((a, b) => a - b);
     return v[1];
   })

@@ -18,7 +18,8 @@ import {median} from './lib/measure.mjs';
 import {runMeasured} from './lib/tree-rss.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const cli = join(root, 'bin', 'run.js');
+// The command users have on PATH: the launcher (bin/cudaenv).
+const cli = join(root, 'bin', 'cudaenv');
 const runs = Number(process.argv[2] ?? 5);
 const mbPerComponent = Number(process.argv[3] ?? 25);
 const label = '12.4.1';
@@ -81,7 +82,7 @@ async function startServer(mode) {
 }
 server = {kill: () => servers.forEach((c) => c.kill())};
 
-const env = {...process.env};
+const env = {...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? '/usr/bin:/bin'}`};
 delete env.NODE_OPTIONS;
 const results = [];
 for (const mode of ['keep-alive', 'close']) {
@@ -98,7 +99,7 @@ for (const mode of ['keep-alive', 'close']) {
     const par = `set -o pipefail; pids=; ${rels.map((r) => `(${pipe(r, outs[0])}) & pids="$pids $!"`).join('; ')}; st=0; for p in $pids; do wait $p || st=1; done; exit $st`;
     const seq = `set -o pipefail; ${rels.map((r) => pipe(r, outs[1])).join(' && ')}`;
     const jobs = [
-      async () => ours.push(await runMeasured(process.execPath, [cli, 'install', label, '--components', names.join(','), '--mirror', url, '--json'], {env: {...env, CUDAENV_DIR: store}})),
+      async () => ours.push(await runMeasured(cli, ['install', label, '--components', names.join(','), '--mirror', url, '--json'], {env: {...env, CUDAENV_DIR: store}})),
       async () => parallel.push(await runMeasured('bash', ['-c', par], {env})),
       async () => sequential.push(await runMeasured('bash', ['-c', seq], {env})),
     ];
