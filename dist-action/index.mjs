@@ -72998,11 +72998,10 @@ var FileView = class {
 };
 
 // src/core/elf/ldcache/host-loader.ts
-import { spawnSync } from "node:child_process";
 import { closeSync as closeSync2, openSync as openSync2, readSync as readSync2, fstatSync as fstatSync2 } from "node:fs";
 var factsCache = /* @__PURE__ */ new Map();
 function run(interp, arg) {
-  const r = spawnSync(interp, [arg], { encoding: "utf8", timeout: 5e3, stdio: ["ignore", "pipe", "ignore"] });
+  const r = process.getBuiltinModule("node:child_process").spawnSync(interp, [arg], { encoding: "utf8", timeout: 5e3, stdio: ["ignore", "pipe", "ignore"] });
   return r.status === 0 && typeof r.stdout === "string" ? r.stdout : null;
 }
 function parseLoaderHelp(help, diagnostics) {
@@ -74651,7 +74650,6 @@ function loaderPlatform(elfClass, machine, sysroot = "", cacheGenerator) {
 }
 
 // src/core/elf/verdict-cache.ts
-import { createHash } from "node:crypto";
 import { mkdirSync, readdirSync as readdirSync3, readFileSync as readFileSync4, renameSync, statfsSync, statSync as statSync5, unlinkSync, writeFileSync } from "node:fs";
 import { basename as basename4, dirname as dirname6, join as join7 } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -74681,7 +74679,7 @@ var VerdictCache = class {
   constructor(options) {
     this.options = options;
     this.keyText = JSON.stringify({ format: FORMAT, code: codeStamp(), ...options.key });
-    const hash = createHash("sha256").update(this.keyText).digest("hex").slice(0, 32);
+    const hash = process.getBuiltinModule("node:crypto").createHash("sha256").update(this.keyText).digest("hex").slice(0, 32);
     this.file = join7(options.dir, `${hash}.json`);
     try {
       const data = JSON.parse(readFileSync4(this.file, "utf8"));
@@ -76205,7 +76203,7 @@ async function afterVersionsChanged(paths) {
 
 // src/core/remote/archive.ts
 import { spawn as spawn2 } from "node:child_process";
-import { createHash as createHash2 } from "node:crypto";
+import { createHash } from "node:crypto";
 import { createReadStream as createReadStream2, mkdirSync as mkdirSync7, renameSync as renameSync4, rmSync as rmSync5, statSync as statSync8, statfsSync as statfsSync2 } from "node:fs";
 import { open as open2 } from "node:fs/promises";
 import { basename as basename7, join as join14 } from "node:path";
@@ -76828,7 +76826,7 @@ async function streamOnce(job, cacheFile, fromCache) {
   });
   let part;
   let partError;
-  const hash = createHash2("sha256");
+  const hash = createHash("sha256");
   let bytes = 0;
   let lastReport = 0;
   const report = (stage, force = false) => {
@@ -77845,7 +77843,7 @@ function readInputs(env, workspace) {
 }
 
 // src/action/plan.ts
-import { createHash as createHash4 } from "node:crypto";
+import { createHash as createHash3 } from "node:crypto";
 import { readFileSync as readFileSync14, writeFileSync as writeFileSync7 } from "node:fs";
 import { join as join27 } from "node:path";
 var PLAN_FILE = "plan.json";
@@ -77874,7 +77872,7 @@ function readPlan(dir) {
   }
 }
 function sha(text) {
-  return createHash4("sha256").update(text).digest("hex");
+  return createHash3("sha256").update(text).digest("hex");
 }
 function keyPrefix(options) {
   const request = sha(JSON.stringify(options.request)).slice(0, 12);

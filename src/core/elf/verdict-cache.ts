@@ -1,4 +1,3 @@
-import {createHash} from 'node:crypto';
 import {mkdirSync, readdirSync, readFileSync, renameSync, statfsSync, statSync, unlinkSync, writeFileSync} from 'node:fs';
 import {basename, dirname, join} from 'node:path';
 import {fileURLToPath} from 'node:url';
@@ -88,7 +87,8 @@ export class VerdictCache {
 
   constructor(private readonly options: VerdictCacheOptions) {
     this.keyText = JSON.stringify({format: FORMAT, code: codeStamp(), ...options.key});
-    const hash = createHash('sha256').update(this.keyText).digest('hex').slice(0, 32);
+    // node:crypto on first use: every fast-path command loads this module, few of them hash.
+    const hash = process.getBuiltinModule('node:crypto').createHash('sha256').update(this.keyText).digest('hex').slice(0, 32);
     this.file = join(options.dir, `${hash}.json`);
     try {
       const data = JSON.parse(readFileSync(this.file, 'utf8')) as CacheFile;

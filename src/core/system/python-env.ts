@@ -1,4 +1,3 @@
-import {execFileSync} from 'node:child_process';
 import {readdirSync, statSync} from 'node:fs';
 import {join} from 'node:path';
 
@@ -21,7 +20,8 @@ export function findSitePackages(options: {env?: NodeJS.ProcessEnv; python?: str
   const python = options.python ?? firstOnPath(['python3', 'python'], env.PATH);
   if (!python) return [];
   try {
-    const out = execFileSync(python, ['-c', FIND_PACKAGES_PY], {
+    // node:child_process on first use (the fast path loads this module without running python).
+    const out = process.getBuiltinModule('node:child_process').execFileSync(python, ['-c', FIND_PACKAGES_PY], {
       encoding: 'utf8', timeout: 20000, stdio: ['ignore', 'pipe', 'ignore'], env: {...env, PYTHONNOUSERSITE: env.PYTHONNOUSERSITE}, cwd: options.cwd,
     });
     return packageDirsFrom(JSON.parse(out.trim().split('\n').pop() ?? '{}') as unknown);

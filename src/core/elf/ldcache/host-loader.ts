@@ -1,4 +1,3 @@
-import {spawnSync} from 'node:child_process';
 import {closeSync, openSync, readSync, fstatSync} from 'node:fs';
 
 /**
@@ -33,7 +32,8 @@ const factsCache = new Map<string, HostLoaderFacts | null>();
 function run(interp: string, arg: string): string | null {
   // LD_LIBRARY_PATH and LD_PRELOAD cannot change these answers; GLIBC_TUNABLES (glibc.cpu.hwcaps)
   // can, and the checked program would run with it too, so the environment is kept.
-  const r = spawnSync(interp, [arg], {encoding: 'utf8', timeout: 5000, stdio: ['ignore', 'pipe', 'ignore']});
+  // node:child_process on first use: the fast path (`use`, `current`) loads this module without running anything.
+  const r = process.getBuiltinModule('node:child_process').spawnSync(interp, [arg], {encoding: 'utf8', timeout: 5000, stdio: ['ignore', 'pipe', 'ignore']});
   return r.status === 0 && typeof r.stdout === 'string' ? r.stdout : null;
 }
 
