@@ -30,6 +30,7 @@ function list(names: string[]): string {
 function groupBlock(group: Problem[]): string[] {
   const first = group[0];
   const lines: string[] = [];
+  if (first.kind === 'cpu-isa-level' && group.length > 1) return isaBlock(group);
   if (group.length === 1) {
     lines.push(`error: ${LABEL[first.kind]}: ${first.summary}`);
   } else {
@@ -48,6 +49,21 @@ function groupBlock(group: Problem[]): string[] {
   if (group.length > 1) lines.push(`  all:      ${group.length} problems of this object with this file (--json lists each)`);
   if (first.fix) lines.push(`  fix:      ${first.fix}`);
   return lines;
+}
+
+/**
+ * Objects built for an ISA level the CPU lacks, in one block: a tree built for x86-64-v4 fails on a
+ * v3 CPU in every library, and the user's fix (a build for this CPU, or another CPU) is one.
+ */
+function isaBlock(group: Problem[]): string[] {
+  const first = group[0];
+  const level = /is built for (.+)$/.exec(first.summary)?.[1] ?? first.summary;
+  return [
+    `error: ${LABEL[first.kind]}: ${group.length} objects are built for ${level.replace(/: the loader stops with/, ': the loader stops at the first with')}`,
+    `  objects:  ${list(group.map((p) => p.object))}`,
+    `  why:      ${first.explanation}`,
+    ...(first.fix ? [`  fix:      ${first.fix.replace(/^install a build of \S+ for/, `install builds of these ${group.length} objects for`).replace(/^reinstall or rebuild \S+: its mark names (.*) load it$/, 'reinstall or rebuild them: their marks name $1 load them')}`] : []),
+  ];
 }
 
 export function formatProblems(report: CheckReport, options: {strict?: boolean} = {}): string[] {
@@ -71,7 +87,9 @@ export function formatProblems(report: CheckReport, options: {strict?: boolean} 
       unversioned.set(p.object, names);
       continue;
     }
-    const key = p.kind !== 'not-found' && p.chosen ? `${p.object}\0${p.chosen}` : `${groups.size}\0single`;
+    // One block for every object built for the same ISA level (the summary past the object's name says which).
+    const key = p.kind === 'cpu-isa-level' ? `cpu-isa-level\0${p.summary.replace(/^.*? is built for /, '')}`
+      : p.kind !== 'not-found' && p.chosen ? `${p.object}\0${p.chosen}` : `${groups.size}\0single`;
     const group = groups.get(key) ?? [];
     group.push(p);
     groups.set(key, group);

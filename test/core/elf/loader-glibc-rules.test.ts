@@ -408,6 +408,17 @@ describeIf(usable, `needs x86-64 with gcc, as, ld, ldd and ${RTLD}`)('differenti
         failures.push(refused);
       }
     }
+    // Two objects with the same mark are one block in the human output, naming both.
+    sh(base, "mkdir -p two && ld -shared -soname libisa.so -o two/libisa.so weird.o && ld -shared -soname libisa2.so -o two/libisa2.so weird.o && " +
+      "ld -shared -soname libuser.so -o two/libuser.so f.o --no-as-needed two/libisa.so two/libisa2.so -rpath '$ORIGIN'");
+    const human = runCli(['check', join(base, 'two', 'libuser.so')], {env: cliEnv(store)});
+    expect(human.status).toBe(1);
+    expect(human.stdout.match(/^error: CPU ISA level: /gm)).toHaveLength(1);
+    expect(human.stdout).toMatch(/^error: CPU ISA level: 2 objects are built for ISA level bits 0x10 .*: the loader stops at the first with "CPU ISA level is lower than required"$/m);
+    expect(human.stdout).toContain(`objects:  ${join(base, 'two', 'libisa2.so')}, ${join(base, 'two', 'libisa.so')}`);
+    expect(human.stdout).toMatch(/fix: +reinstall or rebuild them: their marks name ISA bits no glibc knows, so no CPU can load them$/m);
+    // The first named is the one the loader stops at (it checks in relocation order).
+    if (python) expect(spawnSync(python, ['-c', 'import ctypes, sys\nctypes.CDLL(sys.argv[1])', join(base, 'two', 'libuser.so')], {encoding: 'utf8'}).stderr).toContain('libisa2.so: CPU ISA level is lower than required');
     // Whatever this CPU is, the unknown bit fails and, without AVX2, v3 and v4 fail: both outcomes were compared.
     expect(failures).toContain(true);
     expect(failures).toContain(false);
