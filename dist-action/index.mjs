@@ -73689,37 +73689,23 @@ var LoaderProcess = class {
         edge.passedOver.push(c);
         continue;
       }
-      if (c.status === "fatal") {
-        edge.error = `${c.path}: ${c.reason}`;
+      const stop = (reason) => {
+        edge.error = reason.startsWith(`${c.path}:`) ? reason : `${c.path}: ${reason}`;
         edge.errorPath = c.path;
         edge.rule = c.rule;
         if (c.ldEntry !== void 0) edge.ldEntry = c.ldEntry;
         return edge;
-      }
+      };
+      if (c.status === "fatal") return stop(c.reason ?? "cannot load it");
       let info2;
       try {
         info2 = cachedElfSync(c.file ?? c.path, c.stat);
       } catch (error2) {
-        const message = error2 instanceof Error ? error2.message : String(error2);
-        edge.error = message.startsWith(`${c.path}:`) ? message : `${c.path}: ${message}`;
-        edge.errorPath = c.path;
-        edge.rule = c.rule;
-        if (c.ldEntry !== void 0) edge.ldEntry = c.ldEntry;
-        return edge;
+        return stop(error2 instanceof Error ? error2.message : String(error2));
       }
-      if (info2.type === ET_DYN && info2.dynamic !== "yes") {
-        edge.error = `${c.path}: object file has no dynamic section`;
-        edge.errorPath = c.path;
-        edge.rule = c.rule;
-        if (c.ldEntry !== void 0) edge.ldEntry = c.ldEntry;
-        return edge;
-      }
+      if (info2.type === ET_DYN && info2.dynamic !== "yes") return stop("object file has no dynamic section");
       if ((info2.flags1 & DF_1_PIE) !== 0 && !(this.platform.glibc && versionAtMost(this.platform.glibc, 2, 29))) {
-        edge.error = `${c.path}: cannot dynamically load position-independent executable`;
-        edge.errorPath = c.path;
-        edge.rule = c.rule;
-        if (c.ldEntry !== void 0) edge.ldEntry = c.ldEntry;
-        return edge;
+        return stop("cannot dynamically load position-independent executable");
       }
       edge.via = preload ? "preload" : c.via;
       edge.rule = c.rule;
@@ -74998,7 +74984,7 @@ function openCache(options, cwd, ctx) {
   return new VerdictCache({
     dir: options.cacheDir,
     // What every result depends on besides the recorded facts. GLIBC_TUNABLES can change the
-    // hwcaps the loader searches; the platform itself is a recorded fact.
+    // hwcaps the loader searches and the order it relocates in; the platform itself is a recorded fact.
     key: {
       cwd,
       sysroot,
@@ -77546,6 +77532,7 @@ function pathsFor(root) {
     root,
     versions: join19(root, "versions"),
     cache: join19(root, "cache"),
+    checkCache: join19(root, "cache", "check"),
     shims: join19(root, "shims"),
     tmp: join19(root, "tmp"),
     aliases: join19(root, "aliases"),

@@ -90,7 +90,7 @@ export async function runPlainCheck(paths: string[], cache = true): Promise<void
     const result = await runCheckCli({
       targets: paths, ldLibraryPath: process.env.LD_LIBRARY_PATH || undefined,
       storeVersionsDir: storePaths().versions, json: false, env: process.env,
-      cacheDir: cache ? `${storePaths().cache}/check` : undefined,
+      cacheDir: cache ? storePaths().checkCache : undefined,
     });
     if (result.exitCode !== 0) process.exitCode = result.exitCode;
     for (const w of result.warnings) process.stderr.write(warningLine(w));

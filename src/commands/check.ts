@@ -74,7 +74,7 @@ export default class Check extends CudaenvCommand {
     const result = await runCheckCli({
       targets, ldLibraryPath, exe: flags.exe, recursive: flags.recursive, strict: flags.strict, tree: flags.tree,
       storeVersionsDir: this.paths.versions, json: this.jsonEnabled(), env: process.env,
-      cacheDir: flags.cache ? join(this.paths.cache, 'check') : undefined,
+      cacheDir: flags.cache ? this.paths.checkCache : undefined,
     });
     if (result.exitCode !== 0) process.exitCode = result.exitCode;
     for (const w of result.warnings) this.warn2(w);

@@ -163,12 +163,12 @@ export async function checkPartial(options: CheckOptions, files: IndexedFile[]):
   return results;
 }
 
-/** A platform as a fact's value (its hwcap masks are bigints). */
 /** GLIBC_TUNABLES as the checked program would see it. */
 function tunablesOf(options: CheckOptions): string | undefined {
   return 'glibcTunables' in options ? options.glibcTunables : process.env.GLIBC_TUNABLES;
 }
 
+/** A platform as a fact's value (its hwcap masks are bigints). */
 function platformText(platform: LoaderPlatform | null): string {
   return JSON.stringify(platform ?? null, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v));
 }
@@ -178,7 +178,7 @@ function openCache(options: CheckOptions, cwd: string, ctx: LoaderContext): Verd
   return new VerdictCache({
     dir: options.cacheDir!,
     // What every result depends on besides the recorded facts. GLIBC_TUNABLES can change the
-    // hwcaps the loader searches; the platform itself is a recorded fact.
+    // hwcaps the loader searches and the order it relocates in; the platform itself is a recorded fact.
     key: {
       cwd, sysroot, ldLibraryPath: options.ldLibraryPath ?? null, preload: options.preload ?? [], exe: options.exe ?? null,
       cacheFile: options.cacheFile ?? null, storeVersionsDir: options.storeVersionsDir ?? null,

@@ -244,39 +244,26 @@ export class LoaderProcess {
         edge.passedOver.push(c);
         continue;
       }
-      if (c.status === 'fatal') {
-        edge.error = `${c.path}: ${c.reason}`;
+      // The loader stops at this file, with this reason: the search goes no further.
+      const stop = (reason: string): Edge => {
+        edge.error = reason.startsWith(`${c.path}:`) ? reason : `${c.path}: ${reason}`;
         edge.errorPath = c.path;
         edge.rule = c.rule;
         if (c.ldEntry !== undefined) edge.ldEntry = c.ldEntry;
         return edge;
-      }
+      };
+      if (c.status === 'fatal') return stop(c.reason ?? 'cannot load it');
       let info: ElfInfo;
       try {
         info = cachedElfSync(c.file ?? c.path, c.stat!);
       } catch (error) {
-        const message = error instanceof Error ? error.message : String(error);
-        edge.error = message.startsWith(`${c.path}:`) ? message : `${c.path}: ${message}`;
-        edge.errorPath = c.path;
-        edge.rule = c.rule;
-        if (c.ldEntry !== undefined) edge.ldEntry = c.ldEntry;
-        return edge;
+        return stop(error instanceof Error ? error.message : String(error));
       }
       // ld.so maps it, then finds no dynamic section to use: fatal for a shared object (dl-load.c).
-      if (info.type === ET_DYN && info.dynamic !== 'yes') {
-        edge.error = `${c.path}: object file has no dynamic section`;
-        edge.errorPath = c.path;
-        edge.rule = c.rule;
-        if (c.ldEntry !== undefined) edge.ldEntry = c.ldEntry;
-        return edge;
-      }
+      if (info.type === ET_DYN && info.dynamic !== 'yes') return stop('object file has no dynamic section');
       // glibc 2.30 started refusing PIE objects as dependencies (2c75b545de).
       if ((info.flags1 & DF_1_PIE) !== 0 && !(this.platform.glibc && versionAtMost(this.platform.glibc, 2, 29))) {
-        edge.error = `${c.path}: cannot dynamically load position-independent executable`;
-        edge.errorPath = c.path;
-        edge.rule = c.rule;
-        if (c.ldEntry !== undefined) edge.ldEntry = c.ldEntry;
-        return edge;
+        return stop('cannot dynamically load position-independent executable');
       }
       edge.via = preload ? 'preload' : c.via;
       edge.rule = c.rule;

@@ -72,7 +72,7 @@ export function describeCache(paths: StorePaths): CacheState {
     files.push({file: name, bytes: sizeOf(path), kind: partial ? 'partial' : 'archive'});
   }
   const manifests = treeSize(join(paths.cache, 'manifests'));
-  const checks = treeSize(join(paths.cache, 'check'));
+  const checks = treeSize(paths.checkCache);
   return {dir: paths.cache, files, manifests, checks, bytes: files.reduce((s, f) => s + f.bytes, 0) + manifests.bytes + checks.bytes};
 }
 
@@ -120,7 +120,7 @@ export async function cleanCache(paths: StorePaths, options: {partialOnly?: bool
     // Stored check results are only ever a shortcut: a check without them reads everything again.
     result.checksRemoved = state.checks.files;
     result.freedBytes += state.checks.bytes;
-    rmSync(join(paths.cache, 'check'), {recursive: true, force: true});
+    rmSync(paths.checkCache, {recursive: true, force: true});
   }
   return result;
 }

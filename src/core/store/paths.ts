@@ -7,6 +7,8 @@ export interface StorePaths {
   root: string;
   versions: string;
   cache: string;
+  /** `cache/check`: the results of `cudaenv check`, each with the facts it rested on (src/core/elf/verdict-cache.ts). */
+  checkCache: string;
   shims: string;
   tmp: string;
   /** One file per alias, holding the spec it stands for. */
@@ -55,6 +57,7 @@ export function pathsFor(root: string): StorePaths {
     root,
     versions: join(root, 'versions'),
     cache: join(root, 'cache'),
+    checkCache: join(root, 'cache', 'check'),
     shims: join(root, 'shims'),
     tmp: join(root, 'tmp'),
     aliases: join(root, 'aliases'),
