@@ -71846,7 +71846,7 @@ function readDynamic(file, h, dyn) {
   }
   const buf = file.read(dyn.offset, dyn.filesz, "dynamic section (PT_DYNAMIC)");
   const f = new Fields(buf, h.littleEndian, h.is64);
-  const info2 = { needed: [], filters: [], auxiliary: [], values: /* @__PURE__ */ new Map() };
+  const info2 = { needed: [], filtees: [], values: /* @__PURE__ */ new Map() };
   let terminated = false;
   for (let b = 0; b + entsize <= buf.length; b += entsize) {
     const tag = f.sword(b);
@@ -71856,8 +71856,7 @@ function readDynamic(file, h, dyn) {
     }
     const value = f.word(b + (h.is64 ? 8 : 4));
     if (tag === DT.NEEDED) info2.needed.push(value);
-    else if (tag === DT.FILTER) info2.filters.push(value);
-    else if (tag === DT.AUXILIARY) info2.auxiliary.push(value);
+    else if (tag === DT.FILTER || tag === DT.AUXILIARY) info2.filtees.push({ offset: value, auxiliary: tag === DT.AUXILIARY, neededBefore: info2.needed.length });
     else if (tag === DT.FLAGS || tag === DT.FLAGS_1) info2.values.set(tag, f.lowWord(b + (h.is64 ? 8 : 4)));
     else info2.values.set(tag, value);
   }
@@ -72563,8 +72562,7 @@ function parse(file, options) {
     dtFlags: 0,
     symbolic: false,
     bindNow: false,
-    filters: [],
-    auxiliary: [],
+    filtees: [],
     dynamic: "none",
     x86IsaNeeded: x86IsaNeeded(file, h, phdrs)
   };
@@ -72586,8 +72584,7 @@ function parse(file, options) {
     return strings.get(offset, what);
   };
   for (const n of dyn.needed) info2.needed.push(str(n, "DT_NEEDED"));
-  for (const n of dyn.filters) info2.filters.push(str(n, "DT_FILTER"));
-  for (const n of dyn.auxiliary) info2.auxiliary.push(str(n, "DT_AUXILIARY"));
+  for (const f of dyn.filtees) info2.filtees.push({ name: str(f.offset, f.auxiliary ? "DT_AUXILIARY" : "DT_FILTER"), auxiliary: f.auxiliary, neededBefore: f.neededBefore });
   const soname = value(DT.SONAME);
   if (soname !== void 0) info2.soname = str(soname, "DT_SONAME");
   const rpath = value(DT.RPATH);
@@ -73115,14 +73112,61 @@ function versionAtMost(v, major, minor) {
   return v[0] < major || v[0] === major && v[1] <= minor;
 }
 
+// src/core/elf/dependency-list.ts
+function dependencyList(start, dependencies) {
+  return walkDependencies(start, dependencies).list;
+}
+function walkDependencies(start, dependencies, placed) {
+  const list = [...start];
+  const done = start.map(() => false);
+  const listed = new Set(start);
+  const times = /* @__PURE__ */ new Map();
+  let i = 0;
+  while (i < list.length) {
+    done[i] = true;
+    const count = (times.get(list[i]) ?? 0) + 1;
+    times.set(list[i], count);
+    if (count > list.length + 2) return { list, loop: [...times].filter(([, n]) => n > 2).map(([o]) => o) };
+    const deps = dependencies(list[i]);
+    if (deps === null) return { list, loop: [...times].filter(([, n]) => n > 1).map(([o]) => o) };
+    let at = i;
+    for (const dep of deps) {
+      const o = dep.object;
+      if (o === null) continue;
+      if (dep.kind === "needed") {
+        if (!listed.has(o)) {
+          listed.add(o);
+          list.push(o);
+          done.push(false);
+        }
+        continue;
+      }
+      if (listed.has(o)) {
+        const where2 = list.indexOf(o);
+        if (where2 <= at) continue;
+        list.splice(where2, 1);
+        done.splice(where2, 1);
+      } else {
+        listed.add(o);
+      }
+      list.splice(at, 0, o);
+      done.splice(at, 0, false);
+      at++;
+      placed?.(o, list[at]);
+    }
+    while (i < list.length && done[i]) i++;
+  }
+  return { list, loop: null };
+}
+
 // src/core/elf/relocation-order.ts
 function relocationOrder(p, tunables) {
   const algorithm = dsoSortAlgorithm(p.platform, tunables);
   const startup = p.scope.slice(0, p.startupScopeLength);
-  const order = sortMaps(startup, algorithm, p.main).reverse();
+  const order = sortMaps(startup, p.main, algorithm, p.main).reverse();
   if (p.target !== p.main) {
     const done = new Set(startup);
-    for (const o of sortMaps(searchList(p.target), algorithm, p.main).reverse()) if (!done.has(o)) order.push(o);
+    for (const o of sortMaps(searchList(p.target), p.target, algorithm, p.main).reverse()) if (!done.has(o)) order.push(o);
   }
   return order;
 }
@@ -73140,20 +73184,9 @@ function dsoSortAlgorithm(platform2, tunables) {
   return chosen;
 }
 function searchList(root) {
-  const list = [root];
-  const seen = new Set(list);
-  for (let i = 0; i < list.length; i++) {
-    for (const e of list[i].edges) {
-      if (e.object && !seen.has(e.object)) {
-        seen.add(e.object);
-        list.push(e.object);
-      }
-    }
-  }
-  return list;
+  return dependencyList([root], (o) => o.edges);
 }
-function sortMaps(maps, algorithm, main) {
-  const root = maps[0];
+function sortMaps(maps, root, algorithm, main) {
   const deps = (o) => {
     if (o === root) return [];
     const out = [];
@@ -73300,10 +73333,25 @@ var SymbolMemo = class {
 };
 function findProblems(p, memo) {
   const findings = [];
-  for (const obj of p.scope) {
-    for (const edge of obj.edges) {
-      if (!edge.object) findings.push({ kind: "not-found", object: obj, library: edge.name, version: null, symbol: null, provider: null, edge });
-    }
+  for (const edge of p.edgeOrder) {
+    if (edge.object || edge.ignored) continue;
+    findings.push({ kind: "not-found", object: edge.owner, library: edge.name, version: null, symbol: null, provider: null, edge });
+  }
+  if (p.filterLoop) {
+    const [first, second] = p.filterLoop;
+    const names = [...new Set(p.filterLoop.map((o) => o.info.soname ?? o.path))].join(", ");
+    findings.push({
+      kind: "loader-abort",
+      object: first,
+      library: second?.info.soname ?? second?.path ?? null,
+      version: null,
+      symbol: null,
+      provider: null,
+      edge: null,
+      reason: `the DT_FILTER/DT_AUXILIARY entries of ${names} name each other, and dl-deps.c moves each before the other without end`,
+      filterLoop: p.filterLoop
+    });
+    return findings;
   }
   const missingNames = /* @__PURE__ */ new Set();
   for (const o of p.objects) for (const e of o.edges) if (!e.object) missingNames.add(e.name);
@@ -73555,7 +73603,22 @@ var LoaderProcess = class {
   startupScopeLength = 0;
   /** The checked library (the main object, or the one dlopened by --exe). */
   target;
+  /** Every dependency edge, in the order ld.so maps them (its first failure is the one a run reports). */
+  edgeOrder = [];
+  /** Filtees that move each other up without end: ld.so crashes there (./dependency-list.ts). */
+  filterLoop = null;
   ldDirs = [];
+  mapped = /* @__PURE__ */ new Set();
+  /**
+   * Filtees dl-deps.c linked in before the head of the namespace's list (the main object has no
+   * predecessor, so a filtee of the main object becomes one, and the list's head pointer never
+   * learns of it): no lookup by name or by file reaches them, and a later DT_NEEDED of the same
+   * library loads a second copy. Only a main object with DT_FILTER/DT_AUXILIARY (`ldd` of a filter
+   * library, which check models) meets this.
+   */
+  unlisted = /* @__PURE__ */ new Set();
+  /** Set once a library is loaded a third time that way: ld.so keeps loading copies until mapping fails. */
+  runaway = null;
   /**
    * Loads `target` as ld.so would: as the main object, or dlopened by `exe` when given.
    * `target.info` must already be read (the caller decides which files are ELF at all).
@@ -73586,14 +73649,24 @@ var LoaderProcess = class {
         this.scope.push(edge.object);
       }
     }
-    this.breadthFirst(0);
+    const placed = (filtee, before) => {
+      if (before === this.main || this.unlisted.has(before)) this.unlisted.add(filtee);
+      else this.unlisted.delete(filtee);
+    };
+    const startup = walkDependencies(this.scope, (o) => this.dependenciesOf(o), placed);
+    this.scope.splice(0, this.scope.length, ...startup.list);
+    this.filterLoop = startup.loop && (this.runaway ?? startup.loop);
     this.startupScopeLength = this.scope.length;
-    if (exe) {
-      const start = this.scope.length;
+    if (exe && !this.filterLoop) {
       const edge = this.mapObject(this.main, target.path, false, "dlopen");
       this.target = edge.object ?? this.main;
-      if (edge.object && !this.scope.includes(edge.object)) this.scope.push(edge.object);
-      this.breadthFirst(start);
+      if (edge.object) {
+        const opened = walkDependencies([edge.object], (d) => this.dependenciesOf(d), placed);
+        for (const o of opened.list) if (!this.scope.includes(o)) this.scope.push(o);
+        this.filterLoop = opened.loop && (this.runaway ?? opened.loop);
+      }
+    } else if (exe) {
+      this.target = this.main;
     } else {
       this.target = this.main;
     }
@@ -73616,18 +73689,40 @@ var LoaderProcess = class {
     }
     return this.preloadEdges.find((e) => e.object === object);
   }
-  breadthFirst(from) {
-    for (let i = from; i < this.scope.length; i++) {
-      const obj = this.scope[i];
-      if (obj.role === "interp") continue;
-      for (const raw of obj.info.needed) {
-        const { value, hadToken } = expandDst(raw, this.dst(obj));
-        if (hadToken && (value === null || value === "")) continue;
-        const edge = this.mapObject(obj, value ?? raw, false);
-        obj.edges.push(edge);
-        if (edge.object && !this.scope.includes(edge.object)) this.scope.push(edge.object);
+  /**
+   * The dependency edges of `obj`, mapped the first time the list walk reaches it (dl-deps.c):
+   * DT_NEEDED, DT_FILTER and DT_AUXILIARY entries in dynamic-array order. ld.so itself is
+   * never walked.
+   */
+  dependenciesOf(obj) {
+    if (this.runaway) return null;
+    if (this.mapped.has(obj)) return obj.edges;
+    this.mapped.add(obj);
+    if (obj.role === "interp") return obj.edges;
+    const { needed, filtees } = obj.info;
+    let f = 0;
+    for (let n = 0; n <= needed.length; n++) {
+      for (; f < filtees.length && filtees[f].neededBefore <= n; f++) {
+        this.mapDependency(obj, filtees[f].name, filtees[f].auxiliary ? "auxiliary" : "filter");
       }
+      if (n < needed.length) this.mapDependency(obj, needed[n], "needed");
     }
+    return obj.edges;
+  }
+  mapDependency(obj, raw, kind) {
+    const { value, hadToken } = expandDst(raw, this.dst(obj));
+    if (hadToken && (value === null || value === "")) {
+      if (kind !== "auxiliary") return;
+      const edge2 = { name: raw, kind, owner: obj, object: null, via: null, rule: null, passedOver: [], error: `${raw}: empty dynamic string token substitution` };
+      obj.edges.push(edge2);
+      this.edgeOrder.push(edge2);
+      return;
+    }
+    const edge = this.mapObject(obj, value ?? raw, false);
+    edge.kind = kind;
+    if (kind === "auxiliary" && !edge.object) edge.ignored = true;
+    obj.edges.push(edge);
+    this.edgeOrder.push(edge);
   }
   dst(obj) {
     return { origin: obj.origin, platform: this.platform.platform, lib: this.platform.lib };
@@ -73674,9 +73769,10 @@ var LoaderProcess = class {
   }
   /** _dl_map_object: an already loaded object by name, else the first acceptable file of the search. */
   mapObject(loader, name, preload, role = preload ? "preload" : "dep") {
-    const edge = { name, owner: loader, object: null, via: null, rule: null, passedOver: [], error: null };
-    const known = this.objects.find((o) => o.path === name || o.names.includes(name));
-    const bySoname = known ?? this.objects.find((o) => o.info.soname === name);
+    const edge = { name, kind: "needed", owner: loader, object: null, via: null, rule: null, passedOver: [], error: null };
+    const listed = this.unlisted.size === 0 ? this.objects : this.objects.filter((o) => !this.unlisted.has(o));
+    const known = listed.find((o) => o.path === name || o.names.includes(name));
+    const bySoname = known ?? listed.find((o) => o.info.soname === name);
     if (bySoname) {
       if (!known) bySoname.names.push(name);
       edge.object = bySoname;
@@ -73711,13 +73807,15 @@ var LoaderProcess = class {
       edge.rule = c.rule;
       if (c.ldEntry !== void 0) edge.ldEntry = c.ldEntry;
       const inode = inodeKey(c.stat);
-      const same = this.objects.find((o) => o.inode === inode && o.role !== "interp") ?? this.objects.find((o) => o.inode === inode);
+      const same = listed.find((o) => o.inode === inode && o.role !== "interp") ?? listed.find((o) => o.inode === inode);
       if (same) {
         same.names.push(name);
         edge.object = same;
         return edge;
       }
       edge.object = this.newObject(c.path, name, info2, c.stat, role === "dlopen" ? null : loader, role);
+      const copies = this.objects.filter((o) => o.inode === inode);
+      if (copies.length >= 3) this.runaway = copies;
       return edge;
     }
     if (edge.passedOver.length > 0) {
@@ -73991,6 +74089,13 @@ async function explain(p, f, ctx) {
   };
   const who = describeObject(f.object.path);
   if (f.kind === "not-found") return explainNotFound(problem, p, f, who, ctx);
+  if (f.kind === "loader-abort" && f.filterLoop) {
+    const names = f.filterLoop.map((o) => o.path);
+    problem.summary = `ld.so never finishes loading: the filter libraries ${[...new Set(names.map((n) => basename3(n)))].join(", ")} name each other as filtees`;
+    problem.explanation = `${f.reason}. Each DT_FILTER or DT_AUXILIARY object is put before the object that names it, and one already further on is moved up and walked again: objects that name each other are moved before one another until ld.so runs out of stack and dies of SIGSEGV (or, for \`ldd\` of a filter library, loads copies until "failed to map segment").`;
+    problem.fix = `relink one of ${[...new Set(names)].join(", ")} without its -F/-f (DT_FILTER/DT_AUXILIARY) entry, so that the filters no longer form a cycle`;
+    return problem;
+  }
   if (f.kind === "loader-abort") {
     const rebuilt = f.symbol !== null;
     problem.chosen = f.provider ? `${f.provider.path}${f.edge?.rule ? ` (${f.edge.rule})` : ""}` : null;
@@ -74101,13 +74206,16 @@ function describeBadFile(path13, reason) {
   const kind = describeNonElf(path13);
   return kind === "not an ELF file" ? `not a shared object: ${st.size} bytes without the ELF magic` : kind;
 }
+function dependencyName(edge, name) {
+  return edge.kind === "filter" ? `${name} (its DT_FILTER filtee)` : name;
+}
 function explainStop(problem, p, f, who, ctx) {
   const edge = f.edge;
   const name = f.library;
   const bad = edge.errorPath;
   const reason = edge.error.startsWith(`${bad}: `) ? edge.error.slice(bad.length + 2) : edge.error;
   const what = describeBadFile(p.ctx.view.hostPath(bad) ?? bad, reason);
-  problem.summary = `${who} needs ${name}, and the loader stops at ${bad} with "${reason}": it is ${what}`;
+  problem.summary = `${who} needs ${dependencyName(edge, name)}, and the loader stops at ${bad} with "${reason}": it is ${what}`;
   problem.chosen = edge.rule ? `${bad} (${edge.rule})` : bad;
   let next;
   if (!name.includes("/")) {
@@ -74135,7 +74243,13 @@ function explainNotFound(problem, p, f, who, ctx) {
   const edge = f.edge;
   const name = f.library;
   if (edge.errorPath) return explainStop(problem, p, f, who, ctx);
-  problem.summary = `${who} needs ${name}, which the loader cannot find`;
+  if (edge.kind === "auxiliary") {
+    problem.summary = `${who} names ${name} as DT_AUXILIARY, and its dynamic string tokens expand to nothing`;
+    problem.explanation = `${f.object.path} has DT_AUXILIARY ${name}. A DT_AUXILIARY object that cannot be loaded is skipped, but one whose tokens expand to nothing stops the load with "empty dynamic string token substitution" (elf/dl-deps.c).`;
+    problem.fix = `relink ${basename3(f.object.path)} with a DT_AUXILIARY name (-Wl,-f,NAME) the loader can expand`;
+    return problem;
+  }
+  problem.summary = `${who} needs ${dependencyName(edge, name)}, which the loader cannot find`;
   const wrongClass = edge.passedOver.filter((c) => c.status !== "ok");
   if (edge.error) {
     problem.explanation = `${f.object.path} needs ${name}, and every candidate is built for another ELF class or machine (the loader says "${edge.error}").`;
@@ -74936,6 +75050,7 @@ function toCheckedObject(obj) {
   const needed = obj.edges.map((e) => {
     const edge = { name: e.name, path: e.object?.path ?? null, via: e.via, rule: e.rule };
     if (e.passedOver.length > 0) edge.passedOver = e.passedOver.map((c) => ({ path: c.path, reason: c.reason ?? c.status }));
+    if (e.kind !== "needed") edge.filter = e.kind;
     return edge;
   });
   return { path: obj.path, soname: obj.info.soname, needed };

@@ -22,6 +22,8 @@ export interface NeededEdge {
   rule: string | null;
   /** Candidates the search passed over before this one (wrong ELF class or machine); absent when none. */
   passedOver?: Array<{path: string; reason: string}>;
+  /** A DT_FILTER or DT_AUXILIARY entry rather than DT_NEEDED (ld.so puts the object before this one); absent for DT_NEEDED. */
+  filter?: 'filter' | 'auxiliary';
 }
 
 export interface CheckedObject {

@@ -25,6 +25,8 @@ export interface Finding {
   ref?: SymbolRef;
   /** For 'loader-abort': the assertion and its cause. */
   reason?: string;
+  /** For 'loader-abort': the filtees that make ld.so crash (walking its dependencies without end). */
+  filterLoop?: LoadedObject[];
 }
 
 /**
@@ -127,11 +129,20 @@ export function referencedNames(processes: LoaderProcess[]): Set<string> {
 
 export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
   const findings: Finding[] = [];
-  // 1. Missing libraries, in breadth-first order (the first is the one ld.so reports).
-  for (const obj of p.scope) {
-    for (const edge of obj.edges) {
-      if (!edge.object) findings.push({kind: 'not-found', object: obj, library: edge.name, version: null, symbol: null, provider: null, edge});
-    }
+  // 1. Missing libraries, in the order ld.so maps them (the first is the one it reports). An
+  // auxiliary object that cannot be loaded is left out by ld.so (only a DST that expands to
+  // nothing in DT_AUXILIARY is fatal, and that edge carries the error).
+  for (const edge of p.edgeOrder) {
+    if (edge.object || edge.ignored) continue;
+    findings.push({kind: 'not-found', object: edge.owner, library: edge.name, version: null, symbol: null, provider: null, edge});
+  }
+  if (p.filterLoop) {
+    // ld.so never gets past loading the dependencies: nothing later happens.
+    const [first, second] = p.filterLoop;
+    const names = [...new Set(p.filterLoop.map((o) => o.info.soname ?? o.path))].join(', ');
+    findings.push({kind: 'loader-abort', object: first, library: second?.info.soname ?? second?.path ?? null, version: null, symbol: null, provider: null, edge: null,
+      reason: `the DT_FILTER/DT_AUXILIARY entries of ${names} name each other, and dl-deps.c moves each before the other without end`, filterLoop: p.filterLoop});
+    return findings;
   }
   // 2. Version requirements (_dl_check_map_versions), every object in load order.
   const missingNames = new Set<string>();

@@ -114,6 +114,14 @@ export async function explain(p: LoaderProcess, f: Finding, ctx: ExplainContext)
   };
   const who = describeObject(f.object.path);
   if (f.kind === 'not-found') return explainNotFound(problem, p, f, who, ctx);
+  if (f.kind === 'loader-abort' && f.filterLoop) {
+    const names = f.filterLoop.map((o) => o.path);
+    problem.summary = `ld.so never finishes loading: the filter libraries ${[...new Set(names.map((n) => basename(n)))].join(', ')} name each other as filtees`;
+    problem.explanation = `${f.reason}. Each DT_FILTER or DT_AUXILIARY object is put before the object that names it, and one already further on is moved up and walked again: ` +
+      'objects that name each other are moved before one another until ld.so runs out of stack and dies of SIGSEGV (or, for `ldd` of a filter library, loads copies until "failed to map segment").';
+    problem.fix = `relink one of ${[...new Set(names)].join(', ')} without its -F/-f (DT_FILTER/DT_AUXILIARY) entry, so that the filters no longer form a cycle`;
+    return problem;
+  }
   if (f.kind === 'loader-abort') {
     const rebuilt = f.symbol !== null;
     problem.chosen = f.provider ? `${f.provider.path}${f.edge?.rule ? ` (${f.edge.rule})` : ''}` : null;
@@ -255,6 +263,11 @@ function describeBadFile(path: string, reason: string): string {
   return kind === 'not an ELF file' ? `not a shared object: ${st.size} bytes without the ELF magic` : kind;
 }
 
+/** A dependency's name, saying when it is a filtee (a filter library loads it like DT_NEEDED, and fails without it). */
+function dependencyName(edge: Edge, name: string): string {
+  return edge.kind === 'filter' ? `${name} (its DT_FILTER filtee)` : name;
+}
+
 /**
  * The loader stops at a file it cannot load (empty, truncated, not ELF) on the search path: it
  * fails there with that error and never looks further (open_verify, elf-loader-spec.md §1.8).
@@ -265,7 +278,7 @@ function explainStop(problem: Problem, p: LoaderProcess, f: Finding, who: string
   const bad = edge.errorPath!;
   const reason = edge.error!.startsWith(`${bad}: `) ? edge.error!.slice(bad.length + 2) : edge.error!;
   const what = describeBadFile(p.ctx.view.hostPath(bad) ?? bad, reason);
-  problem.summary = `${who} needs ${name}, and the loader stops at ${bad} with "${reason}": it is ${what}`;
+  problem.summary = `${who} needs ${dependencyName(edge, name)}, and the loader stops at ${bad} with "${reason}": it is ${what}`;
   problem.chosen = edge.rule ? `${bad} (${edge.rule})` : bad;
   // The file a search without it would load, if any (only a search by name goes on).
   let next: Candidate | undefined;
@@ -297,7 +310,14 @@ function explainNotFound(problem: Problem, p: LoaderProcess, f: Finding, who: st
   const edge = f.edge!;
   const name = f.library!;
   if (edge.errorPath) return explainStop(problem, p, f, who, ctx);
-  problem.summary = `${who} needs ${name}, which the loader cannot find`;
+  if (edge.kind === 'auxiliary') {
+    // The one auxiliary failure ld.so does not pass over (see mapDependency in the resolver).
+    problem.summary = `${who} names ${name} as DT_AUXILIARY, and its dynamic string tokens expand to nothing`;
+    problem.explanation = `${f.object.path} has DT_AUXILIARY ${name}. A DT_AUXILIARY object that cannot be loaded is skipped, but one whose tokens expand to nothing stops the load with "empty dynamic string token substitution" (elf/dl-deps.c).`;
+    problem.fix = `relink ${basename(f.object.path)} with a DT_AUXILIARY name (-Wl,-f,NAME) the loader can expand`;
+    return problem;
+  }
+  problem.summary = `${who} needs ${dependencyName(edge, name)}, which the loader cannot find`;
   const wrongClass = edge.passedOver.filter((c) => c.status !== 'ok');
   if (edge.error) {
     problem.explanation = `${f.object.path} needs ${name}, and every candidate is built for another ELF class or machine (the loader says "${edge.error}").`;

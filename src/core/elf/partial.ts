@@ -115,6 +115,7 @@ function toCheckedObject(obj: LoadedObject): CheckedObject {
   const needed: NeededEdge[] = obj.edges.map((e) => {
     const edge: NeededEdge = {name: e.name, path: e.object?.path ?? null, via: e.via, rule: e.rule};
     if (e.passedOver.length > 0) edge.passedOver = e.passedOver.map((c) => ({path: c.path, reason: c.reason ?? c.status}));
+    if (e.kind !== 'needed') edge.filter = e.kind;
     return edge;
   });
   return {path: obj.path, soname: obj.info.soname, needed};

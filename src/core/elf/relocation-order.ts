@@ -1,3 +1,4 @@
+import {dependencyList} from './dependency-list.js';
 import type {DsoSortAlgorithm, LoaderPlatform} from './platform.js';
 import type {LoadedObject, LoaderProcess} from './resolver.js';
 
@@ -11,10 +12,10 @@ import type {LoadedObject, LoaderProcess} from './resolver.js';
 export function relocationOrder(p: LoaderProcess, tunables: string | undefined): LoadedObject[] {
   const algorithm = dsoSortAlgorithm(p.platform, tunables);
   const startup = p.scope.slice(0, p.startupScopeLength);
-  const order = sortMaps(startup, algorithm, p.main).reverse();
+  const order = sortMaps(startup, p.main, algorithm, p.main).reverse();
   if (p.target !== p.main) {
     const done = new Set(startup);
-    for (const o of sortMaps(searchList(p.target), algorithm, p.main).reverse()) if (!done.has(o)) order.push(o);
+    for (const o of sortMaps(searchList(p.target), p.target, algorithm, p.main).reverse()) if (!done.has(o)) order.push(o);
   }
   return order;
 }
@@ -37,28 +38,21 @@ export function dsoSortAlgorithm(platform: LoaderPlatform, tunables: string | un
   return chosen;
 }
 
-/** _dl_map_object_deps's search list of `root`: root, then breadth first over DT_NEEDED edges. */
+/**
+ * _dl_map_object_deps's search list of `root` over the edges the resolver mapped: root, then breadth
+ * first over DT_NEEDED edges, each filtee before the object that names it (./dependency-list.ts).
+ */
 export function searchList(root: LoadedObject): LoadedObject[] {
-  const list = [root];
-  const seen = new Set(list);
-  for (let i = 0; i < list.length; i++) {
-    for (const e of list[i].edges) {
-      if (e.object && !seen.has(e.object)) {
-        seen.add(e.object);
-        list.push(e.object);
-      }
-    }
-  }
-  return list;
+  return dependencyList([root], (o) => o.edges);
 }
 
 /**
- * `l_initfini` of `maps[0]`: _dl_sort_maps(maps, n, force_first = true). Every other object's
- * dependencies are its DT_NEEDED edges in order (the l_initfini dl-deps.c gives it); maps[0]'s own
- * are still blank while it is being sorted, and the main program is never followed as a dependency.
+ * `l_initfini` of `root`: _dl_sort_maps(maps, n, force_first = true), maps being root's search list
+ * (maps[0] is root, unless a filtee of root's was put before it). Every other object's dependencies
+ * are its DT_NEEDED and filtee edges in order (the l_initfini dl-deps.c gives it); root's own are
+ * still blank while it is being sorted, and the main program is never followed as a dependency.
  */
-function sortMaps(maps: LoadedObject[], algorithm: DsoSortAlgorithm, main: LoadedObject): LoadedObject[] {
-  const root = maps[0];
+function sortMaps(maps: LoadedObject[], root: LoadedObject, algorithm: DsoSortAlgorithm, main: LoadedObject): LoadedObject[] {
   const deps = (o: LoadedObject): LoadedObject[] => {
     if (o === root) return [];
     const out: LoadedObject[] = [];

@@ -2,6 +2,7 @@ import type {Stats} from 'node:fs';
 import {realpathSync} from 'node:fs';
 import {dirname} from 'node:path';
 import type {Via} from './api.js';
+import {walkDependencies, type DependencyKind} from './dependency-list.js';
 import {cachedElfSync, cachedHeaderSync, FileView, inodeKey} from './file-cache.js';
 import {kernelPath} from './kernel-path.js';
 import {versionAtMost} from './ldcache/host-loader.js';
@@ -57,6 +58,8 @@ export interface LoadedObject {
 
 export interface Edge {
   name: string;
+  /** DT_NEEDED, or a filtee (DT_FILTER, DT_AUXILIARY: ld.so ignores an auxiliary object it cannot load). */
+  kind: DependencyKind;
   owner: LoadedObject;
   object: LoadedObject | null;
   via: Via | null;
@@ -69,6 +72,8 @@ export interface Edge {
   errorPath?: string;
   /** The LD_LIBRARY_PATH element as written that found the object (or the file it stops at). */
   ldEntry?: string;
+  /** A DT_AUXILIARY object that could not be loaded: ld.so goes on without it. */
+  ignored?: true;
 }
 
 /** What all processes of one check share. */
@@ -97,7 +102,22 @@ export class LoaderProcess {
   startupScopeLength = 0;
   /** The checked library (the main object, or the one dlopened by --exe). */
   target!: LoadedObject;
+  /** Every dependency edge, in the order ld.so maps them (its first failure is the one a run reports). */
+  readonly edgeOrder: Edge[] = [];
+  /** Filtees that move each other up without end: ld.so crashes there (./dependency-list.ts). */
+  filterLoop: LoadedObject[] | null = null;
   private ldDirs: SearchDir[] = [];
+  private readonly mapped = new Set<LoadedObject>();
+  /**
+   * Filtees dl-deps.c linked in before the head of the namespace's list (the main object has no
+   * predecessor, so a filtee of the main object becomes one, and the list's head pointer never
+   * learns of it): no lookup by name or by file reaches them, and a later DT_NEEDED of the same
+   * library loads a second copy. Only a main object with DT_FILTER/DT_AUXILIARY (`ldd` of a filter
+   * library, which check models) meets this.
+   */
+  private readonly unlisted = new Set<LoadedObject>();
+  /** Set once a library is loaded a third time that way: ld.so keeps loading copies until mapping fails. */
+  private runaway: LoadedObject[] | null = null;
 
   constructor(readonly ctx: LoaderContext, readonly platform: LoaderPlatform) {}
 
@@ -133,15 +153,26 @@ export class LoaderProcess {
         this.scope.push(edge.object);
       }
     }
-    this.breadthFirst(0);
+    const placed = (filtee: LoadedObject, before: LoadedObject): void => {
+      if (before === this.main || this.unlisted.has(before)) this.unlisted.add(filtee);
+      else this.unlisted.delete(filtee);
+    };
+    const startup = walkDependencies(this.scope, (o) => this.dependenciesOf(o), placed);
+    this.scope.splice(0, this.scope.length, ...startup.list);
+    this.filterLoop = startup.loop && (this.runaway ?? startup.loop);
     this.startupScopeLength = this.scope.length;
-    if (exe) {
-      // dlopen by path: no search; the new object has no loader (spec §1.11).
-      const start = this.scope.length;
+    if (exe && !this.filterLoop) {
+      // dlopen by path: no search; the new object has no loader (spec §1.11). Its search list's
+      // objects not loaded yet join the global scope (RTLD_GLOBAL), in that list's order.
       const edge = this.mapObject(this.main, target.path, false, 'dlopen');
       this.target = edge.object ?? this.main;
-      if (edge.object && !this.scope.includes(edge.object)) this.scope.push(edge.object);
-      this.breadthFirst(start);
+      if (edge.object) {
+        const opened = walkDependencies([edge.object], (d) => this.dependenciesOf(d), placed);
+        for (const o of opened.list) if (!this.scope.includes(o)) this.scope.push(o);
+        this.filterLoop = opened.loop && (this.runaway ?? opened.loop);
+      }
+    } else if (exe) {
+      this.target = this.main;
     } else {
       this.target = this.main;
     }
@@ -169,19 +200,43 @@ export class LoaderProcess {
     return this.preloadEdges.find((e) => e.object === object);
   }
 
-  private breadthFirst(from: number): void {
-    for (let i = from; i < this.scope.length; i++) {
-      const obj = this.scope[i];
-      if (obj.role === 'interp') continue;
-      for (const raw of obj.info.needed) {
-        const {value, hadToken} = expandDst(raw, this.dst(obj));
-        // A DT_NEEDED whose tokens expand to nothing is skipped silently (dl-deps.c).
-        if (hadToken && (value === null || value === '')) continue;
-        const edge = this.mapObject(obj, value ?? raw, false);
-        obj.edges.push(edge);
-        if (edge.object && !this.scope.includes(edge.object)) this.scope.push(edge.object);
+  /**
+   * The dependency edges of `obj`, mapped the first time the list walk reaches it (dl-deps.c):
+   * DT_NEEDED, DT_FILTER and DT_AUXILIARY entries in dynamic-array order. ld.so itself is
+   * never walked.
+   */
+  private dependenciesOf(obj: LoadedObject): Edge[] | null {
+    if (this.runaway) return null;
+    if (this.mapped.has(obj)) return obj.edges;
+    this.mapped.add(obj);
+    if (obj.role === 'interp') return obj.edges;
+    const {needed, filtees} = obj.info;
+    let f = 0;
+    for (let n = 0; n <= needed.length; n++) {
+      for (; f < filtees.length && filtees[f].neededBefore <= n; f++) {
+        this.mapDependency(obj, filtees[f].name, filtees[f].auxiliary ? 'auxiliary' : 'filter');
       }
+      if (n < needed.length) this.mapDependency(obj, needed[n], 'needed');
     }
+    return obj.edges;
+  }
+
+  private mapDependency(obj: LoadedObject, raw: string, kind: DependencyKind): void {
+    const {value, hadToken} = expandDst(raw, this.dst(obj));
+    if (hadToken && (value === null || value === '')) {
+      // A name whose tokens expand to nothing is skipped silently, except in DT_AUXILIARY: dl-deps.c
+      // passes `fatal` for it (and not for DT_FILTER, the reverse of its comment), and the load fails.
+      if (kind !== 'auxiliary') return;
+      const edge: Edge = {name: raw, kind, owner: obj, object: null, via: null, rule: null, passedOver: [], error: `${raw}: empty dynamic string token substitution`};
+      obj.edges.push(edge);
+      this.edgeOrder.push(edge);
+      return;
+    }
+    const edge = this.mapObject(obj, value ?? raw, false);
+    edge.kind = kind;
+    if (kind === 'auxiliary' && !edge.object) edge.ignored = true;
+    obj.edges.push(edge);
+    this.edgeOrder.push(edge);
   }
 
   private dst(obj: LoadedObject): DstValues {
@@ -229,9 +284,10 @@ export class LoaderProcess {
 
   /** _dl_map_object: an already loaded object by name, else the first acceptable file of the search. */
   mapObject(loader: LoadedObject, name: string, preload: boolean, role: LoadedObject['role'] = preload ? 'preload' : 'dep'): Edge {
-    const edge: Edge = {name, owner: loader, object: null, via: null, rule: null, passedOver: [], error: null};
-    const known = this.objects.find((o) => o.path === name || o.names.includes(name));
-    const bySoname = known ?? this.objects.find((o) => o.info.soname === name);
+    const edge: Edge = {name, kind: 'needed', owner: loader, object: null, via: null, rule: null, passedOver: [], error: null};
+    const listed = this.unlisted.size === 0 ? this.objects : this.objects.filter((o) => !this.unlisted.has(o));
+    const known = listed.find((o) => o.path === name || o.names.includes(name));
+    const bySoname = known ?? listed.find((o) => o.info.soname === name);
     if (bySoname) {
       if (!known) bySoname.names.push(name);
       edge.object = bySoname;
@@ -269,7 +325,7 @@ export class LoaderProcess {
       edge.rule = c.rule;
       if (c.ldEntry !== undefined) edge.ldEntry = c.ldEntry;
       const inode = inodeKey(c.stat!);
-      const same = this.objects.find((o) => o.inode === inode && o.role !== 'interp') ?? this.objects.find((o) => o.inode === inode);
+      const same = listed.find((o) => o.inode === inode && o.role !== 'interp') ?? listed.find((o) => o.inode === inode);
       if (same) {
         // The same file under another name is one object (dl-load.c "Look again").
         same.names.push(name);
@@ -277,6 +333,8 @@ export class LoaderProcess {
         return edge;
       }
       edge.object = this.newObject(c.path, name, info, c.stat!, role === 'dlopen' ? null : loader, role);
+      const copies = this.objects.filter((o) => o.inode === inode);
+      if (copies.length >= 3) this.runaway = copies;
       return edge;
     }
     if (edge.passedOver.length > 0) {

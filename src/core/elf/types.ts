@@ -75,6 +75,14 @@ export interface SymbolLookup {
   find(name: string, nameHash?: number): readonly ElfSymbol[];
 }
 
+/** A DT_FILTER or DT_AUXILIARY entry, with its place among the DT_NEEDED entries. */
+export interface Filtee {
+  name: string;
+  auxiliary: boolean;
+  /** How many DT_NEEDED entries come before it in the dynamic array. */
+  neededBefore: number;
+}
+
 export interface ElfInfo extends ElfHeaderInfo {
   /** PT_INTERP, for executables. */
   interp: string | null;
@@ -106,9 +114,11 @@ export interface ElfInfo extends ElfHeaderInfo {
   symbolic: boolean;
   /** DT_BIND_NOW, DF_BIND_NOW or DF_1_NOW: PLT references are bound at start-up. */
   bindNow: boolean;
-  /** DT_FILTER / DT_AUXILIARY names, in array order. */
-  filters: string[];
-  auxiliary: string[];
+  /**
+   * DT_FILTER / DT_AUXILIARY entries, in array order. ld.so loads them like DT_NEEDED but puts
+   * each before the filtering object in the search list; a missing DT_AUXILIARY is ignored.
+   */
+  filtees: Filtee[];
   /**
    * The dynamic section ld.so would use: 'yes'; 'none' (no PT_DYNAMIC: a static program); or
    * 'debug-info', a PT_DYNAMIC without bytes in the file, as in the separate debug files of

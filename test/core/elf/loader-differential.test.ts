@@ -24,6 +24,10 @@ function verdictOf(report: CheckReport, cwd: string): LoaderVerdict {
   for (const obj of report.objects) {
     for (const e of obj.needed) {
       if (e.path === null) {
+        // ldd's listing starts at the main object; a filtee of the main object is linked in before
+        // it (dl-deps.c), so a missing DT_AUXILIARY of the target (CUDA 13's libnvtx3interop.so.1
+        // has `visibility=hidden`, from -Wl,-fvisibility=hidden) is never listed.
+        if (e.filter === 'auxiliary' && obj.path === target) continue;
         libs.add(`${e.name} => not found`);
         continue;
       }

@@ -15,8 +15,8 @@ export const DT = {
 export interface DynamicInfo {
   /** strtab offsets, in array order */
   needed: number[];
-  filters: number[];
-  auxiliary: number[];
+  /** DT_FILTER / DT_AUXILIARY, in array order, each with how many DT_NEEDED entries precede it. */
+  filtees: Array<{offset: number; auxiliary: boolean; neededBefore: number}>;
   values: Map<number, number>;
 }
 
@@ -30,7 +30,7 @@ export function readDynamic(file: ElfFile, h: ParsedHeader, dyn: ProgramHeader):
   }
   const buf = file.read(dyn.offset, dyn.filesz, 'dynamic section (PT_DYNAMIC)');
   const f = new Fields(buf, h.littleEndian, h.is64);
-  const info: DynamicInfo = {needed: [], filters: [], auxiliary: [], values: new Map()};
+  const info: DynamicInfo = {needed: [], filtees: [], values: new Map()};
   let terminated = false;
   for (let b = 0; b + entsize <= buf.length; b += entsize) {
     const tag = f.sword(b);
@@ -40,8 +40,7 @@ export function readDynamic(file: ElfFile, h: ParsedHeader, dyn: ProgramHeader):
     }
     const value = f.word(b + (h.is64 ? 8 : 4));
     if (tag === DT.NEEDED) info.needed.push(value);
-    else if (tag === DT.FILTER) info.filters.push(value);
-    else if (tag === DT.AUXILIARY) info.auxiliary.push(value);
+    else if (tag === DT.FILTER || tag === DT.AUXILIARY) info.filtees.push({offset: value, auxiliary: tag === DT.AUXILIARY, neededBefore: info.needed.length});
     // Flag words: only the low 32 bits carry defined bits; keep them even if the upper half is garbage.
     else if (tag === DT.FLAGS || tag === DT.FLAGS_1) info.values.set(tag, f.lowWord(b + (h.is64 ? 8 : 4)));
     else info.values.set(tag, value);

@@ -82,7 +82,7 @@ function parse(file: ElfFile, options: ReadElfOptions): ElfInfo {
     ...publicHeader(h),
     interp: null, soname: null, needed: [], rpath: null, runpath: null, flags1: 0,
     versionDefinitions: [], versionNeeds: [], symbols: [], symbolCount: 0,
-    hashTable: 'none', hasVersym: false, dtFlags: 0, symbolic: false, bindNow: false, filters: [], auxiliary: [],
+    hashTable: 'none', hasVersym: false, dtFlags: 0, symbolic: false, bindNow: false, filtees: [],
     dynamic: 'none', x86IsaNeeded: x86IsaNeeded(file, h, phdrs),
   };
   // Until symbols are read: no symbol table (a static program, no DT_SYMTAB) finds nothing.
@@ -107,8 +107,7 @@ function parse(file: ElfFile, options: ReadElfOptions): ElfInfo {
     return strings.get(offset, what);
   };
   for (const n of dyn.needed) info.needed.push(str(n, 'DT_NEEDED'));
-  for (const n of dyn.filters) info.filters.push(str(n, 'DT_FILTER'));
-  for (const n of dyn.auxiliary) info.auxiliary.push(str(n, 'DT_AUXILIARY'));
+  for (const f of dyn.filtees) info.filtees.push({name: str(f.offset, f.auxiliary ? 'DT_AUXILIARY' : 'DT_FILTER'), auxiliary: f.auxiliary, neededBefore: f.neededBefore});
   const soname = value(DT.SONAME);
   if (soname !== undefined) info.soname = str(soname, 'DT_SONAME');
   const rpath = value(DT.RPATH);
