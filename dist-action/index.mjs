@@ -73814,8 +73814,10 @@ var LoaderProcess = class {
         return edge;
       }
       edge.object = this.newObject(c.path, name, info2, c.stat, role === "dlopen" ? null : loader, role);
-      const copies = this.objects.filter((o) => o.inode === inode);
-      if (copies.length >= 3) this.runaway = copies;
+      if (this.unlisted.size > 0) {
+        const copies = this.objects.filter((o) => o.inode === inode);
+        if (copies.length >= 3) this.runaway = copies;
+      }
       return edge;
     }
     if (edge.passedOver.length > 0) {

@@ -333,8 +333,11 @@ export class LoaderProcess {
         return edge;
       }
       edge.object = this.newObject(c.path, name, info, c.stat!, role === 'dlopen' ? null : loader, role);
-      const copies = this.objects.filter((o) => o.inode === inode);
-      if (copies.length >= 3) this.runaway = copies;
+      // Only an object no lookup reaches can be loaded again (see `unlisted`).
+      if (this.unlisted.size > 0) {
+        const copies = this.objects.filter((o) => o.inode === inode);
+        if (copies.length >= 3) this.runaway = copies;
+      }
       return edge;
     }
     if (edge.passedOver.length > 0) {
