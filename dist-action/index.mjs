@@ -73163,10 +73163,10 @@ function walkDependencies(start, dependencies, placed) {
 function relocationOrder(p, tunables) {
   const algorithm = dsoSortAlgorithm(p.platform, tunables);
   const startup = p.scope.slice(0, p.startupScopeLength);
-  const order = sortMaps(startup, p.main, algorithm, p.main).reverse();
+  const order = sortMaps(rootFirst(startup, p.main), algorithm, p.main).reverse();
   if (p.target !== p.main) {
     const done = new Set(startup);
-    for (const o of sortMaps(searchList(p.target), p.target, algorithm, p.main).reverse()) if (!done.has(o)) order.push(o);
+    for (const o of sortMaps(rootFirst(searchList(p.target), p.target), algorithm, p.main).reverse()) if (!done.has(o)) order.push(o);
   }
   return order;
 }
@@ -73186,7 +73186,12 @@ function dsoSortAlgorithm(platform2, tunables) {
 function searchList(root) {
   return dependencyList([root], (o) => o.edges);
 }
-function sortMaps(maps, root, algorithm, main) {
+function rootFirst(list, root) {
+  const at = list.indexOf(root);
+  return at <= 0 ? list : [root, ...list.slice(0, at), ...list.slice(at + 1)];
+}
+function sortMaps(maps, algorithm, main) {
+  const root = maps[0];
   const deps = (o) => {
     if (o === root) return [];
     const out = [];

@@ -12,10 +12,10 @@ import type {LoadedObject, LoaderProcess} from './resolver.js';
 export function relocationOrder(p: LoaderProcess, tunables: string | undefined): LoadedObject[] {
   const algorithm = dsoSortAlgorithm(p.platform, tunables);
   const startup = p.scope.slice(0, p.startupScopeLength);
-  const order = sortMaps(startup, p.main, algorithm, p.main).reverse();
+  const order = sortMaps(rootFirst(startup, p.main), algorithm, p.main).reverse();
   if (p.target !== p.main) {
     const done = new Set(startup);
-    for (const o of sortMaps(searchList(p.target), p.target, algorithm, p.main).reverse()) if (!done.has(o)) order.push(o);
+    for (const o of sortMaps(rootFirst(searchList(p.target), p.target), algorithm, p.main).reverse()) if (!done.has(o)) order.push(o);
   }
   return order;
 }
@@ -47,12 +47,21 @@ export function searchList(root: LoadedObject): LoadedObject[] {
 }
 
 /**
- * `l_initfini` of `root`: _dl_sort_maps(maps, n, force_first = true), maps being root's search list
- * (maps[0] is root, unless a filtee of root's was put before it). Every other object's dependencies
- * are its DT_NEEDED and filtee edges in order (the l_initfini dl-deps.c gives it); root's own are
- * still blank while it is being sorted, and the main program is never followed as a dependency.
+ * The search list as dl-deps.c copies it into `l_initfini` before sorting: the object itself first,
+ * then the filtees that were put before it ("map_index"), then the rest.
  */
-function sortMaps(maps: LoadedObject[], root: LoadedObject, algorithm: DsoSortAlgorithm, main: LoadedObject): LoadedObject[] {
+function rootFirst(list: LoadedObject[], root: LoadedObject): LoadedObject[] {
+  const at = list.indexOf(root);
+  return at <= 0 ? list : [root, ...list.slice(0, at), ...list.slice(at + 1)];
+}
+
+/**
+ * `l_initfini` of `maps[0]`: _dl_sort_maps(maps, n, force_first = true). Every other object's
+ * dependencies are its DT_NEEDED and filtee edges in order (the l_initfini dl-deps.c gives it); maps[0]'s own
+ * are still blank while it is being sorted, and the main program is never followed as a dependency.
+ */
+function sortMaps(maps: LoadedObject[], algorithm: DsoSortAlgorithm, main: LoadedObject): LoadedObject[] {
+  const root = maps[0];
   const deps = (o: LoadedObject): LoadedObject[] => {
     if (o === root) return [];
     const out: LoadedObject[] = [];

@@ -151,13 +151,13 @@ describeIf(usable, `needs x86-64 with gcc, as, ld and a ${RTLD} with glibc.rtld.
         const auxOnly = new Set(g.auxiliary.filter((a): a is string => a !== null && !g.filter.includes(a)));
         const expectedMissing = [...new Set(real.notFound.filter((name) => !auxOnly.has(name)))];
         const model = {order: modelOrder(asMain), missing: [...new Set(modelMissing(asMain))].sort(), first};
-        // Not modelled: a filtee of the checked library itself (the root of the walk) changes the
-        // order ld.so relocates in (and `ldd` then loads copies of it); there only what fails is compared.
+        // A filtee of the checked library itself goes before it, where ldd's listing (which starts
+        // at the main object) never looks: ldd leaves out the missing filtees behind it, which a
+        // dlopen still fails on. There the dlopen's failure is the reference for what is missing.
         const rootFiltee = g.filter[0] !== null || g.auxiliary[0] !== null;
-        const sameOrder = rootFiltee ? JSON.stringify([...model.order].sort()) === JSON.stringify([...real.order].sort()) : JSON.stringify(model.order) === JSON.stringify(real.order);
-        const sameFirst = rootFiltee ? (first === null) === (real.firstDlopen === null) : first === real.firstDlopen;
         if (rootFiltee && sorter === '1') rootFiltees++;
-        // (ldd then lists no missing filtee of the copies it cannot reach either: a dlopen's failure is the reference.)
+        const sameOrder = JSON.stringify(model.order) === JSON.stringify(real.order);
+        const sameFirst = first === real.firstDlopen;
         const sameMissing = rootFiltee ? !real.firstDlopen?.endsWith('.so') || model.missing.includes(real.firstDlopen)
           : JSON.stringify(model.missing) === JSON.stringify(expectedMissing);
         if (!sameOrder || !sameMissing || !sameFirst) {
@@ -178,7 +178,7 @@ describeIf(usable, `needs x86-64 with gcc, as, ld and a ${RTLD} with glibc.rtld.
     expect(missingAux).toBeGreaterThan(2);
     expect(moved).toBeGreaterThan(5);
     expect(crashes).toBeGreaterThan(0);
-    expect(GRAPHS - rootFiltees).toBeGreaterThanOrEqual(10);
+    expect(rootFiltees).toBeGreaterThan(5);
   }, 180_000);
 
   describe('one filter library', () => {
