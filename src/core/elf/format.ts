@@ -7,7 +7,7 @@ import type {CheckReport, CheckedObject, Problem} from './api.js';
 const LABEL: Record<Problem['kind'], string> = {
   'not-found': 'not found',
   'version-not-found': 'version not found',
-  'loader-abort': 'loader assertion',
+  'loader-abort': 'loader failure',
   'cpu-isa-level': 'CPU ISA level',
   'undefined-symbol': 'undefined symbol',
   'unversioned-undefined-symbol': 'unversioned undefined symbol',
@@ -148,7 +148,10 @@ export function formatTree(report: CheckReport): string[] {
     obj.needed.forEach((edge, i) => {
       const last = i === obj.needed.length - 1;
       const branch = last ? '└── ' : '├── ';
-      const rule = edge.via === null ? 'not found' : edge.rule ? `${edge.via}: ${edge.rule}` : edge.via;
+      let rule = edge.via === null ? 'not found' : edge.rule ? `${edge.via}: ${edge.rule}` : edge.via;
+      // A filtee is loaded like DT_NEEDED; a missing DT_AUXILIARY one is not a failure.
+      if (edge.filter === 'filter') rule = `DT_FILTER, ${rule}`;
+      else if (edge.filter === 'auxiliary') rule = edge.path === null ? 'DT_AUXILIARY, not found: the loader goes on without it' : `DT_AUXILIARY, ${rule}`;
       const target = edge.path ?? 'not found';
       const child = edge.path ? byPath.get(edge.path) : undefined;
       // A name already loaded is not searched again: its dependencies hang where it was first loaded.

@@ -3,6 +3,7 @@ import {spawnSync} from 'node:child_process';
 import {existsSync, mkdirSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {checkLibraries, firstProblemLine, type CheckReport} from '../../../src/core/elf/index.js';
+import {formatTree} from '../../../src/core/elf/format.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {describeIf} from '../../helpers/skip.js';
 import {rng} from './fuzz/generate.js';
@@ -227,6 +228,7 @@ describeIf(usable, `needs x86-64 with gcc, as, ld and a ${RTLD} with glibc.rtld.
       expect(listed.indexOf('libg.so')).toBeLessThan(listed.indexOf('libfl.so'));
       const fl = report.objects.find((o) => o.path.endsWith('/libfl.so'))!;
       expect(fl.needed).toEqual([expect.objectContaining({name: 'libg.so', path: join(ld, 'libg.so'), filter: 'filter'})]);
+      expect(formatTree(report)).toContain(`    └── libg.so => ${join(ld, 'libg.so')} [DT_FILTER, ld_library_path: LD_LIBRARY_PATH entry ${ld}]`);
     });
 
     test('`-Wl,-fvisibility=hidden` (a DT_AUXILIARY named visibility=hidden, as CUDA 13\'s libnvtx3interop.so.1 has) loads', async () => {
@@ -248,6 +250,7 @@ describeIf(usable, `needs x86-64 with gcc, as, ld and a ${RTLD} with glibc.rtld.
       expect(dlopen(join(dir, 'libappaux.so'))).toBe(`ERR ${join(dir, 'libappaux.so')}: undefined symbol: onlyg`);
       const report = await checkLibraries({targets: [join(dir, 'libappaux.so')]});
       expect(report.problems.map((p) => [p.kind, p.symbol])).toEqual([['unversioned-undefined-symbol', 'onlyg']]);
+      expect(formatTree(report)).toContain('    └── libg.so => not found [DT_AUXILIARY, not found: the loader goes on without it]');
       // Found, it binds.
       expect(dlopen(join(dir, 'libappaux.so'), join(dir, 'g'))).toBe('OK');
       expect((await checkLibraries({targets: [join(dir, 'libappaux.so')], ldLibraryPath: join(dir, 'g')})).problems).toEqual([]);
