@@ -1,13 +1,14 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
-import {existsSync, mkdirSync, writeFileSync} from 'node:fs';
+import {existsSync, mkdirSync} from 'node:fs';
 import {join} from 'node:path';
 import {checkLibraries, firstProblemLine, type CheckReport} from '../../../src/core/elf/index.js';
 import {formatTree} from '../../../src/core/elf/format.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {describeIf} from '../../helpers/skip.js';
 import {rng} from './fuzz/generate.js';
-import {buildDlopenDriver, haveCommand, HAVE_GCC} from './fixtures.js';
+import {buildDlopenDriver} from './fixtures.js';
+import {buildGraphs, graphScript, lib, randomNeeds, RTLD, SORTERS, SORTERS_SKIP_REASON, SORTERS_USABLE} from './fuzz/sorter-graphs.js';
 
 /**
  * DT_FILTER and DT_AUXILIARY (`ld -F`, `ld -f`): ld.so loads the named object like a DT_NEEDED
@@ -18,11 +19,7 @@ import {buildDlopenDriver, haveCommand, HAVE_GCC} from './fixtures.js';
  * both dependency sorters: `ldd -r`'s relocation order, the libraries it cannot find, and the
  * first error of a dlopen(RTLD_NOW); the model must agree on all three.
  */
-const RTLD = '/lib64/ld-linux-x86-64.so.2';
-const usable = process.arch === 'x64' && HAVE_GCC && haveCommand('as') && haveCommand('ld') && existsSync(RTLD) &&
-  spawnSync(RTLD, ['--list-tunables'], {encoding: 'utf8'}).stdout?.includes('glibc.rtld.dynamic_sort') === true;
 const GRAPHS = 40;
-const SORTERS = ['1', '2'] as const;
 
 interface Graph {
   seed: number;
@@ -37,19 +34,10 @@ let tmp: {dir: string; cleanup: () => void};
 let driver: string;
 const graphs: Graph[] = [];
 
-const lib = (i: number) => `libo${i}.so`;
-
 function makeGraph(seed: number, dir: string): Graph {
   const random = rng(seed);
-  const n = 3 + Math.floor(random() * 5);
-  const needs: number[][] = Array.from({length: n}, () => []);
-  for (let i = 1; i < n; i++) needs[Math.floor(random() * i)].push(i);
-  for (let i = 0; i < n; i++) {
-    if (random() < 0.5) {
-      const j = 1 + Math.floor(random() * (n - 1));
-      if (j !== i && !needs[i].includes(j)) needs[i].splice(Math.floor(random() * (needs[i].length + 1)), 0, j);
-    }
-  }
+  const needs = randomNeeds(random, () => (random() < 0.5 ? 1 : 0));
+  const n = needs.length;
   // A filtee: another object of the graph (one loaded anyway, earlier or later, or only through
   // this entry) or a name nothing provides.
   const pick = (i: number, missing: number): string | null => {
@@ -62,18 +50,8 @@ function makeGraph(seed: number, dir: string): Graph {
   return {seed, dir, needs, filter, auxiliary};
 }
 
-function buildScript(g: Graph): string {
-  const lines = [`mkdir -p '${g.dir}' && cd '${g.dir}'`];
-  g.needs.forEach((_, i) => {
-    writeFileSync(join(g.dir, `o${i}.s`), `\t.text\n\t.globl o${i}\n\t.type o${i},@function\no${i}:\n\tcall miss_${i}@PLT\n\tret\n`);
-    lines.push(`as -o o${i}.o o${i}.s && ld -shared -soname ${lib(i)} -o ${lib(i)} o${i}.o`);
-  });
-  g.needs.forEach((deps, i) => {
-    const flags = [g.filter[i] ? `-F ${g.filter[i]}` : '', g.auxiliary[i] ? `-f ${g.auxiliary[i]}` : ''].join(' ');
-    lines.push(`ld -shared -soname ${lib(i)} -o ${lib(i)}.new o${i}.o ${flags} --no-as-needed ${deps.map(lib).join(' ')} && mv ${lib(i)}.new ${lib(i)}`);
-  });
-  return lines.join('\n');
-}
+const buildScript = (g: Graph): string => graphScript(g.dir, g.needs,
+  (i) => [g.filter[i] ? `-F ${g.filter[i]}` : '', g.auxiliary[i] ? `-f ${g.auxiliary[i]}` : ''].join(' '));
 
 interface Real {
   /** The objects of `undefined symbol` lines, in the order ld.so printed them. */
@@ -108,17 +86,11 @@ const firsts = (names: string[]) => names.filter((n, i) => names.indexOf(n) === 
 const modelOrder = (r: CheckReport) => firsts(r.problems.filter((p) => p.symbol?.startsWith('miss_')).map((p) => p.object.split('/').pop()!));
 const modelMissing = (r: CheckReport) => r.problems.filter((p) => p.kind === 'not-found').map((p) => p.library!);
 
-describeIf(usable, `needs x86-64 with gcc, as, ld and a ${RTLD} with glibc.rtld.dynamic_sort (glibc 2.35 or later)`)('DT_FILTER and DT_AUXILIARY', () => {
+describeIf(SORTERS_USABLE, SORTERS_SKIP_REASON)('DT_FILTER and DT_AUXILIARY', () => {
   beforeAll(() => {
     tmp = makeTempDir('cudaenv-filters-');
     driver = buildDlopenDriver(join(tmp.dir, 'dlopen-driver'));
-    for (let i = 0; i < GRAPHS; i++) {
-      const g = makeGraph(9_000 + i, join(tmp.dir, `g${i}`));
-      mkdirSync(g.dir, {recursive: true});
-      graphs.push(g);
-    }
-    const built = spawnSync('sh', ['-ec', graphs.map(buildScript).join('\n')], {encoding: 'utf8'});
-    if (built.status !== 0) throw new Error(`building the graphs failed:\n${built.stderr}`);
+    graphs.push(...buildGraphs(tmp.dir, GRAPHS, 9_000, makeGraph, buildScript));
   }, 120_000);
   afterAll(() => tmp?.cleanup());
 

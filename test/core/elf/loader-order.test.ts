@@ -1,12 +1,13 @@
 import {afterAll, beforeAll, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
-import {existsSync, mkdirSync, writeFileSync} from 'node:fs';
+import {mkdirSync} from 'node:fs';
 import {join} from 'node:path';
 import {checkLibraries, firstProblemLine, type CheckReport} from '../../../src/core/elf/index.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {describeIf} from '../../helpers/skip.js';
 import {rng} from './fuzz/generate.js';
-import {buildDlopenDriver, haveCommand, HAVE_GCC} from './fixtures.js';
+import {buildDlopenDriver} from './fixtures.js';
+import {buildGraphs, graphScript, lib, randomNeeds, RTLD, SORTERS, SORTERS_SKIP_REASON, SORTERS_USABLE} from './fuzz/sorter-graphs.js';
 
 /**
  * The order ld.so relocates objects in decides which error a real run stops at (issue 12, item
@@ -17,12 +18,7 @@ import {buildDlopenDriver, haveCommand, HAVE_GCC} from './fixtures.js';
  * both of glibc's dependency sorters (GLIBC_TUNABLES=glibc.rtld.dynamic_sort=1 and 2), and the
  * model must give the same order and the same first error in each.
  */
-const RTLD = '/lib64/ld-linux-x86-64.so.2';
-const usable = process.arch === 'x64' && HAVE_GCC && haveCommand('as') && haveCommand('ld') && existsSync(RTLD) &&
-  // Only a loader with both sorters can be asked about both (glibc 2.35 and later, or a backport).
-  spawnSync(RTLD, ['--list-tunables'], {encoding: 'utf8'}).stdout?.includes('glibc.rtld.dynamic_sort') === true;
 const GRAPHS = 40;
-const SORTERS = ['1', '2'] as const;
 
 interface Graph {
   seed: number;
@@ -34,34 +30,12 @@ let tmp: {dir: string; cleanup: () => void};
 let driver: string;
 const graphs: Graph[] = [];
 
-/** Objects 1..n-1 hang off a random tree rooted at 0; extra edges go anywhere but to 0, back edges (cycles) included. */
 function makeGraph(seed: number, dir: string): Graph {
   const random = rng(seed);
-  const n = 3 + Math.floor(random() * 5);
-  const needs: number[][] = Array.from({length: n}, () => []);
-  for (let i = 1; i < n; i++) needs[Math.floor(random() * i)].push(i);
-  for (let i = 0; i < n; i++) {
-    const extra = Math.floor(random() * 3);
-    for (let k = 0; k < extra; k++) {
-      const j = 1 + Math.floor(random() * (n - 1));
-      if (j !== i && !needs[i].includes(j)) needs[i].splice(Math.floor(random() * (needs[i].length + 1)), 0, j);
-    }
-  }
-  return {seed, dir, needs};
+  return {seed, dir, needs: randomNeeds(random, () => Math.floor(random() * 3))};
 }
 
-const lib = (i: number) => `libo${i}.so`;
-
-/** Stubs first, then every object linked against its DT_NEEDED list in order: any edge, cycles too. */
-function buildScript(g: Graph): string {
-  const lines = [`mkdir -p '${g.dir}' && cd '${g.dir}'`];
-  g.needs.forEach((_, i) => {
-    writeFileSync(join(g.dir, `o${i}.s`), `\t.text\n\t.globl o${i}\n\t.type o${i},@function\no${i}:\n\tcall miss_${i}@PLT\n\tret\n`);
-    lines.push(`as -o o${i}.o o${i}.s && ld -shared -soname ${lib(i)} -o ${lib(i)} o${i}.o`);
-  });
-  g.needs.forEach((deps, i) => lines.push(`ld -shared -soname ${lib(i)} -o ${lib(i)}.new o${i}.o --no-as-needed ${deps.map(lib).join(' ')} && mv ${lib(i)}.new ${lib(i)}`));
-  return lines.join('\n');
-}
+const buildScript = (g: Graph): string => graphScript(g.dir, g.needs);
 
 interface Real {
   /** The objects of `undefined symbol` lines, in the order ld.so printed them. */
@@ -80,17 +54,11 @@ function askLoader(g: Graph, sorter: string): Real {
 
 const modelOrder = (r: CheckReport) => r.problems.filter((p) => p.symbol?.startsWith('miss_')).map((p) => p.object.split('/').pop()!);
 
-describeIf(usable, `needs x86-64 with gcc, as, ld and a ${RTLD} with glibc.rtld.dynamic_sort (glibc 2.35 or later)`)('relocation order: the first error is the loader\'s', () => {
+describeIf(SORTERS_USABLE, SORTERS_SKIP_REASON)('relocation order: the first error is the loader\'s', () => {
   beforeAll(() => {
     tmp = makeTempDir('cudaenv-order-');
     driver = buildDlopenDriver(join(tmp.dir, 'dlopen-driver'));
-    for (let i = 0; i < GRAPHS; i++) {
-      const g = makeGraph(7_000 + i, join(tmp.dir, `g${i}`));
-      mkdirSync(g.dir, {recursive: true});
-      graphs.push(g);
-    }
-    const built = spawnSync('sh', ['-ec', graphs.map(buildScript).join('\n')], {encoding: 'utf8'});
-    if (built.status !== 0) throw new Error(`building the graphs failed:\n${built.stderr}`);
+    graphs.push(...buildGraphs(tmp.dir, GRAPHS, 7_000, makeGraph, buildScript));
   }, 120_000);
   afterAll(() => tmp?.cleanup());
 
