@@ -73654,27 +73654,25 @@ var LoaderProcess = class {
         this.scope.push(edge.object);
       }
     }
-    const placed = (filtee, before) => {
-      if (before === this.main || this.unlisted.has(before)) this.unlisted.add(filtee);
-      else this.unlisted.delete(filtee);
-    };
-    const startup = walkDependencies(this.scope, (o) => this.dependenciesOf(o), placed);
-    this.scope.splice(0, this.scope.length, ...startup.list);
-    this.filterLoop = startup.loop && (this.runaway ?? startup.loop);
+    this.scope.splice(0, this.scope.length, ...this.walk(this.scope));
     this.startupScopeLength = this.scope.length;
+    this.target = this.main;
     if (exe && !this.filterLoop) {
       const edge = this.mapObject(this.main, target.path, false, "dlopen");
-      this.target = edge.object ?? this.main;
       if (edge.object) {
-        const opened = walkDependencies([edge.object], (d) => this.dependenciesOf(d), placed);
-        for (const o of opened.list) if (!this.scope.includes(o)) this.scope.push(o);
-        this.filterLoop = opened.loop && (this.runaway ?? opened.loop);
+        this.target = edge.object;
+        for (const o of this.walk([edge.object])) if (!this.scope.includes(o)) this.scope.push(o);
       }
-    } else if (exe) {
-      this.target = this.main;
-    } else {
-      this.target = this.main;
     }
+  }
+  /** _dl_map_object_deps from `start`: its search list; sets `filterLoop` when ld.so would never finish. */
+  walk(start) {
+    const { list, loop } = walkDependencies(start, (o) => this.dependenciesOf(o), (filtee, before) => {
+      if (before === this.main || this.unlisted.has(before)) this.unlisted.add(filtee);
+      else this.unlisted.delete(filtee);
+    });
+    if (loop) this.filterLoop = this.runaway ?? loop;
+    return list;
   }
   /** The object known by `name` (l_name, a name it was loaded under, or its soname), as _dl_name_match_p sees it. */
   objectNamed(name) {
@@ -73716,16 +73714,15 @@ var LoaderProcess = class {
   }
   mapDependency(obj, raw, kind) {
     const { value, hadToken } = expandDst(raw, this.dst(obj));
+    let edge;
     if (hadToken && (value === null || value === "")) {
       if (kind !== "auxiliary") return;
-      const edge2 = { name: raw, kind, owner: obj, object: null, via: null, rule: null, passedOver: [], error: `${raw}: empty dynamic string token substitution` };
-      obj.edges.push(edge2);
-      this.edgeOrder.push(edge2);
-      return;
+      edge = { name: raw, kind, owner: obj, object: null, via: null, rule: null, passedOver: [], error: `${raw}: empty dynamic string token substitution` };
+    } else {
+      edge = this.mapObject(obj, value ?? raw, false);
+      edge.kind = kind;
+      if (kind === "auxiliary" && !edge.object) edge.ignored = true;
     }
-    const edge = this.mapObject(obj, value ?? raw, false);
-    edge.kind = kind;
-    if (kind === "auxiliary" && !edge.object) edge.ignored = true;
     obj.edges.push(edge);
     this.edgeOrder.push(edge);
   }

@@ -17,10 +17,8 @@ export interface DependencyLink<T> {
  *
  * `dependencies(o)` is called each time an entry of `o` is processed, in ld.so's order (that is
  * when a loader maps what `o` needs); it gives `o`'s dependencies in dynamic-array order.
- * `placed(filtee, before)` is told each time a filtee is put before an object (dl-deps.c also
- * links it before that object in the namespace's list of loaded objects).
  */
-export function dependencyList<T>(start: readonly T[], dependencies: (o: T) => ReadonlyArray<DependencyLink<T>> | null): T[] {
+export function dependencyList<T>(start: readonly T[], dependencies: (o: T) => ReadonlyArray<DependencyLink<T>>): T[] {
   return walkDependencies(start, dependencies).list;
 }
 
@@ -28,7 +26,9 @@ export function dependencyList<T>(start: readonly T[], dependencies: (o: T) => R
  * dependencyList, and whether the walk ends at all. Filtees that name each other (A filters
  * through B, B through A) move each other up for ever: ld.so keeps going until its stack is gone
  * and dies of SIGSEGV (`ldd` as well). Then `loop` holds the objects processed over and over,
- * in the order they were last processed, and `list` the list as it stood.
+ * in the order they were last processed, and `list` the list as it stood. `dependencies` may
+ * answer null to stop the walk as endless. `placed(filtee, before)` is told each time a filtee is
+ * put before an object (dl-deps.c also links it before that object in the list of loaded objects).
  */
 export function walkDependencies<T>(
   start: readonly T[], dependencies: (o: T) => ReadonlyArray<DependencyLink<T>> | null, placed?: (filtee: T, before: T) => void,

@@ -153,29 +153,28 @@ export class LoaderProcess {
         this.scope.push(edge.object);
       }
     }
-    const placed = (filtee: LoadedObject, before: LoadedObject): void => {
-      if (before === this.main || this.unlisted.has(before)) this.unlisted.add(filtee);
-      else this.unlisted.delete(filtee);
-    };
-    const startup = walkDependencies(this.scope, (o) => this.dependenciesOf(o), placed);
-    this.scope.splice(0, this.scope.length, ...startup.list);
-    this.filterLoop = startup.loop && (this.runaway ?? startup.loop);
+    this.scope.splice(0, this.scope.length, ...this.walk(this.scope));
     this.startupScopeLength = this.scope.length;
+    this.target = this.main;
     if (exe && !this.filterLoop) {
       // dlopen by path: no search; the new object has no loader (spec §1.11). Its search list's
       // objects not loaded yet join the global scope (RTLD_GLOBAL), in that list's order.
       const edge = this.mapObject(this.main, target.path, false, 'dlopen');
-      this.target = edge.object ?? this.main;
       if (edge.object) {
-        const opened = walkDependencies([edge.object], (d) => this.dependenciesOf(d), placed);
-        for (const o of opened.list) if (!this.scope.includes(o)) this.scope.push(o);
-        this.filterLoop = opened.loop && (this.runaway ?? opened.loop);
+        this.target = edge.object;
+        for (const o of this.walk([edge.object])) if (!this.scope.includes(o)) this.scope.push(o);
       }
-    } else if (exe) {
-      this.target = this.main;
-    } else {
-      this.target = this.main;
     }
+  }
+
+  /** _dl_map_object_deps from `start`: its search list; sets `filterLoop` when ld.so would never finish. */
+  private walk(start: LoadedObject[]): LoadedObject[] {
+    const {list, loop} = walkDependencies(start, (o) => this.dependenciesOf(o), (filtee, before) => {
+      if (before === this.main || this.unlisted.has(before)) this.unlisted.add(filtee);
+      else this.unlisted.delete(filtee);
+    });
+    if (loop) this.filterLoop = this.runaway ?? loop;
+    return list;
   }
 
   /** The object known by `name` (l_name, a name it was loaded under, or its soname), as _dl_name_match_p sees it. */
@@ -223,18 +222,17 @@ export class LoaderProcess {
 
   private mapDependency(obj: LoadedObject, raw: string, kind: DependencyKind): void {
     const {value, hadToken} = expandDst(raw, this.dst(obj));
+    let edge: Edge;
     if (hadToken && (value === null || value === '')) {
       // A name whose tokens expand to nothing is skipped silently, except in DT_AUXILIARY: dl-deps.c
       // passes `fatal` for it (and not for DT_FILTER, the reverse of its comment), and the load fails.
       if (kind !== 'auxiliary') return;
-      const edge: Edge = {name: raw, kind, owner: obj, object: null, via: null, rule: null, passedOver: [], error: `${raw}: empty dynamic string token substitution`};
-      obj.edges.push(edge);
-      this.edgeOrder.push(edge);
-      return;
+      edge = {name: raw, kind, owner: obj, object: null, via: null, rule: null, passedOver: [], error: `${raw}: empty dynamic string token substitution`};
+    } else {
+      edge = this.mapObject(obj, value ?? raw, false);
+      edge.kind = kind;
+      if (kind === 'auxiliary' && !edge.object) edge.ignored = true;
     }
-    const edge = this.mapObject(obj, value ?? raw, false);
-    edge.kind = kind;
-    if (kind === 'auxiliary' && !edge.object) edge.ignored = true;
     obj.edges.push(edge);
     this.edgeOrder.push(edge);
   }

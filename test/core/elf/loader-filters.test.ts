@@ -8,7 +8,7 @@ import {makeTempDir} from '../../helpers/tmp.js';
 import {describeIf} from '../../helpers/skip.js';
 import {rng} from './fuzz/generate.js';
 import {buildDlopenDriver} from './fixtures.js';
-import {buildGraphs, graphScript, lib, randomNeeds, RTLD, SORTERS, SORTERS_SKIP_REASON, SORTERS_USABLE} from './fuzz/sorter-graphs.js';
+import {buildGraphs, graphScript, lib, randomNeeds, relocationLines, RTLD, runLoaders, SORTERS, SORTERS_SKIP_REASON, SORTERS_USABLE} from './fuzz/sorter-graphs.js';
 
 /**
  * DT_FILTER and DT_AUXILIARY (`ld -F`, `ld -f`): ld.so loads the named object like a DT_NEEDED
@@ -66,17 +66,14 @@ interface Real {
 }
 
 function askLoader(g: Graph, sorter: string): Real {
-  const env = {PATH: process.env.PATH, LD_LIBRARY_PATH: g.dir, GLIBC_TUNABLES: `glibc.rtld.dynamic_sort=${sorter}`};
-  const trace = spawnSync(RTLD, [join(g.dir, lib(0))], {encoding: 'utf8', timeout: 5_000, env: {...env, LD_TRACE_LOADED_OBJECTS: '1', LD_BIND_NOW: '1', LD_WARN: 'yes'}});
-  const out = `${trace.stdout}${trace.stderr}`;
-  const order = firsts([...out.matchAll(/undefined symbol: miss_(\d+)/g)].map((m) => lib(Number(m[1]))));
-  const notFound = [...out.matchAll(/^\t(\S+) => not found$/gm)].map((m) => m[1]).sort();
-  const dl = spawnSync(driver, [join(g.dir, lib(0))], {encoding: 'utf8', timeout: 5_000, env});
-  const m = /undefined symbol: (miss_\d+)|(\S+): cannot open shared object file/.exec(dl.stdout);
+  const {trace, dlopen} = runLoaders(g.dir, sorter, driver, 5_000);
+  const m = /undefined symbol: (miss_\d+)|(\S+): cannot open shared object file/.exec(dlopen.out);
   return {
-    order, notFound, firstDlopen: m ? (m[1] ?? m[2]) : null,
+    order: firsts(relocationLines(trace.out)),
+    notFound: [...trace.out.matchAll(/^\t(\S+) => not found$/gm)].map((n) => n[1]).sort(),
+    firstDlopen: m ? (m[1] ?? m[2]) : null,
     // (loading copies until the mappings run out takes `ldd` 14 s here: still going after 5 s counts too)
-    traceCrashed: trace.signal !== null || out.includes('failed to map segment from shared object'), dlopenCrashed: dl.signal !== null,
+    traceCrashed: trace.signal !== null || trace.out.includes('failed to map segment from shared object'), dlopenCrashed: dlopen.signal !== null,
   };
 }
 

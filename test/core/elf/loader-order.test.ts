@@ -7,7 +7,7 @@ import {makeTempDir} from '../../helpers/tmp.js';
 import {describeIf} from '../../helpers/skip.js';
 import {rng} from './fuzz/generate.js';
 import {buildDlopenDriver} from './fixtures.js';
-import {buildGraphs, graphScript, lib, randomNeeds, RTLD, SORTERS, SORTERS_SKIP_REASON, SORTERS_USABLE} from './fuzz/sorter-graphs.js';
+import {buildGraphs, graphScript, lib, randomNeeds, relocationLines, runLoaders, SORTERS, SORTERS_SKIP_REASON, SORTERS_USABLE} from './fuzz/sorter-graphs.js';
 
 /**
  * The order ld.so relocates objects in decides which error a real run stops at (issue 12, item
@@ -45,11 +45,8 @@ interface Real {
 }
 
 function askLoader(g: Graph, sorter: string): Real {
-  const env = {PATH: process.env.PATH, LD_LIBRARY_PATH: g.dir, GLIBC_TUNABLES: `glibc.rtld.dynamic_sort=${sorter}`};
-  const trace = spawnSync(RTLD, [join(g.dir, lib(0))], {encoding: 'utf8', env: {...env, LD_TRACE_LOADED_OBJECTS: '1', LD_BIND_NOW: '1', LD_WARN: 'yes'}});
-  const order = [...`${trace.stdout}${trace.stderr}`.matchAll(/undefined symbol: miss_(\d+)/g)].map((m) => lib(Number(m[1])));
-  const dl = spawnSync(driver, [join(g.dir, lib(0))], {encoding: 'utf8', env});
-  return {order, firstDlopen: /undefined symbol: (miss_\d+)/.exec(dl.stdout)?.[1] ?? null};
+  const {trace, dlopen} = runLoaders(g.dir, sorter, driver);
+  return {order: relocationLines(trace.out), firstDlopen: /undefined symbol: (miss_\d+)/.exec(dlopen.out)?.[1] ?? null};
 }
 
 const modelOrder = (r: CheckReport) => r.problems.filter((p) => p.symbol?.startsWith('miss_')).map((p) => p.object.split('/').pop()!);

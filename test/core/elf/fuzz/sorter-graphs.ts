@@ -58,3 +58,17 @@ export function buildGraphs<G extends {dir: string}>(root: string, count: number
   if (built.status !== 0) throw new Error(`building the graphs failed:\n${built.stderr}`);
   return graphs;
 }
+
+/** What the real loader does with `dir`'s libo0.so under one sorter: `ldd -r`'s trace and a dlopen(RTLD_NOW) by `driver`. */
+export function runLoaders(dir: string, sorter: string, driver: string, timeout?: number): {
+  trace: {out: string; signal: NodeJS.Signals | null};
+  dlopen: {out: string; signal: NodeJS.Signals | null};
+} {
+  const env = {PATH: process.env.PATH, LD_LIBRARY_PATH: dir, GLIBC_TUNABLES: `glibc.rtld.dynamic_sort=${sorter}`};
+  const trace = spawnSync(RTLD, [join(dir, lib(0))], {encoding: 'utf8', timeout, env: {...env, LD_TRACE_LOADED_OBJECTS: '1', LD_BIND_NOW: '1', LD_WARN: 'yes'}});
+  const dl = spawnSync(driver, [join(dir, lib(0))], {encoding: 'utf8', timeout, env});
+  return {trace: {out: `${trace.stdout}${trace.stderr}`, signal: trace.signal}, dlopen: {out: dl.stdout, signal: dl.signal}};
+}
+
+/** The objects of `undefined symbol: miss_N` lines, in the order ld.so printed them. */
+export const relocationLines = (out: string): string[] => [...out.matchAll(/undefined symbol: miss_(\d+)/g)].map((m) => lib(Number(m[1])));
