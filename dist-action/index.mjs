@@ -73360,10 +73360,12 @@ function findProblems(p, memo) {
   }
   const missingNames = /* @__PURE__ */ new Set();
   for (const o of p.objects) for (const e of o.edges) if (!e.object) missingNames.add(e.name);
+  const standIns = standInsFirst(p);
   for (const obj of p.scope) {
     if (obj.role === "interp") continue;
     for (const need of obj.info.versionNeeds) {
       const provider = p.objectMatching(need.file);
+      if (provider && standIns(need.file, provider)) continue;
       if (!provider) {
         if (missingNames.has(need.file)) continue;
         findings.push({
@@ -73428,6 +73430,18 @@ function findProblems(p, memo) {
     }
   }
   return findings;
+}
+function standInsFirst(p) {
+  const failedAt = /* @__PURE__ */ new Map();
+  const mappedAt = /* @__PURE__ */ new Map();
+  p.edgeOrder.forEach((e, i) => {
+    if (!e.object) {
+      if (!e.ignored && !failedAt.has(e.name)) failedAt.set(e.name, i);
+    } else if (e.via !== "loaded" && e.via !== "preload" && !mappedAt.has(e.object)) {
+      mappedAt.set(e.object, i);
+    }
+  });
+  return (name, provider) => failedAt.has(name) && failedAt.get(name) < (mappedAt.get(provider) ?? -1);
 }
 function checkMatchAborts(p, obj, memo, glibc) {
   const out = [];
@@ -74650,9 +74664,13 @@ function machineFacts(elfClass, machine) {
   if (machine === EM_3862 && elfClass === 32) return { triplet: "i386-linux-gnu", lib64: "lib", interp: "/lib/ld-linux.so.2", platform: "i686" };
   return void 0;
 }
-function glibcVersion(interpPath, generator, live) {
+function glibcVersion(interpPath, libcPaths, generator, live) {
   const fromFile = glibcVersionOfFile(interpPath);
   if (fromFile) return fromFile;
+  for (const libc of libcPaths) {
+    const fromLibc = glibcVersionOfFile(libc);
+    if (fromLibc) return fromLibc;
+  }
   let text = generator ? /release version (\d+\.\d+)/.exec(generator)?.[1] : void 0;
   if (!text && live) text = process.report?.getReport()?.header?.glibcVersionRuntime;
   const m = /^(\d+)\.(\d+)/.exec(text ?? "");
@@ -74712,7 +74730,9 @@ function loaderPlatform(elfClass, machine, sysroot = "", cacheGenerator) {
     const root = sysroot.replace(/\/+$/, "");
     const multiarch = existsSync3(join6(root || "/", "lib", facts.triplet)) || existsSync3(join6(root || "/", "usr", "lib", facts.triplet));
     const dirs = multiarch ? [`/lib/${facts.triplet}/`, `/usr/lib/${facts.triplet}/`, "/lib/", "/usr/lib/"] : [`/${facts.lib64}/`, `/usr/${facts.lib64}/`];
-    const glibc = glibcVersion(root + facts.interp, cacheGenerator, root === "");
+    const inImage = (path13) => root === "" ? path13 : realpathIn(root, root + path13) ?? root + path13;
+    const interpFile = inImage(facts.interp);
+    const glibc = glibcVersion(interpFile, dirs.map((d) => inImage(`${d}libc.so.6`)), cacheGenerator, root === "");
     const host = hostMachine(machine, elfClass) ? hostLoaderFacts(facts.interp) : null;
     let platform2 = host?.platform ?? facts.platform;
     const hwcaps = [];
@@ -74745,7 +74765,7 @@ function loaderPlatform(elfClass, machine, sysroot = "", cacheGenerator) {
       interp: facts.interp,
       glibc,
       legacyHwcap,
-      dsoSort: dsoSortOf(root + facts.interp, glibc),
+      dsoSort: dsoSortOf(interpFile, glibc),
       x86IsaBits
     };
   }

@@ -147,10 +147,14 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
   // 2. Version requirements (_dl_check_map_versions), every object in load order.
   const missingNames = new Set<string>();
   for (const o of p.objects) for (const e of o.edges) if (!e.object) missingNames.add(e.name);
+  const standIns = standInsFirst(p);
   for (const obj of p.scope) {
     if (obj.role === 'interp') continue;
     for (const need of obj.info.versionNeeds) {
       const provider = p.objectMatching(need.file);
+      // ldd's stand-in for a library it did not find comes first in the list find_needed walks:
+      // ld.so checks no version against it (l_faked), even when the library was loaded later.
+      if (provider && standIns(need.file, provider)) continue;
       if (!provider) {
         // Not loaded: already reported as not found (ldd keeps a stand-in under that name). Else
         // vn_file names nothing loaded (a DT_NEEDED `$ORIGIN/libb.so.1` loads under the expanded
@@ -211,6 +215,27 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
     }
   }
   return findings;
+}
+
+/**
+ * Whether, for `name`, the stand-in ld.so keeps in trace mode for a library it did not find
+ * (_dl_map_object's fake map, l_faked, added to the namespace's list where the search failed)
+ * comes before `provider` in that list: find_needed (dl-version.c) then matches the stand-in.
+ * A real run never gets there (the missing library stops it first); `ldd -r`, which check
+ * reports like, does.
+ */
+function standInsFirst(p: LoaderProcess): (name: string, provider: LoadedObject) => boolean {
+  const failedAt = new Map<string, number>();
+  const mappedAt = new Map<LoadedObject, number>();
+  p.edgeOrder.forEach((e, i) => {
+    if (!e.object) {
+      if (!e.ignored && !failedAt.has(e.name)) failedAt.set(e.name, i);
+    } else if (e.via !== 'loaded' && e.via !== 'preload' && !mappedAt.has(e.object)) {
+      mappedAt.set(e.object, i);
+    }
+  });
+  // The main object, preloads and ld.so are listed before any dependency is mapped.
+  return (name, provider) => failedAt.has(name) && failedAt.get(name)! < (mappedAt.get(provider) ?? -1);
 }
 
 /** The check_match assertions relocating `obj` would hit (glibc < 2.41; see findProblems). */

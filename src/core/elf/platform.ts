@@ -1,6 +1,7 @@
 import {existsSync, readFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {glibcVersionOfFile, hostLoaderFacts, loaderFileFacts, versionAtMost} from './ldcache/host-loader.js';
+import {realpathIn} from './sysroot.js';
 
 /**
  * What ld.so compiles in or reads from the CPU, for one ELF class and machine
@@ -72,12 +73,18 @@ function machineFacts(elfClass: 32 | 64, machine: number): MachineFacts | undefi
 
 /**
  * The glibc version of the target: read from its loader's bytes (the sysroot's when there is
- * one), else from the ld.so.cache generator string ("... stable release version 2.36"), else the
- * one Node runs on (process.report costs ~20 ms, so only then and only for the live system).
+ * one; glibc 2.33 and later carry their release there), else from its libc.so.6's (every
+ * release: "GNU C Library ... stable release version 2.31."), else from the ld.so.cache
+ * generator string ("... stable release version 2.36"), else the one Node runs on
+ * (process.report costs ~20 ms, so only then and only for the live system).
  */
-function glibcVersion(interpPath: string, generator: string | null | undefined, live: boolean): [number, number] | null {
+function glibcVersion(interpPath: string, libcPaths: string[], generator: string | null | undefined, live: boolean): [number, number] | null {
   const fromFile = glibcVersionOfFile(interpPath);
   if (fromFile) return fromFile;
+  for (const libc of libcPaths) {
+    const fromLibc = glibcVersionOfFile(libc);
+    if (fromLibc) return fromLibc;
+  }
   let text = generator ? /release version (\d+\.\d+)/.exec(generator)?.[1] : undefined;
   if (!text && live) text = (process.report?.getReport() as {header?: {glibcVersionRuntime?: string}} | undefined)?.header?.glibcVersionRuntime;
   const m = /^(\d+)\.(\d+)/.exec(text ?? '');
@@ -163,7 +170,11 @@ export function loaderPlatform(elfClass: 32 | 64, machine: number, sysroot = '',
     const dirs = multiarch
       ? [`/lib/${facts.triplet}/`, `/usr/lib/${facts.triplet}/`, '/lib/', '/usr/lib/']
       : [`/${facts.lib64}/`, `/usr/${facts.lib64}/`];
-    const glibc = glibcVersion(root + facts.interp, cacheGenerator, root === '');
+    // The image's loader is a link on most systems (Debian's /lib64/ld-linux-x86-64.so.2 ->
+    // /lib/x86_64-linux-gnu/ld-2.31.so): followed inside the image, never on the host.
+    const inImage = (path: string): string => (root === '' ? path : realpathIn(root, root + path) ?? root + path);
+    const interpFile = inImage(facts.interp);
+    const glibc = glibcVersion(interpFile, dirs.map((d) => inImage(`${d}libc.so.6`)), cacheGenerator, root === '');
     // CPU facts come from the host's loader for this machine (never a program inside the sysroot).
     const host = hostMachine(machine, elfClass) ? hostLoaderFacts(facts.interp) : null;
     let platform = host?.platform ?? facts.platform;
@@ -201,7 +212,7 @@ export function loaderPlatform(elfClass: 32 | 64, machine: number, sysroot = '',
       interp: facts.interp,
       glibc,
       legacyHwcap,
-      dsoSort: dsoSortOf(root + facts.interp, glibc),
+      dsoSort: dsoSortOf(interpFile, glibc),
       x86IsaBits,
     };
   }

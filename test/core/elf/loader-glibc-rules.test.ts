@@ -1,10 +1,10 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
-import {existsSync, mkdirSync, readFileSync, realpathSync, rmSync, truncateSync, writeFileSync} from 'node:fs';
+import {existsSync, mkdirSync, readFileSync, realpathSync, rmSync, symlinkSync, truncateSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {checkLibraries, type CheckOptions, type CheckReport} from '../../../src/core/elf/index.js';
 import {glibcVersionOfFile, parseLoaderDiagnostics, parseLoaderHelp} from '../../../src/core/elf/ldcache/host-loader.js';
-import {legacySubdirs} from '../../../src/core/elf/platform.js';
+import {legacySubdirs, loaderPlatform} from '../../../src/core/elf/platform.js';
 import {readElfSync} from '../../../src/core/elf/reader/index.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {describeIf, testIf} from '../../helpers/skip.js';
@@ -110,6 +110,30 @@ describe('what the host loader says it searches (item 1)', () => {
     const v = glibcVersionOfFile(RTLD);
     const printed = /release version (\d+)\.(\d+)/.exec(spawnSync(RTLD, ['--version'], {encoding: 'utf8'}).stdout);
     expect(v).toEqual([Number(printed![1]), Number(printed![2])]);
+  });
+
+  test('a sysroot\'s loader before 2.33 (an absolute link, no release string) is dated by its libc.so.6, inside the image', () => {
+    // Debian bullseye's layout: /lib64/ld-linux-x86-64.so.2 -> /lib/x86_64-linux-gnu/ld-2.31.so,
+    // whose bytes name no release (ld.so --version came in 2.33); libc.so.6 does, as in every glibc.
+    // loader-glibc-releases.test.ts runs the real bullseye loader; this is the layout alone.
+    const tmp = makeTempDir('cudaenv-old-glibc-');
+    try {
+      const root = join(realpathSync(tmp.dir), 'img');
+      const lib = join(root, 'lib', 'x86_64-linux-gnu');
+      mkdirSync(lib, {recursive: true});
+      mkdirSync(join(root, 'lib64'));
+      writeFileSync(join(lib, 'ld-2.31.so'), '\x7fELF ... no release string here\0');
+      writeFileSync(join(lib, 'libc-2.31.so'), '\0GNU C Library (Debian GLIBC 2.31-13+deb11u11) stable release version 2.31.\n\0');
+      symlinkSync('libc-2.31.so', join(lib, 'libc.so.6'));
+      symlinkSync('/lib/x86_64-linux-gnu/ld-2.31.so', join(root, 'lib64', 'ld-linux-x86-64.so.2'));
+      const p = loaderPlatform(64, 62, root)!;
+      expect(p.glibc).toEqual([2, 31]);
+      expect(p.hwcapsSubdirs.filter((s) => s.startsWith('glibc-hwcaps/'))).toEqual([]);
+      expect(p.hwcapsSubdirs).toContain('tls');
+      expect(p.dsoSort.default).toBe('original');
+    } finally {
+      tmp.cleanup();
+    }
   });
 });
 
