@@ -1,11 +1,12 @@
 import {afterAll, beforeAll, expect, test} from '@jest/globals';
-import {spawn, spawnSync} from 'node:child_process';
-import {existsSync, realpathSync, writeFileSync} from 'node:fs';
+import {existsSync} from 'node:fs';
 import {join} from 'node:path';
 import {checkLibraries, type CheckReport} from '../../../src/core/elf/index.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {describeIf} from '../../helpers/skip.js';
 import {generateCase, type FuzzCase} from './fuzz/generate.js';
+import {runScript} from './fuzz/run-script.js';
+import {compareTrace, hostReal, modelTrace, parseTrace, type Real} from './fuzz/trace.js';
 import {buildDlopenDriver, haveCommand, HAVE_GCC} from './fixtures.js';
 
 /**
@@ -20,99 +21,13 @@ const usable = process.arch === 'x64' && HAVE_GCC && haveCommand('as') && haveCo
 const BASE_SEED = Number(process.env.CUDAENV_FUZZ_SEED ?? 12_000);
 const CASES = Number(process.env.CUDAENV_FUZZ_CASES ?? 200);
 
-interface Real {
-  libs: Set<string>;
-  versions: Set<string>;
-  symbols: Set<string>;
-  /** The objects with undefined symbols, in the order they are reported: ld.so's relocation order. */
-  symbolObjects: string[];
-  abort: string | null;
-  raw: string;
-}
 interface RealDlopen {
   ok: boolean;
   abort: string | null;
   message: string;
 }
 
-const real = (dir: string, p: string): string => {
-  try {
-    // Not path.resolve: `sl/..` must be resolved by the kernel (sl is a symlink).
-    return realpathSync.native(p.startsWith('/') ? p : `${dir}/${p}`);
-  } catch {
-    return `?${p}`;
-  }
-};
-
-function parseTrace(dir: string, out: string): Real {
-  const v: Real = {libs: new Set(), versions: new Set(), symbols: new Set(), symbolObjects: [], abort: null, raw: out};
-  for (const line of out.split('\n')) {
-    let m = /^\t(\S+) => (.+?)(?: \(0x[0-9a-f]+\))?$/.exec(line);
-    if (m) {
-      if (!m[1].startsWith('ld-linux')) v.libs.add(m[2] === 'not found' ? `missing:${m[1]}` : real(dir, m[2]));
-      continue;
-    }
-    m = /^\t(\S+) \(0x[0-9a-f]+\)$/.exec(line);
-    if (m) {
-      if (m[1] !== 'linux-vdso.so.1' && !m[1].includes('ld-linux')) v.libs.add(real(dir, m[1]));
-      continue;
-    }
-    m = /Inconsistency detected by ld\.so: [^:]+: \d+: (\w+): Assertion/.exec(line);
-    if (m) v.abort = m[1];
-    m = /version `([^']+)' not found \(required by (.+)\)$/.exec(line);
-    if (m) v.versions.add(`${m[1]} ${real(dir, m[2])}`);
-    m = /^undefined symbol: ([^,\t]+)(?:, version \S*)?\t\((.+)\)$/.exec(line);
-    if (m) {
-      v.symbols.add(`${m[1]} ${real(dir, m[2])}`);
-      if (!v.symbolObjects.includes(real(dir, m[2]))) v.symbolObjects.push(real(dir, m[2]));
-    }
-  }
-  return v;
-}
-
-function modelTrace(report: CheckReport, dir: string): Real {
-  const v: Real = {libs: new Set(), versions: new Set(), symbols: new Set(), symbolObjects: [], abort: null, raw: ''};
-  for (const o of report.objects) {
-    for (const e of o.needed) {
-      if (e.path && /\/ld-linux[^/]*$/.test(e.path)) continue;
-      if (e.path === null) v.libs.add(`missing:${e.name}`);
-      else if (real(dir, e.path) !== real(dir, report.checked[0])) v.libs.add(real(dir, e.path));
-    }
-  }
-  for (const p of report.problems) {
-    if (p.kind === 'version-not-found') v.versions.add(`${p.version} ${real(dir, p.object)}`);
-    if (p.kind === 'undefined-symbol' || p.kind === 'unversioned-undefined-symbol') {
-      v.symbols.add(`${p.symbol} ${real(dir, p.object)}`);
-      if (!v.symbolObjects.includes(real(dir, p.object))) v.symbolObjects.push(real(dir, p.object));
-    }
-  }
-  const aborts = report.problems.filter((p) => p.kind === 'loader-abort');
-  const first = aborts.find((p) => p.symbol === null) ?? aborts[0];
-  if (first) v.abort = first.symbol === null ? '_dl_check_map_versions' : 'check_match';
-  return v;
-}
-
-const sorted = (s: Set<string>) => [...s].sort();
-
-/** Differences between the real loader in trace mode and the model, as lines (empty: agree). */
-function compareTrace(r: Real, m: Real): string[] {
-  const out: string[] = [];
-  if (r.abort !== m.abort) out.push(`abort: loader ${r.abort ?? 'none'}, model ${m.abort ?? 'none'}`);
-  // An abort in _dl_check_map_versions comes before the listing; check_match after it.
-  if (r.abort === '_dl_check_map_versions') return out;
-  if (JSON.stringify(sorted(r.libs)) !== JSON.stringify(sorted(m.libs))) out.push(`libs: loader ${JSON.stringify(sorted(r.libs))}\n       model  ${JSON.stringify(sorted(m.libs))}`);
-  if (JSON.stringify(sorted(r.versions)) !== JSON.stringify(sorted(m.versions))) out.push(`versions: loader ${JSON.stringify(sorted(r.versions))}, model ${JSON.stringify(sorted(m.versions))}`);
-  // ld.so 2.36 in trace mode crashes relocating a versioned reference into a library it did not
-  // find (l_versions is sized from the found providers): no symbol verdict to compare then (the
-  // dlopen run of the same case still checks the model, which stops at the missing library).
-  if (r.abort === null && !/Segmentation fault|core dumped/.test(r.raw) && JSON.stringify(sorted(r.symbols)) !== JSON.stringify(sorted(m.symbols))) {
-    out.push(`symbols: loader ${JSON.stringify(sorted(r.symbols))}, model ${JSON.stringify(sorted(m.symbols))}`);
-  } else if (r.abort === null && !/Segmentation fault|core dumped/.test(r.raw) && JSON.stringify(r.symbolObjects) !== JSON.stringify(m.symbolObjects)) {
-    // The same symbols: then in the same order of objects (ld.so relocates l_initfini backwards).
-    out.push(`relocation order: loader ${JSON.stringify(r.symbolObjects)}, model ${JSON.stringify(m.symbolObjects)}`);
-  }
-  return out;
-}
+const real = hostReal;
 
 /**
  * dlopen stops at the first failure of a stage: missing object, then versions, then relocation.
@@ -152,20 +67,6 @@ function compareDlopen(r: RealDlopen, report: CheckReport, dir: string): string[
   return [`dlopen: unclassified loader message; ${base}`];
 }
 
-let scriptCount = 0;
-function runScript(script: string): Promise<{code: number; out: string}> {
-  // A file, not `sh -c`: hundreds of cases exceed the argument size limit.
-  const file = join(tmp.dir, `script-${scriptCount++}.sh`);
-  writeFileSync(file, script);
-  return new Promise((done) => {
-    const child = spawn('sh', [file], {stdio: ['ignore', 'pipe', 'pipe']});
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    child.on('close', (code) => done({code: code ?? -1, out}));
-  });
-}
-
 /** Every third case runs with glibc's original dependency sorter (the tunable), where the loader has it. */
 const tunablesOf = (c: FuzzCase): string | undefined => (c.seed % 3 === 0 ? 'glibc.rtld.dynamic_sort=1' : undefined);
 
@@ -191,7 +92,7 @@ describeIf(usable, 'needs x86-64 with gcc, as, ld and /lib64/ld-linux-x86-64.so.
       scripts.push(script);
     }
     const halves = [scripts.filter((_, i) => i % 2 === 0), scripts.filter((_, i) => i % 2 === 1)];
-    const built = await Promise.all(halves.map((h) => runScript(`set -e\n${h.join('\n')}`)));
+    const built = await Promise.all(halves.map((h) => runScript(tmp.dir, `set -e\n${h.join('\n')}`)));
     for (const b of built) if (b.code !== 0) throw new Error(`building the fuzz cases failed:\n${b.out.slice(-3000)}`);
     const oracle = (c: FuzzCase) => {
       // env's -u options first, then its assignments.
@@ -201,7 +102,7 @@ describeIf(usable, 'needs x86-64 with gcc, as, ld and /lib64/ld-linux-x86-64.so.
       return `cd ${q(c.dir)}\necho "@@T ${c.seed}"\n${env} LD_TRACE_LOADED_OBJECTS=1 LD_WARN=yes LD_BIND_NOW=yes ${RTLD} ${q(c.target)} 2>&1\n` +
         `echo "@@D ${c.seed}"\n${env} ${q(driver)} ${q(c.target)} 2>&1\necho "@@RC $?"\n`;
     };
-    const asked = await Promise.all([0, 1].map((h) => runScript(cases.filter((_, i) => i % 2 === h).map(oracle).join(''))));
+    const asked = await Promise.all([0, 1].map((h) => runScript(tmp.dir, cases.filter((_, i) => i % 2 === h).map(oracle).join(''))));
     for (const {out} of asked) {
       for (const chunk of out.split(/^@@T /m).slice(1)) {
         const seed = Number(chunk.slice(0, chunk.indexOf('\n')));

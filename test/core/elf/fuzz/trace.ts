@@ -1,0 +1,140 @@
+import {realpathSync} from 'node:fs';
+import type {CheckReport} from '../../../../src/core/elf/index.js';
+import {readElfSync} from '../../../../src/core/elf/reader/index.js';
+
+/**
+ * What the differential fuzzers compare: the real loader's answer in `ldd -r`'s trace mode (ld.so
+ * with LD_TRACE_LOADED_OBJECTS, LD_WARN, LD_BIND_NOW) and the model's, as sets of resolved files.
+ * Used by loader-fuzz (the host's glibc) and loader-glibc-releases (other glibc releases, chroot).
+ */
+export interface Real {
+  libs: Set<string>;
+  versions: Set<string>;
+  symbols: Set<string>;
+  /** The objects with undefined symbols, in the order they are reported: ld.so's relocation order. */
+  symbolObjects: string[];
+  abort: string | null;
+  raw: string;
+}
+
+/** Names a path as one file: (case dir, path as printed) -> a canonical host path. */
+export type Resolve = (dir: string, path: string) => string;
+
+/** The host's resolution: `sl/..` resolved by the kernel (sl is a symlink), never as text. */
+export const hostReal: Resolve = (dir, p) => {
+  try {
+    return realpathSync.native(p.startsWith('/') ? p : `${dir}/${p}`);
+  } catch {
+    return `?${p}`;
+  }
+};
+
+export function parseTrace(dir: string, out: string, real: Resolve = hostReal): Real {
+  const v: Real = {libs: new Set(), versions: new Set(), symbols: new Set(), symbolObjects: [], abort: null, raw: out};
+  for (const line of out.split('\n')) {
+    let m = /^\t(\S+) => (.+?)(?: \(0x[0-9a-f]+\))?$/.exec(line);
+    if (m) {
+      if (!m[1].startsWith('ld-linux')) v.libs.add(m[2] === 'not found' ? `missing:${m[1]}` : real(dir, m[2]));
+      continue;
+    }
+    m = /^\t(\S+) \(0x[0-9a-f]+\)$/.exec(line);
+    if (m) {
+      if (m[1] !== 'linux-vdso.so.1' && !m[1].includes('ld-linux')) v.libs.add(real(dir, m[1]));
+      continue;
+    }
+    m = /Inconsistency detected by ld\.so: [^:]+: \d+: (\w+): Assertion/.exec(line);
+    if (m) v.abort = m[1];
+    m = /version `([^']+)' not found \(required by (.+)\)$/.exec(line);
+    if (m) v.versions.add(`${m[1]} ${real(dir, m[2])}`);
+    m = /^undefined symbol: ([^,\t]+)(?:, version \S*)?\t\((.+)\)$/.exec(line);
+    if (m) {
+      v.symbols.add(`${m[1]} ${real(dir, m[2])}`);
+      if (!v.symbolObjects.includes(real(dir, m[2]))) v.symbolObjects.push(real(dir, m[2]));
+    }
+  }
+  return v;
+}
+
+export function modelTrace(report: CheckReport, dir: string, real: Resolve = hostReal): Real {
+  const v: Real = {libs: new Set(), versions: new Set(), symbols: new Set(), symbolObjects: [], abort: null, raw: ''};
+  for (const o of report.objects) {
+    for (const e of o.needed) {
+      if (e.path && /\/ld-linux[^/]*$/.test(e.path)) continue;
+      if (e.path === null) v.libs.add(`missing:${e.name}`);
+      else if (real(dir, e.path) !== real(dir, report.checked[0])) v.libs.add(real(dir, e.path));
+    }
+  }
+  for (const p of report.problems) {
+    if (p.kind === 'version-not-found') v.versions.add(`${p.version} ${real(dir, p.object)}`);
+    if (p.kind === 'undefined-symbol' || p.kind === 'unversioned-undefined-symbol') {
+      v.symbols.add(`${p.symbol} ${real(dir, p.object)}`);
+      if (!v.symbolObjects.includes(real(dir, p.object))) v.symbolObjects.push(real(dir, p.object));
+    }
+  }
+  const aborts = report.problems.filter((p) => p.kind === 'loader-abort');
+  const first = aborts.find((p) => p.symbol === null) ?? aborts[0];
+  if (first) v.abort = first.symbol === null ? '_dl_check_map_versions' : 'check_match';
+  return v;
+}
+
+const sorted = (s: Set<string>) => [...s].sort();
+
+/**
+ * References versioned into a library `ldd` did not find under that name: what it says of them
+ * depends on the release, not on the libraries. ld.so keeps a stand-in under the missing name
+ * (l_faked), leaves the version entries of that requirement unset, and then, past the missing
+ * library a real run stops at: 2.36 sometimes crashes, 2.41 reports the symbol unbound with an
+ * empty version even where a copy loaded later under another path defines it, 2.31 says nothing.
+ * Both sides leave these out; the missing library itself is compared (`libs`), and so is every
+ * other reference.
+ */
+function pastMissing(r: Real, entries: Set<string>): Set<string> {
+  const missing = new Set([...r.libs].filter((l) => l.startsWith('missing:')).map((l) => l.slice('missing:'.length)));
+  if (missing.size === 0) return entries;
+  const versionFiles = new Map<string, Map<string, string | null>>();
+  const versionFileOf = (object: string, symbol: string): string | null => {
+    let refs = versionFiles.get(object);
+    if (!refs) {
+      refs = new Map();
+      try {
+        for (const s of readElfSync(object, {symbols: true}).symbols) if (!s.defined) refs.set(s.name, s.versionFile);
+      } catch {
+        // unreadable: nothing to leave out
+      }
+      versionFiles.set(object, refs);
+    }
+    return refs.get(symbol) ?? null;
+  };
+  return new Set([...entries].filter((e) => {
+    const at = e.indexOf(' ');
+    const file = versionFileOf(e.slice(at + 1), e.slice(0, at));
+    return file === null || !missing.has(file);
+  }));
+}
+
+/** Differences between the real loader in trace mode and the model, as lines (empty: agree). */
+export function compareTrace(r: Real, m: Real): string[] {
+  r = {...r, symbols: pastMissing(r, r.symbols)};
+  m = {...m, symbols: pastMissing(r, m.symbols)};
+  r.symbolObjects = r.symbolObjects.filter((o) => [...r.symbols].some((e) => e.endsWith(` ${o}`)));
+  m.symbolObjects = m.symbolObjects.filter((o) => [...m.symbols].some((e) => e.endsWith(` ${o}`)));
+  const out: string[] = [];
+  // ld.so in trace mode crashes relocating a versioned reference into a library it did not find
+  // (see below): an assertion the relocations would hit later is never printed then.
+  const crashed = /Segmentation fault|core dumped/.test(r.raw);
+  if (r.abort !== m.abort && !(crashed && r.abort === null && m.abort === 'check_match')) out.push(`abort: loader ${r.abort ?? 'none'}, model ${m.abort ?? 'none'}`);
+  // An abort in _dl_check_map_versions comes before the listing; check_match after it.
+  if (r.abort === '_dl_check_map_versions') return out;
+  if (JSON.stringify(sorted(r.libs)) !== JSON.stringify(sorted(m.libs))) out.push(`libs: loader ${JSON.stringify(sorted(r.libs))}\n       model  ${JSON.stringify(sorted(m.libs))}`);
+  if (JSON.stringify(sorted(r.versions)) !== JSON.stringify(sorted(m.versions))) out.push(`versions: loader ${JSON.stringify(sorted(r.versions))}, model ${JSON.stringify(sorted(m.versions))}`);
+  // ld.so 2.36 in trace mode crashes relocating a versioned reference into a library it did not
+  // find (l_versions is sized from the found providers): no symbol verdict to compare then (the
+  // dlopen run of the same case still checks the model, which stops at the missing library).
+  if (r.abort === null && !crashed && JSON.stringify(sorted(r.symbols)) !== JSON.stringify(sorted(m.symbols))) {
+    out.push(`symbols: loader ${JSON.stringify(sorted(r.symbols))}, model ${JSON.stringify(sorted(m.symbols))}`);
+  } else if (r.abort === null && !crashed && JSON.stringify(r.symbolObjects) !== JSON.stringify(m.symbolObjects)) {
+    // The same symbols: then in the same order of objects (ld.so relocates l_initfini backwards).
+    out.push(`relocation order: loader ${JSON.stringify(r.symbolObjects)}, model ${JSON.stringify(m.symbolObjects)}`);
+  }
+  return out;
+}

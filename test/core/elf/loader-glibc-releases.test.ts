@@ -1,0 +1,200 @@
+import {afterAll, beforeAll, expect, test} from '@jest/globals';
+import {spawnSync} from 'node:child_process';
+import {existsSync, mkdirSync, realpathSync, symlinkSync, writeFileSync} from 'node:fs';
+import {dirname, join} from 'node:path';
+import {checkLibraries} from '../../../src/core/elf/index.js';
+import {DOWNLOADED, IS_ROOT, NEEDS} from '../../helpers/capabilities.js';
+import {describeIf} from '../../helpers/skip.js';
+import {makeTempDir} from '../../helpers/tmp.js';
+import {haveCommand, HAVE_GCC} from './fixtures.js';
+import {generateCase, type FuzzCase} from './fuzz/generate.js';
+import {runScript} from './fuzz/run-script.js';
+import {compareTrace, modelTrace, parseTrace, type Real, type Resolve} from './fuzz/trace.js';
+
+/**
+ * Issue 12 item 2 against real loaders of other glibc releases than the host's: the seeded fuzz
+ * cases of loader-fuzz.test.ts, built inside a system image of Debian bullseye (glibc 2.31: no
+ * glibc-hwcaps, legacy tls/ and x86_64/ directories, the original dependency sorter, the
+ * check_match assertion) and of Debian trixie (glibc 2.41: glibc-hwcaps, no legacy directories,
+ * no assertion), each with its own ld.so.cache written by its own ldconfig. The oracle is that
+ * release's ld.so in `ldd -r`'s trace mode, run in the image (unshare --root, which is chroot);
+ * the model is `check` with CUDAENV_SYSROOT set to the image, which reads the image's glibc
+ * release from its loader's bytes and never runs anything from it.
+ *
+ * The images are Debian's real packages (libc6, libc-bin, zlib1g), unpacked by
+ * test/fixtures/fetch-cuda-libs.sh. Only trace mode is asked: a dlopen driver built here would
+ * need the host's glibc symbol versions (dlopen@GLIBC_2.34), which bullseye's libc lacks.
+ * The loader is started by a static helper (chroot, chdir, execve with exactly the environment
+ * given): chroot(1) and unshare(1) are dynamic programs, which LD_TRACE_LOADED_OBJECTS would
+ * turn into a listing of their own libraries.
+ */
+const RELEASES = [
+  {suite: 'bullseye', glibc: '2.31'},
+  {suite: 'trixie', glibc: '2.41'},
+] as const;
+/** The same cases in both images: where the two releases' loaders disagree, the model must follow each. */
+const BASE_SEED = Number(process.env.CUDAENV_FUZZ_SEED ?? 31_000);
+const CASES = Number(process.env.CUDAENV_FUZZ_CASES ?? 100);
+/**
+ * Seeds a 400-case run found disagreeing before the model knew ldd's stand-ins (a library not
+ * found by one object and loaded later by another, with versions required of it): always run
+ * them too, unless one seed is being replayed.
+ */
+const REGRESSION_SEEDS = process.env.CUDAENV_FUZZ_SEED === undefined ? [31_141, 31_368, 31_377] : [];
+const SEEDS = [...new Set([...Array.from({length: CASES}, (_, i) => BASE_SEED + i), ...REGRESSION_SEEDS])];
+const imageOf = (suite: string) => join(DOWNLOADED, `glibc-${suite}`);
+const fetched = RELEASES.every((r) => existsSync(join(imageOf(r.suite), '.unpacked-libc6')) && existsSync(join(imageOf(r.suite), '.unpacked-libc-bin')));
+const STATIC_LIBC = '/usr/lib/x86_64-linux-gnu/libc.a';
+const usable = process.arch === 'x64' && HAVE_GCC && haveCommand('as') && haveCommand('ld') && existsSync(STATIC_LIBC) && existsSync('/lib/x86_64-linux-gnu/libz.so.1');
+const reason = !fetched ? 'needs the glibc images: bash test/fixtures/fetch-cuda-libs.sh'
+  : !IS_ROOT ? `${NEEDS.root} (the real loader runs in the image with chroot)`
+  : `needs x86-64 with gcc, as, ld, ${STATIC_LIBC} and /lib/x86_64-linux-gnu/libz.so.1 (apt-get install gcc binutils libc6-dev zlib1g)`;
+
+/** `runin ROOT DIR [NAME=VALUE...] -- PROGRAM ARGS...`: chroot, chdir, execve with only those variables. */
+const RUNIN_C = `#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+  char *env[64];
+  int n = 0, i = 3;
+  if (argc < 5 || chroot(argv[1]) != 0 || chdir(argv[2]) != 0) { perror("runin"); return 125; }
+  for (; i < argc && strcmp(argv[i], "--") != 0 && n < 63; i++) env[n++] = argv[i];
+  env[n] = NULL;
+  if (i + 1 >= argc) return 125;
+  execve(argv[i + 1], argv + i + 1, env);
+  perror("runin: execve");
+  return 126;
+}
+`;
+
+const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+
+interface Image {
+  suite: string;
+  glibc: string;
+  root: string;
+  cases: FuzzCase[];
+  real: Map<number, Real>;
+}
+
+let tmp: {dir: string; cleanup: () => void};
+let runin: string;
+const images: Image[] = [];
+
+/**
+ * The image's copy under the test's temporary directory, as a system of that release has it:
+ * merged-/usr links where the packages leave them to base-files, and an ld.so.cache from the
+ * image's own ldconfig. A relative link at the image's own host path leads to its root, so the
+ * absolute paths the cases carry (RPATH, LD_LIBRARY_PATH, the target) name the same files inside
+ * the image (for ld.so) and on the host (for the model and for comparing paths).
+ */
+function makeImage(suite: string, root: string): void {
+  const cp = spawnSync('cp', ['-a', imageOf(suite), root], {encoding: 'utf8'});
+  if (cp.status !== 0) throw new Error(`copying the ${suite} image failed: ${cp.stderr}`);
+  for (const l of ['lib', 'lib64', 'bin', 'sbin']) {
+    if (!existsSync(join(root, l)) && existsSync(join(root, 'usr', l))) symlinkSync(`usr/${l}`, join(root, l));
+  }
+  const parts = root.split('/').filter(Boolean);
+  mkdirSync(join(root, dirname(root)), {recursive: true});
+  symlinkSync(Array(parts.length - 1).fill('..').join('/'), join(root, root));
+  const ldconfig = spawnSync(runin, [root, '/', '--', '/sbin/ldconfig'], {encoding: 'utf8'});
+  if (ldconfig.status !== 0) throw new Error(`ldconfig in the ${suite} image failed: ${ldconfig.stderr}`);
+}
+
+/** A path ld.so printed in the image (or the model in the sysroot), as one host file. */
+const inImage = (root: string): Resolve => (dir, p) => {
+  const host = !p.startsWith('/') ? `${dir}/${p}` : p.startsWith(`${root}/`) ? p : `${root}${p}`;
+  try {
+    return realpathSync.native(host);
+  } catch {
+    return `?${p}`;
+  }
+};
+
+/** Every third case asks for the original sorter: 2.41 has the tunable, 2.31 ignores it (so must the model). */
+const tunablesOf = (c: FuzzCase): string | undefined => (c.seed % 3 === 0 ? 'glibc.rtld.dynamic_sort=1' : undefined);
+
+describeIf(fetched && IS_ROOT && usable, reason)('the loader model against the real ld.so of other glibc releases (issue 12 item 2)', () => {
+  beforeAll(async () => {
+    tmp = makeTempDir('cudaenv-glibc-releases-');
+    const base = realpathSync(tmp.dir);
+    runin = join(base, 'runin');
+    writeFileSync(`${runin}.c`, RUNIN_C);
+    const cc = spawnSync('gcc', ['-static', '-O', '-o', runin, `${runin}.c`], {encoding: 'utf8'});
+    if (cc.status !== 0) throw new Error(`cannot build the static runin helper: ${cc.stderr}`);
+    for (const r of RELEASES) {
+      const root = join(base, r.suite);
+      makeImage(r.suite, root);
+      const image: Image = {suite: r.suite, glibc: r.glibc, root, cases: [], real: new Map()};
+      const scripts: string[] = [];
+      for (const seed of SEEDS) {
+        const {fuzz, script} = generateCase(seed, join(root, 'fz', `c${seed}`));
+        image.cases.push(fuzz);
+        scripts.push(script);
+      }
+      const built = await runScript(tmp.dir, `set -e\n${scripts.join('\n')}`);
+      if (built.code !== 0) throw new Error(`building the cases in the ${r.suite} image failed:\n${built.out.slice(-3000)}`);
+      const ask = (c: FuzzCase) => {
+        const env = ['LD_TRACE_LOADED_OBJECTS=1', 'LD_WARN=yes', 'LD_BIND_NOW=yes'];
+        if (c.ldLibraryPath !== undefined) env.push(`LD_LIBRARY_PATH=${c.ldLibraryPath}`);
+        if (tunablesOf(c) !== undefined) env.push(`GLIBC_TUNABLES=${tunablesOf(c)}`);
+        // The case's directory is the working directory (relative RPATH and LD_LIBRARY_PATH entries).
+        return `echo "@@T ${c.seed}"\n${q(runin)} ${q(root)} ${q(c.dir)} ${env.map(q).join(' ')} -- /lib64/ld-linux-x86-64.so.2 ${q(c.target)} 2>&1\n`;
+      };
+      const asked = await runScript(tmp.dir, image.cases.map(ask).join(''));
+      for (const chunk of asked.out.split(/^@@T /m).slice(1)) {
+        const seed = Number(chunk.slice(0, chunk.indexOf('\n')));
+        const c = image.cases.find((x) => x.seed === seed)!;
+        image.real.set(seed, parseTrace(c.dir, chunk.slice(chunk.indexOf('\n') + 1), inImage(root)));
+      }
+      images.push(image);
+    }
+  }, 300_000);
+  afterAll(() => tmp?.cleanup());
+
+  test.each(RELEASES.map((r) => [r.suite, r.glibc]))('%s (glibc %s): the image\'s own glibc is the one asked', (suite, glibc) => {
+    const image = images.find((i) => i.suite === suite)!;
+    // libc.so.6 run as a program prints its release (ld.so has --version only from 2.33).
+    const v = spawnSync(runin, [image.root, '/', '--', '/lib/x86_64-linux-gnu/libc.so.6'], {encoding: 'utf8'});
+    expect(v.stdout).toContain(`release version ${glibc}.`);
+  });
+
+  test.each(RELEASES.map((r) => [r.suite, r.glibc]))('%s (glibc %s): the model agrees with that ld.so in trace mode on every case', async (suite) => {
+    const image = images.find((i) => i.suite === suite)!;
+    const failures: string[] = [];
+    for (const c of image.cases) {
+      const r = image.real.get(c.seed);
+      if (!r) {
+        failures.push(`seed ${c.seed}: the loader was not asked`);
+        continue;
+      }
+      const report = await checkLibraries({targets: [c.target], ldLibraryPath: c.ldLibraryPath, cwd: c.dir, glibcTunables: tunablesOf(c), sysroot: image.root});
+      const diffs = compareTrace(r, modelTrace(report, c.dir, inImage(image.root)));
+      if (diffs.length > 0) {
+        failures.push(`seed ${c.seed} (replay: CUDAENV_FUZZ_SEED=${c.seed} CUDAENV_FUZZ_CASES=1)${tunablesOf(c) ? `, GLIBC_TUNABLES=${tunablesOf(c)}` : ''}:\n${c.description.join('\n')}\n${diffs.join('\n')}\n--- ld.so trace output:\n${r.raw.trim()}`);
+      }
+    }
+    expect(image.cases.length).toBe(SEEDS.length);
+    if (failures.length > 0) throw new Error(`${failures.length} of ${image.cases.length} cases disagree under glibc ${image.glibc}:\n\n${failures.slice(0, 6).join('\n\n')}`);
+  }, 240_000);
+
+  test('the cases cross the rules that changed between the releases, so agreeing on each proves the model switches', () => {
+    const [old, recent] = RELEASES.map((r) => images.find((i) => i.suite === r.suite)!);
+    // Libraries the loader took from a subdirectory it probes below a search directory (not from
+    // an LD_LIBRARY_PATH entry that names such a subdirectory itself).
+    const probed = (image: Image, sub: RegExp) => image.cases.flatMap((c) => {
+      const entries = new Set((c.ldLibraryPath ?? '').split(/[:;]/).map((e) => (e.startsWith('/') ? e : join(c.dir, e))));
+      return [...image.real.get(c.seed)!.libs].filter((p) => sub.test(p) && !entries.has(dirname(p)));
+    });
+    // Legacy tls/ and x86_64/ subdirectories: searched by 2.31, gone in 2.37.
+    expect(probed(old, /\/(tls|x86_64)\/libfz/).length).toBeGreaterThan(0);
+    expect(probed(recent, /\/(tls|x86_64)\/libfz/)).toEqual([]);
+    // glibc-hwcaps subdirectories: from 2.33.
+    expect(probed(recent, /\/glibc-hwcaps\//).length).toBeGreaterThan(0);
+    expect(probed(old, /\/glibc-hwcaps\//)).toEqual([]);
+    // The check_match assertion on a versioned reference bound in an unversioned library: before 2.41 only.
+    const aborted = old.cases.filter((c) => old.real.get(c.seed)?.abort === 'check_match').map((c) => c.seed);
+    expect(aborted.length).toBeGreaterThan(0);
+    expect(aborted.filter((seed) => recent.real.get(seed)?.abort === 'check_match')).toEqual([]);
+  });
+});
