@@ -127,4 +127,10 @@ export interface ElfInfo extends ElfHeaderInfo {
   dynamic: 'yes' | 'none' | 'debug-info';
   /** x86 only: the ISA level bits its GNU property note says it needs (1 baseline, 2 v2, 4 v3, 8 v4); 0 when none. */
   x86IsaNeeded: number;
+  /**
+   * p_flags of its PT_GNU_STACK header (PF_X 1: it asks for an executable stack, as `ld -z execstack`
+   * makes), or null without one (an object linked from an assembler file lacking .note.GNU-stack),
+   * which glibc reads as DEFAULT_STACK_PERMS: executable too, on x86 and aarch64.
+   */
+  stackFlags: number | null;
 }

@@ -6,6 +6,8 @@ import type {ElfFile} from './file.js';
 export const PT_LOAD = 1;
 export const PT_DYNAMIC = 2;
 export const PT_INTERP = 3;
+export const PT_GNU_STACK = 0x6474e551;
+export const PF_X = 1;
 
 /** The ELF header with the table locations the rest of the reader needs. */
 export interface ParsedHeader extends ElfHeaderInfo {
@@ -20,6 +22,8 @@ export interface ParsedHeader extends ElfHeaderInfo {
 
 export interface ProgramHeader {
   type: number;
+  /** p_flags (PF_X 1, PF_W 2, PF_R 4). */
+  flags: number;
   offset: number;
   vaddr: number;
   filesz: number;
@@ -94,8 +98,8 @@ export function readProgramHeaders(file: ElfFile, h: ParsedHeader): ProgramHeade
   for (let i = 0; i < h.phnum; i++) {
     const b = i * h.phentsize;
     headers.push(h.is64
-      ? {type: f.u32(b), offset: f.u64(b + 8), vaddr: f.u64(b + 16), filesz: f.u64(b + 32), memsz: f.u64(b + 40)}
-      : {type: f.u32(b), offset: f.u32(b + 4), vaddr: f.u32(b + 8), filesz: f.u32(b + 16), memsz: f.u32(b + 20)});
+      ? {type: f.u32(b), flags: f.u32(b + 4), offset: f.u64(b + 8), vaddr: f.u64(b + 16), filesz: f.u64(b + 32), memsz: f.u64(b + 40)}
+      : {type: f.u32(b), flags: f.u32(b + 24), offset: f.u32(b + 4), vaddr: f.u32(b + 8), filesz: f.u32(b + 16), memsz: f.u32(b + 20)});
   }
   return headers;
 }

@@ -8,7 +8,7 @@ import type {ElfHeaderInfo, ElfInfo} from '../types.js';
 import {DT, readDynamic} from './dynamic.js';
 import {ElfError} from './errors.js';
 import {ElfFile} from './file.js';
-import {checkSegmentsInFile, parseHeader, PT_DYNAMIC, PT_INTERP, PT_LOAD, readProgramHeaders, vaddrToOffset, type ParsedHeader, type ProgramHeader} from './header.js';
+import {checkSegmentsInFile, parseHeader, PT_DYNAMIC, PT_GNU_STACK, PT_INTERP, PT_LOAD, readProgramHeaders, vaddrToOffset, type ParsedHeader, type ProgramHeader} from './header.js';
 import {countFromGnuHash, countFromSections, countFromSysvHash, type SymbolCount} from './hash.js';
 import {StringTable} from './strings.js';
 import {x86IsaNeeded} from './properties.js';
@@ -83,7 +83,7 @@ function parse(file: ElfFile, options: ReadElfOptions): ElfInfo {
     interp: null, soname: null, needed: [], rpath: null, runpath: null, flags1: 0,
     versionDefinitions: [], versionNeeds: [], symbols: [], symbolCount: 0,
     hashTable: 'none', hasVersym: false, dtFlags: 0, symbolic: false, bindNow: false, filtees: [],
-    dynamic: 'none', x86IsaNeeded: x86IsaNeeded(file, h, phdrs),
+    dynamic: 'none', x86IsaNeeded: x86IsaNeeded(file, h, phdrs), stackFlags: phdrs.find((p) => p.type === PT_GNU_STACK)?.flags ?? null,
   };
   // Until symbols are read: no symbol table (a static program, no DT_SYMTAB) finds nothing.
   if (options.symbols === 'undefined') info.lookup = NO_LOOKUP;

@@ -1,4 +1,5 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
+import {execFileSync} from 'node:child_process';
 import {existsSync, readFileSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {readElf, readElfHeader} from '../../../../src/core/elf/reader/index.js';
@@ -138,6 +139,20 @@ describeTools('readElf against readelf on gcc-built libraries', () => {
     expect(lean.symbols).toEqual([]);
     expect(lean.symbolCount).toBe(full.symbolCount);
     expect({...lean, symbols: []}).toEqual({...full, symbols: []});
+  });
+
+  test('PT_GNU_STACK flags as readelf shows them; none for an object linked from assembler without .note.GNU-stack', async () => {
+    gcc(dir, 'libexecstack.so', 'int e(void) { return 0; }\n', ['-shared', '-fPIC', '-Wl,-z,execstack']);
+    writeFileSync(join(dir, 'nonote.s'), '\t.text\n\t.globl f\n\t.type f,@function\nf:\n\tret\n');
+    execFileSync('sh', ['-c', 'as -o nonote.o nonote.s && ld -shared -o libnonote.so nonote.o'], {cwd: dir});
+    const flagsOf = (file: string): number | null => {
+      const m = /GNU_STACK(?:\s+0x[0-9a-f]+){5}\s+(R?)\s*(W?)\s*(E?)\s/.exec(execFileSync('readelf', ['-lW', join(dir, file)], {encoding: 'utf8'}));
+      return m ? (m[1] ? 4 : 0) | (m[2] ? 2 : 0) | (m[3] ? 1 : 0) : null;
+    };
+    for (const file of ['libplain.so', 'libexecstack.so', 'libnonote.so']) expect((await readElf(join(dir, file))).stackFlags).toBe(flagsOf(file));
+    expect((await readElf(join(dir, 'libplain.so'))).stackFlags).toBe(6);
+    expect((await readElf(join(dir, 'libexecstack.so'))).stackFlags).toBe(7);
+    expect((await readElf(join(dir, 'libnonote.so'))).stackFlags).toBeNull();
   });
 
   test('readElfHeader reads just the header', async () => {
