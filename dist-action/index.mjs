@@ -71975,6 +71975,8 @@ function ioError(path13, error2) {
 var PT_LOAD = 1;
 var PT_DYNAMIC = 2;
 var PT_INTERP = 3;
+var PT_GNU_STACK = 1685382481;
+var PF_X = 1;
 var MAGIC = Buffer.from([127, 69, 76, 70]);
 var EHDR_SIZE = { 32: 52, 64: 64 };
 var PHDR_SIZE = { 32: 32, 64: 56 };
@@ -72036,7 +72038,7 @@ function readProgramHeaders(file, h) {
   const headers = [];
   for (let i = 0; i < h.phnum; i++) {
     const b = i * h.phentsize;
-    headers.push(h.is64 ? { type: f.u32(b), offset: f.u64(b + 8), vaddr: f.u64(b + 16), filesz: f.u64(b + 32), memsz: f.u64(b + 40) } : { type: f.u32(b), offset: f.u32(b + 4), vaddr: f.u32(b + 8), filesz: f.u32(b + 16), memsz: f.u32(b + 20) });
+    headers.push(h.is64 ? { type: f.u32(b), flags: f.u32(b + 4), offset: f.u64(b + 8), vaddr: f.u64(b + 16), filesz: f.u64(b + 32), memsz: f.u64(b + 40) } : { type: f.u32(b), flags: f.u32(b + 24), offset: f.u32(b + 4), vaddr: f.u32(b + 8), filesz: f.u32(b + 16), memsz: f.u32(b + 20) });
   }
   return headers;
 }
@@ -72564,7 +72566,8 @@ function parse(file, options) {
     bindNow: false,
     filtees: [],
     dynamic: "none",
-    x86IsaNeeded: x86IsaNeeded(file, h, phdrs)
+    x86IsaNeeded: x86IsaNeeded(file, h, phdrs),
+    stackFlags: phdrs.find((p) => p.type === PT_GNU_STACK)?.flags ?? null
   };
   if (options.symbols === "undefined") info2.lookup = NO_LOOKUP;
   const interp = phdrs.find((p) => p.type === PT_INTERP);
@@ -73159,6 +73162,19 @@ function walkDependencies(start, dependencies, placed) {
   return { list, loop: null };
 }
 
+// src/core/elf/tunables.ts
+function tunableValue(tunables, name) {
+  if (!tunables) return null;
+  let value = null;
+  for (const item of tunables.split(":")) {
+    const eq = item.indexOf("=");
+    if (eq < 0 || item.slice(0, eq) !== name) continue;
+    const text = item.slice(eq + 1);
+    if (/^(?:0x[0-9a-f]+|\d+)$/i.test(text)) value = Number(text);
+  }
+  return value;
+}
+
 // src/core/elf/relocation-order.ts
 function relocationOrder(p, tunables) {
   const algorithm = dsoSortAlgorithm(p.platform, tunables);
@@ -73172,12 +73188,9 @@ function relocationOrder(p, tunables) {
 }
 function dsoSortAlgorithm(platform2, tunables) {
   let chosen = platform2.dsoSort.default;
-  if (!platform2.dsoSort.tunable || !tunables) return chosen;
-  for (const item of tunables.split(":")) {
-    const eq = item.indexOf("=");
-    if (eq < 0 || item.slice(0, eq) !== "glibc.rtld.dynamic_sort") continue;
-    const value = item.slice(eq + 1);
-    const n = /^(?:0x[0-9a-f]+|\d+)$/i.test(value) ? Number(value) : Number.NaN;
+  if (!platform2.dsoSort.tunable) return chosen;
+  for (const item of (tunables ?? "").split(":")) {
+    const n = tunableValue(item, "glibc.rtld.dynamic_sort");
     if (n === 1) chosen = "original";
     else if (n === 2) chosen = "dfs";
   }
@@ -73338,9 +73351,16 @@ var SymbolMemo = class {
 };
 function findProblems(p, memo) {
   const findings = [];
-  for (const edge of p.edgeOrder) {
-    if (edge.object || edge.ignored) continue;
-    findings.push({ kind: "not-found", object: edge.owner, library: edge.name, version: null, symbol: null, provider: null, edge });
+  const refuseExecStack = execStackRefused(p);
+  const mapping = p.dlopenEdge ? [...p.edgeOrder.slice(0, p.dlopenAt), p.dlopenEdge, ...p.edgeOrder.slice(p.dlopenAt)] : p.edgeOrder;
+  for (const [i, edge] of mapping.entries()) {
+    if (!edge.object) {
+      if (!edge.ignored) findings.push({ kind: "not-found", object: edge.owner, library: edge.name, version: null, symbol: null, provider: null, edge });
+      continue;
+    }
+    if (refuseExecStack && p.dlopenEdge && i >= p.dlopenAt && edge.via !== "loaded" && asksExecStack(edge.object.info)) {
+      findings.push({ kind: "executable-stack", object: edge.object, library: edge.name, version: null, symbol: null, provider: null, edge });
+    }
   }
   if (p.filterLoop) {
     const [first, second] = p.filterLoop;
@@ -73430,6 +73450,15 @@ function findProblems(p, memo) {
     }
   }
   return findings;
+}
+function asksExecStack(info2) {
+  return info2.stackFlags === null || (info2.stackFlags & PF_X) !== 0;
+}
+function execStackRefused(p) {
+  const glibc = p.platform.glibc;
+  if (!p.dlopenEdge || glibc !== null && versionAtMost(glibc, 2, 40)) return false;
+  if (tunableValue(p.ctx.tunables, "glibc.rtld.execstack") === 2) return false;
+  return !p.scope.slice(0, p.startupScopeLength).some((o) => o.role !== "interp" && asksExecStack(o.info));
 }
 function standInsFirst(p) {
   const failedAt = /* @__PURE__ */ new Map();
@@ -73624,6 +73653,9 @@ var LoaderProcess = class {
   target;
   /** Every dependency edge, in the order ld.so maps them (its first failure is the one a run reports). */
   edgeOrder = [];
+  /** --exe: the dlopen of the target (mapped after edgeOrder's first `dlopenAt` edges, before the rest). */
+  dlopenEdge = null;
+  dlopenAt = 0;
   /** Filtees that move each other up without end: ld.so crashes there (./dependency-list.ts). */
   filterLoop = null;
   ldDirs = [];
@@ -73673,6 +73705,8 @@ var LoaderProcess = class {
     this.target = this.main;
     if (exe && !this.filterLoop) {
       const edge = this.mapObject(this.main, target.path, false, "dlopen");
+      this.dlopenEdge = edge;
+      this.dlopenAt = this.edgeOrder.length;
       if (edge.object) {
         this.target = edge.object;
         for (const o of this.walk([edge.object])) if (!this.scope.includes(o)) this.scope.push(o);
@@ -74120,6 +74154,16 @@ async function explain(p, f, ctx) {
     problem.summary = rebuilt ? `ld.so aborts: ${who} asks for ${f.symbol}@${f.version} and ${f.provider.path} has no symbol versions` : `ld.so aborts: ${who} requires versions from ${f.library}, which names no loaded object`;
     problem.explanation = `ld.so stops with "Inconsistency detected by ld.so: ${f.reason}".`;
     problem.fix = rebuilt ? `use a ${f.library} built with its symbol versions (the one the program was linked against), or run it with glibc 2.41 or later` : `relink ${basename3(f.object.path)} with a plain DT_NEEDED name (-l or the soname) and an RPATH/RUNPATH instead of a path in DT_NEEDED (its version requirements are recorded under the path as written)`;
+    return problem;
+  }
+  if (f.kind === "executable-stack") {
+    const header = f.object.info.stackFlags === null ? "has no PT_GNU_STACK program header (it was linked from an assembler file without a .note.GNU-stack section, or with an old toolchain), which the loader reads as asking for an executable stack" : "has a PT_GNU_STACK program header with PF_X (linked with -z execstack): it asks for an executable stack";
+    const glibc = p.platform.glibc ? `glibc ${p.platform.glibc.join(".")}` : "glibc 2.41 and later";
+    const how = f.edge === p.dlopenEdge ? `dlopened by ${p.main.path}` : f.edge?.rule;
+    problem.chosen = how ? `${f.object.path} (${how})` : f.object.path;
+    problem.summary = `${who} asks for an executable stack, which a dlopen no longer makes: "cannot enable executable stack as shared object requires"`;
+    problem.explanation = `${f.object.path} ${header}. Since glibc 2.41, dlopen no longer makes the stack of a running program executable: loading such an object fails, unless the program already started with an executable stack. The loader here is ${glibc}, and ${basename3(p.main.path)} did not start with one.`;
+    problem.fix = `rebuild ${basename3(f.object.path)} with -Wl,-z,noexecstack (or give its assembler sources a .note.GNU-stack section); if it does not really run code on the stack, clear the mark: patchelf --clear-execstack ${f.object.path} (patchelf 0.18 or later) or execstack -c ${f.object.path}; or allow it for this program: GLIBC_TUNABLES=glibc.rtld.execstack=2 (glibc 2.42 and later, and Debian's 2.41)`;
     return problem;
   }
   if (f.kind === "cpu-isa-level") {
@@ -75167,7 +75211,7 @@ async function checkOne(file, ctx, exe, memo, explainCtx, recorder) {
 
 // src/core/elf/index.ts
 function stageOf(p) {
-  if (p.kind === "not-found") return 0;
+  if (p.kind === "not-found" || p.kind === "executable-stack") return 0;
   if (p.kind === "version-not-found" || p.kind === "loader-abort" && p.symbol === null) return 1;
   if (p.kind === "cpu-isa-level") return 2;
   return 3;

@@ -10,8 +10,11 @@ export type Via = 'rpath' | 'ld_library_path' | 'runpath' | 'ld.so.cache' | 'def
  * glibc 2.41, a versioned reference reaching the library it names when that has no symbol versions.
  * 'cpu-isa-level': x86-64, glibc 2.33 and later: an object marked as needing an ISA level
  * (x86-64-v2, v3, v4) this CPU lacks; ld.so stops with "CPU ISA level is lower than required".
+ * 'executable-stack': glibc 2.41 and later, --exe: the dlopen maps an object that asks for an
+ * executable stack the process does not have; dlopen fails with "cannot enable executable stack
+ * as shared object requires".
  */
-export type ProblemKind = 'not-found' | 'version-not-found' | 'loader-abort' | 'cpu-isa-level' | 'undefined-symbol' | 'unversioned-undefined-symbol';
+export type ProblemKind = 'not-found' | 'executable-stack' | 'version-not-found' | 'loader-abort' | 'cpu-isa-level' | 'undefined-symbol' | 'unversioned-undefined-symbol';
 
 export interface NeededEdge {
   name: string;

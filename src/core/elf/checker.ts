@@ -5,6 +5,8 @@ import type {ElfInfo} from './types.js';
 import {lookedUpNames} from './file-cache.js';
 import {versionAtMost} from './ldcache/host-loader.js';
 import {relocationOrder, searchList} from './relocation-order.js';
+import {PF_X} from './reader/header.js';
+import {tunableValue} from './tunables.js';
 
 /**
  * What would fail in a modelled process (elf-loader-spec.md §3): missing libraries, version
@@ -129,12 +131,20 @@ export function referencedNames(processes: LoaderProcess[]): Set<string> {
 
 export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
   const findings: Finding[] = [];
-  // 1. Missing libraries, in the order ld.so maps them (the first is the one it reports). An
+  // 1. Mapping, in the order ld.so maps (the first failure is the one it reports): missing
+  // libraries, and the objects a dlopen may not map for the executable stack they ask for. An
   // auxiliary object that cannot be loaded is left out by ld.so (only a DST that expands to
   // nothing in DT_AUXILIARY is fatal, and that edge carries the error).
-  for (const edge of p.edgeOrder) {
-    if (edge.object || edge.ignored) continue;
-    findings.push({kind: 'not-found', object: edge.owner, library: edge.name, version: null, symbol: null, provider: null, edge});
+  const refuseExecStack = execStackRefused(p);
+  const mapping = p.dlopenEdge ? [...p.edgeOrder.slice(0, p.dlopenAt), p.dlopenEdge, ...p.edgeOrder.slice(p.dlopenAt)] : p.edgeOrder;
+  for (const [i, edge] of mapping.entries()) {
+    if (!edge.object) {
+      if (!edge.ignored) findings.push({kind: 'not-found', object: edge.owner, library: edge.name, version: null, symbol: null, provider: null, edge});
+      continue;
+    }
+    if (refuseExecStack && p.dlopenEdge && i >= p.dlopenAt && edge.via !== 'loaded' && asksExecStack(edge.object.info)) {
+      findings.push({kind: 'executable-stack', object: edge.object, library: edge.name, version: null, symbol: null, provider: null, edge});
+    }
   }
   if (p.filterLoop) {
     // ld.so never gets past loading the dependencies: nothing later happens.
@@ -215,6 +225,24 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
     }
   }
   return findings;
+}
+
+/** PT_GNU_STACK with PF_X, or none at all (glibc's DEFAULT_STACK_PERMS include PF_X on x86 and aarch64). */
+export function asksExecStack(info: ElfInfo): boolean {
+  return info.stackFlags === null || (info.stackFlags & PF_X) !== 0;
+}
+
+/**
+ * Whether a dlopen refuses objects that ask for an executable stack (dl-load.c): from glibc 2.41
+ * it no longer makes a running process's stack executable, so it fails unless the stack already
+ * is (an object of the program's start asked for it: the kernel or ld.so made it so then), or
+ * GLIBC_TUNABLES=glibc.rtld.execstack=2 allows it (glibc 2.42, and Debian's 2.41).
+ */
+function execStackRefused(p: LoaderProcess): boolean {
+  const glibc = p.platform.glibc;
+  if (!p.dlopenEdge || (glibc !== null && versionAtMost(glibc, 2, 40))) return false;
+  if (tunableValue(p.ctx.tunables, 'glibc.rtld.execstack') === 2) return false;
+  return !p.scope.slice(0, p.startupScopeLength).some((o) => o.role !== 'interp' && asksExecStack(o.info));
 }
 
 /**

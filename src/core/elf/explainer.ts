@@ -134,6 +134,20 @@ export async function explain(p: LoaderProcess, f: Finding, ctx: ExplainContext)
       : `relink ${basename(f.object.path)} with a plain DT_NEEDED name (-l or the soname) and an RPATH/RUNPATH instead of a path in DT_NEEDED (its version requirements are recorded under the path as written)`;
     return problem;
   }
+  if (f.kind === 'executable-stack') {
+    const header = f.object.info.stackFlags === null ? 'has no PT_GNU_STACK program header (it was linked from an assembler file without a .note.GNU-stack section, or with an old toolchain), which the loader reads as asking for an executable stack'
+      : 'has a PT_GNU_STACK program header with PF_X (linked with -z execstack): it asks for an executable stack';
+    const glibc = p.platform.glibc ? `glibc ${p.platform.glibc.join('.')}` : 'glibc 2.41 and later';
+    const how = f.edge === p.dlopenEdge ? `dlopened by ${p.main.path}` : f.edge?.rule;
+    problem.chosen = how ? `${f.object.path} (${how})` : f.object.path;
+    problem.summary = `${who} asks for an executable stack, which a dlopen no longer makes: "cannot enable executable stack as shared object requires"`;
+    problem.explanation = `${f.object.path} ${header}. Since glibc 2.41, dlopen no longer makes the stack of a running program executable: ` +
+      `loading such an object fails, unless the program already started with an executable stack. The loader here is ${glibc}, and ${basename(p.main.path)} did not start with one.`;
+    problem.fix = `rebuild ${basename(f.object.path)} with -Wl,-z,noexecstack (or give its assembler sources a .note.GNU-stack section); if it does not really run code on the stack, ` +
+      `clear the mark: patchelf --clear-execstack ${f.object.path} (patchelf 0.18 or later) or execstack -c ${f.object.path}; ` +
+      'or allow it for this program: GLIBC_TUNABLES=glibc.rtld.execstack=2 (glibc 2.42 and later, and Debian\'s 2.41)';
+    return problem;
+  }
   if (f.kind === 'cpu-isa-level') {
     const need = isaLevelName(f.object.info.x86IsaNeeded);
     const have = isaLevelName(p.platform.x86IsaBits ?? 1);

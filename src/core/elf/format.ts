@@ -6,6 +6,7 @@ import type {CheckReport, CheckedObject, Problem} from './api.js';
  */
 const LABEL: Record<Problem['kind'], string> = {
   'not-found': 'not found',
+  'executable-stack': 'executable stack',
   'version-not-found': 'version not found',
   'loader-abort': 'loader failure',
   'cpu-isa-level': 'CPU ISA level',

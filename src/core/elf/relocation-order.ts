@@ -1,4 +1,5 @@
 import {dependencyList} from './dependency-list.js';
+import {tunableValue} from './tunables.js';
 import type {DsoSortAlgorithm, LoaderPlatform} from './platform.js';
 import type {LoadedObject, LoaderProcess} from './resolver.js';
 
@@ -26,12 +27,10 @@ export function relocationOrder(p: LoaderProcess, tunables: string | undefined):
  */
 export function dsoSortAlgorithm(platform: LoaderPlatform, tunables: string | undefined): DsoSortAlgorithm {
   let chosen = platform.dsoSort.default;
-  if (!platform.dsoSort.tunable || !tunables) return chosen;
-  for (const item of tunables.split(':')) {
-    const eq = item.indexOf('=');
-    if (eq < 0 || item.slice(0, eq) !== 'glibc.rtld.dynamic_sort') continue;
-    const value = item.slice(eq + 1);
-    const n = /^(?:0x[0-9a-f]+|\d+)$/i.test(value) ? Number(value) : Number.NaN;
+  if (!platform.dsoSort.tunable) return chosen;
+  // Out of range (not 1 or 2): glibc ignores the setting, and an earlier valid one stays.
+  for (const item of (tunables ?? '').split(':')) {
+    const n = tunableValue(item, 'glibc.rtld.dynamic_sort');
     if (n === 1) chosen = 'original';
     else if (n === 2) chosen = 'dfs';
   }

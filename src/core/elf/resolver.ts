@@ -104,6 +104,9 @@ export class LoaderProcess {
   target!: LoadedObject;
   /** Every dependency edge, in the order ld.so maps them (its first failure is the one a run reports). */
   readonly edgeOrder: Edge[] = [];
+  /** --exe: the dlopen of the target (mapped after edgeOrder's first `dlopenAt` edges, before the rest). */
+  dlopenEdge: Edge | null = null;
+  dlopenAt = 0;
   /** Filtees that move each other up without end: ld.so crashes there (./dependency-list.ts). */
   filterLoop: LoadedObject[] | null = null;
   private ldDirs: SearchDir[] = [];
@@ -160,6 +163,8 @@ export class LoaderProcess {
       // dlopen by path: no search; the new object has no loader (spec §1.11). Its search list's
       // objects not loaded yet join the global scope (RTLD_GLOBAL), in that list's order.
       const edge = this.mapObject(this.main, target.path, false, 'dlopen');
+      this.dlopenEdge = edge;
+      this.dlopenAt = this.edgeOrder.length;
       if (edge.object) {
         this.target = edge.object;
         for (const o of this.walk([edge.object])) if (!this.scope.includes(o)) this.scope.push(o);

@@ -154,3 +154,23 @@ export function buildDlopenDriver(path: string): string {
   if (cc.status !== 0) throw new Error(`cannot build the dlopen driver: ${cc.stderr}`);
   return path;
 }
+
+/**
+ * The same driver for glibc releases older than the host's: every symbol it uses is bound to its
+ * GLIBC_2.2.5 version (the host's crt1.o and dlopen would need GLIBC_2.34), it has a _start of
+ * its own, and it needs libdl.so.2, where dlopen lives before 2.34.
+ */
+export function buildPortableDlopenDriver(path: string, options: {execStack?: boolean} = {}): string {
+  mkdirSync(dirname(path), {recursive: true});
+  const symvers = ['dlopen', 'dlerror', 'printf', 'puts', '__libc_start_main'].map((f) => `__asm__(".symver ${f},${f}@GLIBC_2.2.5");\n`).join('');
+  // The x86-64 ABI entry (glibc's start.S): argc, argv and rtld_fini (%rdx) to __libc_start_main.
+  const start = ['xor %ebp, %ebp', 'mov %rdx, %r9', 'pop %rsi', 'mov %rsp, %rdx', 'and $-16, %rsp', 'push %rax', 'push %rsp',
+    'xor %r8d, %r8d', 'xor %ecx, %ecx', 'lea main(%rip), %rdi', 'call *__libc_start_main@GOTPCREL(%rip)', 'hlt'].map((i) => `\\t${i}\\n`).join('');
+  writeFileSync(`${path}.c`, 'extern void *dlopen(const char *, int);\nextern char *dlerror(void);\nextern int printf(const char *, ...);\n' + symvers +
+    'int main(int c, char **v) {\n  void *h = dlopen(v[1], 0x2 | 0x100);\n  if (!h) { printf("ERR %s\\n", dlerror()); return 3; }\n  printf("OK\\n");\n  return 0;\n}\n' +
+    `__asm__(".text\\n.globl _start\\n.type _start,@function\\n_start:\\n${start}");\n`);
+  const cc = spawnSync('gcc', ['-O', '-fno-stack-protector', '-nostartfiles', ...(options.execStack ? ['-z', 'execstack'] : []), '-o', path, `${path}.c`,
+    '-Wl,--no-as-needed', '/lib/x86_64-linux-gnu/libdl.so.2'], {encoding: 'utf8'});
+  if (cc.status !== 0) throw new Error(`cannot build the portable dlopen driver: ${cc.stderr}`);
+  return path;
+}

@@ -1,12 +1,12 @@
 import {afterAll, beforeAll, expect, test} from '@jest/globals';
 import {existsSync} from 'node:fs';
 import {join} from 'node:path';
-import {checkLibraries, type CheckReport} from '../../../src/core/elf/index.js';
+import {checkLibraries} from '../../../src/core/elf/index.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {describeIf} from '../../helpers/skip.js';
 import {generateCase, type FuzzCase} from './fuzz/generate.js';
 import {runScript} from './fuzz/run-script.js';
-import {compareTrace, hostReal, modelTrace, parseTrace, type Real} from './fuzz/trace.js';
+import {compareDlopen, compareTrace, modelTrace, parseTrace, type Real, type RealDlopen} from './fuzz/trace.js';
 import {buildDlopenDriver, haveCommand, HAVE_GCC} from './fixtures.js';
 
 /**
@@ -20,52 +20,6 @@ const RTLD = '/lib64/ld-linux-x86-64.so.2';
 const usable = process.arch === 'x64' && HAVE_GCC && haveCommand('as') && haveCommand('ld') && existsSync(RTLD);
 const BASE_SEED = Number(process.env.CUDAENV_FUZZ_SEED ?? 12_000);
 const CASES = Number(process.env.CUDAENV_FUZZ_CASES ?? 200);
-
-interface RealDlopen {
-  ok: boolean;
-  abort: string | null;
-  message: string;
-}
-
-const real = hostReal;
-
-/**
- * dlopen stops at the first failure of a stage: missing object, then versions, then relocation.
- * The model's first problem of that stage must be the one the loader reports.
- */
-function compareDlopen(r: RealDlopen, report: CheckReport, dir: string): string[] {
-  // --exe with --strict: every problem fails a dlopen (RTLD_NOW binds unversioned references too).
-  const failing = report.problems;
-  const has = (pred: (p: CheckReport['problems'][number]) => boolean) => failing.some(pred);
-  const stage = (p: CheckReport['problems'][number]) =>
-    p.kind === 'not-found' ? 0 : p.kind === 'version-not-found' || (p.kind === 'loader-abort' && p.symbol === null) ? 1 : 2;
-  const first = Math.min(3, ...failing.map(stage));
-  const base = `loader said ${JSON.stringify(r.message.trim())}; model: ${JSON.stringify(failing.map((p) => `${p.kind} ${p.library ?? ''} ${p.version ?? ''} ${p.symbol ?? ''}`))}`;
-  if (r.ok) return report.ok && failing.length === 0 ? [] : [`dlopen: ${base}`];
-  if (r.abort) {
-    const want = r.abort === 'check_match' ? (p: CheckReport['problems'][number]) => p.kind === 'loader-abort' && p.symbol !== null
-      : (p: CheckReport['problems'][number]) => p.kind === 'loader-abort' && p.symbol === null;
-    return has(want) && first >= (r.abort === 'check_match' ? 2 : 1) ? [] : [`dlopen abort ${r.abort}: ${base}`];
-  }
-  let m = /([^\s:]+): cannot open shared object file/.exec(r.message);
-  if (m) {
-    const name = m[1].split('/').pop();
-    return has((p) => p.kind === 'not-found' && p.library?.split('/').pop() === name) ? [] : [`dlopen: ${base}`];
-  }
-  m = /version `([^']+)' not found \(required by (.+)\)/.exec(r.message);
-  if (m) {
-    const firstVersion = failing.find((p) => stage(p) === 1);
-    return firstVersion?.kind === 'version-not-found' && firstVersion.version === m[1] && real(dir, firstVersion.object) === real(dir, m[2]) && first === 1
-      ? [] : [`dlopen (first version problem): ${base}`];
-  }
-  m = /^ERR (.+): undefined symbol: ([^,\s]+)/m.exec(r.message);
-  if (m) {
-    const firstSymbol = failing.find((p) => stage(p) === 2);
-    return firstSymbol !== undefined && (firstSymbol.kind === 'undefined-symbol' || firstSymbol.kind === 'unversioned-undefined-symbol') &&
-      firstSymbol.symbol === m[2] && real(dir, firstSymbol.object) === real(dir, m[1]) && first === 2 ? [] : [`dlopen (first symbol problem): ${base}`];
-  }
-  return [`dlopen: unclassified loader message; ${base}`];
-}
 
 /** Every third case runs with glibc's original dependency sorter (the tunable), where the loader has it. */
 const tunablesOf = (c: FuzzCase): string | undefined => (c.seed % 3 === 0 ? 'glibc.rtld.dynamic_sort=1' : undefined);

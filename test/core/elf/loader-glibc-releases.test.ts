@@ -6,10 +6,10 @@ import {checkLibraries} from '../../../src/core/elf/index.js';
 import {DOWNLOADED, IS_ROOT, NEEDS} from '../../helpers/capabilities.js';
 import {describeIf} from '../../helpers/skip.js';
 import {makeTempDir} from '../../helpers/tmp.js';
-import {haveCommand, HAVE_GCC} from './fixtures.js';
+import {buildLib, buildPortableDlopenDriver, haveCommand, HAVE_GCC} from './fixtures.js';
 import {generateCase, type FuzzCase} from './fuzz/generate.js';
 import {runScript} from './fuzz/run-script.js';
-import {compareTrace, modelTrace, parseTrace, type Real, type Resolve} from './fuzz/trace.js';
+import {compareDlopen, compareTrace, modelTrace, parseTrace, type Real, type RealDlopen, type Resolve} from './fuzz/trace.js';
 
 /**
  * Issue 12 item 2 against real loaders of other glibc releases than the host's: the seeded fuzz
@@ -21,12 +21,13 @@ import {compareTrace, modelTrace, parseTrace, type Real, type Resolve} from './f
  * the model is `check` with CUDAENV_SYSROOT set to the image, which reads the image's glibc
  * release from its loader's bytes and never runs anything from it.
  *
+ * Each case is also dlopened (RTLD_NOW|RTLD_GLOBAL) in the image by a driver built here with
+ * GLIBC_2.2.5 symbols only (fixtures.ts), and compared with `check --exe` of that driver.
+ *
  * The images are Debian's real packages (libc6, libc-bin, zlib1g), unpacked by
- * test/fixtures/fetch-cuda-libs.sh. Only trace mode is asked: a dlopen driver built here would
- * need the host's glibc symbol versions (dlopen@GLIBC_2.34), which bullseye's libc lacks.
- * The loader is started by a static helper (chroot, chdir, execve with exactly the environment
- * given): chroot(1) and unshare(1) are dynamic programs, which LD_TRACE_LOADED_OBJECTS would
- * turn into a listing of their own libraries.
+ * test/fixtures/fetch-cuda-libs.sh. The loader is started by a static helper (chroot, chdir,
+ * execve with exactly the environment given): chroot(1) and unshare(1) are dynamic programs,
+ * which LD_TRACE_LOADED_OBJECTS would turn into a listing of their own libraries.
  */
 const RELEASES = [
   {suite: 'bullseye', glibc: '2.31'},
@@ -75,6 +76,9 @@ interface Image {
   root: string;
   cases: FuzzCase[];
   real: Map<number, Real>;
+  dlopen: Map<number, RealDlopen>;
+  /** The dlopen driver inside the image (its host path, which names it there too). */
+  driver: string;
 }
 
 let tmp: {dir: string; cleanup: () => void};
@@ -125,7 +129,8 @@ describeIf(fetched && IS_ROOT && usable, reason)('the loader model against the r
     for (const r of RELEASES) {
       const root = join(base, r.suite);
       makeImage(r.suite, root);
-      const image: Image = {suite: r.suite, glibc: r.glibc, root, cases: [], real: new Map()};
+      const driver = buildPortableDlopenDriver(join(root, 'fz', 'dlopen-driver'));
+      const image: Image = {suite: r.suite, glibc: r.glibc, root, cases: [], real: new Map(), dlopen: new Map(), driver};
       const scripts: string[] = [];
       for (const seed of SEEDS) {
         const {fuzz, script} = generateCase(seed, join(root, 'fz', `c${seed}`));
@@ -135,17 +140,25 @@ describeIf(fetched && IS_ROOT && usable, reason)('the loader model against the r
       const built = await runScript(tmp.dir, `set -e\n${scripts.join('\n')}`);
       if (built.code !== 0) throw new Error(`building the cases in the ${r.suite} image failed:\n${built.out.slice(-3000)}`);
       const ask = (c: FuzzCase) => {
-        const env = ['LD_TRACE_LOADED_OBJECTS=1', 'LD_WARN=yes', 'LD_BIND_NOW=yes'];
+        const env: string[] = [];
         if (c.ldLibraryPath !== undefined) env.push(`LD_LIBRARY_PATH=${c.ldLibraryPath}`);
         if (tunablesOf(c) !== undefined) env.push(`GLIBC_TUNABLES=${tunablesOf(c)}`);
+        const trace = ['LD_TRACE_LOADED_OBJECTS=1', 'LD_WARN=yes', 'LD_BIND_NOW=yes', ...env];
         // The case's directory is the working directory (relative RPATH and LD_LIBRARY_PATH entries).
-        return `echo "@@T ${c.seed}"\n${q(runin)} ${q(root)} ${q(c.dir)} ${env.map(q).join(' ')} -- /lib64/ld-linux-x86-64.so.2 ${q(c.target)} 2>&1\n`;
+        const run = (vars: string[], argv: string[]) => `${q(runin)} ${q(root)} ${q(c.dir)} ${vars.map(q).join(' ')} -- ${argv.map(q).join(' ')} 2>&1`;
+        return `echo "@@T ${c.seed}"\n${run(trace, ['/lib64/ld-linux-x86-64.so.2', c.target])}\n` +
+          `echo "@@D ${c.seed}"\n${run(env, [driver, c.target])}\necho "@@RC $?"\n`;
       };
       const asked = await runScript(tmp.dir, image.cases.map(ask).join(''));
       for (const chunk of asked.out.split(/^@@T /m).slice(1)) {
         const seed = Number(chunk.slice(0, chunk.indexOf('\n')));
         const c = image.cases.find((x) => x.seed === seed)!;
-        image.real.set(seed, parseTrace(c.dir, chunk.slice(chunk.indexOf('\n') + 1), inImage(root)));
+        const [trace, dl] = chunk.slice(chunk.indexOf('\n') + 1).split(/^@@D \d+\n/m);
+        image.real.set(seed, parseTrace(c.dir, trace, inImage(root)));
+        const rc = Number(/@@RC (\d+)/.exec(dl)?.[1] ?? -1);
+        const message = dl.replace(/@@RC \d+\n?/, '');
+        const abort = /Inconsistency detected by ld\.so: [^:]+: \d+: (\w+): Assertion/.exec(message)?.[1] ?? null;
+        image.dlopen.set(seed, {ok: rc === 0 && /^OK$/m.test(message), abort, message});
       }
       images.push(image);
     }
@@ -159,19 +172,23 @@ describeIf(fetched && IS_ROOT && usable, reason)('the loader model against the r
     expect(v.stdout).toContain(`release version ${glibc}.`);
   });
 
-  test.each(RELEASES.map((r) => [r.suite, r.glibc]))('%s (glibc %s): the model agrees with that ld.so in trace mode on every case', async (suite) => {
+  test.each(RELEASES.map((r) => [r.suite, r.glibc]))('%s (glibc %s): the model agrees with that ld.so in trace mode and with a dlopen there, on every case', async (suite) => {
     const image = images.find((i) => i.suite === suite)!;
     const failures: string[] = [];
     for (const c of image.cases) {
       const r = image.real.get(c.seed);
-      if (!r) {
+      const d = image.dlopen.get(c.seed);
+      if (!r || !d) {
         failures.push(`seed ${c.seed}: the loader was not asked`);
         continue;
       }
-      const report = await checkLibraries({targets: [c.target], ldLibraryPath: c.ldLibraryPath, cwd: c.dir, glibcTunables: tunablesOf(c), sysroot: image.root});
+      const opts = {targets: [c.target], ldLibraryPath: c.ldLibraryPath, cwd: c.dir, glibcTunables: tunablesOf(c), sysroot: image.root};
+      const report = await checkLibraries(opts);
       const diffs = compareTrace(r, modelTrace(report, c.dir, inImage(image.root)));
+      const dlopened = await checkLibraries({...opts, exe: image.driver, strict: true});
+      diffs.push(...compareDlopen(d, dlopened, c.dir, inImage(image.root)));
       if (diffs.length > 0) {
-        failures.push(`seed ${c.seed} (replay: CUDAENV_FUZZ_SEED=${c.seed} CUDAENV_FUZZ_CASES=1)${tunablesOf(c) ? `, GLIBC_TUNABLES=${tunablesOf(c)}` : ''}:\n${c.description.join('\n')}\n${diffs.join('\n')}\n--- ld.so trace output:\n${r.raw.trim()}`);
+        failures.push(`seed ${c.seed} (replay: CUDAENV_FUZZ_SEED=${c.seed} CUDAENV_FUZZ_CASES=1)${tunablesOf(c) ? `, GLIBC_TUNABLES=${tunablesOf(c)}` : ''}:\n${c.description.join('\n')}\n${diffs.join('\n')}\n--- ld.so trace output:\n${r.raw.trim()}\n--- dlopen:\n${d.message.trim()}`);
       }
     }
     expect(image.cases.length).toBe(SEEDS.length);
@@ -196,5 +213,30 @@ describeIf(fetched && IS_ROOT && usable, reason)('the loader model against the r
     const aborted = old.cases.filter((c) => old.real.get(c.seed)?.abort === 'check_match').map((c) => c.seed);
     expect(aborted.length).toBeGreaterThan(0);
     expect(aborted.filter((seed) => recent.real.get(seed)?.abort === 'check_match')).toEqual([]);
+    // A dlopen of an object that asks for an executable stack: refused from 2.41 only.
+    const refused = recent.cases.filter((c) => /cannot enable executable stack/.test(recent.dlopen.get(c.seed)!.message)).map((c) => c.seed);
+    expect(refused.length).toBeGreaterThan(0);
+    expect(refused.filter((seed) => /cannot enable executable stack/.test(old.dlopen.get(seed)!.message))).toEqual([]);
+    expect(recent.cases.some((c) => recent.dlopen.get(c.seed)!.ok)).toBe(true);
+  });
+
+  test('glibc 2.41: a program that started with an executable stack may dlopen such an object, and so may glibc.rtld.execstack=2', async () => {
+    const image = images.find((i) => i.suite === 'trixie')!;
+    const dir = join(image.root, 'fz', 'execstack');
+    const lib = buildLib({out: join(dir, 'libx.so'), soname: 'libx.so', source: 'int x(void){return 1;}\n', extra: ['-nostdlib', '-z', 'execstack']});
+    const execDriver = buildPortableDlopenDriver(join(dir, 'driver-execstack'), {execStack: true});
+    const dlopen = (driver: string, env: string[] = []) => spawnSync(runin, [image.root, '/', ...env, '--', driver, lib], {encoding: 'utf8'}).stdout.trim();
+    const model = async (exe: string, glibcTunables?: string) => (await checkLibraries({targets: [lib], exe, sysroot: image.root, glibcTunables, strict: true})).problems.map((p) => p.kind);
+    expect(dlopen(image.driver)).toBe(`ERR ${lib}: cannot enable executable stack as shared object requires: Invalid argument`);
+    expect(await model(image.driver)).toEqual(['executable-stack']);
+    expect(dlopen(execDriver)).toBe('OK');
+    expect(await model(execDriver)).toEqual([]);
+    expect(dlopen(image.driver, ['GLIBC_TUNABLES=glibc.rtld.execstack=2'])).toBe('OK');
+    expect(await model(image.driver, 'glibc.rtld.execstack=2')).toEqual([]);
+    // Bullseye's 2.31 makes the stack executable in dlopen, as every glibc before 2.41 did.
+    const old = images.find((i) => i.suite === 'bullseye')!;
+    const oldLib = buildLib({out: join(old.root, 'fz', 'execstack', 'libx.so'), soname: 'libx.so', source: 'int x(void){return 1;}\n', extra: ['-nostdlib', '-z', 'execstack']});
+    expect(spawnSync(runin, [old.root, '/', '--', old.driver, oldLib], {encoding: 'utf8'}).stdout.trim()).toBe('OK');
+    expect((await checkLibraries({targets: [oldLib], exe: old.driver, sysroot: old.root, strict: true})).problems).toEqual([]);
   });
 });

@@ -138,3 +138,55 @@ export function compareTrace(r: Real, m: Real): string[] {
   }
   return out;
 }
+
+/** What a dlopen(RTLD_NOW|RTLD_GLOBAL) driver printed: OK, or ERR and dlerror's message (or an abort). */
+export interface RealDlopen {
+  ok: boolean;
+  abort: string | null;
+  message: string;
+}
+
+/**
+ * dlopen stops at the first failure of a stage: missing object, then versions, then relocation.
+ * The model's first problem of that stage must be the one the loader reports.
+ */
+export function compareDlopen(r: RealDlopen, report: CheckReport, dir: string, real: Resolve = hostReal): string[] {
+  // --exe with --strict: every problem fails a dlopen (RTLD_NOW binds unversioned references too).
+  const failing = report.problems;
+  const has = (pred: (p: CheckReport['problems'][number]) => boolean) => failing.some(pred);
+  const stage = (p: CheckReport['problems'][number]) =>
+    p.kind === 'not-found' || p.kind === 'executable-stack' ? 0 : p.kind === 'version-not-found' || (p.kind === 'loader-abort' && p.symbol === null) ? 1 : 2;
+  const first = Math.min(3, ...failing.map(stage));
+  const base = `loader said ${JSON.stringify(r.message.trim())}; model: ${JSON.stringify(failing.map((p) => `${p.kind} ${p.library ?? ''} ${p.version ?? ''} ${p.symbol ?? ''}`))}`;
+  if (r.ok) return report.ok && failing.length === 0 ? [] : [`dlopen: ${base}`];
+  if (r.abort) {
+    const want = r.abort === 'check_match' ? (p: CheckReport['problems'][number]) => p.kind === 'loader-abort' && p.symbol !== null
+      : (p: CheckReport['problems'][number]) => p.kind === 'loader-abort' && p.symbol === null;
+    return has(want) && first >= (r.abort === 'check_match' ? 2 : 1) ? [] : [`dlopen abort ${r.abort}: ${base}`];
+  }
+  // Mapping stops at the first object it cannot open or may not map: the model's first mapping problem.
+  const firstMapping = failing.find((p) => stage(p) === 0);
+  let m = /([^\s:]+): cannot open shared object file/.exec(r.message);
+  if (m) {
+    const name = m[1].split('/').pop();
+    return firstMapping?.kind === 'not-found' && firstMapping.library?.split('/').pop() === name ? [] : [`dlopen (first mapping problem): ${base}`];
+  }
+  m = /([^\s:]+): cannot enable executable stack as shared object requires/.exec(r.message);
+  if (m) {
+    const name = m[1].split('/').pop();
+    return firstMapping?.kind === 'executable-stack' && firstMapping.library?.split('/').pop() === name ? [] : [`dlopen (first mapping problem): ${base}`];
+  }
+  m = /version `([^']+)' not found \(required by (.+)\)/.exec(r.message);
+  if (m) {
+    const firstVersion = failing.find((p) => stage(p) === 1);
+    return firstVersion?.kind === 'version-not-found' && firstVersion.version === m[1] && real(dir, firstVersion.object) === real(dir, m[2]) && first === 1
+      ? [] : [`dlopen (first version problem): ${base}`];
+  }
+  m = /^ERR (.+): undefined symbol: ([^,\s]+)/m.exec(r.message);
+  if (m) {
+    const firstSymbol = failing.find((p) => stage(p) === 2);
+    return firstSymbol !== undefined && (firstSymbol.kind === 'undefined-symbol' || firstSymbol.kind === 'unversioned-undefined-symbol') &&
+      firstSymbol.symbol === m[2] && real(dir, firstSymbol.object) === real(dir, m[1]) && first === 2 ? [] : [`dlopen (first symbol problem): ${base}`];
+  }
+  return [`dlopen: unclassified loader message; ${base}`];
+}
