@@ -228,7 +228,7 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
 }
 
 /** PT_GNU_STACK with PF_X, or none at all (glibc's DEFAULT_STACK_PERMS include PF_X on x86 and aarch64). */
-export function asksExecStack(info: ElfInfo): boolean {
+function asksExecStack(info: ElfInfo): boolean {
   return info.stackFlags === null || (info.stackFlags & PF_X) !== 0;
 }
 
