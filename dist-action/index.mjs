@@ -73380,12 +73380,12 @@ function findProblems(p, memo) {
   }
   const missingNames = /* @__PURE__ */ new Set();
   for (const o of p.objects) for (const e of o.edges) if (!e.object) missingNames.add(e.name);
-  const standIns = standInsFirst(p);
+  const standIns = missingNames.size > 0 ? standInsFirst(p) : null;
   for (const obj of p.scope) {
     if (obj.role === "interp") continue;
     for (const need of obj.info.versionNeeds) {
       const provider = p.objectMatching(need.file);
-      if (provider && standIns(need.file, provider)) continue;
+      if (provider && standIns?.(need.file, provider)) continue;
       if (!provider) {
         if (missingNames.has(need.file)) continue;
         findings.push({

@@ -157,14 +157,15 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
   // 2. Version requirements (_dl_check_map_versions), every object in load order.
   const missingNames = new Set<string>();
   for (const o of p.objects) for (const e of o.edges) if (!e.object) missingNames.add(e.name);
-  const standIns = standInsFirst(p);
+  // Stand-ins exist only for missing libraries: nearly every process has none.
+  const standIns = missingNames.size > 0 ? standInsFirst(p) : null;
   for (const obj of p.scope) {
     if (obj.role === 'interp') continue;
     for (const need of obj.info.versionNeeds) {
       const provider = p.objectMatching(need.file);
       // ldd's stand-in for a library it did not find comes first in the list find_needed walks:
       // ld.so checks no version against it (l_faked), even when the library was loaded later.
-      if (provider && standIns(need.file, provider)) continue;
+      if (provider && standIns?.(need.file, provider)) continue;
       if (!provider) {
         // Not loaded: already reported as not found (ldd keeps a stand-in under that name). Else
         // vn_file names nothing loaded (a DT_NEEDED `$ORIGIN/libb.so.1` loads under the expanded

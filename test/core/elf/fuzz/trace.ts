@@ -85,12 +85,11 @@ const sorted = (s: Set<string>) => [...s].sort();
  * (l_faked), leaves the version entries of that requirement unset, and then, past the missing
  * library a real run stops at: 2.36 sometimes crashes, 2.41 reports the symbol unbound with an
  * empty version even where a copy loaded later under another path defines it, 2.31 says nothing.
- * Both sides leave these out; the missing library itself is compared (`libs`), and so is every
- * other reference.
+ * The returned filter leaves these `symbol object` entries out, on both sides; the missing library
+ * itself is compared (`libs`), and so is every other reference.
  */
-function pastMissing(r: Real, entries: Set<string>): Set<string> {
+function notPastMissing(r: Real): (entry: string) => boolean {
   const missing = new Set([...r.libs].filter((l) => l.startsWith('missing:')).map((l) => l.slice('missing:'.length)));
-  if (missing.size === 0) return entries;
   const versionFiles = new Map<string, Map<string, string | null>>();
   const versionFileOf = (object: string, symbol: string): string | null => {
     let refs = versionFiles.get(object);
@@ -105,17 +104,19 @@ function pastMissing(r: Real, entries: Set<string>): Set<string> {
     }
     return refs.get(symbol) ?? null;
   };
-  return new Set([...entries].filter((e) => {
-    const at = e.indexOf(' ');
-    const file = versionFileOf(e.slice(at + 1), e.slice(0, at));
+  return (entry) => {
+    if (missing.size === 0) return true;
+    const at = entry.indexOf(' ');
+    const file = versionFileOf(entry.slice(at + 1), entry.slice(0, at));
     return file === null || !missing.has(file);
-  }));
+  };
 }
 
 /** Differences between the real loader in trace mode and the model, as lines (empty: agree). */
 export function compareTrace(r: Real, m: Real): string[] {
-  r = {...r, symbols: pastMissing(r, r.symbols)};
-  m = {...m, symbols: pastMissing(r, m.symbols)};
+  const kept = notPastMissing(r);
+  r = {...r, symbols: new Set([...r.symbols].filter(kept))};
+  m = {...m, symbols: new Set([...m.symbols].filter(kept))};
   r.symbolObjects = r.symbolObjects.filter((o) => [...r.symbols].some((e) => e.endsWith(` ${o}`)));
   m.symbolObjects = m.symbolObjects.filter((o) => [...m.symbols].some((e) => e.endsWith(` ${o}`)));
   const out: string[] = [];
