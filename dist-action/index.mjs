@@ -73163,16 +73163,21 @@ function walkDependencies(start, dependencies, placed) {
 }
 
 // src/core/elf/tunables.ts
-function tunableValue(tunables, name) {
-  if (!tunables) return null;
-  let value = null;
-  for (const item of tunables.split(":")) {
+function tunableSettings(tunables, name) {
+  const out = [];
+  for (const item of (tunables ?? "").split(":")) {
     const eq = item.indexOf("=");
     if (eq < 0 || item.slice(0, eq) !== name) continue;
-    const text = item.slice(eq + 1);
-    if (/^(?:0x[0-9a-f]+|\d+)$/i.test(text)) value = Number(text);
+    const m = /^[ \t\n\v\f\r]*(?:0x([0-9a-f]+)|(0[0-7]*)|([1-9]\d*))$/i.exec(item.slice(eq + 1));
+    out.push(!m ? null : m[1] !== void 0 ? parseInt(m[1], 16) : m[2] !== void 0 ? parseInt(m[2], 8) : Number(m[3]));
   }
-  return value;
+  return out;
+}
+function tunableInEffect(tunables, name, valid, glibc) {
+  const settings = tunableSettings(tunables, name);
+  const lastOnly = glibc === null || glibc[0] > 2 || glibc[0] === 2 && glibc[1] >= 41;
+  for (const n of lastOnly ? settings.slice(-1) : settings.reverse()) if (n !== null && valid(n)) return n;
+  return null;
 }
 
 // src/core/elf/relocation-order.ts
@@ -73187,14 +73192,10 @@ function relocationOrder(p, tunables) {
   return order;
 }
 function dsoSortAlgorithm(platform2, tunables) {
-  let chosen = platform2.dsoSort.default;
+  const chosen = platform2.dsoSort.default;
   if (!platform2.dsoSort.tunable) return chosen;
-  for (const item of (tunables ?? "").split(":")) {
-    const n = tunableValue(item, "glibc.rtld.dynamic_sort");
-    if (n === 1) chosen = "original";
-    else if (n === 2) chosen = "dfs";
-  }
-  return chosen;
+  const n = tunableInEffect(tunables, "glibc.rtld.dynamic_sort", (v) => v === 1 || v === 2, platform2.glibc);
+  return n === 1 ? "original" : n === 2 ? "dfs" : chosen;
 }
 function searchList(root) {
   return dependencyList([root], (o) => o.edges);
@@ -73351,15 +73352,29 @@ var SymbolMemo = class {
 };
 function findProblems(p, memo) {
   const findings = [];
-  const refuseExecStack = execStackRefused(p);
+  const forbidExecStack = execStackForbidden(p);
+  const refuseExecStack = forbidExecStack || execStackRefused(p);
+  if (forbidExecStack && asksExecStack(p.main.info)) {
+    findings.push({ kind: "executable-stack", object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: null, execStack: "forbidden" });
+  }
   const mapping = p.dlopenEdge ? [...p.edgeOrder.slice(0, p.dlopenAt), p.dlopenEdge, ...p.edgeOrder.slice(p.dlopenAt)] : p.edgeOrder;
   for (const [i, edge] of mapping.entries()) {
     if (!edge.object) {
       if (!edge.ignored) findings.push({ kind: "not-found", object: edge.owner, library: edge.name, version: null, symbol: null, provider: null, edge });
       continue;
     }
-    if (refuseExecStack && p.dlopenEdge && i >= p.dlopenAt && edge.via !== "loaded" && asksExecStack(edge.object.info)) {
-      findings.push({ kind: "executable-stack", object: edge.object, library: edge.name, version: null, symbol: null, provider: null, edge });
+    const dlopened = p.dlopenEdge !== null && i >= p.dlopenAt;
+    if ((forbidExecStack || refuseExecStack && dlopened) && edge.via !== "loaded" && edge.object.role !== "interp" && asksExecStack(edge.object.info)) {
+      findings.push({
+        kind: "executable-stack",
+        object: edge.object,
+        library: edge.name,
+        version: null,
+        symbol: null,
+        provider: null,
+        edge,
+        execStack: forbidExecStack ? "forbidden" : "dlopen"
+      });
     }
   }
   if (p.filterLoop) {
@@ -73457,8 +73472,16 @@ function asksExecStack(info2) {
 function execStackRefused(p) {
   const glibc = p.platform.glibc;
   if (!p.dlopenEdge || glibc !== null && versionAtMost(glibc, 2, 40)) return false;
-  if (tunableValue(p.ctx.tunables, "glibc.rtld.execstack") === 2) return false;
+  if (execStackTunable(p) === 2) return false;
   return !p.scope.slice(0, p.startupScopeLength).some((o) => o.role !== "interp" && asksExecStack(o.info));
+}
+function execStackForbidden(p) {
+  const glibc = p.platform.glibc;
+  if (glibc !== null && versionAtMost(glibc, 2, 40)) return false;
+  return execStackTunable(p) === 0;
+}
+function execStackTunable(p) {
+  return tunableInEffect(p.ctx.tunables, "glibc.rtld.execstack", (n) => n <= 2, p.platform.glibc);
 }
 function standInsFirst(p) {
   const failedAt = /* @__PURE__ */ new Map();
@@ -74161,9 +74184,17 @@ async function explain(p, f, ctx) {
     const glibc = p.platform.glibc ? `glibc ${p.platform.glibc.join(".")}` : "glibc 2.41 and later";
     const how = f.edge === p.dlopenEdge ? `dlopened by ${p.main.path}` : f.edge?.rule;
     problem.chosen = how ? `${f.object.path} (${how})` : f.object.path;
+    const rebuild = `rebuild ${basename3(f.object.path)} with -Wl,-z,noexecstack (or give its assembler sources a .note.GNU-stack section); if it does not really run code on the stack, clear the mark: patchelf --clear-execstack ${f.object.path} (patchelf 0.18 or later) or execstack -c ${f.object.path}`;
+    if (f.execStack === "forbidden") {
+      const program = f.object === p.main && p.main !== p.target;
+      problem.summary = `${who} asks for an executable stack, which GLIBC_TUNABLES=glibc.rtld.execstack=0 forbids: ` + (program ? '"Fatal glibc error: executable stack is not allowed"' : '"cannot enable executable stack as shared object requires"');
+      problem.explanation = `${f.object.path} ${header}. GLIBC_TUNABLES sets glibc.rtld.execstack=0, so the loader (${glibc}) refuses every object that asks for one: the program, the libraries it starts with and the ones it dlopens.`;
+      problem.fix = `${rebuild}; or take glibc.rtld.execstack=0 out of GLIBC_TUNABLES`;
+      return problem;
+    }
     problem.summary = `${who} asks for an executable stack, which a dlopen no longer makes: "cannot enable executable stack as shared object requires"`;
     problem.explanation = `${f.object.path} ${header}. Since glibc 2.41, dlopen no longer makes the stack of a running program executable: loading such an object fails, unless the program already started with an executable stack. The loader here is ${glibc}, and ${basename3(p.main.path)} did not start with one.`;
-    problem.fix = `rebuild ${basename3(f.object.path)} with -Wl,-z,noexecstack (or give its assembler sources a .note.GNU-stack section); if it does not really run code on the stack, clear the mark: patchelf --clear-execstack ${f.object.path} (patchelf 0.18 or later) or execstack -c ${f.object.path}; or allow it for this program: GLIBC_TUNABLES=glibc.rtld.execstack=2 (glibc 2.42 and later, and Debian's 2.41)`;
+    problem.fix = `${rebuild}; or allow it for this program: GLIBC_TUNABLES=glibc.rtld.execstack=2 (glibc 2.42 and later, and Debian's 2.41)`;
     return problem;
   }
   if (f.kind === "cpu-isa-level") {
@@ -75167,7 +75198,8 @@ function openCache(options, cwd, ctx) {
   return new VerdictCache({
     dir: options.cacheDir,
     // What every result depends on besides the recorded facts. GLIBC_TUNABLES can change the
-    // hwcaps the loader searches and the order it relocates in; the platform itself is a recorded fact.
+    // hwcaps the loader searches, the order it relocates in and whether an executable stack is
+    // allowed; the platform itself is a recorded fact.
     key: {
       cwd,
       sysroot,

@@ -12,7 +12,8 @@ export type Via = 'rpath' | 'ld_library_path' | 'runpath' | 'ld.so.cache' | 'def
  * (x86-64-v2, v3, v4) this CPU lacks; ld.so stops with "CPU ISA level is lower than required".
  * 'executable-stack': glibc 2.41 and later, --exe: the dlopen maps an object that asks for an
  * executable stack the process does not have; dlopen fails with "cannot enable executable stack
- * as shared object requires".
+ * as shared object requires". Also, with GLIBC_TUNABLES=glibc.rtld.execstack=0, any object that
+ * asks for one: the program ("Fatal glibc error: executable stack is not allowed") or a library.
  */
 export type ProblemKind = 'not-found' | 'executable-stack' | 'version-not-found' | 'loader-abort' | 'cpu-isa-level' | 'undefined-symbol' | 'unversioned-undefined-symbol';
 

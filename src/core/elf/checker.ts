@@ -6,7 +6,7 @@ import {lookedUpNames} from './file-cache.js';
 import {versionAtMost} from './ldcache/host-loader.js';
 import {relocationOrder, searchList} from './relocation-order.js';
 import {PF_X} from './reader/header.js';
-import {tunableValue} from './tunables.js';
+import {tunableInEffect} from './tunables.js';
 
 /**
  * What would fail in a modelled process (elf-loader-spec.md §3): missing libraries, version
@@ -29,6 +29,11 @@ export interface Finding {
   reason?: string;
   /** For 'loader-abort': the filtees that make ld.so crash (walking its dependencies without end). */
   filterLoop?: LoadedObject[];
+  /**
+   * For 'executable-stack': 'dlopen' when a dlopen may not make the stack executable (glibc 2.41),
+   * 'forbidden' when GLIBC_TUNABLES=glibc.rtld.execstack=0 refuses every executable stack.
+   */
+  execStack?: 'dlopen' | 'forbidden';
 }
 
 /**
@@ -135,15 +140,24 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
   // libraries, and the objects a dlopen may not map for the executable stack they ask for. An
   // auxiliary object that cannot be loaded is left out by ld.so (only a DST that expands to
   // nothing in DT_AUXILIARY is fatal, and that edge carries the error).
-  const refuseExecStack = execStackRefused(p);
+  const forbidExecStack = execStackForbidden(p);
+  const refuseExecStack = forbidExecStack || execStackRefused(p);
+  // The main object comes first: the kernel mapped the program (rtld stops with "Fatal glibc
+  // error: executable stack is not allowed" before loading anything), or ld.so mapped the library
+  // it was asked to trace.
+  if (forbidExecStack && asksExecStack(p.main.info)) {
+    findings.push({kind: 'executable-stack', object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: null, execStack: 'forbidden'});
+  }
   const mapping = p.dlopenEdge ? [...p.edgeOrder.slice(0, p.dlopenAt), p.dlopenEdge, ...p.edgeOrder.slice(p.dlopenAt)] : p.edgeOrder;
   for (const [i, edge] of mapping.entries()) {
     if (!edge.object) {
       if (!edge.ignored) findings.push({kind: 'not-found', object: edge.owner, library: edge.name, version: null, symbol: null, provider: null, edge});
       continue;
     }
-    if (refuseExecStack && p.dlopenEdge && i >= p.dlopenAt && edge.via !== 'loaded' && asksExecStack(edge.object.info)) {
-      findings.push({kind: 'executable-stack', object: edge.object, library: edge.name, version: null, symbol: null, provider: null, edge});
+    const dlopened = p.dlopenEdge !== null && i >= p.dlopenAt;
+    if ((forbidExecStack || (refuseExecStack && dlopened)) && edge.via !== 'loaded' && edge.object.role !== 'interp' && asksExecStack(edge.object.info)) {
+      findings.push({kind: 'executable-stack', object: edge.object, library: edge.name, version: null, symbol: null, provider: null, edge,
+        execStack: forbidExecStack ? 'forbidden' : 'dlopen'});
     }
   }
   if (p.filterLoop) {
@@ -242,8 +256,24 @@ function asksExecStack(info: ElfInfo): boolean {
 function execStackRefused(p: LoaderProcess): boolean {
   const glibc = p.platform.glibc;
   if (!p.dlopenEdge || (glibc !== null && versionAtMost(glibc, 2, 40))) return false;
-  if (tunableValue(p.ctx.tunables, 'glibc.rtld.execstack') === 2) return false;
+  if (execStackTunable(p) === 2) return false;
   return !p.scope.slice(0, p.startupScopeLength).some((o) => o.role !== 'interp' && asksExecStack(o.info));
+}
+
+/**
+ * GLIBC_TUNABLES=glibc.rtld.execstack=0 (the tunable exists from glibc 2.41; older loaders ignore
+ * it): no object may have an executable stack, neither the program, nor what it starts with, nor
+ * what it dlopens. Checked against Debian's 2.41 and Ubuntu's 2.43.
+ */
+function execStackForbidden(p: LoaderProcess): boolean {
+  const glibc = p.platform.glibc;
+  if (glibc !== null && versionAtMost(glibc, 2, 40)) return false;
+  return execStackTunable(p) === 0;
+}
+
+/** glibc.rtld.execstack (0 to 2; every loader that has it reads only its last setting). */
+function execStackTunable(p: LoaderProcess): number | null {
+  return tunableInEffect(p.ctx.tunables, 'glibc.rtld.execstack', (n) => n <= 2, p.platform.glibc);
 }
 
 /**

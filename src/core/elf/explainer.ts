@@ -140,12 +140,22 @@ export async function explain(p: LoaderProcess, f: Finding, ctx: ExplainContext)
     const glibc = p.platform.glibc ? `glibc ${p.platform.glibc.join('.')}` : 'glibc 2.41 and later';
     const how = f.edge === p.dlopenEdge ? `dlopened by ${p.main.path}` : f.edge?.rule;
     problem.chosen = how ? `${f.object.path} (${how})` : f.object.path;
+    const rebuild = `rebuild ${basename(f.object.path)} with -Wl,-z,noexecstack (or give its assembler sources a .note.GNU-stack section); if it does not really run code on the stack, ` +
+      `clear the mark: patchelf --clear-execstack ${f.object.path} (patchelf 0.18 or later) or execstack -c ${f.object.path}`;
+    if (f.execStack === 'forbidden') {
+      // The program itself (mapped by the kernel) is refused by rtld before anything is loaded.
+      const program = f.object === p.main && p.main !== p.target;
+      problem.summary = `${who} asks for an executable stack, which GLIBC_TUNABLES=glibc.rtld.execstack=0 forbids: ` +
+        (program ? '"Fatal glibc error: executable stack is not allowed"' : '"cannot enable executable stack as shared object requires"');
+      problem.explanation = `${f.object.path} ${header}. GLIBC_TUNABLES sets glibc.rtld.execstack=0, so the loader (${glibc}) refuses every object that asks for one: ` +
+        'the program, the libraries it starts with and the ones it dlopens.';
+      problem.fix = `${rebuild}; or take glibc.rtld.execstack=0 out of GLIBC_TUNABLES`;
+      return problem;
+    }
     problem.summary = `${who} asks for an executable stack, which a dlopen no longer makes: "cannot enable executable stack as shared object requires"`;
     problem.explanation = `${f.object.path} ${header}. Since glibc 2.41, dlopen no longer makes the stack of a running program executable: ` +
       `loading such an object fails, unless the program already started with an executable stack. The loader here is ${glibc}, and ${basename(p.main.path)} did not start with one.`;
-    problem.fix = `rebuild ${basename(f.object.path)} with -Wl,-z,noexecstack (or give its assembler sources a .note.GNU-stack section); if it does not really run code on the stack, ` +
-      `clear the mark: patchelf --clear-execstack ${f.object.path} (patchelf 0.18 or later) or execstack -c ${f.object.path}; ` +
-      'or allow it for this program: GLIBC_TUNABLES=glibc.rtld.execstack=2 (glibc 2.42 and later, and Debian\'s 2.41)';
+    problem.fix = `${rebuild}; or allow it for this program: GLIBC_TUNABLES=glibc.rtld.execstack=2 (glibc 2.42 and later, and Debian's 2.41)`;
     return problem;
   }
   if (f.kind === 'cpu-isa-level') {

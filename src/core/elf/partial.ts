@@ -179,7 +179,8 @@ function openCache(options: CheckOptions, cwd: string, ctx: LoaderContext): Verd
   return new VerdictCache({
     dir: options.cacheDir!,
     // What every result depends on besides the recorded facts. GLIBC_TUNABLES can change the
-    // hwcaps the loader searches and the order it relocates in; the platform itself is a recorded fact.
+    // hwcaps the loader searches, the order it relocates in and whether an executable stack is
+    // allowed; the platform itself is a recorded fact.
     key: {
       cwd, sysroot, ldLibraryPath: options.ldLibraryPath ?? null, preload: options.preload ?? [], exe: options.exe ?? null,
       cacheFile: options.cacheFile ?? null, storeVersionsDir: options.storeVersionsDir ?? null,

@@ -1,5 +1,5 @@
 import {dependencyList} from './dependency-list.js';
-import {tunableValue} from './tunables.js';
+import {tunableInEffect} from './tunables.js';
 import type {DsoSortAlgorithm, LoaderPlatform} from './platform.js';
 import type {LoadedObject, LoaderProcess} from './resolver.js';
 
@@ -26,15 +26,10 @@ export function relocationOrder(p: LoaderProcess, tunables: string | undefined):
  * tunable (the last valid setting wins; values other than 1 and 2 are ignored), else its default.
  */
 export function dsoSortAlgorithm(platform: LoaderPlatform, tunables: string | undefined): DsoSortAlgorithm {
-  let chosen = platform.dsoSort.default;
+  const chosen = platform.dsoSort.default;
   if (!platform.dsoSort.tunable) return chosen;
-  // Out of range (not 1 or 2): glibc ignores the setting, and an earlier valid one stays.
-  for (const item of (tunables ?? '').split(':')) {
-    const n = tunableValue(item, 'glibc.rtld.dynamic_sort');
-    if (n === 1) chosen = 'original';
-    else if (n === 2) chosen = 'dfs';
-  }
-  return chosen;
+  const n = tunableInEffect(tunables, 'glibc.rtld.dynamic_sort', (v) => v === 1 || v === 2, platform.glibc);
+  return n === 1 ? 'original' : n === 2 ? 'dfs' : chosen;
 }
 
 /**

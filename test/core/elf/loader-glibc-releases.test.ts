@@ -1,13 +1,14 @@
 import {afterAll, beforeAll, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
 import {existsSync, mkdirSync, realpathSync, symlinkSync, writeFileSync} from 'node:fs';
-import {dirname, join} from 'node:path';
+import {basename, dirname, join} from 'node:path';
 import {checkLibraries} from '../../../src/core/elf/index.js';
 import {DOWNLOADED, IS_ROOT, NEEDS} from '../../helpers/capabilities.js';
 import {describeIf} from '../../helpers/skip.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {buildLib, buildPortableDlopenDriver, haveCommand, HAVE_GCC} from './fixtures.js';
 import {generateCase, type FuzzCase} from './fuzz/generate.js';
+import {graphScript, lib, relocationLines} from './fuzz/sorter-graphs.js';
 import {runScript} from './fuzz/run-script.js';
 import {compareDlopen, compareTrace, modelTrace, parseTrace, type Real, type RealDlopen, type Resolve} from './fuzz/trace.js';
 
@@ -18,9 +19,11 @@ import {compareDlopen, compareTrace, modelTrace, parseTrace, type Real, type Rea
  *   original dependency sorter, the check_match assertion;
  * - Ubuntu noble, glibc 2.39: glibc-hwcaps, no legacy directories, still the assertion;
  * - Debian trixie, glibc 2.41: no assertion, and no executable stacks made by dlopen;
+ * - Ubuntu resolute (26.04 LTS), glibc 2.43: the newest release, where 2.42's changes (an exact
+ *   version match preferred over an unversioned definition, glibc.rtld.execstack=2) are upstream's;
  * each with its own ld.so.cache written by its own ldconfig. Between them they place each rule's
  * release boundary (legacy directories gone by 2.39, the assertion and the dlopen refusal after
- * it). The oracle is that release's ld.so in `ldd -r`'s trace mode, run in the image (chroot);
+ * it), and the newest release shows no rule the model does not know. The oracle is that release's ld.so in `ldd -r`'s trace mode, run in the image (chroot);
  * the model is `check` with CUDAENV_SYSROOT set to the image, which reads the image's glibc
  * release from its files and never runs anything from it.
  *
@@ -36,6 +39,7 @@ const RELEASES = [
   {suite: 'bullseye', glibc: '2.31'},
   {suite: 'noble', glibc: '2.39'},
   {suite: 'trixie', glibc: '2.41'},
+  {suite: 'resolute', glibc: '2.43'},
 ] as const;
 /** The same cases in both images: where the two releases' loaders disagree, the model must follow each. */
 const BASE_SEED = Number(process.env.CUDAENV_FUZZ_SEED ?? 31_000);
@@ -122,8 +126,13 @@ const inImage = (root: string): Resolve => (dir, p) => {
   }
 };
 
-/** Every third case asks for the original sorter: 2.41 has the tunable, 2.31 ignores it (so must the model). */
-const tunablesOf = (c: FuzzCase): string | undefined => (c.seed % 3 === 0 ? 'glibc.rtld.dynamic_sort=1' : undefined);
+/**
+ * Every third case asks for the original sorter (2.41 has the tunable, 2.31 ignores it, so must the
+ * model), every fifth forbids executable stacks (glibc.rtld.execstack=0, from 2.41; older releases
+ * ignore it): then one in seven fuzz objects, linked without -z noexecstack, stops the run.
+ */
+const tunablesOf = (c: FuzzCase): string | undefined =>
+  [c.seed % 3 === 0 ? 'glibc.rtld.dynamic_sort=1' : null, c.seed % 5 === 1 ? 'glibc.rtld.execstack=0' : null].filter((t) => t !== null).join(':') || undefined;
 
 describeIf(fetched && IS_ROOT && usable, reason)('the loader model against the real ld.so of other glibc releases (issue 12 item 2)', () => {
   beforeAll(async () => {
@@ -203,7 +212,7 @@ describeIf(fetched && IS_ROOT && usable, reason)('the loader model against the r
   }, 240_000);
 
   test('the cases cross the rules that changed between the releases, so agreeing on each proves the model switches', () => {
-    const [r231, r239, r241] = RELEASES.map((r) => images.find((i) => i.suite === r.suite)!);
+    const [r231, r239, r241, r243] = RELEASES.map((r) => images.find((i) => i.suite === r.suite)!);
     // Libraries the loader took from a subdirectory it probes below a search directory (not from
     // an LD_LIBRARY_PATH entry that names such a subdirectory itself).
     const probed = (image: Image, sub: RegExp) => image.cases.flatMap((c) => {
@@ -213,25 +222,34 @@ describeIf(fetched && IS_ROOT && usable, reason)('the loader model against the r
     // Legacy tls/ and x86_64/ subdirectories: searched by 2.31, gone by 2.39 (2.37).
     const legacy = /\/(tls|x86_64)\/libfz/;
     expect(probed(r231, legacy).length).toBeGreaterThan(0);
-    expect([probed(r239, legacy), probed(r241, legacy)]).toEqual([[], []]);
+    expect([probed(r239, legacy), probed(r241, legacy), probed(r243, legacy)]).toEqual([[], [], []]);
     // glibc-hwcaps subdirectories: from 2.33.
     expect(probed(r231, /\/glibc-hwcaps\//)).toEqual([]);
     expect(probed(r239, /\/glibc-hwcaps\//).length).toBeGreaterThan(0);
     expect(probed(r241, /\/glibc-hwcaps\//).length).toBeGreaterThan(0);
+    expect(probed(r243, /\/glibc-hwcaps\//).length).toBeGreaterThan(0);
     // The check_match assertion on a versioned reference bound in an unversioned library: still in 2.39, gone in 2.41.
     const aborted = (image: Image) => image.cases.filter((c) => image.real.get(c.seed)?.abort === 'check_match').map((c) => c.seed);
     expect(aborted(r231).length).toBeGreaterThan(0);
     expect(aborted(r239).length).toBeGreaterThan(0);
-    expect(aborted(r241)).toEqual([]);
+    expect([aborted(r241), aborted(r243)]).toEqual([[], []]);
     // A dlopen of an object that asks for an executable stack: refused from 2.41 only.
     const refused = (image: Image) => image.cases.filter((c) => /cannot enable executable stack/.test(image.dlopen.get(c.seed)!.message)).map((c) => c.seed);
     expect(refused(r241).length).toBeGreaterThan(0);
+    expect(refused(r243).length).toBeGreaterThan(0);
     expect([refused(r231), refused(r239)]).toEqual([[], []]);
     expect(r241.cases.some((c) => r241.dlopen.get(c.seed)!.ok)).toBe(true);
+    expect(r243.cases.some((c) => r243.dlopen.get(c.seed)!.ok)).toBe(true);
+    // glibc.rtld.execstack=0: from 2.41 an object that asks for an executable stack stops the run; older releases ignore it.
+    const stopped = (image: Image) => image.cases.filter((c) => image.real.get(c.seed)!.fatal !== null).map((c) => c.seed);
+    expect(stopped(r241).length).toBeGreaterThan(0);
+    expect(stopped(r243).length).toBeGreaterThan(0);
+    expect([stopped(r231), stopped(r239)]).toEqual([[], []]);
   });
 
-  test('glibc 2.41: a program that started with an executable stack may dlopen such an object, and so may glibc.rtld.execstack=2', async () => {
-    const image = images.find((i) => i.suite === 'trixie')!;
+  // Debian's 2.41 carries the value 2 from 2.42; resolute's 2.43 is upstream's own.
+  test.each([['trixie', '2.41'], ['resolute', '2.43']])('%s (glibc %s): a program that started with an executable stack may dlopen such an object, and so may glibc.rtld.execstack=2', async (suite) => {
+    const image = images.find((i) => i.suite === suite)!;
     const dir = join(image.root, 'fz', 'execstack');
     const lib = buildLib({out: join(dir, 'libx.so'), soname: 'libx.so', source: 'int x(void){return 1;}\n', extra: ['-nostdlib', '-z', 'execstack']});
     const execDriver = buildPortableDlopenDriver(join(dir, 'driver-execstack'), {execStack: true});
@@ -243,10 +261,56 @@ describeIf(fetched && IS_ROOT && usable, reason)('the loader model against the r
     expect(await model(execDriver)).toEqual([]);
     expect(dlopen(image.driver, ['GLIBC_TUNABLES=glibc.rtld.execstack=2'])).toBe('OK');
     expect(await model(image.driver, 'glibc.rtld.execstack=2')).toEqual([]);
-    // Noble's 2.39 makes the stack executable in dlopen, as every glibc before 2.41 did.
+    // Only the last setting counts: one out of the range 0 to 2 leaves the default, not an earlier 2.
+    expect(dlopen(image.driver, ['GLIBC_TUNABLES=glibc.rtld.execstack=2:glibc.rtld.execstack=7'])).toMatch(/cannot enable executable stack/);
+    expect(await model(image.driver, 'glibc.rtld.execstack=2:glibc.rtld.execstack=7')).toEqual(['executable-stack']);
+    expect(dlopen(image.driver, ['GLIBC_TUNABLES=glibc.rtld.execstack=7:glibc.rtld.execstack=0x2'])).toBe('OK');
+    expect(await model(image.driver, 'glibc.rtld.execstack=7:glibc.rtld.execstack=0x2')).toEqual([]);
+
+    // glibc.rtld.execstack=0: no executable stack at all. The program that asks for one is stopped
+    // before it loads anything, and `ldd` of such a library stops at the library itself.
+    const forbid = 'GLIBC_TUNABLES=glibc.rtld.execstack=0';
+    const started = spawnSync(runin, [image.root, '/', forbid, '--', execDriver, lib], {encoding: 'utf8'});
+    expect([started.status, started.stdout + started.stderr]).toEqual([127, 'Fatal glibc error: executable stack is not allowed\n']);
+    const exe = await checkLibraries({targets: [lib], exe: execDriver, sysroot: image.root, glibcTunables: 'glibc.rtld.execstack=0', strict: true});
+    expect(exe.problems.map((p) => [p.kind, p.object])).toEqual([['executable-stack', execDriver], ['executable-stack', lib]]);
+    expect(exe.problems[0].summary).toContain('"Fatal glibc error: executable stack is not allowed"');
+    expect(exe.problems[0].fix).toContain('take glibc.rtld.execstack=0 out of GLIBC_TUNABLES');
+    const traced = spawnSync(runin, [image.root, '/', 'LD_TRACE_LOADED_OBJECTS=1', forbid, '--', '/lib64/ld-linux-x86-64.so.2', lib], {encoding: 'utf8'});
+    expect(traced.stderr).toContain(`${lib}: cannot enable executable stack as shared object requires`);
+    const ldd = await checkLibraries({targets: [lib], sysroot: image.root, glibcTunables: 'glibc.rtld.execstack=0'});
+    expect([ldd.ok, ldd.problems.map((p) => p.kind)]).toEqual([false, ['executable-stack']]);
+    expect(ldd.problems[0].summary).toContain('GLIBC_TUNABLES=glibc.rtld.execstack=0 forbids');
+  });
+
+  test.each(RELEASES.map((r) => [r.suite, r.glibc]))('%s (glibc %s): of several glibc.rtld.dynamic_sort settings, the one that loader goes by', async (suite, glibc) => {
+    const image = images.find((i) => i.suite === suite)!;
+    const dir = join(image.root, 'fz', 'sorters');
+    mkdirSync(dir, {recursive: true});
+    // A graph the two sorters relocate in different orders (original: o3 o4 o2 o1 o0, DFS: o3 o1 o4 o2 o0).
+    const built = spawnSync('sh', ['-ec', graphScript(dir, [[1, 4], [2, 4], [3, 4], [], [1, 2]])], {encoding: 'utf8'});
+    expect(built.stderr).toBe('');
+    const target = join(dir, lib(0));
+    const orders = new Set<string>();
+    for (const t of ['1', '2', '1:glibc.rtld.dynamic_sort=9', '1:glibc.rtld.dynamic_sort=x', '9:glibc.rtld.dynamic_sort=1', '2:glibc.rtld.dynamic_sort=01', '0x1']) {
+      const tunables = `glibc.rtld.dynamic_sort=${t}`;
+      const traced = spawnSync(runin, [image.root, '/', `LD_LIBRARY_PATH=${dir}`, 'LD_TRACE_LOADED_OBJECTS=1', 'LD_BIND_NOW=1', 'LD_WARN=yes', `GLIBC_TUNABLES=${tunables}`,
+        '--', '/lib64/ld-linux-x86-64.so.2', target], {encoding: 'utf8'});
+      const real = relocationLines(`${traced.stdout}${traced.stderr}`);
+      const report = await checkLibraries({targets: [target], ldLibraryPath: dir, sysroot: image.root, glibcTunables: tunables});
+      expect([tunables, report.problems.map((p) => basename(p.object))]).toEqual([tunables, real]);
+      orders.add(real.join(' '));
+    }
+    // Both sorters were met (2.31 has only the original one, and no tunable).
+    expect(orders.size).toBe(glibc === '2.31' ? 1 : 2);
+  });
+
+  test('noble (glibc 2.39): dlopen makes the stack executable for such an object, as every glibc before 2.41 did, and glibc.rtld.execstack is unknown', async () => {
     const old = images.find((i) => i.suite === 'noble')!;
     const oldLib = buildLib({out: join(old.root, 'fz', 'execstack', 'libx.so'), soname: 'libx.so', source: 'int x(void){return 1;}\n', extra: ['-nostdlib', '-z', 'execstack']});
     expect(spawnSync(runin, [old.root, '/', '--', old.driver, oldLib], {encoding: 'utf8'}).stdout.trim()).toBe('OK');
     expect((await checkLibraries({targets: [oldLib], exe: old.driver, sysroot: old.root, strict: true})).problems).toEqual([]);
+    expect(spawnSync(runin, [old.root, '/', 'GLIBC_TUNABLES=glibc.rtld.execstack=0', '--', old.driver, oldLib], {encoding: 'utf8'}).stdout.trim()).toBe('OK');
+    expect((await checkLibraries({targets: [oldLib], exe: old.driver, sysroot: old.root, glibcTunables: 'glibc.rtld.execstack=0', strict: true})).problems).toEqual([]);
   });
 });

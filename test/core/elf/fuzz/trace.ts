@@ -14,6 +14,12 @@ export interface Real {
   /** The objects with undefined symbols, in the order they are reported: ld.so's relocation order. */
   symbolObjects: string[];
   abort: string | null;
+  /**
+   * The object whose mapping stops the loader (its name as ld.so prints it, last path component),
+   * or null: in trace mode a missing library is listed and passed, an executable stack the
+   * loader may not make (glibc.rtld.execstack=0) ends the run before anything is listed.
+   */
+  fatal: string | null;
   raw: string;
 }
 
@@ -30,7 +36,7 @@ export const hostReal: Resolve = (dir, p) => {
 };
 
 export function parseTrace(dir: string, out: string, real: Resolve = hostReal): Real {
-  const v: Real = {libs: new Set(), versions: new Set(), symbols: new Set(), symbolObjects: [], abort: null, raw: out};
+  const v: Real = {libs: new Set(), versions: new Set(), symbols: new Set(), symbolObjects: [], abort: null, fatal: null, raw: out};
   for (const line of out.split('\n')) {
     let m = /^\t(\S+) => (.+?)(?: \(0x[0-9a-f]+\))?$/.exec(line);
     if (m) {
@@ -44,6 +50,8 @@ export function parseTrace(dir: string, out: string, real: Resolve = hostReal): 
     }
     m = /Inconsistency detected by ld\.so: [^:]+: \d+: (\w+): Assertion/.exec(line);
     if (m) v.abort = m[1];
+    m = /error while loading shared libraries: ([^:]+): cannot enable executable stack as shared object requires/.exec(line);
+    if (m) v.fatal = m[1].split('/').pop()!;
     m = /version `([^']+)' not found \(required by (.+)\)$/.exec(line);
     if (m) v.versions.add(`${m[1]} ${real(dir, m[2])}`);
     m = /^undefined symbol: ([^,\t]+)(?:, version \S*)?\t\((.+)\)$/.exec(line);
@@ -56,7 +64,9 @@ export function parseTrace(dir: string, out: string, real: Resolve = hostReal): 
 }
 
 export function modelTrace(report: CheckReport, dir: string, real: Resolve = hostReal): Real {
-  const v: Real = {libs: new Set(), versions: new Set(), symbols: new Set(), symbolObjects: [], abort: null, raw: ''};
+  const v: Real = {libs: new Set(), versions: new Set(), symbols: new Set(), symbolObjects: [], abort: null, fatal: null, raw: ''};
+  const stack = report.problems.find((p) => p.kind === 'executable-stack');
+  if (stack) v.fatal = stack.library!.split('/').pop()!;
   for (const o of report.objects) {
     for (const e of o.needed) {
       if (e.path && /\/ld-linux[^/]*$/.test(e.path)) continue;
@@ -120,6 +130,8 @@ export function compareTrace(r: Real, m: Real): string[] {
   r.symbolObjects = r.symbolObjects.filter((o) => [...r.symbols].some((e) => e.endsWith(` ${o}`)));
   m.symbolObjects = m.symbolObjects.filter((o) => [...m.symbols].some((e) => e.endsWith(` ${o}`)));
   const out: string[] = [];
+  // Mapping stopped: nothing is listed, and only the object it stopped at can be compared.
+  if (r.fatal !== null || m.fatal !== null) return r.fatal === m.fatal ? [] : [`mapping stopped at: loader ${r.fatal ?? 'none'}, model ${m.fatal ?? 'none'}`];
   // ld.so in trace mode crashes relocating a versioned reference into a library it did not find
   // (see below): an assertion the relocations would hit later is never printed then.
   const crashed = /Segmentation fault|core dumped/.test(r.raw);
