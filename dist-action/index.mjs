@@ -78148,19 +78148,21 @@ function findInToolCache(paths, platform2, req) {
   return void 0;
 }
 
-// src/action/summary.ts
-init_core();
+// src/core/text/bytes.ts
 function formatBytes(n) {
   if (n < 1024) return `${n} B`;
-  const units = ["KiB", "MiB", "GiB"];
+  const units = ["KiB", "MiB", "GiB", "TiB"];
   let v = n / 1024;
   let i = 0;
   while (v >= 1024 && i < units.length - 1) {
     v /= 1024;
     i++;
   }
-  return `${v.toFixed(1)} ${units[i]}`;
+  return `${v.toFixed(v >= 100 ? 0 : 1)} ${units[i]}`;
 }
+
+// src/action/summary.ts
+init_core();
 async function writeSummary(s) {
   if (!process.env.GITHUB_STEP_SUMMARY) return;
   const how = s.source === "tool-cache" ? "already in the runner's tool cache" : s.source === "cache" ? "archives from the cache" : "downloaded";

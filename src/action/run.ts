@@ -17,7 +17,8 @@ import {readInputs, type ActionInputs} from './inputs.js';
 import {ARCHIVES_DIR, checksumDigest, keyPrefix, readPlan, writePlan, type Plan} from './plan.js';
 import {runnerPlatform} from './runner-platform.js';
 import {findInToolCache, manifestComponentName, type Request} from './selection.js';
-import {formatBytes, writeSummary, type SummaryRow} from './summary.js';
+import {formatBytes} from '../core/text/bytes.js';
+import {writeSummary, type SummaryRow} from './summary.js';
 
 export interface ActionResult {
   version: string;

@@ -1,4 +1,5 @@
 import * as core from '@actions/core';
+import {formatBytes} from '../core/text/bytes.js';
 
 export interface SummaryRow {
   name: string;
@@ -6,18 +7,6 @@ export interface SummaryRow {
   size: number;
   /** mirror, tool cache, or the cache's name. */
   from: string;
-}
-
-export function formatBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  const units = ['KiB', 'MiB', 'GiB'];
-  let v = n / 1024;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return `${v.toFixed(1)} ${units[i]}`;
 }
 
 /** The step summary: what was installed and from where, the bytes downloaded, the check's line. */

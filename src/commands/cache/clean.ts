@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core';
 import {CudaenvCommand} from '../../cli/base.js';
 import {cleanCache, type CleanResult} from '../../core/remote/cache.js';
-import {formatBytes} from '../../core/remote/progress.js';
+import {formatBytes} from '../../core/text/bytes.js';
 import {refuseForeignStore} from '../../core/store/store-owner.js';
 
 export default class CacheClean extends CudaenvCommand {

@@ -1,6 +1,6 @@
 import {CudaenvCommand} from '../../cli/base.js';
 import {describeCache, type CacheState} from '../../core/remote/cache.js';
-import {formatBytes} from '../../core/remote/progress.js';
+import {formatBytes} from '../../core/text/bytes.js';
 
 export default class Cache extends CudaenvCommand {
   static override summary = 'Show the cache: verified archives kept for reinstalls, interrupted downloads, manifest copies, stored check results.';

@@ -1,5 +1,6 @@
 import type {ArchiveProgress, Stage} from './archive.js';
 import type {InstallEvent, PlannedComponent} from './install.js';
+import {formatBytes} from '../text/bytes.js';
 
 /** Progress of an install as the user sees it: listr2 on a terminal, plain lines otherwise, nothing with --json. */
 export interface Reporter {
@@ -8,17 +9,6 @@ export interface Reporter {
   finish(ok: boolean): Promise<void>;
 }
 
-export function formatBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
-  let v = n / 1024;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return `${v.toFixed(v >= 100 ? 0 : 1)} ${units[i]}`;
-}
 
 interface Row {
   plan: PlannedComponent;

@@ -1,5 +1,5 @@
 import {describe, expect, test} from '@jest/globals';
-import {formatBytes, ListrReporter, PlainReporter} from '../../../src/core/remote/progress.js';
+import {ListrReporter, PlainReporter} from '../../../src/core/remote/progress.js';
 import type {InstallEvent} from '../../../src/core/remote/install.js';
 
 const plan: InstallEvent = {type: 'plan', label: '12.4.1', platform: 'linux-x86_64', platformWhy: 'this machine is x86_64', components: [{name: 'cuda_nvcc', version: '12.4.131', size: 51184484}, {name: 'cuda_cudart', version: '12.4.127', size: 1099680}]};
@@ -53,11 +53,5 @@ describe('progress', () => {
       {title: 'cuda_nvcc 12.4.131: failed', completed: false, failed: true},
       {title: 'cuda_cudart 12.4.127: waiting (1.0 MiB)', completed: false, failed: true},
     ]);
-  });
-
-  test('sizes', () => {
-    expect(formatBytes(512)).toBe('512 B');
-    expect(formatBytes(1536)).toBe('1.5 KiB');
-    expect(formatBytes(51184484)).toBe('48.8 MiB');
   });
 });
