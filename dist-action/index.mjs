@@ -72249,7 +72249,8 @@ var DT_REL = {
 };
 var CHUNK = 1 << 20;
 function relocatedSymbols(file, h, values, count, toOffset) {
-  const marks = new Uint8Array(count);
+  const marks = new Uint32Array(count);
+  let rank = 0;
   const tables = [
     { addr: values.get(DT_REL.RELA), size: values.get(DT_REL.RELASZ), rela: true, skip: values.get(DT_REL.RELACOUNT) ?? 0, what: "DT_RELA" },
     { addr: values.get(DT_REL.REL), size: values.get(DT_REL.RELSZ), rela: false, skip: values.get(DT_REL.RELCOUNT) ?? 0, what: "DT_REL" },
@@ -72271,7 +72272,7 @@ function relocatedSymbols(file, h, values, count, toOffset) {
       const buf = file.read(off + start, len, `relocations (${t.what})`);
       for (let b = 0; b + ent <= len; b += ent) {
         const sym = h.is64 ? h.littleEndian ? buf.readUInt32LE(b + 12) : buf.readUInt32BE(b + 8) : (h.littleEndian ? buf.readUInt32LE(b + 4) : buf.readUInt32BE(b + 4)) >>> 8;
-        if (sym !== 0 && sym < count) marks[sym] = 1;
+        if (sym !== 0 && sym < count && marks[sym] === 0) marks[sym] = ++rank;
       }
       start += len;
     }
@@ -72665,13 +72666,14 @@ function relocatedUndefinedNames(path13) {
     const entsize = value(DT.SYMENT) ?? (h.is64 ? 24 : 16);
     const syms = file.read(toOffset(symtab, 0, "DT_SYMTAB"), count * entsize, "dynamic symbol table (DT_SYMTAB)");
     const shndxAt = h.is64 ? 6 : 14;
-    const names = /* @__PURE__ */ new Set();
+    const names = /* @__PURE__ */ new Map();
     for (let i = 1; i < count; i++) {
       if (marks[i] === 0) continue;
       const b = i * entsize;
       const shndx = h.littleEndian ? syms.readUInt16LE(b + shndxAt) : syms.readUInt16BE(b + shndxAt);
       if (shndx !== 0) continue;
-      names.add(strings.get(h.littleEndian ? syms.readUInt32LE(b) : syms.readUInt32BE(b), `name of dynamic symbol ${i}`));
+      const name = strings.get(h.littleEndian ? syms.readUInt32LE(b) : syms.readUInt32BE(b), `name of dynamic symbol ${i}`);
+      names.set(name, Math.min(marks[i], names.get(name) ?? Infinity));
     }
     return names;
   } catch (error2) {
@@ -73444,15 +73446,14 @@ function findProblems(p, memo) {
   }
   for (const obj of order) {
     if (obj.role === "interp" || references(obj.info).length === 0) continue;
-    if (assertions) findings.push(...checkMatchAborts(p, obj, memo, glibc));
+    const own = assertions ? checkMatchAborts(p, obj, memo, glibc) : [];
     const closure = searchList(obj);
     const unbound = memo.unboundWithin(obj, closure);
-    if (unbound.length === 0) continue;
-    const rest = p.scope.filter((o) => !closure.includes(o));
+    const rest = unbound.length === 0 ? [] : p.scope.filter((o) => !closure.includes(o));
     for (const ref of unbound) {
       if (rest.some((o) => memo.defines(o.info, ref))) continue;
       const provider = ref.versionFile ? p.objectNamed(ref.versionFile) ?? null : null;
-      findings.push({
+      own.push({
         kind: ref.version ? "undefined-symbol" : "unversioned-undefined-symbol",
         object: obj,
         library: ref.versionFile,
@@ -73463,8 +73464,16 @@ function findProblems(p, memo) {
         ref
       });
     }
+    findings.push(...inRelocationOrder(obj, own));
   }
   return findings;
+}
+function inRelocationOrder(obj, own) {
+  if (own.length < 2) return own;
+  const ranks = lookedUpNames(obj.info);
+  if (!ranks) return own;
+  const rank = (f) => ranks.get(f.symbol ?? "") ?? Infinity;
+  return own.map((f, i) => ({ f, i })).sort((a, b) => rank(a.f) - rank(b.f) || a.i - b.i).map(({ f }) => f);
 }
 function asksExecStack(info2) {
   return info2.stackFlags === null || (info2.stackFlags & PF_X) !== 0;
@@ -73905,7 +73914,7 @@ var LoaderProcess = class {
    */
   *candidates(loader, name) {
     if (name.includes("/")) {
-      const path13 = kernelPath(name, this.ctx.view.cwd, this.ctx.view.recorder);
+      const path13 = this.absolute(name);
       const c = this.probe(path13, "default", `the path ${name} written in DT_NEEDED`);
       if (c) yield c;
       return;
@@ -73931,8 +73940,9 @@ var LoaderProcess = class {
       if (c) yield c;
     }
   }
+  /** A relative name as dl-object.c makes l_origin of it: the working directory (getcwd), a slash, the name. */
   absolute(path13) {
-    return path13.startsWith("/") ? path13 : kernelPath(path13, this.ctx.view.cwd, this.ctx.view.recorder);
+    return path13.startsWith("/") ? path13 : `${this.ctx.view.cwd.replace(/\/$/, "")}/${path13}`;
   }
   /** The directories of steps 1-6, with the cache between RUNPATH and the system directories. */
   *searchDirs(loader) {

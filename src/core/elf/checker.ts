@@ -223,23 +223,35 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
   }
   for (const obj of order) {
     if (obj.role === 'interp' || references(obj.info).length === 0) continue;
-    if (assertions) findings.push(...checkMatchAborts(p, obj, memo, glibc!));
+    const own = assertions ? checkMatchAborts(p, obj, memo, glibc!) : [];
     // The object and every object its DT_NEEDED edges reach (it is always in the scope with them).
     const closure = searchList(obj);
     const unbound = memo.unboundWithin(obj, closure);
-    if (unbound.length === 0) continue;
-    const rest = p.scope.filter((o) => !closure.includes(o));
+    const rest = unbound.length === 0 ? [] : p.scope.filter((o) => !closure.includes(o));
     for (const ref of unbound) {
       if (rest.some((o) => memo.defines(o.info, ref))) continue;
       const provider = ref.versionFile ? p.objectNamed(ref.versionFile) ?? null : null;
-      findings.push({
+      own.push({
         kind: ref.version ? 'undefined-symbol' : 'unversioned-undefined-symbol', object: obj,
         library: ref.versionFile, version: ref.version, symbol: ref.name, provider,
         edge: provider ? p.edgeTo(provider) ?? null : null, ref,
       });
     }
+    findings.push(...inRelocationOrder(obj, own));
   }
   return findings;
+}
+
+/**
+ * One object's symbol findings in the order its relocations meet them (DT_RELA, then DT_JMPREL):
+ * a run stops at the first, an undefined symbol or check_match's assertion, whichever comes first.
+ */
+function inRelocationOrder(obj: LoadedObject, own: Finding[]): Finding[] {
+  if (own.length < 2) return own;
+  const ranks = lookedUpNames(obj.info);
+  if (!ranks) return own;
+  const rank = (f: Finding) => ranks.get(f.symbol ?? '') ?? Infinity;
+  return own.map((f, i) => ({f, i})).sort((a, b) => rank(a.f) - rank(b.f) || a.i - b.i).map(({f}) => f);
 }
 
 /** PT_GNU_STACK with PF_X, or none at all (glibc's DEFAULT_STACK_PERMS include PF_X on x86 and aarch64). */

@@ -49,17 +49,18 @@ export function cachedElfSync(path: string, st: Stats): ElfInfo {
   return remember(elfCache, fileKey(path, st), () => readElfSync(path, {symbols: 'undefined'}));
 }
 
-const lookedUp = new WeakMap<ElfInfo, Set<string> | null>();
+const lookedUp = new WeakMap<ElfInfo, ReadonlyMap<string, number> | null>();
 
 /**
  * The names of the undefined symbols a relocation of this object names: the only ones ld.so
- * looks up (issue 12 item 4). Read on demand: only objects with references nothing defines are
+ * looks up (issue 12 item 4), each with the rank of the first such relocation (the order a run
+ * meets their lookups in). Read on demand: only objects with references nothing defines are
  * asked, so a check of 470 libraries reads a handful of relocation tables. Null when the file
  * cannot be read again (then every reference counts, as before).
  */
-export function lookedUpNames(info: ElfInfo): Set<string> | null {
+export function lookedUpNames(info: ElfInfo): ReadonlyMap<string, number> | null {
   if (lookedUp.has(info)) return lookedUp.get(info)!;
-  let names: Set<string> | null = null;
+  let names: ReadonlyMap<string, number> | null = null;
   try {
     names = relocatedUndefinedNames(info.path);
   } catch {

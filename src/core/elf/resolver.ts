@@ -4,7 +4,6 @@ import {dirname} from 'node:path';
 import type {Via} from './api.js';
 import {walkDependencies, type DependencyKind} from './dependency-list.js';
 import {cachedElfSync, cachedHeaderSync, FileView, inodeKey} from './file-cache.js';
-import {kernelPath} from './kernel-path.js';
 import {versionAtMost} from './ldcache/host-loader.js';
 import type {LoaderPlatform} from './platform.js';
 import {ElfError} from './reader/index.js';
@@ -356,8 +355,10 @@ export class LoaderProcess {
    */
   *candidates(loader: LoadedObject, name: string): Generator<Candidate> {
     if (name.includes('/')) {
-      // Opened as written: the kernel resolves `..` after a symlinked directory, not the text.
-      const path = kernelPath(name, this.ctx.view.cwd, this.ctx.view.recorder);
+      // Opened as written, and named so (l_name, and l_origin for the object's own $ORIGIN, keep
+      // ld.so's text: `top/../d0/libb.so.1`); the kernel resolves its `..` after a symlinked
+      // directory when the file is opened, and so does every stat and read of it here.
+      const path = this.absolute(name);
       const c = this.probe(path, 'default', `the path ${name} written in DT_NEEDED`);
       if (c) yield c;
       return;
@@ -385,8 +386,9 @@ export class LoaderProcess {
     }
   }
 
+  /** A relative name as dl-object.c makes l_origin of it: the working directory (getcwd), a slash, the name. */
   private absolute(path: string): string {
-    return path.startsWith('/') ? path : kernelPath(path, this.ctx.view.cwd, this.ctx.view.recorder);
+    return path.startsWith('/') ? path : `${this.ctx.view.cwd.replace(/\/$/, '')}/${path}`;
   }
 
   /** The directories of steps 1-6, with the cache between RUNPATH and the system directories. */

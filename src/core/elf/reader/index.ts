@@ -164,11 +164,12 @@ function parse(file: ElfFile, options: ReadElfOptions): ElfInfo {
 }
 
 /**
- * The names of the undefined dynamic symbols some relocation names (what ld.so looks up), read
+ * The names of the undefined dynamic symbols some relocation names (what ld.so looks up), each
+ * with the rank of its first relocation in the order ld.so relocates (./relocations.ts), read
  * without going over the whole symbol table again: the dynamic array, the relocation tables and
  * the named entries only. Null when the object has no dynamic symbols.
  */
-export function relocatedUndefinedNames(path: string): Set<string> | null {
+export function relocatedUndefinedNames(path: string): Map<string, number> | null {
   const file = ElfFile.open(path);
   try {
     const h = parseHeader(file);
@@ -186,13 +187,15 @@ export function relocatedUndefinedNames(path: string): Set<string> | null {
     const entsize = value(DT.SYMENT) ?? (h.is64 ? 24 : 16);
     const syms = file.read(toOffset(symtab, 0, 'DT_SYMTAB'), count * entsize, 'dynamic symbol table (DT_SYMTAB)');
     const shndxAt = h.is64 ? 6 : 14;
-    const names = new Set<string>();
+    const names = new Map<string, number>();
     for (let i = 1; i < count; i++) {
       if (marks[i] === 0) continue;
       const b = i * entsize;
       const shndx = h.littleEndian ? syms.readUInt16LE(b + shndxAt) : syms.readUInt16BE(b + shndxAt);
       if (shndx !== 0) continue;
-      names.add(strings.get(h.littleEndian ? syms.readUInt32LE(b) : syms.readUInt32BE(b), `name of dynamic symbol ${i}`));
+      const name = strings.get(h.littleEndian ? syms.readUInt32LE(b) : syms.readUInt32BE(b), `name of dynamic symbol ${i}`);
+      // One name under two versions (foo@V1 and foo@V2): its first relocation either way.
+      names.set(name, Math.min(marks[i], names.get(name) ?? Infinity));
     }
     return names;
   } catch (error) {

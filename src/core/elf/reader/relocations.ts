@@ -16,14 +16,17 @@ export const DT_REL = {
 const CHUNK = 1 << 20;
 
 /**
- * A byte per symbol index, 1 where a relocation names it; null when the object has no
- * relocation table the model can read (then every undefined symbol counts, as before).
+ * Per symbol index, 0 where no relocation names it, else the rank (from 1) of the first one that
+ * does, in the order ld.so relocates (DT_RELA or DT_REL, then DT_JMPREL: ELF_DYNAMIC_RELOCATE):
+ * the order an object's failing lookups are met in. Null when the object has no relocation table
+ * the model can read (then every undefined symbol counts, as before).
  */
 export function relocatedSymbols(
   file: ElfFile, h: ParsedHeader, values: Map<number, number>, count: number,
   toOffset: (addr: number, len: number, what: string) => number,
-): Uint8Array | null {
-  const marks = new Uint8Array(count);
+): Uint32Array | null {
+  const marks = new Uint32Array(count);
+  let rank = 0;
   const tables: Array<{addr: number | undefined; size: number | undefined; rela: boolean; skip: number; what: string}> = [
     {addr: values.get(DT_REL.RELA), size: values.get(DT_REL.RELASZ), rela: true, skip: values.get(DT_REL.RELACOUNT) ?? 0, what: 'DT_RELA'},
     {addr: values.get(DT_REL.REL), size: values.get(DT_REL.RELSZ), rela: false, skip: values.get(DT_REL.RELCOUNT) ?? 0, what: 'DT_REL'},
@@ -50,7 +53,7 @@ export function relocatedSymbols(
         const sym = h.is64
           ? (h.littleEndian ? buf.readUInt32LE(b + 12) : buf.readUInt32BE(b + 8))
           : (h.littleEndian ? buf.readUInt32LE(b + 4) : buf.readUInt32BE(b + 4)) >>> 8;
-        if (sym !== 0 && sym < count) marks[sym] = 1;
+        if (sym !== 0 && sym < count && marks[sym] === 0) marks[sym] = ++rank;
       }
       start += len;
     }

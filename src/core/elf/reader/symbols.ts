@@ -25,7 +25,7 @@ type VersionTable = Map<number, {name: string; file: string | null}>;
 
 /** The dynamic symbols 1..count-1 with their `.gnu.version` data (elf-loader-spec §3.1, §4.5). */
 export function readSymbols(
-  file: ElfFile, h: ParsedHeader, t: SymbolTables, strings: StringTable, versions: VersionTable, relocated: Uint8Array | null = null,
+  file: ElfFile, h: ParsedHeader, t: SymbolTables, strings: StringTable, versions: VersionTable, relocated: Uint32Array | null = null,
 ): ElfSymbol[] {
   if (t.count <= 1) return [];
   const table = new DynamicSymbols(file, h, t, strings, versions);
@@ -47,7 +47,7 @@ export function readSymbols(
  * directory) never become objects or strings unless a lookup hits them.
  */
 export function readUndefinedSymbols(
-  file: ElfFile, h: ParsedHeader, t: SymbolTables, strings: StringTable, versions: VersionTable, relocated: Uint8Array | null = null,
+  file: ElfFile, h: ParsedHeader, t: SymbolTables, strings: StringTable, versions: VersionTable, relocated: Uint32Array | null = null,
 ): {symbols: ElfSymbol[]; lookup: SymbolLookup} {
   if (t.count <= 1) return {symbols: [], lookup: NO_LOOKUP};
   const table = new DynamicSymbols(file, h, t, strings, versions);

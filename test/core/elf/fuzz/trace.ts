@@ -26,6 +26,10 @@ export interface Real {
 /** Names a path as one file: (case dir, path as printed) -> a canonical host path. */
 export type Resolve = (dir: string, path: string) => string;
 
+/** The name of a library neither side found, as the two sides compare it (by default as printed). */
+export type MissingName = (name: string) => string;
+const asPrinted: MissingName = (name) => name;
+
 /** The host's resolution: `sl/..` resolved by the kernel (sl is a symlink), never as text. */
 export const hostReal: Resolve = (dir, p) => {
   try {
@@ -35,12 +39,12 @@ export const hostReal: Resolve = (dir, p) => {
   }
 };
 
-export function parseTrace(dir: string, out: string, real: Resolve = hostReal): Real {
+export function parseTrace(dir: string, out: string, real: Resolve = hostReal, missing: MissingName = asPrinted): Real {
   const v: Real = {libs: new Set(), versions: new Set(), symbols: new Set(), symbolObjects: [], abort: null, fatal: null, raw: out};
   for (const line of out.split('\n')) {
     let m = /^\t(\S+) => (.+?)(?: \(0x[0-9a-f]+\))?$/.exec(line);
     if (m) {
-      if (!m[1].startsWith('ld-linux')) v.libs.add(m[2] === 'not found' ? `missing:${m[1]}` : real(dir, m[2]));
+      if (!m[1].startsWith('ld-linux')) v.libs.add(m[2] === 'not found' ? `missing:${missing(m[1])}` : real(dir, m[2]));
       continue;
     }
     m = /^\t(\S+) \(0x[0-9a-f]+\)$/.exec(line);
@@ -63,14 +67,14 @@ export function parseTrace(dir: string, out: string, real: Resolve = hostReal): 
   return v;
 }
 
-export function modelTrace(report: CheckReport, dir: string, real: Resolve = hostReal): Real {
+export function modelTrace(report: CheckReport, dir: string, real: Resolve = hostReal, missing: MissingName = asPrinted): Real {
   const v: Real = {libs: new Set(), versions: new Set(), symbols: new Set(), symbolObjects: [], abort: null, fatal: null, raw: ''};
   const stack = report.problems.find((p) => p.kind === 'executable-stack');
   if (stack) v.fatal = stack.library!.split('/').pop()!;
   for (const o of report.objects) {
     for (const e of o.needed) {
       if (e.path && /\/ld-linux[^/]*$/.test(e.path)) continue;
-      if (e.path === null) v.libs.add(`missing:${e.name}`);
+      if (e.path === null) v.libs.add(`missing:${missing(e.name)}`);
       else if (real(dir, e.path) !== real(dir, report.checked[0])) v.libs.add(real(dir, e.path));
     }
   }
