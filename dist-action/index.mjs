@@ -73282,6 +73282,18 @@ function sortOriginal(all, deps) {
   return [all[0], ...maps];
 }
 
+// src/core/elf/exec-stack.ts
+function asksExecStack(info2) {
+  return info2.stackFlags === null || (info2.stackFlags & PF_X) !== 0;
+}
+function execStackTunable(tunables, glibc) {
+  return tunableInEffect(tunables, "glibc.rtld.execstack", (n) => n <= 2, glibc);
+}
+function execStackForbidden(tunables, glibc) {
+  if (glibc !== null && versionAtMost(glibc, 2, 40)) return false;
+  return execStackTunable(tunables, glibc) === 0;
+}
+
 // src/core/elf/checker.ts
 var SymbolMemo = class {
   /**
@@ -73354,7 +73366,7 @@ var SymbolMemo = class {
 };
 function findProblems(p, memo) {
   const findings = [];
-  const forbidExecStack = execStackForbidden(p);
+  const forbidExecStack = execStackForbidden(p.ctx.tunables, p.platform.glibc);
   const refuseExecStack = forbidExecStack || execStackRefused(p);
   if (forbidExecStack && asksExecStack(p.main.info)) {
     findings.push({ kind: "executable-stack", object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: null, execStack: "forbidden" });
@@ -73475,22 +73487,11 @@ function inRelocationOrder(obj, own) {
   const rank = (f) => ranks.get(f.symbol ?? "") ?? Infinity;
   return own.map((f, i) => ({ f, i })).sort((a, b) => rank(a.f) - rank(b.f) || a.i - b.i).map(({ f }) => f);
 }
-function asksExecStack(info2) {
-  return info2.stackFlags === null || (info2.stackFlags & PF_X) !== 0;
-}
 function execStackRefused(p) {
   const glibc = p.platform.glibc;
   if (!p.dlopenEdge || glibc !== null && versionAtMost(glibc, 2, 40)) return false;
-  if (execStackTunable(p) === 2) return false;
+  if (execStackTunable(p.ctx.tunables, glibc) === 2) return false;
   return !p.scope.slice(0, p.startupScopeLength).some((o) => o.role !== "interp" && asksExecStack(o.info));
-}
-function execStackForbidden(p) {
-  const glibc = p.platform.glibc;
-  if (glibc !== null && versionAtMost(glibc, 2, 40)) return false;
-  return execStackTunable(p) === 0;
-}
-function execStackTunable(p) {
-  return tunableInEffect(p.ctx.tunables, "glibc.rtld.execstack", (n) => n <= 2, p.platform.glibc);
 }
 function standInsFirst(p) {
   const failedAt = /* @__PURE__ */ new Map();
@@ -73727,7 +73728,8 @@ var LoaderProcess = class {
       const edge = this.mapObject(this.main, name, true);
       this.preloadEdges.push(edge);
       if (!edge.object) {
-        this.failedPreloads.push({ name, reason: edge.error ?? "cannot open shared object file" });
+        const own = edge.errorPath === name && edge.error?.startsWith(`${name}: `);
+        this.failedPreloads.push({ name, reason: own ? edge.error.slice(name.length + 2) : edge.error ?? "cannot open shared object file" });
       } else if (!this.scope.includes(edge.object)) {
         this.scope.push(edge.object);
       }
@@ -73894,6 +73896,9 @@ var LoaderProcess = class {
         same.names.push(name);
         edge.object = same;
         return edge;
+      }
+      if (preload && execStackForbidden(this.ctx.tunables, this.platform.glibc) && asksExecStack(info2)) {
+        return stop("cannot enable executable stack as shared object requires");
       }
       edge.object = this.newObject(c.path, name, info2, c.stat, role === "dlopen" ? null : loader, role);
       if (this.unlisted.size > 0) {

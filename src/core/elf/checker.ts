@@ -5,8 +5,7 @@ import type {ElfInfo} from './types.js';
 import {lookedUpNames} from './file-cache.js';
 import {versionAtMost} from './ldcache/host-loader.js';
 import {relocationOrder, searchList} from './relocation-order.js';
-import {PF_X} from './reader/header.js';
-import {tunableInEffect} from './tunables.js';
+import {asksExecStack, execStackForbidden, execStackTunable} from './exec-stack.js';
 
 /**
  * What would fail in a modelled process (elf-loader-spec.md §3): missing libraries, version
@@ -140,7 +139,7 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
   // libraries, and the objects a dlopen may not map for the executable stack they ask for. An
   // auxiliary object that cannot be loaded is left out by ld.so (only a DST that expands to
   // nothing in DT_AUXILIARY is fatal, and that edge carries the error).
-  const forbidExecStack = execStackForbidden(p);
+  const forbidExecStack = execStackForbidden(p.ctx.tunables, p.platform.glibc);
   const refuseExecStack = forbidExecStack || execStackRefused(p);
   // The main object comes first: the kernel mapped the program (rtld stops with "Fatal glibc
   // error: executable stack is not allowed" before loading anything), or ld.so mapped the library
@@ -254,11 +253,6 @@ function inRelocationOrder(obj: LoadedObject, own: Finding[]): Finding[] {
   return own.map((f, i) => ({f, i})).sort((a, b) => rank(a.f) - rank(b.f) || a.i - b.i).map(({f}) => f);
 }
 
-/** PT_GNU_STACK with PF_X, or none at all (glibc's DEFAULT_STACK_PERMS include PF_X on x86 and aarch64). */
-function asksExecStack(info: ElfInfo): boolean {
-  return info.stackFlags === null || (info.stackFlags & PF_X) !== 0;
-}
-
 /**
  * Whether a dlopen refuses objects that ask for an executable stack (dl-load.c): from glibc 2.41
  * it no longer makes a running process's stack executable, so it fails unless the stack already
@@ -268,24 +262,8 @@ function asksExecStack(info: ElfInfo): boolean {
 function execStackRefused(p: LoaderProcess): boolean {
   const glibc = p.platform.glibc;
   if (!p.dlopenEdge || (glibc !== null && versionAtMost(glibc, 2, 40))) return false;
-  if (execStackTunable(p) === 2) return false;
+  if (execStackTunable(p.ctx.tunables, glibc) === 2) return false;
   return !p.scope.slice(0, p.startupScopeLength).some((o) => o.role !== 'interp' && asksExecStack(o.info));
-}
-
-/**
- * GLIBC_TUNABLES=glibc.rtld.execstack=0 (the tunable exists from glibc 2.41; older loaders ignore
- * it): no object may have an executable stack, neither the program, nor what it starts with, nor
- * what it dlopens. Checked against Debian's 2.41 and Ubuntu's 2.43.
- */
-function execStackForbidden(p: LoaderProcess): boolean {
-  const glibc = p.platform.glibc;
-  if (glibc !== null && versionAtMost(glibc, 2, 40)) return false;
-  return execStackTunable(p) === 0;
-}
-
-/** glibc.rtld.execstack (0 to 2; every loader that has it reads only its last setting). */
-function execStackTunable(p: LoaderProcess): number | null {
-  return tunableInEffect(p.ctx.tunables, 'glibc.rtld.execstack', (n) => n <= 2, p.platform.glibc);
 }
 
 /**

@@ -3,6 +3,7 @@ import {realpathSync} from 'node:fs';
 import {dirname} from 'node:path';
 import type {Via} from './api.js';
 import {walkDependencies, type DependencyKind} from './dependency-list.js';
+import {asksExecStack, execStackForbidden} from './exec-stack.js';
 import {cachedElfSync, cachedHeaderSync, FileView, inodeKey} from './file-cache.js';
 import {versionAtMost} from './ldcache/host-loader.js';
 import type {LoaderPlatform} from './platform.js';
@@ -150,7 +151,9 @@ export class LoaderProcess {
       const edge = this.mapObject(this.main, name, true);
       this.preloadEdges.push(edge);
       if (!edge.object) {
-        this.failedPreloads.push({name, reason: edge.error ?? 'cannot open shared object file'});
+        // The entry's own path is said once ("/x/libx.so: cannot enable executable stack ...").
+        const own = edge.errorPath === name && edge.error?.startsWith(`${name}: `);
+        this.failedPreloads.push({name, reason: own ? edge.error!.slice(name.length + 2) : edge.error ?? 'cannot open shared object file'});
       } else if (!this.scope.includes(edge.object)) {
         this.scope.push(edge.object);
       }
@@ -333,6 +336,11 @@ export class LoaderProcess {
         same.names.push(name);
         edge.object = same;
         return edge;
+      }
+      // Mapping it fails (dl-load.c); for a preload ld.so says so and goes on without it (rtld.c
+      // do_preload), elsewhere the checker reports the stop.
+      if (preload && execStackForbidden(this.ctx.tunables, this.platform.glibc) && asksExecStack(info)) {
+        return stop('cannot enable executable stack as shared object requires');
       }
       edge.object = this.newObject(c.path, name, info, c.stat!, role === 'dlopen' ? null : loader, role);
       // Only an object no lookup reaches can be loaded again (see `unlisted`).

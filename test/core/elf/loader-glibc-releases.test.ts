@@ -291,6 +291,17 @@ describeIf(fetched && IS_ROOT && usable, reason)('the loader model against the r
     const ldd = await checkLibraries({targets: [lib], sysroot: image.root, glibcTunables: 'glibc.rtld.execstack=0'});
     expect([ldd.ok, ldd.problems.map((p) => p.kind)]).toEqual([false, ['executable-stack']]);
     expect(ldd.problems[0].summary).toContain('GLIBC_TUNABLES=glibc.rtld.execstack=0 forbids');
+    // A preload that asks for one is dropped with a warning, and the program goes on without it.
+    const plain = buildLib({out: join(dir, 'libplain.so'), soname: 'libplain.so', source: 'int p(void){return 1;}\n', extra: ['-nostdlib', '-z', 'noexecstack']});
+    const preloaded = spawnSync(runin, [image.root, '/', forbid, `LD_PRELOAD=${lib}`, '--', image.driver, plain], {encoding: 'utf8'});
+    expect(preloaded.stdout.trim()).toBe('OK');
+    expect(preloaded.stderr).toContain(`object '${lib}' from LD_PRELOAD cannot be preloaded (cannot enable executable stack as shared object requires): ignored`);
+    const withPreload = await checkLibraries({targets: [plain], exe: image.driver, preload: [lib], sysroot: image.root, glibcTunables: 'glibc.rtld.execstack=0', strict: true});
+    expect([withPreload.ok, withPreload.problems]).toEqual([true, []]);
+    expect(withPreload.skipped).toEqual([{path: `${lib}: cannot enable executable stack as shared object requires`, reason: 'LD_PRELOAD entry cannot be preloaded: ignored (as ld.so does)'}]);
+    // By default a preload may ask for one: it is part of the program's start.
+    expect(spawnSync(runin, [image.root, '/', `LD_PRELOAD=${lib}`, '--', image.driver, plain], {encoding: 'utf8'}).stdout.trim()).toBe('OK');
+    expect((await checkLibraries({targets: [plain], exe: image.driver, preload: [lib], sysroot: image.root, strict: true})).problems).toEqual([]);
   });
 
   test.each(RELEASES.map((r) => [r.suite, r.glibc]))('%s (glibc %s): of several glibc.rtld.dynamic_sort settings, the one that loader goes by', async (suite, glibc) => {

@@ -1,0 +1,29 @@
+import {versionAtMost} from './ldcache/host-loader.js';
+import {PF_X} from './reader/header.js';
+import {tunableInEffect} from './tunables.js';
+import type {ElfInfo} from './types.js';
+
+/**
+ * Executable stacks, which glibc 2.41 and later restrict (the resolver drops a preload it may not
+ * map; the checker reports the rest). Checked against Debian's 2.41 and Ubuntu's 2.43.
+ */
+
+/** PT_GNU_STACK with PF_X, or none at all (glibc's DEFAULT_STACK_PERMS include PF_X on x86 and aarch64). */
+export function asksExecStack(info: ElfInfo): boolean {
+  return info.stackFlags === null || (info.stackFlags & PF_X) !== 0;
+}
+
+/** glibc.rtld.execstack (0 to 2; every loader that has it reads only its last setting), null for the default. */
+export function execStackTunable(tunables: string | undefined, glibc: [number, number] | null): number | null {
+  return tunableInEffect(tunables, 'glibc.rtld.execstack', (n) => n <= 2, glibc);
+}
+
+/**
+ * GLIBC_TUNABLES=glibc.rtld.execstack=0 (the tunable exists from glibc 2.41; older loaders ignore
+ * it): no object may have an executable stack, neither the program, nor what it starts with, nor
+ * what it dlopens; a preload that asks for one is dropped ("cannot be preloaded ...: ignored").
+ */
+export function execStackForbidden(tunables: string | undefined, glibc: [number, number] | null): boolean {
+  if (glibc !== null && versionAtMost(glibc, 2, 40)) return false;
+  return execStackTunable(tunables, glibc) === 0;
+}
