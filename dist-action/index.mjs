@@ -74930,6 +74930,7 @@ var VerdictCache = class {
         ...entry2.skipped ? { skipped: entry2.skipped } : {},
         ...entry2.checked !== void 0 ? { checked: entry2.checked } : {},
         objects,
+        ...typeof entry2.s === "number" ? { startup: entry2.s } : {},
         problems: entry2.problems,
         failedPreloads: entry2.failedPreloads
       };
@@ -75003,6 +75004,7 @@ var VerdictCache = class {
         ...r.skipped ? { skipped: r.skipped } : {},
         ...r.checked !== void 0 ? { checked: r.checked } : {},
         o: r.objects.map(object),
+        ...r.startup !== void 0 ? { s: r.startup } : {},
         problems: r.problems,
         failedPreloads: r.failedPreloads
       };
@@ -75028,6 +75030,7 @@ var VerdictCache = class {
           skipped: entry2.skipped,
           checked: entry2.checked,
           objects: entry2.o.map((i) => this.loaded.objects[i]),
+          ...typeof entry2.s === "number" ? { startup: entry2.s } : {},
           problems: entry2.problems,
           failedPreloads: entry2.failedPreloads
         });
@@ -75248,9 +75251,11 @@ async function checkOne(file, ctx, exe, memo, explainCtx, recorder) {
   const found = findProblems(p, memo);
   const objects = [];
   for (const o of p.scope) if (o.role !== "interp") objects.push(toCheckedObject(o));
+  const startup = p.scope.slice(0, p.startupScopeLength).filter((o) => o.role !== "interp").length;
   return {
     checked: p.target.path,
     objects,
+    ...p.dlopenEdge ? { startup } : {},
     problems: await Promise.all(found.map((f) => explain(p, f, explainCtx))),
     failedPreloads: p.failedPreloads.map((f) => `${f.name}: ${f.reason}`)
   };
@@ -75277,6 +75282,7 @@ function mergeResults(results, strict) {
   const objects = /* @__PURE__ */ new Map();
   const problems = /* @__PURE__ */ new Map();
   const failedPreloads = /* @__PURE__ */ new Set();
+  const order = /* @__PURE__ */ new Map();
   for (const r of results) {
     if (r.skipped) {
       skipped.push(r.skipped);
@@ -75285,13 +75291,17 @@ function mergeResults(results, strict) {
     if (r.checked) checked.push(r.checked);
     for (const f of r.failedPreloads) failedPreloads.add(f);
     for (const o of r.objects) if (!objects.has(o.path)) objects.set(o.path, o);
+    const atStartup = new Set(r.objects.slice(0, r.startup ?? r.objects.length).map((o) => o.path));
     for (const problem of r.problems) {
       const key = [problem.kind, problem.object, problem.library, problem.version, problem.symbol].join("\0");
       if (!problems.has(key)) problems.set(key, problem);
+      const stage = stageOf(problem);
+      const rank = atStartup.has(problem.object) && stage < 3 ? stage : 10 + stage;
+      order.set(problems.get(key), Math.min(rank, order.get(problems.get(key)) ?? Infinity));
     }
   }
   for (const f of failedPreloads) skipped.push({ path: f, reason: "LD_PRELOAD entry cannot be preloaded: ignored (as ld.so does)" });
-  const list = [...problems.values()].sort((a, b) => stageOf(a) - stageOf(b));
+  const list = [...problems.values()].sort((a, b) => order.get(a) - order.get(b));
   return { ok: !list.some((p) => isFailing(p.kind, strict)), checked, objects: [...objects.values()], problems: list, skipped };
 }
 function firstProblemLine(report, options = {}) {

@@ -50,6 +50,11 @@ function mergeResults(results: FileResult[], strict: boolean): CheckReport {
   const objects = new Map<string, CheckedObject>();
   const problems = new Map<string, Problem>();
   const failedPreloads = new Set<string>();
+  // With --exe, what stops the program's start (a library it cannot map, a version, the ISA level)
+  // comes before anything of its dlopen. Its own unbound symbols keep their stage: the model checks
+  // every reference as LD_BIND_NOW would, but a program binds its PLT lazily, so those fail only
+  // when called, and the dlopen's problems come first.
+  const order = new Map<Problem, number>();
   for (const r of results) {
     if (r.skipped) {
       skipped.push(r.skipped);
@@ -58,13 +63,17 @@ function mergeResults(results: FileResult[], strict: boolean): CheckReport {
     if (r.checked) checked.push(r.checked);
     for (const f of r.failedPreloads) failedPreloads.add(f);
     for (const o of r.objects) if (!objects.has(o.path)) objects.set(o.path, o);
+    const atStartup = new Set(r.objects.slice(0, r.startup ?? r.objects.length).map((o) => o.path));
     for (const problem of r.problems) {
       const key = [problem.kind, problem.object, problem.library, problem.version, problem.symbol].join('\0');
       if (!problems.has(key)) problems.set(key, problem);
+      const stage = stageOf(problem);
+      const rank = atStartup.has(problem.object) && stage < 3 ? stage : 10 + stage;
+      order.set(problems.get(key)!, Math.min(rank, order.get(problems.get(key)!) ?? Infinity));
     }
   }
   for (const f of failedPreloads) skipped.push({path: f, reason: 'LD_PRELOAD entry cannot be preloaded: ignored (as ld.so does)'});
-  const list = [...problems.values()].sort((a, b) => stageOf(a) - stageOf(b));
+  const list = [...problems.values()].sort((a, b) => order.get(a)! - order.get(b)!);
   return {ok: !list.some((p) => isFailing(p.kind, strict)), checked, objects: [...objects.values()], problems: list, skipped};
 }
 

@@ -32,6 +32,8 @@ export interface FileResult {
   checked?: string;
   /** Every object of the modelled process, in load order. */
   objects: CheckedObject[];
+  /** With --exe: how many of `objects` the program starts with (the rest come with the dlopen); absent: all. */
+  startup?: number;
   problems: Problem[];
   failedPreloads: string[];
 }
@@ -215,9 +217,11 @@ async function checkOne(
   const found = findProblems(p, memo);
   const objects: CheckedObject[] = [];
   for (const o of p.scope) if (o.role !== 'interp') objects.push(toCheckedObject(o));
+  const startup = p.scope.slice(0, p.startupScopeLength).filter((o) => o.role !== 'interp').length;
   return {
     checked: p.target.path,
     objects,
+    ...(p.dlopenEdge ? {startup} : {}),
     problems: await Promise.all(found.map((f) => explain(p, f, explainCtx))),
     failedPreloads: p.failedPreloads.map((f) => `${f.name}: ${f.reason}`),
   };

@@ -42,6 +42,8 @@ export interface StoredResult {
   skipped?: {path: string; reason: string};
   checked?: string;
   objects: CheckedObject[];
+  /** With --exe: how many of `objects` the program starts with (the rest come with the dlopen); absent: all. */
+  startup?: number;
   problems: Problem[];
   failedPreloads: string[];
 }
@@ -52,6 +54,7 @@ interface FileEntry {
   skipped?: {path: string; reason: string};
   checked?: string;
   o: number[];
+  s?: number;
   problems: Problem[];
   failedPreloads: string[];
 }
@@ -118,7 +121,7 @@ export class VerdictCache {
       return {
         ...(entry.skipped ? {skipped: entry.skipped} : {}),
         ...(entry.checked !== undefined ? {checked: entry.checked} : {}),
-        objects, problems: entry.problems, failedPreloads: entry.failedPreloads,
+        objects, ...(typeof entry.s === 'number' ? {startup: entry.s} : {}), problems: entry.problems, failedPreloads: entry.failedPreloads,
       };
     } catch {
       return undefined;
@@ -191,7 +194,7 @@ export class VerdictCache {
     const add = (name: string, idx: number[], r: StoredResult) => {
       files[name] = {
         i: idx, ...(r.skipped ? {skipped: r.skipped} : {}), ...(r.checked !== undefined ? {checked: r.checked} : {}),
-        o: r.objects.map(object), problems: r.problems, failedPreloads: r.failedPreloads,
+        o: r.objects.map(object), ...(r.startup !== undefined ? {s: r.startup} : {}), problems: r.problems, failedPreloads: r.failedPreloads,
       };
       count++;
     };
@@ -214,7 +217,7 @@ export class VerdictCache {
         if (!Array.isArray(entry.i) || !Array.isArray(entry.o) || !entry.i.every((i) => Array.isArray(old[i]))) continue;
         add(name, entry.i.map((i) => input(old[i][0], old[i][1], old[i][2])), {
           skipped: entry.skipped, checked: entry.checked, objects: entry.o.map((i) => this.loaded!.objects[i]),
-          problems: entry.problems, failedPreloads: entry.failedPreloads,
+          ...(typeof entry.s === 'number' ? {startup: entry.s} : {}), problems: entry.problems, failedPreloads: entry.failedPreloads,
         });
       }
     }

@@ -6,7 +6,7 @@ import {makeTempDir} from '../../helpers/tmp.js';
 import {describeIf} from '../../helpers/skip.js';
 import {generateCase, type FuzzCase} from './fuzz/generate.js';
 import {runScript} from './fuzz/run-script.js';
-import {compareDlopen, compareTrace, modelTrace, parseTrace, type Real, type RealDlopen} from './fuzz/trace.js';
+import {compareDlopen, compareTrace, modelTrace, parseTrace, withoutPreloadWarnings, type Real, type RealDlopen} from './fuzz/trace.js';
 import {buildDlopenDriver, haveCommand, HAVE_GCC} from './fixtures.js';
 
 /**
@@ -50,10 +50,11 @@ describeIf(usable, 'needs x86-64 with gcc, as, ld and /lib64/ld-linux-x86-64.so.
     for (const b of built) if (b.code !== 0) throw new Error(`building the fuzz cases failed:\n${b.out.slice(-3000)}`);
     const oracle = (c: FuzzCase) => {
       // env's -u options first, then its assignments.
-      const unset = [c.ldLibraryPath === undefined ? '-u LD_LIBRARY_PATH' : '', tunablesOf(c) === undefined ? '-u GLIBC_TUNABLES' : ''];
-      const set = [c.ldLibraryPath === undefined ? '' : `LD_LIBRARY_PATH=${q(c.ldLibraryPath)}`, tunablesOf(c) === undefined ? '' : `GLIBC_TUNABLES=${tunablesOf(c)}`];
+      const unset = [c.ldLibraryPath === undefined ? '-u LD_LIBRARY_PATH' : '', tunablesOf(c) === undefined ? '-u GLIBC_TUNABLES' : '', c.preload === undefined ? '-u LD_PRELOAD' : ''];
+      const set = [c.ldLibraryPath === undefined ? '' : `LD_LIBRARY_PATH=${q(c.ldLibraryPath)}`, tunablesOf(c) === undefined ? '' : `GLIBC_TUNABLES=${tunablesOf(c)}`,
+        c.preload === undefined ? '' : `LD_PRELOAD=${q(c.preload)}`];
       const env = ['env', ...unset, ...set].filter(Boolean).join(' ');
-      return `cd ${q(c.dir)}\necho "@@T ${c.seed}"\n${env} LD_TRACE_LOADED_OBJECTS=1 LD_WARN=yes LD_BIND_NOW=yes ${RTLD} ${q(c.target)} 2>&1\n` +
+      return `cd ${q(c.dir)}\necho "@@T ${c.seed}"\n${env} LD_TRACE_LOADED_OBJECTS=1 LD_WARN=yes LD_BIND_NOW=yes ${RTLD} ${q(c.target)} 2>&1\necho "@@TRC $?"\n` +
         `echo "@@D ${c.seed}"\n${env} ${q(driver)} ${q(c.target)} 2>&1\necho "@@RC $?"\n`;
     };
     const asked = await Promise.all([0, 1].map((h) => runScript(tmp.dir, cases.filter((_, i) => i % 2 === h).map(oracle).join(''))));
@@ -64,7 +65,7 @@ describeIf(usable, 'needs x86-64 with gcc, as, ld and /lib64/ld-linux-x86-64.so.
         const [trace, dl] = chunk.slice(chunk.indexOf('\n') + 1).split(/^@@D \d+\n/m);
         realTrace.set(seed, parseTrace(c.dir, trace));
         const rc = Number(/@@RC (\d+)/.exec(dl)?.[1] ?? -1);
-        const message = dl.replace(/@@RC \d+\n?/, '');
+        const message = withoutPreloadWarnings(dl.replace(/@@RC \d+\n?/, ''));
         const abort = /Inconsistency detected by ld\.so: [^:]+: \d+: (\w+): Assertion/.exec(message)?.[1] ?? null;
         realDl.set(seed, {ok: rc === 0 && /^OK$/m.test(message), abort, message});
       }
@@ -82,11 +83,11 @@ describeIf(usable, 'needs x86-64 with gcc, as, ld and /lib64/ld-linux-x86-64.so.
         failures.push(`seed ${c.seed}: the loader was not asked`);
         continue;
       }
-      const opts = {targets: [c.target], ldLibraryPath: c.ldLibraryPath, cwd: c.dir, glibcTunables: tunablesOf(c)};
+      const opts = {targets: [c.target], ldLibraryPath: c.ldLibraryPath, cwd: c.dir, glibcTunables: tunablesOf(c), preload: c.preload === undefined ? undefined : [c.preload]};
       const asMain = await checkLibraries(opts);
       const diffs = compareTrace(r, modelTrace(asMain, c.dir));
       const dlopened = await checkLibraries({...opts, exe: driver, strict: true});
-      diffs.push(...compareDlopen(d, dlopened, c.dir));
+      diffs.push(...compareDlopen(d, dlopened, c.dir, undefined, c.preload));
       if (diffs.length > 0) {
         failures.push(`seed ${c.seed} (replay: CUDAENV_FUZZ_SEED=${c.seed} CUDAENV_FUZZ_CASES=1)${tunablesOf(c) ? `, GLIBC_TUNABLES=${tunablesOf(c)}` : ""}:\n${c.description.join('\n')}\n${diffs.join('\n')}\n--- ld.so trace output:\n${r.raw.trim()}`);
       }

@@ -10,7 +10,7 @@ import {buildLib, buildPortableDlopenDriver, haveCommand, HAVE_GCC} from './fixt
 import {generateCase, type FuzzCase} from './fuzz/generate.js';
 import {graphScript, lib, relocationLines} from './fuzz/sorter-graphs.js';
 import {runScript} from './fuzz/run-script.js';
-import {compareDlopen, compareTrace, modelTrace, parseTrace, type MissingName, type Real, type RealDlopen, type Resolve} from './fuzz/trace.js';
+import {compareDlopen, compareTrace, modelTrace, parseTrace, withoutPreloadWarnings, type MissingName, type Real, type RealDlopen, type Resolve} from './fuzz/trace.js';
 
 /**
  * Issue 12 item 2 against real loaders of other glibc releases than the host's (2.36): the seeded
@@ -169,10 +169,11 @@ describeIf(fetched && IS_ROOT && usable, reason)('the loader model against the r
         const env: string[] = [];
         if (c.ldLibraryPath !== undefined) env.push(`LD_LIBRARY_PATH=${c.ldLibraryPath}`);
         if (tunablesOf(c) !== undefined) env.push(`GLIBC_TUNABLES=${tunablesOf(c)}`);
+        if (c.preload !== undefined) env.push(`LD_PRELOAD=${c.preload}`);
         const trace = ['LD_TRACE_LOADED_OBJECTS=1', 'LD_WARN=yes', 'LD_BIND_NOW=yes', ...env];
         // The case's directory is the working directory (relative RPATH and LD_LIBRARY_PATH entries).
         const run = (vars: string[], argv: string[]) => `${q(runin)} ${q(root)} ${q(c.dir)} ${vars.map(q).join(' ')} -- ${argv.map(q).join(' ')} 2>&1`;
-        return `echo "@@T ${c.seed}"\n${run(trace, ['/lib64/ld-linux-x86-64.so.2', c.target])}\n` +
+        return `echo "@@T ${c.seed}"\n${run(trace, ['/lib64/ld-linux-x86-64.so.2', c.target])}\necho "@@TRC $?"\n` +
           `echo "@@D ${c.seed}"\n${run(env, [driver, c.target])}\necho "@@RC $?"\n`;
       };
       const asked = await runScript(tmp.dir, image.cases.map(ask).join(''));
@@ -182,7 +183,7 @@ describeIf(fetched && IS_ROOT && usable, reason)('the loader model against the r
         const [trace, dl] = chunk.slice(chunk.indexOf('\n') + 1).split(/^@@D \d+\n/m);
         image.real.set(seed, parseTrace(c.dir, trace, inImage(root), inImageName(root)));
         const rc = Number(/@@RC (\d+)/.exec(dl)?.[1] ?? -1);
-        const message = dl.replace(/@@RC \d+\n?/, '');
+        const message = withoutPreloadWarnings(dl.replace(/@@RC \d+\n?/, ''));
         const abort = /Inconsistency detected by ld\.so: [^:]+: \d+: (\w+): Assertion/.exec(message)?.[1] ?? null;
         image.dlopen.set(seed, {ok: rc === 0 && /^OK$/m.test(message), abort, message});
       }
@@ -208,11 +209,11 @@ describeIf(fetched && IS_ROOT && usable, reason)('the loader model against the r
         failures.push(`seed ${c.seed}: the loader was not asked`);
         continue;
       }
-      const opts = {targets: [c.target], ldLibraryPath: c.ldLibraryPath, cwd: c.dir, glibcTunables: tunablesOf(c), sysroot: image.root};
+      const opts = {targets: [c.target], ldLibraryPath: c.ldLibraryPath, cwd: c.dir, glibcTunables: tunablesOf(c), sysroot: image.root, preload: c.preload === undefined ? undefined : [c.preload]};
       const report = await checkLibraries(opts);
       const diffs = compareTrace(r, modelTrace(report, c.dir, inImage(image.root), inImageName(image.root)));
       const dlopened = await checkLibraries({...opts, exe: image.driver, strict: true});
-      diffs.push(...compareDlopen(d, dlopened, c.dir, inImage(image.root)));
+      diffs.push(...compareDlopen(d, dlopened, c.dir, inImage(image.root), c.preload));
       if (diffs.length > 0) {
         failures.push(`seed ${c.seed} (replay: CUDAENV_FUZZ_SEED=${c.seed} CUDAENV_FUZZ_CASES=1)${tunablesOf(c) ? `, GLIBC_TUNABLES=${tunablesOf(c)}` : ''}:\n${c.description.join('\n')}\n${diffs.join('\n')}\n--- ld.so trace output:\n${r.raw.trim()}\n--- dlopen:\n${d.message.trim()}`);
       }
@@ -224,10 +225,11 @@ describeIf(fetched && IS_ROOT && usable, reason)('the loader model against the r
   test('the cases cross the rules that changed between the releases, so agreeing on each proves the model switches', () => {
     const [r231, r239, r241, r243] = RELEASES.map((r) => images.find((i) => i.suite === r.suite)!);
     // Libraries the loader took from a subdirectory it probes below a search directory (not from
-    // an LD_LIBRARY_PATH entry that names such a subdirectory itself).
+    // an LD_LIBRARY_PATH entry that names such a subdirectory itself, nor an LD_PRELOAD path).
     const probed = (image: Image, sub: RegExp) => image.cases.flatMap((c) => {
       const entries = new Set((c.ldLibraryPath ?? '').split(/[:;]/).map((e) => (e.startsWith('/') ? e : join(c.dir, e))));
-      return [...image.real.get(c.seed)!.libs].filter((p) => sub.test(p) && !entries.has(dirname(p)));
+      const preloaded = c.preload?.startsWith('/') ? inImage(image.root)(c.dir, c.preload) : null;
+      return [...image.real.get(c.seed)!.libs].filter((p) => sub.test(p) && !entries.has(dirname(p)) && p !== preloaded);
     });
     // Legacy tls/ and x86_64/ subdirectories: searched by 2.31, gone by 2.39 (2.37).
     const legacy = /\/(tls|x86_64)\/libfz/;

@@ -6,8 +6,8 @@ import {join} from 'node:path';
  * `ld` (no libc: a few ms each), placed in search directories, hwcaps subdirectories and the
  * current directory, some shadowed by copies with other version nodes, reached through
  * RPATH/RUNPATH ($ORIGIN, relative, empty elements), LD_LIBRARY_PATH (':' and ';', empty
- * entries), slash DT_NEEDED names, NODEFLIB, missing names and objects that ask for an executable
- * stack. Everything is derived from the seed.
+ * entries), slash DT_NEEDED names, NODEFLIB, missing names, objects that ask for an executable
+ * stack and LD_PRELOAD. Everything is derived from the seed.
  */
 export function rng(seed: number): () => number {
   let a = seed >>> 0;
@@ -30,6 +30,8 @@ export interface FuzzCase {
   /** The path given to both the loader and the model (may hold `..` after a symlink). */
   target: string;
   ldLibraryPath: string | undefined;
+  /** LD_PRELOAD: a copy by path, a name searched like a DT_NEEDED one, or a file that is not there. */
+  preload: string | undefined;
   /** What was generated, for the failure message. */
   description: string[];
 }
@@ -197,12 +199,22 @@ export function generateCase(seed: number, dir: string): {fuzz: FuzzCase; script
     const parts = Array.from({length: 1 + Math.floor(r() * 3)}, () => pick([`${dir}/d0`, `${dir}/d1`, `${dir}/d2`, `${dir}/d3`, '', 'd3', `${dir}/d1/glibc-hwcaps/x86-64-v3`]));
     ldLibraryPath = parts.map((p, i) => (i === 0 ? '' : pick([':', ':', ';'])) + p).join('');
   }
-  desc.push(`objects ${n}, target ${target}, LD_LIBRARY_PATH ${ldLibraryPath === undefined ? '(unset)' : JSON.stringify(ldLibraryPath)}`);
+  // One case in seven preloads something, decided without drawing from the generator (every
+  // seed's graph stays what it was): a copy by its path (half of them), a library by name, or a
+  // path where nothing is (ld.so warns and goes on).
+  let preload: string | undefined;
+  if ((seed * 5 + 2) % 7 === 0) {
+    const kind = Math.floor(seed / 7) % 4;
+    const copy = placements.length > 0 ? placements[seed % placements.length] : null;
+    preload = !copy || kind === 3 ? `${dir}/var/libfznothere.so.1` : kind === 2 ? `libfz${copy.k}.so.1` : `${dir}/${copy.path.replace(/^\.\//, '')}`;
+  }
+  desc.push(`objects ${n}, target ${target}, LD_LIBRARY_PATH ${ldLibraryPath === undefined ? '(unset)' : JSON.stringify(ldLibraryPath)}` +
+    `${preload === undefined ? '' : `, LD_PRELOAD ${preload}`}`);
   for (const o of objs) {
     desc.push(`  libfz${o.k}: needs ${o.needs.map((x) => `${x.to}/${x.form}`).join(',') || '-'}${o.extra.length ? ` +${o.extra.join(',')}` : ''}` +
       `${o.rpath !== null ? ` RPATH=${o.rpath}` : ''}${o.runpath !== null ? ` RUNPATH=${o.runpath}` : ''}${o.nodeflib ? ' NODEFLIB' : ''}` +
       `${o.versioned ? ' versioned' : ''}${asksExecStack(seed, o.k) ? ' execstack' : ''} refs=${o.refs.join(',')}${o.gotRefs.length ? ` got=${o.gotRefs.join(',')}` : ''}${o.dashU.length ? ` -u ${o.dashU.join(',')}` : ''}`);
   }
   desc.push(`  copies: ${placements.map((p) => `${p.path}(${p.variant})`).join(' ')}`);
-  return {fuzz: {seed, dir, target, ldLibraryPath, description: desc}, script: `cd '${dir}' || exit 1\n${cmds.join('\n')}\n`};
+  return {fuzz: {seed, dir, target, ldLibraryPath, preload, description: desc}, script: `cd '${dir}' || exit 1\n${cmds.join('\n')}\n`};
 }
