@@ -72713,7 +72713,7 @@ function wrap(path13, error2) {
 }
 
 // src/core/elf/inputs.ts
-import { lstatSync as lstatSync2, realpathSync, statSync } from "node:fs";
+import { realpathSync, statSync } from "node:fs";
 
 // src/core/elf/sysroot.ts
 import { lstatSync, readlinkSync } from "node:fs";
@@ -72814,12 +72814,6 @@ function currentValue(kind, path13, sysroot, platform2) {
       const st = statOrNull(path13);
       return st ? identity(st) : "-";
     }
-    case "l":
-      try {
-        return lstatSync2(path13).isSymbolicLink() ? "link" : "other";
-      } catch {
-        return "-";
-      }
     case "r":
       try {
         return realpathSync.native(path13);
@@ -73551,8 +73545,8 @@ import { closeSync as closeSync3, constants as constants4, openSync as openSync3
 import { join as join4 } from "node:path";
 
 // src/core/elf/kernel-path.ts
-import { lstatSync as lstatSync3 } from "node:fs";
-function kernelPath(path13, cwd, recorder) {
+import { lstatSync as lstatSync2 } from "node:fs";
+function kernelPath(path13, cwd) {
   const full = path13.startsWith("/") ? path13 : `${cwd}/${path13}`;
   const parts = full.split("/");
   const out = [];
@@ -73569,14 +73563,10 @@ function kernelPath(path13, cwd, recorder) {
     }
     if (out.length === 0) continue;
     let link = false;
-    const prefix2 = `/${out.join("/")}`;
-    let seen = "-";
     try {
-      link = lstatSync3(prefix2).isSymbolicLink();
-      seen = link ? "link" : "other";
+      link = lstatSync2(`/${out.join("/")}`).isSymbolicLink();
     } catch {
     }
-    recorder?.fact("l", prefix2, seen);
     if (link) {
       out.push("..");
       raw = true;
@@ -75295,9 +75285,10 @@ function mergeResults(results, strict) {
     for (const problem of r.problems) {
       const key = [problem.kind, problem.object, problem.library, problem.version, problem.symbol].join("\0");
       if (!problems.has(key)) problems.set(key, problem);
+      const kept = problems.get(key);
       const stage = stageOf(problem);
       const rank = atStartup.has(problem.object) && stage < 3 ? stage : 10 + stage;
-      order.set(problems.get(key), Math.min(rank, order.get(problems.get(key)) ?? Infinity));
+      order.set(kept, Math.min(rank, order.get(kept) ?? Infinity));
     }
   }
   for (const f of failedPreloads) skipped.push({ path: f, reason: "LD_PRELOAD entry cannot be preloaded: ignored (as ld.so does)" });
@@ -76167,7 +76158,7 @@ function heldLock(path13, owner, staleMs) {
 }
 
 // src/core/store/registry.ts
-import { existsSync as existsSync5, lstatSync as lstatSync4, mkdirSync as mkdirSync4, readFileSync as readFileSync8, readdirSync as readdirSync5, readlinkSync as readlinkSync2, renameSync as renameSync3, rmSync as rmSync3, symlinkSync } from "node:fs";
+import { existsSync as existsSync5, lstatSync as lstatSync3, mkdirSync as mkdirSync4, readFileSync as readFileSync8, readdirSync as readdirSync5, readlinkSync as readlinkSync2, renameSync as renameSync3, rmSync as rmSync3, symlinkSync } from "node:fs";
 import { join as join10, resolve as resolve4 } from "node:path";
 
 // src/core/versions/version.ts
@@ -76215,7 +76206,7 @@ function describeVersion(paths, label) {
   const path13 = join10(paths.versions, label);
   let st;
   try {
-    st = lstatSync4(path13);
+    st = lstatSync3(path13);
   } catch {
     return void 0;
   }
@@ -77258,13 +77249,13 @@ function relay(from, guard, to) {
 }
 
 // src/core/remote/merge.ts
-import { lstatSync as lstatSync5, mkdirSync as mkdirSync8, readdirSync as readdirSync8, renameSync as renameSync5, rmSync as rmSync6, symlinkSync as symlinkSync2 } from "node:fs";
+import { lstatSync as lstatSync4, mkdirSync as mkdirSync8, readdirSync as readdirSync8, renameSync as renameSync5, rmSync as rmSync6, symlinkSync as symlinkSync2 } from "node:fs";
 import { join as join15 } from "node:path";
 function mergeComponent(partDir, root, component) {
   mkdirSync8(root, { recursive: true });
   for (const name of readdirSync8(partDir)) {
     const src = join15(partDir, name);
-    const st = lstatSync5(src);
+    const st = lstatSync4(src);
     if (name === "lib" && st.isSymbolicLink()) continue;
     if (/^(LICENSE|EULA)/i.test(name) && st.isFile()) {
       const dir = join15(root, "licenses", component);
@@ -77279,12 +77270,12 @@ function mergeComponent(partDir, root, component) {
 function mergeEntry(src, dst, component) {
   let existing;
   try {
-    existing = lstatSync5(dst);
+    existing = lstatSync4(dst);
   } catch {
     renameSync5(src, dst);
     return;
   }
-  const st = lstatSync5(src);
+  const st = lstatSync4(src);
   if (st.isDirectory() && existing.isDirectory()) {
     for (const name of readdirSync8(src)) mergeEntry(join15(src, name), join15(dst, name), component);
     return;
@@ -77300,12 +77291,12 @@ function mergeEntry(src, dst, component) {
 }
 function linkLib(root) {
   try {
-    lstatSync5(join15(root, "lib64"));
+    lstatSync4(join15(root, "lib64"));
   } catch {
     return;
   }
   try {
-    lstatSync5(join15(root, "lib"));
+    lstatSync4(join15(root, "lib"));
     return;
   } catch {
     symlinkSync2("lib64", join15(root, "lib"));
@@ -77313,7 +77304,7 @@ function linkLib(root) {
 }
 
 // src/core/remote/pkgconfig.ts
-import { existsSync as existsSync9, lstatSync as lstatSync6, mkdirSync as mkdirSync9, readFileSync as readFileSync11, readdirSync as readdirSync9, rmdirSync, symlinkSync as symlinkSync3, unlinkSync as unlinkSync2, writeFileSync as writeFileSync3 } from "node:fs";
+import { existsSync as existsSync9, lstatSync as lstatSync5, mkdirSync as mkdirSync9, readFileSync as readFileSync11, readdirSync as readdirSync9, rmdirSync, symlinkSync as symlinkSync3, unlinkSync as unlinkSync2, writeFileSync as writeFileSync3 } from "node:fs";
 import { join as join16 } from "node:path";
 var PKGCONFIG_DIR = join16("lib64", "pkgconfig");
 function rewritePcText(text, installedRoot) {
@@ -77331,7 +77322,7 @@ function relocatePkgConfig(root, installedRoot) {
     const dir = join16(root, dirName);
     let entries;
     try {
-      if (!lstatSync6(dir).isDirectory()) continue;
+      if (!lstatSync5(dir).isDirectory()) continue;
       entries = readdirSync9(dir);
     } catch {
       continue;
@@ -77340,7 +77331,7 @@ function relocatePkgConfig(root, installedRoot) {
     mkdirSync9(dest, { recursive: true });
     for (const name of entries.filter((n) => n.endsWith(".pc"))) {
       const src = join16(dir, name);
-      if (!lstatSync6(src).isFile()) continue;
+      if (!lstatSync5(src).isFile()) continue;
       writeFileSync3(join16(dest, name), rewritePcText(readFileSync11(src, "utf8"), installedRoot));
       unlinkSync2(src);
       written.push(name);
@@ -77499,7 +77490,7 @@ function selectComponents(options) {
 }
 
 // src/core/remote/staging.ts
-import { lstatSync as lstatSync7, mkdtempSync, readdirSync as readdirSync10, renameSync as renameSync6, rmSync as rmSync7 } from "node:fs";
+import { lstatSync as lstatSync6, mkdtempSync, readdirSync as readdirSync10, renameSync as renameSync6, rmSync as rmSync7 } from "node:fs";
 import { join as join17 } from "node:path";
 var LEFTOVER_RE = /^(stage|old|rm)-(\d+\.\d+\.\d+)-\d+-[A-Za-z0-9]{6}$/;
 function versionLockName(label) {
@@ -77515,7 +77506,7 @@ function tempName(paths, kind, label) {
 }
 function exists2(path13) {
   try {
-    lstatSync7(path13);
+    lstatSync6(path13);
     return true;
   } catch {
     return false;

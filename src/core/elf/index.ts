@@ -67,9 +67,10 @@ function mergeResults(results: FileResult[], strict: boolean): CheckReport {
     for (const problem of r.problems) {
       const key = [problem.kind, problem.object, problem.library, problem.version, problem.symbol].join('\0');
       if (!problems.has(key)) problems.set(key, problem);
+      const kept = problems.get(key)!;
       const stage = stageOf(problem);
       const rank = atStartup.has(problem.object) && stage < 3 ? stage : 10 + stage;
-      order.set(problems.get(key)!, Math.min(rank, order.get(problems.get(key)!) ?? Infinity));
+      order.set(kept, Math.min(rank, order.get(kept) ?? Infinity));
     }
   }
   for (const f of failedPreloads) skipped.push({path: f, reason: 'LD_PRELOAD entry cannot be preloaded: ignored (as ld.so does)'});

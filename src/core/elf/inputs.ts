@@ -1,4 +1,4 @@
-import {lstatSync, realpathSync, statSync, type Stats} from 'node:fs';
+import {realpathSync, statSync, type Stats} from 'node:fs';
 import {realpathIn} from './sysroot.js';
 
 /**
@@ -9,12 +9,11 @@ import {realpathIn} from './sysroot.js';
  * its listing): a change after the question is then seen by the next run, never hidden.
  *
  *   s  stat (following links) of a host path: the file's identity, or '-' when there is none
- *   l  lstat of a path prefix: 'link', 'other' or '-' (kernelPath folds `..` by it)
  *   r  realpath of a path, or '-'
  *   h  a path inside CUDAENV_SYSROOT resolved in the image (realpathIn), or '-'
  *   p  the loader platform for 'class:machine' (hwcaps, directories, glibc rules), as JSON
  */
-export type InputKind = 's' | 'l' | 'r' | 'h' | 'p';
+export type InputKind = 's' | 'r' | 'h' | 'p';
 
 /**
  * A file's identity: device, inode, size, mode and both change times. Any write changes mtime
@@ -100,12 +99,6 @@ export function currentValue(kind: InputKind, path: string, sysroot: string, pla
       const st = statOrNull(path);
       return st ? identity(st) : '-';
     }
-    case 'l':
-      try {
-        return lstatSync(path).isSymbolicLink() ? 'link' : 'other';
-      } catch {
-        return '-';
-      }
     case 'r':
       try {
         return realpathSync.native(path);
