@@ -72248,8 +72248,30 @@ var DT_REL = {
   RELCOUNT: 1879048186
 };
 var CHUNK = 1 << 20;
+var JUMP_SLOT = /* @__PURE__ */ new Map([
+  [62, 7],
+  // x86-64: R_X86_64_JUMP_SLOT
+  [3, 7],
+  // i386: R_386_JMP_SLOT
+  [183, 1026],
+  // AArch64: R_AARCH64_JUMP_SLOT
+  [40, 22],
+  // ARM: R_ARM_JUMP_SLOT
+  [20, 21],
+  // PowerPC: R_PPC_JMP_SLOT
+  [21, 21],
+  // PowerPC64: R_PPC64_JMP_SLOT
+  [22, 22],
+  // s390: R_390_JMP_SLOT
+  [243, 5],
+  // RISC-V: R_RISCV_JUMP_SLOT
+  [258, 5]
+  // LoongArch: R_LARCH_JUMP_SLOT
+]);
 function relocatedSymbols(file, h, values, count, toOffset) {
   const marks = new Uint32Array(count);
+  const eager = new Uint8Array(count);
+  const jumpSlot = JUMP_SLOT.get(h.machine);
   let rank = 0;
   const tables = [
     { addr: values.get(DT_REL.RELA), size: values.get(DT_REL.RELASZ), rela: true, skip: values.get(DT_REL.RELACOUNT) ?? 0, what: "DT_RELA" },
@@ -72270,14 +72292,18 @@ function relocatedSymbols(file, h, values, count, toOffset) {
     while (start < end) {
       const len = Math.min(end - start, Math.floor(CHUNK / ent) * ent);
       const buf = file.read(off + start, len, `relocations (${t.what})`);
+      const plt = t.what === "DT_JMPREL";
       for (let b = 0; b + ent <= len; b += ent) {
-        const sym = h.is64 ? h.littleEndian ? buf.readUInt32LE(b + 12) : buf.readUInt32BE(b + 8) : (h.littleEndian ? buf.readUInt32LE(b + 4) : buf.readUInt32BE(b + 4)) >>> 8;
-        if (sym !== 0 && sym < count && marks[sym] === 0) marks[sym] = ++rank;
+        const info32 = h.is64 ? 0 : h.littleEndian ? buf.readUInt32LE(b + 4) : buf.readUInt32BE(b + 4);
+        const sym = h.is64 ? h.littleEndian ? buf.readUInt32LE(b + 12) : buf.readUInt32BE(b + 8) : info32 >>> 8;
+        if (sym === 0 || sym >= count) continue;
+        if (marks[sym] === 0) marks[sym] = ++rank;
+        if (eager[sym] === 0 && (!plt || jumpSlot !== void 0 && (h.is64 ? h.littleEndian ? buf.readUInt32LE(b + 8) : buf.readUInt32BE(b + 12) : info32 & 255) !== jumpSlot)) eager[sym] = 1;
       }
       start += len;
     }
   }
-  return marks;
+  return { rank: marks, eager };
 }
 
 // src/core/elf/reader/symbols.ts
@@ -72637,7 +72663,7 @@ function parse(file, options) {
       gnuBuckets: count.buckets
     };
     const versions = versionTable(info2.versionDefinitions, info2.versionNeeds);
-    const relocated = options.relocations ? relocatedSymbols(file, h, dyn.values, count.count, toOffset) : null;
+    const relocated = options.relocations ? relocatedSymbols(file, h, dyn.values, count.count, toOffset)?.rank ?? null : null;
     if (options.symbols === "undefined") {
       const { symbols, lookup } = readUndefinedSymbols(file, h, tables, strings, versions, relocated);
       info2.symbols = symbols;
@@ -72668,12 +72694,13 @@ function relocatedUndefinedNames(path13) {
     const shndxAt = h.is64 ? 6 : 14;
     const names = /* @__PURE__ */ new Map();
     for (let i = 1; i < count; i++) {
-      if (marks[i] === 0) continue;
+      if (marks.rank[i] === 0) continue;
       const b = i * entsize;
       const shndx = h.littleEndian ? syms.readUInt16LE(b + shndxAt) : syms.readUInt16BE(b + shndxAt);
       if (shndx !== 0) continue;
       const name = strings.get(h.littleEndian ? syms.readUInt32LE(b) : syms.readUInt32BE(b), `name of dynamic symbol ${i}`);
-      names.set(name, Math.min(marks[i], names.get(name) ?? Infinity));
+      const known = names.get(name);
+      names.set(name, { rank: Math.min(marks.rank[i], known?.rank ?? Infinity), eager: marks.eager[i] === 1 || (known?.eager ?? false) });
     }
     return names;
   } catch (error2) {
@@ -73450,14 +73477,17 @@ function findProblems(p, memo) {
       });
     }
   }
+  const startup = p.dlopenEdge ? new Set(p.scope.slice(0, p.startupScopeLength)) : null;
   for (const obj of order) {
     if (obj.role === "interp" || references(obj.info).length === 0) continue;
     const own = assertions ? checkMatchAborts(p, obj, memo, glibc) : [];
     const closure = searchList(obj);
     const unbound = memo.unboundWithin(obj, closure);
     const rest = unbound.length === 0 ? [] : p.scope.filter((o) => !closure.includes(o));
+    const when = startup?.has(obj) ? bindingTime(p, obj) : null;
     for (const ref of unbound) {
-      if (rest.some((o) => memo.defines(o.info, ref))) continue;
+      const at = when?.(ref.name);
+      if ((at === "start" ? rest.filter((o) => startup.has(o)) : rest).some((o) => memo.defines(o.info, ref))) continue;
       const provider = ref.versionFile ? p.objectNamed(ref.versionFile) ?? null : null;
       own.push({
         kind: ref.version ? "undefined-symbol" : "unversioned-undefined-symbol",
@@ -73467,18 +73497,27 @@ function findProblems(p, memo) {
         symbol: ref.name,
         provider,
         edge: provider ? p.edgeTo(provider) ?? null : null,
-        ref
+        ref,
+        ...at ? { when: at } : {}
       });
+    }
+    if (when) {
+      for (const f of own) if (f.when === void 0 && f.symbol !== null) f.when = when(f.symbol);
     }
     findings.push(...inRelocationOrder(obj, own));
   }
   return findings;
 }
+function bindingTime(p, obj) {
+  if (obj.info.bindNow || p.ctx.bindNow) return () => "start";
+  const names = lookedUpNames(obj.info);
+  return (name) => names?.get(name)?.eager ?? true ? "start" : "first-call";
+}
 function inRelocationOrder(obj, own) {
   if (own.length < 2) return own;
   const ranks = lookedUpNames(obj.info);
   if (!ranks) return own;
-  const rank = (f) => ranks.get(f.symbol ?? "") ?? Infinity;
+  const rank = (f) => ranks.get(f.symbol ?? "")?.rank ?? Infinity;
   return own.map((f, i) => ({ f, i })).sort((a, b) => rank(a.f) - rank(b.f) || a.i - b.i).map(({ f }) => f);
 }
 function execStackRefused(p) {
@@ -74155,6 +74194,21 @@ async function laterCandidates(p, edge, chosen) {
   return out;
 }
 async function explain(p, f, ctx) {
+  const problem = await explainFinding(p, f, ctx);
+  if (!f.when) return problem;
+  problem.when = f.when;
+  const program = basename3(p.main.path);
+  const loaded2 = p.target === p.main ? "" : ` and dlopens ${basename3(p.target.path)}`;
+  problem.explanation += f.when === "start" ? ` ${basename3(f.object.path)} binds ${f.symbol} while ${program} starts (${whyAtStart(p, f.object)}), so ${program} stops there, before it dlopens anything.` : ` ${basename3(f.object.path)} binds ${f.symbol} lazily, through a PLT slot at its first call: ${program} starts${loaded2}, and stops with "symbol lookup error" only if it calls ${f.symbol}.`;
+  if (f.when === "first-call") problem.summary += ` (bound at its first call)`;
+  return problem;
+}
+function whyAtStart(p, obj) {
+  if (obj.info.bindNow) return "it is linked with -z now";
+  if (p.ctx.bindNow) return "LD_BIND_NOW is set";
+  return "a GOT or data relocation names it, which ld.so binds when it relocates the object";
+}
+async function explainFinding(p, f, ctx) {
   const problem = {
     kind: f.kind,
     object: f.object.path,
@@ -75123,6 +75177,7 @@ function makeContext(options, cwd, recorder = null) {
     },
     ldLibraryPath: options.ldLibraryPath,
     tunables: tunablesOf(options),
+    bindNow: bindNowOf(options),
     preload: preloadList(options, recorder),
     cacheLabel: `ld.so.cache (${cacheFile})`,
     cacheLookup(name, platform2) {
@@ -75198,6 +75253,9 @@ async function checkPartial(options, files) {
 function tunablesOf(options) {
   return "glibcTunables" in options ? options.glibcTunables : process.env.GLIBC_TUNABLES;
 }
+function bindNowOf(options) {
+  return options.bindNow ?? (process.env.LD_BIND_NOW ?? "") !== "";
+}
 function platformText(platform2) {
   return JSON.stringify(platform2 ?? null, (_k, v) => typeof v === "bigint" ? `${v}n` : v);
 }
@@ -75216,7 +75274,8 @@ function openCache(options, cwd, ctx) {
       exe: options.exe ?? null,
       cacheFile: options.cacheFile ?? null,
       storeVersionsDir: options.storeVersionsDir ?? null,
-      tunables: tunablesOf(options) ?? null
+      tunables: tunablesOf(options) ?? null,
+      bindNow: bindNowOf(options)
     },
     sysroot,
     platform(key) {
@@ -75287,7 +75346,7 @@ function mergeResults(results, strict) {
       if (!problems.has(key)) problems.set(key, problem);
       const kept = problems.get(key);
       const stage = stageOf(problem);
-      const rank = atStartup.has(problem.object) && stage < 3 ? stage : 10 + stage;
+      const rank = problem.when === "first-call" ? 20 + stage : problem.when === "start" || atStartup.has(problem.object) && stage < 3 ? stage : 10 + stage;
       order.set(kept, Math.min(rank, order.get(kept) ?? Infinity));
     }
   }

@@ -47,6 +47,14 @@ export interface Problem {
   chosen: string | null;
   /** A candidate the chosen file shadowed, and whether it would have satisfied the requirement. */
   shadowed: string | null;
+  /**
+   * With `exe`, for a symbol problem of an object the program starts with: 'start' when the
+   * reference is bound while the program starts (a GOT or data relocation, `-z now`, LD_BIND_NOW),
+   * so the program stops before its dlopen; 'first-call' when it is a PLT slot bound lazily, so the
+   * program runs and fails only if it calls the symbol. Absent otherwise (bound when the library is
+   * loaded, as `ldd -r` and a dlopen with RTLD_NOW do).
+   */
+  when?: 'start' | 'first-call';
   /** Why, in words a user can act on. */
   explanation: string;
   /** The fix, a command where one exists. */
@@ -77,6 +85,11 @@ export interface CheckOptions {
   glibcTunables?: string;
   /** An executable put first in the global scope (a Python interpreter for extension modules). */
   exe?: string;
+  /**
+   * LD_BIND_NOW to assume (with `exe`: the program binds its PLT slots while it starts instead of
+   * at their first call); default: whether this process's LD_BIND_NOW is non-empty, as ld.so reads it.
+   */
+  bindNow?: boolean;
   /** Descend into subdirectories of directory targets. */
   recursive?: boolean;
   /** Count unversioned undefined symbols as failures. */

@@ -26,6 +26,8 @@ export interface Finding {
   ref?: SymbolRef;
   /** For 'loader-abort': the assertion and its cause. */
   reason?: string;
+  /** With --exe, for a symbol finding of an object the program starts with: when the reference is bound (Problem.when). */
+  when?: 'start' | 'first-call';
   /** For 'loader-abort': the filtees that make ld.so crash (walking its dependencies without end). */
   filterLoop?: LoadedObject[];
   /**
@@ -220,6 +222,11 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
         reason: `needs ISA bits 0x${needed.toString(16)}, the CPU has 0x${cpu.toString(16)}`});
     }
   }
+  // With --exe, the objects the program starts with are relocated before the dlopen, with lazy
+  // binding: a reference of theirs bound while the program starts can only use what it starts
+  // with; a PLT slot is bound at its first call, from the global scope of then (the dlopened
+  // objects joined it, RTLD_GLOBAL). Every other object binds everything when it is loaded.
+  const startup = p.dlopenEdge ? new Set(p.scope.slice(0, p.startupScopeLength)) : null;
   for (const obj of order) {
     if (obj.role === 'interp' || references(obj.info).length === 0) continue;
     const own = assertions ? checkMatchAborts(p, obj, memo, glibc!) : [];
@@ -227,18 +234,33 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
     const closure = searchList(obj);
     const unbound = memo.unboundWithin(obj, closure);
     const rest = unbound.length === 0 ? [] : p.scope.filter((o) => !closure.includes(o));
+    const when = startup?.has(obj) ? bindingTime(p, obj) : null;
     for (const ref of unbound) {
-      if (rest.some((o) => memo.defines(o.info, ref))) continue;
+      const at = when?.(ref.name);
+      if ((at === 'start' ? rest.filter((o) => startup!.has(o)) : rest).some((o) => memo.defines(o.info, ref))) continue;
       const provider = ref.versionFile ? p.objectNamed(ref.versionFile) ?? null : null;
       own.push({
         kind: ref.version ? 'undefined-symbol' : 'unversioned-undefined-symbol', object: obj,
         library: ref.versionFile, version: ref.version, symbol: ref.name, provider,
-        edge: provider ? p.edgeTo(provider) ?? null : null, ref,
+        edge: provider ? p.edgeTo(provider) ?? null : null, ref, ...(at ? {when: at} : {}),
       });
     }
+    if (when) for (const f of own) if (f.when === undefined && f.symbol !== null) f.when = when(f.symbol);
     findings.push(...inRelocationOrder(obj, own));
   }
   return findings;
+}
+
+/**
+ * When an object the program starts with binds each name it looks up: while the program starts
+ * (a relocation other than a PLT slot names it, the object was linked with -z now, or LD_BIND_NOW
+ * is set), or at its first call (elf-loader-spec §3.4, "Timing").
+ */
+function bindingTime(p: LoaderProcess, obj: LoadedObject): (name: string) => 'start' | 'first-call' {
+  if (obj.info.bindNow || p.ctx.bindNow) return () => 'start';
+  const names = lookedUpNames(obj.info);
+  // Relocations that cannot be read: bound at start, as the model did before it knew.
+  return (name) => (names?.get(name)?.eager ?? true) ? 'start' : 'first-call';
 }
 
 /**
@@ -249,7 +271,7 @@ function inRelocationOrder(obj: LoadedObject, own: Finding[]): Finding[] {
   if (own.length < 2) return own;
   const ranks = lookedUpNames(obj.info);
   if (!ranks) return own;
-  const rank = (f: Finding) => ranks.get(f.symbol ?? '') ?? Infinity;
+  const rank = (f: Finding) => ranks.get(f.symbol ?? '')?.rank ?? Infinity;
   return own.map((f, i) => ({f, i})).sort((a, b) => rank(a.f) - rank(b.f) || a.i - b.i).map(({f}) => f);
 }
 

@@ -108,6 +108,26 @@ async function laterCandidates(p: LoaderProcess, edge: Edge, chosen: LoadedObjec
 }
 
 export async function explain(p: LoaderProcess, f: Finding, ctx: ExplainContext): Promise<Problem> {
+  const problem = await explainFinding(p, f, ctx);
+  if (!f.when) return problem;
+  problem.when = f.when;
+  const program = basename(p.main.path);
+  const loaded = p.target === p.main ? '' : ` and dlopens ${basename(p.target.path)}`;
+  problem.explanation += f.when === 'start'
+    ? ` ${basename(f.object.path)} binds ${f.symbol} while ${program} starts (${whyAtStart(p, f.object)}), so ${program} stops there, before it dlopens anything.`
+    : ` ${basename(f.object.path)} binds ${f.symbol} lazily, through a PLT slot at its first call: ${program} starts${loaded}, and stops with "symbol lookup error" only if it calls ${f.symbol}.`;
+  if (f.when === 'first-call') problem.summary += ` (bound at its first call)`;
+  return problem;
+}
+
+/** Why an object the program starts with binds a reference then rather than at its first call. */
+function whyAtStart(p: LoaderProcess, obj: LoadedObject): string {
+  if (obj.info.bindNow) return 'it is linked with -z now';
+  if (p.ctx.bindNow) return 'LD_BIND_NOW is set';
+  return 'a GOT or data relocation names it, which ld.so binds when it relocates the object';
+}
+
+async function explainFinding(p: LoaderProcess, f: Finding, ctx: ExplainContext): Promise<Problem> {
   const problem: Problem = {
     kind: f.kind, object: f.object.path, library: f.library, version: f.version, symbol: f.symbol,
     chosen: null, shadowed: null, explanation: '', fix: null, summary: '',

@@ -1,5 +1,5 @@
 import {readdirSync, type Stats} from 'node:fs';
-import {readElfHeaderSync, readElfSync, relocatedUndefinedNames} from './reader/index.js';
+import {readElfHeaderSync, readElfSync, relocatedUndefinedNames, type LookedUp} from './reader/index.js';
 import type {ElfHeaderInfo, ElfInfo} from './types.js';
 import {identity, statOrNull, type InputRecorder} from './inputs.js';
 import {isInside, normalRoot, realpathIn} from './sysroot.js';
@@ -49,18 +49,18 @@ export function cachedElfSync(path: string, st: Stats): ElfInfo {
   return remember(elfCache, fileKey(path, st), () => readElfSync(path, {symbols: 'undefined'}));
 }
 
-const lookedUp = new WeakMap<ElfInfo, ReadonlyMap<string, number> | null>();
+const lookedUp = new WeakMap<ElfInfo, ReadonlyMap<string, LookedUp> | null>();
 
 /**
  * The names of the undefined symbols a relocation of this object names: the only ones ld.so
  * looks up (issue 12 item 4), each with the rank of the first such relocation (the order a run
- * meets their lookups in). Read on demand: only objects with references nothing defines are
+ * meets their lookups in) and whether one is bound at relocation even under lazy binding. Read on demand: only objects with references nothing defines are
  * asked, so a check of 470 libraries reads a handful of relocation tables. Null when the file
  * cannot be read again (then every reference counts, as before).
  */
-export function lookedUpNames(info: ElfInfo): ReadonlyMap<string, number> | null {
+export function lookedUpNames(info: ElfInfo): ReadonlyMap<string, LookedUp> | null {
   if (lookedUp.has(info)) return lookedUp.get(info)!;
-  let names: ReadonlyMap<string, number> | null = null;
+  let names: ReadonlyMap<string, LookedUp> | null = null;
   try {
     names = relocatedUndefinedNames(info.path);
   } catch {

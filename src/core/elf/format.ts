@@ -42,7 +42,7 @@ function groupBlock(group: Problem[]): string[] {
       ...(versions.length > 0 ? [`does not define version${versions.length === 1 ? '' : 's'} ${versions.join(', ')}`] : []),
       ...(symbols.length > 0 ? [`lacks ${symbols.length} symbol${symbols.length === 1 ? '' : 's'}: ${list(symbols)}`] : []),
     ];
-    lines.push(`error: ${LABEL[first.kind]}: ${base}, which ${parts.join(' and ')}`);
+    lines.push(`error: ${LABEL[first.kind]}: ${base}, which ${parts.join(' and ')}${first.when === 'first-call' ? ' (bound at their first call)' : ''}`);
   }
   if (first.chosen) lines.push(`  picked:   ${first.chosen}`);
   if (first.shadowed) lines.push(`  shadowed: ${first.shadowed}`);
@@ -83,14 +83,15 @@ export function formatProblems(report: CheckReport, options: {strict?: boolean} 
       continue;
     }
     if (p.kind === 'unversioned-undefined-symbol') {
-      const names = unversioned.get(p.object) ?? [];
+      const key = `${p.object}\0${p.when ?? ''}`;
+      const names = unversioned.get(key) ?? [];
       names.push(p.symbol!);
-      unversioned.set(p.object, names);
+      unversioned.set(key, names);
       continue;
     }
     // One block for every object built for the same ISA level (the summary past the object's name says which).
     const key = p.kind === 'cpu-isa-level' ? `cpu-isa-level\0${p.summary.replace(/^.*? is built for /, '')}`
-      : p.kind !== 'not-found' && p.chosen ? `${p.object}\0${p.chosen}` : `${groups.size}\0single`;
+      : p.kind !== 'not-found' && p.chosen ? `${p.object}\0${p.chosen}\0${p.when ?? ''}` : `${groups.size}\0single`;
     const group = groups.get(key) ?? [];
     group.push(p);
     groups.set(key, group);
@@ -103,8 +104,10 @@ export function formatProblems(report: CheckReport, options: {strict?: boolean} 
   const level = options.strict ? 'error' : 'note';
   // As notes they are condensed (a directory of plugins has hundreds); as --strict errors each is listed.
   const shown = options.strict ? [...unversioned] : [...unversioned].slice(0, NOTE_OBJECTS);
-  for (const [object, symbols] of shown) {
-    lines.push(`${level}: ${object} references ${symbols.length} unversioned symbol${symbols.length === 1 ? '' : 's'} nothing loaded defines: ${symbols.slice(0, 4).join(', ')}${symbols.length > 4 ? `, ... (${symbols.length - 4} more)` : ''}`);
+  for (const [key, symbols] of shown) {
+    const [object, when] = key.split('\0');
+    lines.push(`${level}: ${object} references ${symbols.length} unversioned symbol${symbols.length === 1 ? '' : 's'} nothing loaded defines: ${symbols.slice(0, 4).join(', ')}${symbols.length > 4 ? `, ... (${symbols.length - 4} more)` : ''}` +
+      `${when === 'first-call' ? ' (bound at their first call: the program fails only if it calls them)' : when === 'start' ? ' (bound while the program starts)' : ''}`);
   }
   const rest = [...unversioned].slice(shown.length);
   if (rest.length > 0) {

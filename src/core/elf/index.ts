@@ -50,10 +50,9 @@ function mergeResults(results: FileResult[], strict: boolean): CheckReport {
   const objects = new Map<string, CheckedObject>();
   const problems = new Map<string, Problem>();
   const failedPreloads = new Set<string>();
-  // With --exe, what stops the program's start (a library it cannot map, a version, the ISA level)
-  // comes before anything of its dlopen. Its own unbound symbols keep their stage: the model checks
-  // every reference as LD_BIND_NOW would, but a program binds its PLT lazily, so those fail only
-  // when called, and the dlopen's problems come first.
+  // With --exe, what stops the program's start (a library it cannot map, a version, the ISA level,
+  // a reference bound while it starts) comes before anything of its dlopen; a PLT slot of its own
+  // that nothing binds fails only when called (Problem.when), so it comes after everything else.
   const order = new Map<Problem, number>();
   for (const r of results) {
     if (r.skipped) {
@@ -69,7 +68,8 @@ function mergeResults(results: FileResult[], strict: boolean): CheckReport {
       if (!problems.has(key)) problems.set(key, problem);
       const kept = problems.get(key)!;
       const stage = stageOf(problem);
-      const rank = atStartup.has(problem.object) && stage < 3 ? stage : 10 + stage;
+      const rank = problem.when === 'first-call' ? 20 + stage
+        : problem.when === 'start' || (atStartup.has(problem.object) && stage < 3) ? stage : 10 + stage;
       order.set(kept, Math.min(rank, order.get(kept) ?? Infinity));
     }
   }

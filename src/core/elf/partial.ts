@@ -79,6 +79,7 @@ export function makeContext(options: CheckOptions, cwd: string, recorder: InputR
     },
     ldLibraryPath: options.ldLibraryPath,
     tunables: tunablesOf(options),
+    bindNow: bindNowOf(options),
     preload: preloadList(options, recorder),
     cacheLabel: `ld.so.cache (${cacheFile})`,
     cacheLookup(name: string, platform: LoaderPlatform): string | null {
@@ -171,6 +172,11 @@ function tunablesOf(options: CheckOptions): string | undefined {
   return 'glibcTunables' in options ? options.glibcTunables : process.env.GLIBC_TUNABLES;
 }
 
+/** LD_BIND_NOW as the checked program would see it: ld.so binds immediately when it is set to anything but "". */
+function bindNowOf(options: CheckOptions): boolean {
+  return options.bindNow ?? (process.env.LD_BIND_NOW ?? '') !== '';
+}
+
 /** A platform as a fact's value (its hwcap masks are bigints). */
 function platformText(platform: LoaderPlatform | null): string {
   return JSON.stringify(platform ?? null, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v));
@@ -186,7 +192,7 @@ function openCache(options: CheckOptions, cwd: string, ctx: LoaderContext): Verd
     key: {
       cwd, sysroot, ldLibraryPath: options.ldLibraryPath ?? null, preload: options.preload ?? [], exe: options.exe ?? null,
       cacheFile: options.cacheFile ?? null, storeVersionsDir: options.storeVersionsDir ?? null,
-      tunables: tunablesOf(options) ?? null,
+      tunables: tunablesOf(options) ?? null, bindNow: bindNowOf(options),
     },
     sysroot,
     platform(key) {

@@ -89,6 +89,8 @@ export interface LoaderContext {
   cacheLabel: string;
   /** GLIBC_TUNABLES to assume (undefined: unset). */
   tunables?: string;
+  /** LD_BIND_NOW is set (non-empty): a program binds its PLT slots while it starts, not at their first call. */
+  bindNow?: boolean;
 }
 
 export class LoaderProcess {

@@ -87,7 +87,7 @@ describeIf(usable, 'needs x86-64 with gcc, as, ld and /lib64/ld-linux-x86-64.so.
       const asMain = await checkLibraries(opts);
       const diffs = compareTrace(r, modelTrace(asMain, c.dir));
       const dlopened = await checkLibraries({...opts, exe: driver, strict: true});
-      diffs.push(...compareDlopen(d, dlopened, c.dir, undefined, c.preload));
+      diffs.push(...compareDlopen(d, dlopened, c.dir));
       if (diffs.length > 0) {
         failures.push(`seed ${c.seed} (replay: CUDAENV_FUZZ_SEED=${c.seed} CUDAENV_FUZZ_CASES=1)${tunablesOf(c) ? `, GLIBC_TUNABLES=${tunablesOf(c)}` : ""}:\n${c.description.join('\n')}\n${diffs.join('\n')}\n--- ld.so trace output:\n${r.raw.trim()}`);
       }

@@ -213,7 +213,7 @@ describeIf(fetched && IS_ROOT && usable, reason)('the loader model against the r
       const report = await checkLibraries(opts);
       const diffs = compareTrace(r, modelTrace(report, c.dir, inImage(image.root), inImageName(image.root)));
       const dlopened = await checkLibraries({...opts, exe: image.driver, strict: true});
-      diffs.push(...compareDlopen(d, dlopened, c.dir, inImage(image.root), c.preload));
+      diffs.push(...compareDlopen(d, dlopened, c.dir, inImage(image.root)));
       if (diffs.length > 0) {
         failures.push(`seed ${c.seed} (replay: CUDAENV_FUZZ_SEED=${c.seed} CUDAENV_FUZZ_CASES=1)${tunablesOf(c) ? `, GLIBC_TUNABLES=${tunablesOf(c)}` : ''}:\n${c.description.join('\n')}\n${diffs.join('\n')}\n--- ld.so trace output:\n${r.raw.trim()}\n--- dlopen:\n${d.message.trim()}`);
       }

@@ -151,7 +151,7 @@ function parse(file: ElfFile, options: ReadElfOptions): ElfInfo {
       gnuChainOff: count.chainOff, gnuBuckets: count.buckets,
     };
     const versions = versionTable(info.versionDefinitions, info.versionNeeds);
-    const relocated = options.relocations ? relocatedSymbols(file, h, dyn.values, count.count, toOffset) : null;
+    const relocated = options.relocations ? relocatedSymbols(file, h, dyn.values, count.count, toOffset)?.rank ?? null : null;
     if (options.symbols === 'undefined') {
       const {symbols, lookup} = readUndefinedSymbols(file, h, tables, strings, versions, relocated);
       info.symbols = symbols;
@@ -163,13 +163,21 @@ function parse(file: ElfFile, options: ReadElfOptions): ElfInfo {
   return info;
 }
 
+/** How ld.so looks up one undefined name of an object (relocatedUndefinedNames). */
+export interface LookedUp {
+  /** The rank of its first relocation in the order ld.so relocates (./relocations.ts). */
+  rank: number;
+  /** Some relocation naming it is bound when the object is relocated; false: only PLT slots, bound at the first call unless binding is immediate. */
+  eager: boolean;
+}
+
 /**
  * The names of the undefined dynamic symbols some relocation names (what ld.so looks up), each
- * with the rank of its first relocation in the order ld.so relocates (./relocations.ts), read
- * without going over the whole symbol table again: the dynamic array, the relocation tables and
- * the named entries only. Null when the object has no dynamic symbols.
+ * with how it is looked up, read without going over the whole symbol table again: the dynamic
+ * array, the relocation tables and the named entries only. Null when the object has no dynamic
+ * symbols.
  */
-export function relocatedUndefinedNames(path: string): Map<string, number> | null {
+export function relocatedUndefinedNames(path: string): Map<string, LookedUp> | null {
   const file = ElfFile.open(path);
   try {
     const h = parseHeader(file);
@@ -187,15 +195,16 @@ export function relocatedUndefinedNames(path: string): Map<string, number> | nul
     const entsize = value(DT.SYMENT) ?? (h.is64 ? 24 : 16);
     const syms = file.read(toOffset(symtab, 0, 'DT_SYMTAB'), count * entsize, 'dynamic symbol table (DT_SYMTAB)');
     const shndxAt = h.is64 ? 6 : 14;
-    const names = new Map<string, number>();
+    const names = new Map<string, LookedUp>();
     for (let i = 1; i < count; i++) {
-      if (marks[i] === 0) continue;
+      if (marks.rank[i] === 0) continue;
       const b = i * entsize;
       const shndx = h.littleEndian ? syms.readUInt16LE(b + shndxAt) : syms.readUInt16BE(b + shndxAt);
       if (shndx !== 0) continue;
       const name = strings.get(h.littleEndian ? syms.readUInt32LE(b) : syms.readUInt32BE(b), `name of dynamic symbol ${i}`);
-      // One name under two versions (foo@V1 and foo@V2): its first relocation either way.
-      names.set(name, Math.min(marks[i], names.get(name) ?? Infinity));
+      // One name under two versions (foo@V1 and foo@V2): its first relocation, and eager if either is.
+      const known = names.get(name);
+      names.set(name, {rank: Math.min(marks.rank[i], known?.rank ?? Infinity), eager: marks.eager[i] === 1 || (known?.eager ?? false)});
     }
     return names;
   } catch (error) {

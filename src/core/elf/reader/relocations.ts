@@ -16,16 +16,47 @@ export const DT_REL = {
 const CHUNK = 1 << 20;
 
 /**
- * Per symbol index, 0 where no relocation names it, else the rank (from 1) of the first one that
- * does, in the order ld.so relocates (DT_RELA or DT_REL, then DT_JMPREL: ELF_DYNAMIC_RELOCATE):
- * the order an object's failing lookups are met in. Null when the object has no relocation table
- * the model can read (then every undefined symbol counts, as before).
+ * Each machine's PLT relocation (R_<arch>_JUMP_SLOT), by e_machine: the one kind ld.so binds lazily,
+ * at the first call through the PLT, unless the object or the environment asks for immediate
+ * binding (elf_machine_lazy_rel only points the slot at the PLT stub). Every other relocation,
+ * and every one outside DT_JMPREL, is bound when the object is relocated. Machines not listed:
+ * DT_JMPREL taken as all lazy, which is what the table is for.
+ */
+const JUMP_SLOT = new Map<number, number>([
+  [62, 7], // x86-64: R_X86_64_JUMP_SLOT
+  [3, 7], // i386: R_386_JMP_SLOT
+  [183, 1026], // AArch64: R_AARCH64_JUMP_SLOT
+  [40, 22], // ARM: R_ARM_JUMP_SLOT
+  [20, 21], // PowerPC: R_PPC_JMP_SLOT
+  [21, 21], // PowerPC64: R_PPC64_JMP_SLOT
+  [22, 22], // s390: R_390_JMP_SLOT
+  [243, 5], // RISC-V: R_RISCV_JUMP_SLOT
+  [258, 5], // LoongArch: R_LARCH_JUMP_SLOT
+]);
+
+/** What relocatedSymbols found, per dynamic symbol index. */
+export interface RelocatedSymbols {
+  /**
+   * 0 where no relocation names the symbol, else the rank (from 1) of the first one that does, in
+   * the order ld.so relocates (DT_RELA or DT_REL, then DT_JMPREL: ELF_DYNAMIC_RELOCATE): the order
+   * an object's failing lookups are met in.
+   */
+  rank: Uint32Array;
+  /** 1 where some relocation naming the symbol is bound when the object is relocated, lazy binding or not (see JUMP_SLOT). */
+  eager: Uint8Array;
+}
+
+/**
+ * Which relocations name each dynamic symbol (RelocatedSymbols). Null when the object has no
+ * relocation table the model can read (then every undefined symbol counts, as before).
  */
 export function relocatedSymbols(
   file: ElfFile, h: ParsedHeader, values: Map<number, number>, count: number,
   toOffset: (addr: number, len: number, what: string) => number,
-): Uint32Array | null {
+): RelocatedSymbols | null {
   const marks = new Uint32Array(count);
+  const eager = new Uint8Array(count);
+  const jumpSlot = JUMP_SLOT.get(h.machine);
   let rank = 0;
   const tables: Array<{addr: number | undefined; size: number | undefined; rela: boolean; skip: number; what: string}> = [
     {addr: values.get(DT_REL.RELA), size: values.get(DT_REL.RELASZ), rela: true, skip: values.get(DT_REL.RELACOUNT) ?? 0, what: 'DT_RELA'},
@@ -48,15 +79,19 @@ export function relocatedSymbols(
     while (start < end) {
       const len = Math.min(end - start, Math.floor(CHUNK / ent) * ent);
       const buf = file.read(off + start, len, `relocations (${t.what})`);
+      const plt = t.what === 'DT_JMPREL';
       for (let b = 0; b + ent <= len; b += ent) {
-        // r_info follows r_offset: ELF64 sym = info >> 32 (the high word), ELF32 sym = info >> 8.
-        const sym = h.is64
-          ? (h.littleEndian ? buf.readUInt32LE(b + 12) : buf.readUInt32BE(b + 8))
-          : (h.littleEndian ? buf.readUInt32LE(b + 4) : buf.readUInt32BE(b + 4)) >>> 8;
-        if (sym !== 0 && sym < count && marks[sym] === 0) marks[sym] = ++rank;
+        // r_info follows r_offset: ELF64 sym = info >> 32 (the high word) and type = its low
+        // word, ELF32 sym = info >> 8 and type = info & 0xff.
+        const info32 = h.is64 ? 0 : (h.littleEndian ? buf.readUInt32LE(b + 4) : buf.readUInt32BE(b + 4));
+        const sym = h.is64 ? (h.littleEndian ? buf.readUInt32LE(b + 12) : buf.readUInt32BE(b + 8)) : info32 >>> 8;
+        if (sym === 0 || sym >= count) continue;
+        if (marks[sym] === 0) marks[sym] = ++rank;
+        if (eager[sym] === 0 && (!plt || (jumpSlot !== undefined &&
+          (h.is64 ? (h.littleEndian ? buf.readUInt32LE(b + 8) : buf.readUInt32BE(b + 12)) : info32 & 0xff) !== jumpSlot))) eager[sym] = 1;
       }
       start += len;
     }
   }
-  return marks;
+  return {rank: marks, eager};
 }

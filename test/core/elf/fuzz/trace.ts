@@ -186,32 +186,24 @@ export interface RealDlopen {
  * dlopen stops at the first failure of a stage: missing object, then versions, then relocation.
  * The model's first problem of that stage must be the one the loader reports.
  */
-export function compareDlopen(r: RealDlopen, report: CheckReport, dir: string, real: Resolve = hostReal, preload?: string): string[] {
+export function compareDlopen(r: RealDlopen, report: CheckReport, dir: string, real: Resolve = hostReal): string[] {
   // --exe with --strict: every problem fails a dlopen (RTLD_NOW binds unversioned references too).
-  // With an LD_PRELOAD the program starts with objects of the case (the preload and what it
-  // needs), and the model binds their references as LD_BIND_NOW would: lazy binding is not
-  // modelled. A real program binds a PLT entry at its first call and a GOT entry at start-up, so
-  // the symbol stage (undefined symbols, check_match) is compared for presence only then, and a
-  // dlopen that succeeds is held only against the model's mapping and version problems. The trace
-  // comparison (LD_BIND_NOW, as the model) still checks every symbol of these cases.
-  const symbolStage = (p: CheckReport['problems'][number]) => p.kind === 'undefined-symbol' || p.kind === 'unversioned-undefined-symbol' || (p.kind === 'loader-abort' && p.symbol !== null);
-  const failing = preload !== undefined && r.ok ? report.problems.filter((p) => !symbolStage(p)) : report.problems;
+  // A PLT slot of an object the program starts with (an LD_PRELOAD object and what it needs) is
+  // bound at its first call, and the driver calls nothing of the case: those problems
+  // ('first-call') never stop its run. What the program binds while it starts stops it there,
+  // before the dlopen: the model ranks those first.
+  const failing = report.problems.filter((p) => p.when !== 'first-call');
   const has = (pred: (p: CheckReport['problems'][number]) => boolean) => failing.some(pred);
   const stage = (p: CheckReport['problems'][number]) =>
     p.kind === 'not-found' || p.kind === 'executable-stack' ? 0 : p.kind === 'version-not-found' || (p.kind === 'loader-abort' && p.symbol === null) ? 1 : 2;
   // The report's own order: by stage, and with --exe what fails at the program's start first.
   const first = failing.length > 0 ? stage(failing[0]) : 3;
-  const base = `loader said ${JSON.stringify(r.message.trim())}; model: ${JSON.stringify(failing.map((p) => `${p.kind} ${p.library ?? ''} ${p.version ?? ''} ${p.symbol ?? ''}`))}`;
+  const base = `loader said ${JSON.stringify(r.message.trim())}; model: ${JSON.stringify(failing.map((p) => `${p.kind} ${p.library ?? ''} ${p.version ?? ''} ${p.symbol ?? ''}${p.when ? ` (${p.when})` : ''}`))}`;
   if (r.ok) return failing.length === 0 ? [] : [`dlopen: ${base}`];
-  // A symbol-stage failure with a preload may happen while the program starts (a GOT entry of the
-  // preload, bound then), before any problem of the dlopen: which references a program binds at
-  // start-up and which at their first call is not modelled, so then the model must have the
-  // problem, not necessarily first.
-  const atStartup = preload !== undefined;
   if (r.abort) {
     const want = r.abort === 'check_match' ? (p: CheckReport['problems'][number]) => p.kind === 'loader-abort' && p.symbol !== null
       : (p: CheckReport['problems'][number]) => p.kind === 'loader-abort' && p.symbol === null;
-    return has(want) && ((r.abort === 'check_match' && atStartup) || first >= (r.abort === 'check_match' ? 2 : 1)) ? [] : [`dlopen abort ${r.abort}: ${base}`];
+    return has(want) && first >= (r.abort === 'check_match' ? 2 : 1) ? [] : [`dlopen abort ${r.abort}: ${base}`];
   }
   // Mapping stops at the first object it cannot open or may not map: the model's first mapping problem.
   const firstMapping = first === 0 ? failing[0] : undefined;
@@ -231,13 +223,10 @@ export function compareDlopen(r: RealDlopen, report: CheckReport, dir: string, r
     return firstVersion?.kind === 'version-not-found' && firstVersion.version === m[1] && real(dir, firstVersion.object) === real(dir, m[2]) && first === 1
       ? [] : [`dlopen (first version problem): ${base}`];
   }
-  // An LD_PRELOAD object whose reference fails while the program starts (a GOT entry, bound then).
+  // The dlopen's relocation (dlerror), or, with an LD_PRELOAD, a reference the program binds while
+  // it starts ("symbol lookup error", before any dlopen).
   m = /^ERR (.+): undefined symbol: ([^,\s]+)/m.exec(r.message) ?? /symbol lookup error: (.+): undefined symbol: ([^,\s]+)/.exec(r.message);
   if (m) {
-    if (atStartup) {
-      const named = failing.some((p) => (p.kind === 'undefined-symbol' || p.kind === 'unversioned-undefined-symbol') && p.symbol === m![2] && real(dir, p.object) === real(dir, m![1]));
-      return named ? [] : [`dlopen (symbol problem, with a preload): ${base}`];
-    }
     const firstSymbol = failing.find((p) => stage(p) === 2);
     return firstSymbol !== undefined && (firstSymbol.kind === 'undefined-symbol' || firstSymbol.kind === 'unversioned-undefined-symbol') &&
       firstSymbol.symbol === m[2] && real(dir, firstSymbol.object) === real(dir, m[1]) && first === 2 ? [] : [`dlopen (first symbol problem): ${base}`];
