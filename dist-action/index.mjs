@@ -72268,10 +72268,32 @@ var JUMP_SLOT = /* @__PURE__ */ new Map([
   [258, 5]
   // LoongArch: R_LARCH_JUMP_SLOT
 ]);
+var COPY = /* @__PURE__ */ new Map([
+  [62, 5],
+  // R_X86_64_COPY
+  [3, 5],
+  // R_386_COPY
+  [183, 1024],
+  // R_AARCH64_COPY
+  [40, 20],
+  // R_ARM_COPY
+  [20, 19],
+  // R_PPC_COPY
+  [21, 19],
+  // R_PPC64_COPY
+  [22, 19],
+  // R_390_COPY
+  [243, 4],
+  // R_RISCV_COPY
+  [258, 4]
+  // R_LARCH_COPY
+]);
 function relocatedSymbols(file, h, values, count, toOffset) {
   const marks = new Uint32Array(count);
   const eager = new Uint8Array(count);
+  const copy = new Uint32Array(count);
   const jumpSlot = JUMP_SLOT.get(h.machine);
+  const copyType = COPY.get(h.machine);
   let rank = 0;
   const tables = [
     { addr: values.get(DT_REL.RELA), size: values.get(DT_REL.RELASZ), rela: true, skip: values.get(DT_REL.RELACOUNT) ?? 0, what: "DT_RELA" },
@@ -72298,12 +72320,14 @@ function relocatedSymbols(file, h, values, count, toOffset) {
         const sym = h.is64 ? h.littleEndian ? buf.readUInt32LE(b + 12) : buf.readUInt32BE(b + 8) : info32 >>> 8;
         if (sym === 0 || sym >= count) continue;
         if (marks[sym] === 0) marks[sym] = ++rank;
-        if (eager[sym] === 0 && (!plt || jumpSlot !== void 0 && (h.is64 ? h.littleEndian ? buf.readUInt32LE(b + 8) : buf.readUInt32BE(b + 12) : info32 & 255) !== jumpSlot)) eager[sym] = 1;
+        const type = h.is64 ? h.littleEndian ? buf.readUInt32LE(b + 8) : buf.readUInt32BE(b + 12) : info32 & 255;
+        if (eager[sym] === 0 && (!plt || jumpSlot !== void 0 && type !== jumpSlot)) eager[sym] = 1;
+        if (type === copyType) copy[sym] = marks[sym];
       }
       start += len;
     }
   }
-  return { rank: marks, eager };
+  return { rank: marks, eager, copy };
 }
 
 // src/core/elf/reader/symbols.ts
@@ -72675,6 +72699,40 @@ function parse(file, options) {
   return info2;
 }
 function relocatedUndefinedNames(path13) {
+  return withRelocations(path13, (t) => {
+    const names = /* @__PURE__ */ new Map();
+    for (let i = 1; i < t.count; i++) {
+      if (t.marks.rank[i] === 0 || t.shndx(i) !== 0) continue;
+      const name = t.name(i);
+      const known = names.get(name);
+      names.set(name, { rank: Math.min(t.marks.rank[i], known?.rank ?? Infinity), eager: t.marks.eager[i] === 1 || (known?.eager ?? false) });
+    }
+    return names;
+  });
+}
+function copyRelocations(path13) {
+  return withRelocations(path13, (t) => {
+    const out = [];
+    let versions = null;
+    for (let i = 1; i < t.count; i++) {
+      if (t.marks.copy[i] === 0) continue;
+      const raw = t.versym(i);
+      if ((raw & 32767) >= 2) versions ??= t.versions();
+      const entry2 = (raw & 32767) >= 2 ? versions.get(raw & 32767) : void 0;
+      out.push({
+        name: t.name(i),
+        version: entry2?.name ?? null,
+        versionFile: entry2?.file ?? null,
+        hidden: (raw & 32768) !== 0,
+        weak: t.binding(i) === STB_WEAK2,
+        rank: t.marks.copy[i]
+      });
+    }
+    return out;
+  });
+}
+var STB_WEAK2 = 2;
+function withRelocations(path13, use) {
   const file = ElfFile.open(path13);
   try {
     const h = parseHeader(file);
@@ -72691,18 +72749,25 @@ function relocatedUndefinedNames(path13) {
     if (!marks) return null;
     const entsize = value(DT.SYMENT) ?? (h.is64 ? 24 : 16);
     const syms = file.read(toOffset(symtab, 0, "DT_SYMTAB"), count * entsize, "dynamic symbol table (DT_SYMTAB)");
-    const shndxAt = h.is64 ? 6 : 14;
-    const names = /* @__PURE__ */ new Map();
-    for (let i = 1; i < count; i++) {
-      if (marks.rank[i] === 0) continue;
-      const b = i * entsize;
-      const shndx = h.littleEndian ? syms.readUInt16LE(b + shndxAt) : syms.readUInt16BE(b + shndxAt);
-      if (shndx !== 0) continue;
-      const name = strings.get(h.littleEndian ? syms.readUInt32LE(b) : syms.readUInt32BE(b), `name of dynamic symbol ${i}`);
-      const known = names.get(name);
-      names.set(name, { rank: Math.min(marks.rank[i], known?.rank ?? Infinity), eager: marks.eager[i] === 1 || (known?.eager ?? false) });
-    }
-    return names;
+    const versymAt = value(DT.VERSYM);
+    const versym = versymAt === void 0 ? null : file.read(toOffset(versymAt, count * 2, "DT_VERSYM"), count * 2, "symbol versions (DT_VERSYM)");
+    const u16 = (buf, at) => h.littleEndian ? buf.readUInt16LE(at) : buf.readUInt16BE(at);
+    return use({
+      count,
+      marks,
+      name: (i) => strings.get(h.littleEndian ? syms.readUInt32LE(i * entsize) : syms.readUInt32BE(i * entsize), `name of dynamic symbol ${i}`),
+      shndx: (i) => u16(syms, i * entsize + (h.is64 ? 6 : 14)),
+      binding: (i) => syms[i * entsize + (h.is64 ? 4 : 12)] >> 4,
+      versym: (i) => versym ? u16(versym, i * 2) : 0,
+      versions: () => {
+        const verdef = value(DT.VERDEF);
+        const verneed = value(DT.VERNEED);
+        return versionTable(
+          verdef === void 0 ? [] : readVersionDefinitions(file, h, toOffset(verdef, 20, "version definitions (DT_VERDEF)"), strings),
+          verneed === void 0 ? [] : readVersionNeeds(file, h, toOffset(verneed, 16, "version requirements (DT_VERNEED)"), strings)
+        );
+      }
+    });
   } catch (error2) {
     throw wrap(path13, error2);
   } finally {
@@ -72890,6 +72955,19 @@ function lookedUpNames(info2) {
   }
   lookedUp.set(info2, names);
   return names;
+}
+var copies = /* @__PURE__ */ new WeakMap();
+function copyReferences(info2) {
+  let refs = copies.get(info2);
+  if (!refs) {
+    try {
+      refs = copyRelocations(info2.path) ?? [];
+    } catch {
+      refs = [];
+    }
+    copies.set(info2, refs);
+  }
+  return refs;
 }
 async function cachedElf(path13, st) {
   return cachedElfSync(path13, st);
@@ -73316,6 +73394,7 @@ function execStackForbidden(tunables, glibc) {
 }
 
 // src/core/elf/checker.ts
+var ET_EXEC = 2;
 var SymbolMemo = class {
   /**
    * @param wantedOf every name referenced in the processes this memo serves (null: index all);
@@ -73479,8 +73558,14 @@ function findProblems(p, memo) {
   }
   const startup = p.dlopenEdge ? new Set(p.scope.slice(0, p.startupScopeLength)) : null;
   for (const obj of order) {
-    if (obj.role === "interp" || references(obj.info).length === 0) continue;
+    if (obj.role === "interp") continue;
+    const copied = obj === p.main && (obj.info.type === ET_EXEC || obj.info.interp !== null) ? copyProblems(p, obj, memo, startup) : [];
+    if (references(obj.info).length === 0) {
+      findings.push(...copied);
+      continue;
+    }
     const own = assertions ? checkMatchAborts(p, obj, memo, glibc) : [];
+    own.push(...copied);
     const closure = searchList(obj);
     const unbound = memo.unboundWithin(obj, closure);
     const rest = unbound.length === 0 ? [] : p.scope.filter((o) => !closure.includes(o));
@@ -73508,6 +73593,29 @@ function findProblems(p, memo) {
   }
   return findings;
 }
+function copyProblems(p, obj, memo, startup) {
+  const out = [];
+  for (const c of copyReferences(obj.info)) {
+    if (c.weak) continue;
+    const ref = { name: c.name, version: c.version, versionFile: c.versionFile, hidden: c.hidden };
+    if (p.scope.some((o) => o !== obj && (startup === null || startup.has(o)) && memo.defines(o.info, ref))) continue;
+    const provider = ref.versionFile ? p.objectNamed(ref.versionFile) ?? null : null;
+    out.push({
+      kind: ref.version ? "undefined-symbol" : "unversioned-undefined-symbol",
+      object: obj,
+      library: ref.versionFile,
+      version: ref.version,
+      symbol: ref.name,
+      provider,
+      edge: provider ? p.edgeTo(provider) ?? null : null,
+      ref,
+      copy: true,
+      rank: c.rank,
+      ...startup ? { when: "start" } : {}
+    });
+  }
+  return out;
+}
 function bindingTime(p, obj) {
   if (obj.info.bindNow || p.ctx.bindNow) return () => "start";
   const names = lookedUpNames(obj.info);
@@ -73517,7 +73625,7 @@ function inRelocationOrder(obj, own) {
   if (own.length < 2) return own;
   const ranks = lookedUpNames(obj.info);
   if (!ranks) return own;
-  const rank = (f) => ranks.get(f.symbol ?? "")?.rank ?? Infinity;
+  const rank = (f) => f.rank ?? ranks.get(f.symbol ?? "")?.rank ?? Infinity;
   return own.map((f, i) => ({ f, i })).sort((a, b) => rank(a.f) - rank(b.f) || a.i - b.i).map(({ f }) => f);
 }
 function execStackRefused(p) {
@@ -73694,7 +73802,7 @@ function parseSearchList(value, values, kind) {
 // src/core/elf/resolver.ts
 var DF_1_NODEFLIB = 2048;
 var DF_1_PIE = 134217728;
-var ET_EXEC = 2;
+var ET_EXEC2 = 2;
 var ET_DYN = 3;
 var LoaderProcess = class {
   constructor(ctx, platform2) {
@@ -73931,8 +74039,8 @@ var LoaderProcess = class {
       }
       edge.object = this.newObject(c.path, name, info2, c.stat, role === "dlopen" ? null : loader, role);
       if (this.unlisted.size > 0) {
-        const copies = this.objects.filter((o) => o.inode === inode);
-        if (copies.length >= 3) this.runaway = copies;
+        const copies2 = this.objects.filter((o) => o.inode === inode);
+        if (copies2.length >= 3) this.runaway = copies2;
       }
       return edge;
     }
@@ -74017,13 +74125,13 @@ var LoaderProcess = class {
     if (header.elfClass !== this.platform.elfClass) return { path: path13, via, rule, status: "wrong-class", reason: `wrong ELF class: ELFCLASS${header.elfClass}`, stat: st };
     if (header.machine !== this.platform.machine) return { path: path13, via, rule, status: "wrong-machine", reason: `built for machine ${header.machine}`, stat: st };
     if (!header.littleEndian) return { path: path13, via, rule, status: "fatal", reason: "ELF file data encoding not little-endian" };
-    if (header.type !== ET_DYN && header.type !== ET_EXEC) return { path: path13, via, rule, status: "fatal", reason: "only ET_DYN and ET_EXEC can be loaded" };
+    if (header.type !== ET_DYN && header.type !== ET_EXEC2) return { path: path13, via, rule, status: "fatal", reason: "only ET_DYN and ET_EXEC can be loaded" };
     return { path: path13, via, rule, status: "ok", reason: null, stat: st, file };
   }
 };
 
 // src/core/elf/targets.ts
-var ET_EXEC2 = 2;
+var ET_EXEC3 = 2;
 var ET_DYN2 = 3;
 function describeNonElf(path13) {
   let head = "";
@@ -74050,7 +74158,7 @@ function classify(path13, st, explicit = false, file = path13) {
   if (st.size === 0) return { skip: EMPTY };
   try {
     const info2 = cachedElfSync(file, st);
-    if (explicit && info2.type === ET_EXEC2) return { path: path13, info: info2, stat: st };
+    if (explicit && info2.type === ET_EXEC3) return { path: path13, info: info2, stat: st };
     if (info2.type !== ET_DYN2) return { skip: `an ELF ${info2.type === 2 ? "executable" : info2.type === 1 ? "relocatable object" : `file of type ${info2.type}`}, not a shared object` };
     if (info2.dynamic === "debug-info") return { skip: DEBUG_INFO };
     if (info2.dynamic === "none") return { skip: 'an ELF shared object without a dynamic section: the loader refuses it ("object file has no dynamic section")' };
@@ -74195,9 +74303,13 @@ async function laterCandidates(p, edge, chosen) {
 }
 async function explain(p, f, ctx) {
   const problem = await explainFinding(p, f, ctx);
-  if (!f.when) return problem;
-  problem.when = f.when;
   const program = basename3(p.main.path);
+  if (f.when) problem.when = f.when;
+  if (f.copy) {
+    problem.explanation += ` ${basename3(f.object.path)} holds its own copy of this data object (a copy relocation), which ld.so fills from the library's definition while the program starts, lazy binding or not${f.when === "start" ? `: ${program} stops there, before it dlopens anything` : ""}.`;
+    return problem;
+  }
+  if (!f.when) return problem;
   const loaded2 = p.target === p.main ? "" : ` and dlopens ${basename3(p.target.path)}`;
   problem.explanation += f.when === "start" ? ` ${basename3(f.object.path)} binds ${f.symbol} while ${program} starts (${whyAtStart(p, f.object)}), so ${program} stops there, before it dlopens anything.` : ` ${basename3(f.object.path)} binds ${f.symbol} lazily, through a PLT slot at its first call: ${program} starts${loaded2}, and stops with "symbol lookup error" only if it calls ${f.symbol}.`;
   if (f.when === "first-call") problem.summary += ` (bound at its first call)`;

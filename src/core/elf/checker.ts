@@ -2,10 +2,12 @@ import type {ProblemKind} from './api.js';
 import type {Edge, LoadedObject, LoaderProcess} from './resolver.js';
 import {buildDefinitions, defines, definesVersion, references, type Defs, type SymbolRef} from './symbols.js';
 import type {ElfInfo} from './types.js';
-import {lookedUpNames} from './file-cache.js';
+import {copyReferences, lookedUpNames} from './file-cache.js';
 import {versionAtMost} from './ldcache/host-loader.js';
 import {relocationOrder, searchList} from './relocation-order.js';
 import {asksExecStack, execStackForbidden, execStackTunable} from './exec-stack.js';
+
+const ET_EXEC = 2;
 
 /**
  * What would fail in a modelled process (elf-loader-spec.md §3): missing libraries, version
@@ -28,6 +30,10 @@ export interface Finding {
   reason?: string;
   /** With --exe, for a symbol finding of an object the program starts with: when the reference is bound (Problem.when). */
   when?: 'start' | 'first-call';
+  /** A program's copy relocation whose definition nothing outside the program provides. */
+  copy?: boolean;
+  /** The rank of the relocation that meets it, where the object's looked-up names do not tell (copies). */
+  rank?: number;
   /** For 'loader-abort': the filtees that make ld.so crash (walking its dependencies without end). */
   filterLoop?: LoadedObject[];
   /**
@@ -228,8 +234,14 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
   // objects joined it, RTLD_GLOBAL). Every other object binds everything when it is loaded.
   const startup = p.dlopenEdge ? new Set(p.scope.slice(0, p.startupScopeLength)) : null;
   for (const obj of order) {
-    if (obj.role === 'interp' || references(obj.info).length === 0) continue;
+    if (obj.role === 'interp') continue;
+    const copied = obj === p.main && (obj.info.type === ET_EXEC || obj.info.interp !== null) ? copyProblems(p, obj, memo, startup) : [];
+    if (references(obj.info).length === 0) {
+      findings.push(...copied);
+      continue;
+    }
     const own = assertions ? checkMatchAborts(p, obj, memo, glibc!) : [];
+    own.push(...copied);
     // The object and every object its DT_NEEDED edges reach (it is always in the scope with them).
     const closure = searchList(obj);
     const unbound = memo.unboundWithin(obj, closure);
@@ -252,6 +264,27 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
 }
 
 /**
+ * A program's copy relocations whose definition nothing finds (elf/dl-lookup.c with
+ * ELF_RTYPE_CLASS_COPY: the lookup skips the program, which holds the copy itself). ld.so makes
+ * them while the program starts, whatever the binding mode, so with --exe only what it starts with counts.
+ */
+function copyProblems(p: LoaderProcess, obj: LoadedObject, memo: SymbolMemo, startup: Set<LoadedObject> | null): Finding[] {
+  const out: Finding[] = [];
+  for (const c of copyReferences(obj.info)) {
+    // A weak one that finds nothing is left as the program's own (dl-machine.h: sym == NULL).
+    if (c.weak) continue;
+    const ref: SymbolRef = {name: c.name, version: c.version, versionFile: c.versionFile, hidden: c.hidden};
+    if (p.scope.some((o) => o !== obj && (startup === null || startup.has(o)) && memo.defines(o.info, ref))) continue;
+    const provider = ref.versionFile ? p.objectNamed(ref.versionFile) ?? null : null;
+    out.push({
+      kind: ref.version ? 'undefined-symbol' : 'unversioned-undefined-symbol', object: obj, library: ref.versionFile, version: ref.version,
+      symbol: ref.name, provider, edge: provider ? p.edgeTo(provider) ?? null : null, ref, copy: true, rank: c.rank, ...(startup ? {when: 'start' as const} : {}),
+    });
+  }
+  return out;
+}
+
+/**
  * When an object the program starts with binds each name it looks up: while the program starts
  * (a relocation other than a PLT slot names it, the object was linked with -z now, or LD_BIND_NOW
  * is set), or at its first call (elf-loader-spec §3.4, "Timing").
@@ -271,7 +304,7 @@ function inRelocationOrder(obj: LoadedObject, own: Finding[]): Finding[] {
   if (own.length < 2) return own;
   const ranks = lookedUpNames(obj.info);
   if (!ranks) return own;
-  const rank = (f: Finding) => ranks.get(f.symbol ?? '')?.rank ?? Infinity;
+  const rank = (f: Finding) => f.rank ?? ranks.get(f.symbol ?? '')?.rank ?? Infinity;
   return own.map((f, i) => ({f, i})).sort((a, b) => rank(a.f) - rank(b.f) || a.i - b.i).map(({f}) => f);
 }
 

@@ -109,9 +109,14 @@ async function laterCandidates(p: LoaderProcess, edge: Edge, chosen: LoadedObjec
 
 export async function explain(p: LoaderProcess, f: Finding, ctx: ExplainContext): Promise<Problem> {
   const problem = await explainFinding(p, f, ctx);
-  if (!f.when) return problem;
-  problem.when = f.when;
   const program = basename(p.main.path);
+  if (f.when) problem.when = f.when;
+  if (f.copy) {
+    problem.explanation += ` ${basename(f.object.path)} holds its own copy of this data object (a copy relocation), which ld.so fills from the library's definition ` +
+      `while the program starts, lazy binding or not${f.when === 'start' ? `: ${program} stops there, before it dlopens anything` : ''}.`;
+    return problem;
+  }
+  if (!f.when) return problem;
   const loaded = p.target === p.main ? '' : ` and dlopens ${basename(p.target.path)}`;
   problem.explanation += f.when === 'start'
     ? ` ${basename(f.object.path)} binds ${f.symbol} while ${program} starts (${whyAtStart(p, f.object)}), so ${program} stops there, before it dlopens anything.`

@@ -1,5 +1,5 @@
 import {readdirSync, type Stats} from 'node:fs';
-import {readElfHeaderSync, readElfSync, relocatedUndefinedNames, type LookedUp} from './reader/index.js';
+import {copyRelocations, readElfHeaderSync, readElfSync, relocatedUndefinedNames, type CopyReference, type LookedUp} from './reader/index.js';
 import type {ElfHeaderInfo, ElfInfo} from './types.js';
 import {identity, statOrNull, type InputRecorder} from './inputs.js';
 import {isInside, normalRoot, realpathIn} from './sysroot.js';
@@ -68,6 +68,25 @@ export function lookedUpNames(info: ElfInfo): ReadonlyMap<string, LookedUp> | nu
   }
   lookedUp.set(info, names);
   return names;
+}
+
+const copies = new WeakMap<ElfInfo, readonly CopyReference[]>();
+
+/**
+ * The copy relocations of a program (see CopyReference), read on demand: only programs have them,
+ * so a check of a library directory reads none. Empty when the file cannot be read again.
+ */
+export function copyReferences(info: ElfInfo): readonly CopyReference[] {
+  let refs = copies.get(info);
+  if (!refs) {
+    try {
+      refs = copyRelocations(info.path) ?? [];
+    } catch {
+      refs = [];
+    }
+    copies.set(info, refs);
+  }
+  return refs;
 }
 
 export async function cachedElf(path: string, st: Stats): Promise<ElfInfo> {

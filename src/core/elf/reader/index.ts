@@ -178,6 +178,69 @@ export interface LookedUp {
  * symbols.
  */
 export function relocatedUndefinedNames(path: string): Map<string, LookedUp> | null {
+  return withRelocations(path, (t) => {
+    const names = new Map<string, LookedUp>();
+    for (let i = 1; i < t.count; i++) {
+      if (t.marks.rank[i] === 0 || t.shndx(i) !== 0) continue;
+      const name = t.name(i);
+      // One name under two versions (foo@V1 and foo@V2): its first relocation, and eager if either is.
+      const known = names.get(name);
+      names.set(name, {rank: Math.min(t.marks.rank[i], known?.rank ?? Infinity), eager: t.marks.eager[i] === 1 || (known?.eager ?? false)});
+    }
+    return names;
+  });
+}
+
+/** A program's copy relocation: the definition ld.so must find, outside the program, while it starts. */
+export interface CopyReference {
+  name: string;
+  /** The version the program was linked against (null: unversioned). */
+  version: string | null;
+  /** The library that version is required from (vn_file). */
+  versionFile: string | null;
+  hidden: boolean;
+  /** A weak symbol: a failed lookup leaves the copy alone. */
+  weak: boolean;
+  /** The rank of its relocation (relocatedUndefinedNames' ranks). */
+  rank: number;
+}
+
+/**
+ * The symbols an object's copy relocations name (R_X86_64_COPY and its like: only programs have
+ * them), with the version each asks for. Null when the object has no dynamic symbols or
+ * relocations the model can read.
+ */
+export function copyRelocations(path: string): CopyReference[] | null {
+  return withRelocations(path, (t) => {
+    const out: CopyReference[] = [];
+    let versions: Map<number, {name: string; file: string | null}> | null = null;
+    for (let i = 1; i < t.count; i++) {
+      if (t.marks.copy[i] === 0) continue;
+      const raw = t.versym(i);
+      if ((raw & 0x7fff) >= 2) versions ??= t.versions();
+      const entry = (raw & 0x7fff) >= 2 ? versions!.get(raw & 0x7fff) : undefined;
+      out.push({name: t.name(i), version: entry?.name ?? null, versionFile: entry?.file ?? null, hidden: (raw & 0x8000) !== 0,
+        weak: t.binding(i) === STB_WEAK, rank: t.marks.copy[i]});
+    }
+    return out;
+  });
+}
+
+const STB_WEAK = 2;
+
+/** One object's relocation marks and raw access to the symbols they name (for the two readers above). */
+interface RelocationView {
+  count: number;
+  marks: NonNullable<ReturnType<typeof relocatedSymbols>>;
+  name(i: number): string;
+  shndx(i: number): number;
+  binding(i: number): number;
+  /** The symbol's .gnu.version entry (0 without DT_VERSYM). */
+  versym(i: number): number;
+  versions(): Map<number, {name: string; file: string | null}>;
+}
+
+function withRelocations<T>(path: string, use: (view: RelocationView) => T): T | null {
   const file = ElfFile.open(path);
   try {
     const h = parseHeader(file);
@@ -194,19 +257,23 @@ export function relocatedUndefinedNames(path: string): Map<string, LookedUp> | n
     if (!marks) return null;
     const entsize = value(DT.SYMENT) ?? (h.is64 ? 24 : 16);
     const syms = file.read(toOffset(symtab, 0, 'DT_SYMTAB'), count * entsize, 'dynamic symbol table (DT_SYMTAB)');
-    const shndxAt = h.is64 ? 6 : 14;
-    const names = new Map<string, LookedUp>();
-    for (let i = 1; i < count; i++) {
-      if (marks.rank[i] === 0) continue;
-      const b = i * entsize;
-      const shndx = h.littleEndian ? syms.readUInt16LE(b + shndxAt) : syms.readUInt16BE(b + shndxAt);
-      if (shndx !== 0) continue;
-      const name = strings.get(h.littleEndian ? syms.readUInt32LE(b) : syms.readUInt32BE(b), `name of dynamic symbol ${i}`);
-      // One name under two versions (foo@V1 and foo@V2): its first relocation, and eager if either is.
-      const known = names.get(name);
-      names.set(name, {rank: Math.min(marks.rank[i], known?.rank ?? Infinity), eager: marks.eager[i] === 1 || (known?.eager ?? false)});
-    }
-    return names;
+    const versymAt = value(DT.VERSYM);
+    const versym = versymAt === undefined ? null : file.read(toOffset(versymAt, count * 2, 'DT_VERSYM'), count * 2, 'symbol versions (DT_VERSYM)');
+    const u16 = (buf: Buffer, at: number) => (h.littleEndian ? buf.readUInt16LE(at) : buf.readUInt16BE(at));
+    return use({
+      count, marks,
+      name: (i) => strings.get(h.littleEndian ? syms.readUInt32LE(i * entsize) : syms.readUInt32BE(i * entsize), `name of dynamic symbol ${i}`),
+      shndx: (i) => u16(syms, i * entsize + (h.is64 ? 6 : 14)),
+      binding: (i) => syms[i * entsize + (h.is64 ? 4 : 12)] >> 4,
+      versym: (i) => (versym ? u16(versym, i * 2) : 0),
+      versions: () => {
+        const verdef = value(DT.VERDEF);
+        const verneed = value(DT.VERNEED);
+        return versionTable(
+          verdef === undefined ? [] : readVersionDefinitions(file, h, toOffset(verdef, 20, 'version definitions (DT_VERDEF)'), strings),
+          verneed === undefined ? [] : readVersionNeeds(file, h, toOffset(verneed, 16, 'version requirements (DT_VERNEED)'), strings));
+      },
+    });
   } catch (error) {
     throw wrap(path, error);
   } finally {

@@ -34,6 +34,23 @@ const JUMP_SLOT = new Map<number, number>([
   [258, 5], // LoongArch: R_LARCH_JUMP_SLOT
 ]);
 
+/**
+ * Each machine's copy relocation (R_<arch>_COPY), by e_machine: a program's own copy of a
+ * library's data object, whose definition ld.so looks up while the program starts, skipping the
+ * program itself (ELF_RTYPE_CLASS_COPY).
+ */
+const COPY = new Map<number, number>([
+  [62, 5], // R_X86_64_COPY
+  [3, 5], // R_386_COPY
+  [183, 1024], // R_AARCH64_COPY
+  [40, 20], // R_ARM_COPY
+  [20, 19], // R_PPC_COPY
+  [21, 19], // R_PPC64_COPY
+  [22, 19], // R_390_COPY
+  [243, 4], // R_RISCV_COPY
+  [258, 4], // R_LARCH_COPY
+]);
+
 /** What relocatedSymbols found, per dynamic symbol index. */
 export interface RelocatedSymbols {
   /**
@@ -44,6 +61,8 @@ export interface RelocatedSymbols {
   rank: Uint32Array;
   /** 1 where some relocation naming the symbol is bound when the object is relocated, lazy binding or not (see JUMP_SLOT). */
   eager: Uint8Array;
+  /** Where a copy relocation names the symbol (see COPY): its rank (the first relocation naming it), else 0. */
+  copy: Uint32Array;
 }
 
 /**
@@ -56,7 +75,9 @@ export function relocatedSymbols(
 ): RelocatedSymbols | null {
   const marks = new Uint32Array(count);
   const eager = new Uint8Array(count);
+  const copy = new Uint32Array(count);
   const jumpSlot = JUMP_SLOT.get(h.machine);
+  const copyType = COPY.get(h.machine);
   let rank = 0;
   const tables: Array<{addr: number | undefined; size: number | undefined; rela: boolean; skip: number; what: string}> = [
     {addr: values.get(DT_REL.RELA), size: values.get(DT_REL.RELASZ), rela: true, skip: values.get(DT_REL.RELACOUNT) ?? 0, what: 'DT_RELA'},
@@ -87,11 +108,12 @@ export function relocatedSymbols(
         const sym = h.is64 ? (h.littleEndian ? buf.readUInt32LE(b + 12) : buf.readUInt32BE(b + 8)) : info32 >>> 8;
         if (sym === 0 || sym >= count) continue;
         if (marks[sym] === 0) marks[sym] = ++rank;
-        if (eager[sym] === 0 && (!plt || (jumpSlot !== undefined &&
-          (h.is64 ? (h.littleEndian ? buf.readUInt32LE(b + 8) : buf.readUInt32BE(b + 12)) : info32 & 0xff) !== jumpSlot))) eager[sym] = 1;
+        const type = h.is64 ? (h.littleEndian ? buf.readUInt32LE(b + 8) : buf.readUInt32BE(b + 12)) : info32 & 0xff;
+        if (eager[sym] === 0 && (!plt || (jumpSlot !== undefined && type !== jumpSlot))) eager[sym] = 1;
+        if (type === copyType) copy[sym] = marks[sym];
       }
       start += len;
     }
   }
-  return {rank: marks, eager};
+  return {rank: marks, eager, copy};
 }

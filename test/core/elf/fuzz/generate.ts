@@ -7,7 +7,7 @@ import {join} from 'node:path';
  * current directory, some shadowed by copies with other version nodes, reached through
  * RPATH/RUNPATH ($ORIGIN, relative, empty elements), LD_LIBRARY_PATH (':' and ';', empty
  * entries), slash DT_NEEDED names, NODEFLIB, missing names, objects that ask for an executable
- * stack and LD_PRELOAD. Everything is derived from the seed.
+ * stack, objects linked with -z now and LD_PRELOAD. Everything is derived from the seed.
  */
 export function rng(seed: number): () => number {
   let a = seed >>> 0;
@@ -42,6 +42,8 @@ export interface FuzzCase {
  */
 /** Objects whose PT_GNU_STACK is left out (an executable stack), about one in seven. */
 const asksExecStack = (seed: number, k: number): boolean => (seed + 3 * k) % 7 === 0;
+/** Objects linked with -z now (their PLT slots bound while a program starts), about one in five. */
+const bindsNow = (seed: number, k: number): boolean => (seed + 2 * k) % 5 === 1;
 
 export function generateCase(seed: number, dir: string): {fuzz: FuzzCase; script: string} {
   const r = rng(seed);
@@ -161,6 +163,7 @@ export function generateCase(seed: number, dir: string): {fuzz: FuzzCase; script
       // stack, which a dlopen refuses from glibc 2.41. Some objects keep asking (not drawn from the
       // generator, so every seed's graph stays what it was).
       if (!asksExecStack(seed, k)) args.push('-z', 'noexecstack');
+      if (bindsNow(seed, k)) args.push('-z', 'now');
       for (const u of o.dashU) args.push('-u', u);
       args.push('--no-as-needed');
       for (const need of o.needs) {
@@ -213,7 +216,7 @@ export function generateCase(seed: number, dir: string): {fuzz: FuzzCase; script
   for (const o of objs) {
     desc.push(`  libfz${o.k}: needs ${o.needs.map((x) => `${x.to}/${x.form}`).join(',') || '-'}${o.extra.length ? ` +${o.extra.join(',')}` : ''}` +
       `${o.rpath !== null ? ` RPATH=${o.rpath}` : ''}${o.runpath !== null ? ` RUNPATH=${o.runpath}` : ''}${o.nodeflib ? ' NODEFLIB' : ''}` +
-      `${o.versioned ? ' versioned' : ''}${asksExecStack(seed, o.k) ? ' execstack' : ''} refs=${o.refs.join(',')}${o.gotRefs.length ? ` got=${o.gotRefs.join(',')}` : ''}${o.dashU.length ? ` -u ${o.dashU.join(',')}` : ''}`);
+      `${o.versioned ? ' versioned' : ''}${asksExecStack(seed, o.k) ? ' execstack' : ''}${bindsNow(seed, o.k) ? ' -z now' : ''} refs=${o.refs.join(',')}${o.gotRefs.length ? ` got=${o.gotRefs.join(',')}` : ''}${o.dashU.length ? ` -u ${o.dashU.join(',')}` : ''}`);
   }
   desc.push(`  copies: ${placements.map((p) => `${p.path}(${p.variant})`).join(' ')}`);
   return {fuzz: {seed, dir, target, ldLibraryPath, preload, description: desc}, script: `cd '${dir}' || exit 1\n${cmds.join('\n')}\n`};
