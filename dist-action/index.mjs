@@ -71975,6 +71975,7 @@ function ioError(path13, error2) {
 var PT_LOAD = 1;
 var PT_DYNAMIC = 2;
 var PT_INTERP = 3;
+var PT_TLS = 7;
 var PT_GNU_STACK = 1685382481;
 var PF_X = 1;
 var MAGIC = Buffer.from([127, 69, 76, 70]);
@@ -72038,7 +72039,7 @@ function readProgramHeaders(file, h) {
   const headers = [];
   for (let i = 0; i < h.phnum; i++) {
     const b = i * h.phentsize;
-    headers.push(h.is64 ? { type: f.u32(b), flags: f.u32(b + 4), offset: f.u64(b + 8), vaddr: f.u64(b + 16), filesz: f.u64(b + 32), memsz: f.u64(b + 40) } : { type: f.u32(b), flags: f.u32(b + 24), offset: f.u32(b + 4), vaddr: f.u32(b + 8), filesz: f.u32(b + 16), memsz: f.u32(b + 20) });
+    headers.push(h.is64 ? { type: f.u32(b), flags: f.u32(b + 4), offset: f.u64(b + 8), vaddr: f.u64(b + 16), filesz: f.u64(b + 32), memsz: f.u64(b + 40), align: f.u64(b + 48) } : { type: f.u32(b), flags: f.u32(b + 24), offset: f.u32(b + 4), vaddr: f.u32(b + 8), filesz: f.u32(b + 16), memsz: f.u32(b + 20), align: f.u32(b + 28) });
   }
   return headers;
 }
@@ -72288,12 +72289,21 @@ var COPY = /* @__PURE__ */ new Map([
   [258, 4]
   // R_LARCH_COPY
 ]);
+var TPOFF = /* @__PURE__ */ new Map([
+  [62, [18, 23]],
+  // R_X86_64_TPOFF64, R_X86_64_TPOFF32
+  [3, [14, 37]]
+  // R_386_TLS_TPOFF, R_386_TLS_TPOFF32
+]);
 function relocatedSymbols(file, h, values, count, toOffset) {
   const marks = new Uint32Array(count);
   const eager = new Uint8Array(count);
   const copy = new Uint32Array(count);
   const jumpSlot = JUMP_SLOT.get(h.machine);
   const copyType = COPY.get(h.machine);
+  const tpoffTypes = TPOFF.get(h.machine) ?? [];
+  const tpoff = [];
+  const tpoffSeen = /* @__PURE__ */ new Set();
   let rank = 0;
   const tables = [
     { addr: values.get(DT_REL.RELA), size: values.get(DT_REL.RELASZ), rela: true, skip: values.get(DT_REL.RELACOUNT) ?? 0, what: "DT_RELA" },
@@ -72318,16 +72328,27 @@ function relocatedSymbols(file, h, values, count, toOffset) {
       for (let b = 0; b + ent <= len; b += ent) {
         const info32 = h.is64 ? 0 : h.littleEndian ? buf.readUInt32LE(b + 4) : buf.readUInt32BE(b + 4);
         const sym = h.is64 ? h.littleEndian ? buf.readUInt32LE(b + 12) : buf.readUInt32BE(b + 8) : info32 >>> 8;
-        if (sym === 0 || sym >= count) continue;
-        if (marks[sym] === 0) marks[sym] = ++rank;
+        if (sym >= count) continue;
         const type = h.is64 ? h.littleEndian ? buf.readUInt32LE(b + 8) : buf.readUInt32BE(b + 12) : info32 & 255;
+        if (sym === 0) {
+          if (tpoffTypes.includes(type) && !tpoffSeen.has(0)) {
+            tpoffSeen.add(0);
+            tpoff.push({ sym: 0, at: rank + 0.5 });
+          }
+          continue;
+        }
+        if (marks[sym] === 0) marks[sym] = ++rank;
+        if (tpoffTypes.includes(type) && !tpoffSeen.has(sym)) {
+          tpoffSeen.add(sym);
+          tpoff.push({ sym, at: rank + 0.5 });
+        }
         if (eager[sym] === 0 && (!plt || jumpSlot !== void 0 && type !== jumpSlot)) eager[sym] = 1;
         if (type === copyType) copy[sym] = marks[sym];
       }
       start += len;
     }
   }
-  return { rank: marks, eager, copy };
+  return { rank: marks, eager, copy, tpoff };
 }
 
 // src/core/elf/reader/symbols.ts
@@ -72618,7 +72639,8 @@ function parse(file, options) {
     filtees: [],
     dynamic: "none",
     x86IsaNeeded: x86IsaNeeded(file, h, phdrs),
-    stackFlags: phdrs.find((p) => p.type === PT_GNU_STACK)?.flags ?? null
+    stackFlags: phdrs.find((p) => p.type === PT_GNU_STACK)?.flags ?? null,
+    tls: tlsBlock(phdrs)
   };
   if (options.symbols === "undefined") info2.lookup = NO_LOOKUP;
   const interp = phdrs.find((p) => p.type === PT_INTERP);
@@ -72731,7 +72753,20 @@ function copyRelocations(path13) {
     return out;
   });
 }
+var STB_LOCAL2 = 0;
 var STB_WEAK2 = 2;
+function staticTlsReferences(path13) {
+  return withRelocations(path13, (t) => {
+    let versions = null;
+    return t.marks.tpoff.map(({ sym, at }) => {
+      if (sym === 0 || t.binding(sym) === STB_LOCAL2) return { symbol: null, at };
+      const raw = t.versym(sym);
+      if ((raw & 32767) >= 2) versions ??= t.versions();
+      const entry2 = (raw & 32767) >= 2 ? versions.get(raw & 32767) : void 0;
+      return { symbol: { name: t.name(sym), version: entry2?.name ?? null, versionFile: entry2?.file ?? null, hidden: (raw & 32768) !== 0 }, at };
+    });
+  });
+}
 function withRelocations(path13, use) {
   const file = ElfFile.open(path13);
   try {
@@ -72790,6 +72825,12 @@ function symbolCount(file, h, gnu, sysv, toOffset) {
   if (gnu !== void 0) return countFromGnuHash(file, h, toOffset(gnu, 16, "GNU hash table (DT_GNU_HASH)"));
   if (sysv !== void 0) return countFromSysvHash(file, h, toOffset(sysv, 8, "SysV hash table (DT_HASH)"));
   return countFromSections(file, h);
+}
+function tlsBlock(phdrs) {
+  const tls = phdrs.find((p) => p.type === PT_TLS);
+  if (!tls || tls.memsz === 0) return null;
+  const align = Math.max(tls.align, 1);
+  return { size: tls.memsz, align, firstByte: tls.align === 0 ? 0 : tls.vaddr % align };
 }
 function readInterp(file, p) {
   const buf = file.read(p.offset, Math.min(p.filesz, 4096), "interpreter path (PT_INTERP)");
@@ -72956,19 +72997,23 @@ function lookedUpNames(info2) {
   lookedUp.set(info2, names);
   return names;
 }
-var copies = /* @__PURE__ */ new WeakMap();
-function copyReferences(info2) {
-  let refs = copies.get(info2);
-  if (!refs) {
-    try {
-      refs = copyRelocations(info2.path) ?? [];
-    } catch {
-      refs = [];
+function readOnce(read3, empty) {
+  const memo = /* @__PURE__ */ new WeakMap();
+  return (info2) => {
+    let value = memo.get(info2);
+    if (value === void 0) {
+      try {
+        value = read3(info2.path) ?? empty;
+      } catch {
+        value = empty;
+      }
+      memo.set(info2, value);
     }
-    copies.set(info2, refs);
-  }
-  return refs;
+    return value;
+  };
 }
+var copyReferences = readOnce(copyRelocations, []);
+var staticTlsOf = readOnce(staticTlsReferences, []);
 async function cachedElf(path13, st) {
   return cachedElfSync(path13, st);
 }
@@ -73098,6 +73143,9 @@ var FileView = class {
   }
 };
 
+// src/core/elf/static-tls.ts
+import { readFileSync } from "node:fs";
+
 // src/core/elf/ldcache/host-loader.ts
 import { closeSync as closeSync2, openSync as openSync2, readSync as readSync2, fstatSync as fstatSync2 } from "node:fs";
 var factsCache = /* @__PURE__ */ new Map();
@@ -73216,6 +73264,194 @@ function versionAtMost(v, major, minor) {
   return v[0] < major || v[0] === major && v[1] <= minor;
 }
 
+// src/core/elf/tunables.ts
+function tunableSettings(tunables, name) {
+  const out = [];
+  for (const item of (tunables ?? "").split(":")) {
+    const eq = item.indexOf("=");
+    if (eq < 0 || item.slice(0, eq) !== name) continue;
+    const m = /^[ \t\n\v\f\r]*(?:0x([0-9a-f]+)|(0[0-7]*)|([1-9]\d*))$/i.exec(item.slice(eq + 1));
+    out.push(!m ? null : m[1] !== void 0 ? parseInt(m[1], 16) : m[2] !== void 0 ? parseInt(m[2], 8) : Number(m[3]));
+  }
+  return out;
+}
+function tunableInEffect(tunables, name, valid, glibc) {
+  const settings = tunableSettings(tunables, name);
+  const lastOnly = glibc === null || glibc[0] > 2 || glibc[0] === 2 && glibc[1] >= 41;
+  for (const n of lastOnly ? settings.slice(-1) : settings.reverse()) if (n !== null && valid(n)) return n;
+  return null;
+}
+
+// src/core/elf/static-tls.ts
+var TCB_ALIGN = 64;
+var IE_TLS = 144;
+var LEGACY_TLS = 144;
+var DL_NNS = 16;
+function staticTlsModelled(machine) {
+  return machine === 62;
+}
+function staticTlsSurplus(tunables, glibc) {
+  if (glibc !== null && versionAtMost(glibc, 2, 30)) return { surplus: 1664, optional: 0, tunable: false };
+  const nns = Math.min(tunableInEffect(tunables, "glibc.rtld.nns", (n) => n >= 1 && n <= DL_NNS, glibc) ?? 4, DL_NNS);
+  const optional = tunableInEffect(tunables, "glibc.rtld.optional_static_tls", (n) => n >= 0, glibc) ?? 512;
+  return { surplus: (nns - 1) * IE_TLS + nns * IE_TLS + optional + LEGACY_TLS, optional, tunable: true };
+}
+var roundUp = (n, align) => Math.ceil(n / align) * align;
+function rseqArea(glibc) {
+  if (glibc !== null && versionAtMost(glibc, 2, 40)) return null;
+  const { featureSize, align } = kernelRseq();
+  const a = Math.max(32, align);
+  return { size: roundUp(Math.max(32, featureSize), a), align: a };
+}
+var rseqAux;
+function kernelRseq() {
+  if (rseqAux) return rseqAux;
+  rseqAux = { featureSize: 0, align: 0 };
+  try {
+    const aux = readFileSync("/proc/self/auxv");
+    for (let i = 0; i + 16 <= aux.length; i += 16) {
+      const type = Number(aux.readBigUInt64LE(i));
+      if (type === 27) rseqAux.featureSize = Number(aux.readBigUInt64LE(i + 8));
+      else if (type === 28) rseqAux.align = Number(aux.readBigUInt64LE(i + 8));
+      else if (type === 0) break;
+    }
+  } catch {
+  }
+  return rseqAux;
+}
+var StaticTlsBlock = class {
+  /**
+   * `startup`: the objects the program starts with, in load order (the order ld.so numbers their
+   * TLS modules); `extra`: a block after theirs (the rseq area of glibc 2.41 and later).
+   */
+  constructor(startup, surplus, extra = null) {
+    this.surplus = surplus;
+    let offset = 0;
+    let freeTop = 0;
+    let freeBottom = 0;
+    let maxAlign = TCB_ALIGN;
+    for (const info2 of startup) {
+      const b = info2.tls;
+      if (!b) continue;
+      this.placed.add(info2);
+      const firstByte = (b.align - b.firstByte % b.align) % b.align;
+      maxAlign = Math.max(maxAlign, b.align);
+      if (freeBottom - freeTop >= b.size) {
+        const off2 = roundUp(freeTop + b.size - firstByte, b.align) + firstByte;
+        if (off2 <= freeBottom) {
+          freeTop = off2;
+          continue;
+        }
+      }
+      const off = roundUp(offset + b.size - firstByte, b.align) + firstByte;
+      if (off > offset + b.size + (freeBottom - freeTop)) {
+        freeTop = offset;
+        freeBottom = off - b.size;
+      }
+      offset = off;
+    }
+    if (extra) {
+      offset = roundUp(offset + extra.size, extra.align);
+      maxAlign = Math.max(maxAlign, extra.align);
+    }
+    this.used = offset;
+    this.size = roundUp(offset + surplus, maxAlign);
+    this.align = maxAlign;
+  }
+  surplus;
+  /** dl_tls_static_used: bytes below the thread pointer taken so far. */
+  used = 0;
+  /** dl_tls_static_size without the TCB. */
+  size;
+  /** dl_tls_static_align. */
+  align;
+  placed = /* @__PURE__ */ new Set();
+  /** Whether the object's block already has its static offset (it came with the program's start, or a dlopen placed it). */
+  has(info2) {
+    return this.placed.has(info2);
+  }
+  /** Bytes still free for a dlopened object. */
+  get free() {
+    return this.size - this.used;
+  }
+  /**
+   * _dl_try_allocate_static_tls for a dlopened object's block: true and the block placed, or false
+   * (its alignment exceeds the block's, or it does not fit in what is left).
+   */
+  place(info2) {
+    const b = info2.tls;
+    if (b.align > this.align) return false;
+    const free = this.size - this.used;
+    const needed = b.size + b.firstByte;
+    if (free < needed) return false;
+    const n = Math.floor((free - needed) / b.align);
+    this.used += free - n * b.align - b.firstByte;
+    this.placed.add(info2);
+    return true;
+  }
+  /** How much more surplus would let `info` be placed now (a multiple of the block's alignment). */
+  shortfall(info2) {
+    const b = info2.tls;
+    return roundUp(Math.max(0, b.size + b.firstByte - this.free), this.align);
+  }
+};
+
+// src/core/elf/relocation-problems.ts
+var ET_EXEC = 2;
+var DF_STATIC_TLS = 16;
+function staticTlsBlockOf(p, startup) {
+  const settings = staticTlsSurplus(p.ctx.tunables, p.platform.glibc);
+  const block = new StaticTlsBlock(p.objects.filter((o) => startup.has(o) && o.role !== "interp").map((o) => o.info), settings.surplus, rseqArea(p.platform.glibc));
+  return Object.assign(block, { settings });
+}
+function staticTlsProblems(p, obj, memo, tls) {
+  const out = [];
+  if ((obj.info.dtFlags & DF_STATIC_TLS) === 0) return out;
+  for (const ref of staticTlsOf(obj.info)) {
+    const owner = ref.symbol === null ? obj : p.scope.find((o) => memo.defines(o.info, ref.symbol));
+    if (!owner?.info.tls || tls.has(owner.info)) continue;
+    const free = tls.free;
+    const shortfall = tls.shortfall(owner.info);
+    if (tls.place(owner.info)) continue;
+    out.push({
+      kind: "static-tls",
+      object: owner,
+      library: null,
+      version: null,
+      symbol: ref.symbol?.name ?? null,
+      provider: null,
+      edge: p.edgeTo(owner) ?? null,
+      rank: ref.at,
+      staticTls: { referrer: obj, free, shortfall, surplus: tls.surplus, optional: tls.settings.optional, tunable: tls.settings.tunable, blockAlign: tls.align }
+    });
+  }
+  return out;
+}
+function copyProblems(p, obj, memo, startup) {
+  const out = [];
+  if (obj.info.type !== ET_EXEC && obj.info.interp === null) return out;
+  for (const c of copyReferences(obj.info)) {
+    if (c.weak) continue;
+    const ref = { name: c.name, version: c.version, versionFile: c.versionFile, hidden: c.hidden };
+    if (p.scope.some((o) => o !== obj && (startup === null || startup.has(o)) && memo.defines(o.info, ref))) continue;
+    const provider = ref.versionFile ? p.objectNamed(ref.versionFile) ?? null : null;
+    out.push({
+      kind: ref.version ? "undefined-symbol" : "unversioned-undefined-symbol",
+      object: obj,
+      library: ref.versionFile,
+      version: ref.version,
+      symbol: ref.name,
+      provider,
+      edge: provider ? p.edgeTo(provider) ?? null : null,
+      ref,
+      copy: true,
+      rank: c.rank,
+      ...startup ? { when: "start" } : {}
+    });
+  }
+  return out;
+}
+
 // src/core/elf/dependency-list.ts
 function dependencyList(start, dependencies) {
   return walkDependencies(start, dependencies).list;
@@ -73261,24 +73497,6 @@ function walkDependencies(start, dependencies, placed) {
     while (i < list.length && done[i]) i++;
   }
   return { list, loop: null };
-}
-
-// src/core/elf/tunables.ts
-function tunableSettings(tunables, name) {
-  const out = [];
-  for (const item of (tunables ?? "").split(":")) {
-    const eq = item.indexOf("=");
-    if (eq < 0 || item.slice(0, eq) !== name) continue;
-    const m = /^[ \t\n\v\f\r]*(?:0x([0-9a-f]+)|(0[0-7]*)|([1-9]\d*))$/i.exec(item.slice(eq + 1));
-    out.push(!m ? null : m[1] !== void 0 ? parseInt(m[1], 16) : m[2] !== void 0 ? parseInt(m[2], 8) : Number(m[3]));
-  }
-  return out;
-}
-function tunableInEffect(tunables, name, valid, glibc) {
-  const settings = tunableSettings(tunables, name);
-  const lastOnly = glibc === null || glibc[0] > 2 || glibc[0] === 2 && glibc[1] >= 41;
-  for (const n of lastOnly ? settings.slice(-1) : settings.reverse()) if (n !== null && valid(n)) return n;
-  return null;
 }
 
 // src/core/elf/relocation-order.ts
@@ -73394,7 +73612,6 @@ function execStackForbidden(tunables, glibc) {
 }
 
 // src/core/elf/checker.ts
-var ET_EXEC = 2;
 var SymbolMemo = class {
   /**
    * @param wantedOf every name referenced in the processes this memo serves (null: index all);
@@ -73557,15 +73774,17 @@ function findProblems(p, memo) {
     }
   }
   const startup = p.dlopenEdge ? new Set(p.scope.slice(0, p.startupScopeLength)) : null;
+  const tls = startup && staticTlsModelled(p.main.info.machine) ? staticTlsBlockOf(p, startup) : null;
   for (const obj of order) {
     if (obj.role === "interp") continue;
-    const copied = obj === p.main && (obj.info.type === ET_EXEC || obj.info.interp !== null) ? copyProblems(p, obj, memo, startup) : [];
+    const other = obj === p.main ? copyProblems(p, obj, memo, startup) : [];
+    if (tls && !startup.has(obj)) other.push(...staticTlsProblems(p, obj, memo, tls));
     if (references(obj.info).length === 0) {
-      findings.push(...copied);
+      findings.push(...inRelocationOrder(obj, other));
       continue;
     }
     const own = assertions ? checkMatchAborts(p, obj, memo, glibc) : [];
-    own.push(...copied);
+    own.push(...other);
     const closure = searchList(obj);
     const unbound = memo.unboundWithin(obj, closure);
     const rest = unbound.length === 0 ? [] : p.scope.filter((o) => !closure.includes(o));
@@ -73592,29 +73811,6 @@ function findProblems(p, memo) {
     findings.push(...inRelocationOrder(obj, own));
   }
   return findings;
-}
-function copyProblems(p, obj, memo, startup) {
-  const out = [];
-  for (const c of copyReferences(obj.info)) {
-    if (c.weak) continue;
-    const ref = { name: c.name, version: c.version, versionFile: c.versionFile, hidden: c.hidden };
-    if (p.scope.some((o) => o !== obj && (startup === null || startup.has(o)) && memo.defines(o.info, ref))) continue;
-    const provider = ref.versionFile ? p.objectNamed(ref.versionFile) ?? null : null;
-    out.push({
-      kind: ref.version ? "undefined-symbol" : "unversioned-undefined-symbol",
-      object: obj,
-      library: ref.versionFile,
-      version: ref.version,
-      symbol: ref.name,
-      provider,
-      edge: provider ? p.edgeTo(provider) ?? null : null,
-      ref,
-      copy: true,
-      rank: c.rank,
-      ...startup ? { when: "start" } : {}
-    });
-  }
-  return out;
 }
 function bindingTime(p, obj) {
   if (obj.info.bindNow || p.ctx.bindNow) return () => "start";
@@ -73674,7 +73870,7 @@ function isFailing(kind, strict) {
 }
 
 // src/core/elf/partial.ts
-import { existsSync as existsSync4, readFileSync as readFileSync5 } from "node:fs";
+import { existsSync as existsSync4, readFileSync as readFileSync6 } from "node:fs";
 import { resolve as resolve2 } from "node:path";
 
 // src/core/elf/explainer.ts
@@ -74039,8 +74235,8 @@ var LoaderProcess = class {
       }
       edge.object = this.newObject(c.path, name, info2, c.stat, role === "dlopen" ? null : loader, role);
       if (this.unlisted.size > 0) {
-        const copies2 = this.objects.filter((o) => o.inode === inode);
-        if (copies2.length >= 3) this.runaway = copies2;
+        const copies = this.objects.filter((o) => o.inode === inode);
+        if (copies.length >= 3) this.runaway = copies;
       }
       return edge;
     }
@@ -74368,6 +74564,7 @@ async function explainFinding(p, f, ctx) {
     problem.fix = `${rebuild}; or allow it for this program: GLIBC_TUNABLES=glibc.rtld.execstack=2 (glibc 2.42 and later, and Debian's 2.41)`;
     return problem;
   }
+  if (f.kind === "static-tls") return explainStaticTls(problem, p, f, who);
   if (f.kind === "cpu-isa-level") {
     const need = isaLevelName(f.object.info.x86IsaNeeded);
     const have = isaLevelName(p.platform.x86IsaBits ?? 1);
@@ -74423,6 +74620,18 @@ async function explainFinding(p, f, ctx) {
   } else {
     problem.fix = `install a newer ${f.library} that defines ${f.kind === "version-not-found" ? f.version : f.symbol}, or put the directory of one first on LD_LIBRARY_PATH`;
   }
+  return problem;
+}
+function explainStaticTls(problem, p, f, who) {
+  const t = f.staticTls;
+  const tls = f.object.info.tls;
+  const program = basename3(p.main.path);
+  const via = t.referrer === f.object ? `${basename3(f.object.path)} accesses it` : `${basename3(t.referrer.path)} accesses it (${f.symbol})`;
+  const fits = tls.align > t.blockAlign;
+  problem.summary = `${who} needs ${tls.size} bytes of static TLS, and ${fits ? `its alignment (${tls.align}) exceeds the static TLS block's (${t.blockAlign})` : `only ${t.free} are left after ${program} started`}: "cannot allocate memory in static TLS block"`;
+  problem.explanation = `${f.object.path} has a ${tls.size}-byte thread-local block (PT_TLS, aligned to ${tls.align}), and ${via} with the initial-exec model (DF_STATIC_TLS), so the block must lie at a fixed offset in the static TLS block every thread got when ${program} started. A dlopen can only place it in what that block has left: the surplus glibc adds (${t.surplus} bytes${t.tunable ? "" : ", fixed before glibc 2.32"}) with its alignment padding, less what objects dlopened before it took; ${t.free} bytes here.`;
+  const preload = `start the program with it: LD_PRELOAD=${quoteSh(f.object.path)} ${program} (its TLS is then part of the static block)`;
+  problem.fix = fits || !t.tunable ? preload : `${preload}, or enlarge the surplus: add glibc.rtld.optional_static_tls=${t.optional + t.shortfall} to GLIBC_TUNABLES (now ${t.optional})`;
   return problem;
 }
 function isaLevelName(bits) {
@@ -74541,7 +74750,7 @@ function explainNotFound(problem, p, f, who, ctx) {
 
 // src/core/elf/ldcache/load.ts
 import { createRequire } from "node:module";
-import { readFileSync, statSync as statSync4 } from "node:fs";
+import { readFileSync as readFileSync2, statSync as statSync4 } from "node:fs";
 
 // src/core/elf/ldcache/flags.ts
 var TYPE_NAMES = { 0: "libc4", 1: "ELF", 2: "libc5", 3: "libc6" };
@@ -74752,7 +74961,7 @@ function loadLdCache(file = DEFAULT_LD_CACHE, options = {}) {
     const st = statSync4(file);
     if (!st.isFile()) throw new CacheFormatError("not a regular file");
     if (st.size > MAX_CACHE_BYTES) throw new CacheFormatError(`${st.size} bytes is far larger than any ld.so.cache`);
-    return parseCacheBuffer(file, readFileSync(file));
+    return parseCacheBuffer(file, readFileSync2(file));
   } catch (error2) {
     if (isErrno(error2, "ENOENT")) return { file, format: "missing", entries: [], generator: null, warnings: [] };
     if (!(error2 instanceof CacheFormatError) && !isErrno(error2)) throw error2;
@@ -74799,7 +75008,7 @@ function viaLdconfig(file, ldconfig) {
 }
 
 // src/core/elf/ldcache/isa.ts
-import { readFileSync as readFileSync2 } from "node:fs";
+import { readFileSync as readFileSync3 } from "node:fs";
 import { arch as arch2 } from "node:os";
 var LEVELS = [
   ["cx16", "lahf_lm", "popcnt", "pni", "sse4_1", "sse4_2", "ssse3"],
@@ -74818,7 +75027,7 @@ function hostX86IsaLevel() {
     return hostLevel;
   }
   try {
-    const line = readFileSync2("/proc/cpuinfo", "utf8").split("\n").find((l) => l.startsWith("flags"));
+    const line = readFileSync3("/proc/cpuinfo", "utf8").split("\n").find((l) => l.startsWith("flags"));
     if (line) hostLevel = isaLevelFromFlags(new Set(line.replace(/^flags\s*:/, "").trim().split(/\s+/)));
   } catch {
   }
@@ -74894,7 +75103,7 @@ function lookupCacheEntry(cache2, name, options) {
 }
 
 // src/core/elf/platform.ts
-import { existsSync as existsSync3, readFileSync as readFileSync3 } from "node:fs";
+import { existsSync as existsSync3, readFileSync as readFileSync4 } from "node:fs";
 import { join as join6 } from "node:path";
 function dsoSortOf(interpPath, glibc) {
   if (!glibc || !versionAtMost(glibc, 2, 34)) return { default: "dfs", tunable: true };
@@ -74927,7 +75136,7 @@ function cpuFlags() {
   if (cpuFlagsCache) return cpuFlagsCache;
   let text = "";
   try {
-    text = readFileSync3("/proc/cpuinfo", "utf8");
+    text = readFileSync4("/proc/cpuinfo", "utf8");
   } catch {
   }
   const flags = new Set((/^flags\s*:(.*)$/m.exec(text)?.[1] ?? "").trim().split(/\s+/));
@@ -75020,7 +75229,7 @@ function loaderPlatform(elfClass, machine, sysroot = "", cacheGenerator) {
 }
 
 // src/core/elf/verdict-cache.ts
-import { mkdirSync, readdirSync as readdirSync3, readFileSync as readFileSync4, renameSync, statfsSync, statSync as statSync5, unlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync as readdirSync3, readFileSync as readFileSync5, renameSync, statfsSync, statSync as statSync5, unlinkSync, writeFileSync } from "node:fs";
 import { basename as basename4, dirname as dirname6, join as join7 } from "node:path";
 import { fileURLToPath } from "node:url";
 var SETTLE_MS = 2e3;
@@ -75052,7 +75261,7 @@ var VerdictCache = class {
     const hash = process.getBuiltinModule("node:crypto").createHash("sha256").update(this.keyText).digest("hex").slice(0, 32);
     this.file = join7(options.dir, `${hash}.json`);
     try {
-      const data = JSON.parse(readFileSync4(this.file, "utf8"));
+      const data = JSON.parse(readFileSync5(this.file, "utf8"));
       if (data?.format === FORMAT && data.key === this.keyText && Array.isArray(data.inputs) && Array.isArray(data.objects) && data.files && typeof data.files === "object") {
         this.loaded = data;
       }
@@ -75259,7 +75468,7 @@ function preloadList(options, recorder) {
   const file = `${normalRoot(options.sysroot)}/etc/ld.so.preload`;
   if (recorder ? recorder.statNow(file) !== null : existsSync4(file)) {
     try {
-      const text = readFileSync5(file, "utf8").replace(/#[^\n]*/g, "");
+      const text = readFileSync6(file, "utf8").replace(/#[^\n]*/g, "");
       list.push(...text.split(/[ \t\n:]+/).filter(Boolean));
     } catch {
     }
@@ -75484,7 +75693,7 @@ import { readFile, readdir as readdir2 } from "node:fs/promises";
 import { isIP as isIP2 } from "node:net";
 
 // src/core/remote/extra-ca.ts
-import { readFileSync as readFileSync6 } from "node:fs";
+import { readFileSync as readFileSync7 } from "node:fs";
 var DEFERRED = /* @__PURE__ */ Symbol.for("cudaenv.deferredExtraCaCerts");
 var warned = false;
 function extraCaOption(rootCertificates, warn) {
@@ -75493,7 +75702,7 @@ function extraCaOption(rootCertificates, warn) {
   let certs = [];
   let why = "it holds no PEM certificate";
   try {
-    certs = readFileSync6(file, "utf8").match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+    certs = readFileSync7(file, "utf8").match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
   } catch (error2) {
     why = `cannot read it (${error2.code ?? String(error2)})`;
   }
@@ -76085,7 +76294,7 @@ async function chooseCudnn(mirror, spec, cudaMajor, platform2, signal) {
 
 // src/core/remote/install.ts
 import { cpus } from "node:os";
-import { existsSync as existsSync10, mkdirSync as mkdirSync10, readFileSync as readFileSync13, renameSync as renameSync7, rmSync as rmSync8, writeFileSync as writeFileSync4 } from "node:fs";
+import { existsSync as existsSync10, mkdirSync as mkdirSync10, readFileSync as readFileSync14, renameSync as renameSync7, rmSync as rmSync8, writeFileSync as writeFileSync4 } from "node:fs";
 import { join as join18 } from "node:path";
 
 // src/core/fatal-cleanup.ts
@@ -76122,7 +76331,7 @@ function atomicWriteFile(path13, content, mode = 420, options = {}) {
 }
 
 // src/core/store/lock.ts
-import { closeSync as closeSync6, mkdirSync as mkdirSync3, openSync as openSync6, readFileSync as readFileSync7, readdirSync as readdirSync4, rmSync as rmSync2, statSync as statSync6, utimesSync, writeSync as writeSync2 } from "node:fs";
+import { closeSync as closeSync6, mkdirSync as mkdirSync3, openSync as openSync6, readFileSync as readFileSync8, readdirSync as readdirSync4, rmSync as rmSync2, statSync as statSync6, utimesSync, writeSync as writeSync2 } from "node:fs";
 import { hostname } from "node:os";
 import { join as join9 } from "node:path";
 var DEFAULT_STALE_MS = 10 * 60 * 1e3;
@@ -76134,7 +76343,7 @@ function lockPath(locksDir, name) {
 }
 function processStartTime(pid) {
   try {
-    const stat2 = readFileSync7(`/proc/${pid}/stat`, "utf8");
+    const stat2 = readFileSync8(`/proc/${pid}/stat`, "utf8");
     const fields = stat2.slice(stat2.lastIndexOf(")") + 2).split(" ");
     return fields[19] ?? null;
   } catch {
@@ -76151,7 +76360,7 @@ function pidAlive(pid) {
 }
 function readLockOwner(path13) {
   try {
-    const data = JSON.parse(readFileSync7(path13, "utf8"));
+    const data = JSON.parse(readFileSync8(path13, "utf8"));
     if (typeof data.pid !== "number" || typeof data.hostname !== "string") return void 0;
     return {
       pid: data.pid,
@@ -76329,7 +76538,7 @@ function heldLock(path13, owner, staleMs) {
 }
 
 // src/core/store/registry.ts
-import { existsSync as existsSync5, lstatSync as lstatSync3, mkdirSync as mkdirSync4, readFileSync as readFileSync8, readdirSync as readdirSync5, readlinkSync as readlinkSync2, renameSync as renameSync3, rmSync as rmSync3, symlinkSync } from "node:fs";
+import { existsSync as existsSync5, lstatSync as lstatSync3, mkdirSync as mkdirSync4, readFileSync as readFileSync9, readdirSync as readdirSync5, readlinkSync as readlinkSync2, renameSync as renameSync3, rmSync as rmSync3, symlinkSync } from "node:fs";
 import { join as join10, resolve as resolve4 } from "node:path";
 
 // src/core/versions/version.ts
@@ -76393,7 +76602,7 @@ function installedLabels(paths) {
 }
 function readSpecFile(path13) {
   try {
-    const text = readFileSync8(path13, "utf8").trim();
+    const text = readFileSync9(path13, "utf8").trim();
     return text === "" ? void 0 : text;
   } catch (error2) {
     if (isErrno(error2, "ENOENT")) return void 0;
@@ -76457,7 +76666,7 @@ function refreshResolveIndex(paths) {
 }
 
 // src/core/shell/shims.ts
-import { chmodSync, existsSync as existsSync6, mkdirSync as mkdirSync5, readFileSync as readFileSync9, readdirSync as readdirSync6, rmSync as rmSync4, statSync as statSync7 } from "node:fs";
+import { chmodSync, existsSync as existsSync6, mkdirSync as mkdirSync5, readFileSync as readFileSync10, readdirSync as readdirSync6, rmSync as rmSync4, statSync as statSync7 } from "node:fs";
 import { join as join11 } from "node:path";
 var SHIM_MARKER = "# cudaenv shim: generated by `cudaenv rehash`";
 var SETTINGS_LINE = /^# @CUDAENV_SETTINGS@.*$/m;
@@ -76465,7 +76674,7 @@ var CONTROL_CHARS = String.fromCharCode(...[...Array(32).keys()].filter((c) => c
 var BASH_PATHS = ["/bin/bash", "/usr/bin/bash"];
 var PROGRAM_RE = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$/;
 function shimTemplate() {
-  return readFileSync9(new URL("../shims/shim.sh", import.meta.url), "utf8");
+  return readFileSync10(new URL("../shims/shim.sh", import.meta.url), "utf8");
 }
 function shimText(template, root, program) {
   if (!SETTINGS_LINE.test(template) || !template.includes(SHIM_MARKER)) {
@@ -76512,7 +76721,7 @@ function writeShims(paths) {
     const text = shimText(template, paths.root, program);
     let current;
     try {
-      current = readFileSync9(file, "utf8");
+      current = readFileSync10(file, "utf8");
     } catch {
       current = void 0;
     }
@@ -76527,7 +76736,7 @@ function writeShims(paths) {
     if (wanted.has(name) || name.startsWith(".")) continue;
     const file = join11(paths.shims, name);
     try {
-      if (statSync7(file).isFile() && readFileSync9(file, "utf8").includes(SHIM_MARKER)) {
+      if (statSync7(file).isFile() && readFileSync10(file, "utf8").includes(SHIM_MARKER)) {
         rmSync4(file, { force: true });
         removed.push(name);
       }
@@ -76717,7 +76926,7 @@ function archiveLockName(sha256) {
 }
 
 // src/core/remote/checkpoint.ts
-import { existsSync as existsSync8, readFileSync as readFileSync10, writeFileSync as writeFileSync2 } from "node:fs";
+import { existsSync as existsSync8, readFileSync as readFileSync11, writeFileSync as writeFileSync2 } from "node:fs";
 import { join as join13 } from "node:path";
 async function checkpoint(name, env = process.env) {
   const dir = env.CUDAENV_TEST_CHECKPOINT_DIR;
@@ -76726,7 +76935,7 @@ async function checkpoint(name, env = process.env) {
   const crash = join13(dir, `${name}.crash`);
   if (existsSync8(crash)) {
     const error2 = new Error(`injected crash at ${name}`);
-    if (readFileSync10(crash, "utf8").trim() === "rejection") void Promise.reject(error2);
+    if (readFileSync11(crash, "utf8").trim() === "rejection") void Promise.reject(error2);
     else setTimeout(() => {
       throw error2;
     }, 0);
@@ -76906,7 +77115,7 @@ var TarGuard = class extends Transform {
       this.metaSize = h.size;
       this.metaChunks = [];
       this.metaGot = 0;
-      this.remaining = roundUp(h.size);
+      this.remaining = roundUp2(h.size);
       this.state = this.remaining > 0 ? "meta" : "header";
       if (this.remaining === 0) this.finishMeta();
       return HOLD;
@@ -76917,7 +77126,7 @@ var TarGuard = class extends Transform {
     if (!Number.isSafeInteger(size) || size < 0) throw new ArchiveRefused(name, "an invalid size");
     this.check(name, h.type, linkname, size);
     this.stats.entries++;
-    this.remaining = roundUp(size);
+    this.remaining = roundUp2(size);
     this.state = this.remaining > 0 ? "data" : "header";
     const mode = (h.mode & 3584) !== 0 ? h.mode & 511 : void 0;
     const held = this.held;
@@ -77058,7 +77267,7 @@ function isZero(block) {
   for (let i = 0; i < BLOCK2; i++) if (block[i] !== 0) return false;
   return true;
 }
-function roundUp(n) {
+function roundUp2(n) {
   return Math.ceil(n / BLOCK2) * BLOCK2;
 }
 function cString(b) {
@@ -77475,7 +77684,7 @@ function linkLib(root) {
 }
 
 // src/core/remote/pkgconfig.ts
-import { existsSync as existsSync9, lstatSync as lstatSync5, mkdirSync as mkdirSync9, readFileSync as readFileSync11, readdirSync as readdirSync9, rmdirSync, symlinkSync as symlinkSync3, unlinkSync as unlinkSync2, writeFileSync as writeFileSync3 } from "node:fs";
+import { existsSync as existsSync9, lstatSync as lstatSync5, mkdirSync as mkdirSync9, readFileSync as readFileSync12, readdirSync as readdirSync9, rmdirSync, symlinkSync as symlinkSync3, unlinkSync as unlinkSync2, writeFileSync as writeFileSync3 } from "node:fs";
 import { join as join16 } from "node:path";
 var PKGCONFIG_DIR = join16("lib64", "pkgconfig");
 function rewritePcText(text, installedRoot) {
@@ -77503,7 +77712,7 @@ function relocatePkgConfig(root, installedRoot) {
     for (const name of entries.filter((n) => n.endsWith(".pc"))) {
       const src = join16(dir, name);
       if (!lstatSync5(src).isFile()) continue;
-      writeFileSync3(join16(dest, name), rewritePcText(readFileSync11(src, "utf8"), installedRoot));
+      writeFileSync3(join16(dest, name), rewritePcText(readFileSync12(src, "utf8"), installedRoot));
       unlinkSync2(src);
       written.push(name);
     }
@@ -77521,12 +77730,12 @@ function relocatePkgConfig(root, installedRoot) {
 }
 
 // src/core/remote/platform.ts
-import { readFileSync as readFileSync12 } from "node:fs";
+import { readFileSync as readFileSync13 } from "node:fs";
 import { arch as osArch } from "node:os";
 var PLATFORMS = ["linux-x86_64", "linux-sbsa", "linux-aarch64"];
 function readOptional(path13) {
   try {
-    return readFileSync12(path13, "latin1");
+    return readFileSync13(path13, "latin1");
   } catch {
     return void 0;
   }
@@ -77850,7 +78059,7 @@ function cudnnNeeds(manifest, platform2, chosen) {
 }
 function readReceipt(dir) {
   try {
-    return JSON.parse(readFileSync13(join18(dir, RECEIPT_FILE), "utf8"));
+    return JSON.parse(readFileSync14(join18(dir, RECEIPT_FILE), "utf8"));
   } catch {
     return void 0;
   }
@@ -78233,7 +78442,7 @@ function readInputs(env, workspace) {
 
 // src/action/plan.ts
 import { createHash as createHash3 } from "node:crypto";
-import { readFileSync as readFileSync14, writeFileSync as writeFileSync7 } from "node:fs";
+import { readFileSync as readFileSync15, writeFileSync as writeFileSync7 } from "node:fs";
 import { join as join27 } from "node:path";
 var PLAN_FILE = "plan.json";
 var ARCHIVES_DIR = "archives";
@@ -78253,7 +78462,7 @@ function writePlan(dir, plan) {
 }
 function readPlan(dir) {
   try {
-    const plan = JSON.parse(readFileSync14(join27(dir, PLAN_FILE), "utf8"), reviver);
+    const plan = JSON.parse(readFileSync15(join27(dir, PLAN_FILE), "utf8"), reviver);
     const ok2 = plan.format === 1 && typeof plan.key === "string" && plan.manifest?.components instanceof Map;
     return ok2 ? plan : void 0;
   } catch {
@@ -78286,7 +78495,7 @@ function runnerPlatform(os8 = process.platform, arch3 = process.arch, isTegra) {
 }
 
 // src/action/selection.ts
-import { readFileSync as readFileSync15, readdirSync as readdirSync12 } from "node:fs";
+import { readFileSync as readFileSync16, readdirSync as readdirSync12 } from "node:fs";
 import { join as join28 } from "node:path";
 function candidates(name) {
   return [name, `cuda_${name}`, `lib${name}`];
@@ -78314,7 +78523,7 @@ function receiptCovers(receipt, platform2, req) {
 }
 function readReceipt2(dir) {
   try {
-    return JSON.parse(readFileSync15(join28(dir, RECEIPT_FILE), "utf8"));
+    return JSON.parse(readFileSync16(join28(dir, RECEIPT_FILE), "utf8"));
   } catch {
     return void 0;
   }

@@ -2,12 +2,12 @@ import type {ProblemKind} from './api.js';
 import type {Edge, LoadedObject, LoaderProcess} from './resolver.js';
 import {buildDefinitions, defines, definesVersion, references, type Defs, type SymbolRef} from './symbols.js';
 import type {ElfInfo} from './types.js';
-import {copyReferences, lookedUpNames} from './file-cache.js';
+import {lookedUpNames} from './file-cache.js';
+import {copyProblems, staticTlsBlockOf, staticTlsProblems} from './relocation-problems.js';
+import {staticTlsModelled} from './static-tls.js';
 import {versionAtMost} from './ldcache/host-loader.js';
 import {relocationOrder, searchList} from './relocation-order.js';
 import {asksExecStack, execStackForbidden, execStackTunable} from './exec-stack.js';
-
-const ET_EXEC = 2;
 
 /**
  * What would fail in a modelled process (elf-loader-spec.md §3): missing libraries, version
@@ -32,8 +32,13 @@ export interface Finding {
   when?: 'start' | 'first-call';
   /** A program's copy relocation whose definition nothing outside the program provides. */
   copy?: boolean;
-  /** The rank of the relocation that meets it, where the object's looked-up names do not tell (copies). */
+  /** The rank of the relocation that meets it, where the object's looked-up names do not tell (copies, static TLS). */
   rank?: number;
+  /**
+   * For 'static-tls': the object whose initial-exec relocation needs `object`'s TLS block at a static
+   * offset, the bytes left in the block, how much more surplus would do, and the surplus settings.
+   */
+  staticTls?: {referrer: LoadedObject; free: number; shortfall: number; surplus: number; optional: number; tunable: boolean; blockAlign: number};
   /** For 'loader-abort': the filtees that make ld.so crash (walking its dependencies without end). */
   filterLoop?: LoadedObject[];
   /**
@@ -233,15 +238,18 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
   // with; a PLT slot is bound at its first call, from the global scope of then (the dlopened
   // objects joined it, RTLD_GLOBAL). Every other object binds everything when it is loaded.
   const startup = p.dlopenEdge ? new Set(p.scope.slice(0, p.startupScopeLength)) : null;
+  const tls = startup && staticTlsModelled(p.main.info.machine) ? staticTlsBlockOf(p, startup) : null;
   for (const obj of order) {
     if (obj.role === 'interp') continue;
-    const copied = obj === p.main && (obj.info.type === ET_EXEC || obj.info.interp !== null) ? copyProblems(p, obj, memo, startup) : [];
+    // Relocations that need no undefined symbol: a program's copies, a dlopened object's own initial-exec TLS.
+    const other = obj === p.main ? copyProblems(p, obj, memo, startup) : [];
+    if (tls && !startup!.has(obj)) other.push(...staticTlsProblems(p, obj, memo, tls));
     if (references(obj.info).length === 0) {
-      findings.push(...copied);
+      findings.push(...inRelocationOrder(obj, other));
       continue;
     }
     const own = assertions ? checkMatchAborts(p, obj, memo, glibc!) : [];
-    own.push(...copied);
+    own.push(...other);
     // The object and every object its DT_NEEDED edges reach (it is always in the scope with them).
     const closure = searchList(obj);
     const unbound = memo.unboundWithin(obj, closure);
@@ -261,27 +269,6 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
     findings.push(...inRelocationOrder(obj, own));
   }
   return findings;
-}
-
-/**
- * A program's copy relocations whose definition nothing finds (elf/dl-lookup.c with
- * ELF_RTYPE_CLASS_COPY: the lookup skips the program, which holds the copy itself). ld.so makes
- * them while the program starts, whatever the binding mode, so with --exe only what it starts with counts.
- */
-function copyProblems(p: LoaderProcess, obj: LoadedObject, memo: SymbolMemo, startup: Set<LoadedObject> | null): Finding[] {
-  const out: Finding[] = [];
-  for (const c of copyReferences(obj.info)) {
-    // A weak one that finds nothing is left as the program's own (dl-machine.h: sym == NULL).
-    if (c.weak) continue;
-    const ref: SymbolRef = {name: c.name, version: c.version, versionFile: c.versionFile, hidden: c.hidden};
-    if (p.scope.some((o) => o !== obj && (startup === null || startup.has(o)) && memo.defines(o.info, ref))) continue;
-    const provider = ref.versionFile ? p.objectNamed(ref.versionFile) ?? null : null;
-    out.push({
-      kind: ref.version ? 'undefined-symbol' : 'unversioned-undefined-symbol', object: obj, library: ref.versionFile, version: ref.version,
-      symbol: ref.name, provider, edge: provider ? p.edgeTo(provider) ?? null : null, ref, copy: true, rank: c.rank, ...(startup ? {when: 'start' as const} : {}),
-    });
-  }
-  return out;
 }
 
 /**

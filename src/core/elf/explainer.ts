@@ -183,6 +183,7 @@ async function explainFinding(p: LoaderProcess, f: Finding, ctx: ExplainContext)
     problem.fix = `${rebuild}; or allow it for this program: GLIBC_TUNABLES=glibc.rtld.execstack=2 (glibc 2.42 and later, and Debian's 2.41)`;
     return problem;
   }
+  if (f.kind === 'static-tls') return explainStaticTls(problem, p, f, who);
   if (f.kind === 'cpu-isa-level') {
     const need = isaLevelName(f.object.info.x86IsaNeeded);
     const have = isaLevelName(p.platform.x86IsaBits ?? 1);
@@ -256,6 +257,23 @@ async function explainFinding(p: LoaderProcess, f: Finding, ctx: ExplainContext)
   } else {
     problem.fix = `install a newer ${f.library} that defines ${f.kind === 'version-not-found' ? f.version : f.symbol}, or put the directory of one first on LD_LIBRARY_PATH`;
   }
+  return problem;
+}
+
+/** A dlopened object's initial-exec TLS that does not fit in the static TLS block's surplus. */
+function explainStaticTls(problem: Problem, p: LoaderProcess, f: Finding, who: string): Problem {
+  const t = f.staticTls!;
+  const tls = f.object.info.tls!;
+  const program = basename(p.main.path);
+  const via = t.referrer === f.object ? `${basename(f.object.path)} accesses it` : `${basename(t.referrer.path)} accesses it (${f.symbol})`;
+  const fits = tls.align > t.blockAlign;
+  problem.summary = `${who} needs ${tls.size} bytes of static TLS, and ${fits ? `its alignment (${tls.align}) exceeds the static TLS block's (${t.blockAlign})` : `only ${t.free} are left after ${program} started`}: "cannot allocate memory in static TLS block"`;
+  problem.explanation = `${f.object.path} has a ${tls.size}-byte thread-local block (PT_TLS, aligned to ${tls.align}), and ${via} with the initial-exec model (DF_STATIC_TLS), ` +
+    `so the block must lie at a fixed offset in the static TLS block every thread got when ${program} started. A dlopen can only place it in what that block has left: ` +
+    `the surplus glibc adds (${t.surplus} bytes${t.tunable ? '' : ', fixed before glibc 2.32'}) with its alignment padding, less what objects dlopened before it took; ${t.free} bytes here.`;
+  const preload = `start the program with it: LD_PRELOAD=${quoteSh(f.object.path)} ${program} (its TLS is then part of the static block)`;
+  problem.fix = fits || !t.tunable ? preload
+    : `${preload}, or enlarge the surplus: add glibc.rtld.optional_static_tls=${t.optional + t.shortfall} to GLIBC_TUNABLES (now ${t.optional})`;
   return problem;
 }
 

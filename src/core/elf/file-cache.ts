@@ -1,5 +1,5 @@
 import {readdirSync, type Stats} from 'node:fs';
-import {copyRelocations, readElfHeaderSync, readElfSync, relocatedUndefinedNames, type CopyReference, type LookedUp} from './reader/index.js';
+import {copyRelocations, readElfHeaderSync, readElfSync, relocatedUndefinedNames, staticTlsReferences, type CopyReference, type LookedUp, type StaticTlsReference} from './reader/index.js';
 import type {ElfHeaderInfo, ElfInfo} from './types.js';
 import {identity, statOrNull, type InputRecorder} from './inputs.js';
 import {isInside, normalRoot, realpathIn} from './sysroot.js';
@@ -70,24 +70,28 @@ export function lookedUpNames(info: ElfInfo): ReadonlyMap<string, LookedUp> | nu
   return names;
 }
 
-const copies = new WeakMap<ElfInfo, readonly CopyReference[]>();
-
-/**
- * The copy relocations of a program (see CopyReference), read on demand: only programs have them,
- * so a check of a library directory reads none. Empty when the file cannot be read again.
- */
-export function copyReferences(info: ElfInfo): readonly CopyReference[] {
-  let refs = copies.get(info);
-  if (!refs) {
-    try {
-      refs = copyRelocations(info.path) ?? [];
-    } catch {
-      refs = [];
+/** `read` of each object's file, once per parsed object; `empty` when the file cannot be read again. */
+function readOnce<T>(read: (path: string) => T | null, empty: T): (info: ElfInfo) => T {
+  const memo = new WeakMap<ElfInfo, T>();
+  return (info) => {
+    let value = memo.get(info);
+    if (value === undefined) {
+      try {
+        value = read(info.path) ?? empty;
+      } catch {
+        value = empty;
+      }
+      memo.set(info, value);
     }
-    copies.set(info, refs);
-  }
-  return refs;
+    return value;
+  };
 }
+
+/** The copy relocations of a program (CopyReference), read on demand: only programs are asked. */
+export const copyReferences: (info: ElfInfo) => readonly CopyReference[] = readOnce(copyRelocations, []);
+
+/** An object's initial-exec TLS relocations (StaticTlsReference), read on demand: only DF_STATIC_TLS objects a dlopen brings are asked. */
+export const staticTlsOf: (info: ElfInfo) => readonly StaticTlsReference[] = readOnce(staticTlsReferences, []);
 
 export async function cachedElf(path: string, st: Stats): Promise<ElfInfo> {
   return cachedElfSync(path, st);

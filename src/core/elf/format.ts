@@ -12,6 +12,7 @@ const LABEL: Record<Problem['kind'], string> = {
   'cpu-isa-level': 'CPU ISA level',
   'undefined-symbol': 'undefined symbol',
   'unversioned-undefined-symbol': 'unversioned undefined symbol',
+  'static-tls': 'static TLS',
 };
 
 /** Per-object note lines shown for unversioned references before the rest are counted in one line. */

@@ -133,4 +133,9 @@ export interface ElfInfo extends ElfHeaderInfo {
    * which glibc reads as DEFAULT_STACK_PERMS: executable too, on x86 and aarch64.
    */
   stackFlags: number | null;
+  /**
+   * Its PT_TLS block as ld.so keeps it (l_tls_blocksize = p_memsz, l_tls_align = p_align,
+   * l_tls_firstbyte_offset = p_vaddr mod p_align), or null without one (or an empty one).
+   */
+  tls: {size: number; align: number; firstByte: number} | null;
 }

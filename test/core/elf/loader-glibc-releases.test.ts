@@ -328,6 +328,37 @@ describeIf(fetched && IS_ROOT && usable, reason)('the loader model against the r
     expect(orders.size).toBe(glibc === '2.31' ? 1 : 2);
   });
 
+  test.each(RELEASES.map((r) => [r.suite, r.glibc]))('%s (glibc %s): which initial-exec TLS blocks a dlopen can still place in the static TLS block', async (suite, glibc) => {
+    const image = images.find((i) => i.suite === suite)!;
+    const dir = join(image.root, 'fz', 'static-tls');
+    const disagree: string[] = [];
+    const failed = new Map<string, number>();
+    // The image's libc decides what the program's start takes, and from 2.41 the rseq area comes
+    // after it, registered or not (glibc.pthread.rseq=0). glibc.rtld.nns came with 2.32 and its 2.31
+    // stable branch, which Debian's 2.31 has.
+    for (const tunables of [undefined, 'glibc.rtld.nns=1', 'glibc.pthread.rseq=0']) {
+      // Around the default edge (about 1.7 KB) and around the edge of glibc.rtld.nns=1 (576 bytes lower).
+      for (const size of [...Array.from({length: 11}, (_, i) => 1600 + 16 * i), ...Array.from({length: 11}, (_, i) => 1040 + 16 * i)]) {
+        const align = size % 64 === 0 ? 64 : 16;
+        const lib = buildLib({out: join(dir, `libtls${size}.so`), soname: `libtls${size}.so`, extra: ['-nostdlib', '-z', 'noexecstack'],
+          source: `__thread char buf[${size}] __attribute__((tls_model("initial-exec"), aligned(${align})));\nchar *get(void){return buf;}\n`});
+        const run = spawnSync(runin, [image.root, '/', ...(tunables ? [`GLIBC_TUNABLES=${tunables}`] : []), '--', image.driver, lib], {encoding: 'utf8'});
+        const ok = run.stdout.trim() === 'OK';
+        if (!ok) {
+          failed.set(tunables ?? '', (failed.get(tunables ?? '') ?? 0) + 1);
+          expect(run.stdout).toContain(`${lib}: cannot allocate memory in static TLS block`);
+        }
+        const report = await checkLibraries({targets: [lib], exe: image.driver, sysroot: image.root, glibcTunables: tunables, strict: true});
+        if (report.ok !== ok || (!ok && report.problems[0]?.kind !== 'static-tls')) disagree.push(`${tunables ?? 'default'}, ${size} bytes: loader ${run.stdout.trim()}, model ${report.problems[0]?.summary ?? 'ok'}`);
+      }
+    }
+    expect(disagree).toEqual([]);
+    // The sweep crosses the edge, and one namespace less moves it.
+    expect((failed.get('') ?? 0)).toBeGreaterThan(0);
+    expect(failed.get('glibc.rtld.nns=1')!).toBeGreaterThan(failed.get('')!);
+    expect(failed.get('glibc.pthread.rseq=0')).toBe(failed.get(''));
+  });
+
   test('noble (glibc 2.39): dlopen makes the stack executable for such an object, as every glibc before 2.41 did, and glibc.rtld.execstack is unknown', async () => {
     const old = images.find((i) => i.suite === 'noble')!;
     const oldLib = buildLib({out: join(old.root, 'fz', 'execstack', 'libx.so'), soname: 'libx.so', source: 'int x(void){return 1;}\n', extra: ['-nostdlib', '-z', 'execstack']});

@@ -6,6 +6,7 @@ import type {ElfFile} from './file.js';
 export const PT_LOAD = 1;
 export const PT_DYNAMIC = 2;
 export const PT_INTERP = 3;
+export const PT_TLS = 7;
 export const PT_GNU_STACK = 0x6474e551;
 export const PF_X = 1;
 
@@ -28,6 +29,7 @@ export interface ProgramHeader {
   vaddr: number;
   filesz: number;
   memsz: number;
+  align: number;
 }
 
 const MAGIC = Buffer.from([0x7f, 0x45, 0x4c, 0x46]);
@@ -98,8 +100,8 @@ export function readProgramHeaders(file: ElfFile, h: ParsedHeader): ProgramHeade
   for (let i = 0; i < h.phnum; i++) {
     const b = i * h.phentsize;
     headers.push(h.is64
-      ? {type: f.u32(b), flags: f.u32(b + 4), offset: f.u64(b + 8), vaddr: f.u64(b + 16), filesz: f.u64(b + 32), memsz: f.u64(b + 40)}
-      : {type: f.u32(b), flags: f.u32(b + 24), offset: f.u32(b + 4), vaddr: f.u32(b + 8), filesz: f.u32(b + 16), memsz: f.u32(b + 20)});
+      ? {type: f.u32(b), flags: f.u32(b + 4), offset: f.u64(b + 8), vaddr: f.u64(b + 16), filesz: f.u64(b + 32), memsz: f.u64(b + 40), align: f.u64(b + 48)}
+      : {type: f.u32(b), flags: f.u32(b + 24), offset: f.u32(b + 4), vaddr: f.u32(b + 8), filesz: f.u32(b + 16), memsz: f.u32(b + 20), align: f.u32(b + 28)});
   }
   return headers;
 }

@@ -8,7 +8,7 @@ import type {ElfHeaderInfo, ElfInfo} from '../types.js';
 import {DT, readDynamic} from './dynamic.js';
 import {ElfError} from './errors.js';
 import {ElfFile} from './file.js';
-import {checkSegmentsInFile, parseHeader, PT_DYNAMIC, PT_GNU_STACK, PT_INTERP, PT_LOAD, readProgramHeaders, vaddrToOffset, type ParsedHeader, type ProgramHeader} from './header.js';
+import {checkSegmentsInFile, parseHeader, PT_DYNAMIC, PT_GNU_STACK, PT_INTERP, PT_LOAD, PT_TLS, readProgramHeaders, vaddrToOffset, type ParsedHeader, type ProgramHeader} from './header.js';
 import {countFromGnuHash, countFromSections, countFromSysvHash, type SymbolCount} from './hash.js';
 import {StringTable} from './strings.js';
 import {x86IsaNeeded} from './properties.js';
@@ -84,6 +84,7 @@ function parse(file: ElfFile, options: ReadElfOptions): ElfInfo {
     versionDefinitions: [], versionNeeds: [], symbols: [], symbolCount: 0,
     hashTable: 'none', hasVersym: false, dtFlags: 0, symbolic: false, bindNow: false, filtees: [],
     dynamic: 'none', x86IsaNeeded: x86IsaNeeded(file, h, phdrs), stackFlags: phdrs.find((p) => p.type === PT_GNU_STACK)?.flags ?? null,
+    tls: tlsBlock(phdrs),
   };
   // Until symbols are read: no symbol table (a static program, no DT_SYMTAB) finds nothing.
   if (options.symbols === 'undefined') info.lookup = NO_LOOKUP;
@@ -226,7 +227,33 @@ export function copyRelocations(path: string): CopyReference[] | null {
   });
 }
 
+const STB_LOCAL = 0;
 const STB_WEAK = 2;
+
+/** An initial-exec TLS relocation of an object: whose TLS block it needs a static offset in. */
+export interface StaticTlsReference {
+  /** null: the object's own block (no symbol, or a local one); else the symbol looked up. */
+  symbol: {name: string; version: string | null; versionFile: string | null; hidden: boolean} | null;
+  /** Its place among the object's relocation ranks (RelocatedSymbols.tpoff). */
+  at: number;
+}
+
+/**
+ * The initial-exec TLS relocations of an object (R_X86_64_TPOFF64 and its like), one per symbol,
+ * in relocation order. Null when the object has no dynamic symbols or relocations the model can read.
+ */
+export function staticTlsReferences(path: string): StaticTlsReference[] | null {
+  return withRelocations(path, (t) => {
+    let versions: Map<number, {name: string; file: string | null}> | null = null;
+    return t.marks.tpoff.map(({sym, at}) => {
+      if (sym === 0 || t.binding(sym) === STB_LOCAL) return {symbol: null, at};
+      const raw = t.versym(sym);
+      if ((raw & 0x7fff) >= 2) versions ??= t.versions();
+      const entry = (raw & 0x7fff) >= 2 ? versions!.get(raw & 0x7fff) : undefined;
+      return {symbol: {name: t.name(sym), version: entry?.name ?? null, versionFile: entry?.file ?? null, hidden: (raw & 0x8000) !== 0}, at};
+    });
+  });
+}
 
 /** One object's relocation marks and raw access to the symbols they name (for the two readers above). */
 interface RelocationView {
@@ -313,6 +340,14 @@ function symbolCount(
   if (gnu !== undefined) return countFromGnuHash(file, h, toOffset(gnu, 16, 'GNU hash table (DT_GNU_HASH)'));
   if (sysv !== undefined) return countFromSysvHash(file, h, toOffset(sysv, 8, 'SysV hash table (DT_HASH)'));
   return countFromSections(file, h);
+}
+
+/** The PT_TLS block as _dl_map_object_from_fd records it (dl-load.c); an empty one is none. */
+function tlsBlock(phdrs: ProgramHeader[]): ElfInfo['tls'] {
+  const tls = phdrs.find((p) => p.type === PT_TLS);
+  if (!tls || tls.memsz === 0) return null;
+  const align = Math.max(tls.align, 1);
+  return {size: tls.memsz, align, firstByte: tls.align === 0 ? 0 : tls.vaddr % align};
 }
 
 function readInterp(file: ElfFile, p: ProgramHeader): string {

@@ -51,6 +51,16 @@ const COPY = new Map<number, number>([
   [258, 4], // R_LARCH_COPY
 ]);
 
+/**
+ * Each machine's initial-exec TLS relocations (R_<arch>_TPOFF*): an offset into the static TLS
+ * block, which a dlopened object's TLS gets only from the block's surplus (elf/dl-reloc.c,
+ * CHECK_STATIC_TLS). x86 only: the static TLS model (./static-tls.ts) is x86-64's layout.
+ */
+const TPOFF = new Map<number, readonly number[]>([
+  [62, [18, 23]], // R_X86_64_TPOFF64, R_X86_64_TPOFF32
+  [3, [14, 37]], // R_386_TLS_TPOFF, R_386_TLS_TPOFF32
+]);
+
 /** What relocatedSymbols found, per dynamic symbol index. */
 export interface RelocatedSymbols {
   /**
@@ -63,6 +73,12 @@ export interface RelocatedSymbols {
   eager: Uint8Array;
   /** Where a copy relocation names the symbol (see COPY): its rank (the first relocation naming it), else 0. */
   copy: Uint32Array;
+  /**
+   * The initial-exec TLS relocations (see TPOFF), the first for each symbol index (0: the object's
+   * own TLS block), in relocation order; `at` places each among the ranks (rank of the last
+   * symbol first named before it, plus 0.5).
+   */
+  tpoff: Array<{sym: number; at: number}>;
 }
 
 /**
@@ -78,6 +94,9 @@ export function relocatedSymbols(
   const copy = new Uint32Array(count);
   const jumpSlot = JUMP_SLOT.get(h.machine);
   const copyType = COPY.get(h.machine);
+  const tpoffTypes = TPOFF.get(h.machine) ?? [];
+  const tpoff: Array<{sym: number; at: number}> = [];
+  const tpoffSeen = new Set<number>();
   let rank = 0;
   const tables: Array<{addr: number | undefined; size: number | undefined; rela: boolean; skip: number; what: string}> = [
     {addr: values.get(DT_REL.RELA), size: values.get(DT_REL.RELASZ), rela: true, skip: values.get(DT_REL.RELACOUNT) ?? 0, what: 'DT_RELA'},
@@ -106,14 +125,25 @@ export function relocatedSymbols(
         // word, ELF32 sym = info >> 8 and type = info & 0xff.
         const info32 = h.is64 ? 0 : (h.littleEndian ? buf.readUInt32LE(b + 4) : buf.readUInt32BE(b + 4));
         const sym = h.is64 ? (h.littleEndian ? buf.readUInt32LE(b + 12) : buf.readUInt32BE(b + 8)) : info32 >>> 8;
-        if (sym === 0 || sym >= count) continue;
-        if (marks[sym] === 0) marks[sym] = ++rank;
+        if (sym >= count) continue;
         const type = h.is64 ? (h.littleEndian ? buf.readUInt32LE(b + 8) : buf.readUInt32BE(b + 12)) : info32 & 0xff;
+        if (sym === 0) {
+          if (tpoffTypes.includes(type) && !tpoffSeen.has(0)) {
+            tpoffSeen.add(0);
+            tpoff.push({sym: 0, at: rank + 0.5});
+          }
+          continue;
+        }
+        if (marks[sym] === 0) marks[sym] = ++rank;
+        if (tpoffTypes.includes(type) && !tpoffSeen.has(sym)) {
+          tpoffSeen.add(sym);
+          tpoff.push({sym, at: rank + 0.5});
+        }
         if (eager[sym] === 0 && (!plt || (jumpSlot !== undefined && type !== jumpSlot))) eager[sym] = 1;
         if (type === copyType) copy[sym] = marks[sym];
       }
       start += len;
     }
   }
-  return {rank: marks, eager, copy};
+  return {rank: marks, eager, copy, tpoff};
 }

@@ -7,7 +7,8 @@ import {join} from 'node:path';
  * current directory, some shadowed by copies with other version nodes, reached through
  * RPATH/RUNPATH ($ORIGIN, relative, empty elements), LD_LIBRARY_PATH (':' and ';', empty
  * entries), slash DT_NEEDED names, NODEFLIB, missing names, objects that ask for an executable
- * stack, objects linked with -z now and LD_PRELOAD. Everything is derived from the seed.
+ * stack, objects linked with -z now, initial-exec thread-local blocks and LD_PRELOAD. Everything is
+ * derived from the seed.
  */
 export function rng(seed: number): () => number {
   let a = seed >>> 0;
@@ -44,6 +45,18 @@ export interface FuzzCase {
 const asksExecStack = (seed: number, k: number): boolean => (seed + 3 * k) % 7 === 0;
 /** Objects linked with -z now (their PLT slots bound while a program starts), about one in five. */
 const bindsNow = (seed: number, k: number): boolean => (seed + 2 * k) % 5 === 1;
+/**
+ * Objects with a thread-local block their code reaches with the initial-exec model (a TPOFF
+ * relocation, DF_STATIC_TLS), about six in thirteen, sized so that a dlopen of one to three of
+ * them may overflow the static TLS surplus (about 1.7 KB); now and then aligned past the block's 64.
+ */
+const tlsBlock = (seed: number, k: number): {size: number; align: number} | null => {
+  const h = (seed * 31 + k * 17) % 13;
+  if (h >= 6) return null;
+  return {size: [96, 400, 700, 900, 1100, 1650][h] + (seed % 5) * 8, align: h === 5 && seed % 3 === 0 ? 128 : h === 1 ? 64 : h === 4 ? 32 : 16};
+};
+/** An object that also reaches a dependency's thread-local variable with the initial-exec model (one need in three). */
+const usesDependencyTls = (seed: number, k: number, j: number): boolean => (seed + k + 2 * j) % 3 === 0;
 
 export function generateCase(seed: number, dir: string): {fuzz: FuzzCase; script: string} {
   const r = rng(seed);
@@ -102,13 +115,19 @@ export function generateCase(seed: number, dir: string): {fuzz: FuzzCase; script
     s += `\t.globl f${k}_use\n\t.type f${k}_use,@function\nf${k}_use:\n`;
     for (const ref of o.refs) s += `\tcall ${ref}@PLT\n`;
     for (const ref of o.gotRefs) s += `\tmovq ${ref}@GOTPCREL(%rip), %rax\n`;
-    return `${s}\tret\n`;
+    const tls = tlsBlock(seed, k);
+    if (tls) s += `\tmovq tv${k}@GOTTPOFF(%rip), %rax\n`;
+    for (const need of o.needs) if (tlsBlock(seed, need.to) && usesDependencyTls(seed, k, need.to)) s += `\tmovq tv${need.to}@GOTTPOFF(%rip), %rax\n`;
+    s += '\tret\n';
+    if (tls) s += `\t.section .tbss,"awT",@nobits\n\t.globl tv${k}\n\t.type tv${k},@object\n\t.size tv${k},${tls.size}\n\t.balign ${tls.align}\ntv${k}:\n\t.zero ${tls.size}\n`;
+    return s;
   };
   const versionScript = (k: number, variant: Variant): string | null => {
     if (variant === 'unversioned') return null;
-    if (variant === 'old') return `FZ${k}_1 { global: f${k}_s0; f${k}_s1; f${k}_use; local: *; };\n`;
-    if (variant === 'nosym') return `FZ${k}_1 { global: f${k}_s0; f${k}_use; local: *; };\nFZ${k}_2 { global: f${k}_s2; } FZ${k}_1;\n`;
-    return `FZ${k}_1 { global: f${k}_s0; f${k}_s1; f${k}_use; local: *; };\nFZ${k}_2 { global: f${k}_s2; } FZ${k}_1;\n`;
+    const tv = tlsBlock(seed, k) ? ` tv${k};` : '';
+    if (variant === 'old') return `FZ${k}_1 { global: f${k}_s0; f${k}_s1; f${k}_use;${tv} local: *; };\n`;
+    if (variant === 'nosym') return `FZ${k}_1 { global: f${k}_s0; f${k}_use;${tv} local: *; };\nFZ${k}_2 { global: f${k}_s2; } FZ${k}_1;\n`;
+    return `FZ${k}_1 { global: f${k}_s0; f${k}_s1; f${k}_use;${tv} local: *; };\nFZ${k}_2 { global: f${k}_s2; } FZ${k}_1;\n`;
   };
 
   // Runtime placements: where each library's copies lie (the top object lies in top/).
@@ -216,7 +235,8 @@ export function generateCase(seed: number, dir: string): {fuzz: FuzzCase; script
   for (const o of objs) {
     desc.push(`  libfz${o.k}: needs ${o.needs.map((x) => `${x.to}/${x.form}`).join(',') || '-'}${o.extra.length ? ` +${o.extra.join(',')}` : ''}` +
       `${o.rpath !== null ? ` RPATH=${o.rpath}` : ''}${o.runpath !== null ? ` RUNPATH=${o.runpath}` : ''}${o.nodeflib ? ' NODEFLIB' : ''}` +
-      `${o.versioned ? ' versioned' : ''}${asksExecStack(seed, o.k) ? ' execstack' : ''}${bindsNow(seed, o.k) ? ' -z now' : ''} refs=${o.refs.join(',')}${o.gotRefs.length ? ` got=${o.gotRefs.join(',')}` : ''}${o.dashU.length ? ` -u ${o.dashU.join(',')}` : ''}`);
+      `${o.versioned ? ' versioned' : ''}${asksExecStack(seed, o.k) ? ' execstack' : ''}${bindsNow(seed, o.k) ? ' -z now' : ''}` +
+      `${tlsBlock(seed, o.k) ? ` tls=${tlsBlock(seed, o.k)!.size}/${tlsBlock(seed, o.k)!.align}` : ''} refs=${o.refs.join(',')}${o.gotRefs.length ? ` got=${o.gotRefs.join(',')}` : ''}${o.dashU.length ? ` -u ${o.dashU.join(',')}` : ''}`);
   }
   desc.push(`  copies: ${placements.map((p) => `${p.path}(${p.variant})`).join(' ')}`);
   return {fuzz: {seed, dir, target, ldLibraryPath, preload, description: desc}, script: `cd '${dir}' || exit 1\n${cmds.join('\n')}\n`};

@@ -223,6 +223,12 @@ export function compareDlopen(r: RealDlopen, report: CheckReport, dir: string, r
     return firstVersion?.kind === 'version-not-found' && firstVersion.version === m[1] && real(dir, firstVersion.object) === real(dir, m[2]) && first === 1
       ? [] : [`dlopen (first version problem): ${base}`];
   }
+  // A dlopened object's initial-exec TLS that the static TLS block has no room for (met while relocating).
+  m = /([^\s:]+): cannot allocate memory in static TLS block/.exec(r.message);
+  if (m) {
+    const firstSymbol = failing.find((p) => stage(p) === 2);
+    return firstSymbol?.kind === 'static-tls' && real(dir, firstSymbol.object) === real(dir, m[1]) && first === 2 ? [] : [`dlopen (first static TLS problem): ${base}`];
+  }
   // The dlopen's relocation (dlerror), or, with an LD_PRELOAD, a reference the program binds while
   // it starts ("symbol lookup error", before any dlopen).
   m = /^ERR (.+): undefined symbol: ([^,\s]+)/m.exec(r.message) ?? /symbol lookup error: (.+): undefined symbol: ([^,\s]+)/.exec(r.message);

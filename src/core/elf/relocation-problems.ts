@@ -1,0 +1,69 @@
+import type {Finding, SymbolMemo} from './checker.js';
+import {copyReferences, staticTlsOf} from './file-cache.js';
+import type {LoadedObject, LoaderProcess} from './resolver.js';
+import {rseqArea, StaticTlsBlock, staticTlsSurplus} from './static-tls.js';
+import type {SymbolRef} from './symbols.js';
+
+/**
+ * Relocations that fail without an undefined symbol behind them, which the checker's symbol pass
+ * does not see: a program's copy relocations (the symbol is defined in the program), and a
+ * dlopened object's initial-exec TLS relocations (./static-tls.ts).
+ */
+
+const ET_EXEC = 2;
+const DF_STATIC_TLS = 0x10;
+
+/** The static TLS block of the program's start: its objects' TLS in load order (the modules ld.so numbers first). */
+export function staticTlsBlockOf(p: LoaderProcess, startup: Set<LoadedObject>): StaticTlsBlock & {settings: ReturnType<typeof staticTlsSurplus>} {
+  const settings = staticTlsSurplus(p.ctx.tunables, p.platform.glibc);
+  const block = new StaticTlsBlock(p.objects.filter((o) => startup.has(o) && o.role !== 'interp').map((o) => o.info), settings.surplus, rseqArea(p.platform.glibc));
+  return Object.assign(block, {settings});
+}
+
+/**
+ * A dlopened object's initial-exec TLS relocations, in the order its relocation meets them: each
+ * needs a static offset for the block of the object its symbol binds to (itself for its own
+ * variables); one not placed yet is carved from the surplus, or the dlopen fails (elf/dl-reloc.c
+ * CHECK_STATIC_TLS, "cannot allocate memory in static TLS block").
+ */
+export function staticTlsProblems(p: LoaderProcess, obj: LoadedObject, memo: SymbolMemo, tls: ReturnType<typeof staticTlsBlockOf>): Finding[] {
+  const out: Finding[] = [];
+  if ((obj.info.dtFlags & DF_STATIC_TLS) === 0) return out;
+  for (const ref of staticTlsOf(obj.info)) {
+    // A symbol binds where a lookup finds it first (another object's variable of that name may interpose).
+    const owner = ref.symbol === null ? obj : p.scope.find((o) => memo.defines(o.info, ref.symbol!));
+    if (!owner?.info.tls || tls.has(owner.info)) continue;
+    const free = tls.free;
+    const shortfall = tls.shortfall(owner.info);
+    if (tls.place(owner.info)) continue;
+    out.push({
+      kind: 'static-tls', object: owner, library: null, version: null, symbol: ref.symbol?.name ?? null, provider: null, edge: p.edgeTo(owner) ?? null, rank: ref.at,
+      staticTls: {referrer: obj, free, shortfall, surplus: tls.surplus, optional: tls.settings.optional, tunable: tls.settings.tunable, blockAlign: tls.align},
+    });
+  }
+  return out;
+}
+
+/**
+ * A program's copy relocations whose definition nothing finds (elf/dl-lookup.c with
+ * ELF_RTYPE_CLASS_COPY: the lookup skips the program, which holds the copy itself). ld.so makes
+ * them while the program starts, whatever the binding mode, so with --exe only what it starts with counts.
+ */
+export function copyProblems(p: LoaderProcess, obj: LoadedObject, memo: SymbolMemo, startup: Set<LoadedObject> | null): Finding[] {
+  const out: Finding[] = [];
+  // Only programs have copy relocations: a library's relocations are not read again for them.
+  if (obj.info.type !== ET_EXEC && obj.info.interp === null) return out;
+  for (const c of copyReferences(obj.info)) {
+    // A weak one that finds nothing is left as the program's own (dl-machine.h: sym == NULL).
+    if (c.weak) continue;
+    const ref: SymbolRef = {name: c.name, version: c.version, versionFile: c.versionFile, hidden: c.hidden};
+    if (p.scope.some((o) => o !== obj && (startup === null || startup.has(o)) && memo.defines(o.info, ref))) continue;
+    const provider = ref.versionFile ? p.objectNamed(ref.versionFile) ?? null : null;
+    out.push({
+      kind: ref.version ? 'undefined-symbol' : 'unversioned-undefined-symbol', object: obj, library: ref.versionFile, version: ref.version,
+      symbol: ref.name, provider, edge: provider ? p.edgeTo(provider) ?? null : null, ref, copy: true, rank: c.rank, ...(startup ? {when: 'start' as const} : {}),
+    });
+  }
+  return out;
+}
+
