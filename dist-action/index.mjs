@@ -21920,10 +21920,10 @@ var init_brace_expressions = __esm({
 });
 
 // node_modules/minimatch/dist/esm/unescape.js
-var unescape;
+var unescape2;
 var init_unescape = __esm({
   "node_modules/minimatch/dist/esm/unescape.js"() {
-    unescape = (s, { windowsPathsNoEscape = false, magicalBraces = true } = {}) => {
+    unescape2 = (s, { windowsPathsNoEscape = false, magicalBraces = true } = {}) => {
       if (magicalBraces) {
         return windowsPathsNoEscape ? s.replace(/\[([^/\\])\]/g, "$1") : s.replace(/((?!\\).|^)\[([^/\\])\]/g, "$1$2").replace(/\\([^/])/g, "$1");
       }
@@ -22446,7 +22446,7 @@ var init_ast = __esm({
           const final2 = start2 + src + end;
           return [
             final2,
-            unescape(src),
+            unescape2(src),
             this.#hasMagic = !!this.#hasMagic,
             this.#uflag
           ];
@@ -22460,7 +22460,7 @@ var init_ast = __esm({
           me.#parts = [s];
           me.type = null;
           me.#hasMagic = void 0;
-          return [s, unescape(this.toString()), false, false];
+          return [s, unescape2(this.toString()), false, false];
         }
         let bodyDotAllowed = !repeated || allowDot || dot || !startNoDot ? "" : this.#partsToRegExp(true);
         if (bodyDotAllowed === body2) {
@@ -22481,7 +22481,7 @@ var init_ast = __esm({
         }
         return [
           final,
-          unescape(body2),
+          unescape2(body2),
           this.#hasMagic = !!this.#hasMagic,
           this.#uflag
         ];
@@ -22575,7 +22575,7 @@ var init_ast = __esm({
           }
           re += regExpEscape(c);
         }
-        return [re, unescape(glob), !!hasMagic, uflag];
+        return [re, unescape2(glob), !!hasMagic, uflag];
       }
     };
     _a = AST;
@@ -23413,7 +23413,7 @@ var init_esm3 = __esm({
     minimatch.AST = AST;
     minimatch.Minimatch = Minimatch;
     minimatch.escape = escape;
-    minimatch.unescape = unescape;
+    minimatch.unescape = unescape2;
   }
 });
 
@@ -73683,6 +73683,9 @@ var SymbolMemo = class {
 };
 function findProblems(p, memo) {
   const findings = [];
+  if (p.mainNoexec !== null) {
+    return [{ kind: "noexec-mount", object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: null }];
+  }
   const forbidExecStack = execStackForbidden(p.ctx.tunables, p.platform.glibc);
   const refuseExecStack = forbidExecStack || execStackRefused(p);
   if (forbidExecStack && asksExecStack(p.main.info)) {
@@ -73691,7 +73694,7 @@ function findProblems(p, memo) {
   const mapping = p.dlopenEdge ? [...p.edgeOrder.slice(0, p.dlopenAt), p.dlopenEdge, ...p.edgeOrder.slice(p.dlopenAt)] : p.edgeOrder;
   for (const [i, edge] of mapping.entries()) {
     if (!edge.object) {
-      if (!edge.ignored) findings.push({ kind: "not-found", object: edge.owner, library: edge.name, version: null, symbol: null, provider: null, edge });
+      if (!edge.ignored) findings.push({ kind: edge.noexecMount ? "noexec-mount" : "not-found", object: edge.owner, library: edge.name, version: null, symbol: null, provider: null, edge });
       continue;
     }
     const dlopened = p.dlopenEdge !== null && i >= p.dlopenAt;
@@ -73870,7 +73873,7 @@ function isFailing(kind, strict) {
 }
 
 // src/core/elf/partial.ts
-import { existsSync as existsSync4, readFileSync as readFileSync6 } from "node:fs";
+import { existsSync as existsSync4, readFileSync as readFileSync7 } from "node:fs";
 import { resolve as resolve2 } from "node:path";
 
 // src/core/elf/explainer.ts
@@ -74024,6 +74027,8 @@ var LoaderProcess = class {
   dlopenAt = 0;
   /** Filtees that move each other up without end: ld.so crashes there (./dependency-list.ts). */
   filterLoop = null;
+  /** The main object lies on a noexec mount (this mount point): the program cannot start, or ld.so cannot map the library. */
+  mainNoexec = null;
   ldDirs = [];
   mapped = /* @__PURE__ */ new Set();
   /**
@@ -74053,6 +74058,7 @@ var LoaderProcess = class {
       }
     }
     this.main = this.newObject(mainFile.path, mainFile.path, mainFile.info, mainFile.stat, null, "main", mainOrigin);
+    this.mainNoexec = this.ctx.noexecMount?.(mainFile.path) ?? null;
     this.seedInterpreter(mainFile.info);
     this.ensureInterp();
     this.ldDirs = parseSearchList(this.ctx.ldLibraryPath, this.dst(this.main), "env");
@@ -74229,6 +74235,11 @@ var LoaderProcess = class {
         same.names.push(name);
         edge.object = same;
         return edge;
+      }
+      const noexec = this.ctx.noexecMount?.(c.file ?? c.path) ?? null;
+      if (noexec !== null) {
+        edge.noexecMount = noexec;
+        return stop("failed to map segment from shared object");
       }
       if (preload && execStackForbidden(this.ctx.tunables, this.platform.glibc) && asksExecStack(info2)) {
         return stop("cannot enable executable stack as shared object requires");
@@ -74531,6 +74542,7 @@ async function explainFinding(p, f, ctx) {
   };
   const who = describeObject(f.object.path);
   if (f.kind === "not-found") return explainNotFound(problem, p, f, who, ctx);
+  if (f.kind === "noexec-mount") return explainNoexec(problem, p, f, who, ctx);
   if (f.kind === "loader-abort" && f.filterLoop) {
     const names = f.filterLoop.map((o) => o.path);
     problem.summary = `ld.so never finishes loading: the filter libraries ${[...new Set(names.map((n) => basename3(n)))].join(", ")} name each other as filtees`;
@@ -74678,6 +74690,39 @@ function describeBadFile(path13, reason) {
   }
   const kind = describeNonElf(path13);
   return kind === "not an ELF file" ? `not a shared object: ${st.size} bytes without the ELF magic` : kind;
+}
+function explainNoexec(problem, p, f, who, ctx) {
+  const remount = (mount2) => `or, if the file system may hold programs, remount it: sudo mount -o remount,exec ${quoteSh(mount2)}`;
+  if (!f.edge) {
+    const mount2 = p.mainNoexec;
+    const program = p.main !== p.target || p.main.info.interp !== null;
+    problem.summary = program ? `${who} lies on ${mount2}, a file system mounted noexec: the kernel refuses to start it ("Permission denied")` : `the loader cannot map ${f.object.path}: "failed to map segment from shared object" (${mount2} is mounted noexec)`;
+    problem.explanation = `${f.object.path} lies on ${mount2}, which is mounted noexec: the kernel refuses to ${program ? "execute a program" : "map the code of a library"} from it, whatever its permissions. ${program ? "Nothing of it runs." : "Every program that loads it fails there."}`;
+    problem.fix = `move ${program ? "it" : "the library (or its environment)"} to a file system mounted with exec, ${remount(mount2)}`;
+    return problem;
+  }
+  const edge = f.edge;
+  const mount = edge.noexecMount;
+  const bad = edge.errorPath;
+  const name = f.library;
+  problem.chosen = edge.rule ? `${bad} (${edge.rule})` : bad;
+  problem.summary = `${who} needs ${dependencyName(edge, name)}, and the loader cannot map ${bad}: "failed to map segment from shared object" (${mount} is mounted noexec)`;
+  let next;
+  if (!name.includes("/")) {
+    let after = false;
+    for (const c of p.candidates(edge.owner, name)) {
+      if (c.path === bad) after = true;
+      else if (after && c.status === "ok" && !p.ctx.noexecMount?.(c.file ?? c.path)) {
+        next = c;
+        break;
+      }
+    }
+  }
+  if (next) problem.shadowed = `${next.path} (${next.rule}), which the loader never reaches`;
+  problem.explanation = `${f.object.path} needs ${name}. The loader finds ${bad}${edge.rule ? ` by ${edge.rule}` : ""}, which lies on ${mount}, a file system mounted noexec: the kernel refuses to map its code, so the load fails there without looking further.${next ? ` ${next.path} (${next.rule}) would be loaded without it.` : ""}`;
+  const move = `move ${basename3(bad)} (or the environment that holds it) to a file system mounted with exec, ${remount(mount)}`;
+  problem.fix = edge.ldEntry !== void 0 && next ? `${dropEntryFix(edge.ldEntry, ctx)}, or ${move}` : move;
+  return problem;
 }
 function dependencyName(edge, name) {
   return edge.kind === "filter" ? `${name} (its DT_FILTER filtee)` : name;
@@ -75228,8 +75273,55 @@ function loaderPlatform(elfClass, machine, sysroot = "", cacheGenerator) {
   return result;
 }
 
+// src/core/elf/mounts.ts
+import { readFileSync as readFileSync5, realpathSync as realpathSync3 } from "node:fs";
+var mounts;
+var unescape = (s) => s.replace(/\\([0-7]{3})/g, (_m, o) => String.fromCharCode(parseInt(o, 8)));
+function readMounts() {
+  if (mounts) return mounts;
+  mounts = [];
+  let text = "";
+  try {
+    text = readFileSync5("/proc/self/mountinfo", "utf8");
+  } catch {
+    return mounts;
+  }
+  for (const line of text.split("\n")) {
+    const f = line.split(" ");
+    if (f.length < 6) continue;
+    mounts.push({ point: unescape(f[4]), noexec: f[5].split(",").includes("noexec") });
+  }
+  return mounts;
+}
+var answers = /* @__PURE__ */ new Map();
+function noexecMountOf(path13) {
+  let answer = answers.get(path13);
+  if (answer === void 0) {
+    answer = readMounts().some((m) => m.noexec) ? lookUp(path13) : null;
+    answers.set(path13, answer);
+  }
+  return answer;
+}
+function lookUp(path13) {
+  let real;
+  try {
+    real = realpathSync3.native(path13);
+  } catch {
+    return null;
+  }
+  let best = null;
+  for (const m of readMounts()) {
+    const inside = m.point === "/" || real === m.point || real.startsWith(`${m.point}/`);
+    if (inside && (best === null || m.point.length >= best.point.length)) best = m;
+  }
+  return best?.noexec ? best.point : null;
+}
+function noexecMountPoints() {
+  return readMounts().filter((m) => m.noexec).map((m) => m.point);
+}
+
 // src/core/elf/verdict-cache.ts
-import { mkdirSync, readdirSync as readdirSync3, readFileSync as readFileSync5, renameSync, statfsSync, statSync as statSync5, unlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync as readdirSync3, readFileSync as readFileSync6, renameSync, statfsSync, statSync as statSync5, unlinkSync, writeFileSync } from "node:fs";
 import { basename as basename4, dirname as dirname6, join as join7 } from "node:path";
 import { fileURLToPath } from "node:url";
 var SETTLE_MS = 2e3;
@@ -75261,7 +75353,7 @@ var VerdictCache = class {
     const hash = process.getBuiltinModule("node:crypto").createHash("sha256").update(this.keyText).digest("hex").slice(0, 32);
     this.file = join7(options.dir, `${hash}.json`);
     try {
-      const data = JSON.parse(readFileSync5(this.file, "utf8"));
+      const data = JSON.parse(readFileSync6(this.file, "utf8"));
       if (data?.format === FORMAT && data.key === this.keyText && Array.isArray(data.inputs) && Array.isArray(data.objects) && data.files && typeof data.files === "object") {
         this.loaded = data;
       }
@@ -75468,7 +75560,7 @@ function preloadList(options, recorder) {
   const file = `${normalRoot(options.sysroot)}/etc/ld.so.preload`;
   if (recorder ? recorder.statNow(file) !== null : existsSync4(file)) {
     try {
-      const text = readFileSync6(file, "utf8").replace(/#[^\n]*/g, "");
+      const text = readFileSync7(file, "utf8").replace(/#[^\n]*/g, "");
       list.push(...text.split(/[ \t\n:]+/).filter(Boolean));
     } catch {
     }
@@ -75480,7 +75572,7 @@ function makeContext(options, cwd, recorder = null) {
   const cacheFile = options.cacheFile ?? `${sysroot}/etc/ld.so.cache`;
   recorder?.statNow(cacheFile);
   const cache2 = loadLdCache(cacheFile);
-  const answers = /* @__PURE__ */ new Map();
+  const answers2 = /* @__PURE__ */ new Map();
   const view = new FileView(cwd, sysroot);
   view.recorder = recorder;
   const platforms = /* @__PURE__ */ new Map();
@@ -75499,11 +75591,13 @@ function makeContext(options, cwd, recorder = null) {
     ldLibraryPath: options.ldLibraryPath,
     tunables: tunablesOf(options),
     bindNow: bindNowOf(options),
+    // Mount flags are this machine's: an image under CUDAENV_SYSROOT runs elsewhere.
+    ...sysroot === "" ? { noexecMount: noexecMountOf } : {},
     preload: preloadList(options, recorder),
     cacheLabel: `ld.so.cache (${cacheFile})`,
     cacheLookup(name, platform2) {
-      let known = answers.get(platform2);
-      if (!known) answers.set(platform2, known = /* @__PURE__ */ new Map());
+      let known = answers2.get(platform2);
+      if (!known) answers2.set(platform2, known = /* @__PURE__ */ new Map());
       let answer = known.get(name);
       if (answer === void 0) {
         const hwcapsSubdirs = platform2.hwcapsSubdirs.filter((s) => s.startsWith("glibc-hwcaps/")).map((s) => s.slice("glibc-hwcaps/".length));
@@ -75596,7 +75690,9 @@ function openCache(options, cwd, ctx) {
       cacheFile: options.cacheFile ?? null,
       storeVersionsDir: options.storeVersionsDir ?? null,
       tunables: tunablesOf(options) ?? null,
-      bindNow: bindNowOf(options)
+      bindNow: bindNowOf(options),
+      // A file system remounted noexec (or exec) changes what loads without changing any file.
+      noexec: sysroot === "" ? noexecMountPoints() : []
     },
     sysroot,
     platform(key) {
@@ -75633,7 +75729,7 @@ async function checkOne(file, ctx, exe, memo, explainCtx, recorder) {
 
 // src/core/elf/index.ts
 function stageOf(p) {
-  if (p.kind === "not-found" || p.kind === "executable-stack") return 0;
+  if (p.kind === "not-found" || p.kind === "noexec-mount" || p.kind === "executable-stack") return 0;
   if (p.kind === "version-not-found" || p.kind === "loader-abort" && p.symbol === null) return 1;
   if (p.kind === "cpu-isa-level") return 2;
   return 3;
@@ -75693,7 +75789,7 @@ import { readFile, readdir as readdir2 } from "node:fs/promises";
 import { isIP as isIP2 } from "node:net";
 
 // src/core/remote/extra-ca.ts
-import { readFileSync as readFileSync7 } from "node:fs";
+import { readFileSync as readFileSync8 } from "node:fs";
 var DEFERRED = /* @__PURE__ */ Symbol.for("cudaenv.deferredExtraCaCerts");
 var warned = false;
 function extraCaOption(rootCertificates, warn) {
@@ -75702,7 +75798,7 @@ function extraCaOption(rootCertificates, warn) {
   let certs = [];
   let why = "it holds no PEM certificate";
   try {
-    certs = readFileSync7(file, "utf8").match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+    certs = readFileSync8(file, "utf8").match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
   } catch (error2) {
     why = `cannot read it (${error2.code ?? String(error2)})`;
   }
@@ -76294,7 +76390,7 @@ async function chooseCudnn(mirror, spec, cudaMajor, platform2, signal) {
 
 // src/core/remote/install.ts
 import { cpus } from "node:os";
-import { existsSync as existsSync10, mkdirSync as mkdirSync10, readFileSync as readFileSync14, renameSync as renameSync7, rmSync as rmSync8, writeFileSync as writeFileSync4 } from "node:fs";
+import { existsSync as existsSync10, mkdirSync as mkdirSync10, readFileSync as readFileSync15, renameSync as renameSync7, rmSync as rmSync8, writeFileSync as writeFileSync4 } from "node:fs";
 import { join as join18 } from "node:path";
 
 // src/core/fatal-cleanup.ts
@@ -76331,7 +76427,7 @@ function atomicWriteFile(path13, content, mode = 420, options = {}) {
 }
 
 // src/core/store/lock.ts
-import { closeSync as closeSync6, mkdirSync as mkdirSync3, openSync as openSync6, readFileSync as readFileSync8, readdirSync as readdirSync4, rmSync as rmSync2, statSync as statSync6, utimesSync, writeSync as writeSync2 } from "node:fs";
+import { closeSync as closeSync6, mkdirSync as mkdirSync3, openSync as openSync6, readFileSync as readFileSync9, readdirSync as readdirSync4, rmSync as rmSync2, statSync as statSync6, utimesSync, writeSync as writeSync2 } from "node:fs";
 import { hostname } from "node:os";
 import { join as join9 } from "node:path";
 var DEFAULT_STALE_MS = 10 * 60 * 1e3;
@@ -76343,7 +76439,7 @@ function lockPath(locksDir, name) {
 }
 function processStartTime(pid) {
   try {
-    const stat2 = readFileSync8(`/proc/${pid}/stat`, "utf8");
+    const stat2 = readFileSync9(`/proc/${pid}/stat`, "utf8");
     const fields = stat2.slice(stat2.lastIndexOf(")") + 2).split(" ");
     return fields[19] ?? null;
   } catch {
@@ -76360,7 +76456,7 @@ function pidAlive(pid) {
 }
 function readLockOwner(path13) {
   try {
-    const data = JSON.parse(readFileSync8(path13, "utf8"));
+    const data = JSON.parse(readFileSync9(path13, "utf8"));
     if (typeof data.pid !== "number" || typeof data.hostname !== "string") return void 0;
     return {
       pid: data.pid,
@@ -76538,7 +76634,7 @@ function heldLock(path13, owner, staleMs) {
 }
 
 // src/core/store/registry.ts
-import { existsSync as existsSync5, lstatSync as lstatSync3, mkdirSync as mkdirSync4, readFileSync as readFileSync9, readdirSync as readdirSync5, readlinkSync as readlinkSync2, renameSync as renameSync3, rmSync as rmSync3, symlinkSync } from "node:fs";
+import { existsSync as existsSync5, lstatSync as lstatSync3, mkdirSync as mkdirSync4, readFileSync as readFileSync10, readdirSync as readdirSync5, readlinkSync as readlinkSync2, renameSync as renameSync3, rmSync as rmSync3, symlinkSync } from "node:fs";
 import { join as join10, resolve as resolve4 } from "node:path";
 
 // src/core/versions/version.ts
@@ -76602,7 +76698,7 @@ function installedLabels(paths) {
 }
 function readSpecFile(path13) {
   try {
-    const text = readFileSync9(path13, "utf8").trim();
+    const text = readFileSync10(path13, "utf8").trim();
     return text === "" ? void 0 : text;
   } catch (error2) {
     if (isErrno(error2, "ENOENT")) return void 0;
@@ -76666,7 +76762,7 @@ function refreshResolveIndex(paths) {
 }
 
 // src/core/shell/shims.ts
-import { chmodSync, existsSync as existsSync6, mkdirSync as mkdirSync5, readFileSync as readFileSync10, readdirSync as readdirSync6, rmSync as rmSync4, statSync as statSync7 } from "node:fs";
+import { chmodSync, existsSync as existsSync6, mkdirSync as mkdirSync5, readFileSync as readFileSync11, readdirSync as readdirSync6, rmSync as rmSync4, statSync as statSync7 } from "node:fs";
 import { join as join11 } from "node:path";
 var SHIM_MARKER = "# cudaenv shim: generated by `cudaenv rehash`";
 var SETTINGS_LINE = /^# @CUDAENV_SETTINGS@.*$/m;
@@ -76674,7 +76770,7 @@ var CONTROL_CHARS = String.fromCharCode(...[...Array(32).keys()].filter((c) => c
 var BASH_PATHS = ["/bin/bash", "/usr/bin/bash"];
 var PROGRAM_RE = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$/;
 function shimTemplate() {
-  return readFileSync10(new URL("../shims/shim.sh", import.meta.url), "utf8");
+  return readFileSync11(new URL("../shims/shim.sh", import.meta.url), "utf8");
 }
 function shimText(template, root, program) {
   if (!SETTINGS_LINE.test(template) || !template.includes(SHIM_MARKER)) {
@@ -76721,7 +76817,7 @@ function writeShims(paths) {
     const text = shimText(template, paths.root, program);
     let current;
     try {
-      current = readFileSync10(file, "utf8");
+      current = readFileSync11(file, "utf8");
     } catch {
       current = void 0;
     }
@@ -76736,7 +76832,7 @@ function writeShims(paths) {
     if (wanted.has(name) || name.startsWith(".")) continue;
     const file = join11(paths.shims, name);
     try {
-      if (statSync7(file).isFile() && readFileSync10(file, "utf8").includes(SHIM_MARKER)) {
+      if (statSync7(file).isFile() && readFileSync11(file, "utf8").includes(SHIM_MARKER)) {
         rmSync4(file, { force: true });
         removed.push(name);
       }
@@ -76926,7 +77022,7 @@ function archiveLockName(sha256) {
 }
 
 // src/core/remote/checkpoint.ts
-import { existsSync as existsSync8, readFileSync as readFileSync11, writeFileSync as writeFileSync2 } from "node:fs";
+import { existsSync as existsSync8, readFileSync as readFileSync12, writeFileSync as writeFileSync2 } from "node:fs";
 import { join as join13 } from "node:path";
 async function checkpoint(name, env = process.env) {
   const dir = env.CUDAENV_TEST_CHECKPOINT_DIR;
@@ -76935,7 +77031,7 @@ async function checkpoint(name, env = process.env) {
   const crash = join13(dir, `${name}.crash`);
   if (existsSync8(crash)) {
     const error2 = new Error(`injected crash at ${name}`);
-    if (readFileSync11(crash, "utf8").trim() === "rejection") void Promise.reject(error2);
+    if (readFileSync12(crash, "utf8").trim() === "rejection") void Promise.reject(error2);
     else setTimeout(() => {
       throw error2;
     }, 0);
@@ -77684,7 +77780,7 @@ function linkLib(root) {
 }
 
 // src/core/remote/pkgconfig.ts
-import { existsSync as existsSync9, lstatSync as lstatSync5, mkdirSync as mkdirSync9, readFileSync as readFileSync12, readdirSync as readdirSync9, rmdirSync, symlinkSync as symlinkSync3, unlinkSync as unlinkSync2, writeFileSync as writeFileSync3 } from "node:fs";
+import { existsSync as existsSync9, lstatSync as lstatSync5, mkdirSync as mkdirSync9, readFileSync as readFileSync13, readdirSync as readdirSync9, rmdirSync, symlinkSync as symlinkSync3, unlinkSync as unlinkSync2, writeFileSync as writeFileSync3 } from "node:fs";
 import { join as join16 } from "node:path";
 var PKGCONFIG_DIR = join16("lib64", "pkgconfig");
 function rewritePcText(text, installedRoot) {
@@ -77712,7 +77808,7 @@ function relocatePkgConfig(root, installedRoot) {
     for (const name of entries.filter((n) => n.endsWith(".pc"))) {
       const src = join16(dir, name);
       if (!lstatSync5(src).isFile()) continue;
-      writeFileSync3(join16(dest, name), rewritePcText(readFileSync12(src, "utf8"), installedRoot));
+      writeFileSync3(join16(dest, name), rewritePcText(readFileSync13(src, "utf8"), installedRoot));
       unlinkSync2(src);
       written.push(name);
     }
@@ -77730,12 +77826,12 @@ function relocatePkgConfig(root, installedRoot) {
 }
 
 // src/core/remote/platform.ts
-import { readFileSync as readFileSync13 } from "node:fs";
+import { readFileSync as readFileSync14 } from "node:fs";
 import { arch as osArch } from "node:os";
 var PLATFORMS = ["linux-x86_64", "linux-sbsa", "linux-aarch64"];
 function readOptional(path13) {
   try {
-    return readFileSync13(path13, "latin1");
+    return readFileSync14(path13, "latin1");
   } catch {
     return void 0;
   }
@@ -78059,7 +78155,7 @@ function cudnnNeeds(manifest, platform2, chosen) {
 }
 function readReceipt(dir) {
   try {
-    return JSON.parse(readFileSync14(join18(dir, RECEIPT_FILE), "utf8"));
+    return JSON.parse(readFileSync15(join18(dir, RECEIPT_FILE), "utf8"));
   } catch {
     return void 0;
   }
@@ -78442,7 +78538,7 @@ function readInputs(env, workspace) {
 
 // src/action/plan.ts
 import { createHash as createHash3 } from "node:crypto";
-import { readFileSync as readFileSync15, writeFileSync as writeFileSync7 } from "node:fs";
+import { readFileSync as readFileSync16, writeFileSync as writeFileSync7 } from "node:fs";
 import { join as join27 } from "node:path";
 var PLAN_FILE = "plan.json";
 var ARCHIVES_DIR = "archives";
@@ -78462,7 +78558,7 @@ function writePlan(dir, plan) {
 }
 function readPlan(dir) {
   try {
-    const plan = JSON.parse(readFileSync15(join27(dir, PLAN_FILE), "utf8"), reviver);
+    const plan = JSON.parse(readFileSync16(join27(dir, PLAN_FILE), "utf8"), reviver);
     const ok2 = plan.format === 1 && typeof plan.key === "string" && plan.manifest?.components instanceof Map;
     return ok2 ? plan : void 0;
   } catch {
@@ -78495,7 +78591,7 @@ function runnerPlatform(os8 = process.platform, arch3 = process.arch, isTegra) {
 }
 
 // src/action/selection.ts
-import { readFileSync as readFileSync16, readdirSync as readdirSync12 } from "node:fs";
+import { readFileSync as readFileSync17, readdirSync as readdirSync12 } from "node:fs";
 import { join as join28 } from "node:path";
 function candidates(name) {
   return [name, `cuda_${name}`, `lib${name}`];
@@ -78523,7 +78619,7 @@ function receiptCovers(receipt, platform2, req) {
 }
 function readReceipt2(dir) {
   try {
-    return JSON.parse(readFileSync16(join28(dir, RECEIPT_FILE), "utf8"));
+    return JSON.parse(readFileSync17(join28(dir, RECEIPT_FILE), "utf8"));
   } catch {
     return void 0;
   }

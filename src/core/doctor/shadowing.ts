@@ -68,7 +68,7 @@ function describeProblem(p: Problem): string {
   const what = p.kind === 'undefined-symbol' || p.kind === 'unversioned-undefined-symbol'
     ? `undefined symbol ${p.symbol}${p.version ? `, version ${p.version}` : ''}${p.library ? ` (${p.library})` : ''}`
     : p.kind === 'version-not-found' ? `version ${p.version} not found in ${p.library}`
-      : p.kind === 'loader-abort' || p.kind === 'cpu-isa-level' || p.kind === 'executable-stack' || p.kind === 'static-tls' ? p.summary
+      : p.kind === 'loader-abort' || p.kind === 'cpu-isa-level' || p.kind === 'executable-stack' || p.kind === 'static-tls' || p.kind === 'noexec-mount' ? p.summary
     // A not-found with a picked file: the loader stops at a file it cannot load (empty, cut off, not ELF).
       : p.chosen ? `${p.library}: the loader stops at ${p.chosen}` : `${p.library} not found`;
   return `${p.object}: ${what}`;

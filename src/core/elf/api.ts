@@ -14,11 +14,13 @@ export type Via = 'rpath' | 'ld_library_path' | 'runpath' | 'ld.so.cache' | 'def
  * executable stack the process does not have; dlopen fails with "cannot enable executable stack
  * as shared object requires". Also, with GLIBC_TUNABLES=glibc.rtld.execstack=0, any object that
  * asks for one: the program ("Fatal glibc error: executable stack is not allowed") or a library.
+ * 'noexec-mount': the loader stops at an object on a file system mounted noexec ("failed to map
+ * segment from shared object"; a program there does not start at all).
  * 'static-tls': x86-64, --exe: the dlopen brings an object whose thread-local block is accessed
  * with the initial-exec model and does not fit in what is left of the static TLS block: dlopen
  * fails with "cannot allocate memory in static TLS block".
  */
-export type ProblemKind = 'not-found' | 'executable-stack' | 'version-not-found' | 'loader-abort' | 'cpu-isa-level' | 'undefined-symbol' | 'unversioned-undefined-symbol' | 'static-tls';
+export type ProblemKind = 'not-found' | 'noexec-mount' | 'executable-stack' | 'version-not-found' | 'loader-abort' | 'cpu-isa-level' | 'undefined-symbol' | 'unversioned-undefined-symbol' | 'static-tls';
 
 export interface NeededEdge {
   name: string;

@@ -152,6 +152,11 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
   // libraries, and the objects a dlopen may not map for the executable stack they ask for. An
   // auxiliary object that cannot be loaded is left out by ld.so (only a DST that expands to
   // nothing in DT_AUXILIARY is fatal, and that edge carries the error).
+  // The main object on a noexec mount: the kernel does not start the program (--exe), or ld.so
+  // cannot map the library it was asked to load; nothing else happens.
+  if (p.mainNoexec !== null) {
+    return [{kind: 'noexec-mount', object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: null}];
+  }
   const forbidExecStack = execStackForbidden(p.ctx.tunables, p.platform.glibc);
   const refuseExecStack = forbidExecStack || execStackRefused(p);
   // The main object comes first: the kernel mapped the program (rtld stops with "Fatal glibc
@@ -163,7 +168,7 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
   const mapping = p.dlopenEdge ? [...p.edgeOrder.slice(0, p.dlopenAt), p.dlopenEdge, ...p.edgeOrder.slice(p.dlopenAt)] : p.edgeOrder;
   for (const [i, edge] of mapping.entries()) {
     if (!edge.object) {
-      if (!edge.ignored) findings.push({kind: 'not-found', object: edge.owner, library: edge.name, version: null, symbol: null, provider: null, edge});
+      if (!edge.ignored) findings.push({kind: edge.noexecMount ? 'noexec-mount' : 'not-found', object: edge.owner, library: edge.name, version: null, symbol: null, provider: null, edge});
       continue;
     }
     const dlopened = p.dlopenEdge !== null && i >= p.dlopenAt;

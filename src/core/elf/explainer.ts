@@ -139,6 +139,7 @@ async function explainFinding(p: LoaderProcess, f: Finding, ctx: ExplainContext)
   };
   const who = describeObject(f.object.path);
   if (f.kind === 'not-found') return explainNotFound(problem, p, f, who, ctx);
+  if (f.kind === 'noexec-mount') return explainNoexec(problem, p, f, who, ctx);
   if (f.kind === 'loader-abort' && f.filterLoop) {
     const names = f.filterLoop.map((o) => o.path);
     problem.summary = `ld.so never finishes loading: the filter libraries ${[...new Set(names.map((n) => basename(n)))].join(', ')} name each other as filtees`;
@@ -328,6 +329,48 @@ function describeBadFile(path: string, reason: string): string {
   }
   const kind = describeNonElf(path);
   return kind === 'not an ELF file' ? `not a shared object: ${st.size} bytes without the ELF magic` : kind;
+}
+
+/**
+ * An object on a file system mounted noexec: the kernel refuses to map its code (mmap with
+ * PROT_EXEC fails with EPERM), so ld.so stops there; a program there is not even started (execve).
+ */
+function explainNoexec(problem: Problem, p: LoaderProcess, f: Finding, who: string, ctx: ExplainContext): Problem {
+  const remount = (mount: string) => `or, if the file system may hold programs, remount it: sudo mount -o remount,exec ${quoteSh(mount)}`;
+  if (!f.edge) {
+    const mount = p.mainNoexec!;
+    const program = p.main !== p.target || p.main.info.interp !== null;
+    problem.summary = program
+      ? `${who} lies on ${mount}, a file system mounted noexec: the kernel refuses to start it ("Permission denied")`
+      : `the loader cannot map ${f.object.path}: "failed to map segment from shared object" (${mount} is mounted noexec)`;
+    problem.explanation = `${f.object.path} lies on ${mount}, which is mounted noexec: the kernel refuses to ${program ? 'execute a program' : 'map the code of a library'} from it, ` +
+      `whatever its permissions. ${program ? 'Nothing of it runs.' : 'Every program that loads it fails there.'}`;
+    problem.fix = `move ${program ? 'it' : 'the library (or its environment)'} to a file system mounted with exec, ${remount(mount)}`;
+    return problem;
+  }
+  const edge = f.edge;
+  const mount = edge.noexecMount!;
+  const bad = edge.errorPath!;
+  const name = f.library!;
+  problem.chosen = edge.rule ? `${bad} (${edge.rule})` : bad;
+  problem.summary = `${who} needs ${dependencyName(edge, name)}, and the loader cannot map ${bad}: "failed to map segment from shared object" (${mount} is mounted noexec)`;
+  let next: Candidate | undefined;
+  if (!name.includes('/')) {
+    let after = false;
+    for (const c of p.candidates(edge.owner, name)) {
+      if (c.path === bad) after = true;
+      else if (after && c.status === 'ok' && !p.ctx.noexecMount?.(c.file ?? c.path)) {
+        next = c;
+        break;
+      }
+    }
+  }
+  if (next) problem.shadowed = `${next.path} (${next.rule}), which the loader never reaches`;
+  problem.explanation = `${f.object.path} needs ${name}. The loader finds ${bad}${edge.rule ? ` by ${edge.rule}` : ''}, which lies on ${mount}, a file system mounted noexec: ` +
+    `the kernel refuses to map its code, so the load fails there without looking further.${next ? ` ${next.path} (${next.rule}) would be loaded without it.` : ''}`;
+  const move = `move ${basename(bad)} (or the environment that holds it) to a file system mounted with exec, ${remount(mount)}`;
+  problem.fix = edge.ldEntry !== undefined && next ? `${dropEntryFix(edge.ldEntry, ctx)}, or ${move}` : move;
+  return problem;
 }
 
 /** A dependency's name, saying when it is a filtee (a filter library loads it like DT_NEEDED, and fails without it). */

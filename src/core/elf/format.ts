@@ -6,6 +6,7 @@ import type {CheckReport, CheckedObject, Problem} from './api.js';
  */
 const LABEL: Record<Problem['kind'], string> = {
   'not-found': 'not found',
+  'noexec-mount': 'noexec file system',
   'executable-stack': 'executable stack',
   'version-not-found': 'version not found',
   'loader-abort': 'loader failure',
@@ -71,7 +72,8 @@ function isaBlock(group: Problem[]): string[] {
 export function formatProblems(report: CheckReport, options: {strict?: boolean} = {}): string[] {
   const lines: string[] = [];
   // Symbols of a library that is not found at all are a consequence, not news: count them.
-  const missing = new Set(report.problems.filter((p) => p.kind === 'not-found').map((p) => `${p.object}\0${p.library}`));
+  // (a library on a noexec file system is as absent to the loader)
+  const missing = new Map(report.problems.filter((p) => p.kind === 'not-found' || p.kind === 'noexec-mount').map((p) => [`${p.object}\0${p.library}`, p.kind]));
   const consequences = new Map<string, number>();
   // Unversioned references are listed per object in one line: a plugin directory has hundreds.
   const unversioned = new Map<string, string[]>();
@@ -92,7 +94,7 @@ export function formatProblems(report: CheckReport, options: {strict?: boolean} 
     }
     // One block for every object built for the same ISA level (the summary past the object's name says which).
     const key = p.kind === 'cpu-isa-level' ? `cpu-isa-level\0${p.summary.replace(/^.*? is built for /, '')}`
-      : p.kind !== 'not-found' && p.chosen ? `${p.object}\0${p.chosen}\0${p.when ?? ''}` : `${groups.size}\0single`;
+      : p.kind !== 'not-found' && p.kind !== 'noexec-mount' && p.chosen ? `${p.object}\0${p.chosen}\0${p.when ?? ''}` : `${groups.size}\0single`;
     const group = groups.get(key) ?? [];
     group.push(p);
     groups.set(key, group);
@@ -100,7 +102,7 @@ export function formatProblems(report: CheckReport, options: {strict?: boolean} 
   for (const group of groups.values()) lines.push(...groupBlock(group));
   for (const [key, n] of consequences) {
     const [object, library] = key.split('\0');
-    lines.push(`error: ${n} undefined symbol${n === 1 ? '' : 's'} of ${object} would come from ${library}, which is not found (see above)`);
+    lines.push(`error: ${n} undefined symbol${n === 1 ? '' : 's'} of ${object} would come from ${library}, which ${missing.get(key) === 'noexec-mount' ? 'the loader cannot map' : 'is not found'} (see above)`);
   }
   const level = options.strict ? 'error' : 'note';
   // As notes they are condensed (a directory of plugins has hundreds); as --strict errors each is listed.

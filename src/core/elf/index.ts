@@ -24,7 +24,7 @@ export {describeObject} from './explainer.js';
  * check_match's assertion). Within a stage the problems keep the model's order, which is the loader's.
  */
 function stageOf(p: Problem): number {
-  if (p.kind === 'not-found' || p.kind === 'executable-stack') return 0;
+  if (p.kind === 'not-found' || p.kind === 'noexec-mount' || p.kind === 'executable-stack') return 0;
   if (p.kind === 'version-not-found' || (p.kind === 'loader-abort' && p.symbol === null)) return 1;
   if (p.kind === 'cpu-isa-level') return 2;
   return 3;

@@ -12,6 +12,7 @@ import {LoaderProcess, type LoadedObject, type LoaderContext} from './resolver.j
 import {readListedSync, type ListedFile, type TargetFile} from './targets.js';
 import {InputRecorder} from './inputs.js';
 import {normalRoot} from './sysroot.js';
+import {noexecMountOf, noexecMountPoints} from './mounts.js';
 import {VerdictCache, type StoredResult} from './verdict-cache.js';
 
 /**
@@ -80,6 +81,8 @@ export function makeContext(options: CheckOptions, cwd: string, recorder: InputR
     ldLibraryPath: options.ldLibraryPath,
     tunables: tunablesOf(options),
     bindNow: bindNowOf(options),
+    // Mount flags are this machine's: an image under CUDAENV_SYSROOT runs elsewhere.
+    ...(sysroot === '' ? {noexecMount: noexecMountOf} : {}),
     preload: preloadList(options, recorder),
     cacheLabel: `ld.so.cache (${cacheFile})`,
     cacheLookup(name: string, platform: LoaderPlatform): string | null {
@@ -193,6 +196,8 @@ function openCache(options: CheckOptions, cwd: string, ctx: LoaderContext): Verd
       cwd, sysroot, ldLibraryPath: options.ldLibraryPath ?? null, preload: options.preload ?? [], exe: options.exe ?? null,
       cacheFile: options.cacheFile ?? null, storeVersionsDir: options.storeVersionsDir ?? null,
       tunables: tunablesOf(options) ?? null, bindNow: bindNowOf(options),
+      // A file system remounted noexec (or exec) changes what loads without changing any file.
+      noexec: sysroot === '' ? noexecMountPoints() : [],
     },
     sysroot,
     platform(key) {

@@ -74,6 +74,8 @@ export interface Edge {
   ldEntry?: string;
   /** A DT_AUXILIARY object that could not be loaded: ld.so goes on without it. */
   ignored?: true;
+  /** Set when the loader stops at a file on a file system mounted noexec: that mount point. */
+  noexecMount?: string;
 }
 
 /** What all processes of one check share. */
@@ -91,6 +93,8 @@ export interface LoaderContext {
   tunables?: string;
   /** LD_BIND_NOW is set (non-empty): a program binds its PLT slots while it starts, not at their first call. */
   bindNow?: boolean;
+  /** The noexec mount point holding a file (./mounts.ts), where mounts are this machine's (not under a sysroot). */
+  noexecMount?: (path: string) => string | null;
 }
 
 export class LoaderProcess {
@@ -111,6 +115,8 @@ export class LoaderProcess {
   dlopenAt = 0;
   /** Filtees that move each other up without end: ld.so crashes there (./dependency-list.ts). */
   filterLoop: LoadedObject[] | null = null;
+  /** The main object lies on a noexec mount (this mount point): the program cannot start, or ld.so cannot map the library. */
+  mainNoexec: string | null = null;
   private ldDirs: SearchDir[] = [];
   private readonly mapped = new Set<LoadedObject>();
   /**
@@ -145,6 +151,7 @@ export class LoaderProcess {
       }
     }
     this.main = this.newObject(mainFile.path, mainFile.path, mainFile.info, mainFile.stat, null, 'main', mainOrigin);
+    this.mainNoexec = this.ctx.noexecMount?.(mainFile.path) ?? null;
     this.seedInterpreter(mainFile.info);
     this.ensureInterp();
     this.ldDirs = parseSearchList(this.ctx.ldLibraryPath, this.dst(this.main), 'env');
@@ -341,6 +348,11 @@ export class LoaderProcess {
       }
       // Mapping it fails (dl-load.c); for a preload ld.so says so and goes on without it (rtld.c
       // do_preload), elsewhere the checker reports the stop.
+      const noexec = this.ctx.noexecMount?.(c.file ?? c.path) ?? null;
+      if (noexec !== null) {
+        edge.noexecMount = noexec;
+        return stop('failed to map segment from shared object');
+      }
       if (preload && execStackForbidden(this.ctx.tunables, this.platform.glibc) && asksExecStack(info)) {
         return stop('cannot enable executable stack as shared object requires');
       }
