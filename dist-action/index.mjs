@@ -4795,7 +4795,7 @@ var require_util2 = __commonJS({
           writable: true,
           enumerable: true,
           configurable: true,
-          value: function entries() {
+          value: function entries2() {
             webidl.brandCheck(this, object);
             return makeIterator(this, "key+value");
           }
@@ -5863,9 +5863,9 @@ Content-Type: ${value.type || "application/octet-stream"}\r
                   return fd;
                 }
                 case "application/x-www-form-urlencoded": {
-                  const entries = new URLSearchParams(value.toString());
+                  const entries2 = new URLSearchParams(value.toString());
                   const fd = new FormData2();
-                  for (const [name, value2] of entries) {
+                  for (const [name, value2] of entries2) {
                     fd.append(name, value2);
                   }
                   return fd;
@@ -10911,11 +10911,11 @@ var require_mock_utils = __commonJS({
     }
     function buildHeadersFromArray(headers) {
       const clone = headers.slice();
-      const entries = [];
+      const entries2 = [];
       for (let index = 0; index < clone.length; index += 2) {
-        entries.push([clone[index], clone[index + 1]]);
+        entries2.push([clone[index], clone[index + 1]]);
       }
-      return Object.fromEntries(entries);
+      return Object.fromEntries(entries2);
     }
     function matchHeaders(mockDispatch2, headers) {
       if (typeof mockDispatch2.headers === "function") {
@@ -72640,7 +72640,8 @@ function parse(file, options) {
     dynamic: "none",
     x86IsaNeeded: x86IsaNeeded(file, h, phdrs),
     stackFlags: phdrs.find((p) => p.type === PT_GNU_STACK)?.flags ?? null,
-    tls: tlsBlock(phdrs)
+    tls: tlsBlock(phdrs),
+    loads: phdrs.filter((p) => p.type === PT_LOAD).map((p) => ({ offset: p.offset, vaddr: p.vaddr, filesz: p.filesz }))
   };
   if (options.symbols === "undefined") info2.lookup = NO_LOOKUP;
   const interp = phdrs.find((p) => p.type === PT_INTERP);
@@ -73143,8 +73144,27 @@ var FileView = class {
   }
 };
 
-// src/core/elf/static-tls.ts
+// src/core/elf/auxv.ts
 import { readFileSync } from "node:fs";
+var entries;
+var AT_PAGESZ = 6;
+var AT_RSEQ_FEATURE_SIZE = 27;
+var AT_RSEQ_ALIGN = 28;
+function auxv(type) {
+  if (!entries) {
+    entries = /* @__PURE__ */ new Map();
+    try {
+      const aux = readFileSync("/proc/self/auxv");
+      for (let i = 0; i + 16 <= aux.length; i += 16) {
+        const t = Number(aux.readBigUInt64LE(i));
+        if (t === 0) break;
+        entries.set(t, Number(aux.readBigUInt64LE(i + 8)));
+      }
+    } catch {
+    }
+  }
+  return entries.get(type);
+}
 
 // src/core/elf/ldcache/host-loader.ts
 import { closeSync as closeSync2, openSync as openSync2, readSync as readSync2, fstatSync as fstatSync2 } from "node:fs";
@@ -73299,25 +73319,8 @@ function staticTlsSurplus(tunables, glibc) {
 var roundUp = (n, align) => Math.ceil(n / align) * align;
 function rseqArea(glibc) {
   if (glibc !== null && versionAtMost(glibc, 2, 40)) return null;
-  const { featureSize, align } = kernelRseq();
-  const a = Math.max(32, align);
-  return { size: roundUp(Math.max(32, featureSize), a), align: a };
-}
-var rseqAux;
-function kernelRseq() {
-  if (rseqAux) return rseqAux;
-  rseqAux = { featureSize: 0, align: 0 };
-  try {
-    const aux = readFileSync("/proc/self/auxv");
-    for (let i = 0; i + 16 <= aux.length; i += 16) {
-      const type = Number(aux.readBigUInt64LE(i));
-      if (type === 27) rseqAux.featureSize = Number(aux.readBigUInt64LE(i + 8));
-      else if (type === 28) rseqAux.align = Number(aux.readBigUInt64LE(i + 8));
-      else if (type === 0) break;
-    }
-  } catch {
-  }
-  return rseqAux;
+  const a = Math.max(32, auxv(AT_RSEQ_ALIGN) ?? 0);
+  return { size: roundUp(Math.max(32, auxv(AT_RSEQ_FEATURE_SIZE) ?? 0), a), align: a };
 }
 var StaticTlsBlock = class {
   /**
@@ -73686,6 +73689,7 @@ function findProblems(p, memo) {
   if (p.mainNoexec !== null) {
     return [{ kind: "noexec-mount", object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: null }];
   }
+  if (p.mainStop) return [{ kind: "not-found", object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: p.mainStop }];
   const forbidExecStack = execStackForbidden(p.ctx.tunables, p.platform.glibc);
   const refuseExecStack = forbidExecStack || execStackRefused(p);
   if (forbidExecStack && asksExecStack(p.main.info)) {
@@ -73998,9 +74002,22 @@ function parseSearchList(value, values, kind) {
   return out;
 }
 
+// src/core/elf/segments.ts
+var MISALIGNED = "ELF load command address/offset not page-aligned";
+function segmentsMisaligned(info2, pageSize) {
+  const loads = info2.loads;
+  if (loads.some((l) => (l.vaddr - l.offset) % pageSize !== 0)) return true;
+  if (loads.length < 2) return false;
+  const start = (addr) => Math.floor(addr / pageSize) * pageSize;
+  const end = (l) => Math.ceil((l.vaddr + l.filesz) / pageSize) * pageSize;
+  const holes = loads.some((l, i) => i > 0 && end(loads[i - 1]) !== start(l.vaddr));
+  return holes && start(loads[loads.length - 1].vaddr) < end(loads[0]);
+}
+
 // src/core/elf/resolver.ts
 var DF_1_NODEFLIB = 2048;
 var DF_1_PIE = 134217728;
+var misaligned = (info2, platform2) => (platform2.glibc === null || !versionAtMost(platform2.glibc, 2, 34)) && segmentsMisaligned(info2, platform2.pageSize);
 var ET_EXEC2 = 2;
 var ET_DYN = 3;
 var LoaderProcess = class {
@@ -74029,6 +74046,8 @@ var LoaderProcess = class {
   filterLoop = null;
   /** The main object lies on a noexec mount (this mount point): the program cannot start, or ld.so cannot map the library. */
   mainNoexec = null;
+  /** Without --exe: ld.so maps the checked library itself, and stops there when it cannot (its segments, the page size). */
+  mainStop = null;
   ldDirs = [];
   mapped = /* @__PURE__ */ new Set();
   /**
@@ -74059,6 +74078,19 @@ var LoaderProcess = class {
     }
     this.main = this.newObject(mainFile.path, mainFile.path, mainFile.info, mainFile.stat, null, "main", mainOrigin);
     this.mainNoexec = this.ctx.noexecMount?.(mainFile.path) ?? null;
+    if (!exe && misaligned(mainFile.info, this.platform)) {
+      this.mainStop = {
+        name: mainFile.path,
+        kind: "needed",
+        owner: this.main,
+        object: null,
+        via: null,
+        rule: null,
+        passedOver: [],
+        error: `${mainFile.path}: ${MISALIGNED}`,
+        errorPath: mainFile.path
+      };
+    }
     this.seedInterpreter(mainFile.info);
     this.ensureInterp();
     this.ldDirs = parseSearchList(this.ctx.ldLibraryPath, this.dst(this.main), "env");
@@ -74236,6 +74268,7 @@ var LoaderProcess = class {
         edge.object = same;
         return edge;
       }
+      if (misaligned(info2, this.platform)) return stop(MISALIGNED);
       const noexec = this.ctx.noexecMount?.(c.file ?? c.path) ?? null;
       if (noexec !== null) {
         edge.noexecMount = noexec;
@@ -74682,6 +74715,7 @@ function describeBadFile(path13, reason) {
     return "a file that cannot be read";
   }
   if (head.toString("latin1") === "ELF") {
+    if (reason === MISALIGNED) return "an ELF file whose segments are laid out for smaller memory pages than this machine's";
     if (/no dynamic section/.test(reason)) {
       return readElfDynamic(path13) === "debug-info" ? "a separate debug-info file (objcopy --only-keep-debug), not a loadable library" : "an ELF shared object without a dynamic section";
     }
@@ -74733,7 +74767,8 @@ function explainStop(problem, p, f, who, ctx) {
   const bad = edge.errorPath;
   const reason = edge.error.startsWith(`${bad}: `) ? edge.error.slice(bad.length + 2) : edge.error;
   const what = describeBadFile(p.ctx.view.hostPath(bad) ?? bad, reason);
-  problem.summary = `${who} needs ${dependencyName(edge, name)}, and the loader stops at ${bad} with "${reason}": it is ${what}`;
+  const itself = edge === p.mainStop;
+  problem.summary = itself ? `the loader cannot map ${bad}: "${reason}": it is ${what}` : `${who} needs ${dependencyName(edge, name)}, and the loader stops at ${bad} with "${reason}": it is ${what}`;
   problem.chosen = edge.rule ? `${bad} (${edge.rule})` : bad;
   let next;
   if (!name.includes("/")) {
@@ -74750,8 +74785,13 @@ function explainStop(problem, p, f, who, ctx) {
     }
   }
   if (next) problem.shadowed = `${next.path} (${next.rule}), which the loader never reaches`;
-  problem.explanation = `${f.object.path} needs ${name}. The loader finds ${bad}${edge.rule ? ` by ${edge.rule}` : ""}, which is ${what}: it fails there with "${edge.error}" instead of loading ${name}, without looking further.` + (next ? ` ${next.path} (${next.rule}) would be loaded without it.` : "");
-  const replace = `remove or replace ${bad} (it is ${what}; if a package installed it, reinstall that package)`;
+  problem.explanation = (itself ? `ld.so maps ${bad} itself, which is ${what}: it fails with "${edge.error}", so every program that loads it does.` : `${f.object.path} needs ${name}. The loader finds ${bad}${edge.rule ? ` by ${edge.rule}` : ""}, which is ${what}: it fails there with "${edge.error}" instead of loading ${name}, without looking further.`) + (next ? ` ${next.path} (${next.rule}) would be loaded without it.` : "");
+  let replace = `remove or replace ${bad} (it is ${what}; if a package installed it, reinstall that package)`;
+  if (reason === MISALIGNED) {
+    const pageSize = p.platform.pageSize;
+    problem.explanation += ` This machine's pages are ${pageSize} bytes: each PT_LOAD segment's file offset and address must differ by a multiple of that, and segments must not share a page across a gap. A library built for smaller pages (-z max-page-size) does not load here, nor one that strip rewrote after patchelf had moved its segments (manylinux wheels).`;
+    replace = `rebuild ${basename3(bad)} with -Wl,-z,max-page-size=${pageSize} (or larger), or reinstall the package it came from: if its files were stripped after patchelf, install them unstripped`;
+  }
   const entry2 = edge.ldEntry;
   if (entry2 !== void 0 && next) problem.fix = `${dropEntryFix(entry2, ctx)}, or ${replace}`;
   else problem.fix = replace;
@@ -74877,13 +74917,13 @@ function parseLayouts(file, buf) {
   if (oldEnd > buf.length) throw new CacheFormatError(`the old-format header says ${nlibs} entries, more than the file holds`);
   const newStart = oldEnd + 7 & ~7;
   if (startsWith(buf, newStart, NEW_MAGIC)) return parseNew(file, buf, newStart, "compat");
-  const entries = [];
+  const entries2 = [];
   for (let i = 0; i < nlibs; i++) {
     const at = 16 + i * OLD_ENTRY;
     const flags = i32(buf, at);
-    entries.push(entry(flags, cstr(buf, oldEnd, u32(buf, at + 4)), cstr(buf, oldEnd, u32(buf, at + 8)), 0n, 0, null));
+    entries2.push(entry(flags, cstr(buf, oldEnd, u32(buf, at + 4)), cstr(buf, oldEnd, u32(buf, at + 8)), 0n, 0, null));
   }
-  return { file, format: "old", entries, generator: null, warnings: [] };
+  return { file, format: "old", entries: entries2, generator: null, warnings: [] };
 }
 function parseNew(file, buf, base, format) {
   if (buf.length < base + NEW_HEADER) throw new CacheFormatError("the new-format header is cut off");
@@ -74898,14 +74938,14 @@ function parseNew(file, buf, base, format) {
   }
   const extOffset = u32(buf, base + 32);
   const { generator, subdirs } = extensions(buf, base, extOffset);
-  const entries = [];
+  const entries2 = [];
   for (let i = 0; i < nlibs; i++) {
     const at = base + NEW_HEADER + i * NEW_ENTRY;
     const flags = i32(buf, at);
     const hwcap = HOST_LITTLE ? buf.readBigUInt64LE(at + 16) : buf.readBigUInt64BE(at + 16);
-    entries.push(entry(flags, cstr(buf, base, u32(buf, at + 4)), cstr(buf, base, u32(buf, at + 8)), hwcap, u32(buf, at + 12), subdirs));
+    entries2.push(entry(flags, cstr(buf, base, u32(buf, at + 4)), cstr(buf, base, u32(buf, at + 8)), hwcap, u32(buf, at + 12), subdirs));
   }
-  return { file, format, entries, generator, warnings: [] };
+  return { file, format, entries: entries2, generator, warnings: [] };
 }
 function extensions(buf, base, offset) {
   if (offset === 0 || offset + 8 > buf.length || u32(buf, offset) !== EXTENSION_MAGIC) return { generator: null, subdirs: null };
@@ -74967,7 +75007,7 @@ function cstr(buf, base, offset) {
 var LINE = /^\t(.+) \(([^,)]+)((?:,(?! hwcap: | OS ABI: )[^,)]+)*)(?:, hwcap: (?:"([^"]+)"|(0x[0-9a-f]+)))?(?:, OS ABI: [^)]*? (\d+)\.(\d+)\.(\d+))?\) => (.+)$/;
 var OS_NAMES = ["Linux", "Hurd", "Solaris", "FreeBSD", "kNetBSD", "Syllable"];
 function parseLdconfigOutput(text) {
-  const entries = [];
+  const entries2 = [];
   let generator = null;
   for (const line of text.split("\n")) {
     const gen = /^Cache generated by: (.*)$/.exec(line);
@@ -74980,7 +75020,7 @@ function parseLdconfigOutput(text) {
     const osVersion = major === void 0 ? 0 : (os8 << 24 | Number(major) << 16 | Number(minor) << 8 | Number(patch)) >>> 0;
     const flags = flagsFromLabel(type, archSuffix.replace(/^,/, ""));
     if (flags === null) continue;
-    entries.push({
+    entries2.push({
       key,
       path: path13,
       flags,
@@ -74993,7 +75033,7 @@ function parseLdconfigOutput(text) {
       osVersion
     });
   }
-  return { entries, generator };
+  return { entries: entries2, generator };
 }
 
 // src/core/elf/ldcache/load.ts
@@ -75266,7 +75306,9 @@ function loaderPlatform(elfClass, machine, sysroot = "", cacheGenerator) {
       glibc,
       legacyHwcap,
       dsoSort: dsoSortOf(interpFile, glibc),
-      x86IsaBits
+      x86IsaBits,
+      // This machine's kernel, also for an image under a sysroot (the page size of the machine it runs on is not in it).
+      pageSize: auxv(AT_PAGESZ) ?? 4096
     };
   }
   cache.set(key, result);
@@ -75505,7 +75547,7 @@ var VerdictCache = class {
   }
 };
 function prune(dir, keep) {
-  const entries = readdirSync3(dir).filter((n) => n.endsWith(".json")).map((n) => {
+  const entries2 = readdirSync3(dir).filter((n) => n.endsWith(".json")).map((n) => {
     const path13 = join7(dir, n);
     try {
       return { path: path13, mtime: statSync5(path13).mtimeMs };
@@ -75513,9 +75555,9 @@ function prune(dir, keep) {
       return { path: path13, mtime: 0 };
     }
   });
-  if (entries.length <= MAX_FILES) return;
-  entries.sort((a, b) => b.mtime - a.mtime);
-  for (const e of entries.slice(MAX_FILES)) {
+  if (entries2.length <= MAX_FILES) return;
+  entries2.sort((a, b) => b.mtime - a.mtime);
+  for (const e of entries2.slice(MAX_FILES)) {
     if (e.path === keep) continue;
     try {
       unlinkSync(e.path);
@@ -76789,13 +76831,13 @@ function toolkitPrograms(paths) {
   for (const v of listVersions(paths)) {
     if (v.broken) continue;
     const bin = join11(v.path, "bin");
-    let entries;
+    let entries2;
     try {
-      entries = readdirSync6(bin);
+      entries2 = readdirSync6(bin);
     } catch {
       continue;
     }
-    for (const name of entries) {
+    for (const name of entries2) {
       if (!PROGRAM_RE.test(name)) continue;
       try {
         const st = statSync7(join11(bin, name));
@@ -77796,16 +77838,16 @@ function relocatePkgConfig(root, installedRoot) {
   const written = [];
   for (const dirName of ["pkg-config", "pkgconfig"]) {
     const dir = join16(root, dirName);
-    let entries;
+    let entries2;
     try {
       if (!lstatSync5(dir).isDirectory()) continue;
-      entries = readdirSync9(dir);
+      entries2 = readdirSync9(dir);
     } catch {
       continue;
     }
     const dest = join16(root, PKGCONFIG_DIR);
     mkdirSync9(dest, { recursive: true });
-    for (const name of entries.filter((n) => n.endsWith(".pc"))) {
+    for (const name of entries2.filter((n) => n.endsWith(".pc"))) {
       const src = join16(dir, name);
       if (!lstatSync5(src).isFile()) continue;
       writeFileSync3(join16(dest, name), rewritePcText(readFileSync13(src, "utf8"), installedRoot));
@@ -78332,8 +78374,8 @@ function directoryCacheService(root) {
     name: `the cache directory ${root}`,
     unavailable: async () => existsSync14(root) ? void 0 : `the cache directory ${root} (CUDAENV_ACTION_CACHE_DIR) does not exist`,
     async restore(dir, key, restoreKeys) {
-      const entries = readdirSync11(root).filter((n) => !n.startsWith(".")).map((n) => ({ key: keyOf(n), path: join25(root, n), time: statSync10(join25(root, n)).mtimeMs }));
-      const hit = entries.find((e) => e.key === key) ?? restoreKeys.map((p) => entries.filter((e) => e.key.startsWith(p)).sort((a, b) => b.time - a.time)[0]).find(Boolean);
+      const entries2 = readdirSync11(root).filter((n) => !n.startsWith(".")).map((n) => ({ key: keyOf(n), path: join25(root, n), time: statSync10(join25(root, n)).mtimeMs }));
+      const hit = entries2.find((e) => e.key === key) ?? restoreKeys.map((p) => entries2.filter((e) => e.key.startsWith(p)).sort((a, b) => b.time - a.time)[0]).find(Boolean);
       if (!hit) return void 0;
       rmSync9(dir, { recursive: true, force: true });
       cpSync(hit.path, dir, { recursive: true });

@@ -157,6 +157,7 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
   if (p.mainNoexec !== null) {
     return [{kind: 'noexec-mount', object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: null}];
   }
+  if (p.mainStop) return [{kind: 'not-found', object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: p.mainStop}];
   const forbidExecStack = execStackForbidden(p.ctx.tunables, p.platform.glibc);
   const refuseExecStack = forbidExecStack || execStackRefused(p);
   // The main object comes first: the kernel mapped the program (rtld stops with "Fatal glibc

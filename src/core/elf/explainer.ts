@@ -10,6 +10,7 @@ import {quoteSh} from '../shell/quote.js';
 import {defines, definesVersion} from './symbols.js';
 import {describeNonElf} from './targets.js';
 import {splitLdLibraryPath} from './search-path.js';
+import {MISALIGNED} from './segments.js';
 
 /**
  * Turns a finding into what a user can act on: the file the loader picks and by which rule,
@@ -319,6 +320,7 @@ function describeBadFile(path: string, reason: string): string {
     return 'a file that cannot be read';
   }
   if (head.toString('latin1') === '\x7fELF') {
+    if (reason === MISALIGNED) return 'an ELF file whose segments are laid out for smaller memory pages than this machine\'s';
     if (/no dynamic section/.test(reason)) {
       return readElfDynamic(path) === 'debug-info' ? 'a separate debug-info file (objcopy --only-keep-debug), not a loadable library'
         : 'an ELF shared object without a dynamic section';
@@ -388,7 +390,9 @@ function explainStop(problem: Problem, p: LoaderProcess, f: Finding, who: string
   const bad = edge.errorPath!;
   const reason = edge.error!.startsWith(`${bad}: `) ? edge.error!.slice(bad.length + 2) : edge.error!;
   const what = describeBadFile(p.ctx.view.hostPath(bad) ?? bad, reason);
-  problem.summary = `${who} needs ${dependencyName(edge, name)}, and the loader stops at ${bad} with "${reason}": it is ${what}`;
+  const itself = edge === p.mainStop;
+  problem.summary = itself ? `the loader cannot map ${bad}: "${reason}": it is ${what}`
+    : `${who} needs ${dependencyName(edge, name)}, and the loader stops at ${bad} with "${reason}": it is ${what}`;
   problem.chosen = edge.rule ? `${bad} (${edge.rule})` : bad;
   // The file a search without it would load, if any (only a search by name goes on).
   let next: Candidate | undefined;
@@ -406,10 +410,17 @@ function explainStop(problem: Problem, p: LoaderProcess, f: Finding, who: string
     }
   }
   if (next) problem.shadowed = `${next.path} (${next.rule}), which the loader never reaches`;
-  problem.explanation = `${f.object.path} needs ${name}. The loader finds ${bad}${edge.rule ? ` by ${edge.rule}` : ''}, which is ${what}: ` +
-    `it fails there with "${edge.error}" instead of loading ${name}, without looking further.` +
+  problem.explanation = (itself ? `ld.so maps ${bad} itself, which is ${what}: it fails with "${edge.error}", so every program that loads it does.`
+    : `${f.object.path} needs ${name}. The loader finds ${bad}${edge.rule ? ` by ${edge.rule}` : ''}, which is ${what}: ` +
+    `it fails there with "${edge.error}" instead of loading ${name}, without looking further.`) +
     (next ? ` ${next.path} (${next.rule}) would be loaded without it.` : '');
-  const replace = `remove or replace ${bad} (it is ${what}; if a package installed it, reinstall that package)`;
+  let replace = `remove or replace ${bad} (it is ${what}; if a package installed it, reinstall that package)`;
+  if (reason === MISALIGNED) {
+    const pageSize = p.platform.pageSize;
+    problem.explanation += ` This machine's pages are ${pageSize} bytes: each PT_LOAD segment's file offset and address must differ by a multiple of that, ` +
+      'and segments must not share a page across a gap. A library built for smaller pages (-z max-page-size) does not load here, nor one that strip rewrote after patchelf had moved its segments (manylinux wheels).';
+    replace = `rebuild ${basename(bad)} with -Wl,-z,max-page-size=${pageSize} (or larger), or reinstall the package it came from: if its files were stripped after patchelf, install them unstripped`;
+  }
   const entry = edge.ldEntry;
   if (entry !== undefined && next) problem.fix = `${dropEntryFix(entry, ctx)}, or ${replace}`;
   else problem.fix = replace;

@@ -1,3 +1,4 @@
+import {auxv, AT_PAGESZ} from './auxv.js';
 import {existsSync, readFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {glibcVersionOfFile, hostLoaderFacts, loaderFileFacts, versionAtMost} from './ldcache/host-loader.js';
@@ -37,6 +38,8 @@ export interface LoaderPlatform {
    * which every object's GNU_PROPERTY_X86_ISA_1_NEEDED must be within (dl_isa_level_check); null: no such check.
    */
   x86IsaBits: number | null;
+  /** The kernel's page size (AT_PAGESZ; 4 KB on x86-64, 4, 16 or 64 KB on aarch64), which ld.so maps segments in. */
+  pageSize: number;
 }
 
 /** glibc.rtld.dynamic_sort: 1 is the original algorithm, 2 the depth-first one (elf/dl-sort-maps.c). */
@@ -214,6 +217,8 @@ export function loaderPlatform(elfClass: 32 | 64, machine: number, sysroot = '',
       legacyHwcap,
       dsoSort: dsoSortOf(interpFile, glibc),
       x86IsaBits,
+      // This machine's kernel, also for an image under a sysroot (the page size of the machine it runs on is not in it).
+      pageSize: auxv(AT_PAGESZ) ?? 4096,
     };
   }
   cache.set(key, result);

@@ -9,6 +9,7 @@ import {versionAtMost} from './ldcache/host-loader.js';
 import type {LoaderPlatform} from './platform.js';
 import {ElfError} from './reader/index.js';
 import {describeElement, parseSearchList, expandDst, type DstValues, type SearchDir} from './search-path.js';
+import {MISALIGNED, segmentsMisaligned} from './segments.js';
 import type {ElfInfo} from './types.js';
 
 /**
@@ -19,6 +20,9 @@ import type {ElfInfo} from './types.js';
  */
 export const DF_1_NODEFLIB = 0x800;
 export const DF_1_PIE = 0x08000000;
+/** Whether the loader checks an object's segments against the page size (./segments.ts): glibc 2.35 and later. */
+const misaligned = (info: ElfInfo, platform: LoaderPlatform): boolean =>
+  (platform.glibc === null || !versionAtMost(platform.glibc, 2, 34)) && segmentsMisaligned(info, platform.pageSize);
 const ET_EXEC = 2;
 const ET_DYN = 3;
 
@@ -117,6 +121,8 @@ export class LoaderProcess {
   filterLoop: LoadedObject[] | null = null;
   /** The main object lies on a noexec mount (this mount point): the program cannot start, or ld.so cannot map the library. */
   mainNoexec: string | null = null;
+  /** Without --exe: ld.so maps the checked library itself, and stops there when it cannot (its segments, the page size). */
+  mainStop: Edge | null = null;
   private ldDirs: SearchDir[] = [];
   private readonly mapped = new Set<LoadedObject>();
   /**
@@ -152,6 +158,10 @@ export class LoaderProcess {
     }
     this.main = this.newObject(mainFile.path, mainFile.path, mainFile.info, mainFile.stat, null, 'main', mainOrigin);
     this.mainNoexec = this.ctx.noexecMount?.(mainFile.path) ?? null;
+    if (!exe && misaligned(mainFile.info, this.platform)) {
+      this.mainStop = {name: mainFile.path, kind: 'needed', owner: this.main, object: null, via: null, rule: null, passedOver: [],
+        error: `${mainFile.path}: ${MISALIGNED}`, errorPath: mainFile.path};
+    }
     this.seedInterpreter(mainFile.info);
     this.ensureInterp();
     this.ldDirs = parseSearchList(this.ctx.ldLibraryPath, this.dst(this.main), 'env');
@@ -348,6 +358,7 @@ export class LoaderProcess {
       }
       // Mapping it fails (dl-load.c); for a preload ld.so says so and goes on without it (rtld.c
       // do_preload), elsewhere the checker reports the stop.
+      if (misaligned(info, this.platform)) return stop(MISALIGNED);
       const noexec = this.ctx.noexecMount?.(c.file ?? c.path) ?? null;
       if (noexec !== null) {
         edge.noexecMount = noexec;

@@ -1,4 +1,4 @@
-import {readFileSync} from 'node:fs';
+import {auxv, AT_RSEQ_ALIGN, AT_RSEQ_FEATURE_SIZE} from './auxv.js';
 import {versionAtMost} from './ldcache/host-loader.js';
 import {tunableInEffect} from './tunables.js';
 import type {ElfInfo} from './types.js';
@@ -51,29 +51,8 @@ const roundUp = (n: number, align: number): number => Math.ceil(n / align) * ali
  */
 export function rseqArea(glibc: [number, number] | null): {size: number; align: number} | null {
   if (glibc !== null && versionAtMost(glibc, 2, 40)) return null;
-  const {featureSize, align} = kernelRseq();
-  const a = Math.max(32, align);
-  return {size: roundUp(Math.max(32, featureSize), a), align: a};
-}
-
-let rseqAux: {featureSize: number; align: number} | undefined;
-
-/** AT_RSEQ_FEATURE_SIZE (27) and AT_RSEQ_ALIGN (28) of this process's auxiliary vector: the kernel every program here runs on. */
-function kernelRseq(): {featureSize: number; align: number} {
-  if (rseqAux) return rseqAux;
-  rseqAux = {featureSize: 0, align: 0};
-  try {
-    const aux = readFileSync('/proc/self/auxv');
-    for (let i = 0; i + 16 <= aux.length; i += 16) {
-      const type = Number(aux.readBigUInt64LE(i));
-      if (type === 27) rseqAux.featureSize = Number(aux.readBigUInt64LE(i + 8));
-      else if (type === 28) rseqAux.align = Number(aux.readBigUInt64LE(i + 8));
-      else if (type === 0) break;
-    }
-  } catch {
-    // no /proc: an older kernel's 32 bytes
-  }
-  return rseqAux;
+  const a = Math.max(32, auxv(AT_RSEQ_ALIGN) ?? 0);
+  return {size: roundUp(Math.max(32, auxv(AT_RSEQ_FEATURE_SIZE) ?? 0), a), align: a};
 }
 
 /** The static TLS block of one process: laid out at start, then carved from by dlopened objects. */

@@ -138,4 +138,6 @@ export interface ElfInfo extends ElfHeaderInfo {
    * l_tls_firstbyte_offset = p_vaddr mod p_align), or null without one (or an empty one).
    */
   tls: {size: number; align: number; firstByte: number} | null;
+  /** Its PT_LOAD segments in table order (what ld.so maps, and checks against the page size). */
+  loads: Array<{offset: number; vaddr: number; filesz: number}>;
 }

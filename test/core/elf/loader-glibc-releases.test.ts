@@ -359,6 +359,32 @@ describeIf(fetched && IS_ROOT && usable, reason)('the loader model against the r
     expect(failed.get('glibc.pthread.rseq=0')).toBe(failed.get(''));
   });
 
+  test.each(RELEASES.map((r) => [r.suite, r.glibc]))('%s (glibc %s): segments laid out for smaller pages than the machine\'s', async (suite, glibc) => {
+    const image = images.find((i) => i.suite === suite)!;
+    const dir = join(image.root, 'fz', 'pages');
+    const small = ['-Wl,-z,max-page-size=0x100', '-Wl,-z,common-page-size=0x100'];
+    const libs = {
+      // File offset and address differ by 0x100 in the second segment.
+      offset: buildLib({out: join(dir, 'liboffset.so'), soname: 'liboffset.so', source: 'int o(void){return 1;}\n', extra: ['-nostdlib', ...small, '-Wl,-z,noseparate-code']}),
+      // Every segment congruent, but four of them within one 4 KB page, with gaps between.
+      holes: buildLib({out: join(dir, 'libholes.so'), soname: 'libholes.so', source: 'int h(void){return 1;}\n', extra: ['-nostdlib', ...small, '-Wl,-z,separate-code']}),
+      plain: buildLib({out: join(dir, 'libplain.so'), soname: 'libplain.so', source: 'int p(void){return 1;}\n', extra: ['-nostdlib']}),
+    };
+    const verdicts: string[] = [];
+    for (const [name, lib] of Object.entries(libs)) {
+      const dl = spawnSync(runin, [image.root, '/', '--', image.driver, lib], {encoding: 'utf8'}).stdout.trim();
+      const traced = spawnSync(runin, [image.root, '/', 'LD_TRACE_LOADED_OBJECTS=1', '--', '/lib64/ld-linux-x86-64.so.2', lib], {encoding: 'utf8'});
+      const asMain = await checkLibraries({targets: [lib], sysroot: image.root});
+      const dlopened = await checkLibraries({targets: [lib], exe: image.driver, sysroot: image.root, strict: true});
+      const refused = /ELF load command address\/offset not page-aligned/;
+      expect([name, refused.test(`${traced.stdout}${traced.stderr}`)]).toEqual([name, refused.test(dl)]);
+      expect([name, asMain.problems.some((p) => refused.test(p.summary)), dlopened.problems.some((p) => refused.test(p.summary))]).toEqual([name, refused.test(dl), refused.test(dl)]);
+      verdicts.push(`${name} ${refused.test(dl) ? 'refused' : 'loads'}`);
+    }
+    // From 2.35 both layouts are refused; 2.31 maps them without a word (the model says so too).
+    expect(verdicts).toEqual(glibc === '2.31' ? ['offset loads', 'holes loads', 'plain loads'] : ['offset refused', 'holes refused', 'plain loads']);
+  });
+
   test('noble (glibc 2.39): dlopen makes the stack executable for such an object, as every glibc before 2.41 did, and glibc.rtld.execstack is unknown', async () => {
     const old = images.find((i) => i.suite === 'noble')!;
     const oldLib = buildLib({out: join(old.root, 'fz', 'execstack', 'libx.so'), soname: 'libx.so', source: 'int x(void){return 1;}\n', extra: ['-nostdlib', '-z', 'execstack']});

@@ -85,6 +85,7 @@ function parse(file: ElfFile, options: ReadElfOptions): ElfInfo {
     hashTable: 'none', hasVersym: false, dtFlags: 0, symbolic: false, bindNow: false, filtees: [],
     dynamic: 'none', x86IsaNeeded: x86IsaNeeded(file, h, phdrs), stackFlags: phdrs.find((p) => p.type === PT_GNU_STACK)?.flags ?? null,
     tls: tlsBlock(phdrs),
+    loads: phdrs.filter((p) => p.type === PT_LOAD).map((p) => ({offset: p.offset, vaddr: p.vaddr, filesz: p.filesz})),
   };
   // Until symbols are read: no symbol table (a static program, no DT_SYMTAB) finds nothing.
   if (options.symbols === 'undefined') info.lookup = NO_LOOKUP;
