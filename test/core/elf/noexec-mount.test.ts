@@ -4,7 +4,7 @@ import {copyFileSync, mkdirSync} from 'node:fs';
 import {join} from 'node:path';
 import {checkLibraries, firstProblemLine} from '../../../src/core/elf/index.js';
 import {noexecMountOf} from '../../../src/core/elf/mounts.js';
-import {IS_ROOT} from '../../helpers/capabilities.js';
+import {CAN_MOUNT_TMPFS, NEEDS} from '../../helpers/capabilities.js';
 import {describeIf} from '../../helpers/skip.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {buildDlopenDriver, buildLib, HAVE_GCC} from './fixtures.js';
@@ -24,7 +24,7 @@ let needs: string;
 
 const env = (extra: Record<string, string> = {}) => ({PATH: process.env.PATH, ...extra});
 
-describeIf(HAVE_GCC && IS_ROOT && process.platform === 'linux', 'needs gcc, root (to mount a tmpfs noexec) and Linux')('libraries on a noexec file system', () => {
+describeIf(HAVE_GCC && CAN_MOUNT_TMPFS, HAVE_GCC ? NEEDS.tmpfs : NEEDS.tool('gcc'))('libraries on a noexec file system', () => {
   beforeAll(() => {
     tmp = makeTempDir('cudaenv-noexec-');
     noexec = join(tmp.dir, 'scratch');
