@@ -35,7 +35,8 @@ function groupBlock(group: Problem[]): string[] {
   const lines: string[] = [];
   if (first.kind === 'cpu-isa-level' && group.length > 1) return isaBlock(group);
   if (group.length === 1) {
-    lines.push(`error: ${LABEL[first.kind]}: ${first.summary}`);
+    // A not-found with a picked file is a file the loader stops at (damaged, not ELF, misaligned): it was found.
+    lines.push(`error: ${first.kind === 'not-found' && first.chosen ? 'cannot load' : LABEL[first.kind]}: ${first.summary}`);
   } else {
     const versions = [...new Set(group.filter((p) => p.kind === 'version-not-found').map((p) => p.version!))];
     const symbols = [...new Set(group.filter((p) => p.kind === 'undefined-symbol').map((p) => p.symbol!))];

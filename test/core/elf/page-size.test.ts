@@ -2,6 +2,7 @@ import {afterAll, beforeAll, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
 import {join} from 'node:path';
 import {checkLibraries, firstProblemLine} from '../../../src/core/elf/index.js';
+import {formatProblems} from '../../../src/core/elf/format.js';
 import {readElfSync} from '../../../src/core/elf/reader/index.js';
 import {segmentsMisaligned} from '../../../src/core/elf/segments.js';
 import {describeIf} from '../../helpers/skip.js';
@@ -33,6 +34,8 @@ describeIf(HAVE_GCC && process.platform === 'linux' && process.arch === 'x64', '
     expect(report.ok).toBe(false);
     expect(report.problems[0].summary).toBe(`the loader cannot map ${lib}: "ELF load command address/offset not page-aligned": it is an ELF file whose segments are laid out for smaller memory pages than this machine's`);
     expect(report.problems[0].fix).toContain(`-Wl,-z,max-page-size=${PAGE}`);
+    // The file was found: the human report does not call it "not found".
+    expect(formatProblems(report)[0]).toBe(`error: cannot load: ${report.problems[0].summary}`);
     const user = buildLib({out: join(tmp.dir, name, 'libuser.so'), soname: 'libuser.so', source: 'int f(void);\nint u(void){return f();}\n', link: [lib], runpath: join(tmp.dir, name)});
     expect(spawnSync(driver, [user], {encoding: 'utf8'}).stdout).toBe(`ERR lib${name}.so: ELF load command address/offset not page-aligned\n`);
     const ldd = spawnSync('ldd', ['-r', user], {encoding: 'utf8'});
