@@ -72736,20 +72736,8 @@ function relocatedUndefinedNames(path13) {
 function copyRelocations(path13) {
   return withRelocations(path13, (t) => {
     const out = [];
-    let versions = null;
     for (let i = 1; i < t.count; i++) {
-      if (t.marks.copy[i] === 0) continue;
-      const raw = t.versym(i);
-      if ((raw & 32767) >= 2) versions ??= t.versions();
-      const entry2 = (raw & 32767) >= 2 ? versions.get(raw & 32767) : void 0;
-      out.push({
-        name: t.name(i),
-        version: entry2?.name ?? null,
-        versionFile: entry2?.file ?? null,
-        hidden: (raw & 32768) !== 0,
-        weak: t.binding(i) === STB_WEAK2,
-        rank: t.marks.copy[i]
-      });
+      if (t.marks.copy[i] !== 0) out.push({ ...t.symbol(i), weak: t.binding(i) === STB_WEAK2, rank: t.marks.copy[i] });
     }
     return out;
   });
@@ -72757,16 +72745,7 @@ function copyRelocations(path13) {
 var STB_LOCAL2 = 0;
 var STB_WEAK2 = 2;
 function staticTlsReferences(path13) {
-  return withRelocations(path13, (t) => {
-    let versions = null;
-    return t.marks.tpoff.map(({ sym, at }) => {
-      if (sym === 0 || t.binding(sym) === STB_LOCAL2) return { symbol: null, at };
-      const raw = t.versym(sym);
-      if ((raw & 32767) >= 2) versions ??= t.versions();
-      const entry2 = (raw & 32767) >= 2 ? versions.get(raw & 32767) : void 0;
-      return { symbol: { name: t.name(sym), version: entry2?.name ?? null, versionFile: entry2?.file ?? null, hidden: (raw & 32768) !== 0 }, at };
-    });
-  });
+  return withRelocations(path13, (t) => t.marks.tpoff.map(({ sym, at }) => ({ symbol: sym === 0 || t.binding(sym) === STB_LOCAL2 ? null : t.symbol(sym), at })));
 }
 function withRelocations(path13, use) {
   const file = ElfFile.open(path13);
@@ -72788,20 +72767,27 @@ function withRelocations(path13, use) {
     const versymAt = value(DT.VERSYM);
     const versym = versymAt === void 0 ? null : file.read(toOffset(versymAt, count * 2, "DT_VERSYM"), count * 2, "symbol versions (DT_VERSYM)");
     const u16 = (buf, at) => h.littleEndian ? buf.readUInt16LE(at) : buf.readUInt16BE(at);
+    let versions = null;
+    const versionsOnce = () => {
+      if (versions) return versions;
+      const verdef = value(DT.VERDEF);
+      const verneed = value(DT.VERNEED);
+      return versions = versionTable(
+        verdef === void 0 ? [] : readVersionDefinitions(file, h, toOffset(verdef, 20, "version definitions (DT_VERDEF)"), strings),
+        verneed === void 0 ? [] : readVersionNeeds(file, h, toOffset(verneed, 16, "version requirements (DT_VERNEED)"), strings)
+      );
+    };
+    const name = (i) => strings.get(h.littleEndian ? syms.readUInt32LE(i * entsize) : syms.readUInt32BE(i * entsize), `name of dynamic symbol ${i}`);
     return use({
       count,
       marks,
-      name: (i) => strings.get(h.littleEndian ? syms.readUInt32LE(i * entsize) : syms.readUInt32BE(i * entsize), `name of dynamic symbol ${i}`),
+      name,
       shndx: (i) => u16(syms, i * entsize + (h.is64 ? 6 : 14)),
       binding: (i) => syms[i * entsize + (h.is64 ? 4 : 12)] >> 4,
-      versym: (i) => versym ? u16(versym, i * 2) : 0,
-      versions: () => {
-        const verdef = value(DT.VERDEF);
-        const verneed = value(DT.VERNEED);
-        return versionTable(
-          verdef === void 0 ? [] : readVersionDefinitions(file, h, toOffset(verdef, 20, "version definitions (DT_VERDEF)"), strings),
-          verneed === void 0 ? [] : readVersionNeeds(file, h, toOffset(verneed, 16, "version requirements (DT_VERNEED)"), strings)
-        );
+      symbol: (i) => {
+        const raw = versym ? u16(versym, i * 2) : 0;
+        const entry2 = (raw & 32767) >= 2 ? versionsOnce().get(raw & 32767) : void 0;
+        return { name: name(i), version: entry2?.name ?? null, versionFile: entry2?.file ?? null, hidden: (raw & 32768) !== 0 };
       }
     });
   } catch (error2) {
@@ -73327,8 +73313,8 @@ var StaticTlsBlock = class {
    * `startup`: the objects the program starts with, in load order (the order ld.so numbers their
    * TLS modules); `extra`: a block after theirs (the rseq area of glibc 2.41 and later).
    */
-  constructor(startup, surplus, extra = null) {
-    this.surplus = surplus;
+  constructor(startup, settings, extra = null) {
+    this.settings = settings;
     let offset = 0;
     let freeTop = 0;
     let freeBottom = 0;
@@ -73358,10 +73344,10 @@ var StaticTlsBlock = class {
       maxAlign = Math.max(maxAlign, extra.align);
     }
     this.used = offset;
-    this.size = roundUp(offset + surplus, maxAlign);
+    this.size = roundUp(offset + settings.surplus, maxAlign);
     this.align = maxAlign;
   }
-  surplus;
+  settings;
   /** dl_tls_static_used: bytes below the thread pointer taken so far. */
   used = 0;
   /** dl_tls_static_size without the TCB. */
@@ -73403,19 +73389,23 @@ var StaticTlsBlock = class {
 var ET_EXEC = 2;
 var DF_STATIC_TLS = 16;
 function staticTlsBlockOf(p, startup) {
-  const settings = staticTlsSurplus(p.ctx.tunables, p.platform.glibc);
-  const block = new StaticTlsBlock(p.objects.filter((o) => startup.has(o) && o.role !== "interp").map((o) => o.info), settings.surplus, rseqArea(p.platform.glibc));
-  return Object.assign(block, { settings });
+  return new StaticTlsBlock(
+    p.objects.filter((o) => startup.has(o) && o.role !== "interp").map((o) => o.info),
+    staticTlsSurplus(p.ctx.tunables, p.platform.glibc),
+    rseqArea(p.platform.glibc)
+  );
 }
-function staticTlsProblems(p, obj, memo, tls) {
+function staticTlsProblems(p, obj, memo, block) {
   const out = [];
   if ((obj.info.dtFlags & DF_STATIC_TLS) === 0) return out;
+  const tls = block();
   for (const ref of staticTlsOf(obj.info)) {
     const owner = ref.symbol === null ? obj : p.scope.find((o) => memo.defines(o.info, ref.symbol));
     if (!owner?.info.tls || tls.has(owner.info)) continue;
     const free = tls.free;
     const shortfall = tls.shortfall(owner.info);
     if (tls.place(owner.info)) continue;
+    const { surplus, optional, tunable } = tls.settings;
     out.push({
       kind: "static-tls",
       object: owner,
@@ -73425,7 +73415,7 @@ function staticTlsProblems(p, obj, memo, tls) {
       provider: null,
       edge: p.edgeTo(owner) ?? null,
       rank: ref.at,
-      staticTls: { referrer: obj, free, shortfall, surplus: tls.surplus, optional: tls.settings.optional, tunable: tls.settings.tunable, blockAlign: tls.align }
+      staticTls: { referrer: obj, free, shortfall, surplus, optional, tunable, blockAlign: tls.align }
     });
   }
   return out;
@@ -73686,10 +73676,8 @@ var SymbolMemo = class {
 };
 function findProblems(p, memo) {
   const findings = [];
-  if (p.mainNoexec !== null) {
-    return [{ kind: "noexec-mount", object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: null }];
-  }
-  if (p.mainStop) return [{ kind: "not-found", object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: p.mainStop }];
+  const stop = p.mainStop;
+  if (stop) return [{ kind: stop.noexecMount ? "noexec-mount" : "not-found", object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: stop }];
   const forbidExecStack = execStackForbidden(p.ctx.tunables, p.platform.glibc);
   const refuseExecStack = forbidExecStack || execStackRefused(p);
   if (forbidExecStack && asksExecStack(p.main.info)) {
@@ -73781,7 +73769,8 @@ function findProblems(p, memo) {
     }
   }
   const startup = p.dlopenEdge ? new Set(p.scope.slice(0, p.startupScopeLength)) : null;
-  const tls = startup && staticTlsModelled(p.main.info.machine) ? staticTlsBlockOf(p, startup) : null;
+  let tlsBlock2;
+  const tls = startup && staticTlsModelled(p.main.info.machine) ? () => tlsBlock2 ??= staticTlsBlockOf(p, startup) : null;
   for (const obj of order) {
     if (obj.role === "interp") continue;
     const other = obj === p.main ? copyProblems(p, obj, memo, startup) : [];
@@ -74044,9 +74033,11 @@ var LoaderProcess = class {
   dlopenAt = 0;
   /** Filtees that move each other up without end: ld.so crashes there (./dependency-list.ts). */
   filterLoop = null;
-  /** The main object lies on a noexec mount (this mount point): the program cannot start, or ld.so cannot map the library. */
-  mainNoexec = null;
-  /** Without --exe: ld.so maps the checked library itself, and stops there when it cannot (its segments, the page size). */
+  /**
+   * The main object itself cannot be loaded: its segments do not fit the page size (without --exe,
+   * ld.so maps the checked library), or it lies on a noexec mount (`noexecMount`: the kernel does
+   * not start the program, or ld.so cannot map the library). Nothing else happens then.
+   */
   mainStop = null;
   ldDirs = [];
   mapped = /* @__PURE__ */ new Set();
@@ -74077,8 +74068,9 @@ var LoaderProcess = class {
       }
     }
     this.main = this.newObject(mainFile.path, mainFile.path, mainFile.info, mainFile.stat, null, "main", mainOrigin);
-    this.mainNoexec = this.ctx.noexecMount?.(mainFile.path) ?? null;
-    if (!exe && misaligned(mainFile.info, this.platform)) {
+    const badSegments = !exe && misaligned(mainFile.info, this.platform);
+    const noexec = badSegments ? null : this.ctx.noexecMount?.(mainFile.path) ?? null;
+    if (badSegments || noexec !== null) {
       this.mainStop = {
         name: mainFile.path,
         kind: "needed",
@@ -74087,8 +74079,9 @@ var LoaderProcess = class {
         via: null,
         rule: null,
         passedOver: [],
-        error: `${mainFile.path}: ${MISALIGNED}`,
-        errorPath: mainFile.path
+        error: `${mainFile.path}: ${noexec !== null ? "failed to map segment from shared object" : MISALIGNED}`,
+        errorPath: mainFile.path,
+        ...noexec !== null ? { noexecMount: noexec } : {}
       };
     }
     this.seedInterpreter(mainFile.info);
@@ -74726,37 +74719,35 @@ function describeBadFile(path13, reason) {
   return kind === "not an ELF file" ? `not a shared object: ${st.size} bytes without the ELF magic` : kind;
 }
 function explainNoexec(problem, p, f, who, ctx) {
-  const remount = (mount2) => `or, if the file system may hold programs, remount it: sudo mount -o remount,exec ${quoteSh(mount2)}`;
-  if (!f.edge) {
-    const mount2 = p.mainNoexec;
-    const program = p.main !== p.target || p.main.info.interp !== null;
-    problem.summary = program ? `${who} lies on ${mount2}, a file system mounted noexec: the kernel refuses to start it ("Permission denied")` : `the loader cannot map ${f.object.path}: "failed to map segment from shared object" (${mount2} is mounted noexec)`;
-    problem.explanation = `${f.object.path} lies on ${mount2}, which is mounted noexec: the kernel refuses to ${program ? "execute a program" : "map the code of a library"} from it, whatever its permissions. ${program ? "Nothing of it runs." : "Every program that loads it fails there."}`;
-    problem.fix = `move ${program ? "it" : "the library (or its environment)"} to a file system mounted with exec, ${remount(mount2)}`;
-    return problem;
-  }
   const edge = f.edge;
   const mount = edge.noexecMount;
+  const remount = `or, if the file system may hold programs, remount it: sudo mount -o remount,exec ${quoteSh(mount)}`;
+  if (edge === p.mainStop) {
+    const program = p.main !== p.target || p.main.info.interp !== null;
+    problem.summary = program ? `${who} lies on ${mount}, a file system mounted noexec: the kernel refuses to start it ("Permission denied")` : `the loader cannot map ${f.object.path}: "failed to map segment from shared object" (${mount} is mounted noexec)`;
+    problem.explanation = `${f.object.path} lies on ${mount}, which is mounted noexec: the kernel refuses to ${program ? "execute a program" : "map the code of a library"} from it, whatever its permissions. ${program ? "Nothing of it runs." : "Every program that loads it fails there."}`;
+    problem.fix = `move ${program ? "it" : "the library (or its environment)"} to a file system mounted with exec, ${remount}`;
+    return problem;
+  }
   const bad = edge.errorPath;
   const name = f.library;
   problem.chosen = edge.rule ? `${bad} (${edge.rule})` : bad;
   problem.summary = `${who} needs ${dependencyName(edge, name)}, and the loader cannot map ${bad}: "failed to map segment from shared object" (${mount} is mounted noexec)`;
-  let next;
-  if (!name.includes("/")) {
-    let after = false;
-    for (const c of p.candidates(edge.owner, name)) {
-      if (c.path === bad) after = true;
-      else if (after && c.status === "ok" && !p.ctx.noexecMount?.(c.file ?? c.path)) {
-        next = c;
-        break;
-      }
-    }
-  }
+  const next = candidateAfter(p, edge, name, bad, (c) => !p.ctx.noexecMount?.(c.file ?? c.path));
   if (next) problem.shadowed = `${next.path} (${next.rule}), which the loader never reaches`;
   problem.explanation = `${f.object.path} needs ${name}. The loader finds ${bad}${edge.rule ? ` by ${edge.rule}` : ""}, which lies on ${mount}, a file system mounted noexec: the kernel refuses to map its code, so the load fails there without looking further.${next ? ` ${next.path} (${next.rule}) would be loaded without it.` : ""}`;
-  const move = `move ${basename3(bad)} (or the environment that holds it) to a file system mounted with exec, ${remount(mount)}`;
+  const move = `move ${basename3(bad)} (or the environment that holds it) to a file system mounted with exec, ${remount}`;
   problem.fix = edge.ldEntry !== void 0 && next ? `${dropEntryFix(edge.ldEntry, ctx)}, or ${move}` : move;
   return problem;
+}
+function candidateAfter(p, edge, name, bad, usable = () => true) {
+  if (name.includes("/")) return void 0;
+  let after = false;
+  for (const c of p.candidates(edge.owner, name)) {
+    if (c.path === bad) after = true;
+    else if (after && c.status === "ok" && usable(c)) return c;
+  }
+  return void 0;
 }
 function dependencyName(edge, name) {
   return edge.kind === "filter" ? `${name} (its DT_FILTER filtee)` : name;
@@ -74770,20 +74761,7 @@ function explainStop(problem, p, f, who, ctx) {
   const itself = edge === p.mainStop;
   problem.summary = itself ? `the loader cannot map ${bad}: "${reason}": it is ${what}` : `${who} needs ${dependencyName(edge, name)}, and the loader stops at ${bad} with "${reason}": it is ${what}`;
   problem.chosen = edge.rule ? `${bad} (${edge.rule})` : bad;
-  let next;
-  if (!name.includes("/")) {
-    let after = false;
-    for (const c of p.candidates(edge.owner, name)) {
-      if (c.path === bad) {
-        after = true;
-        continue;
-      }
-      if (after && c.status === "ok") {
-        next = c;
-        break;
-      }
-    }
-  }
+  const next = candidateAfter(p, edge, name, bad);
   if (next) problem.shadowed = `${next.path} (${next.rule}), which the loader never reaches`;
   problem.explanation = (itself ? `ld.so maps ${bad} itself, which is ${what}: it fails with "${edge.error}", so every program that loads it does.` : `${f.object.path} needs ${name}. The loader finds ${bad}${edge.rule ? ` by ${edge.rule}` : ""}, which is ${what}: it fails there with "${edge.error}" instead of loading ${name}, without looking further.`) + (next ? ` ${next.path} (${next.rule}) would be loaded without it.` : "");
   let replace = `remove or replace ${bad} (it is ${what}; if a package installed it, reinstall that package)`;

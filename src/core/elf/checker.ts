@@ -4,7 +4,7 @@ import {buildDefinitions, defines, definesVersion, references, type Defs, type S
 import type {ElfInfo} from './types.js';
 import {lookedUpNames} from './file-cache.js';
 import {copyProblems, staticTlsBlockOf, staticTlsProblems} from './relocation-problems.js';
-import {staticTlsModelled} from './static-tls.js';
+import {staticTlsModelled, type StaticTlsBlock} from './static-tls.js';
 import {versionAtMost} from './ldcache/host-loader.js';
 import {relocationOrder, searchList} from './relocation-order.js';
 import {asksExecStack, execStackForbidden, execStackTunable} from './exec-stack.js';
@@ -152,12 +152,9 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
   // libraries, and the objects a dlopen may not map for the executable stack they ask for. An
   // auxiliary object that cannot be loaded is left out by ld.so (only a DST that expands to
   // nothing in DT_AUXILIARY is fatal, and that edge carries the error).
-  // The main object on a noexec mount: the kernel does not start the program (--exe), or ld.so
-  // cannot map the library it was asked to load; nothing else happens.
-  if (p.mainNoexec !== null) {
-    return [{kind: 'noexec-mount', object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: null}];
-  }
-  if (p.mainStop) return [{kind: 'not-found', object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: p.mainStop}];
+  // The main object itself cannot be loaded (its mount, its segments): nothing else happens.
+  const stop = p.mainStop;
+  if (stop) return [{kind: stop.noexecMount ? 'noexec-mount' : 'not-found', object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: stop}];
   const forbidExecStack = execStackForbidden(p.ctx.tunables, p.platform.glibc);
   const refuseExecStack = forbidExecStack || execStackRefused(p);
   // The main object comes first: the kernel mapped the program (rtld stops with "Fatal glibc
@@ -244,7 +241,8 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
   // with; a PLT slot is bound at its first call, from the global scope of then (the dlopened
   // objects joined it, RTLD_GLOBAL). Every other object binds everything when it is loaded.
   const startup = p.dlopenEdge ? new Set(p.scope.slice(0, p.startupScopeLength)) : null;
-  const tls = startup && staticTlsModelled(p.main.info.machine) ? staticTlsBlockOf(p, startup) : null;
+  let tlsBlock: StaticTlsBlock | undefined;
+  const tls = startup && staticTlsModelled(p.main.info.machine) ? () => (tlsBlock ??= staticTlsBlockOf(p, startup)) : null;
   for (const obj of order) {
     if (obj.role === 'interp') continue;
     // Relocations that need no undefined symbol: a program's copies, a dlopened object's own initial-exec TLS.

@@ -338,41 +338,44 @@ function describeBadFile(path: string, reason: string): string {
  * PROT_EXEC fails with EPERM), so ld.so stops there; a program there is not even started (execve).
  */
 function explainNoexec(problem: Problem, p: LoaderProcess, f: Finding, who: string, ctx: ExplainContext): Problem {
-  const remount = (mount: string) => `or, if the file system may hold programs, remount it: sudo mount -o remount,exec ${quoteSh(mount)}`;
-  if (!f.edge) {
-    const mount = p.mainNoexec!;
+  const edge = f.edge!;
+  const mount = edge.noexecMount!;
+  const remount = `or, if the file system may hold programs, remount it: sudo mount -o remount,exec ${quoteSh(mount)}`;
+  if (edge === p.mainStop) {
     const program = p.main !== p.target || p.main.info.interp !== null;
     problem.summary = program
       ? `${who} lies on ${mount}, a file system mounted noexec: the kernel refuses to start it ("Permission denied")`
       : `the loader cannot map ${f.object.path}: "failed to map segment from shared object" (${mount} is mounted noexec)`;
     problem.explanation = `${f.object.path} lies on ${mount}, which is mounted noexec: the kernel refuses to ${program ? 'execute a program' : 'map the code of a library'} from it, ` +
       `whatever its permissions. ${program ? 'Nothing of it runs.' : 'Every program that loads it fails there.'}`;
-    problem.fix = `move ${program ? 'it' : 'the library (or its environment)'} to a file system mounted with exec, ${remount(mount)}`;
+    problem.fix = `move ${program ? 'it' : 'the library (or its environment)'} to a file system mounted with exec, ${remount}`;
     return problem;
   }
-  const edge = f.edge;
-  const mount = edge.noexecMount!;
   const bad = edge.errorPath!;
   const name = f.library!;
   problem.chosen = edge.rule ? `${bad} (${edge.rule})` : bad;
   problem.summary = `${who} needs ${dependencyName(edge, name)}, and the loader cannot map ${bad}: "failed to map segment from shared object" (${mount} is mounted noexec)`;
-  let next: Candidate | undefined;
-  if (!name.includes('/')) {
-    let after = false;
-    for (const c of p.candidates(edge.owner, name)) {
-      if (c.path === bad) after = true;
-      else if (after && c.status === 'ok' && !p.ctx.noexecMount?.(c.file ?? c.path)) {
-        next = c;
-        break;
-      }
-    }
-  }
+  const next = candidateAfter(p, edge, name, bad, (c) => !p.ctx.noexecMount?.(c.file ?? c.path));
   if (next) problem.shadowed = `${next.path} (${next.rule}), which the loader never reaches`;
   problem.explanation = `${f.object.path} needs ${name}. The loader finds ${bad}${edge.rule ? ` by ${edge.rule}` : ''}, which lies on ${mount}, a file system mounted noexec: ` +
     `the kernel refuses to map its code, so the load fails there without looking further.${next ? ` ${next.path} (${next.rule}) would be loaded without it.` : ''}`;
-  const move = `move ${basename(bad)} (or the environment that holds it) to a file system mounted with exec, ${remount(mount)}`;
+  const move = `move ${basename(bad)} (or the environment that holds it) to a file system mounted with exec, ${remount}`;
   problem.fix = edge.ldEntry !== undefined && next ? `${dropEntryFix(edge.ldEntry, ctx)}, or ${move}` : move;
   return problem;
+}
+
+/**
+ * The file a search by name would load if it went past `bad`, where the loader stops (only a
+ * search by name goes on; `usable` adds what makes a candidate loadable beyond its headers).
+ */
+function candidateAfter(p: LoaderProcess, edge: Edge, name: string, bad: string, usable: (c: Candidate) => boolean = () => true): Candidate | undefined {
+  if (name.includes('/')) return undefined;
+  let after = false;
+  for (const c of p.candidates(edge.owner, name)) {
+    if (c.path === bad) after = true;
+    else if (after && c.status === 'ok' && usable(c)) return c;
+  }
+  return undefined;
 }
 
 /** A dependency's name, saying when it is a filtee (a filter library loads it like DT_NEEDED, and fails without it). */
@@ -394,21 +397,8 @@ function explainStop(problem: Problem, p: LoaderProcess, f: Finding, who: string
   problem.summary = itself ? `the loader cannot map ${bad}: "${reason}": it is ${what}`
     : `${who} needs ${dependencyName(edge, name)}, and the loader stops at ${bad} with "${reason}": it is ${what}`;
   problem.chosen = edge.rule ? `${bad} (${edge.rule})` : bad;
-  // The file a search without it would load, if any (only a search by name goes on).
-  let next: Candidate | undefined;
-  if (!name.includes('/')) {
-    let after = false;
-    for (const c of p.candidates(edge.owner, name)) {
-      if (c.path === bad) {
-        after = true;
-        continue;
-      }
-      if (after && c.status === 'ok') {
-        next = c;
-        break;
-      }
-    }
-  }
+  // The file a search without it would load, if any.
+  const next = candidateAfter(p, edge, name, bad);
   if (next) problem.shadowed = `${next.path} (${next.rule}), which the loader never reaches`;
   problem.explanation = (itself ? `ld.so maps ${bad} itself, which is ${what}: it fails with "${edge.error}", so every program that loads it does.`
     : `${f.object.path} needs ${name}. The loader finds ${bad}${edge.rule ? ` by ${edge.rule}` : ''}, which is ${what}: ` +

@@ -14,21 +14,22 @@ const ET_EXEC = 2;
 const DF_STATIC_TLS = 0x10;
 
 /** The static TLS block of the program's start: its objects' TLS in load order (the modules ld.so numbers first). */
-export function staticTlsBlockOf(p: LoaderProcess, startup: Set<LoadedObject>): StaticTlsBlock & {settings: ReturnType<typeof staticTlsSurplus>} {
-  const settings = staticTlsSurplus(p.ctx.tunables, p.platform.glibc);
-  const block = new StaticTlsBlock(p.objects.filter((o) => startup.has(o) && o.role !== 'interp').map((o) => o.info), settings.surplus, rseqArea(p.platform.glibc));
-  return Object.assign(block, {settings});
+export function staticTlsBlockOf(p: LoaderProcess, startup: Set<LoadedObject>): StaticTlsBlock {
+  return new StaticTlsBlock(p.objects.filter((o) => startup.has(o) && o.role !== 'interp').map((o) => o.info),
+    staticTlsSurplus(p.ctx.tunables, p.platform.glibc), rseqArea(p.platform.glibc));
 }
 
 /**
  * A dlopened object's initial-exec TLS relocations, in the order its relocation meets them: each
  * needs a static offset for the block of the object its symbol binds to (itself for its own
  * variables); one not placed yet is carved from the surplus, or the dlopen fails (elf/dl-reloc.c
- * CHECK_STATIC_TLS, "cannot allocate memory in static TLS block").
+ * CHECK_STATIC_TLS, "cannot allocate memory in static TLS block"). `block` is asked for only when
+ * the object has such relocations (DF_STATIC_TLS): nearly every process has none.
  */
-export function staticTlsProblems(p: LoaderProcess, obj: LoadedObject, memo: SymbolMemo, tls: ReturnType<typeof staticTlsBlockOf>): Finding[] {
+export function staticTlsProblems(p: LoaderProcess, obj: LoadedObject, memo: SymbolMemo, block: () => StaticTlsBlock): Finding[] {
   const out: Finding[] = [];
   if ((obj.info.dtFlags & DF_STATIC_TLS) === 0) return out;
+  const tls = block();
   for (const ref of staticTlsOf(obj.info)) {
     // A symbol binds where a lookup finds it first (another object's variable of that name may interpose).
     const owner = ref.symbol === null ? obj : p.scope.find((o) => memo.defines(o.info, ref.symbol!));
@@ -36,9 +37,10 @@ export function staticTlsProblems(p: LoaderProcess, obj: LoadedObject, memo: Sym
     const free = tls.free;
     const shortfall = tls.shortfall(owner.info);
     if (tls.place(owner.info)) continue;
+    const {surplus, optional, tunable} = tls.settings;
     out.push({
       kind: 'static-tls', object: owner, library: null, version: null, symbol: ref.symbol?.name ?? null, provider: null, edge: p.edgeTo(owner) ?? null, rank: ref.at,
-      staticTls: {referrer: obj, free, shortfall, surplus: tls.surplus, optional: tls.settings.optional, tunable: tls.settings.tunable, blockAlign: tls.align},
+      staticTls: {referrer: obj, free, shortfall, surplus, optional, tunable, blockAlign: tls.align},
     });
   }
   return out;

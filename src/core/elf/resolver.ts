@@ -119,9 +119,11 @@ export class LoaderProcess {
   dlopenAt = 0;
   /** Filtees that move each other up without end: ld.so crashes there (./dependency-list.ts). */
   filterLoop: LoadedObject[] | null = null;
-  /** The main object lies on a noexec mount (this mount point): the program cannot start, or ld.so cannot map the library. */
-  mainNoexec: string | null = null;
-  /** Without --exe: ld.so maps the checked library itself, and stops there when it cannot (its segments, the page size). */
+  /**
+   * The main object itself cannot be loaded: its segments do not fit the page size (without --exe,
+   * ld.so maps the checked library), or it lies on a noexec mount (`noexecMount`: the kernel does
+   * not start the program, or ld.so cannot map the library). Nothing else happens then.
+   */
   mainStop: Edge | null = null;
   private ldDirs: SearchDir[] = [];
   private readonly mapped = new Set<LoadedObject>();
@@ -157,10 +159,13 @@ export class LoaderProcess {
       }
     }
     this.main = this.newObject(mainFile.path, mainFile.path, mainFile.info, mainFile.stat, null, 'main', mainOrigin);
-    this.mainNoexec = this.ctx.noexecMount?.(mainFile.path) ?? null;
-    if (!exe && misaligned(mainFile.info, this.platform)) {
+    // In the order ld.so meets them for a dependency (see mapObject): the segments, then the mount.
+    const badSegments = !exe && misaligned(mainFile.info, this.platform);
+    const noexec = badSegments ? null : this.ctx.noexecMount?.(mainFile.path) ?? null;
+    if (badSegments || noexec !== null) {
       this.mainStop = {name: mainFile.path, kind: 'needed', owner: this.main, object: null, via: null, rule: null, passedOver: [],
-        error: `${mainFile.path}: ${MISALIGNED}`, errorPath: mainFile.path};
+        error: `${mainFile.path}: ${noexec !== null ? 'failed to map segment from shared object' : MISALIGNED}`, errorPath: mainFile.path,
+        ...(noexec !== null ? {noexecMount: noexec} : {})};
     }
     this.seedInterpreter(mainFile.info);
     this.ensureInterp();

@@ -6,9 +6,9 @@ import type {ElfInfo} from './types.js';
  * and address differ by other than a whole number of pages, or segments laid out for smaller
  * pages that overlap once rounded to these across a gap, stop the load with "ELF load command
  * address/offset not page-aligned". Older loaders map such a file without a word (checked with
- * Debian's 2.31), so the caller asks only for 2.35 and later. Met by libraries built for 4 KB pages on a 16 or 64 KB kernel
- * (aarch64: Grace, GH200, Raspberry Pi 5), and by libraries that `strip` rewrote after patchelf
- * had moved their segments (manylinux wheels: numpy's OpenBLAS).
+ * Debian's 2.31), so the caller asks only for 2.35 and later. Met by libraries built for 4 KB
+ * pages on a 16 or 64 KB kernel (aarch64: Grace, GH200, Raspberry Pi 5), and by libraries that
+ * `strip` rewrote after patchelf had moved their segments (manylinux wheels: numpy's OpenBLAS).
  */
 export const MISALIGNED = 'ELF load command address/offset not page-aligned';
 

@@ -34,7 +34,15 @@ export function staticTlsModelled(machine: number): boolean {
  * default 4) and glibc.rtld.optional_static_tls (default 512): 1664 by default. The tunables came
  * with glibc 2.32 and its 2.31 stable branch (Debian's 2.31 honours them); before that, 1664.
  */
-export function staticTlsSurplus(tunables: string | undefined, glibc: [number, number] | null): {surplus: number; optional: number; tunable: boolean} {
+export interface StaticTlsSurplus {
+  surplus: number;
+  /** glibc.rtld.optional_static_tls in effect (0 where the tunable does not exist). */
+  optional: number;
+  /** Whether the loader has the tunables. */
+  tunable: boolean;
+}
+
+export function staticTlsSurplus(tunables: string | undefined, glibc: [number, number] | null): StaticTlsSurplus {
   if (glibc !== null && versionAtMost(glibc, 2, 30)) return {surplus: 1664, optional: 0, tunable: false};
   const nns = Math.min(tunableInEffect(tunables, 'glibc.rtld.nns', (n) => n >= 1 && n <= DL_NNS, glibc) ?? 4, DL_NNS);
   const optional = tunableInEffect(tunables, 'glibc.rtld.optional_static_tls', (n) => n >= 0, glibc) ?? 512;
@@ -69,7 +77,7 @@ export class StaticTlsBlock {
    * `startup`: the objects the program starts with, in load order (the order ld.so numbers their
    * TLS modules); `extra`: a block after theirs (the rseq area of glibc 2.41 and later).
    */
-  constructor(startup: readonly ElfInfo[], readonly surplus: number, extra: {size: number; align: number} | null = null) {
+  constructor(startup: readonly ElfInfo[], readonly settings: StaticTlsSurplus, extra: {size: number; align: number} | null = null) {
     let offset = 0;
     let freeTop = 0;
     let freeBottom = 0;
@@ -100,7 +108,7 @@ export class StaticTlsBlock {
       maxAlign = Math.max(maxAlign, extra.align);
     }
     this.used = offset;
-    this.size = roundUp(offset + surplus, maxAlign);
+    this.size = roundUp(offset + settings.surplus, maxAlign);
     this.align = maxAlign;
   }
 

@@ -215,14 +215,8 @@ export interface CopyReference {
 export function copyRelocations(path: string): CopyReference[] | null {
   return withRelocations(path, (t) => {
     const out: CopyReference[] = [];
-    let versions: Map<number, {name: string; file: string | null}> | null = null;
     for (let i = 1; i < t.count; i++) {
-      if (t.marks.copy[i] === 0) continue;
-      const raw = t.versym(i);
-      if ((raw & 0x7fff) >= 2) versions ??= t.versions();
-      const entry = (raw & 0x7fff) >= 2 ? versions!.get(raw & 0x7fff) : undefined;
-      out.push({name: t.name(i), version: entry?.name ?? null, versionFile: entry?.file ?? null, hidden: (raw & 0x8000) !== 0,
-        weak: t.binding(i) === STB_WEAK, rank: t.marks.copy[i]});
+      if (t.marks.copy[i] !== 0) out.push({...t.symbol(i), weak: t.binding(i) === STB_WEAK, rank: t.marks.copy[i]});
     }
     return out;
   });
@@ -244,28 +238,18 @@ export interface StaticTlsReference {
  * in relocation order. Null when the object has no dynamic symbols or relocations the model can read.
  */
 export function staticTlsReferences(path: string): StaticTlsReference[] | null {
-  return withRelocations(path, (t) => {
-    let versions: Map<number, {name: string; file: string | null}> | null = null;
-    return t.marks.tpoff.map(({sym, at}) => {
-      if (sym === 0 || t.binding(sym) === STB_LOCAL) return {symbol: null, at};
-      const raw = t.versym(sym);
-      if ((raw & 0x7fff) >= 2) versions ??= t.versions();
-      const entry = (raw & 0x7fff) >= 2 ? versions!.get(raw & 0x7fff) : undefined;
-      return {symbol: {name: t.name(sym), version: entry?.name ?? null, versionFile: entry?.file ?? null, hidden: (raw & 0x8000) !== 0}, at};
-    });
-  });
+  return withRelocations(path, (t) => t.marks.tpoff.map(({sym, at}) => ({symbol: sym === 0 || t.binding(sym) === STB_LOCAL ? null : t.symbol(sym), at})));
 }
 
-/** One object's relocation marks and raw access to the symbols they name (for the two readers above). */
+/** One object's relocation marks and raw access to the symbols they name (for the readers above). */
 interface RelocationView {
   count: number;
   marks: NonNullable<ReturnType<typeof relocatedSymbols>>;
   name(i: number): string;
   shndx(i: number): number;
   binding(i: number): number;
-  /** The symbol's .gnu.version entry (0 without DT_VERSYM). */
-  versym(i: number): number;
-  versions(): Map<number, {name: string; file: string | null}>;
+  /** Symbol i with the version its .gnu.version entry names (the version tables read on first need). */
+  symbol(i: number): {name: string; version: string | null; versionFile: string | null; hidden: boolean};
 }
 
 function withRelocations<T>(path: string, use: (view: RelocationView) => T): T | null {
@@ -288,18 +272,24 @@ function withRelocations<T>(path: string, use: (view: RelocationView) => T): T |
     const versymAt = value(DT.VERSYM);
     const versym = versymAt === undefined ? null : file.read(toOffset(versymAt, count * 2, 'DT_VERSYM'), count * 2, 'symbol versions (DT_VERSYM)');
     const u16 = (buf: Buffer, at: number) => (h.littleEndian ? buf.readUInt16LE(at) : buf.readUInt16BE(at));
+    let versions: ReturnType<typeof versionTable> | null = null;
+    const versionsOnce = () => {
+      if (versions) return versions;
+      const verdef = value(DT.VERDEF);
+      const verneed = value(DT.VERNEED);
+      return versions = versionTable(
+        verdef === undefined ? [] : readVersionDefinitions(file, h, toOffset(verdef, 20, 'version definitions (DT_VERDEF)'), strings),
+        verneed === undefined ? [] : readVersionNeeds(file, h, toOffset(verneed, 16, 'version requirements (DT_VERNEED)'), strings));
+    };
+    const name = (i: number) => strings.get(h.littleEndian ? syms.readUInt32LE(i * entsize) : syms.readUInt32BE(i * entsize), `name of dynamic symbol ${i}`);
     return use({
-      count, marks,
-      name: (i) => strings.get(h.littleEndian ? syms.readUInt32LE(i * entsize) : syms.readUInt32BE(i * entsize), `name of dynamic symbol ${i}`),
+      count, marks, name,
       shndx: (i) => u16(syms, i * entsize + (h.is64 ? 6 : 14)),
       binding: (i) => syms[i * entsize + (h.is64 ? 4 : 12)] >> 4,
-      versym: (i) => (versym ? u16(versym, i * 2) : 0),
-      versions: () => {
-        const verdef = value(DT.VERDEF);
-        const verneed = value(DT.VERNEED);
-        return versionTable(
-          verdef === undefined ? [] : readVersionDefinitions(file, h, toOffset(verdef, 20, 'version definitions (DT_VERDEF)'), strings),
-          verneed === undefined ? [] : readVersionNeeds(file, h, toOffset(verneed, 16, 'version requirements (DT_VERNEED)'), strings));
+      symbol: (i) => {
+        const raw = versym ? u16(versym, i * 2) : 0;
+        const entry = (raw & 0x7fff) >= 2 ? versionsOnce().get(raw & 0x7fff) : undefined;
+        return {name: name(i), version: entry?.name ?? null, versionFile: entry?.file ?? null, hidden: (raw & 0x8000) !== 0};
       },
     });
   } catch (error) {
