@@ -164,9 +164,19 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
     findings.push({kind: 'executable-stack', object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: null, execStack: 'forbidden'});
   }
   const mapping = p.dlopenEdge ? [...p.edgeOrder.slice(0, p.dlopenAt), p.dlopenEdge, ...p.edgeOrder.slice(p.dlopenAt)] : p.edgeOrder;
+  // Where the loader stops at a file it cannot load: the index in `mapping`, or -1.
+  let stoppedAt = -1;
   for (const [i, edge] of mapping.entries()) {
     if (!edge.object) {
-      if (!edge.ignored) findings.push({kind: edge.noexecMount ? 'noexec-mount' : 'not-found', object: edge.owner, library: edge.name, version: null, symbol: null, provider: null, edge});
+      if (edge.ignored) continue;
+      findings.push({kind: edge.noexecMount ? 'noexec-mount' : 'not-found', object: edge.owner, library: edge.name, version: null, symbol: null, provider: null, edge});
+      // A library found nowhere gets a stand-in in trace mode and the load goes on (dl-load.c);
+      // a file the loader cannot load is an error it signals, in trace mode too: nothing after
+      // it is mapped, version-checked or relocated.
+      if (edge.errorPath !== undefined) {
+        stoppedAt = i;
+        break;
+      }
       continue;
     }
     const dlopened = p.dlopenEdge !== null && i >= p.dlopenAt;
@@ -175,6 +185,11 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
         execStack: forbidExecStack ? 'forbidden' : 'dlopen'});
     }
   }
+  // Stopped while the program starts (or while `ldd` loads the library): nothing more happens.
+  // Stopped in --exe's dlopen: the program had started (its objects were checked and relocated);
+  // the dlopen fails, so its objects are never checked, and a PLT slot bound later sees none of them.
+  if (stoppedAt >= 0 && (p.dlopenEdge === null || stoppedAt < p.dlopenAt)) return findings;
+  const reached = stoppedAt >= 0 ? new Set(p.scope.slice(0, p.startupScopeLength)) : null;
   if (p.filterLoop) {
     // ld.so never gets past loading the dependencies: nothing later happens.
     const [first, second] = p.filterLoop;
@@ -189,7 +204,7 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
   // Stand-ins exist only for missing libraries: nearly every process has none.
   const standIns = missingNames.size > 0 ? standInsFirst(p) : null;
   for (const obj of p.scope) {
-    if (obj.role === 'interp') continue;
+    if (obj.role === 'interp' || (reached && !reached.has(obj))) continue;
     for (const need of obj.info.versionNeeds) {
       const provider = p.objectMatching(need.file);
       // ldd's stand-in for a library it did not find comes first in the list find_needed walks:
@@ -223,7 +238,7 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
   // Nearly every library has DT_VERSYM: only a process holding one without it needs the pass.
   const assertions = glibc !== null && versionAtMost(glibc, 2, 40) &&
     p.objects.some((o) => !o.info.hasVersym && o.role !== 'interp' && o.info.symbolCount > 0);
-  const order = relocationOrder(p, p.ctx.tunables);
+  const order = relocationOrder(p, p.ctx.tunables).filter((o) => !reached || reached.has(o));
   // 2c. Between the versions and the relocations, the x86 ISA level check (glibc 2.33 and later,
   // dl_isa_level_check over l_initfini backwards, ld.so itself skipped): an object whose GNU
   // property needs a level the CPU lacks stops the run ("CPU ISA level is lower than required").
@@ -257,7 +272,7 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
     // The object and every object its DT_NEEDED edges reach (it is always in the scope with them).
     const closure = searchList(obj);
     const unbound = memo.unboundWithin(obj, closure);
-    const rest = unbound.length === 0 ? [] : p.scope.filter((o) => !closure.includes(o));
+    const rest = unbound.length === 0 ? [] : p.scope.filter((o) => !closure.includes(o) && (!reached || reached.has(o)));
     const when = startup?.has(obj) ? bindingTime(p, obj) : null;
     for (const ref of unbound) {
       const at = when?.(ref.name);

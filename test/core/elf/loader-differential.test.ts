@@ -399,6 +399,32 @@ d('files the loader cannot use', () => {
     }
   });
 
+  test('a file the loader stops at ends the load: nothing after it is checked, as ldd -r and a dlopen show', async () => {
+    const base = join(tmp.dir, 'stop-ends');
+    const good = buildLib({out: join(base, 'good', 'libD.so'), soname: 'libD.so', source: 'int dd(void){return 1;}\n'});
+    const gone = buildLib({out: join(base, 'gone', 'libM.so'), soname: 'libM.so', source: 'int mm(void){return 1;}\n'});
+    // libM.so first (found nowhere: a stand-in in trace mode), then libD.so (a text file first on the path).
+    const top = buildLib({out: join(base, 'libtop.so'), source: 'int dd(void); int mm(void); int t(void){return dd() + mm();}\n', link: [gone, good]});
+    spawnSync('rm', ['-rf', join(base, 'gone')]);
+    write(join(base, 'junk', 'libD.so'), `/* GNU ld script */\n${'GROUP ( libD.so.1 )\n'.repeat(8)}`);
+    const ld = `${join(base, 'junk')}:${join(base, 'good')}`;
+    const real = lddVerdict(top, ld);
+    // ld.so signals the error and lists nothing: no library, no symbol (dd and mm are not said to be unbound).
+    expect(real.raw).toContain(`error while loading shared libraries: ${join(base, 'junk')}/libD.so: invalid ELF header`);
+    expect({libs: real.libs, symbols: real.symbols}).toEqual({libs: [], symbols: []});
+    const report = await checkLibraries({targets: [top], ldLibraryPath: ld});
+    // A real run stops at libM.so first; ldd's trace passes it and stops at libD.so: both are named, nothing else.
+    expect(report.problems.map((p) => [p.kind, p.library, p.symbol])).toEqual([['not-found', 'libM.so', null], ['not-found', 'libD.so', null]]);
+    expect(report.problems[1].explanation).toContain(`${join(base, 'junk')}/libD.so: invalid ELF header`);
+    // The same in a library a program dlopens: the dlopen fails there and binds nothing of it.
+    const mid = buildLib({out: join(base, 'mid', 'libmid.so'), source: 'int dd(void); int mid(void){return dd();}\n', link: [good]});
+    const dl = dlopenVerdict(dlopenDriver(), mid, ld, base);
+    expect(dl).toContain(`${join(base, 'junk')}/libD.so: invalid ELF header`);
+    const withExe = await checkLibraries({targets: [mid], ldLibraryPath: ld, exe: dlopenDriver(), strict: true});
+    expect(withExe.problems.map((p) => [p.kind, p.object, p.library, p.symbol])).toEqual([['not-found', mid, 'libD.so', null]]);
+    expect(withExe.ok).toBe(false);
+  });
+
   test('a DT_NEEDED with a slash is opened as written, relative to the current directory', async () => {
     const base = join(tmp.dir, 'slash');
     const dep = buildLib({out: join(base, 'sub', 'libdep.so'), source: 'int dd(void){return 1;}\n'});
