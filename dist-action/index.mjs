@@ -73684,9 +73684,15 @@ function findProblems(p, memo) {
     findings.push({ kind: "executable-stack", object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: null, execStack: "forbidden" });
   }
   const mapping = p.dlopenEdge ? [...p.edgeOrder.slice(0, p.dlopenAt), p.dlopenEdge, ...p.edgeOrder.slice(p.dlopenAt)] : p.edgeOrder;
+  let stoppedAt = -1;
   for (const [i, edge] of mapping.entries()) {
     if (!edge.object) {
-      if (!edge.ignored) findings.push({ kind: edge.noexecMount ? "noexec-mount" : "not-found", object: edge.owner, library: edge.name, version: null, symbol: null, provider: null, edge });
+      if (edge.ignored) continue;
+      findings.push({ kind: edge.noexecMount ? "noexec-mount" : "not-found", object: edge.owner, library: edge.name, version: null, symbol: null, provider: null, edge });
+      if (edge.errorPath !== void 0) {
+        stoppedAt = i;
+        break;
+      }
       continue;
     }
     const dlopened = p.dlopenEdge !== null && i >= p.dlopenAt;
@@ -73703,6 +73709,8 @@ function findProblems(p, memo) {
       });
     }
   }
+  if (stoppedAt >= 0 && (p.dlopenEdge === null || stoppedAt < p.dlopenAt)) return findings;
+  const reached = stoppedAt >= 0 ? new Set(p.scope.slice(0, p.startupScopeLength)) : null;
   if (p.filterLoop) {
     const [first, second] = p.filterLoop;
     const names = [...new Set(p.filterLoop.map((o) => o.info.soname ?? o.path))].join(", ");
@@ -73723,7 +73731,7 @@ function findProblems(p, memo) {
   for (const o of p.objects) for (const e of o.edges) if (!e.object) missingNames.add(e.name);
   const standIns = missingNames.size > 0 ? standInsFirst(p) : null;
   for (const obj of p.scope) {
-    if (obj.role === "interp") continue;
+    if (obj.role === "interp" || reached && !reached.has(obj)) continue;
     for (const need of obj.info.versionNeeds) {
       const provider = p.objectMatching(need.file);
       if (provider && standIns?.(need.file, provider)) continue;
@@ -73750,7 +73758,7 @@ function findProblems(p, memo) {
   }
   const glibc = p.platform.glibc;
   const assertions = glibc !== null && versionAtMost(glibc, 2, 40) && p.objects.some((o) => !o.info.hasVersym && o.role !== "interp" && o.info.symbolCount > 0);
-  const order = relocationOrder(p, p.ctx.tunables);
+  const order = relocationOrder(p, p.ctx.tunables).filter((o) => !reached || reached.has(o));
   const cpu = p.platform.x86IsaBits;
   if (cpu !== null) {
     for (const obj of order) {
@@ -73783,7 +73791,7 @@ function findProblems(p, memo) {
     own.push(...other);
     const closure = searchList(obj);
     const unbound = memo.unboundWithin(obj, closure);
-    const rest = unbound.length === 0 ? [] : p.scope.filter((o) => !closure.includes(o));
+    const rest = unbound.length === 0 ? [] : p.scope.filter((o) => !closure.includes(o) && (!reached || reached.has(o)));
     const when = startup?.has(obj) ? bindingTime(p, obj) : null;
     for (const ref of unbound) {
       const at = when?.(ref.name);
@@ -73880,7 +73888,7 @@ function quoteSh(value) {
 }
 
 // src/core/elf/targets.ts
-import { closeSync as closeSync3, constants as constants4, openSync as openSync3, readdirSync as readdirSync2, readSync as readSync3, statSync as statSync2 } from "node:fs";
+import { closeSync as closeSync3, constants as constants4, openSync as openSync3, readdirSync as readdirSync2, readSync as readSync3, realpathSync as realpathSync3, statSync as statSync2 } from "node:fs";
 import { join as join4 } from "node:path";
 
 // src/core/elf/kernel-path.ts
@@ -75294,7 +75302,7 @@ function loaderPlatform(elfClass, machine, sysroot = "", cacheGenerator) {
 }
 
 // src/core/elf/mounts.ts
-import { readFileSync as readFileSync5, realpathSync as realpathSync3 } from "node:fs";
+import { readFileSync as readFileSync5, realpathSync as realpathSync4 } from "node:fs";
 var mounts;
 var unescape = (s) => s.replace(/\\([0-7]{3})/g, (_m, o) => String.fromCharCode(parseInt(o, 8)));
 function readMounts() {
@@ -75325,7 +75333,7 @@ function noexecMountOf(path13) {
 function lookUp(path13) {
   let real;
   try {
-    real = realpathSync3.native(path13);
+    real = realpathSync4.native(path13);
   } catch {
     return null;
   }

@@ -4,7 +4,8 @@
  * when no driver file says the version, `nvidia-smi`.
  */
 import {existsSync} from 'node:fs';
-import {findSitePackages, firstOnPath, pythonCudaLibDirs} from '../system/python-env.js';
+import {firstOnPath, inspectPython, pythonCudaLibDirs} from '../system/python-env.js';
+import {dynamicProgram} from '../elf/index.js';
 import {driverFacts, driverFindings, findForwardCompat} from './compat.js';
 import {condaFindings} from './conda.js';
 import {driverMismatchFinding, findLibcuda, noKernelModuleFinding, readDriver} from './driver.js';
@@ -59,7 +60,12 @@ export async function runDoctor(ctx: DoctorContext, deps: DoctorDeps): Promise<D
   findings.push(...ld.findings);
 
   const interpreter = ctx.python ?? firstOnPath(['python3', 'python'], ctx.env.PATH) ?? null;
-  const sitePackages = interpreter ? findSitePackages({env: ctx.env, python: interpreter, cwd: ctx.cwd}) : [];
+  const py = interpreter ? inspectPython({env: ctx.env, python: interpreter, cwd: ctx.cwd}) : {sitePackages: [], executable: null};
+  const sitePackages = py.sitePackages;
+  // Python dlopens the wheels' libraries: checked as loaded by the interpreter binary itself (--exe),
+  // which sees what ldd cannot (static TLS, a dlopen's executable stack, symbols Python defines).
+  // Not a wrapper script no process starts as (then they are checked as `ldd` loads them).
+  const program = interpreter ? dynamicProgram(py.executable ?? interpreter) : null;
   const pyLibDirs = pythonCudaLibDirs(sitePackages);
   const torch = findTorch(sitePackages);
   findings.push(...torchFindings(ctx, torch, driver, toolkits.selection.label));
@@ -76,7 +82,7 @@ export async function runDoctor(ctx: DoctorContext, deps: DoctorDeps): Promise<D
   const verdicts = new Map<string, {shadows: number; breaks: number}>();
   if (pyLibDirs.length > 0) {
     try {
-      const shadowing = await shadowingFindings(ctx, ld.entries, pyLibDirs, deps.check);
+      const shadowing = await shadowingFindings(ctx, ld.entries, pyLibDirs, deps.check, program);
       findings.push(...shadowing.findings);
       for (const v of shadowing.verdicts) verdicts.set(v.entry, {shadows: v.shadows.length, breaks: v.problems.length});
     } catch (error) {
@@ -104,7 +110,7 @@ export async function runDoctor(ctx: DoctorContext, deps: DoctorDeps): Promise<D
       activeToolkit: active ? {source: active.source, path: active.real ?? active.dir, version: active.version ?? null} : null,
       pointers: pointers.pointers,
       ldLibraryPath: ld.entries.map((e) => ({...e, shadows: verdicts.get(e.entry)?.shadows ?? null, breaks: verdicts.get(e.entry)?.breaks ?? null})),
-      python: {interpreter, sitePackages, cudaLibraryDirs: pyLibDirs, torch: torch ?? null},
+      python: {interpreter, program: pyLibDirs.length > 0 ? program : null, sitePackages, cudaLibraryDirs: pyLibDirs, torch: torch ?? null},
       loader: loader.facts,
       conda: conda.facts,
       sysroot: ctx.sysroot || null,

@@ -12,7 +12,14 @@ export interface DoctorFacts {
   activeToolkit: {source: string; path: string; version: string | null} | null;
   pointers: PointerFact[];
   ldLibraryPath: Array<LdEntryFact & {shadows: number | null; breaks: number | null}>;
-  python: {interpreter: string | null; sitePackages: string[]; cudaLibraryDirs: string[]; torch: TorchFact | null};
+  python: {
+    interpreter: string | null;
+    /** The program the pip CUDA libraries were checked as dlopened by (`check --exe`); null: checked as `ldd` loads them. */
+    program: string | null;
+    sitePackages: string[];
+    cudaLibraryDirs: string[];
+    torch: TorchFact | null;
+  };
   loader: LoaderFacts;
   conda: CondaFacts;
   /** Set when a test root stands in for the machine (CUDAENV_SYSROOT). */

@@ -102,13 +102,13 @@ function describeGroup(g: Problem[]): string {
  * exists with the entries is theirs.
  */
 export async function shadowingFindings(
-  ctx: DoctorContext, entries: LdEntryFact[], pythonLibDirs: string[], check: CheckFn,
+  ctx: DoctorContext, entries: LdEntryFact[], pythonLibDirs: string[], check: CheckFn, program: string | null = null,
 ): Promise<ShadowingResult> {
   const findings: Finding[] = [];
   if (pythonLibDirs.length === 0) return {verdicts: [], baselineProblems: [], findings};
   const ld = ctx.env.LD_LIBRARY_PATH;
   const drop = new Set(entries.map((e) => e.entry));
-  const options = {targets: pythonLibDirs, storeVersionsDir: ctx.paths.versions, cwd: ctx.cwd};
+  const options = {targets: pythonLibDirs, storeVersionsDir: ctx.paths.versions, cwd: ctx.cwd, ...(program ? {exe: program} : {})};
   const current = await check({...options, ldLibraryPath: ld});
   const base = drop.size === 0 ? current : await check({...options, ldLibraryPath: without(ld, drop)});
   const baseEdges = edgeMap(base);
@@ -205,7 +205,8 @@ export async function shadowingFindings(
       severity: 'error',
       title: `The Python environment's CUDA libraries fail to load even without LD_LIBRARY_PATH's CUDA entries`,
       evidence: baselineProblems.slice(0, 6).flatMap((p) => [describeProblem(p), `  ${p.explanation}`])
-        .concat(baselineProblems.length > 6 ? [`... and ${baselineProblems.length - 6} more`] : []),
+        .concat(baselineProblems.length > 6 ? [`... and ${baselineProblems.length - 6} more`] : [])
+        .concat(program ? [`checked as ${program} loads them (cudaenv check --exe ${quoteSh(program)} ${pythonLibDirs.map(quoteSh).join(' ')})`] : []),
       fix: baselineProblems[0]!.fix ?? 'Reinstall the packages that own these libraries (pip install --force-reinstall ...)',
     });
   }

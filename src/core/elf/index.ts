@@ -15,7 +15,7 @@ import {checkPartial, readExe, type FileResult} from './partial.js';
 import {listTargets, readListed} from './targets.js';
 
 export type {CheckOptions, CheckReport, CheckedObject, NeededEdge, Problem, ProblemKind, Via} from './api.js';
-export {elfSharedObjectsIn} from './targets.js';
+export {dynamicProgram, elfSharedObjectsIn} from './targets.js';
 export {describeObject} from './explainer.js';
 
 /**

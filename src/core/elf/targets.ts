@@ -1,5 +1,5 @@
 import type {Stats} from 'node:fs';
-import {closeSync, constants, openSync, readdirSync, readSync, statSync} from 'node:fs';
+import {closeSync, constants, openSync, readdirSync, readSync, realpathSync, statSync} from 'node:fs';
 import {join} from 'node:path';
 import {kernelPath} from './kernel-path.js';
 import {UsageError} from '../errors.js';
@@ -193,4 +193,27 @@ export async function expandTargets(targets: string[], options: {recursive?: boo
     else files.push(r);
   }
   return {files, skipped};
+}
+
+/**
+ * The file `path` leads to when it is a dynamically linked program (an ELF executable or PIE with
+ * an interpreter), the kind `--exe` models a process of; null for anything else (a wrapper
+ * script such as a pyenv shim, a static binary, a library, nothing there).
+ */
+export function dynamicProgram(path: string): string | null {
+  let real: string;
+  let st: Stats;
+  try {
+    real = realpathSync.native(path);
+    st = statSync(real);
+  } catch {
+    return null;
+  }
+  if (!st.isFile() || st.size === 0) return null;
+  try {
+    const info = cachedElfSync(real, st);
+    return (info.type === ET_EXEC || info.type === ET_DYN) && info.interp !== null && info.dynamic === 'yes' ? real : null;
+  } catch {
+    return null;
+  }
 }

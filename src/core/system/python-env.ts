@@ -9,31 +9,46 @@ import {join} from 'node:path';
  * covers `pip install --target DIR`, PYTHONPATH and .pth entries as well as site-packages.
  */
 export function findSitePackages(options: {env?: NodeJS.ProcessEnv; python?: string; cwd?: string} = {}): string[] {
+  return inspectPython(options).sitePackages;
+}
+
+export interface PythonEnv {
+  /** Package directories, as findSitePackages gives them. */
+  sitePackages: string[];
+  /** The interpreter's sys.executable, when it was run and said it (a pyenv shim names the real binary). */
+  executable: string | null;
+}
+
+/** findSitePackages, and the interpreter binary itself when the interpreter is asked. */
+export function inspectPython(options: {env?: NodeJS.ProcessEnv; python?: string; cwd?: string} = {}): PythonEnv {
   const env = options.env ?? process.env;
   if (!options.python && !env.PYTHONPATH) {
     const prefix = env.VIRTUAL_ENV || env.CONDA_PREFIX;
     if (prefix) {
       const found = sitePackagesUnder(prefix);
-      if (found.length > 0) return found;
+      if (found.length > 0) return {sitePackages: found, executable: null};
     }
   }
   const python = options.python ?? firstOnPath(['python3', 'python'], env.PATH);
-  if (!python) return [];
+  if (!python) return {sitePackages: [], executable: null};
   try {
     // node:child_process on first use (the fast path loads this module without running python).
     const out = process.getBuiltinModule('node:child_process').execFileSync(python, ['-c', FIND_PACKAGES_PY], {
       encoding: 'utf8', timeout: 20000, stdio: ['ignore', 'pipe', 'ignore'], env: {...env, PYTHONNOUSERSITE: env.PYTHONNOUSERSITE}, cwd: options.cwd,
     });
-    return packageDirsFrom(JSON.parse(out.trim().split('\n').pop() ?? '{}') as unknown);
+    const data = JSON.parse(out.trim().split('\n').pop() ?? '{}') as unknown;
+    const executable = typeof data === 'object' && data !== null && !Array.isArray(data) ? (data as {executable?: unknown}).executable : undefined;
+    // sys.executable is '' (or None) when Python cannot tell.
+    return {sitePackages: packageDirsFrom(data), executable: typeof executable === 'string' && executable.startsWith('/') ? executable : null};
   } catch {
-    return [];
+    return {sitePackages: [], executable: null};
   }
 }
 
-/** Prints sys.path and the directories `torch` and `nvidia` would be imported from; imports neither. */
+/** Prints sys.path, sys.executable and the directories `torch` and `nvidia` would be imported from; imports neither. */
 const FIND_PACKAGES_PY = `
 import sys, json, os, importlib.util
-out = {"path": [p for p in sys.path if isinstance(p, str)], "torch": None, "nvidia": []}
+out = {"path": [p for p in sys.path if isinstance(p, str)], "executable": sys.executable, "torch": None, "nvidia": []}
 try:
     s = importlib.util.find_spec("torch")
     if s is not None and s.origin:

@@ -67,8 +67,14 @@ export function systemToolkit(m: Machine, label: string, link = false): string {
 }
 
 /** A fake interpreter that prints sys.path as the real one would (`python -c` with json). */
-export function fakePython(m: Machine, sysPath: string[], name = 'python3'): string {
-  return write(join(m.bin, name), `#!/bin/sh\necho '${JSON.stringify(['', ...sysPath])}'\n`, 0o755);
+/**
+ * A `python3` on the machine's PATH that answers cudaenv's question with `sysPath`: a shell script,
+ * which no process starts as (doctor then checks the wheels as `ldd` loads them), unless it says
+ * its sys.executable is `executable` (a real interpreter binary, as a pyenv shim's python would).
+ */
+export function fakePython(m: Machine, sysPath: string[], name = 'python3', executable?: string): string {
+  const answer = executable ? {path: ['', ...sysPath], executable} : ['', ...sysPath];
+  return write(join(m.bin, name), `#!/bin/sh\necho '${JSON.stringify(answer)}'\n`, 0o755);
 }
 
 export function torchVersionPy(sitePackages: string, version: string, cuda: string | null): void {

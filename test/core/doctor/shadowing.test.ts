@@ -8,6 +8,7 @@ import {makeFakeToolkit} from '../../helpers/toolkit.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {HAVE_GCC, buildLib, fakePython, installVersion, makeMachine, seedFailure, torchVersionPy, type Machine} from './machine.js';
 import {describeIf} from '../../helpers/skip.js';
+import {NEEDS, PYTHON_EXE} from '../../helpers/capabilities.js';
 
 const maybe = describeIf(HAVE_GCC, 'needs gcc (apt-get install gcc)');
 
@@ -215,3 +216,39 @@ maybe('issue 12: LD_LIBRARY_PATH written with \';\', and shadowing below the whe
     expect(f.fix).toContain(`remove or replace ${asLoaded} (it is an empty file, 0 bytes; if a package installed it, reinstall that package)`);
   });
 });
+
+describeIf(HAVE_GCC && PYTHON_EXE !== null && process.platform === 'linux' && process.arch === 'x64', `${NEEDS.tool('python3')}; gcc on x86-64 Linux`)(
+  'the wheels checked as the interpreter loads them (check --exe)', () => {
+    test('a wheel library whose initial-exec TLS block does not fit: import fails in Python, ldd -r sees nothing, doctor says so', async () => {
+      const tmp = makeTempDir();
+      try {
+        const m = makeMachine(tmp.dir);
+        const sp = join(tmp.dir, 'venv/lib/python3.11/site-packages');
+        // libgomp, jemalloc and the OpenMP runtimes access their thread-locals this way; 64 KB is past any surplus.
+        const lib = buildLib({out: join(sp, 'nvidia/tlsheavy/lib/libtlsheavy.so.1'), soname: 'libtlsheavy.so.1',
+          source: '__thread char big[65536] __attribute__((tls_model("initial-exec")));\nchar *get_big(void){return big;}\n'});
+        // The premise, from the real loaders: ldd maps it at start-up (room is made then); Python's dlopen fails.
+        expect(lddR(lib, undefined)).not.toMatch(/error|undefined symbol/);
+        const py = spawnSync(PYTHON_EXE!, ['-c', 'import ctypes, sys; ctypes.CDLL(sys.argv[1])', lib], {encoding: 'utf8'});
+        expect(py.stderr).toContain(`${lib}: cannot allocate memory in static TLS block`);
+
+        // A python3 that says which binary it is: the libraries are checked as that binary dlopens them.
+        fakePython(m, [sp], 'python3', PYTHON_EXE!);
+        const report = await runDoctor(m.ctx(), defaultDeps);
+        expect(report.facts.python.program).toBe(PYTHON_EXE);
+        const f = report.findings.find((x) => x.id === 'pytorch.libraries-broken')!;
+        expect(f.severity).toBe('error');
+        expect(f.evidence[0]).toContain(lib);
+        expect(f.evidence.join('\n')).toContain('static TLS');
+        expect(f.evidence.at(-1)).toBe(`checked as ${PYTHON_EXE} loads them (cudaenv check --exe ${PYTHON_EXE} ${join(sp, 'nvidia/tlsheavy/lib')})`);
+
+        // A wrapper script no process starts as (sys.executable unknown): checked as ldd loads them, which cannot see it.
+        fakePython(m, [sp]);
+        const plain = await runDoctor(m.ctx(), defaultDeps);
+        expect(plain.facts.python.program).toBeNull();
+        expect(plain.findings.map((x) => x.id)).not.toContain('pytorch.libraries-broken');
+      } finally {
+        tmp.cleanup();
+      }
+    });
+  });

@@ -76,6 +76,6 @@ describe('the active selection', () => {
     write(join(m.bin, 'python3'), '#!/bin/sh\nexit 3\n', 0o755);
     const report = await runDoctor(m.ctx(), defaultDeps);
     expect(report.findings.find((f) => f.id === 'pytorch.no-site-packages')?.severity).toBe('info');
-    expect(report.facts.python).toEqual({interpreter: join(m.bin, 'python3'), sitePackages: [], cudaLibraryDirs: [], torch: null});
+    expect(report.facts.python).toEqual({interpreter: join(m.bin, 'python3'), program: null, sitePackages: [], cudaLibraryDirs: [], torch: null});
   });
 });
