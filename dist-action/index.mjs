@@ -72292,8 +72292,16 @@ var COPY = /* @__PURE__ */ new Map([
 var TPOFF = /* @__PURE__ */ new Map([
   [62, [18, 23]],
   // R_X86_64_TPOFF64, R_X86_64_TPOFF32
-  [3, [14, 37]]
+  [3, [14, 37]],
   // R_386_TLS_TPOFF, R_386_TLS_TPOFF32
+  [183, [1030]]
+  // R_AARCH64_TLS_TPREL64
+]);
+var TLSDESC = /* @__PURE__ */ new Map([
+  [62, 36],
+  // R_X86_64_TLSDESC
+  [183, 1031]
+  // R_AARCH64_TLSDESC
 ]);
 function relocatedSymbols(file, h, values, count, toOffset) {
   const marks = new Uint32Array(count);
@@ -72302,8 +72310,17 @@ function relocatedSymbols(file, h, values, count, toOffset) {
   const jumpSlot = JUMP_SLOT.get(h.machine);
   const copyType = COPY.get(h.machine);
   const tpoffTypes = TPOFF.get(h.machine) ?? [];
+  const tlsdescType = TLSDESC.get(h.machine);
   const tpoff = [];
   const tpoffSeen = /* @__PURE__ */ new Set();
+  const noteTls = (sym, type, at) => {
+    const optional = type === tlsdescType;
+    if (!optional && !tpoffTypes.includes(type)) return;
+    const key = sym * 2 + (optional ? 1 : 0);
+    if (tpoffSeen.has(key)) return;
+    tpoffSeen.add(key);
+    tpoff.push({ sym, at, optional });
+  };
   let rank = 0;
   const tables = [
     { addr: values.get(DT_REL.RELA), size: values.get(DT_REL.RELASZ), rela: true, skip: values.get(DT_REL.RELACOUNT) ?? 0, what: "DT_RELA" },
@@ -72331,17 +72348,11 @@ function relocatedSymbols(file, h, values, count, toOffset) {
         if (sym >= count) continue;
         const type = h.is64 ? h.littleEndian ? buf.readUInt32LE(b + 8) : buf.readUInt32BE(b + 12) : info32 & 255;
         if (sym === 0) {
-          if (tpoffTypes.includes(type) && !tpoffSeen.has(0)) {
-            tpoffSeen.add(0);
-            tpoff.push({ sym: 0, at: rank + 0.5 });
-          }
+          noteTls(0, type, rank + 0.5);
           continue;
         }
         if (marks[sym] === 0) marks[sym] = ++rank;
-        if (tpoffTypes.includes(type) && !tpoffSeen.has(sym)) {
-          tpoffSeen.add(sym);
-          tpoff.push({ sym, at: rank + 0.5 });
-        }
+        noteTls(sym, type, rank + 0.5);
         if (eager[sym] === 0 && (!plt || jumpSlot !== void 0 && type !== jumpSlot)) eager[sym] = 1;
         if (type === copyType) copy[sym] = marks[sym];
       }
@@ -72745,7 +72756,7 @@ function copyRelocations(path13) {
 var STB_LOCAL2 = 0;
 var STB_WEAK2 = 2;
 function staticTlsReferences(path13) {
-  return withRelocations(path13, (t) => t.marks.tpoff.map(({ sym, at }) => ({ symbol: sym === 0 || t.binding(sym) === STB_LOCAL2 ? null : t.symbol(sym), at })));
+  return withRelocations(path13, (t) => t.marks.tpoff.map(({ sym, at, optional }) => ({ symbol: sym === 0 || t.binding(sym) === STB_LOCAL2 ? null : t.symbol(sym), at, optional })));
 }
 function withRelocations(path13, use) {
   const file = ElfFile.open(path13);
@@ -73293,8 +73304,13 @@ var TCB_ALIGN = 64;
 var IE_TLS = 144;
 var LEGACY_TLS = 144;
 var DL_NNS = 16;
+function layoutOf(machine, glibc) {
+  if (machine === 62) return { atTp: "tcb" };
+  if (machine === 183) return { atTp: "dtv", tcbSize: 16, tcbAlign: glibc !== null && versionAtMost(glibc, 2, 34) ? 16 : 32 };
+  return null;
+}
 function staticTlsModelled(machine) {
-  return machine === 62;
+  return layoutOf(machine, null) !== null;
 }
 function staticTlsSurplus(tunables, glibc) {
   if (glibc !== null && versionAtMost(glibc, 2, 30)) return { surplus: 1664, optional: 0, tunable: false };
@@ -73313,47 +73329,32 @@ var StaticTlsBlock = class {
    * `startup`: the objects the program starts with, in load order (the order ld.so numbers their
    * TLS modules); `extra`: a block after theirs (the rseq area of glibc 2.41 and later).
    */
-  constructor(startup, settings, extra = null) {
+  constructor(machine, glibc, startup, settings, extra = null) {
     this.settings = settings;
-    let offset = 0;
-    let freeTop = 0;
-    let freeBottom = 0;
-    let maxAlign = TCB_ALIGN;
-    for (const info2 of startup) {
-      const b = info2.tls;
-      if (!b) continue;
-      this.placed.add(info2);
-      const firstByte = (b.align - b.firstByte % b.align) % b.align;
-      maxAlign = Math.max(maxAlign, b.align);
-      if (freeBottom - freeTop >= b.size) {
-        const off2 = roundUp(freeTop + b.size - firstByte, b.align) + firstByte;
-        if (off2 <= freeBottom) {
-          freeTop = off2;
-          continue;
-        }
-      }
-      const off = roundUp(offset + b.size - firstByte, b.align) + firstByte;
-      if (off > offset + b.size + (freeBottom - freeTop)) {
-        freeTop = offset;
-        freeBottom = off - b.size;
-      }
-      offset = off;
-    }
-    if (extra) {
-      offset = roundUp(offset + extra.size, extra.align);
-      maxAlign = Math.max(maxAlign, extra.align);
-    }
+    const layout = layoutOf(machine, glibc);
+    if (!layout) throw new Error(`no static TLS layout for machine ${machine}`);
+    this.layout = layout;
+    this.optionalLeft = settings.tunable ? settings.optional : Infinity;
+    const blocks2 = startup.filter((info2) => info2.tls !== null);
+    for (const info2 of blocks2) this.placed.add(info2);
+    const { offset, maxAlign } = layout.atTp === "tcb" ? layoutBelowTp(blocks2.map((i) => i.tls), extra) : layoutAfterTcb(blocks2.map((i) => i.tls), layout, extra);
     this.used = offset;
-    this.size = roundUp(offset + settings.surplus, maxAlign);
+    this.startUsed = offset;
+    this.size = roundUp(offset + settings.surplus, layout.atTp === "tcb" ? maxAlign : layout.tcbAlign);
     this.align = maxAlign;
   }
   settings;
-  /** dl_tls_static_used: bytes below the thread pointer taken so far. */
+  /** dl_tls_static_used: bytes taken so far (with TLS_DTV_AT_TP, the TCB's included). */
   used = 0;
-  /** dl_tls_static_size without the TCB. */
+  /** dl_tls_static_size (with TLS_TCB_AT_TP, without the TCB). */
   size;
   /** dl_tls_static_align. */
   align;
+  /** dl_tls_static_optional: what is left of the surplus's optional part for TLS descriptors. */
+  optionalLeft;
+  /** dl_tls_static_used when the program had started (the block's size was fixed from it). */
+  startUsed;
+  layout;
   placed = /* @__PURE__ */ new Set();
   /** Whether the object's block already has its static offset (it came with the program's start, or a dlopen placed it). */
   has(info2) {
@@ -73365,31 +73366,114 @@ var StaticTlsBlock = class {
   }
   /**
    * _dl_try_allocate_static_tls for a dlopened object's block: true and the block placed, or false
-   * (its alignment exceeds the block's, or it does not fit in what is left).
+   * (its alignment exceeds the block's, or it does not fit in what is left; for a TLS descriptor,
+   * `optional`, in what is left of the optional part).
    */
-  place(info2) {
+  place(info2, optional = false) {
     const b = info2.tls;
     if (b.align > this.align) return false;
-    const free = this.size - this.used;
-    const needed = b.size + b.firstByte;
-    if (free < needed) return false;
-    const n = Math.floor((free - needed) / b.align);
-    this.used += free - n * b.align - b.firstByte;
+    const end = this.endAfter(b);
+    if (end === null) return false;
+    const use = end - this.used;
+    if (optional && use > this.optionalLeft) return false;
+    if (optional) this.optionalLeft -= use;
+    this.used = end;
     this.placed.add(info2);
     return true;
   }
-  /** How much more surplus would let `info` be placed now (a multiple of the block's alignment). */
+  /** dl_tls_static_used once `b` is placed, or null when it does not fit. */
+  endAfter(b) {
+    if (this.layout.atTp === "dtv") {
+      const offset = roundUp(this.used - b.firstByte, b.align) + b.firstByte;
+      return offset + b.size > this.size ? null : offset + b.size;
+    }
+    const free = this.size - this.used;
+    const needed = b.size + b.firstByte;
+    if (free < needed) return null;
+    const n = Math.floor((free - needed) / b.align);
+    return this.used + free - n * b.align - b.firstByte;
+  }
+  /**
+   * How much more surplus would let `info` be placed now: with TLS_TCB_AT_TP a multiple of the
+   * block's alignment; with TLS_DTV_AT_TP the least that makes the rounded size reach its end.
+   */
   shortfall(info2) {
     const b = info2.tls;
+    if (this.layout.atTp === "dtv") {
+      const end = roundUp(this.used - b.firstByte, b.align) + b.firstByte + b.size;
+      const a = this.layout.tcbAlign;
+      return Math.max(0, roundUp(end, a) - a + 1 - (this.startUsed + this.settings.surplus));
+    }
     return roundUp(Math.max(0, b.size + b.firstByte - this.free), this.align);
   }
 };
+function layoutBelowTp(blocks2, extra) {
+  let offset = 0;
+  let freeTop = 0;
+  let freeBottom = 0;
+  let maxAlign = TCB_ALIGN;
+  for (const b of blocks2) {
+    const firstByte = (b.align - b.firstByte % b.align) % b.align;
+    maxAlign = Math.max(maxAlign, b.align);
+    if (freeBottom - freeTop >= b.size) {
+      const off2 = roundUp(freeTop + b.size - firstByte, b.align) + firstByte;
+      if (off2 <= freeBottom) {
+        freeTop = off2;
+        continue;
+      }
+    }
+    const off = roundUp(offset + b.size - firstByte, b.align) + firstByte;
+    if (off > offset + b.size + (freeBottom - freeTop)) {
+      freeTop = offset;
+      freeBottom = off - b.size;
+    }
+    offset = off;
+  }
+  if (extra) {
+    offset = roundUp(offset + extra.size, extra.align);
+    maxAlign = Math.max(maxAlign, extra.align);
+  }
+  return { offset, maxAlign };
+}
+function layoutAfterTcb(blocks2, layout, extra) {
+  let offset = layout.tcbSize;
+  let freeTop = 0;
+  let freeBottom = 0;
+  let maxAlign = layout.tcbAlign;
+  for (const b of blocks2) {
+    const firstByte = (b.align - b.firstByte % b.align) % b.align;
+    maxAlign = Math.max(maxAlign, b.align);
+    if (b.size <= freeTop - freeBottom) {
+      let off2 = roundUp(freeBottom, b.align);
+      if (off2 - freeBottom < firstByte) off2 += b.align;
+      if (off2 + b.size - firstByte <= freeTop) {
+        freeBottom = off2 + b.size - firstByte;
+        continue;
+      }
+    }
+    let off = roundUp(offset, b.align);
+    if (off - offset < firstByte) off += b.align;
+    if (off - firstByte - offset > freeTop - freeBottom) {
+      freeBottom = offset;
+      freeTop = off - firstByte;
+    }
+    offset = off + b.size - firstByte;
+  }
+  if (extra) {
+    offset = roundUp(offset, extra.align) + extra.size;
+    maxAlign = Math.max(maxAlign, extra.align);
+  }
+  return { offset, maxAlign };
+}
 
 // src/core/elf/relocation-problems.ts
 var ET_EXEC = 2;
 var DF_STATIC_TLS = 16;
+var STT_TLS2 = 6;
 function staticTlsBlockOf(p, startup) {
   return new StaticTlsBlock(
+    p.main.info.machine,
+    p.platform.glibc,
     p.objects.filter((o) => startup.has(o) && o.role !== "interp").map((o) => o.info),
     staticTlsSurplus(p.ctx.tunables, p.platform.glibc),
     rseqArea(p.platform.glibc)
@@ -73397,14 +73481,14 @@ function staticTlsBlockOf(p, startup) {
 }
 function staticTlsProblems(p, obj, memo, block) {
   const out = [];
-  if ((obj.info.dtFlags & DF_STATIC_TLS) === 0) return out;
+  if ((obj.info.dtFlags & DF_STATIC_TLS) === 0 && obj.info.tls === null && !obj.info.symbols.some((s) => !s.defined && s.type === STT_TLS2)) return out;
   const tls = block();
   for (const ref of staticTlsOf(obj.info)) {
     const owner = ref.symbol === null ? obj : p.scope.find((o) => memo.defines(o.info, ref.symbol));
     if (!owner?.info.tls || tls.has(owner.info)) continue;
     const free = tls.free;
     const shortfall = tls.shortfall(owner.info);
-    if (tls.place(owner.info)) continue;
+    if (tls.place(owner.info, ref.optional) || ref.optional) continue;
     const { surplus, optional, tunable } = tls.settings;
     out.push({
       kind: "static-tls",
@@ -75279,6 +75363,8 @@ function loaderPlatform(elfClass, machine, sysroot = "", cacheGenerator) {
         for (const sub of legacySubdirs(names, platform2)) if (!hwcaps.includes(sub)) hwcaps.push(sub);
         legacyHwcap = { important: host?.hwcapImportant ?? 0x2n, platformBit: host ? host.platformBit : null };
       }
+    } else if (glibc && versionAtMost(glibc, 2, 36)) {
+      for (const sub of legacySubdirs(host?.legacy ?? [], platform2)) hwcaps.push(sub);
     }
     result = {
       elfClass,

@@ -205,6 +205,12 @@ export function loaderPlatform(elfClass: 32 | 64, machine: number, sysroot = '',
         for (const sub of legacySubdirs(names, platform)) if (!hwcaps.includes(sub)) hwcaps.push(sub);
         legacyHwcap = {important: host?.hwcapImportant ?? 0x2n, platformBit: host ? host.platformBit : null};
       }
+    } else if (glibc && versionAtMost(glibc, 2, 36)) {
+      // Other machines (aarch64) have no glibc-hwcaps levels, but up to 2.36 the same legacy
+      // subdirectories: tls, the platform, and the CPU's important hwcaps (aarch64: atomics),
+      // which only this machine's own loader can tell; for an image of another machine the
+      // CPU is unknown and only tls/ and the platform's directory are searched.
+      for (const sub of legacySubdirs(host?.legacy ?? [], platform)) hwcaps.push(sub);
     }
     result = {
       elfClass, machine, sysroot: root,

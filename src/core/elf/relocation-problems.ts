@@ -12,10 +12,11 @@ import type {SymbolRef} from './symbols.js';
 
 const ET_EXEC = 2;
 const DF_STATIC_TLS = 0x10;
+const STT_TLS = 6;
 
 /** The static TLS block of the program's start: its objects' TLS in load order (the modules ld.so numbers first). */
 export function staticTlsBlockOf(p: LoaderProcess, startup: Set<LoadedObject>): StaticTlsBlock {
-  return new StaticTlsBlock(p.objects.filter((o) => startup.has(o) && o.role !== 'interp').map((o) => o.info),
+  return new StaticTlsBlock(p.main.info.machine, p.platform.glibc, p.objects.filter((o) => startup.has(o) && o.role !== 'interp').map((o) => o.info),
     staticTlsSurplus(p.ctx.tunables, p.platform.glibc), rseqArea(p.platform.glibc));
 }
 
@@ -28,7 +29,9 @@ export function staticTlsBlockOf(p: LoaderProcess, startup: Set<LoadedObject>): 
  */
 export function staticTlsProblems(p: LoaderProcess, obj: LoadedObject, memo: SymbolMemo, block: () => StaticTlsBlock): Finding[] {
   const out: Finding[] = [];
-  if ((obj.info.dtFlags & DF_STATIC_TLS) === 0) return out;
+  // Only an object with initial-exec accesses, or with TLS descriptors (its own block, or a
+  // thread-local symbol it references), can take room in the block.
+  if ((obj.info.dtFlags & DF_STATIC_TLS) === 0 && obj.info.tls === null && !obj.info.symbols.some((s) => !s.defined && s.type === STT_TLS)) return out;
   const tls = block();
   for (const ref of staticTlsOf(obj.info)) {
     // A symbol binds where a lookup finds it first (another object's variable of that name may interpose).
@@ -36,7 +39,8 @@ export function staticTlsProblems(p: LoaderProcess, obj: LoadedObject, memo: Sym
     if (!owner?.info.tls || tls.has(owner.info)) continue;
     const free = tls.free;
     const shortfall = tls.shortfall(owner.info);
-    if (tls.place(owner.info)) continue;
+    // A descriptor that finds no room is resolved dynamically: nothing fails.
+    if (tls.place(owner.info, ref.optional) || ref.optional) continue;
     const {surplus, optional, tunable} = tls.settings;
     out.push({
       kind: 'static-tls', object: owner, library: null, version: null, symbol: ref.symbol?.name ?? null, provider: null, edge: p.edgeTo(owner) ?? null, rank: ref.at,

@@ -4,29 +4,47 @@ import {tunableInEffect} from './tunables.js';
 import type {ElfInfo} from './types.js';
 
 /**
- * glibc's static TLS block, x86-64 layout (TLS_TCB_AT_TP): every thread gets, below its thread
- * pointer, the TLS blocks of the objects the program started with, plus a surplus. An object
- * accessed with the initial-exec model (R_X86_64_TPOFF64, DF_STATIC_TLS: libgomp, jemalloc, many
- * Fortran and OpenMP runtimes) needs its block at a fixed offset in there; when a dlopen brings
- * it, only the surplus is left, and a block that does not fit makes the dlopen fail with
- * "cannot allocate memory in static TLS block" (elf/dl-reloc.c). The arithmetic below is
- * elf/dl-tls.c's (_dl_determine_tlsoffset, _dl_tls_static_surplus_init) and dl-reloc.c's
- * (_dl_try_allocate_static_tls), checked against the loaders of glibc 2.31, 2.36, 2.39, 2.41 and 2.43
- * (test/core/elf/static-tls.test.ts, loader-glibc-releases.test.ts).
+ * glibc's static TLS block: every thread gets the TLS blocks of the objects the program started
+ * with, plus a surplus, at fixed offsets from its thread pointer. An object accessed with the
+ * initial-exec model (R_X86_64_TPOFF64, R_AARCH64_TLS_TPREL64; DF_STATIC_TLS: libgomp, jemalloc,
+ * many Fortran and OpenMP runtimes) needs its block there; when a dlopen brings it, only the
+ * surplus is left, and a block that does not fit makes the dlopen fail with "cannot allocate
+ * memory in static TLS block" (elf/dl-reloc.c). Two layouts (elf/dl-tls.c):
+ * - TLS_TCB_AT_TP (x86-64): the blocks lie below the thread pointer, the TCB above it;
+ * - TLS_DTV_AT_TP (aarch64): a 16-byte TCB at the thread pointer, the blocks after it.
+ * The arithmetic below is _dl_determine_tlsoffset's, _dl_tls_static_surplus_init's and
+ * _dl_try_allocate_static_tls's for each, checked against the loaders of glibc 2.31, 2.36, 2.39,
+ * 2.41 and 2.43 on x86-64 and of 2.36 and 2.41 on aarch64 (test/core/elf/static-tls.test.ts,
+ * loader-glibc-releases.test.ts, loader-aarch64.test.ts).
  */
 
 type Block = NonNullable<ElfInfo['tls']>;
 
-/** TLS_TCB_ALIGN on x86-64: the alignment of struct pthread. */
+/** TCB_ALIGNMENT of x86-64 (pthreaddef.h): the static block's least alignment. */
 const TCB_ALIGN = 64;
 /** LIBC_IE_TLS and OTHER_IE_TLS of elf/dl-tls.c; LEGACY_TLS makes the default total the historic 1664. */
 const IE_TLS = 144;
 const LEGACY_TLS = 144;
 const DL_NNS = 16;
 
+/**
+ * Where each machine the model knows puts its static TLS: TLS_TCB_AT_TP, or TLS_DTV_AT_TP with its
+ * TLS_TCB_SIZE and the TCB's alignment, which is the block's least alignment and what its size is
+ * rounded to. On aarch64 that is 32 from glibc 2.35, whose struct pthread holds the 32-byte aligned
+ * rseq area (2.41 moved the area into the block itself, and measures the same), and 16 before
+ * (TCB_ALIGNMENT; not measured here). A block aligned to 64 cannot be placed by a dlopen there.
+ */
+type Layout = {atTp: 'tcb'} | {atTp: 'dtv'; tcbSize: number; tcbAlign: number};
+
+function layoutOf(machine: number, glibc: [number, number] | null): Layout | null {
+  if (machine === 62) return {atTp: 'tcb'};
+  if (machine === 183) return {atTp: 'dtv', tcbSize: 16, tcbAlign: glibc !== null && versionAtMost(glibc, 2, 34) ? 16 : 32};
+  return null;
+}
+
 /** Whether the model knows this machine's static TLS layout. */
 export function staticTlsModelled(machine: number): boolean {
-  return machine === 62;
+  return layoutOf(machine, null) !== null;
 }
 
 /**
@@ -65,50 +83,35 @@ export function rseqArea(glibc: [number, number] | null): {size: number; align: 
 
 /** The static TLS block of one process: laid out at start, then carved from by dlopened objects. */
 export class StaticTlsBlock {
-  /** dl_tls_static_used: bytes below the thread pointer taken so far. */
+  /** dl_tls_static_used: bytes taken so far (with TLS_DTV_AT_TP, the TCB's included). */
   used = 0;
-  /** dl_tls_static_size without the TCB. */
+  /** dl_tls_static_size (with TLS_TCB_AT_TP, without the TCB). */
   readonly size: number;
   /** dl_tls_static_align. */
   readonly align: number;
+  /** dl_tls_static_optional: what is left of the surplus's optional part for TLS descriptors. */
+  private optionalLeft: number;
+  /** dl_tls_static_used when the program had started (the block's size was fixed from it). */
+  private readonly startUsed: number;
+  private readonly layout: Layout;
   private readonly placed = new Set<ElfInfo>();
 
   /**
    * `startup`: the objects the program starts with, in load order (the order ld.so numbers their
    * TLS modules); `extra`: a block after theirs (the rseq area of glibc 2.41 and later).
    */
-  constructor(startup: readonly ElfInfo[], readonly settings: StaticTlsSurplus, extra: {size: number; align: number} | null = null) {
-    let offset = 0;
-    let freeTop = 0;
-    let freeBottom = 0;
-    let maxAlign = TCB_ALIGN;
-    for (const info of startup) {
-      const b = info.tls;
-      if (!b) continue;
-      this.placed.add(info);
-      // Padding before the block that a later, smaller block may use (_dl_determine_tlsoffset).
-      const firstByte = (b.align - (b.firstByte % b.align)) % b.align;
-      maxAlign = Math.max(maxAlign, b.align);
-      if (freeBottom - freeTop >= b.size) {
-        const off = roundUp(freeTop + b.size - firstByte, b.align) + firstByte;
-        if (off <= freeBottom) {
-          freeTop = off;
-          continue;
-        }
-      }
-      const off = roundUp(offset + b.size - firstByte, b.align) + firstByte;
-      if (off > offset + b.size + (freeBottom - freeTop)) {
-        freeTop = offset;
-        freeBottom = off - b.size;
-      }
-      offset = off;
-    }
-    if (extra) {
-      offset = roundUp(offset + extra.size, extra.align);
-      maxAlign = Math.max(maxAlign, extra.align);
-    }
+  constructor(machine: number, glibc: [number, number] | null, startup: readonly ElfInfo[], readonly settings: StaticTlsSurplus, extra: {size: number; align: number} | null = null) {
+    const layout = layoutOf(machine, glibc);
+    if (!layout) throw new Error(`no static TLS layout for machine ${machine}`);
+    this.layout = layout;
+    // Before the tunables, TRY_STATIC_TLS took any room left.
+    this.optionalLeft = settings.tunable ? settings.optional : Infinity;
+    const blocks = startup.filter((info) => info.tls !== null);
+    for (const info of blocks) this.placed.add(info);
+    const {offset, maxAlign} = layout.atTp === 'tcb' ? layoutBelowTp(blocks.map((i) => i.tls!), extra) : layoutAfterTcb(blocks.map((i) => i.tls!), layout, extra);
     this.used = offset;
-    this.size = roundUp(offset + settings.surplus, maxAlign);
+    this.startUsed = offset;
+    this.size = roundUp(offset + settings.surplus, layout.atTp === 'tcb' ? maxAlign : layout.tcbAlign);
     this.align = maxAlign;
   }
 
@@ -124,23 +127,109 @@ export class StaticTlsBlock {
 
   /**
    * _dl_try_allocate_static_tls for a dlopened object's block: true and the block placed, or false
-   * (its alignment exceeds the block's, or it does not fit in what is left).
+   * (its alignment exceeds the block's, or it does not fit in what is left; for a TLS descriptor,
+   * `optional`, in what is left of the optional part).
    */
-  place(info: ElfInfo): boolean {
+  place(info: ElfInfo, optional = false): boolean {
     const b = info.tls as Block;
     if (b.align > this.align) return false;
-    const free = this.size - this.used;
-    const needed = b.size + b.firstByte;
-    if (free < needed) return false;
-    const n = Math.floor((free - needed) / b.align);
-    this.used += free - n * b.align - b.firstByte;
+    const end = this.endAfter(b);
+    if (end === null) return false;
+    const use = end - this.used;
+    if (optional && use > this.optionalLeft) return false;
+    if (optional) this.optionalLeft -= use;
+    this.used = end;
     this.placed.add(info);
     return true;
   }
 
-  /** How much more surplus would let `info` be placed now (a multiple of the block's alignment). */
+  /** dl_tls_static_used once `b` is placed, or null when it does not fit. */
+  private endAfter(b: Block): number | null {
+    if (this.layout.atTp === 'dtv') {
+      const offset = roundUp(this.used - b.firstByte, b.align) + b.firstByte;
+      return offset + b.size > this.size ? null : offset + b.size;
+    }
+    const free = this.size - this.used;
+    const needed = b.size + b.firstByte;
+    if (free < needed) return null;
+    const n = Math.floor((free - needed) / b.align);
+    return this.used + free - n * b.align - b.firstByte;
+  }
+
+  /**
+   * How much more surplus would let `info` be placed now: with TLS_TCB_AT_TP a multiple of the
+   * block's alignment; with TLS_DTV_AT_TP the least that makes the rounded size reach its end.
+   */
   shortfall(info: ElfInfo): number {
     const b = info.tls as Block;
+    if (this.layout.atTp === 'dtv') {
+      const end = roundUp(this.used - b.firstByte, b.align) + b.firstByte + b.size;
+      const a = this.layout.tcbAlign;
+      return Math.max(0, roundUp(end, a) - a + 1 - (this.startUsed + this.settings.surplus));
+    }
     return roundUp(Math.max(0, b.size + b.firstByte - this.free), this.align);
   }
+}
+
+/** _dl_determine_tlsoffset, TLS_TCB_AT_TP: offsets grow away from the thread pointer, gaps reused. */
+function layoutBelowTp(blocks: readonly Block[], extra: {size: number; align: number} | null): {offset: number; maxAlign: number} {
+  let offset = 0;
+  let freeTop = 0;
+  let freeBottom = 0;
+  let maxAlign = TCB_ALIGN;
+  for (const b of blocks) {
+    // Padding before the block that a later, smaller block may use.
+    const firstByte = (b.align - (b.firstByte % b.align)) % b.align;
+    maxAlign = Math.max(maxAlign, b.align);
+    if (freeBottom - freeTop >= b.size) {
+      const off = roundUp(freeTop + b.size - firstByte, b.align) + firstByte;
+      if (off <= freeBottom) {
+        freeTop = off;
+        continue;
+      }
+    }
+    const off = roundUp(offset + b.size - firstByte, b.align) + firstByte;
+    if (off > offset + b.size + (freeBottom - freeTop)) {
+      freeTop = offset;
+      freeBottom = off - b.size;
+    }
+    offset = off;
+  }
+  if (extra) {
+    offset = roundUp(offset + extra.size, extra.align);
+    maxAlign = Math.max(maxAlign, extra.align);
+  }
+  return {offset, maxAlign};
+}
+
+/** _dl_determine_tlsoffset, TLS_DTV_AT_TP: the blocks start right after the TCB, gaps reused. */
+function layoutAfterTcb(blocks: readonly Block[], layout: {tcbSize: number; tcbAlign: number}, extra: {size: number; align: number} | null): {offset: number; maxAlign: number} {
+  let offset = layout.tcbSize;
+  let freeTop = 0;
+  let freeBottom = 0;
+  let maxAlign = layout.tcbAlign;
+  for (const b of blocks) {
+    const firstByte = (b.align - (b.firstByte % b.align)) % b.align;
+    maxAlign = Math.max(maxAlign, b.align);
+    if (b.size <= freeTop - freeBottom) {
+      let off = roundUp(freeBottom, b.align);
+      if (off - freeBottom < firstByte) off += b.align;
+      if (off + b.size - firstByte <= freeTop) {
+        freeBottom = off + b.size - firstByte;
+        continue;
+      }
+    }
+    let off = roundUp(offset, b.align);
+    if (off - offset < firstByte) off += b.align;
+    if (off - firstByte - offset > freeTop - freeBottom) {
+      freeBottom = offset;
+      freeTop = off - firstByte;
+    }
+    offset = off + b.size - firstByte;
+  }
+  if (extra) {
+    offset = roundUp(offset, extra.align) + extra.size;
+    maxAlign = Math.max(maxAlign, extra.align);
+  }
+  return {offset, maxAlign};
 }

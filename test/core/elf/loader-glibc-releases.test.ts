@@ -1,6 +1,6 @@
 import {afterAll, beforeAll, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
-import {existsSync, mkdirSync, realpathSync, symlinkSync, writeFileSync} from 'node:fs';
+import {existsSync, mkdirSync, realpathSync} from 'node:fs';
 import {basename, dirname, join} from 'node:path';
 import {checkLibraries} from '../../../src/core/elf/index.js';
 import {DOWNLOADED, IS_ROOT, NEEDS} from '../../helpers/capabilities.js';
@@ -10,7 +10,8 @@ import {buildLib, buildPortableDlopenDriver, haveCommand, HAVE_GCC} from './fixt
 import {generateCase, type FuzzCase} from './fuzz/generate.js';
 import {graphScript, lib, relocationLines} from './fuzz/sorter-graphs.js';
 import {runScript} from './fuzz/run-script.js';
-import {compareDlopen, compareTrace, modelTrace, parseTrace, withoutPreloadWarnings, type MissingName, type Real, type RealDlopen, type Resolve} from './fuzz/trace.js';
+import {compareDlopen, compareTrace, modelTrace, parseTrace, withoutPreloadWarnings, type Real, type RealDlopen} from './fuzz/trace.js';
+import {buildRunin, inImage, inImageName, makeImage, q} from './fuzz/images.js';
 
 /**
  * Issue 12 item 2 against real loaders of other glibc releases than the host's (2.36): the seeded
@@ -63,24 +64,6 @@ const reason = !fetched ? 'needs the glibc images: bash test/fixtures/fetch-cuda
   : !IS_ROOT ? `${NEEDS.root} (the real loader runs in the image with chroot)`
   : `needs x86-64 with gcc, as, ld, ${STATIC_LIBC} and /lib/x86_64-linux-gnu/libz.so.1 (apt-get install gcc binutils libc6-dev zlib1g)`;
 
-/** `runin ROOT DIR [NAME=VALUE...] -- PROGRAM ARGS...`: chroot, chdir, execve with only those variables. */
-const RUNIN_C = `#include <stdio.h>
-#include <string.h>
-#include <unistd.h>
-int main(int argc, char **argv) {
-  char *env[64];
-  int n = 0, i = 3;
-  if (argc < 5 || chroot(argv[1]) != 0 || chdir(argv[2]) != 0) { perror("runin"); return 125; }
-  for (; i < argc && strcmp(argv[i], "--") != 0 && n < 63; i++) env[n++] = argv[i];
-  env[n] = NULL;
-  if (i + 1 >= argc) return 125;
-  execve(argv[i + 1], argv + i + 1, env);
-  perror("runin: execve");
-  return 126;
-}
-`;
-
-const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
 interface Image {
   suite: string;
@@ -97,44 +80,6 @@ let tmp: {dir: string; cleanup: () => void};
 let runin: string;
 const images: Image[] = [];
 
-/**
- * The image's copy under the test's temporary directory, as a system of that release has it:
- * merged-/usr links where the packages leave them to base-files, and an ld.so.cache from the
- * image's own ldconfig. A relative link at the image's own host path leads to its root, so the
- * absolute paths the cases carry (RPATH, LD_LIBRARY_PATH, the target) name the same files inside
- * the image (for ld.so) and on the host (for the model and for comparing paths).
- */
-function makeImage(suite: string, root: string): void {
-  const cp = spawnSync('cp', ['-a', imageOf(suite), root], {encoding: 'utf8'});
-  if (cp.status !== 0) throw new Error(`copying the ${suite} image failed: ${cp.stderr}`);
-  for (const l of ['lib', 'lib64', 'bin', 'sbin']) {
-    if (!existsSync(join(root, l)) && existsSync(join(root, 'usr', l))) symlinkSync(`usr/${l}`, join(root, l));
-  }
-  const parts = root.split('/').filter(Boolean);
-  mkdirSync(join(root, dirname(root)), {recursive: true});
-  symlinkSync(Array(parts.length - 1).fill('..').join('/'), join(root, root));
-  // Ubuntu's /sbin/ldconfig is a shell script around ldconfig.real (and the image has no shell).
-  const ldconfigPath = existsSync(join(root, 'sbin', 'ldconfig.real')) ? '/sbin/ldconfig.real' : '/sbin/ldconfig';
-  const ldconfig = spawnSync(runin, [root, '/', '--', ldconfigPath], {encoding: 'utf8'});
-  if (ldconfig.status !== 0) throw new Error(`ldconfig in the ${suite} image failed: ${ldconfig.stderr}`);
-}
-
-/** A path ld.so printed in the image (or the model in the sysroot), as one host file. */
-const inImage = (root: string): Resolve => (dir, p) => {
-  const host = !p.startsWith('/') ? `${dir}/${p}` : p.startsWith(`${root}/`) ? p : `${root}${p}`;
-  try {
-    return realpathSync.native(host);
-  } catch {
-    return `?${p}`;
-  }
-};
-
-/**
- * A library's name ld.so made from the working directory in the image (a relative RPATH entry, an
- * object loaded under a relative name): getcwd there gives the image's path, `/fz/c1`, where the
- * model, given the host path as its cwd, names the same directory `<root>/fz/c1`.
- */
-const inImageName = (root: string): MissingName => (name) => (name.startsWith('/') && !name.startsWith(`${root}/`) ? `${root}${name}` : name);
 
 /**
  * Every third case asks for the original sorter (2.41 has the tunable, 2.31 ignores it, so must the
@@ -148,13 +93,10 @@ describeIf(fetched && IS_ROOT && usable, reason)('the loader model against the r
   beforeAll(async () => {
     tmp = makeTempDir('cudaenv-glibc-releases-');
     const base = realpathSync(tmp.dir);
-    runin = join(base, 'runin');
-    writeFileSync(`${runin}.c`, RUNIN_C);
-    const cc = spawnSync('gcc', ['-static', '-O', '-o', runin, `${runin}.c`], {encoding: 'utf8'});
-    if (cc.status !== 0) throw new Error(`cannot build the static runin helper: ${cc.stderr}`);
+    runin = buildRunin(join(base, 'runin'));
     for (const r of RELEASES) {
       const root = join(base, r.suite);
-      makeImage(r.suite, root);
+      makeImage(imageOf(r.suite), root, runin);
       const driver = buildPortableDlopenDriver(join(root, 'fz', 'dlopen-driver'));
       const image: Image = {suite: r.suite, glibc: r.glibc, root, cases: [], real: new Map(), dlopen: new Map(), driver};
       const scripts: string[] = [];

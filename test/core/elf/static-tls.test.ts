@@ -135,6 +135,28 @@ describeIf(HAVE_GCC && process.platform === 'linux' && process.arch === 'x64', '
     expect((await model(use, {preload: small})).problems).toEqual([]);
   });
 
+  test('TLS descriptors (-mtls-dialect=gnu2): a block that fits the optional surplus is placed, and a later initial-exec block has less room', async () => {
+    const rows: string[] = [];
+    for (const desc of [400, 600]) {
+      const d = buildLib({out: join(tmp.dir, 'desc', `libdesc${desc}.so`), soname: `libdesc${desc}.so`,
+        source: `__thread char gd_${desc}[${desc}];\nchar *get_gd_${desc}(void){return gd_${desc};}\n`, extra: ['-mtls-dialect=gnu2']});
+      const relocs = spawnSync('readelf', ['-rW', d], {encoding: 'utf8'}).stdout;
+      expect(relocs).toContain('R_X86_64_TLSDESC');
+      for (const ie of [1100, 1400]) {
+        // It calls into libdesc (a DT_NEEDED --as-needed keeps), which is relocated first.
+        const lib = tlsLib('desc', ie, 16, {link: [d], runpath: '$ORIGIN'}, `libie${ie}with${desc}`, `get_gd_${desc}`);
+        const r = real(lib);
+        const m = await model(lib);
+        rows.push(`${desc}+${ie}: loader ${r.ok ? 'OK' : 'fails'}, model ${m.ok ? 'OK' : m.problems[0]?.kind}`);
+      }
+    }
+    // 400 bytes fit the optional part (512 by default): placed, they leave 1100 room but not 1400; 600 go dynamic.
+    expect(rows).toEqual([
+      '400+1100: loader OK, model OK', '400+1400: loader fails, model static-tls',
+      '600+1100: loader OK, model OK', '600+1400: loader OK, model OK',
+    ]);
+  });
+
   test('without --exe nothing is dlopened: ldd -r of the library has no such problem', async () => {
     const lib = tlsLib('ldd', 4096);
     expect(spawnSync('ldd', ['-r', lib], {encoding: 'utf8'}).stderr).toBe('');

@@ -231,14 +231,16 @@ export interface StaticTlsReference {
   symbol: {name: string; version: string | null; versionFile: string | null; hidden: boolean} | null;
   /** Its place among the object's relocation ranks (RelocatedSymbols.tpoff). */
   at: number;
+  /** A TLS descriptor: placed statically only where the surplus's optional part has room, never a failure. */
+  optional: boolean;
 }
 
 /**
- * The initial-exec TLS relocations of an object (R_X86_64_TPOFF64 and its like), one per symbol,
- * in relocation order. Null when the object has no dynamic symbols or relocations the model can read.
+ * The initial-exec TLS relocations of an object (R_X86_64_TPOFF64 and its like) and its TLS
+ * descriptors, one of each per symbol, in relocation order. Null when the object has no dynamic symbols or relocations the model can read.
  */
 export function staticTlsReferences(path: string): StaticTlsReference[] | null {
-  return withRelocations(path, (t) => t.marks.tpoff.map(({sym, at}) => ({symbol: sym === 0 || t.binding(sym) === STB_LOCAL ? null : t.symbol(sym), at})));
+  return withRelocations(path, (t) => t.marks.tpoff.map(({sym, at, optional}) => ({symbol: sym === 0 || t.binding(sym) === STB_LOCAL ? null : t.symbol(sym), at, optional})));
 }
 
 /** One object's relocation marks and raw access to the symbols they name (for the readers above). */

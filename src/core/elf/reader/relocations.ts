@@ -54,11 +54,23 @@ const COPY = new Map<number, number>([
 /**
  * Each machine's initial-exec TLS relocations (R_<arch>_TPOFF*): an offset into the static TLS
  * block, which a dlopened object's TLS gets only from the block's surplus (elf/dl-reloc.c,
- * CHECK_STATIC_TLS). x86 only: the static TLS model (./static-tls.ts) is x86-64's layout.
+ * CHECK_STATIC_TLS). The machines whose static TLS layout ./static-tls.ts knows, and i386.
  */
 const TPOFF = new Map<number, readonly number[]>([
   [62, [18, 23]], // R_X86_64_TPOFF64, R_X86_64_TPOFF32
   [3, [14, 37]], // R_386_TLS_TPOFF, R_386_TLS_TPOFF32
+  [183, [1030]], // R_AARCH64_TLS_TPREL64
+]);
+
+/**
+ * TLS descriptors (R_<arch>_TLSDESC; aarch64's default dialect, x86-64's -mtls-dialect=gnu2): in a
+ * dlopened object ld.so places the block they name in the static TLS block when it fits in what is
+ * left of the surplus's optional part (TRY_STATIC_TLS), else resolves them dynamically; either way
+ * nothing fails, but a placed block is room a later initial-exec block no longer has.
+ */
+const TLSDESC = new Map<number, number>([
+  [62, 36], // R_X86_64_TLSDESC
+  [183, 1031], // R_AARCH64_TLSDESC
 ]);
 
 /** What relocatedSymbols found, per dynamic symbol index. */
@@ -74,11 +86,11 @@ export interface RelocatedSymbols {
   /** Where a copy relocation names the symbol (see COPY): its rank (the first relocation naming it), else 0. */
   copy: Uint32Array;
   /**
-   * The initial-exec TLS relocations (see TPOFF), the first for each symbol index (0: the object's
-   * own TLS block), in relocation order; `at` places each among the ranks (rank of the last
-   * symbol first named before it, plus 0.5).
+   * The initial-exec TLS relocations (see TPOFF) and TLS descriptors (see TLSDESC, `optional`), the
+   * first of each kind for each symbol index (0: the object's own TLS block), in relocation order;
+   * `at` places each among the ranks (rank of the last symbol first named before it, plus 0.5).
    */
-  tpoff: Array<{sym: number; at: number}>;
+  tpoff: Array<{sym: number; at: number; optional: boolean}>;
 }
 
 /**
@@ -95,8 +107,18 @@ export function relocatedSymbols(
   const jumpSlot = JUMP_SLOT.get(h.machine);
   const copyType = COPY.get(h.machine);
   const tpoffTypes = TPOFF.get(h.machine) ?? [];
-  const tpoff: Array<{sym: number; at: number}> = [];
+  const tlsdescType = TLSDESC.get(h.machine);
+  const tpoff: Array<{sym: number; at: number; optional: boolean}> = [];
   const tpoffSeen = new Set<number>();
+  // The first initial-exec relocation or descriptor of each kind for each symbol: where it places a block.
+  const noteTls = (sym: number, type: number, at: number): void => {
+    const optional = type === tlsdescType;
+    if (!optional && !tpoffTypes.includes(type)) return;
+    const key = sym * 2 + (optional ? 1 : 0);
+    if (tpoffSeen.has(key)) return;
+    tpoffSeen.add(key);
+    tpoff.push({sym, at, optional});
+  };
   let rank = 0;
   const tables: Array<{addr: number | undefined; size: number | undefined; rela: boolean; skip: number; what: string}> = [
     {addr: values.get(DT_REL.RELA), size: values.get(DT_REL.RELASZ), rela: true, skip: values.get(DT_REL.RELACOUNT) ?? 0, what: 'DT_RELA'},
@@ -128,17 +150,11 @@ export function relocatedSymbols(
         if (sym >= count) continue;
         const type = h.is64 ? (h.littleEndian ? buf.readUInt32LE(b + 8) : buf.readUInt32BE(b + 12)) : info32 & 0xff;
         if (sym === 0) {
-          if (tpoffTypes.includes(type) && !tpoffSeen.has(0)) {
-            tpoffSeen.add(0);
-            tpoff.push({sym: 0, at: rank + 0.5});
-          }
+          noteTls(0, type, rank + 0.5);
           continue;
         }
         if (marks[sym] === 0) marks[sym] = ++rank;
-        if (tpoffTypes.includes(type) && !tpoffSeen.has(sym)) {
-          tpoffSeen.add(sym);
-          tpoff.push({sym, at: rank + 0.5});
-        }
+        noteTls(sym, type, rank + 0.5);
         if (eager[sym] === 0 && (!plt || (jumpSlot !== undefined && type !== jumpSlot))) eager[sym] = 1;
         if (type === copyType) copy[sym] = marks[sym];
       }

@@ -1,0 +1,222 @@
+import {afterAll, beforeAll, expect, test} from '@jest/globals';
+import {spawnSync} from 'node:child_process';
+import {existsSync, mkdirSync, realpathSync, symlinkSync, writeFileSync} from 'node:fs';
+import {dirname, join} from 'node:path';
+import {checkLibraries, type CheckOptions} from '../../../src/core/elf/index.js';
+import {DOWNLOADED, IS_ROOT, NEEDS} from '../../helpers/capabilities.js';
+import {describeIf} from '../../helpers/skip.js';
+import {makeTempDir} from '../../helpers/tmp.js';
+import {haveCommand, HAVE_GCC} from './fixtures.js';
+import {buildRunin, emulatorIn, inImage, makeImage} from './fuzz/images.js';
+import {modelTrace, parseTrace} from './fuzz/trace.js';
+
+/**
+ * The loader model for aarch64 (Grace, GH200, Jetson), against the real aarch64 ld.so of Debian
+ * bookworm (glibc 2.36: legacy tls/ and platform subdirectories, no glibc-hwcaps) and trixie (2.41:
+ * neither, and the rseq area in the static TLS block), each in its system image (libc6, libc-bin,
+ * zlib1g of arm64, unpacked by test/fixtures/fetch-cuda-libs.sh) and run under qemu-user in a
+ * chroot. The libraries are built here by the cross compiler; the model is `check` with
+ * CUDAENV_SYSROOT set to the image, which never runs anything from it.
+ *
+ * What aarch64 does differently and the model must follow: the static TLS block lies after a
+ * 16-byte TCB at the thread pointer (TLS_DTV_AT_TP), aligned to 32 (from glibc 2.35), so a block
+ * aligned to 64 cannot be placed by a dlopen at all; thread-locals are reached through TLS descriptors by default,
+ * which take room in the block's optional surplus when they fit; and binutils sets no DF_STATIC_TLS.
+ */
+const RELEASES = [
+  {suite: 'bookworm', glibc: '2.36'},
+  {suite: 'trixie', glibc: '2.41'},
+] as const;
+const QEMU = '/usr/bin/qemu-aarch64-static';
+const CC = 'aarch64-linux-gnu-gcc';
+const INTERP = '/lib/ld-linux-aarch64.so.1';
+const imageOf = (suite: string) => join(DOWNLOADED, `glibc-${suite}-arm64`);
+const fetched = RELEASES.every((r) => existsSync(join(imageOf(r.suite), '.unpacked-libc6')) && existsSync(join(imageOf(r.suite), '.unpacked-libc-bin')));
+const STATIC_LIBC = '/usr/lib/x86_64-linux-gnu/libc.a';
+const reason = !fetched ? 'needs the glibc images: bash test/fixtures/fetch-cuda-libs.sh'
+  : !IS_ROOT ? `${NEEDS.root} (the real loader runs in the image with chroot)`
+  : !existsSync(QEMU) ? NEEDS.tool('qemu-aarch64-static', 'qemu-user-static')
+  : !haveCommand(CC) ? NEEDS.tool(CC, 'gcc-aarch64-linux-gnu')
+  : NEEDS.tool(`gcc and ${STATIC_LIBC}`, 'gcc libc6-dev');
+const usable = fetched && IS_ROOT && existsSync(QEMU) && haveCommand(CC) && HAVE_GCC && existsSync(STATIC_LIBC);
+
+interface Image {
+  suite: string;
+  glibc: string;
+  root: string;
+  driver: string;
+}
+
+let tmp: {dir: string; cleanup: () => void};
+let runin: string;
+const images: Image[] = [];
+
+/** An aarch64 shared object (or, with `program`, a program) built from C source. */
+function cc64(out: string, source: string, args: string[] = [], program = false): string {
+  mkdirSync(dirname(out), {recursive: true});
+  writeFileSync(`${out}.c`, source);
+  // --no-as-needed: Debian's cross compiler links --as-needed, which drops a library nothing calls.
+  const r = spawnSync(CC, [...(program ? [] : ['-shared', '-fPIC']), '-o', out, `${out}.c`, '-Wl,--no-as-needed', ...args], {encoding: 'utf8'});
+  if (r.status !== 0) throw new Error(`${CC} ${out} failed:\n${r.stderr}`);
+  return out;
+}
+
+/** Runs an aarch64 program of the image in it, under qemu-user: its output and exit status. */
+function runIn(image: Image, argv: string[], env: string[] = [], cwd = '/'): {out: string; status: number | null} {
+  const r = spawnSync(runin, [image.root, cwd, ...env, '--', emulatorIn(image.root, QEMU), ...argv], {encoding: 'utf8'});
+  return {out: `${r.stdout}${r.stderr}`, status: r.status};
+}
+
+/** The image's dlopen(RTLD_NOW | RTLD_GLOBAL) of a library: null when it loads, else dlerror(). */
+function dlopenIn(image: Image, lib: string, env: string[] = []): string | null {
+  const {out} = runIn(image, [image.driver, lib], env);
+  return out.trim() === 'OK' ? null : out.trim();
+}
+
+async function model(image: Image, target: string, options: Partial<CheckOptions> = {}) {
+  return checkLibraries({targets: [target], sysroot: image.root, ldLibraryPath: undefined, strict: true, glibcTunables: undefined, ...options});
+}
+
+/** A library whose thread-local block of `size` bytes, aligned to `align`, is reached with the initial-exec model. */
+function ieLib(dir: string, size: number, align = 8, extra: string[] = [], name = `libie${size}a${align}`): string {
+  return cc64(join(dir, `${name}.so`),
+    `__thread char ie_${size}[${size}] __attribute__((tls_model("initial-exec"), aligned(${align})));\nchar *get_ie_${size}(void){return ie_${size};}\n`,
+    [`-Wl,-soname,${name}.so`, ...extra]);
+}
+
+describeIf(usable, reason)('the loader model against the real aarch64 ld.so (qemu-user)', () => {
+  beforeAll(() => {
+    tmp = makeTempDir('cudaenv-aarch64-');
+    const base = realpathSync(tmp.dir);
+    runin = buildRunin(join(base, 'runin'));
+    for (const r of RELEASES) {
+      const root = join(base, r.suite);
+      makeImage(imageOf(r.suite), root, runin, QEMU);
+      const driver = cc64(join(root, 'cases', 'dlopen-driver'),
+        '#include <dlfcn.h>\n#include <stdio.h>\nint main(int c, char **v) {\n  if (!dlopen(v[1], RTLD_NOW | RTLD_GLOBAL)) { printf("%s\\n", dlerror()); return 3; }\n  printf("OK\\n");\n  return 0;\n}\n',
+        [], true);
+      images.push({suite: r.suite, glibc: r.glibc, root, driver});
+    }
+  }, 120_000);
+  afterAll(() => tmp?.cleanup());
+
+  test.each(RELEASES.map((r) => [r.suite, r.glibc]))('%s (glibc %s): the image\'s aarch64 loader is the one asked', (suite, glibc) => {
+    const image = images.find((i) => i.suite === suite)!;
+    const v = runIn(image, ['/lib/aarch64-linux-gnu/libc.so.6']);
+    expect(v.out).toContain(`release version ${glibc}.`);
+  });
+
+  test.each(RELEASES.map((r) => [r.suite, r.glibc]))('%s (glibc %s): static TLS of a dlopened library, block by block around the edge, as dlopen says', async (suite) => {
+    const image = images.find((i) => i.suite === suite)!;
+    const dir = join(image.root, 'cases', 'tls-edge');
+    const disagree: string[] = [];
+    let failed = 0;
+    const sizes = [...Array.from({length: 21}, (_, i) => 1600 + i * 4), 1700, 1712];
+    for (const [size, align] of [...sizes.map((s) => [s, 8]), [1600, 16], [1632, 32], [64, 64], [1536, 64]] as const) {
+      const lib = ieLib(dir, size, align);
+      const real = dlopenIn(image, lib);
+      const report = await model(image, lib, {exe: image.driver});
+      if (real !== null) failed++;
+      const agrees = real === null ? report.ok
+        : real.includes(`${lib}: cannot allocate memory in static TLS block`) && report.problems[0]?.kind === 'static-tls';
+      if (!agrees) disagree.push(`${size} bytes aligned ${align}: loader ${real ?? 'OK'}; model ${report.problems.map((p) => p.summary).join(' | ') || 'ok'}`);
+    }
+    expect(disagree).toEqual([]);
+    // Both verdicts occur: the sweep crosses the edge (and 64-byte alignment never fits).
+    expect(failed).toBeGreaterThan(2);
+    expect(failed).toBeLessThan(sizes.length);
+  });
+
+  test.each(RELEASES.map((r) => [r.suite, r.glibc]))('%s (glibc %s): a TLS descriptor that fits takes room a later initial-exec block needed', async (suite) => {
+    const image = images.find((i) => i.suite === suite)!;
+    const dir = join(image.root, 'cases', 'tlsdesc');
+    const rows: string[] = [];
+    for (const desc of [400, 600]) {
+      // Reached the default way (-fPIC, no tls_model): a TLS descriptor on aarch64, R_AARCH64_TLSDESC.
+      const d = cc64(join(dir, `libdesc${desc}.so`), `__thread char gd_${desc}[${desc}];\nchar *get_gd_${desc}(void){return gd_${desc};}\n`, [`-Wl,-soname,libdesc${desc}.so`]);
+      for (const ie of [1200, 1400]) {
+        // Its dependency is relocated first: the descriptor is resolved before the initial-exec relocation.
+        const lib = ieLib(dir, ie, 8, [d, '-Wl,-rpath,$ORIGIN'], `libie${ie}with${desc}`);
+        const real = dlopenIn(image, lib);
+        const report = await model(image, lib, {exe: image.driver});
+        rows.push(`${desc}+${ie}: loader ${real === null ? 'OK' : 'fails'}, model ${report.ok ? 'OK' : report.problems[0]?.kind}`);
+        if (real !== null) expect(real).toContain('cannot allocate memory in static TLS block');
+      }
+    }
+    // 400 bytes fit the optional part (512 by default) and are placed statically; 600 do not and go dynamic.
+    expect(rows).toEqual([
+      '400+1200: loader OK, model OK', '400+1400: loader fails, model static-tls',
+      '600+1200: loader OK, model OK', '600+1400: loader OK, model OK',
+    ]);
+  });
+
+  test.each(RELEASES.map((r) => [r.suite, r.glibc]))('%s (glibc %s): the fix the model names works: a preload, or glibc.rtld.optional_static_tls', async (suite) => {
+    const image = images.find((i) => i.suite === suite)!;
+    const lib = ieLib(join(image.root, 'cases', 'tls-fix'), 3000);
+    expect(dlopenIn(image, lib)).toContain('cannot allocate memory in static TLS block');
+    const report = await model(image, lib, {exe: image.driver});
+    const fix = report.problems[0]!.fix!;
+    expect(fix).toContain(`LD_PRELOAD=${lib}`);
+    const tunable = /glibc\.rtld\.optional_static_tls=(\d+)/.exec(fix)![0];
+    expect(dlopenIn(image, lib, [`LD_PRELOAD=${lib}`])).toBeNull();
+    expect(dlopenIn(image, lib, [`GLIBC_TUNABLES=${tunable}`])).toBeNull();
+    expect((await model(image, lib, {exe: image.driver, glibcTunables: tunable})).ok).toBe(true);
+    expect((await model(image, lib, {exe: image.driver, preload: [lib]})).ok).toBe(true);
+    // One byte less than it names is not enough, for the loader and the model alike.
+    const less = `glibc.rtld.optional_static_tls=${Number(tunable.split('=')[1]) - 1}`;
+    expect(dlopenIn(image, lib, [`GLIBC_TUNABLES=${less}`])).toContain('cannot allocate memory in static TLS block');
+    expect((await model(image, lib, {exe: image.driver, glibcTunables: less})).ok).toBe(false);
+  });
+
+  test.each(RELEASES.map((r) => [r.suite, r.glibc]))('%s (glibc %s): search, legacy subdirectories, $PLATFORM, versions and symbols, as `ldd -r` traces them', async (suite) => {
+    const image = images.find((i) => i.suite === suite)!;
+    const dir = join(image.root, 'cases', 'search');
+    // libdep.so.1 twice: in lib/tls/ (searched by 2.36 before lib/, gone in 2.37) and in lib/.
+    const tlsDep = cc64(join(dir, 'lib', 'tls', 'libdep.so.1'), 'int dep(void){return 1;}\n', ['-Wl,-soname,libdep.so.1']);
+    cc64(join(dir, 'lib', 'libdep.so.1'), 'int dep(void){return 2;}\nint dep_only_here(void){return 2;}\n', ['-Wl,-soname,libdep.so.1']);
+    // libplat.so in the $PLATFORM directory; libv.so.1 defines V1 only.
+    const plat = cc64(join(dir, 'aarch64', 'libplat.so'), 'int plat(void){return 3;}\n', ['-Wl,-soname,libplat.so']);
+    writeFileSync(join(dir, 'v1.map'), 'V1 { global: v1; local: *; };\n');
+    writeFileSync(join(dir, 'v2.map'), 'V1 { global: v1; local: *; };\nV2 { global: v2; } V1;\n');
+    cc64(join(dir, 'build', 'libv.so.1'), 'int v1(void){return 1;}\nint v2(void){return 2;}\n', ['-Wl,-soname,libv.so.1', `-Wl,--version-script,${join(dir, 'v2.map')}`]);
+    cc64(join(dir, 'lib', 'libv.so.1'), 'int v1(void){return 1;}\n', ['-Wl,-soname,libv.so.1', `-Wl,--version-script,${join(dir, 'v1.map')}`]);
+    const top = cc64(join(dir, 'libtop.so'),
+      'int dep(void); int dep_only_here(void); int plat(void); int v2(void);\nint top(void){return dep() + dep_only_here() + plat() + v2();}\n',
+      [tlsDep, plat, join(dir, 'build', 'libv.so.1'), '-Wl,--enable-new-dtags', '-Wl,-rpath,$ORIGIN/lib:$ORIGIN/$PLATFORM']);
+    const traced = runIn(image, [INTERP, top], ['LD_TRACE_LOADED_OBJECTS=1', 'LD_WARN=yes', 'LD_BIND_NOW=yes'], dir);
+    const real = parseTrace(dir, traced.out, inImage(image.root));
+    const report = await model(image, top, {strict: false, cwd: dir});
+    const ours = modelTrace(report, dir, inImage(image.root));
+    const sorted = (s: Set<string>) => [...s].sort();
+    expect({libs: sorted(ours.libs), versions: sorted(ours.versions), symbols: sorted(ours.symbols)})
+      .toEqual({libs: sorted(real.libs), versions: sorted(real.versions), symbols: sorted(real.symbols)});
+    // The premise, from the real loader: 2.36 binds lib/tls/'s copy (which lacks dep_only_here), 2.41 lib/'s.
+    const legacy = image.glibc === '2.36';
+    expect(real.libs.has(realpathSync(join(dir, 'lib', legacy ? 'tls' : '', 'libdep.so.1')))).toBe(true);
+    expect(real.symbols.has(`dep_only_here ${realpathSync(top)}`)).toBe(legacy);
+    expect(real.versions.has(`V2 ${realpathSync(top)}`)).toBe(true);
+    expect(real.libs.has(realpathSync(plat))).toBe(true);
+  });
+});
+
+// The images' self links (makeImage) make host paths valid inside them: a check that this holds
+// here, so a failure above is the model's and not the harness's.
+describeIf(usable, reason)('the aarch64 harness', () => {
+  test('a host path under the image names the same file inside it', () => {
+    const t = makeTempDir('cudaenv-aarch64-harness-');
+    try {
+      const base = realpathSync(t.dir);
+      const helper = buildRunin(join(base, 'runin'));
+      const root = join(base, 'img');
+      makeImage(imageOf('bookworm'), root, helper, QEMU);
+      mkdirSync(join(root, 'x'), {recursive: true});
+      writeFileSync(join(root, 'x', 'probe'), 'here\n');
+      symlinkSync('probe', join(root, 'x', 'link'));
+      const r = spawnSync(helper, [root, join(root, 'x'), '--', emulatorIn(root, QEMU), '/lib/aarch64-linux-gnu/libc.so.6'], {encoding: 'utf8'});
+      expect(r.stdout).toContain('GNU C Library');
+      expect(existsSync(join(root, root, 'x', 'probe'))).toBe(true);
+    } finally {
+      t.cleanup();
+    }
+  });
+});
