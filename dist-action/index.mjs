@@ -74859,7 +74859,7 @@ function explainStop(problem, p, f, who, ctx) {
   let replace = `remove or replace ${bad} (it is ${what}; if a package installed it, reinstall that package)`;
   if (reason === MISALIGNED) {
     const pageSize = p.platform.pageSize;
-    problem.explanation += ` This machine's pages are ${pageSize} bytes: each PT_LOAD segment's file offset and address must differ by a multiple of that, and segments must not share a page across a gap. A library built for smaller pages (-z max-page-size) does not load here, nor one that strip rewrote after patchelf had moved its segments (manylinux wheels).`;
+    problem.explanation += ` ${p.ctx.pageSizeGiven ? `The kernel's pages are ${pageSize} bytes (--page-size)` : `This machine's pages are ${pageSize} bytes`}: each PT_LOAD segment's file offset and address must differ by a multiple of that, and segments must not share a page across a gap. A library built for smaller pages (-z max-page-size) does not load here, nor one that strip rewrote after patchelf had moved its segments (manylinux wheels).`;
     replace = `rebuild ${basename3(bad)} with -Wl,-z,max-page-size=${pageSize} (or larger), or reinstall the package it came from: if its files were stripped after patchelf, install them unstripped`;
   }
   const entry2 = edge.ldEntry;
@@ -75690,10 +75690,18 @@ function makeContext(options, cwd, recorder = null) {
   const view = new FileView(cwd, sysroot);
   view.recorder = recorder;
   const platforms = /* @__PURE__ */ new Map();
+  const sized = /* @__PURE__ */ new Map();
+  const withPageSize = (platform2) => {
+    if (!platform2 || options.pageSize === void 0) return platform2;
+    let p = sized.get(platform2);
+    if (!p) sized.set(platform2, p = { ...platform2, pageSize: options.pageSize });
+    return p;
+  };
   return {
     view,
+    ...options.pageSize !== void 0 ? { pageSizeGiven: true } : {},
     platformFor(elfClass, machine) {
-      const platform2 = loaderPlatform(elfClass, machine, sysroot, cache2.generator);
+      const platform2 = withPageSize(loaderPlatform(elfClass, machine, sysroot, cache2.generator));
       if (recorder) {
         const key = `${elfClass}:${machine}`;
         let value = platforms.get(key);
@@ -75805,6 +75813,7 @@ function openCache(options, cwd, ctx) {
       storeVersionsDir: options.storeVersionsDir ?? null,
       tunables: tunablesOf(options) ?? null,
       bindNow: bindNowOf(options),
+      pageSize: options.pageSize ?? null,
       // A file system remounted noexec (or exec) changes what loads without changing any file.
       noexec: sysroot === "" ? noexecMountPoints() : []
     },

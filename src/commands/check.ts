@@ -19,6 +19,7 @@ export default class Check extends CudaenvCommand {
     '<%= config.bin %> check /usr/local/cuda/lib64 --tree',
     '<%= config.bin %> check $VIRTUAL_ENV/lib/python3.11/site-packages/torch/lib --ld-library-path /usr/local/cuda-12.3/lib64',
     '<%= config.bin %> check ext.cpython-311-x86_64-linux-gnu.so --exe "$(command -v python3)"',
+    '<%= config.bin %> check ./wheel/torch/lib --page-size 64k',
   ];
   static override strict = false;
   static override args = {path: Args.string({description: 'shared objects or directories (every ELF shared object in them)'})};
@@ -29,6 +30,7 @@ export default class Check extends CudaenvCommand {
     recursive: Flags.boolean({char: 'r', description: 'also check shared objects in subdirectories'}),
     tree: Flags.boolean({description: 'print the dependency tree with the resolved path and rule on every edge'}),
     strict: Flags.boolean({description: 'fail on unversioned undefined symbols too'}),
+    'page-size': Flags.string({description: 'check for a kernel with this page size (4k, 16k, 64k: `getconf PAGESIZE` there; default: this machine\'s), e.g. libraries for a 64 KB aarch64 kernel'}),
     cache: Flags.boolean({allowNo: true, default: true, description: 'reuse the results of files whose libraries, directories and links have not changed since the last check (--no-cache: check everything afresh)'}),
   };
 
@@ -70,8 +72,10 @@ export default class Check extends CudaenvCommand {
     if (targets.length === 0) {
       throw new UsageError('nothing to check', 'Name shared objects or directories (cudaenv check /path/to/lib), or choose a version with `cudaenv use`.');
     }
-    const {runCheckCli} = await import('../core/elf/check-cli.js');
+    const {parsePageSize, runCheckCli} = await import('../core/elf/check-cli.js');
+    const pageSize = flags['page-size'] === undefined ? undefined : parsePageSize(flags['page-size']);
     const result = await runCheckCli({
+      pageSize,
       targets, ldLibraryPath, exe: flags.exe, recursive: flags.recursive, strict: flags.strict, tree: flags.tree,
       storeVersionsDir: this.paths.versions, json: this.jsonEnabled(), env: process.env,
       cacheDir: flags.cache ? this.paths.checkCache : undefined,

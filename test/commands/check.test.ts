@@ -5,7 +5,7 @@ import {cliEnv, runCli} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
 import {buildLib, HAVE_GCC} from '../core/elf/fixtures.js';
 import {describeIf, testIf} from '../helpers/skip.js';
-import {NEEDS, PYTHON_EXE} from '../helpers/capabilities.js';
+import {hostGlibcAtLeast, NEEDS, PYTHON_EXE} from '../helpers/capabilities.js';
 
 /** `cudaenv check` through the built CLI, on gcc-built fixtures laid out like pip wheels and a store. */
 const d = describeIf(HAVE_GCC, 'needs gcc (apt-get install gcc)');
@@ -149,5 +149,24 @@ d('cudaenv check', () => {
     const badExe = runCli(['check', cusparse, '--exe', script], {env});
     expect(badExe.status).toBe(2);
     expect(badExe.stderr).toContain('--exe');
+    for (const bad of ['5000', '64m', '2k', 'big']) {
+      const r = runCli(['check', cusparse, '--page-size', bad], {env});
+      expect({bad, status: r.status}).toEqual({bad, status: 2});
+      expect(r.stderr).toContain(`--page-size ${bad}: not a page size`);
+    }
   });
+
+  // The rule itself is checked against a 64 KB aarch64 kernel's loader in loader-aarch64.test.ts.
+  testIf(hostGlibcAtLeast(2, 35), 'needs a host glibc of 2.35 or later (ld.so checks segments against the page size from 2.35)')(
+    '--page-size 64k: a library linked for 4 KB pages cannot load under a 64 KB kernel; one linked for 64 KB can', () => {
+      const dir = join(tmp.dir, 'pages');
+      const small = buildLib({out: join(dir, 'libsmall.so'), soname: 'libsmall.so', source: 'int s(void){return 1;}\n', extra: ['-Wl,-z,max-page-size=4096']});
+      const big = buildLib({out: join(dir, 'libbig.so'), soname: 'libbig.so', source: 'int b(void){return 1;}\n', extra: ['-Wl,-z,max-page-size=65536']});
+      expect(runCli(['check', small], {env}).status).toBe(0);
+      const r = runCli(['check', small, '--page-size', '64k'], {env});
+      expect(r.status).toBe(1);
+      expect(r.stdout).toContain('ELF load command address/offset not page-aligned');
+      expect(r.stdout).toContain('-Wl,-z,max-page-size=65536');
+      expect(runCli(['check', big, '--page-size', '65536'], {env}).status).toBe(0);
+    });
 });

@@ -64,3 +64,14 @@ export const NEEDS = {
   /** Only a developer's machine with NVIDIA's toolkit installed has this: allowed to skip in CI. */
   devToolkit: (path: string): string => `optional: no real CUDA toolkit at ${path}`,
 } as const;
+
+/** The host's glibc release ([major, minor]: `getconf GNU_LIBC_VERSION`), or null off glibc. */
+export const HOST_GLIBC: [number, number] | null = (() => {
+  const m = /(\d+)\.(\d+)/.exec(spawnSync('getconf', ['GNU_LIBC_VERSION'], {encoding: 'utf8'}).stdout ?? '');
+  return m ? [Number(m[1]), Number(m[2])] : null;
+})();
+
+/** Whether the host's glibc is this release or later (rules that came with a release are tested from it). */
+export function hostGlibcAtLeast(major: number, minor: number): boolean {
+  return HOST_GLIBC !== null && (HOST_GLIBC[0] > major || (HOST_GLIBC[0] === major && HOST_GLIBC[1] >= minor));
+}

@@ -101,6 +101,12 @@ export interface CheckOptions {
   strict?: boolean;
   /** A root prepended to /etc/ld.so.cache and the default directories (tests, CUDAENV_SYSROOT). */
   sysroot?: string;
+  /**
+   * The page size of the kernel the libraries will run under (bytes, a power of two), which ld.so maps
+   * segments in from glibc 2.35; default: this machine's (AT_PAGESZ). For libraries or an image
+   * checked here for another machine, such as a 64 KB aarch64 kernel (Grace, GH200, RHEL on arm64).
+   */
+  pageSize?: number;
   /** An explicit ld.so.cache file (a private cache built with `ldconfig -C`). */
   cacheFile?: string;
   /** $CUDAENV_DIR/versions: fixes name the cudaenv version an LD_LIBRARY_PATH entry belongs to. */

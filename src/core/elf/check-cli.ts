@@ -4,6 +4,7 @@
  * and the start-up fast path for `cudaenv check PATH...` without flags (src/fast-path.ts), so the
  * two cannot drift apart. Printing is left to the caller.
  */
+import {UsageError} from '../errors.js';
 import type {CheckReport} from './api.js';
 import {formatProblems, formatSkipped, formatTree} from './format.js';
 import {checkLibraries, firstProblemLine} from './index.js';
@@ -20,6 +21,8 @@ export interface CheckCliInput {
   storeVersionsDir: string;
   /** $CUDAENV_DIR/cache/check, the persistent verdict cache; undefined with --no-cache. */
   cacheDir?: string;
+  /** --page-size, parsed (parsePageSize). */
+  pageSize?: number;
   /** With --json the report is the output: no text is made. */
   json: boolean;
   env: NodeJS.ProcessEnv;
@@ -44,6 +47,7 @@ export async function runCheckCli(input: CheckCliInput): Promise<CheckCliResult>
     recursive: input.recursive,
     strict: input.strict,
     sysroot: input.env.CUDAENV_SYSROOT || undefined,
+    pageSize: input.pageSize,
     storeVersionsDir: input.storeVersionsDir,
     cacheDir: input.cacheDir,
   });
@@ -57,4 +61,17 @@ export async function runCheckCli(input: CheckCliInput): Promise<CheckCliResult>
     text = out.join('\n');
   }
   return {report, exitCode: report.ok ? 0 : 1, warnings, text};
+}
+
+/**
+ * `--page-size`: bytes or a size with k/K (4k, 16k, 64k): a power of two from 4 KB to 1 MB, the
+ * page sizes Linux kernels use (4 KB on x86-64; 4, 16 or 64 KB on aarch64).
+ */
+export function parsePageSize(text: string): number {
+  const m = /^(\d+)([kK])?$/.exec(text.trim());
+  const n = m ? Number(m[1]) * (m[2] ? 1024 : 1) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < 4096 || n > 1 << 20 || (n & (n - 1)) !== 0) {
+    throw new UsageError(`--page-size ${text}: not a page size`, 'Give the kernel\'s page size in bytes or with k: 4k (x86-64), or 4k, 16k or 64k on aarch64 (`getconf PAGESIZE` on that machine).');
+  }
+  return n;
 }

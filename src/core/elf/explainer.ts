@@ -407,7 +407,7 @@ function explainStop(problem: Problem, p: LoaderProcess, f: Finding, who: string
   let replace = `remove or replace ${bad} (it is ${what}; if a package installed it, reinstall that package)`;
   if (reason === MISALIGNED) {
     const pageSize = p.platform.pageSize;
-    problem.explanation += ` This machine's pages are ${pageSize} bytes: each PT_LOAD segment's file offset and address must differ by a multiple of that, ` +
+    problem.explanation += ` ${p.ctx.pageSizeGiven ? `The kernel's pages are ${pageSize} bytes (--page-size)` : `This machine's pages are ${pageSize} bytes`}: each PT_LOAD segment's file offset and address must differ by a multiple of that, ` +
       'and segments must not share a page across a gap. A library built for smaller pages (-z max-page-size) does not load here, nor one that strip rewrote after patchelf had moved its segments (manylinux wheels).';
     replace = `rebuild ${basename(bad)} with -Wl,-z,max-page-size=${pageSize} (or larger), or reinstall the package it came from: if its files were stripped after patchelf, install them unstripped`;
   }

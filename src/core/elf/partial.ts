@@ -66,10 +66,19 @@ export function makeContext(options: CheckOptions, cwd: string, recorder: InputR
   const view = new FileView(cwd, sysroot);
   view.recorder = recorder;
   const platforms = new Map<string, string>();
+  // The same object for every process: lookups are memoised per platform.
+  const sized = new Map<LoaderPlatform, LoaderPlatform>();
+  const withPageSize = (platform: LoaderPlatform | null): LoaderPlatform | null => {
+    if (!platform || options.pageSize === undefined) return platform;
+    let p = sized.get(platform);
+    if (!p) sized.set(platform, p = {...platform, pageSize: options.pageSize});
+    return p;
+  };
   return {
     view,
+    ...(options.pageSize !== undefined ? {pageSizeGiven: true} : {}),
     platformFor(elfClass, machine) {
-      const platform = loaderPlatform(elfClass, machine, sysroot, cache.generator);
+      const platform = withPageSize(loaderPlatform(elfClass, machine, sysroot, cache.generator));
       if (recorder) {
         const key = `${elfClass}:${machine}`;
         let value = platforms.get(key);
@@ -195,7 +204,7 @@ function openCache(options: CheckOptions, cwd: string, ctx: LoaderContext): Verd
     key: {
       cwd, sysroot, ldLibraryPath: options.ldLibraryPath ?? null, preload: options.preload ?? [], exe: options.exe ?? null,
       cacheFile: options.cacheFile ?? null, storeVersionsDir: options.storeVersionsDir ?? null,
-      tunables: tunablesOf(options) ?? null, bindNow: bindNowOf(options),
+      tunables: tunablesOf(options) ?? null, bindNow: bindNowOf(options), pageSize: options.pageSize ?? null,
       // A file system remounted noexec (or exec) changes what loads without changing any file.
       noexec: sysroot === '' ? noexecMountPoints() : [],
     },

@@ -99,6 +99,8 @@ export interface LoaderContext {
   bindNow?: boolean;
   /** The noexec mount point holding a file (./mounts.ts), where mounts are this machine's (not under a sysroot). */
   noexecMount?: (path: string) => string | null;
+  /** Set when the page size was given (CheckOptions.pageSize) rather than read from this machine. */
+  pageSizeGiven?: boolean;
 }
 
 export class LoaderProcess {

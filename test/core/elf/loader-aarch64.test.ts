@@ -61,15 +61,16 @@ function cc64(out: string, source: string, args: string[] = [], program = false)
   return out;
 }
 
-/** Runs an aarch64 program of the image in it, under qemu-user: its output and exit status. */
-function runIn(image: Image, argv: string[], env: string[] = [], cwd = '/'): {out: string; status: number | null} {
-  const r = spawnSync(runin, [image.root, cwd, ...env, '--', emulatorIn(image.root, QEMU), ...argv], {encoding: 'utf8'});
+/** Runs an aarch64 program of the image in it, under qemu-user (`-p BYTES`: the page size its kernel reports): its output and exit status. */
+function runIn(image: Image, argv: string[], env: string[] = [], cwd = '/', pageSize?: number): {out: string; status: number | null} {
+  const emulator = [emulatorIn(image.root, QEMU), ...(pageSize ? ['-p', String(pageSize)] : [])];
+  const r = spawnSync(runin, [image.root, cwd, ...env, '--', ...emulator, ...argv], {encoding: 'utf8'});
   return {out: `${r.stdout}${r.stderr}`, status: r.status};
 }
 
 /** The image's dlopen(RTLD_NOW | RTLD_GLOBAL) of a library: null when it loads, else dlerror(). */
-function dlopenIn(image: Image, lib: string, env: string[] = []): string | null {
-  const {out} = runIn(image, [image.driver, lib], env);
+function dlopenIn(image: Image, lib: string, env: string[] = [], pageSize?: number): string | null {
+  const {out} = runIn(image, [image.driver, lib], env, '/', pageSize);
   return out.trim() === 'OK' ? null : out.trim();
 }
 
@@ -196,6 +197,46 @@ describeIf(usable, reason)('the loader model against the real aarch64 ld.so (qem
     expect(real.symbols.has(`dep_only_here ${realpathSync(top)}`)).toBe(legacy);
     expect(real.versions.has(`V2 ${realpathSync(top)}`)).toBe(true);
     expect(real.libs.has(realpathSync(plat))).toBe(true);
+  });
+});
+
+describeIf(usable, reason)('64 KB pages on aarch64 (Grace, GH200, RHEL on arm64), qemu-user reporting them', () => {
+  let t: {dir: string; cleanup: () => void};
+  let image: Image;
+  beforeAll(() => {
+    t = makeTempDir('cudaenv-aarch64-pages-');
+    const base = realpathSync(t.dir);
+    runin = buildRunin(join(base, 'runin'));
+    const root = join(base, 'bookworm');
+    makeImage(imageOf('bookworm'), root, runin, QEMU);
+    const driver = cc64(join(root, 'cases', 'dlopen-driver'),
+      '#include <dlfcn.h>\n#include <stdio.h>\nint main(int c, char **v) {\n  if (!dlopen(v[1], RTLD_NOW | RTLD_GLOBAL)) { printf("%s\\n", dlerror()); return 3; }\n  printf("OK\\n");\n  return 0;\n}\n',
+      [], true);
+    image = {suite: 'bookworm', glibc: '2.36', root, driver};
+  }, 60_000);
+  afterAll(() => t?.cleanup());
+
+  test('a library linked for 4 KB pages: the 64 KB kernel\'s loader refuses it, and so does the model with --page-size 64k', async () => {
+    const dir = join(image.root, 'cases', 'pages');
+    const small = cc64(join(dir, 'libsmall.so'), 'int s(void){return 1;}\n', ['-Wl,-soname,libsmall.so', '-Wl,-z,max-page-size=4096']);
+    const big = cc64(join(dir, 'libbig.so'), 'int b(void){return 1;}\n', ['-Wl,-soname,libbig.so', '-Wl,-z,max-page-size=65536']);
+    // It is a dependency too: the program that needs it stops there.
+    const user = cc64(join(dir, 'libuser.so'), 'int s(void);\nint u(void){return s();}\n', ['-Wl,-soname,libuser.so', small, '-Wl,-rpath,$ORIGIN', '-Wl,-z,max-page-size=65536']);
+    const refusal = 'ELF load command address/offset not page-aligned';
+    expect(dlopenIn(image, small, [], 65536)).toMatch(new RegExp(`libsmall\\.so: ${refusal}$`));
+    expect(dlopenIn(image, user, [], 65536)).toMatch(new RegExp(`libsmall\\.so: ${refusal}$`));
+    expect(dlopenIn(image, big, [], 65536)).toBeNull();
+    expect(dlopenIn(image, small, [], 4096)).toBeNull();
+    for (const lib of [small, user]) {
+      const report = await model(image, lib, {exe: image.driver, pageSize: 65536});
+      expect(report.problems[0]).toMatchObject({kind: 'not-found', library: lib === small ? small : 'libsmall.so'});
+      expect(report.problems[0]!.explanation).toContain(`${small}: ${refusal}`);
+      expect(report.problems[0]!.explanation).toContain("The kernel's pages are 65536 bytes (--page-size)");
+      expect(report.problems[0]!.fix).toContain('-Wl,-z,max-page-size=65536');
+      // This machine's pages (4 KB): it loads, as the 4 KB kernel's loader says.
+      expect((await model(image, lib, {exe: image.driver})).ok).toBe(true);
+    }
+    expect((await model(image, big, {exe: image.driver, pageSize: 65536})).ok).toBe(true);
   });
 });
 

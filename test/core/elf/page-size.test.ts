@@ -7,6 +7,7 @@ import {readElfSync} from '../../../src/core/elf/reader/index.js';
 import {segmentsMisaligned} from '../../../src/core/elf/segments.js';
 import {describeIf} from '../../helpers/skip.js';
 import {makeTempDir} from '../../helpers/tmp.js';
+import {hostGlibcAtLeast} from '../../helpers/capabilities.js';
 import {buildDlopenDriver, buildLib, HAVE_GCC} from './fixtures.js';
 
 /**
@@ -21,8 +22,7 @@ const small = ['-Wl,-z,max-page-size=0x100', '-Wl,-z,common-page-size=0x100'];
 const PAGE = 4096;
 
 /** The host's glibc: the refusals are 2.35's (older loaders map such files; the release images test 2.31). */
-const hostGlibc = /(\d+)\.(\d+)/.exec(spawnSync('getconf', ['GNU_LIBC_VERSION'], {encoding: 'utf8'}).stdout ?? '');
-const GLIBC_235 = hostGlibc !== null && (Number(hostGlibc[1]) > 2 || (Number(hostGlibc[1]) === 2 && Number(hostGlibc[2]) >= 35));
+const GLIBC_235 = hostGlibcAtLeast(2, 35);
 
 describeIf(HAVE_GCC && process.platform === 'linux' && process.arch === 'x64' && GLIBC_235,
   'needs gcc on x86-64 Linux with glibc 2.35 or later (older loaders map such files without a word; loader-glibc-releases.test.ts covers 2.31)')('segments and the page size', () => {
