@@ -73677,8 +73677,9 @@ function sortOriginal(all, deps) {
 }
 
 // src/core/elf/exec-stack.ts
+var NON_EXEC_DEFAULT = /* @__PURE__ */ new Set([183, 243, 258]);
 function asksExecStack(info2) {
-  return info2.stackFlags === null || (info2.stackFlags & PF_X) !== 0;
+  return info2.stackFlags === null ? !NON_EXEC_DEFAULT.has(info2.machine) : (info2.stackFlags & PF_X) !== 0;
 }
 function execStackTunable(tunables, glibc) {
   return tunableInEffect(tunables, "glibc.rtld.execstack", (n) => n <= 2, glibc);

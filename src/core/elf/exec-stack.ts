@@ -8,9 +8,16 @@ import type {ElfInfo} from './types.js';
  * map; the checker reports the rest). Checked against Debian's 2.41 and Ubuntu's 2.43.
  */
 
-/** PT_GNU_STACK with PF_X, or none at all (glibc's DEFAULT_STACK_PERMS include PF_X on x86 and aarch64). */
+/**
+ * Machines whose glibc DEFAULT_STACK_PERMS (sysdeps/<machine>/stackinfo.h) lack PF_X: there an object
+ * without PT_GNU_STACK does not ask for an executable stack. AArch64 (measured: Debian's 2.41 dlopens
+ * such an object and refuses one with PF_X), RISC-V, LoongArch.
+ */
+const NON_EXEC_DEFAULT = new Set([183, 243, 258]);
+
+/** PT_GNU_STACK with PF_X, or none at all where the machine's default stack is executable (x86). */
 export function asksExecStack(info: ElfInfo): boolean {
-  return info.stackFlags === null || (info.stackFlags & PF_X) !== 0;
+  return info.stackFlags === null ? !NON_EXEC_DEFAULT.has(info.machine) : (info.stackFlags & PF_X) !== 0;
 }
 
 /** glibc.rtld.execstack (0 to 2; every loader that has it reads only its last setting), null for the default. */

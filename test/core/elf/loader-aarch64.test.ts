@@ -7,8 +7,10 @@ import {DOWNLOADED, IS_ROOT, NEEDS} from '../../helpers/capabilities.js';
 import {describeIf} from '../../helpers/skip.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {haveCommand, HAVE_GCC} from './fixtures.js';
-import {buildRunin, emulatorIn, inImage, makeImage} from './fuzz/images.js';
-import {modelTrace, parseTrace} from './fuzz/trace.js';
+import {aarch64, generateCase, type FuzzCase} from './fuzz/generate.js';
+import {buildRunin, emulatorIn, inImage, inImageName, makeImage, q} from './fuzz/images.js';
+import {runScript} from './fuzz/run-script.js';
+import {compareDlopen, compareTrace, modelTrace, parseTrace, withoutPreloadWarnings, type Real, type RealDlopen} from './fuzz/trace.js';
 
 /**
  * The loader model for aarch64 (Grace, GH200, Jetson), against the real aarch64 ld.so of Debian
@@ -61,6 +63,11 @@ function cc64(out: string, source: string, args: string[] = [], program = false)
   return out;
 }
 
+/** An aarch64 program that dlopens its argument (RTLD_NOW | RTLD_GLOBAL): `OK`, or `prefix` and dlerror(). */
+function dlopenDriver(out: string, prefix = ''): string {
+  return cc64(out, `#include <dlfcn.h>\n#include <stdio.h>\nint main(int c, char **v) {\n  if (!dlopen(v[1], RTLD_NOW | RTLD_GLOBAL)) { printf("${prefix}%s\\n", dlerror()); return 3; }\n  printf("OK\\n");\n  return 0;\n}\n`, [], true);
+}
+
 /** Runs an aarch64 program of the image in it, under qemu-user (`-p BYTES`: the page size its kernel reports): its output and exit status. */
 function runIn(image: Image, argv: string[], env: string[] = [], cwd = '/', pageSize?: number): {out: string; status: number | null} {
   const emulator = [emulatorIn(image.root, QEMU), ...(pageSize ? ['-p', String(pageSize)] : [])];
@@ -93,9 +100,7 @@ describeIf(usable, reason)('the loader model against the real aarch64 ld.so (qem
     for (const r of RELEASES) {
       const root = join(base, r.suite);
       makeImage(imageOf(r.suite), root, runin, QEMU);
-      const driver = cc64(join(root, 'cases', 'dlopen-driver'),
-        '#include <dlfcn.h>\n#include <stdio.h>\nint main(int c, char **v) {\n  if (!dlopen(v[1], RTLD_NOW | RTLD_GLOBAL)) { printf("%s\\n", dlerror()); return 3; }\n  printf("OK\\n");\n  return 0;\n}\n',
-        [], true);
+      const driver = dlopenDriver(join(root, 'cases', 'dlopen-driver'));
       images.push({suite: r.suite, glibc: r.glibc, root, driver});
     }
   }, 120_000);
@@ -169,6 +174,31 @@ describeIf(usable, reason)('the loader model against the real aarch64 ld.so (qem
     expect((await model(image, lib, {exe: image.driver, glibcTunables: less})).ok).toBe(false);
   });
 
+  test.each(RELEASES.map((r) => [r.suite, r.glibc]))('%s (glibc %s): executable stacks: an object without PT_GNU_STACK does not ask for one on aarch64; one with PF_X does', async (suite) => {
+    const image = images.find((i) => i.suite === suite)!;
+    const dir = join(image.root, 'cases', 'stack');
+    mkdirSync(dir, {recursive: true});
+    writeFileSync(join(dir, 'f.s'), '\t.text\n\t.globl f\nf:\n\tret\n');
+    const as = spawnSync('aarch64-linux-gnu-as', ['-o', join(dir, 'f.o'), join(dir, 'f.s')], {encoding: 'utf8'});
+    expect(as.status).toBe(0);
+    const link = (out: string, args: string[]) => {
+      const r = spawnSync('aarch64-linux-gnu-ld', ['-shared', '-o', out, join(dir, 'f.o'), ...args], {encoding: 'utf8'});
+      expect(r.status).toBe(0);
+      return out;
+    };
+    const none = link(join(dir, 'libnone.so'), []);
+    const exec = link(join(dir, 'libexec.so'), ['-z', 'execstack']);
+    expect(spawnSync('readelf', ['-lW', none], {encoding: 'utf8'}).stdout).not.toContain('GNU_STACK');
+    // glibc 2.41 refuses a dlopen that needs an executable stack; 2.36 makes the stack executable.
+    const refuses = image.glibc === '2.41';
+    expect(dlopenIn(image, none)).toBeNull();
+    expect((await model(image, none, {exe: image.driver})).ok).toBe(true);
+    const real = dlopenIn(image, exec);
+    if (refuses) expect(real).toBe(`${exec}: cannot enable executable stack as shared object requires: Invalid argument`);
+    else expect(real).toBeNull();
+    expect((await model(image, exec, {exe: image.driver})).problems.map((p) => p.kind)).toEqual(refuses ? ['executable-stack'] : []);
+  });
+
   test.each(RELEASES.map((r) => [r.suite, r.glibc]))('%s (glibc %s): search, legacy subdirectories, $PLATFORM, versions and symbols, as `ldd -r` traces them', async (suite) => {
     const image = images.find((i) => i.suite === suite)!;
     const dir = join(image.root, 'cases', 'search');
@@ -209,9 +239,7 @@ describeIf(usable, reason)('64 KB pages on aarch64 (Grace, GH200, RHEL on arm64)
     runin = buildRunin(join(base, 'runin'));
     const root = join(base, 'bookworm');
     makeImage(imageOf('bookworm'), root, runin, QEMU);
-    const driver = cc64(join(root, 'cases', 'dlopen-driver'),
-      '#include <dlfcn.h>\n#include <stdio.h>\nint main(int c, char **v) {\n  if (!dlopen(v[1], RTLD_NOW | RTLD_GLOBAL)) { printf("%s\\n", dlerror()); return 3; }\n  printf("OK\\n");\n  return 0;\n}\n',
-      [], true);
+    const driver = dlopenDriver(join(root, 'cases', 'dlopen-driver'));
     image = {suite: 'bookworm', glibc: '2.36', root, driver};
   }, 60_000);
   afterAll(() => t?.cleanup());
@@ -237,6 +265,103 @@ describeIf(usable, reason)('64 KB pages on aarch64 (Grace, GH200, RHEL on arm64)
       expect((await model(image, lib, {exe: image.driver})).ok).toBe(true);
     }
     expect((await model(image, big, {exe: image.driver, pageSize: 65536})).ok).toBe(true);
+  });
+});
+
+/**
+ * The seeded fuzz cases of loader-fuzz.test.ts, built for aarch64 by the cross binutils: search
+ * paths, RPATH/RUNPATH, slash names, versions, shadowed copies, legacy subdirectories, NODEFLIB,
+ * preloads, executable stacks, initial-exec TLS; each asked of the image's aarch64 ld.so in `ldd -r`'s
+ * trace mode and of a dlopen(RTLD_NOW | RTLD_GLOBAL), against `check` and `check --exe`.
+ */
+const BASE_SEED = Number(process.env.CUDAENV_FUZZ_SEED ?? 61_000);
+const CASES = Number(process.env.CUDAENV_FUZZ_CASES ?? 40);
+
+describeIf(usable, reason)('seeded fuzz cases against the real aarch64 ld.so', () => {
+  let t: {dir: string; cleanup: () => void};
+  const fuzzed: Array<{image: Image; cases: FuzzCase[]; real: Map<number, Real>; dlopen: Map<number, RealDlopen>}> = [];
+  beforeAll(async () => {
+    t = makeTempDir('cudaenv-aarch64-fuzz-');
+    const base = realpathSync(t.dir);
+    const helper = buildRunin(join(base, 'runin'));
+    for (const r of RELEASES) {
+      const root = join(base, r.suite);
+      makeImage(imageOf(r.suite), root, helper, QEMU);
+      const driver = dlopenDriver(join(root, 'fz', 'dlopen-driver'), 'ERR ');
+      const image: Image = {suite: r.suite, glibc: r.glibc, root, driver};
+      const machine = aarch64(join(root, 'lib', 'aarch64-linux-gnu', 'libz.so.1'));
+      const cases: FuzzCase[] = [];
+      const scripts: string[] = [];
+      for (let seed = BASE_SEED; seed < BASE_SEED + CASES; seed++) {
+        const {fuzz, script} = generateCase(seed, join(root, 'fz', `c${seed}`), machine);
+        cases.push(fuzz);
+        scripts.push(script);
+      }
+      const built = await runScript(t.dir, `set -e\n${scripts.join('\n')}`);
+      if (built.code !== 0) throw new Error(`building the aarch64 cases in the ${r.suite} image failed:\n${built.out.slice(-3000)}`);
+      const ask = (c: FuzzCase) => {
+        const env: string[] = [];
+        if (c.ldLibraryPath !== undefined) env.push(`LD_LIBRARY_PATH=${c.ldLibraryPath}`);
+        if (c.preload !== undefined) env.push(`LD_PRELOAD=${c.preload}`);
+        const trace = ['LD_TRACE_LOADED_OBJECTS=1', 'LD_WARN=yes', 'LD_BIND_NOW=yes', ...env];
+        const run = (vars: string[], argv: string[]) => `${q(helper)} ${q(root)} ${q(c.dir)} ${vars.map(q).join(' ')} -- ${q(emulatorIn(root, QEMU))} ${argv.map(q).join(' ')} 2>&1`;
+        return `echo "@@T ${c.seed}"\n${run(trace, [INTERP, c.target])}\necho "@@TRC $?"\n` +
+          `echo "@@D ${c.seed}"\n${run(env, [driver, c.target])}\necho "@@RC $?"\n`;
+      };
+      const asked = await runScript(t.dir, cases.map(ask).join(''));
+      const real = new Map<number, Real>();
+      const dlopen = new Map<number, RealDlopen>();
+      for (const chunk of asked.out.split(/^@@T /m).slice(1)) {
+        const seed = Number(chunk.slice(0, chunk.indexOf('\n')));
+        const c = cases.find((x) => x.seed === seed)!;
+        const [trace, dl] = chunk.slice(chunk.indexOf('\n') + 1).split(/^@@D \d+\n/m);
+        real.set(seed, parseTrace(c.dir, trace, inImage(root), inImageName(root)));
+        const rc = Number(/@@RC (\d+)/.exec(dl)?.[1] ?? -1);
+        const message = withoutPreloadWarnings(dl.replace(/@@RC \d+\n?/, ''));
+        const abort = /Inconsistency detected by ld\.so: [^:]+: \d+: (\w+): Assertion/.exec(message)?.[1] ?? null;
+        dlopen.set(seed, {ok: rc === 0 && /^OK$/m.test(message), abort, message});
+      }
+      fuzzed.push({image, cases, real, dlopen});
+    }
+  }, 300_000);
+  afterAll(() => t?.cleanup());
+
+  test.each(RELEASES.map((r) => [r.suite, r.glibc]))('%s (glibc %s): every case agrees with the aarch64 loader', async (suite) => {
+    const {image, cases, real, dlopen} = fuzzed.find((f) => f.image.suite === suite)!;
+    const failures: string[] = [];
+    for (const c of cases) {
+      const r = real.get(c.seed);
+      const d = dlopen.get(c.seed);
+      if (!r || !d) {
+        failures.push(`seed ${c.seed}: the loader was not asked`);
+        continue;
+      }
+      const opts = {targets: [c.target], ldLibraryPath: c.ldLibraryPath, cwd: c.dir, glibcTunables: undefined, sysroot: image.root, preload: c.preload === undefined ? undefined : [c.preload]};
+      const report = await checkLibraries(opts);
+      const diffs = compareTrace(r, modelTrace(report, c.dir, inImage(image.root), inImageName(image.root)));
+      const dlopened = await checkLibraries({...opts, exe: image.driver, strict: true});
+      diffs.push(...compareDlopen(d, dlopened, c.dir, inImage(image.root)));
+      if (diffs.length > 0) {
+        failures.push(`seed ${c.seed} (replay: CUDAENV_FUZZ_SEED=${c.seed} CUDAENV_FUZZ_CASES=1):\n${c.description.join('\n')}\n${diffs.join('\n')}\n--- ld.so trace output:\n${r.raw.trim()}\n--- dlopen:\n${d.message.trim()}`);
+      }
+    }
+    expect(cases.length).toBe(CASES);
+    if (failures.length > 0) throw new Error(`${failures.length} of ${cases.length} cases disagree under aarch64 glibc ${image.glibc}:\n\n${failures.slice(0, 6).join('\n\n')}`);
+    // The cases reach what differs on aarch64: libraries found in a legacy subdirectory (2.36 only), and static TLS.
+    // (not an LD_LIBRARY_PATH entry naming such a directory, nor an LD_PRELOAD path)
+    const legacy = cases.filter((c) => {
+      const preloaded = c.preload?.startsWith('/') ? inImage(image.root)(c.dir, c.preload) : null;
+      return [...real.get(c.seed)!.libs].some((p) => /\/(tls|aarch64)\/libfz/.test(p) && p !== preloaded);
+    });
+    if (CASES >= 40 && process.env.CUDAENV_FUZZ_SEED === undefined) {
+      expect(legacy.length > 0).toBe(image.glibc === '2.36');
+    }
+  }, 240_000);
+
+  test('the cases reach aarch64\'s static TLS block: some dlopen fails there', () => {
+    if (CASES < 40 || process.env.CUDAENV_FUZZ_SEED !== undefined) return;
+    const hits = fuzzed.flatMap(({image, cases, dlopen}) => cases.filter((c) => /static TLS/.test(dlopen.get(c.seed)!.message)).map((c) => `${image.suite}:${c.seed}`));
+    expect(hits.length).toBeGreaterThan(0);
   });
 });
 

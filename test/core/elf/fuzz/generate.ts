@@ -23,7 +23,46 @@ export function rng(seed: number): () => number {
 
 type Variant = 'full' | 'old' | 'unversioned' | 'nosym';
 const DIRS = ['d0', 'd1', 'd2', 'd3'];
-const SUBS = ['', '', '', 'glibc-hwcaps/x86-64-v2', 'glibc-hwcaps/x86-64-v3', 'glibc-hwcaps/x86-64-v4', 'tls', 'x86_64'];
+
+/**
+ * What differs between the machines the cases are built for: the assembler's syntax, the binutils
+ * to run, the subdirectories a library may be placed in below a search directory (the glibc-hwcaps
+ * levels and legacy directories the loaders search, and some they do not), and a system library to
+ * need (zlib, for DF_1_NODEFLIB). On aarch64 there are no glibc-hwcaps levels; its legacy
+ * directories are tls/ and aarch64/ (up to 2.36; the CPU's atomics/ is left out: a model of an image
+ * of another machine cannot know the CPU).
+ */
+export interface Machine {
+  name: 'x86_64' | 'aarch64';
+  as: string;
+  ld: string;
+  subs: readonly string[];
+  zlib: string;
+  call(sym: string): string;
+  got(sym: string): string;
+  initialExec(sym: string): string;
+  /** The assembler's type marker prefix ('@' on x86, '%' on aarch64). */
+  mark: '@' | '%';
+}
+
+export const X86_64: Machine = {
+  name: 'x86_64', as: 'as', ld: 'ld', zlib: '/lib/x86_64-linux-gnu/libz.so.1', mark: '@',
+  subs: ['', '', '', 'glibc-hwcaps/x86-64-v2', 'glibc-hwcaps/x86-64-v3', 'glibc-hwcaps/x86-64-v4', 'tls', 'x86_64'],
+  call: (sym) => `\tcall ${sym}@PLT\n`,
+  got: (sym) => `\tmovq ${sym}@GOTPCREL(%rip), %rax\n`,
+  initialExec: (sym) => `\tmovq ${sym}@GOTTPOFF(%rip), %rax\n`,
+};
+
+/** aarch64, built by the cross binutils; `zlib`: the image's libz.so.1 to link against. */
+export function aarch64(zlib: string): Machine {
+  return {
+    name: 'aarch64', as: 'aarch64-linux-gnu-as', ld: 'aarch64-linux-gnu-ld', zlib, mark: '%',
+    subs: ['', '', '', 'glibc-hwcaps/x86-64-v3', 'tls', 'aarch64', 'tls/aarch64', 'tls'],
+    call: (sym) => `\tbl ${sym}\n`,
+    got: (sym) => `\tadrp x0, :got:${sym}\n\tldr x0, [x0, #:got_lo12:${sym}]\n`,
+    initialExec: (sym) => `\tadrp x0, :gottprel:${sym}\n\tldr x0, [x0, #:gottprel_lo12:${sym}]\n`,
+  };
+}
 
 export interface FuzzCase {
   seed: number;
@@ -58,7 +97,7 @@ const tlsBlock = (seed: number, k: number): {size: number; align: number} | null
 /** An object that also reaches a dependency's thread-local variable with the initial-exec model (one need in three). */
 const usesDependencyTls = (seed: number, k: number, j: number): boolean => (seed + k + 2 * j) % 3 === 0;
 
-export function generateCase(seed: number, dir: string): {fuzz: FuzzCase; script: string} {
+export function generateCase(seed: number, dir: string, m: Machine = X86_64): {fuzz: FuzzCase; script: string} {
   const r = rng(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)];
   const chance = (p: number) => r() < p;
@@ -111,15 +150,15 @@ export function generateCase(seed: number, dir: string): {fuzz: FuzzCase; script
   const source = (k: number, variant: Variant, o: (typeof objs)[number]): string => {
     const defs = variant === 'old' ? ['s0', 's1'] : variant === 'nosym' ? ['s0', 's2'] : ['s0', 's1', 's2'];
     let s = '\t.text\n';
-    for (const d of defs) s += `\t.globl f${k}_${d}\n\t.type f${k}_${d},@function\nf${k}_${d}:\n\tret\n`;
-    s += `\t.globl f${k}_use\n\t.type f${k}_use,@function\nf${k}_use:\n`;
-    for (const ref of o.refs) s += `\tcall ${ref}@PLT\n`;
-    for (const ref of o.gotRefs) s += `\tmovq ${ref}@GOTPCREL(%rip), %rax\n`;
+    for (const d of defs) s += `\t.globl f${k}_${d}\n\t.type f${k}_${d},${m.mark}function\nf${k}_${d}:\n\tret\n`;
+    s += `\t.globl f${k}_use\n\t.type f${k}_use,${m.mark}function\nf${k}_use:\n`;
+    for (const ref of o.refs) s += m.call(ref);
+    for (const ref of o.gotRefs) s += m.got(ref);
     const tls = tlsBlock(seed, k);
-    if (tls) s += `\tmovq tv${k}@GOTTPOFF(%rip), %rax\n`;
-    for (const need of o.needs) if (tlsBlock(seed, need.to) && usesDependencyTls(seed, k, need.to)) s += `\tmovq tv${need.to}@GOTTPOFF(%rip), %rax\n`;
+    if (tls) s += m.initialExec(`tv${k}`);
+    for (const need of o.needs) if (tlsBlock(seed, need.to) && usesDependencyTls(seed, k, need.to)) s += m.initialExec(`tv${need.to}`);
     s += '\tret\n';
-    if (tls) s += `\t.section .tbss,"awT",@nobits\n\t.globl tv${k}\n\t.type tv${k},@object\n\t.size tv${k},${tls.size}\n\t.balign ${tls.align}\ntv${k}:\n\t.zero ${tls.size}\n`;
+    if (tls) s += `\t.section .tbss,"awT",${m.mark}nobits\n\t.globl tv${k}\n\t.type tv${k},${m.mark}object\n\t.size tv${k},${tls.size}\n\t.balign ${tls.align}\ntv${k}:\n\t.zero ${tls.size}\n`;
     return s;
   };
   const versionScript = (k: number, variant: Variant): string | null => {
@@ -136,7 +175,7 @@ export function generateCase(seed: number, dir: string): {fuzz: FuzzCase; script
     const copies = chance(0.1) ? 0 : chance(0.45) ? 2 : 1;
     for (let c = 0; c < copies; c++) {
       const where = chance(0.12) ? '.' : `${pick(DIRS)}${(() => {
-        const sub = pick(SUBS);
+        const sub = pick(m.subs);
         return sub ? `/${sub}` : '';
       })()}`;
       const variant: Variant = c === 0 && chance(0.6) ? 'full' : pick(['full', 'old', 'unversioned', 'nosym'] as const);
@@ -163,7 +202,7 @@ export function generateCase(seed: number, dir: string): {fuzz: FuzzCase; script
   variantsOf.set(0, new Set(['full']));
   // A library that exists only at link time: at run time nothing provides it.
   if (objs.some((o) => o.extra.includes('libfzmissing.so.1'))) {
-    cmds.push('printf "\\t.text\\n" > var/missing.s', 'as -o var/missing.o var/missing.s', 'ld -shared -soname libfzmissing.so.1 -o link/libfzmissing.so.1 var/missing.o');
+    cmds.push('printf "\\t.text\\n" > var/missing.s', `${m.as} -o var/missing.o var/missing.s`, `${m.ld} -shared -soname libfzmissing.so.1 -o link/libfzmissing.so.1 var/missing.o`);
   }
   for (let k = n - 1; k >= 0; k--) {
     const o = objs[k];
@@ -173,7 +212,7 @@ export function generateCase(seed: number, dir: string): {fuzz: FuzzCase; script
       const map = o.versioned || variant !== 'full' ? versionScript(k, o.versioned ? variant : 'unversioned') : null;
       if (map) writeFileSync(join(dir, `${base}.map`), map);
       // ld runs in build/: a slash DT_NEEDED is recorded as the path it was given ('$ORIGIN/../d1/...').
-      const args = ['(cd build && ld', '-shared', '-soname', `libfz${k}.so.1`, '-o', `${dir}/${base}.so`, `${dir}/${base}.o`];
+      const args = [`(cd build && ${m.ld}`, '-shared', '-soname', `libfz${k}.so.1`, '-o', `${dir}/${base}.so`, `${dir}/${base}.o`];
       if (map) args.push('--version-script', `${dir}/${base}.map`);
       if (o.rpath !== null) args.push('--disable-new-dtags', '-rpath', `'${o.rpath}'`);
       if (o.runpath !== null) args.push('--enable-new-dtags', '-rpath', `'${o.runpath}'`);
@@ -191,8 +230,8 @@ export function generateCase(seed: number, dir: string): {fuzz: FuzzCase; script
         else if (need.form === 'abs') args.push(at!);
         else args.push(`'$ORIGIN/../${at}/libfz${need.to}.so.1'`);
       }
-      for (const e of o.extra) args.push(e === 'libz.so.1' ? '/lib/x86_64-linux-gnu/libz.so.1' : `${dir}/link/libfzmissing.so.1`);
-      cmds.push(`as -o ${base}.o ${base}.s`, `${args.join(' ')})`);
+      for (const e of o.extra) args.push(e === 'libz.so.1' ? m.zlib : `${dir}/link/libfzmissing.so.1`);
+      cmds.push(`${m.as} -o ${base}.o ${base}.s`, `${args.join(' ')})`);
       if (variant === 'full') {
         cmds.push(`cp ${base}.so link/libfz${k}.so.1`);
         // Soname-less stubs that give slash DT_NEEDED names (ld records the path it was given).
@@ -201,7 +240,7 @@ export function generateCase(seed: number, dir: string): {fuzz: FuzzCase; script
             if (need.to !== k || need.form === 'name') continue;
             const at = (need as Need & {at?: string}).at!;
             const stubAt = need.form === 'abs' ? at : `build/${at}/libfz${k}.so.1`;
-            cmds.push(`ld -shared -o '${stubAt}' ${base}.o${map ? ` --version-script ${base}.map` : ''}`);
+            cmds.push(`${m.ld} -shared -o '${stubAt}' ${base}.o${map ? ` --version-script ${base}.map` : ''}`);
           }
         }
       }
