@@ -95,4 +95,11 @@ describeIf(usable, 'needs x86-64 with gcc, as, ld and /lib64/ld-linux-x86-64.so.
     expect(mine.length).toBeGreaterThan(0);
     if (failures.length > 0) throw new Error(`${failures.length} of ${mine.length} cases disagree:\n\n${failures.slice(0, 6).join('\n\n')}`);
   }, 240_000);
+
+  test('the cases reach a file the loader stops at, in trace mode and in a dlopen', () => {
+    if (CASES < 200 || process.env.CUDAENV_FUZZ_SEED !== undefined) return;
+    const stops = /invalid ELF header|file too short/;
+    expect(cases.filter((c) => realTrace.get(c.seed)!.fatal !== null && stops.test(realTrace.get(c.seed)!.raw)).length).toBeGreaterThan(0);
+    expect(cases.filter((c) => stops.test(realDl.get(c.seed)!.message)).length).toBeGreaterThan(0);
+  });
 });

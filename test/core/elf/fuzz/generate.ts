@@ -7,8 +7,8 @@ import {join} from 'node:path';
  * current directory, some shadowed by copies with other version nodes, reached through
  * RPATH/RUNPATH ($ORIGIN, relative, empty elements), LD_LIBRARY_PATH (':' and ';', empty
  * entries), slash DT_NEEDED names, NODEFLIB, missing names, objects that ask for an executable
- * stack, objects linked with -z now, initial-exec thread-local blocks and LD_PRELOAD. Everything is
- * derived from the seed.
+ * stack, objects linked with -z now, initial-exec thread-local blocks, files that are no library
+ * under a library's name, and LD_PRELOAD. Everything is derived from the seed.
  */
 export function rng(seed: number): () => number {
   let a = seed >>> 0;
@@ -94,6 +94,13 @@ const tlsBlock = (seed: number, k: number): {size: number; align: number} | null
   if (h >= 6) return null;
   return {size: [96, 400, 700, 900, 1100, 1650][h] + (seed % 5) * 8, align: h === 5 && seed % 3 === 0 ? 128 : h === 1 ? 64 : h === 4 ? 32 : 16};
 };
+/**
+ * A file the loader cannot load under a library's name, about one case in nine: a text file (odd
+ * seeds: "invalid ELF header") or an empty one ("file too short") named libfzK.so.1 in one of the
+ * search directories, which stops the search there (and, in trace mode, the whole load).
+ */
+const junkFile = (seed: number, n: number): {k: number; dir: string; empty: boolean} | null =>
+  (seed * 7 + 4) % 9 === 0 && n > 1 ? {k: 1 + (seed % (n - 1)), dir: DIRS[Math.floor(seed / 9) % DIRS.length], empty: seed % 2 === 0} : null;
 /** An object that also reaches a dependency's thread-local variable with the initial-exec model (one need in three). */
 const usesDependencyTls = (seed: number, k: number, j: number): boolean => (seed + k + 2 * j) % 3 === 0;
 
@@ -252,6 +259,9 @@ export function generateCase(seed: number, dir: string, m: Machine = X86_64): {f
     cmds.push(`mkdir -p "$(dirname '${target}')" && cp var/k${p.k}-${p.variant}.so '${target}'`);
   }
   cmds.push('cp var/k0-full.so top/libfz0.so.1');
+  // After every copy: a junk file takes the place of any copy there.
+  const junk = junkFile(seed, n);
+  if (junk) cmds.push(junk.empty ? `: > ${junk.dir}/libfz${junk.k}.so.1` : `printf 'not a library\\n%.0s' 1 2 3 4 5 6 7 > ${junk.dir}/libfz${junk.k}.so.1`);
 
   const viaLink = chance(0.3);
   const target = viaLink ? `${dir}/sl/../libfz0.so.1` : `${dir}/top/libfz0.so.1`;
@@ -277,6 +287,6 @@ export function generateCase(seed: number, dir: string, m: Machine = X86_64): {f
       `${o.versioned ? ' versioned' : ''}${asksExecStack(seed, o.k) ? ' execstack' : ''}${bindsNow(seed, o.k) ? ' -z now' : ''}` +
       `${tlsBlock(seed, o.k) ? ` tls=${tlsBlock(seed, o.k)!.size}/${tlsBlock(seed, o.k)!.align}` : ''} refs=${o.refs.join(',')}${o.gotRefs.length ? ` got=${o.gotRefs.join(',')}` : ''}${o.dashU.length ? ` -u ${o.dashU.join(',')}` : ''}`);
   }
-  desc.push(`  copies: ${placements.map((p) => `${p.path}(${p.variant})`).join(' ')}`);
+  desc.push(`  copies: ${placements.map((p) => `${p.path}(${p.variant})`).join(' ')}${junk ? ` junk:${junk.dir}/libfz${junk.k}.so.1(${junk.empty ? 'empty' : 'text'})` : ''}`);
   return {fuzz: {seed, dir, target, ldLibraryPath, preload, description: desc}, script: `cd '${dir}' || exit 1\n${cmds.join('\n')}\n`};
 }

@@ -16,8 +16,9 @@ export interface Real {
   abort: string | null;
   /**
    * The object whose mapping stops the loader (its name as ld.so prints it, last path component),
-   * or null: in trace mode a missing library is listed and passed, an executable stack the
-   * loader may not make (glibc.rtld.execstack=0) ends the run before anything is listed.
+   * or null: in trace mode a missing library is listed and passed, while an executable stack the
+   * loader may not make (glibc.rtld.execstack=0) or a file it cannot load (not ELF, empty) ends
+   * the run before anything is listed.
    */
   fatal: string | null;
   /** The model's: the library the version of its first check_match abort names. */
@@ -61,7 +62,7 @@ export function parseTrace(dir: string, out: string, real: Resolve = hostReal, m
     }
     m = /Inconsistency detected by ld\.so: [^:]+: \d+: (\w+): Assertion/.exec(line);
     if (m) v.abort = m[1];
-    m = /error while loading shared libraries: ([^:]+): cannot enable executable stack as shared object requires/.exec(line);
+    m = /error while loading shared libraries: ([^:]+): (?:cannot enable executable stack as shared object requires|invalid ELF header|file too short)/.exec(line);
     if (m) v.fatal = m[1].split('/').pop()!;
     m = /version `([^']+)' not found \(required by (.+)\)$/.exec(line);
     if (m) v.versions.add(`${m[1]} ${real(dir, m[2])}`);
@@ -76,8 +77,10 @@ export function parseTrace(dir: string, out: string, real: Resolve = hostReal, m
 
 export function modelTrace(report: CheckReport, dir: string, real: Resolve = hostReal, missing: MissingName = asPrinted): Real {
   const v: Real = {libs: new Set(), versions: new Set(), symbols: new Set(), symbolObjects: [], abort: null, fatal: null, raw: ''};
-  const stack = report.problems.find((p) => p.kind === 'executable-stack');
-  if (stack) v.fatal = stack.library!.split('/').pop()!;
+  // What ends a load in trace mode: an executable stack refused, or a file the loader stops at (a
+  // `not-found` whose `chosen` is that file; one found nowhere gets a stand-in instead).
+  const stop = report.problems.find((p) => p.kind === 'executable-stack' || (p.kind === 'not-found' && p.chosen !== null));
+  if (stop) v.fatal = (stop.kind === 'executable-stack' ? stop.library! : stop.chosen!.replace(/ \(.*$/, '')).split('/').pop()!;
   for (const o of report.objects) {
     // Every loaded object is listed, a preload nothing needs too (the checked one is the main object).
     if (!/\/ld-linux[^/]*$/.test(o.path) && real(dir, o.path) !== real(dir, report.checked[0])) v.libs.add(real(dir, o.path));
@@ -211,6 +214,11 @@ export function compareDlopen(r: RealDlopen, report: CheckReport, dir: string, r
   if (m) {
     const name = m[1].split('/').pop();
     return firstMapping?.kind === 'not-found' && firstMapping.library?.split('/').pop() === name ? [] : [`dlopen (first mapping problem): ${base}`];
+  }
+  m = /([^\s:]+): (?:invalid ELF header|file too short)/.exec(r.message);
+  if (m) {
+    const name = m[1].split('/').pop();
+    return firstMapping?.kind === 'not-found' && firstMapping.chosen?.replace(/ \(.*$/, '').split('/').pop() === name ? [] : [`dlopen (first mapping problem): ${base}`];
   }
   m = /([^\s:]+): cannot enable executable stack as shared object requires/.exec(r.message);
   if (m) {
