@@ -308,7 +308,7 @@ d('search order and precedence', () => {
     expect(new Set(edges.map((e) => e.path))).toEqual(new Set([`${join(base, 'L')}/libreal.so`]));
   });
 
-  testIf(HAVE_M32, 'needs gcc -m32 (apt-get install gcc-multilib)')('a candidate of the wrong ELF class is passed over', async () => {
+  testIf(HAVE_M32, 'needs gcc -m32 (apt-get install gcc-12-multilib, or the multilib package of your gcc)')('a candidate of the wrong ELF class is passed over', async () => {
     const base = join(root, 'class');
     buildLib({out: join(base, 'c32', 'libw.so'), soname: 'libw.so', source: 'int w(void){return 32;}\n', m32: true});
     const w64 = buildLib({out: join(base, 'c64', 'libw.so'), soname: 'libw.so', source: 'int w(void){return 64;}\n'});

@@ -237,7 +237,8 @@ export interface StaticTlsReference {
 
 /**
  * The initial-exec TLS relocations of an object (R_X86_64_TPOFF64 and its like) and its TLS
- * descriptors, one of each per symbol, in relocation order. Null when the object has no dynamic symbols or relocations the model can read.
+ * descriptors, one of each per symbol, in relocation order. Null when the object has no dynamic
+ * symbols or relocations the model can read.
  */
 export function staticTlsReferences(path: string): StaticTlsReference[] | null {
   return withRelocations(path, (t) => t.marks.tpoff.map(({sym, at, optional}) => ({symbol: sym === 0 || t.binding(sym) === STB_LOCAL ? null : t.symbol(sym), at, optional})));

@@ -173,7 +173,7 @@ describeTools('readElf against readelf on the system libraries', () => {
   }
 });
 
-/** gcc -m32 needs gcc-multilib; the cross-binutils test covers ELF32 without it. */
+/** gcc -m32 needs gcc's multilib package; the cross-binutils test covers ELF32 without it. */
 function canCompile32(): boolean {
   if (!tools) return false;
   const {dir, cleanup} = makeTempDir('cudaenv-m32-');
@@ -187,7 +187,7 @@ function canCompile32(): boolean {
   }
 }
 const m32 = canCompile32();
-describeIf(m32, 'needs gcc -m32 (apt-get install gcc-multilib)')('readElf on a gcc -m32 library', () => {
+describeIf(m32, 'needs gcc -m32 (apt-get install gcc-12-multilib, or the multilib package of your gcc)')('readElf on a gcc -m32 library', () => {
   test('ELF32 i386 with versions agrees with readelf', async () => {
     const {dir, cleanup} = makeTempDir('cudaenv-m32-');
     try {
