@@ -195,7 +195,8 @@ describeIf(fetched && IS_ROOT && usable, reason)('the loader model against the r
     expect(r241.cases.some((c) => r241.dlopen.get(c.seed)!.ok)).toBe(true);
     expect(r243.cases.some((c) => r243.dlopen.get(c.seed)!.ok)).toBe(true);
     // glibc.rtld.execstack=0: from 2.41 an object that asks for an executable stack stops the run; older releases ignore it.
-    const stopped = (image: Image) => image.cases.filter((c) => image.real.get(c.seed)!.fatal !== null).map((c) => c.seed);
+    // (not the text or empty files some cases put under a library's name: they stop every release)
+    const stopped = (image: Image) => image.cases.filter((c) => image.real.get(c.seed)!.fatal !== null && /executable stack/.test(image.real.get(c.seed)!.raw)).map((c) => c.seed);
     expect(stopped(r241).length).toBeGreaterThan(0);
     expect(stopped(r243).length).toBeGreaterThan(0);
     expect([stopped(r231), stopped(r239)]).toEqual([[], []]);
