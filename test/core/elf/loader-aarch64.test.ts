@@ -276,6 +276,9 @@ describeIf(usable, reason)('64 KB pages on aarch64 (Grace, GH200, RHEL on arm64)
  */
 const BASE_SEED = Number(process.env.CUDAENV_FUZZ_SEED ?? 61_000);
 const CASES = Number(process.env.CUDAENV_FUZZ_CASES ?? 40);
+/** As in the x86-64 release images: every third case the original sorter, every fifth forbids executable stacks (2.41). */
+const tunablesOf = (c: FuzzCase): string | undefined =>
+  [c.seed % 3 === 0 ? 'glibc.rtld.dynamic_sort=1' : null, c.seed % 5 === 1 ? 'glibc.rtld.execstack=0' : null].filter((t) => t !== null).join(':') || undefined;
 
 describeIf(usable, reason)('seeded fuzz cases against the real aarch64 ld.so', () => {
   let t: {dir: string; cleanup: () => void};
@@ -303,6 +306,7 @@ describeIf(usable, reason)('seeded fuzz cases against the real aarch64 ld.so', (
         const env: string[] = [];
         if (c.ldLibraryPath !== undefined) env.push(`LD_LIBRARY_PATH=${c.ldLibraryPath}`);
         if (c.preload !== undefined) env.push(`LD_PRELOAD=${c.preload}`);
+        if (tunablesOf(c) !== undefined) env.push(`GLIBC_TUNABLES=${tunablesOf(c)}`);
         const trace = ['LD_TRACE_LOADED_OBJECTS=1', 'LD_WARN=yes', 'LD_BIND_NOW=yes', ...env];
         const run = (vars: string[], argv: string[]) => `${q(helper)} ${q(root)} ${q(c.dir)} ${vars.map(q).join(' ')} -- ${q(emulatorIn(root, QEMU))} ${argv.map(q).join(' ')} 2>&1`;
         return `echo "@@T ${c.seed}"\n${run(trace, [INTERP, c.target])}\necho "@@TRC $?"\n` +
@@ -336,13 +340,13 @@ describeIf(usable, reason)('seeded fuzz cases against the real aarch64 ld.so', (
         failures.push(`seed ${c.seed}: the loader was not asked`);
         continue;
       }
-      const opts = {targets: [c.target], ldLibraryPath: c.ldLibraryPath, cwd: c.dir, glibcTunables: undefined, sysroot: image.root, preload: c.preload === undefined ? undefined : [c.preload]};
+      const opts = {targets: [c.target], ldLibraryPath: c.ldLibraryPath, cwd: c.dir, glibcTunables: tunablesOf(c), sysroot: image.root, preload: c.preload === undefined ? undefined : [c.preload]};
       const report = await checkLibraries(opts);
       const diffs = compareTrace(r, modelTrace(report, c.dir, inImage(image.root), inImageName(image.root)));
       const dlopened = await checkLibraries({...opts, exe: image.driver, strict: true});
       diffs.push(...compareDlopen(d, dlopened, c.dir, inImage(image.root)));
       if (diffs.length > 0) {
-        failures.push(`seed ${c.seed} (replay: CUDAENV_FUZZ_SEED=${c.seed} CUDAENV_FUZZ_CASES=1):\n${c.description.join('\n')}\n${diffs.join('\n')}\n--- ld.so trace output:\n${r.raw.trim()}\n--- dlopen:\n${d.message.trim()}`);
+        failures.push(`seed ${c.seed} (replay: CUDAENV_FUZZ_SEED=${c.seed} CUDAENV_FUZZ_CASES=1)${tunablesOf(c) ? `, GLIBC_TUNABLES=${tunablesOf(c)}` : ''}:\n${c.description.join('\n')}\n${diffs.join('\n')}\n--- ld.so trace output:\n${r.raw.trim()}\n--- dlopen:\n${d.message.trim()}`);
       }
     }
     expect(cases.length).toBe(CASES);
