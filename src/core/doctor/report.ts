@@ -78,7 +78,7 @@ function factLine(prefix: string, facts: DoctorFacts): string {
       const p = facts.python;
       if (!p.interpreter && p.sitePackages.length === 0) return 'no Python found';
       const torch = p.torch ? `torch ${p.torch.version ?? '?'} (${p.torch.cuda ? `CUDA ${p.torch.cuda}` : p.torch.hip ? `ROCm ${p.torch.hip}` : 'CPU-only'})` : 'no torch';
-      return `${p.interpreter ?? 'python'}: ${torch}, ${p.cudaLibraryDirs.length} pip CUDA library dir(s)`;
+      return `${p.interpreter ?? 'python'}: ${torch}, ${p.cudaLibraryDirs.length} pip CUDA library dir(s)${p.program ? ` (checked as ${p.program} loads them)` : ''}`;
     }
     case 'loader': {
       const l = facts.loader;

@@ -3,7 +3,7 @@ import {spawnSync} from 'node:child_process';
 import {mkdirSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {defaultDeps} from '../../../src/core/doctor/engine.js';
-import {runDoctor} from '../../../src/core/doctor/index.js';
+import {renderReport, runDoctor} from '../../../src/core/doctor/index.js';
 import {makeFakeToolkit} from '../../helpers/toolkit.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {HAVE_GCC, buildLib, fakePython, installVersion, makeMachine, seedFailure, torchVersionPy, type Machine} from './machine.js';
@@ -236,6 +236,7 @@ describeIf(HAVE_GCC && PYTHON_EXE !== null && process.platform === 'linux' && pr
         fakePython(m, [sp], 'python3', PYTHON_EXE!);
         const report = await runDoctor(m.ctx(), defaultDeps);
         expect(report.facts.python.program).toBe(PYTHON_EXE);
+        expect(renderReport(report)).toContain(`1 pip CUDA library dir(s) (checked as ${PYTHON_EXE} loads them)`);
         const f = report.findings.find((x) => x.id === 'pytorch.libraries-broken')!;
         expect(f.severity).toBe('error');
         expect(f.evidence[0]).toContain(lib);
