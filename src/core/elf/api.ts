@@ -16,7 +16,7 @@ export type Via = 'rpath' | 'ld_library_path' | 'runpath' | 'ld.so.cache' | 'def
  * asks for one: the program ("Fatal glibc error: executable stack is not allowed") or a library.
  * 'noexec-mount': the loader stops at an object on a file system mounted noexec ("failed to map
  * segment from shared object"; a program there does not start at all).
- * 'static-tls': x86-64, --exe: the dlopen brings an object whose thread-local block is accessed
+ * 'static-tls': x86-64 and aarch64, --exe: the dlopen brings an object whose thread-local block is accessed
  * with the initial-exec model and does not fit in what is left of the static TLS block: dlopen
  * fails with "cannot allocate memory in static TLS block".
  */

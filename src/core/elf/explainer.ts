@@ -270,7 +270,7 @@ function explainStaticTls(problem: Problem, p: LoaderProcess, f: Finding, who: s
   const via = t.referrer === f.object ? `${basename(f.object.path)} accesses it` : `${basename(t.referrer.path)} accesses it (${f.symbol})`;
   const fits = tls.align > t.blockAlign;
   problem.summary = `${who} needs ${tls.size} bytes of static TLS, and ${fits ? `its alignment (${tls.align}) exceeds the static TLS block's (${t.blockAlign})` : `only ${t.free} are left after ${program} started`}: "cannot allocate memory in static TLS block"`;
-  problem.explanation = `${f.object.path} has a ${tls.size}-byte thread-local block (PT_TLS, aligned to ${tls.align}), and ${via} with the initial-exec model (DF_STATIC_TLS), ` +
+  problem.explanation = `${f.object.path} has a ${tls.size}-byte thread-local block (PT_TLS, aligned to ${tls.align}), and ${via} with the initial-exec model (a static TLS offset in its relocations), ` +
     `so the block must lie at a fixed offset in the static TLS block every thread got when ${program} started. A dlopen can only place it in what that block has left: ` +
     `the surplus glibc adds (${t.surplus} bytes${t.tunable ? '' : ', fixed before glibc 2.32'}) with its alignment padding, less what objects dlopened before it took; ${t.free} bytes here.`;
   const preload = `start the program with it: LD_PRELOAD=${quoteSh(f.object.path)} ${program} (its TLS is then part of the static block)`;

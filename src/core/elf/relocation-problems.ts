@@ -21,16 +21,17 @@ export function staticTlsBlockOf(p: LoaderProcess, startup: Set<LoadedObject>): 
 }
 
 /**
- * A dlopened object's initial-exec TLS relocations, in the order its relocation meets them: each
- * needs a static offset for the block of the object its symbol binds to (itself for its own
- * variables); one not placed yet is carved from the surplus, or the dlopen fails (elf/dl-reloc.c
- * CHECK_STATIC_TLS, "cannot allocate memory in static TLS block"). `block` is asked for only when
- * the object has such relocations (DF_STATIC_TLS): nearly every process has none.
+ * A dlopened object's initial-exec TLS relocations and TLS descriptors, in the order its relocation
+ * meets them: each initial-exec one needs a static offset for the block of the object its symbol
+ * binds to (itself for its own variables); one not placed yet is carved from the surplus, or the
+ * dlopen fails (elf/dl-reloc.c CHECK_STATIC_TLS, "cannot allocate memory in static TLS block"). A
+ * descriptor places the block only where the optional surplus has room (TRY_STATIC_TLS). `block`
+ * is asked for only when the object can have such relocations: nearly every process has none.
  */
 export function staticTlsProblems(p: LoaderProcess, obj: LoadedObject, memo: SymbolMemo, block: () => StaticTlsBlock): Finding[] {
   const out: Finding[] = [];
-  // Only an object with initial-exec accesses, or with TLS descriptors (its own block, or a
-  // thread-local symbol it references), can take room in the block.
+  // Only an object marked DF_STATIC_TLS (x86; aarch64's binutils never marks one), with a TLS block
+  // of its own, or referencing a thread-local symbol, has such relocations.
   if ((obj.info.dtFlags & DF_STATIC_TLS) === 0 && obj.info.tls === null && !obj.info.symbols.some((s) => !s.defined && s.type === STT_TLS)) return out;
   const tls = block();
   for (const ref of staticTlsOf(obj.info)) {
