@@ -199,21 +199,22 @@ describeIf(usable, reason)('the loader model against the real aarch64 ld.so (qem
     expect((await model(image, exec, {exe: image.driver})).problems.map((p) => p.kind)).toEqual(refuses ? ['executable-stack'] : []);
   });
 
-  test.each(RELEASES.map((r) => [r.suite, r.glibc]))('%s (glibc %s): search, legacy subdirectories, $PLATFORM, versions and symbols, as `ldd -r` traces them', async (suite) => {
+  test.each(RELEASES.map((r) => [r.suite, r.glibc]))('%s (glibc %s): search, legacy subdirectories, $PLATFORM, $LIB, versions and symbols, as `ldd -r` traces them', async (suite) => {
     const image = images.find((i) => i.suite === suite)!;
     const dir = join(image.root, 'cases', 'search');
     // libdep.so.1 twice: in lib/tls/ (searched by 2.36 before lib/, gone in 2.37) and in lib/.
     const tlsDep = cc64(join(dir, 'lib', 'tls', 'libdep.so.1'), 'int dep(void){return 1;}\n', ['-Wl,-soname,libdep.so.1']);
     cc64(join(dir, 'lib', 'libdep.so.1'), 'int dep(void){return 2;}\nint dep_only_here(void){return 2;}\n', ['-Wl,-soname,libdep.so.1']);
-    // libplat.so in the $PLATFORM directory; libv.so.1 defines V1 only.
+    // libplat.so in the $PLATFORM directory, liblibdir.so in the $LIB one (Debian: lib/aarch64-linux-gnu); libv.so.1 defines V1 only.
     const plat = cc64(join(dir, 'aarch64', 'libplat.so'), 'int plat(void){return 3;}\n', ['-Wl,-soname,libplat.so']);
+    const libdir = cc64(join(dir, 'lib', 'aarch64-linux-gnu', 'liblibdir.so'), 'int libdir(void){return 4;}\n', ['-Wl,-soname,liblibdir.so']);
     writeFileSync(join(dir, 'v1.map'), 'V1 { global: v1; local: *; };\n');
     writeFileSync(join(dir, 'v2.map'), 'V1 { global: v1; local: *; };\nV2 { global: v2; } V1;\n');
     cc64(join(dir, 'build', 'libv.so.1'), 'int v1(void){return 1;}\nint v2(void){return 2;}\n', ['-Wl,-soname,libv.so.1', `-Wl,--version-script,${join(dir, 'v2.map')}`]);
     cc64(join(dir, 'lib', 'libv.so.1'), 'int v1(void){return 1;}\n', ['-Wl,-soname,libv.so.1', `-Wl,--version-script,${join(dir, 'v1.map')}`]);
     const top = cc64(join(dir, 'libtop.so'),
-      'int dep(void); int dep_only_here(void); int plat(void); int v2(void);\nint top(void){return dep() + dep_only_here() + plat() + v2();}\n',
-      [tlsDep, plat, join(dir, 'build', 'libv.so.1'), '-Wl,--enable-new-dtags', '-Wl,-rpath,$ORIGIN/lib:$ORIGIN/$PLATFORM']);
+      'int dep(void); int dep_only_here(void); int plat(void); int libdir(void); int v2(void);\nint top(void){return dep() + dep_only_here() + plat() + libdir() + v2();}\n',
+      [tlsDep, plat, libdir, join(dir, 'build', 'libv.so.1'), '-Wl,--enable-new-dtags', '-Wl,-rpath,$ORIGIN/lib:$ORIGIN/$PLATFORM:$ORIGIN/$LIB']);
     const traced = runIn(image, [INTERP, top], ['LD_TRACE_LOADED_OBJECTS=1', 'LD_WARN=yes', 'LD_BIND_NOW=yes'], dir);
     const real = parseTrace(dir, traced.out, inImage(image.root));
     const report = await model(image, top, {strict: false, cwd: dir});
@@ -227,6 +228,7 @@ describeIf(usable, reason)('the loader model against the real aarch64 ld.so (qem
     expect(real.symbols.has(`dep_only_here ${realpathSync(top)}`)).toBe(legacy);
     expect(real.versions.has(`V2 ${realpathSync(top)}`)).toBe(true);
     expect(real.libs.has(realpathSync(plat))).toBe(true);
+    expect(real.libs.has(realpathSync(libdir))).toBe(true);
   });
 });
 
