@@ -1,7 +1,7 @@
 import {afterAll, beforeAll, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
 import {existsSync, mkdirSync, realpathSync} from 'node:fs';
-import {basename, dirname, join} from 'node:path';
+import {basename, join} from 'node:path';
 import {checkLibraries} from '../../../src/core/elf/index.js';
 import {DOWNLOADED, IS_ROOT, NEEDS} from '../../helpers/capabilities.js';
 import {describeIf} from '../../helpers/skip.js';
@@ -10,8 +10,9 @@ import {buildLib, buildPortableDlopenDriver, haveCommand, HAVE_GCC} from './fixt
 import {generateCase, type FuzzCase} from './fuzz/generate.js';
 import {graphScript, lib, relocationLines} from './fuzz/sorter-graphs.js';
 import {runScript} from './fuzz/run-script.js';
-import {compareDlopen, compareTrace, modelTrace, parseTrace, withoutPreloadWarnings, type Real, type RealDlopen} from './fuzz/trace.js';
-import {buildRunin, inImage, inImageName, makeImage, q} from './fuzz/images.js';
+import type {Real, RealDlopen} from './fuzz/trace.js';
+import {buildRunin, makeImage} from './fuzz/images.js';
+import {askInImage, disagreementsInImage, probedIn} from './fuzz/image-cases.js';
 
 /**
  * Issue 12 item 2 against real loaders of other glibc releases than the host's (2.36): the seeded
@@ -81,14 +82,6 @@ let runin: string;
 const images: Image[] = [];
 
 
-/**
- * Every third case asks for the original sorter (2.41 has the tunable, 2.31 ignores it, so must the
- * model), every fifth forbids executable stacks (glibc.rtld.execstack=0, from 2.41; older releases
- * ignore it): then one in seven fuzz objects, linked without -z noexecstack, stops the run.
- */
-const tunablesOf = (c: FuzzCase): string | undefined =>
-  [c.seed % 3 === 0 ? 'glibc.rtld.dynamic_sort=1' : null, c.seed % 5 === 1 ? 'glibc.rtld.execstack=0' : null].filter((t) => t !== null).join(':') || undefined;
-
 describeIf(fetched && IS_ROOT && usable, reason)('the loader model against the real ld.so of other glibc releases (issue 12 item 2)', () => {
   beforeAll(async () => {
     tmp = makeTempDir('cudaenv-glibc-releases-');
@@ -107,28 +100,9 @@ describeIf(fetched && IS_ROOT && usable, reason)('the loader model against the r
       }
       const built = await runScript(tmp.dir, `set -e\n${scripts.join('\n')}`);
       if (built.code !== 0) throw new Error(`building the cases in the ${r.suite} image failed:\n${built.out.slice(-3000)}`);
-      const ask = (c: FuzzCase) => {
-        const env: string[] = [];
-        if (c.ldLibraryPath !== undefined) env.push(`LD_LIBRARY_PATH=${c.ldLibraryPath}`);
-        if (tunablesOf(c) !== undefined) env.push(`GLIBC_TUNABLES=${tunablesOf(c)}`);
-        if (c.preload !== undefined) env.push(`LD_PRELOAD=${c.preload}`);
-        const trace = ['LD_TRACE_LOADED_OBJECTS=1', 'LD_WARN=yes', 'LD_BIND_NOW=yes', ...env];
-        // The case's directory is the working directory (relative RPATH and LD_LIBRARY_PATH entries).
-        const run = (vars: string[], argv: string[]) => `${q(runin)} ${q(root)} ${q(c.dir)} ${vars.map(q).join(' ')} -- ${argv.map(q).join(' ')} 2>&1`;
-        return `echo "@@T ${c.seed}"\n${run(trace, ['/lib64/ld-linux-x86-64.so.2', c.target])}\necho "@@TRC $?"\n` +
-          `echo "@@D ${c.seed}"\n${run(env, [driver, c.target])}\necho "@@RC $?"\n`;
-      };
-      const asked = await runScript(tmp.dir, image.cases.map(ask).join(''));
-      for (const chunk of asked.out.split(/^@@T /m).slice(1)) {
-        const seed = Number(chunk.slice(0, chunk.indexOf('\n')));
-        const c = image.cases.find((x) => x.seed === seed)!;
-        const [trace, dl] = chunk.slice(chunk.indexOf('\n') + 1).split(/^@@D \d+\n/m);
-        image.real.set(seed, parseTrace(c.dir, trace, inImage(root), inImageName(root)));
-        const rc = Number(/@@RC (\d+)/.exec(dl)?.[1] ?? -1);
-        const message = withoutPreloadWarnings(dl.replace(/@@RC \d+\n?/, ''));
-        const abort = /Inconsistency detected by ld\.so: [^:]+: \d+: (\w+): Assertion/.exec(message)?.[1] ?? null;
-        image.dlopen.set(seed, {ok: rc === 0 && /^OK$/m.test(message), abort, message});
-      }
+      const asked = await askInImage({runin, root, interp: '/lib64/ld-linux-x86-64.so.2', driver, scratch: tmp.dir}, image.cases);
+      image.real = asked.real;
+      image.dlopen = asked.dlopen;
       images.push(image);
     }
   }, 300_000);
@@ -143,36 +117,14 @@ describeIf(fetched && IS_ROOT && usable, reason)('the loader model against the r
 
   test.each(RELEASES.map((r) => [r.suite, r.glibc]))('%s (glibc %s): the model agrees with that ld.so in trace mode and with a dlopen there, on every case', async (suite) => {
     const image = images.find((i) => i.suite === suite)!;
-    const failures: string[] = [];
-    for (const c of image.cases) {
-      const r = image.real.get(c.seed);
-      const d = image.dlopen.get(c.seed);
-      if (!r || !d) {
-        failures.push(`seed ${c.seed}: the loader was not asked`);
-        continue;
-      }
-      const opts = {targets: [c.target], ldLibraryPath: c.ldLibraryPath, cwd: c.dir, glibcTunables: tunablesOf(c), sysroot: image.root, preload: c.preload === undefined ? undefined : [c.preload]};
-      const report = await checkLibraries(opts);
-      const diffs = compareTrace(r, modelTrace(report, c.dir, inImage(image.root), inImageName(image.root)));
-      const dlopened = await checkLibraries({...opts, exe: image.driver, strict: true});
-      diffs.push(...compareDlopen(d, dlopened, c.dir, inImage(image.root)));
-      if (diffs.length > 0) {
-        failures.push(`seed ${c.seed} (replay: CUDAENV_FUZZ_SEED=${c.seed} CUDAENV_FUZZ_CASES=1)${tunablesOf(c) ? `, GLIBC_TUNABLES=${tunablesOf(c)}` : ''}:\n${c.description.join('\n')}\n${diffs.join('\n')}\n--- ld.so trace output:\n${r.raw.trim()}\n--- dlopen:\n${d.message.trim()}`);
-      }
-    }
+    const failures = await disagreementsInImage(image, image.cases, image.real, image.dlopen);
     expect(image.cases.length).toBe(SEEDS.length);
     if (failures.length > 0) throw new Error(`${failures.length} of ${image.cases.length} cases disagree under glibc ${image.glibc}:\n\n${failures.slice(0, 6).join('\n\n')}`);
   }, 240_000);
 
   test('the cases cross the rules that changed between the releases, so agreeing on each proves the model switches', () => {
     const [r231, r239, r241, r243] = RELEASES.map((r) => images.find((i) => i.suite === r.suite)!);
-    // Libraries the loader took from a subdirectory it probes below a search directory (not from
-    // an LD_LIBRARY_PATH entry that names such a subdirectory itself, nor an LD_PRELOAD path).
-    const probed = (image: Image, sub: RegExp) => image.cases.flatMap((c) => {
-      const entries = new Set((c.ldLibraryPath ?? '').split(/[:;]/).map((e) => (e.startsWith('/') ? e : join(c.dir, e))));
-      const preloaded = c.preload?.startsWith('/') ? inImage(image.root)(c.dir, c.preload) : null;
-      return [...image.real.get(c.seed)!.libs].filter((p) => sub.test(p) && !entries.has(dirname(p)) && p !== preloaded);
-    });
+    const probed = (image: Image, sub: RegExp) => probedIn(image.root, image.cases, image.real, sub);
     // Legacy tls/ and x86_64/ subdirectories: searched by 2.31, gone by 2.39 (2.37).
     const legacy = /\/(tls|x86_64)\/libfz/;
     expect(probed(r231, legacy).length).toBeGreaterThan(0);
