@@ -73300,12 +73300,11 @@ function tunableInEffect(tunables, name, valid, glibc) {
 }
 
 // src/core/elf/static-tls.ts
-var TCB_ALIGN = 64;
 var IE_TLS = 144;
 var LEGACY_TLS = 144;
 var DL_NNS = 16;
 function layoutOf(machine, glibc) {
-  if (machine === 62) return { atTp: "tcb" };
+  if (machine === 62) return { atTp: "tcb", tcbAlign: 64 };
   if (machine === 183) return { atTp: "dtv", tcbSize: 16, tcbAlign: glibc !== null && versionAtMost(glibc, 2, 34) ? 16 : 32 };
   return null;
 }
@@ -73337,7 +73336,7 @@ var StaticTlsBlock = class {
     this.optionalLeft = settings.tunable ? settings.optional : Infinity;
     const blocks2 = startup.filter((info2) => info2.tls !== null);
     for (const info2 of blocks2) this.placed.add(info2);
-    const { offset, maxAlign } = layout.atTp === "tcb" ? layoutBelowTp(blocks2.map((i) => i.tls), extra) : layoutAfterTcb(blocks2.map((i) => i.tls), layout, extra);
+    const { offset, maxAlign } = layout.atTp === "tcb" ? layoutBelowTp(blocks2.map((i) => i.tls), layout.tcbAlign, extra) : layoutAfterTcb(blocks2.map((i) => i.tls), layout, extra);
     this.used = offset;
     this.startUsed = offset;
     this.size = roundUp(offset + settings.surplus, layout.atTp === "tcb" ? maxAlign : layout.tcbAlign);
@@ -73407,11 +73406,11 @@ var StaticTlsBlock = class {
     return roundUp(Math.max(0, b.size + b.firstByte - this.free), this.align);
   }
 };
-function layoutBelowTp(blocks2, extra) {
+function layoutBelowTp(blocks2, tcbAlign, extra) {
   let offset = 0;
   let freeTop = 0;
   let freeBottom = 0;
-  let maxAlign = TCB_ALIGN;
+  let maxAlign = tcbAlign;
   for (const b of blocks2) {
     const firstByte = (b.align - b.firstByte % b.align) % b.align;
     maxAlign = Math.max(maxAlign, b.align);

@@ -20,8 +20,6 @@ import type {ElfInfo} from './types.js';
 
 type Block = NonNullable<ElfInfo['tls']>;
 
-/** TCB_ALIGNMENT of x86-64 (pthreaddef.h): the static block's least alignment. */
-const TCB_ALIGN = 64;
 /** LIBC_IE_TLS and OTHER_IE_TLS of elf/dl-tls.c; LEGACY_TLS makes the default total the historic 1664. */
 const IE_TLS = 144;
 const LEGACY_TLS = 144;
@@ -34,10 +32,11 @@ const DL_NNS = 16;
  * rseq area (2.41 moved the area into the block itself, and measures the same), and 16 before
  * (TCB_ALIGNMENT; not measured here). A block aligned to 64 cannot be placed by a dlopen there.
  */
-type Layout = {atTp: 'tcb'} | {atTp: 'dtv'; tcbSize: number; tcbAlign: number};
+type Layout = {atTp: 'tcb'; tcbAlign: number} | {atTp: 'dtv'; tcbSize: number; tcbAlign: number};
 
 function layoutOf(machine: number, glibc: [number, number] | null): Layout | null {
-  if (machine === 62) return {atTp: 'tcb'};
+  // x86-64: TCB_ALIGNMENT 64 (pthreaddef.h).
+  if (machine === 62) return {atTp: 'tcb', tcbAlign: 64};
   if (machine === 183) return {atTp: 'dtv', tcbSize: 16, tcbAlign: glibc !== null && versionAtMost(glibc, 2, 34) ? 16 : 32};
   return null;
 }
@@ -108,7 +107,7 @@ export class StaticTlsBlock {
     this.optionalLeft = settings.tunable ? settings.optional : Infinity;
     const blocks = startup.filter((info) => info.tls !== null);
     for (const info of blocks) this.placed.add(info);
-    const {offset, maxAlign} = layout.atTp === 'tcb' ? layoutBelowTp(blocks.map((i) => i.tls!), extra) : layoutAfterTcb(blocks.map((i) => i.tls!), layout, extra);
+    const {offset, maxAlign} = layout.atTp === 'tcb' ? layoutBelowTp(blocks.map((i) => i.tls!), layout.tcbAlign, extra) : layoutAfterTcb(blocks.map((i) => i.tls!), layout, extra);
     this.used = offset;
     this.startUsed = offset;
     this.size = roundUp(offset + settings.surplus, layout.atTp === 'tcb' ? maxAlign : layout.tcbAlign);
@@ -172,11 +171,11 @@ export class StaticTlsBlock {
 }
 
 /** _dl_determine_tlsoffset, TLS_TCB_AT_TP: offsets grow away from the thread pointer, gaps reused. */
-function layoutBelowTp(blocks: readonly Block[], extra: {size: number; align: number} | null): {offset: number; maxAlign: number} {
+function layoutBelowTp(blocks: readonly Block[], tcbAlign: number, extra: {size: number; align: number} | null): {offset: number; maxAlign: number} {
   let offset = 0;
   let freeTop = 0;
   let freeBottom = 0;
-  let maxAlign = TCB_ALIGN;
+  let maxAlign = tcbAlign;
   for (const b of blocks) {
     // Padding before the block that a later, smaller block may use.
     const firstByte = (b.align - (b.firstByte % b.align)) % b.align;
