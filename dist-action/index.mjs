@@ -73758,6 +73758,18 @@ var SymbolMemo = class {
     return unbound;
   }
 };
+function mappingOrder(p) {
+  return p.dlopenEdge ? [...p.edgeOrder.slice(0, p.dlopenAt), p.dlopenEdge, ...p.edgeOrder.slice(p.dlopenAt)] : p.edgeOrder;
+}
+function stopIndex(mapping) {
+  return mapping.findIndex((e) => !e.object && !e.ignored && e.errorPath !== void 0);
+}
+function reachedEdges(p) {
+  if (p.mainStop) return /* @__PURE__ */ new Set();
+  const mapping = mappingOrder(p);
+  const stoppedAt = stopIndex(mapping);
+  return stoppedAt < 0 ? null : new Set(mapping.slice(0, stoppedAt + 1));
+}
 function findProblems(p, memo) {
   const findings = [];
   const stop = p.mainStop;
@@ -73767,16 +73779,13 @@ function findProblems(p, memo) {
   if (forbidExecStack && asksExecStack(p.main.info)) {
     findings.push({ kind: "executable-stack", object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: null, execStack: "forbidden" });
   }
-  const mapping = p.dlopenEdge ? [...p.edgeOrder.slice(0, p.dlopenAt), p.dlopenEdge, ...p.edgeOrder.slice(p.dlopenAt)] : p.edgeOrder;
-  let stoppedAt = -1;
+  const mapping = mappingOrder(p);
+  const stoppedAt = stopIndex(mapping);
   for (const [i, edge] of mapping.entries()) {
+    if (stoppedAt >= 0 && i > stoppedAt) break;
     if (!edge.object) {
       if (edge.ignored) continue;
       findings.push({ kind: edge.noexecMount ? "noexec-mount" : "not-found", object: edge.owner, library: edge.name, version: null, symbol: null, provider: null, edge });
-      if (edge.errorPath !== void 0) {
-        stoppedAt = i;
-        break;
-      }
       continue;
     }
     const dlopened = p.dlopenEdge !== null && i >= p.dlopenAt;
@@ -75745,14 +75754,27 @@ async function readExe(options, cwd, recorder = null) {
     throw new UsageError(`--exe ${options.exe} is not an ELF program: ${error2 instanceof Error ? error2.message : String(error2)}`, "Give the interpreter binary itself, not a wrapper script.");
   }
 }
-function toCheckedObject(obj) {
+function toCheckedObject(obj, reached) {
   const needed = obj.edges.map((e) => {
+    if (reached && !reached.has(e)) {
+      const never = { name: e.name, path: null, via: null, rule: null, reached: false };
+      if (e.kind !== "needed") never.filter = e.kind;
+      return never;
+    }
     const edge = { name: e.name, path: e.object?.path ?? null, via: e.via, rule: e.rule };
     if (e.passedOver.length > 0) edge.passedOver = e.passedOver.map((c) => ({ path: c.path, reason: c.reason ?? c.status }));
     if (e.kind !== "needed") edge.filter = e.kind;
+    if (!e.object && !e.ignored && e.error && e.errorPath !== void 0) edge.error = e.error;
     return edge;
   });
   return { path: obj.path, soname: obj.info.soname, needed };
+}
+function checkedObjects(p) {
+  const reached = reachedEdges(p);
+  const mapped = reached ? /* @__PURE__ */ new Set([p.main, ...[...reached].map((e) => e.object)]) : null;
+  const objects = [];
+  for (const o of p.scope) if (o.role !== "interp" && (!mapped || mapped.has(o))) objects.push(toCheckedObject(o, reached));
+  return objects;
 }
 async function checkPartial(options, files) {
   const cwd = options.cwd ?? process.cwd();
@@ -75838,8 +75860,7 @@ async function checkOne(file, ctx, exe, memo, explainCtx, recorder) {
   const p = new LoaderProcess(ctx, platform2);
   p.run(r, exe);
   const found = findProblems(p, memo);
-  const objects = [];
-  for (const o of p.scope) if (o.role !== "interp") objects.push(toCheckedObject(o));
+  const objects = checkedObjects(p);
   const startup = p.scope.slice(0, p.startupScopeLength).filter((o) => o.role !== "interp").length;
   return {
     checked: p.target.path,

@@ -33,6 +33,10 @@ export interface NeededEdge {
   passedOver?: Array<{path: string; reason: string}>;
   /** A DT_FILTER or DT_AUXILIARY entry rather than DT_NEEDED (ld.so puts the object before this one); absent for DT_NEEDED. */
   filter?: 'filter' | 'auxiliary';
+  /** The loader stops at the file this search picked (`path` is null): its message, "PATH: file too short". */
+  error?: string;
+  /** False on an entry the loader never gets to, having stopped at a file before (path, via, rule null); absent otherwise. */
+  reached?: false;
 }
 
 export interface CheckedObject {

@@ -146,6 +146,31 @@ export function referencedNames(processes: LoaderProcess[]): Set<string> {
   return names;
 }
 
+/** Every edge in the order ld.so maps it: with --exe, the dlopen's after the program's start-up ones. */
+function mappingOrder(p: LoaderProcess): Edge[] {
+  return p.dlopenEdge ? [...p.edgeOrder.slice(0, p.dlopenAt), p.dlopenEdge, ...p.edgeOrder.slice(p.dlopenAt)] : p.edgeOrder;
+}
+
+/**
+ * Where in `mapping` the loader stops at a file it cannot load, or -1. A library found nowhere gets
+ * a stand-in in trace mode and the load goes on (dl-load.c); a file the loader cannot load is an
+ * error it signals, in trace mode too: nothing after it is mapped, version-checked or relocated.
+ */
+function stopIndex(mapping: readonly Edge[]): number {
+  return mapping.findIndex((e) => !e.object && !e.ignored && e.errorPath !== undefined);
+}
+
+/**
+ * The edges the loader gets to before it stops at a file it cannot load (that edge included), or
+ * null when it stops at none: the rest are never searched, and what they would load is never mapped.
+ */
+export function reachedEdges(p: LoaderProcess): Set<Edge> | null {
+  if (p.mainStop) return new Set();
+  const mapping = mappingOrder(p);
+  const stoppedAt = stopIndex(mapping);
+  return stoppedAt < 0 ? null : new Set(mapping.slice(0, stoppedAt + 1));
+}
+
 export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
   const findings: Finding[] = [];
   // 1. Mapping, in the order ld.so maps (the first failure is the one it reports): missing
@@ -163,20 +188,13 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
   if (forbidExecStack && asksExecStack(p.main.info)) {
     findings.push({kind: 'executable-stack', object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: null, execStack: 'forbidden'});
   }
-  const mapping = p.dlopenEdge ? [...p.edgeOrder.slice(0, p.dlopenAt), p.dlopenEdge, ...p.edgeOrder.slice(p.dlopenAt)] : p.edgeOrder;
-  // Where the loader stops at a file it cannot load: the index in `mapping`, or -1.
-  let stoppedAt = -1;
+  const mapping = mappingOrder(p);
+  const stoppedAt = stopIndex(mapping);
   for (const [i, edge] of mapping.entries()) {
+    if (stoppedAt >= 0 && i > stoppedAt) break;
     if (!edge.object) {
       if (edge.ignored) continue;
       findings.push({kind: edge.noexecMount ? 'noexec-mount' : 'not-found', object: edge.owner, library: edge.name, version: null, symbol: null, provider: null, edge});
-      // A library found nowhere gets a stand-in in trace mode and the load goes on (dl-load.c);
-      // a file the loader cannot load is an error it signals, in trace mode too: nothing after
-      // it is mapped, version-checked or relocated.
-      if (edge.errorPath !== undefined) {
-        stoppedAt = i;
-        break;
-      }
       continue;
     }
     const dlopened = p.dlopenEdge !== null && i >= p.dlopenAt;

@@ -160,7 +160,12 @@ export function formatTree(report: CheckReport): string[] {
       // A filtee is loaded like DT_NEEDED; a missing DT_AUXILIARY one is not a failure.
       if (edge.filter === 'filter') rule = `DT_FILTER, ${rule}`;
       else if (edge.filter === 'auxiliary') rule = edge.path === null ? 'DT_AUXILIARY, not found: the loader goes on without it' : `DT_AUXILIARY, ${rule}`;
-      const target = edge.path ?? 'not found';
+      if (edge.reached === false) {
+        lines.push(`${prefix}${branch}${edge.name} (never searched: the loader stopped before it)`);
+        return;
+      }
+      if (edge.error !== undefined) rule = `the loader stops here, ${edge.rule ?? 'found'}`;
+      const target = edge.path ?? edge.error ?? 'not found';
       const child = edge.path ? byPath.get(edge.path) : undefined;
       // A name already loaded is not searched again: its dependencies hang where it was first loaded.
       const repeat = edge.via !== 'loaded' && edge.via !== 'preload' && child && (expanded.has(child.path) || ancestors.has(child.path)) && child.needed.length > 0;

@@ -2,13 +2,13 @@ import {existsSync, readFileSync} from 'node:fs';
 import {resolve} from 'node:path';
 import {UsageError} from '../errors.js';
 import type {CheckedObject, CheckOptions, NeededEdge, Problem} from './api.js';
-import {findProblems, SymbolMemo} from './checker.js';
+import {findProblems, reachedEdges, SymbolMemo} from './checker.js';
 import {explain} from './explainer.js';
 import {cachedElf, FileView} from './file-cache.js';
 import {loadLdCache} from './ldcache/load.js';
 import {lookupCache} from './ldcache/lookup.js';
 import {loaderPlatform, type LoaderPlatform} from './platform.js';
-import {LoaderProcess, type LoadedObject, type LoaderContext} from './resolver.js';
+import {LoaderProcess, type Edge, type LoadedObject, type LoaderContext} from './resolver.js';
 import {readListedSync, type ListedFile, type TargetFile} from './targets.js';
 import {InputRecorder} from './inputs.js';
 import {normalRoot} from './sysroot.js';
@@ -126,14 +126,30 @@ export async function readExe(options: CheckOptions, cwd: string, recorder: Inpu
   }
 }
 
-function toCheckedObject(obj: LoadedObject): CheckedObject {
+/** `reached`: the edges the loader gets to when it stops at a file (reachedEdges), else null. */
+function toCheckedObject(obj: LoadedObject, reached: Set<Edge> | null): CheckedObject {
   const needed: NeededEdge[] = obj.edges.map((e) => {
+    if (reached && !reached.has(e)) {
+      const never: NeededEdge = {name: e.name, path: null, via: null, rule: null, reached: false};
+      if (e.kind !== 'needed') never.filter = e.kind;
+      return never;
+    }
     const edge: NeededEdge = {name: e.name, path: e.object?.path ?? null, via: e.via, rule: e.rule};
     if (e.passedOver.length > 0) edge.passedOver = e.passedOver.map((c) => ({path: c.path, reason: c.reason ?? c.status}));
     if (e.kind !== 'needed') edge.filter = e.kind;
+    if (!e.object && !e.ignored && e.error && e.errorPath !== undefined) edge.error = e.error;
     return edge;
   });
   return {path: obj.path, soname: obj.info.soname, needed};
+}
+
+/** The objects of the process as the loader leaves them: none mapped after it stopped at a file. */
+function checkedObjects(p: LoaderProcess): CheckedObject[] {
+  const reached = reachedEdges(p);
+  const mapped = reached ? new Set([p.main, ...[...reached].map((e) => e.object)]) : null;
+  const objects: CheckedObject[] = [];
+  for (const o of p.scope) if (o.role !== 'interp' && (!mapped || mapped.has(o))) objects.push(toCheckedObject(o, reached));
+  return objects;
 }
 
 export async function checkPartial(options: CheckOptions, files: IndexedFile[]): Promise<FileResult[]> {
@@ -235,8 +251,7 @@ async function checkOne(
   const p = new LoaderProcess(ctx, platform);
   p.run(r, exe);
   const found = findProblems(p, memo);
-  const objects: CheckedObject[] = [];
-  for (const o of p.scope) if (o.role !== 'interp') objects.push(toCheckedObject(o));
+  const objects = checkedObjects(p);
   const startup = p.scope.slice(0, p.startupScopeLength).filter((o) => o.role !== 'interp').length;
   return {
     checked: p.target.path,

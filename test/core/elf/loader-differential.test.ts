@@ -3,6 +3,7 @@ import {spawnSync} from 'node:child_process';
 import {copyFileSync, existsSync, mkdirSync, symlinkSync} from 'node:fs';
 import {join, resolve} from 'node:path';
 import {checkLibraries, firstProblemLine, type CheckOptions, type CheckReport} from '../../../src/core/elf/index.js';
+import {formatTree} from '../../../src/core/elf/format.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {buildLib, write, ctypesLoad, HAVE_GCC, HAVE_LDD, HAVE_M32, HAVE_PYTHON, lddVerdict, withoutMissingVersions, type LoaderVerdict} from './fixtures.js';
 import {describeIf, testIf} from '../../helpers/skip.js';
@@ -423,6 +424,48 @@ d('files the loader cannot use', () => {
     const withExe = await checkLibraries({targets: [mid], ldLibraryPath: ld, exe: dlopenDriver(), strict: true});
     expect(withExe.problems.map((p) => [p.kind, p.object, p.library, p.symbol])).toEqual([['not-found', mid, 'libD.so', null]]);
     expect(withExe.ok).toBe(false);
+  });
+
+  test('after a stop at a file, the report lists what the loader searched and mapped before it, as LD_DEBUG=files shows', async () => {
+    const base = join(tmp.dir, 'stop-objects');
+    const good = join(base, 'good');
+    // Breadth first: libtop's own entries (liba, libb, libc) are searched and mapped, then liba's
+    // libjunk.so stops the load before libb's libq.so is ever searched.
+    const q = buildLib({out: join(good, 'libq.so'), soname: 'libq.so', source: 'int q(void){return 1;}\n'});
+    const junkSoname = buildLib({out: join(base, 'real', 'libjunk.so'), soname: 'libjunk.so', source: 'int j(void){return 1;}\n'});
+    const a = buildLib({out: join(good, 'liba.so'), soname: 'liba.so', source: 'int j(void); int a(void){return j();}\n', link: [junkSoname]});
+    const b = buildLib({out: join(good, 'libb.so'), soname: 'libb.so', source: 'int q(void); int b(void){return q();}\n', link: [q]});
+    const top = buildLib({out: join(base, 'libtop.so'), source: 'int a(void); int b(void); int t(void){return a() + b();}\n', link: [a, b]});
+    write(join(good, 'libjunk.so'), 'not a library\n');
+    const r = spawnSync('ldd', ['-r', top], {encoding: 'utf8', env: {...process.env, LD_DEBUG: 'files', LD_LIBRARY_PATH: good}});
+    expect(r.stdout + r.stderr).toContain(`${good}/libjunk.so: file too short`);
+    // ldd is a shell script: LD_DEBUG reports the shell's own loading too (on stderr; the traced
+    // process writes its debug output to stdout). Keep the traced process's lines.
+    const out = r.stdout + r.stderr;
+    const pid = new RegExp(`^\\s*(\\d+):\\s+file=${top} \\[0\\];\\s+generating link map`, 'm').exec(out)?.[1];
+    const lines = out.split('\n').filter((l) => l.trimStart().startsWith(`${pid}:`)).join('\n');
+    const searched = [...lines.matchAll(/file=(\S+) \[0\];\s+needed by (\S+) \[0\]/g)].map((m) => `${m[1]} <- ${m[2]}`);
+    const mapped = [...lines.matchAll(/file=(\S+) \[0\];\s+generating link map/g)].map((m) => m[1].replace(/^.*\//, ''));
+    expect(pid).toBeDefined();
+    expect(searched).toEqual(expect.arrayContaining([`libjunk.so <- ${a}`]));
+    expect(searched.some((s) => s.startsWith('libq.so'))).toBe(false);
+
+    const report = await checkLibraries({targets: [top], ldLibraryPath: good});
+    const ours = report.objects.flatMap((o) => o.needed.filter((e) => e.reached !== false && e.via !== 'loaded').map((e) => `${e.name} <- ${o.path}`));
+    expect(ours.sort()).toEqual([...searched].sort());
+    expect(report.objects.map((o) => o.path.replace(/^.*\//, '')).sort()).toEqual([...mapped].sort());
+    const junkEdge = report.objects.find((o) => o.path === a)?.needed.find((e) => e.name === 'libjunk.so');
+    expect(junkEdge).toMatchObject({path: null, error: `${good}/libjunk.so: file too short`});
+    expect(report.objects.find((o) => o.path === b)?.needed.find((e) => e.name === 'libq.so')).toEqual({name: 'libq.so', path: null, via: null, rule: null, reached: false});
+    expect(report.problems.map((p) => [p.kind, p.library])).toEqual([['not-found', 'libjunk.so']]);
+    // --tree: the file it stops at, with the loader's message, and the entries it never searched.
+    expect(formatTree(report)).toEqual([
+      top,
+      `├── liba.so => ${a} [ld_library_path: LD_LIBRARY_PATH entry ${good}]`,
+      `│   └── libjunk.so => ${good}/libjunk.so: file too short [the loader stops here, LD_LIBRARY_PATH entry ${good}]`,
+      `└── libb.so => ${b} [ld_library_path: LD_LIBRARY_PATH entry ${good}]`,
+      '    └── libq.so (never searched: the loader stopped before it)',
+    ]);
   });
 
   test('a DT_NEEDED with a slash is opened as written, relative to the current directory', async () => {
