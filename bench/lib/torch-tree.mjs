@@ -96,6 +96,13 @@ export function buildTorchTree(root) {
     build(torchLib, so, needed, {libDirs: [torchLib, ...wheelDirs], runpath: torchRunpath});
     count++;
   }
+  // As `python3 -m venv` makes it: bin/python3, a link to the interpreter the wheels are loaded by
+  // (the check after a switch models them as its dlopen).
+  const python = ['/usr/bin/python3', '/bin/python3'].find((p) => existsSync(p));
+  if (python) {
+    mkdirSync(join(root, 'venv', 'bin'), {recursive: true});
+    symlinkSync(python, join(root, 'venv', 'bin', 'python3'));
+  }
   return {toolkit, venv: join(root, 'venv'), count};
 }
 

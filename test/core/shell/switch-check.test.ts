@@ -13,7 +13,8 @@ import {switchCheck} from '../../../src/core/shell/switch-check.js';
 import {planSwitch} from '../../../src/core/shell/transition.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {cliCalls, have, loggingCli, makeStore, runInteractive, writeRc} from './shell-harness.js';
-import {describeIf} from '../../helpers/skip.js';
+import {describeIf, testIf} from '../../helpers/skip.js';
+import {PYTHON_EXE} from '../../helpers/capabilities.js';
 
 const canBuild = have('gcc') && have('bash');
 
@@ -116,5 +117,33 @@ describeIf(canBuild, 'needs gcc and bash (apt-get install gcc bash)')('the check
     const r3 = runInteractive('bash', home, store, [`cd '${tmp.dir}/proj'`, 'cd ..', `cd '${tmp.dir}/proj'`], {VIRTUAL_ENV: venv}, tmp.dir);
     expect(cliCalls(cli.log)).toEqual(['switch-check 11.8.0']);
     expect(r3.stderr.split('\n').filter((l) => l.includes('all') && l.includes('resolve'))).toHaveLength(2);
+  });
+
+  testIf(PYTHON_EXE !== null, 'needs python3 (apt-get install python3)')('the wheels are checked as the environment\'s Python loads them: a static TLS block that does not fit', async () => {
+    const paths = pathsFor(store);
+    // Two environments with the same wheel: one with its interpreter, one without any.
+    const withPython = join(tmp.dir, 'venv-tls');
+    const without = join(tmp.dir, 'venv-tls-nopython');
+    const wheelLib = (v: string): string => join(v, 'lib', 'python3.11', 'site-packages', 'nvidia', 'tlsheavy', 'lib', 'libtlsheavy.so');
+    // libgomp, jemalloc and the OpenMP runtimes access their thread-locals this way; 64 KB is past any surplus.
+    writeFileSync(join(tmp.dir, 'src', 'tls.c'), '__thread char big[65536] __attribute__((tls_model("initial-exec")));\nchar *get_big(void){return big;}\n');
+    for (const v of [withPython, without]) {
+      mkdirSync(join(wheelLib(v), '..'), {recursive: true});
+      gcc(['-shared', '-fPIC', '-o', wheelLib(v), '-Wl,-soname,libtlsheavy.so', 'tls.c'], join(tmp.dir, 'src'));
+    }
+    mkdirSync(join(withPython, 'bin'));
+    execFileSync('ln', ['-s', PYTHON_EXE!, join(withPython, 'bin', 'python3')]);
+    const lib = wheelLib(withPython);
+    // The premise, from the real loaders: ldd -r sees nothing wrong; Python's dlopen fails.
+    expect(spawnSync('ldd', ['-r', lib], {encoding: 'utf8'}).stderr).toBe('');
+    expect(spawnSync(join(withPython, 'bin', 'python3'), ['-c', 'import ctypes, sys; ctypes.CDLL(sys.argv[1])', lib], {encoding: 'utf8'}).stderr)
+      .toContain(`${lib}: cannot allocate memory in static TLS block`);
+    const line = (await switchCheck(paths, '12.4.1', planSwitch({PATH: '/usr/bin:/bin', VIRTUAL_ENV: withPython}, store, '12.4.1', 'none', 'pin'))).line;
+    expect(line).toMatch(/^cudaenv: CUDA 12\.4\.1 and the Python environment's CUDA libraries: /);
+    expect(line).toContain('libtlsheavy.so');
+    expect(line).toContain('static TLS');
+    // No interpreter in the environment: checked as `ldd -r` loads them, which cannot see it.
+    const plain = (await switchCheck(paths, '12.4.1', planSwitch({PATH: '/usr/bin:/bin', VIRTUAL_ENV: without}, store, '12.4.1', 'none', 'pin'))).line;
+    expect(plain).toMatch(/: all 1 library resolves$/);
   });
 });
