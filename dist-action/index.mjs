@@ -73141,28 +73141,6 @@ var FileView = class {
   }
 };
 
-// src/core/elf/auxv.ts
-import { readFileSync } from "node:fs";
-var entries;
-var AT_PAGESZ = 6;
-var AT_RSEQ_FEATURE_SIZE = 27;
-var AT_RSEQ_ALIGN = 28;
-function auxv(type) {
-  if (!entries) {
-    entries = /* @__PURE__ */ new Map();
-    try {
-      const aux = readFileSync("/proc/self/auxv");
-      for (let i = 0; i + 16 <= aux.length; i += 16) {
-        const t = Number(aux.readBigUInt64LE(i));
-        if (t === 0) break;
-        entries.set(t, Number(aux.readBigUInt64LE(i + 8)));
-      }
-    } catch {
-    }
-  }
-  return entries.get(type);
-}
-
 // src/core/elf/ldcache/host-loader.ts
 import { closeSync as closeSync2, openSync as openSync2, readSync as readSync2, fstatSync as fstatSync2 } from "node:fs";
 var factsCache = /* @__PURE__ */ new Map();
@@ -73318,10 +73296,10 @@ function staticTlsSurplus(tunables, glibc) {
   return { surplus: (nns - 1) * IE_TLS + nns * IE_TLS + optional + LEGACY_TLS, optional, tunable: true };
 }
 var roundUp = (n, align) => Math.ceil(n / align) * align;
-function rseqArea(glibc) {
+function rseqArea(glibc, kernel) {
   if (glibc !== null && versionAtMost(glibc, 2, 40)) return null;
-  const a = Math.max(32, auxv(AT_RSEQ_ALIGN) ?? 0);
-  return { size: roundUp(Math.max(32, auxv(AT_RSEQ_FEATURE_SIZE) ?? 0), a), align: a };
+  const a = Math.max(32, kernel.align ?? 0);
+  return { size: roundUp(Math.max(32, kernel.featureSize ?? 0), a), align: a };
 }
 var StaticTlsBlock = class {
   /**
@@ -73475,7 +73453,7 @@ function staticTlsBlockOf(p, startup) {
     p.platform.glibc,
     p.objects.filter((o) => startup.has(o) && o.role !== "interp").map((o) => o.info),
     staticTlsSurplus(p.ctx.tunables, p.platform.glibc),
-    rseqArea(p.platform.glibc)
+    rseqArea(p.platform.glibc, p.platform.rseq)
   );
 }
 function staticTlsProblems(p, obj, memo, block) {
@@ -74914,7 +74892,7 @@ function explainNotFound(problem, p, f, who, ctx) {
 
 // src/core/elf/ldcache/load.ts
 import { createRequire } from "node:module";
-import { readFileSync as readFileSync2, statSync as statSync4 } from "node:fs";
+import { readFileSync, statSync as statSync4 } from "node:fs";
 
 // src/core/elf/ldcache/flags.ts
 var TYPE_NAMES = { 0: "libc4", 1: "ELF", 2: "libc5", 3: "libc6" };
@@ -75125,7 +75103,7 @@ function loadLdCache(file = DEFAULT_LD_CACHE, options = {}) {
     const st = statSync4(file);
     if (!st.isFile()) throw new CacheFormatError("not a regular file");
     if (st.size > MAX_CACHE_BYTES) throw new CacheFormatError(`${st.size} bytes is far larger than any ld.so.cache`);
-    return parseCacheBuffer(file, readFileSync2(file));
+    return parseCacheBuffer(file, readFileSync(file));
   } catch (error2) {
     if (isErrno(error2, "ENOENT")) return { file, format: "missing", entries: [], generator: null, warnings: [] };
     if (!(error2 instanceof CacheFormatError) && !isErrno(error2)) throw error2;
@@ -75172,7 +75150,7 @@ function viaLdconfig(file, ldconfig) {
 }
 
 // src/core/elf/ldcache/isa.ts
-import { readFileSync as readFileSync3 } from "node:fs";
+import { readFileSync as readFileSync2 } from "node:fs";
 import { arch as arch2 } from "node:os";
 var LEVELS = [
   ["cx16", "lahf_lm", "popcnt", "pni", "sse4_1", "sse4_2", "ssse3"],
@@ -75191,7 +75169,7 @@ function hostX86IsaLevel() {
     return hostLevel;
   }
   try {
-    const line = readFileSync3("/proc/cpuinfo", "utf8").split("\n").find((l) => l.startsWith("flags"));
+    const line = readFileSync2("/proc/cpuinfo", "utf8").split("\n").find((l) => l.startsWith("flags"));
     if (line) hostLevel = isaLevelFromFlags(new Set(line.replace(/^flags\s*:/, "").trim().split(/\s+/)));
   } catch {
   }
@@ -75264,6 +75242,28 @@ function lookupCacheEntry(cache2, name, options) {
     if (!named && e.flags === defaultFlags) break;
   }
   return best;
+}
+
+// src/core/elf/auxv.ts
+import { readFileSync as readFileSync3 } from "node:fs";
+var entries;
+var AT_PAGESZ = 6;
+var AT_RSEQ_FEATURE_SIZE = 27;
+var AT_RSEQ_ALIGN = 28;
+function auxv(type) {
+  if (!entries) {
+    entries = /* @__PURE__ */ new Map();
+    try {
+      const aux = readFileSync3("/proc/self/auxv");
+      for (let i = 0; i + 16 <= aux.length; i += 16) {
+        const t = Number(aux.readBigUInt64LE(i));
+        if (t === 0) break;
+        entries.set(t, Number(aux.readBigUInt64LE(i + 8)));
+      }
+    } catch {
+    }
+  }
+  return entries.get(type);
 }
 
 // src/core/elf/platform.ts
@@ -75389,7 +75389,8 @@ function loaderPlatform(elfClass, machine, sysroot = "", cacheGenerator) {
       dsoSort: dsoSortOf(interpFile, glibc),
       x86IsaBits,
       // This machine's kernel, also for an image under a sysroot (the page size of the machine it runs on is not in it).
-      pageSize: auxv(AT_PAGESZ) ?? 4096
+      pageSize: auxv(AT_PAGESZ) ?? 4096,
+      rseq: { featureSize: auxv(AT_RSEQ_FEATURE_SIZE) ?? null, align: auxv(AT_RSEQ_ALIGN) ?? null }
     };
   }
   cache.set(key, result);

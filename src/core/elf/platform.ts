@@ -1,4 +1,4 @@
-import {auxv, AT_PAGESZ} from './auxv.js';
+import {auxv, AT_PAGESZ, AT_RSEQ_ALIGN, AT_RSEQ_FEATURE_SIZE} from './auxv.js';
 import {existsSync, readFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {glibcVersionOfFile, hostLoaderFacts, loaderFileFacts, versionAtMost} from './ldcache/host-loader.js';
@@ -40,6 +40,12 @@ export interface LoaderPlatform {
   x86IsaBits: number | null;
   /** The kernel's page size (AT_PAGESZ; 4 KB on x86-64, 4, 16 or 64 KB on aarch64), which ld.so maps segments in. */
   pageSize: number;
+  /**
+   * The kernel's rseq area (AT_RSEQ_FEATURE_SIZE and AT_RSEQ_ALIGN, Linux 6.3 and later; null
+   * members when it does not say), which glibc 2.41 and later put in the static TLS block.
+   * Part of the platform so that a cached result does not outlive a change of kernel.
+   */
+  rseq: {featureSize: number | null; align: number | null};
 }
 
 /** glibc.rtld.dynamic_sort: 1 is the original algorithm, 2 the depth-first one (elf/dl-sort-maps.c). */
@@ -225,6 +231,7 @@ export function loaderPlatform(elfClass: 32 | 64, machine: number, sysroot = '',
       x86IsaBits,
       // This machine's kernel, also for an image under a sysroot (the page size of the machine it runs on is not in it).
       pageSize: auxv(AT_PAGESZ) ?? 4096,
+      rseq: {featureSize: auxv(AT_RSEQ_FEATURE_SIZE) ?? null, align: auxv(AT_RSEQ_ALIGN) ?? null},
     };
   }
   cache.set(key, result);

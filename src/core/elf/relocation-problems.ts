@@ -17,7 +17,7 @@ const STT_TLS = 6;
 /** The static TLS block of the program's start: its objects' TLS in load order (the modules ld.so numbers first). */
 export function staticTlsBlockOf(p: LoaderProcess, startup: Set<LoadedObject>): StaticTlsBlock {
   return new StaticTlsBlock(p.main.info.machine, p.platform.glibc, p.objects.filter((o) => startup.has(o) && o.role !== 'interp').map((o) => o.info),
-    staticTlsSurplus(p.ctx.tunables, p.platform.glibc), rseqArea(p.platform.glibc));
+    staticTlsSurplus(p.ctx.tunables, p.platform.glibc), rseqArea(p.platform.glibc, p.platform.rseq));
 }
 
 /**

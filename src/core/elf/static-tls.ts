@@ -1,4 +1,4 @@
-import {auxv, AT_RSEQ_ALIGN, AT_RSEQ_FEATURE_SIZE} from './auxv.js';
+import type {LoaderPlatform} from './platform.js';
 import {versionAtMost} from './ldcache/host-loader.js';
 import {tunableInEffect} from './tunables.js';
 import type {ElfInfo} from './types.js';
@@ -74,10 +74,10 @@ const roundUp = (n: number, align: number): number => Math.ceil(n / align) * ali
  * rseq feature size, at least 32 bytes, aligned to at least 32 (AT_RSEQ_FEATURE_SIZE and
  * AT_RSEQ_ALIGN, Linux 6.3 and later). Measured with Debian's 2.41 and Ubuntu's 2.43.
  */
-export function rseqArea(glibc: [number, number] | null): {size: number; align: number} | null {
+export function rseqArea(glibc: [number, number] | null, kernel: LoaderPlatform['rseq']): {size: number; align: number} | null {
   if (glibc !== null && versionAtMost(glibc, 2, 40)) return null;
-  const a = Math.max(32, auxv(AT_RSEQ_ALIGN) ?? 0);
-  return {size: roundUp(Math.max(32, auxv(AT_RSEQ_FEATURE_SIZE) ?? 0), a), align: a};
+  const a = Math.max(32, kernel.align ?? 0);
+  return {size: roundUp(Math.max(32, kernel.featureSize ?? 0), a), align: a};
 }
 
 /** The static TLS block of one process: laid out at start, then carved from by dlopened objects. */

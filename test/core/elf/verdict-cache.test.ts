@@ -23,7 +23,7 @@ const ready: Fixture[] = [];
 beforeAll(async () => {
   // Jest runs no hook of a file whose tests are all skipped (describeIf without gcc or ldd).
   tmp = makeTempDir('cudaenv-verdict-cache-');
-  for (let i = 0; i < 10; i++) ready.push(fixture());
+  for (let i = 0; i < 11; i++) ready.push(fixture());
   buildOld(join(ready[2].newDir, 'libv.so.1'));
   mkdirSync(join(ready[3].root, 'early'));
   buildOld(join(ready[5].root, 'other', 'libv.so'));
@@ -118,6 +118,26 @@ d('check reuses a file\'s result only while everything it read is unchanged', ()
     writeFileSync(join(f.cacheDir, file), '{"format": 1, "files": ');
     expect(await checkLibraries(options)).toEqual(first);
     expect(Object.keys(cacheEntries(f.cacheDir)).sort()).toEqual([f.app, `${f.app}.c`]);
+  });
+
+  test('another kernel (its rseq area, its page size) is another platform: results cached under the old one are not reused', async () => {
+    const f = ready[10];
+    const options: CheckOptions = {targets: [f.app], cacheDir: f.cacheDir};
+    const first = await checkLibraries(options);
+    const [file] = readdirSync(f.cacheDir);
+    const data = JSON.parse(readFileSync(join(f.cacheDir, file), 'utf8'));
+    // The stored platform is this kernel's (glibc 2.41 and later put the rseq area in the static TLS block).
+    const platform = data.inputs.find((i: unknown[]) => i[0] === 'p');
+    const stored = JSON.parse(platform[2]);
+    expect(stored.rseq).toEqual(expect.objectContaining({featureSize: expect.anything()}));
+    expect(stored.pageSize).toBeGreaterThan(0);
+    data.objects[data.files[f.app].o[0]].soname = 'from-the-cache';
+    writeFileSync(join(f.cacheDir, file), JSON.stringify(data));
+    expect((await checkLibraries(options)).objects[0].soname).toBe('from-the-cache');
+    // The same result as if stored under a kernel with a larger rseq area: checked again.
+    platform[2] = JSON.stringify({...stored, rseq: {featureSize: (stored.rseq.featureSize ?? 32) + 32, align: stored.rseq.align}});
+    writeFileSync(join(f.cacheDir, file), JSON.stringify(data));
+    expect(await checkLibraries(options)).toEqual(first);
   });
 
   test('a library rebuilt in place without the version the checked file needs', async () => {
