@@ -6,7 +6,7 @@ import {makeTempDir} from '../../helpers/tmp.js';
 import {describeIf, testIf} from '../../helpers/skip.js';
 import {generateCase, type FuzzCase} from './fuzz/generate.js';
 import {runScript} from './fuzz/run-script.js';
-import {compareDlopen, compareTrace, modelTrace, parseTrace, withoutPreloadWarnings, type Real, type RealDlopen} from './fuzz/trace.js';
+import {compareDlopen, compareMappedAtStop, compareTrace, modelTrace, parseTrace, withoutPreloadWarnings, type Real, type RealDlopen} from './fuzz/trace.js';
 import {buildDlopenDriver, haveCommand, HAVE_GCC} from './fixtures.js';
 
 /**
@@ -32,6 +32,8 @@ let driver: string;
 let cases: FuzzCase[] = [];
 const realTrace = new Map<number, Real>();
 const realDl = new Map<number, RealDlopen>();
+/** LD_DEBUG=files of the trace-mode run. */
+const realFiles = new Map<number, string>();
 
 describeIf(usable, 'needs x86-64 with gcc, as, ld and /lib64/ld-linux-x86-64.so.2')('seeded differential fuzzer (issue 12)', () => {
   beforeAll(async () => {
@@ -55,7 +57,10 @@ describeIf(usable, 'needs x86-64 with gcc, as, ld and /lib64/ld-linux-x86-64.so.
       const set = [c.ldLibraryPath === undefined ? '' : `LD_LIBRARY_PATH=${q(c.ldLibraryPath)}`, tunablesOf(c) === undefined ? '' : `GLIBC_TUNABLES=${tunablesOf(c)}`,
         c.preload === undefined ? '' : `LD_PRELOAD=${q(c.preload)}`];
       const env = ['env', ...unset, ...set].filter(Boolean).join(' ');
-      return `cd ${q(c.dir)}\necho "@@T ${c.seed}"\n${env} LD_TRACE_LOADED_OBJECTS=1 LD_WARN=yes LD_BIND_NOW=yes ${RTLD} ${q(c.target)} 2>&1\necho "@@TRC $?"\n` +
+      // What it mapped, from LD_DEBUG=files (to a file of its own: the trace output stays as ldd's).
+      const debug = join(tmp.dir, `files-${c.seed}`);
+      return `cd ${q(c.dir)}\necho "@@T ${c.seed}"\n${env} LD_DEBUG=files LD_DEBUG_OUTPUT=${q(debug)} LD_TRACE_LOADED_OBJECTS=1 LD_WARN=yes LD_BIND_NOW=yes ${RTLD} ${q(c.target)} 2>&1\n` +
+        `echo "@@TRC $?"\necho "@@F"\ncat ${q(debug)}.* 2>/dev/null\nrm -f ${q(debug)}.*\n` +
         `echo "@@D ${c.seed}"\n${env} ${q(driver)} ${q(c.target)} 2>&1\necho "@@RC $?"\n`;
     };
     const asked = await Promise.all([0, 1].map((h) => runScript(tmp.dir, cases.filter((_, i) => i % 2 === h).map(oracle).join(''))));
@@ -63,8 +68,10 @@ describeIf(usable, 'needs x86-64 with gcc, as, ld and /lib64/ld-linux-x86-64.so.
       for (const chunk of out.split(/^@@T /m).slice(1)) {
         const seed = Number(chunk.slice(0, chunk.indexOf('\n')));
         const c = cases.find((x) => x.seed === seed)!;
-        const [trace, dl] = chunk.slice(chunk.indexOf('\n') + 1).split(/^@@D \d+\n/m);
+        const [traced, dl] = chunk.slice(chunk.indexOf('\n') + 1).split(/^@@D \d+\n/m);
+        const [trace, files] = traced.split(/^@@F\n/m);
         realTrace.set(seed, parseTrace(c.dir, trace));
+        realFiles.set(seed, files ?? '');
         const rc = Number(/@@RC (\d+)/.exec(dl)?.[1] ?? -1);
         const message = withoutPreloadWarnings(dl.replace(/@@RC \d+\n?/, ''));
         const abort = /Inconsistency detected by ld\.so: [^:]+: \d+: (\w+): Assertion/.exec(message)?.[1] ?? null;
@@ -87,6 +94,8 @@ describeIf(usable, 'needs x86-64 with gcc, as, ld and /lib64/ld-linux-x86-64.so.
       const opts = {targets: [c.target], ldLibraryPath: c.ldLibraryPath, cwd: c.dir, glibcTunables: tunablesOf(c), preload: c.preload === undefined ? undefined : [c.preload]};
       const asMain = await checkLibraries(opts);
       const diffs = compareTrace(r, modelTrace(asMain, c.dir));
+      // Stopped at a file: nothing is listed, and what was mapped before it is compared instead.
+      if (r.fatal !== null) diffs.push(...compareMappedAtStop(realFiles.get(c.seed) ?? '', asMain));
       const dlopened = await checkLibraries({...opts, exe: driver, strict: true});
       diffs.push(...compareDlopen(d, dlopened, c.dir));
       if (diffs.length > 0) {
@@ -101,5 +110,8 @@ describeIf(usable, 'needs x86-64 with gcc, as, ld and /lib64/ld-linux-x86-64.so.
     const stops = /invalid ELF header|file too short/;
     expect(cases.filter((c) => realTrace.get(c.seed)!.fatal !== null && stops.test(realTrace.get(c.seed)!.raw)).length).toBeGreaterThan(0);
     expect(cases.filter((c) => stops.test(realDl.get(c.seed)!.message)).length).toBeGreaterThan(0);
+    // Stops after the loader had mapped a dependency besides the main object: what compareMappedAtStop checks.
+    const mapped = (seed: number) => (realFiles.get(seed)!.match(/generating link map/g) ?? []).length;
+    expect(cases.filter((c) => realTrace.get(c.seed)!.fatal !== null && mapped(c.seed) >= 2).length).toBeGreaterThan(0);
   });
 });

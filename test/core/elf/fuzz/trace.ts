@@ -175,6 +175,18 @@ export function compareTrace(r: Real, m: Real): string[] {
   return out;
 }
 
+/**
+ * Where the loader stops at a file it cannot load, `ldd` lists nothing: what it mapped before is
+ * what LD_DEBUG=files says ("file=NAME [0];  generating link map", NAME as searched for), which
+ * must be the report's objects (the main object, a preload, each dependency mapped before the
+ * stop), compared by file name. Empty when they agree.
+ */
+export function compareMappedAtStop(debug: string, report: CheckReport): string[] {
+  const real = [...debug.matchAll(/file=(\S+) \[0\];\s+generating link map/g)].map((m) => m[1].split('/').pop()!).sort();
+  const model = report.objects.map((o) => o.path.split('/').pop()!).sort();
+  return JSON.stringify(real) === JSON.stringify(model) ? [] : [`mapped before the stop: loader ${JSON.stringify(real)}, model ${JSON.stringify(model)}`];
+}
+
 /** ld.so's warning for an LD_PRELOAD entry it could not load (the run goes on): not the driver's answer. */
 export const withoutPreloadWarnings = (out: string): string => out.replace(/^ERROR: ld\.so: object .* from LD_PRELOAD cannot be preloaded .*: ignored\.\n?/gm, '');
 
