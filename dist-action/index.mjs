@@ -73739,35 +73739,40 @@ var SymbolMemo = class {
 function mappingOrder(p) {
   return p.dlopenEdge ? [...p.edgeOrder.slice(0, p.dlopenAt), p.dlopenEdge, ...p.edgeOrder.slice(p.dlopenAt)] : p.edgeOrder;
 }
-function stopIndex(mapping) {
-  return mapping.findIndex((e) => !e.object && !e.ignored && e.errorPath !== void 0);
-}
-function reachedEdges(p) {
-  if (p.mainStop) return /* @__PURE__ */ new Set();
+function loadStop(p) {
+  if (p.mainStop) return { reached: /* @__PURE__ */ new Set(), edge: null, error: p.mainStop.error ?? "", at: -1 };
+  const forbid = execStackForbidden(p.ctx.tunables, p.platform.glibc);
+  if (forbid && asksExecStack(p.main.info)) {
+    return { reached: /* @__PURE__ */ new Set(), edge: null, error: p.dlopenEdge ? "Fatal glibc error: executable stack is not allowed" : `${p.main.path}: ${EXEC_STACK_ERROR}`, at: -1 };
+  }
+  const refuse = forbid || execStackRefused(p);
   const mapping = mappingOrder(p);
-  const stoppedAt = stopIndex(mapping);
-  return stoppedAt < 0 ? null : new Set(mapping.slice(0, stoppedAt + 1));
+  for (const [i, edge] of mapping.entries()) {
+    let error2;
+    if (!edge.object) {
+      if (!edge.ignored && edge.errorPath !== void 0) error2 = edge.error ?? `${edge.errorPath}: cannot load it`;
+    } else if ((forbid || refuse && p.dlopenEdge !== null && i >= p.dlopenAt) && edge.via !== "loaded" && edge.object.role !== "interp" && asksExecStack(edge.object.info)) {
+      error2 = `${edge.name}: ${EXEC_STACK_ERROR}`;
+    }
+    if (error2 !== void 0) return { reached: new Set(mapping.slice(0, i + 1)), edge, error: error2, at: i };
+  }
+  return null;
 }
+var EXEC_STACK_ERROR = "cannot enable executable stack as shared object requires: Invalid argument";
 function findProblems(p, memo) {
   const findings = [];
-  const stop = p.mainStop;
-  if (stop) return [{ kind: stop.noexecMount ? "noexec-mount" : "not-found", object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: stop }];
+  const stop = loadStop(p);
+  if (p.mainStop) return [{ kind: p.mainStop.noexecMount ? "noexec-mount" : "not-found", object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: p.mainStop }];
+  if (stop && stop.at < 0) return [{ kind: "executable-stack", object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: null, execStack: "forbidden" }];
   const forbidExecStack = execStackForbidden(p.ctx.tunables, p.platform.glibc);
-  const refuseExecStack = forbidExecStack || execStackRefused(p);
-  if (forbidExecStack && asksExecStack(p.main.info)) {
-    findings.push({ kind: "executable-stack", object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: null, execStack: "forbidden" });
-  }
   const mapping = mappingOrder(p);
-  const stoppedAt = stopIndex(mapping);
+  const stoppedAt = stop?.at ?? -1;
   for (const [i, edge] of mapping.entries()) {
     if (stoppedAt >= 0 && i > stoppedAt) break;
     if (!edge.object) {
       if (edge.ignored) continue;
       findings.push({ kind: edge.noexecMount ? "noexec-mount" : "not-found", object: edge.owner, library: edge.name, version: null, symbol: null, provider: null, edge });
-      continue;
-    }
-    const dlopened = p.dlopenEdge !== null && i >= p.dlopenAt;
-    if ((forbidExecStack || refuseExecStack && dlopened) && edge.via !== "loaded" && edge.object.role !== "interp" && asksExecStack(edge.object.info)) {
+    } else if (i === stoppedAt) {
       findings.push({
         kind: "executable-stack",
         object: edge.object,
@@ -75755,9 +75760,9 @@ async function readExe(options, cwd, recorder = null) {
     throw new UsageError(`--exe ${options.exe} is not an ELF program: ${error2 instanceof Error ? error2.message : String(error2)}`, "Give the interpreter binary itself, not a wrapper script.");
   }
 }
-function toCheckedObject(obj, reached) {
+function toCheckedObject(obj, stop) {
   const needed = obj.edges.map((e) => {
-    if (reached && !reached.has(e)) {
+    if (stop && !stop.reached.has(e)) {
       const never = { name: e.name, path: null, via: null, rule: null, reached: false };
       if (e.kind !== "needed") never.filter = e.kind;
       return never;
@@ -75765,16 +75770,16 @@ function toCheckedObject(obj, reached) {
     const edge = { name: e.name, path: e.object?.path ?? null, via: e.via, rule: e.rule };
     if (e.passedOver.length > 0) edge.passedOver = e.passedOver.map((c) => ({ path: c.path, reason: c.reason ?? c.status }));
     if (e.kind !== "needed") edge.filter = e.kind;
-    if (!e.object && !e.ignored && e.error && e.errorPath !== void 0) edge.error = e.error;
+    if (stop && e === stop.edge) edge.error = stop.error;
     return edge;
   });
   return { path: obj.path, soname: obj.info.soname, needed };
 }
 function checkedObjects(p) {
-  const reached = reachedEdges(p);
-  const mapped = reached ? /* @__PURE__ */ new Set([p.main, ...[...reached].map((e) => e.object)]) : null;
+  const stop = loadStop(p);
+  const mapped = stop && !p.mainStop && stop.at >= 0 ? /* @__PURE__ */ new Set([p.main, ...p.preloadEdges.map((e) => e.object), ...[...stop.reached].filter((e) => e !== stop.edge).map((e) => e.object)]) : stop ? /* @__PURE__ */ new Set([p.main]) : null;
   const objects = [];
-  for (const o of p.scope) if (o.role !== "interp" && (!mapped || mapped.has(o))) objects.push(toCheckedObject(o, reached));
+  for (const o of p.scope) if (o.role !== "interp" && (!mapped || mapped.has(o))) objects.push(toCheckedObject(o, stop));
   return objects;
 }
 async function checkPartial(options, files) {

@@ -151,54 +151,69 @@ function mappingOrder(p: LoaderProcess): Edge[] {
   return p.dlopenEdge ? [...p.edgeOrder.slice(0, p.dlopenAt), p.dlopenEdge, ...p.edgeOrder.slice(p.dlopenAt)] : p.edgeOrder;
 }
 
-/**
- * Where in `mapping` the loader stops at a file it cannot load, or -1. A library found nowhere gets
- * a stand-in in trace mode and the load goes on (dl-load.c); a file the loader cannot load is an
- * error it signals, in trace mode too: nothing after it is mapped, version-checked or relocated.
- */
-function stopIndex(mapping: readonly Edge[]): number {
-  return mapping.findIndex((e) => !e.object && !e.ignored && e.errorPath !== undefined);
+/** Where the load ends before anything is relocated (LoadStop.edge null: at the main object itself). */
+export interface LoadStop {
+  /** The edges the loader gets to (the stopping one included): the rest are never searched, and what they would load is never mapped. */
+  reached: Set<Edge>;
+  edge: Edge | null;
+  /** The loader's message: "PATH: file too short", "NAME: cannot enable executable stack as shared object requires: Invalid argument". */
+  error: string;
+  /** The index of `edge` in mappingOrder(p). */
+  at: number;
 }
 
 /**
- * The edges the loader gets to before it stops at a file it cannot load (that edge included), or
- * null when it stops at none: the rest are never searched, and what they would load is never mapped.
+ * Where the loader stops while mapping, or null. A library found nowhere gets a stand-in in trace
+ * mode and the load goes on (dl-load.c); a file the loader cannot load, or an object asking for an
+ * executable stack the loader may not make (GLIBC_TUNABLES=glibc.rtld.execstack=0; a dlopen from
+ * glibc 2.41), is an error it signals, in trace mode too: nothing after it is mapped,
+ * version-checked or relocated (a dlopen's failure leaves the program's start as it was).
  */
-export function reachedEdges(p: LoaderProcess): Set<Edge> | null {
-  if (p.mainStop) return new Set();
+export function loadStop(p: LoaderProcess): LoadStop | null {
+  if (p.mainStop) return {reached: new Set(), edge: null, error: p.mainStop.error ?? '', at: -1};
+  const forbid = execStackForbidden(p.ctx.tunables, p.platform.glibc);
+  // The main object comes first: the kernel mapped the program (rtld stops with "Fatal glibc
+  // error: executable stack is not allowed" before loading anything), or ld.so mapped the library
+  // it was asked to trace.
+  if (forbid && asksExecStack(p.main.info)) {
+    return {reached: new Set(), edge: null, error: p.dlopenEdge ? 'Fatal glibc error: executable stack is not allowed' : `${p.main.path}: ${EXEC_STACK_ERROR}`, at: -1};
+  }
+  const refuse = forbid || execStackRefused(p);
   const mapping = mappingOrder(p);
-  const stoppedAt = stopIndex(mapping);
-  return stoppedAt < 0 ? null : new Set(mapping.slice(0, stoppedAt + 1));
+  for (const [i, edge] of mapping.entries()) {
+    let error: string | undefined;
+    if (!edge.object) {
+      if (!edge.ignored && edge.errorPath !== undefined) error = edge.error ?? `${edge.errorPath}: cannot load it`;
+    } else if ((forbid || (refuse && p.dlopenEdge !== null && i >= p.dlopenAt)) && edge.via !== 'loaded' && edge.object.role !== 'interp' && asksExecStack(edge.object.info)) {
+      // Named as it was asked for (the DT_NEEDED string), as _dl_map_object_from_fd signals it.
+      error = `${edge.name}: ${EXEC_STACK_ERROR}`;
+    }
+    if (error !== undefined) return {reached: new Set(mapping.slice(0, i + 1)), edge, error, at: i};
+  }
+  return null;
 }
+
+const EXEC_STACK_ERROR = 'cannot enable executable stack as shared object requires: Invalid argument';
 
 export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
   const findings: Finding[] = [];
   // 1. Mapping, in the order ld.so maps (the first failure is the one it reports): missing
-  // libraries, and the objects a dlopen may not map for the executable stack they ask for. An
-  // auxiliary object that cannot be loaded is left out by ld.so (only a DST that expands to
+  // libraries, files it cannot load, and objects asking for an executable stack it may not make.
+  // An auxiliary object that cannot be loaded is left out by ld.so (only a DST that expands to
   // nothing in DT_AUXILIARY is fatal, and that edge carries the error).
-  // The main object itself cannot be loaded (its mount, its segments): nothing else happens.
-  const stop = p.mainStop;
-  if (stop) return [{kind: stop.noexecMount ? 'noexec-mount' : 'not-found', object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: stop}];
+  const stop = loadStop(p);
+  // The main object itself cannot be loaded (its mount, its segments, its stack): nothing else happens.
+  if (p.mainStop) return [{kind: p.mainStop.noexecMount ? 'noexec-mount' : 'not-found', object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: p.mainStop}];
+  if (stop && stop.at < 0) return [{kind: 'executable-stack', object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: null, execStack: 'forbidden'}];
   const forbidExecStack = execStackForbidden(p.ctx.tunables, p.platform.glibc);
-  const refuseExecStack = forbidExecStack || execStackRefused(p);
-  // The main object comes first: the kernel mapped the program (rtld stops with "Fatal glibc
-  // error: executable stack is not allowed" before loading anything), or ld.so mapped the library
-  // it was asked to trace.
-  if (forbidExecStack && asksExecStack(p.main.info)) {
-    findings.push({kind: 'executable-stack', object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: null, execStack: 'forbidden'});
-  }
   const mapping = mappingOrder(p);
-  const stoppedAt = stopIndex(mapping);
+  const stoppedAt = stop?.at ?? -1;
   for (const [i, edge] of mapping.entries()) {
     if (stoppedAt >= 0 && i > stoppedAt) break;
     if (!edge.object) {
       if (edge.ignored) continue;
       findings.push({kind: edge.noexecMount ? 'noexec-mount' : 'not-found', object: edge.owner, library: edge.name, version: null, symbol: null, provider: null, edge});
-      continue;
-    }
-    const dlopened = p.dlopenEdge !== null && i >= p.dlopenAt;
-    if ((forbidExecStack || (refuseExecStack && dlopened)) && edge.via !== 'loaded' && edge.object.role !== 'interp' && asksExecStack(edge.object.info)) {
+    } else if (i === stoppedAt) {
       findings.push({kind: 'executable-stack', object: edge.object, library: edge.name, version: null, symbol: null, provider: null, edge,
         execStack: forbidExecStack ? 'forbidden' : 'dlopen'});
     }

@@ -165,7 +165,7 @@ export function formatTree(report: CheckReport): string[] {
         return;
       }
       if (edge.error !== undefined) rule = `the loader stops here, ${edge.rule ?? 'found'}`;
-      const target = edge.path ?? edge.error ?? 'not found';
+      const target = edge.error === undefined ? edge.path ?? 'not found' : edge.path === null ? edge.error : `${edge.path} (${edge.error})`;
       const child = edge.path ? byPath.get(edge.path) : undefined;
       // A name already loaded is not searched again: its dependencies hang where it was first loaded.
       const repeat = edge.via !== 'loaded' && edge.via !== 'preload' && child && (expanded.has(child.path) || ancestors.has(child.path)) && child.needed.length > 0;

@@ -2,13 +2,13 @@ import {existsSync, readFileSync} from 'node:fs';
 import {resolve} from 'node:path';
 import {UsageError} from '../errors.js';
 import type {CheckedObject, CheckOptions, NeededEdge, Problem} from './api.js';
-import {findProblems, reachedEdges, SymbolMemo} from './checker.js';
+import {findProblems, loadStop, SymbolMemo, type LoadStop} from './checker.js';
 import {explain} from './explainer.js';
 import {cachedElf, FileView} from './file-cache.js';
 import {loadLdCache} from './ldcache/load.js';
 import {lookupCache} from './ldcache/lookup.js';
 import {loaderPlatform, type LoaderPlatform} from './platform.js';
-import {LoaderProcess, type Edge, type LoadedObject, type LoaderContext} from './resolver.js';
+import {LoaderProcess, type LoadedObject, type LoaderContext} from './resolver.js';
 import {readListedSync, type ListedFile, type TargetFile} from './targets.js';
 import {InputRecorder} from './inputs.js';
 import {normalRoot} from './sysroot.js';
@@ -126,10 +126,10 @@ export async function readExe(options: CheckOptions, cwd: string, recorder: Inpu
   }
 }
 
-/** `reached`: the edges the loader gets to when it stops at a file (reachedEdges), else null. */
-function toCheckedObject(obj: LoadedObject, reached: Set<Edge> | null): CheckedObject {
+/** `stop`: where the loader stops while mapping (loadStop), if it does. */
+function toCheckedObject(obj: LoadedObject, stop: LoadStop | null): CheckedObject {
   const needed: NeededEdge[] = obj.edges.map((e) => {
-    if (reached && !reached.has(e)) {
+    if (stop && !stop.reached.has(e)) {
       const never: NeededEdge = {name: e.name, path: null, via: null, rule: null, reached: false};
       if (e.kind !== 'needed') never.filter = e.kind;
       return never;
@@ -137,18 +137,24 @@ function toCheckedObject(obj: LoadedObject, reached: Set<Edge> | null): CheckedO
     const edge: NeededEdge = {name: e.name, path: e.object?.path ?? null, via: e.via, rule: e.rule};
     if (e.passedOver.length > 0) edge.passedOver = e.passedOver.map((c) => ({path: c.path, reason: c.reason ?? c.status}));
     if (e.kind !== 'needed') edge.filter = e.kind;
-    if (!e.object && !e.ignored && e.error && e.errorPath !== undefined) edge.error = e.error;
+    if (stop && e === stop.edge) edge.error = stop.error;
     return edge;
   });
   return {path: obj.path, soname: obj.info.soname, needed};
 }
 
-/** The objects of the process as the loader leaves them: none mapped after it stopped at a file. */
+/**
+ * The objects of the process as the loader leaves them: none mapped after it stopped, nor the one
+ * it stopped at. The main object and the LD_PRELOAD objects are mapped before any DT_NEEDED entry
+ * (they begin the list mergeResults takes the program's start from).
+ */
 function checkedObjects(p: LoaderProcess): CheckedObject[] {
-  const reached = reachedEdges(p);
-  const mapped = reached ? new Set([p.main, ...[...reached].map((e) => e.object)]) : null;
+  const stop = loadStop(p);
+  const mapped = stop && !p.mainStop && stop.at >= 0
+    ? new Set([p.main, ...p.preloadEdges.map((e) => e.object), ...[...stop.reached].filter((e) => e !== stop.edge).map((e) => e.object)])
+    : stop ? new Set([p.main]) : null;
   const objects: CheckedObject[] = [];
-  for (const o of p.scope) if (o.role !== 'interp' && (!mapped || mapped.has(o))) objects.push(toCheckedObject(o, reached));
+  for (const o of p.scope) if (o.role !== 'interp' && (!mapped || mapped.has(o))) objects.push(toCheckedObject(o, stop));
   return objects;
 }
 

@@ -468,6 +468,27 @@ d('files the loader cannot use', () => {
     ]);
   });
 
+  test('an LD_PRELOAD object that cannot start stops the program before a dlopen that would stop at a file', async () => {
+    const base = join(tmp.dir, 'stop-preload');
+    // libpre.so (preloaded) needs libgone.so, found nowhere: the program never starts. The library
+    // it would dlopen needs libD.so, a text file first on the path: a stop the program never gets to.
+    const gone = buildLib({out: join(base, 'gone', 'libgone.so'), soname: 'libgone.so', source: 'int g(void){return 1;}\n'});
+    const pre = buildLib({out: join(base, 'libpre.so'), soname: 'libpre.so', source: 'int g(void); int p(void){return g();}\n', link: [gone]});
+    spawnSync('rm', ['-rf', join(base, 'gone')]);
+    const good = buildLib({out: join(base, 'good', 'libD.so'), soname: 'libD.so', source: 'int dd(void){return 1;}\n'});
+    const mid = buildLib({out: join(base, 'mid', 'libmid.so'), source: 'int dd(void); int mid(void){return dd();}\n', link: [good]});
+    write(join(base, 'junk', 'libD.so'), 'not a library\n');
+    const ld = `${join(base, 'junk')}:${join(base, 'good')}`;
+    const env: NodeJS.ProcessEnv = {...process.env, LD_LIBRARY_PATH: ld, LD_PRELOAD: pre};
+    const real = spawnSync(dlopenDriver(), [mid], {encoding: 'utf8', env});
+    expect(real.stderr).toContain('error while loading shared libraries: libgone.so: cannot open shared object file');
+    const report = await checkLibraries({targets: [mid], ldLibraryPath: ld, preload: [pre], exe: dlopenDriver(), strict: true});
+    expect(report.problems.slice(0, 2).map((p) => [p.kind, p.object, p.library])).toEqual([['not-found', pre, 'libgone.so'], ['not-found', mid, 'libD.so']]);
+    // The program's start: the driver, the preload (with its missing libgone.so); the dlopened library mapped before its stop.
+    expect(report.objects.map((o) => o.path)).toEqual(expect.arrayContaining([dlopenDriver(), pre, mid]));
+    expect(firstProblemLine(report)).toContain('libgone.so');
+  });
+
   test('a DT_NEEDED with a slash is opened as written, relative to the current directory', async () => {
     const base = join(tmp.dir, 'slash');
     const dep = buildLib({out: join(base, 'sub', 'libdep.so'), source: 'int dd(void){return 1;}\n'});

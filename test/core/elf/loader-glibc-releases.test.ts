@@ -3,6 +3,7 @@ import {spawnSync} from 'node:child_process';
 import {existsSync, mkdirSync, realpathSync} from 'node:fs';
 import {basename, join} from 'node:path';
 import {checkLibraries} from '../../../src/core/elf/index.js';
+import {formatTree} from '../../../src/core/elf/format.js';
 import {DOWNLOADED, IS_ROOT, NEEDS} from '../../helpers/capabilities.js';
 import {describeIf} from '../../helpers/skip.js';
 import {makeTempDir} from '../../helpers/tmp.js';
@@ -180,7 +181,8 @@ describeIf(fetched && IS_ROOT && usable, reason)('the loader model against the r
     const started = spawnSync(runin, [image.root, '/', forbid, '--', execDriver, lib], {encoding: 'utf8'});
     expect([started.status, started.stdout + started.stderr]).toEqual([127, 'Fatal glibc error: executable stack is not allowed\n']);
     const exe = await checkLibraries({targets: [lib], exe: execDriver, sysroot: image.root, glibcTunables: 'glibc.rtld.execstack=0', strict: true});
-    expect(exe.problems.map((p) => [p.kind, p.object])).toEqual([['executable-stack', execDriver], ['executable-stack', lib]]);
+    // Nothing after it: the dlopen of the library that asks for one too is never reached.
+    expect(exe.problems.map((p) => [p.kind, p.object])).toEqual([['executable-stack', execDriver]]);
     expect(exe.problems[0].summary).toContain('"Fatal glibc error: executable stack is not allowed"');
     expect(exe.problems[0].fix).toContain('take glibc.rtld.execstack=0 out of GLIBC_TUNABLES');
     const traced = spawnSync(runin, [image.root, '/', 'LD_TRACE_LOADED_OBJECTS=1', forbid, '--', '/lib64/ld-linux-x86-64.so.2', lib], {encoding: 'utf8'});
@@ -199,6 +201,42 @@ describeIf(fetched && IS_ROOT && usable, reason)('the loader model against the r
     // By default a preload may ask for one: it is part of the program's start.
     expect(spawnSync(runin, [image.root, '/', `LD_PRELOAD=${lib}`, '--', image.driver, plain], {encoding: 'utf8'}).stdout.trim()).toBe('OK');
     expect((await checkLibraries({targets: [plain], exe: image.driver, preload: [lib], sysroot: image.root, strict: true})).problems).toEqual([]);
+  });
+
+  test.each([['trixie', '2.41'], ['resolute', '2.43']])('%s (glibc %s): an object refused for its executable stack ends the load: nothing after it is mapped or bound', async (suite) => {
+    const image = images.find((i) => i.suite === suite)!;
+    const dir = join(image.root, 'fz', 'execstack-stop');
+    // libtop needs libx (asks for an executable stack), then liby; it also calls nope(), which nothing defines.
+    const x = buildLib({out: join(dir, 'libx.so'), soname: 'libx.so', source: 'int x(void){return 1;}\n', extra: ['-nostdlib', '-z', 'execstack']});
+    const y = buildLib({out: join(dir, 'liby.so'), soname: 'liby.so', source: 'int y(void){return 1;}\n', extra: ['-nostdlib', '-z', 'noexecstack']});
+    const top = buildLib({out: join(dir, 'libtop.so'), soname: 'libtop.so', source: 'int x(void); int y(void); int nope(void); int t(void){return x() + y() + nope();}\n',
+      link: [x, y], runpath: '$ORIGIN', extra: ['-nostdlib', '-z', 'noexecstack']});
+    // ldd under glibc.rtld.execstack=0: the error at libx.so, and not a word of nope.
+    const forbid = 'glibc.rtld.execstack=0';
+    const traced = spawnSync(runin, [image.root, '/', 'LD_TRACE_LOADED_OBJECTS=1', 'LD_WARN=yes', 'LD_BIND_NOW=yes', `GLIBC_TUNABLES=${forbid}`, '--', '/lib64/ld-linux-x86-64.so.2', top], {encoding: 'utf8'});
+    expect(traced.stdout + traced.stderr).toBe(`${top}: error while loading shared libraries: libx.so: cannot enable executable stack as shared object requires: Invalid argument\n`);
+    const ldd = await checkLibraries({targets: [top], sysroot: image.root, glibcTunables: forbid});
+    expect(ldd.problems.map((p) => [p.kind, p.library])).toEqual([['executable-stack', 'libx.so']]);
+    // What was mapped: libtop.so alone; its libx.so entry carries the loader's error, liby.so was never searched.
+    expect(ldd.objects.map((o) => o.path)).toEqual([top]);
+    expect(ldd.objects[0].needed).toEqual([
+      {name: 'libx.so', path: x, via: 'runpath', rule: `DT_RUNPATH entry $ORIGIN of ${top}`, error: 'libx.so: cannot enable executable stack as shared object requires: Invalid argument'},
+      {name: 'liby.so', path: null, via: null, rule: null, reached: false},
+    ]);
+    expect(formatTree(ldd)).toEqual([
+      top,
+      `├── libx.so => ${x} (libx.so: cannot enable executable stack as shared object requires: Invalid argument) [the loader stops here, DT_RUNPATH entry $ORIGIN of ${top}]`,
+      '└── liby.so (never searched: the loader stopped before it)',
+    ]);
+    // A dlopen from 2.41 refuses it by default: the dlopen fails there, before nope is looked up.
+    const dlopen = spawnSync(runin, [image.root, '/', '--', image.driver, top], {encoding: 'utf8'}).stdout.trim();
+    expect(dlopen).toBe('ERR libx.so: cannot enable executable stack as shared object requires: Invalid argument');
+    const dlopened = await checkLibraries({targets: [top], exe: image.driver, sysroot: image.root, strict: true});
+    expect(dlopened.problems.map((p) => [p.kind, p.library])).toEqual([['executable-stack', 'libx.so']]);
+    // Without the refusal (execstack=2), the load goes on and nope is what stops it.
+    const allowed = await checkLibraries({targets: [top], exe: image.driver, sysroot: image.root, strict: true, glibcTunables: 'glibc.rtld.execstack=2'});
+    expect(allowed.problems.map((p) => [p.kind, p.symbol])).toEqual([['unversioned-undefined-symbol', 'nope']]);
+    expect(spawnSync(runin, [image.root, '/', 'GLIBC_TUNABLES=glibc.rtld.execstack=2', '--', image.driver, top], {encoding: 'utf8'}).stdout.trim()).toMatch(/^ERR .*undefined symbol: nope/);
   });
 
   test.each(RELEASES.map((r) => [r.suite, r.glibc]))('%s (glibc %s): of several glibc.rtld.dynamic_sort settings, the one that loader goes by', async (suite, glibc) => {
