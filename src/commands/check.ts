@@ -65,18 +65,26 @@ export default class Check extends CudaenvCommand {
         this.warn2(`no cudaenv version is active (${describeOrigin(sel.origin)}) and there is no /usr/local/cuda`);
       }
     }
+    // Without PATH, the active Python environment's CUDA libraries too: checked as its interpreter
+    // dlopens them (as doctor and the check after a switch do), unless --exe names the program.
+    let python: {targets: string[]; exe?: string} | undefined;
     if (paths.length === 0) {
-      const {findSitePackages, pythonCudaLibDirs} = await import('../core/system/python-env.js');
-      targets.push(...pythonCudaLibDirs(findSitePackages({env: process.env})));
+      const [{inspectPython, pythonCudaLibDirs, wheelInterpreter}, {dynamicProgram}] = await Promise.all([
+        import('../core/system/python-env.js'), import('../core/elf/index.js'),
+      ]);
+      const py = inspectPython({env: process.env});
+      const interpreter = wheelInterpreter(py, process.env);
+      const program = interpreter ? dynamicProgram(interpreter) : null;
+      python = {targets: pythonCudaLibDirs(py.sitePackages), ...(program ? {exe: program} : {})};
     }
-    if (targets.length === 0) {
+    if (targets.length === 0 && !python?.targets.length) {
       throw new UsageError('nothing to check', 'Name shared objects or directories (cudaenv check /path/to/lib), or choose a version with `cudaenv use`.');
     }
     const {parsePageSize, runCheckCli} = await import('../core/elf/check-cli.js');
     const pageSize = flags['page-size'] === undefined ? undefined : parsePageSize(flags['page-size']);
     const result = await runCheckCli({
       pageSize,
-      targets, ldLibraryPath, exe: flags.exe, recursive: flags.recursive, strict: flags.strict, tree: flags.tree,
+      targets, python, ldLibraryPath, exe: flags.exe, recursive: flags.recursive, strict: flags.strict, tree: flags.tree,
       storeVersionsDir: this.paths.versions, json: this.jsonEnabled(), env: process.env,
       cacheDir: flags.cache ? this.paths.checkCache : undefined,
     });

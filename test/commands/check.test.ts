@@ -1,5 +1,5 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
-import {existsSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs';
+import {existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {cliEnv, runCli} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
@@ -122,6 +122,29 @@ d('cudaenv check', () => {
     const system = runCli(['check', '--cuda', 'system', '--json'], {env});
     expect(system.stderr).not.toContain('nothing to check');
     expect(JSON.parse(system.stdout).checked).toEqual(expect.arrayContaining([expect.stringMatching(/^\/usr\/local\/cuda\/lib(64)?\//), cusparse]));
+  });
+
+  testIf(PYTHON_EXE !== null, NEEDS.tool('python3'))('without PATH, the Python environment\'s wheels are checked as its interpreter dlopens them', () => {
+    // A venv whose wheel has a 64 KB initial-exec TLS block: `import` fails there, `ldd -r` sees nothing.
+    const venv = join(tmp.dir, 'venv-tls');
+    const lib = buildLib({out: join(venv, 'lib', 'python3.11', 'site-packages', 'nvidia', 'tlsheavy', 'lib', 'libtlsheavy.so'), soname: 'libtlsheavy.so',
+      source: '__thread char big[65536] __attribute__((tls_model("initial-exec")));\nchar *get_big(void){return big;}\n'});
+    const tlsEnv = {...env, VIRTUAL_ENV: venv};
+    // No interpreter in the environment: as `ldd -r` loads them.
+    const plain = JSON.parse(runCli(['check', '--cuda', '12.3', '--json'], {env: tlsEnv}).stdout);
+    expect(plain.checked).toEqual(expect.arrayContaining([`${oldDir}/libnvJitLink.so.12`, lib]));
+    expect(plain.ok).toBe(true);
+    // With bin/python3, as `python3 -m venv` makes it: as that interpreter dlopens them.
+    mkdirSync(join(venv, 'bin'));
+    symlinkSync(PYTHON_EXE!, join(venv, 'bin', 'python3'));
+    const r = runCli(['check', '--cuda', '12.3'], {env: tlsEnv});
+    expect(r.status).toBe(1);
+    expect(r.stdout).toContain('libtlsheavy.so');
+    expect(r.stdout).toContain('static TLS');
+    const json = JSON.parse(runCli(['check', '--cuda', '12.3', '--json'], {env: tlsEnv}).stdout);
+    expect(json.problems.map((p: {kind: string; object: string}) => [p.kind, p.object])).toEqual([['static-tls', lib]]);
+    // The toolkit's own libraries are still checked as `ldd` loads them: the interpreter is no object of theirs.
+    expect(json.objects.find((o: {path: string}) => o.path === `${oldDir}/libnvJitLink.so.12`)).toBeDefined();
   });
 
   test('a truncated library: a line of its own in a directory, a clear usage error when named', () => {

@@ -7,7 +7,7 @@
 import {UsageError} from '../errors.js';
 import type {CheckReport} from './api.js';
 import {formatProblems, formatSkipped, formatTree} from './format.js';
-import {checkLibraries, firstProblemLine} from './index.js';
+import {checkLibraries, combineReports, firstProblemLine} from './index.js';
 
 export interface CheckCliInput {
   targets: string[];
@@ -23,6 +23,11 @@ export interface CheckCliInput {
   cacheDir?: string;
   /** --page-size, parsed (parsePageSize). */
   pageSize?: number;
+  /**
+   * The active Python environment's CUDA libraries, when `check` runs without PATH: checked as
+   * `exe` (its interpreter) dlopens them unless --exe names another program; `targets` as `ldd` loads them.
+   */
+  python?: {targets: string[]; exe?: string};
   /** With --json the report is the output: no text is made. */
   json: boolean;
   env: NodeJS.ProcessEnv;
@@ -39,19 +44,24 @@ export interface CheckCliResult {
 }
 
 export async function runCheckCli(input: CheckCliInput): Promise<CheckCliResult> {
-  const report = await checkLibraries({
-    targets: input.targets,
+  const options = {
     ldLibraryPath: input.ldLibraryPath,
     preload: input.env.LD_PRELOAD ? [input.env.LD_PRELOAD] : undefined,
-    exe: input.exe,
     recursive: input.recursive,
     strict: input.strict,
     sysroot: input.env.CUDAENV_SYSROOT || undefined,
     pageSize: input.pageSize,
     storeVersionsDir: input.storeVersionsDir,
     cacheDir: input.cacheDir,
-  });
-  const warnings = report.checked.length === 0 ? [`no ELF shared objects in ${input.targets.join(', ')}`] : [];
+  };
+  const python = input.python?.targets.length ? input.python : undefined;
+  const reports = await Promise.all([
+    input.targets.length > 0 || !python ? checkLibraries({...options, targets: input.targets, exe: input.exe}) : null,
+    python ? checkLibraries({...options, targets: python.targets, exe: input.exe ?? python.exe}) : null,
+  ]);
+  const report = python ? combineReports(reports.filter((r) => r !== null)) : reports[0]!;
+  const all = [...input.targets, ...(python?.targets ?? [])];
+  const warnings = report.checked.length === 0 ? [`no ELF shared objects in ${all.join(', ')}`] : [];
   let text: string | null = null;
   if (!input.json) {
     const out: string[] = [];

@@ -79,6 +79,29 @@ function mergeResults(results: FileResult[], strict: boolean): CheckReport {
 }
 
 /**
+ * One report from reports of separate checks (the toolkit's libraries as `ldd` loads them, the
+ * wheels' as Python dlopens them), in the order given: objects and problems once each.
+ */
+export function combineReports(reports: CheckReport[]): CheckReport {
+  const objects = new Map<string, CheckedObject>();
+  const problems = new Map<string, Problem>();
+  for (const r of reports) {
+    for (const o of r.objects) if (!objects.has(o.path)) objects.set(o.path, o);
+    for (const p of r.problems) {
+      const key = [p.kind, p.object, p.library, p.version, p.symbol].join('\0');
+      if (!problems.has(key)) problems.set(key, p);
+    }
+  }
+  return {
+    ok: reports.every((r) => r.ok),
+    checked: [...new Set(reports.flatMap((r) => r.checked))],
+    objects: [...objects.values()],
+    problems: [...problems.values()],
+    skipped: reports.flatMap((r) => r.skipped),
+  };
+}
+
+/**
  * One line for a prompt or a hook: "all N libraries resolve", or the first failing problem with
  * its fix ("this LD_LIBRARY_PATH makes torch's libcusparse.so.12 bind ..., which lacks ...; run `...`").
  */

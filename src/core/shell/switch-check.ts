@@ -1,7 +1,7 @@
 import {existsSync} from 'node:fs';
 import {dirname, join} from 'node:path';
 import type {StorePaths} from '../store/paths.js';
-import {firstOnPath, inspectPython, pythonCudaLibDirs} from '../system/python-env.js';
+import {inspectPython, pythonCudaLibDirs, wheelInterpreter} from '../system/python-env.js';
 import {fingerprint, hookSeesStale, lookupCheck, pythonKey, storeCheck, type CacheKey} from './check-cache.js';
 import {toolkitLibDir} from './toolkit-env.js';
 import {splitLdLibraryPath} from '../elf/search-path.js';
@@ -38,30 +38,22 @@ export async function switchCheck(paths: StorePaths, label: string, env: NodeJS.
   const pythonDirs = pythonCudaLibDirs(py.sitePackages).filter((d) => existsSync(d));
   const toolkitDirs = [toolkitLibDir(versionDir)].filter((d) => existsSync(d));
   const targets = [...toolkitDirs, ...pythonDirs];
-  const {checkLibraries, dynamicProgram, firstProblemLine} = await import('../elf/index.js');
+  const {checkLibraries, combineReports, dynamicProgram, firstProblemLine} = await import('../elf/index.js');
   const common = {ldLibraryPath: env.LD_LIBRARY_PATH, storeVersionsDir: paths.versions};
   // The toolkit's libraries serve any program: checked as `ldd -r` loads them. Python dlopens the
   // wheels' libraries: checked as the interpreter binary does (static TLS, a dlopen's executable
   // stack, the Py* symbols it defines), as doctor checks them. The interpreter is the environment's
-  // own (VIRTUAL_ENV/bin/python3, CONDA_PREFIX/bin/python3: part of the cache key, as the shell
-  // hook sees it), or the one that was asked for the site-packages; none, or a wrapper script no
+  // own (VIRTUAL_ENV/bin/python3: the cache key holds VIRTUAL_ENV and CONDA_PREFIX, as the shell
+  // hook sees them), or the one that was asked for the site-packages; none, or a wrapper script no
   // process starts as, leaves them to the `ldd` model.
-  const prefix = env.VIRTUAL_ENV || env.CONDA_PREFIX;
-  const interpreter = py.executable ?? (prefix ? firstOnPath(['python3', 'python'], join(prefix, 'bin')) : undefined);
+  const interpreter = wheelInterpreter(py, env);
   const program = pythonDirs.length > 0 && interpreter ? dynamicProgram(interpreter) : null;
   const reports = await Promise.all([
     toolkitDirs.length > 0 ? checkLibraries({...common, targets: toolkitDirs}) : null,
     pythonDirs.length > 0 ? checkLibraries({...common, targets: pythonDirs, ...(program ? {exe: program} : {})}) : null,
   ]);
-  const parts = reports.filter((r) => r !== null);
   // One report, toolkit first: the line names the first problem that fails.
-  const report = {
-    ok: parts.every((r) => r.ok),
-    checked: parts.flatMap((r) => r.checked),
-    objects: parts.flatMap((r) => r.objects),
-    problems: parts.flatMap((r) => r.problems),
-    skipped: parts.flatMap((r) => r.skipped),
-  };
+  const report = combineReports(reports.filter((r) => r !== null));
   const summary = firstProblemLine(report);
   const line = `cudaenv: CUDA ${label}${pythonDirs.length > 0 ? ' and the Python environment\'s CUDA libraries' : ''}: ${summary}`;
 

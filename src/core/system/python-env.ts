@@ -114,6 +114,18 @@ export function pythonCudaLibDirs(sitePackages: string[]): string[] {
   return dirs;
 }
 
+/**
+ * The interpreter that loads the environment's wheels, as inspectPython found the environment:
+ * the environment's own (VIRTUAL_ENV/bin/python3, CONDA_PREFIX/bin/python3) where its packages
+ * were read from the prefix, else the sys.executable of the python3 that was asked; undefined
+ * when neither is known. Checked as a program by the loader model when it is one.
+ */
+export function wheelInterpreter(py: PythonEnv, env: NodeJS.ProcessEnv): string | undefined {
+  if (py.executable) return py.executable;
+  const prefix = env.VIRTUAL_ENV || env.CONDA_PREFIX;
+  return prefix ? firstOnPath(['python3', 'python'], join(prefix, 'bin')) : undefined;
+}
+
 export function firstOnPath(names: string[], pathValue: string | undefined): string | undefined {
   for (const dir of (pathValue ?? '').split(':')) {
     if (!dir) continue;
