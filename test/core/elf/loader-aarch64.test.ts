@@ -284,7 +284,7 @@ const DEFAULT_SEEDS = process.env.CUDAENV_FUZZ_SEED === undefined && process.env
 
 describeIf(usable, reason)('seeded fuzz cases against the real aarch64 ld.so', () => {
   let t: {dir: string; cleanup: () => void};
-  const fuzzed: Array<{image: Image; cases: FuzzCase[]; real: Map<number, Real>; dlopen: Map<number, RealDlopen>}> = [];
+  const fuzzed: Array<{image: Image; cases: FuzzCase[]; real: Map<number, Real>; dlopen: Map<number, RealDlopen>; files: Map<number, string>}> = [];
   beforeAll(async () => {
     t = makeTempDir('cudaenv-aarch64-fuzz-');
     const base = realpathSync(t.dir);
@@ -304,15 +304,15 @@ describeIf(usable, reason)('seeded fuzz cases against the real aarch64 ld.so', (
       }
       const built = await runScript(t.dir, `set -e\n${scripts.join('\n')}`);
       if (built.code !== 0) throw new Error(`building the aarch64 cases in the ${r.suite} image failed:\n${built.out.slice(-3000)}`);
-      const {real, dlopen} = await askInImage({runin: helper, root, interp: INTERP, driver, emulator: emulatorIn(root, QEMU), scratch: t.dir}, cases);
-      fuzzed.push({image, cases, real, dlopen});
+      const {real, dlopen, files} = await askInImage({runin: helper, root, interp: INTERP, driver, emulator: emulatorIn(root, QEMU), scratch: t.dir}, cases);
+      fuzzed.push({image, cases, real, dlopen, files});
     }
   }, 300_000);
   afterAll(() => t?.cleanup());
 
   test.each(RELEASES.map((r) => [r.suite, r.glibc]))('%s (glibc %s): every case agrees with the aarch64 loader', async (suite) => {
-    const {image, cases, real, dlopen} = fuzzed.find((f) => f.image.suite === suite)!;
-    const failures = await disagreementsInImage(image, cases, real, dlopen);
+    const {image, cases, real, dlopen, files} = fuzzed.find((f) => f.image.suite === suite)!;
+    const failures = await disagreementsInImage(image, cases, real, dlopen, files);
     expect(cases.length).toBe(CASES);
     if (failures.length > 0) throw new Error(`${failures.length} of ${cases.length} cases disagree under aarch64 glibc ${image.glibc}:\n\n${failures.slice(0, 6).join('\n\n')}`);
   }, 240_000);

@@ -3,7 +3,7 @@ import {checkLibraries} from '../../../../src/core/elf/index.js';
 import type {FuzzCase} from './generate.js';
 import {inImage, inImageName, q} from './images.js';
 import {runScript} from './run-script.js';
-import {compareDlopen, compareTrace, modelTrace, parseTrace, withoutPreloadWarnings, type Real, type RealDlopen} from './trace.js';
+import {compareDlopen, compareMappedAtStop, compareTrace, modelTrace, parseTrace, withoutPreloadWarnings, type Real, type RealDlopen} from './trace.js';
 
 /**
  * The seeded fuzz cases run in a system image (loader-glibc-releases, loader-aarch64): each asked
@@ -33,8 +33,8 @@ export interface ImageRun {
   scratch: string;
 }
 
-/** What the image's loader said about each case: its trace, and the driver's dlopen. */
-export async function askInImage(run: ImageRun, cases: FuzzCase[]): Promise<{real: Map<number, Real>; dlopen: Map<number, RealDlopen>}> {
+/** What the image's loader said about each case: its trace (and LD_DEBUG=files of it), and the driver's dlopen. */
+export async function askInImage(run: ImageRun, cases: FuzzCase[]): Promise<{real: Map<number, Real>; dlopen: Map<number, RealDlopen>; files: Map<number, string>}> {
   const ask = (c: FuzzCase) => {
     const env: string[] = [];
     if (c.ldLibraryPath !== undefined) env.push(`LD_LIBRARY_PATH=${c.ldLibraryPath}`);
@@ -44,28 +44,35 @@ export async function askInImage(run: ImageRun, cases: FuzzCase[]): Promise<{rea
     // The case's directory is the working directory (relative RPATH and LD_LIBRARY_PATH entries).
     const prefix = run.emulator ? [run.emulator] : [];
     const sh = (vars: string[], argv: string[]) => `${q(run.runin)} ${q(run.root)} ${q(c.dir)} ${vars.map(q).join(' ')} -- ${[...prefix, ...argv].map(q).join(' ')} 2>&1`;
-    return `echo "@@T ${c.seed}"\n${sh(trace, [run.interp, c.target])}\necho "@@TRC $?"\n` +
+    // What it mapped, from LD_DEBUG=files, to a file of its own beside the case (a path the image
+    // and the host share), so that the trace output stays as ldd's.
+    const debug = join(dirname(c.dir), `files-${c.seed}`);
+    return `echo "@@T ${c.seed}"\n${sh([...trace, 'LD_DEBUG=files', `LD_DEBUG_OUTPUT=${debug}`], [run.interp, c.target])}\necho "@@TRC $?"\n` +
+      `echo "@@F"\ncat ${q(debug)}.* 2>/dev/null\nrm -f ${q(debug)}.*\n` +
       `echo "@@D ${c.seed}"\n${sh(env, [run.driver, c.target])}\necho "@@RC $?"\n`;
   };
   const asked = await runScript(run.scratch, cases.map(ask).join(''));
   const real = new Map<number, Real>();
   const dlopen = new Map<number, RealDlopen>();
+  const files = new Map<number, string>();
   for (const chunk of asked.out.split(/^@@T /m).slice(1)) {
     const seed = Number(chunk.slice(0, chunk.indexOf('\n')));
     const c = cases.find((x) => x.seed === seed)!;
-    const [trace, dl] = chunk.slice(chunk.indexOf('\n') + 1).split(/^@@D \d+\n/m);
+    const [traced, dl] = chunk.slice(chunk.indexOf('\n') + 1).split(/^@@D \d+\n/m);
+    const [trace, debug] = traced.split(/^@@F\n/m);
     real.set(seed, parseTrace(c.dir, trace, inImage(run.root), inImageName(run.root)));
+    files.set(seed, debug ?? '');
     const rc = Number(/@@RC (\d+)/.exec(dl)?.[1] ?? -1);
     const message = withoutPreloadWarnings(dl.replace(/@@RC \d+\n?/, ''));
     const abort = /Inconsistency detected by ld\.so: [^:]+: \d+: (\w+): Assertion/.exec(message)?.[1] ?? null;
     dlopen.set(seed, {ok: rc === 0 && /^OK$/m.test(message), abort, message});
   }
-  return {real, dlopen};
+  return {real, dlopen, files};
 }
 
 /** Every case where the model disagrees with what the image's loader said, described with its replay. */
 export async function disagreementsInImage(
-  image: {root: string; driver: string}, cases: FuzzCase[], real: Map<number, Real>, dlopen: Map<number, RealDlopen>,
+  image: {root: string; driver: string}, cases: FuzzCase[], real: Map<number, Real>, dlopen: Map<number, RealDlopen>, files?: Map<number, string>,
 ): Promise<string[]> {
   const failures: string[] = [];
   for (const c of cases) {
@@ -78,6 +85,8 @@ export async function disagreementsInImage(
     const opts = {targets: [c.target], ldLibraryPath: c.ldLibraryPath, cwd: c.dir, glibcTunables: imageTunables(c), sysroot: image.root, preload: c.preload === undefined ? undefined : [c.preload]};
     const report = await checkLibraries(opts);
     const diffs = compareTrace(r, modelTrace(report, c.dir, inImage(image.root), inImageName(image.root)));
+    // Stopped while mapping: nothing is listed, and what was mapped before the stop is compared instead.
+    if (r.fatal !== null && files) diffs.push(...compareMappedAtStop(files.get(c.seed) ?? '', report, r.fatal));
     const dlopened = await checkLibraries({...opts, exe: image.driver, strict: true});
     diffs.push(...compareDlopen(d, dlopened, c.dir, inImage(image.root)));
     if (diffs.length > 0) {

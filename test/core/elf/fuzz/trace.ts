@@ -176,15 +176,23 @@ export function compareTrace(r: Real, m: Real): string[] {
 }
 
 /**
- * Where the loader stops at a file it cannot load, `ldd` lists nothing: what it mapped before is
- * what LD_DEBUG=files says ("file=NAME [0];  generating link map", NAME as searched for), which
- * must be the report's objects (the main object, a preload, each dependency mapped before the
- * stop), compared by file name. Empty when they agree.
+ * Where the loader stops while mapping (a file it cannot load, an object asking for an executable
+ * stack it may not make: `fatal`, the name it printed), `ldd` lists nothing: what it mapped before
+ * is what LD_DEBUG=files says ("file=NAME [0];  generating link map", NAME as searched for), which
+ * must be the report's objects (a preload, each dependency mapped before the stop), compared by
+ * file name. Empty when they agree.
  */
-export function compareMappedAtStop(debug: string, report: CheckReport): string[] {
-  const real = [...debug.matchAll(/file=(\S+) \[0\];\s+generating link map/g)].map((m) => m[1].split('/').pop()!).sort();
-  const model = report.objects.map((o) => o.path.split('/').pop()!).sort();
-  return JSON.stringify(real) === JSON.stringify(model) ? [] : [`mapped before the stop: loader ${JSON.stringify(real)}, model ${JSON.stringify(model)}`];
+export function compareMappedAtStop(debug: string, report: CheckReport, fatal: string | null = null): string[] {
+  // An object refused for its executable stack is mapped first ("generating link map"), then
+  // dropped: not one the process has. The main object is on both sides whatever stops.
+  const main = report.checked[0]?.split('/').pop();
+  const real = [...debug.matchAll(/file=(\S+) \[0\];\s+generating link map/g)].map((m) => m[1].split('/').pop()!);
+  const at = fatal === null ? -1 : real.lastIndexOf(fatal);
+  if (at >= 0) real.splice(at, 1);
+  const others = (names: string[]) => names.filter((n) => n !== main).sort();
+  const model = others(report.objects.map((o) => o.path.split('/').pop()!));
+  if (JSON.stringify(others(real)) === JSON.stringify(model)) return [];
+  return [`mapped before the stop: loader ${JSON.stringify(others(real))}, model ${JSON.stringify(model)}`];
 }
 
 /** ld.so's warning for an LD_PRELOAD entry it could not load (the run goes on): not the driver's answer. */
