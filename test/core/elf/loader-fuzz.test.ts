@@ -95,7 +95,7 @@ describeIf(usable, 'needs x86-64 with gcc, as, ld and /lib64/ld-linux-x86-64.so.
       const asMain = await checkLibraries(opts);
       const diffs = compareTrace(r, modelTrace(asMain, c.dir));
       // Stopped at a file: nothing is listed, and what was mapped before it is compared instead.
-      if (r.fatal !== null) diffs.push(...compareMappedAtStop(realFiles.get(c.seed) ?? '', asMain, r.fatal));
+      if (r.fatal !== null) diffs.push(...compareMappedAtStop(realFiles.get(c.seed) ?? '', asMain, r));
       const dlopened = await checkLibraries({...opts, exe: driver, strict: true});
       diffs.push(...compareDlopen(d, dlopened, c.dir));
       if (diffs.length > 0) {

@@ -86,7 +86,7 @@ export async function disagreementsInImage(
     const report = await checkLibraries(opts);
     const diffs = compareTrace(r, modelTrace(report, c.dir, inImage(image.root), inImageName(image.root)));
     // Stopped while mapping: nothing is listed, and what was mapped before the stop is compared instead.
-    if (r.fatal !== null && files) diffs.push(...compareMappedAtStop(files.get(c.seed) ?? '', report, r.fatal));
+    if (r.fatal !== null && files) diffs.push(...compareMappedAtStop(files.get(c.seed) ?? '', report, r));
     const dlopened = await checkLibraries({...opts, exe: image.driver, strict: true});
     diffs.push(...compareDlopen(d, dlopened, c.dir, inImage(image.root)));
     if (diffs.length > 0) {

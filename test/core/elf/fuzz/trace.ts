@@ -177,17 +177,19 @@ export function compareTrace(r: Real, m: Real): string[] {
 
 /**
  * Where the loader stops while mapping (a file it cannot load, an object asking for an executable
- * stack it may not make: `fatal`, the name it printed), `ldd` lists nothing: what it mapped before
+ * stack it may not make: `r.fatal`, the name it printed), `ldd` lists nothing: what it mapped before
  * is what LD_DEBUG=files says ("file=NAME [0];  generating link map", NAME as searched for), which
  * must be the report's objects (a preload, each dependency mapped before the stop), compared by
  * file name. Empty when they agree.
  */
-export function compareMappedAtStop(debug: string, report: CheckReport, fatal: string | null = null): string[] {
+export function compareMappedAtStop(debug: string, report: CheckReport, r: Real): string[] {
   // An object refused for its executable stack is mapped first ("generating link map"), then
-  // dropped: not one the process has. The main object is on both sides whatever stops.
+  // dropped: not one the process has (a file the loader cannot load never gets that far). The
+  // main object is on both sides whatever stops.
   const main = report.checked[0]?.split('/').pop();
   const real = [...debug.matchAll(/file=(\S+) \[0\];\s+generating link map/g)].map((m) => m[1].split('/').pop()!);
-  const at = fatal === null ? -1 : real.lastIndexOf(fatal);
+  const dropped = /cannot enable executable stack/.test(r.raw) ? r.fatal : null;
+  const at = dropped === null ? -1 : real.lastIndexOf(dropped);
   if (at >= 0) real.splice(at, 1);
   const others = (names: string[]) => names.filter((n) => n !== main).sort();
   const model = others(report.objects.map((o) => o.path.split('/').pop()!));
