@@ -33,9 +33,13 @@ export interface NeededEdge {
   passedOver?: Array<{path: string; reason: string}>;
   /** A DT_FILTER or DT_AUXILIARY entry rather than DT_NEEDED (ld.so puts the object before this one); absent for DT_NEEDED. */
   filter?: 'filter' | 'auxiliary';
-  /** The loader stops at the file this search picked (`path` is null): its message, "PATH: file too short". */
+  /**
+   * The load stops at this entry: the loader's message. Its search picked a file the loader cannot
+   * load (`path` null: "PATH: file too short"), or it mapped an object asking for an executable
+   * stack the loader may not make ("NAME: cannot enable executable stack ..."). Absent otherwise.
+   */
   error?: string;
-  /** False on an entry the loader never gets to, having stopped at a file before (path, via, rule null); absent otherwise. */
+  /** False on an entry the loader never gets to, having stopped before it (path, via, rule null); absent otherwise. */
   reached?: false;
 }
 
