@@ -73759,9 +73759,8 @@ function loadStop(p) {
   return null;
 }
 var EXEC_STACK_ERROR = "cannot enable executable stack as shared object requires: Invalid argument";
-function findProblems(p, memo) {
+function findProblems(p, memo, stop = loadStop(p)) {
   const findings = [];
-  const stop = loadStop(p);
   if (p.mainStop) return [{ kind: p.mainStop.noexecMount ? "noexec-mount" : "not-found", object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: p.mainStop }];
   if (stop && stop.at < 0) return [{ kind: "executable-stack", object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: null, execStack: "forbidden" }];
   const forbidExecStack = execStackForbidden(p.ctx.tunables, p.platform.glibc);
@@ -75775,8 +75774,7 @@ function toCheckedObject(obj, stop) {
   });
   return { path: obj.path, soname: obj.info.soname, needed };
 }
-function checkedObjects(p) {
-  const stop = loadStop(p);
+function checkedObjects(p, stop) {
   const mapped = stop && !p.mainStop && stop.at >= 0 ? /* @__PURE__ */ new Set([p.main, ...p.preloadEdges.map((e) => e.object), ...[...stop.reached].filter((e) => e !== stop.edge).map((e) => e.object)]) : stop ? /* @__PURE__ */ new Set([p.main]) : null;
   const objects = [];
   for (const o of p.scope) if (o.role !== "interp" && (!mapped || mapped.has(o))) objects.push(toCheckedObject(o, stop));
@@ -75865,8 +75863,9 @@ async function checkOne(file, ctx, exe, memo, explainCtx, recorder) {
   }
   const p = new LoaderProcess(ctx, platform2);
   p.run(r, exe);
-  const found = findProblems(p, memo);
-  const objects = checkedObjects(p);
+  const stop = loadStop(p);
+  const found = findProblems(p, memo, stop);
+  const objects = checkedObjects(p, stop);
   const startup = p.scope.slice(0, p.startupScopeLength).filter((o) => o.role !== "interp").length;
   return {
     checked: p.target.path,

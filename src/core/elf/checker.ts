@@ -195,13 +195,13 @@ export function loadStop(p: LoaderProcess): LoadStop | null {
 
 const EXEC_STACK_ERROR = 'cannot enable executable stack as shared object requires: Invalid argument';
 
-export function findProblems(p: LoaderProcess, memo: SymbolMemo): Finding[] {
+/** `stop`: loadStop(p), which the caller also lists the process's objects by. */
+export function findProblems(p: LoaderProcess, memo: SymbolMemo, stop: LoadStop | null = loadStop(p)): Finding[] {
   const findings: Finding[] = [];
   // 1. Mapping, in the order ld.so maps (the first failure is the one it reports): missing
   // libraries, files it cannot load, and objects asking for an executable stack it may not make.
   // An auxiliary object that cannot be loaded is left out by ld.so (only a DST that expands to
   // nothing in DT_AUXILIARY is fatal, and that edge carries the error).
-  const stop = loadStop(p);
   // The main object itself cannot be loaded (its mount, its segments, its stack): nothing else happens.
   if (p.mainStop) return [{kind: p.mainStop.noexecMount ? 'noexec-mount' : 'not-found', object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: p.mainStop}];
   if (stop && stop.at < 0) return [{kind: 'executable-stack', object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: null, execStack: 'forbidden'}];

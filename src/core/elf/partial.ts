@@ -148,8 +148,7 @@ function toCheckedObject(obj: LoadedObject, stop: LoadStop | null): CheckedObjec
  * it stopped at. The main object and the LD_PRELOAD objects are mapped before any DT_NEEDED entry
  * (they begin the list mergeResults takes the program's start from).
  */
-function checkedObjects(p: LoaderProcess): CheckedObject[] {
-  const stop = loadStop(p);
+function checkedObjects(p: LoaderProcess, stop: LoadStop | null): CheckedObject[] {
   const mapped = stop && !p.mainStop && stop.at >= 0
     ? new Set([p.main, ...p.preloadEdges.map((e) => e.object), ...[...stop.reached].filter((e) => e !== stop.edge).map((e) => e.object)])
     : stop ? new Set([p.main]) : null;
@@ -256,8 +255,9 @@ async function checkOne(
   }
   const p = new LoaderProcess(ctx, platform);
   p.run(r, exe);
-  const found = findProblems(p, memo);
-  const objects = checkedObjects(p);
+  const stop = loadStop(p);
+  const found = findProblems(p, memo, stop);
+  const objects = checkedObjects(p, stop);
   const startup = p.scope.slice(0, p.startupScopeLength).filter((o) => o.role !== 'interp').length;
   return {
     checked: p.target.path,

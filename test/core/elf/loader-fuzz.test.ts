@@ -1,12 +1,11 @@
 import {afterAll, beforeAll, expect, test} from '@jest/globals';
 import {existsSync} from 'node:fs';
 import {join} from 'node:path';
-import {checkLibraries} from '../../../src/core/elf/index.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {describeIf, testIf} from '../../helpers/skip.js';
 import {generateCase, type FuzzCase} from './fuzz/generate.js';
 import {runScript} from './fuzz/run-script.js';
-import {compareDlopen, compareMappedAtStop, compareTrace, modelTrace, parseTrace, withoutPreloadWarnings, type Real, type RealDlopen} from './fuzz/trace.js';
+import {caseDisagreements, parseTrace, withoutPreloadWarnings, type Real, type RealDlopen} from './fuzz/trace.js';
 import {buildDlopenDriver, haveCommand, HAVE_GCC} from './fixtures.js';
 
 /**
@@ -92,12 +91,7 @@ describeIf(usable, 'needs x86-64 with gcc, as, ld and /lib64/ld-linux-x86-64.so.
         continue;
       }
       const opts = {targets: [c.target], ldLibraryPath: c.ldLibraryPath, cwd: c.dir, glibcTunables: tunablesOf(c), preload: c.preload === undefined ? undefined : [c.preload]};
-      const asMain = await checkLibraries(opts);
-      const diffs = compareTrace(r, modelTrace(asMain, c.dir));
-      // Stopped at a file: nothing is listed, and what was mapped before it is compared instead.
-      if (r.fatal !== null) diffs.push(...compareMappedAtStop(realFiles.get(c.seed) ?? '', asMain, r));
-      const dlopened = await checkLibraries({...opts, exe: driver, strict: true});
-      diffs.push(...compareDlopen(d, dlopened, c.dir));
+      const diffs = await caseDisagreements(opts, r, d, realFiles.get(c.seed) ?? '', driver, c.dir);
       if (diffs.length > 0) {
         failures.push(`seed ${c.seed} (replay: CUDAENV_FUZZ_SEED=${c.seed} CUDAENV_FUZZ_CASES=1)${tunablesOf(c) ? `, GLIBC_TUNABLES=${tunablesOf(c)}` : ""}:\n${c.description.join('\n')}\n${diffs.join('\n')}\n--- ld.so trace output:\n${r.raw.trim()}`);
       }

@@ -1,9 +1,8 @@
 import {dirname, join} from 'node:path';
-import {checkLibraries} from '../../../../src/core/elf/index.js';
 import type {FuzzCase} from './generate.js';
 import {inImage, inImageName, q} from './images.js';
 import {runScript} from './run-script.js';
-import {compareDlopen, compareMappedAtStop, compareTrace, modelTrace, parseTrace, withoutPreloadWarnings, type Real, type RealDlopen} from './trace.js';
+import {caseDisagreements, parseTrace, withoutPreloadWarnings, type Real, type RealDlopen} from './trace.js';
 
 /**
  * The seeded fuzz cases run in a system image (loader-glibc-releases, loader-aarch64): each asked
@@ -83,12 +82,7 @@ export async function disagreementsInImage(
       continue;
     }
     const opts = {targets: [c.target], ldLibraryPath: c.ldLibraryPath, cwd: c.dir, glibcTunables: imageTunables(c), sysroot: image.root, preload: c.preload === undefined ? undefined : [c.preload]};
-    const report = await checkLibraries(opts);
-    const diffs = compareTrace(r, modelTrace(report, c.dir, inImage(image.root), inImageName(image.root)));
-    // Stopped while mapping: nothing is listed, and what was mapped before the stop is compared instead.
-    if (r.fatal !== null && files) diffs.push(...compareMappedAtStop(files.get(c.seed) ?? '', report, r));
-    const dlopened = await checkLibraries({...opts, exe: image.driver, strict: true});
-    diffs.push(...compareDlopen(d, dlopened, c.dir, inImage(image.root)));
+    const diffs = await caseDisagreements(opts, r, d, files?.get(c.seed), image.driver, c.dir, inImage(image.root), inImageName(image.root));
     if (diffs.length > 0) {
       failures.push(`seed ${c.seed} (replay: CUDAENV_FUZZ_SEED=${c.seed} CUDAENV_FUZZ_CASES=1)${imageTunables(c) ? `, GLIBC_TUNABLES=${imageTunables(c)}` : ''}:\n${c.description.join('\n')}\n${diffs.join('\n')}\n--- ld.so trace output:\n${r.raw.trim()}\n--- dlopen:\n${d.message.trim()}`);
     }

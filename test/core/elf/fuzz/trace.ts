@@ -1,5 +1,5 @@
 import {realpathSync} from 'node:fs';
-import type {CheckReport} from '../../../../src/core/elf/index.js';
+import {checkLibraries, type CheckOptions, type CheckReport} from '../../../../src/core/elf/index.js';
 import {readElfSync} from '../../../../src/core/elf/reader/index.js';
 
 /**
@@ -268,4 +268,20 @@ export function compareDlopen(r: RealDlopen, report: CheckReport, dir: string, r
       firstSymbol.symbol === m[2] && real(dir, firstSymbol.object) === real(dir, m[1]) && first === 2 ? [] : [`dlopen (first symbol problem): ${base}`];
   }
   return [`dlopen: unclassified loader message; ${base}`];
+}
+
+/**
+ * Everything the fuzzers compare for one case: the model as `ldd` runs it against the trace (and,
+ * where the load stops, against LD_DEBUG=files of it), and the model with `exe` against the dlopen.
+ */
+export async function caseDisagreements(
+  opts: CheckOptions, r: Real, d: RealDlopen, debug: string | undefined, exe: string, dir: string,
+  real: Resolve = hostReal, missing: MissingName = asPrinted,
+): Promise<string[]> {
+  const report = await checkLibraries(opts);
+  const diffs = compareTrace(r, modelTrace(report, dir, real, missing));
+  // Stopped while mapping: nothing is listed, and what was mapped before the stop is compared instead.
+  if (r.fatal !== null && debug !== undefined) diffs.push(...compareMappedAtStop(debug, report, r));
+  diffs.push(...compareDlopen(d, await checkLibraries({...opts, exe, strict: true}), dir, real));
+  return diffs;
 }
