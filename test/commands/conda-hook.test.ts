@@ -1,5 +1,5 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
-import {chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs';
+import {chmodSync, existsSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {spawnSync} from 'node:child_process';
 import {CLI, cliEnv, runCli} from '../helpers/cli.js';
@@ -9,7 +9,7 @@ import {buildLib, HAVE_GCC, HAVE_LDD, lddVerdict} from '../core/elf/fixtures.js'
 import {makeCondaPrefix} from '../core/conda/fixtures-env.js';
 import {FAKE_CONDA} from '../core/conda/conda-sim.js';
 import {describeIf, testIf} from '../helpers/skip.js';
-import {CAN_MOUNT_NAMESPACE, NEEDS} from '../helpers/capabilities.js';
+import {CAN_MOUNT_NAMESPACE, NEEDS, PYTHON_EXE} from '../helpers/capabilities.js';
 
 /** `cudaenv conda hook install|uninstall|status` through the built CLI. */
 
@@ -278,5 +278,74 @@ describeIf(HAVE_GCC, 'needs gcc (apt-get install gcc)')('the install-time librar
     const j = JSON.parse(r.stdout);
     expect(j.check.problems).toEqual([]);
     expect(j.check.existing).toContainEqual(expect.objectContaining({kind: 'not-found', object: broken, library: 'libgonedep.so.1'}));
+  });
+});
+
+describeIf(HAVE_GCC && HAVE_LDD && PYTHON_EXE !== null, 'needs gcc, ldd and python3 (apt-get install gcc libc-bin python3)')('the install-time check models the environment\'s Python loading the wheels', () => {
+  let envS: string;
+  let user: string;
+  let heavyDir: string;
+  const runPython = (lib: string, ld?: string) => {
+    const e: NodeJS.ProcessEnv = {...process.env};
+    delete e.LD_LIBRARY_PATH;
+    if (ld !== undefined) e.LD_LIBRARY_PATH = ld;
+    return spawnSync(join(envS, 'bin', 'python3'), ['-c', 'import ctypes, sys; ctypes.CDLL(sys.argv[1])', lib], {encoding: 'utf8', env: e});
+  };
+
+  beforeAll(() => {
+    envS = makeCondaPrefix(join(tmp.dir, 'miniforge', 'envs', 'statictls'), 'S');
+    spawnSync('ln', ['-s', PYTHON_EXE!, join(envS, 'bin', 'python3')]);
+    const wheel = join(envS, 'lib', 'python3.11', 'site-packages', 'nvidia', 'tlsuser', 'lib');
+    // The wheel's own copy of the dependency keeps its thread-locals to itself; the toolkit's copy,
+    // as libgomp or an OpenMP runtime, reaches them as initial-exec: 64 KB, past any static TLS surplus.
+    const dep = buildLib({out: join(wheel, 'libtlsdep.so.1'), soname: 'libtlsdep.so.1', source: 'int tls_fn(void){return 1;}\n'});
+    user = buildLib({
+      out: join(wheel, 'libtlsuser.so'), soname: 'libtlsuser.so', source: 'int tls_fn(void);\nint user_fn(void){return tls_fn();}\n',
+      link: [dep], runpath: '$ORIGIN',
+    });
+    makeFakeToolkit(join(store, 'versions', '12.6.3'), {version: '12.6.3'});
+    heavyDir = join(store, 'versions', '12.6.3', 'lib64');
+    buildLib({
+      out: join(heavyDir, 'libtlsdep.so.1'), soname: 'libtlsdep.so.1',
+      source: '__thread char big[65536] __attribute__((tls_model("initial-exec")));\nint tls_fn(void){return big[0];}\n',
+    });
+  });
+
+  test('the real loaders: ldd -r sees nothing wrong either way; Python\'s dlopen fails only with the toolkit first on LD_LIBRARY_PATH', () => {
+    expect(lddVerdict(user).raw).not.toMatch(/undefined|not found|error/);
+    expect(lddVerdict(user, heavyDir).raw).not.toMatch(/undefined|not found|error/);
+    expect(lddVerdict(user, heavyDir).libs).toContainEqual(`libtlsdep.so.1 => ${join(heavyDir, 'libtlsdep.so.1')}`);
+    expect(runPython(user).status).toBe(0);
+    const r = runPython(user, heavyDir);
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toContain(`${join(heavyDir, 'libtlsdep.so.1')}: cannot allocate memory in static TLS block`);
+  });
+
+  test('refuses the hook whose LD_LIBRARY_PATH makes the wheel\'s library unloadable in Python, and writes nothing', () => {
+    const r = runCli(['conda', 'hook', 'install', '12.6', '-p', envS], {env: env()});
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain(`not installing the hook: with CUDA 12.6.3's libraries first on LD_LIBRARY_PATH, libraries of the conda environment ${envS} would fail to load:`);
+    expect(r.stderr).toContain('static TLS');
+    expect(r.stderr).toContain(join(heavyDir, 'libtlsdep.so.1'));
+    expect(r.stderr).toContain(`cudaenv conda hook install 12.6.3 -p ${envS} --ld-library-path none`);
+    for (const f of allHookFiles(envS)) expect(existsSync(f)).toBe(false);
+    const j = JSON.parse(runCli(['conda', 'hook', 'install', '12.6', '-p', envS, '--force', '--json'], {env: env()}).stdout);
+    expect(j.check.interpreter).toBe(realpathSync(PYTHON_EXE!));
+    expect(j.check.problems).toEqual([expect.objectContaining({kind: 'static-tls'})]);
+    expect(j.check.existing).toEqual([]);
+    runCli(['conda', 'hook', 'uninstall', '-p', envS], {env: env()});
+  });
+
+  test('without an interpreter in the environment the wheels are checked as `ldd -r` loads them, which cannot see it', () => {
+    rmSync(join(envS, 'bin', 'python3'));
+    try {
+      const r = runCli(['conda', 'hook', 'install', '12.6', '-p', envS, '--json'], {env: env()});
+      expect(r.status).toBe(0);
+      const j = JSON.parse(r.stdout);
+      expect(j.check).toMatchObject({interpreter: null, problems: []});
+      runCli(['conda', 'hook', 'uninstall', '-p', envS], {env: env()});
+    } finally {
+      spawnSync('ln', ['-s', PYTHON_EXE!, join(envS, 'bin', 'python3')]);
+    }
   });
 });

@@ -108,10 +108,13 @@ export async function installHook(req: InstallRequest): Promise<InstallResult> {
 
 function refusal(prefix: string, label: string, problems: Problem[]): CudaenvError {
   // The summary names the file picked; the shadowed candidate says why that is wrong (the environment's own copy).
-  const lines = problems.slice(0, 3).map((p) => `  ${p.summary}${p.shadowed ? `\n    instead of ${p.shadowed}` : ''}`);
+  // A summary that names the object by its file name alone (static TLS) gets its path: which copy the hook picks is the point.
+  const lines = problems.slice(0, 3).map((p) => `  ${p.summary}${p.shadowed ? `\n    instead of ${p.shadowed}` : p.summary.includes(p.object) ? '' : `\n    (${p.object})`}`);
   if (problems.length > 3) lines.push(`  ... and ${problems.length - 3} more (--json lists them)`);
+  // A missing symbol or version is a wrong library bound; anything else (static TLS, an executable stack) a load that fails.
+  const wrongLibrary = problems[0]!.kind === 'undefined-symbol' || problems[0]!.kind === 'version-not-found';
   return new CudaenvError(
-    `not installing the hook: with CUDA ${label}'s libraries first on LD_LIBRARY_PATH, libraries of the conda environment ${prefix} would bind a wrong library:\n${lines.join('\n')}`,
+    `not installing the hook: with CUDA ${label}'s libraries first on LD_LIBRARY_PATH, libraries of the conda environment ${prefix} would ${wrongLibrary ? 'bind a wrong library' : 'fail to load'}:\n${lines.join('\n')}`,
     {
       hint: `Install it without touching LD_LIBRARY_PATH (PATH, CUDA_HOME and CUDA_PATH still switch): cudaenv conda hook install ${label} -p ${quoteSh(prefix)} --ld-library-path none\nOr install it anyway with --force.`,
       code: 'hook-breaks-libraries',

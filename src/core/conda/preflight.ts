@@ -1,8 +1,8 @@
 import {statSync} from 'node:fs';
 import {join} from 'node:path';
 import {toolkitEnvironment} from '../shell/toolkit-env.js';
-import {pythonCudaLibDirs, sitePackagesUnder} from '../system/python-env.js';
-import type {Problem} from '../elf/api.js';
+import {firstOnPath, pythonCudaLibDirs, sitePackagesUnder} from '../system/python-env.js';
+import type {CheckOptions, Problem} from '../elf/api.js';
 
 export interface HookCheck {
   /** Directories checked: the environment's lib/, torch/lib and nvidia/*\/lib of its site-packages. */
@@ -13,6 +13,11 @@ export interface HookCheck {
   problems: Problem[];
   /** Problems that exist with or without the hook (reported, never a reason to refuse). */
   existing: Problem[];
+  /**
+   * The environment's interpreter the wheels' libraries were checked as loaded by (dlopen: static
+   * TLS, executable stacks), or null: no interpreter binary in the environment, so `ldd -r`'s model.
+   */
+  interpreter: string | null;
 }
 
 /** The environment's CUDA library directories the loader model looks at. */
@@ -41,18 +46,32 @@ export async function checkHook(options: {
   env?: NodeJS.ProcessEnv;
 }): Promise<HookCheck> {
   const env = options.env ?? process.env;
-  const targets = environmentLibDirs(options.prefix);
+  const libDirs = environmentLibDirs(options.prefix);
+  const wheelDirs = new Set(pythonCudaLibDirs(sitePackagesUnder(options.prefix)));
+  const targets = [...libDirs];
   const withHook = toolkitEnvironment(env, options.toolkit, options.storeVersionsDir, 'prepend').LD_LIBRARY_PATH;
   // The hook prepends to what the shell has; entries of other cudaenv versions would be
   // there only through `cudaenv use`, which the model leaves out in both runs.
   const without = toolkitEnvironment(env, undefined, options.storeVersionsDir, 'none').LD_LIBRARY_PATH;
-  if (targets.length === 0) return {targets, ldLibraryPath: withHook ?? null, problems: [], existing: []};
-  const {checkLibraries} = await import('../elf/index.js');
-  const common = {targets, storeVersionsDir: options.storeVersionsDir};
-  const [hooked, baseline] = await Promise.all([
-    checkLibraries({...common, ldLibraryPath: withHook}),
-    checkLibraries({...common, ldLibraryPath: without}),
-  ]);
+  if (targets.length === 0) return {targets, ldLibraryPath: withHook ?? null, problems: [], existing: [], interpreter: null};
+  const {checkLibraries, combineReports, dynamicProgram} = await import('../elf/index.js');
+  // The environment's lib/ serves any program: checked as `ldd -r` loads it. Its Python dlopens the
+  // wheels' libraries: checked as that interpreter does, as after any other switch (switch-check.ts),
+  // so a library the hook's LD_LIBRARY_PATH picks is refused for what only a dlopen meets (its
+  // initial-exec TLS past the static TLS surplus, an executable stack on glibc 2.41).
+  const python = firstOnPath(['python3', 'python'], join(options.prefix, 'bin'));
+  const interpreter = python ? dynamicProgram(python) : null;
+  const plain = targets.filter((d) => !wheelDirs.has(d));
+  const wheels = targets.filter((d) => wheelDirs.has(d));
+  const run = async (ldLibraryPath: string | undefined) => {
+    const common: CheckOptions = {targets: [], storeVersionsDir: options.storeVersionsDir, ldLibraryPath};
+    const reports = await Promise.all([
+      plain.length > 0 ? checkLibraries({...common, targets: plain}) : null,
+      wheels.length > 0 ? checkLibraries({...common, targets: wheels, ...(interpreter ? {exe: interpreter} : {})}) : null,
+    ]);
+    return combineReports(reports.filter((r) => r !== null));
+  };
+  const [hooked, baseline] = await Promise.all([run(withHook), run(without)]);
   const before = new Set(baseline.problems.filter(failing).map(key));
   const failingWithHook = hooked.problems.filter(failing);
   return {
@@ -60,6 +79,7 @@ export async function checkHook(options: {
     ldLibraryPath: withHook ?? null,
     problems: failingWithHook.filter((p) => !before.has(key(p))),
     existing: failingWithHook.filter((p) => before.has(key(p))),
+    interpreter,
   };
 }
 
