@@ -148,13 +148,20 @@ function toCheckedObject(obj: LoadedObject, stop: LoadStop | null): CheckedObjec
  * it stopped at. The main object and the LD_PRELOAD objects are mapped before any DT_NEEDED entry
  * (they begin the list mergeResults takes the program's start from).
  */
-function checkedObjects(p: LoaderProcess, stop: LoadStop | null): CheckedObject[] {
+function checkedObjects(p: LoaderProcess, stop: LoadStop | null): {objects: CheckedObject[]; startup: number} {
   const mapped = stop && !p.mainStop && stop.at >= 0
     ? new Set([p.main, ...p.preloadEdges.map((e) => e.object), ...[...stop.reached].filter((e) => e !== stop.edge).map((e) => e.object)])
     : stop ? new Set([p.main]) : null;
   const objects: CheckedObject[] = [];
-  for (const o of p.scope) if (o.role !== 'interp' && (!mapped || mapped.has(o))) objects.push(toCheckedObject(o, stop));
-  return objects;
+  // The process's start-up objects are a prefix of its scope, so those listed are a prefix of
+  // `objects`: counted here, as they are listed, for the merge's ordering (FileResult.startup).
+  let startup = 0;
+  p.scope.forEach((o, i) => {
+    if (o.role === 'interp' || (mapped && !mapped.has(o))) return;
+    objects.push(toCheckedObject(o, stop));
+    if (i < p.startupScopeLength) startup++;
+  });
+  return {objects, startup};
 }
 
 export async function checkPartial(options: CheckOptions, files: IndexedFile[]): Promise<FileResult[]> {
@@ -257,8 +264,7 @@ async function checkOne(
   p.run(r, exe);
   const stop = loadStop(p);
   const found = findProblems(p, memo, stop);
-  const objects = checkedObjects(p, stop);
-  const startup = p.scope.slice(0, p.startupScopeLength).filter((o) => o.role !== 'interp').length;
+  const {objects, startup} = checkedObjects(p, stop);
   return {
     checked: p.target.path,
     objects,
