@@ -75405,21 +75405,56 @@ function loaderPlatform(elfClass, machine, sysroot = "", cacheGenerator) {
 import { readFileSync as readFileSync5, realpathSync as realpathSync4 } from "node:fs";
 var mounts;
 var unescape = (s) => s.replace(/\\([0-7]{3})/g, (_m, o) => String.fromCharCode(parseInt(o, 8)));
-function readMounts() {
-  if (mounts) return mounts;
-  mounts = [];
-  let text = "";
-  try {
-    text = readFileSync5("/proc/self/mountinfo", "utf8");
-  } catch {
-    return mounts;
-  }
+function parseMountinfo(text) {
+  const out = [];
   for (const line of text.split("\n")) {
     const f = line.split(" ");
     if (f.length < 6) continue;
-    mounts.push({ point: unescape(f[4]), noexec: f[5].split(",").includes("noexec") });
+    out.push({ id: Number(f[0]), parent: Number(f[1]), point: unescape(f[4]), noexec: f[5].split(",").includes("noexec") });
+  }
+  return out;
+}
+function readMounts() {
+  if (mounts) return mounts;
+  try {
+    mounts = parseMountinfo(readFileSync5("/proc/self/mountinfo", "utf8"));
+  } catch {
+    mounts = [];
   }
   return mounts;
+}
+var under = (path13, point) => point === "/" || path13 === point || path13.startsWith(`${point}/`);
+function mountHolding(list, path13) {
+  const ids = new Set(list.map((m) => m.id));
+  const children = /* @__PURE__ */ new Map();
+  for (const m of list) {
+    if (m.parent === m.id || !ids.has(m.parent)) continue;
+    const kids = children.get(m.parent);
+    if (kids) kids.push(m);
+    else children.set(m.parent, [m]);
+  }
+  const root = list.find((m) => (m.parent === m.id || !ids.has(m.parent)) && m.point === "/");
+  if (!root) return longestPrefix(list, path13);
+  let current = root;
+  for (let depth = 0; depth < list.length; depth++) {
+    const point = current.point;
+    const kids = children.get(current.id) ?? [];
+    const cover = kids.filter((k) => k.point === point).pop();
+    if (cover) {
+      current = cover;
+      continue;
+    }
+    let next;
+    for (const k of kids) if (under(path13, k.point) && (!next || k.point.length >= next.point.length)) next = k;
+    if (!next) return current;
+    current = next;
+  }
+  return current;
+}
+function longestPrefix(list, path13) {
+  let best = null;
+  for (const m of list) if (under(path13, m.point) && (best === null || m.point.length >= best.point.length)) best = m;
+  return best;
 }
 var answers = /* @__PURE__ */ new Map();
 function noexecMountOf(path13) {
@@ -75437,12 +75472,8 @@ function lookUp(path13) {
   } catch {
     return null;
   }
-  let best = null;
-  for (const m of readMounts()) {
-    const inside = m.point === "/" || real === m.point || real.startsWith(`${m.point}/`);
-    if (inside && (best === null || m.point.length >= best.point.length)) best = m;
-  }
-  return best?.noexec ? best.point : null;
+  const m = mountHolding(readMounts(), real);
+  return m?.noexec ? m.point : null;
 }
 function noexecMountPoints() {
   return readMounts().filter((m) => m.noexec).map((m) => m.point);
@@ -75777,8 +75808,13 @@ function toCheckedObject(obj, stop) {
 function checkedObjects(p, stop) {
   const mapped = stop && !p.mainStop && stop.at >= 0 ? /* @__PURE__ */ new Set([p.main, ...p.preloadEdges.map((e) => e.object), ...[...stop.reached].filter((e) => e !== stop.edge).map((e) => e.object)]) : stop ? /* @__PURE__ */ new Set([p.main]) : null;
   const objects = [];
-  for (const o of p.scope) if (o.role !== "interp" && (!mapped || mapped.has(o))) objects.push(toCheckedObject(o, stop));
-  return objects;
+  let startup = 0;
+  p.scope.forEach((o, i) => {
+    if (o.role === "interp" || mapped && !mapped.has(o)) return;
+    objects.push(toCheckedObject(o, stop));
+    if (i < p.startupScopeLength) startup++;
+  });
+  return { objects, startup };
 }
 async function checkPartial(options, files) {
   const cwd = options.cwd ?? process.cwd();
@@ -75865,8 +75901,7 @@ async function checkOne(file, ctx, exe, memo, explainCtx, recorder) {
   p.run(r, exe);
   const stop = loadStop(p);
   const found = findProblems(p, memo, stop);
-  const objects = checkedObjects(p, stop);
-  const startup = p.scope.slice(0, p.startupScopeLength).filter((o) => o.role !== "interp").length;
+  const { objects, startup } = checkedObjects(p, stop);
   return {
     checked: p.target.path,
     objects,
