@@ -23,13 +23,15 @@ export interface Shadow {
 export interface EntryVerdict {
   entry: string;
   shadows: Shadow[];
+  /** Dependencies bound through the entry that nothing binds without it (`instead` null): the entry is needed. */
+  supplies: Shadow[];
   problems: Problem[];
 }
 
 export interface ShadowingResult {
   /** One verdict per CUDA entry of LD_LIBRARY_PATH. */
   verdicts: EntryVerdict[];
-  /** Problems of the Python environment's libraries that remain without those entries. */
+  /** Problems of the Python environment's libraries that fail now and remain without those entries. */
   baselineProblems: Problem[];
   findings: Finding[];
 }
@@ -48,9 +50,10 @@ function problemKey(p: Problem): string {
   return [p.kind, p.object, p.library, p.version, p.symbol].join('\0');
 }
 
+/** Each object's dependency edges by (object, name): the file bound, or null where the search found none; unreached edges are left out. */
 function edgeMap(report: CheckReport): Map<string, string | null> {
   const map = new Map<string, string | null>();
-  for (const o of report.objects) for (const e of o.needed) map.set(`${o.path}\0${e.name}`, e.path);
+  for (const o of report.objects) for (const e of o.needed) if (e.reached !== false) map.set(`${o.path}\0${e.name}`, e.path);
   return map;
 }
 
@@ -137,18 +140,27 @@ export async function shadowingFindings(
     const dirReal = real(dir);
     const inEntry = (path: string | null | undefined): boolean => !!path && (trimSlash(dirname(path)) === dir || real(dirname(path)) === dirReal);
     const shadows: Shadow[] = [];
+    const supplies: Shadow[] = [];
     // Every object the wheels' libraries load counts, not only those inside the Python directories:
     // torch/lib/libtorch.so -> a system library -> libcurand.so.10 is redirected all the same.
     for (const o of current.objects) {
       for (const e of o.needed) {
         if (e.via !== 'ld_library_path' || !inEntry(e.path)) continue;
-        const instead = baseEdges.get(`${o.path}\0${e.name}`) ?? null;
-        // The same file by another spelling ($ORIGIN/../.. or a link) is no shadow.
+        const key = `${o.path}\0${e.name}`;
+        const instead = baseEdges.get(key) ?? null;
+        // Without the entry the search finds nothing: the entry supplies the library, it shadows
+        // nothing (dropping it, the fix a shadow gets, would break the load).
+        if (baseEdges.has(key) && instead === null) {
+          supplies.push({object: o.path, library: e.name, chosen: e.path!, instead: null});
+          continue;
+        }
+        // The same file by another spelling ($ORIGIN/../.. or a link) is no shadow. Unknown without
+        // the entry (that load stops before this edge, or never maps the object): a shadow, no "instead".
         if (instead === null || real(instead) !== real(e.path!)) shadows.push({object: o.path, library: e.name, chosen: e.path!, instead});
       }
     }
     const problems = newProblems.filter((p) => (p.chosen?.startsWith(`${dir}/`) ?? false) || inEntry(p.library ? boundAt.get(p.library) : undefined));
-    return {entry: entry.entry, shadows, problems};
+    return {entry: entry.entry, shadows, supplies, problems};
   });
 
   const attributed = new Set(verdicts.flatMap((v) => v.problems.map(problemKey)));
@@ -198,7 +210,21 @@ export async function shadowingFindings(
       fix: unattributed[0]!.fix ?? 'Remove the CUDA toolkit entries from LD_LIBRARY_PATH (cudaenv use VERSION --ld-library-path none)',
     });
   }
-  const baselineProblems = base.problems.filter((p) => p.kind !== 'unversioned-undefined-symbol' && !(p.library && isDriverLibraryName(p.library)));
+  for (const v of verdicts) {
+    if (v.supplies.length === 0 || v.problems.length > 0) continue;
+    findings.push({
+      id: 'env.ld-library-path-supplies-python',
+      severity: 'info',
+      title: `LD_LIBRARY_PATH entry ${v.entry} provides ${[...new Set(v.supplies.map((s) => s.library))].join(', ')}, which the Python environment's CUDA libraries find nowhere else: keep it`,
+      evidence: v.supplies.slice(0, 6).map((s) => `${objectName(s.object)} needs ${s.library}: ${s.chosen}; not found without this entry`)
+        .concat(v.supplies.length > 6 ? [`... and ${v.supplies.length - 6} more`] : []),
+      fix: null,
+    });
+  }
+  // What fails now and would still fail without the entries (a problem only without them is one
+  // the entries fix: reported above as what they provide, never as a failure of this environment).
+  const currentKeys = new Set(current.problems.map(problemKey));
+  const baselineProblems = base.problems.filter((p) => currentKeys.has(problemKey(p)) && p.kind !== 'unversioned-undefined-symbol' && !(p.library && isDriverLibraryName(p.library)));
   if (baselineProblems.length > 0) {
     findings.push({
       id: 'pytorch.libraries-broken',

@@ -97,6 +97,38 @@ maybe('LD_LIBRARY_PATH entries against the pip CUDA wheels, decided by the check
   });
 });
 
+maybe('an LD_LIBRARY_PATH entry that supplies what nothing else has', () => {
+  test('is not a shadow: without it the wheel\'s dependency is not found, so dropping it is no fix', async () => {
+    const tmp = makeTempDir();
+    try {
+      const m = makeMachine(tmp.dir);
+      const sp = join(tmp.dir, 'venv/lib/python3.11/site-packages');
+      // A toolkit's lib64 (doctor weighs the CUDA entries of LD_LIBRARY_PATH), with a library no wheel brings.
+      const entry = join(makeFakeToolkit(join(tmp.dir, 'opt/cuda-12.6'), {version: '12.6.3'}), 'lib64');
+      const only = buildLib({out: join(entry, 'libvendoronly.so.1'), soname: 'libvendoronly.so.1', source: 'int vendor_fn(void){return 0;}\n'});
+      const wheel = buildLib({
+        out: join(sp, 'nvidia/extra/lib/libextra.so.1'), soname: 'libextra.so.1', source: 'int vendor_fn(void);\nint extra_fn(void){return vendor_fn();}\n',
+        link: [only], rpath: '$ORIGIN', runpath: true,
+      });
+      fakePython(m, [sp]);
+      // The premise, from the real loader: found only through the entry.
+      expect(lddR(wheel, entry)).toContain(`libvendoronly.so.1 => ${only}`);
+      expect(lddR(wheel, undefined)).toContain('libvendoronly.so.1 => not found');
+      m.env = {...m.env, LD_LIBRARY_PATH: entry};
+      const report = await runDoctor(m.ctx(), defaultDeps);
+      expect(report.findings.filter((x) => x.severity !== 'info' && (x.id.startsWith('env.ld-library-path') || x.id.startsWith('pytorch.libraries')))).toEqual([]);
+      expect(report.findings.filter((x) => x.id === 'env.ld-library-path-supplies-python')).toEqual([{
+        id: 'env.ld-library-path-supplies-python', severity: 'info', fix: null,
+        title: `LD_LIBRARY_PATH entry ${entry} provides libvendoronly.so.1, which the Python environment's CUDA libraries find nowhere else: keep it`,
+        evidence: [`nvidia/extra/lib/libextra.so.1 needs libvendoronly.so.1: ${only}; not found without this entry`],
+      }]);
+      expect(report.facts.ldLibraryPath).toEqual([expect.objectContaining({entry, shadows: 0, breaks: 0})]);
+    } finally {
+      tmp.cleanup();
+    }
+  });
+});
+
 maybe('the Python environment\'s own CUDA libraries', () => {
   test('a wheel library whose dependency is missing everywhere is an error of its own, not blamed on LD_LIBRARY_PATH', async () => {
     const tmp = makeTempDir();
