@@ -74524,8 +74524,10 @@ function listTargets(targets, options = {}) {
     let st;
     try {
       st = statHost(path13);
-    } catch {
-      throw new UsageError(`${target}: no such file or directory`, "Give shared objects or directories that hold them.");
+    } catch (error2) {
+      const code = isErrno(error2) ? error2.code : void 0;
+      const why = code === "ELOOP" ? "too many levels of symbolic links (a link that leads back to itself)" : code === "EACCES" ? "permission denied (a directory on the way cannot be searched)" : code === "ENOTDIR" ? "a component of the path is not a directory" : code === "ENOENT" || code === void 0 ? "no such file or directory" : `cannot be read (${code})`;
+      throw new UsageError(`${target}: ${why}`, code === "ELOOP" ? "Fix the link, or give the file it should lead to." : "Give shared objects or directories that hold them.");
     }
     if (st.isDirectory()) {
       visitDir(path13, 0);

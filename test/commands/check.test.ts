@@ -164,7 +164,16 @@ d('cudaenv check', () => {
     const nothing = runCli(['check', join(tmp.dir, 'nope.so')], {env});
     expect(nothing.status).toBe(2);
     expect(nothing.stderr).toContain('nope.so: no such file or directory');
+    // A symlink loop is named as one, not as a missing file.
+    symlinkSync('loop-b.so', join(tmp.dir, 'loop-a.so'));
+    symlinkSync('loop-a.so', join(tmp.dir, 'loop-b.so'));
+    const loop = runCli(['check', join(tmp.dir, 'loop-a.so')], {env});
+    expect(loop.status).toBe(2);
+    expect(loop.stderr).toContain(`${join(tmp.dir, 'loop-a.so')}: too many levels of symbolic links (a link that leads back to itself)`);
+    expect(loop.stderr).toContain('Fix the link');
     const script = join(tmp.dir, 'venv', 'lib', 'python3.11', 'site-packages', 'nvidia', 'cusparse', 'lib', 'libcusparse.so');
+    const notDir = runCli(['check', join(script, 'x.so')], {env});
+    expect(notDir.stderr).toContain('x.so: a component of the path is not a directory');
     const notElf = runCli(['check', script], {env});
     expect(notElf.status).toBe(2);
     expect(notElf.stderr).toContain('a linker script');

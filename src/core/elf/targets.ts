@@ -2,7 +2,7 @@ import type {Stats} from 'node:fs';
 import {closeSync, constants, openSync, readdirSync, readSync, realpathSync, statSync} from 'node:fs';
 import {join} from 'node:path';
 import {kernelPath} from './kernel-path.js';
-import {UsageError} from '../errors.js';
+import {isErrno, UsageError} from '../errors.js';
 import {cachedElfSync, inodeKey} from './file-cache.js';
 import {ElfError} from './reader/index.js';
 import {isInside, normalRoot, realpathIn} from './sysroot.js';
@@ -143,8 +143,14 @@ export function listTargets(targets: string[], options: {recursive?: boolean; cw
     let st: Stats;
     try {
       st = statHost(path);
-    } catch {
-      throw new UsageError(`${target}: no such file or directory`, 'Give shared objects or directories that hold them.');
+    } catch (error) {
+      const code = isErrno(error) ? error.code : undefined;
+      const why = code === 'ELOOP' ? 'too many levels of symbolic links (a link that leads back to itself)'
+        : code === 'EACCES' ? 'permission denied (a directory on the way cannot be searched)'
+        : code === 'ENOTDIR' ? 'a component of the path is not a directory'
+        : code === 'ENOENT' || code === undefined ? 'no such file or directory'
+        : `cannot be read (${code})`;
+      throw new UsageError(`${target}: ${why}`, code === 'ELOOP' ? 'Fix the link, or give the file it should lead to.' : 'Give shared objects or directories that hold them.');
     }
     if (st.isDirectory()) {
       visitDir(path, 0);
