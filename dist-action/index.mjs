@@ -75447,7 +75447,7 @@ function mountHolding(list, path13) {
       continue;
     }
     let next;
-    for (const k of kids) if (under(path13, k.point) && (!next || k.point.length >= next.point.length)) next = k;
+    for (const k of kids) if (under(path13, k.point) && (!next || k.point.length <= next.point.length)) next = k;
     if (!next) return current;
     current = next;
   }

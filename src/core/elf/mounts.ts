@@ -49,8 +49,9 @@ const under = (path: string, point: string): boolean => point === '/' || path ==
  * The mount that holds `path` (absolute, links resolved), walked down from the root mount as the
  * kernel crosses mount points: at each mount, a child mounted on that mount's own root covers it
  * whole (what `mount` over a directory that already is a mount point makes); otherwise the child
- * with the deepest mount point on the way to the path is entered. A mount under a directory that
- * another was mounted over later is thereby never reached, though its point is the longest prefix.
+ * whose mount point the path reaches first (the shallowest) is entered. A mount under a directory
+ * that another was mounted over later is thereby never reached, though its point is the longest
+ * prefix: /a/b mounted inside the /a mount, then /a mounted again; or /a/b mounted, then /a.
  * Without a usable tree (no root mount: a mountinfo that is not the kernel's), the last listed of
  * the longest mount points above the path.
  */
@@ -76,8 +77,10 @@ export function mountHolding(list: readonly Mount[], path: string): Mount | null
       current = cover;
       continue;
     }
+    // The walk meets the shallowest of them first and crosses into it: a deeper child of this same
+    // mount lies under that one's mount point, hidden (it was mounted before the shallower one).
     let next: Mount | undefined;
-    for (const k of kids) if (under(path, k.point) && (!next || k.point.length >= next.point.length)) next = k;
+    for (const k of kids) if (under(path, k.point) && (!next || k.point.length <= next.point.length)) next = k;
     if (!next) return current;
     current = next;
   }

@@ -22,6 +22,7 @@ let tmp: {dir: string; cleanup: () => void};
 const stacks: string[] = [];
 let hiddenNoexec: string;
 let hiddenExec: string;
+let hiddenUnder: string;
 let driver: string;
 
 const env = () => ({PATH: process.env.PATH});
@@ -63,6 +64,16 @@ describeIf(HAVE_GCC && CAN_MOUNT_TMPFS, HAVE_GCC ? NEEDS.tmpfs : NEEDS.tool('gcc
     hiddenNoexec = stack(join(tmp.dir, 'x'), '', 'noexec,', '', good);
     // ... and an exec mount inside one a noexec file system was later mounted over.
     hiddenExec = stack(join(tmp.dir, 'y'), '', '', 'noexec,', good);
+    // A noexec mount at z/a/b first, then an exec file system at z/a: both children of the same
+    // mount, the deeper one hidden under the shallower.
+    const za = join(tmp.dir, 'z', 'a');
+    mkdirSync(join(za, 'b'), {recursive: true});
+    stacks.push(za, join(za, 'b'));
+    mount(join(za, 'b'), 'noexec,');
+    mount(za, '');
+    mkdirSync(join(za, 'b'));
+    hiddenUnder = join(za, 'b', 'libd.so');
+    copyFileSync(good, hiddenUnder);
     driver = buildDlopenDriver(join(tmp.dir, 'driver'));
   });
   afterAll(() => {
@@ -75,23 +86,57 @@ describeIf(HAVE_GCC && CAN_MOUNT_TMPFS, HAVE_GCC ? NEEDS.tmpfs : NEEDS.tool('gcc
     const points = parseMountinfo(readFileSync('/proc/self/mountinfo', 'utf8')).map((m) => m.point);
     expect(points).toContain(join(tmp.dir, 'x', 'a', 'b'));
     expect(points).toContain(join(tmp.dir, 'y', 'a', 'b'));
+    expect(points).toContain(join(tmp.dir, 'z', 'a', 'b'));
     expect(kernelMountPoint(hiddenNoexec)).toBe(join(tmp.dir, 'x', 'a'));
+    expect(kernelMountPoint(hiddenUnder)).toBe(join(tmp.dir, 'z', 'a'));
     expect(spawnSync(driver, [hiddenNoexec], {encoding: 'utf8', env: env()}).stdout).toBe('OK\n');
+    expect(spawnSync(driver, [hiddenUnder], {encoding: 'utf8', env: env()}).stdout).toBe('OK\n');
     expect(spawnSync(driver, [hiddenExec], {encoding: 'utf8', env: env()}).stdout).toBe(`ERR ${hiddenExec}: failed to map segment from shared object\n`);
   });
 
   test('the mount that holds each file is the one the kernel reached, not the longest listed prefix', () => {
     const list = parseMountinfo(readFileSync('/proc/self/mountinfo', 'utf8'));
-    for (const lib of [hiddenNoexec, hiddenExec]) expect(mountHolding(list, lib)?.point).toBe(kernelMountPoint(lib));
+    for (const lib of [hiddenNoexec, hiddenExec, hiddenUnder]) expect(mountHolding(list, lib)?.point).toBe(kernelMountPoint(lib));
     expect(mountHolding(list, '/proc/self')?.point).toBe('/proc');
     expect(noexecMountOf(hiddenNoexec)).toBeNull();
+    expect(noexecMountOf(hiddenUnder)).toBeNull();
     expect(noexecMountOf(hiddenExec)).toBe(join(tmp.dir, 'y', 'a'));
   });
 
   test('the check agrees with the real dlopen on both', async () => {
-    expect((await checkLibraries({targets: [hiddenNoexec], exe: driver, ldLibraryPath: undefined, strict: true})).problems).toEqual([]);
+    for (const lib of [hiddenNoexec, hiddenUnder]) expect((await checkLibraries({targets: [lib], exe: driver, ldLibraryPath: undefined, strict: true})).problems).toEqual([]);
     const report = await checkLibraries({targets: [hiddenExec], exe: driver, ldLibraryPath: undefined, strict: true});
     expect(report.problems.map((p) => p.kind)).toEqual(['noexec-mount']);
     expect(report.problems[0].summary).toContain(`(${join(tmp.dir, 'y', 'a')} is mounted noexec)`);
   });
+});
+
+test('on this machine\'s own mounts, the mount found for each listed mount point has the device the kernel reports for it', () => {
+  const text = readFileSync('/proc/self/mountinfo', 'utf8');
+  const list = parseMountinfo(text);
+  const devOf = new Map<number, string>();
+  const skip = new Set<string>();
+  for (const line of text.split('\n')) {
+    const f = line.split(' ');
+    if (f.length < 6) continue;
+    devOf.set(Number(f[0]), f[2]);
+    // autofs points mount on access; /proc and /sys hold the kernel's own, some of them unreadable.
+    const fstype = f[f.indexOf('-') + 1];
+    if (fstype === 'autofs' || /^\/(proc|sys)(\/|$)/.test(f[4])) skip.add(f[4]);
+  }
+  let compared = 0;
+  for (const m of list) {
+    if (skip.has(m.point) || m.point.includes('\n')) continue;
+    let dev: bigint;
+    try {
+      dev = statSync(m.point, {bigint: true}).dev;
+    } catch {
+      continue;
+    }
+    const major = ((dev >> 8n) & 0xfffn) | ((dev >> 32n) & ~0xfffn);
+    const minor = (dev & 0xffn) | ((dev >> 12n) & ~0xffn);
+    expect([m.point, devOf.get(mountHolding(list, m.point)!.id)]).toEqual([m.point, `${major}:${minor}`]);
+    compared++;
+  }
+  expect(compared).toBeGreaterThan(0);
 });
