@@ -74567,10 +74567,16 @@ function cudaMajorOf(name) {
   const m = /^lib(cudart|cupti|cublas|cublasLt|cusparse|nvJitLink|nvrtc|cusolver|cufft|curand|npp\w*|nvToolsExt)\.so\.(\d+)/.exec(name);
   if (!m) return void 0;
   const soMajor = m[2];
+  if (m[1] === "cusparse" && soMajor === "12") return { component: m[1], majors: ["12", "13"] };
   if (["cudart", "cupti", "cublas", "cublasLt", "cusparse", "nvJitLink", "nvrtc"].includes(m[1]) || m[1].startsWith("npp")) {
-    return { component: m[1], major: soMajor };
+    return { component: m[1], majors: [soMajor] };
   }
   return void 0;
+}
+function pipWheel(component, major) {
+  const base = component.startsWith("npp") ? "nvidia-npp" : { cudart: "nvidia-cuda-runtime", cupti: "nvidia-cuda-cupti", nvrtc: "nvidia-cuda-nvrtc", nvJitLink: "nvidia-nvjitlink", cublasLt: "nvidia-cublas" }[component] ?? `nvidia-${component.toLowerCase()}`;
+  if (Number(major) < 13) return `${base}-cu${major}`;
+  return component === "cusparse" ? base : `'${base}==${major}.*'`;
 }
 function cudaReleaseInSymbol(symbol) {
   const m = symbol ? /_(\d{2})_(\d)$/.exec(symbol) : null;
@@ -74882,8 +74888,8 @@ function explainNotFound(problem, p, f, who, ctx) {
   }
   const cuda = cudaMajorOf(name);
   if (cuda) {
-    const pipName = { cudart: "nvidia-cuda-runtime", cupti: "nvidia-cuda-cupti", nvrtc: "nvidia-cuda-nvrtc", nvJitLink: "nvidia-nvjitlink", cublasLt: "nvidia-cublas" }[cuda.component] ?? `nvidia-${cuda.component.toLowerCase()}`;
-    problem.fix = `${name} belongs to CUDA ${cuda.major}: \`cudaenv install ${cuda.major}\` then \`cudaenv use ${cuda.major}\`, or \`pip install ${pipName}-cu${cuda.major}\` in a Python environment`;
+    const [major, other] = cuda.majors;
+    problem.fix = other === void 0 ? `${name} belongs to CUDA ${major}: \`cudaenv install ${major}\` then \`cudaenv use ${major}\`, or \`pip install ${pipWheel(cuda.component, major)}\` in a Python environment` : `${name} belongs to CUDA ${major} and ${other}: \`cudaenv install ${major}\` then \`cudaenv use ${major}\` (or ${other}), or in a Python environment \`pip install ${pipWheel(cuda.component, major)}\` (CUDA ${other}: \`pip install ${pipWheel(cuda.component, other)}\`)`;
   } else {
     problem.fix = `install the package that provides ${name}, or add the directory that holds it to LD_LIBRARY_PATH`;
   }

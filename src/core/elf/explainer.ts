@@ -34,15 +34,31 @@ export function describeObject(path: string): string {
 }
 
 /** The shipping CUDA release of a library by its soname, where the soname's major number is the CUDA major. */
-function cudaMajorOf(name: string): {component: string; major: string} | undefined {
+function cudaMajorOf(name: string): {component: string; majors: string[]} | undefined {
   const m = /^lib(cudart|cupti|cublas|cublasLt|cusparse|nvJitLink|nvrtc|cusolver|cufft|curand|npp\w*|nvToolsExt)\.so\.(\d+)/.exec(name);
   if (!m) return undefined;
   const soMajor = m[2];
-  // These sonames carry the CUDA major number (libcudart.so.11.0, libcupti.so.12, libcublas.so.12, ...).
+  // These sonames carry the CUDA major number (libcudart.so.11.0, libcupti.so.12, libcublas.so.12, ...),
+  // except cuSPARSE: CUDA 13 still ships libcusparse.so.12 (its 12.6 series; NVIDIA's 13.0 manifests).
+  if (m[1] === 'cusparse' && soMajor === '12') return {component: m[1], majors: ['12', '13']};
   if (['cudart', 'cupti', 'cublas', 'cublasLt', 'cusparse', 'nvJitLink', 'nvrtc'].includes(m[1]) || m[1].startsWith('npp')) {
-    return {component: m[1], major: soMajor};
+    return {component: m[1], majors: [soMajor]};
   }
   return undefined;
+}
+
+/**
+ * The pip wheel that brings a component for one CUDA major: `-cu11`/`-cu12` suffixed up to 12;
+ * from CUDA 13 the names are unsuffixed (the `-cu13` names are stubs that fail to install) and the
+ * libraries land in nvidia/cu13/lib.
+ */
+function pipWheel(component: string, major: string): string {
+  const base = component.startsWith('npp') ? 'nvidia-npp'
+    : ({cudart: 'nvidia-cuda-runtime', cupti: 'nvidia-cuda-cupti', nvrtc: 'nvidia-cuda-nvrtc', nvJitLink: 'nvidia-nvjitlink', cublasLt: 'nvidia-cublas'} as Record<string, string>)[component]
+      ?? `nvidia-${component.toLowerCase()}`;
+  if (Number(major) < 13) return `${base}-cu${major}`;
+  // Unsuffixed names carry every major to come: pinned to this one where the wheel's version is the CUDA major.
+  return component === 'cusparse' ? base : `'${base}==${major}.*'`;
 }
 
 /** `__nvJitLinkComplete_12_4` → 12.4: NVIDIA versions new entry points in their names. */
@@ -440,8 +456,10 @@ function explainNotFound(problem: Problem, p: LoaderProcess, f: Finding, who: st
   }
   const cuda = cudaMajorOf(name);
   if (cuda) {
-    const pipName = {cudart: 'nvidia-cuda-runtime', cupti: 'nvidia-cuda-cupti', nvrtc: 'nvidia-cuda-nvrtc', nvJitLink: 'nvidia-nvjitlink', cublasLt: 'nvidia-cublas'}[cuda.component] ?? `nvidia-${cuda.component.toLowerCase()}`;
-    problem.fix = `${name} belongs to CUDA ${cuda.major}: \`cudaenv install ${cuda.major}\` then \`cudaenv use ${cuda.major}\`, or \`pip install ${pipName}-cu${cuda.major}\` in a Python environment`;
+    const [major, other] = cuda.majors;
+    problem.fix = other === undefined
+      ? `${name} belongs to CUDA ${major}: \`cudaenv install ${major}\` then \`cudaenv use ${major}\`, or \`pip install ${pipWheel(cuda.component, major)}\` in a Python environment`
+      : `${name} belongs to CUDA ${major} and ${other}: \`cudaenv install ${major}\` then \`cudaenv use ${major}\` (or ${other}), or in a Python environment \`pip install ${pipWheel(cuda.component, major)}\` (CUDA ${other}: \`pip install ${pipWheel(cuda.component, other)}\`)`;
   } else {
     problem.fix = `install the package that provides ${name}, or add the directory that holds it to LD_LIBRARY_PATH`;
   }

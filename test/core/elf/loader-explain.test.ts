@@ -4,6 +4,7 @@ import {copyFileSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {checkLibraries, firstProblemLine, type CheckReport} from '../../../src/core/elf/index.js';
 import {makeTempDir} from '../../helpers/tmp.js';
+import {realManifestText} from '../../helpers/real-mirror.js';
 import {describeIf, testIf} from '../../helpers/skip.js';
 import {buildLib, ctypesLoad, HAVE_GCC, HAVE_LDD, HAVE_PYTHON, lddVerdict, write} from './fixtures.js';
 
@@ -267,6 +268,35 @@ d('the same cases under --exe (the library dlopened by python3), against ctypes'
       const report = await checkLibraries({targets: [app], exe: python, ldLibraryPath: c.ld, cwd: c.cwd});
       expect(report.ok).toBe(false);
       c.ours(report);
+    }
+  });
+});
+
+d('a missing CUDA library: the fix names the CUDA release that ships it and the wheel that brings it', () => {
+  test('by soname: CUDA 12 wheels are -cu12, CUDA 13 ones unsuffixed (nvidia/cu13/lib), and libcusparse.so.12 is in both', async () => {
+    const stubs = join(tmp.dir, 'cuda-stubs');
+    const names = ['libnvJitLink.so.13', 'libcublas.so.12', 'libcusparse.so.12', 'libnppc.so.13'];
+    const stubLibs = names.map((n) => buildLib({out: join(stubs, n), soname: n, source: 'int stub(void){return 0;}\n'}));
+    const user = buildLib({out: join(tmp.dir, 'cuda-user', 'libuser.so'), link: ['-Wl,--no-as-needed', ...stubLibs], source: 'int u(void){return 0;}\n'});
+    spawnSync('rm', ['-rf', stubs]);
+    // The premise, from the real loader: none of them is on this machine's search path (a machine with
+    // a full CUDA 12 and 13 in ld.so.cache fails here, saying so).
+    for (const n of names) expect(lddVerdict(user).libs).toContain(`${n} => not found`);
+    const report = await checkLibraries({targets: [user], ldLibraryPath: undefined});
+    const fix = (n: string) => report.problems.find((p) => p.kind === 'not-found' && p.library === n)?.fix;
+    expect(fix('libnvJitLink.so.13')).toBe("libnvJitLink.so.13 belongs to CUDA 13: `cudaenv install 13` then `cudaenv use 13`, or `pip install 'nvidia-nvjitlink==13.*'` in a Python environment");
+    expect(fix('libcublas.so.12')).toBe('libcublas.so.12 belongs to CUDA 12: `cudaenv install 12` then `cudaenv use 12`, or `pip install nvidia-cublas-cu12` in a Python environment');
+    expect(fix('libcusparse.so.12')).toBe('libcusparse.so.12 belongs to CUDA 12 and 13: `cudaenv install 12` then `cudaenv use 12` (or 13), or in a Python environment `pip install nvidia-cusparse-cu12` (CUDA 13: `pip install nvidia-cusparse`)');
+    expect(fix('libnppc.so.13')).toContain("`pip install 'nvidia-npp==13.*'`");
+  });
+
+  test("NVIDIA's real manifests agree: these components' majors are the release's, except cuSPARSE in 13 (12.x)", () => {
+    for (const label of ['11.8.0', '12.4.1', '13.0.2']) {
+      const m = JSON.parse(realManifestText('cuda', label)) as Record<string, {version?: string}>;
+      const major = (c: string) => m[c]!.version!.split('.')[0];
+      const cuda = label.split('.')[0];
+      for (const c of ['cuda_cudart', 'cuda_cupti', 'libcublas', 'cuda_nvrtc', 'libnpp', ...(cuda === '11' ? [] : ['libnvjitlink'])]) expect([label, c, major(c)]).toEqual([label, c, cuda]);
+      expect([label, major('libcusparse')]).toEqual([label, cuda === '13' ? '12' : cuda]);
     }
   });
 });
