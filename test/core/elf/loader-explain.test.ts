@@ -275,7 +275,7 @@ d('the same cases under --exe (the library dlopened by python3), against ctypes'
 d('a missing CUDA library: the fix names the CUDA release that ships it and the wheel that brings it', () => {
   test('by soname: CUDA 12 wheels are -cu12, CUDA 13 ones unsuffixed (nvidia/cu13/lib), and libcusparse.so.12 is in both', async () => {
     const stubs = join(tmp.dir, 'cuda-stubs');
-    const names = ['libnvJitLink.so.13', 'libcublas.so.12', 'libcusparse.so.12', 'libnppc.so.13'];
+    const names = ['libnvJitLink.so.13', 'libcublas.so.12', 'libcusparse.so.12', 'libnppc.so.13', 'libcudnn_graph.so.9'];
     const stubLibs = names.map((n) => buildLib({out: join(stubs, n), soname: n, source: 'int stub(void){return 0;}\n'}));
     const user = buildLib({out: join(tmp.dir, 'cuda-user', 'libuser.so'), link: ['-Wl,--no-as-needed', ...stubLibs], source: 'int u(void){return 0;}\n'});
     spawnSync('rm', ['-rf', stubs]);
@@ -288,6 +288,8 @@ d('a missing CUDA library: the fix names the CUDA release that ships it and the 
     expect(fix('libcublas.so.12')).toBe('libcublas.so.12 belongs to CUDA 12: `cudaenv install 12` then `cudaenv use 12`, or `pip install nvidia-cublas-cu12` in a Python environment');
     expect(fix('libcusparse.so.12')).toBe('libcusparse.so.12 belongs to CUDA 12 and 13: `cudaenv install 12` then `cudaenv use 12` (or 13), or in a Python environment `pip install nvidia-cusparse-cu12` (CUDA 13: `pip install nvidia-cusparse`)');
     expect(fix('libnppc.so.13')).toContain("`pip install 'nvidia-npp==13.*'`");
+    // cuDNN's soname major is cuDNN's own, not CUDA's.
+    expect(fix('libcudnn_graph.so.9')).toBe("libcudnn_graph.so.9 is cuDNN 9: `cudaenv install VERSION --cudnn 9` for the CUDA version you use, or `pip install 'nvidia-cudnn-cu12==9.*'` in a Python environment (nvidia-cudnn-cu13 for CUDA 13, cu11 for CUDA 11)");
   });
 
   test("NVIDIA's real manifests agree: these components' majors are the release's, except cuSPARSE in 13 (12.x)", () => {
