@@ -73953,7 +73953,7 @@ import { existsSync as existsSync4, readFileSync as readFileSync7 } from "node:f
 import { resolve as resolve2 } from "node:path";
 
 // src/core/elf/explainer.ts
-import { closeSync as closeSync4, existsSync as existsSync2, openSync as openSync4, readSync as readSync4, statSync as statSync3 } from "node:fs";
+import { closeSync as closeSync4, existsSync as existsSync2, openSync as openSync4, readdirSync as readdirSync3, readSync as readSync4, statSync as statSync3 } from "node:fs";
 import { basename as basename3, dirname as dirname5, join as join5 } from "node:path";
 
 // src/core/shell/quote.ts
@@ -74556,6 +74556,28 @@ function readListedSync(file) {
   return r;
 }
 
+// src/core/versions/version.ts
+var VERSION_RE = /^(0|[1-9]\d{0,3})\.(0|[1-9]\d{0,3})\.(0|[1-9]\d{0,5})$/;
+function parseVersion(text) {
+  const m = VERSION_RE.exec(text);
+  if (!m) return void 0;
+  return { major: Number(m[1]), minor: Number(m[2]), patch: Number(m[3]) };
+}
+function isVersion(text) {
+  return VERSION_RE.test(text);
+}
+function compareVersions(a, b) {
+  return a.major - b.major || a.minor - b.minor || a.patch - b.patch;
+}
+function sortVersionLabels(labels) {
+  return [...labels].sort((x, y) => {
+    const a = parseVersion(x);
+    const b = parseVersion(y);
+    if (!a || !b) return a ? 1 : b ? -1 : x.localeCompare(y);
+    return compareVersions(a, b);
+  });
+}
+
 // src/core/elf/explainer.ts
 function describeObject(path13) {
   const m = /\/site-packages\/(?:nvidia\/([^/]+)|([^/]+))\//.exec(path13);
@@ -74577,6 +74599,18 @@ function pipWheel(component, major) {
   const base = component.startsWith("npp") ? "nvidia-npp" : { cudart: "nvidia-cuda-runtime", cupti: "nvidia-cuda-cupti", nvrtc: "nvidia-cuda-nvrtc", nvJitLink: "nvidia-nvjitlink", cublasLt: "nvidia-cublas" }[component] ?? `nvidia-${component.toLowerCase()}`;
   if (Number(major) < 13) return `${base}-cu${major}`;
   return component === "cusparse" ? base : `'${base}==${major}.*'`;
+}
+function storeVersionsWith(name, storeVersionsDir) {
+  if (!storeVersionsDir || name.includes("/")) return [];
+  let labels;
+  try {
+    labels = readdirSync3(storeVersionsDir).filter((l) => !l.startsWith("."));
+  } catch {
+    return [];
+  }
+  const zero = { major: 0, minor: 0, patch: 0 };
+  const newer = (a, b) => compareVersions(parseVersion(b) ?? zero, parseVersion(a) ?? zero);
+  return labels.filter((l) => ["lib64", "lib"].some((d) => existsSync2(join5(storeVersionsDir, l, d, name)))).sort(newer);
 }
 function cudaReleaseInSymbol(symbol) {
   const m = symbol ? /_(\d{2})_(\d)$/.exec(symbol) : null;
@@ -74887,7 +74921,10 @@ function explainNotFound(problem, p, f, who, ctx) {
     problem.explanation += ` Passed over: ${wrongClass.map((c) => `${c.path} (${c.reason})`).join(", ")}.`;
   }
   const cuda = cudaMajorOf(name);
-  if (cuda) {
+  const stored = storeVersionsWith(name, ctx.storeVersionsDir);
+  if (stored.length > 0) {
+    problem.fix = `CUDA ${stored.join(", ")} in the cudaenv store ${stored.length === 1 ? "has" : "have"} ${name}: \`cudaenv use ${stored[0]} --ld-library-path prepend\` puts its libraries on LD_LIBRARY_PATH`;
+  } else if (cuda) {
     const [major, other] = cuda.majors;
     problem.fix = other === void 0 ? `${name} belongs to CUDA ${major}: \`cudaenv install ${major}\` then \`cudaenv use ${major}\`, or \`pip install ${pipWheel(cuda.component, major)}\` in a Python environment` : `${name} belongs to CUDA ${major} and ${other}: \`cudaenv install ${major}\` then \`cudaenv use ${major}\` (or ${other}), or in a Python environment \`pip install ${pipWheel(cuda.component, major)}\` (CUDA ${other}: \`pip install ${pipWheel(cuda.component, other)}\`)`;
   } else if (/^libcudnn\w*\.so\.(\d+)/.test(name)) {
@@ -75491,7 +75528,7 @@ function noexecMountPoints() {
 }
 
 // src/core/elf/verdict-cache.ts
-import { mkdirSync, readdirSync as readdirSync3, readFileSync as readFileSync6, renameSync, statfsSync, statSync as statSync5, unlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync as readdirSync4, readFileSync as readFileSync6, renameSync, statfsSync, statSync as statSync5, unlinkSync, writeFileSync } from "node:fs";
 import { basename as basename4, dirname as dirname6, join as join7 } from "node:path";
 import { fileURLToPath } from "node:url";
 var SETTLE_MS = 2e3;
@@ -75675,7 +75712,7 @@ var VerdictCache = class {
   }
 };
 function prune(dir, keep) {
-  const entries2 = readdirSync3(dir).filter((n) => n.endsWith(".json")).map((n) => {
+  const entries2 = readdirSync4(dir).filter((n) => n.endsWith(".json")).map((n) => {
     const path13 = join7(dir, n);
     try {
       return { path: path13, mtime: statSync5(path13).mtimeMs };
@@ -75702,7 +75739,7 @@ function codeStamp() {
     files.push(self2);
   } else {
     const walk = (dir) => {
-      for (const entry2 of readdirSync3(dir, { withFileTypes: true })) {
+      for (const entry2 of readdirSync4(dir, { withFileTypes: true })) {
         const path13 = join7(dir, entry2.name);
         if (entry2.isDirectory()) walk(path13);
         else if (entry2.name.endsWith(".js") || entry2.name.endsWith(".ts")) files.push(path13);
@@ -76622,7 +76659,7 @@ function atomicWriteFile(path13, content, mode = 420, options = {}) {
 }
 
 // src/core/store/lock.ts
-import { closeSync as closeSync6, mkdirSync as mkdirSync3, openSync as openSync6, readFileSync as readFileSync9, readdirSync as readdirSync4, rmSync as rmSync2, statSync as statSync6, utimesSync, writeSync as writeSync2 } from "node:fs";
+import { closeSync as closeSync6, mkdirSync as mkdirSync3, openSync as openSync6, readFileSync as readFileSync9, readdirSync as readdirSync5, rmSync as rmSync2, statSync as statSync6, utimesSync, writeSync as writeSync2 } from "node:fs";
 import { hostname } from "node:os";
 import { join as join9 } from "node:path";
 var DEFAULT_STALE_MS = 10 * 60 * 1e3;
@@ -76723,7 +76760,7 @@ function takeOver(path13, seen, staleMs) {
 function reclaimStaleLocks(locksDir, staleMs = DEFAULT_STALE_MS) {
   let names;
   try {
-    names = readdirSync4(locksDir);
+    names = readdirSync5(locksDir);
   } catch {
     return [];
   }
@@ -76829,37 +76866,13 @@ function heldLock(path13, owner, staleMs) {
 }
 
 // src/core/store/registry.ts
-import { existsSync as existsSync5, lstatSync as lstatSync3, mkdirSync as mkdirSync4, readFileSync as readFileSync10, readdirSync as readdirSync5, readlinkSync as readlinkSync2, renameSync as renameSync3, rmSync as rmSync3, symlinkSync } from "node:fs";
+import { existsSync as existsSync5, lstatSync as lstatSync3, mkdirSync as mkdirSync4, readFileSync as readFileSync10, readdirSync as readdirSync6, readlinkSync as readlinkSync2, renameSync as renameSync3, rmSync as rmSync3, symlinkSync } from "node:fs";
 import { join as join10, resolve as resolve4 } from "node:path";
-
-// src/core/versions/version.ts
-var VERSION_RE = /^(0|[1-9]\d{0,3})\.(0|[1-9]\d{0,3})\.(0|[1-9]\d{0,5})$/;
-function parseVersion(text) {
-  const m = VERSION_RE.exec(text);
-  if (!m) return void 0;
-  return { major: Number(m[1]), minor: Number(m[2]), patch: Number(m[3]) };
-}
-function isVersion(text) {
-  return VERSION_RE.test(text);
-}
-function compareVersions(a, b) {
-  return a.major - b.major || a.minor - b.minor || a.patch - b.patch;
-}
-function sortVersionLabels(labels) {
-  return [...labels].sort((x, y) => {
-    const a = parseVersion(x);
-    const b = parseVersion(y);
-    if (!a || !b) return a ? 1 : b ? -1 : x.localeCompare(y);
-    return compareVersions(a, b);
-  });
-}
-
-// src/core/store/registry.ts
 var RECEIPT_FILE = ".cudaenv-receipt.json";
 function listVersions(paths) {
   let names;
   try {
-    names = readdirSync5(paths.versions);
+    names = readdirSync6(paths.versions);
   } catch (error2) {
     if (isErrno(error2, "ENOENT")) return [];
     throw new CudaenvError(`cannot list ${paths.versions}: ${error2.message}`, {
@@ -76909,7 +76922,7 @@ function readAlias(paths, name) {
 function listAliases(paths) {
   let names;
   try {
-    names = readdirSync5(paths.aliases);
+    names = readdirSync6(paths.aliases);
   } catch {
     return [];
   }
@@ -76951,13 +76964,13 @@ function refreshResolveIndex(paths) {
     symlinkSync(target, tmp);
     renameSync3(tmp, link);
   }
-  for (const name of readdirSync5(paths.resolve)) {
+  for (const name of readdirSync6(paths.resolve)) {
     if (!wanted.has(name)) rmSync3(join10(paths.resolve, name), { force: true });
   }
 }
 
 // src/core/shell/shims.ts
-import { chmodSync, existsSync as existsSync6, mkdirSync as mkdirSync5, readFileSync as readFileSync11, readdirSync as readdirSync6, rmSync as rmSync4, statSync as statSync7 } from "node:fs";
+import { chmodSync, existsSync as existsSync6, mkdirSync as mkdirSync5, readFileSync as readFileSync11, readdirSync as readdirSync7, rmSync as rmSync4, statSync as statSync7 } from "node:fs";
 import { join as join11 } from "node:path";
 var SHIM_MARKER = "# cudaenv shim: generated by `cudaenv rehash`";
 var SETTINGS_LINE = /^# @CUDAENV_SETTINGS@.*$/m;
@@ -76986,7 +76999,7 @@ function toolkitPrograms(paths) {
     const bin = join11(v.path, "bin");
     let entries2;
     try {
-      entries2 = readdirSync6(bin);
+      entries2 = readdirSync7(bin);
     } catch {
       continue;
     }
@@ -77023,7 +77036,7 @@ function writeShims(paths) {
     chmodSync(file, 493);
   }
   const removed = [];
-  for (const name of readdirSync6(paths.shims)) {
+  for (const name of readdirSync7(paths.shims)) {
     if (wanted.has(name) || name.startsWith(".")) continue;
     const file = join11(paths.shims, name);
     try {
@@ -77038,7 +77051,7 @@ function writeShims(paths) {
 }
 
 // src/core/shell/switch-index.ts
-import { existsSync as existsSync7, mkdirSync as mkdirSync6, readdirSync as readdirSync7, readlinkSync as readlinkSync3 } from "node:fs";
+import { existsSync as existsSync7, mkdirSync as mkdirSync6, readdirSync as readdirSync8, readlinkSync as readlinkSync3 } from "node:fs";
 import { basename as basename6, join as join12 } from "node:path";
 function switchDir(paths) {
   return join12(paths.root, "switch");
@@ -77049,7 +77062,7 @@ function writeSwitchIndex(paths) {
   const pairs = [];
   let names = [];
   try {
-    names = readdirSync7(paths.resolve);
+    names = readdirSync8(paths.resolve);
   } catch {
     names = [];
   }
@@ -77920,11 +77933,11 @@ function relay(from, guard, to) {
 }
 
 // src/core/remote/merge.ts
-import { lstatSync as lstatSync4, mkdirSync as mkdirSync8, readdirSync as readdirSync8, renameSync as renameSync5, rmSync as rmSync6, symlinkSync as symlinkSync2 } from "node:fs";
+import { lstatSync as lstatSync4, mkdirSync as mkdirSync8, readdirSync as readdirSync9, renameSync as renameSync5, rmSync as rmSync6, symlinkSync as symlinkSync2 } from "node:fs";
 import { join as join15 } from "node:path";
 function mergeComponent(partDir, root, component) {
   mkdirSync8(root, { recursive: true });
-  for (const name of readdirSync8(partDir)) {
+  for (const name of readdirSync9(partDir)) {
     const src = join15(partDir, name);
     const st = lstatSync4(src);
     if (name === "lib" && st.isSymbolicLink()) continue;
@@ -77948,7 +77961,7 @@ function mergeEntry(src, dst, component) {
   }
   const st = lstatSync4(src);
   if (st.isDirectory() && existing.isDirectory()) {
-    for (const name of readdirSync8(src)) mergeEntry(join15(src, name), join15(dst, name), component);
+    for (const name of readdirSync9(src)) mergeEntry(join15(src, name), join15(dst, name), component);
     return;
   }
   if (st.isDirectory() || existing.isDirectory()) {
@@ -77975,7 +77988,7 @@ function linkLib(root) {
 }
 
 // src/core/remote/pkgconfig.ts
-import { existsSync as existsSync9, lstatSync as lstatSync5, mkdirSync as mkdirSync9, readFileSync as readFileSync13, readdirSync as readdirSync9, rmdirSync, symlinkSync as symlinkSync3, unlinkSync as unlinkSync2, writeFileSync as writeFileSync3 } from "node:fs";
+import { existsSync as existsSync9, lstatSync as lstatSync5, mkdirSync as mkdirSync9, readFileSync as readFileSync13, readdirSync as readdirSync10, rmdirSync, symlinkSync as symlinkSync3, unlinkSync as unlinkSync2, writeFileSync as writeFileSync3 } from "node:fs";
 import { join as join16 } from "node:path";
 var PKGCONFIG_DIR = join16("lib64", "pkgconfig");
 function rewritePcText(text, installedRoot) {
@@ -77994,7 +78007,7 @@ function relocatePkgConfig(root, installedRoot) {
     let entries2;
     try {
       if (!lstatSync5(dir).isDirectory()) continue;
-      entries2 = readdirSync9(dir);
+      entries2 = readdirSync10(dir);
     } catch {
       continue;
     }
@@ -78161,7 +78174,7 @@ function selectComponents(options) {
 }
 
 // src/core/remote/staging.ts
-import { lstatSync as lstatSync6, mkdtempSync, readdirSync as readdirSync10, renameSync as renameSync6, rmSync as rmSync7 } from "node:fs";
+import { lstatSync as lstatSync6, mkdtempSync, readdirSync as readdirSync11, renameSync as renameSync6, rmSync as rmSync7 } from "node:fs";
 import { join as join17 } from "node:path";
 var LEFTOVER_RE = /^(stage|old|rm)-(\d+\.\d+\.\d+)-\d+-[A-Za-z0-9]{6}$/;
 function versionLockName(label) {
@@ -78186,7 +78199,7 @@ function exists2(path13) {
 function recoverLeftovers(paths, label) {
   let names;
   try {
-    names = readdirSync10(paths.tmp);
+    names = readdirSync11(paths.tmp);
   } catch {
     return { restored: false, removed: 0 };
   }
@@ -78210,7 +78223,7 @@ function recoverLeftovers(paths, label) {
 async function cleanOtherLeftovers(paths, except) {
   let names;
   try {
-    names = readdirSync10(paths.tmp);
+    names = readdirSync11(paths.tmp);
   } catch {
     return [];
   }
@@ -78480,7 +78493,7 @@ function toolkitEnvironment(env, versionDir, storeVersionsDir, policy) {
 }
 
 // src/action/cache-service.ts
-import { cpSync, existsSync as existsSync14, mkdirSync as mkdirSync11, readdirSync as readdirSync11, renameSync as renameSync8, rmSync as rmSync9, statSync as statSync10 } from "node:fs";
+import { cpSync, existsSync as existsSync14, mkdirSync as mkdirSync11, readdirSync as readdirSync12, renameSync as renameSync8, rmSync as rmSync9, statSync as statSync10 } from "node:fs";
 import { join as join25 } from "node:path";
 var ReportedCacheFailure = class extends Error {
 };
@@ -78527,7 +78540,7 @@ function directoryCacheService(root) {
     name: `the cache directory ${root}`,
     unavailable: async () => existsSync14(root) ? void 0 : `the cache directory ${root} (CUDAENV_ACTION_CACHE_DIR) does not exist`,
     async restore(dir, key, restoreKeys) {
-      const entries2 = readdirSync11(root).filter((n) => !n.startsWith(".")).map((n) => ({ key: keyOf(n), path: join25(root, n), time: statSync10(join25(root, n)).mtimeMs }));
+      const entries2 = readdirSync12(root).filter((n) => !n.startsWith(".")).map((n) => ({ key: keyOf(n), path: join25(root, n), time: statSync10(join25(root, n)).mtimeMs }));
       const hit = entries2.find((e) => e.key === key) ?? restoreKeys.map((p) => entries2.filter((e) => e.key.startsWith(p)).sort((a, b) => b.time - a.time)[0]).find(Boolean);
       if (!hit) return void 0;
       rmSync9(dir, { recursive: true, force: true });
@@ -78786,7 +78799,7 @@ function runnerPlatform(os8 = process.platform, arch3 = process.arch, isTegra) {
 }
 
 // src/action/selection.ts
-import { readFileSync as readFileSync17, readdirSync as readdirSync12 } from "node:fs";
+import { readFileSync as readFileSync17, readdirSync as readdirSync13 } from "node:fs";
 import { join as join28 } from "node:path";
 function candidates(name) {
   return [name, `cuda_${name}`, `lib${name}`];
@@ -78822,7 +78835,7 @@ function readReceipt2(dir) {
 function findInToolCache(paths, platform2, req) {
   let labels;
   try {
-    labels = readdirSync12(paths.versions).filter(isVersion);
+    labels = readdirSync13(paths.versions).filter(isVersion);
   } catch {
     return void 0;
   }

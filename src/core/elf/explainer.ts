@@ -1,4 +1,4 @@
-import {closeSync, existsSync, openSync, readSync, statSync} from 'node:fs';
+import {closeSync, existsSync, openSync, readdirSync, readSync, statSync} from 'node:fs';
 import {basename, dirname, join} from 'node:path';
 import type {Problem} from './api.js';
 import type {ElfInfo} from './types.js';
@@ -11,6 +11,7 @@ import {defines, definesVersion} from './symbols.js';
 import {describeNonElf} from './targets.js';
 import {splitLdLibraryPath} from './search-path.js';
 import {MISALIGNED} from './segments.js';
+import {compareVersions, parseVersion} from '../versions/version.js';
 
 /**
  * Turns a finding into what a user can act on: the file the loader picks and by which rule,
@@ -59,6 +60,20 @@ function pipWheel(component: string, major: string): string {
   if (Number(major) < 13) return `${base}-cu${major}`;
   // Unsuffixed names carry every major to come: pinned to this one where the wheel's version is the CUDA major.
   return component === 'cusparse' ? base : `'${base}==${major}.*'`;
+}
+
+/** The versions in the cudaenv store whose library directory (lib64, else lib) holds `name`, newest first. */
+function storeVersionsWith(name: string, storeVersionsDir: string | undefined): string[] {
+  if (!storeVersionsDir || name.includes('/')) return [];
+  let labels: string[];
+  try {
+    labels = readdirSync(storeVersionsDir).filter((l) => !l.startsWith('.'));
+  } catch {
+    return [];
+  }
+  const zero = {major: 0, minor: 0, patch: 0};
+  const newer = (a: string, b: string) => compareVersions(parseVersion(b) ?? zero, parseVersion(a) ?? zero);
+  return labels.filter((l) => ['lib64', 'lib'].some((d) => existsSync(join(storeVersionsDir, l, d, name)))).sort(newer);
 }
 
 /** `__nvJitLinkComplete_12_4` → 12.4: NVIDIA versions new entry points in their names. */
@@ -455,7 +470,11 @@ function explainNotFound(problem: Problem, p: LoaderProcess, f: Finding, who: st
     problem.explanation += ` Passed over: ${wrongClass.map((c) => `${c.path} (${c.reason})`).join(', ')}.`;
   }
   const cuda = cudaMajorOf(name);
-  if (cuda) {
+  const stored = storeVersionsWith(name, ctx.storeVersionsDir);
+  if (stored.length > 0) {
+    // Already on this machine: switching to it is the whole fix.
+    problem.fix = `CUDA ${stored.join(', ')} in the cudaenv store ${stored.length === 1 ? 'has' : 'have'} ${name}: \`cudaenv use ${stored[0]} --ld-library-path prepend\` puts its libraries on LD_LIBRARY_PATH`;
+  } else if (cuda) {
     const [major, other] = cuda.majors;
     problem.fix = other === undefined
       ? `${name} belongs to CUDA ${major}: \`cudaenv install ${major}\` then \`cudaenv use ${major}\`, or \`pip install ${pipWheel(cuda.component, major)}\` in a Python environment`

@@ -278,6 +278,12 @@ d('a missing CUDA library: the fix names the CUDA release that ships it and the 
     const names = ['libnvJitLink.so.13', 'libcublas.so.12', 'libcusparse.so.12', 'libnppc.so.13', 'libcudnn_graph.so.9'];
     const stubLibs = names.map((n) => buildLib({out: join(stubs, n), soname: n, source: 'int stub(void){return 0;}\n'}));
     const user = buildLib({out: join(tmp.dir, 'cuda-user', 'libuser.so'), link: ['-Wl,--no-as-needed', ...stubLibs], source: 'int u(void){return 0;}\n'});
+    // A cudaenv store where two versions have libcublas.so.12 (one in lib/, as a pip-assembled tree has it).
+    const versions = join(tmp.dir, 'store', 'versions');
+    for (const [label, dir] of [['12.4.1', 'lib64'], ['12.10.0', 'lib'], ['11.8.0', 'lib64']]) {
+      mkdirSync(join(versions, label, dir), {recursive: true});
+      if (label !== '11.8.0') copyFileSync(stubLibs[1], join(versions, label, dir, 'libcublas.so.12'));
+    }
     spawnSync('rm', ['-rf', stubs]);
     // The premise, from the real loader: none of them is on this machine's search path (a machine with
     // a full CUDA 12 and 13 in ld.so.cache fails here, saying so).
@@ -288,6 +294,11 @@ d('a missing CUDA library: the fix names the CUDA release that ships it and the 
     expect(fix('libcublas.so.12')).toBe('libcublas.so.12 belongs to CUDA 12: `cudaenv install 12` then `cudaenv use 12`, or `pip install nvidia-cublas-cu12` in a Python environment');
     expect(fix('libcusparse.so.12')).toBe('libcusparse.so.12 belongs to CUDA 12 and 13: `cudaenv install 12` then `cudaenv use 12` (or 13), or in a Python environment `pip install nvidia-cusparse-cu12` (CUDA 13: `pip install nvidia-cusparse`)');
     expect(fix('libnppc.so.13')).toContain("`pip install 'nvidia-npp==13.*'`");
+    // Already in the store: switching to it is the fix, newest first.
+    const withStore = await checkLibraries({targets: [user], ldLibraryPath: undefined, storeVersionsDir: versions});
+    expect(withStore.problems.find((p) => p.library === 'libcublas.so.12')?.fix)
+      .toBe('CUDA 12.10.0, 12.4.1 in the cudaenv store have libcublas.so.12: `cudaenv use 12.10.0 --ld-library-path prepend` puts its libraries on LD_LIBRARY_PATH');
+    expect(withStore.problems.find((p) => p.library === 'libcusparse.so.12')?.fix).toContain('belongs to CUDA 12 and 13');
     // cuDNN's soname major is cuDNN's own, not CUDA's.
     expect(fix('libcudnn_graph.so.9')).toBe("libcudnn_graph.so.9 is cuDNN 9: `cudaenv install VERSION --cudnn 9` for the CUDA version you use, or `pip install 'nvidia-cudnn-cu12==9.*'` in a Python environment (nvidia-cudnn-cu13 for CUDA 13, cu11 for CUDA 11)");
   });
