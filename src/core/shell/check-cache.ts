@@ -1,4 +1,4 @@
-import {readdirSync, readFileSync, statSync} from 'node:fs';
+import {readdirSync, readFileSync, statSync, type Dirent} from 'node:fs';
 import {join} from 'node:path';
 import {atomicWriteFile} from '../store/atomic-write.js';
 import type {StorePaths} from '../store/paths.js';
@@ -34,20 +34,31 @@ export function pythonKey(env: NodeJS.ProcessEnv): string {
   return `${env.VIRTUAL_ENV ?? ''}|${env.CONDA_PREFIX ?? ''}`;
 }
 
-/** Hash of every shared object (name containing ".so") directly in the watched directories. */
+/**
+ * Hash of every shared object (name containing ".so") directly in the watched directories, and
+ * of the names of the directories in them: a package directory pip adds to site-packages
+ * (torch/, nvidia/, nvidia/cublas/) or a version added to the store brings libraries the check
+ * must look at, though no shared object of a watched directory changed. Other files (a README
+ * beside the libraries) change nothing.
+ */
 export function fingerprint(watched: string[]): string {
   const hash = crypto().createHash('sha256');
   for (const dir of watched) {
     hash.update(`D\0${dir}\0`);
-    let names: string[];
+    let entries: Dirent[];
     try {
-      names = readdirSync(dir).sort();
+      entries = readdirSync(dir, {withFileTypes: true}).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     } catch {
       hash.update('missing\0');
       continue;
     }
-    for (const name of names) {
-      if (!name.includes('.so')) continue;
+    for (const entry of entries) {
+      const name = entry.name;
+      if (!name.includes('.so')) {
+        // A link may lead to a directory (a registered toolkit in the store): named all the same.
+        if (entry.isDirectory() || entry.isSymbolicLink()) hash.update(`d\0${name}\0`);
+        continue;
+      }
       try {
         const st = statSync(join(dir, name), {bigint: true});
         hash.update(`${name}\0${st.size}\0${st.mtimeNs}\0${st.ino}\0`);

@@ -1,4 +1,4 @@
-import {existsSync} from 'node:fs';
+import {existsSync, readdirSync} from 'node:fs';
 import {dirname, join} from 'node:path';
 import type {StorePaths} from '../store/paths.js';
 import {inspectPython, pythonCudaLibDirs, wheelInterpreter} from '../system/python-env.js';
@@ -65,6 +65,12 @@ export async function switchCheck(paths: StorePaths, label: string, env: NodeJS.
   // Split as ld.so splits it (':' and ';'), or '/a;/b' would watch a directory that does not exist.
   for (const dir of splitLdLibraryPath(env.LD_LIBRARY_PATH)) if (dir.startsWith('/')) watched.add(dir);
   for (const obj of report.objects) watched.add(dirname(obj.path));
+  // A library not found gets, as its fix, a version of the store that has it: a version installed
+  // or removed, or a library added to one, changes that line.
+  if (report.problems.some((p) => p.kind === 'not-found')) {
+    watched.add(paths.versions);
+    for (const v of storeLabels(paths)) for (const d of ['lib64', 'lib']) if (existsSync(join(paths.versions, v, d))) watched.add(join(paths.versions, v, d));
+  }
   const list = [...watched].sort();
   try {
     storeCheck(paths, label, {...key, watched: list, fingerprint: fingerprint(list), line});
@@ -81,5 +87,13 @@ export async function reportSwitchCheck(paths: StorePaths, versionDir: string, e
     process.stderr.write(`${(await switchCheck(paths, label, env)).line}\n`);
   } catch (error) {
     process.stderr.write(`cudaenv: warning: the library check for CUDA ${label} failed: ${(error as Error).message}\n`);
+  }
+}
+
+function storeLabels(paths: StorePaths): string[] {
+  try {
+    return readdirSync(paths.versions).filter((l) => !l.startsWith('.'));
+  } catch {
+    return [];
   }
 }

@@ -12,6 +12,7 @@ import {pathsFor} from '../../../src/core/store/paths.js';
 import {switchCheck} from '../../../src/core/shell/switch-check.js';
 import {planSwitch} from '../../../src/core/shell/transition.js';
 import {makeTempDir} from '../../helpers/tmp.js';
+import {makeFakeToolkit} from '../../helpers/toolkit.js';
 import {cliCalls, have, loggingCli, makeStore, runInteractive, writeRc} from './shell-harness.js';
 import {describeIf, testIf} from '../../helpers/skip.js';
 import {PYTHON_EXE} from '../../helpers/capabilities.js';
@@ -145,5 +146,70 @@ describeIf(canBuild, 'needs gcc and bash (apt-get install gcc bash)')('the check
     // No interpreter in the environment: checked as `ldd -r` loads them, which cannot see it.
     const plain = (await switchCheck(paths, '12.4.1', planSwitch({PATH: '/usr/bin:/bin', VIRTUAL_ENV: without}, store, '12.4.1', 'none', 'pin'))).line;
     expect(plain).toMatch(/: all 1 library resolves$/);
+  });
+});
+
+describeIf(canBuild, 'needs gcc and bash (apt-get install gcc bash)')('the check after a switch, when a library is not found', () => {
+  test('its fix names a version of the store that has it, and a version installed later changes the cached line', async () => {
+    const tmp = makeTempDir('cudaenv-switchcheck-store-');
+    try {
+      const store = join(tmp.dir, 'store');
+      const paths = await makeStore(store, ['11.8.0']);
+      const src = join(tmp.dir, 'src');
+      mkdirSync(src);
+      writeFileSync(join(src, 'only.c'), 'int only_fn(void) { return 1; }\n');
+      writeFileSync(join(src, 'w.c'), 'int only_fn(void);\nint w_fn(void) { return only_fn(); }\n');
+      gcc(['-shared', '-fPIC', '-o', 'libonly.so.1', '-Wl,-soname,libonly.so.1', 'only.c'], src);
+      const venv = join(tmp.dir, 'venv');
+      const wheel = join(venv, 'lib', 'python3.11', 'site-packages', 'nvidia', 'w', 'lib');
+      mkdirSync(wheel, {recursive: true});
+      gcc(['-shared', '-fPIC', '-o', join(wheel, 'libw.so'), '-Wl,-soname,libw.so', 'w.c', join(src, 'libonly.so.1')], src);
+      expect(spawnSync('ldd', [join(wheel, 'libw.so')], {encoding: 'utf8', env: {PATH: '/usr/bin:/bin'}}).stdout).toContain('libonly.so.1 => not found');
+      const env = () => planSwitch({PATH: '/usr/bin:/bin', VIRTUAL_ENV: venv}, store, '11.8.0', 'none', 'pin');
+      const before = await switchCheck(paths, '11.8.0', env());
+      expect(before.line).toContain('libonly.so.1');
+      expect(before.line).not.toContain('cudaenv use');
+      expect((await switchCheck(paths, '11.8.0', env())).cached).toBe(true);
+      // A version that ships the library is installed: the line is made again, with it as the fix.
+      makeFakeToolkit(join(paths.versions, '12.4.1'), {version: '12.4.1'});
+      execFileSync('cp', [join(src, 'libonly.so.1'), join(paths.versions, '12.4.1', 'lib64')]);
+      const after = await switchCheck(paths, '11.8.0', env());
+      expect(after.cached).toBe(false);
+      expect(after.line).toContain('`cudaenv use 12.4.1 --ld-library-path prepend`');
+    } finally {
+      tmp.cleanup();
+    }
+  });
+
+  test('pip installing torch (or a first nvidia wheel) after a cached check makes the next switch check its libraries', async () => {
+    const tmp = makeTempDir('cudaenv-switchcheck-pip-');
+    try {
+      const store = join(tmp.dir, 'store');
+      const paths = await makeStore(store, ['12.4.1']);
+      const venv = join(tmp.dir, 'venv');
+      const sp = join(venv, 'lib', 'python3.11', 'site-packages');
+      mkdirSync(join(sp, 'numpy'), {recursive: true});
+      const env = () => planSwitch({PATH: '/usr/bin:/bin', VIRTUAL_ENV: venv}, store, '12.4.1', 'none', 'pin');
+      const before = await switchCheck(paths, '12.4.1', env());
+      expect(before.line).not.toContain('Python environment');
+      expect((await switchCheck(paths, '12.4.1', env())).cached).toBe(true);
+      // torch arrives with a library whose dependency is missing.
+      const src = join(tmp.dir, 'src');
+      mkdirSync(src);
+      writeFileSync(join(src, 'gone.c'), 'int gone(void) { return 1; }\n');
+      writeFileSync(join(src, 't.c'), 'int gone(void);\nint t(void) { return gone(); }\n');
+      gcc(['-shared', '-fPIC', '-o', 'libgone.so.1', '-Wl,-soname,libgone.so.1', 'gone.c'], src);
+      mkdirSync(join(sp, 'torch', 'lib'), {recursive: true});
+      gcc(['-shared', '-fPIC', '-o', join(sp, 'torch', 'lib', 'libtorch_cuda.so'), 't.c', join(src, 'libgone.so.1')], src);
+      const after = await switchCheck(paths, '12.4.1', env());
+      expect(after.cached).toBe(false);
+      expect(after.line).toMatch(/^cudaenv: CUDA 12\.4\.1 and the Python environment's CUDA libraries: /);
+      expect(after.line).toContain('libgone.so.1');
+      // A file that is no library or package (pip's RECORD, a README) still changes nothing.
+      writeFileSync(join(sp, 'README.txt'), 'x\n');
+      expect((await switchCheck(paths, '12.4.1', env())).cached).toBe(true);
+    } finally {
+      tmp.cleanup();
+    }
   });
 });
