@@ -418,7 +418,20 @@ function _cudaenv_report --argument-names label
     set -l cache "$_cudaenv_r/switch/check-$label"
     set -l want u
     set -q LD_LIBRARY_PATH; and set want "s$(_cudaenv_get LD_LIBRARY_PATH)"
-    set want "K	$want	$VIRTUAL_ENV|$CONDA_PREFIX"
+    # The Python environment as pythonKey (check-cache.ts) spells it: the first python3, else
+    # python, of the PATH entries in turn, found with builtins.
+    set -l py ''
+    for dir in $PATH
+        test -n "$dir"; or set dir .
+        if test -f "$dir/python3" -a -x "$dir/python3"
+            set py "$dir/python3"
+            break
+        else if test -f "$dir/python" -a -x "$dir/python"
+            set py "$dir/python"
+            break
+        end
+    end
+    set want "K	$want	$VIRTUAL_ENV|$CONDA_PREFIX|$py|$PYENV_VERSION|$PYTHONPATH"
     set -l hit ''
     if test -f "$cache"; and test -r "$cache"
         set -l cache_time (path mtime -- "$cache")

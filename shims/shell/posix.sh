@@ -316,7 +316,16 @@ _cudaenv_report() {
   _cudaenv_store; root=$_cudaenv_r
   cache=$root/switch/check-$1
   if [ -n "${LD_LIBRARY_PATH+x}" ]; then want="s$LD_LIBRARY_PATH"; else want=u; fi
-  want="K	$want	${VIRTUAL_ENV-}|${CONDA_PREFIX-}"
+  # The Python environment as pythonKey (check-cache.ts) spells it: the first python3, else python,
+  # of the PATH entries in turn, found with builtins.
+  local rest=${PATH-}: dir py=
+  while [ -n "${PATH-}" ] && [ -n "$rest" ]; do
+    dir=${rest%%:*}; rest=${rest#*:}
+    [ -n "$dir" ] || dir=.
+    if [ -f "$dir/python3" ] && [ -x "$dir/python3" ]; then py=$dir/python3; break; fi
+    if [ -f "$dir/python" ] && [ -x "$dir/python" ]; then py=$dir/python; break; fi
+  done
+  want="K	$want	${VIRTUAL_ENV-}|${CONDA_PREFIX-}|$py|${PYENV_VERSION-}|${PYTHONPATH-}"
   if [ -f "$cache" ] && [ -r "$cache" ]; then
     while IFS= read -r line; do
       case $line in

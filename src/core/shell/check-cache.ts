@@ -1,4 +1,4 @@
-import {readdirSync, readFileSync, statSync, type Dirent} from 'node:fs';
+import {accessSync, constants, readdirSync, readFileSync, statSync, type Dirent} from 'node:fs';
 import {join} from 'node:path';
 import {atomicWriteFile} from '../store/atomic-write.js';
 import type {StorePaths} from '../store/paths.js';
@@ -9,7 +9,8 @@ import {switchDir} from './switch-index.js';
  *   check-LABEL.json  what the CLI validates: the fingerprint (path, size, mtime, inode of every
  *                     shared object in the watched directories) of each entry;
  *   check-LABEL       the same entries for the shell hook, as lines it reads with `read`:
- *                     K<TAB>s<LD_LIBRARY_PATH> or K<TAB>u (unset)<TAB><VIRTUAL_ENV>|<CONDA_PREFIX>
+ *                     K<TAB>s<LD_LIBRARY_PATH> or K<TAB>u (unset)<TAB><pythonKey: VIRTUAL_ENV|CONDA_PREFIX|
+ *                       python on PATH|PYENV_VERSION|PYTHONPATH>
  *                     W<TAB><watched directory>   (the hook: stale when it is newer than the file)
  *                     L<TAB><the line to print>
  * Whenever the files are written, every kept entry is revalidated, so an old entry never
@@ -18,7 +19,7 @@ import {switchDir} from './switch-index.js';
 export interface CacheKey {
   /** The LD_LIBRARY_PATH the switch produces; undefined when unset. */
   ldLibraryPath: string | undefined;
-  /** `${VIRTUAL_ENV}|${CONDA_PREFIX}` as the shell sees them. */
+  /** pythonKey: the Python environment as the shell hook can tell it without starting a process. */
   python: string;
 }
 
@@ -30,8 +31,38 @@ export interface CacheEntry extends CacheKey {
 
 const MAX_ENTRIES = 8;
 
+/**
+ * What decides the Python environment the check looks at, as the shell hook computes it with
+ * builtins (posix.sh and cudaenv.fish, _cudaenv_report): VIRTUAL_ENV, CONDA_PREFIX, the first
+ * python3 (else python) on PATH (`module load python`, another interpreter first), PYENV_VERSION
+ * (`pyenv shell`) and PYTHONPATH. Without the last three a cached line could describe the
+ * torch of an interpreter no longer first on PATH.
+ */
 export function pythonKey(env: NodeJS.ProcessEnv): string {
-  return `${env.VIRTUAL_ENV ?? ''}|${env.CONDA_PREFIX ?? ''}`;
+  return `${env.VIRTUAL_ENV ?? ''}|${env.CONDA_PREFIX ?? ''}|${pythonOnPath(env.PATH)}|${env.PYENV_VERSION ?? ''}|${env.PYTHONPATH ?? ''}`;
+}
+
+/**
+ * The first python3, else python, of each PATH entry in turn (an empty entry is `.`), spelt as
+ * the hook spells it ("$dir/python3"): a regular file this user may execute. '' when none.
+ */
+export function pythonOnPath(pathValue: string | undefined): string {
+  if (!pathValue) return '';
+  for (const entry of pathValue.split(':')) {
+    const dir = entry === '' ? '.' : entry;
+    for (const name of ['python3', 'python']) {
+      const candidate = `${dir}/${name}`;
+      try {
+        if (statSync(candidate).isFile()) {
+          accessSync(candidate, constants.X_OK);
+          return candidate;
+        }
+      } catch {
+        // not here, or not executable
+      }
+    }
+  }
+  return '';
 }
 
 /**

@@ -213,3 +213,41 @@ describeIf(canBuild, 'needs gcc and bash (apt-get install gcc bash)')('the check
     }
   });
 });
+
+describe('the switch check\'s cache key follows the Python the shell would run', () => {
+  for (const shell of ['bash', 'zsh', 'fish'] as const) {
+    testIf(have(shell) && PYTHON_EXE !== null, `needs ${shell} and python3 (apt-get install ${shell} python3)`)(`${shell}: another python3 first on PATH (module load python) is checked anew; the same PATH is answered by the hook`, async () => {
+      const tmp = makeTempDir(`cudaenv-switchcheck-py-${shell}-`);
+      try {
+        const store = join(tmp.dir, 'store');
+        await makeStore(store, ['12.4.1']);
+        const home = join(tmp.dir, 'home');
+        mkdirSync(home);
+        const cli = loggingCli(tmp.dir);
+        writeRc(shell, home, {bin: cli.bin});
+        mkdirSync(join(tmp.dir, 'proj'));
+        writeFileSync(join(tmp.dir, 'proj', '.cuda-version'), '12.4\n');
+        const alt = join(tmp.dir, 'module-python', 'bin');
+        mkdirSync(alt, {recursive: true});
+        execFileSync('ln', ['-s', PYTHON_EXE!, join(alt, 'python3')]);
+        spawnSync('sleep', ['1.1']); // fish's hook compares whole seconds: the directories must be older than the cache file
+        const checks = (env: NodeJS.ProcessEnv): string[] => {
+          writeFileSync(cli.log, '');
+          runInteractive(shell, home, store, [`cd '${tmp.dir}/proj'`, 'cd ..', `cd '${tmp.dir}/proj'`], env, tmp.dir);
+          return cliCalls(cli.log).filter((c) => c.startsWith('switch-check'));
+        };
+        // The first switch checks; the second, and a new shell with the same PATH, use the cache.
+        expect(checks({})).toEqual(['switch-check 12.4.1']);
+        expect(checks({})).toEqual([]);
+        // Another interpreter first on PATH: its site-packages may hold another torch.
+        const moved = {PATH: `${alt}:/usr/bin:/bin`};
+        expect(checks(moved)).toEqual(['switch-check 12.4.1']);
+        expect(checks(moved)).toEqual([]);
+        // pyenv shell sets PYENV_VERSION: the shim is the same file, the interpreter is not.
+        expect(checks({PYENV_VERSION: '3.12.1'})).toEqual(['switch-check 12.4.1']);
+      } finally {
+        tmp.cleanup();
+      }
+    });
+  }
+});
