@@ -40,6 +40,8 @@ export default class Check extends CudaenvCommand {
     let ldLibraryPath = flags['ld-library-path'] !== undefined ? flags['ld-library-path'] : process.env.LD_LIBRARY_PATH;
     if (ldLibraryPath === '') ldLibraryPath = undefined;
     const targets = [...paths];
+    // Without PATH the check picks what to look at itself: the first line of the text says what it was.
+    let toolkitWord: string | undefined;
     if (flags.cuda) {
       const [{toolkitEnvironment, toolkitLibDir}, {loadSettings}, {notInstalledError, resolveSpec}, {parseSpec}] = await Promise.all([
         import('../core/shell/toolkit-env.js'), import('../core/store/settings.js'), import('../core/versions/resolve.js'), import('../core/versions/spec.js'),
@@ -50,17 +52,29 @@ export default class Check extends CudaenvCommand {
       const policy = ((await loadSettings(this.paths)).get('ldLibraryPath') ?? 'prepend') as LdLibraryPathPolicy;
       const env = toolkitEnvironment({...process.env, LD_LIBRARY_PATH: ldLibraryPath}, dir, this.paths.versions, policy);
       ldLibraryPath = env.LD_LIBRARY_PATH || undefined;
-      if (targets.length === 0 && dir) targets.push(toolkitLibDir(dir));
+      if (targets.length === 0 && dir) {
+        targets.push(toolkitLibDir(dir));
+        toolkitWord = `CUDA ${r.label}`;
       // `--cuda system`: the system toolkit, as a `system` selection is checked without flags.
-      else if (targets.length === 0 && r.system && existsSync('/usr/local/cuda')) targets.push(toolkitLibDir('/usr/local/cuda'));
+      } else if (targets.length === 0 && r.system && existsSync('/usr/local/cuda')) {
+        targets.push(toolkitLibDir('/usr/local/cuda'));
+        toolkitWord = 'the system toolkit';
+      }
     } else if (targets.length === 0) {
       const [{toolkitLibDir}, {describeOrigin, requireSelection}] = await Promise.all([
         import('../core/shell/toolkit-env.js'), import('../core/versions/select.js'),
       ]);
       const sel = requireSelection(this.paths);
-      if (sel.path) targets.push(toolkitLibDir(sel.path));
-      else if (process.env.CUDA_HOME && existsSync(process.env.CUDA_HOME)) targets.push(toolkitLibDir(process.env.CUDA_HOME));
-      else if (existsSync('/usr/local/cuda')) targets.push(toolkitLibDir('/usr/local/cuda'));
+      if (sel.path) {
+        targets.push(toolkitLibDir(sel.path));
+        toolkitWord = `CUDA ${sel.label} (${describeOrigin(sel.origin)})`;
+      } else if (process.env.CUDA_HOME && existsSync(process.env.CUDA_HOME)) {
+        targets.push(toolkitLibDir(process.env.CUDA_HOME));
+        toolkitWord = 'the toolkit CUDA_HOME names';
+      } else if (existsSync('/usr/local/cuda')) {
+        targets.push(toolkitLibDir('/usr/local/cuda'));
+        toolkitWord = 'the system toolkit';
+      }
       if (targets.length === 0) {
         this.warn2(`no cudaenv version is active (${describeOrigin(sel.origin)}) and there is no /usr/local/cuda`);
       }
@@ -80,11 +94,17 @@ export default class Check extends CudaenvCommand {
     if (targets.length === 0 && !python?.targets.length) {
       throw new UsageError('nothing to check', 'Name shared objects or directories (cudaenv check /path/to/lib), or choose a version with `cudaenv use`.');
     }
+    const heading = paths.length > 0 ? undefined : [
+      ...(targets.length > 0 ? [`${toolkitWord ?? 'the toolkit'}: ${targets.join(', ')}`] : []),
+      ...(python?.targets.length ? [`the Python environment's CUDA libraries: ${python.targets.length} director${python.targets.length === 1 ? 'y' : 'ies'}${
+        flags.exe ? '' : python.exe ? `, as ${python.exe} loads them` : ', as `ldd` loads them (no interpreter binary found)'}`] : []),
+    ].join('; ');
     const {parsePageSize, runCheckCli} = await import('../core/elf/check-cli.js');
     const pageSize = flags['page-size'] === undefined ? undefined : parsePageSize(flags['page-size']);
     const result = await runCheckCli({
       pageSize,
       targets, python, ldLibraryPath, exe: flags.exe, recursive: flags.recursive, strict: flags.strict, tree: flags.tree,
+      heading: heading ? `checking ${heading}` : undefined,
       storeVersionsDir: this.paths.versions, json: this.jsonEnabled(), env: process.env,
       cacheDir: flags.cache ? this.paths.checkCache : undefined,
     });

@@ -1,5 +1,5 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
-import {existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync} from 'node:fs';
+import {existsSync, mkdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {cliEnv, runCli} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
@@ -139,6 +139,9 @@ d('cudaenv check', () => {
     symlinkSync(PYTHON_EXE!, join(venv, 'bin', 'python3'));
     const r = runCli(['check', '--cuda', '12.3'], {env: tlsEnv});
     expect(r.status).toBe(1);
+    // Without PATH the first line says what the check chose to look at, and how.
+    expect(r.stdout.split('\n')[0]).toBe(`checking CUDA 12.3.2: ${oldDir}; the Python environment's CUDA libraries: 1 directory, as ${realpathSync(PYTHON_EXE!)} loads them`);
+    expect(runCli(['check', lib], {env: tlsEnv}).stdout).not.toContain('checking');
     expect(r.stdout).toContain('libtlsheavy.so');
     expect(r.stdout).toContain('static TLS');
     const json = JSON.parse(runCli(['check', '--cuda', '12.3', '--json'], {env: tlsEnv}).stdout);

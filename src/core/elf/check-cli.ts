@@ -28,6 +28,8 @@ export interface CheckCliInput {
    * `exe` (its interpreter) dlopens them unless --exe names another program; `targets` as `ldd` loads them.
    */
   python?: {targets: string[]; exe?: string};
+  /** The first line of the text: what was checked, when the command chose it (no PATH given). */
+  heading?: string;
   /** With --json the report is the output: no text is made. */
   json: boolean;
   env: NodeJS.ProcessEnv;
@@ -64,7 +66,7 @@ export async function runCheckCli(input: CheckCliInput): Promise<CheckCliResult>
   const warnings = report.checked.length === 0 ? [`no ELF shared objects in ${all.join(', ')}`] : [];
   let text: string | null = null;
   if (!input.json) {
-    const out: string[] = [];
+    const out: string[] = input.heading ? [input.heading] : [];
     if (input.tree) out.push(...formatTree(report), '');
     out.push(...formatSkipped(report), ...formatProblems(report, {strict: input.strict}));
     out.push(firstProblemLine(report, {strict: input.strict}));
