@@ -431,7 +431,30 @@ function _cudaenv_report --argument-names label
             break
         end
     end
-    set want "K	$want	$VIRTUAL_ENV|$CONDA_PREFIX|$py|$PYENV_VERSION|$PYTHONPATH"
+    # A pyenv shim runs the version pyenv picks: PYENV_VERSION, else the nearest .python-version
+    # at or above $PWD, else $PYENV_ROOT/version (the file and its first line).
+    set -l pyv ''
+    set -l pyroot "$PYENV_ROOT"
+    test -n "$pyroot"; or set pyroot "$HOME/.pyenv"
+    if test -z "$PYENV_VERSION"; and string match -q -- "$pyroot/shims/*" "$py"
+        set -l d (string replace -r -- '/$' '' "$PWD")
+        set -l f ''
+        while true
+            if test -f "$d/.python-version"
+                set f "$d/.python-version"
+                break
+            end
+            test -n "$d"; or break
+            set d (string replace -r -- '/[^/]*$' '' "$d")
+        end
+        test -n "$f"; or set f "$pyroot/version"
+        set -l first ''
+        if test -f "$f" -a -r "$f"
+            read first <$f
+        end
+        set pyv "$f:$first"
+    end
+    set want "K	$want	$VIRTUAL_ENV|$CONDA_PREFIX|$py|$PYENV_VERSION|$PYTHONPATH|$pyv"
     set -l hit ''
     if test -f "$cache"; and test -r "$cache"
         set -l cache_time (path mtime -- "$cache")

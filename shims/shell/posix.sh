@@ -325,7 +325,24 @@ _cudaenv_report() {
     if [ -f "$dir/python3" ] && [ -x "$dir/python3" ]; then py=$dir/python3; break; fi
     if [ -f "$dir/python" ] && [ -x "$dir/python" ]; then py=$dir/python; break; fi
   done
-  want="K	$want	${VIRTUAL_ENV-}|${CONDA_PREFIX-}|$py|${PYENV_VERSION-}|${PYTHONPATH-}"
+  # A pyenv shim runs the version pyenv picks: PYENV_VERSION, else the nearest .python-version at
+  # or above $PWD, else $PYENV_ROOT/version (the file and its first line).
+  local pyv= f=
+  case $py in
+    "${PYENV_ROOT:-$HOME/.pyenv}"/shims/*)
+      if [ -z "${PYENV_VERSION-}" ]; then
+        dir=${PWD%/}
+        while :; do
+          if [ -f "$dir/.python-version" ]; then f=$dir/.python-version; break; fi
+          [ -n "$dir" ] || break
+          dir=${dir%/*}
+        done
+        [ -n "$f" ] || f=${PYENV_ROOT:-$HOME/.pyenv}/version
+        if [ -f "$f" ] && [ -r "$f" ]; then { IFS= read -r pyv || :; } 2>/dev/null < "$f"; fi
+        pyv=$f:$pyv
+      fi ;;
+  esac
+  want="K	$want	${VIRTUAL_ENV-}|${CONDA_PREFIX-}|$py|${PYENV_VERSION-}|${PYTHONPATH-}|$pyv"
   if [ -f "$cache" ] && [ -r "$cache" ]; then
     while IFS= read -r line; do
       case $line in

@@ -35,11 +35,60 @@ const MAX_ENTRIES = 8;
  * What decides the Python environment the check looks at, as the shell hook computes it with
  * builtins (posix.sh and cudaenv.fish, _cudaenv_report): VIRTUAL_ENV, CONDA_PREFIX, the first
  * python3 (else python) on PATH (`module load python`, another interpreter first), PYENV_VERSION
- * (`pyenv shell`) and PYTHONPATH. Without the last three a cached line could describe the
- * torch of an interpreter no longer first on PATH.
+ * (`pyenv shell`), PYTHONPATH, and for a pyenv shim the file that picks its version (`pyenv
+ * local`/`global`). Without them a cached line could describe the torch of another interpreter.
  */
 export function pythonKey(env: NodeJS.ProcessEnv): string {
-  return `${env.VIRTUAL_ENV ?? ''}|${env.CONDA_PREFIX ?? ''}|${pythonOnPath(env.PATH)}|${env.PYENV_VERSION ?? ''}|${env.PYTHONPATH ?? ''}`;
+  const py = pythonOnPath(env.PATH);
+  return `${env.VIRTUAL_ENV ?? ''}|${env.CONDA_PREFIX ?? ''}|${py}|${env.PYENV_VERSION ?? ''}|${env.PYTHONPATH ?? ''}|${pyenvChoice(py, env)}`;
+}
+
+/**
+ * For a pyenv shim without PYENV_VERSION: the file that picks the version it runs (the nearest
+ * .python-version at or above the current directory, else $PYENV_ROOT/version, as pyenv looks)
+ * and its first line, as the hook reads them. '' for any other interpreter.
+ */
+function pyenvChoice(py: string, env: NodeJS.ProcessEnv): string {
+  const root = env.PYENV_ROOT || `${env.HOME ?? ''}/.pyenv`;
+  if (env.PYENV_VERSION || !py.startsWith(`${root}/shims/`)) return '';
+  let dir = logicalCwd(env).replace(/\/$/, '');
+  let file = '';
+  for (;;) {
+    if (isFile(`${dir}/.python-version`)) {
+      file = `${dir}/.python-version`;
+      break;
+    }
+    if (dir === '') break;
+    dir = dir.slice(0, dir.lastIndexOf('/'));
+  }
+  if (file === '') file = `${root}/version`;
+  let first = '';
+  try {
+    first = readFileSync(file, 'latin1').split('\n')[0]!;
+  } catch {
+    // no file: pyenv's `system`
+  }
+  return `${file}:${first}`;
+}
+
+/** $PWD as the shell keeps it (through links), when it is this directory; else the physical one. */
+function logicalCwd(env: NodeJS.ProcessEnv): string {
+  const cwd = process.cwd();
+  if (!env.PWD?.startsWith('/')) return cwd;
+  try {
+    const [a, b] = [statSync(env.PWD), statSync(cwd)];
+    return a.dev === b.dev && a.ino === b.ino ? env.PWD : cwd;
+  } catch {
+    return cwd;
+  }
+}
+
+function isFile(path: string): boolean {
+  try {
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
 }
 
 /**

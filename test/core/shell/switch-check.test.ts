@@ -216,7 +216,7 @@ describeIf(canBuild, 'needs gcc and bash (apt-get install gcc bash)')('the check
 
 describe('the switch check\'s cache key follows the Python the shell would run', () => {
   for (const shell of ['bash', 'zsh', 'fish'] as const) {
-    testIf(have(shell) && PYTHON_EXE !== null, `needs ${shell} and python3 (apt-get install ${shell} python3)`)(`${shell}: another python3 first on PATH (module load python) is checked anew; the same PATH is answered by the hook`, async () => {
+    testIf(have(shell) && PYTHON_EXE !== null, `needs ${shell} and python3 (apt-get install ${shell} python3)`)(`${shell}: another python3 first on PATH (module load python), pyenv shell/local/global: checked anew; the same Python is answered by the hook`, async () => {
       const tmp = makeTempDir(`cudaenv-switchcheck-py-${shell}-`);
       try {
         const store = join(tmp.dir, 'store');
@@ -245,6 +245,20 @@ describe('the switch check\'s cache key follows the Python the shell would run',
         expect(checks(moved)).toEqual([]);
         // pyenv shell sets PYENV_VERSION: the shim is the same file, the interpreter is not.
         expect(checks({PYENV_VERSION: '3.12.1'})).toEqual(['switch-check 12.4.1']);
+        // pyenv global / local: the shim runs what $PYENV_ROOT/version or the nearest .python-version names.
+        const pyenvRoot = join(tmp.dir, 'pyenv');
+        mkdirSync(join(pyenvRoot, 'shims'), {recursive: true});
+        execFileSync('ln', ['-s', PYTHON_EXE!, join(pyenvRoot, 'shims', 'python3')]);
+        writeFileSync(join(pyenvRoot, 'version'), '3.11.7\n');
+        spawnSync('sleep', ['1.1']);
+        const pyenv = {PATH: `${join(pyenvRoot, 'shims')}:/usr/bin:/bin`, PYENV_ROOT: pyenvRoot};
+        expect(checks(pyenv)).toEqual(['switch-check 12.4.1']);
+        expect(checks(pyenv)).toEqual([]);
+        writeFileSync(join(tmp.dir, 'proj', '.python-version'), '3.12.1\n');
+        expect(checks(pyenv)).toEqual(['switch-check 12.4.1']);
+        expect(checks(pyenv)).toEqual([]);
+        writeFileSync(join(pyenvRoot, 'version'), '3.10.4\n'); // the project's file still decides
+        expect(checks(pyenv)).toEqual([]);
       } finally {
         tmp.cleanup();
       }
