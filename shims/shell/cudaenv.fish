@@ -454,7 +454,7 @@ function _cudaenv_report --argument-names label
         end
         set pyv "$f:$first"
     end
-    set want "K	$want	$VIRTUAL_ENV|$CONDA_PREFIX|$py|$PYENV_VERSION|$PYTHONPATH|$pyv"
+    set want "K	$want	$VIRTUAL_ENV|$CONDA_PREFIX|$py|$PYENV_VERSION|$PYTHONPATH|$pyv|$LD_PRELOAD|$GLIBC_TUNABLES|$LD_BIND_NOW"
     set -l hit ''
     if test -f "$cache"; and test -r "$cache"
         set -l cache_time (path mtime -- "$cache")

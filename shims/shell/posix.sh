@@ -342,7 +342,7 @@ _cudaenv_report() {
         pyv=$f:$pyv
       fi ;;
   esac
-  want="K	$want	${VIRTUAL_ENV-}|${CONDA_PREFIX-}|$py|${PYENV_VERSION-}|${PYTHONPATH-}|$pyv"
+  want="K	$want	${VIRTUAL_ENV-}|${CONDA_PREFIX-}|$py|${PYENV_VERSION-}|${PYTHONPATH-}|$pyv|${LD_PRELOAD-}|${GLIBC_TUNABLES-}|${LD_BIND_NOW-}"
   if [ -f "$cache" ] && [ -r "$cache" ]; then
     while IFS= read -r line; do
       case $line in

@@ -9,8 +9,9 @@ import {switchDir} from './switch-index.js';
  *   check-LABEL.json  what the CLI validates: the fingerprint (path, size, mtime, inode of every
  *                     shared object in the watched directories) of each entry;
  *   check-LABEL       the same entries for the shell hook, as lines it reads with `read`:
- *                     K<TAB>s<LD_LIBRARY_PATH> or K<TAB>u (unset)<TAB><pythonKey: VIRTUAL_ENV|CONDA_PREFIX|
- *                       python on PATH|PYENV_VERSION|PYTHONPATH>
+ *                     K<TAB>s<LD_LIBRARY_PATH> or K<TAB>u (unset)<TAB><contextKey: VIRTUAL_ENV|CONDA_PREFIX|
+ *                       python on PATH|PYENV_VERSION|PYTHONPATH|pyenv's version file|LD_PRELOAD|
+ *                       GLIBC_TUNABLES|LD_BIND_NOW>
  *                     W<TAB><watched directory>   (the hook: stale when it is newer than the file)
  *                     L<TAB><the line to print>
  * Whenever the files are written, every kept entry is revalidated, so an old entry never
@@ -19,8 +20,8 @@ import {switchDir} from './switch-index.js';
 export interface CacheKey {
   /** The LD_LIBRARY_PATH the switch produces; undefined when unset. */
   ldLibraryPath: string | undefined;
-  /** pythonKey: the Python environment as the shell hook can tell it without starting a process. */
-  python: string;
+  /** contextKey: the rest of what decides the result, as the shell hook can tell it without starting a process. */
+  context: string;
 }
 
 export interface CacheEntry extends CacheKey {
@@ -32,15 +33,21 @@ export interface CacheEntry extends CacheKey {
 const MAX_ENTRIES = 8;
 
 /**
- * What decides the Python environment the check looks at, as the shell hook computes it with
- * builtins (posix.sh and cudaenv.fish, _cudaenv_report): VIRTUAL_ENV, CONDA_PREFIX, the first
- * python3 (else python) on PATH (`module load python`, another interpreter first), PYENV_VERSION
- * (`pyenv shell`), PYTHONPATH, and for a pyenv shim the file that picks its version (`pyenv
- * local`/`global`). Without them a cached line could describe the torch of another interpreter.
+ * What decides the result besides the version and LD_LIBRARY_PATH, as the shell hook computes it
+ * with builtins (posix.sh and cudaenv.fish, _cudaenv_report). The Python environment the check
+ * looks at: VIRTUAL_ENV, CONDA_PREFIX, the first python3 (else python) on PATH (`module load
+ * python`, another interpreter first), PYENV_VERSION (`pyenv shell`), PYTHONPATH, and for a pyenv
+ * shim the file that picks its version (`pyenv local`/`global`); without them a cached line could
+ * describe the torch of another interpreter. And what the loader itself reads: LD_PRELOAD (a
+ * preloaded library is bound first), GLIBC_TUNABLES (the static TLS surplus, hwcaps, executable
+ * stacks) and LD_BIND_NOW.
  */
-export function pythonKey(env: NodeJS.ProcessEnv): string {
+export function contextKey(env: NodeJS.ProcessEnv): string {
   const py = pythonOnPath(env.PATH);
-  return `${env.VIRTUAL_ENV ?? ''}|${env.CONDA_PREFIX ?? ''}|${py}|${env.PYENV_VERSION ?? ''}|${env.PYTHONPATH ?? ''}|${pyenvChoice(py, env)}`;
+  return [
+    env.VIRTUAL_ENV ?? '', env.CONDA_PREFIX ?? '', py, env.PYENV_VERSION ?? '', env.PYTHONPATH ?? '', pyenvChoice(py, env),
+    env.LD_PRELOAD ?? '', env.GLIBC_TUNABLES ?? '', env.LD_BIND_NOW ?? '',
+  ].join('|');
 }
 
 /**
@@ -168,7 +175,7 @@ function readEntries(paths: StorePaths, label: string): CacheEntry[] {
 }
 
 function sameKey(a: CacheKey, b: CacheKey): boolean {
-  return (a.ldLibraryPath ?? null) === (b.ldLibraryPath ?? null) && a.python === b.python;
+  return (a.ldLibraryPath ?? null) === (b.ldLibraryPath ?? null) && a.context === b.context;
 }
 
 function fresh(entry: CacheEntry): boolean {
@@ -236,8 +243,8 @@ function writeCheck(paths: StorePaths, label: string, entry: CacheEntry): void {
   atomicWriteFile(json, `${JSON.stringify({entries}, null, 1)}\n`, 0o644, {durable: false});
   const lines = [`# cudaenv: check results for CUDA ${label}, read by the shell hook (safe to delete)`];
   for (const e of entries) {
-    if (![e.ldLibraryPath ?? '', e.python, e.line, ...e.watched].every((v) => LINE_SAFE.test(v))) continue;
-    lines.push(`K\t${e.ldLibraryPath === undefined ? 'u' : `s${e.ldLibraryPath}`}\t${e.python}`);
+    if (![e.ldLibraryPath ?? '', e.context, e.line, ...e.watched].every((v) => LINE_SAFE.test(v))) continue;
+    lines.push(`K\t${e.ldLibraryPath === undefined ? 'u' : `s${e.ldLibraryPath}`}\t${e.context}`);
     for (const w of e.watched) lines.push(`W\t${w}`);
     lines.push(`L\t${e.line}`);
   }

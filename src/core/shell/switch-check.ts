@@ -2,7 +2,7 @@ import {existsSync, readdirSync} from 'node:fs';
 import {dirname, join} from 'node:path';
 import type {StorePaths} from '../store/paths.js';
 import {inspectPython, pythonCudaLibDirs, wheelInterpreter} from '../system/python-env.js';
-import {fingerprint, hookSeesStale, lookupCheck, pythonKey, storeCheck, type CacheKey} from './check-cache.js';
+import {contextKey, fingerprint, hookSeesStale, lookupCheck, storeCheck, type CacheKey} from './check-cache.js';
 import {toolkitLibDir} from './toolkit-env.js';
 import {splitLdLibraryPath} from '../elf/search-path.js';
 
@@ -19,7 +19,7 @@ export interface SwitchCheck {
 }
 
 export async function switchCheck(paths: StorePaths, label: string, env: NodeJS.ProcessEnv): Promise<SwitchCheck> {
-  const key: CacheKey = {ldLibraryPath: env.LD_LIBRARY_PATH, python: pythonKey(env)};
+  const key: CacheKey = {ldLibraryPath: env.LD_LIBRARY_PATH, context: contextKey(env)};
   const hit = lookupCheck(paths, label, key);
   if (hit !== undefined) {
     // Still valid by its fingerprint, yet the shell hook asked (a watched directory is newer
@@ -39,7 +39,11 @@ export async function switchCheck(paths: StorePaths, label: string, env: NodeJS.
   const toolkitDirs = [toolkitLibDir(versionDir)].filter((d) => existsSync(d));
   const targets = [...toolkitDirs, ...pythonDirs];
   const {checkLibraries, combineReports, dynamicProgram, firstProblemLine} = await import('../elf/index.js');
-  const common = {ldLibraryPath: env.LD_LIBRARY_PATH, storeVersionsDir: paths.versions};
+  // The loader's own variables as the shell has them (the cache key holds them too).
+  const common = {
+    ldLibraryPath: env.LD_LIBRARY_PATH, storeVersionsDir: paths.versions,
+    preload: env.LD_PRELOAD ? [env.LD_PRELOAD] : undefined, glibcTunables: env.GLIBC_TUNABLES, bindNow: (env.LD_BIND_NOW ?? '') !== '',
+  };
   // The toolkit's libraries serve any program: checked as `ldd -r` loads them. Python dlopens the
   // wheels' libraries: checked as the interpreter binary does (static TLS, a dlopen's executable
   // stack, the Py* symbols it defines), as doctor checks them. The interpreter is the environment's

@@ -6,7 +6,7 @@ import {describeOrigin, selectVersion} from '../versions/select.js';
 import {parseSpec} from '../versions/spec.js';
 import {needsRehash} from './switch-index.js';
 import {rcLine, shellFor} from './shell.js';
-import {lookupCheckAsHook, pythonKey} from './check-cache.js';
+import {contextKey, lookupCheckAsHook} from './check-cache.js';
 import type {LdLibraryPathPolicy} from './toolkit-env.js';
 import {planSwitch, SWITCHED_VARS} from './transition.js';
 
@@ -91,7 +91,7 @@ export async function runUse(req: UseRequest, warn: (message: string) => void): 
   if (label !== 'system') {
     // A result the shell's report will print from its cache (the auto-switch on cd trusts it
     // the same way) is not checked again: `use` stays as quick as `current`.
-    check = lookupCheckAsHook(req.paths, label, {ldLibraryPath: next.LD_LIBRARY_PATH, python: pythonKey(next)})?.line ?? null;
+    check = lookupCheckAsHook(req.paths, label, {ldLibraryPath: next.LD_LIBRARY_PATH, context: contextKey(next)})?.line ?? null;
   }
   if (label !== 'system' && check === null) {
     // Run the check now, under the environment the shell is about to get, so that the

@@ -120,6 +120,24 @@ describeIf(canBuild, 'needs gcc and bash (apt-get install gcc bash)')('the check
     expect(r3.stderr.split('\n').filter((l) => l.includes('all') && l.includes('resolve'))).toHaveLength(2);
   });
 
+  test('LD_PRELOAD is part of what a switch is checked under: a preloaded old libdep.so.1 breaks the wheel that needs DEP_2', async () => {
+    const paths = pathsFor(store);
+    // An old build (DEP_1 only); the toolkit's own copy was replaced by a fixed one above.
+    const oldDep = join(tmp.dir, 'preload', 'libdep.so.1');
+    mkdirSync(join(tmp.dir, 'preload'));
+    gcc(['-shared', '-fPIC', '-o', oldDep, '-Wl,-soname,libdep.so.1', '-Wl,--version-script=v1.map', 'dep1.c'], join(tmp.dir, 'src'));
+    const userLib = join(venv, 'lib', 'python3.11', 'site-packages', 'nvidia', 'user', 'lib', 'libuser.so');
+    // The real loader: the preloaded copy is the one bound, whatever the RUNPATH finds.
+    const ldd = spawnSync('ldd', ['-r', userLib], {env: {PATH: '/usr/bin:/bin', LD_PRELOAD: oldDep}, encoding: 'utf8'});
+    expect(`${ldd.stdout}${ldd.stderr}`).toMatch(/DEP_2.*not found|version `DEP_2' not found/);
+    const base = {PATH: '/usr/bin:/bin', VIRTUAL_ENV: venv};
+    expect((await switchCheck(paths, '11.8.0', planSwitch(base, store, '11.8.0', 'none', 'pin'))).line).toMatch(/all \d+ libraries resolve/);
+    const preloaded = await switchCheck(paths, '11.8.0', planSwitch({...base, LD_PRELOAD: oldDep}, store, '11.8.0', 'none', 'pin'));
+    expect(preloaded.cached).toBe(false);
+    expect(preloaded.line).toContain('DEP_2');
+    expect(preloaded.line).toContain('libdep.so.1');
+  });
+
   testIf(PYTHON_EXE !== null, 'needs python3 (apt-get install python3)')('the wheels are checked as the environment\'s Python loads them: a static TLS block that does not fit', async () => {
     const paths = pathsFor(store);
     // Two environments with the same wheel: one with its interpreter, one without any.
@@ -216,7 +234,7 @@ describeIf(canBuild, 'needs gcc and bash (apt-get install gcc bash)')('the check
 
 describe('the switch check\'s cache key follows the Python the shell would run', () => {
   for (const shell of ['bash', 'zsh', 'fish'] as const) {
-    testIf(have(shell) && PYTHON_EXE !== null, `needs ${shell} and python3 (apt-get install ${shell} python3)`)(`${shell}: another python3 first on PATH (module load python), pyenv shell/local/global: checked anew; the same Python is answered by the hook`, async () => {
+    testIf(have(shell) && PYTHON_EXE !== null, `needs ${shell} and python3 (apt-get install ${shell} python3)`)(`${shell}: another python3 first on PATH (module load python), pyenv shell/local/global, GLIBC_TUNABLES: checked anew; the same is answered by the hook`, async () => {
       const tmp = makeTempDir(`cudaenv-switchcheck-py-${shell}-`);
       try {
         const store = join(tmp.dir, 'store');
@@ -245,6 +263,9 @@ describe('the switch check\'s cache key follows the Python the shell would run',
         expect(checks(moved)).toEqual([]);
         // pyenv shell sets PYENV_VERSION: the shim is the same file, the interpreter is not.
         expect(checks({PYENV_VERSION: '3.12.1'})).toEqual(['switch-check 12.4.1']);
+        // The loader's own tunables (here the static TLS surplus) are part of it too.
+        expect(checks({GLIBC_TUNABLES: 'glibc.rtld.optional_static_tls=4096'})).toEqual(['switch-check 12.4.1']);
+        expect(checks({GLIBC_TUNABLES: 'glibc.rtld.optional_static_tls=4096'})).toEqual([]);
         // pyenv global / local: the shim runs what $PYENV_ROOT/version or the nearest .python-version names.
         const pyenvRoot = join(tmp.dir, 'pyenv');
         mkdirSync(join(pyenvRoot, 'shims'), {recursive: true});
