@@ -74171,8 +74171,8 @@ var LoaderProcess = class {
     this.ensureInterp();
     this.ldDirs = parseSearchList(this.ctx.ldLibraryPath, this.dst(this.main), "env");
     this.scope.push(this.main);
-    for (const name of this.ctx.preload) {
-      const edge = this.mapObject(this.main, name, true);
+    for (const { name, from } of this.ctx.preload) {
+      const edge = this.mapObject(this.main, name, true, "preload", from);
       this.preloadEdges.push(edge);
       if (!edge.object) {
         const own = edge.errorPath === name && edge.error?.startsWith(`${name}: `);
@@ -74299,7 +74299,7 @@ var LoaderProcess = class {
     return obj;
   }
   /** _dl_map_object: an already loaded object by name, else the first acceptable file of the search. */
-  mapObject(loader, name, preload, role = preload ? "preload" : "dep") {
+  mapObject(loader, name, preload, role = preload ? "preload" : "dep", preloadFrom) {
     const edge = { name, kind: "needed", owner: loader, object: null, via: null, rule: null, passedOver: [], error: null };
     const listed = this.unlisted.size === 0 ? this.objects : this.objects.filter((o) => !this.unlisted.has(o));
     const known = listed.find((o) => o.path === name || o.names.includes(name));
@@ -74335,7 +74335,8 @@ var LoaderProcess = class {
         return stop("cannot dynamically load position-independent executable");
       }
       edge.via = preload ? "preload" : c.via;
-      edge.rule = c.rule;
+      edge.rule = preload && preloadFrom ? `the ${preloadFrom} entry ${name}${name.includes("/") ? "" : `, found by ${c.rule}`}` : c.rule;
+      if (preload && preloadFrom) edge.preloadFrom = preloadFrom;
       if (c.ldEntry !== void 0) edge.ldEntry = c.ldEntry;
       const inode = inodeKey(c.stat);
       const same = listed.find((o) => o.inode === inode && o.role !== "interp") ?? listed.find((o) => o.inode === inode);
@@ -74769,9 +74770,13 @@ async function explainFinding(p, f, ctx) {
   const lacks = f.kind === "version-not-found" ? `does not define version ${f.version}` : `lacks ${f.symbol}${f.version ? `@${f.version}` : ""}`;
   const entry2 = edge.via === "ld_library_path" ? edge.ldEntry : void 0;
   const release = cudaReleaseInSymbol(f.symbol);
-  problem.summary = entry2 === "" ? `LD_LIBRARY_PATH's empty entry (the current directory) makes ${who} bind ${provider.path}, which ${lacks.replace(/@.*$/, "")}` : entry2 !== void 0 ? `this LD_LIBRARY_PATH makes ${who} bind ${provider.path}, which ${lacks.replace(/@.*$/, "")}` : `${who} binds ${provider.path}, which ${lacks}`;
-  problem.explanation = `${f.object.path} needs ${what} from ${f.library}. The loader picks ${provider.path} by ${rule}, and that file ${lacks}.` + (shadowedCandidate ? ` It is found before ${shadowedCandidate.path} (${shadowedCandidate.rule}), which ${better ? "defines it and would be used without that entry" : "lacks it as well"}.` : "") + (edge.via === "loaded" ? ` ${provider.path} was already loaded by another object, so the search is not repeated.` : "");
-  if (entry2 !== void 0 && (better || entry2 === "")) {
+  const preloadFrom = edge.via === "preload" ? edge.preloadFrom : void 0;
+  problem.summary = preloadFrom ? `${preloadFrom} makes ${who} bind ${provider.path}, which ${lacks.replace(/@.*$/, "")}` : entry2 === "" ? `LD_LIBRARY_PATH's empty entry (the current directory) makes ${who} bind ${provider.path}, which ${lacks.replace(/@.*$/, "")}` : entry2 !== void 0 ? `this LD_LIBRARY_PATH makes ${who} bind ${provider.path}, which ${lacks.replace(/@.*$/, "")}` : `${who} binds ${provider.path}, which ${lacks}`;
+  problem.explanation = `${f.object.path} needs ${what} from ${f.library}. The loader picks ${provider.path} by ${rule}, and that file ${lacks}.` + (shadowedCandidate ? ` It is found before ${shadowedCandidate.path} (${shadowedCandidate.rule}), which ${better ? "defines it and would be used without that entry" : "lacks it as well"}.` : "") + (edge.via === "loaded" ? ` ${provider.path} was already loaded by another object, so the search is not repeated.` : "") + (preloadFrom ? ` A preloaded object is loaded before anything else, and every later need of ${f.library} binds it without a search.` : "");
+  if (preloadFrom) {
+    problem.fix = preloadFrom === "LD_PRELOAD" ? `take ${edge.name} out of LD_PRELOAD (\`unset LD_PRELOAD\` if it is the only entry)` : `take ${edge.name} out of /etc/ld.so.preload (as root): it is preloaded into every program`;
+    if (release) problem.fix += `, or preload a ${f.library} from CUDA ${release} or newer`;
+  } else if (entry2 !== void 0 && (better || entry2 === "")) {
     problem.fix = dropEntryFix(entry2, ctx);
     if (!better) problem.fix += `; no other ${f.library} on the search path defines ${f.kind === "version-not-found" ? f.version : f.symbol}, so also install one that does`;
     if (release) problem.fix += `, or \`cudaenv use ${release}\` (CUDA ${release} or newer provides it)`;
@@ -75763,12 +75768,12 @@ function codeStamp() {
 
 // src/core/elf/partial.ts
 function preloadList(options, recorder) {
-  const list = (options.preload ?? []).flatMap((p) => p.split(/[ :]/)).filter(Boolean);
+  const list = (options.preload ?? []).flatMap((p) => p.split(/[ :]/)).filter(Boolean).map((name) => ({ name, from: "LD_PRELOAD" }));
   const file = `${normalRoot(options.sysroot)}/etc/ld.so.preload`;
   if (recorder ? recorder.statNow(file) !== null : existsSync4(file)) {
     try {
       const text = readFileSync7(file, "utf8").replace(/#[^\n]*/g, "");
-      list.push(...text.split(/[ \t\n:]+/).filter(Boolean));
+      list.push(...text.split(/[ \t\n:]+/).filter(Boolean).map((name) => ({ name, from: "/etc/ld.so.preload" })));
     } catch {
     }
   }

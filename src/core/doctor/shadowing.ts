@@ -111,7 +111,11 @@ export async function shadowingFindings(
   if (pythonLibDirs.length === 0) return {verdicts: [], baselineProblems: [], findings};
   const ld = ctx.env.LD_LIBRARY_PATH;
   const drop = new Set(entries.map((e) => e.entry));
-  const options = {targets: pythonLibDirs, storeVersionsDir: ctx.paths.versions, cwd: ctx.cwd, ...(program ? {exe: program} : {})};
+  // The loader's other variables as this environment has them (a preloaded library is bound first).
+  const options = {
+    targets: pythonLibDirs, storeVersionsDir: ctx.paths.versions, cwd: ctx.cwd, ...(program ? {exe: program} : {}),
+    preload: ctx.env.LD_PRELOAD ? [ctx.env.LD_PRELOAD] : undefined, glibcTunables: ctx.env.GLIBC_TUNABLES, bindNow: (ctx.env.LD_BIND_NOW ?? '') !== '',
+  };
   const current = await check({...options, ldLibraryPath: ld});
   const base = drop.size === 0 ? current : await check({...options, ldLibraryPath: without(ld, drop)});
   const baseEdges = edgeMap(base);

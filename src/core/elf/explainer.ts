@@ -265,15 +265,24 @@ async function explainFinding(p: LoaderProcess, f: Finding, ctx: ExplainContext)
   const lacks = f.kind === 'version-not-found' ? `does not define version ${f.version}` : `lacks ${f.symbol}${f.version ? `@${f.version}` : ''}`;
   const entry = edge.via === 'ld_library_path' ? edge.ldEntry : undefined;
   const release = cudaReleaseInSymbol(f.symbol);
-  problem.summary = entry === ''
+  const preloadFrom = edge.via === 'preload' ? edge.preloadFrom : undefined;
+  problem.summary = preloadFrom
+    ? `${preloadFrom} makes ${who} bind ${provider.path}, which ${lacks.replace(/@.*$/, '')}`
+    : entry === ''
     ? `LD_LIBRARY_PATH's empty entry (the current directory) makes ${who} bind ${provider.path}, which ${lacks.replace(/@.*$/, '')}`
     : entry !== undefined
     ? `this LD_LIBRARY_PATH makes ${who} bind ${provider.path}, which ${lacks.replace(/@.*$/, '')}`
     : `${who} binds ${provider.path}, which ${lacks}`;
   problem.explanation = `${f.object.path} needs ${what} from ${f.library}. The loader picks ${provider.path} by ${rule}, and that file ${lacks}.` +
     (shadowedCandidate ? ` It is found before ${shadowedCandidate.path} (${shadowedCandidate.rule}), which ${better ? 'defines it and would be used without that entry' : 'lacks it as well'}.` : '') +
-    (edge.via === 'loaded' ? ` ${provider.path} was already loaded by another object, so the search is not repeated.` : '');
-  if (entry !== undefined && (better || entry === '')) {
+    (edge.via === 'loaded' ? ` ${provider.path} was already loaded by another object, so the search is not repeated.` : '') +
+    (preloadFrom ? ` A preloaded object is loaded before anything else, and every later need of ${f.library} binds it without a search.` : '');
+  if (preloadFrom) {
+    problem.fix = preloadFrom === 'LD_PRELOAD'
+      ? `take ${edge.name} out of LD_PRELOAD (\`unset LD_PRELOAD\` if it is the only entry)`
+      : `take ${edge.name} out of /etc/ld.so.preload (as root): it is preloaded into every program`;
+    if (release) problem.fix += `, or preload a ${f.library} from CUDA ${release} or newer`;
+  } else if (entry !== undefined && (better || entry === '')) {
     // An empty entry is nearly always an accident (`$LD_LIBRARY_PATH:` with the variable unset): removing it comes first.
     problem.fix = dropEntryFix(entry, ctx);
     if (!better) problem.fix += `; no other ${f.library} on the search path defines ${f.kind === 'version-not-found' ? f.version : f.symbol}, so also install one that does`;

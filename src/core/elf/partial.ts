@@ -8,7 +8,7 @@ import {cachedElf, FileView} from './file-cache.js';
 import {loadLdCache} from './ldcache/load.js';
 import {lookupCache} from './ldcache/lookup.js';
 import {loaderPlatform, type LoaderPlatform} from './platform.js';
-import {LoaderProcess, type LoadedObject, type LoaderContext} from './resolver.js';
+import {LoaderProcess, type LoadedObject, type LoaderContext, type PreloadEntry} from './resolver.js';
 import {readListedSync, type ListedFile, type TargetFile} from './targets.js';
 import {InputRecorder} from './inputs.js';
 import {normalRoot} from './sysroot.js';
@@ -40,13 +40,13 @@ export interface FileResult {
 }
 
 /** LD_PRELOAD is split on spaces and colons (rtld.c handle_preload_list); /etc/ld.so.preload also on tabs and newlines, with # comments. */
-function preloadList(options: CheckOptions, recorder: InputRecorder | null): string[] {
-  const list = (options.preload ?? []).flatMap((p) => p.split(/[ :]/)).filter(Boolean);
+function preloadList(options: CheckOptions, recorder: InputRecorder | null): PreloadEntry[] {
+  const list: PreloadEntry[] = (options.preload ?? []).flatMap((p) => p.split(/[ :]/)).filter(Boolean).map((name) => ({name, from: 'LD_PRELOAD'}));
   const file = `${normalRoot(options.sysroot)}/etc/ld.so.preload`;
   if (recorder ? recorder.statNow(file) !== null : existsSync(file)) {
     try {
       const text = readFileSync(file, 'utf8').replace(/#[^\n]*/g, '');
-      list.push(...text.split(/[ \t\n:]+/).filter(Boolean));
+      list.push(...text.split(/[ \t\n:]+/).filter(Boolean).map((name) => ({name, from: '/etc/ld.so.preload' as const})));
     } catch {
       // unreadable: ld.so ignores it too
     }

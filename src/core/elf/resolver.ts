@@ -80,6 +80,14 @@ export interface Edge {
   ignored?: true;
   /** Set when the loader stops at a file on a file system mounted noexec: that mount point. */
   noexecMount?: string;
+  /** A preload's edge: where the entry was read. */
+  preloadFrom?: PreloadEntry['from'];
+}
+
+/** One preloaded name and where it was read. */
+export interface PreloadEntry {
+  name: string;
+  from: 'LD_PRELOAD' | '/etc/ld.so.preload';
 }
 
 /** What all processes of one check share. */
@@ -88,8 +96,8 @@ export interface LoaderContext {
   platformFor(elfClass: 32 | 64, machine: number): LoaderPlatform | null;
   /** LD_LIBRARY_PATH to assume (undefined: unset). */
   ldLibraryPath?: string;
-  /** LD_PRELOAD entries then /etc/ld.so.preload entries. */
-  preload: string[];
+  /** LD_PRELOAD entries then /etc/ld.so.preload entries, each with where it was read. */
+  preload: PreloadEntry[];
   /** The ld.so.cache answer for a name (a sysroot-prefixed path), or null. */
   cacheLookup(name: string, platform: LoaderPlatform): string | null;
   cacheLabel: string;
@@ -173,8 +181,8 @@ export class LoaderProcess {
     this.ensureInterp();
     this.ldDirs = parseSearchList(this.ctx.ldLibraryPath, this.dst(this.main), 'env');
     this.scope.push(this.main);
-    for (const name of this.ctx.preload) {
-      const edge = this.mapObject(this.main, name, true);
+    for (const {name, from} of this.ctx.preload) {
+      const edge = this.mapObject(this.main, name, true, 'preload', from);
       this.preloadEdges.push(edge);
       if (!edge.object) {
         // The entry's own path is said once ("/x/libx.so: cannot enable executable stack ...").
@@ -314,7 +322,7 @@ export class LoaderProcess {
   }
 
   /** _dl_map_object: an already loaded object by name, else the first acceptable file of the search. */
-  mapObject(loader: LoadedObject, name: string, preload: boolean, role: LoadedObject['role'] = preload ? 'preload' : 'dep'): Edge {
+  mapObject(loader: LoadedObject, name: string, preload: boolean, role: LoadedObject['role'] = preload ? 'preload' : 'dep', preloadFrom?: PreloadEntry['from']): Edge {
     const edge: Edge = {name, kind: 'needed', owner: loader, object: null, via: null, rule: null, passedOver: [], error: null};
     const listed = this.unlisted.size === 0 ? this.objects : this.objects.filter((o) => !this.unlisted.has(o));
     const known = listed.find((o) => o.path === name || o.names.includes(name));
@@ -353,7 +361,9 @@ export class LoaderProcess {
         return stop('cannot dynamically load position-independent executable');
       }
       edge.via = preload ? 'preload' : c.via;
-      edge.rule = c.rule;
+      // A preload names a file itself (a path) or has it searched like a DT_NEEDED entry of the program.
+      edge.rule = preload && preloadFrom ? `the ${preloadFrom} entry ${name}${name.includes('/') ? '' : `, found by ${c.rule}`}` : c.rule;
+      if (preload && preloadFrom) edge.preloadFrom = preloadFrom;
       if (c.ldEntry !== undefined) edge.ldEntry = c.ldEntry;
       const inode = inodeKey(c.stat!);
       const same = listed.find((o) => o.inode === inode && o.role !== 'interp') ?? listed.find((o) => o.inode === inode);

@@ -60,6 +60,27 @@ maybe('LD_LIBRARY_PATH entries against the pip CUDA wheels, decided by the check
     expect(report.facts.python.torch?.cuda).toBe('12.4');
   });
 
+  test('LD_PRELOAD of the old library breaks the wheel as the loader says, with or without LD_LIBRARY_PATH', async () => {
+    const old = join(oldLib, 'libnvJitLink.so.12');
+    const env: NodeJS.ProcessEnv = {...process.env, LD_PRELOAD: old};
+    delete env.LD_LIBRARY_PATH;
+    const real = spawnSync('ldd', ['-r', cusparse], {env, encoding: 'utf8'});
+    expect(`${real.stdout}${real.stderr}`).toContain('undefined symbol: __nvJitLinkComplete_12_4');
+    const saved = m.env;
+    m.env = {...saved, LD_PRELOAD: old};
+    delete m.env.LD_LIBRARY_PATH;
+    try {
+      const report = await runDoctor(m.ctx(), defaultDeps);
+      const f = report.findings.find((x) => x.id === 'pytorch.libraries-broken');
+      expect(f?.severity).toBe('error');
+      expect(f!.evidence.join('\n')).toContain('__nvJitLinkComplete_12_4');
+      expect(f!.evidence.join('\n')).toContain(`The loader picks ${old} by the LD_PRELOAD entry ${old}`);
+      expect(f!.fix).toBe(`take ${old} out of LD_PRELOAD (\`unset LD_PRELOAD\` if it is the only entry), or preload a libnvJitLink.so.12 from CUDA 12.4 or newer`);
+    } finally {
+      m.env = saved;
+    }
+  });
+
   test('without that entry nothing is reported about LD_LIBRARY_PATH', async () => {
     const other = join(tmp.dir, 'plain-libs');
     buildLib({out: join(other, 'libz-like.so.1'), soname: 'libz-like.so.1', source: 'int f(void){return 0;}\n'});
