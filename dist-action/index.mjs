@@ -74176,7 +74176,7 @@ var LoaderProcess = class {
       this.preloadEdges.push(edge);
       if (!edge.object) {
         const own = edge.errorPath === name && edge.error?.startsWith(`${name}: `);
-        this.failedPreloads.push({ name, reason: own ? edge.error.slice(name.length + 2) : edge.error ?? "cannot open shared object file" });
+        this.failedPreloads.push({ name, from, reason: own ? edge.error.slice(name.length + 2) : edge.error ?? "cannot open shared object file" });
       } else if (!this.scope.includes(edge.object)) {
         this.scope.push(edge.object);
       }
@@ -75960,7 +75960,8 @@ async function checkOne(file, ctx, exe, memo, explainCtx, recorder) {
     objects,
     ...p.dlopenEdge ? { startup } : {},
     problems: await Promise.all(found.map((f) => explain(p, f, explainCtx))),
-    failedPreloads: p.failedPreloads.map((f) => `${f.name}: ${f.reason}`)
+    // "NAME: REASON"; an entry of /etc/ld.so.preload carries that file before a NUL (mergeResults words it).
+    failedPreloads: p.failedPreloads.map((f) => `${f.from === "LD_PRELOAD" ? "" : `${f.from}\0`}${f.name}: ${f.reason}`)
   };
 }
 
@@ -76004,7 +76005,11 @@ function mergeResults(results, strict) {
       order.set(kept, Math.min(rank, order.get(kept) ?? Infinity));
     }
   }
-  for (const f of failedPreloads) skipped.push({ path: f, reason: "LD_PRELOAD entry cannot be preloaded: ignored (as ld.so does)" });
+  for (const f of failedPreloads) {
+    const nul = f.indexOf("\0");
+    const from = nul < 0 ? "LD_PRELOAD" : f.slice(0, nul);
+    skipped.push({ path: f.slice(nul + 1), reason: `${from} entry cannot be preloaded: ignored (as ld.so does)` });
+  }
   const list = [...problems.values()].sort((a, b) => order.get(a) - order.get(b));
   return { ok: !list.some((p) => isFailing(p.kind, strict)), checked, objects: [...objects.values()], problems: list, skipped };
 }

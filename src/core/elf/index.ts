@@ -73,7 +73,11 @@ function mergeResults(results: FileResult[], strict: boolean): CheckReport {
       order.set(kept, Math.min(rank, order.get(kept) ?? Infinity));
     }
   }
-  for (const f of failedPreloads) skipped.push({path: f, reason: 'LD_PRELOAD entry cannot be preloaded: ignored (as ld.so does)'});
+  for (const f of failedPreloads) {
+    const nul = f.indexOf('\0');
+    const from = nul < 0 ? 'LD_PRELOAD' : f.slice(0, nul);
+    skipped.push({path: f.slice(nul + 1), reason: `${from} entry cannot be preloaded: ignored (as ld.so does)`});
+  }
   const list = [...problems.values()].sort((a, b) => order.get(a)! - order.get(b)!);
   return {ok: !list.some((p) => isFailing(p.kind, strict)), checked, objects: [...objects.values()], problems: list, skipped};
 }

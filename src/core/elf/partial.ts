@@ -36,6 +36,7 @@ export interface FileResult {
   /** With --exe: how many of `objects` the program starts with (the rest come with the dlopen); absent: all. */
   startup?: number;
   problems: Problem[];
+  /** "NAME: REASON" of each preload ld.so drops; one from /etc/ld.so.preload is prefixed with that path and a NUL. */
   failedPreloads: string[];
 }
 
@@ -270,6 +271,7 @@ async function checkOne(
     objects,
     ...(p.dlopenEdge ? {startup} : {}),
     problems: await Promise.all(found.map((f) => explain(p, f, explainCtx))),
-    failedPreloads: p.failedPreloads.map((f) => `${f.name}: ${f.reason}`),
+    // "NAME: REASON"; an entry of /etc/ld.so.preload carries that file before a NUL (mergeResults words it).
+    failedPreloads: p.failedPreloads.map((f) => `${f.from === 'LD_PRELOAD' ? '' : `${f.from}\0`}${f.name}: ${f.reason}`),
   };
 }

@@ -115,7 +115,7 @@ export class LoaderProcess {
   readonly objects: LoadedObject[] = [];
   /** The global search list: main, preloads, then breadth-first order. */
   readonly scope: LoadedObject[] = [];
-  readonly failedPreloads: Array<{name: string; reason: string}> = [];
+  readonly failedPreloads: Array<{name: string; reason: string; from: PreloadEntry['from']}> = [];
   readonly preloadEdges: Edge[] = [];
   main!: LoadedObject;
   /** How many objects of `scope` the program starts with (the rest come with --exe's dlopen). */
@@ -187,7 +187,7 @@ export class LoaderProcess {
       if (!edge.object) {
         // The entry's own path is said once ("/x/libx.so: cannot enable executable stack ...").
         const own = edge.errorPath === name && edge.error?.startsWith(`${name}: `);
-        this.failedPreloads.push({name, reason: own ? edge.error!.slice(name.length + 2) : edge.error ?? 'cannot open shared object file'});
+        this.failedPreloads.push({name, from, reason: own ? edge.error!.slice(name.length + 2) : edge.error ?? 'cannot open shared object file'});
       } else if (!this.scope.includes(edge.object)) {
         this.scope.push(edge.object);
       }

@@ -1,6 +1,6 @@
 import {afterAll, beforeAll, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
-import {copyFileSync, existsSync, mkdirSync, realpathSync, symlinkSync} from 'node:fs';
+import {copyFileSync, existsSync, mkdirSync, realpathSync, symlinkSync, unlinkSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {checkLibraries} from '../../../src/core/elf/index.js';
 import {describeIf, testIf} from '../../helpers/skip.js';
@@ -46,6 +46,22 @@ d('CUDAENV_SYSROOT: absolute links inside the image', () => {
   test('the premise: on the host the link leads nowhere', () => {
     expect(existsSync(ALT)).toBe(false);
     expect(existsSync(join(img, 'usr/lib/x86_64-linux-gnu/libblas.so.3'))).toBe(false);
+  });
+
+  test('preloads the loader drops are reported as such, each with where it was read (LD_PRELOAD, the image\'s /etc/ld.so.preload)', async () => {
+    // rtld.c: "object '%s' from %s cannot be preloaded (%s): ignored.", %s being LD_PRELOAD or /etc/ld.so.preload.
+    const file = join(img, 'etc', 'ld.so.preload');
+    writeFileSync(file, '# preloaded into every program\n/opt/gone/libhook.so\n');
+    try {
+      const report = await checkLibraries({targets: [app], sysroot: img, preload: ['/opt/also-gone/libenv.so']});
+      expect(report.problems).toEqual([]);
+      expect(report.skipped).toEqual([
+        {path: '/opt/also-gone/libenv.so: cannot open shared object file', reason: 'LD_PRELOAD entry cannot be preloaded: ignored (as ld.so does)'},
+        {path: '/opt/gone/libhook.so: cannot open shared object file', reason: '/etc/ld.so.preload entry cannot be preloaded: ignored (as ld.so does)'},
+      ]);
+    } finally {
+      unlinkSync(file);
+    }
   });
 
   test('a DT_NEEDED found in a system directory through /etc/alternatives resolves in the image', async () => {
