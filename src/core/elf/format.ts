@@ -156,7 +156,8 @@ export function formatTree(report: CheckReport): string[] {
     obj.needed.forEach((edge, i) => {
       const last = i === obj.needed.length - 1;
       const branch = last ? '└── ' : '├── ';
-      let rule = edge.via === null ? 'not found' : edge.rule ? `${edge.via}: ${edge.rule}` : edge.via;
+      // "ld.so.cache: ld.so.cache (/etc/ld.so.cache)" says it twice: a rule that starts with its kind stands alone.
+      let rule = edge.via === null ? 'not found' : edge.rule ? (edge.rule.startsWith(edge.via) ? edge.rule : `${edge.via}: ${edge.rule}`) : edge.via;
       // A filtee is loaded like DT_NEEDED; a missing DT_AUXILIARY one is not a failure.
       if (edge.filter === 'filter') rule = `DT_FILTER, ${rule}`;
       else if (edge.filter === 'auxiliary') rule = edge.path === null ? 'DT_AUXILIARY, not found: the loader goes on without it' : `DT_AUXILIARY, ${rule}`;
