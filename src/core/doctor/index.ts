@@ -79,12 +79,12 @@ export async function runDoctor(ctx: DoctorContext, deps: DoctorDeps): Promise<D
     });
   }
 
-  const verdicts = new Map<string, {shadows: number; breaks: number}>();
+  const verdicts = new Map<string, {shadows: number; breaks: number; supplies: number}>();
   if (pyLibDirs.length > 0) {
     try {
       const shadowing = await shadowingFindings(ctx, ld.entries, pyLibDirs, deps.check, program);
       findings.push(...shadowing.findings);
-      for (const v of shadowing.verdicts) verdicts.set(v.entry, {shadows: v.shadows.length, breaks: v.problems.length});
+      for (const v of shadowing.verdicts) verdicts.set(v.entry, {shadows: v.shadows.length, breaks: v.problems.length, supplies: v.supplies.length});
     } catch (error) {
       findings.push({
         id: 'env.check-failed',
@@ -109,7 +109,7 @@ export async function runDoctor(ctx: DoctorContext, deps: DoctorDeps): Promise<D
       cudaenv: toolkits.selection,
       activeToolkit: active ? {source: active.source, path: active.real ?? active.dir, version: active.version ?? null} : null,
       pointers: pointers.pointers,
-      ldLibraryPath: ld.entries.map((e) => ({...e, shadows: verdicts.get(e.entry)?.shadows ?? null, breaks: verdicts.get(e.entry)?.breaks ?? null})),
+      ldLibraryPath: ld.entries.map((e) => ({...e, shadows: verdicts.get(e.entry)?.shadows ?? null, breaks: verdicts.get(e.entry)?.breaks ?? null, supplies: verdicts.get(e.entry)?.supplies ?? null})),
       python: {interpreter, program: pyLibDirs.length > 0 ? program : null, sitePackages, cudaLibraryDirs: pyLibDirs, torch: torch ?? null},
       loader: loader.facts,
       conda: conda.facts,

@@ -11,7 +11,8 @@ export interface DoctorFacts {
   cudaenv: SelectionFact;
   activeToolkit: {source: string; path: string; version: string | null} | null;
   pointers: PointerFact[];
-  ldLibraryPath: Array<LdEntryFact & {shadows: number | null; breaks: number | null}>;
+  /** Per CUDA entry: dependencies of the wheels it redirects (shadows), breaks, or alone provides (supplies); null when not examined. */
+  ldLibraryPath: Array<LdEntryFact & {shadows: number | null; breaks: number | null; supplies: number | null}>;
   python: {
     interpreter: string | null;
     /** The program the pip CUDA libraries were checked as dlopened by (`check --exe`); null: checked as `ldd` loads them. */
@@ -68,8 +69,8 @@ function factLine(prefix: string, facts: DoctorFacts): string {
     }
     case 'env': {
       const entries = facts.ldLibraryPath.map((e) => {
-        const effect = e.breaks ? 'breaks the pip wheels' : e.shadows ? 'shadows the pip wheels' : e.shadows === 0 ? 'no effect on the pip wheels' : null;
-        const notes = [e.toolkitVersion ? `CUDA ${e.toolkitVersion}` : null, effect].filter(Boolean);
+        const effect = e.breaks ? 'breaks the pip wheels' : e.shadows ? 'shadows the pip wheels' : e.shadows === 0 && !e.supplies ? 'no effect on the pip wheels' : null;
+        const notes = [e.toolkitVersion ? `CUDA ${e.toolkitVersion}` : null, effect, e.supplies ? 'provides libraries the pip wheels need' : null].filter(Boolean);
         return notes.length > 0 ? `${e.entry} (${notes.join('; ')})` : e.entry;
       });
       return entries.length > 0 ? `LD_LIBRARY_PATH has CUDA libraries in ${entries.join(', ')}` : 'no CUDA libraries on LD_LIBRARY_PATH';

@@ -143,7 +143,9 @@ maybe('an LD_LIBRARY_PATH entry that supplies what nothing else has', () => {
         title: `LD_LIBRARY_PATH entry ${entry} provides libvendoronly.so.1, which the Python environment's CUDA libraries find nowhere else: keep it`,
         evidence: [`nvidia/extra/lib/libextra.so.1 needs libvendoronly.so.1: ${only}; not found without this entry`],
       }]);
-      expect(report.facts.ldLibraryPath).toEqual([expect.objectContaining({entry, shadows: 0, breaks: 0})]);
+      expect(report.facts.ldLibraryPath).toEqual([expect.objectContaining({entry, shadows: 0, breaks: 0, supplies: 1})]);
+      // The section's summary says the same (it said "no effect on the pip wheels").
+      expect(renderReport(report)).toContain(`LD_LIBRARY_PATH has CUDA libraries in ${entry} (CUDA 12.6.3; provides libraries the pip wheels need)`);
     } finally {
       tmp.cleanup();
     }
