@@ -4,6 +4,7 @@ import {homedir} from 'node:os';
 import {basename, dirname, join, resolve} from 'node:path';
 import {CudaenvError, UsageError} from '../errors.js';
 import {firstOnPath} from '../system/python-env.js';
+import {isDir} from '../fs-kind.js';
 
 export interface CondaEnvironment {
   prefix: string;
@@ -17,14 +18,6 @@ export interface EnvironmentList {
   source: EnvironmentSource;
   environments: CondaEnvironment[];
   warnings: string[];
-}
-
-function isDir(path: string): boolean {
-  try {
-    return statSync(path).isDirectory();
-  } catch {
-    return false;
-  }
 }
 
 /** conda, mamba, micromamba and pixi all keep `conda-meta/` in every environment. */

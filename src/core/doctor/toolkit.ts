@@ -7,6 +7,7 @@ import {releaseWarning, storeLabelOf} from '../store/register.js';
 import {firstOnPath} from '../system/python-env.js';
 import {sysRealpath} from './sysroot.js';
 import type {DoctorContext, Finding} from './types.js';
+import {isDir} from '../fs-kind.js';
 
 /** A directory that holds (or is said to hold) a toolkit, with its identity and version. */
 export interface ToolkitDir {
@@ -19,14 +20,6 @@ export interface ToolkitDir {
   versionSource?: string;
   /** Why the version may be another: the components match several releases, or none. */
   versionNote?: string;
-}
-
-function isDir(path: string): boolean {
-  try {
-    return statSync(path).isDirectory();
-  } catch {
-    return false;
-  }
 }
 
 /** CUDA_VERSION / CUDART_VERSION from the headers (12040 -> 12.4), for toolkits without version.json. */

@@ -3,6 +3,7 @@ import {join} from 'node:path';
 import {atomicWriteFile} from '../store/atomic-write.js';
 import type {StorePaths} from '../store/paths.js';
 import {switchDir} from './switch-index.js';
+import {isFile} from '../fs-kind.js';
 
 /**
  * Results of the check after a switch, per version, in two files under switch/:
@@ -87,14 +88,6 @@ function logicalCwd(env: NodeJS.ProcessEnv): string {
     return a.dev === b.dev && a.ino === b.ino ? env.PWD : cwd;
   } catch {
     return cwd;
-  }
-}
-
-function isFile(path: string): boolean {
-  try {
-    return statSync(path).isFile();
-  } catch {
-    return false;
   }
 }
 

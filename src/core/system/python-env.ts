@@ -1,5 +1,6 @@
 import {readdirSync, statSync} from 'node:fs';
 import {join} from 'node:path';
+import {isDir} from '../fs-kind.js';
 
 /**
  * Where the active Python finds its packages, torch and the nvidia wheels above all, without
@@ -142,10 +143,3 @@ export function firstOnPath(names: string[], pathValue: string | undefined): str
   return undefined;
 }
 
-function isDir(path: string): boolean {
-  try {
-    return statSync(path).isDirectory();
-  } catch {
-    return false;
-  }
-}

@@ -3,6 +3,7 @@ import {existsSync, readFileSync, readdirSync, statSync} from 'node:fs';
 import {join} from 'node:path';
 import {matchRelease, type FoundComponent, type ReleaseMatch} from './releases.js';
 import {isVersion} from './version.js';
+import {isFile} from '../fs-kind.js';
 
 /** How a toolkit's version was found: stated by the toolkit, or matched from its components' versions. */
 export type DetectionSource = 'version.json' | 'version.txt' | 'components';
@@ -49,14 +50,6 @@ function rawEvidence(dir: string): string[] {
   if (isFile(join(dir, 'include', 'cuda_runtime_api.h'))) found.push('include/cuda_runtime_api.h');
   if (isFile(join(dir, 'version.json'))) found.push('version.json');
   return found;
-}
-
-function isFile(path: string): boolean {
-  try {
-    return statSync(path).isFile();
-  } catch {
-    return false;
-  }
 }
 
 function cudartIn(dir: string): string | undefined {
