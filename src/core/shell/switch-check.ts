@@ -2,7 +2,8 @@ import {existsSync, readdirSync} from 'node:fs';
 import {dirname, join} from 'node:path';
 import type {StorePaths} from '../store/paths.js';
 import {inspectPython, pythonCudaLibDirs, wheelInterpreter} from '../system/python-env.js';
-import {contextKey, fingerprint, hookSeesStale, lookupCheck, storeCheck, type CacheKey} from './check-cache.js';
+import {fingerprint, hookSeesStale, lookupCheck, storeCheck, type CacheKey} from './check-cache.js';
+import {contextKey} from './check-context.js';
 import {toolkitLibDir} from './toolkit-env.js';
 import {splitLdLibraryPath} from '../elf/search-path.js';
 

@@ -6,7 +6,8 @@ import {describeOrigin, selectVersion} from '../versions/select.js';
 import {parseSpec} from '../versions/spec.js';
 import {needsRehash} from './switch-index.js';
 import {rcLine, shellFor} from './shell.js';
-import {contextKey, lookupCheckAsHook} from './check-cache.js';
+import {lookupCheckAsHook} from './check-cache.js';
+import {contextKey} from './check-context.js';
 import type {LdLibraryPathPolicy} from './toolkit-env.js';
 import {planSwitch, SWITCHED_VARS} from './transition.js';
 
