@@ -479,6 +479,7 @@ function explainNotFound(problem: Problem, p: LoaderProcess, f: Finding, who: st
     problem.explanation += ` Passed over: ${wrongClass.map((c) => `${c.path} (${c.reason})`).join(', ')}.`;
   }
   const cuda = cudaMajorOf(name);
+  const cudnn = /^libcudnn\w*\.so\.(\d+)/.exec(name)?.[1];
   const stored = storeVersionsWith(name, ctx.storeVersionsDir);
   if (stored.length > 0) {
     // Already on this machine: switching to it is the whole fix.
@@ -488,9 +489,8 @@ function explainNotFound(problem: Problem, p: LoaderProcess, f: Finding, who: st
     problem.fix = other === undefined
       ? `${name} belongs to CUDA ${major}: \`cudaenv install ${major}\` then \`cudaenv use ${major}\`, or \`pip install ${pipWheel(cuda.component, major)}\` in a Python environment`
       : `${name} belongs to CUDA ${major} and ${other}: \`cudaenv install ${major}\` then \`cudaenv use ${major}\` (or ${other}), or in a Python environment \`pip install ${pipWheel(cuda.component, major)}\` (CUDA ${other}: \`pip install ${pipWheel(cuda.component, other)}\`)`;
-  } else if (/^libcudnn\w*\.so\.(\d+)/.test(name)) {
+  } else if (cudnn) {
     // cuDNN's soname carries its own major, not CUDA's; its wheels stay suffixed by the CUDA major, 13 included.
-    const cudnn = /^libcudnn\w*\.so\.(\d+)/.exec(name)![1];
     problem.fix = `${name} is cuDNN ${cudnn}: \`cudaenv install VERSION --cudnn ${cudnn}\` for the CUDA version you use, or \`pip install 'nvidia-cudnn-cu12==${cudnn}.*'\` in a Python environment (nvidia-cudnn-cu13 for CUDA 13, cu11 for CUDA 11)`;
   } else {
     problem.fix = `install the package that provides ${name}, or add the directory that holds it to LD_LIBRARY_PATH`;
