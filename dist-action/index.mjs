@@ -74926,14 +74926,14 @@ function explainNotFound(problem, p, f, who, ctx) {
     problem.explanation += ` Passed over: ${wrongClass.map((c) => `${c.path} (${c.reason})`).join(", ")}.`;
   }
   const cuda = cudaMajorOf(name);
+  const cudnn = /^libcudnn\w*\.so\.(\d+)/.exec(name)?.[1];
   const stored = storeVersionsWith(name, ctx.storeVersionsDir);
   if (stored.length > 0) {
     problem.fix = `CUDA ${stored.join(", ")} in the cudaenv store ${stored.length === 1 ? "has" : "have"} ${name}: \`cudaenv use ${stored[0]} --ld-library-path prepend\` puts its libraries on LD_LIBRARY_PATH`;
   } else if (cuda) {
     const [major, other] = cuda.majors;
     problem.fix = other === void 0 ? `${name} belongs to CUDA ${major}: \`cudaenv install ${major}\` then \`cudaenv use ${major}\`, or \`pip install ${pipWheel(cuda.component, major)}\` in a Python environment` : `${name} belongs to CUDA ${major} and ${other}: \`cudaenv install ${major}\` then \`cudaenv use ${major}\` (or ${other}), or in a Python environment \`pip install ${pipWheel(cuda.component, major)}\` (CUDA ${other}: \`pip install ${pipWheel(cuda.component, other)}\`)`;
-  } else if (/^libcudnn\w*\.so\.(\d+)/.test(name)) {
-    const cudnn = /^libcudnn\w*\.so\.(\d+)/.exec(name)[1];
+  } else if (cudnn) {
     problem.fix = `${name} is cuDNN ${cudnn}: \`cudaenv install VERSION --cudnn ${cudnn}\` for the CUDA version you use, or \`pip install 'nvidia-cudnn-cu12==${cudnn}.*'\` in a Python environment (nvidia-cudnn-cu13 for CUDA 13, cu11 for CUDA 11)`;
   } else {
     problem.fix = `install the package that provides ${name}, or add the directory that holds it to LD_LIBRARY_PATH`;

@@ -1,8 +1,8 @@
-import {statSync} from 'node:fs';
 import {join} from 'node:path';
 import {toolkitEnvironment} from '../shell/toolkit-env.js';
 import {firstOnPath, pythonCudaLibDirs, sitePackagesUnder} from '../system/python-env.js';
-import type {CheckOptions, Problem} from '../elf/api.js';
+import type {Problem} from '../elf/api.js';
+import {isDir} from '../fs-kind.js';
 
 export interface HookCheck {
   /** Directories checked: the environment's lib/, torch/lib and nvidia/*\/lib of its site-packages. */
@@ -20,18 +20,6 @@ export interface HookCheck {
   interpreter: string | null;
 }
 
-/** The environment's CUDA library directories the loader model looks at. */
-export function environmentLibDirs(prefix: string): string[] {
-  const dirs: string[] = [];
-  const lib = join(prefix, 'lib');
-  try {
-    if (statSync(lib).isDirectory()) dirs.push(lib);
-  } catch {
-    // an environment without lib/
-  }
-  return [...dirs, ...pythonCudaLibDirs(sitePackagesUnder(prefix))];
-}
-
 const key = (p: Problem) => [p.kind, p.object, p.library, p.version, p.symbol].join('\0');
 
 /**
@@ -46,31 +34,27 @@ export async function checkHook(options: {
   env?: NodeJS.ProcessEnv;
 }): Promise<HookCheck> {
   const env = options.env ?? process.env;
-  const libDirs = environmentLibDirs(options.prefix);
-  const wheelDirs = new Set(pythonCudaLibDirs(sitePackagesUnder(options.prefix)));
-  const targets = [...libDirs];
+  // The environment's lib/, torch/lib and nvidia/*/lib of its site-packages.
+  const lib = join(options.prefix, 'lib');
+  const plain = isDir(lib) ? [lib] : [];
+  const wheels = pythonCudaLibDirs(sitePackagesUnder(options.prefix));
+  const targets = [...plain, ...wheels];
   const withHook = toolkitEnvironment(env, options.toolkit, options.storeVersionsDir, 'prepend').LD_LIBRARY_PATH;
   // The hook prepends to what the shell has; entries of other cudaenv versions would be
   // there only through `cudaenv use`, which the model leaves out in both runs.
   const without = toolkitEnvironment(env, undefined, options.storeVersionsDir, 'none').LD_LIBRARY_PATH;
   if (targets.length === 0) return {targets, ldLibraryPath: withHook ?? null, problems: [], existing: [], interpreter: null};
-  const {checkLibraries, combineReports, dynamicProgram} = await import('../elf/index.js');
+  const {checkWithWheels, dynamicProgram} = await import('../elf/index.js');
   // The environment's lib/ serves any program: checked as `ldd -r` loads it. Its Python dlopens the
   // wheels' libraries: checked as that interpreter does, as after any other switch (switch-check.ts),
   // so a library the hook's LD_LIBRARY_PATH picks is refused for what only a dlopen meets (its
   // initial-exec TLS past the static TLS surplus, an executable stack on glibc 2.41).
   const python = firstOnPath(['python3', 'python'], join(options.prefix, 'bin'));
   const interpreter = python ? dynamicProgram(python) : null;
-  const plain = targets.filter((d) => !wheelDirs.has(d));
-  const wheels = targets.filter((d) => wheelDirs.has(d));
-  const run = async (ldLibraryPath: string | undefined) => {
-    const common: CheckOptions = {targets: [], storeVersionsDir: options.storeVersionsDir, ldLibraryPath};
-    const reports = await Promise.all([
-      plain.length > 0 ? checkLibraries({...common, targets: plain}) : null,
-      wheels.length > 0 ? checkLibraries({...common, targets: wheels, ...(interpreter ? {exe: interpreter} : {})}) : null,
-    ]);
-    return combineReports(reports.filter((r) => r !== null));
-  };
+  const run = (ldLibraryPath: string | undefined) => checkWithWheels(
+    {targets: plain, storeVersionsDir: options.storeVersionsDir, ldLibraryPath},
+    {targets: wheels, ...(interpreter ? {exe: interpreter} : {})},
+  );
   const [hooked, baseline] = await Promise.all([run(withHook), run(without)]);
   const before = new Set(baseline.problems.filter(failing).map(key));
   const failingWithHook = hooked.problems.filter(failing);

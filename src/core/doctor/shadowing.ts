@@ -1,6 +1,7 @@
 import {realpathSync} from 'node:fs';
 import {basename, dirname, normalize, relative} from 'node:path';
 import type {CheckOptions, CheckReport, Problem} from '../elf/api.js';
+import {loaderVariables} from '../elf/index.js';
 import {quoteSh} from '../shell/quote.js';
 // LD_LIBRARY_PATH as ld.so splits it: ':' and ';'.
 import {splitLdLibraryPath} from '../elf/search-path.js';
@@ -113,8 +114,7 @@ export async function shadowingFindings(
   const drop = new Set(entries.map((e) => e.entry));
   // The loader's other variables as this environment has them (a preloaded library is bound first).
   const options = {
-    targets: pythonLibDirs, storeVersionsDir: ctx.paths.versions, cwd: ctx.cwd, ...(program ? {exe: program} : {}),
-    preload: ctx.env.LD_PRELOAD ? [ctx.env.LD_PRELOAD] : undefined, glibcTunables: ctx.env.GLIBC_TUNABLES, bindNow: (ctx.env.LD_BIND_NOW ?? '') !== '',
+    targets: pythonLibDirs, storeVersionsDir: ctx.paths.versions, cwd: ctx.cwd, ...(program ? {exe: program} : {}), ...loaderVariables(ctx.env),
   };
   const current = await check({...options, ldLibraryPath: ld});
   const base = drop.size === 0 ? current : await check({...options, ldLibraryPath: without(ld, drop)});

@@ -7,7 +7,7 @@
 import {UsageError} from '../errors.js';
 import type {CheckReport} from './api.js';
 import {formatProblems, formatSkipped, formatTree} from './format.js';
-import {checkLibraries, combineReports, firstProblemLine} from './index.js';
+import {checkWithWheels, firstProblemLine} from './index.js';
 
 export interface CheckCliInput {
   targets: string[];
@@ -56,13 +56,8 @@ export async function runCheckCli(input: CheckCliInput): Promise<CheckCliResult>
     storeVersionsDir: input.storeVersionsDir,
     cacheDir: input.cacheDir,
   };
-  const python = input.python?.targets.length ? input.python : undefined;
-  const reports = await Promise.all([
-    input.targets.length > 0 || !python ? checkLibraries({...options, targets: input.targets, exe: input.exe}) : null,
-    python ? checkLibraries({...options, targets: python.targets, exe: input.exe ?? python.exe}) : null,
-  ]);
-  const report = python ? combineReports(reports.filter((r) => r !== null)) : reports[0]!;
-  const all = [...input.targets, ...(python?.targets ?? [])];
+  const report = await checkWithWheels({...options, targets: input.targets, exe: input.exe}, input.python ?? {targets: []});
+  const all = [...input.targets, ...(input.python?.targets ?? [])];
   const warnings = report.checked.length === 0 ? [`no ELF shared objects in ${all.join(', ')}`] : [];
   let text: string | null = null;
   if (!input.json) {

@@ -83,10 +83,30 @@ function mergeResults(results: FileResult[], strict: boolean): CheckReport {
 }
 
 /**
+ * Libraries any program may load, checked as `ldd -r` loads them (`options.targets`, as
+ * `options.exe` loads them when it is given), and a Python environment's wheels, checked as its
+ * interpreter dlopens them (`wheels.exe`, unless `options.exe` names the program): one report,
+ * the former first. What `check` without PATH, the check after a switch and conda's preflight do.
+ */
+export async function checkWithWheels(options: CheckOptions, wheels: {targets: string[]; exe?: string}): Promise<CheckReport> {
+  if (wheels.targets.length === 0) return checkLibraries(options);
+  const [plain, python] = await Promise.all([
+    options.targets.length > 0 ? checkLibraries(options) : null,
+    checkLibraries({...options, targets: wheels.targets, exe: options.exe ?? wheels.exe}),
+  ]);
+  return plain ? combineReports([plain, python]) : python;
+}
+
+/** The loader's own variables as `env` has them: what a process started with `env` would load under. */
+export function loaderVariables(env: NodeJS.ProcessEnv): Pick<CheckOptions, 'preload' | 'glibcTunables' | 'bindNow'> {
+  return {preload: env.LD_PRELOAD ? [env.LD_PRELOAD] : undefined, glibcTunables: env.GLIBC_TUNABLES, bindNow: (env.LD_BIND_NOW ?? '') !== ''};
+}
+
+/**
  * One report from reports of separate checks (the toolkit's libraries as `ldd` loads them, the
  * wheels' as Python dlopens them), in the order given: objects and problems once each.
  */
-export function combineReports(reports: CheckReport[]): CheckReport {
+function combineReports(reports: CheckReport[]): CheckReport {
   const objects = new Map<string, CheckedObject>();
   const problems = new Map<string, Problem>();
   for (const r of reports) {

@@ -1,6 +1,7 @@
-import {existsSync, readdirSync} from 'node:fs';
+import {existsSync} from 'node:fs';
 import {dirname, join} from 'node:path';
 import type {StorePaths} from '../store/paths.js';
+import {installedLabels} from '../store/registry.js';
 import {inspectPython, pythonCudaLibDirs, wheelInterpreter} from '../system/python-env.js';
 import {fingerprint, hookSeesStale, lookupCheck, storeCheck, type CacheKey} from './check-cache.js';
 import {contextKey} from './check-context.js';
@@ -39,26 +40,20 @@ export async function switchCheck(paths: StorePaths, label: string, env: NodeJS.
   const pythonDirs = pythonCudaLibDirs(py.sitePackages).filter((d) => existsSync(d));
   const toolkitDirs = [toolkitLibDir(versionDir)].filter((d) => existsSync(d));
   const targets = [...toolkitDirs, ...pythonDirs];
-  const {checkLibraries, combineReports, dynamicProgram, firstProblemLine} = await import('../elf/index.js');
-  // The loader's own variables as the shell has them (the cache key holds them too).
-  const common = {
-    ldLibraryPath: env.LD_LIBRARY_PATH, storeVersionsDir: paths.versions,
-    preload: env.LD_PRELOAD ? [env.LD_PRELOAD] : undefined, glibcTunables: env.GLIBC_TUNABLES, bindNow: (env.LD_BIND_NOW ?? '') !== '',
-  };
+  const {checkWithWheels, dynamicProgram, firstProblemLine, loaderVariables} = await import('../elf/index.js');
   // The toolkit's libraries serve any program: checked as `ldd -r` loads them. Python dlopens the
   // wheels' libraries: checked as the interpreter binary does (static TLS, a dlopen's executable
   // stack, the Py* symbols it defines), as doctor checks them. The interpreter is the environment's
   // own (VIRTUAL_ENV/bin/python3: the cache key holds VIRTUAL_ENV and CONDA_PREFIX, as the shell
   // hook sees them), or the one that was asked for the site-packages; none, or a wrapper script no
-  // process starts as, leaves them to the `ldd` model.
+  // process starts as, leaves them to the `ldd` model. The loader's own variables are the shell's
+  // (the cache key holds them too). One report, toolkit first: the line names the first problem that fails.
   const interpreter = wheelInterpreter(py, env);
   const program = pythonDirs.length > 0 && interpreter ? dynamicProgram(interpreter) : null;
-  const reports = await Promise.all([
-    toolkitDirs.length > 0 ? checkLibraries({...common, targets: toolkitDirs}) : null,
-    pythonDirs.length > 0 ? checkLibraries({...common, targets: pythonDirs, ...(program ? {exe: program} : {})}) : null,
-  ]);
-  // One report, toolkit first: the line names the first problem that fails.
-  const report = combineReports(reports.filter((r) => r !== null));
+  const report = await checkWithWheels(
+    {targets: toolkitDirs, ldLibraryPath: env.LD_LIBRARY_PATH, storeVersionsDir: paths.versions, ...loaderVariables(env)},
+    {targets: pythonDirs, ...(program ? {exe: program} : {})},
+  );
   const summary = firstProblemLine(report);
   const line = `cudaenv: CUDA ${label}${pythonDirs.length > 0 ? ' and the Python environment\'s CUDA libraries' : ''}: ${summary}`;
 
@@ -74,7 +69,7 @@ export async function switchCheck(paths: StorePaths, label: string, env: NodeJS.
   // or removed, or a library added to one, changes that line.
   if (report.problems.some((p) => p.kind === 'not-found')) {
     watched.add(paths.versions);
-    for (const v of storeLabels(paths)) for (const d of ['lib64', 'lib']) if (existsSync(join(paths.versions, v, d))) watched.add(join(paths.versions, v, d));
+    for (const v of installedLabels(paths)) for (const d of ['lib64', 'lib']) if (existsSync(join(paths.versions, v, d))) watched.add(join(paths.versions, v, d));
   }
   const list = [...watched].sort();
   try {
@@ -92,13 +87,5 @@ export async function reportSwitchCheck(paths: StorePaths, versionDir: string, e
     process.stderr.write(`${(await switchCheck(paths, label, env)).line}\n`);
   } catch (error) {
     process.stderr.write(`cudaenv: warning: the library check for CUDA ${label} failed: ${(error as Error).message}\n`);
-  }
-}
-
-function storeLabels(paths: StorePaths): string[] {
-  try {
-    return readdirSync(paths.versions).filter((l) => !l.startsWith('.'));
-  } catch {
-    return [];
   }
 }
