@@ -7,6 +7,7 @@ import {fingerprint, hookSeesStale, lookupCheck, storeCheck, type CacheKey} from
 import {contextKey} from './check-context.js';
 import {toolkitLibDir} from './toolkit-env.js';
 import {splitLdLibraryPath} from '../elf/search-path.js';
+import {DEFAULT_LD_CACHE} from '../elf/ldcache/load.js';
 
 /**
  * The check after every switch (`use`, the auto-switch hook, `exec`): the new version's
@@ -65,6 +66,12 @@ export async function switchCheck(paths: StorePaths, label: string, env: NodeJS.
   // Split as ld.so splits it (':' and ';'), or '/a;/b' would watch a directory that does not exist.
   for (const dir of splitLdLibraryPath(env.LD_LIBRARY_PATH)) if (dir.startsWith('/')) watched.add(dir);
   for (const obj of report.objects) watched.add(dirname(obj.path));
+  // ld.so's own configuration: /etc/ld.so.cache (ldconfig after a package adds a directory to
+  // ld.so.conf.d finds a library this line called missing, or stops finding one) and
+  // /etc/ld.so.preload. ldconfig replaces the cache by a rename, so /etc's mtime tells the hook;
+  // the fingerprint names only the ld.so.* entries of /etc (and its subdirectories' names), so
+  // another file rewritten in /etc costs one revalidation, not a check.
+  watched.add(dirname(DEFAULT_LD_CACHE));
   // A library not found gets, as its fix, a version of the store that has it: a version installed
   // or removed, or a library added to one, changes that line.
   if (report.problems.some((p) => p.kind === 'not-found')) {

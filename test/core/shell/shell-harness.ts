@@ -87,8 +87,11 @@ export interface ShellRun {
   status: number;
 }
 
-/** Runs an interactive shell with its input on a pipe, one command line per element. */
-export function runInteractive(shell: ShellName, home: string, store: string, lines: string[], env: NodeJS.ProcessEnv = {}, cwd = home): ShellRun {
+/**
+ * Runs an interactive shell with its input on a pipe, one command line per element. `wrapper`
+ * is a command the shell runs under (its argv before the shell's: `unshare -m ...`).
+ */
+export function runInteractive(shell: ShellName, home: string, store: string, lines: string[], env: NodeJS.ProcessEnv = {}, cwd = home, wrapper: string[] = []): ShellRun {
   const extra = writeRcEnv(shell, home);
   const base = cliEnv(store, {HOME: home, PATH: '/usr/bin:/bin', TERM: 'dumb', ...extra});
   delete base.LD_LIBRARY_PATH;
@@ -102,7 +105,8 @@ export function runInteractive(shell: ShellName, home: string, store: string, li
   writeFileSync(input, `${lines.join('\n')}\nexit\n`);
   const fd = openSync(input, 'r');
   try {
-    const r = spawnSync(shell, shellArgs(shell, home), {cwd, env: full, stdio: [fd, 'pipe', 'pipe'], encoding: 'utf8', timeout: 60000});
+    const argv = [...wrapper, shell, ...shellArgs(shell, home)];
+    const r = spawnSync(argv[0], argv.slice(1), {cwd, env: full, stdio: [fd, 'pipe', 'pipe'], encoding: 'utf8', timeout: 60000});
     return {stdout: r.stdout, stderr: r.stderr, status: r.status ?? -1};
   } finally {
     closeSync(fd);

@@ -6,7 +6,7 @@
  */
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {execFileSync, spawnSync} from 'node:child_process';
-import {mkdirSync, renameSync, writeFileSync} from 'node:fs';
+import {existsSync, mkdirSync, renameSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {pathsFor} from '../../../src/core/store/paths.js';
 import {switchCheck} from '../../../src/core/shell/switch-check.js';
@@ -15,7 +15,7 @@ import {makeTempDir} from '../../helpers/tmp.js';
 import {makeFakeToolkit} from '../../helpers/toolkit.js';
 import {cliCalls, have, loggingCli, makeStore, runInteractive, writeRc} from './shell-harness.js';
 import {describeIf, testIf} from '../../helpers/skip.js';
-import {PYTHON_EXE} from '../../helpers/capabilities.js';
+import {CAN_MOUNT_NAMESPACE, NEEDS, PYTHON_EXE} from '../../helpers/capabilities.js';
 
 const canBuild = have('gcc') && have('bash');
 
@@ -230,6 +230,68 @@ describeIf(canBuild, 'needs gcc and bash (apt-get install gcc bash)')('the check
       tmp.cleanup();
     }
   });
+});
+
+const LDCONFIG = ['/usr/sbin/ldconfig', '/sbin/ldconfig'].find((p) => existsSync(p)) ?? null;
+
+describe('the switch check after ldconfig changed the loader cache', () => {
+  // A library the line called missing is found once a package adds its directory to
+  // ld.so.conf.d and runs ldconfig (or stops being found when one is removed): /etc/ld.so.cache
+  // changes, no library directory does. Each shell runs in a private mount namespace with a copy
+  // of /etc over the real one, so its ldconfig rewrites only the copy; `ldd -r` in the same
+  // namespace is the oracle.
+  for (const shell of ['bash', 'zsh', 'fish'] as const) {
+    const can = canBuild && have(shell) && CAN_MOUNT_NAMESPACE && LDCONFIG !== null;
+    const why = !CAN_MOUNT_NAMESPACE ? NEEDS.mountNamespace : LDCONFIG === null ? NEEDS.tool('ldconfig', 'libc-bin') : `needs gcc and ${shell} (apt-get install gcc ${shell})`;
+    testIf(can, why)(`${shell}: the hook checks again, and the line says the library resolves, as ldd -r does`, async () => {
+      const tmp = makeTempDir(`cudaenv-switchcheck-ldcache-${shell}-`);
+      try {
+        const store = join(tmp.dir, 'store');
+        const paths = await makeStore(store, ['12.4.1']);
+        const src = join(tmp.dir, 'src');
+        const opt = join(tmp.dir, 'opt', 'lib');
+        mkdirSync(src);
+        mkdirSync(opt, {recursive: true});
+        writeFileSync(join(src, 'bar.c'), 'int bar(void) { return 1; }\n');
+        writeFileSync(join(src, 'foo.c'), 'int bar(void);\nint foo(void) { return bar(); }\n');
+        gcc(['-shared', '-fPIC', '-o', join(opt, 'libbar.so.1'), '-Wl,-soname,libbar.so.1', 'bar.c'], src);
+        const foo = join(paths.versions, '12.4.1', 'lib64', 'libfoo.so.1');
+        gcc(['-shared', '-fPIC', '-o', foo, '-Wl,-soname,libfoo.so.1', 'foo.c', join(opt, 'libbar.so.1')], src);
+        const home = join(tmp.dir, 'home');
+        mkdirSync(home);
+        const cli = loggingCli(tmp.dir);
+        writeRc(shell, home, {bin: cli.bin});
+        const proj = join(tmp.dir, 'proj');
+        mkdirSync(proj);
+        writeFileSync(join(proj, '.cuda-version'), '12.4\n');
+        spawnSync('sleep', ['1.1']); // fish's hook compares whole seconds: the directories must be older than the cache file
+        const etc = join(tmp.dir, 'etc');
+        const wrapper = ['unshare', '-m', 'sh', '-c', 'cp -a /etc "$0" && mount --bind "$0" /etc && exec "$@"', etc];
+        const r = runInteractive(shell, home, store, [
+          `cd '${proj}'`,
+          `ldd -r '${foo}'`,
+          'cd ..',
+          'sleep 1.1',
+          `echo '${opt}' > /etc/ld.so.conf.d/zz-cudaenv-test.conf`,
+          LDCONFIG!,
+          `ldd -r '${foo}'`,
+          `cd '${proj}'`,
+        ], {}, tmp.dir, wrapper);
+        // The oracle: not found, then found through the new cache.
+        const ldd = r.stdout.split('\n').filter((l) => l.includes('libbar.so.1'));
+        expect(ldd).toEqual([expect.stringMatching(/libbar\.so\.1 => not found/), expect.stringContaining(`libbar.so.1 => ${opt}/libbar.so.1`)]);
+        // zsh writes its prompt to stderr too, in front of the line.
+        const lines = r.stderr.split('\n').filter((l) => l.includes('cudaenv: CUDA 12.4.1')).map((l) => l.slice(l.indexOf('cudaenv: CUDA')));
+        expect(lines).toHaveLength(2);
+        expect(lines[0]).toContain('libbar.so.1');
+        expect(lines[0]).toContain('cannot find');
+        expect(lines[1]).toMatch(/: all \d+ librar(y|ies) resolves?$/);
+        expect(cliCalls(cli.log).filter((c) => c.startsWith('switch-check'))).toEqual(['switch-check 12.4.1', 'switch-check 12.4.1']);
+      } finally {
+        tmp.cleanup();
+      }
+    });
+  }
 });
 
 describe('the switch check\'s cache key follows the Python the shell would run', () => {
