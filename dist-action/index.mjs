@@ -77833,6 +77833,7 @@ async function streamOnce(job, cacheFile, fromCache) {
     if (part) {
       part.destroy();
       await finished(part).catch(() => void 0);
+      if (sizeOf(partFile) === 0) rmSync5(partFile, { force: true });
     }
     const cause = failure instanceof ArchiveRefused ? failure : error2;
     if (cause instanceof ArchiveRefused) {

@@ -242,6 +242,9 @@ async function streamOnce(job: ArchiveJob, cacheFile: string, fromCache: boolean
     if (part) {
       part.destroy();
       await finished(part).catch(() => undefined);
+      // Opened before the mirror answered (a 404, a refused connection): with no byte in it, it is
+      // nothing to resume, and `cudaenv cache` would list it as an interrupted download.
+      if (sizeOf(partFile) === 0) rmSync(partFile, {force: true});
     }
     const cause = failure instanceof ArchiveRefused ? failure : error;
     if (cause instanceof ArchiveRefused) {

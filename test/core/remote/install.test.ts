@@ -249,6 +249,8 @@ describe('install from a loopback mirror', () => {
     expect(server.log.slice(s2).filter((l) => l.path.endsWith('.tar.xz')).length).toBe(1);
     expect(listVersions(p2)).toEqual([]);
     expectCleanStore(p2);
+    // Not a byte arrived: no empty part is left for `cudaenv cache` to call an interrupted download.
+    expect(readdirSync(p2.cache).filter((n) => n.endsWith('.part'))).toEqual([]);
   });
 
   test('a wrong checksum names component, URL and both values; nothing installed, nothing cached, no retry', async () => {
