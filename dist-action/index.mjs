@@ -76534,6 +76534,31 @@ function artifactFor(component, platform2, variant) {
   return entry2;
 }
 
+// src/core/versions/spec.ts
+var PARTIAL_RE = /^(0|[1-9]\d{0,3})(?:\.(0|[1-9]\d{0,3})(?:\.(0|[1-9]\d{0,5}))?)?$/;
+var ALIAS_RE = /^[A-Za-z][A-Za-z0-9_.-]{0,62}$/;
+var RESERVED = /* @__PURE__ */ new Set(["latest", "system", "default"]);
+function tryParseSpec(text) {
+  if (text === "latest") return { kind: "latest", text };
+  if (text === "system") return { kind: "system", text };
+  const m = PARTIAL_RE.exec(text);
+  if (m) {
+    return {
+      kind: "version",
+      text,
+      major: Number(m[1]),
+      minor: m[2] === void 0 ? void 0 : Number(m[2]),
+      patch: m[3] === void 0 ? void 0 : Number(m[3])
+    };
+  }
+  if (ALIAS_RE.test(text) && !RESERVED.has(text)) return { kind: "alias", text, name: text };
+  return void 0;
+}
+var PREFIXED_RE = /^(?:v|cuda[-_]?)((?:0|[1-9]\d{0,3})(?:\.(?:0|[1-9]\d{0,3})(?:\.(?:0|[1-9]\d{0,5}))?)?)$/i;
+function prefixedVersion(text) {
+  return PREFIXED_RE.exec(text)?.[1];
+}
+
 // src/core/remote/catalog.ts
 async function listReleases(mirror, signal) {
   return parseIndexPage(await fetchIndexText(mirror, signal));
@@ -76558,7 +76583,11 @@ function manifestFromText(mirror, label, text) {
 }
 function checkRemoteSpec(text, what = "the version") {
   if (text === "latest" || labelParts(text)) return text;
-  throw new UsageError(`${what} ${JSON.stringify(text)} is not a release spec`, "Use a version such as 12, 12.4 or 12.4.1, or latest.");
+  const bare = prefixedVersion(text);
+  throw new UsageError(
+    `${what} ${JSON.stringify(text)} is not a release spec`,
+    bare === void 0 ? "Use a version such as 12, 12.4 or 12.4.1, or latest." : `Write the version without its prefix: ${bare}`
+  );
 }
 async function resolveRelease(mirror, spec, signal) {
   checkRemoteSpec(spec);
@@ -78584,29 +78613,6 @@ import { existsSync as existsSync15 } from "node:fs";
 
 // src/core/versions/version-file.ts
 import { closeSync as closeSync9, constants as constants6, fstatSync as fstatSync3, openSync as openSync9, readSync as readSync5, statSync as statSync11 } from "node:fs";
-
-// src/core/versions/spec.ts
-var PARTIAL_RE = /^(0|[1-9]\d{0,3})(?:\.(0|[1-9]\d{0,3})(?:\.(0|[1-9]\d{0,5}))?)?$/;
-var ALIAS_RE = /^[A-Za-z][A-Za-z0-9_.-]{0,62}$/;
-var RESERVED = /* @__PURE__ */ new Set(["latest", "system", "default"]);
-function tryParseSpec(text) {
-  if (text === "latest") return { kind: "latest", text };
-  if (text === "system") return { kind: "system", text };
-  const m = PARTIAL_RE.exec(text);
-  if (m) {
-    return {
-      kind: "version",
-      text,
-      major: Number(m[1]),
-      minor: m[2] === void 0 ? void 0 : Number(m[2]),
-      patch: m[3] === void 0 ? void 0 : Number(m[3])
-    };
-  }
-  if (ALIAS_RE.test(text) && !RESERVED.has(text)) return { kind: "alias", text, name: text };
-  return void 0;
-}
-
-// src/core/versions/version-file.ts
 var VERSION_FILE = ".cuda-version";
 var MAX_VERSION_FILE_BYTES = 4096;
 var KNOWN_KEYS = /* @__PURE__ */ new Set(["cudnn"]);

@@ -172,6 +172,16 @@ while :; do
   _ce_depth=$((_ce_depth + 1))
   [ $_ce_depth -le 8 ] || _ce_fail "alias $_ce_asked loops (more than 8 aliases deep)" "Point one of them at a version: cudaenv alias $_ce_asked 12.4"
   if [ ! -f "$_ce_root/aliases/$_ce_spec" ]; then
+    # v12.4, cuda-12.4 (nvm's v18, /usr/local/cuda-12.4): a version with a prefix, not an alias to create.
+    case $_ce_asked in
+      [vV][0-9]*) _ce_v=${_ce_asked#?} ;;
+      [cC][uU][dD][aA][-_][0-9]*) _ce_v=${_ce_asked#?????} ;;
+      [cC][uU][dD][aA][0-9]*) _ce_v=${_ce_asked#????} ;;
+      *) _ce_v=x ;;
+    esac
+    if [ $_ce_depth -eq 1 ] && case $_ce_v in [0-9]*) _ce_valid_spec "$_ce_v" ;; *) false ;; esac; then
+      _ce_fail "no alias or version named $_ce_asked ($_ce_origin)" "Write the version without its prefix: $_ce_v (cudaenv reads $_ce_asked as an alias name, and there is no such alias)."
+    fi
     [ $_ce_depth -gt 1 ] || _ce_fail "no alias or version named $_ce_asked ($_ce_origin)" "List versions with \`cudaenv ls\`, or create the alias: cudaenv alias $_ce_asked 12.4"
     _ce_fail "$_ce_asked ($_ce_origin) is not installed" "Create the alias (cudaenv alias $_ce_asked 12.4) or install what it names."
   fi

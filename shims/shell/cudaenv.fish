@@ -389,7 +389,13 @@ function _cudaenv_autoswitch
         else if test -n "$_cudaenv_final"
             printf 'cudaenv: CUDA %s (%s) is not installed; install it with `cudaenv install %s`\n' "$spec" "$origin" "$_cudaenv_final" >&2
         else
-            printf 'cudaenv: no alias or version named %s (%s); create the alias with `cudaenv alias %s 12.4`\n' "$spec" "$origin" "$spec" >&2
+            # v12.4, cuda-12.4 (nvm's v18, /usr/local/cuda-12.4): a version with a prefix, not an alias to create.
+            set -l bare (string replace -r -- '^(?i:v|cuda[-_]?)((?:0|[1-9][0-9]{0,3})(?:\.(?:0|[1-9][0-9]{0,3})(?:\.(?:0|[1-9][0-9]{0,5}))?)?)$' '$1' "$spec")
+            if test "$bare" != "$spec"
+                printf 'cudaenv: no alias or version named %s (%s); write the version without its prefix: %s\n' "$spec" "$origin" "$bare" >&2
+            else
+                printf 'cudaenv: no alias or version named %s (%s); create the alias with `cudaenv alias %s 12.4`\n' "$spec" "$origin" "$spec" >&2
+            end
         end
         return 0
     end

@@ -14,6 +14,7 @@
 #   _CUDAENV_APPLIED  the version label (or "system") this shell is switched to
 
 _CUDAENV_CTL=$'\001\002\003\004\005\006\007\010\013\014\016\017\020\021\022\023\024\025\026\027\030\031\032\033\034\035\036\037\177'
+_CUDAENV_VERSION_RE='^(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,5}))?)?$'
 _CUDAENV_SPEC_RE='^(latest|system|(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,5}))?)?|[A-Za-z][A-Za-z0-9_.-]{0,62})$'
 _CUDAENV_KV_RE='^[a-z][a-z0-9_-]{0,31}=[A-Za-z0-9._+-]{0,64}$'
 # Valid UTF-8 (bytes, C locale): the CLI and the shims refuse a file that is not UTF-8 text.
@@ -26,6 +27,20 @@ _cudaenv_store() { _cudaenv_r=${CUDAENV_DIR:-$_CUDAENV_DEFAULT_DIR}; [ "$_cudaen
 # A strict spec: what src/core/versions/spec.ts accepts (`default` is reserved).
 _cudaenv_valid_spec() {
   [ "$1" != default ] && [[ $1 =~ $_CUDAENV_SPEC_RE ]]
+}
+
+# v12.4, cuda-12.4, CUDA12.4 (nvm's v18, /usr/local/cuda-12.4): the version
+# (src/core/versions/spec.ts prefixedVersion) -> _cudaenv_b.
+_cudaenv_prefixed() {
+  local bare=$1
+  case $bare in
+    [vV][0-9]*) bare=${bare#?} ;;
+    [cC][uU][dD][aA][-_][0-9]*) bare=${bare#?????} ;;
+    [cC][uU][dD][aA][0-9]*) bare=${bare#????} ;;
+    *) return 1 ;;
+  esac
+  [[ $bare =~ $_CUDAENV_VERSION_RE ]] || return 1
+  _cudaenv_b=$bare
 }
 
 # The nearest .cuda-version at or above $PWD -> _cudaenv_f ('' when none).
@@ -286,6 +301,8 @@ _cudaenv_autoswitch() {
       printf 'cudaenv: CUDA %s (%s) resolves to %s, whose toolkit is gone; run `cudaenv rehash` to use the best version still installed\n' "$spec" "$origin" "$_cudaenv_gone" >&2
     elif [ -n "$_cudaenv_final" ]; then
       printf 'cudaenv: CUDA %s (%s) is not installed; install it with `cudaenv install %s`\n' "$spec" "$origin" "$_cudaenv_final" >&2
+    elif _cudaenv_prefixed "$spec"; then
+      printf 'cudaenv: no alias or version named %s (%s); write the version without its prefix: %s\n' "$spec" "$origin" "$_cudaenv_b" >&2
     else
       printf 'cudaenv: no alias or version named %s (%s); create the alias with `cudaenv alias %s 12.4`\n' "$spec" "$origin" "$spec" >&2
     fi

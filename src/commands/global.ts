@@ -4,7 +4,7 @@ import {refuseForeignStore} from '../core/store/store-owner.js';
 import {afterVersionsChanged} from '../core/store/on-change.js';
 import {UsageError} from '../core/errors.js';
 import {ensureStoreDirs, readGlobal, writeGlobal} from '../core/store/registry.js';
-import {resolveSpec} from '../core/versions/resolve.js';
+import {refusePrefixedVersion, resolveSpec} from '../core/versions/resolve.js';
 import {parseGlobalSpec} from '../core/versions/select.js';
 import {parseSpec} from '../core/versions/spec.js';
 
@@ -32,6 +32,7 @@ export default class Global extends CudaenvCommand {
     }
     const spec = parseSpec(args.spec);
     const r = resolveSpec(this.paths, spec);
+    refusePrefixedVersion(r, 'global');
     ensureStoreDirs(this.paths);
     writeGlobal(this.paths, spec.text);
     await afterVersionsChanged(this.paths);

@@ -4,7 +4,7 @@ import {join, resolve} from 'node:path';
 import {CudaenvCommand} from '../cli/base.js';
 import {CudaenvError, isErrno, UsageError} from '../core/errors.js';
 import {atomicWriteFile} from '../core/store/atomic-write.js';
-import {resolveSpec} from '../core/versions/resolve.js';
+import {refusePrefixedVersion, resolveSpec} from '../core/versions/resolve.js';
 import {logicalCwd} from '../core/versions/select.js';
 import {parseSpec} from '../core/versions/spec.js';
 import {VERSION_FILE, VersionFileError, formatVersionFile, readVersionFile, replaceSpecInText} from '../core/versions/version-file.js';
@@ -19,6 +19,7 @@ export default class Local extends CudaenvCommand {
   async run(): Promise<{path: string; spec: string; installed: boolean}> {
     const {args, flags} = await this.parse(Local);
     const spec = parseSpec(args.spec);
+    refusePrefixedVersion(resolveSpec(this.paths, spec), 'local');
     const dir = resolve(flags.dir ?? logicalCwd());
     // A mistyped --dir must not create a new directory tree.
     let isDir = false;

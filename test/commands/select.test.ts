@@ -114,6 +114,26 @@ describe('global, local, current, which', () => {
     expect(runCli(['exec', '--cuda', 'nosuch', '--', 'true'], {env}).stderr).toContain('no alias or version named nosuch (--cuda)');
   });
 
+  test('a version written with a prefix (v12.4, cuda-12.4) is refused by local and global with the spelling to use, and named in the other commands\' hints', () => {
+    const local = runCli(['local', 'v12.4'], {env, cwd: proj});
+    expect(local.status).toBe(2);
+    expect(local.stderr).toBe('cudaenv: "v12.4" is not a version: cudaenv reads it as an alias name, and there is no such alias\nWrite the version without its prefix: cudaenv local 12.4\n');
+    expect(existsSync(join(proj, '.cuda-version'))).toBe(false);
+    const before = runCli(['global'], {env}).stdout;
+    const global = runCli(['global', 'cuda-12.4'], {env});
+    expect(global.status).toBe(2);
+    expect(global.stderr).toContain('Write the version without its prefix: cudaenv global 12.4');
+    expect(runCli(['global'], {env}).stdout).toBe(before);
+    const exec = runCli(['exec', '--cuda', 'V12', '--', 'true'], {env});
+    expect(exec.status).toBe(1);
+    expect(exec.stderr).toBe('cudaenv: no alias or version named V12 (--cuda)\nWrite the version without its prefix: 12 (cudaenv reads V12 as an alias name, and there is no such alias).\n');
+    expect(runCli(['install', 'v12.4'], {env}).stderr).toBe('cudaenv: the version "v12.4" is not a release spec\nWrite the version without its prefix: 12.4\n');
+    // An alias of that name is an alias like any other.
+    expect(runCli(['alias', 'v12', '12.4'], {env}).status).toBe(0);
+    expect(runCli(['local', 'v12'], {env, cwd: proj}).status).toBe(0);
+    expect(readFileSync(join(proj, '.cuda-version'), 'utf8')).toBe('v12\n');
+  });
+
   // Root ignores file modes: the CLI runs as nobody, which needs setpriv and a clone nobody can read.
   const asNobody = process.getuid?.() === 0 &&
     spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, CLI, '--version']).status === 0;

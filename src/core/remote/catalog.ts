@@ -4,6 +4,7 @@ import {parseIndexPage} from './index-page.js';
 import {labelParts, matchesPrefix, newestMatching} from './labels.js';
 import {parseManifest, type Manifest} from './manifest.js';
 import {mirrorLocation, type Mirror} from './mirror.js';
+import {prefixedVersion} from '../versions/spec.js';
 
 /** Every release label a mirror offers, oldest first. */
 export async function listReleases(mirror: Mirror, signal?: AbortSignal): Promise<string[]> {
@@ -34,7 +35,9 @@ export function manifestFromText(mirror: Mirror, label: string, text: string): M
 /** Checks a remote spec: `12`, `12.4`, `12.4.1` or `latest` (aliases and `system` name nothing on a mirror). */
 export function checkRemoteSpec(text: string, what = 'the version'): string {
   if (text === 'latest' || labelParts(text)) return text;
-  throw new UsageError(`${what} ${JSON.stringify(text)} is not a release spec`, 'Use a version such as 12, 12.4 or 12.4.1, or latest.');
+  const bare = prefixedVersion(text);
+  throw new UsageError(`${what} ${JSON.stringify(text)} is not a release spec`,
+    bare === undefined ? 'Use a version such as 12, 12.4 or 12.4.1, or latest.' : `Write the version without its prefix: ${bare}`);
 }
 
 /**

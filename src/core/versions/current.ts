@@ -1,5 +1,6 @@
 import type {StorePaths} from '../store/paths.js';
 import {describeOrigin, selectVersion, type Origin, type Selection} from './select.js';
+import {prefixedVersionHint} from './spec.js';
 
 /** What `cudaenv current` reports, shared by the oclif command and the start-up fast path. */
 export interface CurrentReport {
@@ -11,6 +12,8 @@ export interface CurrentReport {
   installed: boolean;
   system: boolean;
   aliases: string[];
+  /** The alias name following stopped at because it does not exist (absent when none). */
+  missingAlias?: string;
   warnings: string[];
 }
 
@@ -25,6 +28,7 @@ export function currentReport(paths: StorePaths, options: {cwd?: string; env?: N
     installed: sel.system || sel.label !== undefined,
     system: sel.system,
     aliases: sel.aliases,
+    ...(sel.missingAlias !== undefined ? {missingAlias: sel.missingAlias} : {}),
     warnings: sel.warnings,
   };
 }
@@ -39,6 +43,6 @@ export function formatCurrent(r: CurrentReport, showVersion: (version: string) =
 export function currentHint(r: CurrentReport): string | undefined {
   if (r.installed) return undefined;
   return r.spec === r.aliases[0]
-    ? `Create the alias (cudaenv alias ${r.spec} 12.4) or install what it names.`
+    ? (r.missingAlias === r.spec ? prefixedVersionHint(r.spec) : undefined) ?? `Create the alias (cudaenv alias ${r.spec} 12.4) or install what it names.`
     : `Install it with \`cudaenv install ${r.spec}\`, or choose another version with \`cudaenv use\`.`;
 }

@@ -1,7 +1,7 @@
-import {CudaenvError} from '../errors.js';
+import {CudaenvError, UsageError} from '../errors.js';
 import type {StorePaths} from '../store/paths.js';
 import {installedLabels, readAlias} from '../store/registry.js';
-import {highestMatch, parseSpec, type Spec} from './spec.js';
+import {highestMatch, parseSpec, prefixedVersion, prefixedVersionHint, type Spec} from './spec.js';
 
 export interface Resolved {
   spec: Spec;
@@ -48,14 +48,28 @@ export function describeResolution(r: Resolved): string {
 export function notInstalledError(r: Resolved, origin?: string): CudaenvError {
   const from = origin ? ` (${origin})` : '';
   if (r.missingAlias !== undefined) {
-    return new CudaenvError(`no alias or version named ${r.missingAlias}${from}`, {
-      hint: `List versions with \`cudaenv ls\`, or create the alias: cudaenv alias ${r.missingAlias} 12.4`,
-      code: 'not-installed',
-    });
+    return new CudaenvError(`no alias or version named ${r.missingAlias}${from}`, {hint: missingAliasHint(r.missingAlias), code: 'not-installed'});
   }
   const wanted = r.target && r.target.text !== r.spec.text ? `${r.spec.text} (${[...r.aliases, r.target.text].join(' -> ')})` : r.spec.text;
   return new CudaenvError(`CUDA ${wanted} is not installed${from}`, {
     hint: `Install it with \`cudaenv install ${r.target?.text ?? (r.spec.kind === 'alias' ? 'VERSION' : r.spec.text)}\`, or register an existing toolkit with \`cudaenv add PATH\`.`,
     code: 'not-installed',
   });
+}
+
+/** What to do about an alias that does not exist: `v12.4` is a version with a prefix, not a name to create. */
+export function missingAliasHint(name: string): string {
+  return prefixedVersionHint(name) ?? `List versions with \`cudaenv ls\`, or create the alias: cudaenv alias ${name} 12.4`;
+}
+
+/**
+ * For commands that write a spec for later (local, global): `v12.4` where no alias of that
+ * name exists is refused rather than written, since every later reading would fail.
+ */
+export function refusePrefixedVersion(r: Resolved, command: string): void {
+  const bare = r.missingAlias !== undefined && r.aliases.length === 1 ? prefixedVersion(r.missingAlias) : undefined;
+  if (bare !== undefined) {
+    throw new UsageError(`"${r.missingAlias}" is not a version: cudaenv reads it as an alias name, and there is no such alias`,
+      `Write the version without its prefix: cudaenv ${command} ${bare}`);
+  }
 }

@@ -4,7 +4,7 @@ import {CudaenvError} from '../errors.js';
 import type {StorePaths} from '../store/paths.js';
 import {readGlobal} from '../store/registry.js';
 import {resolveSpec, type Resolved} from './resolve.js';
-import {parseSpec, tryParseSpec, type Spec} from './spec.js';
+import {parseSpec, prefixedVersionHint, tryParseSpec, type Spec} from './spec.js';
 import {findVersionFile, readVersionFile} from './version-file.js';
 import {isVersion} from './version.js';
 
@@ -97,7 +97,7 @@ export function requireSelection(paths: StorePaths, options: SelectOptions = {})
   if (!sel.system && !sel.label) {
     throw new CudaenvError(`CUDA ${sel.spec.text} (${describeOrigin(sel.origin)}) is not installed`, {
       hint: sel.spec.kind === 'alias'
-        ? `Create the alias (cudaenv alias ${sel.spec.text} 12.4) or install what it names.`
+        ? (sel.missingAlias === sel.spec.text ? prefixedVersionHint(sel.spec.text) : undefined) ?? `Create the alias (cudaenv alias ${sel.spec.text} 12.4) or install what it names.`
         : `Install it with \`cudaenv install ${sel.spec.text}\`, or choose another with \`cudaenv use\`.`,
       code: 'not-installed',
     });

@@ -41,6 +41,21 @@ export function parseSpec(text: string, source = 'the spec'): Spec {
   return spec;
 }
 
+/**
+ * The version in `v12.4`, `cuda-12.4` or `CUDA12.4` (nvm's `v18`, the /usr/local/cuda-12.4
+ * directory name): an alias name to the parser, most likely a version to the person who wrote it.
+ */
+const PREFIXED_RE = /^(?:v|cuda[-_]?)((?:0|[1-9]\d{0,3})(?:\.(?:0|[1-9]\d{0,3})(?:\.(?:0|[1-9]\d{0,5}))?)?)$/i;
+export function prefixedVersion(text: string): string | undefined {
+  return PREFIXED_RE.exec(text)?.[1];
+}
+
+/** The hint for such a spec where no alias of that name exists (undefined: it is no prefixed version). */
+export function prefixedVersionHint(text: string): string | undefined {
+  const bare = prefixedVersion(text);
+  return bare === undefined ? undefined : `Write the version without its prefix: ${bare} (cudaenv reads ${text} as an alias name, and there is no such alias).`;
+}
+
 export function validateAliasName(name: string): void {
   if (!ALIAS_RE.test(name) || RESERVED.has(name) || PARTIAL_RE.test(name)) {
     throw new UsageError(

@@ -123,17 +123,19 @@ for (const shell of SHELLS) {
       mkdirSync(aliases, {recursive: true});
       writeFileSync(join(aliases, 'stable'), '11.8\n');
       writeFileSync(join(aliases, 'gone'), '10.0\n');
-      for (const [name, spec] of [['al-ok', 'stable'], ['al-gone', 'gone'], ['al-none', 'nosuch']]) {
+      for (const [name, spec] of [['al-ok', 'stable'], ['al-gone', 'gone'], ['al-none', 'nosuch'], ['al-prefixed', 'v11.8']]) {
         mkdirSync(join(tmp.dir, name), {recursive: true});
         writeFileSync(join(tmp.dir, name, '.cuda-version'), `${spec}\n`);
       }
       const r = runInteractive(shell, home, store, [
-        `cd '${tmp.dir}/al-ok'`, snap('alias-ok'), `cd '${tmp.dir}/al-gone'`, `cd '${tmp.dir}/al-none'`,
+        `cd '${tmp.dir}/al-ok'`, snap('alias-ok'), `cd '${tmp.dir}/al-gone'`, `cd '${tmp.dir}/al-none'`, `cd '${tmp.dir}/al-prefixed'`,
       ], {}, join(tmp.dir, 'outside'));
       expect(vars('alias-ok').CUDA_HOME).toBe(v('11.8.0'));
       const lines = r.stderr.split('\n').filter((l) => l.includes('cudaenv:')).map((l) => l.slice(l.indexOf('cudaenv:')));
       expect(lines.filter((l) => l.includes('gone'))).toEqual([`cudaenv: CUDA gone (set by ${tmp.dir}/al-gone/.cuda-version) is not installed; install it with \`cudaenv install 10.0\``]);
       expect(lines.filter((l) => l.includes('nosuch'))).toEqual([`cudaenv: no alias or version named nosuch (set by ${tmp.dir}/al-none/.cuda-version); create the alias with \`cudaenv alias nosuch 12.4\``]);
+      // nvm's v18 habit: the version to write, not an alias to create.
+      expect(lines.filter((l) => l.includes('v11.8'))).toEqual([`cudaenv: no alias or version named v11.8 (set by ${tmp.dir}/al-prefixed/.cuda-version); write the version without its prefix: 11.8`]);
     });
 
     describe('hostile .cuda-version files execute nothing and give one line', () => {

@@ -42,6 +42,7 @@ describe('shims', () => {
     writeFileSync(join(paths.aliases, 'loop1'), 'loop2\n');
     writeFileSync(join(paths.aliases, 'loop2'), 'loop1\n');
     writeFileSync(join(paths.aliases, 'gone'), '10.0\n');
+    writeFileSync(join(paths.aliases, 'cuda-12.2'), '12.2\n');
   });
   afterAll(() => tmp.cleanup());
 
@@ -82,6 +83,8 @@ describe('shims', () => {
     {name: 'alias loop', env: {CUDAENV_VERSION: 'loop1'}},
     {name: 'alias to a missing version', env: {CUDAENV_VERSION: 'gone'}},
     {name: 'unknown alias', files: {'p/.cuda-version': 'nosuch\n'}, cwd: 'p'},
+    {name: 'a version with a prefix (v11.8)', files: {'p/.cuda-version': 'v11.8\n'}, cwd: 'p'},
+    {name: 'an alias that looks like a version with a prefix', files: {'p/.cuda-version': 'cuda-12.2\n'}, cwd: 'p'},
     {name: 'missing version', files: {'p/.cuda-version': '10.2\n'}, cwd: 'p'},
     {name: 'file with shell syntax', files: {'p/.cuda-version': '$(touch PWNED)\n'}, cwd: 'p'},
     {name: 'file with a bad key line', files: {'p/.cuda-version': '12\nrm -rf /\n'}, cwd: 'p'},
@@ -130,6 +133,23 @@ describe('shims', () => {
       expect(shim.stderr).toMatch(/^cudaenv: /);
       expect(shim.stdout).toBe('');
     }
+  });
+
+  test('a version written with a prefix: the shim and `cudaenv current` both say to write it without', () => {
+    const paths = pathsFor(store);
+    rmSync(paths.globalFile, {force: true});
+    const proj = join(tmp.dir, 'prefixed');
+    mkdirSync(proj, {recursive: true});
+    writeFileSync(join(proj, '.cuda-version'), 'cuda-11.8\n');
+    const env = cliEnv(store, {PATH: `${paths.shims}:/usr/bin:/bin`});
+    const hint = 'Write the version without its prefix: 11.8 (cudaenv reads cuda-11.8 as an alias name, and there is no such alias).\n';
+    for (const shim of [spawnSync(join(paths.shims, 'whoami-cuda'), [], {cwd: proj, env, encoding: 'utf8'}), spawnSync('/bin/sh', [join(paths.shims, 'whoami-cuda')], {cwd: proj, env, encoding: 'utf8'})]) {
+      expect(shim.status).toBe(127);
+      expect(shim.stderr).toBe(`cudaenv: no alias or version named cuda-11.8 (set by ${join(proj, '.cuda-version')})\n${hint}`);
+    }
+    const current = runCli(['current'], {env, cwd: proj});
+    expect(current.status).toBe(1);
+    expect(current.stderr).toBe(`cudaenv: cuda-11.8 (set by ${join(proj, '.cuda-version')}) is not installed\n${hint}`);
   });
 
   const canTrace = spawnSync('strace', ['-f', '-e', 'trace=process', '-o', '/dev/null', 'true']).status === 0;

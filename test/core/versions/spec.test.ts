@@ -1,5 +1,5 @@
 import {describe, expect, test} from '@jest/globals';
-import {highestMatch, parseSpec, tryParseSpec, validateAliasName} from '../../../src/core/versions/spec.js';
+import {highestMatch, parseSpec, prefixedVersion, tryParseSpec, validateAliasName} from '../../../src/core/versions/spec.js';
 import {compareVersions, parseVersion, sortVersionLabels} from '../../../src/core/versions/version.js';
 
 describe('versions and specs', () => {
@@ -32,6 +32,14 @@ describe('versions and specs', () => {
     expect(highestMatch(parseSpec('latest'), labels)).toBe('12.10.0');
     expect(highestMatch(parseSpec('12.5'), labels)).toBeUndefined();
     expect(highestMatch(parseSpec('1'), labels)).toBeUndefined();
+  });
+
+  test('a version written with nvm\'s v or a toolkit directory\'s cuda- prefix is recognised (for the hint), not parsed as a version', () => {
+    for (const [text, bare] of [['v12.4', '12.4'], ['V12', '12'], ['cuda-12.4.1', '12.4.1'], ['CUDA_12', '12'], ['cuda12.4', '12.4'], ['Cuda-11.8', '11.8']]) {
+      expect(prefixedVersion(text)).toBe(bare);
+      expect(tryParseSpec(text)?.kind).toBe('alias');
+    }
+    for (const text of ['vfoo', 'v', 'cuda-', 'cuda-12.4.1.2', 'v012', 'v12.', 'stable', '12.4', 'xv12', 'cuda--12']) expect(prefixedVersion(text)).toBeUndefined();
   });
 
   test('alias names may not shadow specs', () => {
