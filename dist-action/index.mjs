@@ -76019,6 +76019,7 @@ function firstProblemLine(report, options = {}) {
   if (!first || report.ok && !strict) {
     const n = report.checked.length;
     const notes = report.problems.length;
+    if (n === 0) return "no shared libraries to check";
     return `all ${n} ${n === 1 ? "library resolves" : "libraries resolve"}${notes > 0 ? ` (${notes} unversioned undefined symbol${notes === 1 ? "" : "s"} left to the loading program)` : ""}`;
   }
   return first.fix ? `${first.summary}; ${first.fix}` : first.summary;

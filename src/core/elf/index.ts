@@ -126,7 +126,8 @@ function combineReports(reports: CheckReport[]): CheckReport {
 }
 
 /**
- * One line for a prompt or a hook: "all N libraries resolve", or the first failing problem with
+ * One line for a prompt or a hook: "all N libraries resolve" ("no shared libraries to check" when N
+ * is 0), or the first failing problem with
  * its fix ("this LD_LIBRARY_PATH makes torch's libcusparse.so.12 bind ..., which lacks ...; run `...`").
  */
 export function firstProblemLine(report: CheckReport, options: {strict?: boolean} = {}): string {
@@ -135,6 +136,8 @@ export function firstProblemLine(report: CheckReport, options: {strict?: boolean
   if (!first || (report.ok && !strict)) {
     const n = report.checked.length;
     const notes = report.problems.length;
+    // "all 0 libraries resolve" would read as a pass of something that was never checked.
+    if (n === 0) return 'no shared libraries to check';
     return `all ${n} ${n === 1 ? 'library resolves' : 'libraries resolve'}${notes > 0 ? ` (${notes} unversioned undefined symbol${notes === 1 ? '' : 's'} left to the loading program)` : ''}`;
   }
   return first.fix ? `${first.summary}; ${first.fix}` : first.summary;
