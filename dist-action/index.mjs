@@ -75582,10 +75582,14 @@ var VerdictCache = class {
   fresh = /* @__PURE__ */ new Map();
   stale = /* @__PURE__ */ new Set();
   fsTypes = /* @__PURE__ */ new Map();
-  /** The stored result for `name` when everything it depended on still holds. */
-  lookup(name) {
+  /**
+   * The stored result for `name` when everything it depended on still holds, and it was stored
+   * for a file named the same way (`named`: on its own, not found in a directory).
+   */
+  lookup(name, named = false) {
     const entry2 = this.loaded && Object.hasOwn(this.loaded.files, name) ? this.loaded.files[name] : void 0;
     if (!entry2 || !Array.isArray(entry2.i) || !Array.isArray(entry2.o) || !Array.isArray(entry2.problems) || !Array.isArray(entry2.failedPreloads)) return void 0;
+    if (entry2.n === 1 !== named) return void 0;
     try {
       for (const i of entry2.i) {
         if (!this.holdsNow(i)) {
@@ -75617,12 +75621,12 @@ var VerdictCache = class {
     return holds;
   }
   /** A result just computed from `inputs` (and the check's shared facts); kept when it may be. */
-  store(name, inputs, shared, result) {
+  store(name, inputs, shared, result, named = false) {
     if (result.problems.some((p) => p.kind !== "unversioned-undefined-symbol")) return;
     const settled = this.startedAt - SETTLE_MS;
     if (inputs.newest >= settled || shared.newest >= settled) return;
     for (const [dev, path13] of [...inputs.devices, ...shared.devices]) if (this.onNetworkFs(dev, path13)) return;
-    this.fresh.set(name, { inputs, shared, result });
+    this.fresh.set(name, { inputs, shared, result, named });
   }
   onNetworkFs(dev, path13) {
     let network = this.fsTypes.get(dev);
@@ -75667,9 +75671,10 @@ var VerdictCache = class {
     };
     const files = {};
     let count = 0;
-    const add = (name, idx, r) => {
+    const add = (name, idx, r, named) => {
       files[name] = {
         i: idx,
+        ...named ? { n: 1 } : {},
         ...r.skipped ? { skipped: r.skipped } : {},
         ...r.checked !== void 0 ? { checked: r.checked } : {},
         o: r.objects.map(object),
@@ -75679,7 +75684,7 @@ var VerdictCache = class {
       };
       count++;
     };
-    for (const [name, { inputs: own, shared, result }] of this.fresh) {
+    for (const [name, { inputs: own, shared, result, named }] of this.fresh) {
       const idx = [];
       for (const set of [shared, own]) {
         for (const [k, value] of set.values) {
@@ -75687,7 +75692,7 @@ var VerdictCache = class {
           idx.push(input(k.slice(0, sep9), k.slice(sep9 + 1), value));
         }
       }
-      add(name, idx, result);
+      add(name, idx, result, named);
     }
     if (this.loaded) {
       for (const [name, entry2] of Object.entries(this.loaded.files)) {
@@ -75702,7 +75707,7 @@ var VerdictCache = class {
           ...typeof entry2.s === "number" ? { startup: entry2.s } : {},
           problems: entry2.problems,
           failedPreloads: entry2.failedPreloads
-        });
+        }, entry2.n === 1);
       }
     }
     const data = { format: FORMAT, key: this.keyText, inputs, objects, files };
@@ -75880,7 +75885,7 @@ async function checkPartial(options, files) {
   const results = [];
   for (const file of [...files].sort((a, b) => a.index - b.index)) {
     const name = file.file === void 0 ? file.path : `${file.path}\0${file.file}`;
-    const hit = cache2?.lookup(name);
+    const hit = cache2?.lookup(name, file.explicit);
     if (hit) {
       results.push({ index: file.index, ...hit });
       continue;
@@ -75888,7 +75893,7 @@ async function checkPartial(options, files) {
     recorder?.begin();
     const result = await checkOne(file, ctx, exe, memo, explainCtx, recorder);
     const inputs = recorder?.end();
-    if (cache2 && inputs) cache2.store(name, inputs, recorder.shared, result);
+    if (cache2 && inputs) cache2.store(name, inputs, recorder.shared, result, file.explicit);
     results.push({ index: file.index, ...result });
   }
   cache2?.save();

@@ -183,7 +183,7 @@ export async function checkPartial(options: CheckOptions, files: IndexedFile[]):
   // overlapping them could save.
   for (const file of [...files].sort((a, b) => a.index - b.index)) {
     const name = file.file === undefined ? file.path : `${file.path}\0${file.file}`;
-    const hit = cache?.lookup(name);
+    const hit = cache?.lookup(name, file.explicit);
     if (hit) {
       results.push({index: file.index, ...hit});
       continue;
@@ -191,7 +191,7 @@ export async function checkPartial(options: CheckOptions, files: IndexedFile[]):
     recorder?.begin();
     const result = await checkOne(file, ctx, exe, memo, explainCtx, recorder);
     const inputs = recorder?.end();
-    if (cache && inputs) cache.store(name, inputs, recorder!.shared, result);
+    if (cache && inputs) cache.store(name, inputs, recorder!.shared, result, file.explicit);
     results.push({index: file.index, ...result});
   }
   cache?.save();

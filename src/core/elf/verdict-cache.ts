@@ -51,6 +51,8 @@ export interface StoredResult {
 interface FileEntry {
   /** Indexes into the input table. */
   i: number[];
+  /** 1: the file was named on its own (a program is then checked, not skipped as in a directory). */
+  n?: 1;
   skipped?: {path: string; reason: string};
   checked?: string;
   o: number[];
@@ -84,7 +86,7 @@ export class VerdictCache {
   private loaded: CacheFile | null = null;
   /** Per input index of the loaded file: does it still read the same (memoised for this run). */
   private readonly holds = new Map<number, boolean>();
-  private readonly fresh = new Map<string, {inputs: InputSet; shared: InputSet; result: StoredResult}>();
+  private readonly fresh = new Map<string, {inputs: InputSet; shared: InputSet; result: StoredResult; named: boolean}>();
   private readonly stale = new Set<string>();
   private readonly fsTypes = new Map<number, boolean>();
 
@@ -104,11 +106,16 @@ export class VerdictCache {
     }
   }
 
-  /** The stored result for `name` when everything it depended on still holds. */
-  lookup(name: string): StoredResult | undefined {
+  /**
+   * The stored result for `name` when everything it depended on still holds, and it was stored
+   * for a file named the same way (`named`: on its own, not found in a directory).
+   */
+  lookup(name: string, named = false): StoredResult | undefined {
     const entry = this.loaded && Object.hasOwn(this.loaded.files, name) ? this.loaded.files[name] : undefined;
     // A file edited by hand or cut short in a way JSON still parses: a miss, never a crash.
     if (!entry || !Array.isArray(entry.i) || !Array.isArray(entry.o) || !Array.isArray(entry.problems) || !Array.isArray(entry.failedPreloads)) return undefined;
+    // `cudaenv check bin/` skips a program that `cudaenv check bin/prog` checks: not the same answer.
+    if ((entry.n === 1) !== named) return undefined;
     try {
       for (const i of entry.i) {
         if (!this.holdsNow(i)) {
@@ -139,12 +146,12 @@ export class VerdictCache {
   }
 
   /** A result just computed from `inputs` (and the check's shared facts); kept when it may be. */
-  store(name: string, inputs: InputSet, shared: InputSet, result: StoredResult): void {
+  store(name: string, inputs: InputSet, shared: InputSet, result: StoredResult, named = false): void {
     if (result.problems.some((p) => p.kind !== 'unversioned-undefined-symbol')) return;
     const settled = this.startedAt - SETTLE_MS;
     if (inputs.newest >= settled || shared.newest >= settled) return;
     for (const [dev, path] of [...inputs.devices, ...shared.devices]) if (this.onNetworkFs(dev, path)) return;
-    this.fresh.set(name, {inputs, shared, result});
+    this.fresh.set(name, {inputs, shared, result, named});
   }
 
   private onNetworkFs(dev: number, path: string): boolean {
@@ -191,14 +198,14 @@ export class VerdictCache {
     };
     const files: Record<string, FileEntry> = {};
     let count = 0;
-    const add = (name: string, idx: number[], r: StoredResult) => {
+    const add = (name: string, idx: number[], r: StoredResult, named: boolean) => {
       files[name] = {
-        i: idx, ...(r.skipped ? {skipped: r.skipped} : {}), ...(r.checked !== undefined ? {checked: r.checked} : {}),
+        i: idx, ...(named ? {n: 1 as const} : {}), ...(r.skipped ? {skipped: r.skipped} : {}), ...(r.checked !== undefined ? {checked: r.checked} : {}),
         o: r.objects.map(object), ...(r.startup !== undefined ? {s: r.startup} : {}), problems: r.problems, failedPreloads: r.failedPreloads,
       };
       count++;
     };
-    for (const [name, {inputs: own, shared, result}] of this.fresh) {
+    for (const [name, {inputs: own, shared, result, named}] of this.fresh) {
       const idx: number[] = [];
       for (const set of [shared, own]) {
         for (const [k, value] of set.values) {
@@ -206,7 +213,7 @@ export class VerdictCache {
           idx.push(input(k.slice(0, sep) as InputKind, k.slice(sep + 1), value));
         }
       }
-      add(name, idx, result);
+      add(name, idx, result, named);
     }
     // Results of earlier runs this one neither replaced nor found stale, up to the bound.
     if (this.loaded) {
@@ -218,7 +225,7 @@ export class VerdictCache {
         add(name, entry.i.map((i) => input(old[i][0], old[i][1], old[i][2])), {
           skipped: entry.skipped, checked: entry.checked, objects: entry.o.map((i) => this.loaded!.objects[i]),
           ...(typeof entry.s === 'number' ? {startup: entry.s} : {}), problems: entry.problems, failedPreloads: entry.failedPreloads,
-        });
+        }, entry.n === 1);
       }
     }
     const data: CacheFile = {format: FORMAT, key: this.keyText, inputs, objects, files};

@@ -1,4 +1,5 @@
 import {afterAll, beforeAll, expect, test} from '@jest/globals';
+import {execFileSync} from 'node:child_process';
 import {existsSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, unlinkSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {checkLibraries, type CheckOptions, type CheckReport} from '../../../src/core/elf/index.js';
@@ -23,7 +24,12 @@ const ready: Fixture[] = [];
 beforeAll(async () => {
   // Jest runs no hook of a file whose tests are all skipped (describeIf without gcc or ldd).
   tmp = makeTempDir('cudaenv-verdict-cache-');
-  for (let i = 0; i < 11; i++) ready.push(fixture());
+  for (let i = 0; i < 12; i++) ready.push(fixture());
+  // A program (not position-independent) and a PIE beside each other in bin/.
+  mkdirSync(join(ready[11].root, 'bin'));
+  writeFileSync(join(ready[11].root, 'main.c'), 'int main(void) { return 0; }\n');
+  execFileSync('gcc', ['-no-pie', '-fno-pie', '-o', join(ready[11].root, 'bin', 'prog'), join(ready[11].root, 'main.c')]);
+  execFileSync('gcc', ['-pie', '-fPIE', '-o', join(ready[11].root, 'bin', 'pie'), join(ready[11].root, 'main.c')]);
   buildOld(join(ready[2].newDir, 'libv.so.1'));
   mkdirSync(join(ready[3].root, 'early'));
   buildOld(join(ready[5].root, 'other', 'libv.so'));
@@ -138,6 +144,31 @@ d('check reuses a file\'s result only while everything it read is unchanged', ()
     platform[2] = JSON.stringify({...stored, rseq: {featureSize: (stored.rseq.featureSize ?? 32) + 32, align: stored.rseq.align}});
     writeFileSync(join(f.cacheDir, file), JSON.stringify(data));
     expect(await checkLibraries(options)).toEqual(first);
+  });
+
+  test('a program named on its own is checked; in a directory it is skipped: whichever came first, the cache gives each its own answer', async () => {
+    const f = ready[11];
+    const dir = join(f.root, 'bin');
+    const [prog, pie] = [join(dir, 'prog'), join(dir, 'pie')];
+    const asDir: CheckOptions = {targets: [dir], cacheDir: f.cacheDir};
+    const asProg: CheckOptions = {targets: [prog], cacheDir: f.cacheDir};
+    const asPie: CheckOptions = {targets: [pie], cacheDir: f.cacheDir};
+    const expected = new Map<CheckOptions, CheckReport>();
+    for (const o of [asDir, asProg, asPie]) expected.set(o, await truth(o));
+    expect(expected.get(asDir)!.checked).toEqual([]);
+    expect(expected.get(asDir)!.skipped.map((s) => s.reason)).toEqual(['a position-independent executable, not a shared object', 'an ELF executable, not a shared object']);
+    expect(expected.get(asProg)!.checked).toEqual([prog]);
+    expect(expected.get(asPie)!.checked).toEqual([pie]);
+    // The directory first (its skips cached), then each program (checked, not the skip reused),
+    // then the directory again (skipped, not the check reused), and so on.
+    for (const o of [asDir, asProg, asPie, asDir, asProg, asPie]) expect(await checkLibraries(o)).toEqual(expected.get(o));
+    // Once each has been answered, a program named on its own again comes from the cache.
+    const [file] = readdirSync(f.cacheDir);
+    const data = JSON.parse(readFileSync(join(f.cacheDir, file), 'utf8'));
+    expect(data.files[prog].n).toBe(1);
+    data.objects[data.files[prog].o[0]].soname = 'from-the-cache';
+    writeFileSync(join(f.cacheDir, file), JSON.stringify(data));
+    expect((await checkLibraries(asProg)).objects[0].soname).toBe('from-the-cache');
   });
 
   test('a library rebuilt in place without the version the checked file needs', async () => {
