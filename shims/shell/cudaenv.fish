@@ -460,7 +460,21 @@ function _cudaenv_report --argument-names label
         end
         set pyv "$f:$first"
     end
-    set want "K	$want	$VIRTUAL_ENV|$CONDA_PREFIX|$py|$PYENV_VERSION|$PYTHONPATH|$pyv|$LD_PRELOAD|$GLIBC_TUNABLES|$LD_BIND_NOW"
+    # The directory, where an empty or relative LD_LIBRARY_PATH entry (or a python found through a
+    # relative PATH entry) makes the result depend on it (check-context.ts relativeTo).
+    set -l here ''
+    set -l ldp ''
+    set -q LD_LIBRARY_PATH; and set ldp "$(_cudaenv_get LD_LIBRARY_PATH)"
+    if test -n "$ldp"
+        for e in (string split -- ':' (string replace -a -- ';' ':' "$ldp"))
+            if not string match -q -- '/*' "$e"
+                set here "$PWD"
+                break
+            end
+        end
+    end
+    test -n "$py"; and not string match -q -- '/*' "$py"; and set here "$PWD"
+    set want "K	$want	$VIRTUAL_ENV|$CONDA_PREFIX|$py|$PYENV_VERSION|$PYTHONPATH|$pyv|$LD_PRELOAD|$GLIBC_TUNABLES|$LD_BIND_NOW|$here"
     set -l hit ''
     if test -f "$cache"; and test -r "$cache"
         set -l cache_time (path mtime -- "$cache")

@@ -359,7 +359,18 @@ _cudaenv_report() {
         pyv=$f:$pyv
       fi ;;
   esac
-  want="K	$want	${VIRTUAL_ENV-}|${CONDA_PREFIX-}|$py|${PYENV_VERSION-}|${PYTHONPATH-}|$pyv|${LD_PRELOAD-}|${GLIBC_TUNABLES-}|${LD_BIND_NOW-}"
+  # The directory, where an empty or relative LD_LIBRARY_PATH entry (or a python found through a
+  # relative PATH entry) makes the result depend on it (check-context.ts relativeTo).
+  local here= e lrest
+  if [ -n "${LD_LIBRARY_PATH-}" ]; then
+    lrest=${LD_LIBRARY_PATH//;/:}:
+    while [ -n "$lrest" ]; do
+      e=${lrest%%:*}; lrest=${lrest#*:}
+      case $e in /*) ;; *) here=$PWD; break ;; esac
+    done
+  fi
+  case $py in '' | /*) ;; *) here=$PWD ;; esac
+  want="K	$want	${VIRTUAL_ENV-}|${CONDA_PREFIX-}|$py|${PYENV_VERSION-}|${PYTHONPATH-}|$pyv|${LD_PRELOAD-}|${GLIBC_TUNABLES-}|${LD_BIND_NOW-}|$here"
   if [ -f "$cache" ] && [ -r "$cache" ]; then
     while IFS= read -r line; do
       case $line in

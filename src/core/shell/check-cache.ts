@@ -11,7 +11,7 @@ import {switchDir} from './switch-index.js';
  *   check-LABEL       the same entries for the shell hook, as lines it reads with `read`:
  *                     K<TAB>s<LD_LIBRARY_PATH> or K<TAB>u (unset)<TAB><contextKey: VIRTUAL_ENV|CONDA_PREFIX|
  *                       python on PATH|PYENV_VERSION|PYTHONPATH|pyenv's version file|LD_PRELOAD|
- *                       GLIBC_TUNABLES|LD_BIND_NOW>
+ *                       GLIBC_TUNABLES|LD_BIND_NOW|the directory, where a relative entry makes it count>
  *                     W<TAB><watched directory>   (the hook: stale when it is newer than the file)
  *                     L<TAB><the line to print>
  * Whenever the files are written, every kept entry is revalidated, so an old entry never

@@ -1,5 +1,6 @@
 import {accessSync, constants, readFileSync, statSync} from 'node:fs';
 import {isFile} from '../fs-kind.js';
+import {splitLdLibraryPath} from '../elf/search-path.js';
 
 /**
  * What decides the result besides the version and LD_LIBRARY_PATH, as the shell hook computes it
@@ -9,14 +10,25 @@ import {isFile} from '../fs-kind.js';
  * shim the file that picks its version (`pyenv local`/`global`); without them a cached line could
  * describe the torch of another interpreter. And what the loader itself reads: LD_PRELOAD (a
  * preloaded library is bound first), GLIBC_TUNABLES (the static TLS surplus, hwcaps, executable
- * stacks) and LD_BIND_NOW.
+ * stacks) and LD_BIND_NOW. And the current directory where a relative search entry makes it count.
  */
 export function contextKey(env: NodeJS.ProcessEnv): string {
   const py = pythonOnPath(env.PATH);
   return [
     env.VIRTUAL_ENV ?? '', env.CONDA_PREFIX ?? '', py, env.PYENV_VERSION ?? '', env.PYTHONPATH ?? '', pyenvChoice(py, env),
-    env.LD_PRELOAD ?? '', env.GLIBC_TUNABLES ?? '', env.LD_BIND_NOW ?? '',
+    env.LD_PRELOAD ?? '', env.GLIBC_TUNABLES ?? '', env.LD_BIND_NOW ?? '', relativeTo(py, env),
   ].join('|');
+}
+
+/**
+ * The directory the check ran in, when the result depends on it: an LD_LIBRARY_PATH entry that is
+ * empty or relative (`export LD_LIBRARY_PATH=/x:$LD_LIBRARY_PATH` with nothing before leaves a
+ * trailing ':', which ld.so reads as the current directory), or a python found through such a PATH
+ * entry. Else '' (the same line serves every directory).
+ */
+function relativeTo(py: string, env: NodeJS.ProcessEnv): string {
+  const relative = splitLdLibraryPath(env.LD_LIBRARY_PATH).some((e) => !e.startsWith('/')) || (py !== '' && !py.startsWith('/'));
+  return relative ? logicalCwd(env) : '';
 }
 
 /**

@@ -1,5 +1,5 @@
 import {existsSync} from 'node:fs';
-import {dirname, join} from 'node:path';
+import {dirname, join, resolve} from 'node:path';
 import type {StorePaths} from '../store/paths.js';
 import {installedLabels} from '../store/registry.js';
 import {inspectPython, pythonCudaLibDirs, wheelInterpreter} from '../system/python-env.js';
@@ -64,7 +64,8 @@ export async function switchCheck(paths: StorePaths, label: string, env: NodeJS.
   const watched = new Set<string>([...targets, ...py.sitePackages]);
   for (const sp of py.sitePackages) if (existsSync(join(sp, 'nvidia'))) watched.add(join(sp, 'nvidia'));
   // Split as ld.so splits it (':' and ';'), or '/a;/b' would watch a directory that does not exist.
-  for (const dir of splitLdLibraryPath(env.LD_LIBRARY_PATH)) if (dir.startsWith('/')) watched.add(dir);
+  // An empty or relative entry is searched from the current directory (the cache key then holds it).
+  for (const dir of splitLdLibraryPath(env.LD_LIBRARY_PATH)) watched.add(resolve(dir === '' ? '.' : dir));
   for (const obj of report.objects) watched.add(dirname(obj.path));
   // ld.so's own configuration: /etc/ld.so.cache (ldconfig after a package adds a directory to
   // ld.so.conf.d finds a library this line called missing, or stops finding one) and

@@ -294,6 +294,59 @@ describe('the switch check after ldconfig changed the loader cache', () => {
   }
 });
 
+describe('the switch check with an LD_LIBRARY_PATH entry that is the current directory', () => {
+  // `export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:/opt/good` with nothing set before leaves a leading
+  // ':', an empty entry, which ld.so searches as the current directory: the result depends on
+  // where the shell is, and a line cached in one project must not answer for another.
+  for (const shell of ['bash', 'zsh', 'fish'] as const) {
+    testIf(canBuild && have(shell), `needs gcc and ${shell} (apt-get install gcc ${shell})`)(`${shell}: each directory is checked as ld.so searches it there, and cached for it`, async () => {
+      const tmp = makeTempDir(`cudaenv-switchcheck-cwd-${shell}-`);
+      try {
+        const store = join(tmp.dir, 'store');
+        const paths = await makeStore(store, ['12.4.1']);
+        const src = join(tmp.dir, 'src');
+        const good = join(tmp.dir, 'good');
+        const [projA, projB] = [join(tmp.dir, 'projA'), join(tmp.dir, 'projB')];
+        for (const d of [src, good, projA, projB]) mkdirSync(d);
+        writeFileSync(join(src, 'qq.c'), 'int qq_old(void) { return 1; }\nint qq_new(void) { return 2; }\n');
+        writeFileSync(join(src, 'qq2.map'), 'QQ_1 { global: qq_old; local: *; };\nQQ_2 { global: qq_new; } QQ_1;\n');
+        writeFileSync(join(src, 'qq-old.c'), 'int qq_old(void) { return 1; }\n');
+        writeFileSync(join(src, 'qq1.map'), 'QQ_1 { global: qq_old; local: *; };\n');
+        writeFileSync(join(src, 'foo.c'), 'int qq_new(void);\nint foo(void) { return qq_new(); }\n');
+        gcc(['-shared', '-fPIC', '-o', join(good, 'libqq.so.1'), '-Wl,-soname,libqq.so.1', '-Wl,--version-script=qq2.map', 'qq.c'], src);
+        // projB holds an old build (QQ_1 only), as a project directory may hold a vendored copy.
+        gcc(['-shared', '-fPIC', '-o', join(projB, 'libqq.so.1'), '-Wl,-soname,libqq.so.1', '-Wl,--version-script=qq1.map', 'qq-old.c'], src);
+        const foo = join(paths.versions, '12.4.1', 'lib64', 'libfoo.so.1');
+        gcc(['-shared', '-fPIC', '-o', foo, '-Wl,-soname,libfoo.so.1', 'foo.c', join(good, 'libqq.so.1')], src);
+        for (const p of [projA, projB]) writeFileSync(join(p, '.cuda-version'), '12.4\n');
+        const home = join(tmp.dir, 'home');
+        mkdirSync(home);
+        const cli = loggingCli(tmp.dir);
+        writeRc(shell, home, {bin: cli.bin});
+        spawnSync('sleep', ['1.1']); // fish's hook compares whole seconds: the directories must be older than the cache file
+        const r = runInteractive(shell, home, store, [
+          `cd '${projA}'`, `ldd -r '${foo}'`, 'cd ..',
+          `cd '${projB}'`, `ldd -r '${foo}'`, 'cd ..',
+          `cd '${projA}'`, 'cd ..', `cd '${projB}'`,
+        ], {LD_LIBRARY_PATH: `:${good}`}, tmp.dir);
+        // The oracle, in each directory: the good copy in projA, projB's own old one there.
+        expect(r.stdout).toContain(`libqq.so.1 => ${good}/libqq.so.1`);
+        expect(r.stdout).toMatch(/version `QQ_2' not found/);
+        const lines = r.stderr.split('\n').filter((l) => l.includes('cudaenv: CUDA 12.4.1')).map((l) => l.slice(l.indexOf('cudaenv: CUDA')));
+        expect(lines).toHaveLength(4);
+        expect(lines[0]).toMatch(/: all 1 library resolves$/);
+        expect(lines[1]).toContain('QQ_2');
+        expect(lines[1]).toContain('libqq.so.1');
+        expect([lines[2], lines[3]]).toEqual([lines[0], lines[1]]);
+        // Checked once per directory; the second visit of each is answered by the hook's cache.
+        expect(cliCalls(cli.log).filter((c) => c.startsWith('switch-check'))).toEqual(['switch-check 12.4.1', 'switch-check 12.4.1']);
+      } finally {
+        tmp.cleanup();
+      }
+    });
+  }
+});
+
 describe('the switch check\'s cache key follows the Python the shell would run', () => {
   for (const shell of ['bash', 'zsh', 'fish'] as const) {
     testIf(have(shell) && PYTHON_EXE !== null, `needs ${shell} and python3 (apt-get install ${shell} python3)`)(`${shell}: another python3 first on PATH (module load python), pyenv shell/local/global, GLIBC_TUNABLES: checked anew; the same is answered by the hook`, async () => {
