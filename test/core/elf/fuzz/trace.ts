@@ -191,6 +191,12 @@ export function compareMappedAtStop(debug: string, report: CheckReport, r: Real)
   const dropped = /cannot enable executable stack/.test(r.raw) ? r.fatal : null;
   const at = dropped === null ? -1 : real.lastIndexOf(dropped);
   if (at >= 0) real.splice(at, 1);
+  // A preload refused for the same reason was mapped and dropped too ("cannot be preloaded
+  // (cannot enable executable stack ...): ignored"), before the objects the program needs.
+  for (const m of r.raw.matchAll(/object '([^']+)' from \S+ cannot be preloaded \(cannot enable executable stack/g)) {
+    const i = real.indexOf(m[1].split('/').pop()!);
+    if (i >= 0) real.splice(i, 1);
+  }
   const others = (names: string[]) => names.filter((n) => n !== main).sort();
   const model = others(report.objects.map((o) => o.path.split('/').pop()!));
   if (JSON.stringify(others(real)) === JSON.stringify(model)) return [];
