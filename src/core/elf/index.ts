@@ -127,8 +127,8 @@ function combineReports(reports: CheckReport[]): CheckReport {
 
 /**
  * One line for a prompt or a hook: "all N libraries resolve" ("no shared libraries to check" when N
- * is 0), or the first failing problem with
- * its fix ("this LD_LIBRARY_PATH makes torch's libcusparse.so.12 bind ..., which lacks ...; run `...`").
+ * is 0), or the first failing problem with its fix ("this LD_LIBRARY_PATH makes torch's
+ * libcusparse.so.12 bind ..., which lacks ...; run `...`").
  */
 export function firstProblemLine(report: CheckReport, options: {strict?: boolean} = {}): string {
   const strict = options.strict ?? false;
