@@ -497,6 +497,9 @@ function _cudaenv_report --argument-names label
                             set ok ''
                         end
                     end
+                case 'M*'
+                    # Absent when the check ran: stale once it exists.
+                    test -n "$match"; and test -e "$(string sub -s 3 -- "$line")"; and set ok ''
                 case 'L*'
                     if test -n "$match"; and test -n "$ok"
                         set hit "$(string sub -s 3 -- "$line")"

@@ -377,6 +377,7 @@ _cudaenv_report() {
         K*) if [ -n "$match" ] && [ -n "$ok" ]; then break; fi
             if [ "$line" = "$want" ]; then match=1; ok=1; else match=; fi ;;
         W*) if [ -n "$match" ] && { [ ! -e "${line#W	}" ] || [ "${line#W	}" -nt "$cache" ]; }; then ok=; fi ;;
+        M*) if [ -n "$match" ] && [ -e "${line#M	}" ]; then ok=; fi ;;
         L*) if [ -n "$match" ] && [ -n "$ok" ]; then hit=${line#L	}; break; fi ;;
       esac
     done < "$cache"

@@ -12,7 +12,8 @@ import {switchDir} from './switch-index.js';
  *                     K<TAB>s<LD_LIBRARY_PATH> or K<TAB>u (unset)<TAB><contextKey: VIRTUAL_ENV|CONDA_PREFIX|
  *                       python on PATH|PYENV_VERSION|PYTHONPATH|pyenv's version file|LD_PRELOAD|
  *                       GLIBC_TUNABLES|LD_BIND_NOW|the directory, where a relative entry makes it count>
- *                     W<TAB><watched directory>   (the hook: stale when it is newer than the file)
+ *                     W<TAB><watched directory>   (the hook: stale when it is newer than the file, or gone)
+ *                     M<TAB><watched directory>   (absent when written: stale once it exists)
  *                     L<TAB><the line to print>
  * Whenever the files are written, every kept entry is revalidated, so an old entry never
  * looks fresh to the hook only because the file is new.
@@ -26,6 +27,8 @@ export interface CacheKey {
 
 export interface CacheEntry extends CacheKey {
   watched: string[];
+  /** The watched directories that did not exist when the entry was written (set by writeCheck). */
+  absent?: string[];
   fingerprint: string;
   line: string;
 }
@@ -111,7 +114,8 @@ export function lookupCheckAsHook(paths: StorePaths, label: string, key: CacheKe
 
 /**
  * Whether the hook would distrust this (fingerprint-valid) entry: its text file is missing or
- * older than one of the watched directories. Seconds are compared too, as fish's hook does.
+ * older than one of the watched directories, one of them is gone, or one absent when it was
+ * written exists now. Seconds are compared too, as fish's hook does.
  */
 export function hookSeesStale(paths: StorePaths, label: string, entry: CacheEntry): boolean {
   let file: bigint;
@@ -120,7 +124,12 @@ export function hookSeesStale(paths: StorePaths, label: string, entry: CacheEntr
   } catch {
     return true;
   }
+  const absent = new Set(Array.isArray(entry.absent) ? entry.absent : []);
   for (const dir of entry.watched) {
+    if (absent.has(dir)) {
+      if (exists(dir)) return true;
+      continue;
+    }
     try {
       const m = statSync(dir, {bigint: true}).mtimeNs;
       if (m > file || m / 1_000_000_000n >= file / 1_000_000_000n) return true;
@@ -147,7 +156,10 @@ export function storeCheck(paths: StorePaths, label: string, entry: CacheEntry):
 
 function writeCheck(paths: StorePaths, label: string, entry: CacheEntry): void {
   const kept = readEntries(paths, label).filter((e) => !sameKey(e, entry) && fresh(e));
-  const entries = [entry, ...kept].slice(0, MAX_ENTRIES);
+  // A directory that does not exist (an LD_LIBRARY_PATH entry for a toolkit not installed here,
+  // a site-packages not made yet) is the hook's `M` line: stale once it exists, not before, so
+  // the switches that follow are answered from the cache instead of each starting the CLI.
+  const entries = [entry, ...kept].slice(0, MAX_ENTRIES).map((e) => ({...e, absent: e.watched.filter((w) => !exists(w))}));
   const {json, text} = files(paths, label);
   // A cache: readers treat a missing or damaged file as empty, so no fsync (it cost a first
   // switch tens of milliseconds on a busy disk).
@@ -156,10 +168,20 @@ function writeCheck(paths: StorePaths, label: string, entry: CacheEntry): void {
   for (const e of entries) {
     if (![e.ldLibraryPath ?? '', e.context, e.line, ...e.watched].every((v) => LINE_SAFE.test(v))) continue;
     lines.push(`K\t${e.ldLibraryPath === undefined ? 'u' : `s${e.ldLibraryPath}`}\t${e.context}`);
-    for (const w of e.watched) lines.push(`W\t${w}`);
+    const absent = new Set(e.absent);
+    for (const w of e.watched) lines.push(`${absent.has(w) ? 'M' : 'W'}\t${w}`);
     lines.push(`L\t${e.line}`);
   }
   atomicWriteFile(text, `${lines.join('\n')}\n`, 0o644, {durable: false});
+}
+
+function exists(path: string): boolean {
+  try {
+    statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** node:crypto on first use: `cudaenv use` and the shell's fast paths load this module without hashing. */

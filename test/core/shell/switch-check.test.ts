@@ -347,6 +347,62 @@ describe('the switch check with an LD_LIBRARY_PATH entry that is the current dir
   }
 });
 
+describe('the switch check with an LD_LIBRARY_PATH directory that does not exist (yet)', () => {
+  // rc files often name a directory this machine lacks (/usr/local/cuda/extras/CUPTI/lib64): the
+  // hook must answer every switch after the first from its cache, not start the CLI each time,
+  // and still check again once the directory appears with a library in it.
+  for (const shell of ['bash', 'zsh', 'fish'] as const) {
+    testIf(canBuild && have(shell), `needs gcc and ${shell} (apt-get install gcc ${shell})`)(`${shell}: answered from the cache while it is absent, checked again once it exists`, async () => {
+      const tmp = makeTempDir(`cudaenv-switchcheck-absent-${shell}-`);
+      try {
+        const store = join(tmp.dir, 'store');
+        const paths = await makeStore(store, ['12.4.1']);
+        const src = join(tmp.dir, 'src');
+        const good = join(tmp.dir, 'good');
+        const later = join(tmp.dir, 'later', 'lib64');
+        const proj = join(tmp.dir, 'proj');
+        for (const d of [src, good, proj]) mkdirSync(d);
+        writeFileSync(join(src, 'qq.c'), 'int qq_old(void) { return 1; }\nint qq_new(void) { return 2; }\n');
+        writeFileSync(join(src, 'qq2.map'), 'QQ_1 { global: qq_old; local: *; };\nQQ_2 { global: qq_new; } QQ_1;\n');
+        writeFileSync(join(src, 'qq-old.c'), 'int qq_old(void) { return 1; }\n');
+        writeFileSync(join(src, 'qq1.map'), 'QQ_1 { global: qq_old; local: *; };\n');
+        writeFileSync(join(src, 'foo.c'), 'int qq_new(void);\nint foo(void) { return qq_new(); }\n');
+        gcc(['-shared', '-fPIC', '-o', join(good, 'libqq.so.1'), '-Wl,-soname,libqq.so.1', '-Wl,--version-script=qq2.map', 'qq.c'], src);
+        const foo = join(paths.versions, '12.4.1', 'lib64', 'libfoo.so.1');
+        gcc(['-shared', '-fPIC', '-o', foo, '-Wl,-soname,libfoo.so.1', 'foo.c', join(good, 'libqq.so.1')], src);
+        writeFileSync(join(proj, '.cuda-version'), '12.4\n');
+        const home = join(tmp.dir, 'home');
+        mkdirSync(home);
+        const cli = loggingCli(tmp.dir);
+        writeRc(shell, home, {bin: cli.bin});
+        spawnSync('sleep', ['1.1']); // fish's hook compares whole seconds: the directories must be older than the cache file
+        const env = {LD_LIBRARY_PATH: `${later}:${good}`};
+        const visits = [`cd '${proj}'`, 'cd ..', `cd '${proj}'`, 'cd ..', `cd '${proj}'`];
+        const run = () => {
+          writeFileSync(cli.log, '');
+          const r = runInteractive(shell, home, store, [...visits, `ldd -r '${foo}'`], env, tmp.dir);
+          const lines = r.stderr.split('\n').filter((l) => l.includes('cudaenv: CUDA 12.4.1')).map((l) => l.slice(l.indexOf('cudaenv: CUDA')));
+          return {lines, ldd: r.stdout, checks: cliCalls(cli.log).filter((c) => c.startsWith('switch-check'))};
+        };
+        const before = run();
+        expect(before.lines).toEqual(Array(3).fill('cudaenv: CUDA 12.4.1: all 1 library resolves'));
+        expect(before.checks).toEqual(['switch-check 12.4.1']);
+        // The directory appears, holding an old build: the loader now binds it first.
+        mkdirSync(later, {recursive: true});
+        gcc(['-shared', '-fPIC', '-o', join(later, 'libqq.so.1'), '-Wl,-soname,libqq.so.1', '-Wl,--version-script=qq1.map', 'qq-old.c'], src);
+        spawnSync('sleep', ['1.1']); // as above: the new directory must be older than the cache file written next
+        const after = run();
+        expect(after.ldd).toMatch(/version `QQ_2' not found/);
+        expect(after.checks).toEqual(['switch-check 12.4.1']);
+        expect(after.lines).toHaveLength(3);
+        for (const l of after.lines) expect(l).toContain('QQ_2');
+      } finally {
+        tmp.cleanup();
+      }
+    });
+  }
+});
+
 describe('the switch check\'s cache key follows the Python the shell would run', () => {
   for (const shell of ['bash', 'zsh', 'fish'] as const) {
     testIf(have(shell) && PYTHON_EXE !== null, `needs ${shell} and python3 (apt-get install ${shell} python3)`)(`${shell}: another python3 first on PATH (module load python), pyenv shell/local/global, GLIBC_TUNABLES: checked anew; the same is answered by the hook`, async () => {
