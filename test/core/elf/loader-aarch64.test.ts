@@ -40,8 +40,14 @@ const reason = !fetched ? 'needs the glibc images: bash test/fixtures/fetch-cuda
   : !IS_ROOT ? `${NEEDS.root} (the real loader runs in the image with chroot)`
   : !existsSync(QEMU) ? NEEDS.tool('qemu-aarch64-static', 'qemu-user-static')
   : !haveCommand(CC) ? NEEDS.tool(CC, 'gcc-aarch64-linux-gnu')
+  : !linksPrograms() ? NEEDS.tool(`${CC} linking a program (its crt files)`, 'libc6-dev-arm64-cross')
   : NEEDS.tool(`gcc and ${STATIC_LIBC}`, 'gcc libc6-dev');
-const usable = fetched && IS_ROOT && existsSync(QEMU) && haveCommand(CC) && HAVE_GCC && existsSync(STATIC_LIBC);
+const usable = fetched && IS_ROOT && existsSync(QEMU) && haveCommand(CC) && linksPrograms() && HAVE_GCC && existsSync(STATIC_LIBC);
+
+/** The cross compiler links programs only with libc6-dev-arm64-cross, which it merely recommends. */
+function linksPrograms(): boolean {
+  return spawnSync('sh', ['-c', `d=$(mktemp -d) && echo 'int main(void){return 0;}' > "$d/m.c" && ${CC} -o "$d/m" "$d/m.c"; s=$?; rm -rf "$d"; exit $s`], {stdio: 'ignore'}).status === 0;
+}
 
 interface Image {
   suite: string;
