@@ -70917,7 +70917,7 @@ var init_cacheTwirpClient = __esm({
 });
 
 // node_modules/@actions/cache/lib/internal/tar.js
-import { existsSync as existsSync13, writeFileSync as writeFileSync6 } from "fs";
+import { existsSync as existsSync14, writeFileSync as writeFileSync6 } from "fs";
 import * as path11 from "path";
 function getTarPath() {
   return __awaiter16(this, void 0, void 0, function* () {
@@ -70927,7 +70927,7 @@ function getTarPath() {
         const systemTar = SystemTarPathOnWindows;
         if (gnuTar) {
           return { path: gnuTar, type: ArchiveToolType.GNU };
-        } else if (existsSync13(systemTar)) {
+        } else if (existsSync14(systemTar)) {
           return { path: systemTar, type: ArchiveToolType.BSD };
         }
         break;
@@ -71655,7 +71655,7 @@ function inActionTerms(text) {
 
 // src/action/run.ts
 init_core();
-import { existsSync as existsSync16, mkdirSync as mkdirSync12, rmSync as rmSync10 } from "node:fs";
+import { existsSync as existsSync17, mkdirSync as mkdirSync12, rmSync as rmSync10 } from "node:fs";
 import { join as join29 } from "node:path";
 
 // src/core/elf/symbols.ts
@@ -76299,10 +76299,12 @@ function networkHint(error2, fallback) {
 }
 
 // src/core/remote/mirror.ts
+import { existsSync as existsSync5 } from "node:fs";
 import { isAbsolute as isAbsolute2, resolve as resolve3 } from "node:path";
 import { pathToFileURL } from "node:url";
 var DEFAULT_CUDA_MIRROR = "https://developer.download.nvidia.com/compute/cuda/redist/";
 var DEFAULT_CUDNN_MIRROR = "https://developer.download.nvidia.com/compute/cudnn/redist/";
+var HOST_LIKE = /^(?:localhost|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)(?::\d+)?(?:\/.*)?$/;
 function parseMirror(text, source = "--mirror") {
   const value = text.trim();
   if (value === "") throw new UsageError(`${source} is empty`, "Give a URL such as https://developer.download.nvidia.com/compute/cuda/redist/ or a directory.");
@@ -76326,6 +76328,12 @@ function parseMirror(text, source = "--mirror") {
     throw new UsageError(`${source} ${JSON.stringify(value)} uses ${url2.protocol.slice(0, -1)}, which cudaenv does not download from`, "Use an http(s):// or file:// URL, or a directory path.");
   }
   const dir = isAbsolute2(value) ? value : resolve3(value);
+  if (!existsSync5(dir) && HOST_LIKE.test(value)) {
+    throw new UsageError(
+      `${source} ${JSON.stringify(value)} has no http:// or https:// and is no directory`,
+      `Did you mean https://${value}? A mirror is an http(s):// URL, a file:// URL or a directory.`
+    );
+  }
   return { kind: "file", base: pathToFileURL(`${dir.replace(/\/+$/, "")}/`).href, dir: dir.replace(/\/+$/, "") || "/", display: dir };
 }
 function checkRelativePath(rel, what) {
@@ -76667,7 +76675,7 @@ async function chooseCudnn(mirror, spec, cudaMajor, platform2, signal) {
 
 // src/core/remote/install.ts
 import { cpus } from "node:os";
-import { existsSync as existsSync10, mkdirSync as mkdirSync10, readFileSync as readFileSync15, renameSync as renameSync7, rmSync as rmSync8, writeFileSync as writeFileSync4 } from "node:fs";
+import { existsSync as existsSync11, mkdirSync as mkdirSync10, readFileSync as readFileSync15, renameSync as renameSync7, rmSync as rmSync8, writeFileSync as writeFileSync4 } from "node:fs";
 import { join as join18 } from "node:path";
 
 // src/core/fatal-cleanup.ts
@@ -76911,7 +76919,7 @@ function heldLock(path13, owner, staleMs) {
 }
 
 // src/core/store/registry.ts
-import { existsSync as existsSync5, lstatSync as lstatSync3, mkdirSync as mkdirSync4, readFileSync as readFileSync10, readdirSync as readdirSync6, readlinkSync as readlinkSync2, renameSync as renameSync3, rmSync as rmSync3, symlinkSync } from "node:fs";
+import { existsSync as existsSync6, lstatSync as lstatSync3, mkdirSync as mkdirSync4, readFileSync as readFileSync10, readdirSync as readdirSync6, readlinkSync as readlinkSync2, renameSync as renameSync3, rmSync as rmSync3, symlinkSync } from "node:fs";
 import { join as join10, resolve as resolve4 } from "node:path";
 var RECEIPT_FILE = ".cudaenv-receipt.json";
 function listVersions(paths) {
@@ -76941,7 +76949,7 @@ function describeVersion(paths, label) {
   }
   if (st.isSymbolicLink()) {
     const target = resolve4(paths.versions, readlinkSync2(path13));
-    return { label, path: path13, kind: "registered", target, broken: !existsSync5(target) };
+    return { label, path: path13, kind: "registered", target, broken: !existsSync6(target) };
   }
   if (!st.isDirectory()) return void 0;
   return { label, path: path13, kind: "installed", broken: false };
@@ -77015,7 +77023,7 @@ function refreshResolveIndex(paths) {
 }
 
 // src/core/shell/shims.ts
-import { chmodSync, existsSync as existsSync6, mkdirSync as mkdirSync5, readFileSync as readFileSync11, readdirSync as readdirSync7, rmSync as rmSync4, statSync as statSync7 } from "node:fs";
+import { chmodSync, existsSync as existsSync7, mkdirSync as mkdirSync5, readFileSync as readFileSync11, readdirSync as readdirSync7, rmSync as rmSync4, statSync as statSync7 } from "node:fs";
 import { join as join11 } from "node:path";
 var SHIM_MARKER = "# cudaenv shim: generated by `cudaenv rehash`";
 var SETTINGS_LINE = /^# @CUDAENV_SETTINGS@.*$/m;
@@ -77036,7 +77044,7 @@ _ce_soh=${quoteSh("")}`;
   return template.replace(SETTINGS_LINE, () => settings).replace(/^#!\/bin\/sh\n/, `#!${shimInterpreter}
 `);
 }
-var shimInterpreter = BASH_PATHS.find((p) => existsSync6(p)) ? `${BASH_PATHS.find((p) => existsSync6(p))} -p` : "/bin/sh";
+var shimInterpreter = BASH_PATHS.find((p) => existsSync7(p)) ? `${BASH_PATHS.find((p) => existsSync7(p))} -p` : "/bin/sh";
 function toolkitPrograms(paths) {
   const names = /* @__PURE__ */ new Set();
   for (const v of listVersions(paths)) {
@@ -77096,7 +77104,7 @@ function writeShims(paths) {
 }
 
 // src/core/shell/switch-index.ts
-import { existsSync as existsSync7, mkdirSync as mkdirSync6, readdirSync as readdirSync8, readlinkSync as readlinkSync3 } from "node:fs";
+import { existsSync as existsSync8, mkdirSync as mkdirSync6, readdirSync as readdirSync8, readlinkSync as readlinkSync3 } from "node:fs";
 import { basename as basename6, join as join12 } from "node:path";
 function switchDir(paths) {
   return join12(paths.root, "switch");
@@ -77275,14 +77283,14 @@ function archiveLockName(sha256) {
 }
 
 // src/core/remote/checkpoint.ts
-import { existsSync as existsSync8, readFileSync as readFileSync12, writeFileSync as writeFileSync2 } from "node:fs";
+import { existsSync as existsSync9, readFileSync as readFileSync12, writeFileSync as writeFileSync2 } from "node:fs";
 import { join as join13 } from "node:path";
 async function checkpoint(name, env = process.env) {
   const dir = env.CUDAENV_TEST_CHECKPOINT_DIR;
   if (!dir) return;
   writeFileSync2(join13(dir, name), String(process.pid));
   const crash = join13(dir, `${name}.crash`);
-  if (existsSync8(crash)) {
+  if (existsSync9(crash)) {
     const error2 = new Error(`injected crash at ${name}`);
     if (readFileSync12(crash, "utf8").trim() === "rejection") void Promise.reject(error2);
     else setTimeout(() => {
@@ -77290,8 +77298,8 @@ async function checkpoint(name, env = process.env) {
     }, 0);
     await new Promise(() => void 0);
   }
-  if (!existsSync8(join13(dir, `${name}.pause`))) return;
-  while (!existsSync8(join13(dir, `${name}.go`))) await new Promise((r) => setTimeout(r, 20));
+  if (!existsSync9(join13(dir, `${name}.pause`))) return;
+  while (!existsSync9(join13(dir, `${name}.go`))) await new Promise((r) => setTimeout(r, 20));
 }
 
 // src/core/remote/tar-guard.ts
@@ -78034,7 +78042,7 @@ function linkLib(root) {
 }
 
 // src/core/remote/pkgconfig.ts
-import { existsSync as existsSync9, lstatSync as lstatSync5, mkdirSync as mkdirSync9, readFileSync as readFileSync13, readdirSync as readdirSync10, rmdirSync, symlinkSync as symlinkSync3, unlinkSync as unlinkSync2, writeFileSync as writeFileSync3 } from "node:fs";
+import { existsSync as existsSync10, lstatSync as lstatSync5, mkdirSync as mkdirSync9, readFileSync as readFileSync13, readdirSync as readdirSync10, rmdirSync, symlinkSync as symlinkSync3, unlinkSync as unlinkSync2, writeFileSync as writeFileSync3 } from "node:fs";
 import { join as join16 } from "node:path";
 var PKGCONFIG_DIR = join16("lib64", "pkgconfig");
 function rewritePcText(text, installedRoot) {
@@ -78074,7 +78082,7 @@ function relocatePkgConfig(root, installedRoot) {
   for (const name of written) {
     const plain = name.replace(/-\d+(\.\d+)*\.pc$/, ".pc");
     const link = join16(root, PKGCONFIG_DIR, plain);
-    if (plain !== name && !existsSync9(link)) symlinkSync3(name, link);
+    if (plain !== name && !existsSync10(link)) symlinkSync3(name, link);
   }
   return written;
 }
@@ -78419,7 +78427,7 @@ function receiptEntry(job) {
 }
 function writeVersionJson(root, label, jobs) {
   const path13 = join18(root, "version.json");
-  if (existsSync10(path13)) return;
+  if (existsSync11(path13)) return;
   const data = { cuda: { name: "CUDA SDK", version: label } };
   for (const j of jobs) data[j.name] = { name: j.name, version: j.version };
   writeFileSync4(path13, `${JSON.stringify(data, null, 2)}
@@ -78505,11 +78513,11 @@ function pathsFor(root) {
 }
 
 // src/core/shell/toolkit-env.ts
-import { existsSync as existsSync11 } from "node:fs";
+import { existsSync as existsSync12 } from "node:fs";
 import { join as join20 } from "node:path";
 function toolkitLibDir(versionDir) {
   const lib64 = join20(versionDir, "lib64");
-  return existsSync11(lib64) ? lib64 : join20(versionDir, "lib");
+  return existsSync12(lib64) ? lib64 : join20(versionDir, "lib");
 }
 function splitPathList(value) {
   return value === void 0 || value === "" ? [] : value.split(":");
@@ -78539,7 +78547,7 @@ function toolkitEnvironment(env, versionDir, storeVersionsDir, policy) {
 }
 
 // src/action/cache-service.ts
-import { cpSync, existsSync as existsSync14, mkdirSync as mkdirSync11, readdirSync as readdirSync12, renameSync as renameSync8, rmSync as rmSync9, statSync as statSync10 } from "node:fs";
+import { cpSync, existsSync as existsSync15, mkdirSync as mkdirSync11, readdirSync as readdirSync12, renameSync as renameSync8, rmSync as rmSync9, statSync as statSync10 } from "node:fs";
 import { join as join25 } from "node:path";
 var ReportedCacheFailure = class extends Error {
 };
@@ -78584,7 +78592,7 @@ function keyOf(name) {
 function directoryCacheService(root) {
   return {
     name: `the cache directory ${root}`,
-    unavailable: async () => existsSync14(root) ? void 0 : `the cache directory ${root} (CUDAENV_ACTION_CACHE_DIR) does not exist`,
+    unavailable: async () => existsSync15(root) ? void 0 : `the cache directory ${root} (CUDAENV_ACTION_CACHE_DIR) does not exist`,
     async restore(dir, key, restoreKeys) {
       const entries2 = readdirSync12(root).filter((n) => !n.startsWith(".")).map((n) => ({ key: keyOf(n), path: join25(root, n), time: statSync10(join25(root, n)).mtimeMs }));
       const hit = entries2.find((e) => e.key === key) ?? restoreKeys.map((p) => entries2.filter((e) => e.key.startsWith(p)).sort((a, b) => b.time - a.time)[0]).find(Boolean);
@@ -78595,7 +78603,7 @@ function directoryCacheService(root) {
     },
     async save(dir, key) {
       const dest = join25(root, entryName(key));
-      if (existsSync14(dest)) return true;
+      if (existsSync15(dest)) return true;
       const tmp = join25(root, `.saving-${process.pid}-${Date.now()}`);
       mkdirSync11(root, { recursive: true });
       cpSync(dir, tmp, { recursive: true });
@@ -78603,7 +78611,7 @@ function directoryCacheService(root) {
         renameSync8(tmp, dest);
       } catch (error2) {
         rmSync9(tmp, { recursive: true, force: true });
-        if (!existsSync14(dest)) throw error2;
+        if (!existsSync15(dest)) throw error2;
       }
       return true;
     }
@@ -78615,7 +78623,7 @@ function cacheServiceFor(env) {
 
 // src/action/inputs.ts
 import { join as join26 } from "node:path";
-import { existsSync as existsSync15 } from "node:fs";
+import { existsSync as existsSync16 } from "node:fs";
 
 // src/core/versions/version-file.ts
 import { closeSync as closeSync9, constants as constants6, fstatSync as fstatSync3, openSync as openSync9, readSync as readSync5, statSync as statSync11 } from "node:fs";
@@ -78725,7 +78733,7 @@ function readInputs(env, workspace) {
   let cudnn = getInput(env, "cudnn") || void 0;
   if (spec === "") {
     const file = join26(workspace, VERSION_FILE);
-    if (!existsSync15(file)) {
+    if (!existsSync16(file)) {
       throw new UsageError(
         `no CUDA version given: the cuda input is empty and there is no ${VERSION_FILE} in ${workspace}`,
         `Give one: with: cuda: '12.4' (or commit a ${VERSION_FILE} and check the repository out before this step).`
@@ -79057,7 +79065,7 @@ async function install(paths, platform2, inputs, request, work, notes, service, 
     manifest,
     cudnnChoice,
     // Not covering the request (findInToolCache said so): replace it with what is asked for.
-    force: existsSync16(join29(paths.versions, label)),
+    force: existsSync17(join29(paths.versions, label)),
     signal,
     onEvent: (e) => {
       if (e.type === "progress" && e.progress.stage === "done") {

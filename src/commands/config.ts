@@ -1,4 +1,5 @@
 import {Args, Flags} from '@oclif/core';
+import {existsSync} from 'node:fs';
 import {CudaenvCommand} from '../cli/base.js';
 import {refuseForeignStore} from '../core/store/store-owner.js';
 import {UsageError} from '../core/errors.js';
@@ -38,7 +39,14 @@ export default class Config extends CudaenvCommand {
       return all;
     }
     if (flags.unset) settings.delete(key);
-    else if (args.value !== undefined) settings.set(key, settingValue(key, args.value) as never);
+    else if (args.value !== undefined) {
+      const value = settingValue(key, args.value);
+      settings.set(key, value as never);
+      // A directory that is not there yet (a share not mounted) is allowed, and said.
+      if ((key === 'mirror' || key === 'cudnnMirror') && typeof value === 'string' && value.startsWith('/') && !existsSync(value)) {
+        this.warn2(`the directory ${value} does not exist (yet): installs from this mirror fail until it does`);
+      }
+    }
     else if (!this.jsonEnabled()) this.log(String(settings.get(key) ?? '(default)'));
     if (flags.unset && args.value !== undefined) throw new UsageError('give either a value or --unset, not both');
     return settings.all();

@@ -172,6 +172,14 @@ describe('cudaenv ls-remote / install / uninstall', () => {
     expect(bad.status).toBe(2);
     expect(bad.stderr).toContain('cudaenv: the mirror setting "ftp://example.com/redist/" uses ftp, which cudaenv does not download from');
     expect((await runCli(['config', 'mirror'], {env: plain})).stdout).toBe(`${join(here, 'redist')}\n`);
+    // a URL without its scheme is refused with the URL it likely meant; a directory not there yet is set, with a warning
+    const noScheme = await runCli(['config', 'mirror', 'mirror.example.com/cuda/redist'], {env: plain, cwd: here});
+    expect(noScheme.status).toBe(2);
+    expect(noScheme.stderr).toContain('Did you mean https://mirror.example.com/cuda/redist?');
+    const later = await runCli(['config', 'cudnnMirror', 'not-mounted-yet'], {env: plain, cwd: here});
+    expect(later.status).toBe(0);
+    expect(later.stderr).toBe(`cudaenv: warning: the directory ${join(here, 'not-mounted-yet')} does not exist (yet): installs from this mirror fail until it does\n`);
+    expect((await runCli(['config', 'mirror'], {env: plain})).stdout).toBe(`${join(here, 'redist')}\n`);
     // the variable beats the setting
     const env2 = await runCli(['ls-remote'], {env: {...plain, CUDAENV_MIRROR: 'http://127.0.0.1:1/'}});
     expect(env2.status).toBe(1);

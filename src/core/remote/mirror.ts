@@ -1,3 +1,4 @@
+import {existsSync} from 'node:fs';
 import {isAbsolute, resolve} from 'node:path';
 import {pathToFileURL} from 'node:url';
 import {UsageError} from '../errors.js';
@@ -9,6 +10,9 @@ export const DEFAULT_CUDNN_MIRROR = 'https://developer.download.nvidia.com/compu
 export type Mirror =
   | {kind: 'http'; base: string; display: string}
   | {kind: 'file'; base: string; dir: string; display: string};
+
+/** A host name (with a dot, or localhost), an optional port, then a path: what a URL looks like without `https://`. */
+const HOST_LIKE = /^(?:localhost|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)(?::\d+)?(?:\/.*)?$/;
 
 /**
  * Normalises what a user wrote (`--mirror`, CUDAENV_MIRROR, the `mirror` setting) into a base
@@ -37,6 +41,11 @@ export function parseMirror(text: string, source = '--mirror'): Mirror {
     throw new UsageError(`${source} ${JSON.stringify(value)} uses ${url.protocol.slice(0, -1)}, which cudaenv does not download from`, 'Use an http(s):// or file:// URL, or a directory path.');
   }
   const dir = isAbsolute(value) ? value : resolve(value);
+  // `mirror.example.com/cuda/redist`: a URL without its scheme, which as a path names nothing.
+  if (!existsSync(dir) && HOST_LIKE.test(value)) {
+    throw new UsageError(`${source} ${JSON.stringify(value)} has no http:// or https:// and is no directory`,
+      `Did you mean https://${value}? A mirror is an http(s):// URL, a file:// URL or a directory.`);
+  }
   return {kind: 'file', base: pathToFileURL(`${dir.replace(/\/+$/, '')}/`).href, dir: dir.replace(/\/+$/, '') || '/', display: dir};
 }
 

@@ -1,4 +1,7 @@
 import {describe, expect, test} from '@jest/globals';
+import {mkdirSync, mkdtempSync, rmSync} from 'node:fs';
+import {tmpdir} from 'node:os';
+import {join} from 'node:path';
 import {parseIndexPage} from '../../../src/core/remote/index-page.js';
 import {compareLabels, matchesPrefix, newestMatching} from '../../../src/core/remote/labels.js';
 import {artifactFor, parseManifest} from '../../../src/core/remote/manifest.js';
@@ -102,6 +105,25 @@ describe('mirrors', () => {
     expect(mirrorLocation(d, 'a/b.tar.xz')).toBe('/srv/redist/a/b.tar.xz');
     expect(mirrorLocation(parseMirror('http://127.0.0.1:9/r/'), 'a b/c.json')).toBe('http://127.0.0.1:9/r/a%20b/c.json');
     expect(() => parseMirror('ftp://x/')).toThrow(/does not download from/);
+    // A URL written without its scheme is no directory: said, with the URL it most likely meant.
+    for (const typo of ['mirror.example.com/cuda/redist', 'developer.download.nvidia.com/compute/cuda/redist/', 'localhost:8000/redist', '10.0.0.5:8080']) {
+      let error: unknown;
+      try {
+        parseMirror(typo);
+      } catch (e) {
+        error = e;
+      }
+      expect(String(error)).toContain(`--mirror "${typo}" has no http:// or https:// and is no directory`);
+      expect((error as {hint?: string}).hint).toContain(`Did you mean https://${typo}?`);
+    }
+    // An existing directory of such a name is a directory like any other.
+    const tmp = mkdtempSync(join(tmpdir(), 'cudaenv-mirror-'));
+    try {
+      mkdirSync(join(tmp, 'mirror.example.com'));
+      expect(parseMirror(join(tmp, 'mirror.example.com')).kind).toBe('file');
+    } finally {
+      rmSync(tmp, {recursive: true, force: true});
+    }
     expect(() => checkRelativePath('a/../b', 'x')).toThrow(/climbs/);
   });
 });
