@@ -78,7 +78,21 @@ describe('global, local, current, which', () => {
   });
 
   test('aliases: alias, use through current, unalias', () => {
+    expect(runCli(['alias'], {env}).stdout).toBe('No aliases. Create one with `cudaenv alias stable 12.4`.\n');
     expect(runCli(['alias', 'stable', '12.3'], {env}).stdout).toBe('stable -> 12.3 (now 12.3.2)\n');
+    expect(runCli(['alias', 'next', '13'], {env}).stdout).toBe('next -> 13 (nothing installed matches it yet)\n');
+    // As nvm's `nvm alias`: no arguments lists them, a name alone shows one.
+    expect(runCli(['alias'], {env}).stdout).toBe('next -> 13 (nothing installed matches it)\nstable -> 12.3 (now 12.3.2)\n');
+    expect(JSON.parse(runCli(['alias', '--json'], {env}).stdout)).toEqual({aliases: [{name: 'next', spec: '13', resolves: null}, {name: 'stable', spec: '12.3', resolves: '12.3.2'}]});
+    expect(runCli(['alias', 'stable'], {env}).stdout).toBe('stable -> 12.3 (now 12.3.2)\n');
+    const none = runCli(['alias', 'nosuch'], {env});
+    expect(none.status).toBe(1);
+    expect(none.stderr).toBe('cudaenv: there is no alias named nosuch\nList aliases with `cudaenv alias`; create one with `cudaenv alias NAME 12.4`.\n');
+    // A target written as a version with a prefix is refused, as local and global refuse it.
+    const prefixed = runCli(['alias', 'older', 'cuda-11.8'], {env});
+    expect(prefixed.status).toBe(2);
+    expect(prefixed.stderr).toContain('Write the version without its prefix: cudaenv alias older 11.8');
+    expect(runCli(['alias', 'older'], {env}).status).toBe(1);
     writeFileSync(join(proj, '.cuda-version'), 'stable\n');
     expect(runCli(['current'], {env, cwd: proj}).stdout).toBe(`12.3.2 (set by ${join(proj, '.cuda-version')}, alias stable)\n`);
     expect(runCli(['alias', 'latest', '12'], {env}).status).toBe(2);
