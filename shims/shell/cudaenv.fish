@@ -12,7 +12,7 @@ function _cudaenv_store
     # A command substitution costs more in fish than the rest of this function: only when needed.
     if set -q CUDAENV_DIR; and test -n "$CUDAENV_DIR"
         set -g _cudaenv_r $CUDAENV_DIR
-        string match -q -- '*/' $CUDAENV_DIR; and set -g _cudaenv_r "$(string trim -r -c / -- $CUDAENV_DIR)"
+        string match -q -- '*/' $CUDAENV_DIR; and set -g _cudaenv_r (string trim -r -c / -- $CUDAENV_DIR | string collect)
     else
         set -g _cudaenv_r $_CUDAENV_DEFAULT_DIR
     end
@@ -107,10 +107,10 @@ function _cudaenv_parse
     set -l n 0
     for raw in (string split \n -- "$text")
         set n (math $n + 1)
-        set -l line "$(string trim -- "$raw")"
+        set -l line (string trim -- "$raw" | string collect)
         test -n "$line"; or continue
         string match -q -- '#*' "$line"; and continue
-        set -l short "$(string sub -l 40 -- "$line")"
+        set -l short (string sub -l 40 -- "$line" | string collect)
         if test -z "$_cudaenv_s"
             if _cudaenv_valid_spec "$line"
                 set -g _cudaenv_s "$line"
@@ -138,16 +138,18 @@ function _cudaenv_rm_entry
     test -n "$e"; or return 0
     set -l n (string length -- "$e")
     set -l m (math $n + 1)
+    set -l head (string sub -l $m -- "$v" | string collect)
+    set -l tail (string sub -s -$m -- "$v" | string collect)
     if test "$v" = "$e"
         set -g _cudaenv_r ''
-    else if test "$(string sub -l $m -- "$v")" = "$e:"
-        set -g _cudaenv_r "$(string sub -s (math $n + 2) -- "$v")"
+    else if test "$head" = "$e:"
+        set -g _cudaenv_r (string sub -s (math $n + 2) -- "$v" | string collect)
     else
-        set -l r "$(string replace -- ":$e:" : "$v")"
+        set -l r (string replace -- ":$e:" : "$v" | string collect)
         if test "$r" != "$v"
             set -g _cudaenv_r "$r"
-        else if test "$(string sub -s -$m -- "$v")" = ":$e"
-            set -g _cudaenv_r "$(string sub -l (math (string length -- "$v") - $m) -- "$v")"
+        else if test "$tail" = ":$e"
+            set -g _cudaenv_r (string sub -l (math (string length -- "$v") - $m) -- "$v" | string collect)
         end
     end
 end
@@ -157,9 +159,22 @@ function _cudaenv_get
     string join : -- $$argv[1]
 end
 
+# A file's modification time in whole seconds: fish's `path` builtin (3.5 and later) starts no
+# process; older fish (Ubuntu 22.04 has 3.3) asks stat(1), on a switch only, never per prompt.
+if builtin -n | string match -q -- path
+    function _cudaenv_mtime
+        path mtime -- $argv[1]
+    end
+else
+    function _cudaenv_mtime
+        command stat -c %Y -- $argv[1] 2>/dev/null
+    end
+end
+
 function _cudaenv_save
     if set -q $argv[1]
-        set -gx _CUDAENV_$argv[1]_SAVED "x$(_cudaenv_get $argv[1])"
+        set -l value (_cudaenv_get $argv[1] | string collect)
+        set -gx _CUDAENV_$argv[1]_SAVED "x$value"
     else
         set -gx _CUDAENV_$argv[1]_SAVED u
     end
@@ -167,9 +182,10 @@ end
 
 function _cudaenv_restore
     set -l saved u
-    set -q _CUDAENV_$argv[1]_SAVED; and set saved "$(_cudaenv_get _CUDAENV_$argv[1]_SAVED)"
+    set -q _CUDAENV_$argv[1]_SAVED; and set saved (_cudaenv_get _CUDAENV_$argv[1]_SAVED | string collect)
     if string match -q -- 'x*' "$saved"
-        set -gx $argv[1] "$(string sub -s 2 -- "$saved")"
+        set -l value (string sub -s 2 -- "$saved" | string collect)
+        set -gx $argv[1] "$value"
     else
         set -e $argv[1]
     end
@@ -177,7 +193,7 @@ end
 
 function _cudaenv_setlist
     set -l was u
-    set -q _CUDAENV_$argv[1]_SAVED; and set was "$(_cudaenv_get _CUDAENV_$argv[1]_SAVED)"
+    set -q _CUDAENV_$argv[1]_SAVED; and set was (_cudaenv_get _CUDAENV_$argv[1]_SAVED | string collect)
     if test -z "$argv[2]"; and test "$was" = u
         set -e $argv[1]
     else
@@ -193,9 +209,11 @@ function _cudaenv_switch --argument-names label policy mode
             _cudaenv_save $v
         end
     end
-    _cudaenv_rm_entry "$(_cudaenv_get PATH)" "$_CUDAENV_PATH_ADDED"
+    set -l cur (_cudaenv_get PATH | string collect)
+    _cudaenv_rm_entry "$cur" "$_CUDAENV_PATH_ADDED"
     set -l p "$_cudaenv_r"
-    _cudaenv_rm_entry "$(_cudaenv_get LD_LIBRARY_PATH)" "$_CUDAENV_LD_LIBRARY_PATH_ADDED"
+    set cur (_cudaenv_get LD_LIBRARY_PATH | string collect)
+    _cudaenv_rm_entry "$cur" "$_CUDAENV_LD_LIBRARY_PATH_ADDED"
     set -l l "$_cudaenv_r"
     if test "$label" = system
         set -gx _CUDAENV_PATH_ADDED ''
@@ -239,16 +257,21 @@ end
 
 function _cudaenv_deactivate
     set -q _CUDAENV_PATH_SAVED; or return 0
-    _cudaenv_rm_entry "$(_cudaenv_get PATH)" "$_CUDAENV_PATH_ADDED"
+    set -l cur (_cudaenv_get PATH | string collect)
+    _cudaenv_rm_entry "$cur" "$_CUDAENV_PATH_ADDED"
     _cudaenv_setlist PATH "$_cudaenv_r"
-    _cudaenv_rm_entry "$(_cudaenv_get LD_LIBRARY_PATH)" "$_CUDAENV_LD_LIBRARY_PATH_ADDED"
+    set cur (_cudaenv_get LD_LIBRARY_PATH | string collect)
+    _cudaenv_rm_entry "$cur" "$_CUDAENV_LD_LIBRARY_PATH_ADDED"
     _cudaenv_setlist LD_LIBRARY_PATH "$_cudaenv_r"
     _cudaenv_restore CUDA_HOME
     _cudaenv_restore CUDA_PATH
     _cudaenv_restore CUDAENV_VERSION
-    set -e _CUDAENV_PATH_SAVED _CUDAENV_LD_LIBRARY_PATH_SAVED _CUDAENV_CUDA_HOME_SAVED \
+    # One name per `set -e`: fish before 3.2 erases only one at a time.
+    for v in _CUDAENV_PATH_SAVED _CUDAENV_LD_LIBRARY_PATH_SAVED _CUDAENV_CUDA_HOME_SAVED \
         _CUDAENV_CUDA_PATH_SAVED _CUDAENV_CUDAENV_VERSION_SAVED _CUDAENV_PATH_ADDED \
         _CUDAENV_LD_LIBRARY_PATH_ADDED _CUDAENV_APPLIED
+        set -e $v
+    end
 end
 
 function _cudaenv_resolve --argument-names spec
@@ -287,7 +310,7 @@ function _cudaenv_resolve --argument-names spec
             set -g _cudaenv_final ''
             return 0
         end
-        set spec "$(_cudaenv_trim "$_cudaenv_c")"
+        set spec (_cudaenv_trim "$_cudaenv_c" | string collect)
         if not _cudaenv_valid_spec "$spec"
             set -g _cudaenv_e "alias file $root/aliases/$first does not hold a version spec"
             return 1
@@ -310,7 +333,7 @@ function _cudaenv_keynow
     set -l root $_CUDAENV_DEFAULT_DIR
     if set -q CUDAENV_DIR; and test -n "$CUDAENV_DIR"
         set root $CUDAENV_DIR
-        string match -q -- '*/' $root; and set root "$(string trim -r -c / -- $root)"
+        string match -q -- '*/' $root; and set root (string trim -r -c / -- $root | string collect)
     end
     # fish's read costs per byte: the short generation file, not the index, is read per prompt.
     set -g _cudaenv_gen ''
@@ -372,7 +395,7 @@ function _cudaenv_autoswitch
         set origin "set by $_cudaenv_f"
     else if test -f "$root/global"
         _cudaenv_readfile "$root/global"
-        set spec "$(_cudaenv_trim "$_cudaenv_c")"
+        set spec (_cudaenv_trim "$_cudaenv_c" | string collect)
         set origin "set by the global default $root/global"
         if not _cudaenv_valid_spec "$spec"
             printf 'cudaenv: the global default in %s is not a CUDA version spec; run `cudaenv global 12.4`\n' "$root/global" >&2
@@ -423,7 +446,11 @@ function _cudaenv_report --argument-names label
     _cudaenv_store
     set -l cache "$_cudaenv_r/switch/check-$label"
     set -l want u
-    set -q LD_LIBRARY_PATH; and set want "s$(_cudaenv_get LD_LIBRARY_PATH)"
+    set -l ldp ''
+    if set -q LD_LIBRARY_PATH
+        set ldp (_cudaenv_get LD_LIBRARY_PATH | string collect)
+        set want "s$ldp"
+    end
     # The Python environment as pythonKey (check-cache.ts) spells it: the first python3, else
     # python, of the PATH entries in turn, found with builtins.
     set -l py ''
@@ -463,8 +490,6 @@ function _cudaenv_report --argument-names label
     # The directory, where an empty or relative LD_LIBRARY_PATH entry (or a python found through a
     # relative PATH entry) makes the result depend on it (check-context.ts relativeTo).
     set -l here ''
-    set -l ldp ''
-    set -q LD_LIBRARY_PATH; and set ldp "$(_cudaenv_get LD_LIBRARY_PATH)"
     if test -n "$ldp"
         for e in (string split -- ':' (string replace -a -- ';' ':' "$ldp"))
             if not string match -q -- '/*' "$e"
@@ -477,7 +502,7 @@ function _cudaenv_report --argument-names label
     set want "K	$want	$VIRTUAL_ENV|$CONDA_PREFIX|$py|$PYENV_VERSION|$PYTHONPATH|$pyv|$LD_PRELOAD|$GLIBC_TUNABLES|$LD_BIND_NOW|$here"
     set -l hit ''
     if test -f "$cache"; and test -r "$cache"
-        set -l cache_time (path mtime -- "$cache")
+        set -l cache_time (_cudaenv_mtime "$cache")
         set -l match ''
         set -l ok ''
         while read -l line
@@ -492,17 +517,20 @@ function _cudaenv_report --argument-names label
                     end
                 case 'W*'
                     if test -n "$match"
-                        set -l w "$(string sub -s 3 -- "$line")"
-                        if not test -e "$w"; or test (path mtime -- "$w") -ge $cache_time
+                        set -l w (string sub -s 3 -- "$line" | string collect)
+                        if not test -e "$w"; or test (_cudaenv_mtime "$w") -ge $cache_time
                             set ok ''
                         end
                     end
                 case 'M*'
                     # Absent when the check ran: stale once it exists.
-                    test -n "$match"; and test -e "$(string sub -s 3 -- "$line")"; and set ok ''
+                    if test -n "$match"
+                        set -l w (string sub -s 3 -- "$line" | string collect)
+                        test -e "$w"; and set ok ''
+                    end
                 case 'L*'
                     if test -n "$match"; and test -n "$ok"
-                        set hit "$(string sub -s 3 -- "$line")"
+                        set hit (string sub -s 3 -- "$line" | string collect)
                         break
                     end
             end
@@ -522,13 +550,19 @@ function _cudaenv_mark
     set -g _cudaenv_ldwas ''
     set -q _CUDAENV_LD_LIBRARY_PATH_ADDED; and set -g _cudaenv_ldwas "$_CUDAENV_LD_LIBRARY_PATH_ADDED"
     set -g _cudaenv_ldv u
-    set -q LD_LIBRARY_PATH; and set -g _cudaenv_ldv "s$(_cudaenv_get LD_LIBRARY_PATH)"
+    if set -q LD_LIBRARY_PATH
+        set -l value (_cudaenv_get LD_LIBRARY_PATH | string collect)
+        set -g _cudaenv_ldv "s$value"
+    end
 end
 
 # After `use` or `deactivate`: one line on stderr saying what changed (as in posix.sh).
 function _cudaenv_note --argument-names what
     set -l ld u
-    set -q LD_LIBRARY_PATH; and set ld "s$(_cudaenv_get LD_LIBRARY_PATH)"
+    if set -q LD_LIBRARY_PATH
+        set -l value (_cudaenv_get LD_LIBRARY_PATH | string collect)
+        set ld "s$value"
+    end
     set -l added ''
     set -q _CUDAENV_LD_LIBRARY_PATH_ADDED; and set added "$_CUDAENV_LD_LIBRARY_PATH_ADDED"
     if test "$ld" = "$_cudaenv_ldv"
@@ -584,8 +618,8 @@ function cudaenv --description 'cudaenv: CUDA toolkit versions (shell integratio
                 return 0
             end
         case use
-            set -l out "$(CUDAENV_SHELL=fish command $_CUDAENV_BIN $argv)"
-            set -l rc $status
+            set -l out (CUDAENV_SHELL=fish command $_CUDAENV_BIN $argv | string collect)
+            set -l rc $pipestatus[1]
             if string match -q -- '# cudaenv-shell-code*' "$out"
                 printf '%s\n' "$out" | source
             else if test -n "$out"

@@ -29,8 +29,12 @@ export class FishShell implements Shell {
       '# (cudaenv moved or removed) it returns 1, and the line falls back to `cudaenv init`,',
       '# which writes this file again.',
       ...this.settings(options),
-      `test -r ${file}; and test -f ${quoteFish(options.bin)}; or return 1`,
-      `source ${file}`,
+      // No `return` outside a function: fish before 3.4 refuses it (Ubuntu 22.04 has 3.3).
+      `if test -r ${file}; and test -f ${quoteFish(options.bin)}`,
+      `    source ${file}`,
+      'else',
+      '    false',
+      'end',
       '',
     ].join('\n');
   }
