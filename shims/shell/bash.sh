@@ -33,8 +33,10 @@ _cudaenv_wrap cd; _cudaenv_wrap pushd; _cudaenv_wrap popd
 
 # And at every prompt, for everything else that changes the directory or the version file.
 # PROMPT_COMMAND may be a string or (bash >= 5.1) an array: keep what the user had, run
-# first so that the user's commands still see the status of the last command.
-if [[ -n ${PROMPT_COMMAND+x} && ${PROMPT_COMMAND@a} == *a* ]]; then
+# first so that the user's commands still see the status of the last command. ${var@a} is
+# bash 4.4's: older bash (CentOS 7 has 4.2, and its /etc/bashrc sets PROMPT_COMMAND) stops
+# reading this file at it, so it is asked only where an array can be PROMPT_COMMAND at all.
+if (( BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 501 )) && [[ -n ${PROMPT_COMMAND+x} && ${PROMPT_COMMAND@a} == *a* ]]; then
   case " ${PROMPT_COMMAND[*]} " in *" _cudaenv_hook "*) ;; *) PROMPT_COMMAND=(_cudaenv_hook "${PROMPT_COMMAND[@]}") ;; esac
 else
   case ";${PROMPT_COMMAND-};" in
