@@ -24,6 +24,9 @@ import {askInImage, disagreementsInImage, probedIn} from './fuzz/image-cases.js'
  * - Debian trixie, glibc 2.41: no assertion, and no executable stacks made by dlopen;
  * - Ubuntu resolute (26.04 LTS), glibc 2.43: the newest release, where 2.42's changes (an exact
  *   version match preferred over an unversioned definition, glibc.rtld.execstack=2) are upstream's;
+ * - Ubuntu bionic (18.04), glibc 2.27: the age of RHEL 8's 2.28 on clusters: no tunables for the
+ *   sorter or the namespaces, and a versioned reference whose version is missing is worded
+ *   "symbol X version V not defined in file F with link time reference";
  * each with its own ld.so.cache written by its own ldconfig. Between them they place each rule's
  * release boundary (legacy directories gone by 2.39, the assertion and the dlopen refusal after
  * it), and the newest release shows no rule the model does not know. The oracle is that release's ld.so in `ldd -r`'s trace mode, run in the image (chroot);
@@ -43,6 +46,7 @@ const RELEASES = [
   {suite: 'noble', glibc: '2.39'},
   {suite: 'trixie', glibc: '2.41'},
   {suite: 'resolute', glibc: '2.43'},
+  {suite: 'bionic', glibc: '2.27'},
 ] as const;
 /** The same cases in both images: where the two releases' loaders disagree, the model must follow each. */
 const BASE_SEED = Number(process.env.CUDAENV_FUZZ_SEED ?? 31_000);
@@ -59,6 +63,11 @@ const CASES = Number(process.env.CUDAENV_FUZZ_CASES ?? 100);
 const PINNED_SEEDS = process.env.CUDAENV_FUZZ_SEED === undefined ? [31_118, 31_138, 31_141, 31_368, 31_377, 50_017, 50_284, 50_307] : [];
 const SEEDS = [...new Set([...Array.from({length: CASES}, (_, i) => BASE_SEED + i), ...PINNED_SEEDS])];
 const imageOf = (suite: string) => join(DOWNLOADED, `glibc-${suite}`);
+/** Whether the release `glibc` ("2.31") is older than major.minor. */
+const olderThan = (glibc: string, major: number, minor: number): boolean => {
+  const [a, b] = glibc.split('.').map(Number);
+  return a < major || (a === major && b < minor);
+};
 const fetched = RELEASES.every((r) => existsSync(join(imageOf(r.suite), '.unpacked-libc6')) && existsSync(join(imageOf(r.suite), '.unpacked-libc-bin')));
 const STATIC_LIBC = '/usr/lib/x86_64-linux-gnu/libc.a';
 const usable = process.arch === 'x64' && HAVE_GCC && haveCommand('as') && haveCommand('ld') && existsSync(STATIC_LIBC) && existsSync('/lib/x86_64-linux-gnu/libz.so.1');
@@ -127,14 +136,16 @@ describeIf(fetched && IS_ROOT && usable, reason)('the loader model against the r
   }, 240_000);
 
   test('the cases cross the rules that changed between the releases, so agreeing on each proves the model switches', () => {
-    const [r231, r239, r241, r243] = RELEASES.map((r) => images.find((i) => i.suite === r.suite)!);
+    const [r231, r239, r241, r243, r227] = RELEASES.map((r) => images.find((i) => i.suite === r.suite)!);
     const probed = (image: Image, sub: RegExp) => probedIn(image.root, image.cases, image.real, sub);
     // Legacy tls/ and x86_64/ subdirectories: searched by 2.31, gone by 2.39 (2.37).
     const legacy = /\/(tls|x86_64)\/libfz/;
     expect(probed(r231, legacy).length).toBeGreaterThan(0);
+    expect(probed(r227, legacy).length).toBeGreaterThan(0);
     expect([probed(r239, legacy), probed(r241, legacy), probed(r243, legacy)]).toEqual([[], [], []]);
     // glibc-hwcaps subdirectories: from 2.33.
     expect(probed(r231, /\/glibc-hwcaps\//)).toEqual([]);
+    expect(probed(r227, /\/glibc-hwcaps\//)).toEqual([]);
     expect(probed(r239, /\/glibc-hwcaps\//).length).toBeGreaterThan(0);
     expect(probed(r241, /\/glibc-hwcaps\//).length).toBeGreaterThan(0);
     expect(probed(r243, /\/glibc-hwcaps\//).length).toBeGreaterThan(0);
@@ -265,8 +276,8 @@ describeIf(fetched && IS_ROOT && usable, reason)('the loader model against the r
       expect([tunables, report.problems.map((p) => basename(p.object))]).toEqual([tunables, real]);
       orders.add(real.join(' '));
     }
-    // Both sorters were met (2.31 has only the original one, and no tunable).
-    expect(orders.size).toBe(glibc === '2.31' ? 1 : 2);
+    // Both sorters were met (before 2.35 there is only the original one, and no tunable).
+    expect(orders.size).toBe(olderThan(glibc, 2, 35) ? 1 : 2);
   });
 
   test.each(RELEASES.map((r) => [r.suite, r.glibc]))('%s (glibc %s): which initial-exec TLS blocks a dlopen can still place in the static TLS block', async (suite, glibc) => {
@@ -296,7 +307,9 @@ describeIf(fetched && IS_ROOT && usable, reason)('the loader model against the r
     expect(disagree).toEqual([]);
     // The sweep crosses the edge, and one namespace less moves it.
     expect((failed.get('') ?? 0)).toBeGreaterThan(0);
-    expect(failed.get('glibc.rtld.nns=1')!).toBeGreaterThan(failed.get('')!);
+    // Before 2.32 (and Debian's 2.31, which has it) glibc.rtld.nns does not exist: nothing moves.
+    if (olderThan(glibc, 2, 31)) expect(failed.get('glibc.rtld.nns=1')).toBe(failed.get(''));
+    else expect(failed.get('glibc.rtld.nns=1')!).toBeGreaterThan(failed.get('')!);
     expect(failed.get('glibc.pthread.rseq=0')).toBe(failed.get(''));
   });
 
@@ -322,8 +335,8 @@ describeIf(fetched && IS_ROOT && usable, reason)('the loader model against the r
       expect([name, asMain.problems.some((p) => refused.test(p.summary)), dlopened.problems.some((p) => refused.test(p.summary))]).toEqual([name, refused.test(dl), refused.test(dl)]);
       verdicts.push(`${name} ${refused.test(dl) ? 'refused' : 'loads'}`);
     }
-    // From 2.35 both layouts are refused; 2.31 maps them without a word (the model says so too).
-    expect(verdicts).toEqual(glibc === '2.31' ? ['offset loads', 'holes loads', 'plain loads'] : ['offset refused', 'holes refused', 'plain loads']);
+    // From 2.35 both layouts are refused; 2.27 and 2.31 map them without a word (the model says so too).
+    expect(verdicts).toEqual(olderThan(glibc, 2, 35) ? ['offset loads', 'holes loads', 'plain loads'] : ['offset refused', 'holes refused', 'plain loads']);
   });
 
   test('noble (glibc 2.39): dlopen makes the stack executable for such an object, as every glibc before 2.41 did, and glibc.rtld.execstack is unknown', async () => {

@@ -66,7 +66,10 @@ export function parseTrace(dir: string, out: string, real: Resolve = hostReal, m
     if (m) v.fatal = m[1].split('/').pop()!;
     m = /version `([^']+)' not found \(required by (.+)\)$/.exec(line);
     if (m) v.versions.add(`${m[1]} ${real(dir, m[2])}`);
-    m = /^undefined symbol: ([^,\t]+)(?:, version \S*)?\t\((.+)\)$/.exec(line);
+    // glibc before 2.28 words a versioned reference whose version file has the name but not the
+    // version this way: the same failure.
+    m = /^undefined symbol: ([^,\t]+)(?:, version \S*)?\t\((.+)\)$/.exec(line)
+      ?? /^symbol (\S+) version \S+ not defined in file \S+ with link time reference\t\((.+)\)$/.exec(line);
     if (m) {
       v.symbols.add(`${m[1]} ${real(dir, m[2])}`);
       if (!v.symbolObjects.includes(real(dir, m[2]))) v.symbolObjects.push(real(dir, m[2]));
@@ -267,7 +270,9 @@ export function compareDlopen(r: RealDlopen, report: CheckReport, dir: string, r
   }
   // The dlopen's relocation (dlerror), or, with an LD_PRELOAD, a reference the program binds while
   // it starts ("symbol lookup error", before any dlopen).
-  m = /^ERR (.+): undefined symbol: ([^,\s]+)/m.exec(r.message) ?? /symbol lookup error: (.+): undefined symbol: ([^,\s]+)/.exec(r.message);
+  m = /^ERR (.+): undefined symbol: ([^,\s]+)/m.exec(r.message) ?? /symbol lookup error: (.+): undefined symbol: ([^,\s]+)/.exec(r.message)
+    ?? /^ERR (.+): symbol (\S+) version \S+ not defined in file \S+ with link time reference/m.exec(r.message)
+    ?? /symbol lookup error: (.+): symbol (\S+) version \S+ not defined in file \S+ with link time reference/.exec(r.message);
   if (m) {
     const firstSymbol = failing.find((p) => stage(p) === 2);
     return firstSymbol !== undefined && (firstSymbol.kind === 'undefined-symbol' || firstSymbol.kind === 'unversioned-undefined-symbol') &&
