@@ -66,8 +66,8 @@ export function parseTrace(dir: string, out: string, real: Resolve = hostReal, m
     if (m) v.fatal = m[1].split('/').pop()!;
     m = /version `([^']+)' not found \(required by (.+)\)$/.exec(line);
     if (m) v.versions.add(`${m[1]} ${real(dir, m[2])}`);
-    // glibc before 2.28 words a versioned reference whose version file has the name but not the
-    // version this way: the same failure.
+    // glibc before 2.30 words a versioned reference its version's library does not satisfy this
+    // way (elf-loader-spec.md, the 2.30 row): in the cases met, the same failure.
     m = /^undefined symbol: ([^,\t]+)(?:, version \S*)?\t\((.+)\)$/.exec(line)
       ?? /^symbol (\S+) version \S+ not defined in file \S+ with link time reference\t\((.+)\)$/.exec(line);
     if (m) {
