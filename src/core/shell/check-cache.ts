@@ -1,4 +1,4 @@
-import {readdirSync, readFileSync, statSync, type Dirent} from 'node:fs';
+import {existsSync, readdirSync, readFileSync, statSync, type Dirent} from 'node:fs';
 import {join} from 'node:path';
 import {atomicWriteFile} from '../store/atomic-write.js';
 import type {StorePaths} from '../store/paths.js';
@@ -127,7 +127,7 @@ export function hookSeesStale(paths: StorePaths, label: string, entry: CacheEntr
   const absent = new Set(Array.isArray(entry.absent) ? entry.absent : []);
   for (const dir of entry.watched) {
     if (absent.has(dir)) {
-      if (exists(dir)) return true;
+      if (existsSync(dir)) return true;
       continue;
     }
     try {
@@ -159,7 +159,7 @@ function writeCheck(paths: StorePaths, label: string, entry: CacheEntry): void {
   // A directory that does not exist (an LD_LIBRARY_PATH entry for a toolkit not installed here,
   // a site-packages not made yet) is the hook's `M` line: stale once it exists, not before, so
   // the switches that follow are answered from the cache instead of each starting the CLI.
-  const entries = [entry, ...kept].slice(0, MAX_ENTRIES).map((e) => ({...e, absent: e.watched.filter((w) => !exists(w))}));
+  const entries = [entry, ...kept].slice(0, MAX_ENTRIES).map((e) => ({...e, absent: e.watched.filter((w) => !existsSync(w))}));
   const {json, text} = files(paths, label);
   // A cache: readers treat a missing or damaged file as empty, so no fsync (it cost a first
   // switch tens of milliseconds on a busy disk).
@@ -173,15 +173,6 @@ function writeCheck(paths: StorePaths, label: string, entry: CacheEntry): void {
     lines.push(`L\t${e.line}`);
   }
   atomicWriteFile(text, `${lines.join('\n')}\n`, 0o644, {durable: false});
-}
-
-function exists(path: string): boolean {
-  try {
-    statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** node:crypto on first use: `cudaenv use` and the shell's fast paths load this module without hashing. */

@@ -294,6 +294,26 @@ describe('the switch check after ldconfig changed the loader cache', () => {
   }
 });
 
+/**
+ * libqq.so.1 in two builds (good/: QQ_1 and QQ_2; `oldQq(dir)`: QQ_1 only) and the toolkit's
+ * lib64/libfoo.so.1, which needs qq_new@QQ_2: which copy the loader binds decides the verdict.
+ */
+function qqFixture(tmpDir: string, versionsDir: string): {good: string; foo: string; oldQq: (dir: string) => void} {
+  const src = join(tmpDir, 'src');
+  const good = join(tmpDir, 'good');
+  for (const d of [src, good]) mkdirSync(d);
+  writeFileSync(join(src, 'qq.c'), 'int qq_old(void) { return 1; }\nint qq_new(void) { return 2; }\n');
+  writeFileSync(join(src, 'qq2.map'), 'QQ_1 { global: qq_old; local: *; };\nQQ_2 { global: qq_new; } QQ_1;\n');
+  writeFileSync(join(src, 'qq-old.c'), 'int qq_old(void) { return 1; }\n');
+  writeFileSync(join(src, 'qq1.map'), 'QQ_1 { global: qq_old; local: *; };\n');
+  writeFileSync(join(src, 'foo.c'), 'int qq_new(void);\nint foo(void) { return qq_new(); }\n');
+  gcc(['-shared', '-fPIC', '-o', join(good, 'libqq.so.1'), '-Wl,-soname,libqq.so.1', '-Wl,--version-script=qq2.map', 'qq.c'], src);
+  const foo = join(versionsDir, '12.4.1', 'lib64', 'libfoo.so.1');
+  gcc(['-shared', '-fPIC', '-o', foo, '-Wl,-soname,libfoo.so.1', 'foo.c', join(good, 'libqq.so.1')], src);
+  const oldQq = (dir: string) => gcc(['-shared', '-fPIC', '-o', join(dir, 'libqq.so.1'), '-Wl,-soname,libqq.so.1', '-Wl,--version-script=qq1.map', 'qq-old.c'], src);
+  return {good, foo, oldQq};
+}
+
 describe('the switch check with an LD_LIBRARY_PATH entry that is the current directory', () => {
   // `export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:/opt/good` with nothing set before leaves a leading
   // ':', an empty entry, which ld.so searches as the current directory: the result depends on
@@ -304,20 +324,11 @@ describe('the switch check with an LD_LIBRARY_PATH entry that is the current dir
       try {
         const store = join(tmp.dir, 'store');
         const paths = await makeStore(store, ['12.4.1']);
-        const src = join(tmp.dir, 'src');
-        const good = join(tmp.dir, 'good');
         const [projA, projB] = [join(tmp.dir, 'projA'), join(tmp.dir, 'projB')];
-        for (const d of [src, good, projA, projB]) mkdirSync(d);
-        writeFileSync(join(src, 'qq.c'), 'int qq_old(void) { return 1; }\nint qq_new(void) { return 2; }\n');
-        writeFileSync(join(src, 'qq2.map'), 'QQ_1 { global: qq_old; local: *; };\nQQ_2 { global: qq_new; } QQ_1;\n');
-        writeFileSync(join(src, 'qq-old.c'), 'int qq_old(void) { return 1; }\n');
-        writeFileSync(join(src, 'qq1.map'), 'QQ_1 { global: qq_old; local: *; };\n');
-        writeFileSync(join(src, 'foo.c'), 'int qq_new(void);\nint foo(void) { return qq_new(); }\n');
-        gcc(['-shared', '-fPIC', '-o', join(good, 'libqq.so.1'), '-Wl,-soname,libqq.so.1', '-Wl,--version-script=qq2.map', 'qq.c'], src);
+        for (const d of [projA, projB]) mkdirSync(d);
+        const {good, foo, oldQq} = qqFixture(tmp.dir, paths.versions);
         // projB holds an old build (QQ_1 only), as a project directory may hold a vendored copy.
-        gcc(['-shared', '-fPIC', '-o', join(projB, 'libqq.so.1'), '-Wl,-soname,libqq.so.1', '-Wl,--version-script=qq1.map', 'qq-old.c'], src);
-        const foo = join(paths.versions, '12.4.1', 'lib64', 'libfoo.so.1');
-        gcc(['-shared', '-fPIC', '-o', foo, '-Wl,-soname,libfoo.so.1', 'foo.c', join(good, 'libqq.so.1')], src);
+        oldQq(projB);
         for (const p of [projA, projB]) writeFileSync(join(p, '.cuda-version'), '12.4\n');
         const home = join(tmp.dir, 'home');
         mkdirSync(home);
@@ -357,19 +368,10 @@ describe('the switch check with an LD_LIBRARY_PATH directory that does not exist
       try {
         const store = join(tmp.dir, 'store');
         const paths = await makeStore(store, ['12.4.1']);
-        const src = join(tmp.dir, 'src');
-        const good = join(tmp.dir, 'good');
         const later = join(tmp.dir, 'later', 'lib64');
         const proj = join(tmp.dir, 'proj');
-        for (const d of [src, good, proj]) mkdirSync(d);
-        writeFileSync(join(src, 'qq.c'), 'int qq_old(void) { return 1; }\nint qq_new(void) { return 2; }\n');
-        writeFileSync(join(src, 'qq2.map'), 'QQ_1 { global: qq_old; local: *; };\nQQ_2 { global: qq_new; } QQ_1;\n');
-        writeFileSync(join(src, 'qq-old.c'), 'int qq_old(void) { return 1; }\n');
-        writeFileSync(join(src, 'qq1.map'), 'QQ_1 { global: qq_old; local: *; };\n');
-        writeFileSync(join(src, 'foo.c'), 'int qq_new(void);\nint foo(void) { return qq_new(); }\n');
-        gcc(['-shared', '-fPIC', '-o', join(good, 'libqq.so.1'), '-Wl,-soname,libqq.so.1', '-Wl,--version-script=qq2.map', 'qq.c'], src);
-        const foo = join(paths.versions, '12.4.1', 'lib64', 'libfoo.so.1');
-        gcc(['-shared', '-fPIC', '-o', foo, '-Wl,-soname,libfoo.so.1', 'foo.c', join(good, 'libqq.so.1')], src);
+        mkdirSync(proj);
+        const {good, foo, oldQq} = qqFixture(tmp.dir, paths.versions);
         writeFileSync(join(proj, '.cuda-version'), '12.4\n');
         const home = join(tmp.dir, 'home');
         mkdirSync(home);
@@ -389,7 +391,7 @@ describe('the switch check with an LD_LIBRARY_PATH directory that does not exist
         expect(before.checks).toEqual(['switch-check 12.4.1']);
         // The directory appears, holding an old build: the loader now binds it first.
         mkdirSync(later, {recursive: true});
-        gcc(['-shared', '-fPIC', '-o', join(later, 'libqq.so.1'), '-Wl,-soname,libqq.so.1', '-Wl,--version-script=qq1.map', 'qq-old.c'], src);
+        oldQq(later);
         spawnSync('sleep', ['1.1']); // as above: the new directory must be older than the cache file written next
         const after = run();
         expect(after.ldd).toMatch(/version `QQ_2' not found/);
