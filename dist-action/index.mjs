@@ -71703,6 +71703,14 @@ function references(info2) {
   referenceList.set(info2, refs);
   return refs;
 }
+var versionedList = /* @__PURE__ */ new WeakMap();
+function versionedReferences(info2) {
+  let refs = versionedList.get(info2);
+  if (refs) return refs;
+  refs = info2.symbols.filter((s) => !s.defined && s.unreferenced !== true && s.binding !== STB_LOCAL && s.version !== null && s.versionFile !== null && s.visibility !== STV_HIDDEN && s.visibility !== STV_INTERNAL && s.name !== "");
+  versionedList.set(info2, refs);
+  return refs;
+}
 function defines(info2, ref, index) {
   let found;
   let filter2 = false;
@@ -73443,6 +73451,48 @@ function layoutAfterTcb(blocks2, layout, extra) {
   return { offset, maxAlign };
 }
 
+// src/core/elf/version-file-stop.ts
+function stopsAtVersionFile(glibc) {
+  return glibc !== null && versionAtMost(glibc, 2, 29);
+}
+function versionFileStop(scope, ref, memo, skip = null) {
+  const file = ref.versionFile;
+  if (ref.version === null || file === null) return null;
+  const at = scope.findIndex((o) => o !== skip && o.info.hashTable !== "none" && (o.path === file || o.names.includes(file)));
+  if (at < 0) return null;
+  const named = scope[at];
+  if (memo.defines(named.info, ref)) return null;
+  for (let i = 0; i < at; i++) {
+    const o = scope[i];
+    if (o !== skip && memo.defines(o.info, ref)) return null;
+  }
+  const later = scope.slice(at + 1).find((o) => o !== skip && memo.defines(o.info, ref)) ?? null;
+  return { named, later };
+}
+var STB_WEAK3 = 2;
+function versionFileStops(p, obj, memo, scopeFor) {
+  const out = [];
+  for (const ref of versionedReferences(obj.info)) {
+    const stop = versionFileStop(scopeFor(ref.name), ref, memo);
+    if (!stop) continue;
+    const weak = ref.binding === STB_WEAK3;
+    if (!weak && stop.later === null) continue;
+    if (!(lookedUpNames(obj.info)?.has(ref.name) ?? true)) continue;
+    out.push({
+      kind: "undefined-symbol",
+      object: obj,
+      library: ref.versionFile,
+      version: ref.version,
+      symbol: ref.name,
+      provider: stop.named,
+      edge: p.edgeTo(stop.named) ?? null,
+      ref,
+      versionFileStop: { later: stop.later, weak }
+    });
+  }
+  return out;
+}
+
 // src/core/elf/relocation-problems.ts
 var ET_EXEC = 2;
 var DF_STATIC_TLS = 16;
@@ -73481,13 +73531,32 @@ function staticTlsProblems(p, obj, memo, block) {
   }
   return out;
 }
-function copyProblems(p, obj, memo, startup) {
+function copyProblems(p, obj, memo, startup, stopAtVersionFile = false) {
   const out = [];
   if (obj.info.type !== ET_EXEC && obj.info.interp === null) return out;
+  const scope = startup === null ? p.scope : p.scope.filter((o) => startup.has(o));
   for (const c of copyReferences(obj.info)) {
-    if (c.weak) continue;
     const ref = { name: c.name, version: c.version, versionFile: c.versionFile, hidden: c.hidden };
-    if (p.scope.some((o) => o !== obj && (startup === null || startup.has(o)) && memo.defines(o.info, ref))) continue;
+    const stop = stopAtVersionFile ? versionFileStop(scope, ref, memo, obj) : null;
+    if (stop) {
+      out.push({
+        kind: "undefined-symbol",
+        object: obj,
+        library: ref.versionFile,
+        version: ref.version,
+        symbol: ref.name,
+        provider: stop.named,
+        edge: p.edgeTo(stop.named) ?? null,
+        ref,
+        copy: true,
+        rank: c.rank,
+        versionFileStop: { later: stop.later, weak: c.weak },
+        ...startup ? { when: "start" } : {}
+      });
+      continue;
+    }
+    if (c.weak) continue;
+    if (scope.some((o) => o !== obj && memo.defines(o.info, ref))) continue;
     const provider = ref.versionFile ? p.objectNamed(ref.versionFile) ?? null : null;
     out.push({
       kind: ref.version ? "undefined-symbol" : "unversioned-undefined-symbol",
@@ -73854,10 +73923,15 @@ function findProblems(p, memo, stop = loadStop(p)) {
   const startup = p.dlopenEdge ? new Set(p.scope.slice(0, p.startupScopeLength)) : null;
   let tlsBlock2;
   const tls = startup && staticTlsModelled(p.main.info.machine) ? () => tlsBlock2 ??= staticTlsBlockOf(p, startup) : null;
+  const versionFileScope = stopsAtVersionFile(glibc) ? lookupScopes(p, reached, startup) : null;
   for (const obj of order) {
     if (obj.role === "interp") continue;
-    const other = obj === p.main ? copyProblems(p, obj, memo, startup) : [];
+    const other = obj === p.main ? copyProblems(p, obj, memo, startup, versionFileScope !== null) : [];
     if (tls && !startup.has(obj)) other.push(...staticTlsProblems(p, obj, memo, tls));
+    if (versionFileScope) {
+      const when2 = startup?.has(obj) ? bindingTime(p, obj) : null;
+      other.push(...versionFileStops(p, obj, memo, (name) => when2?.(name) === "start" ? versionFileScope.start : versionFileScope.all));
+    }
     if (references(obj.info).length === 0) {
       findings.push(...inRelocationOrder(obj, other));
       continue;
@@ -73890,6 +73964,10 @@ function findProblems(p, memo, stop = loadStop(p)) {
     findings.push(...inRelocationOrder(obj, own));
   }
   return findings;
+}
+function lookupScopes(p, reached, startup) {
+  const all = reached ? p.scope.filter((o) => reached.has(o)) : p.scope;
+  return { all, start: startup ? all.filter((o) => startup.has(o)) : all };
 }
 function bindingTime(p, obj) {
   if (obj.info.bindNow || p.ctx.bindNow) return () => "start";
@@ -74679,6 +74757,16 @@ function whyAtStart(p, obj) {
   if (p.ctx.bindNow) return "LD_BIND_NOW is set";
   return "a GOT or data relocation names it, which ld.so binds when it relocates the object";
 }
+function explainVersionFileStop(problem, p, f, who, provider, stop) {
+  const glibc = p.platform.glibc ? `glibc ${p.platform.glibc.join(".")}` : "this glibc";
+  const message = `symbol ${f.symbol} version ${f.version} not defined in file ${f.library} with link time reference`;
+  const ref = `${f.symbol}@${f.version}`;
+  problem.summary = stop.later ? `${who} needs ${ref} from ${f.library}, which lacks it: ${glibc} stops there, before ${stop.later.path}, which defines it` : `${who} has a weak reference to ${ref}, and ${glibc} fails it at ${f.library}, which lacks it`;
+  problem.explanation = `${f.object.path} was linked against a ${f.library} that defined ${ref}, so its reference names that library. The loader looks the symbol up in the global scope, in order, and reaches ${provider.path} first, which lacks it. Before glibc 2.30 the lookup stops there with "${message}"${stop.weak ? ", although the reference is weak" : ""}; 2.30 and later go on${stop.later ? ` and bind ${stop.later.path}` : " and leave a weak reference unbound"}. The loader here is ${glibc}.`;
+  const relink = `relink ${basename3(f.object.path)} against the libraries it runs with`;
+  problem.fix = stop.later ? `${relink}, so that its reference names the one that defines ${f.symbol}; or load ${stop.later.path} before ${f.library}: LD_PRELOAD=${quoteSh(stop.later.path)} (a preloaded object is searched first); or run it with glibc 2.30 or later` : `use a ${f.library} that still defines ${ref}, or ${relink} (its reference then asks for no version); or run it with glibc 2.30 or later`;
+  return problem;
+}
 async function explainFinding(p, f, ctx) {
   const problem = {
     kind: f.kind,
@@ -74755,6 +74843,8 @@ async function explainFinding(p, f, ctx) {
   }
   const rule = edge.rule ?? "the search";
   problem.chosen = `${provider.path} (${rule})`;
+  const stop = f.versionFileStop;
+  if (stop && (stop.later || stop.weak)) return explainVersionFileStop(problem, p, f, who, provider, stop);
   const later = edge.via === "loaded" || edge.via === "preload" ? [] : await laterCandidates(p, edge, provider);
   let better;
   for (const c of later) {

@@ -8,6 +8,7 @@ import {staticTlsModelled, type StaticTlsBlock} from './static-tls.js';
 import {versionAtMost} from './ldcache/host-loader.js';
 import {relocationOrder, searchList} from './relocation-order.js';
 import {asksExecStack, execStackForbidden, execStackTunable} from './exec-stack.js';
+import {stopsAtVersionFile, versionFileStops} from './version-file-stop.js';
 
 /**
  * What would fail in a modelled process (elf-loader-spec.md §3): missing libraries, version
@@ -46,6 +47,12 @@ export interface Finding {
    * 'forbidden' when GLIBC_TUNABLES=glibc.rtld.execstack=0 refuses every executable stack.
    */
   execStack?: 'dlopen' | 'forbidden';
+  /**
+   * For 'undefined-symbol' under glibc before 2.30: the lookup stopped at `provider`, the library
+   * the version names, which lacks the symbol; `later` defines it further on in the scope (what
+   * 2.30 and later bind), `weak` the reference is weak (./version-file-stop.ts).
+   */
+  versionFileStop?: {later: LoadedObject | null; weak: boolean};
 }
 
 /**
@@ -291,11 +298,17 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo, stop: LoadStop 
   const startup = p.dlopenEdge ? new Set(p.scope.slice(0, p.startupScopeLength)) : null;
   let tlsBlock: StaticTlsBlock | undefined;
   const tls = startup && staticTlsModelled(p.main.info.machine) ? () => (tlsBlock ??= staticTlsBlockOf(p, startup)) : null;
+  // Before glibc 2.30 a versioned lookup stops at the library its version names: the scope walked matters, in order.
+  const versionFileScope = stopsAtVersionFile(glibc) ? lookupScopes(p, reached, startup) : null;
   for (const obj of order) {
     if (obj.role === 'interp') continue;
     // Relocations that need no undefined symbol: a program's copies, a dlopened object's own initial-exec TLS.
-    const other = obj === p.main ? copyProblems(p, obj, memo, startup) : [];
+    const other = obj === p.main ? copyProblems(p, obj, memo, startup, versionFileScope !== null) : [];
     if (tls && !startup!.has(obj)) other.push(...staticTlsProblems(p, obj, memo, tls));
+    if (versionFileScope) {
+      const when = startup?.has(obj) ? bindingTime(p, obj) : null;
+      other.push(...versionFileStops(p, obj, memo, (name) => when?.(name) === 'start' ? versionFileScope.start : versionFileScope.all));
+    }
     if (references(obj.info).length === 0) {
       findings.push(...inRelocationOrder(obj, other));
       continue;
@@ -321,6 +334,15 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo, stop: LoadStop 
     findings.push(...inRelocationOrder(obj, own));
   }
   return findings;
+}
+
+/**
+ * The objects a lookup walks, in order: the whole scope (of what the load reached), and with --exe
+ * the program's start alone, for what its objects bind while it starts.
+ */
+function lookupScopes(p: LoaderProcess, reached: Set<LoadedObject> | null, startup: Set<LoadedObject> | null): {all: LoadedObject[]; start: LoadedObject[]} {
+  const all = reached ? p.scope.filter((o) => reached.has(o)) : p.scope;
+  return {all, start: startup ? all.filter((o) => startup.has(o)) : all};
 }
 
 /**

@@ -164,6 +164,28 @@ function whyAtStart(p: LoaderProcess, obj: LoadedObject): string {
   return 'a GOT or data relocation names it, which ld.so binds when it relocates the object';
 }
 
+/**
+ * glibc before 2.30 stopped a versioned lookup at the library the version names (./version-file-stop.ts):
+ * the symbol moved to another library under the same version, or the reference is weak.
+ */
+function explainVersionFileStop(problem: Problem, p: LoaderProcess, f: Finding, who: string, provider: LoadedObject, stop: NonNullable<Finding['versionFileStop']>): Problem {
+  const glibc = p.platform.glibc ? `glibc ${p.platform.glibc.join('.')}` : 'this glibc';
+  const message = `symbol ${f.symbol} version ${f.version} not defined in file ${f.library} with link time reference`;
+  const ref = `${f.symbol}@${f.version}`;
+  problem.summary = stop.later
+    ? `${who} needs ${ref} from ${f.library}, which lacks it: ${glibc} stops there, before ${stop.later.path}, which defines it`
+    : `${who} has a weak reference to ${ref}, and ${glibc} fails it at ${f.library}, which lacks it`;
+  problem.explanation = `${f.object.path} was linked against a ${f.library} that defined ${ref}, so its reference names that library. ` +
+    `The loader looks the symbol up in the global scope, in order, and reaches ${provider.path} first, which lacks it. Before glibc 2.30 the lookup stops there ` +
+    `with "${message}"${stop.weak ? ', although the reference is weak' : ''}; 2.30 and later go on${stop.later ? ` and bind ${stop.later.path}` : ' and leave a weak reference unbound'}. The loader here is ${glibc}.`;
+  const relink = `relink ${basename(f.object.path)} against the libraries it runs with`;
+  problem.fix = stop.later
+    ? `${relink}, so that its reference names the one that defines ${f.symbol}; or load ${stop.later.path} before ${f.library}: ` +
+      `LD_PRELOAD=${quoteSh(stop.later.path)} (a preloaded object is searched first); or run it with glibc 2.30 or later`
+    : `use a ${f.library} that still defines ${ref}, or ${relink} (its reference then asks for no version); or run it with glibc 2.30 or later`;
+  return problem;
+}
+
 async function explainFinding(p: LoaderProcess, f: Finding, ctx: ExplainContext): Promise<Problem> {
   const problem: Problem = {
     kind: f.kind, object: f.object.path, library: f.library, version: f.version, symbol: f.symbol,
@@ -250,6 +272,8 @@ async function explainFinding(p: LoaderProcess, f: Finding, ctx: ExplainContext)
   }
   const rule = edge.rule ?? 'the search';
   problem.chosen = `${provider.path} (${rule})`;
+  const stop = f.versionFileStop;
+  if (stop && (stop.later || stop.weak)) return explainVersionFileStop(problem, p, f, who, provider, stop);
   const later = edge.via === 'loaded' || edge.via === 'preload' ? [] : await laterCandidates(p, edge, provider);
   let better: Candidate | undefined;
   for (const c of later) {

@@ -83,6 +83,22 @@ export function references(info: ElfInfo): SymbolRef[] {
   return refs;
 }
 
+const versionedList = new WeakMap<ElfInfo, ElfSymbol[]>();
+
+/**
+ * The versioned references whose version names a library (a VERNEED entry: vn_file), weak ones
+ * included: what glibc before 2.30 may stop at (./version-file-stop.ts). Whether a relocation
+ * names each is for the caller to ask, as for references().
+ */
+export function versionedReferences(info: ElfInfo): readonly ElfSymbol[] {
+  let refs = versionedList.get(info);
+  if (refs) return refs;
+  refs = info.symbols.filter((s) => !s.defined && s.unreferenced !== true && s.binding !== STB_LOCAL && s.version !== null && s.versionFile !== null &&
+    s.visibility !== STV_HIDDEN && s.visibility !== STV_INTERNAL && s.name !== '');
+  versionedList.set(info, refs);
+  return refs;
+}
+
 /**
  * Does this object yield a definition for the reference (check_match)? The candidates come from
  * the index when given, else through the object's hash table when it was read with

@@ -339,6 +339,76 @@ describeIf(fetched && IS_ROOT && usable, reason)('the loader model against the r
     expect(verdicts).toEqual(olderThan(glibc, 2, 35) ? ['offset loads', 'holes loads', 'plain loads'] : ['offset refused', 'holes refused', 'plain loads']);
   });
 
+  test.each(RELEASES.map((r) => [r.suite, r.glibc]))('%s (glibc %s): a versioned symbol moved to another library under the same version: before 2.30 the lookup stops at the library the version names', async (suite, glibc) => {
+    const image = images.find((i) => i.suite === suite)!;
+    const dir = join(image.root, 'fz', 'moved');
+    const nostd = ['-nostdlib', '-z', 'noexecstack'];
+    // Linked against a libold.so.1 that defined moved@LIB_1 (and var@LIB_1, a data object) and a libnew.so.1
+    // without them; run with a libold.so.1 that kept LIB_1 (keep) but lost both, and a libnew.so.1 that
+    // defines them at LIB_1: a symbol moved between sonames under the same version.
+    const linkOld = buildLib({out: join(dir, 'link', 'libold.so.1'), soname: 'libold.so.1', extra: nostd,
+      source: 'int keep(void){return 1;}\nint moved(void){return 2;}\nint var = 3;\n', versionScript: 'LIB_1 { global: keep; moved; var; local: *; };\n'});
+    const linkNew = buildLib({out: join(dir, 'link', 'libnew.so.1'), soname: 'libnew.so.1', extra: nostd,
+      source: 'int other(void){return 4;}\n', versionScript: 'NEW_1 { global: other; local: *; };\n'});
+    const strong = 'int moved(void); int keep(void);\nint top(void){return moved() + keep();}\n';
+    // libnew.so.1 is needed although nothing of it is used at link time.
+    const needing = (...libs: string[]) => [...nostd, '-Wl,--no-as-needed', ...libs];
+    const weak = '#pragma weak moved\nint moved(void); int keep(void);\nint top(void){return (moved ? moved() : 0) + keep();}\n';
+    const targets = {
+      'old first': buildLib({out: join(dir, 'libtop.so'), source: strong, runpath: '$ORIGIN', extra: needing(linkOld, linkNew)}),
+      'new first': buildLib({out: join(dir, 'libtop2.so'), source: strong, runpath: '$ORIGIN', extra: needing(linkNew, linkOld)}),
+      'weak, old first': buildLib({out: join(dir, 'libtopw.so'), source: weak, runpath: '$ORIGIN', extra: needing(linkOld, linkNew)}),
+      'weak, defined nowhere': buildLib({out: join(dir, 'nonew', 'libtopw.so'), source: weak, runpath: '$ORIGIN/..', extra: needing(linkOld)}),
+      'defined nowhere': buildLib({out: join(dir, 'nonew', 'libtop.so'), source: strong, runpath: '$ORIGIN/..', extra: needing(linkOld)}),
+      // A program's copy relocation of var@LIB_1: looked up while it starts, the program itself passed over.
+      'copy relocation': buildLib({out: join(dir, 'prog'), executable: true, runpath: '$ORIGIN', extra: ['-no-pie', '-fno-pic', ...needing(linkOld, linkNew)],
+        source: 'extern int var;\nint get(void){return var;}\nvoid _start(void){for (;;) get();}\n'}),
+    };
+    buildLib({out: join(dir, 'libold.so.1'), soname: 'libold.so.1', extra: nostd, source: 'int keep(void){return 1;}\n', versionScript: 'LIB_1 { global: keep; local: *; };\n'});
+    const runNew = buildLib({out: join(dir, 'libnew.so.1'), soname: 'libnew.so.1', extra: nostd,
+      source: 'int moved(void){return 2;}\nint var = 3;\n', versionScript: 'LIB_1 { global: moved; var; local: *; };\n'});
+    const traced = (target: string, env: string[] = []): string[] => {
+      const r = spawnSync(runin, [image.root, '/', 'LD_TRACE_LOADED_OBJECTS=1', 'LD_WARN=yes', 'LD_BIND_NOW=yes', ...env, '--', '/lib64/ld-linux-x86-64.so.2', target], {encoding: 'utf8'});
+      return `${r.stdout}${r.stderr}`.split('\n').flatMap((line) => {
+        const m = /^(?:undefined symbol: (\S+), version (\S+)|symbol (\S+) version (\S+) not defined in file \S+ with link time reference)\t/.exec(line);
+        return m ? [`${m[1] ?? m[3]}@${m[2] ?? m[4]}`] : [];
+      });
+    };
+    const modelled = async (target: string, preload?: string[]): Promise<string[]> =>
+      (await checkLibraries({targets: [target], sysroot: image.root, preload})).problems.map((p) => `${p.symbol}@${p.version}`);
+    const verdicts: Record<string, string[]> = {};
+    for (const [name, target] of Object.entries(targets)) {
+      const real = traced(target);
+      expect([name, await modelled(target)]).toEqual([name, real]);
+      verdicts[name] = real;
+      if (name === 'copy relocation') continue;
+      // Dlopened (RTLD_NOW | RTLD_GLOBAL) by a program of the image, and checked as that program loads it.
+      const dl = spawnSync(runin, [image.root, '/', '--', image.driver, target], {encoding: 'utf8'}).stdout.trim();
+      const exe = await checkLibraries({targets: [target], exe: image.driver, sysroot: image.root, strict: true});
+      expect([name, exe.ok, exe.problems.map((p) => `${p.symbol}@${p.version}`)]).toEqual([name, dl === 'OK', real]);
+      if (dl !== 'OK') expect(dl).toMatch(/moved/);
+    }
+    const old = olderThan(glibc, 2, 30);
+    expect(verdicts).toEqual({
+      'old first': old ? ['moved@LIB_1'] : [],
+      'new first': [],
+      'weak, old first': old ? ['moved@LIB_1'] : [],
+      'weak, defined nowhere': old ? ['moved@LIB_1'] : [],
+      'defined nowhere': ['moved@LIB_1'],
+      'copy relocation': old ? ['var@LIB_1'] : [],
+    });
+    if (!old) return;
+    // What the check says, and its way out: the library that has the symbol preloaded, searched before libold.so.1.
+    const report = await checkLibraries({targets: [targets['old first']], sysroot: image.root});
+    expect(report.problems[0].summary).toBe(`libtop.so needs moved@LIB_1 from libold.so.1, which lacks it: glibc ${glibc} stops there, before ${runNew}, which defines it`);
+    expect(report.problems[0].explanation).toContain('"symbol moved version LIB_1 not defined in file libold.so.1 with link time reference"');
+    expect(report.problems[0].fix).toContain(`LD_PRELOAD=${runNew}`);
+    expect(traced(targets['old first'], [`LD_PRELOAD=${runNew}`])).toEqual([]);
+    expect(await modelled(targets['old first'], [runNew])).toEqual([]);
+    const weakReport = await checkLibraries({targets: [targets['weak, defined nowhere']], sysroot: image.root});
+    expect(weakReport.problems[0].summary).toContain(`has a weak reference to moved@LIB_1, and glibc ${glibc} fails it at libold.so.1`);
+  });
+
   test('noble (glibc 2.39): dlopen makes the stack executable for such an object, as every glibc before 2.41 did, and glibc.rtld.execstack is unknown', async () => {
     const old = images.find((i) => i.suite === 'noble')!;
     const oldLib = buildLib({out: join(old.root, 'fz', 'execstack', 'libx.so'), soname: 'libx.so', source: 'int x(void){return 1;}\n', extra: ['-nostdlib', '-z', 'execstack']});
