@@ -1,7 +1,8 @@
 import {afterEach, beforeEach, describe, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
 import {chmodSync, chownSync, existsSync, mkdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync} from 'node:fs';
-import {join} from 'node:path';
+import {dirname, join} from 'node:path';
+import {fileURLToPath} from 'node:url';
 import {cliEnv, runCli} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
 import {canDropToNobody, makeStore, openUp, runCliAsNobody} from '../core/link/fixtures.js';
@@ -64,6 +65,31 @@ describe('cudaenv link / unlink', () => {
     expect(u.stdout).toBe(`${target}: restored cuda in auto mode (was a link to ${join(dir, 'alt', 'cuda')})\nremoved the alternative ${join(store, 'versions', '12.4.1')} from cuda\n`);
     expect(ua('--query', 'cuda').stdout).toContain(`Status: auto\nBest: ${join(dir, 'local', 'cuda-12.6')}\nValue: ${join(dir, 'local', 'cuda-12.6')}`);
     expect(readFileSync(knobs.CUDAENV_ALTLOG, 'utf8')).toContain('--set cuda');
+  });
+
+  testIf(spawnSync('python3', ['--version']).status === 0, 'needs python3 (the stand-in for Red Hat\'s alternatives)')('a target managed by Red Hat\'s alternatives (RHEL, Rocky, Alma, Fedora: no --query, no --log)', () => {
+    // test/fixtures/rhel-alternatives.py reproduces chkconfig's alternatives.c, first on PATH as update-alternatives.
+    const bin = join(dir, 'bin');
+    mkdirSync(bin);
+    symlinkSync(join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'rhel-alternatives.py'), join(bin, 'update-alternatives'));
+    // CUDAENV_ALTLOG as a dpkg user might have it set: Red Hat's tool has no --log, and cudaenv leaves it out.
+    const knobs = {CUDAENV_ALTDIR: join(dir, 'alt'), CUDAENV_ADMINDIR: join(dir, 'adm'), CUDAENV_ALTLOG: join(dir, 'alt.log'), PATH: `${bin}:${env.PATH ?? '/usr/bin:/bin'}`};
+    mkdirSync(knobs.CUDAENV_ALTDIR);
+    mkdirSync(knobs.CUDAENV_ADMINDIR);
+    mkdirSync(join(dir, 'local', 'cuda-12.6'));
+    const ua = (...args: string[]) => spawnSync('update-alternatives', ['--altdir', knobs.CUDAENV_ALTDIR, '--admindir', knobs.CUDAENV_ADMINDIR, ...args], {encoding: 'utf8', env: {...process.env, PATH: knobs.PATH}});
+    expect(ua('--install', target, 'cuda', join(dir, 'local', 'cuda-12.6'), '126').status).toBe(0);
+    const r = runCli(['link', '12.4', '--target', target], {env: {...env, ...knobs}});
+    expect([r.status, r.stderr]).toEqual([0, '']);
+    expect(r.stdout).toContain(`${target} -> ${join(store, 'versions', '12.4.1')} (CUDA 12.4.1, via update-alternatives: cuda in manual mode; was a link to ${join(dir, 'alt', 'cuda')})`);
+    expect(ua('--display', 'cuda').stdout).toBe(`cuda - status is manual.\n link currently points to ${join(store, 'versions', '12.4.1')}\n` +
+      `${join(dir, 'local', 'cuda-12.6')} - priority 126\n${join(store, 'versions', '12.4.1')} - priority 0\nCurrent \`best' version is ${join(dir, 'local', 'cuda-12.6')}.\n`);
+    expect(readlinkSync(target)).toBe(join(dir, 'alt', 'cuda'));
+    const u = runCli(['unlink', '--target', target], {env: {...env, ...knobs}});
+    expect(u.stdout).toBe(`${target}: restored cuda in auto mode (was a link to ${join(dir, 'alt', 'cuda')})\nremoved the alternative ${join(store, 'versions', '12.4.1')} from cuda\n`);
+    expect(ua('--display', 'cuda').stdout).toBe(`cuda - status is auto.\n link currently points to ${join(dir, 'local', 'cuda-12.6')}\n` +
+      `${join(dir, 'local', 'cuda-12.6')} - priority 126\nCurrent \`best' version is ${join(dir, 'local', 'cuda-12.6')}.\n`);
+    expect(existsSync(knobs.CUDAENV_ALTLOG)).toBe(false);
   });
 
   test('bad input: system, a version not installed, a directory target', () => {
