@@ -279,6 +279,20 @@ describeIf(HAVE_GCC, 'needs gcc (apt-get install gcc)')('the install-time librar
     expect(j.check.problems).toEqual([]);
     expect(j.check.existing).toContainEqual(expect.objectContaining({kind: 'not-found', object: broken, library: 'libgonedep.so.1'}));
   });
+
+  test('the shell\'s LD_PRELOAD is loaded as in any program of the environment: its problems are reported, with the hook and without', () => {
+    const envP = makeCondaPrefix(join(tmp.dir, 'miniforge', 'envs', 'preload'), 'P');
+    buildLib({out: join(envP, 'lib', 'libplain.so.1'), soname: 'libplain.so.1', source: 'int p(void){return 1;}\n'});
+    const dep = buildLib({out: join(tmp.dir, 'pre-dep', 'libpredep.so.1'), soname: 'libpredep.so.1', source: 'int pd(void){return 1;}\n'});
+    const pre = buildLib({out: join(tmp.dir, 'pre', 'libpre.so.1'), soname: 'libpre.so.1', source: 'int pd(void);\nint q(void){return pd();}\n', link: [dep]});
+    spawnSync('rm', ['-rf', join(tmp.dir, 'pre-dep')]);
+    // As bin/cudaenv hands the user's LD_PRELOAD on (Node itself starts without it).
+    const r = runCli(['conda', 'hook', 'install', '12.4', '-p', envP, '--json'], {env: {...env(), CUDAENV_USER_VARS: 'LD_PRELOAD', CUDAENV_USER_LD_PRELOAD: pre}});
+    expect(r.status).toBe(0);
+    const j = JSON.parse(r.stdout);
+    expect(j.check.problems).toEqual([]);
+    expect(j.check.existing).toContainEqual(expect.objectContaining({kind: 'not-found', object: pre, library: 'libpredep.so.1'}));
+  });
 });
 
 describeIf(HAVE_GCC && HAVE_LDD && PYTHON_EXE !== null, 'needs gcc, ldd and python3 (apt-get install gcc libc-bin python3)')('the install-time check models the environment\'s Python loading the wheels', () => {

@@ -44,15 +44,17 @@ export async function checkHook(options: {
   // there only through `cudaenv use`, which the model leaves out in both runs.
   const without = toolkitEnvironment(env, undefined, options.storeVersionsDir, 'none').LD_LIBRARY_PATH;
   if (targets.length === 0) return {targets, ldLibraryPath: withHook ?? null, problems: [], existing: [], interpreter: null};
-  const {checkWithWheels, dynamicProgram} = await import('../elf/index.js');
+  const {checkWithWheels, dynamicProgram, loaderVariables} = await import('../elf/index.js');
   // The environment's lib/ serves any program: checked as `ldd -r` loads it. Its Python dlopens the
   // wheels' libraries: checked as that interpreter does, as after any other switch (switch-check.ts),
   // so a library the hook's LD_LIBRARY_PATH picks is refused for what only a dlopen meets (its
   // initial-exec TLS past the static TLS surplus, an executable stack on glibc 2.41).
   const python = firstOnPath(['python3', 'python'], join(options.prefix, 'bin'));
   const interpreter = python ? dynamicProgram(python) : null;
+  // The rest of the loader's environment (LD_PRELOAD, GLIBC_TUNABLES, LD_BIND_NOW) is the shell's, as
+  // for the check after a switch: the hook changes only LD_LIBRARY_PATH.
   const run = (ldLibraryPath: string | undefined) => checkWithWheels(
-    {targets: plain, storeVersionsDir: options.storeVersionsDir, ldLibraryPath},
+    {targets: plain, storeVersionsDir: options.storeVersionsDir, ldLibraryPath, ...loaderVariables(env)},
     {targets: wheels, ...(interpreter ? {exe: interpreter} : {})},
   );
   const [hooked, baseline] = await Promise.all([run(withHook), run(without)]);
