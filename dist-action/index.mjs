@@ -73493,6 +73493,34 @@ function versionFileStops(p, obj, memo, scopeFor) {
   return out;
 }
 
+// src/core/elf/check-match.ts
+function checkMatchAbort(p, obj, ref, memo, glibc, scope = p.scope) {
+  if (ref.version === null || ref.versionFile === null) return null;
+  const named = p.objectMatching(ref.versionFile);
+  if (!named || named === obj || named.info.hasVersym || named.role === "interp" || !memo.defines(named.info, ref)) return null;
+  const at = scope.indexOf(named);
+  if (at < 0 || scope.slice(0, at).some((o) => o !== obj && memo.defines(o.info, ref))) return null;
+  return {
+    kind: "loader-abort",
+    object: obj,
+    library: ref.versionFile,
+    version: ref.version,
+    symbol: ref.name,
+    provider: named,
+    edge: p.edgeTo(named) ?? null,
+    ref,
+    reason: `check_match: Assertion \`version->filename == NULL || ! _dl_name_match_p (version->filename, map)' failed: ${obj.path} asks for ${ref.name}@${ref.version} and ${named.path}, the ${ref.versionFile} it names, defines it without any symbol versioning (glibc ${glibc.join(".")} aborts; 2.41 and later accept it)`
+  };
+}
+function checkMatchAborts(p, obj, memo, glibc) {
+  const out = [];
+  for (const ref of references(obj.info)) {
+    const abort = checkMatchAbort(p, obj, ref, memo, glibc);
+    if (abort && (lookedUpNames(obj.info)?.has(ref.name) ?? true)) out.push(abort);
+  }
+  return out;
+}
+
 // src/core/elf/relocation-problems.ts
 var ET_EXEC = 2;
 var DF_STATIC_TLS = 16;
@@ -73531,13 +73559,19 @@ function staticTlsProblems(p, obj, memo, block) {
   }
   return out;
 }
-function copyProblems(p, obj, memo, startup, stopAtVersionFile = false) {
+function copyProblems(p, obj, memo, startup, rules = {}) {
   const out = [];
   if (obj.info.type !== ET_EXEC && obj.info.interp === null) return out;
   const scope = startup === null ? p.scope : p.scope.filter((o) => startup.has(o));
+  const when = startup ? { when: "start" } : {};
   for (const c of copyReferences(obj.info)) {
     const ref = { name: c.name, version: c.version, versionFile: c.versionFile, hidden: c.hidden };
-    const stop = stopAtVersionFile ? versionFileStop(scope, ref, memo, obj) : null;
+    const abort = rules.checkMatch ? checkMatchAbort(p, obj, ref, memo, rules.checkMatch, scope) : null;
+    if (abort) {
+      out.push({ ...abort, copy: true, rank: c.rank, ...when });
+      continue;
+    }
+    const stop = rules.stopAtVersionFile ? versionFileStop(scope, ref, memo, obj) : null;
     if (stop) {
       out.push({
         kind: "undefined-symbol",
@@ -73551,7 +73585,7 @@ function copyProblems(p, obj, memo, startup, stopAtVersionFile = false) {
         copy: true,
         rank: c.rank,
         versionFileStop: { later: stop.later, weak: c.weak },
-        ...startup ? { when: "start" } : {}
+        ...when
       });
       continue;
     }
@@ -73569,7 +73603,7 @@ function copyProblems(p, obj, memo, startup, stopAtVersionFile = false) {
       ref,
       copy: true,
       rank: c.rank,
-      ...startup ? { when: "start" } : {}
+      ...when
     });
   }
   return out;
@@ -73926,7 +73960,7 @@ function findProblems(p, memo, stop = loadStop(p)) {
   const versionFileScope = stopsAtVersionFile(glibc) ? lookupScopes(p, reached, startup) : null;
   for (const obj of order) {
     if (obj.role === "interp") continue;
-    const other = obj === p.main ? copyProblems(p, obj, memo, startup, versionFileScope !== null) : [];
+    const other = obj === p.main ? copyProblems(p, obj, memo, startup, { stopAtVersionFile: versionFileScope !== null, checkMatch: assertions ? glibc : null }) : [];
     if (tls && !startup.has(obj)) other.push(...staticTlsProblems(p, obj, memo, tls));
     if (versionFileScope) {
       const when2 = startup?.has(obj) ? bindingTime(p, obj) : null;
@@ -73998,29 +74032,6 @@ function standInsFirst(p) {
     }
   });
   return (name, provider) => failedAt.has(name) && failedAt.get(name) < (mappedAt.get(provider) ?? -1);
-}
-function checkMatchAborts(p, obj, memo, glibc) {
-  const out = [];
-  for (const ref of references(obj.info)) {
-    if (ref.version === null || ref.versionFile === null) continue;
-    const named = p.objectMatching(ref.versionFile);
-    if (!named || named.info.hasVersym || named.role === "interp" || !memo.defines(named.info, ref)) continue;
-    if (!(lookedUpNames(obj.info)?.has(ref.name) ?? true)) continue;
-    const at = p.scope.indexOf(named);
-    if (at < 0 || p.scope.slice(0, at).some((o) => o !== obj && memo.defines(o.info, ref))) continue;
-    out.push({
-      kind: "loader-abort",
-      object: obj,
-      library: ref.versionFile,
-      version: ref.version,
-      symbol: ref.name,
-      provider: named,
-      edge: p.edgeTo(named) ?? null,
-      ref,
-      reason: `check_match: Assertion \`version->filename == NULL || ! _dl_name_match_p (version->filename, map)' failed: ${obj.path} asks for ${ref.name}@${ref.version} and ${named.path}, the ${ref.versionFile} it names, defines it without any symbol versioning (glibc ${glibc.join(".")} aborts; 2.41 and later accept it)`
-    });
-  }
-  return out;
 }
 function isFailing(kind, strict) {
   return kind !== "unversioned-undefined-symbol" || strict;

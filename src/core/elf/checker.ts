@@ -9,6 +9,7 @@ import {versionAtMost} from './ldcache/host-loader.js';
 import {relocationOrder, searchList} from './relocation-order.js';
 import {asksExecStack, execStackForbidden, execStackTunable} from './exec-stack.js';
 import {stopsAtVersionFile, versionFileStops} from './version-file-stop.js';
+import {checkMatchAborts} from './check-match.js';
 
 /**
  * What would fail in a modelled process (elf-loader-spec.md §3): missing libraries, version
@@ -303,7 +304,7 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo, stop: LoadStop 
   for (const obj of order) {
     if (obj.role === 'interp') continue;
     // Relocations that need no undefined symbol: a program's copies, a dlopened object's own initial-exec TLS.
-    const other = obj === p.main ? copyProblems(p, obj, memo, startup, versionFileScope !== null) : [];
+    const other = obj === p.main ? copyProblems(p, obj, memo, startup, {stopAtVersionFile: versionFileScope !== null, checkMatch: assertions ? glibc : null}) : [];
     if (tls && !startup!.has(obj)) other.push(...staticTlsProblems(p, obj, memo, tls));
     if (versionFileScope) {
       const when = startup?.has(obj) ? bindingTime(p, obj) : null;
@@ -401,22 +402,6 @@ function standInsFirst(p: LoaderProcess): (name: string, provider: LoadedObject)
   });
   // The main object, preloads and ld.so are listed before any dependency is mapped.
   return (name, provider) => failedAt.has(name) && failedAt.get(name)! < (mappedAt.get(provider) ?? -1);
-}
-
-/** The check_match assertions relocating `obj` would hit (glibc < 2.41; see findProblems). */
-function checkMatchAborts(p: LoaderProcess, obj: LoadedObject, memo: SymbolMemo, glibc: [number, number]): Finding[] {
-  const out: Finding[] = [];
-  for (const ref of references(obj.info)) {
-    if (ref.version === null || ref.versionFile === null) continue;
-    const named = p.objectMatching(ref.versionFile);
-    if (!named || named.info.hasVersym || named.role === 'interp' || !memo.defines(named.info, ref)) continue;
-    if (!(lookedUpNames(obj.info)?.has(ref.name) ?? true)) continue;
-    const at = p.scope.indexOf(named);
-    if (at < 0 || p.scope.slice(0, at).some((o) => o !== obj && memo.defines(o.info, ref))) continue;
-    out.push({kind: 'loader-abort', object: obj, library: ref.versionFile, version: ref.version, symbol: ref.name, provider: named, edge: p.edgeTo(named) ?? null, ref,
-      reason: `check_match: Assertion \`version->filename == NULL || ! _dl_name_match_p (version->filename, map)' failed: ${obj.path} asks for ${ref.name}@${ref.version} and ${named.path}, the ${ref.versionFile} it names, defines it without any symbol versioning (glibc ${glibc.join('.')} aborts; 2.41 and later accept it)`});
-  }
-  return out;
 }
 
 /** Failures that stop the program; unversioned ones count only under --strict. */

@@ -3,6 +3,7 @@ import {copyReferences, staticTlsOf} from './file-cache.js';
 import type {LoadedObject, LoaderProcess} from './resolver.js';
 import {rseqArea, StaticTlsBlock, staticTlsSurplus} from './static-tls.js';
 import {versionFileStop} from './version-file-stop.js';
+import {checkMatchAbort} from './check-match.js';
 import type {SymbolRef} from './symbols.js';
 
 /**
@@ -57,19 +58,29 @@ export function staticTlsProblems(p: LoaderProcess, obj: LoadedObject, memo: Sym
  * ELF_RTYPE_CLASS_COPY: the lookup skips the program, which holds the copy itself). ld.so makes
  * them while the program starts, whatever the binding mode, so with --exe only what it starts with counts.
  */
-export function copyProblems(p: LoaderProcess, obj: LoadedObject, memo: SymbolMemo, startup: Set<LoadedObject> | null, stopAtVersionFile = false): Finding[] {
+export function copyProblems(
+  p: LoaderProcess, obj: LoadedObject, memo: SymbolMemo, startup: Set<LoadedObject> | null,
+  rules: {stopAtVersionFile?: boolean; checkMatch?: [number, number] | null} = {},
+): Finding[] {
   const out: Finding[] = [];
   // Only programs have copy relocations: a library's relocations are not read again for them.
   if (obj.info.type !== ET_EXEC && obj.info.interp === null) return out;
   const scope = startup === null ? p.scope : p.scope.filter((o) => startup.has(o));
+  const when = startup ? {when: 'start' as const} : {};
   for (const c of copyReferences(obj.info)) {
     const ref: SymbolRef = {name: c.name, version: c.version, versionFile: c.versionFile, hidden: c.hidden};
+    // Before glibc 2.41, check_match's assertion (./check-match.ts), met as for any other lookup.
+    const abort = rules.checkMatch ? checkMatchAbort(p, obj, ref, memo, rules.checkMatch, scope) : null;
+    if (abort) {
+      out.push({...abort, copy: true, rank: c.rank, ...when});
+      continue;
+    }
     // Before glibc 2.30 the lookup stops at the library the version names (./version-file-stop.ts), weak or not.
-    const stop = stopAtVersionFile ? versionFileStop(scope, ref, memo, obj) : null;
+    const stop = rules.stopAtVersionFile ? versionFileStop(scope, ref, memo, obj) : null;
     if (stop) {
       out.push({
         kind: 'undefined-symbol', object: obj, library: ref.versionFile, version: ref.version, symbol: ref.name, provider: stop.named,
-        edge: p.edgeTo(stop.named) ?? null, ref, copy: true, rank: c.rank, versionFileStop: {later: stop.later, weak: c.weak}, ...(startup ? {when: 'start' as const} : {}),
+        edge: p.edgeTo(stop.named) ?? null, ref, copy: true, rank: c.rank, versionFileStop: {later: stop.later, weak: c.weak}, ...when,
       });
       continue;
     }
@@ -79,7 +90,7 @@ export function copyProblems(p: LoaderProcess, obj: LoadedObject, memo: SymbolMe
     const provider = ref.versionFile ? p.objectNamed(ref.versionFile) ?? null : null;
     out.push({
       kind: ref.version ? 'undefined-symbol' : 'unversioned-undefined-symbol', object: obj, library: ref.versionFile, version: ref.version,
-      symbol: ref.name, provider, edge: provider ? p.edgeTo(provider) ?? null : null, ref, copy: true, rank: c.rank, ...(startup ? {when: 'start' as const} : {}),
+      symbol: ref.name, provider, edge: provider ? p.edgeTo(provider) ?? null : null, ref, copy: true, rank: c.rank, ...when,
     });
   }
   return out;

@@ -409,6 +409,27 @@ describeIf(fetched && IS_ROOT && usable, reason)('the loader model against the r
     expect(weakReport.problems[0].summary).toContain(`has a weak reference to moved@LIB_1, and glibc ${glibc} fails it at libold.so.1`);
   });
 
+  test.each(RELEASES.map((r) => [r.suite, r.glibc]))('%s (glibc %s): a program\'s copy relocation of a versioned symbol that a library rebuilt without versioning defines: check_match\'s assertion before 2.41', async (suite, glibc) => {
+    const image = images.find((i) => i.suite === suite)!;
+    const dir = join(image.root, 'fz', 'copy-unversioned');
+    const nostd = ['-nostdlib', '-z', 'noexecstack'];
+    const linked = buildLib({out: join(dir, 'link', 'libold.so.1'), soname: 'libold.so.1', extra: nostd,
+      source: 'int var = 3;\nint keep(void){return 1;}\n', versionScript: 'LIB_1 { global: var; keep; local: *; };\n'});
+    const prog = buildLib({out: join(dir, 'prog'), executable: true, runpath: '$ORIGIN', extra: ['-no-pie', '-fno-pic', ...nostd, '-Wl,--no-as-needed', linked],
+      source: 'extern int var;\nint get(void){return var;}\nvoid _start(void){for (;;) get();}\n'});
+    // Run with the library rebuilt without a version script: var is there, unversioned.
+    buildLib({out: join(dir, 'libold.so.1'), soname: 'libold.so.1', extra: nostd, source: 'int var = 3;\nint keep(void){return 1;}\n'});
+    const r = spawnSync(runin, [image.root, '/', 'LD_TRACE_LOADED_OBJECTS=1', 'LD_WARN=yes', 'LD_BIND_NOW=yes', '--', '/lib64/ld-linux-x86-64.so.2', prog], {encoding: 'utf8'});
+    const aborted = /check_match: Assertion/.test(`${r.stdout}${r.stderr}`);
+    expect(aborted).toBe(olderThan(glibc, 2, 41));
+    const report = await checkLibraries({targets: [prog], sysroot: image.root});
+    expect(report.problems.map((p) => [p.kind, p.symbol, p.version])).toEqual(aborted ? [['loader-abort', 'var', 'LIB_1']] : []);
+    if (aborted) {
+      expect(report.problems[0].summary).toBe(`ld.so aborts: prog asks for var@LIB_1 and ${join(dir, 'libold.so.1')} has no symbol versions`);
+      expect(report.problems[0].explanation).toContain('holds its own copy of this data object (a copy relocation)');
+    }
+  });
+
   test('noble (glibc 2.39): dlopen makes the stack executable for such an object, as every glibc before 2.41 did, and glibc.rtld.execstack is unknown', async () => {
     const old = images.find((i) => i.suite === 'noble')!;
     const oldLib = buildLib({out: join(old.root, 'fz', 'execstack', 'libx.so'), soname: 'libx.so', source: 'int x(void){return 1;}\n', extra: ['-nostdlib', '-z', 'execstack']});

@@ -1,0 +1,34 @@
+import type {Finding, SymbolMemo} from './checker.js';
+import {lookedUpNames} from './file-cache.js';
+import type {LoadedObject, LoaderProcess} from './resolver.js';
+import {references, type SymbolRef} from './symbols.js';
+
+/**
+ * Before glibc 2.41, check_match (dl-lookup.c) asserts when a versioned lookup reaches the object
+ * its version names (vn_file) and that object has no DT_VERSYM (a library rebuilt without symbol
+ * versioning) yet defines the name: `Assertion version->filename == NULL || !
+ * _dl_name_match_p (version->filename, map)' failed, unless an object earlier in the scope defines
+ * it first. `skip`: the object the lookup passes over (a program finding the definition of its
+ * own copy relocation); the referencing object itself defines none of its references.
+ */
+export function checkMatchAbort(p: LoaderProcess, obj: LoadedObject, ref: SymbolRef, memo: SymbolMemo, glibc: [number, number], scope: readonly LoadedObject[] = p.scope): Finding | null {
+  if (ref.version === null || ref.versionFile === null) return null;
+  const named = p.objectMatching(ref.versionFile);
+  if (!named || named === obj || named.info.hasVersym || named.role === 'interp' || !memo.defines(named.info, ref)) return null;
+  const at = scope.indexOf(named);
+  if (at < 0 || scope.slice(0, at).some((o) => o !== obj && memo.defines(o.info, ref))) return null;
+  return {
+    kind: 'loader-abort', object: obj, library: ref.versionFile, version: ref.version, symbol: ref.name, provider: named, edge: p.edgeTo(named) ?? null, ref,
+    reason: `check_match: Assertion \`version->filename == NULL || ! _dl_name_match_p (version->filename, map)' failed: ${obj.path} asks for ${ref.name}@${ref.version} and ${named.path}, the ${ref.versionFile} it names, defines it without any symbol versioning (glibc ${glibc.join('.')} aborts; 2.41 and later accept it)`,
+  };
+}
+
+/** The check_match assertions relocating `obj` would hit (glibc < 2.41; see checker.ts's findProblems). */
+export function checkMatchAborts(p: LoaderProcess, obj: LoadedObject, memo: SymbolMemo, glibc: [number, number]): Finding[] {
+  const out: Finding[] = [];
+  for (const ref of references(obj.info)) {
+    const abort = checkMatchAbort(p, obj, ref, memo, glibc);
+    if (abort && (lookedUpNames(obj.info)?.has(ref.name) ?? true)) out.push(abort);
+  }
+  return out;
+}
