@@ -1,7 +1,7 @@
 import {readFileSync, readdirSync, rmSync} from 'node:fs';
 import {join} from 'node:path';
 import {CudaenvError} from '../errors.js';
-import {quoteLua} from '../shell/quote.js';
+import {quoteLua, quoteTcl} from '../shell/quote.js';
 import {toolkitLibDir, type LdLibraryPathPolicy} from '../shell/toolkit-env.js';
 import {atomicWriteFile} from '../store/atomic-write.js';
 import type {StorePaths} from '../store/paths.js';
@@ -10,8 +10,21 @@ import {parseVersion} from '../versions/version.js';
 
 /** First line of every file cudaenv writes: only such files are ever replaced or removed. */
 export const MODULEFILE_MARKER = '-- Written by cudaenv (`cudaenv modulefiles`); edits are overwritten.';
+/**
+ * The start of every Tcl modulefile cudaenv writes: Environment Modules reads only files that begin
+ * with the `#%Module` cookie, so the marker is the line after it.
+ */
+export const TCL_MODULEFILE_START = '#%Module1.0\n# Written by cudaenv (`cudaenv modulefiles --format tcl`); edits are overwritten.';
+
+/**
+ * lua: Lmod's own format (cuda/<version>.lua, cuda/.modulerc.lua). tcl: Tcl modulefiles
+ * (cuda/<version>, cuda/.modulerc), which Environment Modules (RHEL's `module`, versions 4 and 5)
+ * and Lmod both read.
+ */
+export type ModulefileFormat = 'lua' | 'tcl';
 
 export interface ModulefileInput {
+  format?: ModulefileFormat;
   label: string;
   /** The version directory, exactly as `cudaenv exec`/`use` put it in CUDA_HOME. */
   versionDir: string;
@@ -24,6 +37,7 @@ export interface ModulefileInput {
  * module for another instead of stacking them. Every value is a Lua string literal.
  */
 export function renderModulefile(input: ModulefileInput): string {
+  if (input.format === 'tcl') return renderTclModulefile(input);
   const {label, versionDir} = input;
   const lines = [
     MODULEFILE_MARKER,
@@ -40,10 +54,28 @@ export function renderModulefile(input: ModulefileInput): string {
 }
 
 /**
- * `cuda/.modulerc.lua`: `module load cuda/12.4` and `cuda/12` name the highest installed match,
- * as a spec does on the command line (Lmod matches full version names only).
+ * The same as a Tcl modulefile. `conflict cuda` keeps two cuda modules from being loaded at once,
+ * in every Environment Modules release and in Lmod (`module switch cuda cuda/12.6` moves between
+ * them); `family` is newer than the Environment Modules of RHEL 8 (4.5).
  */
-export function renderModulerc(labels: string[]): string {
+function renderTclModulefile(input: ModulefileInput): string {
+  const {label, versionDir} = input;
+  const lines = [
+    TCL_MODULEFILE_START,
+    `module-whatis ${quoteTcl(`Name: CUDA Toolkit`)}`,
+    `module-whatis ${quoteTcl(`Version: ${label}`)}`,
+    `module-whatis ${quoteTcl(`Description: NVIDIA CUDA Toolkit ${label} (${versionDir})`)}`,
+    `proc ModulesHelp {} { puts stderr ${quoteTcl(`CUDA Toolkit ${label} from the cudaenv store: ${versionDir}`)} }`,
+    'conflict cuda',
+    `prepend-path PATH ${quoteTcl(join(versionDir, 'bin'))}`,
+  ];
+  if (input.policy === 'prepend') lines.push(`prepend-path LD_LIBRARY_PATH ${quoteTcl(toolkitLibDir(versionDir))}`);
+  lines.push(`setenv CUDA_HOME ${quoteTcl(versionDir)}`, `setenv CUDA_PATH ${quoteTcl(versionDir)}`, '');
+  return lines.join('\n');
+}
+
+/** For each short name (12, 12.4), the highest installed version it names. */
+function shortNames(labels: string[]): Map<string, string> {
   const best = new Map<string, string>();
   for (const label of labels) { // oldest first: later ones win
     const v = parseVersion(label);
@@ -51,64 +83,93 @@ export function renderModulerc(labels: string[]): string {
     best.set(`${v.major}`, label);
     best.set(`${v.major}.${v.minor}`, label);
   }
-  const lines = [MODULEFILE_MARKER];
-  for (const [short, label] of best) {
-    if (short !== label) lines.push(`module_version(${quoteLua(`cuda/${label}`)}, ${quoteLua(short)})`);
+  for (const [short, label] of best) if (short === label) best.delete(short);
+  return best;
+}
+
+/**
+ * `cuda/.modulerc.lua` (or, for tcl, `cuda/.modulerc`): `module load cuda/12.4` and `cuda/12`
+ * name the highest installed match, as a spec does on the command line (the module tools match
+ * full version names only).
+ */
+export function renderModulerc(labels: string[], format: ModulefileFormat = 'lua'): string {
+  const best = shortNames(labels);
+  if (format === 'tcl') {
+    const lines = [TCL_MODULEFILE_START.replace('#%Module1.0', '#%Module')];
+    for (const [short, label] of best) lines.push(`module-version ${quoteTcl(`cuda/${label}`)} ${quoteTcl(short)}`);
+    return `${lines.join('\n')}\n`;
   }
+  const lines = [MODULEFILE_MARKER];
+  for (const [short, label] of best) lines.push(`module_version(${quoteLua(`cuda/${label}`)}, ${quoteLua(short)})`);
   return `${lines.join('\n')}\n`;
 }
 
 export interface ModulefilesResult {
   dir: string;
+  format: ModulefileFormat;
   written: Array<{version: string; file: string}>;
   /** Files of versions no longer installed, removed. */
   removed: string[];
+  /** What the files cannot do everywhere (Lmod and a Tcl path with `"` or `\`). */
+  warnings: string[];
   ldLibraryPath: LdLibraryPathPolicy;
 }
 
+/** Written by cudaenv, in either format (the Tcl modulerc's cookie is the short `#%Module`). */
 function isOurs(file: string): boolean {
   try {
-    return readFileSync(file, 'utf8').startsWith(MODULEFILE_MARKER);
+    const text = readFileSync(file, 'utf8');
+    return text.startsWith(MODULEFILE_MARKER) || text.replace(/^#%Module(?:1\.0)?\n/, '#%Module1.0\n').startsWith(TCL_MODULEFILE_START);
   } catch {
     return false;
   }
 }
 
-/** Writes `DIR/cuda/<version>.lua` for every usable version and removes cudaenv's stale ones. */
-export function writeModulefiles(paths: StorePaths, dir: string, policy: LdLibraryPathPolicy): ModulefilesResult {
+/**
+ * Writes `DIR/cuda/<version>.lua` (tcl: `DIR/cuda/<version>`) for every usable version and removes
+ * cudaenv's other files there: versions no longer installed, and those of the other format (Lmod
+ * would see both).
+ */
+export function writeModulefiles(paths: StorePaths, dir: string, policy: LdLibraryPathPolicy, format: ModulefileFormat = 'lua'): ModulefilesResult {
   const versions = listVersions(paths).filter((v) => !v.broken);
   const cudaDir = join(dir, 'cuda');
+  const suffix = format === 'lua' ? '.lua' : '';
   const written: ModulefilesResult['written'] = [];
+  const rc = join(cudaDir, format === 'lua' ? '.modulerc.lua' : '.modulerc');
   try {
     for (const v of versions) {
-      const file = join(cudaDir, `${v.label}.lua`);
+      const file = join(cudaDir, `${v.label}${suffix}`);
       if (!isOurs(file) && exists(file)) {
         throw new CudaenvError(`${file} exists and was not written by cudaenv; leaving it alone`, {
           hint: 'Move it away, or write the modulefiles to another directory with --dir.',
         });
       }
-      atomicWriteFile(file, renderModulefile({label: v.label, versionDir: v.path, policy}));
+      atomicWriteFile(file, renderModulefile({format, label: v.label, versionDir: v.path, policy}));
       written.push({version: v.label, file});
     }
-    const rc = join(cudaDir, '.modulerc.lua');
     if (exists(rc) && !isOurs(rc)) throw new CudaenvError(`${rc} exists and was not written by cudaenv; leaving it alone`, {hint: 'Move it away, or use another --dir.'});
-    atomicWriteFile(rc, renderModulerc(versions.map((v) => v.label)));
+    atomicWriteFile(rc, renderModulerc(versions.map((v) => v.label), format));
   } catch (error) {
     if (error instanceof CudaenvError) throw error;
     throw new CudaenvError(`cannot write modulefiles in ${cudaDir}: ${(error as Error).message}`, {
       hint: 'Choose a writable directory with --dir (on a cluster, one the users\' MODULEPATH includes).',
     });
   }
-  const keep = new Set(written.map((w) => w.file));
+  const keep = new Set([...written.map((w) => w.file), rc]);
   const removed: string[] = [];
   for (const name of safeList(cudaDir)) {
     const file = join(cudaDir, name);
-    if (name.endsWith('.lua') && !name.startsWith('.') && !keep.has(file) && isOurs(file)) {
+    if (!keep.has(file) && !name.endsWith('.tmp') && isOurs(file)) {
       rmSync(file, {force: true});
       removed.push(file);
     }
   }
-  return {dir, written, removed, ldLibraryPath: policy};
+  // Lmod turns a Tcl prepend-path into Lua without escaping (tcl2lua's output-path-foo, Lmod 8.6):
+  // such a path fails there, though Environment Modules reads it exactly.
+  const warnings = format === 'tcl' && versions.some((v) => /["\\]/.test(v.path))
+    ? [`the store path ${versions.find((v) => /["\\]/.test(v.path))!.path} has a " or \\, which Lmod misreads in Tcl modulefiles: for Lmod, write the lua format (the default)`]
+    : [];
+  return {dir, format, written, removed, warnings, ldLibraryPath: policy};
 }
 
 function exists(file: string): boolean {
