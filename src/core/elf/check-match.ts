@@ -8,8 +8,9 @@ import {references, type SymbolRef} from './symbols.js';
  * its version names (vn_file) and that object has no DT_VERSYM (a library rebuilt without symbol
  * versioning) yet defines the name: `Assertion version->filename == NULL || !
  * _dl_name_match_p (version->filename, map)' failed, unless an object earlier in the scope defines
- * it first. `skip`: the object the lookup passes over (a program finding the definition of its
- * own copy relocation); the referencing object itself defines none of its references.
+ * it first. `scope`: the objects the lookup walks, in order (with --exe, the program's start alone
+ * for a copy relocation). The referencing object is passed over: it defines none of its own
+ * references, and a program's copy relocation skips the program.
  */
 export function checkMatchAbort(p: LoaderProcess, obj: LoadedObject, ref: SymbolRef, memo: SymbolMemo, glibc: [number, number], scope: readonly LoadedObject[] = p.scope): Finding | null {
   if (ref.version === null || ref.versionFile === null) return null;
