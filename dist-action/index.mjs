@@ -73455,10 +73455,14 @@ function layoutAfterTcb(blocks2, layout, extra) {
 function stopsAtVersionFile(glibc) {
   return glibc !== null && versionAtMost(glibc, 2, 29);
 }
-function versionFileStop(scope, ref, memo, skip = null) {
+function versionFileStop(scope, ref, memo, skip = null, firstNamed = /* @__PURE__ */ new Map()) {
   const file = ref.versionFile;
   if (ref.version === null || file === null) return null;
-  const at = scope.findIndex((o) => o !== skip && o.info.hashTable !== "none" && (o.path === file || o.names.includes(file)));
+  let at = firstNamed.get(file);
+  if (at === void 0) {
+    at = scope.findIndex((o) => o !== skip && o.info.hashTable !== "none" && (o.path === file || o.names.includes(file)));
+    firstNamed.set(file, at);
+  }
   if (at < 0) return null;
   const named = scope[at];
   if (memo.defines(named.info, ref)) return null;
@@ -73472,8 +73476,12 @@ function versionFileStop(scope, ref, memo, skip = null) {
 var STB_WEAK3 = 2;
 function versionFileStops(p, obj, memo, scopeFor) {
   const out = [];
+  const firstNamed = /* @__PURE__ */ new Map();
   for (const ref of versionedReferences(obj.info)) {
-    const stop = versionFileStop(scopeFor(ref.name), ref, memo);
+    const scope = scopeFor(ref.name);
+    let named = firstNamed.get(scope);
+    if (!named) firstNamed.set(scope, named = /* @__PURE__ */ new Map());
+    const stop = versionFileStop(scope, ref, memo, null, named);
     if (!stop) continue;
     const weak = ref.binding === STB_WEAK3;
     if (!weak && stop.later === null) continue;

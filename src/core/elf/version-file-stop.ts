@@ -29,10 +29,18 @@ export interface VersionFileStop {
  * it before the one its version names (or the lookup never meets that one). `skip`: an object the
  * lookup passes over (a program looking up the definition of its own copy relocation).
  */
-export function versionFileStop(scope: readonly LoadedObject[], ref: SymbolRef, memo: SymbolMemo, skip: LoadedObject | null = null): VersionFileStop | null {
+export function versionFileStop(
+  scope: readonly LoadedObject[], ref: SymbolRef, memo: SymbolMemo, skip: LoadedObject | null = null,
+  firstNamed: Map<string, number> = new Map(),
+): VersionFileStop | null {
   const file = ref.versionFile;
   if (ref.version === null || file === null) return null;
-  const at = scope.findIndex((o) => o !== skip && o.info.hashTable !== 'none' && (o.path === file || o.names.includes(file)));
+  // An object references hundreds of symbols of the same few libraries: each name is found once per scope.
+  let at = firstNamed.get(file);
+  if (at === undefined) {
+    at = scope.findIndex((o) => o !== skip && o.info.hashTable !== 'none' && (o.path === file || o.names.includes(file)));
+    firstNamed.set(file, at);
+  }
   if (at < 0) return null;
   const named = scope[at];
   // Nearly always the named library defines it: one lookup settles that nothing stops.
@@ -55,8 +63,12 @@ const STB_WEAK = 2;
  */
 export function versionFileStops(p: LoaderProcess, obj: LoadedObject, memo: SymbolMemo, scopeFor: (name: string) => readonly LoadedObject[]): Finding[] {
   const out: Finding[] = [];
+  const firstNamed = new Map<readonly LoadedObject[], Map<string, number>>();
   for (const ref of versionedReferences(obj.info)) {
-    const stop = versionFileStop(scopeFor(ref.name), ref, memo);
+    const scope = scopeFor(ref.name);
+    let named = firstNamed.get(scope);
+    if (!named) firstNamed.set(scope, named = new Map());
+    const stop = versionFileStop(scope, ref, memo, null, named);
     if (!stop) continue;
     const weak = ref.binding === STB_WEAK;
     if (!weak && stop.later === null) continue;
