@@ -71609,6 +71609,16 @@ var init_cache3 = __esm({
 // src/action/main.ts
 init_core();
 
+// src/core/text/redact.ts
+var USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)([^\s/?#@]*)@/gi;
+function redactCredentials(text) {
+  return text.replace(USERINFO, (m, scheme, userinfo) => {
+    if (/^[A-Z]+:PASSWORD$/.test(userinfo)) return m;
+    const colon = userinfo.indexOf(":");
+    return colon < 0 ? `${scheme}****@` : `${scheme}${userinfo.slice(0, colon)}:****@`;
+  });
+}
+
 // src/core/errors.ts
 var EXIT_FAILED = 1;
 var EXIT_USAGE = 2;
@@ -71617,9 +71627,9 @@ var CudaenvError = class extends Error {
   exitCode;
   code;
   constructor(message, options = {}) {
-    super(message, options.cause === void 0 ? void 0 : { cause: options.cause });
+    super(redactCredentials(message), options.cause === void 0 ? void 0 : { cause: options.cause });
     this.name = "CudaenvError";
-    this.hint = options.hint;
+    this.hint = options.hint === void 0 ? void 0 : redactCredentials(options.hint);
     this.exitCode = options.exitCode ?? EXIT_FAILED;
     this.code = options.code ?? "failed";
   }
@@ -71635,8 +71645,8 @@ function isErrno(error2, code) {
 function formatError(error2) {
   if (error2 instanceof CudaenvError) return error2.hint ? `${error2.message}
 ${error2.hint}` : error2.message;
-  if (error2 instanceof Error) return error2.message;
-  return String(error2);
+  if (error2 instanceof Error) return redactCredentials(error2.message);
+  return redactCredentials(String(error2));
 }
 
 // src/action/messages.ts
@@ -76169,6 +76179,18 @@ function extraCaOption(rootCertificates, warn) {
 
 // src/core/remote/proxy.ts
 import { BlockList, isIP } from "node:net";
+
+// src/core/remote/basic-auth.ts
+function basicAuthorization(url2) {
+  if (!url2.username && !url2.password) return void 0;
+  try {
+    return `Basic ${Buffer.from(`${decodeURIComponent(url2.username)}:${decodeURIComponent(url2.password)}`).toString("base64")}`;
+  } catch {
+    return null;
+  }
+}
+
+// src/core/remote/proxy.ts
 function read2(env, name) {
   for (const key of [name, name.toUpperCase()]) {
     if (key === "HTTP_PROXY" && env.REQUEST_METHOD !== void 0) continue;
@@ -76197,18 +76219,8 @@ function parseProxy(value, variable) {
   }
   if (url2.protocol !== "http:") throw problem(`cudaenv talks to proxies in plain HTTP (with CONNECT for https mirrors); ${url2.protocol.replace(/:$/, "")} proxies are not supported`);
   if (!url2.hostname) throw problem("it names no host");
-  let authorization;
-  if (url2.username || url2.password) {
-    let user;
-    let password;
-    try {
-      user = decodeURIComponent(url2.username);
-      password = decodeURIComponent(url2.password);
-    } catch {
-      throw problem("its user name or password has a broken percent-encoding");
-    }
-    authorization = `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`;
-  }
+  const authorization = basicAuthorization(url2);
+  if (authorization === null) throw problem("its user name or password has a broken percent-encoding");
   const display = `http://${url2.username ? `${url2.username}${url2.password ? ":***" : ""}@` : ""}${url2.host}`;
   return { host: url2.hostname.replace(/^\[|\]$/g, ""), port: url2.port ? Number(url2.port) : 1080, authorization, display, variable };
 }
@@ -76319,11 +76331,28 @@ function tunnelAgent(mods, proxy) {
   mods.agents.set(key, agent);
   return agent;
 }
+function splitCredentials(url2) {
+  const authorization = basicAuthorization(url2);
+  if (authorization === void 0) return { target: url2 };
+  if (authorization === null) {
+    throw new CudaenvError(`the user name or password in the mirror URL ${redactCredentials(url2.href)} has a broken percent-encoding`, {
+      hint: "Percent-encode special characters of the user name and password (@ as %40, : as %3A, % as %25).",
+      code: "usage",
+      exitCode: 2
+    });
+  }
+  const target = new URL(url2.href);
+  target.username = "";
+  target.password = "";
+  return { target, authorization };
+}
 async function requestOnce(url2, options) {
   const mods = await modules();
   const { http: http3, https: https3, agents } = mods;
   const proxy = proxyFor(url2);
-  const headers = { "user-agent": "cudaenv", ...options.headers };
+  const credentials = splitCredentials(url2);
+  url2 = credentials.target;
+  const headers = { "user-agent": "cudaenv", ...credentials.authorization ? { authorization: credentials.authorization } : {}, ...options.headers };
   return new Promise((resolve7, reject) => {
     const req = !proxy ? (url2.protocol === "https:" ? https3 : http3).request(url2, { method: "GET", headers, agent: agents.get(url2.protocol), signal: options.signal }) : url2.protocol === "https:" ? https3.request(url2, { method: "GET", headers, agent: tunnelAgent(mods, proxy), signal: options.signal }) : http3.request({ host: proxy.host, port: proxy.port, method: "GET", path: url2.href, headers: { host: url2.host, ...headers, ...proxyHeaders(proxy) }, agent: agents.get("http:"), signal: options.signal });
     req.on("error", (error2) => {
@@ -76358,9 +76387,13 @@ async function httpGet(url2, options = {}) {
     const location = res.headers.location;
     if (![301, 302, 303, 307, 308].includes(res.statusCode) || !location) return res;
     discard(res);
-    if (hop >= MAX_REDIRECTS) throw codedError(`${url2} redirects more than ${MAX_REDIRECTS} times`, "ETOOMANYREDIRECTS");
+    if (hop >= MAX_REDIRECTS) throw codedError(`${redactCredentials(url2)} redirects more than ${MAX_REDIRECTS} times`, "ETOOMANYREDIRECTS");
     const next = new URL(location, current);
-    if (next.protocol !== "http:" && next.protocol !== "https:") throw codedError(`${current.href} redirects to ${next.href}, which is not http(s)`, "EBADREDIRECT");
+    if (next.protocol !== "http:" && next.protocol !== "https:") throw codedError(`${redactCredentials(current.href)} redirects to ${redactCredentials(next.href)}, which is not http(s)`, "EBADREDIRECT");
+    if (next.origin === current.origin && !next.username && !next.password) {
+      next.username = current.username;
+      next.password = current.password;
+    }
     current = next;
   }
 }
@@ -76392,6 +76425,11 @@ async function* readBody(res, idleMs = BODY_IDLE_TIMEOUT_MS) {
 function isTransient(error2) {
   const code = error2?.code ?? "";
   return /^(ECONNRESET|ECONNREFUSED|ECONNABORTED|EPIPE|ETIMEDOUT|EAI_AGAIN|ENETUNREACH|ENETDOWN|EHOSTUNREACH|EHOSTDOWN|ERR_STREAM_PREMATURE_CLOSE|HPE_INVALID_EOF_STATE|EBODYSHORT|EPROXYGATEWAY)$/.test(code) || /socket hang up|premature close/i.test(error2?.message ?? "");
+}
+function accessHint(status, mirrorUrl) {
+  if (status !== 401 && status !== 403) return void 0;
+  const given = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*@/i.test(mirrorUrl);
+  return given ? `The mirror refused the credentials in its URL (HTTP ${status}): check the user name and password or token (percent-encoded) in it.` : `The mirror asks for credentials (HTTP ${status}): give them in its URL, https://USER:PASSWORD@HOST/... (percent-encode special characters); cudaenv sends them only to that host and never prints the password.`;
 }
 function networkHint(error2, fallback) {
   const code = error2?.code ?? "";
@@ -76428,7 +76466,7 @@ function parseMirror(text, source = "--mirror") {
       if (!url2.pathname.endsWith("/")) url2.pathname += "/";
       url2.search = "";
       url2.hash = "";
-      return { kind: "http", base: url2.href, display: url2.href };
+      return { kind: "http", base: url2.href, display: redactCredentials(url2.href) };
     }
     if (url2.protocol === "file:") {
       const dir2 = decodeURIComponent(url2.pathname).replace(/\/+$/, "") || "/";
@@ -76523,7 +76561,7 @@ async function fetchText(mirror, rel, options = {}) {
         continue;
       }
       throw new CudaenvError(`${where2} answered HTTP ${statusCode}`, {
-        hint: statusCode === 404 ? `Does the mirror ${mirror.display} hold this release? List releases with \`cudaenv ls-remote\`.` : "Try again later, or use another mirror (--mirror).",
+        hint: statusCode === 404 ? `Does the mirror ${mirror.display} hold this release? List releases with \`cudaenv ls-remote\`.` : accessHint(statusCode, mirror.base) ?? "Try again later, or use another mirror (--mirror).",
         code: statusCode === 404 ? "not-found" : "mirror"
       });
     } catch (error2) {
@@ -77361,7 +77399,7 @@ async function* remoteBytes(mirror, rel, offset, signal, events2 = {}) {
       discard(res);
       if (res.statusCode < 500) {
         throw new PermanentDownloadError(`${where2} answered HTTP ${res.statusCode}`, {
-          hint: res.statusCode === 404 ? `The mirror ${mirror.display} lacks this archive although its manifest names it.` : "Check the mirror and your access to it.",
+          hint: res.statusCode === 404 ? `The mirror ${mirror.display} lacks this archive although its manifest names it.` : accessHint(res.statusCode, mirror.base) ?? "Check the mirror and your access to it.",
           code: res.statusCode === 404 ? "not-found" : "mirror"
         });
       }

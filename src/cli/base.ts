@@ -2,6 +2,7 @@ import {Command, Errors} from '@oclif/core';
 import {CudaenvError, EXIT_FAILED, EXIT_USAGE, formatError, isErrno} from '../core/errors.js';
 import {storePaths, type StorePaths} from '../core/store/paths.js';
 import {errorLines, warningLine} from './color.js';
+import {redactCredentials} from '../core/text/redact.js';
 
 /**
  * Shared behaviour of every command: `--json` (oclif prints what `run` returns),
@@ -50,7 +51,7 @@ export abstract class CudaenvCommand extends Command {
       throw error;
     }
     if (this.jsonEnabled()) {
-      process.stdout.write(`${JSON.stringify({ok: false, error: {code, message: error.message, hint: hint ?? null}}, null, 2)}\n`);
+      process.stdout.write(`${JSON.stringify({ok: false, error: {code, message: redactCredentials(error.message), hint: hint ?? null}}, null, 2)}\n`);
     } else {
       // The error in red, the hint (what to do) plain.
       process.stderr.write(errorLines(formatError(error)));

@@ -1,4 +1,5 @@
 import {runFatalCleanups} from '../core/fatal-cleanup.js';
+import {redactCredentials} from '../core/text/redact.js';
 
 /**
  * The last resort: an exception that nothing caught (a bug of ours, or one thrown from a
@@ -18,7 +19,7 @@ export function installLastResort(argv: string[] = process.argv.slice(2)): void 
       // runFatalCleanups never throws; nothing must stop the exit below
     }
     const what = error instanceof Error ? `${error.name === 'Error' ? '' : `${error.name}: `}${error.message}` : String(error);
-    const message = `unexpected internal error: ${what.replace(/\s+/g, ' ').trim()}`;
+    const message = `unexpected internal error: ${redactCredentials(what.replace(/\s+/g, ' ').trim())}`;
     const hint = 'This is a bug in cudaenv; the locks and temporary files of this run were cleaned up. Run the command again (CUDAENV_DEBUG=1 shows where it happened) and report it.';
     if (argv.includes('--json')) {
       process.stdout.write(`${JSON.stringify({ok: false, error: {code: 'internal', message, hint}}, null, 2)}\n`);

@@ -5,6 +5,7 @@ import {refuseForeignStore} from '../core/store/store-owner.js';
 import {UsageError} from '../core/errors.js';
 import {SETTING_KEYS, loadSettings, type SettingKey, type Settings} from '../core/store/settings.js';
 import {mirrorSettingValue} from '../core/remote/mirror.js';
+import {redactCredentials} from '../core/text/redact.js';
 
 /** The value a setting stores for what was typed: mirrors made absolute, `quiet` a boolean. */
 function settingValue(key: SettingKey, value: string): unknown {
@@ -31,7 +32,7 @@ export default class Config extends CudaenvCommand {
     const settings = await loadSettings(this.paths);
     const key = args.key as SettingKey | undefined;
     if (!key) {
-      const all = settings.all();
+      const all = shown(settings.all());
       if (!this.jsonEnabled()) {
         this.log(`settings file: ${settings.file}`);
         for (const k of SETTING_KEYS) this.log(`${k} = ${all[k] ?? '(default)'}`);
@@ -47,8 +48,13 @@ export default class Config extends CudaenvCommand {
         this.warn2(`the directory ${value} does not exist (yet): installs from this mirror fail until it does`);
       }
     }
-    else if (!this.jsonEnabled()) this.log(String(settings.get(key) ?? '(default)'));
+    else if (!this.jsonEnabled()) this.log(redactCredentials(String(settings.get(key) ?? '(default)')));
     if (flags.unset && args.value !== undefined) throw new UsageError('give either a value or --unset, not both');
-    return settings.all();
+    return shown(settings.all());
   }
+}
+
+/** The settings as shown: a mirror URL's password stays in the settings file, never on the screen or in --json. */
+function shown(all: Settings): Settings {
+  return Object.fromEntries(Object.entries(all).map(([k, v]) => [k, typeof v === 'string' ? redactCredentials(v) : v])) as Settings;
 }

@@ -1,3 +1,5 @@
+import {redactCredentials} from './text/redact.js';
+
 /**
  * Every failure a user can meet is a CudaenvError: what failed (with the path or value),
  * and what to do. Commands render it as one or two lines, never a stack trace.
@@ -12,9 +14,10 @@ export class CudaenvError extends Error {
   readonly code: string;
 
   constructor(message: string, options: {hint?: string; exitCode?: number; code?: string; cause?: unknown} = {}) {
-    super(message, options.cause === undefined ? undefined : {cause: options.cause});
+    // A URL's password never reaches the user's screen or logs (a mirror's URL is in many messages).
+    super(redactCredentials(message), options.cause === undefined ? undefined : {cause: options.cause});
     this.name = 'CudaenvError';
-    this.hint = options.hint;
+    this.hint = options.hint === undefined ? undefined : redactCredentials(options.hint);
     this.exitCode = options.exitCode ?? EXIT_FAILED;
     this.code = options.code ?? 'failed';
   }
@@ -35,6 +38,6 @@ export function isErrno(error: unknown, code?: string): error is NodeJS.ErrnoExc
 /** The text a user sees for any error, CudaenvError or not. */
 export function formatError(error: unknown): string {
   if (error instanceof CudaenvError) return error.hint ? `${error.message}\n${error.hint}` : error.message;
-  if (error instanceof Error) return error.message;
-  return String(error);
+  if (error instanceof Error) return redactCredentials(error.message);
+  return redactCredentials(String(error));
 }

@@ -1,7 +1,7 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
 import {randomBytes} from 'node:crypto';
-import {existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync} from 'node:fs';
+import {existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {cliEnv, runCliAsync, runLauncherAsync} from '../helpers/cli.js';
 import {haveOpenssl, sha256, startHttpsMirror, startMirrorServer, startPythonMirror, writeIndex, writeRelease, type ServerStyle} from '../helpers/mirror.js';
@@ -60,6 +60,67 @@ beforeAll(() => {
 
 afterAll(() => {
   tmp?.cleanup();
+});
+
+/** Every file under `dir`, as text (the store after an install: receipts, settings, caches' names). */
+function allText(dir: string): string {
+  let out = '';
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    out += `${path}\n`;
+    const st = statSync(path);
+    if (st.isDirectory()) out += allText(path);
+    else if (st.size < 1 << 20) out += readFileSync(path, 'latin1');
+  }
+  return out;
+}
+
+describe('a mirror that asks for credentials (Artifactory, Nexus): https://USER:PASSWORD@HOST/', () => {
+  test('they go as Basic authorization, to the mirror\'s own host only, and the password is never shown or stored outside the settings', async () => {
+    const password = 's@cret:x';
+    const mirror = await startMirrorServer(root, {auth: `alice:${password}`});
+    const cdn = await startMirrorServer(root);
+    try {
+      const url = mirror.url.replace('http://', `http://alice:${encodeURIComponent(password)}@`);
+      const archive = readdirSync(join(root, 'libcublas', 'linux-x86_64'))[0]!;
+      // The manifest comes through a redirect to the mirror's own absolute URL (the credentials go with it),
+      // an archive through one to another host (a CDN: they must not).
+      mirror.faults.set('redistrib_12.4.1.json', [{kind: 'redirect', to: `${mirror.url}redistrib_12.4.1.json`, times: 1}]);
+      mirror.faults.set(`libcublas/linux-x86_64/${archive}`, [{kind: 'redirect', to: `${cdn.url}libcublas/linux-x86_64/${archive}`}]);
+      const store = join(tmp.dir, `store${n++}`);
+      const r = await runCliAsync(['install', '12.4.1', '--components', COMPONENTS.join(','), '--json'], cliEnv(store, {CUDAENV_MIRROR: url}));
+      expect([r.code, r.stderr]).toEqual([0, '']);
+      expect(JSON.parse(r.stdout)).toMatchObject({status: 'installed', mirror: mirror.url.replace('http://', 'http://alice:****@')});
+      const basic = `Basic ${Buffer.from(`alice:${password}`).toString('base64')}`;
+      expect(mirror.log.filter((l) => l.authorization !== basic)).toEqual([]);
+      expect(mirror.log.map((l) => l.status)).toContain(302);
+      expect(cdn.log.map((l) => [l.path, l.status, l.authorization ?? 'none'])).toEqual([[`libcublas/linux-x86_64/${archive}`, 200, 'none']]);
+      const leaked = (text: string) => text.includes(password) || text.includes(encodeURIComponent(password));
+      expect(leaked(r.stdout + r.stderr)).toBe(false);
+      expect(leaked(allText(store))).toBe(false);
+
+      // A wrong password, and none: each says what to do, and shows no password.
+      const wrong = await runCliAsync(['install', '12.4.1', '--components', 'cuda_cudart'], cliEnv(join(tmp.dir, `store${n++}`), {CUDAENV_MIRROR: url.replace('s%40cret', 'wrong')}));
+      expect(wrong.code).toBe(1);
+      expect(wrong.stderr).toContain(`${mirror.url.replace('http://', 'http://alice:****@')}redistrib_12.4.1.json answered HTTP 401`);
+      expect(wrong.stderr).toContain('The mirror refused the credentials in its URL (HTTP 401)');
+      expect(wrong.stderr).not.toContain('wrong');
+      const none = await runCliAsync(['install', '12.4.1', '--components', 'cuda_cudart'], cliEnv(join(tmp.dir, `store${n++}`), {CUDAENV_MIRROR: mirror.url}));
+      expect(none.code).toBe(1);
+      expect(none.stderr).toContain('The mirror asks for credentials (HTTP 401): give them in its URL, https://USER:PASSWORD@HOST/...');
+
+      // The setting keeps the URL; showing it hides the password.
+      const settingsStore = join(tmp.dir, `store${n++}`);
+      expect((await runCliAsync(['config', 'mirror', url], cliEnv(settingsStore))).code).toBe(0);
+      const shown = await runCliAsync(['config'], cliEnv(settingsStore));
+      expect(shown.stdout).toContain(`mirror = ${mirror.url.replace('http://', 'http://alice:****@')}`);
+      expect(leaked(shown.stdout)).toBe(false);
+      expect((await runCliAsync(['install', '12.4.1', '--components', 'cuda_cudart', '--json'], cliEnv(settingsStore))).code).toBe(0);
+    } finally {
+      await mirror.close();
+      await cdn.close();
+    }
+  }, 300000);
 });
 
 describe('N out of N installs from every kind of mirror server', () => {

@@ -83,6 +83,21 @@ describeIf(haveTinyproxy && haveOpenssl, 'needs tinyproxy and openssl (apt-get i
     }
   }, 60000);
 
+  test('a mirror with credentials through the proxy: a request line without them, Basic authorization to the mirror', async () => {
+    const guarded = await startMirrorServer(root, {auth: 'bob:pa ss'});
+    const proxy = await startTinyproxy(tmp.dir);
+    try {
+      expectInstalled(await install(guarded.url.replace('http://', 'http://bob:pa%20ss@'), {http_proxy: proxy.url}));
+      // The absolute URL of the request line carries no userinfo (RFC 9110 4.2.4): the proxy logs it as sent.
+      expect(proxy.log()).toMatch(new RegExp(`GET ${guarded.url.replace(/[.]/g, '\\.')}redistrib_12\\.4\\.1\\.json`));
+      expect(proxy.log()).not.toContain('bob');
+      expect(guarded.log.filter((l) => l.authorization !== `Basic ${Buffer.from('bob:pa ss').toString('base64')}`)).toEqual([]);
+    } finally {
+      await proxy.close();
+      await guarded.close();
+    }
+  }, 60000);
+
   test('no_proxy: a listed host is reached directly, even with the proxy down', async () => {
     const down = `http://127.0.0.1:${await deadPort()}`;
     expectInstalled(await install(httpsUrl, {https_proxy: down, no_proxy: 'localhost,127.0.0.0/8'}));

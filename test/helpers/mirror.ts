@@ -267,13 +267,13 @@ export type Fault =
   | {kind: 'wrong-range'; start: number; noHeader?: boolean; times?: number}
   | {kind: 'status'; status: number; times?: number}
   | {kind: 'ignore-range'}
-  | {kind: 'redirect'; to: string}
+  | {kind: 'redirect'; to: string; times?: number}
   | {kind: 'throttle'; bytesPerSecond: number};
 
 export interface MirrorServer {
   url: string;
-  /** Requests seen: path and Range header. */
-  log: Array<{path: string; range?: string; status: number}>;
+  /** Requests seen: path, Range header and Authorization header. */
+  log: Array<{path: string; range?: string; status: number; authorization?: string}>;
   faults: Map<string, Fault[]>;
   close(): Promise<void>;
 }
@@ -288,16 +288,22 @@ export interface MirrorServer {
 export type ServerStyle = 'keep-alive' | 'close' | 'chunked' | 'eof';
 
 /** Serves `root` on 127.0.0.1 with Range support and per-path fault injection. */
-export async function startMirrorServer(root: string, options: {style?: ServerStyle} = {}): Promise<MirrorServer> {
+export async function startMirrorServer(root: string, options: {style?: ServerStyle; auth?: string} = {}): Promise<MirrorServer> {
   const style = options.style ?? 'keep-alive';
   const log: MirrorServer['log'] = [];
   const faults = new Map<string, Fault[]>();
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const path = decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname).replace(/^\/+/, '');
     const range = req.headers.range;
+    const authorization = req.headers.authorization;
     const respond = (status: number): void => {
-      log.push({path, range, status});
+      log.push({path, range, status, ...(authorization === undefined ? {} : {authorization})});
     };
+    // `auth`: "USER:PASSWORD" that every request must carry as Basic authorization (a mirror behind Artifactory).
+    if (options.auth !== undefined && authorization !== `Basic ${Buffer.from(options.auth).toString('base64')}`) {
+      res.writeHead(401, {'www-authenticate': 'Basic realm="mirror"', 'content-type': 'text/plain'}).end('authentication required\n');
+      return respond(401);
+    }
     const rel = normalize(path === '' ? 'index.html' : path);
     if (rel.startsWith('..')) {
       res.writeHead(403).end();
@@ -314,8 +320,9 @@ export async function startMirrorServer(root: string, options: {style?: ServerSt
       else f.times!--;
       return f as Fault;
     };
-    const redirect = list.find((f) => f.kind === 'redirect') as {to: string} | undefined;
+    const redirect = list.find((f) => f.kind === 'redirect') as {to: string; times?: number} | undefined;
     if (redirect) {
+      if (redirect.times !== undefined && --redirect.times <= 0) list.splice(list.indexOf(redirect as Fault), 1);
       res.writeHead(302, {location: redirect.to}).end();
       return respond(302);
     }

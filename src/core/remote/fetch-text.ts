@@ -1,6 +1,6 @@
 import {readFile, readdir} from 'node:fs/promises';
 import {CudaenvError, isErrno} from '../errors.js';
-import {discard, httpGet, isTransient, networkHint, readBody} from './http.js';
+import {accessHint, discard, httpGet, isTransient, networkHint, readBody} from './http.js';
 import {mirrorLocation, type Mirror} from './mirror.js';
 import {MAX_ATTEMPTS, retryDelayMs, sleep} from './retry.js';
 
@@ -42,7 +42,8 @@ export async function fetchText(mirror: Mirror, rel: string, options: {optional?
         continue;
       }
       throw new CudaenvError(`${where} answered HTTP ${statusCode}`, {
-        hint: statusCode === 404 ? `Does the mirror ${mirror.display} hold this release? List releases with \`cudaenv ls-remote\`.` : 'Try again later, or use another mirror (--mirror).',
+        hint: statusCode === 404 ? `Does the mirror ${mirror.display} hold this release? List releases with \`cudaenv ls-remote\`.`
+          : accessHint(statusCode, mirror.base) ?? 'Try again later, or use another mirror (--mirror).',
         code: statusCode === 404 ? 'not-found' : 'mirror',
       });
     } catch (error) {

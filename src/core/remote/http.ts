@@ -3,6 +3,9 @@ import {isIP} from 'node:net';
 import type {Duplex} from 'node:stream';
 import {extraCaOption} from './extra-ca.js';
 import {proxyFor, type ProxyChoice} from './proxy.js';
+import {CudaenvError} from '../errors.js';
+import {redactCredentials} from '../text/redact.js';
+import {basicAuthorization} from './basic-auth.js';
 
 /**
  * HTTP GET on Node's own `http`/`https` modules, not undici.
@@ -122,12 +125,33 @@ function tunnelAgent(mods: Modules, proxy: ProxyChoice): Agent {
 }
 
 
+/**
+ * The URL without its user and password, and the Basic `Authorization` they make (a mirror behind
+ * Artifactory or Nexus: https://USER:TOKEN@host/...). Sent as a header, never in a request line:
+ * through an HTTP proxy the absolute URL is the request target, and must carry no userinfo.
+ */
+export function splitCredentials(url: URL): {target: URL; authorization?: string} {
+  const authorization = basicAuthorization(url);
+  if (authorization === undefined) return {target: url};
+  if (authorization === null) {
+    throw new CudaenvError(`the user name or password in the mirror URL ${redactCredentials(url.href)} has a broken percent-encoding`, {
+      hint: 'Percent-encode special characters of the user name and password (@ as %40, : as %3A, % as %25).', code: 'usage', exitCode: 2,
+    });
+  }
+  const target = new URL(url.href);
+  target.username = '';
+  target.password = '';
+  return {target, authorization};
+}
+
 /** One request, no redirects. The request and response never emit an unhandled 'error'. */
 async function requestOnce(url: URL, options: GetOptions): Promise<HttpResponse> {
   const mods = await modules();
   const {http, https, agents} = mods;
   const proxy = proxyFor(url);
-  const headers = {'user-agent': 'cudaenv', ...options.headers};
+  const credentials = splitCredentials(url);
+  url = credentials.target;
+  const headers = {'user-agent': 'cudaenv', ...(credentials.authorization ? {authorization: credentials.authorization} : {}), ...options.headers};
   return new Promise<HttpResponse>((resolve, reject) => {
     const req = !proxy
       ? (url.protocol === 'https:' ? https : http).request(url, {method: 'GET', headers, agent: agents.get(url.protocol), signal: options.signal})
@@ -170,9 +194,15 @@ export async function httpGet(url: string, options: GetOptions = {}): Promise<Ht
     const location = res.headers.location;
     if (![301, 302, 303, 307, 308].includes(res.statusCode) || !location) return res;
     discard(res);
-    if (hop >= MAX_REDIRECTS) throw codedError(`${url} redirects more than ${MAX_REDIRECTS} times`, 'ETOOMANYREDIRECTS');
+    if (hop >= MAX_REDIRECTS) throw codedError(`${redactCredentials(url)} redirects more than ${MAX_REDIRECTS} times`, 'ETOOMANYREDIRECTS');
     const next = new URL(location, current);
-    if (next.protocol !== 'http:' && next.protocol !== 'https:') throw codedError(`${current.href} redirects to ${next.href}, which is not http(s)`, 'EBADREDIRECT');
+    if (next.protocol !== 'http:' && next.protocol !== 'https:') throw codedError(`${redactCredentials(current.href)} redirects to ${redactCredentials(next.href)}, which is not http(s)`, 'EBADREDIRECT');
+    // The mirror's credentials go with a redirect to the same origin only (as curl without
+    // --location-trusted): never to the CDN or another host the mirror sends the client to.
+    if (next.origin === current.origin && !next.username && !next.password) {
+      next.username = current.username;
+      next.password = current.password;
+    }
     current = next;
   }
 }
@@ -220,6 +250,15 @@ export function isTransient(error: unknown): boolean {
 }
 
 /** What to do about a network failure that is not transient: a TLS trust problem gets its own advice. */
+/** What to do about a mirror that answers 401 or 403: it wants credentials, or refused the ones in its URL. */
+export function accessHint(status: number, mirrorUrl: string): string | undefined {
+  if (status !== 401 && status !== 403) return undefined;
+  const given = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*@/i.test(mirrorUrl);
+  return given
+    ? `The mirror refused the credentials in its URL (HTTP ${status}): check the user name and password or token (percent-encoded) in it.`
+    : `The mirror asks for credentials (HTTP ${status}): give them in its URL, https://USER:PASSWORD@HOST/... (percent-encode special characters); cudaenv sends them only to that host and never prints the password.`;
+}
+
 export function networkHint(error: unknown, fallback: string): string {
   const code = (error as {code?: string} | undefined)?.code ?? '';
   if (code === 'EPROXYAUTH') {

@@ -2,6 +2,7 @@ import {existsSync} from 'node:fs';
 import {isAbsolute, resolve} from 'node:path';
 import {pathToFileURL} from 'node:url';
 import {UsageError} from '../errors.js';
+import {redactCredentials} from '../text/redact.js';
 
 export const DEFAULT_CUDA_MIRROR = 'https://developer.download.nvidia.com/compute/cuda/redist/';
 export const DEFAULT_CUDNN_MIRROR = 'https://developer.download.nvidia.com/compute/cudnn/redist/';
@@ -32,7 +33,7 @@ export function parseMirror(text: string, source = '--mirror'): Mirror {
       if (!url.pathname.endsWith('/')) url.pathname += '/';
       url.search = '';
       url.hash = '';
-      return {kind: 'http', base: url.href, display: url.href};
+      return {kind: 'http', base: url.href, display: redactCredentials(url.href)};
     }
     if (url.protocol === 'file:') {
       const dir = decodeURIComponent(url.pathname).replace(/\/+$/, '') || '/';

@@ -1,5 +1,6 @@
 import {BlockList, isIP} from 'node:net';
 import {CudaenvError} from '../errors.js';
+import {basicAuthorization} from './basic-auth.js';
 
 /**
  * The proxy a download goes through, read from the environment the way curl, pip and conda
@@ -52,18 +53,8 @@ export function parseProxy(value: string, variable: string): ProxyChoice {
   }
   if (url.protocol !== 'http:') throw problem(`cudaenv talks to proxies in plain HTTP (with CONNECT for https mirrors); ${url.protocol.replace(/:$/, '')} proxies are not supported`);
   if (!url.hostname) throw problem('it names no host');
-  let authorization: string | undefined;
-  if (url.username || url.password) {
-    let user: string;
-    let password: string;
-    try {
-      user = decodeURIComponent(url.username);
-      password = decodeURIComponent(url.password);
-    } catch {
-      throw problem('its user name or password has a broken percent-encoding');
-    }
-    authorization = `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
-  }
+  const authorization = basicAuthorization(url);
+  if (authorization === null) throw problem('its user name or password has a broken percent-encoding');
   const display = `http://${url.username ? `${url.username}${url.password ? ':***' : ''}@` : ''}${url.host}`;
   // 1080 is curl's default proxy port.
   return {host: url.hostname.replace(/^\[|\]$/g, ''), port: url.port ? Number(url.port) : 1080, authorization, display, variable};

@@ -1,6 +1,6 @@
 import {createReadStream} from 'node:fs';
 import {CudaenvError, isErrno} from '../errors.js';
-import {discard, httpGet, isTransient, networkHint, readBody} from './http.js';
+import {accessHint, discard, httpGet, isTransient, networkHint, readBody} from './http.js';
 import {mirrorLocation, type Mirror} from './mirror.js';
 import {MAX_ATTEMPTS, retryDelayMs, sleep} from './retry.js';
 
@@ -111,7 +111,8 @@ export async function* remoteBytes(mirror: Mirror, rel: string, offset: number, 
       discard(res);
       if (res.statusCode < 500) {
         throw new PermanentDownloadError(`${where} answered HTTP ${res.statusCode}`, {
-          hint: res.statusCode === 404 ? `The mirror ${mirror.display} lacks this archive although its manifest names it.` : 'Check the mirror and your access to it.',
+          hint: res.statusCode === 404 ? `The mirror ${mirror.display} lacks this archive although its manifest names it.`
+            : accessHint(res.statusCode, mirror.base) ?? 'Check the mirror and your access to it.',
           code: res.statusCode === 404 ? 'not-found' : 'mirror',
         });
       }
