@@ -1,5 +1,5 @@
 import {Args, Flags} from '@oclif/core';
-import {existsSync} from 'node:fs';
+import {existsSync, statSync} from 'node:fs';
 import {CudaenvCommand} from '../cli/base.js';
 import {refuseForeignStore} from '../core/store/store-owner.js';
 import {UsageError} from '../core/errors.js';
@@ -46,6 +46,14 @@ export default class Config extends CudaenvCommand {
       // A directory that is not there yet (a share not mounted) is allowed, and said.
       if ((key === 'mirror' || key === 'cudnnMirror') && typeof value === 'string' && value.startsWith('/') && !existsSync(value)) {
         this.warn2(`the directory ${value} does not exist (yet): installs from this mirror fail until it does`);
+      }
+      // A password in a file other users can read (a shared store, a home directory open to others).
+      if (typeof value === 'string' && redactCredentials(value) !== value) {
+        const mode = statSync(settings.file).mode & 0o777;
+        if (mode & 0o044) {
+          this.warn2(`the password of this URL is stored as it is in ${settings.file} (mode ${mode.toString(8)}: other users can read it); ` +
+            `chmod 600 it, or give the URL in ${key === 'cudnnMirror' ? 'CUDAENV_CUDNN_MIRROR' : 'CUDAENV_MIRROR'} in your own environment instead`);
+        }
       }
     }
     else if (!this.jsonEnabled()) this.log(redactCredentials(String(settings.get(key) ?? '(default)')));

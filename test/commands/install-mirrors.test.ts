@@ -1,7 +1,7 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
 import {randomBytes} from 'node:crypto';
-import {existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync} from 'node:fs';
+import {chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {cliEnv, runCliAsync, runLauncherAsync} from '../helpers/cli.js';
 import {haveOpenssl, sha256, startHttpsMirror, startMirrorServer, startPythonMirror, writeIndex, writeRelease, type ServerStyle} from '../helpers/mirror.js';
@@ -111,7 +111,17 @@ describe('a mirror that asks for credentials (Artifactory, Nexus): https://USER:
 
       // The setting keeps the URL; showing it hides the password.
       const settingsStore = join(tmp.dir, `store${n++}`);
-      expect((await runCliAsync(['config', 'mirror', url], cliEnv(settingsStore))).code).toBe(0);
+      // The usual umask, so that the file is made readable by others, as on most machines.
+      const umask = process.umask(0o022);
+      const set = await runCliAsync(['config', 'mirror', url], cliEnv(settingsStore)).finally(() => process.umask(umask));
+      expect(set.code).toBe(0);
+      const file = join(settingsStore, 'config.json');
+      expect(set.stderr).toContain(`the password of this URL is stored as it is in ${file} (mode 644: other users can read it); chmod 600 it, or give the URL in CUDAENV_MIRROR`);
+      // Made private, the file stays so through later writes, and nothing more is said.
+      chmodSync(file, 0o600);
+      expect((await runCliAsync(['config', 'mirror', url], cliEnv(settingsStore))).stderr).toBe('');
+      expect((await runCliAsync(['config', 'ldLibraryPath', 'none'], cliEnv(settingsStore))).code).toBe(0);
+      expect(statSync(file).mode & 0o777).toBe(0o600);
       const shown = await runCliAsync(['config'], cliEnv(settingsStore));
       expect(shown.stdout).toContain(`mirror = ${mirror.url.replace('http://', 'http://alice:****@')}`);
       expect(leaked(shown.stdout)).toBe(false);

@@ -1,4 +1,4 @@
-import {readFileSync} from 'node:fs';
+import {readFileSync, statSync} from 'node:fs';
 import {CudaenvError, isErrno} from '../errors.js';
 import type {StorePaths} from './paths.js';
 import {quoteSh} from '../shell/quote.js';
@@ -75,12 +75,22 @@ export async function loadSettings(paths: StorePaths): Promise<SettingsStore> {
   const {default: Conf} = await import('conf');
   let conf;
   try {
-    conf = new Conf<Settings>({cwd: paths.root, configName: 'config', clearInvalidConfig: false});
+    // Each write replaces the file: it keeps the mode it has (a `chmod 600` for a mirror password sticks).
+    const mode = existingMode(paths.configFile);
+    conf = new Conf<Settings>({cwd: paths.root, configName: 'config', clearInvalidConfig: false, ...(mode === undefined ? {} : {configFileMode: mode})});
     void conf.store; // parse now, so corruption surfaces here
   } catch (error) {
     throw corrupted(paths.configFile, error);
   }
   return new SettingsStore(conf, paths.configFile);
+}
+
+function existingMode(file: string): number | undefined {
+  try {
+    return statSync(file).mode & 0o777;
+  } catch {
+    return undefined;
+  }
 }
 
 function corrupted(file: string, error: unknown): CudaenvError {
