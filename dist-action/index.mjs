@@ -76509,6 +76509,21 @@ function retryDelayMs(attempt, env = process.env) {
   return Math.min(step * 2 ** attempt, 8e3);
 }
 var MAX_ATTEMPTS = 5;
+function transientStatus(status) {
+  return status >= 500 || status === 408 || status === 429;
+}
+var MAX_RETRY_AFTER_MS = 6e4;
+function retryAfterMs(value, now = Date.now()) {
+  const text = (Array.isArray(value) ? value[0] : value)?.trim();
+  if (!text) return void 0;
+  if (/^\d+$/.test(text)) return Number(text) * 1e3;
+  if (!/^[A-Za-z]/.test(text)) return void 0;
+  const at = Date.parse(text);
+  return Number.isNaN(at) ? void 0 : Math.max(0, at - now);
+}
+function waitBeforeRetry(attempt, retryAfter) {
+  return Math.max(retryDelayMs(attempt), retryAfter ?? 0);
+}
 function sleep(ms, signal) {
   return new Promise((resolve7, reject) => {
     if (signal?.aborted) return reject(signal.reason);
@@ -76521,6 +76536,14 @@ function sleep(ms, signal) {
       reject(signal.reason);
     };
     signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+function waitTooLong(where2, status, retryAfter, now = Date.now()) {
+  const wait = retryAfter >= 36e5 ? `${(retryAfter / 36e5).toFixed(1)} h` : retryAfter >= 12e4 ? `${Math.round(retryAfter / 6e4)} min` : `${Math.round(retryAfter / 1e3)} s`;
+  const at = new Date(now + retryAfter).toISOString().replace(/\.\d+Z$/, "Z");
+  return new CudaenvError(`${where2} answered HTTP ${status} and asks to wait ${wait} (Retry-After), longer than cudaenv waits by itself (${MAX_RETRY_AFTER_MS / 1e3} s)`, {
+    hint: `Run the command again after ${at}: a part already downloaded is kept and resumed. Or use another mirror (--mirror).`,
+    code: "network"
   });
 }
 
@@ -76556,8 +76579,10 @@ async function fetchText(mirror, rel, options = {}) {
       }
       discard(res);
       if (statusCode === 404 && options.optional) return void 0;
-      if (statusCode >= 500 && attempt + 1 < MAX_ATTEMPTS) {
-        await sleep(retryDelayMs(attempt), signal);
+      if (transientStatus(statusCode) && attempt + 1 < MAX_ATTEMPTS) {
+        const retryAfter = retryAfterMs(res.headers["retry-after"]);
+        if (retryAfter !== void 0 && retryAfter > MAX_RETRY_AFTER_MS) throw waitTooLong(where2, statusCode, retryAfter);
+        await sleep(waitBeforeRetry(attempt, retryAfter), signal);
         continue;
       }
       throw new CudaenvError(`${where2} answered HTTP ${statusCode}`, {
@@ -77342,6 +77367,7 @@ async function* remoteBytes(mirror, rel, offset, signal, events2 = {}) {
     if (events2.size !== void 0 && position >= events2.size) return;
     const before = position;
     let reason;
+    let retryAfter;
     try {
       const ranged = position > 0 && useRange;
       const res = await httpGet(where2, { headers: ranged ? { range: `bytes=${position}-` } : {}, signal });
@@ -77397,13 +77423,15 @@ async function* remoteBytes(mirror, rel, offset, signal, events2 = {}) {
         throw Object.assign(new Error(`the body ended after ${position} of ${events2.size} bytes`), { code: "EBODYSHORT" });
       }
       discard(res);
-      if (res.statusCode < 500) {
+      if (!transientStatus(res.statusCode)) {
         throw new PermanentDownloadError(`${where2} answered HTTP ${res.statusCode}`, {
           hint: res.statusCode === 404 ? `The mirror ${mirror.display} lacks this archive although its manifest names it.` : accessHint(res.statusCode, mirror.base) ?? "Check the mirror and your access to it.",
           code: res.statusCode === 404 ? "not-found" : "mirror"
         });
       }
       reason = `HTTP ${res.statusCode}`;
+      retryAfter = retryAfterMs(res.headers["retry-after"]);
+      if (retryAfter !== void 0 && retryAfter > MAX_RETRY_AFTER_MS) throw waitTooLong(where2, res.statusCode, retryAfter);
     } catch (error2) {
       if (error2 instanceof CudaenvError || signal.aborted) throw signal.aborted && !(error2 instanceof CudaenvError) ? signal.reason : error2;
       if (!isTransient(error2)) {
@@ -77418,7 +77446,7 @@ async function* remoteBytes(mirror, rel, offset, signal, events2 = {}) {
         code: "network"
       });
     }
-    const delayMs = retryDelayMs(attempt);
+    const delayMs = waitBeforeRetry(attempt, retryAfter);
     events2.onRetry?.({ attempt: attempt + 1, offset: position, delayMs, reason });
     await sleep(delayMs, signal);
   }

@@ -75,6 +75,38 @@ function allText(dir: string): string {
   return out;
 }
 
+describe('a mirror that asks to slow down', () => {
+  test('429, 503 and 408 are retried, waiting as long as Retry-After asks; a longer wait ends at once, saying when to try again', async () => {
+    const server = await startMirrorServer(root);
+    try {
+      const archive = `cuda_cudart/linux-x86_64/${readdirSync(join(root, 'cuda_cudart', 'linux-x86_64'))[0]}`;
+      server.faults.set('redistrib_12.4.1.json', [{kind: 'status', status: 429, headers: {'retry-after': '1'}}]);
+      // An HTTP-date (whole seconds) about 4 s ahead: still a second or more ahead when the archive is asked for.
+      const soon = new Date(Date.now() + 4000).toUTCString();
+      server.faults.set(archive, [{kind: 'status', status: 503, headers: {'retry-after': soon}}, {kind: 'status', status: 408}]);
+      // The back-off alone would be 20 ms: only Retry-After makes the waits long.
+      const r = await runCliAsync(['install', '12.4.1', '--components', 'cuda_cudart', '--json'], cliEnv(join(tmp.dir, `store${n++}`), {CUDAENV_MIRROR: server.url, CUDAENV_RETRY_DELAY_MS: '20'}));
+      expect([r.code, r.stderr]).toEqual([0, '']);
+      const seen = (path: string) => server.log.filter((l) => l.path === path);
+      expect(seen('redistrib_12.4.1.json').map((l) => l.status)).toEqual([429, 200]);
+      expect(seen('redistrib_12.4.1.json')[1]!.at - seen('redistrib_12.4.1.json')[0]!.at).toBeGreaterThanOrEqual(950);
+      expect(seen(archive).map((l) => l.status)).toEqual([503, 408, 200]);
+      expect(seen(archive)[1]!.at - seen(archive)[0]!.at).toBeGreaterThanOrEqual(900);
+      expect(seen(archive)[2]!.at - seen(archive)[1]!.at).toBeLessThan(900);
+
+      server.faults.set('redistrib_12.4.1.json', [{kind: 'status', status: 429, headers: {'retry-after': '3600'}}]);
+      const started = Date.now();
+      const later = await runCliAsync(['install', '12.4.1', '--components', 'cuda_cudart'], cliEnv(join(tmp.dir, `store${n++}`), {CUDAENV_MIRROR: server.url, CUDAENV_RETRY_DELAY_MS: '20'}));
+      expect(later.code).toBe(1);
+      expect(Date.now() - started).toBeLessThan(30000);
+      expect(later.stderr).toContain(`${server.url}redistrib_12.4.1.json answered HTTP 429 and asks to wait 1.0 h (Retry-After), longer than cudaenv waits by itself (60 s)`);
+      expect(later.stderr).toMatch(/Run the command again after \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ/);
+    } finally {
+      await server.close();
+    }
+  }, 120000);
+});
+
 describe('a mirror that asks for credentials (Artifactory, Nexus): https://USER:PASSWORD@HOST/', () => {
   test('they go as Basic authorization, to the mirror\'s own host only, and the password is never shown or stored outside the settings', async () => {
     const password = 's@cret:x';

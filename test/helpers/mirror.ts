@@ -265,7 +265,7 @@ export type Fault =
   | {kind: 'drop-after'; bytes: number; times?: number}
   /** Answers a Range request with 206 from byte `start` (not the one asked for), Content-Range saying so (or none). */
   | {kind: 'wrong-range'; start: number; noHeader?: boolean; times?: number}
-  | {kind: 'status'; status: number; times?: number}
+  | {kind: 'status'; status: number; times?: number; headers?: Record<string, string>}
   | {kind: 'ignore-range'}
   | {kind: 'redirect'; to: string; times?: number}
   | {kind: 'throttle'; bytesPerSecond: number};
@@ -273,7 +273,7 @@ export type Fault =
 export interface MirrorServer {
   url: string;
   /** Requests seen: path, Range header and Authorization header. */
-  log: Array<{path: string; range?: string; status: number; authorization?: string}>;
+  log: Array<{path: string; range?: string; status: number; authorization?: string; at: number}>;
   faults: Map<string, Fault[]>;
   close(): Promise<void>;
 }
@@ -297,7 +297,7 @@ export async function startMirrorServer(root: string, options: {style?: ServerSt
     const range = req.headers.range;
     const authorization = req.headers.authorization;
     const respond = (status: number): void => {
-      log.push({path, range, status, ...(authorization === undefined ? {} : {authorization})});
+      log.push({path, range, status, ...(authorization === undefined ? {} : {authorization}), at: Date.now()});
     };
     // `auth`: "USER:PASSWORD" that every request must carry as Basic authorization (a mirror behind Artifactory).
     if (options.auth !== undefined && authorization !== `Basic ${Buffer.from(options.auth).toString('base64')}`) {
@@ -328,7 +328,7 @@ export async function startMirrorServer(root: string, options: {style?: ServerSt
     }
     const fault = take();
     if (fault?.kind === 'status') {
-      res.writeHead(fault.status, {'content-type': 'text/plain'}).end(`injected ${fault.status}\n`);
+      res.writeHead(fault.status, {'content-type': 'text/plain', ...fault.headers}).end(`injected ${fault.status}\n`);
       return respond(fault.status);
     }
     const file = join(root, rel);

@@ -2,7 +2,7 @@ import {createReadStream} from 'node:fs';
 import {CudaenvError, isErrno} from '../errors.js';
 import {accessHint, discard, httpGet, isTransient, networkHint, readBody} from './http.js';
 import {mirrorLocation, type Mirror} from './mirror.js';
-import {MAX_ATTEMPTS, retryDelayMs, sleep} from './retry.js';
+import {MAX_ATTEMPTS, MAX_RETRY_AFTER_MS, retryAfterMs, sleep, transientStatus, waitBeforeRetry, waitTooLong} from './retry.js';
 
 export interface SourceEvents {
   /** A transient failure; the download resumes from `offset` after `delayMs`. */
@@ -53,6 +53,7 @@ export async function* remoteBytes(mirror: Mirror, rel: string, offset: number, 
     if (events.size !== undefined && position >= events.size) return;
     const before = position;
     let reason: string;
+    let retryAfter: number | undefined;
     try {
       const ranged = position > 0 && useRange;
       const res = await httpGet(where, {headers: ranged ? {range: `bytes=${position}-`} : {}, signal});
@@ -109,7 +110,7 @@ export async function* remoteBytes(mirror: Mirror, rel: string, offset: number, 
         throw Object.assign(new Error(`the body ended after ${position} of ${events.size} bytes`), {code: 'EBODYSHORT'});
       }
       discard(res);
-      if (res.statusCode < 500) {
+      if (!transientStatus(res.statusCode)) {
         throw new PermanentDownloadError(`${where} answered HTTP ${res.statusCode}`, {
           hint: res.statusCode === 404 ? `The mirror ${mirror.display} lacks this archive although its manifest names it.`
             : accessHint(res.statusCode, mirror.base) ?? 'Check the mirror and your access to it.',
@@ -117,6 +118,8 @@ export async function* remoteBytes(mirror: Mirror, rel: string, offset: number, 
         });
       }
       reason = `HTTP ${res.statusCode}`;
+      retryAfter = retryAfterMs(res.headers['retry-after']);
+      if (retryAfter !== undefined && retryAfter > MAX_RETRY_AFTER_MS) throw waitTooLong(where, res.statusCode, retryAfter);
     } catch (error) {
       // A permanent failure, or a setting that cannot work (a proxy URL), is not retried.
       if (error instanceof CudaenvError || signal.aborted) throw signal.aborted && !(error instanceof CudaenvError) ? signal.reason : error;
@@ -131,7 +134,7 @@ export async function* remoteBytes(mirror: Mirror, rel: string, offset: number, 
         hint: 'Try again later: the part already downloaded is kept and the next install resumes it.', code: 'network',
       });
     }
-    const delayMs = retryDelayMs(attempt);
+    const delayMs = waitBeforeRetry(attempt, retryAfter);
     events.onRetry?.({attempt: attempt + 1, offset: position, delayMs, reason});
     await sleep(delayMs, signal);
   }
