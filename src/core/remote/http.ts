@@ -249,7 +249,6 @@ export function isTransient(error: unknown): boolean {
     /socket hang up|premature close/i.test((error as Error | undefined)?.message ?? '');
 }
 
-/** What to do about a network failure that is not transient: a TLS trust problem gets its own advice. */
 /** What to do about a mirror that answers 401 or 403: it wants credentials, or refused the ones in its URL. */
 export function accessHint(status: number, mirrorUrl: string): string | undefined {
   if (status !== 401 && status !== 403) return undefined;
@@ -259,6 +258,7 @@ export function accessHint(status: number, mirrorUrl: string): string | undefine
     : `The mirror asks for credentials (HTTP ${status}): give them in its URL, https://USER:PASSWORD@HOST/... (percent-encode special characters); cudaenv sends them only to that host and never prints the password.`;
 }
 
+/** What to do about a network failure that is not transient: a TLS trust problem gets its own advice. */
 export function networkHint(error: unknown, fallback: string): string {
   const code = (error as {code?: string} | undefined)?.code ?? '';
   if (code === 'EPROXYAUTH') {
