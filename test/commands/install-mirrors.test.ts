@@ -81,8 +81,8 @@ describe('a mirror that asks to slow down', () => {
     try {
       const archive = `cuda_cudart/linux-x86_64/${readdirSync(join(root, 'cuda_cudart', 'linux-x86_64'))[0]}`;
       server.faults.set('redistrib_12.4.1.json', [{kind: 'status', status: 429, headers: {'retry-after': '1'}}]);
-      // An HTTP-date (whole seconds) about 4 s ahead: still a second or more ahead when the archive is asked for.
-      const soon = new Date(Date.now() + 4000).toUTCString();
+      // An HTTP-date (whole seconds) about 6 s ahead: still seconds ahead when the archive is asked for, even on a busy machine.
+      const soon = new Date(Date.now() + 6000).toUTCString();
       server.faults.set(archive, [{kind: 'status', status: 503, headers: {'retry-after': soon}}, {kind: 'status', status: 408}]);
       // The back-off alone would be 20 ms: only Retry-After makes the waits long.
       const r = await runCliAsync(['install', '12.4.1', '--components', 'cuda_cudart', '--json'], cliEnv(join(tmp.dir, `store${n++}`), {CUDAENV_MIRROR: server.url, CUDAENV_RETRY_DELAY_MS: '20'}));
