@@ -7,13 +7,12 @@
  * hook notices) changed nothing.
  */
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
-import {execFileSync, spawnSync} from 'node:child_process';
-import {copyFileSync, existsSync, mkdirSync, writeFileSync} from 'node:fs';
+import {spawnSync} from 'node:child_process';
+import {existsSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {DOWNLOADED, NEEDS} from '../../helpers/capabilities.js';
 import {testIf} from '../../helpers/skip.js';
-import {makeTempDir} from '../../helpers/tmp.js';
-import {cliCalls, have, loggingCli, makeStore, runInteractive, writeRc} from './shell-harness.js';
+import {cliCalls, have, oldShellFixture, runInteractive, writeRc} from './shell-harness.js';
 
 const ROOT = join(DOWNLOADED, 'bash-xenial');
 const fetched = existsSync(join(ROOT, '.unpacked-bash')) && existsSync(join(ROOT, '.unpacked-libtinfo5'));
@@ -30,18 +29,8 @@ describe('the bash integration on bash 4.3', () => {
 
   beforeAll(async () => {
     if (!usable) return;
-    tmp = makeTempDir('cudaenv-old-bash-');
-    // The package's bash with a RUNPATH to its own libtinfo.so.5 (LD_LIBRARY_PATH would reach the check).
-    oldBash = join(tmp.dir, 'bash-4.3');
-    copyFileSync(join(ROOT, 'bin', 'bash'), oldBash);
-    execFileSync('patchelf', ['--set-rpath', join(ROOT, 'lib', 'x86_64-linux-gnu'), oldBash]);
-    store = join(tmp.dir, 'store');
-    await makeStore(store, ['11.8.0', '12.4.1']);
-    home = join(tmp.dir, 'home');
-    mkdirSync(home);
-    proj = join(tmp.dir, 'proj');
-    mkdirSync(proj);
-    cli = loggingCli(tmp.dir);
+    // The package's bash, linked to its own libtinfo.so.5.
+    ({tmp, store, home, proj, cli, shell: oldBash} = await oldShellFixture('cudaenv-old-bash-', join(ROOT, 'bin', 'bash'), join(ROOT, 'lib', 'x86_64-linux-gnu')));
     // As CentOS 7's /etc/bashrc does before the user's rc: a PROMPT_COMMAND of the system's.
     writeRc('bash', home, {bin: cli.bin, before: "PROMPT_COMMAND='system_prompt_ran=1'"});
     spawnSync('sleep', ['1.1']);

@@ -1,5 +1,5 @@
-import {spawnSync} from 'node:child_process';
-import {chmodSync, closeSync, mkdirSync, openSync, readFileSync, writeFileSync} from 'node:fs';
+import {execFileSync, spawnSync} from 'node:child_process';
+import {chmodSync, closeSync, copyFileSync, mkdirSync, openSync, readFileSync, writeFileSync} from 'node:fs';
 
 let inputs = 0;
 import {join} from 'node:path';
@@ -8,6 +8,7 @@ import {afterVersionsChanged} from '../../../src/core/store/on-change.js';
 import {ensureStoreDirs} from '../../../src/core/store/registry.js';
 import {CLI, cliEnv} from '../../helpers/cli.js';
 import {makeFakeToolkit} from '../../helpers/toolkit.js';
+import {makeTempDir} from '../../helpers/tmp.js';
 
 export type ShellName = 'bash' | 'zsh' | 'fish';
 
@@ -141,4 +142,29 @@ export function tracked(file: string): Record<string, string | undefined> {
 /** Export a variable in the shell's own syntax. */
 export function exportLine(shell: ShellName, name: string, valueExpr: string): string {
   return shell === 'fish' ? `set -gx ${name} ${valueExpr}` : `export ${name}=${valueExpr}`;
+}
+
+/** The directories an old-shell test runs its scenario in, and the old shell itself. */
+export interface OldShellFixture {
+  tmp: {dir: string; cleanup: () => void};
+  store: string;
+  home: string;
+  proj: string;
+  cli: {bin: string; log: string};
+  /** A copy of the package's shell with a RUNPATH to the package's own libraries (LD_LIBRARY_PATH would reach the check). */
+  shell: string;
+}
+
+export async function oldShellFixture(prefix: string, packaged: string, libDir: string): Promise<OldShellFixture> {
+  const tmp = makeTempDir(prefix);
+  const shell = join(tmp.dir, `old-${packaged.split('/').pop()}`);
+  copyFileSync(packaged, shell);
+  execFileSync('patchelf', ['--set-rpath', libDir, shell]);
+  const store = join(tmp.dir, 'store');
+  await makeStore(store, ['11.8.0', '12.4.1']);
+  const home = join(tmp.dir, 'home');
+  mkdirSync(home);
+  const proj = join(tmp.dir, 'proj');
+  mkdirSync(proj);
+  return {tmp, store, home, proj, cli: loggingCli(tmp.dir), shell};
 }
