@@ -73980,8 +73980,10 @@ function findProblems(p, memo, stop = loadStop(p)) {
     if (obj.role === "interp") continue;
     const other = obj === p.main ? copyProblems(p, obj, memo, startup, { stopAtVersionFile: versionFileScope !== null, checkMatch: assertions ? glibc : null }) : [];
     if (tls && !startup.has(obj)) other.push(...staticTlsProblems(p, obj, memo, tls));
+    let binding;
+    const bindingOf = () => binding === void 0 ? binding = startup?.has(obj) ? bindingTime(p, obj) : null : binding;
     if (versionFileScope) {
-      const when2 = startup?.has(obj) ? bindingTime(p, obj) : null;
+      const when2 = bindingOf();
       other.push(...versionFileStops(p, obj, memo, (name) => when2?.(name) === "start" ? versionFileScope.start : versionFileScope.all));
     }
     if (references(obj.info).length === 0) {
@@ -73993,7 +73995,7 @@ function findProblems(p, memo, stop = loadStop(p)) {
     const closure = searchList(obj);
     const unbound = memo.unboundWithin(obj, closure);
     const rest = unbound.length === 0 ? [] : p.scope.filter((o) => !closure.includes(o) && (!reached || reached.has(o)));
-    const when = startup?.has(obj) ? bindingTime(p, obj) : null;
+    const when = bindingOf();
     for (const ref of unbound) {
       const at = when?.(ref.name);
       if ((at === "start" ? rest.filter((o) => startup.has(o)) : rest).some((o) => memo.defines(o.info, ref))) continue;
@@ -76521,6 +76523,11 @@ function retryAfterMs(value, now = Date.now()) {
   const at = Date.parse(text);
   return Number.isNaN(at) ? void 0 : Math.max(0, at - now);
 }
+function askedWait(where2, status, header) {
+  const wait = retryAfterMs(header);
+  if (wait !== void 0 && wait > MAX_RETRY_AFTER_MS) throw waitTooLong(where2, status, wait);
+  return wait;
+}
 function waitBeforeRetry(attempt, retryAfter) {
   return Math.max(retryDelayMs(attempt), retryAfter ?? 0);
 }
@@ -76580,9 +76587,7 @@ async function fetchText(mirror, rel, options = {}) {
       discard(res);
       if (statusCode === 404 && options.optional) return void 0;
       if (transientStatus(statusCode) && attempt + 1 < MAX_ATTEMPTS) {
-        const retryAfter = retryAfterMs(res.headers["retry-after"]);
-        if (retryAfter !== void 0 && retryAfter > MAX_RETRY_AFTER_MS) throw waitTooLong(where2, statusCode, retryAfter);
-        await sleep(waitBeforeRetry(attempt, retryAfter), signal);
+        await sleep(waitBeforeRetry(attempt, askedWait(where2, statusCode, res.headers["retry-after"])), signal);
         continue;
       }
       throw new CudaenvError(`${where2} answered HTTP ${statusCode}`, {
@@ -77430,8 +77435,7 @@ async function* remoteBytes(mirror, rel, offset, signal, events2 = {}) {
         });
       }
       reason = `HTTP ${res.statusCode}`;
-      retryAfter = retryAfterMs(res.headers["retry-after"]);
-      if (retryAfter !== void 0 && retryAfter > MAX_RETRY_AFTER_MS) throw waitTooLong(where2, res.statusCode, retryAfter);
+      retryAfter = askedWait(where2, res.statusCode, res.headers["retry-after"]);
     } catch (error2) {
       if (error2 instanceof CudaenvError || signal.aborted) throw signal.aborted && !(error2 instanceof CudaenvError) ? signal.reason : error2;
       if (!isTransient(error2)) {

@@ -166,9 +166,8 @@ export function writeModulefiles(paths: StorePaths, dir: string, policy: LdLibra
   }
   // Lmod turns a Tcl prepend-path into Lua without escaping (tcl2lua's output-path-foo, Lmod 8.6):
   // such a path fails there, though Environment Modules reads it exactly.
-  const warnings = format === 'tcl' && versions.some((v) => /["\\]/.test(v.path))
-    ? [`the store path ${versions.find((v) => /["\\]/.test(v.path))!.path} has a " or \\, which Lmod misreads in Tcl modulefiles: for Lmod, write the lua format (the default)`]
-    : [];
+  const misread = format === 'tcl' ? versions.find((v) => /["\\]/.test(v.path)) : undefined;
+  const warnings = misread ? [`the store path ${misread.path} has a " or \\, which Lmod misreads in Tcl modulefiles: for Lmod, write the lua format (the default)`] : [];
   return {dir, format, written, removed, warnings, ldLibraryPath: policy};
 }
 

@@ -306,8 +306,11 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo, stop: LoadStop 
     // Relocations that need no undefined symbol: a program's copies, a dlopened object's own initial-exec TLS.
     const other = obj === p.main ? copyProblems(p, obj, memo, startup, {stopAtVersionFile: versionFileScope !== null, checkMatch: assertions ? glibc : null}) : [];
     if (tls && !startup!.has(obj)) other.push(...staticTlsProblems(p, obj, memo, tls));
+    // When each name is bound, for an object the program starts with: asked once, and only if needed.
+    let binding: ((name: string) => 'start' | 'first-call') | null | undefined;
+    const bindingOf = () => binding === undefined ? (binding = startup?.has(obj) ? bindingTime(p, obj) : null) : binding;
     if (versionFileScope) {
-      const when = startup?.has(obj) ? bindingTime(p, obj) : null;
+      const when = bindingOf();
       other.push(...versionFileStops(p, obj, memo, (name) => when?.(name) === 'start' ? versionFileScope.start : versionFileScope.all));
     }
     if (references(obj.info).length === 0) {
@@ -320,7 +323,7 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo, stop: LoadStop 
     const closure = searchList(obj);
     const unbound = memo.unboundWithin(obj, closure);
     const rest = unbound.length === 0 ? [] : p.scope.filter((o) => !closure.includes(o) && (!reached || reached.has(o)));
-    const when = startup?.has(obj) ? bindingTime(p, obj) : null;
+    const when = bindingOf();
     for (const ref of unbound) {
       const at = when?.(ref.name);
       if ((at === 'start' ? rest.filter((o) => startup!.has(o)) : rest).some((o) => memo.defines(o.info, ref))) continue;

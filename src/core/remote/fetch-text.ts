@@ -2,7 +2,7 @@ import {readFile, readdir} from 'node:fs/promises';
 import {CudaenvError, isErrno} from '../errors.js';
 import {accessHint, discard, httpGet, isTransient, networkHint, readBody} from './http.js';
 import {mirrorLocation, type Mirror} from './mirror.js';
-import {MAX_ATTEMPTS, MAX_RETRY_AFTER_MS, retryAfterMs, retryDelayMs, sleep, transientStatus, waitBeforeRetry, waitTooLong} from './retry.js';
+import {askedWait, MAX_ATTEMPTS, retryDelayMs, sleep, transientStatus, waitBeforeRetry} from './retry.js';
 
 const MAX_TEXT_BYTES = 16 * 1024 * 1024;
 
@@ -38,9 +38,7 @@ export async function fetchText(mirror: Mirror, rel: string, options: {optional?
       discard(res);
       if (statusCode === 404 && options.optional) return undefined;
       if (transientStatus(statusCode) && attempt + 1 < MAX_ATTEMPTS) {
-        const retryAfter = retryAfterMs(res.headers['retry-after']);
-        if (retryAfter !== undefined && retryAfter > MAX_RETRY_AFTER_MS) throw waitTooLong(where, statusCode, retryAfter);
-        await sleep(waitBeforeRetry(attempt, retryAfter), signal);
+        await sleep(waitBeforeRetry(attempt, askedWait(where, statusCode, res.headers['retry-after'])), signal);
         continue;
       }
       throw new CudaenvError(`${where} answered HTTP ${statusCode}`, {

@@ -31,6 +31,16 @@ export function retryAfterMs(value: string | string[] | undefined, now = Date.no
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
+/**
+ * The wait a transient answer's Retry-After asks for (undefined: none); one longer than cudaenv
+ * waits by itself ends the download here (waitTooLong).
+ */
+export function askedWait(where: string, status: number, header: string | string[] | undefined): number | undefined {
+  const wait = retryAfterMs(header);
+  if (wait !== undefined && wait > MAX_RETRY_AFTER_MS) throw waitTooLong(where, status, wait);
+  return wait;
+}
+
 /** The wait before the next attempt: the back-off, or longer when the server asked for it. */
 export function waitBeforeRetry(attempt: number, retryAfter: number | undefined): number {
   return Math.max(retryDelayMs(attempt), retryAfter ?? 0);

@@ -2,7 +2,7 @@ import {createReadStream} from 'node:fs';
 import {CudaenvError, isErrno} from '../errors.js';
 import {accessHint, discard, httpGet, isTransient, networkHint, readBody} from './http.js';
 import {mirrorLocation, type Mirror} from './mirror.js';
-import {MAX_ATTEMPTS, MAX_RETRY_AFTER_MS, retryAfterMs, sleep, transientStatus, waitBeforeRetry, waitTooLong} from './retry.js';
+import {askedWait, MAX_ATTEMPTS, sleep, transientStatus, waitBeforeRetry} from './retry.js';
 
 export interface SourceEvents {
   /** A transient failure; the download resumes from `offset` after `delayMs`. */
@@ -118,8 +118,7 @@ export async function* remoteBytes(mirror: Mirror, rel: string, offset: number, 
         });
       }
       reason = `HTTP ${res.statusCode}`;
-      retryAfter = retryAfterMs(res.headers['retry-after']);
-      if (retryAfter !== undefined && retryAfter > MAX_RETRY_AFTER_MS) throw waitTooLong(where, res.statusCode, retryAfter);
+      retryAfter = askedWait(where, res.statusCode, res.headers['retry-after']);
     } catch (error) {
       // A permanent failure, or a setting that cannot work (a proxy URL), is not retried.
       if (error instanceof CudaenvError || signal.aborted) throw signal.aborted && !(error instanceof CudaenvError) ? signal.reason : error;
