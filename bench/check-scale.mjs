@@ -3,6 +3,8 @@
 // Both forms of the check are measured: the first check of the tree (`--no-cache`: every file read
 // and modelled) and the check of an unchanged tree, answered from the verdict cache that the
 // untimed warm-up round fills (a private CUDAENV_DIR, so nothing of the user's store is used).
+// The floor is measured beside them: a fresh Node.js process that only reads the tables every
+// check must read (bench/lib/check-floor.mjs), to show how much of the time is the model's.
 // Usage: npm run build && node bench/check-scale.mjs [runs] [DIR...]
 // (default DIRs: /usr/lib/x86_64-linux-gnu /usr/local/cuda-13.0/lib, those that exist)
 import {spawnSync} from 'node:child_process';
@@ -36,11 +38,16 @@ const report = JSON.parse(first.stdout);
 const files = report.checked;
 const linkerScripts = report.skipped.filter((s) => s.reason.includes('linker script')).length;
 
+const floorEnv = {...env};
+delete floorEnv.NODE_EXTRA_CA_CERTS;
 const loop = 'for f in "$@"; do ldd -r "$f"; done >/dev/null 2>&1';
 const results = compare([
   {name: `cudaenv check --no-cache ${dirs.join(' ')} (first check)`, cmd: cli, args: ['check', '--no-cache', ...dirs], options: {env, allowFailure: true}},
   {name: `cudaenv check ${dirs.join(' ')} (unchanged tree, cached)`, cmd: cli, args: ['check', ...dirs], options: {env, allowFailure: true}},
   {name: `for f in ...; do ldd -r "$f"; done (${files.length} files)`, cmd: 'bash', args: ['-c', loop, 'bash', ...files], options: {env, allowFailure: true}},
+  // The floor: a fresh Node.js process that only reads the tables any check must read
+  // (lib/check-floor.mjs), started as bin/cudaenv starts Node (without NODE_EXTRA_CA_CERTS).
+  {name: `node bench/lib/check-floor.mjs (${files.length} files: reading the tables only, no model)`, cmd: process.execPath, args: [join(root, 'bench', 'lib', 'check-floor.mjs'), ...files], options: {env: floorEnv}},
 ], {runs, warmup: 1});
 // The cached report must be the uncached one, byte for byte.
 const cachedJson = spawnSync(cli, ['check', '--json', ...dirs], {env, encoding: 'utf8', maxBuffer: 512 * 1024 * 1024}).stdout;
@@ -86,7 +93,7 @@ const missed = [...lddFailing].filter((k) => !ours.has(k));
 const unvExtra = [...oursUnversioned].filter((k) => !lddUnversioned.has(k));
 const unvMissed = [...lddUnversioned].filter((k) => !oursUnversioned.has(k));
 
-const [cold, warm, ldd] = results;
+const [cold, warm, ldd, floor] = results;
 const coldSpeedup = ldd.median / cold.median;
 const speedup = ldd.median / warm.median;
 console.log(`| command | median ms | min ms | max ms |`);
@@ -95,6 +102,7 @@ for (const r of results) console.log(`| \`${r.name}\` | ${r.median.toFixed(0)} |
 console.log(`\n${files.length} shared objects checked (${report.skipped.length} other files skipped, ${linkerScripts} of them linker scripts); ${runs} interleaved runs.`);
 console.log(`speed-up, first check (--no-cache): ${coldSpeedup.toFixed(1)}x (target >= 10x): ${coldSpeedup >= 10 ? 'PASS' : 'FAIL'}`);
 console.log(`speed-up, unchanged tree (cached): ${speedup.toFixed(1)}x (target >= 10x): ${speedup >= 10 ? 'PASS' : 'FAIL'}; report identical to the uncached one: ${sameReport ? 'yes' : 'NO'}`);
+console.log(`the floor (a fresh Node.js process reading the tables only): ${floor.median.toFixed(0)} ms, ${(ldd.median / floor.median).toFixed(1)}x; the first check takes ${(cold.median / floor.median).toFixed(1)}x the floor; the 10x budget is ${(ldd.median / 10).toFixed(0)} ms`);
 if (cpu) console.log(`CPU time (user+sys, median of 3): check --no-cache ${cpu[0].toFixed(2)} s (${(cpu[2] / cpu[0]).toFixed(1)}x), check cached ${cpu[1].toFixed(2)} s (${(cpu[2] / cpu[1]).toFixed(1)}x), ldd -r loop ${cpu[2].toFixed(2)} s`);
 console.log(`load average at the end: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
 console.log(`failing problems: ldd -r ${lddFailing.size}, cudaenv check ${ours.size}; false positives ${falsePositives.length} (target 0): ${falsePositives.length === 0 ? 'PASS' : 'FAIL'}; missed ${missed.length}`);

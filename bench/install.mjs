@@ -3,7 +3,8 @@
 // once) takes at most the wall time of the same four `curl -s URL | xz -dc | tar -x`
 // pipelines run *in parallel* (the same concurrency), and the peak memory of its whole process
 // tree (the sum over node, the xz and the tar processes at each moment) stays under 250 MB.
-// The four pipelines one after another are reported too (the anchor of earlier figures).
+// The four pipelines one after another are reported too (the anchor of earlier figures), and so
+// is the floor: the cheapest Node.js installer that verifies and can resume (lib/floor-installer.mjs).
 // Both against a keep-alive server and one that closes the connection after every response.
 // Median of N runs each, the three commands interleaved in rotating order.
 // Usage: npm run build && node bench/install.mjs [runs] [MB per component]
@@ -90,10 +91,11 @@ for (const mode of ['keep-alive', 'close']) {
   const ours = [];
   const parallel = [];
   const sequential = [];
+  const floor = [];
   for (let i = 0; i < runs; i++) {
     const store = join(tmp, `store${i}`);
-    const outs = [join(tmp, `out-par${i}`), join(tmp, `out-seq${i}`)];
-    for (const o of outs) mkdirSync(o);
+    const outs = [join(tmp, `out-par${i}`), join(tmp, `out-seq${i}`), join(tmp, `out-floor${i}`)];
+    for (const o of outs.slice(0, 2)) mkdirSync(o);
     const pipe = (r, out) => `curl -sf ${url}${r} | xz -dc | tar -x -C ${out}`;
     // bash with pipefail: a failed curl or xz fails the command, as a failed install would
     const par = `set -o pipefail; pids=; ${rels.map((r) => `(${pipe(r, outs[0])}) & pids="$pids $!"`).join('; ')}; st=0; for p in $pids; do wait $p || st=1; done; exit $st`;
@@ -102,12 +104,13 @@ for (const mode of ['keep-alive', 'close']) {
       async () => ours.push(await runMeasured(cli, ['install', label, '--components', names.join(','), '--mirror', url, '--json'], {env: {...env, CUDAENV_DIR: store}})),
       async () => parallel.push(await runMeasured('bash', ['-c', par], {env})),
       async () => sequential.push(await runMeasured('bash', ['-c', seq], {env})),
+      async () => floor.push(await runMeasured(process.execPath, [join(root, 'bench', 'lib', 'floor-installer.mjs'), url, label, outs[2], ...names], {env})),
     ];
     for (let k = 0; k < jobs.length; k++) await jobs[(i + k) % jobs.length]();
     rmSync(store, {recursive: true, force: true});
     for (const o of outs) rmSync(o, {recursive: true, force: true});
   }
-  results.push({mode, ours, parallel, sequential});
+  results.push({mode, ours, parallel, sequential, floor});
 }
 server.kill();
 rmSync(tmp, {recursive: true, force: true});
@@ -115,14 +118,16 @@ rmSync(tmp, {recursive: true, force: true});
 const mib = (kib) => (kib / 1024).toFixed(0);
 const row = (name, xs) => `| ${name} | ${median(xs.map((x) => x.ms)).toFixed(0)} | ${Math.min(...xs.map((x) => x.ms)).toFixed(0)} | ${Math.max(...xs.map((x) => x.ms)).toFixed(0)} | ${median(xs.map((x) => x.cpuS)).toFixed(2)} | ${mib(Math.max(...xs.map((x) => x.peakKiB)))} |`;
 console.log(`4 components, ${(compressed / 1048576).toFixed(1)} MiB compressed, ${runs} runs each, interleaved; load average before: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
-for (const {mode, ours, parallel, sequential} of results) {
+for (const {mode, ours, parallel, sequential, floor} of results) {
   console.log(`\nserver: ${mode === 'close' ? 'Connection: close after every response' : 'keep-alive'}\n`);
   console.log('| command | median ms | min ms | max ms | median CPU s (tree, user+sys) | peak RSS of the process tree MiB |');
   console.log('| --- | --- | --- | --- | --- | --- |');
   console.log(row('4 x `curl -s URL \\| xz -dc \\| tar -x` in parallel', parallel));
   console.log(row('4 x `curl -s URL \\| xz -dc \\| tar -x` one after another', sequential));
+  console.log(row('floor: the cheapest Node.js installer that verifies and can resume (bench/lib/floor-installer.mjs)', floor));
   console.log(row('`cudaenv install 12.4.1 --components ...` (cold cache, 4 at once)', ours));
   const m = median(ours.map((x) => x.ms));
   const cpu = (xs) => median(xs.map((x) => x.cpuS));
   console.log(`\nwall ratio cudaenv/parallel anchor: ${(m / median(parallel.map((x) => x.ms))).toFixed(2)} (target <= 1.00); cudaenv/sequential anchor: ${(m / median(sequential.map((x) => x.ms))).toFixed(2)}; CPU ratio cudaenv/parallel anchor: ${(cpu(ours) / cpu(parallel)).toFixed(2)}; peak tree RSS ${mib(Math.max(...ours.map((x) => x.peakKiB)))} MiB (target < 250)`);
+  console.log(`floor/parallel anchor: wall ${(median(floor.map((x) => x.ms)) / median(parallel.map((x) => x.ms))).toFixed(2)}, CPU ${(cpu(floor) / cpu(parallel)).toFixed(2)}; cudaenv/floor: wall ${(m / median(floor.map((x) => x.ms))).toFixed(2)}`);
 }
