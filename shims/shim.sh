@@ -88,7 +88,10 @@ _ce_parse_file() {
       else
         printf '%s' "$_ce_text" | iconv -f UTF-8 -t UTF-8 >/dev/null 2>&1 ||
           _ce_fail "$_ce_f: is not UTF-8 text (a binary file?)" "$_ce_hint"
-      fi ;;
+      fi
+      case $_ce_text in
+        "$(printf '\357\273\277')"*) _ce_fail "$_ce_f: starts with a byte-order mark (BOM); save it as UTF-8 without one" "$_ce_hint" ;;
+      esac ;;
   esac
   _ce_spec=
   _ce_n=0

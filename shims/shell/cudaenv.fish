@@ -104,6 +104,11 @@ function _cudaenv_parse
         set -g _cudaenv_e 'is not UTF-8 text (a binary file?)'
         return 1
     end
+    # Named as the CLI names it (in the C locale fish holds the BOM's three bytes as U+F6EF U+F6BB U+F6BF).
+    if string match -qr -- '^(\x{FEFF}|\x{F6EF}\x{F6BB}\x{F6BF})' "$text"
+        set -g _cudaenv_e 'starts with a byte-order mark (BOM); save it as UTF-8 without one'
+        return 1
+    end
     set -l n 0
     for raw in (string split \n -- "$text")
         set n (math $n + 1)

@@ -77,6 +77,8 @@ _cudaenv_parse() {
   if [ "${#1}" -gt 4096 ]; then _cudaenv_e='holds more than 4096 bytes'; return 1; fi
   if [[ $1 == *["$_CUDAENV_CTL"]* ]]; then _cudaenv_e='contains control characters or binary data'; return 1; fi
   if ! [[ $1 =~ $_CUDAENV_UTF8_RE ]]; then _cudaenv_e='is not UTF-8 text (a binary file?)'; return 1; fi
+  # Named as the CLI names it (a BOM would otherwise show up invisibly inside the quoted line).
+  if [[ $1 == $'\xef\xbb\xbf'* ]]; then _cudaenv_e='starts with a byte-order mark (BOM); save it as UTF-8 without one'; return 1; fi
   rest=$1$'\n'
   while [ -n "$rest" ]; do
     line=${rest%%$'\n'*}

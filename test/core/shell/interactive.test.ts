@@ -150,6 +150,8 @@ for (const shell of SHELLS) {
         ['64 MB of zeros', (d) => { spawnSync('truncate', ['-s', '64M', join(d, '.cuda-version')]); }, /control characters or binary|more than 4096 bytes/],
         ['directory', (d) => mkdirSync(join(d, '.cuda-version')), /is a directory/],
         ['FIFO', (d) => { spawnSync('mkfifo', [join(d, '.cuda-version')]); }, /not a regular file/],
+        // Named, not shown: the mark is invisible inside a quoted line (Windows editors write it).
+        ['UTF-8 byte-order mark', (d) => writeFileSync(join(d, '.cuda-version'), '\ufeff12.4\r\n'), /: starts with a byte-order mark \(BOM\); save it as UTF-8 without one/],
         ['not UTF-8 (Latin-1 in a comment)', (d) => writeFileSync(join(d, '.cuda-version'), Buffer.from('12.4\n# caf\xe9\n', 'latin1')), /is not UTF-8 text/],
         // fish's `read -n` read these one system call per byte without counting them: a minute's hang.
         ['64 MB of bytes that are not UTF-8', (d) => writeFileSync(join(d, '.cuda-version'), Buffer.alloc(64 * 1024 * 1024, 0xe9)), /more than 4096 bytes/],

@@ -152,6 +152,23 @@ describe('shims', () => {
     expect(current.stderr).toBe(`cudaenv: cuda-11.8 (set by ${join(proj, '.cuda-version')}) is not installed\n${hint}`);
   });
 
+  test('a file with a byte-order mark: the shim names the mark, as `cudaenv current` does', () => {
+    const paths = pathsFor(store);
+    rmSync(paths.globalFile, {force: true});
+    const proj = join(tmp.dir, 'bom');
+    mkdirSync(proj, {recursive: true});
+    writeFileSync(join(proj, '.cuda-version'), '\ufeff12.4\r\n');
+    const env = cliEnv(store, {PATH: `${paths.shims}:/usr/bin:/bin`});
+    const what = `${join(proj, '.cuda-version')}: starts with a byte-order mark (BOM); save it as UTF-8 without one`;
+    for (const shim of [spawnSync(join(paths.shims, 'whoami-cuda'), [], {cwd: proj, env, encoding: 'utf8'}), spawnSync('/bin/sh', [join(paths.shims, 'whoami-cuda')], {cwd: proj, env, encoding: 'utf8'})]) {
+      expect(shim.status).toBe(127);
+      expect(shim.stderr.split('\n')[0]).toBe(`cudaenv: ${what}`);
+    }
+    const current = runCli(['current'], {env, cwd: proj});
+    expect(current.status).not.toBe(0);
+    expect(current.stderr.split('\n')[0]).toBe(`cudaenv: ${what}`);
+  });
+
   const canTrace = spawnSync('strace', ['-f', '-e', 'trace=process', '-o', '/dev/null', 'true']).status === 0;
   testIf(canTrace, 'strace is missing or cannot ptrace here')('in a directory with a .cuda-version, the shim starts no process before running the program (strace)', () => {
     const paths = pathsFor(store);
