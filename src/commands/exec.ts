@@ -1,12 +1,13 @@
 import {Flags} from '@oclif/core';
 import {CudaenvCommand} from '../cli/base.js';
-import {UsageError} from '../core/errors.js';
+import {CudaenvError, UsageError} from '../core/errors.js';
+import {quoteSh} from '../core/shell/quote.js';
 import {loadSettings} from '../core/store/settings.js';
 import {toolkitEnvironment, type LdLibraryPathPolicy} from '../core/shell/toolkit-env.js';
 import {runForeground} from '../core/system/run-child.js';
 import {notInstalledError, resolveSpec} from '../core/versions/resolve.js';
 import {requireSelection} from '../core/versions/select.js';
-import {parseSpec} from '../core/versions/spec.js';
+import {parseSpec, prefixedVersion, tryParseSpec} from '../core/versions/spec.js';
 
 export default class Exec extends CudaenvCommand {
   static override summary = 'Run a command with a CUDA version\'s environment.';
@@ -45,6 +46,25 @@ export default class Exec extends CudaenvCommand {
     }
     // The check line is for a person at a terminal; scripts and pipelines keep a clean stderr.
     if (dir && process.stderr.isTTY) await (await import('../core/shell/switch-check.js')).reportSwitchCheck(this.paths, dir, env);
-    process.exitCode = await runForeground(command, args, env);
+    try {
+      process.exitCode = await runForeground(command, args, env);
+    } catch (error) {
+      throw (flags.cuda === undefined ? versionAsCommand(error, command, args) : undefined) ?? error;
+    }
   }
+}
+
+/**
+ * nvm's habit (`nvm exec 18 node app.js`): a version written where exec takes the command. Only
+ * once no such command exists (a program named 12.4 still runs), the error says how to write it.
+ */
+function versionAsCommand(error: unknown, command: string, args: string[]): CudaenvError | undefined {
+  if (!(error instanceof CudaenvError) || error.code !== 'command-not-found' || args.length === 0) return undefined;
+  const kind = tryParseSpec(command)?.kind;
+  const version = kind === 'version' || kind === 'latest' || kind === 'system' ? command : prefixedVersion(command);
+  if (version === undefined) return undefined;
+  return new CudaenvError(error.message, {
+    hint: `To run ${args[0]} with CUDA ${version}, name the version with --cuda: cudaenv exec --cuda ${version} ${args.map(quoteSh).join(' ')}`,
+    exitCode: error.exitCode, code: error.code,
+  });
 }

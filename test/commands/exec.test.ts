@@ -1,5 +1,6 @@
 import {afterEach, beforeEach, describe, expect, test} from '@jest/globals';
 import {spawn} from 'node:child_process';
+import {mkdirSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {CLI, cliEnv, runCli} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
@@ -39,6 +40,20 @@ describe('cudaenv exec', () => {
     const r = runCli(['exec', '--cuda', '11', '--', 'no-such-program-xyz'], {env});
     expect(r.status).toBe(127);
     expect(r.stderr).toContain('cannot run no-such-program-xyz: command not found');
+  });
+
+  test('a version written where the command goes (nvm\'s `nvm exec 18 node`): the error says to name it with --cuda', () => {
+    for (const [word, version] of [['12.4', '12.4'], ['cuda-11.8', '11.8'], ['latest', 'latest']]) {
+      const r = runCli(['exec', word, 'sh', '-c', 'echo "$1"', 'sh', 'it\'s'], {env});
+      expect(r.status).toBe(127);
+      expect(r.stderr).toBe(`cudaenv: cannot run ${word}: command not found\nTo run sh with CUDA ${version}, name the version with --cuda: cudaenv exec --cuda ${version} sh -c 'echo "$1"' sh 'it'\\''s'\n`);
+    }
+    // A word that is no version keeps the plain hint; a program that exists under a version's name runs.
+    expect(runCli(['exec', 'no-such-program-xyz', 'x'], {env}).stderr).toContain('Check the name, or that the selected toolkit provides it');
+    const bin = join(dir, 'odd-bin');
+    mkdirSync(bin);
+    writeFileSync(join(bin, '12.4'), '#!/bin/sh\necho ran "$@"\n', {mode: 0o755});
+    expect(runCli(['exec', '12.4', 'x'], {env: {...env, PATH: `${bin}:/usr/bin:/bin`}}).stdout).toBe('ran x\n');
   });
 
   test('forwards signals to the command and reports them as 128+N', async () => {
