@@ -164,6 +164,20 @@ d('cudaenv check', () => {
     expect(named.stderr).toContain('truncated or corrupt');
   });
 
+  test('empty files: named where a library should be, counted with the other files elsewhere (a package tree\'s __init__.py)', () => {
+    const dir = join(tmp.dir, 'package-tree');
+    mkdirSync(join(dir, 'pkg', 'sub'), {recursive: true});
+    for (const name of ['pkg/__init__.py', 'pkg/sub/__init__.py', 'pkg/py.typed']) writeFileSync(join(dir, name), '');
+    writeFileSync(join(dir, 'pkg', 'libcut.so.1'), '');
+    const r = runCli(['check', '--recursive', dir], {env});
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain(`note: skipped ${join(dir, 'pkg', 'libcut.so.1')}: an empty file (0 bytes), not a shared object\n`);
+    expect(r.stdout).not.toContain('__init__.py');
+    expect(r.stdout).toContain('note: skipped 3 other files that are not ELF shared objects (--json lists them)');
+    const json = JSON.parse(runCli(['check', '--recursive', '--json', dir], {env}).stdout);
+    expect(json.skipped.filter((s: {reason: string}) => s.reason.startsWith('an empty file'))).toHaveLength(4);
+  });
+
   test('bad usage exits 2 with a clear message', () => {
     const nothing = runCli(['check', join(tmp.dir, 'nope.so')], {env});
     expect(nothing.status).toBe(2);

@@ -1,4 +1,5 @@
 import type {CheckReport, CheckedObject, Problem} from './api.js';
+import {EMPTY} from './targets.js';
 
 /**
  * Text renderings of a CheckReport for `cudaenv check`: the problems with their explanations,
@@ -125,6 +126,9 @@ export function formatProblems(report: CheckReport, options: {strict?: boolean} 
   return lines;
 }
 
+/** A file name a shared object goes by: libfoo.so, libfoo.so.1.2, foo.cpython-311-x86_64-linux-gnu.so. */
+const LIBRARY_NAME = /\.so(\.\d+)*$/;
+
 export function formatSkipped(report: CheckReport): string[] {
   const lines: string[] = [];
   const other: string[] = [];
@@ -132,7 +136,10 @@ export function formatSkipped(report: CheckReport): string[] {
   // when several share it: a package tree has dozens of executables or scripts beside its libraries.
   const byReason = new Map<string, string[]>();
   for (const s of report.skipped) {
-    if (/linker script|damaged ELF|empty file|LD_PRELOAD|class|machine|executable/.test(s.reason)) {
+    // An empty file matters where a library should be (a copy cut short); an empty __init__.py
+    // or py.typed in a package tree checked with --recursive is one more file that is no library.
+    const worthAWord = s.reason === EMPTY ? LIBRARY_NAME.test(s.path) : /linker script|damaged ELF|LD_PRELOAD|class|machine|executable/.test(s.reason);
+    if (worthAWord) {
       const paths = byReason.get(s.reason) ?? [];
       paths.push(s.path);
       byReason.set(s.reason, paths);
