@@ -23441,8 +23441,8 @@ var init_internal_path = __esm({
             let remaining = itemPath;
             let dir = dirname9(remaining);
             while (dir !== remaining) {
-              const basename10 = path7.basename(remaining);
-              this.segments.unshift(basename10);
+              const basename11 = path7.basename(remaining);
+              this.segments.unshift(basename11);
               remaining = dir;
               dir = dirname9(remaining);
             }
@@ -75068,6 +75068,71 @@ function explainNotFound(problem, p, f, who, ctx) {
   return problem;
 }
 
+// src/core/elf/found-elsewhere.ts
+import { realpathSync as realpathSync4 } from "node:fs";
+import { basename as basename4 } from "node:path";
+function noteFoundElsewhere(results) {
+  if (!results.some((r) => r.problems.some((p) => p.kind === "not-found"))) return results;
+  const found = /* @__PURE__ */ new Map();
+  for (const r of results) {
+    if (r.checked === void 0) continue;
+    for (const o of r.objects) {
+      if (o.path === r.checked) continue;
+      for (const edge of o.needed) {
+        if (edge.path === null || edge.rule === null) continue;
+        const key = `${basename4(o.path)}\0${edge.name}`;
+        const list = found.get(key) ?? [];
+        if (list.length < 8) list.push({ root: r.checked, object: o.path, edge });
+        found.set(key, list);
+      }
+    }
+  }
+  if (found.size === 0) return results;
+  const real = /* @__PURE__ */ new Map();
+  const file = (path13) => {
+    if (!real.has(path13)) {
+      try {
+        real.set(path13, realpathSync4(path13));
+      } catch {
+        real.set(path13, null);
+      }
+    }
+    return real.get(path13);
+  };
+  return results.map((r) => {
+    const missing = new Set(r.problems.filter((p) => p.kind === "not-found" && p.library !== null).map((p) => `${p.object}\0${p.library}`));
+    if (missing.size === 0) return r;
+    let changed = false;
+    const problems = r.problems.map((p) => {
+      if (p.library === null || !missing.has(`${p.object}\0${p.library}`) || p.kind !== "not-found" && p.kind !== "undefined-symbol") return p;
+      const self2 = file(p.object);
+      const by = self2 === null ? void 0 : found.get(`${basename4(p.object)}\0${p.library}`)?.find((f) => f.root !== r.checked && file(f.object) === self2);
+      if (by === void 0) return p;
+      changed = true;
+      return amend(p, by);
+    });
+    return changed ? { ...r, problems } : r;
+  });
+}
+function amend(p, by) {
+  const name = basename4(p.object);
+  const how = `${by.root} loads it and finds ${p.library} as ${by.edge.path} (${by.edge.rule})`;
+  if (p.kind === "not-found") {
+    return {
+      ...p,
+      explanation: `${p.explanation} Loaded the way another checked file loads it, it does find it: ${how}. If only such files load ${name} (a library vendored for them), this is harmless; a program that loads ${name} by itself fails as described.`,
+      fix: `nothing, if only the files it ships with load ${name} (${basename4(by.root)} does); for a program that loads it by itself: ${p.fix ?? "make the library findable"}`,
+      summary: `${p.summary} when it is loaded on its own (loaded by ${basename4(by.root)}, it is found)`,
+      foundWhenLoadedBy: { object: by.root, path: by.edge.path, rule: by.edge.rule }
+    };
+  }
+  return {
+    ...p,
+    explanation: `${p.explanation} (Only when ${name} is loaded on its own: ${how}.)`,
+    foundWhenLoadedBy: { object: by.root, path: by.edge.path, rule: by.edge.rule }
+  };
+}
+
 // src/core/elf/ldcache/load.ts
 import { createRequire } from "node:module";
 import { readFileSync, statSync as statSync4 } from "node:fs";
@@ -75576,7 +75641,7 @@ function loaderPlatform(elfClass, machine, sysroot = "", cacheGenerator) {
 }
 
 // src/core/elf/mounts.ts
-import { readFileSync as readFileSync5, realpathSync as realpathSync4 } from "node:fs";
+import { readFileSync as readFileSync5, realpathSync as realpathSync5 } from "node:fs";
 var mounts;
 var unescape = (s) => s.replace(/\\([0-7]{3})/g, (_m, o) => String.fromCharCode(parseInt(o, 8)));
 function parseMountinfo(text) {
@@ -75642,7 +75707,7 @@ function noexecMountOf(path13) {
 function lookUp(path13) {
   let real;
   try {
-    real = realpathSync4.native(path13);
+    real = realpathSync5.native(path13);
   } catch {
     return null;
   }
@@ -75655,7 +75720,7 @@ function noexecMountPoints() {
 
 // src/core/elf/verdict-cache.ts
 import { mkdirSync, readdirSync as readdirSync4, readFileSync as readFileSync6, renameSync, statfsSync, statSync as statSync5, unlinkSync, writeFileSync } from "node:fs";
-import { basename as basename4, dirname as dirname6, join as join7 } from "node:path";
+import { basename as basename5, dirname as dirname6, join as join7 } from "node:path";
 import { fileURLToPath } from "node:url";
 var SETTLE_MS = 2e3;
 var FORMAT = 1;
@@ -75866,7 +75931,7 @@ function codeStamp() {
   if (stamp !== void 0) return stamp;
   const self2 = fileURLToPath(import.meta.url);
   const files = [];
-  if (basename4(self2).includes("bundle")) {
+  if (basename5(self2).includes("bundle")) {
     files.push(self2);
   } else {
     const walk = (dir) => {
@@ -76003,21 +76068,22 @@ async function checkPartial(options, files) {
   const cache2 = options.cacheDir ? openCache(options, cwd, ctx) : null;
   const memo = new SymbolMemo(null);
   const explainCtx = { ldLibraryPath: options.ldLibraryPath, storeVersionsDir: options.storeVersionsDir, cwd };
-  const results = [];
+  const own = [];
   for (const file of [...files].sort((a, b) => a.index - b.index)) {
     const name = file.file === void 0 ? file.path : `${file.path}\0${file.file}`;
     const hit = cache2?.lookup(name, file.explicit);
     if (hit) {
-      results.push({ index: file.index, ...hit });
+      own.push({ index: file.index, ...hit });
       continue;
     }
     recorder?.begin();
     const result = await checkOne(file, ctx, exe, memo, explainCtx, recorder);
     const inputs = recorder?.end();
     if (cache2 && inputs) cache2.store(name, inputs, recorder.shared, result, file.explicit);
-    results.push({ index: file.index, ...result });
+    own.push({ index: file.index, ...result });
   }
   cache2?.save();
+  const results = noteFoundElsewhere(own);
   const described = /* @__PURE__ */ new Set();
   for (const r of results) {
     r.objects = r.objects.filter((o) => {
@@ -76866,10 +76932,10 @@ function onFatalExit(action5) {
 
 // src/core/store/atomic-write.ts
 import { closeSync as closeSync5, fsyncSync, mkdirSync as mkdirSync2, openSync as openSync5, renameSync as renameSync2, rmSync, writeSync } from "node:fs";
-import { dirname as dirname7, basename as basename5, join as join8 } from "node:path";
+import { dirname as dirname7, basename as basename6, join as join8 } from "node:path";
 function atomicWriteFile(path13, content, mode = 420, options = {}) {
   mkdirSync2(dirname7(path13), { recursive: true });
-  const tmp = join8(dirname7(path13), `.${basename5(path13)}.${process.pid}.${Date.now()}.tmp`);
+  const tmp = join8(dirname7(path13), `.${basename6(path13)}.${process.pid}.${Date.now()}.tmp`);
   const fd = openSync5(tmp, "w", mode);
   try {
     writeSync(fd, typeof content === "string" ? Buffer.from(content) : content);
@@ -77282,7 +77348,7 @@ function writeShims(paths) {
 
 // src/core/shell/switch-index.ts
 import { existsSync as existsSync8, mkdirSync as mkdirSync6, readdirSync as readdirSync8, readlinkSync as readlinkSync3 } from "node:fs";
-import { basename as basename6, join as join12 } from "node:path";
+import { basename as basename7, join as join12 } from "node:path";
 function switchDir(paths) {
   return join12(paths.root, "switch");
 }
@@ -77299,7 +77365,7 @@ function writeSwitchIndex(paths) {
   for (const name of names.sort()) {
     if (name.startsWith(".")) continue;
     try {
-      const label = basename6(readlinkSync3(join12(paths.resolve, name)));
+      const label = basename7(readlinkSync3(join12(paths.resolve, name)));
       if (isVersion(label)) pairs.push(`${name}=${label}`);
     } catch {
     }
@@ -77337,7 +77403,7 @@ import { spawn as spawn2 } from "node:child_process";
 import { createHash } from "node:crypto";
 import { createReadStream as createReadStream2, mkdirSync as mkdirSync7, renameSync as renameSync4, rmSync as rmSync5, statSync as statSync8, statfsSync as statfsSync2 } from "node:fs";
 import { open as open2 } from "node:fs/promises";
-import { basename as basename7, join as join14 } from "node:path";
+import { basename as basename8, join as join14 } from "node:path";
 import { finished } from "node:stream/promises";
 
 // src/core/remote/source.ts
@@ -77879,7 +77945,7 @@ function parsePax(data) {
 var VerifyError = class extends CudaenvError {
 };
 function cacheFileName(artifact) {
-  return `${artifact.sha256.slice(0, 16)}-${basename7(artifact.relativePath).replace(/[^A-Za-z0-9._+-]/g, "_")}`;
+  return `${artifact.sha256.slice(0, 16)}-${basename8(artifact.relativePath).replace(/[^A-Za-z0-9._+-]/g, "_")}`;
 }
 function sizeOf(path13) {
   try {
@@ -77892,7 +77958,7 @@ async function fetchAndExtract(job) {
   const { artifact } = job;
   mkdirSync7(job.cacheDir, { recursive: true });
   const cacheFile = join14(job.cacheDir, cacheFileName(artifact));
-  const lock = await acquireLock(job.locksDir, archiveLockName(artifact.sha256), { purpose: `download of ${basename7(artifact.relativePath)}`, signal: job.signal });
+  const lock = await acquireLock(job.locksDir, archiveLockName(artifact.sha256), { purpose: `download of ${basename8(artifact.relativePath)}`, signal: job.signal });
   try {
     for (let round = 0; ; round++) {
       const fromCache = sizeOf(cacheFile) !== void 0;

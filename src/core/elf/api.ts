@@ -68,6 +68,12 @@ export interface Problem {
    * loaded, as `ldd -r` and a dlopen with RTLD_NOW do).
    */
   when?: 'start' | 'first-call';
+  /**
+   * For a library not found (and the symbols it would define) when the object is loaded on its
+   * own: another checked file whose process loads the object and does find the library, and how
+   * (a vendored library found through its loader's DT_RPATH). Absent otherwise.
+   */
+  foundWhenLoadedBy?: {object: string; path: string; rule: string};
   /** Why, in words a user can act on. */
   explanation: string;
   /** The fix, a command where one exists. */

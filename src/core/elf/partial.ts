@@ -4,6 +4,7 @@ import {UsageError} from '../errors.js';
 import type {CheckedObject, CheckOptions, NeededEdge, Problem} from './api.js';
 import {findProblems, loadStop, SymbolMemo, type LoadStop} from './checker.js';
 import {explain} from './explainer.js';
+import {noteFoundElsewhere} from './found-elsewhere.js';
 import {cachedElf, FileView} from './file-cache.js';
 import {loadLdCache} from './ldcache/load.js';
 import {lookupCache} from './ldcache/lookup.js';
@@ -175,7 +176,7 @@ export async function checkPartial(options: CheckOptions, files: IndexedFile[]):
   // hash tables: no index of referenced names is needed (null: objects without one index all).
   const memo = new SymbolMemo(null);
   const explainCtx = {ldLibraryPath: options.ldLibraryPath, storeVersionsDir: options.storeVersionsDir, cwd};
-  const results: FileResult[] = [];
+  const own: FileResult[] = [];
   // Each file read, loaded as a process, checked and explained before the next one, so that its
   // process (thousands of objects, edges and candidates over a directory) is garbage at once
   // instead of living through the whole check. The reader and the loader model are synchronous:
@@ -185,16 +186,18 @@ export async function checkPartial(options: CheckOptions, files: IndexedFile[]):
     const name = file.file === undefined ? file.path : `${file.path}\0${file.file}`;
     const hit = cache?.lookup(name, file.explicit);
     if (hit) {
-      results.push({index: file.index, ...hit});
+      own.push({index: file.index, ...hit});
       continue;
     }
     recorder?.begin();
     const result = await checkOne(file, ctx, exe, memo, explainCtx, recorder);
     const inputs = recorder?.end();
     if (cache && inputs) cache.store(name, inputs, recorder!.shared, result, file.explicit);
-    results.push({index: file.index, ...result});
+    own.push({index: file.index, ...result});
   }
   cache?.save();
+  // After the cache has what each file's own process gave: this depends on the other files checked.
+  const results = noteFoundElsewhere(own);
   // An object in the processes of several files is reported once, as the first file in listing
   // order found it (the merge keeps the first occurrence): later files skip describing it.
   const described = new Set<string>();

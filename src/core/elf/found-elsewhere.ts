@@ -1,0 +1,95 @@
+import {realpathSync} from 'node:fs';
+import {basename} from 'node:path';
+import type {CheckedObject, NeededEdge, Problem} from './api.js';
+
+/** What one checked file's process gave: its root and every object it loaded. */
+interface ProcessResult {
+  checked?: string;
+  objects: CheckedObject[];
+  problems: Problem[];
+}
+
+/** Another checked file whose process loads the object and finds the library. */
+interface FoundBy {
+  root: string;
+  object: string;
+  edge: NeededEdge;
+}
+
+/**
+ * A library that cannot find a dependency when it is loaded on its own is often loaded only by
+ * the objects it ships with: a Python wheel's vendored `scipy.libs/libgfortran-….so` needs
+ * `libquadmath-….so` beside it and has no RPATH, and the extension modules that load it find that
+ * library for it through their own DT_RPATH (which the loader also searches for their
+ * dependencies' dependencies), or have loaded it already. Checking a package tree, each file is
+ * still its own process, as `ldd -r` runs it, and such a library still fails on its own; but where
+ * another checked file's process loads it and finds the library, its problems (the not-found and
+ * the symbols that would have come from there) say so and give the advice for both ways of loading
+ * it, instead of only "add its directory to LD_LIBRARY_PATH". Returns the results with new problem
+ * objects where one changed (the verdict cache keeps what each file's own process gave).
+ */
+export function noteFoundElsewhere<R extends ProcessResult>(results: R[]): R[] {
+  // Nearly every check has no library that is not found: then nothing is indexed.
+  if (!results.some((r) => r.problems.some((p) => p.kind === 'not-found'))) return results;
+  // (file name, library) -> where another process found it: names first, files compared only then.
+  const found = new Map<string, FoundBy[]>();
+  for (const r of results) {
+    if (r.checked === undefined) continue;
+    for (const o of r.objects) {
+      if (o.path === r.checked) continue;
+      for (const edge of o.needed) {
+        if (edge.path === null || edge.rule === null) continue;
+        const key = `${basename(o.path)}\0${edge.name}`;
+        const list = found.get(key) ?? [];
+        if (list.length < 8) list.push({root: r.checked, object: o.path, edge});
+        found.set(key, list);
+      }
+    }
+  }
+  if (found.size === 0) return results;
+  const real = new Map<string, string | null>();
+  const file = (path: string): string | null => {
+    if (!real.has(path)) {
+      try {
+        real.set(path, realpathSync(path));
+      } catch {
+        real.set(path, null);
+      }
+    }
+    return real.get(path)!;
+  };
+  return results.map((r) => {
+    // Only what the library not being found causes: the not-found itself and the symbols it would have defined.
+    const missing = new Set(r.problems.filter((p) => p.kind === 'not-found' && p.library !== null).map((p) => `${p.object}\0${p.library}`));
+    if (missing.size === 0) return r;
+    let changed = false;
+    const problems = r.problems.map((p) => {
+      if (p.library === null || !missing.has(`${p.object}\0${p.library}`) || (p.kind !== 'not-found' && p.kind !== 'undefined-symbol')) return p;
+      const self = file(p.object);
+      const by = self === null ? undefined : found.get(`${basename(p.object)}\0${p.library}`)?.find((f) => f.root !== r.checked && file(f.object) === self);
+      if (by === undefined) return p;
+      changed = true;
+      return amend(p, by);
+    });
+    return changed ? {...r, problems} : r;
+  });
+}
+
+function amend(p: Problem, by: FoundBy): Problem {
+  const name = basename(p.object);
+  const how = `${by.root} loads it and finds ${p.library} as ${by.edge.path} (${by.edge.rule})`;
+  if (p.kind === 'not-found') {
+    return {
+      ...p,
+      explanation: `${p.explanation} Loaded the way another checked file loads it, it does find it: ${how}. If only such files load ${name} (a library vendored for them), this is harmless; a program that loads ${name} by itself fails as described.`,
+      fix: `nothing, if only the files it ships with load ${name} (${basename(by.root)} does); for a program that loads it by itself: ${p.fix ?? 'make the library findable'}`,
+      summary: `${p.summary} when it is loaded on its own (loaded by ${basename(by.root)}, it is found)`,
+      foundWhenLoadedBy: {object: by.root, path: by.edge.path!, rule: by.edge.rule!},
+    };
+  }
+  return {
+    ...p,
+    explanation: `${p.explanation} (Only when ${name} is loaded on its own: ${how}.)`,
+    foundWhenLoadedBy: {object: by.root, path: by.edge.path!, rule: by.edge.rule!},
+  };
+}
