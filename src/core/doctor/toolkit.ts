@@ -2,7 +2,9 @@ import {closeSync, openSync, readFileSync, readSync, statSync} from 'node:fs';
 import {dirname, join} from 'node:path';
 import {formatError} from '../errors.js';
 import {detectToolkitVersion, toolkitEvidence} from '../versions/detect.js';
+import {unregisteredToolkitFor} from '../versions/resolve.js';
 import {describeOrigin, selectVersion} from '../versions/select.js';
+import {quoteSh} from '../shell/quote.js';
 import {releaseWarning, storeLabelOf} from '../store/register.js';
 import {firstOnPath} from '../system/python-env.js';
 import {sysRealpath} from './sysroot.js';
@@ -196,12 +198,15 @@ function readSelection(ctx: DoctorContext, findings: Finding[]): SelectionFact {
     const origin = describeOrigin(sel.origin);
     const installed = sel.system || sel.label !== undefined;
     if (!installed) {
+      const here = unregisteredToolkitFor(sel.spec, ctx.sysroot);
       findings.push({
         id: 'toolkit.not-installed',
         severity: 'error',
         title: `The selected CUDA ${sel.spec.text} is not installed`,
-        evidence: [`${sel.spec.text} (${origin})`],
-        fix: `cudaenv install ${sel.spec.kind === 'alias' ? 'VERSION' : sel.spec.text}, or choose an installed one with \`cudaenv use\` (see \`cudaenv ls\`)`,
+        evidence: [`${sel.spec.text} (${origin})`, ...(here ? [`CUDA ${here.version} is at ${here.dir}, not registered`] : [])],
+        fix: here
+          ? `cudaenv add ${quoteSh(here.dir)} (it registers the toolkit this machine has), or cudaenv install ${sel.spec.text}`
+          : `cudaenv install ${sel.spec.kind === 'alias' ? 'VERSION' : sel.spec.text}, or choose an installed one with \`cudaenv use\` (see \`cudaenv ls\`)`,
       });
     }
     for (const warning of sel.warnings) {

@@ -1,6 +1,9 @@
+import {lstatSync} from 'node:fs';
 import {CudaenvError, UsageError} from '../errors.js';
+import {quoteSh} from '../shell/quote.js';
 import type {StorePaths} from '../store/paths.js';
 import {installedLabels, readAlias} from '../store/registry.js';
+import {detectToolkitVersion, scanSystemToolkits} from './detect.js';
 import {highestMatch, parseSpec, prefixedVersion, prefixedVersionHint, type Spec} from './spec.js';
 
 export interface Resolved {
@@ -51,10 +54,51 @@ export function notInstalledError(r: Resolved, origin?: string): CudaenvError {
     return new CudaenvError(`no alias or version named ${r.missingAlias}${from}`, {hint: missingAliasHint(r.missingAlias), code: 'not-installed'});
   }
   const wanted = r.target && r.target.text !== r.spec.text ? `${r.spec.text} (${[...r.aliases, r.target.text].join(' -> ')})` : r.spec.text;
+  const install = `\`cudaenv install ${r.target?.text ?? (r.spec.kind === 'alias' ? 'VERSION' : r.spec.text)}\``;
+  const here = r.target ? unregisteredToolkitFor(r.target) : undefined;
   return new CudaenvError(`CUDA ${wanted} is not installed${from}`, {
-    hint: `Install it with \`cudaenv install ${r.target?.text ?? (r.spec.kind === 'alias' ? 'VERSION' : r.spec.text)}\`, or register an existing toolkit with \`cudaenv add PATH\`.`,
+    hint: here
+      ? `CUDA ${here.version} is on this machine at ${here.dir}, not registered: register it with \`cudaenv add ${quoteSh(here.dir)}\` (or install one with ${install}).`
+      : `Install it with ${install}, or register an existing toolkit with \`cudaenv add PATH\`.`,
     code: 'not-installed',
   });
+}
+
+/**
+ * The toolkit in the usual places (/usr/local/cuda-*, /opt/cuda*, /usr/lib/cuda; what `cudaenv ls
+ * --system` lists) that `spec` would select were it registered: the highest matching version, at
+ * a directory rather than a link to one. Inside `sysroot` (a system image) its places are looked
+ * at, links are not followed (they would resolve on this host), and the path is the image's own.
+ * Looked for only once a spec has failed.
+ */
+export function unregisteredToolkitFor(spec: Spec, image = ''): {dir: string; version: string} | undefined {
+  if (spec.kind !== 'version' && spec.kind !== 'latest') return undefined;
+  const sysroot = image.replace(/\/+$/, '');
+  const byVersion = new Map<string, string>();
+  const links: string[] = [];
+  for (const dir of scanSystemToolkits([`${sysroot}/usr/local`, `${sysroot}/opt`], [`${sysroot}/usr/lib/cuda`])) {
+    if (isLink(dir)) {
+      links.push(dir);
+      continue;
+    }
+    const version = detectToolkitVersion(dir, false).version;
+    if (version !== undefined && !byVersion.has(version)) byVersion.set(version, dir.slice(sysroot.length));
+  }
+  // A link whose target lies elsewhere (/usr/local/cuda -> /srv/cuda-12.4), on this host only.
+  for (const dir of sysroot === '' ? links : []) {
+    const version = detectToolkitVersion(dir, false).version;
+    if (version !== undefined && !byVersion.has(version)) byVersion.set(version, dir);
+  }
+  const version = highestMatch(spec, byVersion.keys());
+  return version === undefined ? undefined : {dir: byVersion.get(version)!, version};
+}
+
+function isLink(path: string): boolean {
+  try {
+    return lstatSync(path).isSymbolicLink();
+  } catch {
+    return false;
+  }
 }
 
 /** What to do about an alias that does not exist: `v12.4` is a version with a prefix, not a name to create. */

@@ -30,6 +30,19 @@ describe('the active selection', () => {
     expect(s.selection).toMatchObject({spec: '12.6', installed: false, origin: `set by ${join(m.root, '.cuda-version')}`});
   });
 
+  test('a selected version that is not installed but on the machine, unregistered: the fix is the `cudaenv add` of its directory', () => {
+    write(join(m.root, '.cuda-version'), '12.6\n');
+    // /usr/local/cuda-12.6 and /usr/local/cuda -> it in the machine's image; nothing registered.
+    makeFakeToolkit(join(m.sysroot, 'usr', 'local', 'cuda-12.6'), {version: '12.6.3'});
+    symlinkSync('/usr/local/cuda-12.6', join(m.sysroot, 'usr', 'local', 'cuda'));
+    const s = inspectToolkits(m.ctx());
+    expect(s.findings[0]).toMatchObject({
+      id: 'toolkit.not-installed', severity: 'error',
+      evidence: [`12.6 (set by ${join(m.root, '.cuda-version')})`, 'CUDA 12.6.3 is at /usr/local/cuda-12.6, not registered'],
+      fix: 'cudaenv add /usr/local/cuda-12.6 (it registers the toolkit this machine has), or cudaenv install 12.6',
+    });
+  });
+
   test('an unreadable selection is an error that names it; version file warnings pass through', () => {
     m.env = {...m.env, CUDAENV_VERSION: '12.4; rm -rf /'};
     const bad = inspectToolkits(m.ctx());
