@@ -75073,21 +75073,21 @@ import { realpathSync as realpathSync4 } from "node:fs";
 import { basename as basename4 } from "node:path";
 function noteFoundElsewhere(results) {
   if (!results.some((r) => r.problems.some((p) => p.kind === "not-found"))) return results;
-  const found = /* @__PURE__ */ new Map();
+  const loads = /* @__PURE__ */ new Map();
   for (const r of results) {
     if (r.checked === void 0) continue;
     for (const o of r.objects) {
       if (o.path === r.checked) continue;
       for (const edge of o.needed) {
-        if (edge.path === null || edge.rule === null) continue;
+        if (edge.reached === false) continue;
         const key = `${basename4(o.path)}\0${edge.name}`;
-        const list = found.get(key) ?? [];
-        if (list.length < 8) list.push({ root: r.checked, object: o.path, edge });
-        found.set(key, list);
+        const list = loads.get(key) ?? [];
+        list.push(edge.path !== null && edge.rule !== null ? { root: r.checked, object: o.path, edge } : { root: r.checked, object: o.path, edge: null });
+        loads.set(key, list);
       }
     }
   }
-  if (found.size === 0) return results;
+  if (loads.size === 0) return results;
   const real = /* @__PURE__ */ new Map();
   const file = (path13) => {
     if (!real.has(path13)) {
@@ -75099,17 +75099,24 @@ function noteFoundElsewhere(results) {
     }
     return real.get(path13);
   };
+  const foundBy = (object, library2, root) => {
+    const self2 = file(object);
+    if (self2 === null) return void 0;
+    const others = (loads.get(`${basename4(object)}\0${library2}`) ?? []).filter((l) => l.root !== root && file(l.object) === self2);
+    if (others.some((l) => l.edge === null)) return void 0;
+    return others[0];
+  };
   return results.map((r) => {
-    const missing = new Set(r.problems.filter((p) => p.kind === "not-found" && p.library !== null).map((p) => `${p.object}\0${p.library}`));
+    const missing = new Set(r.problems.filter((p) => p.kind === "not-found" && p.library !== null && p.object === r.checked).map((p) => p.library));
     if (missing.size === 0) return r;
+    const by = new Map([...missing].map((library2) => [library2, foundBy(r.checked, library2, r.checked)]));
     let changed = false;
     const problems = r.problems.map((p) => {
-      if (p.library === null || !missing.has(`${p.object}\0${p.library}`) || p.kind !== "not-found" && p.kind !== "undefined-symbol") return p;
-      const self2 = file(p.object);
-      const by = self2 === null ? void 0 : found.get(`${basename4(p.object)}\0${p.library}`)?.find((f) => f.root !== r.checked && file(f.object) === self2);
-      if (by === void 0) return p;
+      if (p.object !== r.checked || p.library === null || p.kind !== "not-found" && p.kind !== "undefined-symbol") return p;
+      const f = by.get(p.library);
+      if (f === void 0) return p;
       changed = true;
-      return amend(p, by);
+      return amend(p, f);
     });
     return changed ? { ...r, problems } : r;
   });

@@ -31,22 +31,23 @@ interface FoundBy {
 export function noteFoundElsewhere<R extends ProcessResult>(results: R[]): R[] {
   // Nearly every check has no library that is not found: then nothing is indexed.
   if (!results.some((r) => r.problems.some((p) => p.kind === 'not-found'))) return results;
-  // (file name, library) -> where another process found it: names first, files compared only then.
-  const found = new Map<string, FoundBy[]>();
+  // (file name, library) -> the other processes that load such a file, and whether they find it:
+  // names first, files compared only then (one file is reached under several paths, ../ included).
+  const loads = new Map<string, Array<FoundBy | {root: string; object: string; edge: null}>>();
   for (const r of results) {
     if (r.checked === undefined) continue;
     for (const o of r.objects) {
       if (o.path === r.checked) continue;
       for (const edge of o.needed) {
-        if (edge.path === null || edge.rule === null) continue;
+        if (edge.reached === false) continue;
         const key = `${basename(o.path)}\0${edge.name}`;
-        const list = found.get(key) ?? [];
-        if (list.length < 8) list.push({root: r.checked, object: o.path, edge});
-        found.set(key, list);
+        const list = loads.get(key) ?? [];
+        list.push(edge.path !== null && edge.rule !== null ? {root: r.checked, object: o.path, edge} : {root: r.checked, object: o.path, edge: null});
+        loads.set(key, list);
       }
     }
   }
-  if (found.size === 0) return results;
+  if (loads.size === 0) return results;
   const real = new Map<string, string | null>();
   const file = (path: string): string | null => {
     if (!real.has(path)) {
@@ -58,18 +59,27 @@ export function noteFoundElsewhere<R extends ProcessResult>(results: R[]): R[] {
     }
     return real.get(path)!;
   };
+  /** The first other process that finds it, when every other process that loads the object does. */
+  const foundBy = (object: string, library: string, root: string): FoundBy | undefined => {
+    const self = file(object);
+    if (self === null) return undefined;
+    const others = (loads.get(`${basename(object)}\0${library}`) ?? []).filter((l) => l.root !== root && file(l.object) === self);
+    if (others.some((l) => l.edge === null)) return undefined; // another file that loads it fails too: that failure is real
+    return others[0] as FoundBy | undefined;
+  };
   return results.map((r) => {
-    // Only what the library not being found causes: the not-found itself and the symbols it would have defined.
-    const missing = new Set(r.problems.filter((p) => p.kind === 'not-found' && p.library !== null).map((p) => `${p.object}\0${p.library}`));
+    // Only the object's own process (it is the file checked), and only what the library not being
+    // found causes there: the not-found itself and the symbols it would have defined.
+    const missing = new Set(r.problems.filter((p) => p.kind === 'not-found' && p.library !== null && p.object === r.checked).map((p) => p.library!));
     if (missing.size === 0) return r;
+    const by = new Map([...missing].map((library) => [library, foundBy(r.checked!, library, r.checked!)] as const));
     let changed = false;
     const problems = r.problems.map((p) => {
-      if (p.library === null || !missing.has(`${p.object}\0${p.library}`) || (p.kind !== 'not-found' && p.kind !== 'undefined-symbol')) return p;
-      const self = file(p.object);
-      const by = self === null ? undefined : found.get(`${basename(p.object)}\0${p.library}`)?.find((f) => f.root !== r.checked && file(f.object) === self);
-      if (by === undefined) return p;
+      if (p.object !== r.checked || p.library === null || (p.kind !== 'not-found' && p.kind !== 'undefined-symbol')) return p;
+      const f = by.get(p.library);
+      if (f === undefined) return p;
       changed = true;
-      return amend(p, by);
+      return amend(p, f);
     });
     return changed ? {...r, problems} : r;
   });

@@ -66,5 +66,10 @@ d('a library found only when the files it ships with load it', () => {
     expect(problems.map((p) => p.object)).toEqual([outer]);
     expect(problems[0].foundWhenLoadedBy).toBeUndefined();
     expect(problems[0].summary).not.toContain('on its own');
+    // One file finds it (DT_RPATH), another that loads it does not (DT_RUNPATH): that failure is
+    // real, so nothing calls the library's own failure harmless.
+    const mixed = await checkLibraries({targets: [join(tmp.dir, 'site'), extRunpath], recursive: true});
+    expect(mixed.problems.filter((p) => p.kind === 'not-found').map((p) => p.foundWhenLoadedBy)).toEqual([undefined]);
+    expect(mixed.problems.some((p) => p.explanation.includes('harmless'))).toBe(false);
   });
 });
