@@ -5,7 +5,7 @@ import {mirrorsFor} from '../core/remote/choose.js';
 import {installRelease, type InstallResult} from '../core/remote/install.js';
 import {parsePlatform} from '../core/remote/platform.js';
 import {parseComponentList, parseProfile, PROFILES} from '../core/remote/profiles.js';
-import {makeReporter} from '../core/remote/progress.js';
+import {liveDisplay, makeReporter} from '../core/remote/progress.js';
 import {refuseForeignStore} from '../core/store/store-owner.js';
 
 export default class Install extends CudaenvCommand {
@@ -36,7 +36,7 @@ export default class Install extends CudaenvCommand {
     const components = flags.components === undefined ? undefined : parseComponentList(flags.components);
     const profile = flags.profile === undefined ? undefined : parseProfile(flags.profile);
     const mirrors = await mirrorsFor(this.paths, flags.mirror);
-    const reporter = await makeReporter({json: this.jsonEnabled(), tty: Boolean(process.stderr.isTTY), write: (line) => process.stderr.write(`${line}\n`)});
+    const reporter = await makeReporter({json: this.jsonEnabled(), tty: liveDisplay(process.stderr, process.stdout), write: (line) => process.stderr.write(`${line}\n`)});
     const controller = new AbortController();
     const interrupt = (signal: NodeJS.Signals): void => {
       controller.abort(new CudaenvError(`interrupted by ${signal}; nothing was installed`, {exitCode: signal === 'SIGINT' ? 130 : 143, code: 'interrupted', hint: 'Run the same command again: verified downloads are kept in the cache.'}));

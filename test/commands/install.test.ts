@@ -6,12 +6,18 @@ import {join} from 'node:path';
 import {CLI, cliEnv} from '../helpers/cli.js';
 import {realisticRelease, startMirrorServer, writeIndex, writeRelease, type MirrorServer} from '../helpers/mirror.js';
 import {makeTempDir} from '../helpers/tmp.js';
+import {testIf} from '../helpers/skip.js';
 import {makeFakeToolkit} from '../helpers/toolkit.js';
 
 let tmp: {dir: string; cleanup: () => void};
 let server: MirrorServer;
 let cudnnServer: MirrorServer;
 let n = 0;
+
+/** One word for sh. */
+function quoteShell(value: string): string {
+  return `'${value.replaceAll("'", `'\\''`)}'`;
+}
 
 function newStore(): string {
   return join(tmp.dir, `store${n++}`);
@@ -124,6 +130,35 @@ describe('cudaenv ls-remote / install / uninstall', () => {
     expect(r.stderr).toMatch(/cuda_nvcc 12\.6\.\d+: done/);
     expect(r.stdout).toMatch(/Installed CUDA 12\.6\.3 in /);
   });
+
+  // A real pseudo-terminal (util-linux script): what a person at a terminal sees.
+  const haveScript = spawnSync('script', ['-qec', 'true', '/dev/null']).status === 0;
+  testIf(haveScript, 'needs script (util-linux) for a pseudo-terminal')('at a terminal: live lines; a terminal without a size, or stdout redirected: plain lines on stderr, only the result in the file', async () => {
+    const inPty = async (name: string, setup: string, redirect = ''): Promise<string> => {
+      const log = join(tmp.dir, `${name}.pty`);
+      const cmd = `${setup}${quoteShell(process.execPath)} ${quoteShell(CLI)} install 12.6.3 --profile minimal${redirect}`;
+      const child = spawn('script', ['-qec', cmd, log], {env: env(newStore()), stdio: 'ignore'});
+      children.add(child);
+      const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+      expect(code).toBe(0);
+      return readFileSync(log, 'utf8');
+    };
+    // A pty opened without a size reports 0 columns: wrapped to that, each character was a line of its own.
+    const unsized = await inPty('unsized', '');
+    expect(unsized).toMatch(/cuda_nvcc 12\.6\.\d+: done/);
+    expect(unsized.split(/\r?\n/).filter((l) => l.trim().length === 1)).toEqual([]);
+    expect(unsized).not.toContain('\u001b[?25l'); // no live display (it hides the cursor)
+    // stdout to a file: progress stays on the terminal, the file holds only the result.
+    const file = join(tmp.dir, 'install-stdout.txt');
+    const redirected = await inPty('redirected', 'stty cols 100 rows 30; ', ` > ${quoteShell(file)}`);
+    expect(redirected).toMatch(/cuda_nvcc 12\.6\.\d+: done/);
+    expect(readFileSync(file, 'utf8')).toMatch(/^Installed CUDA 12\.6\.3 in .*\n/);
+    expect(readFileSync(file, 'utf8')).not.toMatch(/cuda_nvcc/);
+    // A terminal with a size: the live display.
+    const live = await inPty('live', 'stty cols 100 rows 30; ');
+    expect(live).toContain('\u001b[?25l');
+    expect(live).toMatch(/\u2714.* cuda_nvcc 12\.6\.\d+: done/);
+  }, 60000);
 
   test('--cudnn 9 installs the newest cuDNN 9 built for the CUDA major into the same prefix and records it', async () => {
     const store = newStore();

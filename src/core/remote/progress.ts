@@ -174,6 +174,19 @@ export class ListrReporter implements Reporter {
   }
 }
 
+/**
+ * Whether the live display can be drawn: listr2 draws it on stdout, wrapped to stdout's width,
+ * and progress belongs where the plain lines go, on stderr. So both must be a terminal that knows
+ * its width. With stdout redirected (`cudaenv install 12.4 > log`) listr2's fallback wrote its
+ * lines into the file and nothing reached the terminal; a pty opened without a size (`script` in
+ * a CI job, `docker exec -t` before its first resize) reports 0 columns, and wrapping to that put
+ * every character on a line of its own. Plain lines on stderr in both cases.
+ */
+export function liveDisplay(stderr: {isTTY?: boolean; columns?: number}, stdout: {isTTY?: boolean; columns?: number}): boolean {
+  const sized = (s: {isTTY?: boolean; columns?: number}): boolean => s.isTTY === true && (s.columns ?? 0) > 0;
+  return sized(stderr) && sized(stdout);
+}
+
 export async function makeReporter(options: {json: boolean; tty: boolean; write: (line: string) => void}): Promise<Reporter> {
   if (options.json) return {onEvent: () => undefined, finish: async () => undefined};
   if (!options.tty) return new PlainReporter(options.write);
