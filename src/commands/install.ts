@@ -7,18 +7,21 @@ import {parsePlatform} from '../core/remote/platform.js';
 import {parseComponentList, parseProfile, PROFILES} from '../core/remote/profiles.js';
 import {liveDisplay, makeReporter} from '../core/remote/progress.js';
 import {refuseForeignStore} from '../core/store/store-owner.js';
+import {projectInstallSpec} from '../core/versions/project-spec.js';
+import {logicalCwd} from '../core/versions/select.js';
 
 export default class Install extends CudaenvCommand {
   static override summary = 'Install a CUDA toolkit from NVIDIA\'s redistributable archives.';
-  static override description = 'SPEC resolves against the mirror: 12.4 installs the newest 12.4.x. Archives are verified (sha256, size), cached in the store, and the toolkit appears under versions/ only once complete.';
+  static override description = 'SPEC resolves against the mirror: 12.4 installs the newest 12.4.x. Without SPEC, the release the nearest .cuda-version pins (aliases followed), with its cudnn= setting unless --cudnn is given. Archives are verified (sha256, size), cached in the store, and the toolkit appears under versions/ only once complete.';
   static override examples = [
     '<%= config.bin %> install 12.4',
+    {description: 'Install what the project\'s .cuda-version pins (with its cudnn= setting)', command: '<%= config.bin %> install'},
     '<%= config.bin %> install 12.4.1 --profile minimal',
     '<%= config.bin %> install 12 --cudnn 9',
     '<%= config.bin %> install 12.6 --components cuda_nvcc,cuda_cudart,cuda_cccl',
     '<%= config.bin %> install 12.4 --mirror /shared/nvidia-redist',
   ];
-  static override args = {spec: Args.string({description: 'release spec: 12, 12.4, 12.4.1 or latest', required: true})};
+  static override args = {spec: Args.string({description: 'release spec: 12, 12.4, 12.4.1 or latest (default: what the nearest .cuda-version pins)'})};
   static override flags = {
     profile: Flags.string({description: 'minimal (nvcc, cudart, cccl), devel (default: + math libraries, nvrtc, nvjitlink, cupti, nvtx, nvml, profiler api) or full (every component but drivers)', options: [...PROFILES]}),
     components: Flags.string({description: 'comma-separated component names (alone: exactly these; with --profile: added to it)'}),
@@ -32,6 +35,15 @@ export default class Install extends CudaenvCommand {
   async run(): Promise<InstallResult> {
     const {args, flags} = await this.parse(Install);
     refuseForeignStore(this.paths, ['install', ...this.argv]);
+    let spec = args.spec;
+    let cudnn = flags.cudnn;
+    if (spec === undefined) {
+      const pinned = projectInstallSpec(this.paths, logicalCwd());
+      spec = pinned.spec;
+      cudnn ??= pinned.cudnn;
+      const via = pinned.aliases.length > 0 ? ` (${[...pinned.aliases, pinned.spec].join(' -> ')})` : '';
+      if (!this.jsonEnabled()) process.stderr.write(`cudaenv: installing ${spec}${via}${cudnn === undefined ? '' : ` with cuDNN ${cudnn}`}, as ${pinned.file} pins it\n`);
+    }
     const platform = flags.arch ? parsePlatform(flags.arch) : undefined;
     const components = flags.components === undefined ? undefined : parseComponentList(flags.components);
     const profile = flags.profile === undefined ? undefined : parseProfile(flags.profile);
@@ -46,8 +58,8 @@ export default class Install extends CudaenvCommand {
     let result: InstallResult;
     try {
       result = await installRelease({
-        paths: this.paths, spec: args.spec, mirror: mirrors.cuda, cudnnMirror: mirrors.cudnn, platform,
-        profile, components, allowDriverComponents: flags['allow-driver-components'], cudnn: flags.cudnn, force: flags.force, signal: controller.signal,
+        paths: this.paths, spec, mirror: mirrors.cuda, cudnnMirror: mirrors.cudnn, platform,
+        profile, components, allowDriverComponents: flags['allow-driver-components'], cudnn, force: flags.force, signal: controller.signal,
         onEvent: (e) => reporter.onEvent(e),
       });
     } catch (error) {

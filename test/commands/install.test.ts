@@ -160,6 +160,39 @@ describe('cudaenv ls-remote / install / uninstall', () => {
     expect(live).toMatch(/\u2714.* cuda_nvcc 12\.6\.\d+: done/);
   }, 60000);
 
+  test('without SPEC: what the nearest .cuda-version pins (its alias followed, its cudnn= setting), or a clear refusal', async () => {
+    const store = newStore();
+    const proj = join(tmp.dir, 'pinned-project');
+    mkdirSync(join(proj, 'src'), {recursive: true});
+    writeFileSync(join(proj, '.cuda-version'), '# the project builds with\nstable\ncudnn=9\n');
+    // No alias yet: the file names something this store cannot tell the release of.
+    const noAlias = await runCli(['install', '--profile', 'minimal'], {env: env(store), cwd: join(proj, 'src')});
+    expect(noAlias.status).toBe(2);
+    expect(noAlias.stderr).toBe(`cudaenv: ${join(proj, '.cuda-version')} names stable, and there is no alias stable to say which release that is\nList versions with \`cudaenv ls\`, or create the alias: cudaenv alias stable 12.4\n`);
+    expect((await runCli(['alias', 'stable', '12.4'], {env: env(store)})).status).toBe(0);
+    const r = await runCli(['install', '--profile', 'minimal'], {env: env(store), cwd: join(proj, 'src')});
+    expect(r.stderr.split('\n')[0]).toBe(`cudaenv: installing 12.4 (stable -> 12.4) with cuDNN 9, as ${join(proj, '.cuda-version')} pins it`);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain('Installed CUDA 12.4.1 with cuDNN 9.1.0.70 in ');
+    expect(JSON.parse(readFileSync(join(store, 'versions', '12.4.1', '.cudaenv-receipt.json'), 'utf8')).cudnn).toMatchObject({release: '9.1.0'});
+    // --json prints only the result; a --cudnn on the command line is used instead of the file's.
+    const store2 = newStore();
+    writeFileSync(join(proj, '.cuda-version'), '12.6\ncudnn=8\n');
+    const json = await runCli(['install', '--profile', 'minimal', '--cudnn', '9', '--json'], {env: env(store2), cwd: proj});
+    expect(json.stderr).toBe('');
+    expect(JSON.parse(json.stdout)).toMatchObject({version: '12.6.3', status: 'installed', cudnn: '9.1.0.70'});
+    // Nothing to install: no file, or a file that selects the system toolkit.
+    const bare = join(tmp.dir, 'no-project');
+    mkdirSync(bare, {recursive: true});
+    const none = await runCli(['install'], {env: env(newStore()), cwd: bare});
+    expect(none.status).toBe(2);
+    expect(none.stderr).toContain(`no release to install: no SPEC given, and no .cuda-version in ${bare} or above it`);
+    writeFileSync(join(bare, '.cuda-version'), 'system\n');
+    const system = await runCli(['install'], {env: env(newStore()), cwd: bare});
+    expect(system.status).toBe(2);
+    expect(system.stderr).toContain('selects the system toolkit (system): there is nothing to install');
+  });
+
   test('--cudnn 9 installs the newest cuDNN 9 built for the CUDA major into the same prefix and records it', async () => {
     const store = newStore();
     const r = await runCli(['install', '12.4.1', '--profile', 'minimal', '--cudnn', '9', '--json'], {env: env(store)});
