@@ -61,13 +61,15 @@ describe('cudaenv exec', () => {
   // /opt is replaced in a private mount namespace: the scan looks where toolkits really live.
   testIf(CAN_MOUNT_NAMESPACE, NEEDS.mountNamespace)('a version not installed but on this machine (/opt/cuda-12.8, unregistered): the hint is the `cudaenv add` that registers it', () => {
     const fake = makeFakeToolkit(join(dir, 'opt-cuda'), {version: '12.8.1'});
-    const inNs = (spec: string) => spawnSync('unshare', ['-m', 'sh', '-c',
-      'mount -t tmpfs none /opt && mkdir "/opt/cuda-12.8" && mount --bind "$1" /opt/cuda-12.8 && ln -s cuda-12.8 /opt/cuda && exec "$2" "$3" exec --cuda "$4" true',
-      'sh', fake, process.execPath, CLI, spec], {env, encoding: 'utf8'});
+    const inNs = (spec: string, args = ['exec', '--cuda', spec, 'true']) => spawnSync('unshare', ['-m', 'sh', '-c',
+      'mount -t tmpfs none /opt && mkdir "/opt/cuda-12.8" && mount --bind "$1" /opt/cuda-12.8 && ln -s cuda-12.8 /opt/cuda && shift && exec "$@"',
+      'sh', fake, process.execPath, CLI, ...args], {env: {...env, CUDAENV_VERSION: spec}, encoding: 'utf8'});
     const r = inNs('12.8');
     expect(r.status).toBe(1);
     // The directory itself, not the link to it; the version as the toolkit states it.
     expect(r.stderr).toBe('cudaenv: CUDA 12.8 is not installed (--cuda)\nCUDA 12.8.1 is on this machine at /opt/cuda-12.8, not registered: register it with `cudaenv add /opt/cuda-12.8` (or install one with `cudaenv install 12.8`).\n');
+    // `current` (the fast path) says the same of the version selected.
+    expect(inNs('12.8', ['current']).stderr).toBe('cudaenv: 12.8 (set by CUDAENV_VERSION) is not installed\nCUDA 12.8.1 is on this machine at /opt/cuda-12.8, not registered: register it with `cudaenv add /opt/cuda-12.8` (or install one with `cudaenv install 12.8`).\n');
     // A spec it does not match keeps the plain hint.
     expect(inNs('12.9').stderr).toBe('cudaenv: CUDA 12.9 is not installed (--cuda)\nInstall it with `cudaenv install 12.9`, or register an existing toolkit with `cudaenv add PATH`.\n');
   });

@@ -1,6 +1,7 @@
 import type {StorePaths} from '../store/paths.js';
 import {describeOrigin, selectVersion, type Origin, type Selection} from './select.js';
-import {prefixedVersionHint} from './spec.js';
+import {registerHint, unregisteredToolkitFor} from './resolve.js';
+import {prefixedVersionHint, tryParseSpec} from './spec.js';
 
 /** What `cudaenv current` reports, shared by the oclif command and the start-up fast path. */
 export interface CurrentReport {
@@ -42,7 +43,13 @@ export function formatCurrent(r: CurrentReport, showVersion: (version: string) =
 
 export function currentHint(r: CurrentReport): string | undefined {
   if (r.installed) return undefined;
-  return r.spec === r.aliases[0]
-    ? (r.missingAlias === r.spec ? prefixedVersionHint(r.spec) : undefined) ?? `Create the alias (cudaenv alias ${r.spec} 12.4) or install what it names.`
+  if (r.spec === r.aliases[0]) {
+    return (r.missingAlias === r.spec ? prefixedVersionHint(r.spec) : undefined) ?? `Create the alias (cudaenv alias ${r.spec} 12.4) or install what it names.`;
+  }
+  // The machine may have it already, unregistered (as notInstalledError says for use, exec, link).
+  const spec = tryParseSpec(r.spec);
+  const here = spec ? unregisteredToolkitFor(spec) : undefined;
+  return here
+    ? registerHint(here, `\`cudaenv install ${r.spec}\``)
     : `Install it with \`cudaenv install ${r.spec}\`, or choose another version with \`cudaenv use\`.`;
 }

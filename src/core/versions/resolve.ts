@@ -57,11 +57,14 @@ export function notInstalledError(r: Resolved, origin?: string): CudaenvError {
   const install = `\`cudaenv install ${r.target?.text ?? (r.spec.kind === 'alias' ? 'VERSION' : r.spec.text)}\``;
   const here = r.target ? unregisteredToolkitFor(r.target) : undefined;
   return new CudaenvError(`CUDA ${wanted} is not installed${from}`, {
-    hint: here
-      ? `CUDA ${here.version} is on this machine at ${here.dir}, not registered: register it with \`cudaenv add ${quoteSh(here.dir)}\` (or install one with ${install}).`
-      : `Install it with ${install}, or register an existing toolkit with \`cudaenv add PATH\`.`,
+    hint: here ? registerHint(here, install) : `Install it with ${install}, or register an existing toolkit with \`cudaenv add PATH\`.`,
     code: 'not-installed',
   });
+}
+
+/** What to do about a toolkit the machine has but the store does not know: `install` is the other way, as a command. */
+export function registerHint(here: {dir: string; version: string}, install: string): string {
+  return `CUDA ${here.version} is on this machine at ${here.dir}, not registered: register it with \`cudaenv add ${quoteSh(here.dir)}\` (or install one with ${install}).`;
 }
 
 /**
