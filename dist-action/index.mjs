@@ -76736,6 +76736,12 @@ function broken(source, what) {
     code: "bad-manifest"
   });
 }
+function pageWords(html) {
+  const title = /<title[^>]*>([\s\S]*?)<\/title>/i.exec(html)?.[1];
+  const body2 = html.replace(/<(script|style|title)[^>]*>[\s\S]*?<\/\1>/gi, " ").replace(/<[^>]*>/g, " ");
+  const words = [title, body2].filter((t) => t !== void 0).map((t) => t.replace(/&[a-z#0-9]+;/gi, " ").replace(/\s+/g, " ").trim()).filter((t, i, all) => t !== "" && all.indexOf(t) === i).join(": ").replace(/[^\x20-\x7e\u00a0-\uffff]/g, "");
+  return words === "" ? "" : ` ("${words.length > 100 ? `${words.slice(0, 100).trimEnd()}…` : words}")`;
+}
 function parseArtifact(value, where2, source) {
   const o = value;
   if (typeof o.relative_path !== "string") throw broken(source, `${where2} has no relative_path`);
@@ -76751,6 +76757,12 @@ function parseManifest(text, source, fileLabel) {
   try {
     data = JSON.parse(text);
   } catch (error2) {
+    if (/^\s*</.test(text)) {
+      throw new CudaenvError(`${source} is not a redist manifest but an HTML page${pageWords(text)}`, {
+        hint: "A proxy, a network login page or a web site answered instead of the mirror: check --mirror (or CUDAENV_MIRROR, the mirror setting) and the network, then try again.",
+        code: "bad-manifest"
+      });
+    }
     throw broken(source, error2.message);
   }
   if (!isObject(data)) throw broken(source, "the top level is not an object");

@@ -1,5 +1,6 @@
 import {Args, Flags} from '@oclif/core';
 import {CudaenvCommand} from '../cli/base.js';
+import {CudaenvError} from '../core/errors.js';
 import {checkRemoteSpec, listReleases} from '../core/remote/catalog.js';
 import {mirrorsFor} from '../core/remote/choose.js';
 import {checkReleases} from '../core/remote/installable.js';
@@ -29,6 +30,10 @@ export default class LsRemote extends CudaenvCommand {
     const {cuda} = await mirrorsFor(this.paths, flags.mirror);
     const installed = new Set(installedLabels(this.paths));
     let labels = await listReleases(cuda);
+    // Nothing at all is a mirror set wrong (another directory, a proxy's page), not an empty answer.
+    if (labels.length === 0) {
+      throw new CudaenvError(`the mirror ${cuda.display} offers no CUDA release`, {hint: 'Its index lists no redistrib_*.json at all: check --mirror (or CUDAENV_MIRROR, the mirror setting).', code: 'not-found'});
+    }
     // For shell completion of `install` (no network per TAB). Under sudo the store is the user's: leave it alone.
     if (!process.env.SUDO_USER) cacheRemoteVersions(this.paths, labels);
     if (args.prefix === 'latest') labels = labels.slice(-1);

@@ -119,6 +119,14 @@ describe('cudaenv ls-remote / install / uninstall', () => {
     expect(json.releases).toEqual([{version: '12.6.3', installed: false, installable: true, platform: 'linux-x86_64'}]);
     const bad = await runCli(['ls-remote', 'x; rm'], {env: env(store)});
     expect(bad.status).toBe(2);
+    // A prefix nothing matches is an empty answer; a mirror that lists nothing at all is set wrong.
+    const none = await runCli(['ls-remote', '14'], {env: env(store)});
+    expect([none.status, none.stdout]).toEqual([0, `${server.url} offers no release matching 14.\n`]);
+    const empty = join(tmp.dir, 'empty-mirror');
+    mkdirSync(empty, {recursive: true});
+    const nothing = await runCli(['ls-remote', '--mirror', empty], {env: env(store)});
+    expect(nothing.status).toBe(1);
+    expect(nothing.stderr).toBe(`cudaenv: the mirror ${empty} offers no CUDA release\nIts index lists no redistrib_*.json at all: check --mirror (or CUDAENV_MIRROR, the mirror setting).\n`);
   });
 
   test('plain progress lines when not a terminal; --mirror beats CUDAENV_MIRROR', async () => {

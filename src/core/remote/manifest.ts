@@ -31,6 +31,15 @@ function broken(source: string, what: string): CudaenvError {
   });
 }
 
+/** ` ("Title: first words of the text")`: what the page says, short, one line, no markup. */
+function pageWords(html: string): string {
+  const title = /<title[^>]*>([\s\S]*?)<\/title>/i.exec(html)?.[1];
+  const body = html.replace(/<(script|style|title)[^>]*>[\s\S]*?<\/\1>/gi, ' ').replace(/<[^>]*>/g, ' ');
+  const words = [title, body].filter((t): t is string => t !== undefined).map((t) => t.replace(/&[a-z#0-9]+;/gi, ' ').replace(/\s+/g, ' ').trim())
+    .filter((t, i, all) => t !== '' && all.indexOf(t) === i).join(': ').replace(/[^\x20-\x7e\u00a0-\uffff]/g, '');
+  return words === '' ? '' : ` ("${words.length > 100 ? `${words.slice(0, 100).trimEnd()}…` : words}")`;
+}
+
 function parseArtifact(value: unknown, where: string, source: string): Artifact {
   const o = value as Record<string, unknown>;
   if (typeof o.relative_path !== 'string') throw broken(source, `${where} has no relative_path`);
@@ -54,6 +63,14 @@ export function parseManifest(text: string, source: string, fileLabel?: string):
   try {
     data = JSON.parse(text);
   } catch (error) {
+    // A captive portal, a proxy's login or error page, or a web site at the mirror's address
+    // answers 200 with HTML: say that, with the page's own words, rather than a JSON parser's.
+    if (/^\s*</.test(text)) {
+      throw new CudaenvError(`${source} is not a redist manifest but an HTML page${pageWords(text)}`, {
+        hint: 'A proxy, a network login page or a web site answered instead of the mirror: check --mirror (or CUDAENV_MIRROR, the mirror setting) and the network, then try again.',
+        code: 'bad-manifest',
+      });
+    }
     throw broken(source, (error as Error).message);
   }
   if (!isObject(data)) throw broken(source, 'the top level is not an object');

@@ -74,6 +74,22 @@ describe('manifest', () => {
       expect(() => parseManifest(JSON.stringify({release_label: '12.4.1', [name]: {version: '1', 'linux-x86_64': art('a/b.tar.xz')}}), 'm')).toThrow(`component name ${JSON.stringify(name)}`);
     }
   });
+
+  test('an HTML page in its place (a proxy\'s error, a network login) is named as one, with its own words, not as a JSON error', () => {
+    // Squid's error page, shortened: title, style, markup and entities.
+    const squid = '<!DOCTYPE html>\n<html><head><title>ERROR: The requested URL could not be retrieved</title><style>body{font:x}</style></head>' +
+      '<body><h1>ERROR</h1><p>Access control configuration prevents your request &amp; this one.</p><script>var x = 1;</script></body></html>';
+    let error: unknown;
+    try {
+      parseManifest(squid, 'http://m/redistrib_12.4.1.json', '12.4.1');
+    } catch (e) {
+      error = e;
+    }
+    expect((error as Error).message).toBe('http://m/redistrib_12.4.1.json is not a redist manifest but an HTML page ("ERROR: The requested URL could not be retrieved: ERROR Access control configuration prevents your re…")');
+    expect((error as {hint: string}).hint).toMatch(/^A proxy, a network login page or a web site answered instead of the mirror: check --mirror/);
+    expect(() => parseManifest(`  <html><body>${'word '.repeat(60)}</body></html>`, 'm')).toThrow(/an HTML page \("(word ){19}word…"\)$/);
+    expect(() => parseManifest('<html></html>', 'm')).toThrow(/^m is not a redist manifest but an HTML page$/);
+  });
 });
 
 describe('index page and labels', () => {
