@@ -7,17 +7,13 @@ import {CLI, cliEnv} from '../helpers/cli.js';
 import {realisticRelease, startMirrorServer, writeIndex, writeRelease, type MirrorServer} from '../helpers/mirror.js';
 import {makeTempDir} from '../helpers/tmp.js';
 import {testIf} from '../helpers/skip.js';
+import {quoteSh} from '../../src/core/shell/quote.js';
 import {makeFakeToolkit} from '../helpers/toolkit.js';
 
 let tmp: {dir: string; cleanup: () => void};
 let server: MirrorServer;
 let cudnnServer: MirrorServer;
 let n = 0;
-
-/** One word for sh. */
-function quoteShell(value: string): string {
-  return `'${value.replaceAll("'", `'\\''`)}'`;
-}
 
 function newStore(): string {
   return join(tmp.dir, `store${n++}`);
@@ -144,7 +140,7 @@ describe('cudaenv ls-remote / install / uninstall', () => {
   testIf(haveScript, 'needs script (util-linux) for a pseudo-terminal')('at a terminal: live lines; a terminal without a size, or stdout redirected: plain lines on stderr, only the result in the file', async () => {
     const inPty = async (name: string, setup: string, redirect = ''): Promise<string> => {
       const log = join(tmp.dir, `${name}.pty`);
-      const cmd = `${setup}${quoteShell(process.execPath)} ${quoteShell(CLI)} install 12.6.3 --profile minimal${redirect}`;
+      const cmd = `${setup}${quoteSh(process.execPath)} ${quoteSh(CLI)} install 12.6.3 --profile minimal${redirect}`;
       const child = spawn('script', ['-qec', cmd, log], {env: env(newStore()), stdio: 'ignore'});
       children.add(child);
       const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
@@ -158,7 +154,7 @@ describe('cudaenv ls-remote / install / uninstall', () => {
     expect(unsized).not.toContain('\u001b[?25l'); // no live display (it hides the cursor)
     // stdout to a file: progress stays on the terminal, the file holds only the result.
     const file = join(tmp.dir, 'install-stdout.txt');
-    const redirected = await inPty('redirected', 'stty cols 100 rows 30; ', ` > ${quoteShell(file)}`);
+    const redirected = await inPty('redirected', 'stty cols 100 rows 30; ', ` > ${quoteSh(file)}`);
     expect(redirected).toMatch(/cuda_nvcc 12\.6\.\d+: done/);
     expect(readFileSync(file, 'utf8')).toMatch(/^Installed CUDA 12\.6\.3 in .*\n/);
     expect(readFileSync(file, 'utf8')).not.toMatch(/cuda_nvcc/);

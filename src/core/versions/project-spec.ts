@@ -33,7 +33,7 @@ export function projectInstallSpec(paths: StorePaths, cwd: string): ProjectSpec 
     throw new UsageError(`${file} names ${parsed.spec.text}, and there is no alias ${r.missingAlias} to say which release that is`, missingAliasHint(r.missingAlias));
   }
   if (r.system || r.target === undefined || (r.target.kind !== 'version' && r.target.kind !== 'latest')) {
-    throw new UsageError(`${file} selects the system toolkit (${r.aliases.length > 0 ? `${[...r.aliases, 'system'].join(' -> ')}` : 'system'}): there is nothing to install`,
+    throw new UsageError(`${file} selects the system toolkit (${[...r.aliases, 'system'].join(' -> ')}): there is nothing to install`,
       'Write a release such as 12.4 in it, or name one: cudaenv install 12.4.');
   }
   const cudnn = parsed.settings.cudnn;
