@@ -3,8 +3,10 @@
 // Both forms of the check are measured: the first check of the tree (`--no-cache`: every file read
 // and modelled) and the check of an unchanged tree, answered from the verdict cache that the
 // untimed warm-up round fills (a private CUDAENV_DIR, so nothing of the user's store is used).
-// The floor is measured beside them: a fresh Node.js process that only reads the tables every
-// check must read (bench/lib/check-floor.mjs), to show how much of the time is the model's.
+// The floors are measured beside them: a fresh Node.js process that only reads the tables every
+// check must read (bench/lib/check-floor.mjs), and one that also finds each file's dependencies
+// and looks every reference up, without the loader's rules (bench/lib/check-lookup-floor.mjs, on
+// one thread and on two), to show how much of the time is the model's.
 // Usage: npm run build && node bench/check-scale.mjs [runs] [DIR...]
 // (default DIRs: /usr/lib/x86_64-linux-gnu /usr/local/cuda-13.0/lib, those that exist)
 import {spawnSync} from 'node:child_process';
@@ -48,6 +50,11 @@ const results = compare([
   // The floor: a fresh Node.js process that only reads the tables any check must read
   // (lib/check-floor.mjs), started as bin/cudaenv starts Node (without NODE_EXTRA_CA_CERTS).
   {name: `node bench/lib/check-floor.mjs (${files.length} files: reading the tables only, no model)`, cmd: process.execPath, args: [join(root, 'bench', 'lib', 'check-floor.mjs'), ...files], options: {env: floorEnv}},
+  // The lookup floor: the same reading, then each file's DT_NEEDED closure found and every
+  // reference looked up through the providers' GNU hash tables, nothing more (lib/check-lookup-floor.mjs);
+  // and the same split over two worker threads, to show what the second core gives.
+  {name: `node bench/lib/check-lookup-floor.mjs (${files.length} files: reading, dependency closure and every lookup, no loader rules)`, cmd: process.execPath, args: [join(root, 'bench', 'lib', 'check-lookup-floor.mjs'), ...files], options: {env: floorEnv}},
+  {name: `node bench/lib/check-lookup-floor.mjs --threads 2 (the same, the files shared by two threads)`, cmd: process.execPath, args: [join(root, 'bench', 'lib', 'check-lookup-floor.mjs'), '--threads', '2', ...files], options: {env: floorEnv}},
 ], {runs, warmup: 1});
 // The cached report must be the uncached one, byte for byte.
 const cachedJson = spawnSync(cli, ['check', '--json', ...dirs], {env, encoding: 'utf8', maxBuffer: 512 * 1024 * 1024}).stdout;
@@ -93,7 +100,7 @@ const missed = [...lddFailing].filter((k) => !ours.has(k));
 const unvExtra = [...oursUnversioned].filter((k) => !lddUnversioned.has(k));
 const unvMissed = [...lddUnversioned].filter((k) => !oursUnversioned.has(k));
 
-const [cold, warm, ldd, floor] = results;
+const [cold, warm, ldd, floor, lookupFloor, lookupFloor2] = results;
 const coldSpeedup = ldd.median / cold.median;
 const speedup = ldd.median / warm.median;
 console.log(`| command | median ms | min ms | max ms |`);
@@ -103,6 +110,7 @@ console.log(`\n${files.length} shared objects checked (${report.skipped.length} 
 console.log(`speed-up, first check (--no-cache): ${coldSpeedup.toFixed(1)}x (target >= 10x): ${coldSpeedup >= 10 ? 'PASS' : 'FAIL'}`);
 console.log(`speed-up, unchanged tree (cached): ${speedup.toFixed(1)}x (target >= 10x): ${speedup >= 10 ? 'PASS' : 'FAIL'}; report identical to the uncached one: ${sameReport ? 'yes' : 'NO'}`);
 console.log(`the floor (a fresh Node.js process reading the tables only): ${floor.median.toFixed(0)} ms, ${(ldd.median / floor.median).toFixed(1)}x; the first check takes ${(cold.median / floor.median).toFixed(1)}x the floor; the 10x budget is ${(ldd.median / 10).toFixed(0)} ms`);
+console.log(`the lookup floor (reading, each file's dependency closure, every reference looked up; no loader rules, no validation, no report): ${lookupFloor.median.toFixed(0)} ms, ${(ldd.median / lookupFloor.median).toFixed(1)}x, ${(100 * lookupFloor.median / (ldd.median / 10)).toFixed(0)}% of the 10x budget; on two threads ${lookupFloor2.median.toFixed(0)} ms; the first check takes ${(cold.median / lookupFloor.median).toFixed(1)}x the lookup floor`);
 if (cpu) console.log(`CPU time (user+sys, median of 3): check --no-cache ${cpu[0].toFixed(2)} s (${(cpu[2] / cpu[0]).toFixed(1)}x), check cached ${cpu[1].toFixed(2)} s (${(cpu[2] / cpu[1]).toFixed(1)}x), ldd -r loop ${cpu[2].toFixed(2)} s`);
 console.log(`load average at the end: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
 console.log(`failing problems: ldd -r ${lddFailing.size}, cudaenv check ${ours.size}; false positives ${falsePositives.length} (target 0): ${falsePositives.length === 0 ? 'PASS' : 'FAIL'}; missed ${missed.length}`);
