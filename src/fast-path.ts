@@ -7,6 +7,7 @@
 import {readFileSync} from 'node:fs';
 import {arch, platform} from 'node:os';
 import {colorEnabled, errorLines, paint, warningLine} from './cli/color.js';
+import {writeStdout} from './cli/stdout.js';
 import {formatError, CudaenvError, EXIT_FAILED} from './core/errors.js';
 import {storePaths} from './core/store/paths.js';
 import {currentHint, currentReport, formatCurrent} from './core/versions/current.js';
@@ -14,7 +15,7 @@ import {currentHint, currentReport, formatCurrent} from './core/versions/current
 export async function fastPath(argv: string[]): Promise<boolean> {
   if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v' || argv[0] === 'version')) {
     const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {version: string};
-    process.stdout.write(`cudaenv/${pkg.version} ${platform()}-${arch()} node-${process.version}\n`);
+    writeStdout(`cudaenv/${pkg.version} ${platform()}-${arch()} node-${process.version}\n`);
     return true;
   }
   if (argv[0] === 'current' && (argv.length === 1 || (argv.length === 2 && argv[1] === '--json'))) {
@@ -65,12 +66,12 @@ async function runUseFast(req: {spec?: string; policy?: 'prepend' | 'none'; quie
   try {
     const {runUse} = await import('./core/shell/use.js');
     const out = await runUse({...req, paths: storePaths(), env: process.env}, (m) => process.stderr.write(warningLine(m)));
-    process.stdout.write(out.stdout);
+    writeStdout(out.stdout);
   } catch (error) {
     // As src/cli/base.ts renders errors: JSON on stdout with --json, else one message on stderr.
     const e = error instanceof CudaenvError ? error : undefined;
     if (req.json) {
-      process.stdout.write(`${JSON.stringify({ok: false, error: {code: e?.code ?? 'failed', message: (error as Error).message, hint: e?.hint ?? null}}, null, 2)}\n`);
+      writeStdout(`${JSON.stringify({ok: false, error: {code: e?.code ?? 'failed', message: (error as Error).message, hint: e?.hint ?? null}}, null, 2)}\n`);
     } else {
       process.stderr.write(errorLines(formatError(error)));
     }
