@@ -106,7 +106,7 @@ action(warmToolCache, undefined);
 function cli() {
   const store = join(tmp, `store${++job}`);
   const start = process.hrtime.bigint();
-  execFileSync(process.execPath, [join(root, 'bin', 'run.js'), 'install', label, '--components', chosen.join(','), '--mirror', url, '--json'],
+  execFileSync(process.execPath, [join(root, 'bin', 'run.cjs'), 'install', label, '--components', chosen.join(','), '--mirror', url, '--json'],
     {env: {PATH: process.env.PATH, HOME: tmp, CUDAENV_DIR: store}, stdio: 'ignore'});
   const ms = Number(process.hrtime.bigint() - start) / 1e6;
   rmSync(store, {recursive: true, force: true});

@@ -9,7 +9,7 @@ import {dirname, join} from 'node:path';
 import {fileURLToPath} from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const cli = join(root, 'bin', 'run.js');
+const cli = join(root, 'bin', 'run.cjs');
 const candidates = [process.argv[2], '/usr/lib/x86_64-linux-gnu/libLLVM-15.so.1', '/usr/lib/x86_64-linux-gnu/libstdc++.so.6'].filter(Boolean);
 const source = candidates.find((p) => existsSync(p));
 if (!source || !existsSync('/usr/bin/time')) {

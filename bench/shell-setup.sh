@@ -3,7 +3,7 @@
 # Sets: BENCH_DIR, CUDAENV_DIR, CLI, PROJ_A (11.8), PROJ_B (12.4).
 set -eu
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-CLI="$REPO/bin/run.js"
+CLI="$REPO/bin/run.cjs"
 [ -f "$REPO/dist/fast-path.js" ] || { echo "build first: npm run build" >&2; exit 1; }
 BENCH_DIR=$(mktemp -d /tmp/cudaenv-bench-XXXXXX)
 trap 'rm -rf "$BENCH_DIR"' EXIT

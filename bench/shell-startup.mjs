@@ -14,7 +14,7 @@ import {fileURLToPath} from 'node:url';
 import {median} from './lib/measure.mjs';
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), '..');
-const cli = join(repo, 'bin', 'run.js');
+const cli = join(repo, 'bin', 'run.cjs');
 const runs = Number(process.argv[2] ?? 20);
 const tmp = mkdtempSync(join(tmpdir(), 'cudaenv-startup-'));
 const store = join(tmp, 'store');

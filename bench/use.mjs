@@ -13,13 +13,14 @@ import {median} from './lib/measure.mjs';
 import {buildTorchTree} from './lib/torch-tree.mjs';
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), '..');
-const cli = join(repo, 'bin', 'run.js');
+// The command the shell function runs: the launcher on PATH (sh, then Node on bin/run.cjs).
+const cli = join(repo, 'bin', 'cudaenv');
 const runs = Number(process.argv[2] ?? 20);
 const tmp = mkdtempSync(join(tmpdir(), 'cudaenv-use-bench-'));
 const store = join(tmp, 'store');
 const tree = buildTorchTree(tmp);
-const env = {PATH: '/usr/bin:/bin', HOME: tmp, CUDAENV_DIR: store, CUDAENV_SHELL: 'bash', VIRTUAL_ENV: tree.venv};
-const add = spawnSync(process.execPath, [cli, 'add', tree.toolkit], {env, encoding: 'utf8'});
+const env = {PATH: `${dirname(process.execPath)}:/usr/bin:/bin`, HOME: tmp, CUDAENV_DIR: store, CUDAENV_SHELL: 'bash', VIRTUAL_ENV: tree.venv};
+const add = spawnSync(cli, ['add', tree.toolkit], {env, encoding: 'utf8'});
 if (add.status !== 0) throw new Error(add.stderr);
 const switchDir = join(store, 'switch');
 const clearCache = () => {
@@ -30,7 +31,7 @@ const clearCache = () => {
 function run(args, before) {
   before?.();
   const t0 = process.hrtime.bigint();
-  const r = spawnSync('/usr/bin/time', ['-f', '%U %S', process.execPath, ...args], {env, encoding: 'utf8'});
+  const r = spawnSync('/usr/bin/time', ['-f', '%U %S', ...args], {env, encoding: 'utf8'});
   const wall = Number(process.hrtime.bigint() - t0) / 1e6;
   if (r.status !== 0) throw new Error(`${args.join(' ')}: ${r.stderr}`);
   const [u, s] = r.stderr.trim().split('\n').pop().split(' ').map(Number);
@@ -38,7 +39,7 @@ function run(args, before) {
 }
 
 const cases = [
-  {name: '`node -e 0`', args: ['-e', '0']},
+  {name: '`node -e 0`', args: [process.execPath, '-e', '0']},
   {name: '`cudaenv use 12.4`, check cached', args: [cli, 'use', '12.4']},
   {name: '`cudaenv current` (issue 2\'s fast path, for comparison)', args: [cli, 'current']},
   {name: '`cudaenv use 12.4`, first check (toolkit + torch + nvidia wheels)', args: [cli, 'use', '12.4'], before: clearCache},

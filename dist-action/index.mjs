@@ -76941,7 +76941,9 @@ import { existsSync as existsSync11, mkdirSync as mkdirSync10, readFileSync as r
 import { join as join18 } from "node:path";
 
 // src/core/fatal-cleanup.ts
-var actions = /* @__PURE__ */ new Set();
+var REGISTRY = /* @__PURE__ */ Symbol.for("cudaenv.fatalCleanups");
+var holder = process;
+var actions = holder[REGISTRY] ??= /* @__PURE__ */ new Set();
 function onFatalExit(action5) {
   actions.add(action5);
   return () => {

@@ -1,9 +1,11 @@
 #!/usr/bin/env node
-// Bundles the start-up fast path (src/fast-path.ts and the core it reaches: `--version`,
-// `current`, `use`, plain `check`) into one file, dist/fast-path.bundle.js. Node 20 has no
-// compile cache, and resolving and compiling some thirty ES modules was most of what `cudaenv use`
-// cost with its check cached (issue 13: at most 2x `node -e 0`). Packages stay imports from
-// node_modules; bin/run.js falls back to dist/fast-path.js when the bundle is missing.
+// Bundles the start-up fast path (src/start.ts: the last-resort handler and src/fast-path.ts with
+// the core it reaches: `--version`, `current`, `use`, plain `check`) into one CommonJS file,
+// dist/fast-path.bundle.cjs. Node 20 has no compile cache, and resolving and compiling some thirty
+// ES modules was most of what `cudaenv use` cost with its check cached (issue 13: at most 2x
+// `node -e 0`); CommonJS because bin/run.cjs then starts without Node's ES module loader (7 ms of
+// a 41 ms `use`, bench/RESULTS.md). Packages stay imports from node_modules (none is on the fast
+// path); bin/run.cjs falls back to dist/start.js when the bundle is missing.
 import {build} from 'esbuild';
 import {readFileSync} from 'node:fs';
 import {dirname, join} from 'node:path';
@@ -32,13 +34,16 @@ const relocate = {
 
 await build({
   absWorkingDir: root,
-  entryPoints: ['src/fast-path.ts'],
+  entryPoints: ['src/start.ts'],
   bundle: true,
   packages: 'external',
   platform: 'node',
-  format: 'esm',
+  format: 'cjs',
   target: 'node20',
-  outfile: join(root, 'dist', 'fast-path.bundle.js'),
+  outfile: join(root, 'dist', 'fast-path.bundle.cjs'),
+  // CommonJS has no import.meta: the modules find their data through this file's own URL.
+  define: {'import.meta.url': '__cudaenvBundleUrl'},
+  banner: {js: 'const __cudaenvBundleUrl = require("node:url").pathToFileURL(__filename).href;'},
   logLevel: 'warning',
   plugins: [relocate],
 });

@@ -8,7 +8,12 @@
  * (SIGKILL runs nothing: for that, the next run reclaims what is left: see store/lock.ts and
  * remote/staging.ts.)
  */
-const actions = new Set<() => void>();
+// One registry per process, not per module instance: the last-resort handler runs from the
+// start-up bundle (dist/fast-path.bundle.cjs, its own copy of this module), while the commands
+// oclif loads register from dist/core/fatal-cleanup.js.
+const REGISTRY = Symbol.for('cudaenv.fatalCleanups');
+const holder = process as unknown as Record<symbol, Set<() => void> | undefined>;
+const actions: Set<() => void> = holder[REGISTRY] ??= new Set();
 
 export function onFatalExit(action: () => void): () => void {
   actions.add(action);

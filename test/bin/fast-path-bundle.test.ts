@@ -1,30 +1,70 @@
-import {expect, test} from '@jest/globals';
+import {afterAll, beforeAll, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
-import {existsSync, readFileSync} from 'node:fs';
+import {existsSync, readFileSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
-import {REPO_ROOT} from '../helpers/cli.js';
+import {CLI, REPO_ROOT} from '../helpers/cli.js';
+import {makeTempDir} from '../helpers/tmp.js';
 
-// bin/run.js loads the bundled fast path and falls back to dist/fast-path.js, so a bundle that
+// bin/run.cjs loads the bundled fast path and falls back to dist/start.js, so a bundle that
 // failed to load would only make every `use` slower: these tests make that visible.
-const BUNDLE = join(REPO_ROOT, 'dist', 'fast-path.bundle.js');
+const BUNDLE = join(REPO_ROOT, 'dist', 'fast-path.bundle.cjs');
+const VERSION = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as {version: string}).version;
+
+let dir: string;
+let cleanup: () => void;
+let probe: string;
+beforeAll(() => {
+  ({dir, cleanup} = makeTempDir('cudaenv-bundle-'));
+  // Written at exit: the internal modules Node loaded. An ES module run needs esm/module_job (the
+  // public 'module' builtin, which the bundle requires for createRequire, loads esm/loader alone).
+  probe = join(dir, 'modules.cjs');
+  writeFileSync(probe, `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(join(dir, 'loaded.txt'))}, process.moduleLoadList.join('\\n')));\n`);
+});
+afterAll(() => cleanup());
 
 test('the build writes the bundle, and it loads on its own', () => {
   expect(existsSync(BUNDLE)).toBe(true);
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', `const m = await import(${JSON.stringify(BUNDLE)}); process.stdout.write(typeof m.fastPath);`], {encoding: 'utf8'});
+  const r = spawnSync(process.execPath, ['-e', `const m = require(${JSON.stringify(BUNDLE)}); process.stdout.write(typeof m.fastPath + ' ' + typeof m.installLastResort);`], {encoding: 'utf8'});
   expect(r.stderr).toBe('');
-  expect(r.stdout).toBe('function');
+  expect(r.stdout).toBe('function function');
 });
 
 test('data read relative to a module is read relative to the bundle (shims/, the release table)', () => {
   const text = readFileSync(BUNDLE, 'utf8');
   expect(text).not.toContain('../../../shims/');
   expect(text).toContain('../shims/');
+  expect(text).not.toContain('import.meta');
   // The release table is not on the fast path today; if it comes onto it, it must be relocated too.
   if (text.includes('releases.json')) expect(text).toContain('./core/versions/releases.json');
 });
 
 test('the launcher runs the bundle: --version through it names the package version', () => {
-  const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as {version: string};
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', `const m = await import(${JSON.stringify(BUNDLE)}); await m.fastPath(['--version']);`], {encoding: 'utf8'});
-  expect(r.stdout).toMatch(new RegExp(`^cudaenv/${pkg.version.replaceAll('.', '\\.')} `));
+  const r = spawnSync(join(REPO_ROOT, 'bin', 'cudaenv'), ['--version'], {encoding: 'utf8'});
+  expect(r.status).toBe(0);
+  expect(r.stdout).toMatch(new RegExp(`^cudaenv/${VERSION.replaceAll('.', '\\.')} `));
+});
+
+test('the fast path starts without Node\'s ES module loader; oclif\'s commands still load it', () => {
+  const env = {PATH: process.env.PATH, HOME: dir, CUDAENV_DIR: join(dir, 'store'), CUDAENV_SHELL: 'bash'};
+  const loaded = (args: string[]): {status: number | null; stdout: string; esm: boolean} => {
+    const r = spawnSync(process.execPath, ['-r', probe, CLI, ...args], {encoding: 'utf8', env});
+    const list = readFileSync(join(dir, 'loaded.txt'), 'utf8');
+    return {status: r.status, stdout: r.stdout, esm: list.includes('internal/modules/esm/module_job')};
+  };
+  // `use system` and `current` answer from the store (an empty one here); --version from package.json.
+  for (const args of [['--version'], ['current'], ['use', 'system']]) {
+    const r = loaded(args);
+    expect([args.join(' '), r.esm]).toEqual([args.join(' '), false]);
+    expect(r.stdout.length).toBeGreaterThan(0);
+  }
+  // The control: the probe does see the loader when a command goes through oclif.
+  const ls = loaded(['ls']);
+  expect(ls.status).toBe(0);
+  expect(ls.esm).toBe(true);
+});
+
+test('bin/run.js (the README\'s ./bin/run.js) runs the same entry', () => {
+  const r = spawnSync(join(REPO_ROOT, 'bin', 'run.js'), ['--version'], {encoding: 'utf8'});
+  expect(r.status).toBe(0);
+  expect(r.stdout).toMatch(new RegExp(`^cudaenv/${VERSION.replaceAll('.', '\\.')} `));
 });

@@ -46,7 +46,7 @@ describeIf(REGISTRY, IS_GIT ? 'needs the npm registry or its metadata in the npm
   test('the package holds what cudaenv runs from and nothing else; publish --dry-run lists the same', () => {
     const top = [...new Set(packed.map((p) => p.split('/')[0]))].sort();
     expect(top).toEqual(['README.md', 'bin', 'dist', 'node_modules', 'oclif.manifest.json', 'package.json', 'shims']);
-    for (const f of ['bin/cudaenv', 'bin/run.js', 'dist/fast-path.js', 'dist/core/versions/releases.json', 'dist/hooks/command-not-found.js', 'shims/shim.sh']) expect(packed).toContain(f);
+    for (const f of ['bin/cudaenv', 'bin/run.cjs', 'bin/run.js', 'dist/fast-path.bundle.cjs', 'dist/fast-path.js', 'dist/core/versions/releases.json', 'dist/hooks/command-not-found.js', 'shims/shim.sh']) expect(packed).toContain(f);
     // Every compiled module is there: one for each source file.
     const sources = (d: string): string[] => readdirSync(join(clone, 'src', d), {withFileTypes: true}).flatMap((e) => (e.isDirectory() ? sources(join(d, e.name)) : e.name.endsWith('.ts') ? [join('dist', d, e.name.replace(/\.ts$/, '.js'))] : []));
     for (const js of sources('')) expect(packed).toContain(js);

@@ -12,9 +12,9 @@ import {describeIf} from '../helpers/skip.js';
  * however it exits must be exactly what the oclif command does with the same arguments.
  */
 function runThroughOclif(args: string[], env: NodeJS.ProcessEnv): CliResult {
-  // bin/run.js without its fast path: oclif's execute, as bin/run.js calls it.
+  // bin/run.cjs without its fast path: oclif's execute, as bin/run.cjs calls it.
   const script = `require(require.resolve('@oclif/core', {paths: [${JSON.stringify(REPO_ROOT)}]}))` +
-    `.execute({args: process.argv.slice(1), dir: ${JSON.stringify(join(REPO_ROOT, 'bin', 'run.js'))},` +
+    `.execute({args: process.argv.slice(1), dir: ${JSON.stringify(join(REPO_ROOT, 'bin', 'run.cjs'))},` +
     ` loadOptions: {root: ${JSON.stringify(REPO_ROOT)}, userPlugins: false}})`;
   const r = spawnSync(process.execPath, ['-e', script, ...args], {cwd: REPO_ROOT, env, encoding: 'utf8', timeout: 120000});
   return {status: r.status ?? 1, stdout: r.stdout, stderr: r.stderr};
@@ -80,7 +80,7 @@ d('cudaenv check PATH... without flags: fast path = oclif command', () => {
   });
 
   test('output to a closed pipe is not an error', () => {
-    const r = spawnSync('bash', ['-c', `set -o pipefail; node ${JSON.stringify(join(REPO_ROOT, 'bin', 'run.js'))} check ${JSON.stringify(ok)} ${JSON.stringify(broken)} | head -c 1 >/dev/null; echo "status \${PIPESTATUS[0]}"`],
+    const r = spawnSync('bash', ['-c', `set -o pipefail; node ${JSON.stringify(join(REPO_ROOT, 'bin', 'run.cjs'))} check ${JSON.stringify(ok)} ${JSON.stringify(broken)} | head -c 1 >/dev/null; echo "status \${PIPESTATUS[0]}"`],
       {env, encoding: 'utf8'});
     expect(r.stderr).toBe('');
     expect(r.stdout.trim()).toMatch(/^status [01]$/);

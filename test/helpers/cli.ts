@@ -4,7 +4,8 @@ import {dirname, join} from 'node:path';
 import {fileURLToPath} from 'node:url';
 
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-export const CLI = join(REPO_ROOT, 'bin', 'run.js');
+/** The entry bin/cudaenv starts (bin/run.js runs the same for `./bin/run.js` from a clone). */
+export const CLI = join(REPO_ROOT, 'bin', 'run.cjs');
 
 export interface CliResult {
   status: number;

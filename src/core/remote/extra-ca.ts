@@ -5,7 +5,7 @@ import type {rootCertificates as RootCertificates} from 'node:tls';
  * NODE_EXTRA_CA_CERTS, applied when cudaenv opens a TLS connection instead of at every start.
  * Node 20 reads and parses that file before any code runs (85 ms for Debian's 220 KB
  * ca-certificates.crt, as much again as `node -e 0`), which would double `cudaenv use` for every
- * user whose network sets it. bin/cudaenv therefore moves the variable aside, and bin/run.js puts
+ * user whose network sets it. bin/cudaenv therefore moves the variable aside, and bin/run.cjs puts
  * it back into process.env (programs cudaenv starts get it) and leaves the path here, under a
  * process-wide symbol (no module has to load at start-up for it).
  */
@@ -13,7 +13,7 @@ const DEFERRED = Symbol.for('cudaenv.deferredExtraCaCerts');
 
 type WithDeferred = NodeJS.Process & {[DEFERRED]?: string};
 
-/** What bin/run.js calls when the launcher deferred the variable. */
+/** What bin/run.cjs calls when the launcher deferred the variable. */
 export function deferExtraCaCerts(file: string): void {
   (process as WithDeferred)[DEFERRED] = file;
 }

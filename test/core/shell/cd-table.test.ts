@@ -82,7 +82,7 @@ for (const shell of SHELLS) {
 
     test('every case gives the version in the table', () => {
       const lines = TABLE.map(([posix, fish]) => (shell === 'fish' ? fish ?? posix : posix));
-      // node on PATH for the check after a switch (bin/run.js); no `cudaenv` command. fish
+      // node on PATH for the check after a switch (bin/run.cjs); no `cudaenv` command. fish
       // emits fish_prompt only at a terminal: it runs under `script`, on a pseudo-terminal.
       const env = {PATH: `${dirname(process.execPath)}:/usr/bin:/bin`};
       const r = shell === 'fish' ? runFishOnPty(home, store, lines, env, out) : runInteractive(shell, home, store, lines, env, out);
