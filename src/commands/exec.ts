@@ -58,13 +58,16 @@ export default class Exec extends CudaenvCommand {
  * nvm's habit (`nvm exec 18 node app.js`): a version written where exec takes the command. Only
  * once no such command exists (a program named 12.4 still runs), the error says how to write it.
  */
-function versionAsCommand(error: unknown, command: string, args: string[]): CudaenvError | undefined {
+function versionAsCommand(error: unknown, command: string, words: string[]): CudaenvError | undefined {
+  // `cudaenv exec 13.0 -- nvcc --version`: the `--` belongs before the command, where the hint puts it.
+  const dashed = words[0] === '--';
+  const args = dashed ? words.slice(1) : words;
   if (!(error instanceof CudaenvError) || error.code !== 'command-not-found' || args.length === 0) return undefined;
   const kind = tryParseSpec(command)?.kind;
   const version = kind === 'version' || kind === 'latest' || kind === 'system' ? command : prefixedVersion(command);
   if (version === undefined) return undefined;
   return new CudaenvError(error.message, {
-    hint: `To run ${args[0]} with CUDA ${version}, name the version with --cuda: cudaenv exec --cuda ${version} ${args.map(quoteSh).join(' ')}`,
+    hint: `To run ${args[0]} with CUDA ${version}, name the version with --cuda: cudaenv exec --cuda ${version} ${dashed ? '-- ' : ''}${args.map(quoteSh).join(' ')}`,
     exitCode: error.exitCode, code: error.code,
   });
 }

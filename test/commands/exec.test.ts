@@ -50,6 +50,10 @@ describe('cudaenv exec', () => {
       expect(r.status).toBe(127);
       expect(r.stderr).toBe(`cudaenv: cannot run ${word}: command not found\nTo run sh with CUDA ${version}, name the version with --cuda: cudaenv exec --cuda ${version} sh -c 'echo "$1"' sh 'it'\\''s'\n`);
     }
+    // With the `--` the docs show after it (`cudaenv exec 13.0 -- nvcc --version`): the command is the word after it.
+    const dashed = runCli(['exec', '12.4', '--', 'sh', '-c', 'true'], {env});
+    expect(dashed.status).toBe(127);
+    expect(dashed.stderr).toBe('cudaenv: cannot run 12.4: command not found\nTo run sh with CUDA 12.4, name the version with --cuda: cudaenv exec --cuda 12.4 -- sh -c true\n');
     // A word that is no version keeps the plain hint; a program that exists under a version's name runs.
     expect(runCli(['exec', 'no-such-program-xyz', 'x'], {env}).stderr).toContain('Check the name, or that the selected toolkit provides it');
     const bin = join(dir, 'odd-bin');
