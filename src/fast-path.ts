@@ -6,8 +6,8 @@
  */
 import {readFileSync} from 'node:fs';
 import {arch, platform} from 'node:os';
-import {colorEnabled, errorLines, paint, warningLine} from './cli/color.js';
-import {writeStdout} from './cli/stdout.js';
+import {errorLines, paint, warningLine} from './cli/color.js';
+import {stdoutColorEnabled, writeStdout} from './cli/stdout.js';
 import {formatError, CudaenvError, EXIT_FAILED} from './core/errors.js';
 import {storePaths} from './core/store/paths.js';
 import {currentHint, currentReport, formatCurrent} from './core/versions/current.js';
@@ -109,10 +109,10 @@ export function runCurrent(json: boolean): void {
     const report = currentReport(storePaths());
     for (const w of report.warnings) process.stderr.write(warningLine(w));
     if (json) {
-      process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+      writeStdout(`${JSON.stringify(report, null, 2)}\n`);
     } else if (report.installed) {
       // The active version in green at a terminal, as `ls` shows it.
-      process.stdout.write(`${formatCurrent(report, (v) => paint(v, 'green', colorEnabled(process.stdout)))}\n`);
+      writeStdout(`${formatCurrent(report, (v) => paint(v, 'green', stdoutColorEnabled()))}\n`);
     } else {
       process.stderr.write(errorLines(`${formatCurrent(report)}\n${currentHint(report)}`));
     }
@@ -120,7 +120,7 @@ export function runCurrent(json: boolean): void {
   } catch (error) {
     if (json) {
       const e = error instanceof CudaenvError ? error : undefined;
-      process.stdout.write(`${JSON.stringify({ok: false, error: {code: e?.code ?? 'failed', message: (error as Error).message, hint: e?.hint ?? null}}, null, 2)}\n`);
+      writeStdout(`${JSON.stringify({ok: false, error: {code: e?.code ?? 'failed', message: (error as Error).message, hint: e?.hint ?? null}}, null, 2)}\n`);
     } else {
       process.stderr.write(errorLines(formatError(error)));
     }

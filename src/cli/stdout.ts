@@ -1,4 +1,5 @@
-import {writeSync} from 'node:fs';
+import {fstatSync, writeSync} from 'node:fs';
+import {colorEnabled} from './color.js';
 
 /**
  * Writes all of `text` to standard output synchronously, without creating `process.stdout`. On a
@@ -27,4 +28,19 @@ export function writeStdout(text: string): void {
       return;
     }
   }
+}
+
+/**
+ * colorEnabled(process.stdout), without creating `process.stdout` where standard output cannot be
+ * a terminal: a pipe or a file (not a character device) is none, so `$(cudaenv current)` in a
+ * prompt starts no stream. A character device (a terminal, or /dev/null) is asked as before.
+ */
+export function stdoutColorEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
+  if (env.NO_COLOR !== undefined && env.NO_COLOR !== '') return false;
+  try {
+    if (!fstatSync(1).isCharacterDevice()) return false;
+  } catch {
+    return false;
+  }
+  return colorEnabled(process.stdout, env);
 }

@@ -79,3 +79,16 @@ t('a pipe nobody reads any more (EPIPE) is not an error', () => {
   expect(r.stderr).toBe(`wrote ${Buffer.byteLength(expected())}\n`);
   expect(r.status).toBe(0);
 }, 60000);
+
+test('colour is asked of process.stdout only where stdout may be a terminal: a pipe or a file creates no stream', () => {
+  const child = `import {stdoutColorEnabled} from ${JSON.stringify(MODULE)};
+import {writeSync} from 'node:fs';
+const color = stdoutColorEnabled({TERM: 'xterm'});
+// Read before anything touches process.stderr (a pipe too: it would load net itself).
+writeSync(2, JSON.stringify({color, net: process.moduleLoadList.includes('NativeModule net')}));`;
+  const run = (stdout: 'pipe' | 'ignore' | number) => JSON.parse(spawnSync(process.execPath, ['--input-type=module', '-e', child], {stdio: ['ignore', stdout, 'pipe'], encoding: 'utf8'}).stderr) as {color: boolean; net: boolean};
+  // A pipe: no colour, and no net.Socket made to find that out.
+  expect(run('pipe')).toEqual({color: false, net: false});
+  // /dev/null is a character device: asked (no terminal, so no colour).
+  expect(run('ignore').color).toBe(false);
+});
