@@ -4,7 +4,7 @@
  * and one whose reader is gone (EPIPE: nothing to tell, exit 0). The pipes are made by python3,
  * which can set O_NONBLOCK on a descriptor before handing it to the child (Node cannot).
  */
-import {expect} from '@jest/globals';
+import {expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
 import {join} from 'node:path';
 import {pathToFileURL} from 'node:url';
