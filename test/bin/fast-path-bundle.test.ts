@@ -1,6 +1,6 @@
 import {afterAll, beforeAll, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
-import {existsSync, readFileSync, writeFileSync} from 'node:fs';
+import {copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {CLI, REPO_ROOT} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
@@ -67,4 +67,23 @@ test('bin/run.js (the README\'s ./bin/run.js) runs the same entry', () => {
   const r = spawnSync(join(REPO_ROOT, 'bin', 'run.js'), ['--version'], {encoding: 'utf8'});
   expect(r.status).toBe(0);
   expect(r.stdout).toMatch(new RegExp(`^cudaenv/${VERSION.replaceAll('.', '\\.')} `));
+});
+
+test('without the bundle (a build whose bundling step failed) bin/run.cjs runs the modules it is made of', () => {
+  // A copy of the package's layout with every dist/ entry but the bundle linked in.
+  const tree = join(dir, 'nobundle');
+  for (const sub of ['bin', 'dist']) mkdirSync(join(tree, sub), {recursive: true});
+  copyFileSync(CLI, join(tree, 'bin', 'run.cjs'));
+  for (const name of ['package.json', 'shims', 'node_modules', 'oclif.manifest.json']) symlinkSync(join(REPO_ROOT, name), join(tree, name));
+  for (const name of readdirSync(join(REPO_ROOT, 'dist'))) {
+    if (!name.startsWith('fast-path.bundle')) symlinkSync(join(REPO_ROOT, 'dist', name), join(tree, 'dist', name));
+  }
+  const env = {PATH: process.env.PATH, HOME: dir, CUDAENV_DIR: join(dir, 'store-nobundle')};
+  const version = spawnSync(process.execPath, [join(tree, 'bin', 'run.cjs'), '--version'], {encoding: 'utf8', env});
+  expect(version.stderr).toBe('');
+  expect(version.stdout).toMatch(new RegExp(`^cudaenv/${VERSION.replaceAll('.', '\\.')} `));
+  // And a command through oclif from there.
+  const ls = spawnSync(process.execPath, [join(tree, 'bin', 'run.cjs'), 'ls'], {encoding: 'utf8', env});
+  expect(ls.status).toBe(0);
+  expect(ls.stdout).toContain('No CUDA versions installed');
 });
