@@ -62,13 +62,15 @@ export function linkValueFor(paths: StorePaths, label: string): string {
   return v.path;
 }
 
-export function refuseNonLink(target: string, state: TargetState): CudaenvError {
+/** `label`: the version the refused link was to name, which the hint's command links once the way is clear. */
+export function refuseNonLink(target: string, state: TargetState, label: string): CudaenvError {
   const what = state.kind === 'directory' ? 'a directory' : state.kind === 'file' ? 'a file' : 'not a symbolic link';
   const version = state.kind === 'directory' ? detectToolkitVersion(target, false).version : undefined;
   const v = version ? parseVersion(version) : undefined;
   const aside = `${target}-${v ? `${v.major}.${v.minor}` : 'X.Y'}`;
-  // The link command names the moved version and, for another target, that target (plain `cudaenv link` would move /usr/local/cuda).
-  const again = `cudaenv link${v ? ` ${v.major}.${v.minor}` : ''}${target === '/usr/local/cuda' ? '' : ` --target ${quoteSh(target)}`}`;
+  // The command asked for, whole: the version (plain `cudaenv link` would take .cuda-version's) and,
+  // for another target, that target (plain `cudaenv link` would move /usr/local/cuda).
+  const again = `cudaenv link ${quoteSh(label)}${target === '/usr/local/cuda' ? '' : ` --target ${quoteSh(target)}`}`;
   return new CudaenvError(`${target} is ${what}, not a link: cudaenv will not replace it (that would lose its contents)`, {
     hint: state.kind === 'directory'
       ? `Move it aside and register it, then link again: sudo mv ${quoteSh(target)} ${quoteSh(aside)} && cudaenv add ${quoteSh(aside)} && ${again}`
@@ -118,7 +120,7 @@ function describeState(state: TargetState): string {
 export async function linkVersion(ctx: LinkContext, target: string, label: string, dryRun: boolean): Promise<LinkResult> {
   const value = linkValueFor(ctx.paths, label);
   const state = inspectTarget(target);
-  if (state.kind === 'directory' || state.kind === 'file' || state.kind === 'other') throw refuseNonLink(target, state);
+  if (state.kind === 'directory' || state.kind === 'file' || state.kind === 'other') throw refuseNonLink(target, state, label);
   const dir = dirname(target);
   const groupName = state.kind === 'symlink' ? groupNameOf(state.value, dir, ctx.alt) : undefined;
   const main = groupName ? queryGroup(ctx.alt, groupName) : undefined;

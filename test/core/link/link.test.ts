@@ -75,18 +75,20 @@ describe('link and unlink a plain symlink target', () => {
     const error = await linkVersion(ctx, target, '12.4.1', false).catch((e: unknown) => e) as CudaenvError;
     expect(error).toBeInstanceOf(CudaenvError);
     expect(error.message).toBe(`${target} is a directory, not a link: cudaenv will not replace it (that would lose its contents)`);
-    // The command to link again names the version and this --target: plain `cudaenv link` would move /usr/local/cuda.
-    expect(error.hint).toBe(`Move it aside and register it, then link again: sudo mv ${target} ${target}-12.1 && cudaenv add ${target}-12.1 && cudaenv link 12.1 --target ${target}`);
+    // The aside is named by the directory's own version; the command to link again is the one asked
+    // for (12.4.1, not the moved 12.1: that would leave the link where it was) with this --target
+    // (plain `cudaenv link` would move /usr/local/cuda).
+    expect(error.hint).toBe(`Move it aside and register it, then link again: sudo mv ${target} ${target}-12.1 && cudaenv add ${target}-12.1 && cudaenv link 12.4.1 --target ${target}`);
     expect(readFileSync(join(target, 'version.json'), 'utf8')).toContain('12.1.1');
     const file = join(dir, 'local', 'cuda-file');
     writeFileSync(file, 'data');
     const fileError = await linkVersion(ctx, file, '12.4.1', false).catch((e: unknown) => e) as CudaenvError;
     expect(fileError.message).toMatch(/is a file, not a link/);
-    expect(fileError.hint).toBe(`Move or remove ${file} yourself, then run cudaenv link --target ${file} again.`);
+    expect(fileError.hint).toBe(`Move or remove ${file} yourself, then run cudaenv link 12.4.1 --target ${file} again.`);
     const spaced = join(dir, 'local', 'my cuda');
     makeFakeToolkit(spaced, {version: '12.1.1'});
     const quoted = await linkVersion(ctx, spaced, '12.4.1', false).catch((e: unknown) => e) as CudaenvError;
-    expect(quoted.hint).toBe(`Move it aside and register it, then link again: sudo mv '${spaced}' '${spaced}-12.1' && cudaenv add '${spaced}-12.1' && cudaenv link 12.1 --target '${spaced}'`);
+    expect(quoted.hint).toBe(`Move it aside and register it, then link again: sudo mv '${spaced}' '${spaced}-12.1' && cudaenv add '${spaced}-12.1' && cudaenv link 12.4.1 --target '${spaced}'`);
     expect(readFileSync(file, 'utf8')).toBe('data');
   });
 
