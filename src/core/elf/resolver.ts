@@ -11,6 +11,7 @@ import {ElfError} from './reader/index.js';
 import {describeElement, parseSearchList, expandDst, type DstValues, type SearchDir} from './search-path.js';
 import {MISALIGNED, segmentsMisaligned} from './segments.js';
 import type {ElfInfo} from './types.js';
+import {inImage, isInside} from './sysroot.js';
 
 /**
  * The loader model: which file ld.so maps for every DT_NEEDED of a process, breadth first, as
@@ -179,7 +180,7 @@ export class LoaderProcess {
     }
     this.seedInterpreter(mainFile.info);
     this.ensureInterp();
-    this.ldDirs = parseSearchList(this.ctx.ldLibraryPath, this.dst(this.main), 'env');
+    this.ldDirs = parseSearchList(this.ctx.ldLibraryPath, this.dst(this.main), 'env', this.imageOf(this.main.path));
     this.scope.push(this.main);
     for (const {name, from} of this.ctx.preload) {
       const edge = this.mapObject(this.main, name, true, 'preload', from);
@@ -314,8 +315,9 @@ export class LoaderProcess {
     const obj: LoadedObject = {
       id: this.objects.length, path, names: [name], inode: inodeKey(st), loader, origin, info, role, edges: [],
       // An object with both keeps only DT_RUNPATH (get-dynamic-info.h), for itself and its descendants.
-      rpathDirs: info.runpath !== null ? [] : parseSearchList(info.rpath, values, 'dt'),
-      runpathDirs: info.runpath !== null ? parseSearchList(info.runpath, values, 'dt') : null,
+      // An object of a system image: an absolute entry is a directory of the image, as on that system (inImage).
+      rpathDirs: info.runpath !== null ? [] : parseSearchList(info.rpath, values, 'dt', this.imageOf(path)),
+      runpathDirs: info.runpath !== null ? parseSearchList(info.runpath, values, 'dt', this.imageOf(path)) : null,
     };
     this.objects.push(obj);
     return obj;
@@ -408,7 +410,7 @@ export class LoaderProcess {
       // Opened as written, and named so (l_name, and l_origin for the object's own $ORIGIN, keep
       // ld.so's text: `top/../d0/libb.so.1`); the kernel resolves its `..` after a symlinked
       // directory when the file is opened, and so does every stat and read of it here.
-      const path = this.absolute(name);
+      const path = name.startsWith('/') ? inImage(this.imageOf(loader.path), name) : this.absolute(name);
       const c = this.probe(path, 'default', `the path ${name} written in DT_NEEDED`);
       if (c) yield c;
       return;
@@ -434,6 +436,15 @@ export class LoaderProcess {
       if (c && ldEntry !== undefined) c.ldEntry = ldEntry;
       if (c) yield c;
     }
+  }
+
+  /**
+   * The root of the system image (CUDAENV_SYSROOT) a file lies in, whose absolute paths its search
+   * names (and, for the main object, LD_LIBRARY_PATH and LD_PRELOAD name) are; '' for a file outside
+   * it, checked by the image's loader rules but read where it is.
+   */
+  private imageOf(path: string): string {
+    return isInside(this.platform.sysroot, path) ? this.platform.sysroot : '';
   }
 
   /** A relative name as dl-object.c makes l_origin of it: the working directory (getcwd), a slash, the name. */

@@ -1,6 +1,8 @@
 /**
  * Dynamic string tokens and search-path lists as ld.so parses them (elf-loader-spec.md §1.4, §1.6).
  */
+import {inImage} from './sysroot.js';
+
 export interface DstValues {
   /** The object's origin directory (null: unknown, so a token using it drops the element). */
   origin: string | null;
@@ -80,9 +82,10 @@ export interface SearchDir {
 /**
  * Splits an RPATH/RUNPATH (separators ':') or LD_LIBRARY_PATH (':' and ';') into directories:
  * an empty element means the current directory, a token without value drops its element,
- * trailing slashes become one, and repeated directories are removed (first kept).
+ * trailing slashes become one, and repeated directories are removed (first kept). `root`: a system
+ * image's root (CUDAENV_SYSROOT), where an absolute directory is one of the image (inImage).
  */
-export function parseSearchList(value: string | null | undefined, values: DstValues, kind: 'dt' | 'env'): SearchDir[] {
+export function parseSearchList(value: string | null | undefined, values: DstValues, kind: 'dt' | 'env', root = ''): SearchDir[] {
   if (value === null || value === undefined || value === '') return [];
   const elements = value.split(kind === 'env' ? /[:;]/ : ':');
   const out: SearchDir[] = [];
@@ -95,7 +98,7 @@ export function parseSearchList(value: string | null | undefined, values: DstVal
       const {value: expanded} = expandDst(element, values);
       if (expanded === null || expanded === '') continue;
       const trimmed = expanded.replace(/\/+$/, '');
-      dir = trimmed === '' ? '/' : `${trimmed}/`;
+      dir = trimmed === '' ? `${root}/` : `${trimmed.startsWith('/') ? inImage(root, trimmed) : trimmed}/`;
     }
     if (seen.has(dir)) continue;
     seen.add(dir);

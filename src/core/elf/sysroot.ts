@@ -18,6 +18,16 @@ export function isInside(root: string, path: string): boolean {
 }
 
 /**
+ * The host path of an absolute path a program inside the image names (a DT_RPATH, DT_RUNPATH or
+ * DT_NEEDED path, an LD_PRELOAD entry): the same path under the image's root. One already under the
+ * root is taken as it is: an object's $ORIGIN expands to its host path, the fixes name files by their
+ * host paths, and the image's own paths do not begin with the host's mount point of it.
+ */
+export function inImage(root: string, path: string): string {
+  return root === '' || isInside(root, path) ? path : root + path;
+}
+
+/**
  * realpath inside `root`: every link, at any depth, resolved as a chroot would (absolute targets
  * restart at the root, `..` stops there, `..` after a link leaves the link's target). `path` is a
  * host path inside the root. Undefined when it does not exist (or loops, as ELOOP).

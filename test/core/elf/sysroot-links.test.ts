@@ -42,6 +42,33 @@ beforeAll(() => {
 });
 afterAll(() => tmp?.cleanup());
 
+/**
+ * Libraries of the image that name /opt/vendor/lib (in the image only) by DT_RPATH, DT_RUNPATH and a
+ * DT_NEEDED path, and one whose DT_RPATH names a directory only the host has; built once.
+ */
+let vendorLibs: Record<'vendor' | 'plain' | 'written' | 'viaRpath' | 'viaRunpath' | 'hostRpath' | 'byPath' | 'byName' | 'hostOnly', string> | undefined;
+function vendorFixture(): NonNullable<typeof vendorLibs> {
+  if (vendorLibs) return vendorLibs;
+  const vendor = buildLib({out: join(img, 'opt', 'vendor', 'lib', 'libvendor.so.1'), soname: 'libvendor.so.1', source: 'int v(void){return 0;}\n', extra: ['-nostdlib']});
+  const hostOnly = join(realpathSync(tmp.dir), 'hostonly');
+  buildLib({out: join(hostOnly, 'libvendor.so.1'), soname: 'libvendor.so.1', source: 'int v(void){return 0;}\n', extra: ['-nostdlib']});
+  const usrlib = join(img, 'usr', 'lib', 'x86_64-linux-gnu');
+  const src = 'int v(void); int w(void){return v();}\n';
+  // DT_NEEDED written as a path of the image: the linker records a library's soname, and a soname may be a path.
+  const written = '/opt/vendor/lib/libplain.so';
+  const plain = buildLib({out: join(img, written), soname: written, source: 'int v(void){return 0;}\n', extra: ['-nostdlib']});
+  vendorLibs = {
+    vendor, plain, written, hostOnly,
+    // No search path of its own: found through LD_LIBRARY_PATH or not at all.
+    byName: buildLib({out: join(usrlib, 'libbyname.so'), soname: 'libbyname.so', link: [vendor], source: src, extra: ['-nostdlib']}),
+    viaRpath: buildLib({out: join(usrlib, 'librpath.so'), soname: 'librpath.so', link: [vendor], rpath: '/opt/vendor/lib', source: src, extra: ['-nostdlib']}),
+    viaRunpath: buildLib({out: join(usrlib, 'librunpath.so'), soname: 'librunpath.so', link: [vendor], runpath: '/opt/vendor/lib', source: src, extra: ['-nostdlib']}),
+    hostRpath: buildLib({out: join(usrlib, 'libhostrpath.so'), soname: 'libhostrpath.so', link: [vendor], rpath: hostOnly, source: src, extra: ['-nostdlib']}),
+    byPath: buildLib({out: join(usrlib, 'libbypath.so'), soname: 'libbypath.so', link: [plain], source: src, extra: ['-nostdlib']}),
+  };
+  return vendorLibs;
+}
+
 d('CUDAENV_SYSROOT: absolute links inside the image', () => {
   test('the premise: on the host the link leads nowhere', () => {
     expect(existsSync(ALT)).toBe(false);
@@ -84,6 +111,31 @@ d('CUDAENV_SYSROOT: absolute links inside the image', () => {
     expect(dir.checked.length).toBeGreaterThanOrEqual(2);
   });
 
+  test('absolute DT_RPATH, DT_RUNPATH and DT_NEEDED paths name the image\'s files, not the host\'s', async () => {
+    const {vendor, plain, written, viaRpath, viaRunpath, hostRpath, byPath, byName, hostOnly} = vendorFixture();
+    const needed = (report: Awaited<ReturnType<typeof checkLibraries>>) => report.objects[0].needed.map((e) => [e.name, e.path, e.via]);
+    const rpath = await checkLibraries({targets: [viaRpath], sysroot: img});
+    expect(rpath.problems).toEqual([]);
+    expect(needed(rpath)).toEqual([['libvendor.so.1', vendor, 'rpath']]);
+    expect(rpath.objects[0].needed[0].rule).toBe(`DT_RPATH entry /opt/vendor/lib of ${viaRpath}`);
+    const runpath = await checkLibraries({targets: [viaRunpath], sysroot: img});
+    expect(needed(runpath)).toEqual([['libvendor.so.1', vendor, 'runpath']]);
+    // A directory only the host has is not searched in the image: not found there, as on that system.
+    const host = await checkLibraries({targets: [hostRpath], sysroot: img});
+    expect(host.problems.map((p) => [p.kind, p.library ?? p.symbol])).toEqual([['not-found', 'libvendor.so.1'], ['unversioned-undefined-symbol', 'v']]);
+    const path = await checkLibraries({targets: [byPath], sysroot: img});
+    expect(needed(path)).toEqual([[written, plain, 'default']]);
+    // Without the sysroot the same files are read on the host: the host-only directory is found.
+    expect((await checkLibraries({targets: [hostRpath]})).problems).toEqual([]);
+    // LD_LIBRARY_PATH is the image's program's too; a host path under the image's root is that file.
+    const env = await checkLibraries({targets: [byName], sysroot: img, ldLibraryPath: '/opt/vendor/lib'});
+    expect(needed(env)).toEqual([['libvendor.so.1', vendor, 'ld_library_path']]);
+    const hostEnv = await checkLibraries({targets: [byName], sysroot: img, ldLibraryPath: hostOnly});
+    expect(hostEnv.problems.map((p) => [p.kind, p.library ?? p.symbol])).toEqual([['not-found', 'libvendor.so.1'], ['unversioned-undefined-symbol', 'v']]);
+    const underRoot = await checkLibraries({targets: [byName], sysroot: img, ldLibraryPath: join(img, 'opt/vendor/lib')});
+    expect(needed(underRoot)).toEqual([['libvendor.so.1', vendor, 'ld_library_path']]);
+  });
+
   inChroot('the real loader, run in the image, binds the same file', async () => {
     const libdir = join(img, 'usr', 'lib', 'x86_64-linux-gnu');
     copyFileSync(HOST_LIBC, join(libdir, 'libc.so.6'));
@@ -94,5 +146,27 @@ d('CUDAENV_SYSROOT: absolute links inside the image', () => {
     expect(m).not.toBeNull();
     const report = await checkLibraries({targets: [app], sysroot: img});
     expect(report.objects[0].needed[0].path).toBe(`${img}${m![1]}`);
+  });
+
+  inChroot('the real loader, run in the image, agrees on absolute DT_RPATH, DT_RUNPATH and DT_NEEDED paths', async () => {
+    const {vendor, plain, written, viaRpath, viaRunpath, hostRpath, byPath} = vendorFixture();
+    const libdir = join(img, 'usr', 'lib', 'x86_64-linux-gnu');
+    copyFileSync(HOST_LIBC, join(libdir, 'libc.so.6'));
+    copyFileSync(HOST_LDSO, join(libdir, 'ld-linux-x86-64.so.2'));
+    const list = (lib: string): string => {
+      const r = spawnSync('chroot', [img, '/lib64/ld-linux-x86-64.so.2', '--list', lib.slice(img.length)], {encoding: 'utf8'});
+      return r.stdout + r.stderr;
+    };
+    expect(list(viaRpath)).toMatch(new RegExp(`^\\tlibvendor\\.so\\.1 => ${vendor.slice(img.length)} \\(0x`, 'm'));
+    expect(list(viaRunpath)).toMatch(new RegExp(`^\\tlibvendor\\.so\\.1 => ${vendor.slice(img.length)} \\(0x`, 'm'));
+    // --list stops at a library it cannot find (ldd's trace mode would list it as not found).
+    expect(list(hostRpath)).toContain('libvendor.so.1: cannot open shared object file');
+    expect(list(byPath)).toMatch(new RegExp(`^\\t${written} \\(0x`, 'm'));
+    expect(plain).toBe(join(img, written));
+    // And the model says the same of each.
+    for (const [lib, found] of [[viaRpath, true], [viaRunpath, true], [hostRpath, false], [byPath, true]] as const) {
+      const report = await checkLibraries({targets: [lib], sysroot: img});
+      expect([lib, report.ok]).toEqual([lib, found]);
+    }
   });
 });
