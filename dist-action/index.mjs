@@ -72873,6 +72873,9 @@ function normalRoot(root) {
 function isInside(root, path13) {
   return root !== "" && (path13 === root || path13.startsWith(`${root}/`));
 }
+function inImage(root, path13) {
+  return root === "" || isInside(root, path13) ? path13 : root + path13;
+}
 function realpathIn(root, path13) {
   const r = normalRoot(root);
   let parts = path13.slice(r.length).split("/").filter(Boolean);
@@ -74161,7 +74164,7 @@ function splitLdLibraryPath(value) {
 function describeElement(element, cwd) {
   return element === "" ? `"" (empty: the current directory, ${cwd})` : element;
 }
-function parseSearchList(value, values, kind) {
+function parseSearchList(value, values, kind, root = "") {
   if (value === null || value === void 0 || value === "") return [];
   const elements = value.split(kind === "env" ? /[:;]/ : ":");
   const out = [];
@@ -74174,7 +74177,7 @@ function parseSearchList(value, values, kind) {
       const { value: expanded } = expandDst(element, values);
       if (expanded === null || expanded === "") continue;
       const trimmed = expanded.replace(/\/+$/, "");
-      dir = trimmed === "" ? "/" : `${trimmed}/`;
+      dir = trimmed === "" ? `${root}/` : `${trimmed.startsWith("/") ? inImage(root, trimmed) : trimmed}/`;
     }
     if (seen.has(dir)) continue;
     seen.add(dir);
@@ -74278,7 +74281,7 @@ var LoaderProcess = class {
     }
     this.seedInterpreter(mainFile.info);
     this.ensureInterp();
-    this.ldDirs = parseSearchList(this.ctx.ldLibraryPath, this.dst(this.main), "env");
+    this.ldDirs = parseSearchList(this.ctx.ldLibraryPath, this.dst(this.main), "env", this.imageOf(this.main.path));
     this.scope.push(this.main);
     for (const { name, from } of this.ctx.preload) {
       const edge = this.mapObject(this.main, name, true, "preload", from);
@@ -74401,8 +74404,9 @@ var LoaderProcess = class {
       role,
       edges: [],
       // An object with both keeps only DT_RUNPATH (get-dynamic-info.h), for itself and its descendants.
-      rpathDirs: info2.runpath !== null ? [] : parseSearchList(info2.rpath, values, "dt"),
-      runpathDirs: info2.runpath !== null ? parseSearchList(info2.runpath, values, "dt") : null
+      // An object of a system image: an absolute entry is a directory of the image, as on that system (inImage).
+      rpathDirs: info2.runpath !== null ? [] : parseSearchList(info2.rpath, values, "dt", this.imageOf(path13)),
+      runpathDirs: info2.runpath !== null ? parseSearchList(info2.runpath, values, "dt", this.imageOf(path13)) : null
     };
     this.objects.push(obj);
     return obj;
@@ -74482,7 +74486,7 @@ var LoaderProcess = class {
    */
   *candidates(loader, name) {
     if (name.includes("/")) {
-      const path13 = this.absolute(name);
+      const path13 = name.startsWith("/") ? inImage(this.imageOf(loader.path), name) : this.absolute(name);
       const c = this.probe(path13, "default", `the path ${name} written in DT_NEEDED`);
       if (c) yield c;
       return;
@@ -74507,6 +74511,14 @@ var LoaderProcess = class {
       if (c && ldEntry !== void 0) c.ldEntry = ldEntry;
       if (c) yield c;
     }
+  }
+  /**
+   * The root of the system image (CUDAENV_SYSROOT) a file lies in, whose absolute paths its search
+   * names (and, for the main object, LD_LIBRARY_PATH and LD_PRELOAD name) are; '' for a file outside
+   * it, checked by the image's loader rules but read where it is.
+   */
+  imageOf(path13) {
+    return isInside(this.platform.sysroot, path13) ? this.platform.sysroot : "";
   }
   /** A relative name as dl-object.c makes l_origin of it: the working directory (getcwd), a slash, the name. */
   absolute(path13) {
@@ -75071,7 +75083,8 @@ function explainNotFound(problem, p, f, who, ctx) {
 // src/core/elf/found-elsewhere.ts
 import { realpathSync as realpathSync4 } from "node:fs";
 import { basename as basename4 } from "node:path";
-function noteFoundElsewhere(results) {
+function noteFoundElsewhere(results, sysroot = "") {
+  const root = normalRoot(sysroot);
   if (!results.some((r) => r.problems.some((p) => p.kind === "not-found"))) return results;
   const loads = /* @__PURE__ */ new Map();
   for (const r of results) {
@@ -75092,17 +75105,17 @@ function noteFoundElsewhere(results) {
   const file = (path13) => {
     if (!real.has(path13)) {
       try {
-        real.set(path13, realpathSync4(path13));
+        real.set(path13, isInside(root, path13) ? realpathIn(root, path13) ?? null : realpathSync4(path13));
       } catch {
         real.set(path13, null);
       }
     }
     return real.get(path13);
   };
-  const foundBy = (object, library2, root) => {
+  const foundBy = (object, library2, root2) => {
     const self2 = file(object);
     if (self2 === null) return void 0;
-    const others = (loads.get(`${basename4(object)}\0${library2}`) ?? []).filter((l) => l.root !== root && file(l.object) === self2);
+    const others = (loads.get(`${basename4(object)}\0${library2}`) ?? []).filter((l) => l.root !== root2 && file(l.object) === self2);
     if (others.some((l) => l.edge === null)) return void 0;
     return others[0];
   };
@@ -75599,9 +75612,9 @@ function loaderPlatform(elfClass, machine, sysroot = "", cacheGenerator) {
     const root = sysroot.replace(/\/+$/, "");
     const multiarch = existsSync3(join6(root || "/", "lib", facts.triplet)) || existsSync3(join6(root || "/", "usr", "lib", facts.triplet));
     const dirs = multiarch ? [`/lib/${facts.triplet}/`, `/usr/lib/${facts.triplet}/`, "/lib/", "/usr/lib/"] : [`/${facts.lib64}/`, `/usr/${facts.lib64}/`];
-    const inImage = (path13) => root === "" ? path13 : realpathIn(root, root + path13) ?? root + path13;
-    const interpFile = inImage(facts.interp);
-    const glibc = glibcVersion(interpFile, dirs.map((d) => inImage(`${d}libc.so.6`)), cacheGenerator, root === "");
+    const inImage2 = (path13) => root === "" ? path13 : realpathIn(root, root + path13) ?? root + path13;
+    const interpFile = inImage2(facts.interp);
+    const glibc = glibcVersion(interpFile, dirs.map((d) => inImage2(`${d}libc.so.6`)), cacheGenerator, root === "");
     const host = hostMachine(machine, elfClass) ? hostLoaderFacts(facts.interp) : null;
     let platform2 = host?.platform ?? facts.platform;
     const hwcaps = [];
@@ -76090,7 +76103,7 @@ async function checkPartial(options, files) {
     own.push({ index: file.index, ...result });
   }
   cache2?.save();
-  const results = noteFoundElsewhere(own);
+  const results = noteFoundElsewhere(own, options.sysroot);
   const described = /* @__PURE__ */ new Set();
   for (const r of results) {
     r.objects = r.objects.filter((o) => {

@@ -1,6 +1,7 @@
 import {realpathSync} from 'node:fs';
 import {basename} from 'node:path';
 import type {CheckedObject, NeededEdge, Problem} from './api.js';
+import {isInside, normalRoot, realpathIn} from './sysroot.js';
 
 /** What one checked file's process gave: its root and every object it loaded. */
 interface ProcessResult {
@@ -26,9 +27,11 @@ interface FoundBy {
  * another checked file's process loads it and finds the library, its problems (the not-found and
  * the symbols that would have come from there) say so and give the advice for both ways of loading
  * it, instead of only "add its directory to LD_LIBRARY_PATH". Returns the results with new problem
- * objects where one changed (the verdict cache keeps what each file's own process gave).
+ * objects where one changed (the verdict cache keeps what each file's own process gave). `sysroot`:
+ * the system image checked (CUDAENV_SYSROOT), whose links are followed inside it.
  */
-export function noteFoundElsewhere<R extends ProcessResult>(results: R[]): R[] {
+export function noteFoundElsewhere<R extends ProcessResult>(results: R[], sysroot = ''): R[] {
+  const root = normalRoot(sysroot);
   // Nearly every check has no library that is not found: then nothing is indexed.
   if (!results.some((r) => r.problems.some((p) => p.kind === 'not-found'))) return results;
   // (file name, library) -> the other processes that load such a file, and whether they find it:
@@ -52,7 +55,8 @@ export function noteFoundElsewhere<R extends ProcessResult>(results: R[]): R[] {
   const file = (path: string): string | null => {
     if (!real.has(path)) {
       try {
-        real.set(path, realpathSync(path));
+        // In an image an absolute link points into the image, not at the host's file of that name.
+        real.set(path, isInside(root, path) ? realpathIn(root, path) ?? null : realpathSync(path));
       } catch {
         real.set(path, null);
       }

@@ -197,7 +197,7 @@ export async function checkPartial(options: CheckOptions, files: IndexedFile[]):
   }
   cache?.save();
   // After the cache has what each file's own process gave: this depends on the other files checked.
-  const results = noteFoundElsewhere(own);
+  const results = noteFoundElsewhere(own, options.sysroot);
   // An object in the processes of several files is reported once, as the first file in listing
   // order found it (the merge keeps the first occurrence): later files skip describing it.
   const described = new Set<string>();

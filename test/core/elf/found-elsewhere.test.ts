@@ -1,4 +1,5 @@
 import {afterAll, beforeAll, expect, test} from '@jest/globals';
+import {realpathSync, symlinkSync} from 'node:fs';
 import {join} from 'node:path';
 import {checkLibraries, firstProblemLine} from '../../../src/core/elf/index.js';
 import {makeTempDir} from '../../helpers/tmp.js';
@@ -71,5 +72,22 @@ d('a library found only when the files it ships with load it', () => {
     const mixed = await checkLibraries({targets: [join(tmp.dir, 'site'), extRunpath], recursive: true});
     expect(mixed.problems.filter((p) => p.kind === 'not-found').map((p) => p.foundWhenLoadedBy)).toEqual([undefined]);
     expect(mixed.problems.some((p) => p.explanation.includes('harmless'))).toBe(false);
+  });
+});
+
+d('inside a system image (CUDAENV_SYSROOT)', () => {
+  test('a file another one loads through an absolute link of the image is the same file: the note is given', async () => {
+    // The vendored pair again, in an image; the extension module's DT_RPATH names a link whose
+    // absolute target (/site/pkg.libs) exists only inside the image: on the host it leads nowhere.
+    const img = join(realpathSync(tmp.dir), 'img');
+    const libs = join(img, 'site', 'pkg.libs');
+    const inner = buildLib({out: join(libs, 'libinner-1a2b.so'), soname: 'libinner-1a2b.so', source: 'int f(void){return 1;}\n', versionScript: 'INNER_1.0 { global: f; local: *; };\n', extra: ['-nostdlib']});
+    const outerImg = buildLib({out: join(libs, 'libouter-3c4d.so'), soname: 'libouter-3c4d.so', link: [inner], source: 'int f(void); int g(void){return f();}\n', extra: ['-nostdlib']});
+    symlinkSync('/site/pkg.libs', join(img, 'site', 'pkg.libs-link'));
+    const ext = buildLib({out: join(img, 'site', 'pkg', 'ext.so'), link: [outerImg], rpath: '/site/pkg.libs-link', source: 'int g(void); int h(void){return g();}\n', extra: ['-nostdlib']});
+    const report = await checkLibraries({targets: [join(img, 'site')], recursive: true, sysroot: img});
+    const notFound = report.problems.filter((p) => p.kind === 'not-found');
+    expect(notFound.map((p) => [p.object, p.library])).toEqual([[outerImg, 'libinner-1a2b.so']]);
+    expect(notFound[0].foundWhenLoadedBy).toEqual({object: ext, path: join(img, 'site', 'pkg.libs-link', 'libinner-1a2b.so'), rule: `DT_RPATH entry /site/pkg.libs-link of ${ext}`});
   });
 });
