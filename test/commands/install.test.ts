@@ -274,6 +274,10 @@ describe('cudaenv ls-remote / install / uninstall', () => {
     const store = newStore();
     expect((await runCli(['install', '12.4.1', '--profile', 'minimal'], {env: env(store)})).status).toBe(0);
     expect((await runCli(['global', '12.4'], {env: env(store)})).status).toBe(0);
+    // Aliases: one selecting it (and another version once it is gone), one of another version.
+    const tk122 = makeFakeToolkit(join(tmp.dir, `tk122-${n}`), {version: '12.2.0'});
+    expect((await runCli(['add', tk122], {env: env(store)})).status).toBe(0);
+    for (const [name, spec] of [['stable', '12'], ['exact', '12.4.1'], ['old', '12.2']]) expect((await runCli(['alias', name, spec], {env: env(store)})).status).toBe(0);
     const project = join(tmp.dir, `proj${n}`);
     mkdirSync(project);
     writeFileSync(join(project, '.cuda-version'), '12.4.1\n');
@@ -281,6 +285,10 @@ describe('cudaenv ls-remote / install / uninstall', () => {
     expect(r.status).toBe(0);
     expect(r.stderr).toMatch(/was the global default/);
     expect(r.stderr).toMatch(/\.cuda-version selects CUDA 12\.4\.1/);
+    expect(r.stderr).toContain('the alias stable (12) selected CUDA 12.4.1; it now selects CUDA 12.2.0 (change it with `cudaenv alias stable VERSION`)');
+    expect(r.stderr).toContain('the alias exact (12.4.1) selected CUDA 12.4.1; it now selects nothing installed');
+    expect(r.stderr).not.toContain('alias old');
+    expect((await runCli(['uninstall', '12.2.0'], {env: env(store)})).status).toBe(0);
     expect(existsSync(join(store, 'versions', '12.4.1'))).toBe(false);
     expect(existsSync(join(store, 'resolve', '12.4'))).toBe(false);
     const tk = makeFakeToolkit(join(tmp.dir, `tk${n}`), {version: '12.2.0'});

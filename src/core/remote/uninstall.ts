@@ -6,7 +6,7 @@ import {quoteSh} from '../shell/quote.js';
 import {acquireLock, reclaimStaleLocks} from '../store/lock.js';
 import {afterVersionsChanged} from '../store/on-change.js';
 import type {StorePaths} from '../store/paths.js';
-import {describeVersion, installedLabels, readGlobal} from '../store/registry.js';
+import {describeVersion, installedLabels, listAliases, readGlobal} from '../store/registry.js';
 import {resolveSpec} from '../versions/resolve.js';
 import {parseSpec} from '../versions/spec.js';
 import {findVersionFile, readVersionFile} from '../versions/version-file.js';
@@ -55,7 +55,7 @@ export async function uninstallVersion(paths: StorePaths, label: string, cwd = p
   }
 }
 
-/** Who still wants this version: the global default, a .cuda-version here or above. */
+/** Who still wants this version: the global default, the aliases, a .cuda-version here or above. */
 function usageWarnings(paths: StorePaths, label: string, cwd: string): string[] {
   const out: string[] = [];
   const labels = installedLabels(paths);
@@ -67,6 +67,18 @@ function usageWarnings(paths: StorePaths, label: string, cwd: string): string[] 
       }
     } catch {
       // an unparsable global is reported by the commands that use it
+    }
+  }
+  // An alias keeps its spec: after the removal it selects the next best version, or nothing.
+  const rest = labels.filter((l) => l !== label);
+  for (const {name, spec} of listAliases(paths)) {
+    try {
+      if (resolveSpec(paths, parseSpec(spec), labels).label !== label) continue;
+      const after = resolveSpec(paths, parseSpec(spec), rest).label;
+      const now = after === undefined ? 'nothing installed' : `CUDA ${after}`;
+      out.push(`the alias ${name} (${spec}) selected CUDA ${label}; it now selects ${now} (change it with \`cudaenv alias ${name} VERSION\`)`);
+    } catch {
+      // an alias that resolves to nothing is reported by the commands that use it
     }
   }
   try {
