@@ -69,13 +69,9 @@ async function runUseFast(req: {spec?: string; policy?: 'prepend' | 'none'; quie
     writeStdout(out.stdout);
   } catch (error) {
     // As src/cli/base.ts renders errors: JSON on stdout with --json, else one message on stderr.
-    const e = error instanceof CudaenvError ? error : undefined;
-    if (req.json) {
-      writeStdout(`${JSON.stringify({ok: false, error: {code: e?.code ?? 'failed', message: (error as Error).message, hint: e?.hint ?? null}}, null, 2)}\n`);
-    } else {
-      process.stderr.write(errorLines(formatError(error)));
-    }
-    process.exitCode = e ? e.exitCode : EXIT_FAILED;
+    if (req.json) writeStdout(jsonError(error));
+    else process.stderr.write(errorLines(formatError(error)));
+    process.exitCode = error instanceof CudaenvError ? error.exitCode : EXIT_FAILED;
   }
 }
 
@@ -119,11 +115,16 @@ export function runCurrent(json: boolean): void {
     process.exitCode = report.installed ? 0 : 1;
   } catch (error) {
     if (json) {
-      const e = error instanceof CudaenvError ? error : undefined;
-      writeStdout(`${JSON.stringify({ok: false, error: {code: e?.code ?? 'failed', message: (error as Error).message, hint: e?.hint ?? null}}, null, 2)}\n`);
+      writeStdout(jsonError(error));
     } else {
       process.stderr.write(errorLines(formatError(error)));
     }
     process.exitCode = error instanceof CudaenvError ? error.exitCode : 1;
   }
+}
+
+/** An error as src/cli/base.ts writes it under --json. */
+function jsonError(error: unknown): string {
+  const e = error instanceof CudaenvError ? error : undefined;
+  return `${JSON.stringify({ok: false, error: {code: e?.code ?? 'failed', message: (error as Error).message, hint: e?.hint ?? null}}, null, 2)}\n`;
 }

@@ -36,7 +36,6 @@ export function writeStdout(text: string): void {
  * prompt starts no stream. A character device (a terminal, or /dev/null) is asked as before.
  */
 export function stdoutColorEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
-  if (env.NO_COLOR !== undefined && env.NO_COLOR !== '') return false;
   try {
     if (!fstatSync(1).isCharacterDevice()) return false;
   } catch {

@@ -73,8 +73,9 @@ function usageWarnings(paths: StorePaths, label: string, cwd: string): string[] 
   const rest = labels.filter((l) => l !== label);
   for (const {name, spec} of listAliases(paths)) {
     try {
-      if (resolveSpec(paths, parseSpec(spec), labels).label !== label) continue;
-      const after = resolveSpec(paths, parseSpec(spec), rest).label;
+      const parsed = parseSpec(spec);
+      if (resolveSpec(paths, parsed, labels).label !== label) continue;
+      const after = resolveSpec(paths, parsed, rest).label;
       const now = after === undefined ? 'nothing installed' : `CUDA ${after}`;
       out.push(`the alias ${name} (${spec}) selected CUDA ${label}; it now selects ${now} (change it with \`cudaenv alias ${name} VERSION\`)`);
     } catch {
