@@ -10,7 +10,7 @@ import {errorLines, paint, warningLine} from './cli/color.js';
 import {stdoutColorEnabled, writeStdout} from './cli/stdout.js';
 import {formatError, CudaenvError, EXIT_FAILED} from './core/errors.js';
 import {storePaths} from './core/store/paths.js';
-import {currentHint, currentReport, formatCurrent} from './core/versions/current.js';
+import {currentHint, currentReport, formatCurrent} from './core/selection/current.js';
 
 export async function fastPath(argv: string[]): Promise<boolean> {
   if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v' || argv[0] === 'version')) {

@@ -1,7 +1,7 @@
 import {Args, Flags} from '@oclif/core';
 import {CudaenvCommand} from '../cli/base.js';
 import {refuseForeignStore} from '../core/store/store-owner.js';
-import {registerToolkit, type Registration} from '../core/store/register.js';
+import {registerToolkit, type Registration} from '../core/toolkits/register.js';
 import {describeComponents} from '../core/versions/releases.js';
 
 export default class Add extends CudaenvCommand {

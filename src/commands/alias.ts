@@ -2,9 +2,9 @@ import {Args} from '@oclif/core';
 import {CudaenvCommand} from '../cli/base.js';
 import {CudaenvError} from '../core/errors.js';
 import {refuseForeignStore} from '../core/store/store-owner.js';
-import {afterVersionsChanged} from '../core/store/on-change.js';
+import {afterVersionsChanged} from '../core/toolkits/on-change.js';
 import {listAliases, readAlias, writeAlias, ensureStoreDirs} from '../core/store/registry.js';
-import {refusePrefixedVersion, resolveSpec} from '../core/versions/resolve.js';
+import {refusePrefixedVersion, resolveSpec} from '../core/selection/resolve.js';
 import {parseSpec, validateAliasName} from '../core/versions/spec.js';
 
 interface AliasInfo {

@@ -44,7 +44,7 @@ export default class Check extends CudaenvCommand {
     let toolkitWord: string | undefined;
     if (flags.cuda) {
       const [{toolkitEnvironment, toolkitLibDir}, {loadSettings}, {notInstalledError, resolveSpec}, {parseSpec}] = await Promise.all([
-        import('../core/shell/toolkit-env.js'), import('../core/store/settings.js'), import('../core/versions/resolve.js'), import('../core/versions/spec.js'),
+        import('../core/shell/toolkit-env.js'), import('../core/store/settings.js'), import('../core/selection/resolve.js'), import('../core/versions/spec.js'),
       ]);
       const r = resolveSpec(this.paths, parseSpec(flags.cuda));
       if (!r.system && !r.label) throw notInstalledError(r, '--cuda');
@@ -62,7 +62,7 @@ export default class Check extends CudaenvCommand {
       }
     } else if (targets.length === 0) {
       const [{toolkitLibDir}, {describeOrigin, requireSelection}] = await Promise.all([
-        import('../core/shell/toolkit-env.js'), import('../core/versions/select.js'),
+        import('../core/shell/toolkit-env.js'), import('../core/selection/select.js'),
       ]);
       const sel = requireSelection(this.paths);
       if (sel.path) {

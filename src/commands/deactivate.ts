@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core';
 import {CudaenvCommand} from '../cli/base.js';
-import {shellFor} from '../core/shell/shell.js';
+import {shellFor} from '../core/shell/shells.js';
 import {integrationMissing} from '../core/shell/use.js';
 import {loadSettings} from '../core/store/settings.js';
 

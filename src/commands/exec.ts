@@ -1,12 +1,12 @@
 import {Flags} from '@oclif/core';
 import {CudaenvCommand} from '../cli/base.js';
 import {CudaenvError, UsageError} from '../core/errors.js';
-import {quoteSh} from '../core/shell/quote.js';
+import {quoteSh} from '../core/text/quote.js';
 import {loadSettings} from '../core/store/settings.js';
 import {toolkitEnvironment, type LdLibraryPathPolicy} from '../core/shell/toolkit-env.js';
 import {runForeground} from '../core/system/run-child.js';
-import {notInstalledError, resolveSpec} from '../core/versions/resolve.js';
-import {requireSelection} from '../core/versions/select.js';
+import {notInstalledError, resolveSpec} from '../core/selection/resolve.js';
+import {requireSelection} from '../core/selection/select.js';
 import {parseSpec, prefixedVersion, tryParseSpec} from '../core/versions/spec.js';
 
 export default class Exec extends CudaenvCommand {

@@ -1,11 +1,11 @@
 import {Args, Flags} from '@oclif/core';
 import {CudaenvCommand} from '../cli/base.js';
 import {refuseForeignStore} from '../core/store/store-owner.js';
-import {afterVersionsChanged} from '../core/store/on-change.js';
+import {afterVersionsChanged} from '../core/toolkits/on-change.js';
 import {UsageError} from '../core/errors.js';
 import {ensureStoreDirs, readGlobal, writeGlobal} from '../core/store/registry.js';
-import {refusePrefixedVersion, resolveSpec} from '../core/versions/resolve.js';
-import {parseGlobalSpec} from '../core/versions/select.js';
+import {refusePrefixedVersion, resolveSpec} from '../core/selection/resolve.js';
+import {parseGlobalSpec} from '../core/selection/select.js';
 import {parseSpec} from '../core/versions/spec.js';
 
 export default class Global extends CudaenvCommand {

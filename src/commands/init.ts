@@ -2,7 +2,8 @@ import {Args} from '@oclif/core';
 import {fileURLToPath} from 'node:url';
 import {CudaenvCommand} from '../cli/base.js';
 import {writeStartFile} from '../core/shell/start-file.js';
-import {rcLine, shellFor, SHELL_NAMES} from '../core/shell/shell.js';
+import {rcLine, SHELL_NAMES} from '../core/shell/shell.js';
+import {shellFor} from '../core/shell/shells.js';
 import {storeRoot} from '../core/store/paths.js';
 
 export default class Init extends CudaenvCommand {

@@ -7,8 +7,8 @@ import {parsePlatform} from '../core/remote/platform.js';
 import {parseComponentList, parseProfile, PROFILES} from '../core/remote/profiles.js';
 import {liveDisplay, makeReporter} from '../core/remote/progress.js';
 import {refuseForeignStore} from '../core/store/store-owner.js';
-import {projectInstallSpec} from '../core/versions/project-spec.js';
-import {logicalCwd} from '../core/versions/select.js';
+import {projectInstallSpec} from '../core/selection/project-spec.js';
+import {logicalCwd} from '../core/selection/select.js';
 
 export default class Install extends CudaenvCommand {
   static override summary = 'Install a CUDA toolkit from NVIDIA\'s redistributable archives.';

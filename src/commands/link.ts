@@ -3,10 +3,10 @@ import {Args, Flags} from '@oclif/core';
 import {CudaenvCommand} from '../cli/base.js';
 import {UsageError} from '../core/errors.js';
 import {altOptionsFromEnv, ldconfigOptionsFromEnv, linkVersion, type LinkResult} from '../core/link/index.js';
-import {notInstalledError, resolveSpec} from '../core/versions/resolve.js';
-import {describeOrigin, requireSelection} from '../core/versions/select.js';
+import {notInstalledError, resolveSpec} from '../core/selection/resolve.js';
+import {describeOrigin, requireSelection} from '../core/selection/select.js';
 import {parseSpec} from '../core/versions/spec.js';
-import {quoteSh} from '../core/shell/quote.js';
+import {quoteSh} from '../core/text/quote.js';
 
 export default class Link extends CudaenvCommand {
   static override summary = 'Point /usr/local/cuda (or --target) at a CUDA version, machine-wide.';

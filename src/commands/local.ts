@@ -4,11 +4,11 @@ import {join, resolve} from 'node:path';
 import {CudaenvCommand} from '../cli/base.js';
 import {CudaenvError, isErrno, UsageError} from '../core/errors.js';
 import {atomicWriteFile} from '../core/store/atomic-write.js';
-import {refusePrefixedVersion, resolveSpec} from '../core/versions/resolve.js';
-import {logicalCwd} from '../core/versions/select.js';
+import {refusePrefixedVersion, resolveSpec} from '../core/selection/resolve.js';
+import {logicalCwd} from '../core/selection/select.js';
 import {parseSpec} from '../core/versions/spec.js';
 import {VERSION_FILE, VersionFileError, formatVersionFile, readVersionFile, replaceSpecInText} from '../core/versions/version-file.js';
-import {quoteSh} from '../core/shell/quote.js';
+import {quoteSh} from '../core/text/quote.js';
 
 export default class Local extends CudaenvCommand {
   static override summary = 'Pin this directory tree to a CUDA version (writes ./.cuda-version).';

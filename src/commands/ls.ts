@@ -1,10 +1,10 @@
 import {Flags} from '@oclif/core';
 import {CudaenvCommand} from '../cli/base.js';
 import {colorEnabled, paint} from '../cli/color.js';
-import {quoteSh} from '../core/shell/quote.js';
+import {quoteSh} from '../core/text/quote.js';
 import {listAliases, listVersions, readGlobal} from '../core/store/registry.js';
 import {detectToolkitVersion, scanSystemToolkits} from '../core/versions/detect.js';
-import {selectVersion, describeOrigin} from '../core/versions/select.js';
+import {selectVersion, describeOrigin} from '../core/selection/select.js';
 import {realpathSync} from 'node:fs';
 
 interface LsResult {

@@ -2,7 +2,7 @@ import {Args} from '@oclif/core';
 import {CudaenvCommand} from '../cli/base.js';
 import {refuseForeignStore} from '../core/store/store-owner.js';
 import {CudaenvError} from '../core/errors.js';
-import {afterVersionsChanged} from '../core/store/on-change.js';
+import {afterVersionsChanged} from '../core/toolkits/on-change.js';
 import {removeAlias} from '../core/store/registry.js';
 import {validateAliasName} from '../core/versions/spec.js';
 

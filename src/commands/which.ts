@@ -4,10 +4,10 @@ import {join, resolve} from 'node:path';
 import {firstOnPath} from '../core/system/python-env.js';
 import {CudaenvCommand} from '../cli/base.js';
 import {CudaenvError, UsageError} from '../core/errors.js';
-import {resolveSpec, notInstalledError} from '../core/versions/resolve.js';
+import {resolveSpec, notInstalledError} from '../core/selection/resolve.js';
 import {parseSpec} from '../core/versions/spec.js';
-import {requireSelection, describeOrigin} from '../core/versions/select.js';
-import {quoteSh} from '../core/shell/quote.js';
+import {requireSelection, describeOrigin} from '../core/selection/select.js';
+import {quoteSh} from '../core/text/quote.js';
 
 export default class Which extends CudaenvCommand {
   static override summary = 'Print the full path of a toolkit program (nvcc, ptxas, ...) in the active version.';

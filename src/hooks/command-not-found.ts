@@ -1,5 +1,5 @@
 import type {Hook} from '@oclif/core';
-import {quoteSh} from '../core/shell/quote.js';
+import {quoteSh} from '../core/text/quote.js';
 import {closest} from '../core/text/suggest.js';
 
 /**

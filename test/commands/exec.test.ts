@@ -7,7 +7,7 @@ import {makeTempDir} from '../helpers/tmp.js';
 import {CAN_MOUNT_NAMESPACE, NEEDS} from '../helpers/capabilities.js';
 import {testIf} from '../helpers/skip.js';
 import {makeFakeToolkit} from '../helpers/toolkit.js';
-import {registerToolkit} from '../../src/core/store/register.js';
+import {registerToolkit} from '../../src/core/toolkits/register.js';
 import {pathsFor} from '../../src/core/store/paths.js';
 
 let dir: string;

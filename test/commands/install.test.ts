@@ -7,7 +7,7 @@ import {CLI, cliEnv} from '../helpers/cli.js';
 import {realisticRelease, startMirrorServer, writeIndex, writeRelease, type MirrorServer} from '../helpers/mirror.js';
 import {makeTempDir} from '../helpers/tmp.js';
 import {testIf} from '../helpers/skip.js';
-import {quoteSh} from '../../src/core/shell/quote.js';
+import {quoteSh} from '../../src/core/text/quote.js';
 import {makeFakeToolkit} from '../helpers/toolkit.js';
 
 let tmp: {dir: string; cleanup: () => void};

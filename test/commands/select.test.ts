@@ -6,7 +6,7 @@ import {CLI, cliEnv, runCli} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
 import {makeFakeToolkit} from '../helpers/toolkit.js';
 import {testIf} from '../helpers/skip.js';
-import {registerToolkit} from '../../src/core/store/register.js';
+import {registerToolkit} from '../../src/core/toolkits/register.js';
 import {pathsFor} from '../../src/core/store/paths.js';
 
 let dir: string;

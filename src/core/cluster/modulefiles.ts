@@ -1,7 +1,7 @@
 import {readFileSync, readdirSync, rmSync} from 'node:fs';
 import {join} from 'node:path';
 import {CudaenvError} from '../errors.js';
-import {quoteLua, quoteTcl} from '../shell/quote.js';
+import {quoteLua, quoteTcl} from '../text/quote.js';
 import {toolkitLibDir, type LdLibraryPathPolicy} from '../shell/toolkit-env.js';
 import {atomicWriteFile} from '../store/atomic-write.js';
 import type {StorePaths} from '../store/paths.js';

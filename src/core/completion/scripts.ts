@@ -1,4 +1,4 @@
-import {quoteFish, quoteSh} from '../shell/quote.js';
+import {quoteFish, quoteSh} from '../text/quote.js';
 import type {CompletionModel} from './model.js';
 
 /**

@@ -1,7 +1,7 @@
 import {accessSync, constants, existsSync, readFileSync, rmSync, statSync} from 'node:fs';
 import {dirname, join} from 'node:path';
 import {CudaenvError, isErrno} from '../errors.js';
-import {quoteSh} from '../shell/quote.js';
+import {quoteSh} from '../text/quote.js';
 import {atomicWriteFile} from '../store/atomic-write.js';
 import {HOOK_MARKER, HOOK_SHELLS, hookFileName, type HookInfo} from './names.js';
 import {hookFiles} from './scripts.js';

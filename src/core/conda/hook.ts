@@ -1,12 +1,12 @@
 import {statSync} from 'node:fs';
 import {join} from 'node:path';
 import {CudaenvError, UsageError} from '../errors.js';
-import {quoteSh} from '../shell/quote.js';
+import {quoteSh} from '../text/quote.js';
 import type {Problem} from '../elf/api.js';
 import type {LdLibraryPathPolicy} from '../shell/toolkit-env.js';
 import type {StorePaths} from '../store/paths.js';
-import {describeOrigin, selectVersion} from '../versions/select.js';
-import {notInstalledError, resolveSpec} from '../versions/resolve.js';
+import {describeOrigin, selectVersion} from '../selection/select.js';
+import {notInstalledError, resolveSpec} from '../selection/resolve.js';
 import {parseSpec} from '../versions/spec.js';
 import {chooseEnvironment, listEnvironments, type CondaEnvironment, type EnvironmentChoice, type EnvironmentSource} from './environments.js';
 import {readHook, removeHook, writeHook, type InstalledHook} from './hook-files.js';

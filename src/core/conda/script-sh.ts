@@ -1,4 +1,4 @@
-import {quoteSh} from '../shell/quote.js';
+import {quoteSh} from '../text/quote.js';
 import {HOOK_MARKER, VARS, type HookInfo} from './names.js';
 import {hookLayout, goneWarning} from './layout.js';
 

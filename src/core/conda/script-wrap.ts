@@ -1,4 +1,4 @@
-import {quoteCsh, quoteFish} from '../shell/quote.js';
+import {quoteCsh, quoteFish} from '../text/quote.js';
 import {VARS, type HookInfo} from './names.js';
 import {activateShBody, deactivateShBody, hookHeader} from './script-sh.js';
 

@@ -1,7 +1,7 @@
 import {readdirSync} from 'node:fs';
 import {join} from 'node:path';
 import {installedLabels} from '../store/registry.js';
-import {quoteSh} from '../shell/quote.js';
+import {quoteSh} from '../text/quote.js';
 // LD_LIBRARY_PATH as ld.so splits it: ':' and ';'.
 import {splitLdLibraryPath} from '../elf/search-path.js';
 import {compareVersions, parseVersion} from '../versions/version.js';

@@ -3,7 +3,7 @@ import {basename, join} from 'node:path';
 import {readHook} from '../conda/hook-files.js';
 import {HOOK_MARKER} from '../conda/names.js';
 import {formatError} from '../errors.js';
-import {quoteSh} from '../shell/quote.js';
+import {quoteSh} from '../text/quote.js';
 import {isVersion} from '../versions/version.js';
 import type {ToolkitState} from './toolkit.js';
 import type {DoctorContext, Finding} from './types.js';

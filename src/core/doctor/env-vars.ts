@@ -1,5 +1,5 @@
 import {basename, dirname} from 'node:path';
-import {quoteSh} from '../shell/quote.js';
+import {quoteSh} from '../text/quote.js';
 // LD_LIBRARY_PATH as ld.so splits it: ':' and ';'.
 import {splitLdLibraryPath} from '../elf/search-path.js';
 import {cudaLibrariesIn} from './cuda-libs.js';

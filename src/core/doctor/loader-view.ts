@@ -1,7 +1,7 @@
 import {existsSync} from 'node:fs';
 import {basename, dirname} from 'node:path';
 import {cudaLibrariesIn, isCudaLibraryName, isDriverLibraryName} from './cuda-libs.js';
-import {quoteSh} from '../shell/quote.js';
+import {quoteSh} from '../text/quote.js';
 import {readLdSoConf, type ConfDir} from './ld-so-conf.js';
 import {displayPath, sysPath, sysRealpath} from './sysroot.js';
 import {describeToolkitDir, type ToolkitState} from './toolkit.js';

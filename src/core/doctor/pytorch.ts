@@ -5,7 +5,7 @@ import {driverSupport, parseToolkit} from './driver-table.js';
 import {describeToolkit, describeToolkitDir, nvccToolkitRoot, toolkitOfNvcc, type ToolkitDir} from './toolkit.js';
 import {sysPath, sysRealpath} from './sysroot.js';
 import {firstOnPath} from '../system/python-env.js';
-import {quoteSh} from '../shell/quote.js';
+import {quoteSh} from '../text/quote.js';
 import type {DoctorContext, Finding} from './types.js';
 
 export interface TorchFact {

@@ -2,7 +2,7 @@ import {realpathSync} from 'node:fs';
 import {basename, dirname, normalize, relative} from 'node:path';
 import type {CheckOptions, CheckReport, Problem} from '../elf/api.js';
 import {loaderVariables} from '../elf/index.js';
-import {quoteSh} from '../shell/quote.js';
+import {quoteSh} from '../text/quote.js';
 // LD_LIBRARY_PATH as ld.so splits it: ':' and ';'.
 import {splitLdLibraryPath} from '../elf/search-path.js';
 import {isDriverLibraryName} from './cuda-libs.js';

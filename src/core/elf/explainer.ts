@@ -6,7 +6,7 @@ import type {Finding} from './checker.js';
 import {cachedElf} from './file-cache.js';
 import {readElfSync} from './reader/index.js';
 import type {Candidate, Edge, LoadedObject, LoaderProcess} from './resolver.js';
-import {quoteSh} from '../shell/quote.js';
+import {quoteSh} from '../text/quote.js';
 import {defines, definesVersion} from './symbols.js';
 import {describeNonElf} from './targets.js';
 import {splitLdLibraryPath} from './search-path.js';

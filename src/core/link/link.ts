@@ -11,7 +11,7 @@ import {refreshLoaderCache, type LoaderCacheStep} from './loader-cache.js';
 import type {LdconfigOptions} from './ldconfig.js';
 import {groupSubject, noteTouchedAlternative, readRecord, recordPrevious, type Previous} from './state.js';
 import {isPermissionError, permissionError} from './sudo.js';
-import {quoteSh} from '../shell/quote.js';
+import {quoteSh} from '../text/quote.js';
 import {inspectTarget, swapSymlink, type TargetState} from './swap.js';
 
 export interface LinkContext {

@@ -1,5 +1,5 @@
 import {CudaenvError, isErrno} from '../errors.js';
-import {quoteSh} from '../shell/quote.js';
+import {quoteSh} from '../text/quote.js';
 
 /**
  * The exact command to run again with root's permissions. sudo resets the environment, so a

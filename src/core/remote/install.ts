@@ -5,7 +5,7 @@ import {CudaenvError} from '../errors.js';
 import {onFatalExit} from '../fatal-cleanup.js';
 import {atomicWriteFile} from '../store/atomic-write.js';
 import {acquireLock, reclaimStaleLocks, type LockOwner} from '../store/lock.js';
-import {afterVersionsChanged} from '../store/on-change.js';
+import {afterVersionsChanged} from '../toolkits/on-change.js';
 import type {StorePaths} from '../store/paths.js';
 import {describeVersion, ensureStoreDirs, RECEIPT_FILE} from '../store/registry.js';
 import {isVersion} from '../versions/version.js';

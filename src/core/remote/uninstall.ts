@@ -2,12 +2,12 @@ import {readFileSync, readdirSync, realpathSync, renameSync, rmSync, unlinkSync}
 import {join} from 'node:path';
 import {CudaenvError, UsageError} from '../errors.js';
 import {linksDir} from '../link/state.js';
-import {quoteSh} from '../shell/quote.js';
+import {quoteSh} from '../text/quote.js';
 import {acquireLock, reclaimStaleLocks} from '../store/lock.js';
-import {afterVersionsChanged} from '../store/on-change.js';
+import {afterVersionsChanged} from '../toolkits/on-change.js';
 import type {StorePaths} from '../store/paths.js';
 import {describeVersion, installedLabels, listAliases, readGlobal} from '../store/registry.js';
-import {resolveSpec} from '../versions/resolve.js';
+import {resolveSpec} from '../selection/resolve.js';
 import {parseSpec} from '../versions/spec.js';
 import {findVersionFile, readVersionFile} from '../versions/version-file.js';
 import {isVersion} from '../versions/version.js';

@@ -1,4 +1,4 @@
-import {quoteFish} from './quote.js';
+import {quoteFish} from '../text/quote.js';
 import {assertLabel, CODE_MARKER, shellScript, shellScriptPath, type InitOptions, type Shell, type UseOptions} from './shell.js';
 
 export class FishShell implements Shell {

@@ -1,4 +1,4 @@
-import {quoteSh} from './quote.js';
+import {quoteSh} from '../text/quote.js';
 import {assertLabel, CODE_MARKER, shellScript, shellScriptPath, type InitOptions, type Shell, type ShellName, type UseOptions} from './shell.js';
 
 /**

@@ -1,6 +1,5 @@
 import {readFileSync} from 'node:fs';
 import {fileURLToPath} from 'node:url';
-import {UsageError} from '../errors.js';
 
 /**
  * One interface for the shells cudaenv integrates with, one implementation per shell
@@ -76,14 +75,4 @@ export function rcLine(shell: ShellName): string {
   return shell === 'fish'
     ? `source ~/.cudaenv/${startFileName(shell)} 2>/dev/null; or cudaenv init fish | source`
     : `. "\${CUDAENV_DIR:-$HOME/.cudaenv}/${startFileName(shell)}" 2>/dev/null || eval "$(cudaenv init ${shell})"`;
-}
-
-export async function shellFor(name: string): Promise<Shell> {
-  switch (name) {
-    case 'bash': return new (await import('./bash.js')).BashShell();
-    case 'zsh': return new (await import('./zsh.js')).ZshShell();
-    case 'fish': return new (await import('./fish.js')).FishShell();
-    default:
-      throw new UsageError(`unsupported shell ${JSON.stringify(name)}`, `Supported shells: ${SHELL_NAMES.join(', ')}.`);
-  }
 }

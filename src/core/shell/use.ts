@@ -1,11 +1,12 @@
 import {CudaenvError, UsageError} from '../errors.js';
 import type {StorePaths} from '../store/paths.js';
 import {readSettingSync} from '../store/settings.js';
-import {notInstalledError, resolveSpec} from '../versions/resolve.js';
-import {describeOrigin, selectVersion} from '../versions/select.js';
+import {notInstalledError, resolveSpec} from '../selection/resolve.js';
+import {describeOrigin, selectVersion} from '../selection/select.js';
 import {parseSpec} from '../versions/spec.js';
 import {needsRehash} from './switch-index.js';
-import {rcLine, shellFor} from './shell.js';
+import {rcLine} from './shell.js';
+import {shellFor} from './shells.js';
 import {lookupCheckAsHook} from './check-cache.js';
 import {contextKey} from './check-context.js';
 import type {LdLibraryPathPolicy} from './toolkit-env.js';

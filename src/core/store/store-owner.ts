@@ -1,7 +1,7 @@
 import {readFileSync, statSync} from 'node:fs';
 import {dirname} from 'node:path';
 import {CudaenvError} from '../errors.js';
-import {quoteSh} from '../shell/quote.js';
+import {quoteSh} from '../text/quote.js';
 import type {StorePaths} from './paths.js';
 
 /** The owner of the store, or of the nearest existing directory above it (where root would create it). */

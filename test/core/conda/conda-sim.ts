@@ -2,7 +2,7 @@ import {spawnSync} from 'node:child_process';
 import {mkdirSync, readFileSync, writeFileSync} from 'node:fs';
 import {dirname, join} from 'node:path';
 import {fileURLToPath} from 'node:url';
-import {quoteCsh, quoteFish, quoteSh} from '../../../src/core/shell/quote.js';
+import {quoteCsh, quoteFish, quoteSh} from '../../../src/core/text/quote.js';
 
 /*
  * Drives conda's documented activation sequence in a real shell: a `conda` function that

@@ -4,7 +4,7 @@ import {chmodSync, closeSync, copyFileSync, mkdirSync, openSync, readFileSync, w
 let inputs = 0;
 import {join} from 'node:path';
 import {pathsFor, type StorePaths} from '../../../src/core/store/paths.js';
-import {afterVersionsChanged} from '../../../src/core/store/on-change.js';
+import {afterVersionsChanged} from '../../../src/core/toolkits/on-change.js';
 import {ensureStoreDirs} from '../../../src/core/store/registry.js';
 import {CLI, cliEnv} from '../../helpers/cli.js';
 import {makeFakeToolkit} from '../../helpers/toolkit.js';

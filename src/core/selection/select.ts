@@ -4,9 +4,9 @@ import {CudaenvError} from '../errors.js';
 import type {StorePaths} from '../store/paths.js';
 import {readGlobal} from '../store/registry.js';
 import {resolveSpec, type Resolved} from './resolve.js';
-import {parseSpec, prefixedVersionHint, tryParseSpec, type Spec} from './spec.js';
-import {findVersionFile, readVersionFile} from './version-file.js';
-import {isVersion} from './version.js';
+import {parseSpec, prefixedVersionHint, tryParseSpec, type Spec} from '../versions/spec.js';
+import {findVersionFile, readVersionFile} from '../versions/version-file.js';
+import {isVersion} from '../versions/version.js';
 
 export type Origin =
   | {kind: 'env'; variable: 'CUDAENV_VERSION'}

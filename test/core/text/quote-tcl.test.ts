@@ -1,6 +1,6 @@
 import {expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
-import {quoteTcl} from '../../../src/core/shell/quote.js';
+import {quoteTcl} from '../../../src/core/text/quote.js';
 import {testIf} from '../../helpers/skip.js';
 
 const HAVE_TCLSH = spawnSync('tclsh', [], {input: 'exit 0\n'}).status === 0;

@@ -1,10 +1,10 @@
 import {lstatSync} from 'node:fs';
 import {CudaenvError, UsageError} from '../errors.js';
-import {quoteSh} from '../shell/quote.js';
+import {quoteSh} from '../text/quote.js';
 import type {StorePaths} from '../store/paths.js';
 import {installedLabels, readAlias} from '../store/registry.js';
-import {detectToolkitVersion, scanSystemToolkits} from './detect.js';
-import {highestMatch, parseSpec, prefixedVersion, prefixedVersionHint, type Spec} from './spec.js';
+import {detectToolkitVersion, scanSystemToolkits} from '../versions/detect.js';
+import {highestMatch, parseSpec, prefixedVersion, prefixedVersionHint, type Spec} from '../versions/spec.js';
 
 export interface Resolved {
   spec: Spec;

@@ -1,13 +1,13 @@
 import {lstatSync, realpathSync, statSync, symlinkSync} from 'node:fs';
 import {join} from 'node:path';
 import {CudaenvError, UsageError, isErrno} from '../errors.js';
-import {quoteSh} from '../shell/quote.js';
+import {quoteSh} from '../text/quote.js';
 import {detectToolkitVersion, type DetectionSource} from '../versions/detect.js';
 import {describeComponents, describeMismatch, releaseTable, type ReleaseMatch} from '../versions/releases.js';
 import {isVersion} from '../versions/version.js';
-import type {StorePaths} from './paths.js';
+import type {StorePaths} from '../store/paths.js';
 import {afterVersionsChanged} from './on-change.js';
-import {describeVersion, ensureStoreDirs, listVersions} from './registry.js';
+import {describeVersion, ensureStoreDirs, listVersions} from '../store/registry.js';
 
 export interface Registration {
   label: string;

@@ -3,7 +3,7 @@ import {mkdirSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {pathsFor, type StorePaths} from '../../../src/core/store/paths.js';
 import {writeAlias, writeGlobal} from '../../../src/core/store/registry.js';
-import {describeOrigin, requireSelection, selectVersion} from '../../../src/core/versions/select.js';
+import {describeOrigin, requireSelection, selectVersion} from '../../../src/core/selection/select.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 
 let dir: string;

@@ -1,7 +1,7 @@
 import {UsageError} from '../errors.js';
 import type {StorePaths} from '../store/paths.js';
 import {missingAliasHint, resolveSpec} from './resolve.js';
-import {findVersionFile, readVersionFile, VERSION_FILE} from './version-file.js';
+import {findVersionFile, readVersionFile, VERSION_FILE} from '../versions/version-file.js';
 
 /** What `cudaenv install` without SPEC installs: the project's pinned release and its cuDNN. */
 export interface ProjectSpec {

@@ -1,7 +1,7 @@
 import type {StorePaths} from '../store/paths.js';
 import {describeOrigin, selectVersion, type Origin, type Selection} from './select.js';
 import {registerHint, unregisteredToolkitFor} from './resolve.js';
-import {prefixedVersionHint, tryParseSpec} from './spec.js';
+import {prefixedVersionHint, tryParseSpec} from '../versions/spec.js';
 
 /** What `cudaenv current` reports, shared by the oclif command and the start-up fast path. */
 export interface CurrentReport {

@@ -1,5 +1,5 @@
-import type {StorePaths} from './paths.js';
-import {refreshResolveIndex} from './registry.js';
+import type {StorePaths} from '../store/paths.js';
+import {refreshResolveIndex} from '../store/registry.js';
 import {rehash} from '../shell/rehash.js';
 
 /**
