@@ -221,6 +221,9 @@ async function install(
       }
     },
   }));
+  // A part the profile expects that the release lacks (or has under a name cudaenv does not know) is said, not dropped.
+  for (const w of installed.warnings) core.warning(w);
+  for (const n of installed.notes) core.info(n);
   const fresh = installed.components.filter((c) => !c.from_cache);
   const bytesDownloaded = fresh.reduce((n, c) => n + (sizes.get(c.name) ?? 0), 0);
   const rows: SummaryRow[] = installed.components.map((c) => ({

@@ -148,6 +148,7 @@ export function standInFiles(work: string, component: string, version: string, r
       };
     }
     case 'cuda_cccl':
+    case 'cccl': // its name from CUDA 13.2
       return {...license, [major(release) >= 13 ? 'include/cccl/thrust/version.h' : 'include/thrust/version.h']: '#define THRUST_VERSION 200300\n'};
     case 'libcublas': {
       const lt = buildSo(join(work, 'cublasLt'), `libcublasLt.so.${maj}`, 'cublasLtCreate');
@@ -206,11 +207,12 @@ export interface RealMirror {
  * Writes `root/redistrib_<label>.json` for each real manifest named, an index page listing them,
  * and a stand-in archive for each served entry (shared by manifests naming the same archive).
  */
-export function writeRealMirror(root: string, product: 'cuda' | 'cudnn', releases: Array<{label: string; serve: Served[]}>, work = `${root}.work`): RealMirror {
+export function writeRealMirror(root: string, product: 'cuda' | 'cudnn', releases: Array<{label: string; serve: Served[]; text?: string}>, work = `${root}.work`): RealMirror {
   mkdirSync(root, {recursive: true});
   const served = new Map<string, {sha: string; size: number}>();
-  for (const {label, serve} of releases) {
-    const original = realManifestText(product, label);
+  for (const {label, serve, text: given} of releases) {
+    // `text`: a real manifest reshaped as a later release's (test/helpers/later-manifests.ts).
+    const original = given ?? realManifestText(product, label);
     const manifest = JSON.parse(original) as Record<string, unknown>;
     let text = original;
     for (const s of serve) {

@@ -18,7 +18,7 @@ import {linkLib, mergeComponent} from './merge.js';
 import type {Mirror} from './mirror.js';
 import {relocatePkgConfig} from './pkgconfig.js';
 import {platformForRelease, type MachineKind, type Platform} from './platform.js';
-import {selectComponents, type Profile} from './profiles.js';
+import {describeMissing, describeUnknown, planComponents, type MissingPart, type Profile} from './profiles.js';
 import {cleanOtherLeftovers, makeTempIn, recoverLeftovers, tempName, versionLockName} from './staging.js';
 
 export interface InstallRequest {
@@ -90,8 +90,12 @@ export interface InstallResult {
   platform_why: string;
   /** What cudaenv did beyond what was asked, and why (components cuDNN needs). */
   notes: string[];
-  /** Things the user asked for that did not happen (e.g. --cudnn on an existing installation). */
+  /** Things the user asked for that did not happen (e.g. --cudnn on an existing installation, a part the release lacks). */
   warnings: string[];
+  /** Parts the profile expects that the release has no archive of for the platform (installed without them). */
+  missing_parts: MissingPart[];
+  /** Toolkit components of the release cudaenv does not know (newer than its tables), which the profile left out. */
+  unknown_components: string[];
 }
 
 interface Job {
@@ -116,9 +120,13 @@ export async function installRelease(req: InstallRequest): Promise<InstallResult
     throw new CudaenvError(`the mirror's release ${label} is not a CUDA version label (MAJOR.MINOR.PATCH)`, {code: 'bad-manifest'});
   }
   const {platform, why: platformWhy} = platformForRelease(manifest, {explicit: req.platform, kind: req.machine});
-  const names = selectComponents({manifest, platform, profile: req.profile, components: req.components, allowDriverComponents: req.allowDriverComponents});
-  const notes: string[] = [];
+  const plan = planComponents({manifest, platform, profile: req.profile, components: req.components, allowDriverComponents: req.allowDriverComponents});
+  const names = plan.names;
+  const notes: string[] = [...plan.notes];
   const warnings: string[] = [];
+  // Nothing a profile expects is dropped in silence (a renamed or new component, a release that lacks one).
+  if (plan.missing.length > 0) warnings.push(describeMissing(label, platform, plan));
+  if (plan.unknown.length > 0) notes.push(describeUnknown(label, req.profile ?? 'devel', plan.unknown));
   const jobs: Job[] = names.map((name) => {
     const c = manifest.components.get(name)!;
     return {name, version: c.version, artifact: artifactFor(c, platform)!, mirror};
@@ -156,14 +164,14 @@ export async function installRelease(req: InstallRequest): Promise<InstallResult
     reclaimStaleLocks(paths.locks);
     const dest = join(paths.versions, label);
     const existing = describeVersion(paths, label);
-    const base = {version: label, path: dest, mirror: mirror.display, platform, platform_why: platformWhy, notes, cudnn: cudnn ? cudnn.version : null, warnings};
+    const base = {version: label, path: dest, mirror: mirror.display, platform, platform_why: platformWhy, notes, cudnn: cudnn ? cudnn.version : null, warnings, missing_parts: plan.missing, unknown_components: plan.unknown};
     // A registration whose directory is gone serves nothing: an install replaces it without --force.
     if (existing && !existing.broken && !req.force) {
       const had = readReceipt(dest)?.cudnn?.version ?? null;
       const notAdded = cudnn && had !== cudnn.version
         ? [`cuDNN ${cudnn.version} was not added: CUDA ${label} is already installed${had ? ` with cuDNN ${had}` : ' without cuDNN'}; add --force to reinstall it with cuDNN ${cudnn.version} (the CUDA archives come from the cache)`]
         : [];
-      return {...base, notes: [], status: 'already-installed', components: [], cudnn: had, warnings: notAdded};
+      return {...base, notes: [], status: 'already-installed', components: [], cudnn: had, warnings: notAdded, missing_parts: [], unknown_components: []};
     }
     stage = makeTempIn(paths, 'stage', label);
     const partsDir = join(stage, 'parts');

@@ -1,16 +1,59 @@
 import {CudaenvError, UsageError} from '../errors.js';
+import {knownComponent} from '../versions/releases.js';
+import {compareVersions, parseVersion} from '../versions/version.js';
 import {artifactFor, type Component, type Manifest} from './manifest.js';
 
 export const PROFILES = ['minimal', 'devel', 'full'] as const;
 export type Profile = typeof PROFILES[number];
 
-/** nvcc and what it needs to compile and link. CUDA 13 split the crt headers and NVVM out of cuda_nvcc. */
-const MINIMAL = ['cuda_nvcc', 'cuda_cudart', 'cuda_cccl'];
-const MINIMAL_13 = ['cuda_crt', 'libnvvm'];
-const DEVEL_EXTRA = [
-  'libcublas', 'libcufft', 'libcurand', 'libcusolver', 'libcusparse',
-  'cuda_nvrtc', 'libnvjitlink', 'cuda_cupti', 'cuda_nvtx', 'cuda_nvml_dev', 'cuda_profiler_api',
+/**
+ * A part of a toolkit a profile expects, named by what it is rather than by one manifest key:
+ * NVIDIA renames components (CCCL came as `cuda_cccl` up to 13.1, as `cccl` from 13.2) and
+ * splits them (`cuda_crt` and `libnvvm` left `cuda_nvcc` in 13.0).
+ */
+export interface Part {
+  /** Stable name (`--json`): `cccl`. */
+  id: string;
+  /** For messages: what is lost without it. */
+  what: string;
+  /** The manifest keys it comes under, the newest name first. */
+  names: readonly string[];
+  /** The first release that has it: older ones are known not to. */
+  since?: string;
+}
+
+/** nvcc and what it needs to compile and link. */
+const MINIMAL: readonly Part[] = [
+  {id: 'nvcc', what: 'the compiler nvcc', names: ['cuda_nvcc']},
+  {id: 'cudart', what: 'the CUDA runtime (libcudart, cuda_runtime.h)', names: ['cuda_cudart']},
+  {id: 'cccl', what: 'the CCCL headers (Thrust, CUB, libcu++: #include <thrust/...>, <cub/...>, <cuda/std/...>)', names: ['cccl', 'cuda_cccl']},
+  {id: 'crt', what: 'nvcc\'s crt headers (split out of cuda_nvcc in 13.0)', names: ['cuda_crt'], since: '13.0.0'},
+  {id: 'nvvm', what: 'NVVM, nvcc\'s device compiler (cicc, libdevice; split out of cuda_nvcc in 13.0)', names: ['libnvvm'], since: '13.0.0'},
 ];
+const DEVEL_EXTRA: readonly Part[] = [
+  {id: 'cublas', what: 'cuBLAS', names: ['libcublas']},
+  {id: 'cufft', what: 'cuFFT', names: ['libcufft']},
+  {id: 'curand', what: 'cuRAND', names: ['libcurand']},
+  {id: 'cusolver', what: 'cuSOLVER', names: ['libcusolver']},
+  {id: 'cusparse', what: 'cuSPARSE', names: ['libcusparse']},
+  {id: 'nvrtc', what: 'NVRTC, the runtime compiler', names: ['cuda_nvrtc']},
+  {id: 'nvjitlink', what: 'nvJitLink', names: ['libnvjitlink'], since: '12.0.0'},
+  {id: 'cupti', what: 'CUPTI, the profiling interface', names: ['cuda_cupti']},
+  {id: 'nvtx', what: 'NVTX', names: ['cuda_nvtx']},
+  {id: 'nvml_dev', what: 'the NVML headers and stub', names: ['cuda_nvml_dev']},
+  {id: 'profiler_api', what: 'the profiler API header', names: ['cuda_profiler_api'], since: '11.8.0'},
+];
+
+/** The parts a profile expects (full: those of devel, checked; it also takes every other toolkit component). */
+export function profileParts(profile: Profile): readonly Part[] {
+  return profile === 'minimal' ? MINIMAL : [...MINIMAL, ...DEVEL_EXTRA];
+}
+
+/** The part a manifest key is one name of (`cuda_cccl` and `cccl`: cccl). */
+export function partOf(name: string): Part | undefined {
+  return [...MINIMAL, ...DEVEL_EXTRA].find((p) => p.names.includes(name));
+}
+
 /**
  * Drivers, kernel modules, fabric managers and switch/NIC tools: machine software, not a toolkit.
  * They go with the installed driver (or the machine), once per machine; inside a toolkit prefix
@@ -47,21 +90,79 @@ export function parseProfile(text: string): Profile {
   throw new UsageError(`--profile ${JSON.stringify(text)} is not a profile`, `Use ${PROFILES.join(', ')}.`);
 }
 
-export function profileComponents(profile: Profile, manifest: Manifest, platform: string): string[] {
+/** A part a profile expects that a release lacks (and is not known to lack). */
+export interface MissingPart {
+  part: string;
+  what: string;
+  /** Every manifest name it was looked for under. */
+  names: string[];
+}
+
+export interface ComponentPlan {
+  /** Manifest keys to install, sorted. */
+  names: string[];
+  /** Parts the profile expects that the release has no archive of for the platform: named, never dropped in silence. */
+  missing: MissingPart[];
+  /** Toolkit components of the release that cudaenv knows nothing of (newer than its tables), not in the profile. */
+  unknown: string[];
+  /** What cudaenv did with names it was given (a --components name the release has under another). */
+  notes: string[];
+}
+
+function hasArchive(manifest: Manifest, name: string, platform: string): boolean {
+  const c = manifest.components.get(name);
+  return c !== undefined && artifactFor(c, platform) !== undefined;
+}
+
+/** Whether a release is known to predate a part (no cuda_crt before 13.0). */
+function predates(label: string, part: Part): boolean {
+  if (part.since === undefined) return false;
+  const v = parseVersion(label);
+  return v !== undefined && compareVersions(v, parseVersion(part.since)!) < 0;
+}
+
+/** The manifest key a part comes under in this release for the platform, the newest name first. */
+function keyFor(manifest: Manifest, part: Part, platform: string): string | undefined {
+  return part.names.find((n) => hasArchive(manifest, n, platform));
+}
+
+/** What a profile installs of a release, and what it expects that the release lacks. */
+export function planProfile(profile: Profile, manifest: Manifest, platform: string): ComponentPlan {
   const available = [...manifest.components.values()].filter((c) => artifactFor(c, platform) !== undefined).map((c) => c.key);
-  if (profile === 'full') return available.filter((k) => machineSoftwareReason(k) === undefined).sort();
-  const major = Number(manifest.label.split('.')[0]);
-  const wanted = [...MINIMAL, ...(major >= 13 ? MINIMAL_13 : []), ...(profile === 'devel' ? DEVEL_EXTRA : [])];
-  // A profile names what a release may have: older releases lack some (no cuda_crt before 13).
-  return wanted.filter((k) => available.includes(k));
+  const toolkit = available.filter((k) => machineSoftwareReason(k) === undefined);
+  const chosen = new Set<string>(profile === 'full' ? toolkit : []);
+  const missing: MissingPart[] = [];
+  for (const part of profileParts(profile)) {
+    if (predates(manifest.label, part)) continue;
+    const key = keyFor(manifest, part, platform);
+    if (key !== undefined) chosen.add(key);
+    else missing.push({part: part.id, what: part.what, names: [...part.names]});
+  }
+  const unknown = profile === 'full' ? [] : toolkit.filter((k) => !chosen.has(k) && partOf(k) === undefined && !knownComponent(k)).sort();
+  return {names: [...chosen].sort(), missing, unknown, notes: []};
+}
+
+export function profileComponents(profile: Profile, manifest: Manifest, platform: string): string[] {
+  return planProfile(profile, manifest, platform).names;
 }
 
 /** The components to install: `--components` alone is exact; with `--profile` it adds to the profile. */
 export function selectComponents(options: {manifest: Manifest; platform: string; profile?: Profile; components?: string[]; allowDriverComponents?: boolean}): string[] {
+  return planComponents(options).names;
+}
+
+/** selectComponents, with what the profile expects and the release lacks, and the components cudaenv does not know. */
+export function planComponents(options: {manifest: Manifest; platform: string; profile?: Profile; components?: string[]; allowDriverComponents?: boolean}): ComponentPlan {
   const {manifest, platform} = options;
-  const chosen = new Set(options.components === undefined || options.profile !== undefined
-    ? profileComponents(options.profile ?? 'devel', manifest, platform) : []);
-  for (const name of options.components ?? []) {
+  const plan: ComponentPlan = options.components === undefined || options.profile !== undefined
+    ? planProfile(options.profile ?? 'devel', manifest, platform) : {names: [], missing: [], unknown: [], notes: []};
+  const chosen = new Set(plan.names);
+  for (const asked of options.components ?? []) {
+    // A part renamed since (cuda_cccl -> cccl) is found under either name.
+    const part = manifest.components.has(asked) ? undefined : partOf(asked);
+    const renamed = part?.names.find((n) => n !== asked && manifest.components.has(n));
+    const name = renamed ?? asked;
+    if (renamed !== undefined) plan.notes.push(`--components ${asked}: CUDA ${manifest.label} has it as ${renamed}, which is installed`);
     const component = manifest.components.get(name);
     if (!component) {
       throw new UsageError(`CUDA ${manifest.label} has no component ${JSON.stringify(name)}`,
@@ -84,7 +185,26 @@ export function selectComponents(options: {manifest: Manifest; platform: string;
       hint: 'Choose another --arch, or another release (cudaenv ls-remote).', code: 'no-components',
     });
   }
-  return [...chosen].sort();
+  const names = [...chosen].sort();
+  return {...plan, names, unknown: plan.unknown.filter((u) => !chosen.has(u))};
+}
+
+/**
+ * The warning for parts a release lacks: what each is, the names it was looked for under, what
+ * breaks, and what to do (a component cudaenv does not know may be the part under a new name).
+ */
+export function describeMissing(label: string, platform: string, plan: Pick<ComponentPlan, 'missing' | 'unknown'>): string {
+  const parts = plan.missing.map((m) => `${m.what} (looked for as ${m.names.join(' or ')})`).join('; ');
+  const it = plan.missing.length === 1 ? 'it' : 'them';
+  const todo = plan.unknown.length > 0
+    ? `CUDA ${label} has components cudaenv does not know (${plan.unknown.join(', ')}): if one of them is the part under a new name, add it with --components NAME`
+    : `install ${it} from elsewhere, or choose another release (\`cudaenv ls-remote\`)`;
+  return `CUDA ${label} has no archive for ${platform} of ${parts}: installed without ${it}, so code that needs ${it} will not build; ${todo}`;
+}
+
+/** The note for toolkit components cudaenv does not know, which a profile does not install. */
+export function describeUnknown(label: string, profile: Profile, unknown: string[]): string {
+  return `CUDA ${label} has components cudaenv does not know, not in the ${profile} profile: ${unknown.join(', ')}; add them with --components (or use --profile full) if you need them`;
 }
 
 /** Splits `--components a,b,c`. */

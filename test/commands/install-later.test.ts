@@ -1,0 +1,87 @@
+import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
+import {existsSync, readFileSync} from 'node:fs';
+import {join} from 'node:path';
+import {cliEnv, runCliAsync} from '../helpers/cli.js';
+import {laterManifestText} from '../helpers/later-manifests.js';
+import {startMirrorServer, type MirrorServer} from '../helpers/mirror.js';
+import {writeRealMirror, type Served} from '../helpers/real-mirror.js';
+import {makeTempDir} from '../helpers/tmp.js';
+
+/**
+ * Issue 36, end to end: releases after 13.0 from a loopback mirror. 13.4.1 is NVIDIA's real
+ * 13.0.2 manifest with CCCL as `cccl` (as from 13.2), its own nvcc/cudart versions and a
+ * component cudaenv does not know; 13.5.0 has no CCCL under either name.
+ */
+
+let tmp: {dir: string; cleanup: () => void};
+let mirror: MirrorServer;
+let n = 0;
+
+const core13 = (cccl: string | undefined): Served[] => [
+  {component: 'cuda_nvcc'}, {component: 'cuda_cudart'}, {component: 'cuda_crt'}, {component: 'libnvvm'}, ...(cccl ? [{component: cccl}] : []),
+];
+
+const env = (store: string): NodeJS.ProcessEnv => cliEnv(store, {CUDAENV_MIRROR: mirror.url, CUDAENV_RETRY_DELAY_MS: '20'});
+
+beforeAll(async () => {
+  tmp = makeTempDir('cudaenv-install-later-');
+  writeRealMirror(join(tmp.dir, 'cuda'), 'cuda', [
+    {label: '13.0.2', serve: core13('cuda_cccl')},
+    {label: '13.4.1', serve: core13('cccl'), text: laterManifestText({label: '13.4.1', extra: ['cuda_tileiras'], versions: {cuda_nvcc: '13.4.91', cuda_cudart: '13.4.88', cuda_crt: '13.4.91', libnvvm: '13.4.91'}})},
+    {label: '13.5.0', serve: core13(undefined), text: laterManifestText({label: '13.5.0', cccl: 'none', extra: ['cuda_cxx_core'], versions: {cuda_nvcc: '13.5.42', cuda_cudart: '13.5.40'}})},
+  ], join(tmp.dir, 'work'));
+  mirror = await startMirrorServer(join(tmp.dir, 'cuda'));
+}, 180000);
+
+afterAll(async () => {
+  await mirror?.close();
+  tmp?.cleanup();
+});
+
+describe('install of releases after 13.0', () => {
+  test('13.4 --profile minimal installs CCCL from `cccl`: Thrust\'s headers are there; the unknown component is a note', async () => {
+    const store = join(tmp.dir, `store${n++}`);
+    const r = await runCliAsync(['install', '13.4', '--profile', 'minimal', '--json'], env(store));
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout) as Record<string, unknown>;
+    expect((out.components as Array<{name: string}>).map((c) => c.name).sort()).toEqual(['cccl', 'cuda_crt', 'cuda_cudart', 'cuda_nvcc', 'libnvvm']);
+    expect(out).toMatchObject({version: '13.4.1', missing_parts: [], unknown_components: ['cuda_tileiras'], warnings: []});
+    expect(out.notes).toEqual(['CUDA 13.4.1 has components cudaenv does not know, not in the minimal profile: cuda_tileiras; add them with --components (or use --profile full) if you need them']);
+    const dir = join(store, 'versions', '13.4.1');
+    expect(readFileSync(join(dir, 'include', 'cccl', 'thrust', 'version.h'), 'utf8')).toContain('THRUST_VERSION');
+    expect(existsSync(join(dir, 'licenses', 'cccl', 'LICENSE'))).toBe(true);
+    const receipt = JSON.parse(readFileSync(join(dir, '.cudaenv-receipt.json'), 'utf8')) as {components: Array<{name: string; relative_path: string}>};
+    expect(receipt.components.find((c) => c.name === 'cccl')!.relative_path).toBe('cccl/linux-x86_64/cccl-linux-x86_64-13.0.85-archive.tar.xz');
+  });
+
+  test('13.5 without CCCL under either name: the install says so on stderr, and --json names the part', async () => {
+    const store = join(tmp.dir, `store${n++}`);
+    const text = await runCliAsync(['install', '13.5.0', '--profile', 'minimal'], env(store));
+    expect(text.code).toBe(0);
+    expect(text.stderr).toContain('CUDA 13.5.0 has no archive for linux-x86_64 of the CCCL headers (Thrust, CUB, libcu++');
+    expect(text.stderr).toContain('(looked for as cccl or cuda_cccl): installed without it, so code that needs it will not build; CUDA 13.5.0 has components cudaenv does not know (cuda_cxx_core): if one of them is the part under a new name, add it with --components NAME');
+    expect(text.stdout).toContain('Installed CUDA 13.5.0 in');
+    expect(existsSync(join(store, 'versions', '13.5.0', 'include', 'cccl'))).toBe(false);
+
+    const again = await runCliAsync(['install', '13.5.0', '--profile', 'minimal', '--force', '--json'], env(store));
+    expect(again.code).toBe(0);
+    const out = JSON.parse(again.stdout) as {missing_parts: unknown; warnings: string[]; status: string};
+    expect(out.status).toBe('reinstalled');
+    expect(out.missing_parts).toEqual([{part: 'cccl', what: expect.stringContaining('CCCL headers'), names: ['cccl', 'cuda_cccl']}]);
+    expect(out.warnings).toEqual([expect.stringMatching(/^CUDA 13\.5\.0 has no archive for linux-x86_64 of the CCCL headers/)]);
+  });
+
+  test('--components cuda_cccl on 13.4.1 installs `cccl` and says so; 13.0.2 keeps cuda_cccl', async () => {
+    const store = join(tmp.dir, `store${n++}`);
+    const r = await runCliAsync(['install', '13.4.1', '--components', 'cuda_cudart,cuda_cccl', '--json'], env(store));
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout) as {components: Array<{name: string}>; notes: string[]; unknown_components: string[]};
+    expect(out.components.map((c) => c.name).sort()).toEqual(['cccl', 'cuda_cudart']);
+    expect(out.notes).toEqual(['--components cuda_cccl: CUDA 13.4.1 has it as cccl, which is installed']);
+    expect(out.unknown_components).toEqual([]);
+    const old = await runCliAsync(['install', '13.0.2', '--profile', 'minimal', '--json'], env(store));
+    expect(old.code).toBe(0);
+    expect(JSON.parse(old.stdout)).toMatchObject({missing_parts: [], unknown_components: [], notes: []});
+  });
+});
