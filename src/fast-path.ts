@@ -83,7 +83,7 @@ export async function runPlainCheck(paths: string[], cache = true): Promise<void
     throw err;
   });
   try {
-    const [{runCheckCli}, {format}] = await Promise.all([import('./core/elf/check-cli.js'), import('node:util')]);
+    const [{runCheckCli}, {format}] = await Promise.all([import('./core/elf/index.js'), import('node:util')]);
     const result = await runCheckCli({
       targets: paths, ldLibraryPath: process.env.LD_LIBRARY_PATH || undefined,
       storeVersionsDir: storePaths().versions, json: false, env: process.env,

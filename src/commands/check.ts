@@ -99,7 +99,7 @@ export default class Check extends CudaenvCommand {
       ...(python?.targets.length ? [`the Python environment's CUDA libraries: ${python.targets.length} director${python.targets.length === 1 ? 'y' : 'ies'}${
         flags.exe ? '' : python.exe ? `, as ${python.exe} loads them` : ', as `ldd` loads them (no interpreter binary found)'}`] : []),
     ].join('; ');
-    const {parsePageSize, runCheckCli} = await import('../core/elf/check-cli.js');
+    const {parsePageSize, runCheckCli} = await import('../core/elf/index.js');
     const pageSize = flags['page-size'] === undefined ? undefined : parsePageSize(flags['page-size']);
     const result = await runCheckCli({
       pageSize,

@@ -3,7 +3,7 @@ import {join} from 'node:path';
 import {installedLabels} from '../store/registry.js';
 import {quoteSh} from '../text/quote.js';
 // LD_LIBRARY_PATH as ld.so splits it: ':' and ';'.
-import {splitLdLibraryPath} from '../elf/search-path.js';
+import {splitLdLibraryPath} from '../elf/api.js';
 import {compareVersions, parseVersion} from '../versions/version.js';
 import {libcudaVersion, type DriverFact} from './driver.js';
 import {

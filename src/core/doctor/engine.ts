@@ -1,5 +1,5 @@
 import {checkLibraries} from '../elf/index.js';
-import {loadLdCache, lookupCache} from '../elf/ldcache.js';
+import {loadLdCache, lookupCache} from '../elf/api.js';
 import type {DoctorDeps, LoaderCache} from './index.js';
 
 /** e_machine of the running Node's architecture, for cache lookups (the cache holds every ABI). */

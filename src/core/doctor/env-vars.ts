@@ -1,7 +1,7 @@
 import {basename, dirname} from 'node:path';
 import {quoteSh} from '../text/quote.js';
 // LD_LIBRARY_PATH as ld.so splits it: ':' and ';'.
-import {splitLdLibraryPath} from '../elf/search-path.js';
+import {splitLdLibraryPath} from '../elf/api.js';
 import {cudaLibrariesIn} from './cuda-libs.js';
 import {describeToolkit, describeToolkitDir, type ToolkitDir, type ToolkitState} from './toolkit.js';
 import type {DoctorContext, Finding} from './types.js';

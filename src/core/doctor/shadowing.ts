@@ -1,10 +1,8 @@
 import {realpathSync} from 'node:fs';
 import {basename, dirname, normalize, relative} from 'node:path';
-import type {CheckOptions, CheckReport, Problem} from '../elf/api.js';
+import {splitLdLibraryPath, type CheckOptions, type CheckReport, type Problem} from '../elf/api.js';
 import {loaderVariables} from '../elf/index.js';
 import {quoteSh} from '../text/quote.js';
-// LD_LIBRARY_PATH as ld.so splits it: ':' and ';'.
-import {splitLdLibraryPath} from '../elf/search-path.js';
 import {isDriverLibraryName} from './cuda-libs.js';
 import type {LdEntryFact} from './env-vars.js';
 import type {DoctorContext, Finding} from './types.js';

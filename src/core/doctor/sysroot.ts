@@ -1,6 +1,6 @@
 import {realpathSync} from 'node:fs';
 import {join} from 'node:path';
-import {realpathIn} from '../elf/sysroot.js';
+import {realpathIn} from '../elf/api.js';
 import type {DoctorContext} from './types.js';
 
 /**

@@ -5,9 +5,9 @@
  * two cannot drift apart. Printing is left to the caller.
  */
 import {UsageError} from '../errors.js';
-import type {CheckReport} from './api.js';
-import {formatProblems, formatSkipped, formatTree} from './format.js';
-import {checkWithWheels, firstProblemLine} from './index.js';
+import type {CheckReport} from './report-types.js';
+import {formatProblems, formatSkipped, formatTree} from './explain/format-report.js';
+import {checkWithWheels, firstProblemLine} from './check.js';
 
 export interface CheckCliInput {
   targets: string[];

@@ -1,20 +1,21 @@
 import {existsSync, readFileSync} from 'node:fs';
 import {resolve} from 'node:path';
 import {UsageError} from '../errors.js';
-import type {CheckedObject, CheckOptions, NeededEdge, Problem} from './api.js';
-import {findProblems, loadStop, SymbolMemo, type LoadStop} from './checker.js';
-import {explain} from './explainer.js';
-import {noteFoundElsewhere} from './found-elsewhere.js';
-import {cachedElf, FileView} from './file-cache.js';
-import {loadLdCache} from './ldcache/load.js';
-import {lookupCache} from './ldcache/lookup.js';
-import {loaderPlatform, type LoaderPlatform} from './platform.js';
-import {LoaderProcess, type LoadedObject, type LoaderContext, type PreloadEntry} from './resolver.js';
-import {readListedSync, type ListedFile, type TargetFile} from './targets.js';
-import {InputRecorder} from './inputs.js';
-import {normalRoot} from './sysroot.js';
-import {noexecMountOf, noexecMountPoints} from './mounts.js';
-import {VerdictCache, type StoredResult} from './verdict-cache.js';
+import type {CheckedObject, CheckOptions, FileVerdict, NeededEdge} from './report-types.js';
+import {findProblems, loadStop, type LoadStop} from './bind/find-problems.js';
+import {SymbolMemo} from './bind/symbol-memo.js';
+import {explain} from './explain/explain-finding.js';
+import {noteFoundElsewhere} from './explain/found-elsewhere.js';
+import {cachedElf, FileView} from './cache/file-cache.js';
+import {loadLdCache} from './read/ldcache/load.js';
+import {lookupCache} from './read/ldcache/lookup.js';
+import {loaderPlatform, type LoaderPlatform} from './read/machine/platform.js';
+import {LoaderProcess, type LoadedObject, type LoaderContext, type PreloadEntry} from './search/loader-process.js';
+import {readListedSync, type ListedFile, type TargetFile} from './search/check-targets.js';
+import {InputRecorder} from './cache/inputs.js';
+import {normalRoot} from './read/machine/sysroot.js';
+import {noexecMountOf, noexecMountPoints} from './read/machine/mounts.js';
+import {VerdictCache} from './cache/verdict-cache.js';
 
 /**
  * The check of a share of the listed files, in this thread or in a worker: each file read,
@@ -26,19 +27,9 @@ export interface IndexedFile extends ListedFile {
   index: number;
 }
 
-export interface FileResult {
+/** A FileVerdict with its place in the listing. */
+export interface FileResult extends FileVerdict {
   index: number;
-  /** Set when the file is not checked. */
-  skipped?: {path: string; reason: string};
-  /** The checked object's path (the target, or the library --exe dlopens). */
-  checked?: string;
-  /** Every object of the modelled process, in load order. */
-  objects: CheckedObject[];
-  /** With --exe: how many of `objects` the program starts with (the rest come with the dlopen); absent: all. */
-  startup?: number;
-  problems: Problem[];
-  /** "NAME: REASON" of each preload ld.so drops; one from /etc/ld.so.preload is prefixed with that path and a NUL. */
-  failedPreloads: string[];
 }
 
 /** LD_PRELOAD is split on spaces and colons (rtld.c handle_preload_list); /etc/ld.so.preload also on tabs and newlines, with # comments. */
@@ -166,7 +157,7 @@ function checkedObjects(p: LoaderProcess, stop: LoadStop | null): {objects: Chec
   return {objects, startup};
 }
 
-export async function checkPartial(options: CheckOptions, files: IndexedFile[]): Promise<FileResult[]> {
+export async function checkFiles(options: CheckOptions, files: IndexedFile[]): Promise<FileResult[]> {
   const cwd = options.cwd ?? process.cwd();
   const recorder = options.cacheDir ? new InputRecorder() : null;
   const ctx = makeContext(options, cwd, recorder);
@@ -252,7 +243,7 @@ function openCache(options: CheckOptions, cwd: string, ctx: LoaderContext): Verd
 async function checkOne(
   file: IndexedFile, ctx: LoaderContext, exe: TargetFile | undefined, memo: SymbolMemo,
   explainCtx: {ldLibraryPath?: string; storeVersionsDir?: string; cwd: string}, recorder: InputRecorder | null,
-): Promise<StoredResult> {
+): Promise<FileVerdict> {
   const base = {objects: [], problems: [], failedPreloads: []};
   // The file's identity before it is read.
   recorder?.statNow(file.file ?? file.path);

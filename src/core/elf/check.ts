@@ -1,22 +1,14 @@
 /**
- * The loader model's public API (`cudaenv check`, switching, conda hooks, `link`, `doctor`).
- *
- *   const report = await checkLibraries({targets: ['/usr/local/cuda/lib64'], ldLibraryPath: process.env.LD_LIBRARY_PATH});
- *   if (!report.ok) console.error(firstProblemLine(report));
- *
- * Every checked library is modelled as its own process, the way `ldd` runs it (the library as
- * the main object), or dlopened by `exe` when given. Layers: ./targets (what to check),
- * ./resolver (which file each DT_NEEDED binds, §1), ./checker (what fails, §3),
- * ./explainer (why, and the fix). See docs/check.md and shared/docs/elf-loader-spec.md.
+ * The whole check, stage after stage, for a list of targets (index.ts exports it):
+ * search/check-targets lists what to check, check-files runs each file through search (which
+ * file each DT_NEEDED binds), bind (what fails) and explain (why, and the fix), and this file
+ * merges the per-file results into one report in the loader's order. See README.md beside
+ * this file, docs/check.md and shared/docs/elf-loader-spec.md.
  */
-import type {CheckedObject, CheckOptions, CheckReport, Problem} from './api.js';
-import {isFailing} from './checker.js';
-import {checkPartial, readExe, type FileResult} from './partial.js';
-import {listTargets, readListed} from './targets.js';
-
-export type {CheckOptions, CheckReport, CheckedObject, NeededEdge, Problem, ProblemKind, Via} from './api.js';
-export {dynamicProgram, elfSharedObjectsIn} from './targets.js';
-export {describeObject} from './explainer.js';
+import type {CheckedObject, CheckOptions, CheckReport, Problem} from './report-types.js';
+import {isFailing} from './bind/find-problems.js';
+import {checkFiles, readExe, type FileResult} from './check-files.js';
+import {listTargets, readListed} from './search/check-targets.js';
 
 /**
  * The loader's stages, in the order a real run meets them: mapping the dependencies, checking their
@@ -37,9 +29,9 @@ export async function checkLibraries(options: CheckOptions): Promise<CheckReport
   // Bad usage fails here, before any work: files named explicitly must be ELF, --exe a program.
   await Promise.all(listed.filter((f) => f.explicit).map((f) => readListed(f)));
   await readExe(options, cwd);
-  // Per-file results merged in listing order (checkPartial could as well run on shares of the list:
+  // Per-file results merged in listing order (checkFiles could as well run on shares of the list:
   // worker threads were measured, and re-reading shared dependencies in each cost more than they saved).
-  const results: FileResult[] = await checkPartial({...options, cwd}, listed.map((f, index) => ({...f, index})));
+  const results: FileResult[] = await checkFiles({...options, cwd}, listed.map((f, index) => ({...f, index})));
   return mergeResults(results.sort((a, b) => a.index - b.index), options.strict ?? false);
 }
 

@@ -1,6 +1,6 @@
 /**
  * The public contract of the loader model (`cudaenv check`), used by switching, conda hooks,
- * `link` and `doctor`. Implementation: ./index.ts exports `checkLibraries` and `firstProblemLine`.
+ * `link` and `doctor`, and shared by every stage. The entries index.ts and api.ts export them.
  */
 export type Via = 'rpath' | 'ld_library_path' | 'runpath' | 'ld.so.cache' | 'default' | 'loaded' | 'preload';
 
@@ -129,7 +129,26 @@ export interface CheckOptions {
   cwd?: string;
   /**
    * A directory for the persistent verdict cache ($CUDAENV_DIR/cache/check): each checked file's
-   * result is reused while everything it depended on reads the same (./verdict-cache.ts). Unset: no cache.
+   * result is reused while everything it depended on reads the same (./cache/verdict-cache.ts). Unset: no cache.
    */
   cacheDir?: string;
+}
+
+/**
+ * What checking one listed file gives, before the files are merged into a CheckReport: the
+ * per-file result the verdict cache stores (cache/verdict-cache.ts, in a compact form of these
+ * same fields) and check-files.ts computes. One declaration, so the cache cannot drift from it.
+ */
+export interface FileVerdict {
+  /** Set when the file is not checked. */
+  skipped?: {path: string; reason: string};
+  /** The checked object's path (the target, or the library --exe dlopens). */
+  checked?: string;
+  /** Every object of the modelled process, in load order. */
+  objects: CheckedObject[];
+  /** With --exe: how many of `objects` the program starts with (the rest come with the dlopen); absent: all. */
+  startup?: number;
+  problems: Problem[];
+  /** "NAME: REASON" of each preload ld.so drops; one from /etc/ld.so.preload is prefixed with that path and a NUL. */
+  failedPreloads: string[];
 }

@@ -20,7 +20,7 @@ export interface CacheState {
   dir: string;
   files: CacheFile[];
   manifests: {files: number; bytes: number};
-  /** `cache/check/`: `cudaenv check`'s stored results (src/core/elf/verdict-cache.ts). */
+  /** `cache/check/`: `cudaenv check`'s stored results (src/core/elf/cache/verdict-cache.ts). */
   checks: {files: number; bytes: number};
   bytes: number;
 }

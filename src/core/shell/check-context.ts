@@ -1,6 +1,6 @@
 import {accessSync, constants, readFileSync, statSync} from 'node:fs';
 import {isFile} from '../fs-kind.js';
-import {splitLdLibraryPath} from '../elf/search-path.js';
+import {splitLdLibraryPath} from '../elf/api.js';
 
 /**
  * What decides the result besides the version and LD_LIBRARY_PATH, as the shell hook computes it

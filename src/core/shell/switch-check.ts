@@ -6,8 +6,7 @@ import {inspectPython, pythonCudaLibDirs, wheelInterpreter} from '../system/pyth
 import {fingerprint, hookSeesStale, lookupCheck, storeCheck, type CacheKey} from './check-cache.js';
 import {contextKey} from './check-context.js';
 import {toolkitLibDir} from './toolkit-env.js';
-import {splitLdLibraryPath} from '../elf/search-path.js';
-import {DEFAULT_LD_CACHE} from '../elf/ldcache/load.js';
+import {DEFAULT_LD_CACHE, splitLdLibraryPath} from '../elf/api.js';
 
 /**
  * The check after every switch (`use`, the auto-switch hook, `exec`): the new version's

@@ -7,7 +7,7 @@ export interface StorePaths {
   root: string;
   versions: string;
   cache: string;
-  /** `cache/check`: the results of `cudaenv check`, each with the facts it rested on (src/core/elf/verdict-cache.ts). */
+  /** `cache/check`: the results of `cudaenv check`, each with the facts it rested on (src/core/elf/cache/verdict-cache.ts). */
   checkCache: string;
   shims: string;
   tmp: string;

@@ -2,7 +2,7 @@ import {afterAll, beforeAll, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
 import {join} from 'node:path';
 import {checkLibraries} from '../../../src/core/elf/index.js';
-import {copyRelocations} from '../../../src/core/elf/reader/index.js';
+import {copyRelocations} from '../../../src/core/elf/read/elf/index.js';
 import {describeIf} from '../../helpers/skip.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {buildLib, HAVE_GCC, lddVerdict} from './fixtures.js';

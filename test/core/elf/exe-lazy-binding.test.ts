@@ -2,7 +2,7 @@ import {afterAll, beforeAll, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
 import {join} from 'node:path';
 import {checkLibraries, firstProblemLine} from '../../../src/core/elf/index.js';
-import {formatProblems} from '../../../src/core/elf/format.js';
+import {formatProblems} from '../../../src/core/elf/explain/format-report.js';
 import {describeIf} from '../../helpers/skip.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {buildDlopenDriver, buildLib, HAVE_GCC} from './fixtures.js';

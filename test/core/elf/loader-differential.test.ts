@@ -3,7 +3,7 @@ import {spawnSync} from 'node:child_process';
 import {copyFileSync, existsSync, mkdirSync, symlinkSync} from 'node:fs';
 import {join, resolve} from 'node:path';
 import {checkLibraries, firstProblemLine, type CheckOptions, type CheckReport} from '../../../src/core/elf/index.js';
-import {formatTree} from '../../../src/core/elf/format.js';
+import {formatTree} from '../../../src/core/elf/explain/format-report.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {buildLib, write, ctypesLoad, HAVE_GCC, HAVE_LDD, HAVE_M32, HAVE_PYTHON, lddVerdict, withoutMissingVersions, type LoaderVerdict} from './fixtures.js';
 import {describeIf, testIf} from '../../helpers/skip.js';

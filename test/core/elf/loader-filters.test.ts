@@ -3,7 +3,7 @@ import {spawnSync} from 'node:child_process';
 import {existsSync, mkdirSync} from 'node:fs';
 import {join} from 'node:path';
 import {checkLibraries, firstProblemLine, type CheckReport} from '../../../src/core/elf/index.js';
-import {formatTree} from '../../../src/core/elf/format.js';
+import {formatTree} from '../../../src/core/elf/explain/format-report.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {describeIf} from '../../helpers/skip.js';
 import {rng} from './fuzz/generate.js';

@@ -3,7 +3,7 @@ import {spawnSync} from 'node:child_process';
 import {existsSync, mkdirSync, realpathSync} from 'node:fs';
 import {basename, join} from 'node:path';
 import {checkLibraries} from '../../../src/core/elf/index.js';
-import {formatTree} from '../../../src/core/elf/format.js';
+import {formatTree} from '../../../src/core/elf/explain/format-report.js';
 import {DOWNLOADED, IS_ROOT, NEEDS} from '../../helpers/capabilities.js';
 import {describeIf} from '../../helpers/skip.js';
 import {makeTempDir} from '../../helpers/tmp.js';

@@ -3,7 +3,7 @@ import {spawnSync} from 'node:child_process';
 import {copyFileSync, mkdirSync, readFileSync, statSync} from 'node:fs';
 import {join} from 'node:path';
 import {checkLibraries} from '../../../src/core/elf/index.js';
-import {mountHolding, noexecMountOf, parseMountinfo} from '../../../src/core/elf/mounts.js';
+import {mountHolding, noexecMountOf, parseMountinfo} from '../../../src/core/elf/read/machine/mounts.js';
 import {CAN_MOUNT_TMPFS, NEEDS} from '../../helpers/capabilities.js';
 import {describeIf} from '../../helpers/skip.js';
 import {makeTempDir} from '../../helpers/tmp.js';

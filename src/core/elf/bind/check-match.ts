@@ -1,6 +1,7 @@
-import type {Finding, SymbolMemo} from './checker.js';
-import {lookedUpNames} from './file-cache.js';
-import type {LoadedObject, LoaderProcess} from './resolver.js';
+import type {Finding} from './finding.js';
+import type {SymbolMemo} from './symbol-memo.js';
+import {lookedUpNames} from '../cache/file-cache.js';
+import type {LoadedObject, LoaderProcess} from '../search/loader-process.js';
 import {references, type SymbolRef} from './symbols.js';
 
 /**
@@ -24,7 +25,7 @@ export function checkMatchAbort(p: LoaderProcess, obj: LoadedObject, ref: Symbol
   };
 }
 
-/** The check_match assertions relocating `obj` would hit (glibc < 2.41; see checker.ts's findProblems). */
+/** The check_match assertions relocating `obj` would hit (glibc < 2.41; see find-problems.ts). */
 export function checkMatchAborts(p: LoaderProcess, obj: LoadedObject, memo: SymbolMemo, glibc: [number, number]): Finding[] {
   const out: Finding[] = [];
   for (const ref of references(obj.info)) {

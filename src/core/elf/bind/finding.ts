@@ -1,5 +1,5 @@
-import type {ProblemKind} from './api.js';
-import type {Edge, LoadedObject} from './resolver.js';
+import type {ProblemKind} from '../report-types.js';
+import type {Edge, LoadedObject} from '../search/loader-process.js';
 import type {SymbolRef} from './symbols.js';
 
 /**

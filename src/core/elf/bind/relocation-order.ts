@@ -1,7 +1,7 @@
-import {dependencyList} from './dependency-list.js';
-import {tunableInEffect} from './tunables.js';
-import type {DsoSortAlgorithm, LoaderPlatform} from './platform.js';
-import type {LoadedObject, LoaderProcess} from './resolver.js';
+import {dependencyList} from '../search/dependency-list.js';
+import {tunableInEffect} from '../read/machine/tunables.js';
+import type {DsoSortAlgorithm, LoaderPlatform} from '../read/machine/platform.js';
+import type {LoadedObject, LoaderProcess} from '../search/loader-process.js';
 
 /**
  * The order ld.so relocates a process's objects in, which decides the first error a real run

@@ -1,6 +1,7 @@
-import type {Finding, SymbolMemo} from './checker.js';
-import {copyReferences, staticTlsOf} from './file-cache.js';
-import type {LoadedObject, LoaderProcess} from './resolver.js';
+import type {Finding} from './finding.js';
+import type {SymbolMemo} from './symbol-memo.js';
+import {copyReferences, staticTlsOf} from '../cache/file-cache.js';
+import type {LoadedObject, LoaderProcess} from '../search/loader-process.js';
 import {rseqArea, StaticTlsBlock, staticTlsSurplus} from './static-tls.js';
 import {versionFileStop} from './version-file-stop.js';
 import {checkMatchAbort} from './check-match.js';

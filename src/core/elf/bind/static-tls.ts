@@ -1,7 +1,7 @@
-import type {LoaderPlatform} from './platform.js';
-import {versionAtMost} from './ldcache/host-loader.js';
-import {tunableInEffect} from './tunables.js';
-import type {ElfInfo} from './types.js';
+import type {LoaderPlatform} from '../read/machine/platform.js';
+import {versionAtMost} from '../read/ldcache/host-loader.js';
+import {tunableInEffect} from '../read/machine/tunables.js';
+import type {ElfInfo} from '../read/elf/types.js';
 
 /**
  * glibc's static TLS block: every thread gets the TLS blocks of the objects the program started

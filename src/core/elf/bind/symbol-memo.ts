@@ -1,7 +1,7 @@
-import type {LoadedObject, LoaderProcess} from './resolver.js';
+import type {LoadedObject, LoaderProcess} from '../search/loader-process.js';
 import {buildDefinitions, defines, references, type Defs, type SymbolRef} from './symbols.js';
-import type {ElfInfo} from './types.js';
-import {lookedUpNames} from './file-cache.js';
+import type {ElfInfo} from '../read/elf/types.js';
+import {lookedUpNames} from '../cache/file-cache.js';
 
 /**
  * Remembers, per object and the set of objects its own dependencies bring, which references those

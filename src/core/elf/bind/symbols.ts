@@ -1,4 +1,4 @@
-import type {ElfInfo, ElfSymbol} from './types.js';
+import type {ElfInfo, ElfSymbol} from '../read/elf/types.js';
 
 /**
  * Symbol binding rules of elf/dl-lookup.c (check_match, do_lookup_x) for glibc up to 2.41

@@ -1,7 +1,8 @@
-import type {Finding, SymbolMemo} from './checker.js';
-import {lookedUpNames} from './file-cache.js';
-import {versionAtMost} from './ldcache/host-loader.js';
-import type {LoadedObject, LoaderProcess} from './resolver.js';
+import type {Finding} from './finding.js';
+import type {SymbolMemo} from './symbol-memo.js';
+import {lookedUpNames} from '../cache/file-cache.js';
+import {versionAtMost} from '../read/ldcache/host-loader.js';
+import type {LoadedObject, LoaderProcess} from '../search/loader-process.js';
 import {versionedReferences, type SymbolRef} from './symbols.js';
 
 /**

@@ -1,8 +1,8 @@
 import {readdirSync, type Stats} from 'node:fs';
-import {copyRelocations, readElfHeaderSync, readElfSync, relocatedUndefinedNames, staticTlsReferences, type CopyReference, type LookedUp, type StaticTlsReference} from './reader/index.js';
-import type {ElfHeaderInfo, ElfInfo} from './types.js';
+import {copyRelocations, readElfHeaderSync, readElfSync, relocatedUndefinedNames, staticTlsReferences, type CopyReference, type LookedUp, type StaticTlsReference} from '../read/elf/index.js';
+import type {ElfHeaderInfo, ElfInfo} from '../read/elf/types.js';
 import {identity, statOrNull, type InputRecorder} from './inputs.js';
-import {isInside, normalRoot, realpathIn} from './sysroot.js';
+import {isInside, normalRoot, realpathIn} from '../read/machine/sysroot.js';
 
 /**
  * Per-process cache of parsed ELF files keyed by (dev, ino, size, mtime), so a file that

@@ -1,5 +1,5 @@
 import {realpathSync, statSync, type Stats} from 'node:fs';
-import {realpathIn} from './sysroot.js';
+import {realpathIn} from '../read/machine/sysroot.js';
 
 /**
  * What the loader model learnt from the file system while it checked one file, each fact as

@@ -1,7 +1,7 @@
 import {mkdirSync, readdirSync, readFileSync, renameSync, statfsSync, statSync, unlinkSync, writeFileSync} from 'node:fs';
 import {basename, dirname, join} from 'node:path';
 import {fileURLToPath} from 'node:url';
-import type {CheckedObject, Problem} from './api.js';
+import type {CheckedObject, FileVerdict} from '../report-types.js';
 import {currentValue, identity, inputKey, type InputKind, type InputSet} from './inputs.js';
 
 /**
@@ -37,29 +37,15 @@ const NETWORK_FS = new Set([
   0x6b414653, // kAFS
 ]);
 
-/** One file's result as stored: objects by index into the cache file's object table. */
-export interface StoredResult {
-  skipped?: {path: string; reason: string};
-  checked?: string;
-  objects: CheckedObject[];
-  /** With --exe: how many of `objects` the program starts with (the rest come with the dlopen); absent: all. */
-  startup?: number;
-  problems: Problem[];
-  failedPreloads: string[];
-}
-
-interface FileEntry {
+/** One file's verdict as stored: its objects by index into the cache file's object table (o), `startup` as s. */
+type FileEntry = Omit<FileVerdict, 'objects' | 'startup'> & {
   /** Indexes into the input table. */
   i: number[];
   /** 1: the file was named on its own (a program is then checked, not skipped as in a directory). */
   n?: 1;
-  skipped?: {path: string; reason: string};
-  checked?: string;
   o: number[];
   s?: number;
-  problems: Problem[];
-  failedPreloads: string[];
-}
+};
 
 interface CacheFile {
   format: number;
@@ -86,7 +72,7 @@ export class VerdictCache {
   private loaded: CacheFile | null = null;
   /** Per input index of the loaded file: does it still read the same (memoised for this run). */
   private readonly holds = new Map<number, boolean>();
-  private readonly fresh = new Map<string, {inputs: InputSet; shared: InputSet; result: StoredResult; named: boolean}>();
+  private readonly fresh = new Map<string, {inputs: InputSet; shared: InputSet; result: FileVerdict; named: boolean}>();
   private readonly stale = new Set<string>();
   private readonly fsTypes = new Map<number, boolean>();
 
@@ -110,7 +96,7 @@ export class VerdictCache {
    * The stored result for `name` when everything it depended on still holds, and it was stored
    * for a file named the same way (`named`: on its own, not found in a directory).
    */
-  lookup(name: string, named = false): StoredResult | undefined {
+  lookup(name: string, named = false): FileVerdict | undefined {
     const entry = this.loaded && Object.hasOwn(this.loaded.files, name) ? this.loaded.files[name] : undefined;
     // A file edited by hand or cut short in a way JSON still parses: a miss, never a crash.
     if (!entry || !Array.isArray(entry.i) || !Array.isArray(entry.o) || !Array.isArray(entry.problems) || !Array.isArray(entry.failedPreloads)) return undefined;
@@ -146,7 +132,7 @@ export class VerdictCache {
   }
 
   /** A result just computed from `inputs` (and the check's shared facts); kept when it may be. */
-  store(name: string, inputs: InputSet, shared: InputSet, result: StoredResult, named = false): void {
+  store(name: string, inputs: InputSet, shared: InputSet, result: FileVerdict, named = false): void {
     if (result.problems.some((p) => p.kind !== 'unversioned-undefined-symbol')) return;
     const settled = this.startedAt - SETTLE_MS;
     if (inputs.newest >= settled || shared.newest >= settled) return;
@@ -198,7 +184,7 @@ export class VerdictCache {
     };
     const files: Record<string, FileEntry> = {};
     let count = 0;
-    const add = (name: string, idx: number[], r: StoredResult, named: boolean) => {
+    const add = (name: string, idx: number[], r: FileVerdict, named: boolean) => {
       files[name] = {
         i: idx, ...(named ? {n: 1 as const} : {}), ...(r.skipped ? {skipped: r.skipped} : {}), ...(r.checked !== undefined ? {checked: r.checked} : {}),
         o: r.objects.map(object), ...(r.startup !== undefined ? {s: r.startup} : {}), problems: r.problems, failedPreloads: r.failedPreloads,
@@ -268,7 +254,7 @@ let stamp: string | undefined;
 /**
  * The identity of the code that computes the results: a new build or an upgrade of cudaenv
  * starts a new cache. The bundle of the start-up path is one file; otherwise every module of
- * the loader model (this directory) counts.
+ * the loader model (the elf/ directory above this one, every stage) counts.
  */
 export function codeStamp(): string {
   if (stamp !== undefined) return stamp;
@@ -285,7 +271,7 @@ export function codeStamp(): string {
       }
     };
     try {
-      walk(dirname(self));
+      walk(dirname(dirname(self)));
     } catch {
       // listed below by itself
     }

@@ -1,17 +1,17 @@
 import {closeSync, existsSync, openSync, readdirSync, readSync, statSync} from 'node:fs';
 import {basename, dirname, join} from 'node:path';
-import type {Problem} from './api.js';
-import type {ElfInfo} from './types.js';
-import type {Finding} from './checker.js';
-import {cachedElf} from './file-cache.js';
-import {readElfSync} from './reader/index.js';
-import type {Candidate, Edge, LoadedObject, LoaderProcess} from './resolver.js';
-import {quoteSh} from '../text/quote.js';
-import {defines, definesVersion} from './symbols.js';
-import {describeNonElf} from './targets.js';
-import {splitLdLibraryPath} from './search-path.js';
-import {MISALIGNED} from './segments.js';
-import {compareVersions, parseVersion} from '../versions/version.js';
+import type {Problem} from '../report-types.js';
+import type {ElfInfo} from '../read/elf/types.js';
+import type {Finding} from '../bind/finding.js';
+import {cachedElf} from '../cache/file-cache.js';
+import {readElfSync} from '../read/elf/index.js';
+import type {Candidate, Edge, LoadedObject, LoaderProcess} from '../search/loader-process.js';
+import {quoteSh} from '../../text/quote.js';
+import {defines, definesVersion} from '../bind/symbols.js';
+import {describeNonElf} from '../search/check-targets.js';
+import {splitLdLibraryPath} from '../search/search-path.js';
+import {MISALIGNED} from '../read/elf/segments.js';
+import {compareVersions, parseVersion} from '../../versions/version.js';
 
 /**
  * Turns a finding into what a user can act on: the file the loader picks and by which rule,

@@ -1,5 +1,5 @@
-import type {CheckReport, CheckedObject, Problem} from './api.js';
-import {EMPTY} from './targets.js';
+import type {CheckReport, CheckedObject, Problem} from '../report-types.js';
+import {EMPTY} from '../search/check-targets.js';
 
 /**
  * Text renderings of a CheckReport for `cudaenv check`: the problems with their explanations,

@@ -1,7 +1,7 @@
 import {realpathSync} from 'node:fs';
 import {basename} from 'node:path';
-import type {CheckedObject, NeededEdge, Problem} from './api.js';
-import {isInside, normalRoot, realpathIn} from './sysroot.js';
+import type {CheckedObject, NeededEdge, Problem} from '../report-types.js';
+import {isInside, normalRoot, realpathIn} from '../read/machine/sysroot.js';
 
 /** What one checked file's process gave: its root and every object it loaded. */
 interface ProcessResult {

@@ -1,13 +1,13 @@
 import type {Stats} from 'node:fs';
 import {closeSync, constants, openSync, readdirSync, readSync, realpathSync, statSync} from 'node:fs';
 import {join} from 'node:path';
-import {kernelPath} from './kernel-path.js';
-import {isErrno, UsageError} from '../errors.js';
-import {cachedElfSync, inodeKey} from './file-cache.js';
-import {ElfError} from './reader/index.js';
-import {isInside, normalRoot, realpathIn} from './sysroot.js';
-import {DF_1_PIE} from './resolver.js';
-import type {ElfInfo} from './types.js';
+import {kernelPath} from '../read/machine/kernel-path.js';
+import {isErrno, UsageError} from '../../errors.js';
+import {cachedElfSync, inodeKey} from '../cache/file-cache.js';
+import {ElfError} from '../read/elf/index.js';
+import {isInside, normalRoot, realpathIn} from '../read/machine/sysroot.js';
+import {DF_1_PIE} from './loader-process.js';
+import type {ElfInfo} from '../read/elf/types.js';
 
 /**
  * Which files a check covers: named shared objects, and every ELF shared object in named

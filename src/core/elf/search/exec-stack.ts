@@ -1,7 +1,7 @@
-import {versionAtMost} from './ldcache/host-loader.js';
-import {PF_X} from './reader/header.js';
-import {tunableInEffect} from './tunables.js';
-import type {ElfInfo} from './types.js';
+import {versionAtMost} from '../read/ldcache/host-loader.js';
+import {PF_X} from '../read/elf/header.js';
+import {tunableInEffect} from '../read/machine/tunables.js';
+import type {ElfInfo} from '../read/elf/types.js';
 
 /**
  * Executable stacks, which glibc 2.41 and later restrict (the resolver drops a preload it may not

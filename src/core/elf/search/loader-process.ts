@@ -1,17 +1,17 @@
 import type {Stats} from 'node:fs';
 import {realpathSync} from 'node:fs';
 import {dirname} from 'node:path';
-import type {Via} from './api.js';
+import type {Via} from '../report-types.js';
 import {walkDependencies, type DependencyKind} from './dependency-list.js';
 import {asksExecStack, execStackForbidden} from './exec-stack.js';
-import {cachedElfSync, cachedHeaderSync, FileView, inodeKey} from './file-cache.js';
-import {versionAtMost} from './ldcache/host-loader.js';
-import type {LoaderPlatform} from './platform.js';
-import {ElfError} from './reader/index.js';
+import {cachedElfSync, cachedHeaderSync, FileView, inodeKey} from '../cache/file-cache.js';
+import {versionAtMost} from '../read/ldcache/host-loader.js';
+import type {LoaderPlatform} from '../read/machine/platform.js';
+import {ElfError} from '../read/elf/index.js';
 import {describeElement, parseSearchList, expandDst, type DstValues, type SearchDir} from './search-path.js';
-import {MISALIGNED, segmentsMisaligned} from './segments.js';
-import type {ElfInfo} from './types.js';
-import {inImage, isInside} from './sysroot.js';
+import {MISALIGNED, segmentsMisaligned} from '../read/elf/segments.js';
+import type {ElfInfo} from '../read/elf/types.js';
+import {inImage, isInside} from '../read/machine/sysroot.js';
 
 /**
  * The loader model: which file ld.so maps for every DT_NEEDED of a process, breadth first, as

@@ -1,7 +1,7 @@
 /**
  * Dynamic string tokens and search-path lists as ld.so parses them (elf-loader-spec.md §1.4, §1.6).
  */
-import {inImage} from './sysroot.js';
+import {inImage} from '../read/machine/sysroot.js';
 
 export interface DstValues {
   /** The object's origin directory (null: unknown, so a token using it drops the element). */

@@ -2,15 +2,15 @@ import {afterAll, beforeAll, expect, test} from '@jest/globals';
 import {execFileSync} from 'node:child_process';
 import {existsSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, unlinkSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
-import {checkLibraries, type CheckOptions, type CheckReport} from '../../../src/core/elf/index.js';
-import {SETTLE_MS} from '../../../src/core/elf/verdict-cache.js';
-import {cliEnv, runCli} from '../../helpers/cli.js';
-import {makeTempDir} from '../../helpers/tmp.js';
-import {describeIf} from '../../helpers/skip.js';
-import {buildLib, HAVE_GCC, HAVE_LDD, lddVerdict} from './fixtures.js';
+import {checkLibraries, type CheckOptions, type CheckReport} from '../../../../src/core/elf/index.js';
+import {SETTLE_MS} from '../../../../src/core/elf/cache/verdict-cache.js';
+import {cliEnv, runCli} from '../../../helpers/cli.js';
+import {makeTempDir} from '../../../helpers/tmp.js';
+import {describeIf} from '../../../helpers/skip.js';
+import {buildLib, HAVE_GCC, HAVE_LDD, lddVerdict} from '../fixtures.js';
 
 /**
- * The persistent verdict cache of `cudaenv check` (src/core/elf/verdict-cache.ts): a file's
+ * The persistent verdict cache of `cudaenv check` (src/core/elf/cache/verdict-cache.ts): a file's
  * result is reused only while everything it depended on reads the same. Each test makes a real
  * change a user makes (a library rebuilt, one added earlier on the search path, a link
  * retargeted, one removed) after a cached check, and the next cached check must say what the

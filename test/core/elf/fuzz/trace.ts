@@ -1,6 +1,6 @@
 import {realpathSync} from 'node:fs';
 import {checkLibraries, type CheckOptions, type CheckReport} from '../../../../src/core/elf/index.js';
-import {readElfSync} from '../../../../src/core/elf/reader/index.js';
+import {readElfSync} from '../../../../src/core/elf/read/elf/index.js';
 
 /**
  * What the differential fuzzers compare: the real loader's answer in `ldd -r`'s trace mode (ld.so

@@ -1,6 +1,6 @@
 import {describe, expect, test} from '@jest/globals';
-import {expandDst, parseSearchList} from '../../../src/core/elf/search-path.js';
-import {x86IsaLevels} from '../../../src/core/elf/platform.js';
+import {expandDst, parseSearchList} from '../../../../src/core/elf/search/search-path.js';
+import {x86IsaLevels} from '../../../../src/core/elf/read/machine/platform.js';
 
 /** Dynamic string tokens and path lists, as elf-loader-spec.md §1.4 and §1.6 describe ld.so's rules. */
 const values = {origin: '/opt/pkg/lib', platform: 'x86_64', lib: 'lib/x86_64-linux-gnu'};

@@ -1,4 +1,4 @@
-import {CudaenvError} from '../../errors.js';
+import {CudaenvError} from '../../../errors.js';
 
 /**
  * Why a file could not be read as ELF. The loader model uses the kind to decide between

@@ -1,5 +1,5 @@
 import {closeSync, constants, fstatSync, openSync, readSync} from 'node:fs';
-import {isErrno} from '../../errors.js';
+import {isErrno} from '../../../errors.js';
 import {ElfError} from './errors.js';
 
 /**

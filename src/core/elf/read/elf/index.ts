@@ -4,7 +4,7 @@
  * .dynsym/.dynstr at most). Every malformed input becomes an ElfError naming the file.
  * Reference: shared/docs/elf-loader-spec.md §3-4.
  */
-import type {ElfHeaderInfo, ElfInfo} from '../types.js';
+import type {ElfHeaderInfo, ElfInfo} from './types.js';
 import {DT, readDynamic} from './dynamic.js';
 import {ElfError} from './errors.js';
 import {ElfFile} from './file.js';

@@ -1,4 +1,4 @@
-import type {ElfSymbol, SymbolLookup} from '../types.js';
+import type {ElfSymbol, SymbolLookup} from './types.js';
 import {ElfError} from './errors.js';
 import {Fields} from './fields.js';
 import type {ElfFile} from './file.js';

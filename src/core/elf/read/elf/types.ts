@@ -1,5 +1,5 @@
 /**
- * What the ELF reader returns (./reader), consumed by the resolver and checker.
+ * What the ELF reader returns (./index.ts), consumed by every later stage.
  * Field names follow the ELF specification; see ../shared/docs/elf-loader-spec.md §3-4.
  */
 export interface ElfHeaderInfo {

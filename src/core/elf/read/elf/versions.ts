@@ -1,4 +1,4 @@
-import type {ElfVersionDefinition, ElfVersionNeed} from '../types.js';
+import type {ElfVersionDefinition, ElfVersionNeed} from './types.js';
 import {ElfError} from './errors.js';
 import {Fields} from './fields.js';
 import type {ElfFile} from './file.js';

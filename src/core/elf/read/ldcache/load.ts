@@ -7,7 +7,7 @@
  */
 import {createRequire} from 'node:module';
 import {readFileSync, statSync} from 'node:fs';
-import {isErrno} from '../../errors.js';
+import {isErrno} from '../../../errors.js';
 import {CacheFormatError, parseCacheBuffer} from './binary.js';
 import {parseLdconfigOutput} from './ldconfig-p.js';
 import type {LdCache} from './types.js';

@@ -2,7 +2,7 @@ import {lstatSync} from 'node:fs';
 
 /**
  * An absolute form of a checked path that names the same file as the kernel's lookup would (issue
- * 12 item 3); the loader model's own names keep ld.so's text (resolver.ts). Textual normalisation (path.resolve) is wrong for `..` after a symlinked directory:
+ * 12 item 3); the loader model's own names keep ld.so's text (search/loader-process.ts). Textual normalisation (path.resolve) is wrong for `..` after a symlinked directory:
  * the kernel follows `lnsub` first, so `lnsub/../x` is x beside lnsub's *target*. Empty and `.`
  * components are dropped and `..` folded only where the prefix is not a symlink; from the first
  * `..` that must stay the rest is kept as written (ld.so keeps such a name as it is too).

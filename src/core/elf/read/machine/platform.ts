@@ -1,7 +1,7 @@
 import {auxv, AT_PAGESZ, AT_RSEQ_ALIGN, AT_RSEQ_FEATURE_SIZE} from './auxv.js';
 import {existsSync, readFileSync} from 'node:fs';
 import {join} from 'node:path';
-import {glibcVersionOfFile, hostLoaderFacts, loaderFileFacts, versionAtMost} from './ldcache/host-loader.js';
+import {glibcVersionOfFile, hostLoaderFacts, loaderFileFacts, versionAtMost} from '../ldcache/host-loader.js';
 import {realpathIn} from './sysroot.js';
 
 /**

@@ -1,6 +1,6 @@
 import {expect} from '@jest/globals';
-import {readElf} from '../../../../src/core/elf/reader/index.js';
-import type {ElfInfo} from '../../../../src/core/elf/types.js';
+import {readElf} from '../../../../../src/core/elf/read/elf/index.js';
+import type {ElfInfo} from '../../../../../src/core/elf/read/elf/types.js';
 import {BIND_NAMES, FLAGS1_BITS, oracleDynamic, oracleSymbols, oracleVersions, TYPE_NAMES, VIS_NAMES} from './oracle.js';
 
 /** Read `file` and assert that everything readelf reports about its dynamic linking agrees. */

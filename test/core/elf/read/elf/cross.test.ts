@@ -6,11 +6,11 @@ import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {execFileSync} from 'node:child_process';
 import {mkdirSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
-import {readElfHeader} from '../../../../src/core/elf/reader/index.js';
-import {makeTempDir} from '../../../helpers/tmp.js';
+import {readElfHeader} from '../../../../../src/core/elf/read/elf/index.js';
+import {makeTempDir} from '../../../../helpers/tmp.js';
 import {expectMatchesReadelf} from './compare.js';
 import {have} from './oracle.js';
-import {testIf} from '../../../helpers/skip.js';
+import {testIf} from '../../../../helpers/skip.js';
 
 const TARGETS = [
   {prefix: 'i686-linux-gnu', pkg: 'binutils-i686-linux-gnu', elfClass: 32, littleEndian: true, machine: 3, word: '.long'},

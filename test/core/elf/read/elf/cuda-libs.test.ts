@@ -5,13 +5,13 @@
 import {describe, expect, test} from '@jest/globals';
 import {existsSync} from 'node:fs';
 import {join} from 'node:path';
-import {readElf, readStats, resetReadStats} from '../../../../src/core/elf/reader/index.js';
+import {readElf, readStats, resetReadStats} from '../../../../../src/core/elf/read/elf/index.js';
 import {expectMatchesReadelf} from './compare.js';
 import {have} from './oracle.js';
-import {testIf} from '../../../helpers/skip.js';
-import {NEEDS} from '../../../helpers/capabilities.js';
+import {testIf} from '../../../../helpers/skip.js';
+import {NEEDS} from '../../../../helpers/capabilities.js';
 
-const LIB = (suite: string, name: string): string => join(import.meta.dirname, '../../../fixtures/downloaded', suite, 'usr/lib/x86_64-linux-gnu', name);
+const LIB = (suite: string, name: string): string => join(import.meta.dirname, '../../../../fixtures/downloaded', suite, 'usr/lib/x86_64-linux-gnu', name);
 const CUDA12 = ['libcudart.so.12', 'libnvJitLink.so.12', 'libcusparse.so.12', 'libcupti.so.12'].map((n) => LIB('trixie', n));
 const CUDA11 = ['libcudart.so.11.0', 'libcusparse.so.11', 'libcupti.so.11.8'].map((n) => LIB('bookworm', n));
 

@@ -1,5 +1,5 @@
 import {describe, expect, test} from '@jest/globals';
-import {Fields} from '../../../../src/core/elf/reader/fields.js';
+import {Fields} from '../../../../../src/core/elf/read/elf/fields.js';
 
 /** The 64-bit fields are read as two 32-bit halves (no BigInt): the same numbers as a BigInt read gives. */
 const viaBigInt = (v: bigint): number => (v > BigInt(Number.MAX_SAFE_INTEGER) || v < BigInt(Number.MIN_SAFE_INTEGER) ? Number.NaN : Number(v));

@@ -6,10 +6,10 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {truncateSync, statSync} from 'node:fs';
 import {join} from 'node:path';
-import {readElf, readStats, resetReadStats} from '../../../../src/core/elf/reader/index.js';
-import {makeTempDir} from '../../../helpers/tmp.js';
+import {readElf, readStats, resetReadStats} from '../../../../../src/core/elf/read/elf/index.js';
+import {makeTempDir} from '../../../../helpers/tmp.js';
 import {gcc, have} from './oracle.js';
-import {describeIf} from '../../../helpers/skip.js';
+import {describeIf} from '../../../../helpers/skip.js';
 
 const tools = have('gcc') && have('readelf');
 const describeTools = describeIf(tools, 'needs gcc and readelf (apt-get install gcc binutils)');

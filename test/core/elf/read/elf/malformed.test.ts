@@ -2,10 +2,10 @@ import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {execFileSync} from 'node:child_process';
 import {mkdirSync, readFileSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
-import {ElfError, readElf, readElfHeader} from '../../../../src/core/elf/reader/index.js';
-import {makeTempDir} from '../../../helpers/tmp.js';
+import {ElfError, readElf, readElfHeader} from '../../../../../src/core/elf/read/elf/index.js';
+import {makeTempDir} from '../../../../helpers/tmp.js';
 import {gcc, have} from './oracle.js';
-import {describeIf} from '../../../helpers/skip.js';
+import {describeIf} from '../../../../helpers/skip.js';
 
 const tools = have('gcc') && have('readelf');
 const describeTools = describeIf(tools, 'needs gcc and readelf (apt-get install gcc binutils)');

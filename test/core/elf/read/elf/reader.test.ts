@@ -2,11 +2,11 @@ import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {execFileSync} from 'node:child_process';
 import {existsSync, readFileSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
-import {readElf, readElfHeader} from '../../../../src/core/elf/reader/index.js';
-import {makeTempDir} from '../../../helpers/tmp.js';
+import {readElf, readElfHeader} from '../../../../../src/core/elf/read/elf/index.js';
+import {makeTempDir} from '../../../../helpers/tmp.js';
 import {expectMatchesReadelf} from './compare.js';
 import {gcc, have} from './oracle.js';
-import {describeIf, testIf} from '../../../helpers/skip.js';
+import {describeIf, testIf} from '../../../../helpers/skip.js';
 
 const tools = have('gcc') && have('readelf');
 const describeTools = describeIf(tools, 'needs gcc and readelf (apt-get install gcc binutils)');

@@ -6,11 +6,11 @@
 import {describe, expect, test} from '@jest/globals';
 import {closeSync, existsSync, openSync, readSync, readdirSync, statSync} from 'node:fs';
 import {join} from 'node:path';
-import {ElfError, readElf} from '../../../../src/core/elf/reader/index.js';
+import {ElfError, readElf} from '../../../../../src/core/elf/read/elf/index.js';
 import {expectMatchesReadelf} from './compare.js';
 import {have} from './oracle.js';
-import {testIf} from '../../../helpers/skip.js';
-import {NEEDS} from '../../../helpers/capabilities.js';
+import {testIf} from '../../../../helpers/skip.js';
+import {NEEDS} from '../../../../helpers/capabilities.js';
 
 const DIR = [process.env.CUDAENV_ELF_SWEEP_DIR ?? '', '/usr/lib/x86_64-linux-gnu', '/usr/lib/aarch64-linux-gnu', '/usr/lib64'].find((d) => d && existsSync(d));
 const ELF_MAGIC = '7f454c46';

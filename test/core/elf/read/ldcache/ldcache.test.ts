@@ -5,11 +5,11 @@ import {join} from 'node:path';
 import {
   formatLdconfigLine, hostX86IsaLevel, isaLevelFromFlags, loadLdCache, lookupCache, lookupCacheEntry,
   normalizeCacheKey, parseCacheBuffer, parseLdconfigOutput, CacheFormatError, type LdCache,
-} from '../../../src/core/elf/ldcache.js';
-import {makeTempDir} from '../../helpers/tmp.js';
-import {gcc, have} from './reader/oracle.js';
-import {describeIf, testIf} from '../../helpers/skip.js';
-import {CAN_MOUNT_NAMESPACE, NEEDS} from '../../helpers/capabilities.js';
+} from '../../../../../src/core/elf/read/ldcache/index.js';
+import {makeTempDir} from '../../../../helpers/tmp.js';
+import {gcc, have} from '../elf/oracle.js';
+import {describeIf, testIf} from '../../../../helpers/skip.js';
+import {CAN_MOUNT_NAMESPACE, NEEDS} from '../../../../helpers/capabilities.js';
 
 const LDCONFIG = ['/usr/sbin/ldconfig', '/sbin/ldconfig'].find((p) => existsSync(p)) ?? (have('ldconfig') ? 'ldconfig' : null);
 const tools = LDCONFIG !== null && have('gcc');

@@ -1,5 +1,5 @@
 import {expect, test} from '@jest/globals';
-import {tunableInEffect, tunableSettings} from '../../../src/core/elf/tunables.js';
+import {tunableInEffect, tunableSettings} from '../../../../../src/core/elf/read/machine/tunables.js';
 
 // The rules themselves are checked against real loaders in loader-glibc-releases.test.ts; these
 // pin the parsing down where no loader is at hand.

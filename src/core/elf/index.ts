@@ -1,0 +1,14 @@
+/**
+ * The loader model's public entry (`cudaenv check`, switching, conda hooks, `link`, `doctor`,
+ * the Action). Code outside elf/ imports this file or the lighter api.ts, nothing else.
+ *
+ *   const report = await checkLibraries({targets: ['/usr/local/cuda/lib64'], ldLibraryPath: process.env.LD_LIBRARY_PATH});
+ *   if (!report.ok) console.error(firstProblemLine(report));
+ *
+ * How a check flows through the stages (read, search, bind, explain; caches beside): README.md.
+ */
+export * from './api.js';
+export {checkLibraries, checkWithWheels, firstProblemLine, loaderVariables} from './check.js';
+export {parsePageSize, runCheckCli, type CheckCliInput, type CheckCliResult} from './check-cli.js';
+export {dynamicProgram, elfSharedObjectsIn} from './search/check-targets.js';
+export {describeObject} from './explain/explain-finding.js';
