@@ -6,12 +6,15 @@ import {mirrorsFor} from '../core/remote/choose.js';
 import {checkReleases} from '../core/remote/installable.js';
 import {matchesPrefix} from '../core/remote/labels.js';
 import {parsePlatform} from '../core/remote/platform.js';
+import {tableAge, tableAgeNotes, type TableAge} from '../core/remote/table-age.js';
 import {installedLabels} from '../core/store/registry.js';
 import {cacheRemoteVersions} from '../core/completion/model.js';
 
 interface LsRemoteResult {
   mirror: string;
   releases: Array<{version: string; installed: boolean; installable: boolean; platform: string | null; why?: string}>;
+  /** The listed releases newer than cudaenv's release and driver tables. */
+  tables: TableAge;
 }
 
 export default class LsRemote extends CudaenvCommand {
@@ -42,10 +45,11 @@ export default class LsRemote extends CudaenvCommand {
     const result = {mirror: cuda.display, releases: labels.map((version) => {
       const c = checked.get(version)!;
       return {version, installed: installed.has(version), installable: c.installable, platform: c.platform ?? null, ...(c.why ? {why: c.why} : {})};
-    })};
+    }), tables: tableAge(labels)};
     if (!this.jsonEnabled()) {
       if (labels.length === 0) this.log(`${cuda.display} offers no release${args.prefix ? ` matching ${args.prefix}` : ''}.`);
       for (const r of result.releases) this.log(`${r.installed ? '*' : r.installable ? ' ' : '!'} ${r.version}${r.why ? `  (cannot be installed: ${r.why})` : ''}`);
+      for (const note of tableAgeNotes(result.tables)) process.stderr.write(`cudaenv: note: ${note}\n`);
     }
     return result;
   }

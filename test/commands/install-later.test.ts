@@ -1,7 +1,8 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
-import {existsSync, readFileSync} from 'node:fs';
+import {spawn, spawnSync} from 'node:child_process';
+import {copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
-import {cliEnv, runCliAsync} from '../helpers/cli.js';
+import {REPO_ROOT, cliEnv, runCliAsync} from '../helpers/cli.js';
 import {laterManifestText} from '../helpers/later-manifests.js';
 import {startMirrorServer, type MirrorServer} from '../helpers/mirror.js';
 import {writeRealMirror, type Served} from '../helpers/real-mirror.js';
@@ -83,5 +84,65 @@ describe('install of releases after 13.0', () => {
     const old = await runCliAsync(['install', '13.0.2', '--profile', 'minimal', '--json'], env(store));
     expect(old.code).toBe(0);
     expect(JSON.parse(old.stdout)).toMatchObject({missing_parts: [], unknown_components: [], notes: []});
+  });
+});
+
+describe('the tables say how old they are', () => {
+  test('ls-remote names the releases newer than the release table and the driver table (stderr; --json: tables)', async () => {
+    const store = join(tmp.dir, `store${n++}`);
+    const json = await runCliAsync(['ls-remote', '--json'], env(store));
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout).tables).toEqual({
+      release_table: {oldest: '11.4.2', newest: '13.0.2', newer: ['13.4.1', '13.5.0']},
+      driver_table: {newest: '13.3.1', newer: ['13.4.1', '13.5.0']},
+    });
+    const text = await runCliAsync(['ls-remote'], env(store));
+    expect(text.stdout).toBe('  13.0.2\n  13.4.1\n  13.5.0\n');
+    expect(text.stderr).toBe([
+      'cudaenv: note: 13.4.1 and 13.5.0 are newer than cudaenv\'s release table (11.4.2 to 13.0.2): a toolkit of them installed without cudaenv is named from this mirror\'s manifests (cudaenv add reads them)',
+      'cudaenv: note: 13.4.1 and 13.5.0 are newer than cudaenv\'s driver table (to 13.3.1): their minimum driver is not known to cudaenv (doctor checks them against 13.3.1\'s as a lower bound)',
+      '',
+    ].join('\n'));
+    const known = await runCliAsync(['ls-remote', '13.0'], env(store));
+    expect(known.stderr).toBe('');
+  });
+
+  test('gen-release-table.mjs --mirror adds the releases a mirror serves and keeps the others; credentials never reach the table', async () => {
+    const out = join(tmp.dir, 'gen', 'releases.json');
+    mkdirSync(join(tmp.dir, 'gen'), {recursive: true});
+    copyFileSync(join(REPO_ROOT, 'src', 'core', 'versions', 'releases.json'), out);
+    const before = JSON.parse(readFileSync(out, 'utf8')) as {releases: Record<string, Record<string, string>>};
+    const url = mirror.url.replace('http://', 'http://maint:s3cret@');
+    const r = await new Promise<{status: number | null; stdout: string; stderr: string}>((resolve) => {
+      // Asynchronously: the loopback mirror answers from this process.
+      const child = spawn(process.execPath, [join(REPO_ROOT, 'scripts', 'gen-release-table.mjs'), '--mirror', url, out]);
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d));
+      child.stderr.on('data', (d: Buffer) => (stderr += d));
+      child.on('close', (status) => resolve({status, stdout, stderr}));
+    });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.stdout).toBe(`releases.json: ${Object.keys(before.releases).length + 2} releases (11.4.2 to 13.5.0); from ${mirror.url}: 2 new or changed (13.4.1, 13.5.0)\n`);
+    const text = readFileSync(out, 'utf8');
+    expect(text).not.toContain('s3cret');
+    const after = JSON.parse(text) as {source: string; releases: Record<string, Record<string, string>>};
+    expect(after.source).toBe('NVIDIA redistrib_X.Y.Z.json manifests 11.4.2 to 13.5.0; regenerate with node scripts/gen-release-table.mjs --mirror URL');
+    expect(after.releases['11.8.0']).toEqual(before.releases['11.8.0']);
+    expect(after.releases['13.0.2']).toEqual(before.releases['13.0.2']);
+    expect(after.releases['13.4.1']).toMatchObject({cccl: '13.0.85', cuda_nvcc: '13.4.91', cuda_cudart: '13.4.88', cuda_tileiras: '13.0.85'});
+    expect(after.releases['13.4.1']!.nvidia_driver).toBeUndefined();
+    expect(after.releases['13.5.0']!.cuda_cccl).toBeUndefined();
+    // One release per line, as the shipped table.
+    expect(text.split('\n').filter((l) => l.startsWith('    "13.4.1": {'))).toHaveLength(1);
+
+    const empty = join(tmp.dir, 'empty-mirror');
+    mkdirSync(empty, {recursive: true});
+    writeFileSync(join(empty, 'index.html'), '<html><body>nothing</body></html>');
+    const none = spawnSync(process.execPath, [join(REPO_ROOT, 'scripts', 'gen-release-table.mjs'), '--mirror', empty, out], {encoding: 'utf8'});
+    expect(none.status).toBe(1);
+    expect(none.stderr).toBe(`gen-release-table: the mirror ${empty} holds no redistrib_X.Y.Z.json: is it the cuda/redist/ folder?\n`);
+    expect(readFileSync(out, 'utf8')).toBe(text); // the table is left as it was
   });
 });

@@ -9,6 +9,7 @@ import {libcudaVersion, type DriverFact} from './driver.js';
 import {
   compareDriverVersions, driverSupport, newestFullySupported, newestKnownToolkit, newestMajorViaMvc, parseToolkit,
 } from './driver-table.js';
+import {driverNewerThanTable, driverTableNewest, driverTableOldest, type DriverRequirement} from './driver-table.js';
 import {displayPath, sysPath, sysRealpath} from './sysroot.js';
 import type {ActiveToolkit} from './toolkit.js';
 import type {DoctorContext, Finding} from './types.js';
@@ -33,6 +34,8 @@ export interface DriverFacts {
   newestFullySupported: string | null;
   /** The newest major it runs through minor-version compatibility. */
   newestMajorViaMinorVersionCompatibility: number | null;
+  /** The driver is newer than the newest release's minimum in cudaenv's driver table: it may fully support releases the table does not list. */
+  newerThanDriverTable: boolean;
   forwardCompat: ForwardCompatLib[];
 }
 
@@ -77,6 +80,7 @@ export function driverFacts(driver: DriverFact | undefined, forwardCompat: Forwa
     kernelModuleLoaded: driver === undefined ? null : driver.kernelModuleLoaded ?? (driver.source === 'nvidia-smi' ? null : true),
     newestFullySupported: driver ? newestFullySupported(driver.version) ?? null : null,
     newestMajorViaMinorVersionCompatibility: driver ? newestMajorViaMvc(driver.version) ?? null : null,
+    newerThanDriverTable: driver ? driverNewerThanTable(driver.version) : false,
     forwardCompat,
   };
 }
@@ -122,6 +126,16 @@ export function driverFindings(ctx: DoctorContext, driver: DriverFact | undefine
       fix: null,
     });
   }
+  const newest = driverTableNewest();
+  if (driverNewerThanTable(driver.version)) {
+    findings.push({
+      id: 'driver.newer-than-table',
+      severity: 'info',
+      title: `Driver ${driver.version} is newer than every driver in cudaenv's driver table (CUDA ${driverTableOldest()} to ${newest.toolkit}; ${newest.toolkit} needs >= ${newest.driver}): it fully supports CUDA ${newest.toolkit} and may support newer releases the table does not list`,
+      evidence: [`driver ${driver.version} (${driver.evidence})`, `newest row of the driver table: CUDA ${newest.toolkit}, driver >= ${newest.driver}`],
+      fix: 'NVIDIA\'s release notes list the minimum driver of each release (https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/); a newer cudaenv carries a newer table',
+    });
+  }
   if (!active?.version) return findings;
   const toolkit = active.version;
   const support = driverSupport(driver.version, toolkit);
@@ -136,7 +150,9 @@ export function driverFindings(ctx: DoctorContext, driver: DriverFact | undefine
     findings.push({
       id: 'driver.toolkit-unknown',
       severity: 'info',
-      title: `${name} is not in the driver table (newest known ${newestKnownToolkit()}); its minimum driver cannot be checked`,
+      title: support.required?.atLeast
+        ? `${name} is newer than every release in cudaenv's driver table (newest ${support.required.row}, which needs driver >= ${support.required.driver}): its own minimum driver is not known; driver ${driver.version} meets ${support.required.row}'s`
+        : `${name} is not in the driver table (newest known ${newestKnownToolkit()}); its minimum driver cannot be checked`,
       evidence,
       fix: null,
     });
@@ -146,7 +162,7 @@ export function driverFindings(ctx: DoctorContext, driver: DriverFact | undefine
     findings.push({
       id: 'driver.forward-compat-in-use',
       severity: 'warning',
-      title: `${name} needs driver >= ${support.required.driver}; it runs on kernel driver ${driver.version} only through the cuda-compat driver ${enabledCompat.version}`,
+      title: `${name} needs driver ${needs(support.required)}; it runs on kernel driver ${driver.version} only through the cuda-compat driver ${enabledCompat.version}`,
       evidence: [...evidence, `${enabledCompat.dir} is on LD_LIBRARY_PATH`],
       fix: 'Forward compatibility works only on data-center GPUs and select RTX boards, and only across supported driver branches; upgrading the driver removes the dependency.',
     });
@@ -160,7 +176,7 @@ export function driverFindings(ctx: DoctorContext, driver: DriverFact | undefine
     findings.push({
       id: 'driver.minor-version-compatibility',
       severity: 'warning',
-      title: `${name} runs on driver ${driver.version} only through minor-version compatibility (full support needs >= ${support.required.driver})`,
+      title: `${name} runs on driver ${driver.version} only through minor-version compatibility (full support needs ${needs(support.required)})`,
       evidence: [...evidence, `CUDA ${tk.major}.x minor-version compatibility floor: ${support.floor}`, 'PTX built by this toolkit cannot be JIT-compiled by this driver (cudaErrorUnsupportedPtxVersion); newer-driver features fail with cudaErrorCallRequiresNewerDriver'],
       fix: `Upgrade the driver to >= ${support.required.driver}${useBest ? `, or \`${useBest}\` (driver ${driver.version} fully supports up to CUDA ${newestFull ?? '?'})` : ''}`,
     });
@@ -173,7 +189,7 @@ export function driverFindings(ctx: DoctorContext, driver: DriverFact | undefine
   findings.push({
     id: 'driver.too-old-for-toolkit',
     severity: 'error',
-    title: `${name} needs NVIDIA driver >= ${support.required.driver}${support.floor ? ` (>= ${support.floor} with minor-version compatibility)` : ''}; this machine has ${driver.version}`,
+    title: `${name} needs NVIDIA driver ${needs(support.required)}${support.floor ? ` (>= ${support.floor} with minor-version compatibility)` : ''}; this machine has ${driver.version}`,
     evidence: [...evidence, newestFull ? `the newest CUDA this driver fully supports: ${newestFull}` : 'this driver supports no CUDA release in the table',
       ...(best ? [`the newest installed version that works: ${best.label}${best.full ? '' : ' (minor-version compatibility)'}`] : [])],
     fix: fixes.join('; or '),
@@ -181,3 +197,9 @@ export function driverFindings(ctx: DoctorContext, driver: DriverFact | undefine
   return findings;
 }
 
+/** `>= 550.54.15`, or for a release newer than the table the lower bound it is known to need. */
+function needs(required: DriverRequirement): string {
+  return required.atLeast
+    ? `>= ${required.driver} at least (${required.row}'s minimum: it is newer than every release in cudaenv's driver table, so its own is not known)`
+    : `>= ${required.driver}`;
+}

@@ -67,15 +67,44 @@ export interface DriverRequirement {
   driver: string;
   /** The table row it came from. */
   row: string;
+  /**
+   * The toolkit is newer than every row: `driver` is the newest row's minimum, a lower bound
+   * (its own minimum is not known; NVIDIA's have only ever risen).
+   */
+  atLeast?: true;
+}
+
+/** Whether a toolkit label is newer than every row of the table (13.3.2, 13.4.0, 14.0 when the table ends at 13.3.1). */
+export function newerThanDriverTable(toolkit: string): boolean {
+  const v = parseToolkit(toolkit);
+  return v !== undefined && cmp([v.major, v.minor, v.patch], nums(TABLE[0]![0])) > 0;
+}
+
+/** Whether a driver is newer than the minimum of the table's newest release: which newer releases it supports fully, the table cannot tell. */
+export function driverNewerThanTable(driver: string): boolean {
+  return compareDriverVersions(driver, TABLE[0]![1]) > 0;
+}
+
+/** The table's newest row: the release and its minimum driver. */
+export function driverTableNewest(): {toolkit: string; driver: string} {
+  return {toolkit: TABLE[0]![0], driver: TABLE[0]![1]};
+}
+
+/** The table's oldest row, for saying what it covers. */
+export function driverTableOldest(): string {
+  return TABLE.at(-1)![0];
 }
 
 /**
  * The minimum driver for a toolkit label (12.4.1, or 12.4 meaning its first release), or
- * undefined when the release is not in the table (newer than it, or older than 10.0).
+ * undefined when the release is not in the table (older than 10.0, or never released). A
+ * release newer than every row gets the newest row's minimum as a lower bound (`atLeast`),
+ * never the last row's value taken for its own.
  */
 export function minimumDriver(toolkit: string): DriverRequirement | undefined {
   const v = parseToolkit(toolkit);
   if (!v) return undefined;
+  if (newerThanDriverTable(toolkit)) return {driver: TABLE[0]![1], row: TABLE[0]![0], atLeast: true};
   for (const [row, driver] of TABLE) {
     const r = parseToolkit(row)!;
     if (r.major === v.major && r.minor === v.minor && r.patch <= v.patch) return {driver, row};
@@ -112,7 +141,8 @@ export type Support =
   | {kind: 'full'; required: DriverRequirement}
   | {kind: 'minor-version-compatibility'; required: DriverRequirement; floor: string}
   | {kind: 'too-old'; required: DriverRequirement; floor?: string}
-  | {kind: 'unknown'; floor?: string};
+  /** Not in the table; `required` (atLeast) when the toolkit is newer than every row and the driver meets the newest row's minimum. */
+  | {kind: 'unknown'; floor?: string; required?: DriverRequirement};
 
 /** How a driver supports a toolkit release: fully, only through minor-version compatibility, or not. */
 export function driverSupport(driver: string, toolkit: string): Support {
@@ -120,7 +150,7 @@ export function driverSupport(driver: string, toolkit: string): Support {
   const major = parseToolkit(toolkit)?.major;
   const floor = major === undefined ? undefined : mvcFloor(major);
   if (!required) return {kind: 'unknown', floor};
-  if (compareDriverVersions(driver, required.driver) >= 0) return {kind: 'full', required};
+  if (compareDriverVersions(driver, required.driver) >= 0) return required.atLeast ? {kind: 'unknown', floor, required} : {kind: 'full', required};
   if (floor && compareDriverVersions(driver, floor) >= 0) return {kind: 'minor-version-compatibility', required, floor};
   return {kind: 'too-old', required, floor};
 }

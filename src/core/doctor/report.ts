@@ -59,7 +59,8 @@ function factLine(prefix: string, facts: DoctorFacts): string {
       if (d.kernelModuleLoaded === false) return `user-space ${d.version} only (${d.source}); no NVIDIA kernel module loaded`;
       const mod = d.kernelModule ? `, ${d.kernelModule} kernel module` : '';
       const mvc = d.newestMajorViaMinorVersionCompatibility ? `, CUDA ${d.newestMajorViaMinorVersionCompatibility}.x via minor-version compatibility` : '';
-      return `${d.version} (${d.source}${mod}); runs CUDA <= ${d.newestFullySupported ?? '?'} fully${mvc}`;
+      const beyond = d.newerThanDriverTable ? ` (the newest in cudaenv's driver table; maybe newer ones too)` : '';
+      return `${d.version} (${d.source}${mod}); runs CUDA <= ${d.newestFullySupported ?? '?'}${beyond} fully${mvc}`;
     }
     case 'toolkit': {
       const t = facts.activeToolkit;

@@ -2,6 +2,7 @@ import {closeSync, openSync, readFileSync, readSync, statSync} from 'node:fs';
 import {dirname, join} from 'node:path';
 import {formatError} from '../errors.js';
 import {detectToolkitVersion, toolkitEvidence} from '../versions/detect.js';
+import {newerThanTable, tableRange} from '../versions/releases.js';
 import {unregisteredToolkitFor} from '../selection/resolve.js';
 import {describeOrigin, selectVersion} from '../selection/select.js';
 import {quoteSh} from '../text/quote.js';
@@ -178,6 +179,16 @@ export function inspectToolkits(ctx: DoctorContext): ToolkitState {
       title: `The active toolkit's release is uncertain: ${active.versionNote}`,
       evidence: [describeToolkit(active)],
       fix: null,
+    });
+  }
+  if (active?.version && newerThanTable(active.version)) {
+    const {oldest, newest} = tableRange();
+    findings.push({
+      id: 'toolkit.newer-than-release-table',
+      severity: 'info',
+      title: `CUDA ${active.version} is newer than every release in cudaenv's release table (${oldest} to ${newest}): a toolkit of it without version.json is named from the mirror's manifests, not from the table`,
+      evidence: [describeToolkit(active), `release table: ${oldest} to ${newest} (src/core/versions/releases.json, from NVIDIA's manifests)`],
+      fix: 'A newer cudaenv carries a newer table; in a clone, `node scripts/gen-release-table.mjs --mirror URL` regenerates it from a mirror\'s manifests',
     });
   }
   if (!active) {

@@ -44,6 +44,18 @@ function newestFirst(labels: string[]): string[] {
   return [...labels].sort((a, b) => compareVersions(parseVersion(b)!, parseVersion(a)!));
 }
 
+/** The oldest and newest release of a table, for saying which table cudaenv has. */
+export function tableRange(releases: ReleaseTable = releaseTable()): {oldest: string; newest: string} {
+  const labels = newestFirst(Object.keys(releases));
+  return {oldest: labels.at(-1)!, newest: labels[0]!};
+}
+
+/** Whether a release label (MAJOR.MINOR.PATCH) is newer than every release of the table. */
+export function newerThanTable(label: string, releases: ReleaseTable = releaseTable()): boolean {
+  const v = parseVersion(label);
+  return v !== undefined && compareVersions(v, parseVersion(tableRange(releases).newest)!) > 0;
+}
+
 /** Components that some release in the table has: others (cuDNN, unknown wheels) say nothing about the release. */
 export function knownComponent(name: string, releases: ReleaseTable = releaseTable()): boolean {
   return Object.values(releases).some((r) => name in r);

@@ -13,7 +13,7 @@ describe('driver table', () => {
     expect(minimumDriver('12.4')?.driver).toBe('550.54.14');
     expect(minimumDriver('13.0.0')?.driver).toBe('580.65.06');
     expect(minimumDriver('12.7.0')).toBeUndefined(); // never released
-    expect(minimumDriver('14.0.0')).toBeUndefined();
+    expect(minimumDriver('14.0.0')).toMatchObject({row: '13.3.1', atLeast: true}); // newer than the table: a lower bound
     expect(minimumDriver('nonsense')).toBeUndefined();
   });
 

@@ -74,7 +74,8 @@ describe('the active selection', () => {
     const ctx = m.ctx();
     const s = inspectToolkits(ctx);
     const [f] = driverFindings(ctx, readDriver(ctx), s.active, findForwardCompat(ctx, s.active));
-    expect(f).toMatchObject({id: 'driver.toolkit-unknown', severity: 'info'});
+    // Its own minimum is not known, but it is at least the newest row's, and 550 is below even CUDA 13's floor.
+    expect(f).toMatchObject({id: 'driver.too-old-for-toolkit', severity: 'error', title: expect.stringContaining('CUDA 13.9.0 needs NVIDIA driver >= 610.43.02 at least (13.3.1\'s minimum: it is newer than every release in cudaenv\'s driver table')});
   });
 
   test('a conda hook without a version is flagged for reinstalling', () => {
