@@ -1,6 +1,6 @@
 import {Args} from '@oclif/core';
-import {fileURLToPath} from 'node:url';
 import {CudaenvCommand} from '../cli/base.js';
+import {cliPath} from '../core/self/installation.js';
 import {writeStartFile} from '../core/shell/start-file.js';
 import {rcLine, SHELL_NAMES} from '../core/shell/shell.js';
 import {shellFor} from '../core/shell/shells.js';
@@ -20,7 +20,7 @@ The first part sources the start file that every \`cudaenv init\` writes into th
     const {args} = await this.parse(Init);
     const shell = await shellFor(args.shell);
     const {CUDAENV_DIR: _ignored, ...withoutDir} = process.env;
-    const options = {bin: fileURLToPath(new URL('../../bin/cudaenv', import.meta.url)), defaultDir: storeRoot(withoutDir)};
+    const options = {bin: cliPath(), defaultDir: storeRoot(withoutDir)};
     writeStartFile(this.paths, shell, options);
     process.stdout.write(shell.init(options));
   }
