@@ -7,6 +7,7 @@ import {laterManifestText} from '../helpers/later-manifests.js';
 import {startMirrorServer, type MirrorServer} from '../helpers/mirror.js';
 import {writeRealMirror, type Served} from '../helpers/real-mirror.js';
 import {makeTempDir} from '../helpers/tmp.js';
+import {makeFakeToolkit} from '../helpers/toolkit.js';
 
 /**
  * Issue 36, end to end: releases after 13.0 from a loopback mirror. 13.4.1 is NVIDIA's real
@@ -144,5 +145,67 @@ describe('the tables say how old they are', () => {
     expect(none.status).toBe(1);
     expect(none.stderr).toBe(`gen-release-table: the mirror ${empty} holds no redistrib_X.Y.Z.json: is it the cuda/redist/ folder?\n`);
     expect(readFileSync(out, 'utf8')).toBe(text); // the table is left as it was
+  });
+});
+
+describe('a registered toolkit newer than the release table is named from the mirror\'s manifests', () => {
+  /** A 13.4.1 toolkit without version.json: nvcc 13.4.91 and cudart 13.4.88, as the mirror's 13.4.1 manifest has them. */
+  const toolkit = (name: string): string => makeFakeToolkit(join(tmp.dir, name), {nvccVersion: '13.4.91', cudartVersion: '13.4.88'});
+  const dead = 'http://127.0.0.1:1/';
+
+  test('add reads the 13.4.x manifests the mirror serves, keeps them in the store\'s cache, and names the toolkit 13.4.1; offline afterwards, from the cache', async () => {
+    const store = join(tmp.dir, `store${n++}`);
+    const tk = toolkit('cuda-13.4');
+    const before = mirror.log.length;
+    const r = await runCliAsync(['add', tk, '--json'], env(store));
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout) as Record<string, unknown>;
+    expect(out).toMatchObject({label: '13.4.1', source: 'components', release: {kind: 'exact', candidates: ['13.4.1']}});
+    expect(out.warning).toBeUndefined();
+    expect(out.releaseFrom).toBe(`the manifest of 13.4.1 from ${mirror.url} (kept in ${join(store, 'cache')}/releases.json)`);
+    // Only the index and the manifests of 13.4.x: not 13.5.0's, not the table's 13.0.2.
+    expect(mirror.log.slice(before).map((l) => l.path).sort()).toEqual(['', 'redistrib_13.4.1.json']);
+    const cached = JSON.parse(readFileSync(join(store, 'cache', 'releases.json'), 'utf8')) as {releases: Record<string, {components: Record<string, string>; mirror: string}>};
+    expect(Object.keys(cached.releases)).toEqual(['13.4.1']);
+    expect(cached.releases['13.4.1']).toMatchObject({mirror: mirror.url, components: {cuda_nvcc: '13.4.91', cuda_cudart: '13.4.88', cccl: '13.0.85'}});
+    expect(cached.releases['13.4.1']!.components.nvidia_driver).toBeUndefined();
+
+    // Offline (the mirror unreachable): unregistered and added again, named from the cache, nothing asked.
+    expect((await runCliAsync(['uninstall', '13.4.1'], env(store))).code).toBe(0);
+    const count = mirror.log.length;
+    const offline = await runCliAsync(['add', tk], {...env(store), CUDAENV_MIRROR: dead});
+    expect(offline.code).toBe(0);
+    expect(offline.stderr).toBe('');
+    expect(offline.stdout).toContain(`Registered CUDA 13.4.1 from ${tk} (the NVIDIA release whose components it has: cuda_cudart 13.4.88, cuda_nvcc 13.4.91, as the manifest of 13.4.1 from ${mirror.url} (kept in ${join(store, 'cache')}/releases.json) lists them).`);
+    expect(mirror.log.length).toBe(count);
+
+    // doctor names an unregistered copy the same way, offline, from the cache.
+    const copy = toolkit('cuda-13.4-copy');
+    // PATH without /usr/local/bin, where a machine's own nvcc would be the active toolkit.
+    const doctor = await runCliAsync(['doctor', '--json'], {...env(store), CUDAENV_MIRROR: dead, CUDA_HOME: copy, PATH: '/usr/bin:/bin'});
+    const facts = (JSON.parse(doctor.stdout) as {facts: {activeToolkit: {version: string}}}).facts;
+    expect(facts.activeToolkit.version).toBe('13.4.1');
+    expect(mirror.log.length).toBe(count);
+  });
+
+  test('without any manifest (the mirror unreachable, nothing cached): the runtime\'s own version, and the warning says which table cudaenv has and how to name it', async () => {
+    const store = join(tmp.dir, `store${n++}`);
+    const tk = toolkit('cuda-13.4-offline');
+    const r = await runCliAsync(['add', tk, '--json'], {...env(store), CUDAENV_MIRROR: dead});
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout) as {label: string; release: {kind: string}; warning: string};
+    expect(out).toMatchObject({label: '13.4.88', release: {kind: 'newer'}});
+    expect(out.warning).toMatch(new RegExp(`^the components of ${tk} \\(cuda_cudart 13\\.4\\.88, cuda_nvcc 13\\.4\\.91\\) are newer than every release in cudaenv's release table \\(11\\.4\\.2 to 13\\.0\\.2\\), and the mirror http://127\\.0\\.0\\.1:1/ could not be read \\(.+\\): taken as 13\\.4\\.88, the runtime's own version; to name its release, run \`cudaenv add ${tk}\` where the mirror can be reached \\(it reads the mirror's redistrib manifests and keeps them in the store's cache\\), or with --mirror DIR naming a copy of them; or name it yourself: cudaenv add ${tk} --as VERSION$`));
+    expect(existsSync(join(store, 'cache', 'releases.json'))).toBe(false);
+  });
+
+  test('a mirror that serves no manifest of the toolkit\'s release says so; --mirror names the mirror to read', async () => {
+    const store = join(tmp.dir, `store${n++}`);
+    const tk = makeFakeToolkit(join(tmp.dir, 'cuda-13.9'), {nvccVersion: '13.9.20', cudartVersion: '13.9.21'});
+    const r = await runCliAsync(['add', tk, '--mirror', mirror.url], {...env(store), CUDAENV_MIRROR: dead});
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`Registered CUDA 13.9.21 from ${tk}`);
+    expect(r.stderr).toContain(`are newer than every release in cudaenv's release table (11.4.2 to 13.0.2), nor does any manifest the mirror ${mirror.url} serves for 13.9.x: taken as 13.9.21, the runtime's own version; if NVIDIA has published its release since, a mirror that serves its manifest names it (cudaenv add --mirror URL); or name it yourself`);
   });
 });

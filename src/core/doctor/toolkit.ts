@@ -6,7 +6,7 @@ import {newerThanTable, tableRange} from '../versions/releases.js';
 import {unregisteredToolkitFor} from '../selection/resolve.js';
 import {describeOrigin, selectVersion} from '../selection/select.js';
 import {quoteSh} from '../text/quote.js';
-import {releaseWarning, storeLabelOf} from '../toolkits/register.js';
+import {knownReleases, releaseWarning, storeLabelOf} from '../toolkits/register.js';
 import {firstOnPath} from '../system/python-env.js';
 import {sysRealpath} from './sysroot.js';
 import type {DoctorContext, Finding} from './types.js';
@@ -53,10 +53,12 @@ export function describeToolkitDir(ctx: DoctorContext, dir: string, system = fal
   // The store's label first: doctor names a toolkit as `ls` and `current` do (an --as included).
   const stored = storeLabelOf(ctx.paths, real);
   if (stored) return {dir, real, version: stored, versionSource: 'cudaenv store'};
-  const detected = detectToolkitVersion(real, false);
+  // With the releases a mirror's manifests named before (the store's cache): no network here.
+  const releases = knownReleases(ctx.paths);
+  const detected = detectToolkitVersion(real, false, releases);
   if (detected.version) {
     const t: ToolkitDir = {dir, real, version: detected.version, versionSource: detected.source === 'components' ? 'components matched to a release' : detected.source};
-    const warning = releaseWarning(real, detected.release);
+    const warning = releaseWarning(real, detected.release, {releases});
     if (warning) t.versionNote = warning;
     return t;
   }

@@ -3,7 +3,8 @@ import {join} from 'node:path';
 import {CudaenvError, UsageError, isErrno} from '../errors.js';
 import {quoteSh} from '../text/quote.js';
 import {detectToolkitVersion, type DetectionSource} from '../versions/detect.js';
-import {describeComponents, describeMismatch, releaseTable, type ReleaseMatch} from '../versions/releases.js';
+import {describeComponents, describeMismatch, matchRelease, mergeTables, releaseTable, runtimeMinor, tableRange, type FoundComponent, type ReleaseMatch, type ReleaseTable} from '../versions/releases.js';
+import {cachedReleaseTable, readCachedReleases} from '../store/release-cache.js';
 import {isVersion} from '../versions/version.js';
 import type {StorePaths} from '../store/paths.js';
 import {afterVersionsChanged} from './on-change.js';
@@ -20,15 +21,56 @@ export interface Registration {
   release?: ReleaseMatch;
   /** What the user should know about the label: the components match several releases, or none. */
   warning?: string;
+  /** Where the matched release's components came from: cudaenv's release table, or a mirror's manifest (kept in the store's cache). */
+  releaseFrom?: string;
+}
+
+/** What reading a mirror's manifests gave, for a toolkit newer than the release table. */
+export interface MirrorLookup {
+  /** The mirror, as messages show it. */
+  mirror: string;
+  /** cudaenv's table with the mirror's releases added (those read now and those cached before). */
+  releases: ReleaseTable;
+  /** Why the mirror could not be read, if it could not. */
+  error?: string;
+}
+
+/** Reads the configured mirror's manifests of releases newer than the table (remote/, injected: toolkits/ does not reach the network itself). */
+export type LookupReleases = (components: Record<string, FoundComponent>) => Promise<MirrorLookup>;
+
+/** cudaenv's release table with the releases a mirror's manifests added, as the store's cache keeps them. */
+export function knownReleases(paths: StorePaths): ReleaseTable {
+  return mergeTables(releaseTable(), cachedReleaseTable(paths));
+}
+
+/** Where the release a match names comes from, for messages and `releaseFrom`. */
+function releaseSource(paths: StorePaths, label: string): string {
+  if (label in releaseTable()) return 'cudaenv\'s release table';
+  const cached = readCachedReleases(paths)[label];
+  return cached ? `the manifest of ${label} from ${cached.mirror} (kept in ${paths.cache}/releases.json)` : 'cudaenv\'s release table';
 }
 
 /**
  * The warning for a label matched from components that name no single release, with the
  * command that names the toolkit otherwise. Undefined for an exact match.
  */
-export function releaseWarning(dir: string, release: ReleaseMatch | undefined): string | undefined {
+export function releaseWarning(dir: string, release: ReleaseMatch | undefined, known: {releases?: ReleaseTable; lookup?: MirrorLookup} = {}): string | undefined {
   if (!release || release.kind === 'exact') return undefined;
   const rename = `name it yourself: cudaenv add ${quoteSh(dir)} --as VERSION`;
+  if (release.kind === 'newer') {
+    const {oldest, newest} = tableRange();
+    const extra = Object.keys(known.releases ?? {}).filter((l) => !(l in releaseTable()));
+    const table = `cudaenv's release table (${oldest} to ${newest}${extra.length > 0 ? `, and ${extra.join(', ')} from a mirror's manifests` : ''})`;
+    const own = release.components.cuda_cudart?.version === release.label ? 'the runtime\'s own version' : 'nvcc\'s own version';
+    const minor = runtimeMinor(release.components);
+    const mirror = known.lookup === undefined ? ''
+      : known.lookup.error !== undefined ? `, and the mirror ${known.lookup.mirror} could not be read (${known.lookup.error})`
+        : `, nor does any manifest the mirror ${known.lookup.mirror} serves${minor ? ` for ${minor}.x` : ''}`;
+    const refresh = known.lookup === undefined || known.lookup.error !== undefined
+      ? `to name its release, run \`cudaenv add ${quoteSh(dir)}\` where the mirror can be reached (it reads the mirror's redistrib manifests and keeps them in the store's cache), or with --mirror DIR naming a copy of them`
+      : 'if NVIDIA has published its release since, a mirror that serves its manifest names it (cudaenv add --mirror URL)';
+    return `the components of ${dir} (${describeComponents(release)}) are newer than every release in ${table}${mirror}: taken as ${release.label}, ${own}; ${refresh}; or ${rename}`;
+  }
   if (release.kind === 'several') {
     return `the components of ${dir} (${describeComponents(release)}) are in releases ${release.candidates.join(', ')}: taken as the newest, ${release.label}; if it is another, ${rename}`;
   }
@@ -39,8 +81,12 @@ export function releaseWarning(dir: string, release: ReleaseMatch | undefined): 
   return `no NVIDIA release cudaenv knows (${labels[0]} to ${labels.at(-1)}) has the components of ${dir} (${describeComponents(release)}): taken as ${release.label}, a component's own version; ${rename}`;
 }
 
-/** `cudaenv add`: registers an existing toolkit directory as `versions/<label>` -> the directory. */
-export async function registerToolkit(paths: StorePaths, dir: string, as?: string): Promise<Registration> {
+/**
+ * `cudaenv add`: registers an existing toolkit directory as `versions/<label>` -> the directory.
+ * A toolkit newer than every release cudaenv knows is named from the mirror's manifests when
+ * `lookup` is given (they are kept in the store's cache, so the next time needs no network).
+ */
+export async function registerToolkit(paths: StorePaths, dir: string, as?: string, options: {lookup?: LookupReleases} = {}): Promise<Registration> {
   let target: string;
   try {
     target = realpathSync(dir);
@@ -56,7 +102,18 @@ export async function registerToolkit(paths: StorePaths, dir: string, as?: strin
   if (as !== undefined && !isVersion(as)) {
     throw new UsageError(`--as ${JSON.stringify(as)} is not a version label`, 'Use MAJOR.MINOR.PATCH, for example --as 12.4.1.');
   }
-  const detection = detectToolkitVersion(target, as === undefined);
+  let known = knownReleases(paths);
+  const detection = detectToolkitVersion(target, as === undefined, known);
+  let lookup: MirrorLookup | undefined;
+  if (as === undefined && detection.release?.kind === 'newer' && options.lookup) {
+    lookup = await options.lookup(detection.release.components);
+    known = lookup.releases;
+    const again = matchRelease(detection.release.components, known);
+    if (again?.label) {
+      detection.release = again;
+      detection.version = again.label;
+    }
+  }
   if (detection.evidence.length === 0) {
     throw new CudaenvError(`${target} is not a CUDA toolkit: it has no bin/nvcc, no libcudart.so in lib64/ or lib/, no include/cuda_runtime_api.h, no version.json and no dist-info/`, {
       hint: 'Point cudaenv add at the toolkit root, the directory that holds bin/ and lib64/.',
@@ -78,8 +135,9 @@ export async function registerToolkit(paths: StorePaths, dir: string, as?: strin
   const result: Registration = {label, target, path: link, source: as ? '--as' : detection.source!, evidence: detection.evidence};
   if (!as && detection.release) {
     result.release = detection.release;
-    const warning = releaseWarning(dir, detection.release);
+    const warning = releaseWarning(dir, detection.release, {releases: known, lookup});
     if (warning) result.warning = warning;
+    if (detection.release.kind === 'exact' || detection.release.kind === 'several') result.releaseFrom = releaseSource(paths, detection.release.label);
   }
   const existing = describeVersion(paths, label);
   if (existing) {

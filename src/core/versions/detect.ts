@@ -1,7 +1,7 @@
 import {createRequire} from 'node:module';
 import {existsSync, readFileSync, readdirSync, statSync} from 'node:fs';
 import {join} from 'node:path';
-import {matchRelease, type FoundComponent, type ReleaseMatch} from './releases.js';
+import {matchRelease, type FoundComponent, type ReleaseMatch, type ReleaseTable} from './releases.js';
 import {isVersion} from './version.js';
 import {isFile} from '../fs-kind.js';
 
@@ -68,9 +68,10 @@ function cudartIn(dir: string): string | undefined {
  * to 11.0) state it. Otherwise it is the NVIDIA release whose component versions are the ones
  * found: nvcc --version, libcudart.so.X.Y.Z and the other versioned libraries, the wheels'
  * dist-info of a pip-assembled tree. A component's own version (nvcc 13.0.88, cudart 13.0.96)
- * is never taken for the release (13.0.2) when the table knows the release.
+ * is never taken for the release (13.0.2) when the table knows the release. `releases`: the
+ * table to match against (cudaenv's, with the releases a mirror's manifests added).
  */
-export function detectToolkitVersion(dir: string, runNvcc = true): Detection {
+export function detectToolkitVersion(dir: string, runNvcc = true, releases?: ReleaseTable): Detection {
   const evidence = toolkitEvidence(dir);
   const fromJson = readVersionJson(join(dir, 'version.json'));
   if (fromJson) return {version: fromJson, source: 'version.json', evidence};
@@ -79,7 +80,7 @@ export function detectToolkitVersion(dir: string, runNvcc = true): Detection {
   const components = toolkitComponents(dir, runNvcc);
   const wheels = existsSync(join(dir, 'dist-info'));
   const withWheels = wheels && !evidence.includes('dist-info/') ? [...evidence, 'dist-info/'] : evidence;
-  const release = matchRelease(components);
+  const release = matchRelease(components, releases);
   if (release && release.label) return {version: release.label, source: 'components', evidence: withWheels, release};
   return release ? {evidence: withWheels, release} : {evidence: withWheels};
 }

@@ -30,9 +30,11 @@ export interface ReleaseMatch {
    * exact: one release ships every component version found; several: more than one does (the
    * newest is taken); partial: none does (the release that ships most of them is taken); none:
    * no release in the table ships any of them (a release newer than the table, or a rebuilt
-   * component), and the label is the runtime's or nvcc's own version.
+   * component), and the label is the runtime's or nvcc's own version; newer: the runtime's
+   * (or nvcc's) version is newer than in every release of the table (a release after it: the
+   * table's rows, even where some libraries match, are not it), the label is that own version.
    */
-  kind: 'exact' | 'several' | 'partial' | 'none';
+  kind: 'exact' | 'several' | 'partial' | 'none' | 'newer';
   /** Releases that ship every component found (exact, several), or most of them (partial). */
   candidates: string[];
   components: Record<string, FoundComponent>;
@@ -56,6 +58,34 @@ export function newerThanTable(label: string, releases: ReleaseTable = releaseTa
   return v !== undefined && compareVersions(v, parseVersion(tableRange(releases).newest)!) > 0;
 }
 
+function dotted(a: string, b: string): number {
+  const x = a.split('.').map(Number);
+  const y = b.split('.').map(Number);
+  for (let i = 0; i < Math.max(x.length, y.length); i++) {
+    const d = (x[i] ?? 0) - (y[i] ?? 0);
+    if (d !== 0) return d;
+  }
+  return 0;
+}
+
+/** Whether a component's version is newer than that component's in every release of the table that has it. */
+function newerComponent(name: string, version: string, releases: ReleaseTable): boolean {
+  const versions = Object.values(releases).map((r) => r[name]).filter((v): v is string => v !== undefined);
+  return versions.length > 0 && versions.every((v) => dotted(version, v) > 0);
+}
+
+/** The table with more releases (the mirror's, kept in the store's cache); a release in both keeps the extra's row. */
+export function mergeTables(base: ReleaseTable, extra: ReleaseTable): ReleaseTable {
+  return {...base, ...extra};
+}
+
+/** `13.4` for a toolkit whose cudart (or nvcc) is 13.4.x: the release it belongs to starts so. */
+export function runtimeMinor(components: Record<string, FoundComponent>): string | undefined {
+  const v = (components.cuda_cudart ?? components.cuda_nvcc)?.version;
+  const m = v === undefined ? null : /^(\d+\.\d+)\./.exec(v);
+  return m?.[1];
+}
+
 /** Components that some release in the table has: others (cuDNN, unknown wheels) say nothing about the release. */
 export function knownComponent(name: string, releases: ReleaseTable = releaseTable()): boolean {
   return Object.values(releases).some((r) => name in r);
@@ -77,6 +107,10 @@ export function matchRelease(components: Record<string, FoundComponent>, release
   const candidates = newestFirst([...score.keys()].filter((l) => score.get(l) === best));
   if (best === names.length) {
     return {label: candidates[0]!, kind: candidates.length === 1 ? 'exact' : 'several', candidates, components: used, matched};
+  }
+  const runtime = used.cuda_cudart ?? used.cuda_nvcc;
+  if (runtime && /^\d+\.\d+\.\d+$/.test(runtime.version) && newerComponent(runtime === used.cuda_cudart ? 'cuda_cudart' : 'cuda_nvcc', runtime.version, releases)) {
+    return {label: runtime.version, kind: 'newer', candidates: [], components: used, matched};
   }
   if (best > 0) return {label: candidates[0]!, kind: 'partial', candidates, components: used, matched};
   // Newer than the table: the runtime's own version is the closest thing to a release label.

@@ -76,8 +76,12 @@ describe('matchRelease', () => {
     expect(m).toMatchObject({label: '12.2.2', kind: 'partial', candidates: ['12.2.2']});
     expect(m.matched).toEqual({cuda_cudart: ['12.2.2'], cuda_cupti: ['12.4.1', '12.4.0'].filter((l) => releaseTable()[l]!.cuda_cupti === '12.4.127'), cuda_nvcc: ['12.2.2']});
   });
-  test('none: a release newer than the table keeps the runtime\'s own version as its label', () => {
-    expect(matchRelease(found({cuda_nvcc: '13.9.20', cuda_cudart: '13.9.21'}))).toMatchObject({label: '13.9.21', kind: 'none', candidates: []});
+  test('newer: a release newer than the table keeps the runtime\'s own version as its label', () => {
+    expect(matchRelease(found({cuda_nvcc: '13.9.20', cuda_cudart: '13.9.21'}))).toMatchObject({label: '13.9.21', kind: 'newer', candidates: []});
+    // A library that happens to match an old release does not make the toolkit that release (no guess from the last rows).
+    expect(matchRelease(found({cuda_cudart: '13.9.21', libcufft: releaseTable()['13.0.2']!.libcufft!}))).toMatchObject({label: '13.9.21', kind: 'newer'});
+    // With the release's row (as a mirror's manifest gives it), exact.
+    expect(matchRelease(found({cuda_nvcc: '13.9.20', cuda_cudart: '13.9.21'}), {...releaseTable(), '13.9.0': {cuda_nvcc: '13.9.20', cuda_cudart: '13.9.21'}})).toMatchObject({label: '13.9.0', kind: 'exact'});
   });
   test('components no release has (cuDNN) say nothing', () => {
     expect(matchRelease(found({libcudnn: '9.13.0.50'}))).toBeUndefined();
@@ -146,10 +150,11 @@ describe('one toolkit, one name: add, ls, current, doctor', () => {
 
   test('a release newer than the table: registered under the runtime\'s version, with the warning', () => {
     const tk = makeFakeToolkit(join(dir, 'future'), {nvccVersion: '13.9.20', cudartVersion: '13.9.21'});
-    const r = runCli(['add', tk], {env});
+    // The mirror that would name it is unreachable (test/commands/install-later.test.ts reads one).
+    const r = runCli(['add', tk], {env: {...env, CUDAENV_MIRROR: 'http://127.0.0.1:1/', CUDAENV_RETRY_DELAY_MS: '1'}});
     expect(r.status).toBe(0);
     expect(r.stdout).toContain(`Registered CUDA 13.9.21 from ${tk}`);
-    expect(r.stderr).toMatch(/no NVIDIA release cudaenv knows \(11\.4\.2 to \d+\.\d+\.\d+\) has the components of/);
+    expect(r.stderr).toMatch(/are newer than every release in cudaenv's release table \(11\.4\.2 to \d+\.\d+\.\d+\), and the mirror http:\/\/127\.0\.0\.1:1\/ could not be read/);
   });
 
   const real = '/usr/local/cuda-13.0';
