@@ -1,10 +1,10 @@
 import {afterEach, beforeEach, describe, expect, test} from '@jest/globals';
-import {spawn} from 'node:child_process';
 import {chmodSync, chownSync, lstatSync, mkdirSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
-import {CLI, cliEnv, runCli} from '../helpers/cli.js';
+import {cliEnv, runCli, terminateWhenReady} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
-import {canDropToNobody, makeStore, NOBODY, openUp, runCliAsNobody} from '../core/link/fixtures.js';
+import {makeStore, openUp} from '../core/link/fixtures.js';
+import {canDropToNobody, NOBODY, runCliAsNobody} from '../helpers/nobody.js';
 import {probeNamespaces} from '../../src/core/link/isolate.js';
 import {describeIf, testIf} from '../helpers/skip.js';
 import {NEEDS} from '../helpers/capabilities.js';
@@ -59,7 +59,6 @@ describeNs('cudaenv exec --isolate (real /usr/local/cuda, real unshare)', () => 
   });
 
   const signalsReach = async (who: 'root' | 'nobody'): Promise<void> => {
-    const prefix = who === 'nobody' ? NOBODY : [];
     if (who === 'nobody') {
       // nobody's own HOME inside the test's directory (it may write there; root's is not its).
       const home = join(dir, 'nobody-home');
@@ -67,14 +66,7 @@ describeNs('cudaenv exec --isolate (real /usr/local/cuda, real unshare)', () => 
       chownSync(home, 65534, 65534);
       env = {...env, HOME: home};
     }
-    const child = spawn(prefix[0] ?? process.execPath, [...prefix.slice(1), ...(prefix.length > 0 ? [process.execPath] : []), CLI, 'exec', '--isolate', '--cuda', '12.4', '--', 'sh', '-c', 'trap "echo got-term; exit 3" TERM; echo ready; while :; do sleep 0.05; done'], {env});
-    let out = '';
-    await new Promise<void>((resolve) => child.stdout.on('data', (d) => {
-      out += d;
-      if (out.includes('ready')) resolve();
-    }));
-    child.kill('SIGTERM');
-    const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+    const {out, code} = await terminateWhenReady(['exec', '--isolate', '--cuda', '12.4'], env, who === 'nobody' ? NOBODY : []);
     expect(out).toContain('got-term');
     expect(code).toBe(3);
   };

@@ -1,8 +1,8 @@
 import {afterEach, beforeEach, describe, expect, test} from '@jest/globals';
-import {spawn, spawnSync} from 'node:child_process';
+import {spawnSync} from 'node:child_process';
 import {mkdirSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
-import {CLI, cliEnv, runCli} from '../helpers/cli.js';
+import {CLI, cliEnv, runCli, terminateWhenReady} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
 import {CAN_MOUNT_NAMESPACE, NEEDS} from '../helpers/capabilities.js';
 import {testIf} from '../helpers/skip.js';
@@ -79,14 +79,7 @@ describe('cudaenv exec', () => {
   });
 
   test('forwards signals to the command and reports them as 128+N', async () => {
-    const child = spawn(process.execPath, [CLI, 'exec', '--cuda', '11', '--', 'sh', '-c', 'trap "echo got-term; exit 3" TERM; echo ready; while :; do sleep 0.05; done'], {env});
-    let out = '';
-    await new Promise<void>((resolve) => child.stdout.on('data', (d) => {
-      out += d;
-      if (out.includes('ready')) resolve();
-    }));
-    child.kill('SIGTERM');
-    const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+    const {out, code} = await terminateWhenReady(['exec', '--cuda', '11'], env);
     expect(out).toContain('got-term');
     expect(code).toBe(3);
   });

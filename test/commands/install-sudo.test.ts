@@ -2,7 +2,8 @@ import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
 import {chmodSync, existsSync, mkdirSync, readdirSync, statSync} from 'node:fs';
 import {join} from 'node:path';
-import {CLI, cliEnv, runCli} from '../helpers/cli.js';
+import {cliEnv, runCli} from '../helpers/cli.js';
+import {cliForNobody} from '../helpers/nobody.js';
 import {realisticRelease, writeIndex, writeRelease} from '../helpers/mirror.js';
 import {makeTempDir} from '../helpers/tmp.js';
 import {describeIf} from '../helpers/skip.js';
@@ -64,7 +65,7 @@ maybe('install/uninstall as root in a store owned by another user', () => {
   });
 
   test('the owner can still uninstall and install in the store', () => {
-    const asNobody = (args: string[]) => spawnSync('runuser', ['-u', 'nobody', '--', process.execPath, CLI, ...args], {env: cliEnv(store), encoding: 'utf8', cwd: tmp.dir});
+    const asNobody = (args: string[]) => spawnSync('runuser', ['-u', 'nobody', '--', process.execPath, cliForNobody(), ...args], {env: cliEnv(store), encoding: 'utf8', cwd: tmp.dir});
     const rm = asNobody(['uninstall', '12.4.1']);
     expect(rm.stderr).toBe('');
     expect(rm.status).toBe(0);

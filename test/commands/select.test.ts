@@ -3,6 +3,7 @@ import {spawnSync} from 'node:child_process';
 import {chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {CLI, cliEnv, runCli} from '../helpers/cli.js';
+import {canDropToNobody, cliForNobody, NOBODY} from '../helpers/nobody.js';
 import {makeTempDir} from '../helpers/tmp.js';
 import {makeFakeToolkit} from '../helpers/toolkit.js';
 import {testIf} from '../helpers/skip.js';
@@ -148,15 +149,13 @@ describe('global, local, current, which', () => {
     expect(readFileSync(join(proj, '.cuda-version'), 'utf8')).toBe('v12\n');
   });
 
-  // Root ignores file modes: the CLI runs as nobody, which needs setpriv and a clone nobody can read.
-  const asNobody = process.getuid?.() === 0 &&
-    spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, CLI, '--version']).status === 0;
-  testIf(asNobody, 'needs root, setpriv (util-linux) and a clone that user nobody can read, to run the CLI as another user')('a store the user may not write: one message naming the directory and what to do, no stack trace', () => {
+  // Root ignores file modes: the CLI runs as nobody (test/helpers/nobody.ts).
+  testIf(canDropToNobody, 'needs root and setpriv (util-linux) to run the CLI as another user')('a store the user may not write: one message naming the directory and what to do, no stack trace', () => {
     // Root ignores file modes, so the commands run as nobody (setpriv) over a store owned by root.
     chmodSync(dir, 0o755);
     chmodSync(store, 0o755);
     const run = (args: string[], cwd = proj) => {
-      const r = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, CLI, ...args], {env, cwd, encoding: 'utf8'});
+      const r = spawnSync(NOBODY[0]!, [...NOBODY.slice(1), process.execPath, cliForNobody(), ...args], {env, cwd, encoding: 'utf8'});
       return {status: r.status, stderr: r.stderr};
     };
     for (const args of [['alias', 'stable', '12'], ['global', '12'], ['rehash']]) {

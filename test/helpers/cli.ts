@@ -62,3 +62,22 @@ export function cliEnv(storeDir: string, extra: NodeJS.ProcessEnv = {}): NodeJS.
   delete env.NODE_ENV; // oclif in NODE_ENV=test looks for TypeScript sources: slower, and not what users run
   return {...env, ...extra};
 }
+
+/**
+ * Runs `cudaenv ARGS -- sh -c SCRIPT` where the script says `ready`, then on SIGTERM says
+ * `got-term` and exits 3; sends cudaenv SIGTERM once the command is ready, and gives what the
+ * command printed and cudaenv's exit status. `asUser` prefixes the run (setpriv ... to be nobody).
+ */
+export async function terminateWhenReady(args: string[], env: NodeJS.ProcessEnv, asUser: string[] = []): Promise<{out: string; code: number | null}> {
+  const script = 'trap "echo got-term; exit 3" TERM; echo ready; while :; do sleep 0.05; done';
+  const argv = [...asUser, process.execPath, CLI, ...args, '--', 'sh', '-c', script];
+  const child = spawn(argv[0]!, argv.slice(1), {env});
+  let out = '';
+  await new Promise<void>((resolve) => child.stdout.on('data', (d) => {
+    out += d;
+    if (out.includes('ready')) resolve();
+  }));
+  child.kill('SIGTERM');
+  const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+  return {out, code};
+}

@@ -2,9 +2,10 @@ import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
 import {chmodSync, mkdirSync, readdirSync, chownSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
-import {CLI, cliEnv, runCli} from '../../helpers/cli.js';
+import {cliEnv, runCli} from '../../helpers/cli.js';
 import {makeTempDir} from '../../helpers/tmp.js';
-import {buildLibrary, canDropToNobody, makeStore, NOBODY, openUp, runCliAsNobody} from '../link/fixtures.js';
+import {buildLibrary, makeStore, openUp} from '../link/fixtures.js';
+import {canDropToNobody, cliForNobody, NOBODY, runCliAsNobody} from '../../helpers/nobody.js';
 import {describeIf} from '../../helpers/skip.js';
 
 /**
@@ -68,7 +69,7 @@ describeRo('a read-only shared store', () => {
   });
 
   test('use switches a real bash; the check result is reported even though it cannot be cached', () => {
-    const script = `eval "$(${process.execPath} ${CLI} init bash)"; cudaenv use 12.2; echo "$CUDA_HOME"; nvcc --version | tail -n 1`;
+    const script = `eval "$(${process.execPath} ${cliForNobody()} init bash)"; cudaenv use 12.2; echo "$CUDA_HOME"; nvcc --version | tail -n 1`;
     const r = spawnSync(NOBODY[0], [...NOBODY.slice(1), 'bash', '--norc', '--noprofile', '-c', script], {env, cwd: dir, encoding: 'utf8'});
     expect(r.stdout).toBe(`${join(store, 'versions', '12.2.0')}\nBuild cuda_12.2.r12.2/compiler.34097967_0\n`);
     expect(r.stderr).toBe(`cudaenv: now CUDA 12.2.0 (was none); LD_LIBRARY_PATH: added ${join(store, 'versions', '12.2.0', 'lib64')}\n` +

@@ -1,12 +1,11 @@
-import {afterEach, beforeEach, describe, expect, test} from '@jest/globals';
+import {describe, expect, test} from '@jest/globals';
 import {mkdirSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {driverFindings, findForwardCompat} from '../../../src/core/doctor/compat.js';
 import {readDriver} from '../../../src/core/doctor/driver.js';
 import {inspectToolkits} from '../../../src/core/doctor/toolkit.js';
-import {makeTempDir} from '../../helpers/tmp.js';
 import {makeFakeToolkit} from '../../helpers/toolkit.js';
-import {PROC_PROPRIETARY, installVersion, makeMachine, setGlobal, systemToolkit, write, type Machine} from './machine.js';
+import {PROC_PROPRIETARY, installVersion, setGlobal, systemToolkit, write, type Machine, withMachine} from './machine.js';
 
 function findingsFor(m: Machine) {
   const ctx = m.ctx();
@@ -16,13 +15,8 @@ function findingsFor(m: Machine) {
 }
 
 describe('active toolkit against the driver', () => {
-  let tmp: {dir: string; cleanup: () => void};
   let m: Machine;
-  beforeEach(() => {
-    tmp = makeTempDir();
-    m = makeMachine(tmp.dir);
-  });
-  afterEach(() => tmp.cleanup());
+  withMachine('each', (made) => (m = made));
 
   const driver = (version: string) => write(join(m.sysroot, 'proc/driver/nvidia/version'), PROC_PROPRIETARY.replace('550.54.15', version));
 

@@ -3,7 +3,7 @@ import {mkdirSync, symlinkSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {driverMismatchFinding, findLibcuda, libcudaVersion, parseProcDriverVersion, readDriver} from '../../../src/core/doctor/driver.js';
 import {makeTempDir} from '../../helpers/tmp.js';
-import {PROC_OPEN, PROC_PROPRIETARY, installVersion, makeMachine, setGlobal, write, type Machine} from './machine.js';
+import {PROC_OPEN, PROC_PROPRIETARY, installVersion, setGlobal, write, type Machine, makeMachine, withMachine} from './machine.js';
 import {defaultDeps} from '../../../src/core/doctor/engine.js';
 import {renderReport, runDoctor} from '../../../src/core/doctor/index.js';
 
@@ -26,13 +26,8 @@ describe('parseProcDriverVersion', () => {
 });
 
 describe('readDriver on a constructed root', () => {
-  let tmp: {dir: string; cleanup: () => void};
   let m: Machine;
-  beforeEach(() => {
-    tmp = makeTempDir();
-    m = makeMachine(tmp.dir);
-  });
-  afterEach(() => tmp.cleanup());
+  withMachine('each', (made) => (m = made));
 
   test('/proc/driver/nvidia/version, proprietary module', () => {
     write(join(m.sysroot, 'proc/driver/nvidia/version'), PROC_PROPRIETARY);

@@ -1,19 +1,15 @@
-import {afterEach, beforeEach, describe, expect, test} from '@jest/globals';
+import {describe, expect, test} from '@jest/globals';
 import {join} from 'node:path';
 import {ldLibraryPathEntries, pointerFindings} from '../../../src/core/doctor/env-vars.js';
 import {inspectToolkits} from '../../../src/core/doctor/toolkit.js';
 import {makeFakeToolkit} from '../../helpers/toolkit.js';
-import {makeTempDir} from '../../helpers/tmp.js';
-import {installVersion, makeMachine, setGlobal, systemToolkit, write, type Machine} from './machine.js';
+import type {TempDir} from '../../helpers/tmp.js';
+import {installVersion, setGlobal, systemToolkit, write, type Machine, withMachine} from './machine.js';
 
 describe('toolkit pointers: CUDA_HOME, CUDA_PATH, nvcc, /usr/local/cuda, cudaenv', () => {
-  let tmp: {dir: string; cleanup: () => void};
+  let tmp: TempDir;
   let m: Machine;
-  beforeEach(() => {
-    tmp = makeTempDir();
-    m = makeMachine(tmp.dir);
-  });
-  afterEach(() => tmp.cleanup());
+  withMachine('each', (made, dir) => ([m, tmp] = [made, dir]));
 
   const run = () => {
     const ctx = m.ctx();
@@ -56,13 +52,9 @@ describe('toolkit pointers: CUDA_HOME, CUDA_PATH, nvcc, /usr/local/cuda, cudaenv
 });
 
 describe('LD_LIBRARY_PATH entries', () => {
-  let tmp: {dir: string; cleanup: () => void};
+  let tmp: TempDir;
   let m: Machine;
-  beforeEach(() => {
-    tmp = makeTempDir();
-    m = makeMachine(tmp.dir);
-  });
-  afterEach(() => tmp.cleanup());
+  withMachine('each', (made, dir) => ([m, tmp] = [made, dir]));
 
   test('entries with CUDA libraries, their toolkit, and an empty entry', () => {
     const tk = makeFakeToolkit(join(tmp.dir, 'cuda-12.3'), {version: '12.3.2'});

@@ -2,12 +2,14 @@
  * Builds a machine state for doctor under a temporary root: CUDAENV_SYSROOT files, a store,
  * toolkits with real ELF libraries compiled by gcc, and a Python environment laid out like pip.
  */
+import {afterAll, afterEach, beforeAll, beforeEach} from '@jest/globals';
 import {execFileSync, spawnSync} from 'node:child_process';
 import {chmodSync, mkdirSync, symlinkSync, writeFileSync} from 'node:fs';
 import {dirname, join} from 'node:path';
 import {pathsFor, type StorePaths} from '../../../src/core/store/paths.js';
 import type {DoctorContext} from '../../../src/core/doctor/types.js';
 import {makeFakeToolkit} from '../../helpers/toolkit.js';
+import {makeTempDir, type TempDir} from '../../helpers/tmp.js';
 
 export const HAVE_GCC = spawnSync('gcc', ['--version']).status === 0;
 export const HAVE_LDCONFIG = spawnSync('ldconfig', ['--version']).status === 0;
@@ -47,6 +49,20 @@ export function makeMachine(root: string): Machine {
     ctx: (extra = {}) => ({env: m.env, cwd: root, paths, sysroot, ...extra}),
   };
   return m;
+}
+
+/**
+ * A bare machine in a fresh temporary directory for each test of the enclosing describe block
+ * ('each') or one for the whole block ('all'), removed after it. `use` gets both, to set the
+ * block's own variables (and to add to the machine before each test).
+ */
+export function withMachine(scope: 'each' | 'all', use: (m: Machine, tmp: TempDir) => void): void {
+  let tmp: TempDir | undefined;
+  (scope === 'each' ? beforeEach : beforeAll)(() => {
+    tmp = makeTempDir();
+    use(makeMachine(tmp.dir), tmp);
+  });
+  (scope === 'each' ? afterEach : afterAll)(() => tmp?.cleanup());
 }
 
 /** A toolkit installed in the store (a real directory, as `cudaenv install` leaves it). */

@@ -5,8 +5,8 @@ import {join} from 'node:path';
 import {defaultDeps} from '../../../src/core/doctor/engine.js';
 import {renderReport, runDoctor} from '../../../src/core/doctor/index.js';
 import {makeFakeToolkit} from '../../helpers/toolkit.js';
-import {makeTempDir} from '../../helpers/tmp.js';
-import {HAVE_GCC, buildLib, fakePython, installVersion, makeMachine, seedFailure, torchVersionPy, type Machine} from './machine.js';
+import {makeTempDir, type TempDir} from '../../helpers/tmp.js';
+import {HAVE_GCC, buildLib, fakePython, installVersion, seedFailure, torchVersionPy, type Machine, makeMachine, withMachine} from './machine.js';
 import {describeIf} from '../../helpers/skip.js';
 import {NEEDS, PYTHON_EXE} from '../../helpers/capabilities.js';
 
@@ -177,13 +177,9 @@ maybe('the Python environment\'s own CUDA libraries', () => {
 });
 
 maybe('issue 12: LD_LIBRARY_PATH written with \';\', and shadowing below the wheels\' own libraries', () => {
-  let tmp: {dir: string; cleanup: () => void};
+  let tmp: TempDir;
   let m: Machine;
-  beforeAll(() => {
-    tmp = makeTempDir();
-    m = makeMachine(tmp.dir);
-  });
-  afterAll(() => tmp.cleanup());
+  withMachine('all', (made, dir) => ([m, tmp] = [made, dir]));
 
   test("'/old;/x': the entry before ';' is the one that breaks the wheel, not the wheel itself", async () => {
     const old = installVersion(m, '12.3.2');

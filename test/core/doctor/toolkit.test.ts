@@ -1,4 +1,4 @@
-import {afterEach, beforeEach, describe, expect, test} from '@jest/globals';
+import {describe, expect, test} from '@jest/globals';
 import {mkdirSync, symlinkSync} from 'node:fs';
 import {join} from 'node:path';
 import {driverFindings, findForwardCompat} from '../../../src/core/doctor/compat.js';
@@ -8,17 +8,13 @@ import {defaultDeps} from '../../../src/core/doctor/engine.js';
 import {runDoctor} from '../../../src/core/doctor/index.js';
 import {inspectToolkits} from '../../../src/core/doctor/toolkit.js';
 import {makeFakeToolkit} from '../../helpers/toolkit.js';
-import {makeTempDir} from '../../helpers/tmp.js';
-import {PROC_PROPRIETARY, installVersion, makeMachine, setGlobal, write, type Machine} from './machine.js';
+import type {TempDir} from '../../helpers/tmp.js';
+import {PROC_PROPRIETARY, installVersion, setGlobal, write, type Machine, withMachine} from './machine.js';
 
 describe('the active selection', () => {
-  let tmp: {dir: string; cleanup: () => void};
+  let tmp: TempDir;
   let m: Machine;
-  beforeEach(() => {
-    tmp = makeTempDir();
-    m = makeMachine(tmp.dir);
-  });
-  afterEach(() => tmp.cleanup());
+  withMachine('each', (made, dir) => ([m, tmp] = [made, dir]));
 
   test('a selected version that is not installed is an error with the install command', () => {
     write(join(m.root, '.cuda-version'), '12.6\n');
