@@ -7,6 +7,7 @@ import {describeIf} from '../helpers/skip.js';
 import {makeTempDir} from '../helpers/tmp.js';
 import {makeFakeToolkit} from '../helpers/toolkit.js';
 import {makeCondaPrefix} from '../core/conda/fixtures-env.js';
+import {rcLine} from '../../src/core/shell/shell.js';
 import {bashWithoutNode, CAN_HIDE_NODE, DIST_EXE, EXE, exeEnv, HAVE_EXE, NEEDS_EXE, NEEDS_HIDE_NODE} from './exe.js';
 import {existsSync} from 'node:fs';
 
@@ -126,6 +127,16 @@ fish --no-config -c 'source $CUDAENV_DIR/shell/init.fish; and cudaenv use 12.2 2
     expect(r.status).toBe(0);
     expect(r.stdout).toContain(`zsh=${exe} Cuda compilation tools, release 12.4`);
     expect(r.stdout).toContain(`fish=${exe} Cuda compilation tools, release 12.2`);
+  });
+
+  test('the README\'s fish line sources the start file of CUDAENV_DIR\'s store, starting no cudaenv (issue 34, item 8)', () => {
+    const script = `set -eu
+cudaenv init fish >/dev/null
+PATH=/usr/bin:/bin fish --no-config -c "$LINE"'; echo "bin=$_CUDAENV_BIN"'
+`;
+    const r = bashWithoutNode(script, env({LINE: rcLine('fish')}));
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toBe(`bin=${exe}\n`);
   });
 
   test('conda hooks: install writes them, and activation (conda sources activate.d) puts the version on PATH', () => {

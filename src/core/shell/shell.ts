@@ -73,6 +73,6 @@ export function startFileName(shell: ShellName): string {
 /** The one line for the rc file: the start file, else (first time, or cudaenv moved) `init`. */
 export function rcLine(shell: ShellName): string {
   return shell === 'fish'
-    ? `source ~/.cudaenv/${startFileName(shell)} 2>/dev/null; or cudaenv init fish | source`
+    ? `source (set -q CUDAENV_DIR; and echo $CUDAENV_DIR; or echo ~/.cudaenv)/${startFileName(shell)} 2>/dev/null; or cudaenv init fish | source`
     : `. "\${CUDAENV_DIR:-$HOME/.cudaenv}/${startFileName(shell)}" 2>/dev/null || eval "$(cudaenv init ${shell})"`;
 }
