@@ -78433,7 +78433,7 @@ function platformForRelease(manifest, options = {}) {
 import { readFileSync as readFileSync15 } from "node:fs";
 var table;
 function releaseTable() {
-  table ??= JSON.parse(readFileSync15(new URL("./releases.json", import.meta.url), "utf8")).releases;
+  table ??= JSON.parse(readFileSync15(new URL("../src/core/versions/releases.json", import.meta.url), "utf8")).releases;
   return table;
 }
 function knownComponent(name, releases = releaseTable()) {

@@ -29,6 +29,21 @@ const shimsPath = {
   },
 };
 
+// src/core/versions/releases.ts reads releases.json beside itself (install's profiles name the
+// components no release has). The runner's checkout holds it at ../src/core/versions/ from
+// dist-action/index.mjs.
+const releasesPath = {
+  name: 'releases-path',
+  setup(b) {
+    b.onLoad({filter: /[\\/]src[\\/]core[\\/]versions[\\/]releases\.ts$/}, (args) => {
+      const text = readFileSync(args.path, 'utf8');
+      const out = text.replaceAll("'./releases.json'", "'../src/core/versions/releases.json'");
+      if (out === text) throw new Error(`${args.path} no longer reads './releases.json': update scripts/build-action.mjs`);
+      return {contents: out, loader: 'ts'};
+    });
+  },
+};
+
 const result = await build({
   absWorkingDir: root,
   entryPoints: ['src/action/main.ts'],
@@ -41,7 +56,7 @@ const result = await build({
   charset: 'utf8',
   legalComments: 'eof',
   logLevel: 'warning',
-  plugins: [shimsPath],
+  plugins: [shimsPath, releasesPath],
   // Bundled CommonJS dependencies call require() for Node's modules; ESM has none.
   banner: {js: "import {createRequire as __cudaenvCreateRequire} from 'node:module';\nconst require = __cudaenvCreateRequire(import.meta.url);"},
 });
