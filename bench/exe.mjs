@@ -32,7 +32,8 @@ writeFileSync(join(store, 'global'), '12\n');
 const project = join(tmp, 'proj', 'a', 'b');
 mkdirSync(project, {recursive: true});
 writeFileSync(join(tmp, 'proj', '.cuda-version'), '12.4\n');
-const env = {PATH: process.env.PATH, HOME: tmp, CUDAENV_DIR: store, LANG: 'C.UTF-8'};
+// CUDAENV_SHELL: as inside the shell integration, where `use` prints the code its function evaluates.
+const env = {PATH: process.env.PATH, HOME: tmp, CUDAENV_DIR: store, CUDAENV_SHELL: 'bash', LANG: 'C.UTF-8'};
 const options = {env, cwd: project};
 // The check `use` runs, cached by a first run of each.
 for (const cli of [npmCli, exe]) execFileSync(cli, ['use', '12.4'], options);
