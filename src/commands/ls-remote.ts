@@ -6,7 +6,7 @@ import {mirrorsFor} from '../core/remote/choose.js';
 import {checkReleases} from '../core/remote/installable.js';
 import {matchesPrefix} from '../core/remote/labels.js';
 import {parsePlatform} from '../core/remote/platform.js';
-import {tableAge, tableAgeNotes, type TableAge} from '../core/remote/table-age.js';
+import {tableAge, tableAgeNotes, type TableAge} from '../core/doctor/table-age.js';
 import {installedLabels} from '../core/store/registry.js';
 import {cacheRemoteVersions} from '../core/completion/model.js';
 

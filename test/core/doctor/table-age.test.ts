@@ -3,7 +3,7 @@ import {driverFacts, driverFindings, findForwardCompat} from '../../../src/core/
 import {readDriver} from '../../../src/core/doctor/driver.js';
 import {driverNewerThanTable, driverSupport, driverTableNewest, minimumDriver, newerThanDriverTable} from '../../../src/core/doctor/driver-table.js';
 import {inspectToolkits} from '../../../src/core/doctor/toolkit.js';
-import {tableAge, tableAgeNotes} from '../../../src/core/remote/table-age.js';
+import {tableAge, tableAgeNotes} from '../../../src/core/doctor/table-age.js';
 import {newerThanTable, tableRange} from '../../../src/core/versions/releases.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {installVersion, makeMachine, setGlobal, write, type Machine} from './machine.js';
