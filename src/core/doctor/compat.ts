@@ -8,8 +8,8 @@ import {compareVersions, parseVersion} from '../versions/version.js';
 import {libcudaVersion, type DriverFact} from './driver.js';
 import {
   compareDriverVersions, driverSupport, newestFullySupported, newestKnownToolkit, newestMajorViaMvc, parseToolkit,
-} from './driver-table.js';
-import {driverNewerThanTable, driverTableNewest, driverTableOldest, type DriverRequirement} from './driver-table.js';
+} from '../versions/driver-table.js';
+import {driverNewerThanTable, driverTableNewest, driverTableOldest, type DriverRequirement} from '../versions/driver-table.js';
 import {displayPath, sysPath, sysRealpath} from './sysroot.js';
 import type {ActiveToolkit} from './toolkit.js';
 import type {DoctorContext, Finding} from './types.js';

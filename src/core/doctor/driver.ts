@@ -2,7 +2,7 @@ import {execFileSync} from 'node:child_process';
 import {existsSync, readFileSync, readdirSync} from 'node:fs';
 import {basename, join} from 'node:path';
 import {firstOnPath} from '../system/python-env.js';
-import {isDriverVersion} from './driver-table.js';
+import {isDriverVersion} from '../versions/driver-table.js';
 import {displayPath, sysPath, sysRealpath} from './sysroot.js';
 import type {DoctorContext, Finding} from './types.js';
 

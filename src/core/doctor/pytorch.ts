@@ -1,7 +1,7 @@
 import {closeSync, openSync, readSync} from 'node:fs';
 import {join} from 'node:path';
 import type {DriverFact} from './driver.js';
-import {driverSupport, parseToolkit} from './driver-table.js';
+import {driverSupport, parseToolkit} from '../versions/driver-table.js';
 import {describeToolkit, describeToolkitDir, nvccToolkitRoot, toolkitOfNvcc, type ToolkitDir} from './toolkit.js';
 import {sysPath, sysRealpath} from './sysroot.js';
 import {firstOnPath} from '../system/python-env.js';

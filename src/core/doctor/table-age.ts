@@ -1,4 +1,4 @@
-import {driverTableNewest, newerThanDriverTable} from './driver-table.js';
+import {driverTableNewest, newerThanDriverTable} from '../versions/driver-table.js';
 import {newerThanTable, tableRange} from '../versions/releases.js';
 
 /**

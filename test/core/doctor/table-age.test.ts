@@ -1,7 +1,7 @@
 import {afterEach, beforeEach, describe, expect, test} from '@jest/globals';
 import {driverFacts, driverFindings, findForwardCompat} from '../../../src/core/doctor/compat.js';
 import {readDriver} from '../../../src/core/doctor/driver.js';
-import {driverNewerThanTable, driverSupport, driverTableNewest, minimumDriver, newerThanDriverTable} from '../../../src/core/doctor/driver-table.js';
+import {driverNewerThanTable, driverSupport, driverTableNewest, minimumDriver, newerThanDriverTable} from '../../../src/core/versions/driver-table.js';
 import {inspectToolkits} from '../../../src/core/doctor/toolkit.js';
 import {tableAge, tableAgeNotes} from '../../../src/core/doctor/table-age.js';
 import {newerThanTable, tableRange} from '../../../src/core/versions/releases.js';

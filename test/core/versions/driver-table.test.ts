@@ -1,7 +1,7 @@
 import {describe, expect, test} from '@jest/globals';
 import {
   compareDriverVersions, driverSupport, minimumDriver, newestFullySupported, newestMajorViaMvc, mvcFloor,
-} from '../../../src/core/doctor/driver-table.js';
+} from '../../../src/core/versions/driver-table.js';
 
 describe('driver table', () => {
   test('exact rows and labels between rows', () => {
