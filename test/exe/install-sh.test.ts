@@ -44,8 +44,9 @@ afterAll(() => {
   tmp?.cleanup();
 });
 
+/** A fresh HOME of its own (not under the served directories). */
 function home(name: string): string {
-  const h = join(tmp.dir, name);
+  const h = join(tmp.dir, 'homes', name);
   mkdirSync(h, {recursive: true});
   return h;
 }
