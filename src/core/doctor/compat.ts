@@ -5,7 +5,8 @@ import {quoteSh} from '../text/quote.js';
 // LD_LIBRARY_PATH as ld.so splits it: ':' and ';'.
 import {splitLdLibraryPath} from '../elf/api.js';
 import {compareVersions, parseVersion} from '../versions/version.js';
-import {libcudaVersion, type DriverFact} from './driver.js';
+import type {DriverFact} from './driver.js';
+import {libcudaVersion} from '../versions/driver-version.js';
 import {
   compareDriverVersions, driverSupport, newestFullySupported, newestKnownToolkit, newestMajorViaMvc, parseToolkit,
 } from '../versions/driver-table.js';

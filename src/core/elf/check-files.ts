@@ -5,6 +5,8 @@ import type {CheckedObject, CheckOptions, FileVerdict, NeededEdge} from './repor
 import {findProblems, loadStop, type LoadStop} from './bind/find-problems.js';
 import {SymbolMemo} from './bind/symbol-memo.js';
 import {explain} from './explain/explain-finding.js';
+import {explainRuntimeLoads} from './explain/runtime-problems.js';
+import {runtimeLoads, type RuntimeLoad} from './runtime/runtime-loads.js';
 import {noteFoundElsewhere} from './explain/found-elsewhere.js';
 import {cachedElf, FileView} from './cache/file-cache.js';
 import {loadLdCache} from './read/ldcache/load.js';
@@ -239,6 +241,35 @@ function openCache(options: CheckOptions, cwd: string, ctx: LoaderContext): Verd
   });
 }
 
+/**
+ * The checked file's process once started, before anything is dlopened: as `ldd` starts it (the
+ * file the main object), or with --exe the program with the file already loaded. The file then
+ * comes in as a preload does, after the program: for a later dlopen by one of its objects the
+ * search is the same (dl-open.c searches the caller's paths, then the program's DT_RPATH), and
+ * so is the global scope the new objects bind in.
+ */
+function startOf(ctx: LoaderContext, platform: LoaderPlatform, target: TargetFile, exe?: TargetFile): LoaderProcess {
+  if (!exe) {
+    const q = new LoaderProcess(ctx, platform);
+    q.run(target);
+    return q;
+  }
+  const q = new LoaderProcess({...ctx, preload: [...ctx.preload, {name: target.path, from: 'LD_PRELOAD'}]}, platform);
+  q.run(exe);
+  return q;
+}
+
+/** Each run-time load as an edge of the object that makes it, after its DT_NEEDED edges. */
+function addRuntimeEdges(objects: CheckedObject[], loads: RuntimeLoad[]): void {
+  for (const load of loads) {
+    const caller = objects.find((o) => o.path === load.caller.path);
+    if (!caller) continue;
+    const e = load.edge;
+    caller.needed.push({name: load.name, path: e.object?.path ?? null, via: e.via, rule: e.rule,
+      ...(e.error ? {error: e.error} : {}), dlopen: {when: load.role.when, impact: load.role.impact}});
+  }
+}
+
 /** One listed file: read, modelled as its own process, checked and explained (objects not yet deduplicated). */
 async function checkOne(
   file: IndexedFile, ctx: LoaderContext, exe: TargetFile | undefined, memo: SymbolMemo,
@@ -260,11 +291,18 @@ async function checkOne(
   const stop = loadStop(p);
   const found = findProblems(p, memo, stop);
   const {objects, startup} = checkedObjects(p, stop);
+  const problems = await Promise.all(found.map((f) => explain(p, f, explainCtx)));
+  if (stop === null) {
+    // What the libraries load later with dlopen, each load modelled after the checked file's start.
+    const loads = runtimeLoads(exe ? startOf(ctx, platform, r, exe) : p, () => startOf(ctx, platform, r, exe), memo);
+    addRuntimeEdges(objects, loads);
+    problems.push(...await explainRuntimeLoads(loads, explainCtx, platform.sysroot));
+  }
   return {
     checked: p.target.path,
     objects,
     ...(p.dlopenEdge ? {startup} : {}),
-    problems: await Promise.all(found.map((f) => explain(p, f, explainCtx))),
+    problems,
     // "NAME: REASON"; an entry of /etc/ld.so.preload carries that file before a NUL (mergeResults words it).
     failedPreloads: p.failedPreloads.map((f) => `${f.from === 'LD_PRELOAD' ? '' : `${f.from}\0`}${f.name}: ${f.reason}`),
   };

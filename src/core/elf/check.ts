@@ -5,8 +5,7 @@
  * merges the per-file results into one report in the loader's order. See README.md beside
  * this file, docs/check.md and shared/docs/elf-loader-spec.md.
  */
-import type {CheckedObject, CheckOptions, CheckReport, Problem} from './report-types.js';
-import {isFailing} from './bind/find-problems.js';
+import {isFailing, type CheckedObject, type CheckOptions, type CheckReport, type Problem} from './report-types.js';
 import {checkFiles, readExe, type FileResult} from './check-files.js';
 import {listTargets, readListed} from './search/check-targets.js';
 
@@ -71,7 +70,7 @@ function mergeResults(results: FileResult[], strict: boolean): CheckReport {
     skipped.push({path: f.slice(nul + 1), reason: `${from} entry cannot be preloaded: ignored (as ld.so does)`});
   }
   const list = [...problems.values()].sort((a, b) => order.get(a)! - order.get(b)!);
-  return {ok: !list.some((p) => isFailing(p.kind, strict)), checked, objects: [...objects.values()], problems: list, skipped};
+  return {ok: !list.some((p) => isFailing(p, strict)), checked, objects: [...objects.values()], problems: list, skipped};
 }
 
 /**
@@ -124,13 +123,16 @@ function combineReports(reports: CheckReport[]): CheckReport {
  */
 export function firstProblemLine(report: CheckReport, options: {strict?: boolean} = {}): string {
   const strict = options.strict ?? false;
-  const first = report.problems.find((p) => isFailing(p.kind, strict || !report.ok));
+  const first = report.problems.find((p) => isFailing(p, strict || !report.ok));
   if (!first || (report.ok && !strict)) {
     const n = report.checked.length;
-    const notes = report.problems.length;
+    const notes = report.problems.filter((p) => p.kind === 'unversioned-undefined-symbol').length;
     // "all 0 libraries resolve" would read as a pass of something that was never checked.
     if (n === 0) return 'no shared libraries to check';
-    return `all ${n} ${n === 1 ? 'library resolves' : 'libraries resolve'}${notes > 0 ? ` (${notes} unversioned undefined symbol${notes === 1 ? '' : 's'} left to the loading program)` : ''}`;
+    // A feature that will fail (a library loaded at run time) is worth the one line too.
+    const feature = report.problems.find((p) => p.impact === 'feature');
+    return `all ${n} ${n === 1 ? 'library resolves' : 'libraries resolve'}${notes > 0 ? ` (${notes} unversioned undefined symbol${notes === 1 ? '' : 's'} left to the loading program)` : ''}` +
+      `${feature ? `; but ${feature.summary}` : ''}`;
   }
   return first.fix ? `${first.summary}; ${first.fix}` : first.summary;
 }

@@ -20,7 +20,10 @@ export type Via = 'rpath' | 'ld_library_path' | 'runpath' | 'ld.so.cache' | 'def
  * with the initial-exec model and does not fit in what is left of the static TLS block: dlopen
  * fails with "cannot allocate memory in static TLS block".
  */
-export type ProblemKind = 'not-found' | 'noexec-mount' | 'executable-stack' | 'version-not-found' | 'loader-abort' | 'cpu-isa-level' | 'undefined-symbol' | 'unversioned-undefined-symbol' | 'static-tls';
+export type ProblemKind = 'not-found' | 'noexec-mount' | 'executable-stack' | 'version-not-found' | 'loader-abort' | 'cpu-isa-level' | 'undefined-symbol' | 'unversioned-undefined-symbol' | 'static-tls'
+  // What a library loads at run time (runtime/): the toolkit's stub instead of the driver's libcuda, a
+  // libcuda of another release than the kernel module or too old for the toolkit, parts of two releases.
+  | 'cuda-stub' | 'driver-mismatch' | 'driver-too-old' | 'mixed-release';
 
 export interface NeededEdge {
   name: string;
@@ -41,6 +44,8 @@ export interface NeededEdge {
   error?: string;
   /** False on an entry the loader never gets to, having stopped before it (path, via, rule null); absent otherwise. */
   reached?: false;
+  /** A library the object loads at run time with dlopen (runtime/), and when; absent for what ld.so loads at start. */
+  dlopen?: {when: string; impact: 'library' | 'feature' | 'optional'};
 }
 
 export interface CheckedObject {
@@ -74,6 +79,15 @@ export interface Problem {
    * (a vendored library found through its loader's DT_RPATH). Absent otherwise.
    */
   foundWhenLoadedBy?: {object: string; path: string; rule: string};
+  /**
+   * 'dlopen': the problem is with a library loaded at run time (`loadedBy` loads it); absent for what
+   * ld.so loads at start (DT_NEEDED, filters, preloads), which `cudaenv check --json` writes as 'needed'.
+   */
+  edge?: 'dlopen';
+  loadedBy?: {object: string; when: string};
+  /** For edge 'dlopen': 'library' when the loading library cannot work; 'feature' when only `feature` fails (failing only with `strict`). */
+  impact?: 'library' | 'feature';
+  feature?: string;
   /** Why, in words a user can act on. */
   explanation: string;
   /** The fix, a command where one exists. */
@@ -151,4 +165,9 @@ export interface FileVerdict {
   problems: Problem[];
   /** "NAME: REASON" of each preload ld.so drops; one from /etc/ld.so.preload is prefixed with that path and a NUL. */
   failedPreloads: string[];
+}
+
+/** Whether a problem fails the check: unversioned references and a feature's loss only with `strict`. */
+export function isFailing(problem: Pick<Problem, 'kind' | 'impact'>, strict: boolean): boolean {
+  return strict || (problem.kind !== 'unversioned-undefined-symbol' && problem.impact !== 'feature');
 }

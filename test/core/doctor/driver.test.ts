@@ -1,7 +1,8 @@
 import {afterEach, beforeEach, describe, expect, test} from '@jest/globals';
 import {mkdirSync, symlinkSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
-import {driverMismatchFinding, findLibcuda, libcudaVersion, parseProcDriverVersion, readDriver} from '../../../src/core/doctor/driver.js';
+import {driverMismatchFinding, findLibcuda, readDriver} from '../../../src/core/doctor/driver.js';
+import {libcudaVersion, parseProcDriverVersion} from '../../../src/core/versions/driver-version.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {PROC_OPEN, PROC_PROPRIETARY, installVersion, setGlobal, write, type Machine, makeMachine, withMachine} from './machine.js';
 import {defaultDeps} from '../../../src/core/doctor/engine.js';

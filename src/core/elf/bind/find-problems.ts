@@ -266,6 +266,3 @@ function standInsFirst(p: LoaderProcess): (name: string, provider: LoadedObject)
 }
 
 /** Failures that stop the program; unversioned ones count only under --strict. */
-export function isFailing(kind: ProblemKind, strict: boolean): boolean {
-  return kind !== 'unversioned-undefined-symbol' || strict;
-}

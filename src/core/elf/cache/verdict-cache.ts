@@ -1,7 +1,7 @@
 import {mkdirSync, readdirSync, readFileSync, renameSync, statfsSync, statSync, unlinkSync, writeFileSync} from 'node:fs';
 import {basename, dirname, join} from 'node:path';
 import {fileURLToPath} from 'node:url';
-import type {CheckedObject, FileVerdict} from '../report-types.js';
+import {isFailing, type CheckedObject, type FileVerdict} from '../report-types.js';
 import {currentValue, identity, inputKey, type InputKind, type InputSet} from './inputs.js';
 
 /**
@@ -133,7 +133,7 @@ export class VerdictCache {
 
   /** A result just computed from `inputs` (and the check's shared facts); kept when it may be. */
   store(name: string, inputs: InputSet, shared: InputSet, result: FileVerdict, named = false): void {
-    if (result.problems.some((p) => p.kind !== 'unversioned-undefined-symbol')) return;
+    if (result.problems.some((p) => isFailing(p, false))) return;
     const settled = this.startedAt - SETTLE_MS;
     if (inputs.newest >= settled || shared.newest >= settled) return;
     for (const [dev, path] of [...inputs.devices, ...shared.devices]) if (this.onNetworkFs(dev, path)) return;

@@ -99,7 +99,7 @@ function entryWords(entry: string, ctx: ExplainContext): string {
  * The command that removes `entry` from LD_LIBRARY_PATH. The value is split as ld.so splits it
  * (':' and ';'), so an entry written after a ';' is found and the command never repeats the value.
  */
-function dropEntryFix(entry: string, ctx: ExplainContext): string {
+export function dropEntryFix(entry: string, ctx: ExplainContext): string {
   const label = storeLabel(entry, ctx.storeVersionsDir);
   if (label) return `run \`cudaenv use ${label} --ld-library-path none\` (keeps CUDA ${label} without putting its libraries first)`;
   const all = splitLdLibraryPath(ctx.ldLibraryPath);

@@ -1,4 +1,4 @@
-import type {CheckReport, CheckedObject, Problem} from '../report-types.js';
+import {isFailing, type CheckReport, type CheckedObject, type Problem} from '../report-types.js';
 import {EMPTY} from '../search/check-targets.js';
 
 /**
@@ -15,6 +15,10 @@ const LABEL: Record<Problem['kind'], string> = {
   'undefined-symbol': 'undefined symbol',
   'unversioned-undefined-symbol': 'unversioned undefined symbol',
   'static-tls': 'static TLS',
+  'cuda-stub': 'CUDA driver stub',
+  'driver-mismatch': 'driver mismatch',
+  'driver-too-old': 'driver too old',
+  'mixed-release': 'mixed releases',
 };
 
 /** Per-object note lines shown for unversioned references before the rest are counted in one line. */
@@ -31,13 +35,15 @@ function list(names: string[]): string {
  * symbols is one problem for the user (one entry to drop), not eight near-identical blocks.
  * `--json` keeps every problem.
  */
-function groupBlock(group: Problem[]): string[] {
+function groupBlock(group: Problem[], strict: boolean): string[] {
   const first = group[0];
   const lines: string[] = [];
+  // A feature's loss (the profiler, a GPU on a build host) is said, and fails only with --strict.
+  const level = isFailing(first, strict) ? 'error' : 'warning';
   if (first.kind === 'cpu-isa-level' && group.length > 1) return isaBlock(group);
   if (group.length === 1) {
     // A not-found with a picked file is a file the loader stops at (damaged, not ELF, misaligned): it was found.
-    lines.push(`error: ${first.kind === 'not-found' && first.chosen ? 'cannot load' : LABEL[first.kind]}: ${first.summary}`);
+    lines.push(`${level}: ${first.kind === 'not-found' && first.chosen ? 'cannot load' : LABEL[first.kind]}: ${first.summary}`);
   } else {
     const versions = [...new Set(group.filter((p) => p.kind === 'version-not-found').map((p) => p.version!))];
     const symbols = [...new Set(group.filter((p) => p.kind === 'undefined-symbol').map((p) => p.symbol!))];
@@ -46,7 +52,7 @@ function groupBlock(group: Problem[]): string[] {
       ...(versions.length > 0 ? [`does not define version${versions.length === 1 ? '' : 's'} ${versions.join(', ')}`] : []),
       ...(symbols.length > 0 ? [`lacks ${symbols.length} symbol${symbols.length === 1 ? '' : 's'}: ${list(symbols)}`] : []),
     ];
-    lines.push(`error: ${LABEL[first.kind]}: ${base}, which ${parts.join(' and ')}${first.when === 'first-call' ? ' (bound at their first call)' : ''}`);
+    lines.push(`${level}: ${LABEL[first.kind]}: ${base}, which ${parts.join(' and ')}${first.when === 'first-call' ? ' (bound at their first call)' : ''}`);
   }
   if (first.chosen) lines.push(`  picked:   ${first.chosen}`);
   if (first.shadowed) lines.push(`  shadowed: ${first.shadowed}`);
@@ -101,7 +107,7 @@ export function formatProblems(report: CheckReport, options: {strict?: boolean} 
     group.push(p);
     groups.set(key, group);
   }
-  for (const group of groups.values()) lines.push(...groupBlock(group));
+  for (const group of groups.values()) lines.push(...groupBlock(group, options.strict ?? false));
   for (const [key, n] of consequences) {
     const [object, library] = key.split('\0');
     lines.push(`error: ${n} undefined symbol${n === 1 ? '' : 's'} of ${object} would come from ${library}, which ${missing.get(key) === 'noexec-mount' ? 'the loader cannot map' : 'is not found'} (see above)`);
@@ -173,6 +179,7 @@ export function formatTree(report: CheckReport): string[] {
         return;
       }
       if (edge.error !== undefined) rule = `the loader stops here, ${edge.rule ?? 'found'}`;
+      if (edge.dlopen) rule = `dlopen ${edge.dlopen.when}${edge.dlopen.impact === 'library' ? '' : `, ${edge.dlopen.impact}`}, ${rule}`;
       const target = edge.error === undefined ? edge.path ?? 'not found' : edge.path === null ? edge.error : `${edge.path} (${edge.error})`;
       const child = edge.path ? byPath.get(edge.path) : undefined;
       // A name already loaded is not searched again: its dependencies hang where it was first loaded.

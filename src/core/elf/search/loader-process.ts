@@ -209,6 +209,25 @@ export class LoaderProcess {
     }
   }
 
+  /**
+   * A dlopen of `name` by `caller` once the process has started (what libcudart does for
+   * libcuda.so.1 at the first CUDA call): an object already loaded under that name or SONAME is
+   * reused; otherwise the search is `caller`'s (dl-open.c passes the calling object as loader:
+   * its DT_RUNPATH, or the DT_RPATH of it and its loaders and of the program, then
+   * LD_LIBRARY_PATH, the cache, the default directories). The new object has no loader, and its
+   * search list joins the scope as --exe's dlopen does. Only for a process run without --exe.
+   */
+  loadAtRunTime(caller: LoadedObject, name: string): Edge {
+    if (this.dlopenEdge) throw new Error('loadAtRunTime: the process already has a dlopen');
+    const edge = this.mapObject(caller, name, false, 'dlopen');
+    this.dlopenEdge = edge;
+    this.dlopenAt = this.edgeOrder.length;
+    if (edge.object && !this.filterLoop) {
+      for (const o of this.walk([edge.object])) if (!this.scope.includes(o)) this.scope.push(o);
+    }
+    return edge;
+  }
+
   /** _dl_map_object_deps from `start`: its search list; sets `filterLoop` when ld.so would never finish. */
   private walk(start: LoadedObject[]): LoadedObject[] {
     const {list, loop} = walkDependencies(start, (o) => this.dependenciesOf(o), (filtee, before) => {

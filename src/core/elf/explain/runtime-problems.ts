@@ -1,0 +1,137 @@
+import {existsSync, readdirSync, readFileSync} from 'node:fs';
+import {basename, dirname} from 'node:path';
+import type {Problem} from '../report-types.js';
+import type {Edge} from '../search/loader-process.js';
+import {kernelDriverVersion} from '../read/machine/nvidia-driver.js';
+import {describeLoad, type RuntimeLoad} from '../runtime/runtime-loads.js';
+import type {ReleaseCheck} from '../runtime/release-checks.js';
+import {dropEntryFix, explain, type ExplainContext} from './explain-finding.js';
+
+/**
+ * The problems of what libraries load at run time, worded like every other problem (what fails,
+ * the entry that supplies the wrong file, one fix) and marked with the load: edge 'dlopen', the
+ * library that loads it and when, and whether the library cannot work or only a feature fails.
+ */
+export async function explainRuntimeLoads(loads: RuntimeLoad[], ctx: ExplainContext, sysroot: string): Promise<Problem[]> {
+  const problems: Problem[] = [];
+  for (const load of loads) {
+    const mark = (problem: Problem, impact = load.role.impact): Problem => ({
+      ...problem,
+      edge: 'dlopen',
+      loadedBy: {object: load.caller.path, when: load.role.when},
+      impact: impact === 'library' ? 'library' : 'feature',
+      ...(impact !== 'library' && load.role.feature ? {feature: load.role.feature} : {}),
+    });
+    const how = describeLoad(load);
+    for (const f of load.findings) {
+      const problem = await explain(load.process, f, ctx);
+      if (f.kind === 'not-found' && f.edge === load.edge && !load.edge.errorPath) {
+        problems.push(notFound(problem, load, how, sysroot, mark));
+        continue;
+      }
+      problem.explanation = `${how}. ${problem.explanation}${consequence(load)}`;
+      problems.push(mark(problem));
+    }
+    for (const check of load.checks) problems.push(mark(explainCheck(check, load, how, ctx, sysroot), check.kind === 'mixed-release' ? load.role.impact : 'library'));
+  }
+  return problems;
+}
+
+/** What the failure costs: the library, or only a feature. */
+function consequence(load: RuntimeLoad): string {
+  const caller = basename(load.caller.path);
+  return load.role.impact === 'library'
+    ? ` Without it ${caller} cannot work: the call that loads it fails.`
+    : ` Only ${load.role.feature ?? 'the feature that needs it'} fails; the rest of ${caller} works.`;
+}
+
+function notFound(problem: Problem, load: RuntimeLoad, how: string, sysroot: string, mark: (p: Problem, impact?: RuntimeLoad['role']['impact']) => Problem): Problem {
+  const caller = basename(load.caller.path);
+  const searched = `the search dlopen makes from ${load.caller.path} (its DT_RUNPATH, or the DT_RPATH of it and what loaded it; LD_LIBRARY_PATH; ld.so.cache; the system directories)`;
+  if (load.name === 'libcuda.so.1') {
+    const kernel = kernelDriverVersion(sysroot);
+    const driverOnly = 'libcuda.so.1 is the NVIDIA driver\'s own library: it comes only with the driver (Debian\'s libcuda1, the nvidia-driver packages, NVIDIA\'s .run installer), never with a toolkit or a wheel.';
+    if (kernel === null) {
+      problem.summary = `${how}, and this machine has no NVIDIA driver to provide it`;
+      problem.explanation = `${driverOnly} Nothing on ${searched} is one, and no NVIDIA kernel module is loaded (no /proc/driver/nvidia/version). ` +
+        `Loading works; every CUDA call here fails with cudaErrorInsufficientDriver ("CUDA driver version is insufficient for CUDA runtime version"). Fine on a build host.`;
+      problem.fix = 'run it on a machine with the NVIDIA driver (`nvidia-smi` there shows it), or install the driver here';
+      return mark(problem, 'feature');
+    }
+    problem.summary = `${how}, and the loader cannot find the libcuda.so.1 of the driver ${kernel} this machine runs`;
+    problem.explanation = `${driverOnly} The kernel module ${kernel} is loaded, but no libcuda.so.1 is on ${searched}. ` +
+      `Every CUDA call fails with cudaErrorInsufficientDriver.`;
+    problem.fix = `install the driver's user-space libraries of ${kernel} (the libcuda1/nvidia-driver package of that version), or add the directory that holds libcuda.so.${kernel} to /etc/ld.so.conf.d/ and run \`ldconfig\``;
+    return mark(problem, 'library');
+  }
+  problem.summary = `${how}, and the loader cannot find it`;
+  problem.explanation = `${load.caller.path} loads ${load.name} with dlopen ${load.role.when}; nothing on ${searched} holds it.${consequence(load)}`;
+  if (problem.fix?.startsWith('install the package that provides')) {
+    problem.fix = `install ${load.role.what} from the same release as ${caller}, or add the directory that holds ${load.name} to LD_LIBRARY_PATH`;
+  }
+  return mark(problem);
+}
+
+/** The ld.so.conf files that list `dir` (the files to change when the cache brings a wrong library). */
+function confFilesListing(dir: string, sysroot: string): string[] {
+  const files = [`${sysroot}/etc/ld.so.conf`];
+  try {
+    files.push(...readdirSync(`${sysroot}/etc/ld.so.conf.d`).filter((n) => n.endsWith('.conf')).sort().map((n) => `${sysroot}/etc/ld.so.conf.d/${n}`));
+  } catch {
+    // no such directory
+  }
+  const host = dir.replace(/\/+$/, '');
+  const inImage = sysroot !== '' && host.startsWith(sysroot) ? host.slice(sysroot.length) : host;
+  return files.filter((f) => {
+    try {
+      return existsSync(f) && readFileSync(f, 'utf8').split('\n').some((l) => l.replace(/#.*/, '').trim().replace(/\/+$/, '') === inImage);
+    } catch {
+      return false;
+    }
+  }).map((f) => (sysroot !== '' && f.startsWith(sysroot) ? f.slice(sysroot.length) : f));
+}
+
+/** The one thing to change so the load no longer brings `path`: the entry that brought it. */
+function fixForEntry(edge: Edge, path: string, ctx: ExplainContext, sysroot: string, instead: string): string {
+  if (edge.ldEntry !== undefined) return `${dropEntryFix(edge.ldEntry, ctx)}, so that ${instead}`;
+  if (edge.via === 'ld.so.cache') {
+    const files = confFilesListing(dirname(path), sysroot);
+    return files.length > 0
+      ? `remove ${dirname(path)} from ${files.join(' and ')} and run \`sudo ldconfig\`, so that ${instead}`
+      : `remove ${dirname(path)} from the loader's configuration (/etc/ld.so.conf and /etc/ld.so.conf.d/) and run \`sudo ldconfig\`, so that ${instead}`;
+  }
+  if (edge.via === 'rpath' || edge.via === 'runpath') return `remove ${dirname(path)} from the ${edge.via === 'rpath' ? 'DT_RPATH' : 'DT_RUNPATH'} named in "${edge.rule}" (\`patchelf --set-rpath\`), so that ${instead}`;
+  return `remove ${path}, so that ${instead}`;
+}
+
+function explainCheck(check: ReleaseCheck, load: RuntimeLoad, how: string, ctx: ExplainContext, sysroot: string): Problem {
+  const path = check.object.path;
+  const base: Problem = {kind: check.kind, object: load.caller.path, library: load.name, version: null, symbol: null,
+    chosen: `${path} (${load.edge.rule ?? 'already loaded'})`, shadowed: null, explanation: '', fix: null, summary: ''};
+  switch (check.kind) {
+    case 'cuda-stub':
+      base.summary = `${how} and gets the CUDA toolkit's stub ${path}: every CUDA call fails with "CUDA driver is a stub library"`;
+      base.explanation = `${how}. The loader finds ${path} by ${load.edge.rule ?? 'a name already loaded'}. ${check.detail}: it exists only for linking, and every entry point returns ` +
+        'CUDA_ERROR_STUB_LIBRARY, so the first CUDA call fails with cudaErrorStubLibrary ("CUDA driver is a stub library").';
+      base.fix = fixForEntry(load.edge, path, ctx, sysroot, 'the driver\'s libcuda.so.1 is found');
+      return base;
+    case 'driver-mismatch':
+      base.summary = `${how} and gets a libcuda that does not match the kernel module: CUDA calls fail with "system has unsupported display driver / cuda driver combination"`;
+      base.explanation = `${how}. The loader finds ${path} by ${load.edge.rule ?? 'a name already loaded'}. ${check.detail}; CUDA then fails with cudaErrorSystemDriverMismatch.`;
+      base.fix = fixForEntry(load.edge, path, ctx, sysroot, 'the libcuda of the running driver is found');
+      return base;
+    case 'driver-too-old':
+      base.summary = `${how} and gets a libcuda too old for it: CUDA calls fail with cudaErrorInsufficientDriver`;
+      base.explanation = `${how}. The loader finds ${path} by ${load.edge.rule ?? 'a name already loaded'}. ${check.detail}.`;
+      base.fix = 'upgrade the NVIDIA driver, or use a CUDA release this driver supports (`cudaenv doctor` names them)';
+      return base;
+    case 'mixed-release': {
+      const [a, b] = check.sides ?? [];
+      base.summary = `${how}, and gets ${basename(path)} of another release: ${a ? `${basename(a.path)} is ${a.version} (${dirname(a.path)})` : ''}${b ? `, ${basename(b.path)} is ${b.version} (${dirname(b.path)})` : ''}`;
+      base.explanation = `${how}. The loader finds ${path} by ${load.edge.rule ?? 'a name already loaded'}. ${check.detail}.${consequence(load)}`;
+      base.fix = fixForEntry(load.edge, path, ctx, sysroot, `${load.name} of the same release as ${basename(load.caller.path)} is found`);
+      return base;
+    }
+  }
+}
+
