@@ -6,6 +6,7 @@
 import {existsSync} from 'node:fs';
 import {firstOnPath, inspectPython, pythonCudaLibDirs} from '../system/python-env.js';
 import {dynamicProgram} from '../elf/index.js';
+import {driverLibraryFindings} from './driver-library.js';
 import {driverFacts, driverFindings, findForwardCompat} from './compat.js';
 import {condaFindings} from './conda.js';
 import {driverMismatchFinding, findLibcuda, noKernelModuleFinding, readDriver} from './driver.js';
@@ -94,6 +95,12 @@ export async function runDoctor(ctx: DoctorContext, deps: DoctorDeps): Promise<D
         fix: 'Run `cudaenv check` on these directories for details',
       });
     }
+  }
+
+  try {
+    findings.push(...await driverLibraryFindings(ctx, toolkits.active, pyLibDirs, deps.check, program));
+  } catch {
+    // the same libraries' check above reports an engine that cannot run
   }
 
   const loader = loaderView(ctx, toolkits, cache?.entries);

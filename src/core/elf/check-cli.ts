@@ -56,7 +56,8 @@ export async function runCheckCli(input: CheckCliInput): Promise<CheckCliResult>
     storeVersionsDir: input.storeVersionsDir,
     cacheDir: input.cacheDir,
   };
-  const report = await checkWithWheels({...options, targets: input.targets, exe: input.exe}, input.python ?? {targets: []});
+  const checked = await checkWithWheels({...options, targets: input.targets, exe: input.exe}, input.python ?? {targets: []});
+  const report = input.json ? withEdgeKinds(checked) : checked;
   const all = [...input.targets, ...(input.python?.targets ?? [])];
   const warnings = report.checked.length === 0 ? [`no ELF shared objects in ${all.join(', ')}`] : [];
   let text: string | null = null;
@@ -81,4 +82,16 @@ export function parsePageSize(text: string): number {
     throw new UsageError(`--page-size ${text}: not a page size`, 'Give the kernel\'s page size in bytes or with k: 4k (x86-64), or 4k, 16k or 64k on aarch64 (`getconf PAGESIZE` on that machine).');
   }
   return n;
+}
+
+/**
+ * `--json` names every edge's kind: 'needed' for what ld.so loads at start (DT_NEEDED, filters,
+ * preloads), 'dlopen' for what a library loads at run time; so do the problems.
+ */
+function withEdgeKinds(report: CheckReport): CheckReport {
+  return {
+    ...report,
+    objects: report.objects.map((o) => ({...o, needed: o.needed.map((e) => ({...e, edge: e.dlopen ? 'dlopen' : 'needed'}))})),
+    problems: report.problems.map((p) => ({...p, edge: p.edge ?? 'needed'})),
+  };
 }

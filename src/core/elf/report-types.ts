@@ -46,6 +46,8 @@ export interface NeededEdge {
   reached?: false;
   /** A library the object loads at run time with dlopen (runtime/), and when; absent for what ld.so loads at start. */
   dlopen?: {when: string; impact: 'library' | 'feature' | 'optional'};
+  /** Set in `cudaenv check --json` only: 'dlopen' with `dlopen`, 'needed' otherwise. */
+  edge?: 'needed' | 'dlopen';
 }
 
 export interface CheckedObject {
@@ -83,7 +85,7 @@ export interface Problem {
    * 'dlopen': the problem is with a library loaded at run time (`loadedBy` loads it); absent for what
    * ld.so loads at start (DT_NEEDED, filters, preloads), which `cudaenv check --json` writes as 'needed'.
    */
-  edge?: 'dlopen';
+  edge?: 'needed' | 'dlopen';
   loadedBy?: {object: string; when: string};
   /** For edge 'dlopen': 'library' when the loading library cannot work; 'feature' when only `feature` fails (failing only with `strict`). */
   impact?: 'library' | 'feature';

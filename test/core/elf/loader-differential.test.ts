@@ -24,6 +24,8 @@ function verdictOf(report: CheckReport, cwd: string): LoaderVerdict {
   const seen = new Set<string>([target]);
   for (const obj of report.objects) {
     for (const e of obj.needed) {
+      // ldd -r is the oracle of what ld.so loads at start: what libraries dlopen later is not in it.
+      if (e.dlopen) continue;
       if (e.path === null) {
         // ldd's listing starts at the main object; a filtee of the main object is linked in before
         // it (dl-deps.c), so a missing DT_AUXILIARY of the target (CUDA 13's libnvtx3interop.so.1
@@ -38,8 +40,9 @@ function verdictOf(report: CheckReport, cwd: string): LoaderVerdict {
       libs.add(`${e.name} => ${e.path}`);
     }
   }
-  const versions = report.problems.filter((p) => p.kind === 'version-not-found').map((p) => `${p.version} ${p.object}`);
-  const symbols = report.problems.filter((p) => p.kind === 'undefined-symbol' || p.kind === 'unversioned-undefined-symbol')
+  const atStart = report.problems.filter((p) => p.edge !== 'dlopen');
+  const versions = atStart.filter((p) => p.kind === 'version-not-found').map((p) => `${p.version} ${p.object}`);
+  const symbols = atStart.filter((p) => p.kind === 'undefined-symbol' || p.kind === 'unversioned-undefined-symbol')
     .map((p) => `${p.symbol}@${p.version ?? ''} ${p.object}`);
   void cwd;
   return {libs: [...libs].sort(), versions: [...new Set(versions)].sort(), symbols: [...new Set(symbols)].sort(), raw: ''};
