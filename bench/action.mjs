@@ -17,7 +17,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const bundle = join(root, 'dist-action', 'index.mjs');
 const runs = Number(process.argv[2] ?? 3);
 const label = '12.4.1';
-const manifestPath = join(root, '..', 'shared', 'redist-manifests', 'cuda', `redistrib_${label}.json`);
+const manifestPath = join(root, 'test', 'fixtures', 'redist-manifests', 'cuda', `redistrib_${label}.json`);
 const chosen = ['cuda_nvcc', 'cuda_cudart'];
 const platform = 'linux-x86_64';
 const machineParts = new Set(['nvidia_driver', 'fabricmanager', 'imex', 'libnvidia_nscq', 'nvidia_fs', 'driver_assistant', 'cuda_compat', 'mft', 'mft_autocomplete', 'mft_oem', 'nvlsm', 'collectx_bringup', 'libnvsdm']);
@@ -128,7 +128,7 @@ const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join('
 server.kill();
 server = undefined;
 
-console.log(`CUDA ${label}, ${platform}, from the real manifest (shared/redist-manifests/cuda/redistrib_${label}.json):\n`);
+console.log(`CUDA ${label}, ${platform}, from the real manifest (test/fixtures/redist-manifests/cuda/redistrib_${label}.json):\n`);
 console.log('| what | bytes | MiB | share of the runfile-equivalent |');
 console.log('| --- | --- | --- | --- |');
 console.log(`| every ${platform} archive in the manifest (${entries.length}: the runfile-equivalent) | ${all} | ${mib(all)} | 100% |`);

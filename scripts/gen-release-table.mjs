@@ -5,7 +5,7 @@
 // versions it finds there against this table: nvcc's or cudart's own version is not the release.
 //
 //   node scripts/gen-release-table.mjs [MANIFEST_DIR] [OUT]
-//   (defaults: ../shared/redist-manifests/cuda and src/core/versions/releases.json)
+//   (defaults: test/fixtures/redist-manifests/cuda, NVIDIA's manifests kept in the repository, and src/core/versions/releases.json)
 //   node scripts/gen-release-table.mjs --mirror URL|DIR [OUT]
 //   (keeps every release OUT has and adds, or replaces, each release the mirror's index lists:
 //    https://developer.download.nvidia.com/compute/cuda/redist/ for NVIDIA's newest; a partial
@@ -25,7 +25,7 @@ const mirrorAt = args.indexOf('--mirror');
 const mirror = mirrorAt >= 0 ? args[mirrorAt + 1] : undefined;
 if (mirrorAt >= 0 && !mirror) fail('--mirror needs a URL or a directory (e.g. https://developer.download.nvidia.com/compute/cuda/redist/)');
 const rest = mirrorAt >= 0 ? args.filter((_, i) => i !== mirrorAt && i !== mirrorAt + 1) : args;
-const manifestDir = mirror ? undefined : rest[0] ?? join(root, '..', 'shared', 'redist-manifests', 'cuda');
+const manifestDir = mirror ? undefined : rest[0] ?? join(root, 'test', 'fixtures', 'redist-manifests', 'cuda');
 const out = (mirror ? rest[0] : rest[1]) ?? join(root, 'src', 'core', 'versions', 'releases.json');
 
 // Entries in every manifest that are not parts of a toolkit (drivers, fabric manager, firmware tools).

@@ -1,11 +1,10 @@
-import {existsSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs';
+import {mkdirSync, readFileSync, writeFileSync} from 'node:fs';
 import {dirname, join} from 'node:path';
 import {fileURLToPath} from 'node:url';
 import {buildArchive, sha256, writeIndex, type ComponentSpec} from '../helpers/mirror.js';
 
-/** The project's verbatim NVIDIA manifests (../shared/redist-manifests beside the repository). */
-export const MANIFESTS = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'shared', 'redist-manifests');
-export const HAVE_MANIFESTS = existsSync(join(MANIFESTS, 'cuda', 'redistrib_12.4.1.json'));
+/** NVIDIA's verbatim manifests, kept in the repository (test/fixtures/redist-manifests). */
+export const MANIFESTS = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'redist-manifests');
 
 export interface Served {
   name: string;
@@ -17,7 +16,7 @@ export interface Served {
 /**
  * Writes NVIDIA's real `redistrib_<label>.json` under `root` with stand-in archives for
  * `standIns`: each is put at the manifest's own relative_path, and only the sha256 and size
- * of the entries served are rewritten (as ../shared/redist-manifests/README.md asks). Every
+ * of the entries served are rewritten (as test/fixtures/redist-manifests/README.md asks). Every
  * other component stays as NVIDIA lists it; the mirror has no archive for it.
  */
 export function writeRealRelease(root: string, kind: 'cuda' | 'cudnn', label: string, standIns: ComponentSpec[], work: string): Served[] {

@@ -1,5 +1,5 @@
 import {execFileSync} from 'node:child_process';
-import {existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync} from 'node:fs';
+import {mkdirSync, mkdtempSync, readFileSync, writeFileSync} from 'node:fs';
 import {basename, dirname, join} from 'node:path';
 import {REPO_ROOT} from './cli.js';
 import {buildArchive, NVCC_PROFILE, nvccScript, sha256, writeIndex, type ComponentSpec, type FileSpec} from './mirror.js';
@@ -11,10 +11,8 @@ import {buildArchive, NVCC_PROFILE, nvccScript, sha256, writeIndex, type Compone
  * (and pkg-config/) and LICENSE; `nvvm/` in cuda_nvcc up to 12.x and in libnvvm from 13.0.
  */
 
-/** The vendored copies (always there) and the project's full shared set (where this checkout has it). */
+/** NVIDIA's manifests, every CUDA release 11.4.2-13.0.2 and cuDNN 8.5-9.14, kept in the repository (test/fixtures/redist-manifests). */
 export const VENDORED_MANIFESTS = join(REPO_ROOT, 'test', 'fixtures', 'redist-manifests');
-export const SHARED_MANIFESTS = join(REPO_ROOT, '..', 'shared', 'redist-manifests');
-export const HAVE_SHARED_MANIFESTS = existsSync(join(SHARED_MANIFESTS, 'cuda', 'redistrib_11.4.2.json'));
 
 export function realManifestText(product: 'cuda' | 'cudnn', label: string): string {
   return readFileSync(join(VENDORED_MANIFESTS, product, `redistrib_${label}.json`), 'utf8');

@@ -4,7 +4,7 @@ import {join} from 'node:path';
 import {parseManifest, type Manifest} from '../../../src/core/remote/manifest.js';
 import {describeMissing, planComponents, planProfile, PROFILES} from '../../../src/core/remote/profiles.js';
 import {laterManifestText, type Reshape} from '../../helpers/later-manifests.js';
-import {HAVE_SHARED_MANIFESTS, SHARED_MANIFESTS, VENDORED_MANIFESTS} from '../../helpers/real-mirror.js';
+import {VENDORED_MANIFESTS} from '../../helpers/real-mirror.js';
 
 /**
  * Issue 36: a profile names parts by what they are. A part renamed (cuda_cccl -> cccl from 13.2)
@@ -14,9 +14,9 @@ import {HAVE_SHARED_MANIFESTS, SHARED_MANIFESTS, VENDORED_MANIFESTS} from '../..
 
 const later = (r: Reshape): Manifest => parseManifest(laterManifestText(r), `redistrib_${r.label}.json`, r.label);
 
-/** Every real CUDA manifest here (the shared set 11.4.2-13.0.2 where this checkout has it). */
+/** Every real CUDA manifest here (11.4.2-13.0.2). */
 function realManifests(): Array<{label: string; manifest: Manifest}> {
-  const dir = join(HAVE_SHARED_MANIFESTS ? SHARED_MANIFESTS : VENDORED_MANIFESTS, 'cuda');
+  const dir = join(VENDORED_MANIFESTS, 'cuda');
   return readdirSync(dir).filter((f) => /^redistrib_\d+\.\d+\.\d+\.json$/.test(f)).map((f) => {
     const label = f.slice('redistrib_'.length, -'.json'.length);
     return {label, manifest: parseManifest(readFileSync(join(dir, f), 'utf8'), f, label)};
@@ -28,7 +28,7 @@ const LINUX = ['linux-x86_64', 'linux-sbsa', 'linux-aarch64'];
 describe('profiles against NVIDIA\'s real manifests', () => {
   test('no real release 11.4.2-13.0.2 lacks a part its profile expects, on any platform it has (older releases are known to predate cuda_crt, libnvvm, nvJitLink, the profiler API)', () => {
     const all = realManifests();
-    expect(all.length).toBeGreaterThanOrEqual(HAVE_SHARED_MANIFESTS ? 37 : 3);
+    expect(all.length).toBeGreaterThanOrEqual(37);
     let checked = 0;
     for (const {label, manifest} of all) {
       for (const platform of LINUX) {

@@ -9,8 +9,8 @@ import {parseManifest, type Manifest} from '../../../src/core/remote/manifest.js
 import {rewritePcText} from '../../../src/core/remote/pkgconfig.js';
 import {machineKind, platformForRelease} from '../../../src/core/remote/platform.js';
 import {machineSoftwareReason, profileComponents, selectComponents} from '../../../src/core/remote/profiles.js';
-import {HAVE_SHARED_MANIFESTS, SHARED_MANIFESTS, VENDORED_MANIFESTS, realManifestText, rewriteArtifact} from '../../helpers/real-mirror.js';
-import {describeIf, testIf} from '../../helpers/skip.js';
+import {VENDORED_MANIFESTS, realManifestText, rewriteArtifact} from '../../helpers/real-mirror.js';
+import {testIf} from '../../helpers/skip.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 
 /** NVIDIA's real manifests, read as they are (test/fixtures/redist-manifests). */
@@ -39,17 +39,14 @@ function checkParsesAll(dir: string): void {
 }
 
 describe('NVIDIA\'s real manifests', () => {
-  test('the vendored ones all parse; CUDA releases are installable for x86_64', () => {
+  test('every CUDA release 11.4.2-13.0.2 and every cuDNN 8.5-9.14 parses; CUDA releases are installable for x86_64; those without release_label take it from the file name', () => {
     checkParsesAll(VENDORED_MANIFESTS);
-  });
-
-  describeIf(HAVE_SHARED_MANIFESTS, 'needs ../shared/redist-manifests (the project\'s shared checkout)')('the whole shared set', () => {
-    test('every CUDA release 11.4.2-13.0.2 and every cuDNN 8.5-9.14 parses; those without release_label take it from the file name', () => {
-      checkParsesAll(SHARED_MANIFESTS);
-      const noLabel = filesIn(SHARED_MANIFESTS).filter((f) => f.product === 'cuda' && !('release_label' in JSON.parse(f.text))).map((f) => f.label);
-      expect(noLabel).toEqual(expect.arrayContaining(['11.4.2', '11.8.0', '12.0.1', '12.1.1']));
-      expect(noLabel.every((l) => labelParts(l)![0]! <= 12)).toBe(true);
-    });
+    const files = filesIn(VENDORED_MANIFESTS);
+    expect(files.filter((f) => f.product === 'cuda').length).toBe(37);
+    expect(files.filter((f) => f.product === 'cudnn').length).toBe(36);
+    const noLabel = files.filter((f) => f.product === 'cuda' && !('release_label' in JSON.parse(f.text))).map((f) => f.label);
+    expect(noLabel).toEqual(expect.arrayContaining(['11.4.2', '11.8.0', '12.0.1', '12.1.1']));
+    expect(noLabel.every((l) => labelParts(l)![0]! <= 12)).toBe(true);
   });
 
   test('11.8.0 has no release_label: the label is the file name\'s; without a file name it is refused', () => {

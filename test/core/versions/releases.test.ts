@@ -9,7 +9,7 @@ import {testIf} from '../../helpers/skip.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {makeFakeToolkit} from '../../helpers/toolkit.js';
 
-const MANIFESTS = join(REPO_ROOT, '..', 'shared', 'redist-manifests', 'cuda');
+const MANIFESTS = join(REPO_ROOT, 'test', 'fixtures', 'redist-manifests', 'cuda');
 const GEN = join(REPO_ROOT, 'scripts', 'gen-release-table.mjs');
 
 let dir: string;
@@ -57,7 +57,7 @@ describe('the release table', () => {
     expect(r.stderr).toContain('redistrib_12.5.0.json: release_label 12.5.1 disagrees with the file name');
   });
 
-  testIf(existsSync(MANIFESTS), `needs NVIDIA's manifests at ${MANIFESTS}`)('the shipped table is what the generator makes from the manifests', () => {
+  test('the shipped table is what the generator makes from the manifests', () => {
     const out = join(dir, 'releases.json');
     expect(spawnSync(process.execPath, [GEN, MANIFESTS, out]).status).toBe(0);
     expect(readFileSync(out, 'utf8')).toBe(readFileSync(join(REPO_ROOT, 'src', 'core', 'versions', 'releases.json'), 'utf8'));
