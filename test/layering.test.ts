@@ -33,7 +33,7 @@ const LAYERS: string[][] = [
 ];
 
 /** The loader model's stages in the order data flows; report-types.ts is shared by all. */
-const STAGES = ['read', 'cache', 'search', 'bind', 'runtime', 'explain'];
+const STAGES = ['read', 'cache', 'search', 'bind', 'runtime', 'gpu', 'explain'];
 const ELF = 'core/elf';
 const ELF_ENTRIES = new Set(['core/elf/index.ts', 'core/elf/api.ts']);
 

@@ -20,6 +20,7 @@ export default class Check extends CudaenvCommand {
     '<%= config.bin %> check $VIRTUAL_ENV/lib/python3.11/site-packages/torch/lib --ld-library-path /usr/local/cuda-12.3/lib64',
     '<%= config.bin %> check ext.cpython-311-x86_64-linux-gnu.so --exe "$(command -v python3)"',
     '<%= config.bin %> check ./wheel/torch/lib --page-size 64k',
+    '<%= config.bin %> check "$VIRTUAL_ENV/lib/python3.12/site-packages/torch/lib" --gpu 12.0 --gpu 8.6',
   ];
   static override strict = false;
   static override args = {path: Args.string({description: 'shared objects or directories (every ELF shared object in them)'})};
@@ -30,7 +31,9 @@ export default class Check extends CudaenvCommand {
     recursive: Flags.boolean({char: 'r', description: 'also check shared objects in subdirectories'}),
     tree: Flags.boolean({description: 'print the dependency tree with the resolved path and rule on every edge'}),
     strict: Flags.boolean({description: 'fail on unversioned undefined symbols too'}),
+    'runtime-loads': Flags.boolean({allowNo: true, default: true, description: 'follow what libraries dlopen at run time: libcudart\'s libcuda.so.1, NVRTC\'s builtins, cuDNN\'s parts (--no-runtime-loads: only what ld.so loads at start, as ldd -r)'}),
     'page-size': Flags.string({description: 'check for a kernel with this page size (4k, 16k, 64k: `getconf PAGESIZE` there; default: this machine\'s), e.g. libraries for a 64 KB aarch64 kernel'}),
+    gpu: Flags.string({multiple: true, description: 'also say whether each library carries GPU code this GPU runs: a compute capability or architecture (8.6, sm_120; repeatable), or `auto` for this machine\'s GPUs (nvidia-smi)'}),
     cache: Flags.boolean({allowNo: true, default: true, description: 'reuse the results of files whose libraries, directories and links have not changed since the last check (--no-cache: check everything afresh)'}),
   };
 
@@ -103,7 +106,7 @@ export default class Check extends CudaenvCommand {
     const pageSize = flags['page-size'] === undefined ? undefined : parsePageSize(flags['page-size']);
     const result = await runCheckCli({
       pageSize,
-      targets, python, ldLibraryPath, exe: flags.exe, recursive: flags.recursive, strict: flags.strict, tree: flags.tree,
+      targets, python, ldLibraryPath, exe: flags.exe, recursive: flags.recursive, strict: flags.strict, tree: flags.tree, runtimeLoads: flags['runtime-loads'], gpus: flags.gpu,
       heading: heading ? `checking ${heading}` : undefined,
       storeVersionsDir: this.paths.versions, json: this.jsonEnabled(), env: process.env,
       cacheDir: flags.cache ? this.paths.checkCache : undefined,

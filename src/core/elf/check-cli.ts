@@ -8,6 +8,8 @@ import {UsageError} from '../errors.js';
 import type {CheckReport} from './report-types.js';
 import {formatProblems, formatSkipped, formatTree} from './explain/format-report.js';
 import {checkWithWheels, firstProblemLine} from './check.js';
+import {checkGpuCode, gpuCodeForTree, gpuSummaryLine} from './gpu/check-gpu.js';
+import {formatGpu} from './explain/format-gpu.js';
 
 export interface CheckCliInput {
   targets: string[];
@@ -17,6 +19,10 @@ export interface CheckCliInput {
   recursive?: boolean;
   strict?: boolean;
   tree?: boolean;
+  /** --no-runtime-loads: only what ld.so loads at start, as `ldd -r`. */
+  runtimeLoads?: boolean;
+  /** --gpu values (8.6, sm_120; `auto`: this machine's GPUs): whether each library carries code they run (issue 33). */
+  gpus?: string[];
   /** $CUDAENV_DIR/versions (fixes name the version an LD_LIBRARY_PATH entry belongs to). */
   storeVersionsDir: string;
   /** $CUDAENV_DIR/cache/check, the persistent verdict cache; undefined with --no-cache. */
@@ -51,6 +57,7 @@ export async function runCheckCli(input: CheckCliInput): Promise<CheckCliResult>
     preload: input.env.LD_PRELOAD ? [input.env.LD_PRELOAD] : undefined,
     recursive: input.recursive,
     strict: input.strict,
+    runtimeLoads: input.runtimeLoads,
     sysroot: input.env.CUDAENV_SYSROOT || undefined,
     pageSize: input.pageSize,
     storeVersionsDir: input.storeVersionsDir,
@@ -60,12 +67,14 @@ export async function runCheckCli(input: CheckCliInput): Promise<CheckCliResult>
   const report = input.json ? withEdgeKinds(checked) : checked;
   const all = [...input.targets, ...(input.python?.targets ?? [])];
   const warnings = report.checked.length === 0 ? [`no ELF shared objects in ${all.join(', ')}`] : [];
+  if (input.gpus?.length) checkGpuCode(report, input.gpus, input.cacheDir, warnings);
   let text: string | null = null;
   if (!input.json) {
     const out: string[] = input.heading ? [input.heading] : [];
-    if (input.tree) out.push(...formatTree(report), '');
+    if (input.tree) out.push(...formatTree(report, gpuCodeForTree(report, input.cacheDir)), '');
     out.push(...formatSkipped(report), ...formatProblems(report, {strict: input.strict}));
-    out.push(firstProblemLine(report, {strict: input.strict}));
+    if (report.gpu) out.push(...formatGpu(report.gpu));
+    out.push(gpuSummaryLine(report) ?? firstProblemLine(report, {strict: input.strict}));
     text = out.join('\n');
   }
   return {report, exitCode: report.ok ? 0 : 1, warnings, text};

@@ -18,6 +18,8 @@ import {InputRecorder} from './cache/inputs.js';
 import {normalRoot} from './read/machine/sysroot.js';
 import {noexecMountOf, noexecMountPoints} from './read/machine/mounts.js';
 import {VerdictCache} from './cache/verdict-cache.js';
+import {LoaderFactsFile} from './cache/loader-facts.js';
+import {splitLdLibraryPath} from './search/search-path.js';
 
 /**
  * The check of a share of the listed files, in this thread or in a worker: each file read,
@@ -54,8 +56,12 @@ export function makeContext(options: CheckOptions, cwd: string, recorder: InputR
   const cacheFile = options.cacheFile ?? `${sysroot}/etc/ld.so.cache`;
   // Its identity before its contents: a cache rebuilt after this is seen by the next check.
   recorder?.statNow(cacheFile);
-  // Loaded up front: every process needs it, and its generator string names the glibc version.
-  const cache = loadLdCache(cacheFile);
+  // Read on first use (every process needs it, and its generator string names the glibc
+  // version): a check answered from the verdict cache never reads it.
+  let ldCache: ReturnType<typeof loadLdCache> | undefined;
+  const cache = () => (ldCache ??= loadLdCache(cacheFile));
+  // What the host's loader says it searches, kept beside the verdicts: a cached check starts no process.
+  const factsStore = options.cacheDir ? new LoaderFactsFile(options.cacheDir) : undefined;
   // The same few hundred names are looked up by every process of a check: answered once each.
   const answers = new Map<LoaderPlatform, Map<string, string | null>>();
   const view = new FileView(cwd, sysroot);
@@ -73,7 +79,7 @@ export function makeContext(options: CheckOptions, cwd: string, recorder: InputR
     view,
     ...(options.pageSize !== undefined ? {pageSizeGiven: true} : {}),
     platformFor(elfClass, machine) {
-      const platform = withPageSize(loaderPlatform(elfClass, machine, sysroot, cache.generator));
+      const platform = withPageSize(loaderPlatform(elfClass, machine, sysroot, () => cache().generator, factsStore));
       if (recorder) {
         const key = `${elfClass}:${machine}`;
         let value = platforms.get(key);
@@ -97,7 +103,7 @@ export function makeContext(options: CheckOptions, cwd: string, recorder: InputR
         const hwcapsSubdirs = platform.hwcapsSubdirs.filter((s) => s.startsWith('glibc-hwcaps/')).map((s) => s.slice('glibc-hwcaps/'.length));
         // The ISA level the cache entries are filtered by is the one the loader searches.
         const isaLevel = Math.max(1, ...hwcapsSubdirs.map((s) => Number(/^x86-64-v(\d)$/.exec(s)?.[1] ?? 1)));
-        const hit = lookupCache(cache, name, {elfClass: platform.elfClass, machine: platform.machine, hwcapsSubdirs, isaLevel, legacyHwcap: platform.legacyHwcap});
+        const hit = lookupCache(cache(), name, {elfClass: platform.elfClass, machine: platform.machine, hwcapsSubdirs, isaLevel, legacyHwcap: platform.legacyHwcap});
         answer = hit ? sysroot + hit : null;
         known.set(name, answer);
       }
@@ -159,12 +165,30 @@ function checkedObjects(p: LoaderProcess, stop: LoadStop | null): {objects: Chec
   return {objects, startup};
 }
 
+/**
+ * Each file's result: from the verdict cache when everything it rested on reads the same (no
+ * table of it is read then, nor the --exe program's), else checked. Bad usage (a file named
+ * explicitly that is not a library, an --exe that is no program) fails before any file is
+ * checked; a file answered from the cache was one, and is one still (its identity is unchanged).
+ */
 export async function checkFiles(options: CheckOptions, files: IndexedFile[]): Promise<FileResult[]> {
   const cwd = options.cwd ?? process.cwd();
   const recorder = options.cacheDir ? new InputRecorder() : null;
   const ctx = makeContext(options, cwd, recorder);
-  const exe = await readExe(options, cwd, recorder);
   const cache = options.cacheDir ? openCache(options, cwd, ctx) : null;
+  const ordered = [...files].sort((a, b) => a.index - b.index);
+  const nameOf = (file: IndexedFile): string => (file.file === undefined ? file.path : `${file.path}\0${file.file}`);
+  const hits = new Map<IndexedFile, FileVerdict>();
+  if (cache) {
+    for (const file of ordered) {
+      const hit = cache.lookup(nameOf(file), file.explicit);
+      if (hit) hits.set(file, hit);
+    }
+  }
+  const misses = ordered.filter((f) => !hits.has(f));
+  for (const file of misses) if (file.explicit) readListedSync(file);
+  // With nothing to check, a bad --exe is still bad usage.
+  const exe = misses.length > 0 || ordered.length === 0 ? await readExe(options, cwd, recorder) : undefined;
   // Objects read with {symbols: 'undefined'} (all of them here) are looked up through their own
   // hash tables: no index of referenced names is needed (null: objects without one index all).
   const memo = new SymbolMemo(null);
@@ -175,15 +199,15 @@ export async function checkFiles(options: CheckOptions, files: IndexedFile[]): P
   // instead of living through the whole check. The reader and the loader model are synchronous:
   // the reads come from the page cache, and a promise per file and search step cost more than
   // overlapping them could save.
-  for (const file of [...files].sort((a, b) => a.index - b.index)) {
-    const name = file.file === undefined ? file.path : `${file.path}\0${file.file}`;
-    const hit = cache?.lookup(name, file.explicit);
+  for (const file of ordered) {
+    const name = nameOf(file);
+    const hit = hits.get(file);
     if (hit) {
       own.push({index: file.index, ...hit});
       continue;
     }
     recorder?.begin();
-    const result = await checkOne(file, ctx, exe, memo, explainCtx, recorder);
+    const result = await checkOne(file, ctx, exe, memo, explainCtx, recorder, options.runtimeLoads !== false);
     const inputs = recorder?.end();
     if (cache && inputs) cache.store(name, inputs, recorder!.shared, result, file.explicit);
     own.push({index: file.index, ...result});
@@ -219,6 +243,19 @@ function platformText(platform: LoaderPlatform | null): string {
   return JSON.stringify(platform ?? null, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v));
 }
 
+/**
+ * Whether the options name something relative to the working directory: an empty or relative
+ * LD_LIBRARY_PATH entry, an LD_PRELOAD path without a leading slash, a relative --exe. (A
+ * relative path found inside a file, an RPATH entry or a DT_NEEDED name, is a recorded fact:
+ * FileView.workingDir.) Otherwise the same check from another directory is the same check.
+ */
+function cwdMatters(options: CheckOptions): boolean {
+  const relative = (p: string) => !p.startsWith('/');
+  return splitLdLibraryPath(options.ldLibraryPath).some(relative)
+    || (options.preload ?? []).flatMap((p) => p.split(/[ :]/)).some((p) => p.includes('/') && relative(p))
+    || (options.exe !== undefined && relative(options.exe));
+}
+
 function openCache(options: CheckOptions, cwd: string, ctx: LoaderContext): VerdictCache {
   const sysroot = normalRoot(options.sysroot);
   return new VerdictCache({
@@ -227,13 +264,14 @@ function openCache(options: CheckOptions, cwd: string, ctx: LoaderContext): Verd
     // hwcaps the loader searches, the order it relocates in and whether an executable stack is
     // allowed; the platform itself is a recorded fact.
     key: {
-      cwd, sysroot, ldLibraryPath: options.ldLibraryPath ?? null, preload: options.preload ?? [], exe: options.exe ?? null,
+      cwd: cwdMatters(options) ? cwd : null, sysroot, ldLibraryPath: options.ldLibraryPath ?? null, preload: options.preload ?? [], exe: options.exe ?? null,
       cacheFile: options.cacheFile ?? null, storeVersionsDir: options.storeVersionsDir ?? null,
-      tunables: tunablesOf(options) ?? null, bindNow: bindNowOf(options), pageSize: options.pageSize ?? null,
+      tunables: tunablesOf(options) ?? null, bindNow: bindNowOf(options), pageSize: options.pageSize ?? null, runtimeLoads: options.runtimeLoads !== false,
       // A file system remounted noexec (or exec) changes what loads without changing any file.
       noexec: sysroot === '' ? noexecMountPoints() : [],
     },
     sysroot,
+    cwd,
     platform(key) {
       const [elfClass, machine] = key.split(':').map(Number);
       return platformText(ctx.platformFor(elfClass as 32 | 64, machine));
@@ -273,7 +311,7 @@ function addRuntimeEdges(objects: CheckedObject[], loads: RuntimeLoad[]): void {
 /** One listed file: read, modelled as its own process, checked and explained (objects not yet deduplicated). */
 async function checkOne(
   file: IndexedFile, ctx: LoaderContext, exe: TargetFile | undefined, memo: SymbolMemo,
-  explainCtx: {ldLibraryPath?: string; storeVersionsDir?: string; cwd: string}, recorder: InputRecorder | null,
+  explainCtx: {ldLibraryPath?: string; storeVersionsDir?: string; cwd: string}, recorder: InputRecorder | null, followRuntimeLoads: boolean,
 ): Promise<FileVerdict> {
   const base = {objects: [], problems: [], failedPreloads: []};
   // The file's identity before it is read.
@@ -292,7 +330,7 @@ async function checkOne(
   const found = findProblems(p, memo, stop);
   const {objects, startup} = checkedObjects(p, stop);
   const problems = await Promise.all(found.map((f) => explain(p, f, explainCtx)));
-  if (stop === null) {
+  if (stop === null && followRuntimeLoads) {
     // What the libraries load later with dlopen, each load modelled after the checked file's start.
     const loads = runtimeLoads(exe ? startOf(ctx, platform, r, exe) : p, () => startOf(ctx, platform, r, exe), memo);
     addRuntimeEdges(objects, loads);

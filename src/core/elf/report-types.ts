@@ -107,6 +107,8 @@ export interface CheckReport {
   problems: Problem[];
   /** Files passed over with the reason (linker scripts, non-ELF, wrong class). */
   skipped: Array<{path: string; reason: string}>;
+  /** With GPUs to check for (`check --gpu`): whether each library carries code they run (issue 33). */
+  gpu?: GpuReport;
 }
 
 export interface CheckOptions {
@@ -129,6 +131,8 @@ export interface CheckOptions {
   recursive?: boolean;
   /** Count unversioned undefined symbols as failures. */
   strict?: boolean;
+  /** Follow what libraries dlopen at run time (libcudart's libcuda.so.1, NVRTC's builtins, cuDNN's parts); default true. */
+  runtimeLoads?: boolean;
   /** A root prepended to /etc/ld.so.cache and the default directories (tests, CUDAENV_SYSROOT). */
   sysroot?: string;
   /**
@@ -172,4 +176,76 @@ export interface FileVerdict {
 /** Whether a problem fails the check: unversioned references and a feature's loss only with `strict`. */
 export function isFailing(problem: Pick<Problem, 'kind' | 'impact'>, strict: boolean): boolean {
   return strict || (problem.kind !== 'unversioned-undefined-symbol' && problem.impact !== 'feature');
+}
+
+/**
+ * The GPU code one file carries (issue 33), as the device-code cache keeps it per file identity:
+ * each fat binary (one CUDA module the runtime registers) reduced to the images it holds, nvcc's
+ * names (`sm_90a` for SASS, `compute_90@8.4` for PTX with its PTX ISA version), and the fat
+ * binaries that hold the same counted once.
+ */
+export interface DeviceCodeSummary {
+  /** Each distinct set of images with how many fat binaries carry exactly it; empty: no device code. */
+  modules: Array<{images: string[]; count: number}>;
+  /** Images of relocatable device code (`__nv_relfatbin`, `-rdc`), for a device link, never loaded. */
+  relocatable: number;
+  /** A damaged fat binary: what and where (what came before it is in `modules`). */
+  problem?: string;
+}
+
+/** A GPU to check for: from `--gpu` or from the machine (nvidia-smi). */
+export interface GpuTarget {
+  /** Compute capability, "8.6". */
+  capability: string;
+  /** "sm_86". */
+  name: string;
+  /** "--gpu 8.6", "nvidia-smi: GPU 0, NVIDIA GeForce RTX 3090". */
+  source: string;
+}
+
+/** Whether one library runs on one GPU, and by which code. */
+export interface GpuVerdict {
+  /** The GPU's compute capability. */
+  gpu: string;
+  /**
+   * 'sass': every module has code built for it (or a compatible one); 'ptx': some module only
+   * through the driver's JIT compiler; 'partial': some modules have nothing for it (their kernels
+   * fail if launched there); 'none': no module has: `no kernel image is available for execution
+   * on the device`; 'ptx-too-new': only PTX newer than the driver compiles (`the provided PTX was
+   * compiled with an unsupported toolchain`); 'not-judged': the library loads its kernels by other
+   * means (`note` says which).
+   */
+  runs: 'sass' | 'ptx' | 'partial' | 'none' | 'ptx-too-new' | 'not-judged';
+  /** The best image used ("sm_80", "compute_90@8.4"), or null. */
+  by: string | null;
+  /** Modules (fat binaries) in the library, and how many have nothing for this GPU. */
+  modules: number;
+  modulesWithout: number;
+  /** For code that runs only through PTX: the oldest driver that JIT-compiles it. */
+  driverNeeded?: string;
+  /** In words. */
+  note: string;
+}
+
+export interface GpuLibrary {
+  path: string;
+  /** The distinct SASS architectures and PTX of all its modules ("sm_80", "compute_90@8.4"). */
+  sass: string[];
+  ptx: string[];
+  modules: number;
+  /** A damaged fat binary (what could not be read). */
+  problem?: string;
+  verdicts: GpuVerdict[];
+}
+
+export interface GpuReport {
+  gpus: GpuTarget[];
+  /** The driver PTX is JIT-compiled by (this machine's), or null when unknown (a build host, `--gpu`). */
+  driver: string | null;
+  /** False when some library has no code any module of it runs on some GPU ('none', 'ptx-too-new'). */
+  ok: boolean;
+  /** Every checked or loaded object that carries device code, in the report's order. */
+  libraries: GpuLibrary[];
+  /** The failures, one line each with the fix: what `check` prints. */
+  problems: Array<{path: string; gpu: string; summary: string; fix: string}>;
 }

@@ -161,7 +161,12 @@ export function formatSkipped(report: CheckReport): string[] {
   return lines;
 }
 
-export function formatTree(report: CheckReport): string[] {
+/** `gpuCode`: the GPU code of an object in words, shown after it (`check --tree`, issue 33); omitted: none shown. */
+export function formatTree(report: CheckReport, gpuCode?: (path: string) => string | undefined): string[] {
+  const code = (path: string | null) => {
+    const text = path && gpuCode ? gpuCode(path) : undefined;
+    return text ? ` {GPU code: ${text}}` : '';
+  };
   const byPath = new Map<string, CheckedObject>(report.objects.map((o) => [o.path, o]));
   const lines: string[] = [];
   const expanded = new Set<string>();
@@ -184,7 +189,7 @@ export function formatTree(report: CheckReport): string[] {
       const child = edge.path ? byPath.get(edge.path) : undefined;
       // A name already loaded is not searched again: its dependencies hang where it was first loaded.
       const repeat = edge.via !== 'loaded' && edge.via !== 'preload' && child && (expanded.has(child.path) || ancestors.has(child.path)) && child.needed.length > 0;
-      lines.push(`${prefix}${branch}${edge.name} => ${target} [${rule}]${repeat ? ' (dependencies shown above)' : ''}`);
+      lines.push(`${prefix}${branch}${edge.name} => ${target} [${rule}]${code(edge.error === undefined ? edge.path : null)}${repeat ? ' (dependencies shown above)' : ''}`);
       for (const c of edge.passedOver ?? []) lines.push(`${prefix}${last ? '    ' : '│   '}  (passed over ${c.path}: ${c.reason})`);
       if (child && !repeat && edge.via !== 'loaded') {
         expanded.add(child.path);
@@ -195,7 +200,7 @@ export function formatTree(report: CheckReport): string[] {
   for (const root of report.checked) {
     const obj = byPath.get(root);
     if (!obj) continue;
-    lines.push(root);
+    lines.push(`${root}${code(root)}`);
     walk(obj, '', new Set([root]));
   }
   return lines;

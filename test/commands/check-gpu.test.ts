@@ -1,0 +1,123 @@
+import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
+import {spawnSync} from 'node:child_process';
+import {existsSync, readFileSync, writeFileSync} from 'node:fs';
+import {join} from 'node:path';
+import type {CheckReport} from '../../src/core/elf/report-types.js';
+import {DOWNLOADED, NEEDS} from '../helpers/capabilities.js';
+import {cliEnv, runCli} from '../helpers/cli.js';
+import {describeIf} from '../helpers/skip.js';
+import {makeTempDir, type TempDir} from '../helpers/tmp.js';
+
+/**
+ * `cudaenv check --gpu` (issue 33, items 2 and 4): the coverage in the text, in --json and in
+ * --tree, on Debian's real CUDA 12.4 libraries (bash test/fixtures/fetch-cuda-libs.sh) and on
+ * libraries the real nvcc builds here for one architecture.
+ */
+const LIBS = join('usr', 'lib', 'x86_64-linux-gnu');
+const CUSPARSE = join(DOWNLOADED, 'trixie', LIBS, 'libcusparse.so.12');
+const NCCL = join(DOWNLOADED, 'trixie-gpu-code', LIBS, 'libnccl.so.2');
+const CUFFT = join(DOWNLOADED, 'trixie-gpu-code', LIBS, 'libcufft.so.11');
+const haveReal = [CUSPARSE, NCCL, CUFFT].every((f) => existsSync(f));
+const NVCC = '/usr/local/cuda/bin/nvcc';
+const haveNvcc = existsSync(NVCC) && spawnSync(NVCC, ['--version'], {stdio: 'ignore'}).status === 0;
+
+let tmp: TempDir;
+beforeAll(() => {
+  tmp = makeTempDir('cudaenv-check-gpu-');
+});
+afterAll(() => tmp.cleanup());
+
+const json = (args: string[]) => {
+  const r = runCli(['check', ...args, '--json'], {env: cliEnv(join(tmp.dir, 'store'))});
+  return {...r, report: JSON.parse(r.stdout) as CheckReport};
+};
+
+describeIf(haveReal, NEEDS.realCudaLibs)("Debian's CUDA 12.4 libraries", () => {
+  test('--json: per library and GPU, the code that runs, the PTX the driver must compile, and what cannot run', () => {
+    const {report} = json([CUSPARSE, NCCL, CUFFT, '--gpu', '12.0', '--gpu', 'sm_86']);
+    const gpu = report.gpu!;
+    expect(gpu.gpus.map((g) => [g.capability, g.source])).toEqual([['12.0', '--gpu 12.0'], ['8.6', '--gpu sm_86']]);
+    expect(gpu.driver).toBeNull();
+    const byName = (suffix: string) => gpu.libraries.find((l) => l.path.endsWith(suffix))!;
+    const cusparse = byName('libcusparse.so.12');
+    expect(cusparse.sass).toEqual(['sm_50', 'sm_52', 'sm_60', 'sm_61', 'sm_70', 'sm_75', 'sm_80', 'sm_86', 'sm_89', 'sm_90']);
+    expect(cusparse.ptx).toEqual(['compute_80@8.4', 'compute_90@8.4']);
+    // An RTX 50 runs most of cuSPARSE 12.4 by JIT-compiling its compute_90 PTX (a 12.4 driver or
+    // newer); 24 of its 133 modules carry only SASS (sm_90 kernels among them): partly, no failure.
+    expect(cusparse.verdicts[0]).toMatchObject({gpu: '12.0', runs: 'partial', by: 'compute_90@8.4', modules: 133, modulesWithout: 24, driverNeeded: '550.54.14'});
+    expect(cusparse.verdicts[1]).toMatchObject({gpu: '8.6', runs: 'partial', by: 'sm_86', modulesWithout: 7});
+    // NCCL 2.22 has no sm_120 and no PTX: the error of issue 33.
+    const nccl = byName('libnccl.so.2');
+    expect(nccl.verdicts.map((v) => v.runs)).toEqual(['none', 'sass']);
+    expect(byName('libcufft.so.11').verdicts[0]!.runs).toBe('not-judged');
+    expect(gpu.ok).toBe(false);
+    expect(report.ok).toBe(false);
+    expect(gpu.problems).toEqual([{
+      path: NCCL, gpu: '12.0',
+      summary: 'no kernel image for sm_120: libnccl.so.2 carries no code for sm_120: SASS for sm_50, sm_60, sm_61, sm_70, sm_80, sm_90 and no PTX',
+      fix: 'use libnccl of CUDA 12.8 or newer (the first release that compiles for sm_120), or an NCCL release built for it',
+    }]);
+  });
+
+  test('--tree shows each library\'s architectures; without --gpu there is no GPU part', () => {
+    const r = runCli(['check', CUSPARSE, '--tree'], {env: cliEnv(join(tmp.dir, 'store'))});
+    expect(r.stdout.split('\n')[0]).toBe(`${CUSPARSE} {GPU code: sm_50 sm_52 sm_60 sm_61 sm_70 sm_75 sm_80 sm_86 sm_89 sm_90 compute_80 compute_90}`);
+    expect(r.stdout).not.toMatch(/GPU code, checked for/);
+    expect(json([CUSPARSE]).report.gpu).toBeUndefined();
+  });
+
+  test('the device code is read once per file identity and kept in the store beside the verdicts', () => {
+    const store = join(tmp.dir, 'cached-store');
+    const first = runCli(['check', CUSPARSE, '--gpu', '9.0', '--json'], {env: cliEnv(store)});
+    const file = join(store, 'cache', 'check', 'device-code', 'device-code.json');
+    const cached = JSON.parse(readFileSync(file, 'utf8')) as {files: Record<string, {id: string}>};
+    expect(Object.keys(cached.files)).toContain(CUSPARSE);
+    // A stored answer is what is used: change it, and the next check says what the cache says.
+    const data = JSON.parse(readFileSync(file, 'utf8'));
+    data.files[CUSPARSE].s.modules = [{images: ['sm_75'], count: 1}];
+    writeFileSync(file, JSON.stringify(data));
+    const second = JSON.parse(runCli(['check', CUSPARSE, '--gpu', '9.0', '--json'], {env: cliEnv(store)}).stdout) as CheckReport;
+    expect(second.gpu!.libraries[0]!.sass).toEqual(['sm_75']);
+    expect(JSON.parse(first.stdout).gpu.libraries[0].sass).toContain('sm_90');
+    // --no-cache reads the file again.
+    const fresh = JSON.parse(runCli(['check', CUSPARSE, '--gpu', '9.0', '--json', '--no-cache'], {env: cliEnv(store)}).stdout) as CheckReport;
+    expect(fresh.gpu!.libraries[0]!.sass).toContain('sm_90');
+  });
+});
+
+describe('--gpu values', () => {
+  test('a value that is no architecture is bad usage; auto without nvidia-smi says so', () => {
+    const bad = runCli(['check', '/bin/true', '--gpu', 'ampere'], {env: cliEnv(join(tmp.dir, 'store'))});
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toMatch(/--gpu ampere: not a GPU architecture/);
+    const hasSmi = spawnSync('nvidia-smi', ['-L'], {stdio: 'ignore'}).status === 0;
+    if (!hasSmi) {
+      const auto = runCli(['check', '/bin/true', '--gpu', 'auto', '--json'], {env: cliEnv(join(tmp.dir, 'store'))});
+      expect(auto.stderr).toMatch(/--gpu auto: nvidia-smi is not installed/);
+      expect((JSON.parse(auto.stdout) as CheckReport).gpu).toMatchObject({gpus: [], ok: true, libraries: []});
+    }
+  });
+});
+
+describeIf(haveNvcc, NEEDS.devToolkit('/usr/local/cuda'))('a library nvcc builds for sm_86 only', () => {
+  let so = '';
+  beforeAll(() => {
+    writeFileSync(join(tmp.dir, 'k.cu'), '__global__ void k(float *x) { x[threadIdx.x] *= 2.0f; }\nextern "C" void launch(float *x) { k<<<1, 32>>>(x); }\n');
+    so = join(tmp.dir, 'libk.so');
+    const r = spawnSync(NVCC, ['-shared', '-Xcompiler', '-fPIC', '-o', so, join(tmp.dir, 'k.cu'), '-gencode', 'arch=compute_86,code=sm_86'], {encoding: 'utf8'});
+    if (r.status !== 0) throw new Error(`nvcc: ${r.stderr}`);
+  }, 300_000);
+
+  test('runs on 8.6 and 8.9, not on 8.0 or 12.0: exit status, the last line, the fix', () => {
+    const env = cliEnv(join(tmp.dir, 'store'));
+    const ok = runCli(['check', so, '--gpu', '8.6', '--gpu', '8.9'], {env});
+    expect(ok.status).toBe(0);
+    expect(ok.stdout).toMatch(/sm_86: the library with GPU code runs \(1 as SASS\)/);
+    expect(ok.stdout.trim().split('\n').at(-1)).toBe('all 1 library resolves');
+    const no = runCli(['check', so, '--gpu', '8.0', '--gpu', 'sm_120'], {env});
+    expect(no.status).toBe(1);
+    expect(no.stdout.trim().split('\n').at(-1)).toBe(
+      'no kernel image for sm_80: libk.so carries no code for sm_80: SASS for sm_86 and no PTX; use a build of libk.so that includes sm_80, or rebuild it with `-gencode arch=compute_80,code=sm_80` (TORCH_CUDA_ARCH_LIST=8.0 for a PyTorch extension)');
+    expect(no.stdout).toMatch(/error: no kernel image for sm_120: libk\.so/);
+  });
+});
