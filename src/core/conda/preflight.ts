@@ -1,7 +1,7 @@
 import {join} from 'node:path';
 import {toolkitEnvironment} from '../shell/toolkit-env.js';
 import {firstOnPath, pythonCudaLibDirs, sitePackagesUnder} from '../system/python-env.js';
-import type {Problem} from '../elf/api.js';
+import {isFailing, type Problem} from '../elf/api.js';
 import {isDir} from '../fs-kind.js';
 
 export interface HookCheck {
@@ -69,7 +69,7 @@ export async function checkHook(options: {
   };
 }
 
-/** Unversioned undefined symbols are left to the loading program (not failures, as in `check`). */
+/** What fails `check` fails the hook: not unversioned undefined symbols (left to the loading program), nor a feature's loss. */
 function failing(p: Problem): boolean {
-  return p.kind !== 'unversioned-undefined-symbol';
+  return isFailing(p, false);
 }

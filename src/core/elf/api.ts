@@ -5,6 +5,7 @@
  * the shell's switch path and doctor's environment views stay cheap; index.ts is the full entry.
  */
 export type {CheckOptions, CheckReport, CheckedObject, NeededEdge, Problem, ProblemKind, Via} from './report-types.js';
+export {isFailing} from './report-types.js';
 export {splitLdLibraryPath} from './search/search-path.js';
 export {DEFAULT_LD_CACHE, loadLdCache} from './read/ldcache/load.js';
 export {lookupCache} from './read/ldcache/lookup.js';
