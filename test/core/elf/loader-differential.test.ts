@@ -71,7 +71,8 @@ async function agree(target: string, options: Partial<CheckOptions> = {}, cwd = 
   if (!options.preload) {
     const driver = dlopenDriver();
     const dl = dlopenVerdict(driver, target, options.ldLibraryPath, cwd);
-    const withExe = await checkLibraries({targets: [target], cwd, ...options, exe: driver, strict: true});
+    // The driver only dlopens the target: what the target loads later (CUDA's run-time loads) is not in this oracle.
+    const withExe = await checkLibraries({targets: [target], cwd, ...options, exe: driver, strict: true, runtimeLoads: false});
     const failing = withExe.problems.map((p) => `${p.kind} ${p.library ?? ''} ${p.version ?? ''} ${p.symbol ?? ''}`);
     if (withExe.ok !== (dl === null)) throw new Error(`--exe ${driver}: model ok=${withExe.ok} ${JSON.stringify(failing)}, dlopen said ${dl ?? 'OK'}`);
   }
