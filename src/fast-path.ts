@@ -25,10 +25,13 @@ export async function fastPath(argv: string[]): Promise<boolean> {
   // `check PATH...` with no flag but --no-cache: nothing else for oclif to parse (every other
   // argument is a path, as oclif would take it), and loading oclif is a sixth of checking a whole
   // library directory. Anything else starting with '-' (flags, --help, --json, --) goes through oclif.
+  // `--gpu VALUE` too (issue 33): a cached `check --gpu` is otherwise mostly oclif's start.
   if (argv[0] === 'check') {
-    const paths = argv.slice(1).filter((a) => a !== '--no-cache');
+    const gpus = checkGpuArgs(argv.slice(1));
+    const rest = gpus ? gpus.rest : argv.slice(1);
+    const paths = rest.filter((a) => a !== '--no-cache');
     if (paths.length > 0 && paths.every((a) => !a.startsWith('-'))) {
-      await runPlainCheck(paths, paths.length === argv.length - 1);
+      await runPlainCheck(paths, paths.length === rest.length, gpus?.values);
       return true;
     }
   }
@@ -75,8 +78,27 @@ async function runUseFast(req: {spec?: string; policy?: 'prepend' | 'none'; quie
   }
 }
 
-/** `cudaenv check PATH...`, as src/commands/check.ts runs it without flags, errors rendered as src/cli/base.ts does. */
-export async function runPlainCheck(paths: string[], cache = true): Promise<void> {
+/**
+ * The `--gpu VALUE` and `--gpu=VALUE` of `check`'s arguments, and the others; undefined when a
+ * --gpu has no value (oclif explains that).
+ */
+export function checkGpuArgs(args: string[]): {values: string[]; rest: string[]} | undefined {
+  const values: string[] = [];
+  const rest: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a.startsWith('--gpu=')) values.push(a.slice(6));
+    else if (a === '--gpu') {
+      const v = args[++i];
+      if (v === undefined || v.startsWith('-')) return undefined;
+      values.push(v);
+    } else rest.push(a);
+  }
+  return values.length > 0 ? {values, rest} : undefined;
+}
+
+/** `cudaenv check PATH... [--gpu VALUE...]`, as src/commands/check.ts runs it without other flags, errors rendered as src/cli/base.ts does. */
+export async function runPlainCheck(paths: string[], cache = true, gpus?: string[]): Promise<void> {
   // As oclif's Command does: a closed stdout (`| head`) is not an error.
   process.stdout.on('error', (err: NodeJS.ErrnoException) => {
     if (err?.code === 'EPIPE') return;
@@ -87,7 +109,7 @@ export async function runPlainCheck(paths: string[], cache = true): Promise<void
     const result = await runCheckCli({
       targets: paths, ldLibraryPath: process.env.LD_LIBRARY_PATH || undefined,
       storeVersionsDir: storePaths().versions, json: false, env: process.env,
-      cacheDir: cache ? storePaths().checkCache : undefined,
+      cacheDir: cache ? storePaths().checkCache : undefined, gpus,
     });
     if (result.exitCode !== 0) process.exitCode = result.exitCode;
     for (const w of result.warnings) process.stderr.write(warningLine(w));

@@ -4,7 +4,7 @@ import {existsSync, readFileSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import type {CheckReport} from '../../src/core/elf/report-types.js';
 import {DOWNLOADED, NEEDS} from '../helpers/capabilities.js';
-import {cliEnv, runCli} from '../helpers/cli.js';
+import {cliEnv, REPO_ROOT, runCli} from '../helpers/cli.js';
 import {describeIf} from '../helpers/skip.js';
 import {makeTempDir, type TempDir} from '../helpers/tmp.js';
 
@@ -82,6 +82,20 @@ describeIf(haveReal, NEEDS.realCudaLibs)("Debian's CUDA 12.4 libraries", () => {
     // --no-cache reads the file again.
     const fresh = JSON.parse(runCli(['check', CUSPARSE, '--gpu', '9.0', '--json', '--no-cache'], {env: cliEnv(store)}).stdout) as CheckReport;
     expect(fresh.gpu!.libraries[0]!.sass).toContain('sm_90');
+  });
+});
+
+describeIf(haveReal, NEEDS.realCudaLibs)('without oclif', () => {
+  test('check PATH --gpu VALUE takes the fast path and says exactly what the oclif command says', () => {
+    const env = cliEnv(join(tmp.dir, 'store'));
+    const script = `require(require.resolve('@oclif/core', {paths: [${JSON.stringify(REPO_ROOT)}]}))` +
+      `.execute({args: process.argv.slice(1), dir: ${JSON.stringify(join(REPO_ROOT, 'bin', 'run.cjs'))},` +
+      ` loadOptions: {root: ${JSON.stringify(REPO_ROOT)}, userPlugins: false}})`;
+    for (const args of [[CUSPARSE, NCCL, '--gpu', '12.0', '--gpu=8.6'], [CUSPARSE, '--no-cache', '--gpu', 'sm_90']]) {
+      const fast = runCli(['check', ...args], {env});
+      const oclif = spawnSync(process.execPath, ['-e', script, 'check', ...args], {cwd: REPO_ROOT, env, encoding: 'utf8'});
+      expect([fast.status, fast.stdout, fast.stderr]).toEqual([oclif.status, oclif.stdout, oclif.stderr]);
+    }
   });
 });
 

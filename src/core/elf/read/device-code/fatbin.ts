@@ -54,7 +54,12 @@ const KIND_PTX = 1;
 const KIND_ELF = 2;
 /** Header sizes seen are 64 to 112 bytes; options strings make some longer. */
 const MAX_ENTRY_HEADER = 4096;
-const WINDOW = 64 * 1024;
+/**
+ * One page: an entry header and, when its payload is small, the next ones. Entries of real
+ * libraries hold kilobytes to megabytes of code, so a bigger window mostly reads code it skips
+ * (64 KB windows read 175 MB of libtorch_cuda's 1.1 GB to list its 2730 images).
+ */
+const WINDOW = 4096;
 /** No real library comes near this; a loop that would is a damaged file. */
 const MAX_IMAGES = 4_000_000;
 
