@@ -5,7 +5,8 @@ import type {CheckedObject, CheckOptions, FileVerdict, NeededEdge} from './repor
 import {findProblems, loadStop, type LoadStop} from './bind/find-problems.js';
 import {SymbolMemo} from './bind/symbol-memo.js';
 import {explain} from './explain/explain-finding.js';
-import {explainRuntimeLoads} from './explain/runtime-problems.js';
+import {explainPinnedPairs, explainRuntimeLoads} from './explain/runtime-problems.js';
+import {pinnedPairs} from './runtime/release-checks.js';
 import {runtimeLoads, type RuntimeLoad} from './runtime/runtime-loads.js';
 import {noteFoundElsewhere} from './explain/found-elsewhere.js';
 import {cachedElf, FileView} from './cache/file-cache.js';
@@ -334,6 +335,7 @@ async function checkOne(
     // What the libraries load later with dlopen, each load modelled after the checked file's start.
     const loads = runtimeLoads(exe ? startOf(ctx, platform, r, exe) : p, () => startOf(ctx, platform, r, exe), memo);
     addRuntimeEdges(objects, loads);
+    problems.push(...explainPinnedPairs(p, pinnedPairs(p), explainCtx, platform.sysroot));
     problems.push(...await explainRuntimeLoads(loads, explainCtx, platform.sysroot));
   }
   return {

@@ -1,7 +1,7 @@
 import {existsSync, readdirSync, readFileSync} from 'node:fs';
 import {basename, dirname} from 'node:path';
 import type {Problem} from '../report-types.js';
-import type {Edge} from '../search/loader-process.js';
+import type {Edge, LoaderProcess} from '../search/loader-process.js';
 import {kernelDriverVersion} from '../read/machine/nvidia-driver.js';
 import {describeLoad, type RuntimeLoad} from '../runtime/runtime-loads.js';
 import type {ReleaseCheck} from '../runtime/release-checks.js';
@@ -135,3 +135,16 @@ function explainCheck(check: ReleaseCheck, load: RuntimeLoad, how: string, ctx: 
   }
 }
 
+/** Pairs one release ships together, loaded at start from two releases (runtime/release-checks.ts pinnedPairs). */
+export function explainPinnedPairs(p: LoaderProcess, checks: ReleaseCheck[], ctx: ExplainContext, sysroot: string): Problem[] {
+  return checks.map((check) => {
+    const [a, b] = check.sides ?? [];
+    const edge = p.edgeTo(check.object);
+    const how = edge?.rule ?? 'a name already loaded';
+    return {kind: check.kind, object: a?.path ?? check.object.path, library: check.object.info.soname, version: null, symbol: null,
+      chosen: `${check.object.path} (${how})`, shadowed: null,
+      summary: `${a ? `${basename(a.path)} is ${a.version} (${dirname(a.path)})` : ''}${b ? ` and ${basename(b.path)} is ${b.version} (${dirname(b.path)})` : ''}: one release ships them together`,
+      explanation: `The loader finds ${check.object.path} by ${how}. ${check.detail}; the pair from two releases fails with undefined symbols or wrong results at the first call that crosses them.`,
+      fix: edge ? fixForEntry(edge, check.object.path, ctx, sysroot, `the ${basename(check.object.path)} of the same release as ${a ? basename(a.path) : 'its pair'} is found`) : null};
+  });
+}

@@ -123,3 +123,30 @@ function sameReleaseSides(p: LoaderProcess, caller: LoadedObject, loaded: Loaded
   return {kind: 'mixed-release', object: loaded, detail: `${basename(caller.path)} is ${va} and ${basename(loaded.path)} is ${vb}: they must come from one release`,
     sides: [{path: caller.path, version: va}, {path: loaded.path, version: vb}]};
 }
+
+/**
+ * Libraries one release ships as a pair that only works together, both loaded at start:
+ * libcublas needs the libcublasLt of its own build (NVIDIA's wheels pin nvidia-cublas to one
+ * version for both files), as libcufftw does libcufft's. Compared by the versions their real file
+ * names carry (libcublas.so.12.4.5.8 -> 12.4.5.8); a pair without full versions is not judged.
+ */
+const PINNED: ReadonlyArray<[RegExp, RegExp]> = [
+  [/^libcublas\.so\.\d+$/, /^libcublasLt\.so\.\d+$/],
+  [/^libcufftw\.so\.\d+$/, /^libcufft\.so\.\d+$/],
+];
+
+export function pinnedPairs(p: LoaderProcess): ReleaseCheck[] {
+  const checks: ReleaseCheck[] = [];
+  const loaded = p.scope.slice(0, p.startupScopeLength);
+  for (const [first, second] of PINNED) {
+    const a = loaded.find((o) => first.test(o.info.soname ?? ''));
+    const b = loaded.find((o) => second.test(o.info.soname ?? ''));
+    if (!a || !b) continue;
+    const va = fileVersion(realName(p, a.path));
+    const vb = fileVersion(realName(p, b.path));
+    if (!va || !vb || va === vb) continue;
+    checks.push({kind: 'mixed-release', object: b, detail: `${basename(a.path)} is ${va} and ${basename(b.path)} is ${vb}: NVIDIA ships them as one build, and one needs the other of its own version`,
+      sides: [{path: a.path, version: va}, {path: b.path, version: vb}]});
+  }
+  return checks;
+}

@@ -2,7 +2,7 @@ import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
 import {existsSync, mkdirSync, renameSync, symlinkSync} from 'node:fs';
 import {join} from 'node:path';
-import {checkLibraries, type CheckReport} from '../../../../src/core/elf/index.js';
+import {checkLibraries, firstProblemLine, type CheckReport} from '../../../../src/core/elf/index.js';
 import {readElfSync} from '../../../../src/core/elf/read/elf/index.js';
 import {constantStrings} from '../../../../src/core/elf/read/elf/rodata-strings.js';
 import {makeTempDir, type TempDir} from '../../../helpers/tmp.js';
@@ -108,6 +108,8 @@ int cuGetExportTable(const void **t, const void *id) { return 34; }
     expect(stub!.summary).toContain('CUDA driver is a stub library');
     expect(stub!.fix).toBe(`run \`unset LD_LIBRARY_PATH\` (it only holds ${stubs}), so that the driver's libcuda.so.1 is found`);
     expect(runtimeEdge(report, 'libcudart.so.12', 'libcuda.so.1')?.path).toBe(real.loaded.get('libcuda.so.1'));
+    // The switch-time check's one line is this problem with its fix.
+    expect(firstProblemLine(report)).toBe(`${stub!.summary}; ${stub!.fix}`);
   });
 
   test('the stub copied next to the program\'s own libraries is found through its RUNPATH: the same verdict', async () => {
@@ -281,6 +283,37 @@ int main(void) { return cudnnCreate(); }
     expect(mixed).toMatchObject({kind: 'mixed-release', library: 'libcudnn_ops.so.9', impact: 'library'});
     expect(mixed!.summary).toContain('libcudnn.so.9 is 9.1.0');
     expect(mixed!.summary).toContain('libcudnn_ops.so.9 is 9.3.0');
+  });
+});
+
+describeIf(HAVE_GCC, NEEDS.tool('gcc'))('pairs one release ships together (stand-ins with the real SONAMEs and file names)', () => {
+  let tmp: TempDir;
+  beforeAll(() => {
+    tmp = makeTempDir('cudaenv-pinned-');
+  });
+  afterAll(() => tmp?.cleanup());
+
+  const lt = (dir: string, version: string): string => {
+    const file = buildLib({out: join(dir, `libcublasLt.so.${version}`), soname: 'libcublasLt.so.12', source: 'int cublasLtCreate(void **h) { return 0; }\n'});
+    symlinkSync(`libcublasLt.so.${version}`, join(dir, 'libcublasLt.so.12'));
+    return file;
+  };
+
+  test('libcublas 12.4 with the libcublasLt of 12.1 first on LD_LIBRARY_PATH: both versions and directories, and the entry to drop', async () => {
+    const wheel = join(tmp.dir, 'nvidia', 'cublas', 'lib');
+    const old = join(tmp.dir, 'cuda-12.1', 'lib64');
+    const ownLt = lt(wheel, '12.4.5.8');
+    lt(old, '12.1.3.1');
+    buildLib({out: join(wheel, 'libcublas.so.12.4.5.8'), soname: 'libcublas.so.12', runpath: '$ORIGIN', link: [ownLt], source: 'int cublasLtCreate(void **); int cublasCreate_v2(void **h) { return cublasLtCreate(h); }\n'});
+    symlinkSync('libcublas.so.12.4.5.8', join(wheel, 'libcublas.so.12'));
+    const cublas = join(wheel, 'libcublas.so.12');
+    const report = await checkLibraries({targets: [cublas], ldLibraryPath: old});
+    expect(report.ok).toBe(false);
+    const [mixed] = report.problems.filter((p) => p.kind === 'mixed-release');
+    expect(mixed!.summary).toBe(`libcublas.so.12 is 12.4.5.8 (${wheel}) and libcublasLt.so.12 is 12.1.3.1 (${old}): one release ships them together`);
+    expect(mixed!.fix).toBe(`run \`unset LD_LIBRARY_PATH\` (it only holds ${old}), so that the libcublasLt.so.12 of the same release as libcublas.so.12 is found`);
+    // Its own build found first: nothing to say.
+    expect((await checkLibraries({targets: [cublas]})).problems.filter((p) => p.kind === 'mixed-release')).toEqual([]);
   });
 });
 
