@@ -6,8 +6,8 @@
  * this file, docs/check.md and shared/docs/elf-loader-spec.md.
  */
 import {isFailing, type CheckedObject, type CheckOptions, type CheckReport, type Problem} from './report-types.js';
-import {checkFiles, readExe, type FileResult} from './check-files.js';
-import {listTargets, readListed} from './search/check-targets.js';
+import {checkFiles, type FileResult} from './check-files.js';
+import {listTargets} from './search/check-targets.js';
 
 /**
  * The loader's stages, in the order a real run meets them: mapping the dependencies, checking their
@@ -25,9 +25,8 @@ function stageOf(p: Problem): number {
 export async function checkLibraries(options: CheckOptions): Promise<CheckReport> {
   const cwd = options.cwd ?? process.cwd();
   const listed = listTargets(options.targets, {recursive: options.recursive, cwd, sysroot: options.sysroot});
-  // Bad usage fails here, before any work: files named explicitly must be ELF, --exe a program.
-  await Promise.all(listed.filter((f) => f.explicit).map((f) => readListed(f)));
-  await readExe(options, cwd);
+  // Bad usage (a file named explicitly that is not ELF, an --exe that is no program) fails in
+  // checkFiles before any file is checked, once the verdict cache has answered what it can.
   // Per-file results merged in listing order (checkFiles could as well run on shares of the list:
   // worker threads were measured, and re-reading shared dependencies in each cost more than they saved).
   const results: FileResult[] = await checkFiles({...options, cwd}, listed.map((f, index) => ({...f, index})));

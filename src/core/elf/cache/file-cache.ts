@@ -156,10 +156,19 @@ export class FileView {
     return host;
   }
 
+  /**
+   * The check's working directory, for a path the loader resolves against it: recorded, since
+   * the result then depends on it (a check from another directory must not reuse it).
+   */
+  workingDir(): string {
+    this.recorder?.fact('w', '', this.cwd);
+    return this.cwd;
+  }
+
   /** Names in a directory ('' = cwd), or null when it cannot be listed. */
   list(dir: string): Set<string> | null {
     // A relative search directory ('d1/' of an RPATH, '' of an empty element) is the check's cwd, not Node's.
-    const key = dir === '' ? this.cwd : dir.startsWith('/') ? dir : `${this.cwd}/${dir}`;
+    const key = dir.startsWith('/') ? dir : dir === '' ? this.workingDir() : `${this.workingDir()}/${dir}`;
     let names = this.listings.get(key);
     if (names === undefined) {
       const host = this.hostPath(key);

@@ -12,8 +12,10 @@ import {realpathIn} from '../read/machine/sysroot.js';
  *   r  realpath of a path, or '-'
  *   h  a path inside CUDAENV_SYSROOT resolved in the image (realpathIn), or '-'
  *   p  the loader platform for 'class:machine' (hwcaps, directories, glibc rules), as JSON
+ *   w  the working directory, where a relative path (an RPATH entry, an empty search entry, a
+ *      DT_NEEDED name with a slash) made the result depend on it
  */
-export type InputKind = 's' | 'r' | 'h' | 'p';
+export type InputKind = 's' | 'r' | 'h' | 'p' | 'w';
 
 /**
  * A file's identity: device, inode, size, mode and both change times. Any write changes mtime
@@ -92,8 +94,8 @@ export function statOrNull(path: string): Stats | null {
   }
 }
 
-/** The value a fact has now, computed as the model computed it; `platform` answers kind 'p'. */
-export function currentValue(kind: InputKind, path: string, sysroot: string, platform: (key: string) => string): string {
+/** The value a fact has now, computed as the model computed it; `platform` answers kind 'p', `cwd` kind 'w'. */
+export function currentValue(kind: InputKind, path: string, sysroot: string, platform: (key: string) => string, cwd = process.cwd()): string {
   switch (kind) {
     case 's': {
       const st = statOrNull(path);
@@ -109,6 +111,8 @@ export function currentValue(kind: InputKind, path: string, sysroot: string, pla
       return realpathIn(sysroot, path) ?? '-';
     case 'p':
       return platform(path);
+    case 'w':
+      return cwd;
     default:
       return '\0unknown';
   }

@@ -58,9 +58,11 @@ interface CacheFile {
 export interface VerdictCacheOptions {
   /** $CUDAENV_DIR/cache/check */
   dir: string;
-  /** Everything every result depends on besides the recorded facts (options, LD_LIBRARY_PATH, cwd, ...). */
+  /** Everything every result depends on besides the recorded facts (options, LD_LIBRARY_PATH, ...). */
   key: Record<string, unknown>;
   sysroot: string;
+  /** The check's working directory (kind 'w'). */
+  cwd: string;
   /** The loader platform for 'class:machine', as JSON (kind 'p'). */
   platform: (key: string) => string;
 }
@@ -78,9 +80,7 @@ export class VerdictCache {
 
   constructor(private readonly options: VerdictCacheOptions) {
     this.keyText = JSON.stringify({format: FORMAT, code: codeStamp(), ...options.key});
-    // node:crypto on first use: every fast-path command loads this module, few of them hash.
-    const hash = process.getBuiltinModule('node:crypto').createHash('sha256').update(this.keyText).digest('hex').slice(0, 32);
-    this.file = join(options.dir, `${hash}.json`);
+    this.file = join(options.dir, `${keyHash(this.keyText)}.json`);
     try {
       const data = JSON.parse(readFileSync(this.file, 'utf8')) as CacheFile;
       // Another key hashing alike, an older format or a damaged file: start afresh.
@@ -125,7 +125,7 @@ export class VerdictCache {
     let holds = this.holds.get(i);
     if (holds === undefined) {
       const input = this.loaded!.inputs[i];
-      holds = Array.isArray(input) && currentValue(input[0], input[1], this.options.sysroot, this.options.platform) === input[2];
+      holds = Array.isArray(input) && currentValue(input[0], input[1], this.options.sysroot, this.options.platform, this.options.cwd) === input[2];
       this.holds.set(i, holds);
     }
     return holds;
@@ -225,6 +225,20 @@ export class VerdictCache {
       // a read-only or full store: the next check is simply not faster
     }
   }
+}
+
+/**
+ * A name for the cache file of a key: four 32-bit FNV-1a hashes of its text (from other offset
+ * bases), 32 hex digits. Not node:crypto: loading it cost a cached check 15-65 ms, and a
+ * collision is harmless (the file stores its whole key and is used only when that key is the same).
+ */
+export function keyHash(text: string): string {
+  const lanes = [0x811c9dc5, 0x050c5d1f, 0x1b873593, 0x6b43a9b5];
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    for (let l = 0; l < 4; l++) lanes[l] = Math.imul(lanes[l] ^ (c + l), 0x01000193);
+  }
+  return lanes.map((h) => (h >>> 0).toString(16).padStart(8, '0')).join('');
 }
 
 /** Keeps the MAX_FILES most recently written cache files. */

@@ -468,7 +468,7 @@ export class LoaderProcess {
 
   /** A relative name as dl-object.c makes l_origin of it: the working directory (getcwd), a slash, the name. */
   private absolute(path: string): string {
-    return path.startsWith('/') ? path : `${this.ctx.view.cwd.replace(/\/$/, '')}/${path}`;
+    return path.startsWith('/') ? path : `${this.ctx.view.workingDir().replace(/\/$/, '')}/${path}`;
   }
 
   /** The directories of steps 1-6, with the cache between RUNPATH and the system directories. */

@@ -128,18 +128,38 @@ function isa1Of(diagnostics: string | null): number | null {
 }
 
 /**
- * The facts of the loader at `interp` (a host path), asked once per process (one `ld.so
- * --list-diagnostics`, a few ms; `--help` as well only for glibc 2.33); null when it cannot say.
+ * Where the facts outlive the process (cache/loader-facts.ts): starting the loader costs more
+ * than a cached check of a whole library tree. `get` answers only while what the answer depends
+ * on (the loader file, the CPU, GLIBC_TUNABLES) is unchanged; undefined: ask the loader.
  */
-export function hostLoaderFacts(interp: string): HostLoaderFacts | null {
+export interface LoaderFactsStore {
+  get(interp: string): HostLoaderFacts | null | undefined;
+  set(interp: string, facts: HostLoaderFacts | null): void;
+}
+
+/**
+ * The facts of the loader at `interp` (a host path), asked once per process (one `ld.so
+ * --list-diagnostics`, a few ms; `--help` as well only for glibc 2.33), or taken from `store`;
+ * null when it cannot say.
+ */
+export function hostLoaderFacts(interp: string, store?: LoaderFactsStore): HostLoaderFacts | null {
   if (factsCache.has(interp)) return factsCache.get(interp)!;
+  let facts = store?.get(interp);
+  if (facts === undefined) {
+    facts = askLoader(interp);
+    store?.set(interp, facts);
+  }
+  factsCache.set(interp, facts);
+  return facts;
+}
+
+function askLoader(interp: string): HostLoaderFacts | null {
   const diagnostics = run(interp, '--list-diagnostics');
   let facts = diagnostics === null ? null : parseLoaderDiagnostics(diagnostics);
   if (!facts) {
     const help = run(interp, '--help');
     if (help !== null) facts = parseLoaderHelp(help, diagnostics);
   }
-  factsCache.set(interp, facts);
   return facts;
 }
 
@@ -169,9 +189,12 @@ export function loaderFileFacts(path: string): LoaderFileFacts | null {
     const size = fstatSync(fd).size;
     const buf = Buffer.alloc(Math.min(size, 8 << 20));
     readSync(fd, buf, 0, buf.length, 0);
-    const text = buf.toString('latin1');
-    const m = /release version (\d+)\.(\d+)/.exec(text);
-    result = {version: m ? [Number(m[1]), Number(m[2])] : null, dynamicSortTunable: text.includes('glibc.rtld.dynamic_sort')};
+    // Searched in the bytes (memmem): a string of the whole file and a regular expression over it cost ~6 ms a check.
+    let m: RegExpExecArray | null = null;
+    for (let at = buf.indexOf('release version '); at >= 0 && !m; at = buf.indexOf('release version ', at + 1)) {
+      m = /^release version (\d+)\.(\d+)/.exec(buf.toString('latin1', at, at + 40));
+    }
+    result = {version: m ? [Number(m[1]), Number(m[2])] : null, dynamicSortTunable: buf.includes('glibc.rtld.dynamic_sort')};
   } catch {
     // unreadable: unknown
   } finally {

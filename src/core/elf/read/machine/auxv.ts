@@ -7,6 +7,8 @@ import {readFileSync} from 'node:fs';
 let entries: Map<number, number> | undefined;
 
 export const AT_PAGESZ = 6;
+export const AT_HWCAP = 16;
+export const AT_HWCAP2 = 26;
 export const AT_RSEQ_FEATURE_SIZE = 27;
 export const AT_RSEQ_ALIGN = 28;
 

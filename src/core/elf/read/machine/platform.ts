@@ -1,7 +1,7 @@
 import {auxv, AT_PAGESZ, AT_RSEQ_ALIGN, AT_RSEQ_FEATURE_SIZE} from './auxv.js';
 import {existsSync, readFileSync} from 'node:fs';
 import {join} from 'node:path';
-import {glibcVersionOfFile, hostLoaderFacts, loaderFileFacts, versionAtMost} from '../ldcache/host-loader.js';
+import {glibcVersionOfFile, hostLoaderFacts, loaderFileFacts, versionAtMost, type LoaderFactsStore} from '../ldcache/host-loader.js';
 import {realpathIn} from './sysroot.js';
 
 /**
@@ -87,14 +87,15 @@ function machineFacts(elfClass: 32 | 64, machine: number): MachineFacts | undefi
  * generator string ("... stable release version 2.36"), else the one Node runs on
  * (process.report costs ~20 ms, so only then and only for the live system).
  */
-function glibcVersion(interpPath: string, libcPaths: string[], generator: string | null | undefined, live: boolean): [number, number] | null {
+function glibcVersion(interpPath: string, libcPaths: string[], generator: () => string | null | undefined, live: boolean): [number, number] | null {
   const fromFile = glibcVersionOfFile(interpPath);
   if (fromFile) return fromFile;
   for (const libc of libcPaths) {
     const fromLibc = glibcVersionOfFile(libc);
     if (fromLibc) return fromLibc;
   }
-  let text = generator ? /release version (\d+\.\d+)/.exec(generator)?.[1] : undefined;
+  const generatorText = generator();
+  let text = generatorText ? /release version (\d+\.\d+)/.exec(generatorText)?.[1] : undefined;
   if (!text && live) text = (process.report?.getReport() as {header?: {glibcVersionRuntime?: string}} | undefined)?.header?.glibcVersionRuntime;
   const m = /^(\d+)\.(\d+)/.exec(text ?? '');
   return m ? [Number(m[1]), Number(m[2])] : null;
@@ -153,7 +154,11 @@ export function legacySubdirs(hwcapNames: string[], platform: string | null): st
   return out;
 }
 
+/** Platforms by class:machine:sysroot, where the loader's or libc's bytes name the glibc release. */
 const cache = new Map<string, LoaderPlatform | null>();
+/** The others, whose release comes from the ld.so.cache generator string: by class:machine:sysroot:generator. */
+const byGenerator = new Map<string, LoaderPlatform | null>();
+const needsGenerator = new Set<string>();
 
 /** Whether this host's loader runs objects of this machine and class (then it is asked). */
 function hostMachine(machine: number, elfClass: 32 | 64): boolean {
@@ -165,11 +170,27 @@ function hostMachine(machine: number, elfClass: 32 | 64): boolean {
 
 /**
  * The loader facts for objects of this class and machine, or null when this host's loader
- * would not run them at all (an unknown machine).
+ * would not run them at all (an unknown machine). `store` keeps what the host's loader says
+ * across processes (hostLoaderFacts).
  */
-export function loaderPlatform(elfClass: 32 | 64, machine: number, sysroot = '', cacheGenerator?: string | null): LoaderPlatform | null {
-  const key = `${elfClass}:${machine}:${sysroot}:${cacheGenerator ?? ''}`;
-  if (cache.has(key)) return cache.get(key)!;
+export function loaderPlatform(
+  elfClass: 32 | 64, machine: number, sysroot = '', cacheGenerator?: string | null | (() => string | null), store?: LoaderFactsStore,
+): LoaderPlatform | null {
+  const base = `${elfClass}:${machine}:${sysroot}`;
+  if (cache.has(base)) return cache.get(base)!;
+  // The ld.so.cache's generator string counts only where no file names the release: given as a
+  // function, the cache is read only then (a check answered from the verdict cache reads none).
+  let generator: string | null | undefined;
+  let generatorRead = false;
+  const readGenerator = (): string | null | undefined => {
+    if (!generatorRead) generator = typeof cacheGenerator === 'function' ? cacheGenerator() : cacheGenerator;
+    generatorRead = true;
+    return generator;
+  };
+  if (needsGenerator.has(base)) {
+    const known = byGenerator.get(`${base}:${readGenerator() ?? ''}`);
+    if (known !== undefined) return known;
+  }
   const facts = machineFacts(elfClass, machine);
   let result: LoaderPlatform | null = null;
   if (facts) {
@@ -183,9 +204,9 @@ export function loaderPlatform(elfClass: 32 | 64, machine: number, sysroot = '',
     // /lib/x86_64-linux-gnu/ld-2.31.so): followed inside the image, never on the host.
     const inImage = (path: string): string => (root === '' ? path : realpathIn(root, root + path) ?? root + path);
     const interpFile = inImage(facts.interp);
-    const glibc = glibcVersion(interpFile, dirs.map((d) => inImage(`${d}libc.so.6`)), cacheGenerator, root === '');
+    const glibc = glibcVersion(interpFile, dirs.map((d) => inImage(`${d}libc.so.6`)), readGenerator, root === '');
     // CPU facts come from the host's loader for this machine (never a program inside the sysroot).
-    const host = hostMachine(machine, elfClass) ? hostLoaderFacts(facts.interp) : null;
+    const host = hostMachine(machine, elfClass) ? hostLoaderFacts(facts.interp, store) : null;
     let platform = host?.platform ?? facts.platform;
     const hwcaps: string[] = [];
     let legacyHwcap: LoaderPlatform['legacyHwcap'];
@@ -234,6 +255,11 @@ export function loaderPlatform(elfClass: 32 | 64, machine: number, sysroot = '',
       rseq: {featureSize: auxv(AT_RSEQ_FEATURE_SIZE) ?? null, align: auxv(AT_RSEQ_ALIGN) ?? null},
     };
   }
-  cache.set(key, result);
+  if (generatorRead) {
+    needsGenerator.add(base);
+    byGenerator.set(`${base}:${generator ?? ''}`, result);
+  } else {
+    cache.set(base, result);
+  }
   return result;
 }
