@@ -12,6 +12,7 @@ import {condaFindings} from './conda.js';
 import {driverMismatchFinding, findLibcuda, noKernelModuleFinding, readDriver} from './driver.js';
 import {ldLibraryPathEntries, pointerFindings} from './env-vars.js';
 import {loaderView, type CacheEntry} from './loader-view.js';
+import {gpuFindings} from './gpu.js';
 import {findTorch, torchFindings} from './pytorch.js';
 import type {DoctorReport} from './report.js';
 import {shadowingFindings, type CheckFn} from './shadowing.js';
@@ -103,6 +104,9 @@ export async function runDoctor(ctx: DoctorContext, deps: DoctorDeps): Promise<D
     // the same libraries' check above reports an engine that cannot run
   }
 
+  const gpu = await gpuFindings(ctx, driver, toolkits.active, pyLibDirs);
+  findings.push(...gpu.findings);
+
   const loader = loaderView(ctx, toolkits, cache?.entries);
   findings.push(...loader.findings);
   const conda = condaFindings(ctx, toolkits);
@@ -120,6 +124,7 @@ export async function runDoctor(ctx: DoctorContext, deps: DoctorDeps): Promise<D
       python: {interpreter, program: pyLibDirs.length > 0 ? program : null, sitePackages, cudaLibraryDirs: pyLibDirs, torch: torch ?? null},
       loader: loader.facts,
       conda: conda.facts,
+      gpu: gpu.facts,
       sysroot: ctx.sysroot || null,
     },
   };

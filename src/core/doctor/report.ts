@@ -1,3 +1,4 @@
+import type {GpuFacts} from './gpu.js';
 import type {CondaFacts} from './conda.js';
 import type {DriverFacts} from './compat.js';
 import type {LdEntryFact, PointerFact} from './env-vars.js';
@@ -23,6 +24,8 @@ export interface DoctorFacts {
   };
   loader: LoaderFacts;
   conda: CondaFacts;
+  /** The machine's GPUs (nvidia-smi) and the GPU code of the Python environment's CUDA libraries (issue 33). */
+  gpu: GpuFacts;
   /** Set when a test root stands in for the machine (CUDAENV_SYSROOT). */
   sysroot: string | null;
 }
@@ -33,7 +36,7 @@ export interface DoctorReport {
 }
 
 const SECTIONS: Array<[prefix: string, title: string]> = [
-  ['driver', 'Driver'], ['toolkit', 'Toolkit'], ['env', 'Environment'], ['pytorch', 'PyTorch'], ['loader', 'Loader'], ['conda', 'Conda'],
+  ['driver', 'Driver'], ['gpu', 'GPU'], ['toolkit', 'Toolkit'], ['env', 'Environment'], ['pytorch', 'PyTorch'], ['loader', 'Loader'], ['conda', 'Conda'],
 ];
 
 const RANK: Record<Severity, number> = {error: 0, warning: 1, info: 2};
@@ -87,6 +90,12 @@ function factLine(prefix: string, facts: DoctorFacts): string {
       const cache = l.cudaCacheEntries === null ? `${l.cacheFile} not read` : `${l.cudaCacheEntries} CUDA entries in ${l.cacheFile}`;
       return `${cache}; ${l.confDirs.length} ld.so.conf dir(s)`;
     }
+    case 'gpu': {
+      const g = facts.gpu;
+      if (g.gpus.length === 0) return g.reason ? `none listed (${g.reason})` : 'none listed';
+      const covered = g.libraries.length > 0 ? `; ${g.libraries.length} Python CUDA librar${g.libraries.length === 1 ? 'y carries' : 'ies carry'} GPU code` : '';
+      return `${g.gpus.map((x) => `${x.name} (${x.source.replace(/^nvidia-smi: /, '')})`).join(', ')}${covered}`;
+    }
     case 'conda':
       return facts.conda.prefix ? `${facts.conda.prefix}: ${facts.conda.hooks.length > 0 ? 'cudaenv hook' : 'no cudaenv hook'}` : 'no active environment';
     default:
@@ -101,6 +110,8 @@ export function renderReport(report: DoctorReport): string {
   const lines: string[] = [];
   const sorted = sortFindings(report.findings);
   for (const [prefix, title] of SECTIONS) {
+    // No GPU listed and nothing to say: a build machine or a container; the Driver line says why.
+    if (prefix === 'gpu' && (report.facts.gpu?.gpus.length ?? 0) === 0 && !sorted.some((f) => f.id.startsWith('gpu.'))) continue;
     lines.push(`${title.padEnd(12)}${factLine(prefix, report.facts)}`);
     for (const f of sorted.filter((x) => x.id.startsWith(`${prefix}.`))) {
       lines.push(`  ${MARK[f.severity]} ${f.title}`);

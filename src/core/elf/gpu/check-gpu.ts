@@ -3,7 +3,7 @@
  * kernels. The device code of every object of the report comes from the device-code cache (one
  * read per file identity), the rules from ./coverage.ts; explain/format-gpu.ts words it.
  */
-import type {CheckReport, GpuTarget} from '../report-types.js';
+import type {CheckReport, GpuReport, GpuTarget} from '../report-types.js';
 import {DeviceCodeCache} from '../cache/device-code-cache.js';
 import {gpuReport, summaryArchitectures} from './coverage.js';
 import {distinctGpus, machineDriver, machineGpus, parseGpu} from './gpu-targets.js';
@@ -60,4 +60,18 @@ export function gpuCodeForTree(report: CheckReport, cacheDir: string | undefined
   }
   cache.save();
   return (path) => text.get(path);
+}
+
+/**
+ * The coverage of these files on these GPUs, for callers outside the check (doctor): each file's
+ * device code through the device-code cache (`cacheDir`: $CUDAENV_DIR/cache/check; undefined: none).
+ */
+export function gpuCoverage(paths: string[], gpus: GpuTarget[], driver: string | null, cacheDir?: string): GpuReport {
+  const cache = new DeviceCodeCache(cacheDir);
+  const libraries = paths.flatMap((path) => {
+    const code = cache.get(path);
+    return code && (code.modules.length > 0 || code.problem) ? [{path, code}] : [];
+  });
+  cache.save();
+  return gpuReport(libraries, gpus, driver);
 }
