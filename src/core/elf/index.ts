@@ -12,7 +12,7 @@ export {checkLibraries, checkWithWheels, firstProblemLine, loaderVariables} from
 export {parsePageSize, runCheckCli, type CheckCliInput, type CheckCliResult} from './check-cli.js';
 export {dynamicProgram, elfSharedObjectsIn} from './search/check-targets.js';
 export {describeObject} from './explain/explain-finding.js';
-export {gpuCoverage} from './gpu/check-gpu.js';
+export {gpuCoverage, machineGpuLine} from './gpu/check-gpu.js';
 export {parseNvidiaSmi, type MachineGpus} from './gpu/gpu-targets.js';
 export {pytorchIndexesFor, pytorchInstall} from './gpu/pytorch-wheels.js';
 export type {DeviceCodeSummary, GpuLibrary, GpuReport, GpuTarget, GpuVerdict} from './report-types.js';

@@ -40,7 +40,7 @@ export async function switchCheck(paths: StorePaths, label: string, env: NodeJS.
   const pythonDirs = pythonCudaLibDirs(py.sitePackages).filter((d) => existsSync(d));
   const toolkitDirs = [toolkitLibDir(versionDir)].filter((d) => existsSync(d));
   const targets = [...toolkitDirs, ...pythonDirs];
-  const {checkWithWheels, dynamicProgram, firstProblemLine, loaderVariables} = await import('../elf/index.js');
+  const {checkWithWheels, dynamicProgram, firstProblemLine, loaderVariables, machineGpuLine} = await import('../elf/index.js');
   // The toolkit's libraries serve any program: checked as `ldd -r` loads them. Python dlopens the
   // wheels' libraries: checked as the interpreter binary does (static TLS, a dlopen's executable
   // stack, the Py* symbols it defines), as doctor checks them. The interpreter is the environment's
@@ -54,7 +54,8 @@ export async function switchCheck(paths: StorePaths, label: string, env: NodeJS.
     {targets: toolkitDirs, ldLibraryPath: env.LD_LIBRARY_PATH, storeVersionsDir: paths.versions, ...loaderVariables(env)},
     {targets: pythonDirs, ...(program ? {exe: program} : {})},
   );
-  const summary = firstProblemLine(report);
+  // What loads may still run nothing on this machine's GPU (issue 33): said only when that fails.
+  const summary = (report.ok ? machineGpuLine(report, paths.checkCache, env) : undefined) ?? firstProblemLine(report);
   const line = `cudaenv: CUDA ${label}${pythonDirs.length > 0 ? ' and the Python environment\'s CUDA libraries' : ''}: ${summary}`;
 
   // What the result depends on: the checked directories, where their dependencies were found,

@@ -3,6 +3,8 @@
  * kernels. The device code of every object of the report comes from the device-code cache (one
  * read per file identity), the rules from ./coverage.ts; explain/format-gpu.ts words it.
  */
+import {existsSync} from 'node:fs';
+import {join} from 'node:path';
 import type {CheckReport, GpuReport, GpuTarget} from '../report-types.js';
 import {DeviceCodeCache} from '../cache/device-code-cache.js';
 import {gpuReport, summaryArchitectures} from './coverage.js';
@@ -74,4 +76,26 @@ export function gpuCoverage(paths: string[], gpus: GpuTarget[], driver: string |
   });
   cache.save();
   return gpuReport(libraries, gpus, driver);
+}
+
+/**
+ * For the one line after a switch: the first library of `report` that carries no code this
+ * machine's GPUs run, with its fix; undefined when every library runs, when none carries GPU code,
+ * or when the machine lists no GPU (nvidia-smi on `env`'s PATH, asked only when some object of
+ * the report carries device code).
+ */
+export function machineGpuLine(report: CheckReport, cacheDir: string | undefined, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  // No nvidia-smi (a build host, a container without the driver's tools): nothing read, nothing started.
+  if (!(env.PATH ?? '').split(':').some((d) => d !== '' && existsSync(join(d, 'nvidia-smi')))) return undefined;
+  const cache = new DeviceCodeCache(cacheDir);
+  const libraries = report.objects.flatMap((o) => {
+    const code = cache.get(o.path);
+    return code && code.modules.some((m) => m.images.length > 0) ? [{path: o.path, code}] : [];
+  });
+  cache.save();
+  if (libraries.length === 0) return undefined;
+  const {gpus} = machineGpus(env);
+  if (gpus.length === 0) return undefined;
+  const first = gpuReport(libraries, distinctGpus(gpus), machineDriver()).problems[0];
+  return first ? `${first.summary}; ${first.fix}` : undefined;
 }
