@@ -12,6 +12,7 @@ import {describeNonElf} from '../search/check-targets.js';
 import {splitLdLibraryPath} from '../search/search-path.js';
 import {MISALIGNED} from '../read/elf/segments.js';
 import {compareVersions, parseVersion} from '../../versions/version.js';
+import {kernelDriverVersion} from '../read/machine/nvidia-driver.js';
 
 /**
  * Turns a finding into what a user can act on: the file the loader picks and by which rule,
@@ -481,6 +482,32 @@ function explainStop(problem: Problem, p: LoaderProcess, f: Finding, who: string
   return problem;
 }
 
+/** Why no toolkit helps with libcuda.so.1: one wording for a DT_NEEDED entry and for libcudart's dlopen (runtime-problems.ts). */
+export const DRIVER_ONLY = 'libcuda.so.1 is the NVIDIA driver\'s own library: it comes only with the driver (Debian\'s libcuda1, ' +
+  'the nvidia-driver packages, NVIDIA\'s .run installer; in a container, the NVIDIA Container Toolkit mounts the host\'s), ' +
+  'never with a CUDA toolkit, a cudaenv version or a pip wheel (the toolkit\'s stubs/libcuda.so only links programs: ' +
+  'loaded in its place, every CUDA call fails with "CUDA driver is a stub library").';
+
+/**
+ * A DT_NEEDED libcuda.so.1 nothing provides: the driver is missing, or its user-space part is not
+ * where the loader looks. PyTorch's libcaffe2_nvrtc.so (NVRTC's shim) needs it, and torch does not
+ * load that at import (checked on Debian's torch 2.6: not mapped after `import torch`).
+ */
+function explainDriverNotFound(problem: Problem, p: LoaderProcess, f: Finding): void {
+  const kernel = kernelDriverVersion(p.platform.sysroot);
+  problem.explanation += ` ${DRIVER_ONLY}` + (kernel
+    ? ` The NVIDIA kernel module ${kernel} is loaded, but its libcuda.so.1 is in none of those directories.`
+    : ' No NVIDIA kernel module is loaded here (no /proc/driver/nvidia/version): this machine has no driver.');
+  if (/^libcaffe2_nvrtc\.so/.test(basename(f.object.path))) {
+    problem.explanation += ` PyTorch does not load ${basename(f.object.path)} when it is imported (no library torch starts with needs it; ` +
+      'it is the shim of NVRTC, run-time compilation): `import torch` works without the driver, torch.cuda.is_available() is False, ' +
+      'and whatever loads this library fails.';
+  }
+  problem.fix = kernel
+    ? `install the driver's user-space libraries of ${kernel} (the libcuda1/nvidia-driver package of that version), or add the directory that holds libcuda.so.${kernel} to /etc/ld.so.conf.d/ and run \`ldconfig\``
+    : 'install the NVIDIA driver (on a machine with an NVIDIA GPU: `nvidia-smi` then works), or run this in a container with the NVIDIA Container Toolkit (`docker run --gpus all`); on a build host without a GPU, nothing needs fixing';
+}
+
 function explainNotFound(problem: Problem, p: LoaderProcess, f: Finding, who: string, ctx: ExplainContext): Problem {
   const edge = f.edge!;
   const name = f.library!;
@@ -505,7 +532,9 @@ function explainNotFound(problem: Problem, p: LoaderProcess, f: Finding, who: st
   const cuda = cudaMajorOf(name);
   const cudnn = /^libcudnn\w*\.so\.(\d+)/.exec(name)?.[1];
   const stored = storeVersionsWith(name, ctx.storeVersionsDir);
-  if (stored.length > 0) {
+  if (name === 'libcuda.so.1' && !edge.error) {
+    explainDriverNotFound(problem, p, f);
+  } else if (stored.length > 0) {
     // Already on this machine: switching to it is the whole fix.
     problem.fix = `CUDA ${stored.join(', ')} in the cudaenv store ${stored.length === 1 ? 'has' : 'have'} ${name}: \`cudaenv use ${stored[0]} --ld-library-path prepend\` puts its libraries on LD_LIBRARY_PATH`;
   } else if (cuda) {

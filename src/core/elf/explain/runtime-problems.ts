@@ -5,7 +5,7 @@ import type {Edge, LoaderProcess} from '../search/loader-process.js';
 import {kernelDriverVersion} from '../read/machine/nvidia-driver.js';
 import {describeLoad, type RuntimeLoad} from '../runtime/runtime-loads.js';
 import type {ReleaseCheck} from '../runtime/release-checks.js';
-import {dropEntryFix, explain, type ExplainContext} from './explain-finding.js';
+import {DRIVER_ONLY, dropEntryFix, explain, type ExplainContext} from './explain-finding.js';
 
 /**
  * The problems of what libraries load at run time, worded like every other problem (what fails,
@@ -50,7 +50,7 @@ function notFound(problem: Problem, load: RuntimeLoad, how: string, sysroot: str
   const searched = `the search dlopen makes from ${load.caller.path} (its DT_RUNPATH, or the DT_RPATH of it and what loaded it; LD_LIBRARY_PATH; ld.so.cache; the system directories)`;
   if (load.name === 'libcuda.so.1') {
     const kernel = kernelDriverVersion(sysroot);
-    const driverOnly = 'libcuda.so.1 is the NVIDIA driver\'s own library: it comes only with the driver (Debian\'s libcuda1, the nvidia-driver packages, NVIDIA\'s .run installer), never with a toolkit or a wheel.';
+    const driverOnly = DRIVER_ONLY;
     if (kernel === null) {
       problem.summary = `${how}, and this machine has no NVIDIA driver to provide it`;
       problem.explanation = `${driverOnly} Nothing on ${searched} is one, and no NVIDIA kernel module is loaded (no /proc/driver/nvidia/version). ` +
