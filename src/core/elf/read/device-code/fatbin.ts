@@ -128,7 +128,10 @@ function walkSection(
     if (head.length < 16 || head.readUInt32LE(0) !== FATBIN_MAGIC) {
       // Zero padding between or after fat binaries is skipped; anything else is not a fat binary.
       if (head.every((b) => b === 0)) {
-        p += head.length;
+        // Up to the next non-zero byte (a container's magic starts with 0x50), a window at a time.
+        const chunk = window.bytes(p, Math.min(WINDOW, end - p)) ?? head;
+        const next = chunk.findIndex((b) => b !== 0);
+        p += next < 0 ? chunk.length : next;
         continue;
       }
       return `no fat binary at ${where(p)} (it starts with 0x${head.readUInt32LE(0).toString(16)}, not 0x${FATBIN_MAGIC.toString(16)})`;

@@ -195,6 +195,8 @@ describeIf(haveNvcc, haveOracle ? NEEDS.devToolkit('/usr/local/cuda') : 'needs c
       ['size.o', 8, huge, /past the end of \.nv_fatbin/],
       ['entry.o', 16 + 8, huge, /do not fit in its fat binary/],
       ['magic.o', 0, [1, 2, 3, 4], /no fat binary at offset 0 of \.nv_fatbin/],
+      // Zeros where the container header was: skipped as padding, up to the first entry, which is no container.
+      ['zeros.o', 0, new Array(16).fill(0), /no fat binary at offset 16 of \.nv_fatbin/],
     ] as const) {
       const code = readDeviceCode(damage(name, at, [...bytes]));
       expect(code.problem).toMatch(words);
