@@ -218,13 +218,21 @@ export async function checkFiles(options: CheckOptions, files: IndexedFile[]): P
   const results = noteFoundElsewhere(own, options.sysroot);
   // An object in the processes of several files is reported once, as the first file in listing
   // order found it (the merge keeps the first occurrence): later files skip describing it.
+  // `startup` counts the program's start among the objects, so it counts what is kept of them
+  // (else the first objects of the dlopen took their place, and the merge put a later file's
+  // failure first: issue 37).
   const described = new Set<string>();
   for (const r of results) {
-    r.objects = r.objects.filter((o) => {
-      if (described.has(o.path)) return false;
-      described.add(o.path);
-      return true;
+    let startup = r.startup;
+    r.objects = r.objects.filter((o, i) => {
+      if (!described.has(o.path)) {
+        described.add(o.path);
+        return true;
+      }
+      if (startup !== undefined && i < r.startup!) startup--;
+      return false;
     });
+    if (startup !== undefined) r.startup = startup;
   }
   return results;
 }
