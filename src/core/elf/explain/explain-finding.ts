@@ -1,4 +1,4 @@
-import {closeSync, existsSync, openSync, readdirSync, readSync, statSync} from 'node:fs';
+import {closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, statSync} from 'node:fs';
 import {basename, dirname, join} from 'node:path';
 import type {Problem} from '../report-types.js';
 import type {ElfInfo} from '../read/elf/types.js';
@@ -319,6 +319,9 @@ async function explainFinding(p: LoaderProcess, f: Finding, ctx: ExplainContext)
     problem.fix = release
       ? `\`cudaenv use ${release}\` (CUDA ${release} or newer provides it), or put a directory holding a newer ${f.library} before ${entry} on LD_LIBRARY_PATH`
       : `put a directory holding a ${f.library} that defines ${need} before ${entry} on LD_LIBRARY_PATH (no other ${f.library} on the search path has it), or \`cudaenv use\` a toolkit whose ${f.library} is new enough`;
+  } else if (edge.via === 'ld.so.cache' && better) {
+    // The cache's entry comes first: the configuration file that lists its directory is the cause.
+    problem.fix = `${cacheEntryFix(provider.path, p.platform.sysroot)}, so that ${better.path} is found`;
   } else if (release) {
     problem.fix = `use a ${f.library} from CUDA ${release} or newer (\`cudaenv use ${release}\`, or upgrade the package that ships ${provider.path})`;
   } else {
@@ -478,8 +481,50 @@ function explainStop(problem: Problem, p: LoaderProcess, f: Finding, who: string
   }
   const entry = edge.ldEntry;
   if (entry !== undefined && next) problem.fix = `${dropEntryFix(entry, ctx)}, or ${replace}`;
+  // A stop leaves the edge without a `via`: the rule says the cache brought the file.
+  else if (edge.via === 'ld.so.cache' || edge.rule === p.ctx.cacheLabel) problem.fix = `${cacheEntryFix(bad, p.platform.sysroot)}${next ? `, so that ${next.path} is found` : ''}, or ${replace}`;
   else problem.fix = replace;
   return problem;
+}
+
+/**
+ * The ld.so.conf files that list `dir` (a host path; under a sysroot, the image's files): the files
+ * to change when the cache brings a wrong library. Named by host paths, as every fix names files.
+ */
+function confFilesListing(dir: string, sysroot: string): string[] {
+  const files = [`${sysroot}/etc/ld.so.conf`];
+  try {
+    files.push(...readdirSync(`${sysroot}/etc/ld.so.conf.d`).filter((n) => n.endsWith('.conf')).sort().map((n) => `${sysroot}/etc/ld.so.conf.d/${n}`));
+  } catch {
+    // no such directory
+  }
+  const listed = imageDir(dir, sysroot);
+  return files.filter((f) => {
+    try {
+      return existsSync(f) && readFileSync(f, 'utf8').split('\n').some((l) => l.replace(/#.*/, '').trim().replace(/\/+$/, '') === listed);
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** A directory as the image's configuration names it (the host path less the sysroot). */
+function imageDir(dir: string, sysroot: string): string {
+  const host = dir.replace(/\/+$/, '');
+  return sysroot !== '' && host.startsWith(`${sysroot}/`) ? host.slice(sysroot.length) : host;
+}
+
+/**
+ * The change that stops ld.so.cache from bringing `path`: its directory out of the ld.so.conf file
+ * that lists it (named: that file is the one thing to edit), then ldconfig. Shared with the
+ * run-time loads (runtime-problems.ts).
+ */
+export function cacheEntryFix(path: string, sysroot: string): string {
+  const dir = imageDir(dirname(path), sysroot);
+  const files = confFilesListing(dirname(path), sysroot);
+  return files.length > 0
+    ? `remove ${dir} from ${files.join(' and ')} and run \`sudo ldconfig${sysroot ? ` -r ${sysroot}` : ''}\``
+    : `remove ${dir} from the loader's configuration (${sysroot}/etc/ld.so.conf and ${sysroot}/etc/ld.so.conf.d/) and run \`sudo ldconfig${sysroot ? ` -r ${sysroot}` : ''}\``;
 }
 
 /** Why no toolkit helps with libcuda.so.1: one wording for a DT_NEEDED entry and for libcudart's dlopen (runtime-problems.ts). */

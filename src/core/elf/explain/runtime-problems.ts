@@ -1,11 +1,10 @@
-import {existsSync, readdirSync, readFileSync} from 'node:fs';
 import {basename, dirname} from 'node:path';
 import type {Problem} from '../report-types.js';
 import type {Edge, LoaderProcess} from '../search/loader-process.js';
 import {kernelDriverVersion} from '../read/machine/nvidia-driver.js';
 import {describeLoad, type RuntimeLoad} from '../runtime/runtime-loads.js';
 import type {ReleaseCheck} from '../runtime/release-checks.js';
-import {DRIVER_ONLY, dropEntryFix, explain, type ExplainContext} from './explain-finding.js';
+import {cacheEntryFix, DRIVER_ONLY, dropEntryFix, explain, type ExplainContext} from './explain-finding.js';
 
 /**
  * The problems of what libraries load at run time, worded like every other problem (what fails,
@@ -72,34 +71,10 @@ function notFound(problem: Problem, load: RuntimeLoad, how: string, sysroot: str
   return mark(problem);
 }
 
-/** The ld.so.conf files that list `dir` (the files to change when the cache brings a wrong library). */
-function confFilesListing(dir: string, sysroot: string): string[] {
-  const files = [`${sysroot}/etc/ld.so.conf`];
-  try {
-    files.push(...readdirSync(`${sysroot}/etc/ld.so.conf.d`).filter((n) => n.endsWith('.conf')).sort().map((n) => `${sysroot}/etc/ld.so.conf.d/${n}`));
-  } catch {
-    // no such directory
-  }
-  const host = dir.replace(/\/+$/, '');
-  const inImage = sysroot !== '' && host.startsWith(sysroot) ? host.slice(sysroot.length) : host;
-  return files.filter((f) => {
-    try {
-      return existsSync(f) && readFileSync(f, 'utf8').split('\n').some((l) => l.replace(/#.*/, '').trim().replace(/\/+$/, '') === inImage);
-    } catch {
-      return false;
-    }
-  }).map((f) => (sysroot !== '' && f.startsWith(sysroot) ? f.slice(sysroot.length) : f));
-}
-
 /** The one thing to change so the load no longer brings `path`: the entry that brought it. */
 function fixForEntry(edge: Edge, path: string, ctx: ExplainContext, sysroot: string, instead: string): string {
   if (edge.ldEntry !== undefined) return `${dropEntryFix(edge.ldEntry, ctx)}, so that ${instead}`;
-  if (edge.via === 'ld.so.cache') {
-    const files = confFilesListing(dirname(path), sysroot);
-    return files.length > 0
-      ? `remove ${dirname(path)} from ${files.join(' and ')} and run \`sudo ldconfig\`, so that ${instead}`
-      : `remove ${dirname(path)} from the loader's configuration (/etc/ld.so.conf and /etc/ld.so.conf.d/) and run \`sudo ldconfig\`, so that ${instead}`;
-  }
+  if (edge.via === 'ld.so.cache') return `${cacheEntryFix(path, sysroot)}, so that ${instead}`;
   if (edge.via === 'rpath' || edge.via === 'runpath') return `remove ${dirname(path)} from the ${edge.via === 'rpath' ? 'DT_RPATH' : 'DT_RUNPATH'} named in "${edge.rule}" (\`patchelf --set-rpath\`), so that ${instead}`;
   return `remove ${path}, so that ${instead}`;
 }
