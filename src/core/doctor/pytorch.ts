@@ -1,4 +1,4 @@
-import {closeSync, openSync, readSync} from 'node:fs';
+import {closeSync, existsSync, openSync, readdirSync, readSync} from 'node:fs';
 import {join} from 'node:path';
 import type {DriverFact} from './driver.js';
 import {driverSupport, parseToolkit} from '../versions/driver-table.js';
@@ -15,6 +15,30 @@ export interface TorchFact {
   /** MAJOR.MINOR the wheel was built for; null for a CPU (or ROCm) build. */
   cuda: string | null;
   hip: string | null;
+  /**
+   * Where its CUDA libraries come from: pip's nvidia-* wheels beside it (site-packages/nvidia),
+   * its own torch/lib (older wheels bundled them), or the system (a distribution's build, such as
+   * Debian's python3-torch-cuda, whose torch/lib links to libraries of system packages).
+   */
+  libraries?: 'wheels' | 'bundled' | 'system';
+}
+
+/** TorchFact.libraries for a torch in `sitePackages`. */
+function torchLibraries(sitePackages: string): NonNullable<TorchFact['libraries']> {
+  if (existsSync(join(sitePackages, 'nvidia'))) return 'wheels';
+  try {
+    if (readdirSync(join(sitePackages, 'torch', 'lib')).some((n) => /^libcudart[.-]/.test(n))) return 'bundled';
+  } catch {
+    // no torch/lib
+  }
+  return 'system';
+}
+
+/** Where a CUDA build of torch takes its CUDA libraries from, in words. */
+export function torchLibrariesWords(torch: TorchFact): string {
+  return torch.libraries === 'system' ? 'the system\'s CUDA libraries (a distribution\'s build: they come from system packages, found through ld.so.cache)'
+    : torch.libraries === 'bundled' ? 'the CUDA libraries in its torch/lib'
+    : 'its pip CUDA libraries';
 }
 
 /**
@@ -59,7 +83,7 @@ export function findTorch(sitePackages: string[]): TorchFact | undefined {
   for (const sp of sitePackages) {
     const file = join(sp, 'torch', 'version.py');
     const text = readHead(file);
-    if (text !== undefined) return {file, ...parseTorchVersionPy(text)};
+    if (text !== undefined) return {file, ...parseTorchVersionPy(text), libraries: torchLibraries(sp)};
   }
   return undefined;
 }
@@ -120,7 +144,7 @@ export function torchFindings(ctx: DoctorContext, torch: TorchFact | undefined, 
     findings.push({
       id: 'pytorch.no-toolkit',
       severity: 'info',
-      title: `${name} (CUDA ${torch.cuda}) runs on its pip CUDA libraries; building CUDA extensions needs a toolkit and none is found`,
+      title: `${name} (CUDA ${torch.cuda}) runs on ${torchLibrariesWords(torch)}; building CUDA extensions needs a toolkit and none is found`,
       evidence: [tk ? `${tk.how}: ${tk.dir} does not exist` : 'no CUDA_HOME, CUDA_PATH, nvcc on PATH or /usr/local/cuda'],
       fix: `cudaenv install ${torch.cuda} && cudaenv use ${torch.cuda}`,
     });

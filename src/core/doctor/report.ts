@@ -72,9 +72,11 @@ function factLine(prefix: string, facts: DoctorFacts): string {
       return t ? `${t.version ? `CUDA ${t.version}` : 'version unknown'} at ${t.path} [${t.source === 'cudaenv' ? via : `${t.source}; ${via}`}]` : `none [${via}]`;
     }
     case 'env': {
+      // A distribution's torch (Debian's) loads system packages' CUDA libraries, not pip's wheels.
+      const libs = facts.python.torch?.libraries === 'system' ? 'torch\'s CUDA libraries' : 'the pip wheels';
       const entries = facts.ldLibraryPath.map((e) => {
-        const effect = e.breaks ? 'breaks the pip wheels' : e.shadows ? 'shadows the pip wheels' : e.shadows === 0 && !e.supplies ? 'no effect on the pip wheels' : null;
-        const notes = [e.toolkitVersion ? `CUDA ${e.toolkitVersion}` : null, effect, e.supplies ? 'provides libraries the pip wheels need' : null].filter(Boolean);
+        const effect = e.breaks ? `breaks ${libs}` : e.shadows ? `shadows ${libs}` : e.shadows === 0 && !e.supplies ? `no effect on ${libs}` : null;
+        const notes = [e.toolkitVersion ? `CUDA ${e.toolkitVersion}` : null, effect, e.supplies ? `provides libraries ${libs === 'the pip wheels' ? 'the pip wheels need' : 'torch needs'}` : null].filter(Boolean);
         return notes.length > 0 ? `${e.entry} (${notes.join('; ')})` : e.entry;
       });
       return entries.length > 0 ? `LD_LIBRARY_PATH has CUDA libraries in ${entries.join(', ')}` : 'no CUDA libraries on LD_LIBRARY_PATH';
@@ -83,7 +85,8 @@ function factLine(prefix: string, facts: DoctorFacts): string {
       const p = facts.python;
       if (!p.interpreter && p.sitePackages.length === 0) return 'no Python found';
       const torch = p.torch ? `torch ${p.torch.version ?? '?'} (${p.torch.cuda ? `CUDA ${p.torch.cuda}` : p.torch.hip ? `ROCm ${p.torch.hip}` : 'CPU-only'})` : 'no torch';
-      return `${p.interpreter ?? 'python'}: ${torch}, ${p.cudaLibraryDirs.length} pip CUDA library dir(s)${p.program ? ` (checked as ${p.program} loads them)` : ''}`;
+      const dirs = p.torch?.libraries === 'system' ? 'CUDA library dir(s) of a distribution\'s build (its CUDA libraries are system packages)' : 'pip CUDA library dir(s)';
+      return `${p.interpreter ?? 'python'}: ${torch}, ${p.cudaLibraryDirs.length} ${dirs}${p.program ? ` (checked as ${p.program} loads them)` : ''}`;
     }
     case 'loader': {
       const l = facts.loader;

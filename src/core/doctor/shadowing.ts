@@ -195,7 +195,7 @@ export async function shadowingFindings(
       findings.push({
         id: 'env.ld-library-path-shadows-python',
         severity: 'warning',
-        title: `LD_LIBRARY_PATH entry ${v.entry} shadows the pip CUDA wheels: ${[...new Set(v.shadows.map((s) => s.library))].join(', ')} come from it instead`,
+        title: `LD_LIBRARY_PATH entry ${v.entry} shadows the Python environment's CUDA libraries: ${[...new Set(v.shadows.map((s) => s.library))].join(', ')} come from it instead`,
         evidence: v.shadows.slice(0, 6).map((s) => `${objectName(s.object)} needs ${s.library}: ${s.chosen}${s.instead ? ` instead of ${normalize(s.instead)}` : ''}`)
           .concat(v.shadows.length > 6 ? [`... and ${v.shadows.length - 6} more`] : []),
         fix,

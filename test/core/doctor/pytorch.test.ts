@@ -85,6 +85,30 @@ describe('PyTorch against the toolkit extensions would build with', () => {
     expect(run()[0]).toMatchObject({id: 'pytorch.no-toolkit', severity: 'info'});
   });
 
+  test('Debian\'s python3-torch-cuda (issue 37): its CUDA libraries are system packages, not pip wheels', () => {
+    // Debian trixie's torch/version.py (python3-torch-cuda 2.6.0), byte for byte, in Debian's layout:
+    // /usr/lib/python3/dist-packages/torch/lib holds links to the multiarch directory, and there is no nvidia/.
+    const dist = join(tmp.dir, 'usr/lib/python3/dist-packages');
+    write(join(dist, 'torch', 'version.py'), "from typing import Optional\n\n__all__ = ['__version__', 'debug', 'cuda', 'git_version', 'hip']\n" +
+      "__version__ = '2.6.0+debian'\ndebug = False\ncuda: Optional[str] = '12.4'\ngit_version = 'Unknown'\nhip: Optional[str] = None\nxpu: Optional[str] = None\n");
+    mkdirSync(join(dist, 'torch', 'lib'));
+    symlinkSync('../../../../x86_64-linux-gnu/libc10_cuda.so.2.6', join(dist, 'torch', 'lib', 'libc10_cuda.so'));
+    const torch = findTorch([dist])!;
+    expect(torch).toMatchObject({version: '2.6.0+debian', cuda: '12.4', libraries: 'system'});
+    const [f] = torchFindings(m.ctx(), torch, undefined, null);
+    expect(f!.id).toBe('pytorch.no-toolkit');
+    expect(f!.title).toBe('torch 2.6.0+debian (CUDA 12.4) runs on the system\'s CUDA libraries (a distribution\'s build: they come from system packages, found through ld.so.cache); building CUDA extensions needs a toolkit and none is found');
+    expect(f!.title).not.toMatch(/pip/);
+    // A pip install beside it: nvidia/ holds the wheels' libraries; an older wheel bundles libcudart in torch/lib.
+    torchVersionPy(sp, '2.5.0+cu124', '12.4');
+    mkdirSync(join(sp, 'nvidia', 'cuda_runtime', 'lib'), {recursive: true});
+    expect(findTorch([sp])!.libraries).toBe('wheels');
+    const old = join(tmp.dir, 'old/site-packages');
+    torchVersionPy(old, '1.13.1+cu117', '11.7');
+    write(join(old, 'torch', 'lib', 'libcudart-e409450e.so.11.0'), '');
+    expect(findTorch([old])!.libraries).toBe('bundled');
+  });
+
   test('a driver below the torch build\'s CUDA floor is an error', () => {
     torchVersionPy(sp, '2.5.0+cu124', '12.4');
     write(join(m.sysroot, 'proc/driver/nvidia/version'), PROC_PROPRIETARY.replace('550.54.15', '470.82.01'));
