@@ -49,12 +49,13 @@ interface Listing {
   fatal: string | null;
 }
 
-function cuobjdump(tool: string, mode: 'elf' | 'ptx', file: string): Listing {
-  const r = spawnSync(tool, [mode === 'elf' ? '--list-elf' : '--list-ptx', file], {encoding: 'utf8', maxBuffer: 64 << 20});
-  const lines = r.stdout.split('\n').filter((l) => /^(ELF|PTX) file/.test(l)).map((l) => l.replace(/^(ELF|PTX) file\s+(\d+):\s+/, ''));
+/** `cuobjdump --list-elf --list-ptx FILE`: one run lists both (interleaved per fat binary), split by kind. */
+function cuobjdump(tool: string, file: string): Record<'elf' | 'ptx', Listing> {
+  const r = spawnSync(tool, ['--list-elf', '--list-ptx', file], {encoding: 'utf8', maxBuffer: 64 << 20});
   const fatal = /cuobjdump fatal\s*:\s*(.*)/.exec(r.stderr)?.[1] ?? null;
   if (r.status !== 0 && fatal === null && !/does not contain device code/.test(r.stderr)) throw new Error(`${tool} ${file} exited ${r.status}: ${r.stderr}`);
-  return {lines, fatal};
+  const of = (kind: string) => r.stdout.split('\n').filter((l) => l.startsWith(`${kind} file`)).map((l) => l.replace(/^(ELF|PTX) file\s+(\d+):\s+/, ''));
+  return {elf: {lines: of('ELF'), fatal}, ptx: {lines: of('PTX'), fatal}};
 }
 
 function mine(file: string, mode: 'elf' | 'ptx'): string[] {
@@ -72,10 +73,11 @@ interface Tally {
 }
 
 function compare(file: string, tally: Tally): void {
+  const listings = new Map([CUOBJDUMP_13, CUOBJDUMP_12].map((tool) => [tool, cuobjdump(tool, file)]));
   for (const mode of ['elf', 'ptx'] as const) {
     const ours = mine(file, mode);
     for (const [tool, exact] of [[CUOBJDUMP_13, true], [CUOBJDUMP_12, false]] as const) {
-      const theirs = cuobjdump(tool, mode, file);
+      const theirs = {...listings.get(tool)![mode]};
       // Debian's 12.4 cuobjdump ends NCCL's listing after its first fat binary, exit 0 and no
       // word, and lists none of its PTX; 13.1 lists the same first images and then stops with
       // "Invalid ELF". Compared as a listing cut short, and counted as such.
