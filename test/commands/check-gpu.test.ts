@@ -1,6 +1,6 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
-import {existsSync, readFileSync, writeFileSync} from 'node:fs';
+import {chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import type {CheckReport} from '../../src/core/elf/report-types.js';
 import {DOWNLOADED, NEEDS} from '../helpers/capabilities.js';
@@ -57,6 +57,22 @@ describeIf(haveReal, NEEDS.realCudaLibs)("Debian's CUDA 12.4 libraries", () => {
       summary: 'no kernel image for sm_120: libnccl.so.2 carries no code for sm_120: SASS for sm_50, sm_60, sm_61, sm_70, sm_80, sm_90 and no PTX',
       fix: 'use libnccl of CUDA 12.8 or newer (the first release that compiles for sm_120), or an NCCL release built for it',
     }]);
+  });
+
+  test('--gpu auto: every GPU nvidia-smi lists, each model once', () => {
+    const bin = join(tmp.dir, 'smi-bin');
+    mkdirSync(bin, {recursive: true});
+    writeFileSync(join(bin, 'nvidia-smi'), "#!/bin/sh\nprintf '0, NVIDIA GeForce RTX 5090, 12.0\\n1, NVIDIA A100-SXM4-80GB, 8.0\\n2, NVIDIA A100-SXM4-80GB, 8.0\\n'\n");
+    chmodSync(join(bin, 'nvidia-smi'), 0o755);
+    const r = runCli(['check', NCCL, '--gpu', 'auto', '--json'], {env: cliEnv(join(tmp.dir, 'store'), {PATH: `${bin}:${process.env.PATH}`})});
+    const gpu = (JSON.parse(r.stdout) as CheckReport).gpu!;
+    expect(gpu.gpus).toEqual([
+      {capability: '12.0', name: 'sm_120', source: 'nvidia-smi: GPU 0, NVIDIA GeForce RTX 5090'},
+      {capability: '8.0', name: 'sm_80', source: 'nvidia-smi: GPU 1, NVIDIA A100-SXM4-80GB'},
+    ]);
+    expect(gpu.libraries[0]!.verdicts.map((v) => [v.gpu, v.runs])).toEqual([['12.0', 'none'], ['8.0', 'sass']]);
+    // This machine's driver (from /proc/driver/nvidia/version, when one is loaded) compiles the PTX.
+    if (!existsSync('/proc/driver/nvidia/version')) expect(gpu.driver).toBeNull();
   });
 
   test('--tree shows each library\'s architectures; without --gpu there is no GPU part', () => {
