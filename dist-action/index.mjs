@@ -70917,7 +70917,7 @@ var init_cacheTwirpClient = __esm({
 });
 
 // ../../work/main/node_modules/@actions/cache/lib/internal/tar.js
-import { existsSync as existsSync15, writeFileSync as writeFileSync7 } from "fs";
+import { existsSync as existsSync14, writeFileSync as writeFileSync7 } from "fs";
 import * as path11 from "path";
 function getTarPath() {
   return __awaiter16(this, void 0, void 0, function* () {
@@ -70927,7 +70927,7 @@ function getTarPath() {
         const systemTar = SystemTarPathOnWindows;
         if (gnuTar) {
           return { path: gnuTar, type: ArchiveToolType.GNU };
-        } else if (existsSync15(systemTar)) {
+        } else if (existsSync14(systemTar)) {
           return { path: systemTar, type: ArchiveToolType.BSD };
         }
         break;
@@ -71665,7 +71665,7 @@ function inActionTerms(text) {
 
 // src/action/run.ts
 init_core();
-import { existsSync as existsSync18, mkdirSync as mkdirSync13, rmSync as rmSync10 } from "node:fs";
+import { existsSync as existsSync17, mkdirSync as mkdirSync13, rmSync as rmSync10 } from "node:fs";
 import { join as join30 } from "node:path";
 
 // src/core/elf/report-types.ts
@@ -72272,7 +72272,7 @@ function lookupCacheEntry(cache2, name, options) {
 }
 
 // src/core/elf/check-files.ts
-import { existsSync as existsSync5, readFileSync as readFileSync10 } from "node:fs";
+import { existsSync as existsSync4, readFileSync as readFileSync10 } from "node:fs";
 import { resolve as resolve2 } from "node:path";
 
 // src/core/elf/bind/symbols.ts
@@ -74514,7 +74514,7 @@ var SymbolMemo = class {
 };
 
 // src/core/elf/explain/explain-finding.ts
-import { closeSync as closeSync4, existsSync as existsSync2, openSync as openSync4, readdirSync as readdirSync3, readSync as readSync4, statSync as statSync4 } from "node:fs";
+import { closeSync as closeSync4, existsSync as existsSync2, openSync as openSync4, readdirSync as readdirSync3, readFileSync as readFileSync4, readSync as readSync4, statSync as statSync4 } from "node:fs";
 import { basename as basename3, dirname as dirname5, join as join5 } from "node:path";
 
 // src/core/text/quote.ts
@@ -75449,6 +75449,8 @@ async function explainFinding(p, f, ctx) {
   } else if (entry2 !== void 0) {
     const need = f.kind === "version-not-found" ? `version ${f.version}` : f.symbol;
     problem.fix = release ? `\`cudaenv use ${release}\` (CUDA ${release} or newer provides it), or put a directory holding a newer ${f.library} before ${entry2} on LD_LIBRARY_PATH` : `put a directory holding a ${f.library} that defines ${need} before ${entry2} on LD_LIBRARY_PATH (no other ${f.library} on the search path has it), or \`cudaenv use\` a toolkit whose ${f.library} is new enough`;
+  } else if (edge.via === "ld.so.cache" && better) {
+    problem.fix = `${cacheEntryFix(provider.path, p.platform.sysroot)}, so that ${better.path} is found`;
   } else if (release) {
     problem.fix = `use a ${f.library} from CUDA ${release} or newer (\`cudaenv use ${release}\`, or upgrade the package that ships ${provider.path})`;
   } else {
@@ -75568,8 +75570,33 @@ function explainStop(problem, p, f, who, ctx) {
   }
   const entry2 = edge.ldEntry;
   if (entry2 !== void 0 && next) problem.fix = `${dropEntryFix(entry2, ctx)}, or ${replace}`;
+  else if (edge.via === "ld.so.cache" || edge.rule === p.ctx.cacheLabel) problem.fix = `${cacheEntryFix(bad, p.platform.sysroot)}${next ? `, so that ${next.path} is found` : ""}, or ${replace}`;
   else problem.fix = replace;
   return problem;
+}
+function confFilesListing(dir, sysroot) {
+  const files = [`${sysroot}/etc/ld.so.conf`];
+  try {
+    files.push(...readdirSync3(`${sysroot}/etc/ld.so.conf.d`).filter((n) => n.endsWith(".conf")).sort().map((n) => `${sysroot}/etc/ld.so.conf.d/${n}`));
+  } catch {
+  }
+  const listed = imageDir(dir, sysroot);
+  return files.filter((f) => {
+    try {
+      return existsSync2(f) && readFileSync4(f, "utf8").split("\n").some((l) => l.replace(/#.*/, "").trim().replace(/\/+$/, "") === listed);
+    } catch {
+      return false;
+    }
+  });
+}
+function imageDir(dir, sysroot) {
+  const host = dir.replace(/\/+$/, "");
+  return sysroot !== "" && host.startsWith(`${sysroot}/`) ? host.slice(sysroot.length) : host;
+}
+function cacheEntryFix(path13, sysroot) {
+  const dir = imageDir(dirname5(path13), sysroot);
+  const files = confFilesListing(dirname5(path13), sysroot);
+  return files.length > 0 ? `remove ${dir} from ${files.join(" and ")} and run \`sudo ldconfig${sysroot ? ` -r ${sysroot}` : ""}\`` : `remove ${dir} from the loader's configuration (${sysroot}/etc/ld.so.conf and ${sysroot}/etc/ld.so.conf.d/) and run \`sudo ldconfig${sysroot ? ` -r ${sysroot}` : ""}\``;
 }
 var DRIVER_ONLY = `libcuda.so.1 is the NVIDIA driver's own library: it comes only with the driver (Debian's libcuda1, the nvidia-driver packages, NVIDIA's .run installer; in a container, the NVIDIA Container Toolkit mounts the host's), never with a CUDA toolkit, a cudaenv version or a pip wheel (the toolkit's stubs/libcuda.so only links programs: loaded in its place, every CUDA call fails with "CUDA driver is a stub library").`;
 function explainDriverNotFound(problem, p, f) {
@@ -75625,7 +75652,6 @@ function explainNotFound(problem, p, f, who, ctx) {
 }
 
 // src/core/elf/explain/runtime-problems.ts
-import { existsSync as existsSync3, readdirSync as readdirSync4, readFileSync as readFileSync4 } from "node:fs";
 import { basename as basename6, dirname as dirname6 } from "node:path";
 
 // src/core/elf/runtime/runtime-loads.ts
@@ -75963,28 +75989,9 @@ function notFound(problem, load, how, sysroot, mark) {
   }
   return mark(problem);
 }
-function confFilesListing(dir, sysroot) {
-  const files = [`${sysroot}/etc/ld.so.conf`];
-  try {
-    files.push(...readdirSync4(`${sysroot}/etc/ld.so.conf.d`).filter((n) => n.endsWith(".conf")).sort().map((n) => `${sysroot}/etc/ld.so.conf.d/${n}`));
-  } catch {
-  }
-  const host = dir.replace(/\/+$/, "");
-  const inImage2 = sysroot !== "" && host.startsWith(sysroot) ? host.slice(sysroot.length) : host;
-  return files.filter((f) => {
-    try {
-      return existsSync3(f) && readFileSync4(f, "utf8").split("\n").some((l) => l.replace(/#.*/, "").trim().replace(/\/+$/, "") === inImage2);
-    } catch {
-      return false;
-    }
-  }).map((f) => sysroot !== "" && f.startsWith(sysroot) ? f.slice(sysroot.length) : f);
-}
 function fixForEntry(edge, path13, ctx, sysroot, instead) {
   if (edge.ldEntry !== void 0) return `${dropEntryFix(edge.ldEntry, ctx)}, so that ${instead}`;
-  if (edge.via === "ld.so.cache") {
-    const files = confFilesListing(dirname6(path13), sysroot);
-    return files.length > 0 ? `remove ${dirname6(path13)} from ${files.join(" and ")} and run \`sudo ldconfig\`, so that ${instead}` : `remove ${dirname6(path13)} from the loader's configuration (/etc/ld.so.conf and /etc/ld.so.conf.d/) and run \`sudo ldconfig\`, so that ${instead}`;
-  }
+  if (edge.via === "ld.so.cache") return `${cacheEntryFix(path13, sysroot)}, so that ${instead}`;
   if (edge.via === "rpath" || edge.via === "runpath") return `remove ${dirname6(path13)} from the ${edge.via === "rpath" ? "DT_RPATH" : "DT_RUNPATH"} named in "${edge.rule}" (\`patchelf --set-rpath\`), so that ${instead}`;
   return `remove ${path13}, so that ${instead}`;
 }
@@ -76145,7 +76152,7 @@ function auxv(type) {
 }
 
 // src/core/elf/read/machine/platform.ts
-import { existsSync as existsSync4, readFileSync as readFileSync6 } from "node:fs";
+import { existsSync as existsSync3, readFileSync as readFileSync6 } from "node:fs";
 import { join as join6 } from "node:path";
 function dsoSortOf(interpPath, glibc) {
   if (!glibc || !versionAtMost(glibc, 2, 34)) return { default: "dfs", tunable: true };
@@ -76239,7 +76246,7 @@ function loaderPlatform(elfClass, machine, sysroot = "", cacheGenerator, store) 
   let result = null;
   if (facts) {
     const root = sysroot.replace(/\/+$/, "");
-    const multiarch = existsSync4(join6(root || "/", "lib", facts.triplet)) || existsSync4(join6(root || "/", "usr", "lib", facts.triplet));
+    const multiarch = existsSync3(join6(root || "/", "lib", facts.triplet)) || existsSync3(join6(root || "/", "usr", "lib", facts.triplet));
     const dirs = multiarch ? [`/lib/${facts.triplet}/`, `/usr/lib/${facts.triplet}/`, "/lib/", "/usr/lib/"] : [`/${facts.lib64}/`, `/usr/${facts.lib64}/`];
     const inImage2 = (path13) => root === "" ? path13 : realpathIn(root, root + path13) ?? root + path13;
     const interpFile = inImage2(facts.interp);
@@ -76373,7 +76380,7 @@ function noexecMountPoints() {
 }
 
 // src/core/elf/cache/verdict-cache.ts
-import { mkdirSync, readdirSync as readdirSync5, readFileSync as readFileSync8, renameSync, statfsSync, statSync as statSync5, unlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync as readdirSync4, readFileSync as readFileSync8, renameSync, statfsSync, statSync as statSync5, unlinkSync, writeFileSync } from "node:fs";
 import { basename as basename8, dirname as dirname7, join as join7 } from "node:path";
 import { fileURLToPath } from "node:url";
 var SETTLE_MS = 2e3;
@@ -76569,7 +76576,7 @@ function keyHash(text) {
   return lanes.map((h) => (h >>> 0).toString(16).padStart(8, "0")).join("");
 }
 function prune(dir, keep) {
-  const entries2 = readdirSync5(dir).filter((n) => n.endsWith(".json")).map((n) => {
+  const entries2 = readdirSync4(dir).filter((n) => n.endsWith(".json")).map((n) => {
     const path13 = join7(dir, n);
     try {
       return { path: path13, mtime: statSync5(path13).mtimeMs };
@@ -76596,7 +76603,7 @@ function codeStamp() {
     files.push(self2);
   } else {
     const walk = (dir) => {
-      for (const entry2 of readdirSync5(dir, { withFileTypes: true })) {
+      for (const entry2 of readdirSync4(dir, { withFileTypes: true })) {
         const path13 = join7(dir, entry2.name);
         if (entry2.isDirectory()) walk(path13);
         else if (entry2.name.endsWith(".js") || entry2.name.endsWith(".ts")) files.push(path13);
@@ -76691,7 +76698,7 @@ var LoaderFactsFile = class {
 function preloadList(options, recorder) {
   const list = (options.preload ?? []).flatMap((p) => p.split(/[ :]/)).filter(Boolean).map((name) => ({ name, from: "LD_PRELOAD" }));
   const file = `${normalRoot(options.sysroot)}/etc/ld.so.preload`;
-  if (recorder ? recorder.statNow(file) !== null : existsSync5(file)) {
+  if (recorder ? recorder.statNow(file) !== null : existsSync4(file)) {
     try {
       const text = readFileSync10(file, "utf8").replace(/#[^\n]*/g, "");
       list.push(...text.split(/[ \t\n:]+/).filter(Boolean).map((name) => ({ name, from: "/etc/ld.so.preload" })));
@@ -76829,11 +76836,16 @@ async function checkFiles(options, files) {
   const results = noteFoundElsewhere(own, options.sysroot);
   const described = /* @__PURE__ */ new Set();
   for (const r of results) {
-    r.objects = r.objects.filter((o) => {
-      if (described.has(o.path)) return false;
-      described.add(o.path);
-      return true;
+    let startup = r.startup;
+    r.objects = r.objects.filter((o, i) => {
+      if (!described.has(o.path)) {
+        described.add(o.path);
+        return true;
+      }
+      if (startup !== void 0 && i < r.startup) startup--;
+      return false;
     });
+    if (startup !== void 0) r.startup = startup;
   }
   return results;
 }
@@ -77330,7 +77342,7 @@ function networkHint(error2, fallback) {
 }
 
 // src/core/remote/mirror.ts
-import { existsSync as existsSync6 } from "node:fs";
+import { existsSync as existsSync5 } from "node:fs";
 import { isAbsolute as isAbsolute2, resolve as resolve3 } from "node:path";
 import { pathToFileURL } from "node:url";
 var DEFAULT_CUDA_MIRROR = "https://developer.download.nvidia.com/compute/cuda/redist/";
@@ -77359,7 +77371,7 @@ function parseMirror(text, source = "--mirror") {
     throw new UsageError(`${source} ${JSON.stringify(value)} uses ${url2.protocol.slice(0, -1)}, which cudaenv does not download from`, "Use an http(s):// or file:// URL, or a directory path.");
   }
   const dir = isAbsolute2(value) ? value : resolve3(value);
-  if (!existsSync6(dir) && HOST_LIKE.test(value)) {
+  if (!existsSync5(dir) && HOST_LIKE.test(value)) {
     throw new UsageError(
       `${source} ${JSON.stringify(value)} has no http:// or https:// and is no directory`,
       `Did you mean https://${value}? A mirror is an http(s):// URL, a file:// URL or a directory.`
@@ -77746,7 +77758,7 @@ async function chooseCudnn(mirror, spec, cudaMajor, platform2, signal) {
 
 // src/core/remote/install.ts
 import { cpus } from "node:os";
-import { existsSync as existsSync12, mkdirSync as mkdirSync11, readFileSync as readFileSync19, renameSync as renameSync8, rmSync as rmSync8, writeFileSync as writeFileSync5 } from "node:fs";
+import { existsSync as existsSync11, mkdirSync as mkdirSync11, readFileSync as readFileSync19, renameSync as renameSync8, rmSync as rmSync8, writeFileSync as writeFileSync5 } from "node:fs";
 import { join as join19 } from "node:path";
 
 // src/core/fatal-cleanup.ts
@@ -77785,7 +77797,7 @@ function atomicWriteFile(path13, content, mode = 420, options = {}) {
 }
 
 // src/core/store/lock.ts
-import { closeSync as closeSync6, mkdirSync as mkdirSync4, openSync as openSync6, readFileSync as readFileSync12, readdirSync as readdirSync6, rmSync as rmSync2, statSync as statSync6, utimesSync, writeSync as writeSync2 } from "node:fs";
+import { closeSync as closeSync6, mkdirSync as mkdirSync4, openSync as openSync6, readFileSync as readFileSync12, readdirSync as readdirSync5, rmSync as rmSync2, statSync as statSync6, utimesSync, writeSync as writeSync2 } from "node:fs";
 import { hostname } from "node:os";
 import { join as join10 } from "node:path";
 var DEFAULT_STALE_MS = 10 * 60 * 1e3;
@@ -77886,7 +77898,7 @@ function takeOver(path13, seen, staleMs) {
 function reclaimStaleLocks(locksDir, staleMs = DEFAULT_STALE_MS) {
   let names;
   try {
-    names = readdirSync6(locksDir);
+    names = readdirSync5(locksDir);
   } catch {
     return [];
   }
@@ -77992,13 +78004,13 @@ function heldLock(path13, owner, staleMs) {
 }
 
 // src/core/store/registry.ts
-import { existsSync as existsSync7, lstatSync as lstatSync3, mkdirSync as mkdirSync5, readFileSync as readFileSync13, readdirSync as readdirSync7, readlinkSync as readlinkSync2, renameSync as renameSync4, rmSync as rmSync3, symlinkSync } from "node:fs";
+import { existsSync as existsSync6, lstatSync as lstatSync3, mkdirSync as mkdirSync5, readFileSync as readFileSync13, readdirSync as readdirSync6, readlinkSync as readlinkSync2, renameSync as renameSync4, rmSync as rmSync3, symlinkSync } from "node:fs";
 import { join as join11, resolve as resolve4 } from "node:path";
 var RECEIPT_FILE = ".cudaenv-receipt.json";
 function listVersions(paths) {
   let names;
   try {
-    names = readdirSync7(paths.versions);
+    names = readdirSync6(paths.versions);
   } catch (error2) {
     if (isErrno(error2, "ENOENT")) return [];
     throw new CudaenvError(`cannot list ${paths.versions}: ${error2.message}`, {
@@ -78022,7 +78034,7 @@ function describeVersion(paths, label) {
   }
   if (st.isSymbolicLink()) {
     const target = resolve4(paths.versions, readlinkSync2(path13));
-    return { label, path: path13, kind: "registered", target, broken: !existsSync7(target) };
+    return { label, path: path13, kind: "registered", target, broken: !existsSync6(target) };
   }
   if (!st.isDirectory()) return void 0;
   return { label, path: path13, kind: "installed", broken: false };
@@ -78048,7 +78060,7 @@ function readAlias(paths, name) {
 function listAliases(paths) {
   let names;
   try {
-    names = readdirSync7(paths.aliases);
+    names = readdirSync6(paths.aliases);
   } catch {
     return [];
   }
@@ -78090,13 +78102,13 @@ function refreshResolveIndex(paths) {
     symlinkSync(target, tmp);
     renameSync4(tmp, link);
   }
-  for (const name of readdirSync7(paths.resolve)) {
+  for (const name of readdirSync6(paths.resolve)) {
     if (!wanted.has(name)) rmSync3(join11(paths.resolve, name), { force: true });
   }
 }
 
 // src/core/shell/shims.ts
-import { chmodSync, existsSync as existsSync8, mkdirSync as mkdirSync6, readFileSync as readFileSync14, readdirSync as readdirSync8, rmSync as rmSync4, statSync as statSync7 } from "node:fs";
+import { chmodSync, existsSync as existsSync7, mkdirSync as mkdirSync6, readFileSync as readFileSync14, readdirSync as readdirSync7, rmSync as rmSync4, statSync as statSync7 } from "node:fs";
 import { join as join12 } from "node:path";
 var SHIM_MARKER = "# cudaenv shim: generated by `cudaenv rehash`";
 var SETTINGS_LINE = /^# @CUDAENV_SETTINGS@.*$/m;
@@ -78117,7 +78129,7 @@ _ce_soh=${quoteSh("")}`;
   return template.replace(SETTINGS_LINE, () => settings).replace(/^#!\/bin\/sh\n/, `#!${shimInterpreter}
 `);
 }
-var shimInterpreter = BASH_PATHS.find((p) => existsSync8(p)) ? `${BASH_PATHS.find((p) => existsSync8(p))} -p` : "/bin/sh";
+var shimInterpreter = BASH_PATHS.find((p) => existsSync7(p)) ? `${BASH_PATHS.find((p) => existsSync7(p))} -p` : "/bin/sh";
 function toolkitPrograms(paths) {
   const names = /* @__PURE__ */ new Set();
   for (const v of listVersions(paths)) {
@@ -78125,7 +78137,7 @@ function toolkitPrograms(paths) {
     const bin = join12(v.path, "bin");
     let entries2;
     try {
-      entries2 = readdirSync8(bin);
+      entries2 = readdirSync7(bin);
     } catch {
       continue;
     }
@@ -78162,7 +78174,7 @@ function writeShims(paths) {
     chmodSync(file, 493);
   }
   const removed = [];
-  for (const name of readdirSync8(paths.shims)) {
+  for (const name of readdirSync7(paths.shims)) {
     if (wanted.has(name) || name.startsWith(".")) continue;
     const file = join12(paths.shims, name);
     try {
@@ -78177,7 +78189,7 @@ function writeShims(paths) {
 }
 
 // src/core/shell/switch-index.ts
-import { existsSync as existsSync9, mkdirSync as mkdirSync7, readdirSync as readdirSync9, readlinkSync as readlinkSync3 } from "node:fs";
+import { existsSync as existsSync8, mkdirSync as mkdirSync7, readdirSync as readdirSync8, readlinkSync as readlinkSync3 } from "node:fs";
 import { basename as basename10, join as join13 } from "node:path";
 function switchDir(paths) {
   return join13(paths.root, "switch");
@@ -78188,7 +78200,7 @@ function writeSwitchIndex(paths) {
   const pairs = [];
   let names = [];
   try {
-    names = readdirSync9(paths.resolve);
+    names = readdirSync8(paths.resolve);
   } catch {
     names = [];
   }
@@ -78358,14 +78370,14 @@ function archiveLockName(sha256) {
 }
 
 // src/core/remote/checkpoint.ts
-import { existsSync as existsSync10, readFileSync as readFileSync15, writeFileSync as writeFileSync3 } from "node:fs";
+import { existsSync as existsSync9, readFileSync as readFileSync15, writeFileSync as writeFileSync3 } from "node:fs";
 import { join as join14 } from "node:path";
 async function checkpoint(name, env = process.env) {
   const dir = env.CUDAENV_TEST_CHECKPOINT_DIR;
   if (!dir) return;
   writeFileSync3(join14(dir, name), String(process.pid));
   const crash = join14(dir, `${name}.crash`);
-  if (existsSync10(crash)) {
+  if (existsSync9(crash)) {
     const error2 = new Error(`injected crash at ${name}`);
     if (readFileSync15(crash, "utf8").trim() === "rejection") void Promise.reject(error2);
     else setTimeout(() => {
@@ -78373,8 +78385,8 @@ async function checkpoint(name, env = process.env) {
     }, 0);
     await new Promise(() => void 0);
   }
-  if (!existsSync10(join14(dir, `${name}.pause`))) return;
-  while (!existsSync10(join14(dir, `${name}.go`))) await new Promise((r) => setTimeout(r, 20));
+  if (!existsSync9(join14(dir, `${name}.pause`))) return;
+  while (!existsSync9(join14(dir, `${name}.go`))) await new Promise((r) => setTimeout(r, 20));
 }
 
 // src/core/remote/tar-guard.ts
@@ -79062,11 +79074,11 @@ function relay(from, guard, to) {
 }
 
 // src/core/remote/merge.ts
-import { lstatSync as lstatSync4, mkdirSync as mkdirSync9, readdirSync as readdirSync10, renameSync as renameSync6, rmSync as rmSync6, symlinkSync as symlinkSync2 } from "node:fs";
+import { lstatSync as lstatSync4, mkdirSync as mkdirSync9, readdirSync as readdirSync9, renameSync as renameSync6, rmSync as rmSync6, symlinkSync as symlinkSync2 } from "node:fs";
 import { join as join16 } from "node:path";
 function mergeComponent(partDir, root, component) {
   mkdirSync9(root, { recursive: true });
-  for (const name of readdirSync10(partDir)) {
+  for (const name of readdirSync9(partDir)) {
     const src = join16(partDir, name);
     const st = lstatSync4(src);
     if (name === "lib" && st.isSymbolicLink()) continue;
@@ -79090,7 +79102,7 @@ function mergeEntry(src, dst, component) {
   }
   const st = lstatSync4(src);
   if (st.isDirectory() && existing.isDirectory()) {
-    for (const name of readdirSync10(src)) mergeEntry(join16(src, name), join16(dst, name), component);
+    for (const name of readdirSync9(src)) mergeEntry(join16(src, name), join16(dst, name), component);
     return;
   }
   if (st.isDirectory() || existing.isDirectory()) {
@@ -79117,7 +79129,7 @@ function linkLib(root) {
 }
 
 // src/core/remote/pkgconfig.ts
-import { existsSync as existsSync11, lstatSync as lstatSync5, mkdirSync as mkdirSync10, readFileSync as readFileSync16, readdirSync as readdirSync11, rmdirSync, symlinkSync as symlinkSync3, unlinkSync as unlinkSync2, writeFileSync as writeFileSync4 } from "node:fs";
+import { existsSync as existsSync10, lstatSync as lstatSync5, mkdirSync as mkdirSync10, readFileSync as readFileSync16, readdirSync as readdirSync10, rmdirSync, symlinkSync as symlinkSync3, unlinkSync as unlinkSync2, writeFileSync as writeFileSync4 } from "node:fs";
 import { join as join17 } from "node:path";
 var PKGCONFIG_DIR = join17("lib64", "pkgconfig");
 function rewritePcText(text, installedRoot) {
@@ -79136,7 +79148,7 @@ function relocatePkgConfig(root, installedRoot) {
     let entries2;
     try {
       if (!lstatSync5(dir).isDirectory()) continue;
-      entries2 = readdirSync11(dir);
+      entries2 = readdirSync10(dir);
     } catch {
       continue;
     }
@@ -79157,7 +79169,7 @@ function relocatePkgConfig(root, installedRoot) {
   for (const name of written) {
     const plain = name.replace(/-\d+(\.\d+)*\.pc$/, ".pc");
     const link = join17(root, PKGCONFIG_DIR, plain);
-    if (plain !== name && !existsSync11(link)) symlinkSync3(name, link);
+    if (plain !== name && !existsSync10(link)) symlinkSync3(name, link);
   }
   return written;
 }
@@ -79362,7 +79374,7 @@ function describeUnknown(label, profile, unknown) {
 }
 
 // src/core/remote/staging.ts
-import { lstatSync as lstatSync6, mkdtempSync, readdirSync as readdirSync12, renameSync as renameSync7, rmSync as rmSync7 } from "node:fs";
+import { lstatSync as lstatSync6, mkdtempSync, readdirSync as readdirSync11, renameSync as renameSync7, rmSync as rmSync7 } from "node:fs";
 import { join as join18 } from "node:path";
 var LEFTOVER_RE = /^(stage|old|rm)-(\d+\.\d+\.\d+)-\d+-[A-Za-z0-9]{6}$/;
 function versionLockName(label) {
@@ -79387,7 +79399,7 @@ function exists2(path13) {
 function recoverLeftovers(paths, label) {
   let names;
   try {
-    names = readdirSync12(paths.tmp);
+    names = readdirSync11(paths.tmp);
   } catch {
     return { restored: false, removed: 0 };
   }
@@ -79411,7 +79423,7 @@ function recoverLeftovers(paths, label) {
 async function cleanOtherLeftovers(paths, except) {
   let names;
   try {
-    names = readdirSync12(paths.tmp);
+    names = readdirSync11(paths.tmp);
   } catch {
     return [];
   }
@@ -79564,7 +79576,7 @@ function receiptEntry(job) {
 }
 function writeVersionJson(root, label, jobs) {
   const path13 = join19(root, "version.json");
-  if (existsSync12(path13)) return;
+  if (existsSync11(path13)) return;
   const data = { cuda: { name: "CUDA SDK", version: label } };
   for (const j of jobs) data[j.name] = { name: j.name, version: j.version };
   writeFileSync5(path13, `${JSON.stringify(data, null, 2)}
@@ -79650,11 +79662,11 @@ function pathsFor(root) {
 }
 
 // src/core/shell/toolkit-env.ts
-import { existsSync as existsSync13 } from "node:fs";
+import { existsSync as existsSync12 } from "node:fs";
 import { join as join21 } from "node:path";
 function toolkitLibDir(versionDir) {
   const lib64 = join21(versionDir, "lib64");
-  return existsSync13(lib64) ? lib64 : join21(versionDir, "lib");
+  return existsSync12(lib64) ? lib64 : join21(versionDir, "lib");
 }
 function splitPathList(value) {
   return value === void 0 || value === "" ? [] : value.split(":");
@@ -79684,7 +79696,7 @@ function toolkitEnvironment(env, versionDir, storeVersionsDir, policy) {
 }
 
 // src/action/cache-service.ts
-import { cpSync, existsSync as existsSync16, mkdirSync as mkdirSync12, readdirSync as readdirSync13, renameSync as renameSync9, rmSync as rmSync9, statSync as statSync10 } from "node:fs";
+import { cpSync, existsSync as existsSync15, mkdirSync as mkdirSync12, readdirSync as readdirSync12, renameSync as renameSync9, rmSync as rmSync9, statSync as statSync10 } from "node:fs";
 import { join as join26 } from "node:path";
 var ReportedCacheFailure = class extends Error {
 };
@@ -79729,9 +79741,9 @@ function keyOf(name) {
 function directoryCacheService(root) {
   return {
     name: `the cache directory ${root}`,
-    unavailable: async () => existsSync16(root) ? void 0 : `the cache directory ${root} (CUDAENV_ACTION_CACHE_DIR) does not exist`,
+    unavailable: async () => existsSync15(root) ? void 0 : `the cache directory ${root} (CUDAENV_ACTION_CACHE_DIR) does not exist`,
     async restore(dir, key, restoreKeys) {
-      const entries2 = readdirSync13(root).filter((n) => !n.startsWith(".")).map((n) => ({ key: keyOf(n), path: join26(root, n), time: statSync10(join26(root, n)).mtimeMs }));
+      const entries2 = readdirSync12(root).filter((n) => !n.startsWith(".")).map((n) => ({ key: keyOf(n), path: join26(root, n), time: statSync10(join26(root, n)).mtimeMs }));
       const hit = entries2.find((e) => e.key === key) ?? restoreKeys.map((p) => entries2.filter((e) => e.key.startsWith(p)).sort((a, b) => b.time - a.time)[0]).find(Boolean);
       if (!hit) return void 0;
       rmSync9(dir, { recursive: true, force: true });
@@ -79740,7 +79752,7 @@ function directoryCacheService(root) {
     },
     async save(dir, key) {
       const dest = join26(root, entryName(key));
-      if (existsSync16(dest)) return true;
+      if (existsSync15(dest)) return true;
       const tmp = join26(root, `.saving-${process.pid}-${Date.now()}`);
       mkdirSync12(root, { recursive: true });
       cpSync(dir, tmp, { recursive: true });
@@ -79748,7 +79760,7 @@ function directoryCacheService(root) {
         renameSync9(tmp, dest);
       } catch (error2) {
         rmSync9(tmp, { recursive: true, force: true });
-        if (!existsSync16(dest)) throw error2;
+        if (!existsSync15(dest)) throw error2;
       }
       return true;
     }
@@ -79760,7 +79772,7 @@ function cacheServiceFor(env) {
 
 // src/action/inputs.ts
 import { join as join27 } from "node:path";
-import { existsSync as existsSync17 } from "node:fs";
+import { existsSync as existsSync16 } from "node:fs";
 
 // src/core/versions/version-file.ts
 import { closeSync as closeSync9, constants as constants6, fstatSync as fstatSync3, openSync as openSync9, readSync as readSync5, statSync as statSync11 } from "node:fs";
@@ -79870,7 +79882,7 @@ function readInputs(env, workspace) {
   let cudnn = getInput(env, "cudnn") || void 0;
   if (spec === "") {
     const file = join27(workspace, VERSION_FILE);
-    if (!existsSync17(file)) {
+    if (!existsSync16(file)) {
       throw new UsageError(
         `no CUDA version given: the cuda input is empty and there is no ${VERSION_FILE} in ${workspace}`,
         `Give one: with: cuda: '12.4' (or commit a ${VERSION_FILE} and check the repository out before this step).`
@@ -79967,7 +79979,7 @@ function runnerPlatform(os8 = process.platform, arch3 = process.arch, isTegra) {
 }
 
 // src/action/selection.ts
-import { readFileSync as readFileSync21, readdirSync as readdirSync14 } from "node:fs";
+import { readFileSync as readFileSync21, readdirSync as readdirSync13 } from "node:fs";
 import { join as join29 } from "node:path";
 function candidates(name) {
   return [name, `cuda_${name}`, `lib${name}`];
@@ -80003,7 +80015,7 @@ function readReceipt2(dir) {
 function findInToolCache(paths, platform2, req) {
   let labels;
   try {
-    labels = readdirSync14(paths.versions).filter(isVersion);
+    labels = readdirSync13(paths.versions).filter(isVersion);
   } catch {
     return void 0;
   }
@@ -80202,7 +80214,7 @@ async function install(paths, platform2, inputs, request, work, notes, service, 
     manifest,
     cudnnChoice,
     // Not covering the request (findInToolCache said so): replace it with what is asked for.
-    force: existsSync18(join30(paths.versions, label)),
+    force: existsSync17(join30(paths.versions, label)),
     signal,
     onEvent: (e) => {
       if (e.type === "progress" && e.progress.stage === "done") {
