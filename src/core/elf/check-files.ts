@@ -16,7 +16,7 @@ import {loaderPlatform, type LoaderPlatform} from './read/machine/platform.js';
 import {LoaderProcess, type LoadedObject, type LoaderContext, type PreloadEntry} from './search/loader-process.js';
 import {readListedSync, type ListedFile, type TargetFile} from './search/check-targets.js';
 import {InputRecorder} from './cache/inputs.js';
-import {normalRoot} from './read/machine/sysroot.js';
+import {inImage, isInside, normalRoot} from './read/machine/sysroot.js';
 import {noexecMountOf, noexecMountPoints} from './read/machine/mounts.js';
 import {VerdictCache} from './cache/verdict-cache.js';
 import {LoaderFactsFile} from './cache/loader-facts.js';
@@ -116,13 +116,20 @@ export function makeContext(options: CheckOptions, cwd: string, recorder: InputR
 /** The program of --exe, read; a usage error when it is missing or not ELF. */
 export async function readExe(options: CheckOptions, cwd: string, recorder: InputRecorder | null = null): Promise<TargetFile | undefined> {
   if (!options.exe) return undefined;
-  const path = resolve(cwd, options.exe);
-  const view = new FileView(cwd);
+  // One rule with LD_LIBRARY_PATH and LD_PRELOAD: under CUDAENV_SYSROOT an absolute path names the
+  // image's file (/usr/bin/python3.13), one already under the image's root is taken as it is, and
+  // links inside the image resolve in it.
+  const root = normalRoot(options.sysroot);
+  const path = options.exe.startsWith('/') ? inImage(root, options.exe) : resolve(cwd, options.exe);
+  const view = new FileView(cwd, root);
   view.recorder = recorder;
   const st = view.statSync(path);
-  if (!st || !st.isFile()) throw new UsageError(`--exe ${options.exe}: no such file`, 'Give the program that loads the libraries, e.g. --exe "$(command -v python3)".');
+  if (!st || !st.isFile()) {
+    throw new UsageError(`--exe ${options.exe}: no such file${path !== options.exe && isInside(root, path) ? ` in the image (${path})` : ''}`,
+      'Give the program that loads the libraries, e.g. --exe "$(command -v python3)".');
+  }
   try {
-    return {path, stat: st, info: await cachedElf(path, st)};
+    return {path, stat: st, info: await cachedElf(view.hostPath(path) ?? path, st)};
   } catch (error) {
     throw new UsageError(`--exe ${options.exe} is not an ELF program: ${error instanceof Error ? error.message : String(error)}`, 'Give the interpreter binary itself, not a wrapper script.');
   }
