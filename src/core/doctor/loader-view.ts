@@ -68,7 +68,9 @@ export function loaderView(ctx: DoctorContext, toolkits: ToolkitState, cache: Ca
   let cudaEntries: CacheEntry[] | undefined;
   if (cache) {
     cudaEntries = cache.filter((e) => isCudaLibraryName(e.key));
-    const missing = cudaEntries.filter((e) => !existsSync(sysPath(ctx, e.path)));
+    // Followed inside the image: Debian's libcuda.so.1 is an absolute link to /etc/alternatives/..., which
+    // the host resolves elsewhere (issue 37: three entries were called gone that were there).
+    const missing = cudaEntries.filter((e) => sysRealpath(ctx, e.path) === undefined);
     if (missing.length > 0) {
       findings.push({
         id: 'loader.cache-stale-missing',

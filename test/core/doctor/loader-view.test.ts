@@ -119,3 +119,32 @@ maybe('the driver from the libcuda the cache points to', () => {
     }
   });
 });
+
+maybe('cache entries behind the image\'s /etc/alternatives links (issue 37)', () => {
+  test('Debian\'s libcuda.so.1 -> /etc/alternatives/... -> nvidia/current/: present in the image, so not stale; gone, it is', async () => {
+    const tmp = makeTempDir();
+    try {
+      const m = makeMachine(tmp.dir);
+      const lib = join(m.sysroot, 'usr/lib/x86_64-linux-gnu');
+      const real = buildLib({out: join(lib, 'nvidia/current/libcuda.so.1'), soname: 'libcuda.so.1', source: 'int cuInit(unsigned f){return (int)f;}\n'});
+      mkdirSync(join(m.sysroot, 'etc/alternatives'), {recursive: true});
+      // Absolute links, as update-alternatives makes them: on the host they lead nowhere.
+      symlinkSync('/usr/lib/x86_64-linux-gnu/nvidia/current/libcuda.so.1', join(m.sysroot, 'etc/alternatives/libcuda.so.1-x86_64-linux-gnu'));
+      symlinkSync('/etc/alternatives/libcuda.so.1-x86_64-linux-gnu', join(lib, 'libcuda.so.1'));
+      write(join(m.sysroot, 'etc/ld.so.conf'), '/usr/lib/x86_64-linux-gnu\n');
+      // The image's own view: ldconfig -r resolves the links in the image and writes the image's paths.
+      execFileSync('ldconfig', ['-r', m.sysroot], {stdio: 'pipe'});
+      const run = async () => {
+        const ctx = m.ctx();
+        const cache = await defaultDeps.readCache(join(m.sysroot, 'etc/ld.so.cache'));
+        expect(cache?.entries.map((e) => `${e.key} => ${e.path}`)).toContain('libcuda.so.1 => /usr/lib/x86_64-linux-gnu/libcuda.so.1');
+        return loaderView(ctx, inspectToolkits(ctx), cache?.entries).findings.find((f) => f.id === 'loader.cache-stale-missing');
+      };
+      expect(await run()).toBeUndefined();
+      unlinkSync(real);
+      expect((await run())?.evidence).toEqual(['libcuda.so.1 => /usr/lib/x86_64-linux-gnu/libcuda.so.1']);
+    } finally {
+      tmp.cleanup();
+    }
+  });
+});
