@@ -4,7 +4,7 @@ import {join} from 'node:path';
 import {cliEnv, runCli, terminateWhenReady} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
 import {makeStore, openUp} from '../core/link/fixtures.js';
-import {canDropToNobody, NOBODY, runCliAsNobody} from '../helpers/nobody.js';
+import {canDropToNobody, cliForNobody, NOBODY, runCliAsNobody} from '../helpers/nobody.js';
 import {probeNamespaces} from '../../src/core/link/isolate.js';
 import {describeIf, testIf} from '../helpers/skip.js';
 import {NEEDS} from '../helpers/capabilities.js';
@@ -66,7 +66,9 @@ describeNs('cudaenv exec --isolate (real /usr/local/cuda, real unshare)', () => 
       chownSync(home, 65534, 65534);
       env = {...env, HOME: home};
     }
-    const {out, code} = await terminateWhenReady(['exec', '--isolate', '--cuda', '12.4'], env, who === 'nobody' ? NOBODY : []);
+    const {out, code} = who === 'nobody'
+      ? await terminateWhenReady(['exec', '--isolate', '--cuda', '12.4'], env, NOBODY, cliForNobody())
+      : await terminateWhenReady(['exec', '--isolate', '--cuda', '12.4'], env);
     expect(out).toContain('got-term');
     expect(code).toBe(3);
   };

@@ -66,11 +66,12 @@ export function cliEnv(storeDir: string, extra: NodeJS.ProcessEnv = {}): NodeJS.
 /**
  * Runs `cudaenv ARGS -- sh -c SCRIPT` where the script says `ready`, then on SIGTERM says
  * `got-term` and exits 3; sends cudaenv SIGTERM once the command is ready, and gives what the
- * command printed and cudaenv's exit status. `asUser` prefixes the run (setpriv ... to be nobody).
+ * command printed and cudaenv's exit status. `asUser` prefixes the run (setpriv ... to be nobody), with
+ * `cli` an entry that user can read (test/helpers/nobody.ts).
  */
-export async function terminateWhenReady(args: string[], env: NodeJS.ProcessEnv, asUser: string[] = []): Promise<{out: string; code: number | null}> {
+export async function terminateWhenReady(args: string[], env: NodeJS.ProcessEnv, asUser: string[] = [], cli = CLI): Promise<{out: string; code: number | null}> {
   const script = 'trap "echo got-term; exit 3" TERM; echo ready; while :; do sleep 0.05; done';
-  const argv = [...asUser, process.execPath, CLI, ...args, '--', 'sh', '-c', script];
+  const argv = [...asUser, process.execPath, cli, ...args, '--', 'sh', '-c', script];
   const child = spawn(argv[0]!, argv.slice(1), {env});
   let out = '';
   await new Promise<void>((resolve) => child.stdout.on('data', (d) => {
