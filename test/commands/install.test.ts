@@ -232,7 +232,9 @@ describe('cudaenv ls-remote / install / uninstall', () => {
     const plain = cliEnv(store, {CUDAENV_RETRY_DELAY_MS: '20'});
     expect((await runCli(['config', 'mirror', server.url], {env: plain})).status).toBe(0);
     const ls = await runCli(['ls-remote', '--json'], {env: plain});
-    expect(JSON.parse(ls.stdout)).toEqual({mirror: server.url, releases: [{version: '12.4.1', installed: false, installable: true, platform: 'linux-x86_64'}, {version: '12.6.3', installed: false, installable: true, platform: 'linux-x86_64'}]});
+    expect(JSON.parse(ls.stdout)).toEqual({mirror: server.url, releases: [{version: '12.4.1', installed: false, installable: true, platform: 'linux-x86_64'}, {version: '12.6.3', installed: false, installable: true, platform: 'linux-x86_64'}],
+      // How old the tables cudaenv carries are (issue 36): nothing listed is newer than either.
+      tables: {driver_table: {newer: [], newest: expect.any(String)}, release_table: {newer: [], newest: expect.any(String), oldest: '11.4.2'}}});
     const r = await runCli(['install', '12.6', '--profile', 'minimal', '--json'], {env: plain});
     expect(JSON.parse(r.stdout)).toMatchObject({version: '12.6.3', status: 'installed', mirror: server.url});
     // a directory is kept absolute (a relative one would follow every later cwd); a bad value is refused when set
