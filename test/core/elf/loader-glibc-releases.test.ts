@@ -118,7 +118,8 @@ describeIf(fetched && IS_ROOT && usable, reason)('the loader model against the r
       image.files = asked.files;
       images.push(image);
     }
-  }, 300_000);
+    // Five images of gcc builds and real loaders: minutes on a quiet 2-core machine, several times that on a shared one.
+  }, 900_000);
   afterAll(() => tmp?.cleanup());
 
   test.each(RELEASES.map((r) => [r.suite, r.glibc]))('%s (glibc %s): the image\'s own glibc is the one asked', (suite, glibc) => {
