@@ -3,7 +3,7 @@
  * search/check-targets lists what to check, check-files runs each file through search (which
  * file each DT_NEEDED binds), bind (what fails) and explain (why, and the fix), and this file
  * merges the per-file results into one report in the loader's order. See README.md beside
- * this file, docs/check.md and shared/docs/elf-loader-spec.md.
+ * this file and docs/check.md.
  */
 import {isFailing, type CheckedObject, type CheckOptions, type CheckReport, type Problem} from './report-types.js';
 import {checkFiles, type FileResult} from './check-files.js';
