@@ -139,6 +139,17 @@ int main(void) { int n; printf("%d\\n", cudaGetDeviceCount(&n)); return 0; }
     expect(runtimeEdge(report, 'libcudart.so.12', 'libcuda.so.1')).toMatchObject({path: join(DRIVER, 'libcuda.so.1'), via: 'ld_library_path', dlopen: {when: 'at the first CUDA call', impact: 'library'}});
   });
 
+  test('a libcuda older than libcudart 12.4 needs (a stand-in named libcuda.so.470.57.02): driver-too-old, with the minimum', async () => {
+    const old = join(tmp.dir, 'driver-470');
+    buildLib({out: join(old, 'libcuda.so.470.57.02'), soname: 'libcuda.so.1', source: '#include <unistd.h>\nint cuInit(unsigned f) { return getpid() < 0; }\n'});
+    symlinkSync('libcuda.so.470.57.02', join(old, 'libcuda.so.1'));
+    const report = await checkLibraries({targets: [cudart], ldLibraryPath: old, exe: program});
+    const [tooOld] = runtimeProblems(report);
+    expect(tooOld).toMatchObject({kind: 'driver-too-old', library: 'libcuda.so.1', impact: 'library'});
+    expect(tooOld!.explanation).toContain('is libcuda 470.57.02; libcudart.so.12 of CUDA 12.4 needs driver 550');
+    expect(report.ok).toBe(false);
+  });
+
   (NO_DRIVER ? test : test.skip)('no libcuda anywhere on a machine without the driver: the real run fails with cudaErrorInsufficientDriver; check warns, and passes', async () => {
     const real = run(program);
     expect(real.stdout).toBe('35 cudaErrorInsufficientDriver');
