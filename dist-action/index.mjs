@@ -24755,7 +24755,7 @@ var require_cmp = __commonJS({
     var gte2 = require_gte();
     var lt = require_lt();
     var lte2 = require_lte();
-    var cmp2 = (a, op, b, loose) => {
+    var cmp = (a, op, b, loose) => {
       switch (op) {
         case "===":
           if (typeof a === "object") {
@@ -24791,7 +24791,7 @@ var require_cmp = __commonJS({
           throw new TypeError(`Invalid operator: ${op}`);
       }
     };
-    module.exports = cmp2;
+    module.exports = cmp;
   }
 });
 
@@ -25557,7 +25557,7 @@ var require_comparator = __commonJS({
             return false;
           }
         }
-        return cmp2(version3, this.operator, this.semver, this.options);
+        return cmp(version3, this.operator, this.semver, this.options);
       }
       intersects(comp26, options) {
         if (!(comp26 instanceof _Comparator)) {
@@ -25590,10 +25590,10 @@ var require_comparator = __commonJS({
         if (this.semver.version === comp26.semver.version && this.operator.includes("=") && comp26.operator.includes("=")) {
           return true;
         }
-        if (cmp2(this.semver, "<", comp26.semver, options) && this.operator.startsWith(">") && comp26.operator.startsWith("<")) {
+        if (cmp(this.semver, "<", comp26.semver, options) && this.operator.startsWith(">") && comp26.operator.startsWith("<")) {
           return true;
         }
-        if (cmp2(this.semver, ">", comp26.semver, options) && this.operator.startsWith("<") && comp26.operator.startsWith(">")) {
+        if (cmp(this.semver, ">", comp26.semver, options) && this.operator.startsWith("<") && comp26.operator.startsWith(">")) {
           return true;
         }
         return false;
@@ -25602,7 +25602,7 @@ var require_comparator = __commonJS({
     module.exports = Comparator;
     var parseOptions = require_parse_options();
     var { safeRe: re, t } = require_re();
-    var cmp2 = require_cmp();
+    var cmp = require_cmp();
     var debug2 = require_debug();
     var SemVer = require_semver();
     var Range = require_range();
@@ -26113,7 +26113,7 @@ var require_semver2 = __commonJS({
     var neq = require_neq();
     var gte2 = require_gte();
     var lte2 = require_lte();
-    var cmp2 = require_cmp();
+    var cmp = require_cmp();
     var coerce = require_coerce();
     var truncate2 = require_truncate();
     var Comparator = require_comparator();
@@ -26152,7 +26152,7 @@ var require_semver2 = __commonJS({
       neq,
       gte: gte2,
       lte: lte2,
-      cmp: cmp2,
+      cmp,
       coerce,
       truncate: truncate2,
       Comparator,
@@ -75092,6 +75092,15 @@ function sortVersionLabels(labels) {
     return compareVersions(a, b);
   });
 }
+function compareDotted(a, b) {
+  const x = a.split(".").map(Number);
+  const y = b.split(".").map(Number);
+  for (let i = 0; i < Math.max(x.length, y.length); i++) {
+    const d = (x[i] ?? 0) - (y[i] ?? 0);
+    if (d !== 0) return d;
+  }
+  return 0;
+}
 
 // src/core/elf/read/machine/nvidia-driver.ts
 import { readFileSync as readFileSync3 } from "node:fs";
@@ -75158,18 +75167,8 @@ var TABLE = [
   ["10.0.0", "410.48"]
 ];
 var MVC_FLOOR = { 11: "450.80.02", 12: "525.60.13", 13: "580.65.06" };
-function nums(text) {
-  return text.split(".").map((p) => Number(p));
-}
-function cmp(a, b) {
-  for (let i = 0; i < Math.max(a.length, b.length); i++) {
-    const d = (a[i] ?? 0) - (b[i] ?? 0);
-    if (d !== 0) return d;
-  }
-  return 0;
-}
 function compareDriverVersions(a, b) {
-  return cmp(nums(a), nums(b));
+  return compareDotted(a, b);
 }
 function isDriverVersion(text) {
   return /^\d{2,4}\.\d{1,4}(\.\d{1,4})?$/.test(text);
@@ -75180,7 +75179,7 @@ function parseToolkit(text) {
 }
 function newerThanDriverTable(toolkit) {
   const v = parseToolkit(toolkit);
-  return v !== void 0 && cmp([v.major, v.minor, v.patch], nums(TABLE[0][0])) > 0;
+  return v !== void 0 && compareDotted(`${v.major}.${v.minor}.${v.patch}`, TABLE[0][0]) > 0;
 }
 function minimumDriver(toolkit) {
   const v = parseToolkit(toolkit);

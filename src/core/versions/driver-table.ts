@@ -1,3 +1,5 @@
+import {compareDotted} from './version.js';
+
 /**
  * NVIDIA's "CUDA Toolkit and minimum required driver version" table (Linux x86_64), from the
  * CUDA release notes as copied into meson's `_DRIVER_TABLE_VERSION`; see
@@ -32,23 +34,9 @@ const TABLE: ReadonlyArray<readonly [toolkit: string, driver: string]> = [
  */
 const MVC_FLOOR: Readonly<Record<number, string>> = {11: '450.80.02', 12: '525.60.13', 13: '580.65.06'};
 
-type Num = number[];
-
-function nums(text: string): Num {
-  return text.split('.').map((p) => Number(p));
-}
-
-function cmp(a: Num, b: Num): number {
-  for (let i = 0; i < Math.max(a.length, b.length); i++) {
-    const d = (a[i] ?? 0) - (b[i] ?? 0);
-    if (d !== 0) return d;
-  }
-  return 0;
-}
-
 /** Compares driver versions ("550.54.15", "455.32", "418.56") numerically, part by part. */
 export function compareDriverVersions(a: string, b: string): number {
-  return cmp(nums(a), nums(b));
+  return compareDotted(a, b);
 }
 
 /** A driver version as NVIDIA writes them: 2 or 3 numeric parts. */
@@ -77,7 +65,7 @@ export interface DriverRequirement {
 /** Whether a toolkit label is newer than every row of the table (13.3.2, 13.4.0, 14.0 when the table ends at 13.3.1). */
 export function newerThanDriverTable(toolkit: string): boolean {
   const v = parseToolkit(toolkit);
-  return v !== undefined && cmp([v.major, v.minor, v.patch], nums(TABLE[0]![0])) > 0;
+  return v !== undefined && compareDotted(`${v.major}.${v.minor}.${v.patch}`, TABLE[0]![0]) > 0;
 }
 
 /** Whether a driver is newer than the minimum of the table's newest release: which newer releases it supports fully, the table cannot tell. */

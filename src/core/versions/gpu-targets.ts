@@ -1,3 +1,5 @@
+import {compareDotted} from './version.js';
+
 /**
  * What each CUDA release compiles for and what a driver JIT-compiles: GPU architecture facts per
  * CUDA MAJOR.MINOR (issue 33). Sources:
@@ -61,16 +63,6 @@ export function compareCapability(a: string, b: string): number {
   return am - bm || an - bn;
 }
 
-/** Compares dotted versions numerically ("550.54.15", "8.4"). */
-export function compareDotted(a: string, b: string): number {
-  const x = a.split('.').map(Number);
-  const y = b.split('.').map(Number);
-  for (let i = 0; i < Math.max(x.length, y.length); i++) {
-    const d = (x[i] ?? 0) - (y[i] ?? 0);
-    if (d !== 0) return d;
-  }
-  return 0;
-}
 
 /** The facts of a toolkit's MAJOR.MINOR ("12.4.1" -> 12.4's), or undefined for one the table does not know. */
 export function gpuFactsOf(toolkit: string): CudaGpuFacts | undefined {

@@ -1,5 +1,5 @@
 import {readFileSync} from 'node:fs';
-import {compareVersions, parseVersion} from './version.js';
+import {compareDotted, compareVersions, parseVersion} from './version.js';
 
 /**
  * NVIDIA's releases and the version of each component in them (releases.json, generated from
@@ -58,20 +58,10 @@ export function newerThanTable(label: string, releases: ReleaseTable = releaseTa
   return v !== undefined && compareVersions(v, parseVersion(tableRange(releases).newest)!) > 0;
 }
 
-function dotted(a: string, b: string): number {
-  const x = a.split('.').map(Number);
-  const y = b.split('.').map(Number);
-  for (let i = 0; i < Math.max(x.length, y.length); i++) {
-    const d = (x[i] ?? 0) - (y[i] ?? 0);
-    if (d !== 0) return d;
-  }
-  return 0;
-}
-
 /** Whether a component's version is newer than that component's in every release of the table that has it. */
 function newerComponent(name: string, version: string, releases: ReleaseTable): boolean {
   const versions = Object.values(releases).map((r) => r[name]).filter((v): v is string => v !== undefined);
-  return versions.length > 0 && versions.every((v) => dotted(version, v) > 0);
+  return versions.length > 0 && versions.every((v) => compareDotted(version, v) > 0);
 }
 
 /** The table with more releases (the mirror's, kept in the store's cache); a release in both keeps the extra's row. */

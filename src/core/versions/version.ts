@@ -34,3 +34,14 @@ export function sortVersionLabels(labels: Iterable<string>): string[] {
     return compareVersions(a, b);
   });
 }
+
+/** Compares dotted numbers part by part ("550.54.15" against "455.32", PTX ISA "8.4"); a missing part counts as 0. */
+export function compareDotted(a: string, b: string): number {
+  const x = a.split('.').map(Number);
+  const y = b.split('.').map(Number);
+  for (let i = 0; i < Math.max(x.length, y.length); i++) {
+    const d = (x[i] ?? 0) - (y[i] ?? 0);
+    if (d !== 0) return d;
+  }
+  return 0;
+}

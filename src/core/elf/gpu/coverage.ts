@@ -1,5 +1,6 @@
 import {basename} from 'node:path';
-import {compareDotted, driverForPtx, ptxForDriver, releasesCompilingFor} from '../../versions/gpu-targets.js';
+import {driverForPtx, ptxForDriver, releasesCompilingFor} from '../../versions/gpu-targets.js';
+import {compareDotted} from '../../versions/version.js';
 import type {DeviceCodeSummary, GpuLibrary, GpuReport, GpuTarget, GpuVerdict} from '../report-types.js';
 import {pytorchIndexesFor, pytorchInstall} from './pytorch-wheels.js';
 
