@@ -5,6 +5,7 @@
  * TypeScript's pre-processor, as test/layering.test.ts reads them.
  */
 import {expect, test} from '@jest/globals';
+import {spawnSync} from 'node:child_process';
 import {readdirSync, readFileSync} from 'node:fs';
 import {join, relative, sep} from 'node:path';
 import ts from 'typescript';
@@ -44,4 +45,23 @@ test('every runtime dependency is imported by the code the package runs (src/, b
   expect(declared.filter((d) => !imported.has(d))).toEqual([]);
   expect(undeclared).toEqual([]);
   expect([...pkg.bundleDependencies].sort()).toEqual(declared);
+});
+
+/**
+ * A clone outside this workplace has no ../shared (issue 34 item 7): no tracked file may read from it
+ * or send a reader there. Sources cite the primary documents (the gABI, glibc's and NVIDIA's docs).
+ */
+test('no tracked file names the workplace\'s ../shared folder', () => {
+  const tracked = spawnSync('git', ['ls-files', '-z'], {cwd: root, encoding: 'utf8'});
+  if (tracked.status !== 0) throw new Error(`git ls-files failed in ${root}: ${tracked.stderr}`);
+  const offenders = tracked.stdout.split('\0').filter((f) => f && f !== 'test/package-deps.test.ts').filter((f) => {
+    let text: string;
+    try {
+      text = readFileSync(join(root, f), 'utf8');
+    } catch {
+      return false; // a tracked file deleted in the work tree
+    }
+    return /(^|[^\w/.-])(\.\.\/)+shared\/|(^|[\s`'"(])shared\/(docs|redist-manifests)\//m.test(text);
+  });
+  expect(offenders).toEqual([]);
 });

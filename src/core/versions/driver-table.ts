@@ -2,8 +2,8 @@ import {compareDotted} from './version.js';
 
 /**
  * NVIDIA's "CUDA Toolkit and minimum required driver version" table (Linux x86_64), from the
- * CUDA release notes as copied into meson's `_DRIVER_TABLE_VERSION`; see
- * ../shared/docs/cuda-facts.md §2. Rows are newest first; releases the notes list together
+ * CUDA release notes (docs.nvidia.com/cuda/cuda-toolkit-release-notes, table 3) as copied into
+ * meson's `_DRIVER_TABLE_VERSION` (mesonbuild/dependencies/cuda.py). Rows are newest first; releases the notes list together
  * (11.4.3/11.4.4) have a row each, and 12.3.2, absent there, shares 12.3.1's driver. A label
  * between rows takes the row at or below it, as meson's lookup does.
  */

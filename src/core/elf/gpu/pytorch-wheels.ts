@@ -3,7 +3,7 @@
  * with the releases that index served. Sources: pytorch/pytorch `.ci/manywheel/build_cuda.sh`
  * (TORCH_CUDA_ARCH_LIST per CUDA version: 12.6 "5.0;6.0;7.0;7.5;8.0;8.6;9.0", 12.8
  * "7.0;7.5;8.0;8.6;9.0;10.0;12.0", 12.9 the same with "12.0+PTX"), and for the older and newer
- * indexes the same script's history as summarised in ../shared/docs/cuda-facts.md §PyTorch
+ * indexes the same script's history (git log -p of that file in pytorch/pytorch)
  * (11.8 added 3.7, CUDA 13.0 drops everything below 7.5). `ptx` is the architecture the wheel also
  * carries PTX for (JIT-compiled on newer GPUs), if any. SASS for X.Y runs on X.Z, Z >= Y.
  */

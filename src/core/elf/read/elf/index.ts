@@ -2,7 +2,7 @@
  * The ELF reader: what the loader model needs from a shared object or executable, read with
  * positioned reads of just the headers and dynamic tables (a 1.5 GB libtorch_cuda.so costs its
  * .dynsym/.dynstr at most). Every malformed input becomes an ElfError naming the file.
- * Reference: shared/docs/elf-loader-spec.md §3-4.
+ * Reference: the System V gABI's "Object Files" and "Dynamic Linking" chapters, and glibc's elf/elf.h.
  */
 import type {ElfHeaderInfo, ElfInfo} from './types.js';
 import {DT, readDynamic} from './dynamic.js';

@@ -1,6 +1,6 @@
 /**
  * What the ELF reader returns (./index.ts), consumed by every later stage.
- * Field names follow the ELF specification; see ../shared/docs/elf-loader-spec.md §3-4.
+ * Field names follow the ELF specification (the System V gABI) and glibc's elf/elf.h.
  */
 export interface ElfHeaderInfo {
   path: string;
