@@ -74665,8 +74665,9 @@ var LoaderProcess = class {
       const edge = this.mapObject(this.main, name, true, "preload", from);
       this.preloadEdges.push(edge);
       if (!edge.object) {
-        const own = edge.errorPath === name && edge.error?.startsWith(`${name}: `);
-        this.failedPreloads.push({ name, from, reason: own ? edge.error.slice(name.length + 2) : edge.error ?? "cannot open shared object file" });
+        const file = name.startsWith("/") ? inImage(this.imageOf(this.main.path), name) : name;
+        const own = (edge.errorPath === name || edge.errorPath === file) && edge.error?.startsWith(`${edge.errorPath}: `);
+        this.failedPreloads.push({ name, from, reason: own ? edge.error.slice(edge.errorPath.length + 2) : edge.error ?? "cannot open shared object file" });
       } else if (!this.scope.includes(edge.object)) {
         this.scope.push(edge.object);
       }

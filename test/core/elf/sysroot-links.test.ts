@@ -3,6 +3,7 @@ import {spawnSync} from 'node:child_process';
 import {copyFileSync, existsSync, mkdirSync, realpathSync, symlinkSync, unlinkSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {checkLibraries} from '../../../src/core/elf/index.js';
+import {formatSkipped} from '../../../src/core/elf/explain/format-report.js';
 import {describeIf, testIf} from '../../helpers/skip.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {buildLib, HAVE_GCC} from './fixtures.js';
@@ -89,6 +90,16 @@ d('CUDAENV_SYSROOT: absolute links inside the image', () => {
     } finally {
       unlinkSync(file);
     }
+  });
+
+  test('a preload the loader stops at in the image names the entry once, as the image names it (issue 37, 2f)', async () => {
+    // Before: "note: skipped /usr/lib/x86_64-linux-gnu: <img>/usr/lib/x86_64-linux-gnu: cannot read file data: Is a directory".
+    const report = await checkLibraries({targets: [app], sysroot: img, preload: ['/usr/lib/x86_64-linux-gnu']});
+    expect(report.problems).toEqual([]);
+    expect(report.skipped).toEqual([
+      {path: '/usr/lib/x86_64-linux-gnu: cannot read file data: Is a directory', reason: 'LD_PRELOAD entry cannot be preloaded: ignored (as ld.so does)'},
+    ]);
+    expect(formatSkipped(report).join('\n')).not.toContain(img);
   });
 
   test('a DT_NEEDED found in a system directory through /etc/alternatives resolves in the image', async () => {

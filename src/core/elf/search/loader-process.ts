@@ -186,9 +186,11 @@ export class LoaderProcess {
       const edge = this.mapObject(this.main, name, true, 'preload', from);
       this.preloadEdges.push(edge);
       if (!edge.object) {
-        // The entry's own path is said once ("/x/libx.so: cannot enable executable stack ...").
-        const own = edge.errorPath === name && edge.error?.startsWith(`${name}: `);
-        this.failedPreloads.push({name, from, reason: own ? edge.error!.slice(name.length + 2) : edge.error ?? 'cannot open shared object file'});
+        // The entry's own path is said once ("/x/libx.so: cannot enable executable stack ..."); under a
+        // sysroot the loader stopped at the image's file (sysroot + name), which is the same path again.
+        const file = name.startsWith('/') ? inImage(this.imageOf(this.main.path), name) : name;
+        const own = (edge.errorPath === name || edge.errorPath === file) && edge.error?.startsWith(`${edge.errorPath}: `);
+        this.failedPreloads.push({name, from, reason: own ? edge.error!.slice(edge.errorPath!.length + 2) : edge.error ?? 'cannot open shared object file'});
       } else if (!this.scope.includes(edge.object)) {
         this.scope.push(edge.object);
       }
