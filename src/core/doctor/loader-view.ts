@@ -38,9 +38,11 @@ function looksCuda(dir: string): boolean {
  */
 export function loaderView(ctx: DoctorContext, toolkits: ToolkitState, cache: CacheEntry[] | undefined): {facts: LoaderFacts; findings: Finding[]} {
   const findings: Finding[] = [];
+  // Followed inside the image: /usr/local/cuda/lib64 through an absolute /usr/local/cuda -> /usr/local/cuda-12.4
+  // led nowhere on the host, and the image's directory was said not to exist (issue 37, 2f).
   const confDirs = readLdSoConf(ctx).map((c) => {
-    const real = sysPath(ctx, c.dir);
-    return {...c, exists: existsSync(real), cudaLibraries: cudaLibrariesIn(real).length};
+    const real = sysRealpath(ctx, c.dir);
+    return {...c, exists: real !== undefined && existsSync(real), cudaLibraries: real ? cudaLibrariesIn(real).length : 0};
   });
   const cudaConf = confDirs.filter((c) => c.cudaLibraries > 0 || looksCuda(c.dir));
   const present = cudaConf.filter((c) => c.exists);

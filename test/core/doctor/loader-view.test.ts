@@ -38,6 +38,26 @@ describe('ld.so.conf', () => {
   });
 });
 
+describe('ld.so.conf under CUDAENV_SYSROOT', () => {
+  test('a directory reached through an absolute link of the image exists (issue 37, 2f)', () => {
+    const tmp = makeTempDir();
+    try {
+      const m = makeMachine(tmp.dir);
+      systemToolkit(m, '12.4.1', true);
+      write(join(m.sysroot, 'etc/ld.so.conf'), 'include /etc/ld.so.conf.d/*.conf\n');
+      write(join(m.sysroot, 'etc/ld.so.conf.d/cuda.conf'), '/usr/local/cuda/lib64\n');
+      const view = loaderView(m.ctx(), inspectToolkits(m.ctx()), undefined);
+      // Before: "/etc/ld.so.conf.d/cuda.conf names /usr/local/cuda/lib64, which does not exist (a removed toolkit?)".
+      expect(view.findings.map((f) => f.id)).toEqual(['loader.conf-cuda-dirs']);
+      expect(view.facts.confDirs).toEqual([expect.objectContaining({dir: '/usr/local/cuda/lib64', exists: true})]);
+      // The fake toolkit's libcudart and its links, counted in the image's directory.
+      expect(view.facts.confDirs[0]!.cudaLibraries).toBeGreaterThan(0);
+    } finally {
+      tmp.cleanup();
+    }
+  });
+});
+
 maybe('the loader view from a real ld.so.cache', () => {
   let tmp: {dir: string; cleanup: () => void};
   let m: Machine;
