@@ -98,4 +98,33 @@ describe('bin/cudaenv, the launcher', () => {
     expect(viaLink.status).toBe(0);
     expect(viaLink.stdout).toContain('$ cudaenv use [SPEC]');
   });
+
+  // Issue 37, 2g: the report saw ld.so's warning twice "before Node starts". The launcher's own
+  // /bin/sh is loaded under the user's LD_PRELOAD (nothing runs before it), so ld.so warns once for
+  // it; Node and what the launcher starts on the way (readlink) no longer have the variable. A
+  // second line comes from the program that started the launcher (env here; chroot in the report's
+  // image), which ld.so loads under the same LD_PRELOAD.
+  testIf(HAVE_CC, 'needs cc (apt-get install gcc)')('a file that is no library in LD_PRELOAD: ld.so warns once, for the launcher\'s /bin/sh, not for Node; check quotes that line and says what to change', () => {
+    const junk = join(dir, 'libjunk.so');
+    writeFileSync(junk, 'this is not a library\n'); // 22 bytes, as in the report
+    const line = `ERROR: ld.so: object '${junk}' from LD_PRELOAD cannot be preloaded (file too short): ignored.`;
+    const links = join(dir, 'preload-links');
+    mkdirSync(links, {recursive: true});
+    symlinkSync(join(BIN, 'cudaenv'), join(links, 'cudaenv'));
+    for (const path of [`${BIN}:/usr/bin:/bin`, `${links}:/usr/bin:/bin`]) {
+      const r = spawnSync('cudaenv', ['--version'], {env: {...env({LD_PRELOAD: junk}), PATH: path}, encoding: 'utf8'});
+      expect([r.status, r.stderr]).toEqual([0, `${line}\n`]);
+      expect(r.stdout).toMatch(/^cudaenv\/\d/);
+    }
+    const viaEnv = spawnSync('/usr/bin/env', ['cudaenv', '--version'], {env: env({LD_PRELOAD: junk}), encoding: 'utf8'});
+    expect([viaEnv.status, viaEnv.stderr]).toEqual([0, `${line}\n${line}\n`]);
+
+    writeFileSync(join(dir, 'ok.c'), 'int cudaenv_test_ok(void) { return 1; }\n');
+    const lib = join(dir, 'libok.so');
+    const cc = spawnSync('cc', ['-shared', '-fPIC', '-o', lib, join(dir, 'ok.c')], {encoding: 'utf8'});
+    if (cc.status !== 0) throw new Error(cc.stderr);
+    const check = spawnSync('cudaenv', ['check', lib], {env: env({LD_PRELOAD: junk}), encoding: 'utf8'});
+    expect(check.status).toBe(0);
+    expect(check.stdout).toContain(`note: LD_PRELOAD names ${junk}, which ld.so cannot preload (file too short): programs run without it, each first printing "${line}"; remove it from LD_PRELOAD`);
+  });
 });

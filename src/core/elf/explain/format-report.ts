@@ -135,6 +135,22 @@ export function formatProblems(report: CheckReport, options: {strict?: boolean} 
 /** A file name a shared object goes by: libfoo.so, libfoo.so.1.2, foo.cpython-311-x86_64-linux-gnu.so. */
 const LIBRARY_NAME = /\.so(\.\d+)*$/;
 
+/** The reason check.ts gives a preload ld.so refuses; its path is "NAME: ld.so's reason". */
+const PRELOAD_REFUSED = /^(LD_PRELOAD|\/etc\/ld\.so\.preload) entry cannot be preloaded: ignored \(as ld\.so does\)$/;
+
+/**
+ * A preload ld.so refuses does not stop a program, but every program started here prints ld.so's
+ * ERROR line first (cudaenv's own launcher's /bin/sh too), which is what brings a person to
+ * `check`: the note quotes that line (rtld.c's wording, ld.so's reason) and says what to change.
+ * A name cannot hold ': ' (ld.so splits both lists at ':' and blanks), so the first one ends it.
+ */
+function preloadNote(from: string, path: string): string {
+  const cut = path.indexOf(': ');
+  const [name, why] = cut < 0 ? [path, 'cannot open shared object file'] : [path.slice(0, cut), path.slice(cut + 2)];
+  const fix = from === 'LD_PRELOAD' ? 'remove it from LD_PRELOAD' : `remove its line from ${from} (as root)`;
+  return `note: ${from} names ${name}, which ld.so cannot preload (${why}): programs run without it, each first printing "ERROR: ld.so: object '${name}' from ${from} cannot be preloaded (${why}): ignored."; ${fix}`;
+}
+
 export function formatSkipped(report: CheckReport): string[] {
   const lines: string[] = [];
   const other: string[] = [];
@@ -144,7 +160,7 @@ export function formatSkipped(report: CheckReport): string[] {
   for (const s of report.skipped) {
     // An empty file matters where a library should be (a copy cut short); an empty __init__.py
     // or py.typed in a package tree checked with --recursive is one more file that is no library.
-    const worthAWord = s.reason === EMPTY ? LIBRARY_NAME.test(s.path) : /linker script|damaged ELF|LD_PRELOAD|class|machine|executable/.test(s.reason);
+    const worthAWord = s.reason === EMPTY ? LIBRARY_NAME.test(s.path) : /linker script|damaged ELF|cannot be preloaded|class|machine|executable/.test(s.reason);
     if (worthAWord) {
       const paths = byReason.get(s.reason) ?? [];
       paths.push(s.path);
@@ -154,6 +170,11 @@ export function formatSkipped(report: CheckReport): string[] {
     }
   }
   for (const [reason, paths] of byReason) {
+    const preload = PRELOAD_REFUSED.exec(reason);
+    if (preload) {
+      for (const path of paths) lines.push(preloadNote(preload[1], path));
+      continue;
+    }
     if (paths.length <= 2) for (const path of paths) lines.push(`note: skipped ${path}: ${reason}`);
     else lines.push(`note: skipped ${paths.length} files, each ${reason}: ${list(paths)}`);
   }
