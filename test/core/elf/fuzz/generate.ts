@@ -1,5 +1,5 @@
 import {mkdirSync, writeFileSync} from 'node:fs';
-import {join} from 'node:path';
+import {dirname, join} from 'node:path';
 
 /**
  * Random library graphs for the differential fuzzer (issue 12): 2-6 objects built with `as` and
@@ -104,7 +104,14 @@ const junkFile = (seed: number, n: number): {k: number; dir: string; empty: bool
 /** An object that also reaches a dependency's thread-local variable with the initial-exec model (one need in three). */
 const usesDependencyTls = (seed: number, k: number, j: number): boolean => (seed + k + 2 * j) % 3 === 0;
 
-export function generateCase(seed: number, dir: string, m: Machine = X86_64): {fuzz: FuzzCase; script: string} {
+/**
+ * `assembled`: the case's objects (var/*.o) are already there, copied from a build of the same seed
+ * elsewhere (another image's copy of the case): `as` is not run again. The objects name no path (the
+ * sources hold none, and `as` runs on relative names), so they are the ones `as` would make here;
+ * everything that names the case's directory (the links: RPATH, slash DT_NEEDED names) is still made here.
+ */
+export function generateCase(seed: number, dir: string, m: Machine = X86_64, options: {assembled?: boolean} = {}): {fuzz: FuzzCase; script: string} {
+  const assemble = (o: string, s: string): string[] => (options.assembled ? [] : [`${m.as} -o ${o} ${s}`]);
   const r = rng(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)];
   const chance = (p: number) => r() < p;
@@ -209,7 +216,7 @@ export function generateCase(seed: number, dir: string, m: Machine = X86_64): {f
   variantsOf.set(0, new Set(['full']));
   // A library that exists only at link time: at run time nothing provides it.
   if (objs.some((o) => o.extra.includes('libfzmissing.so.1'))) {
-    cmds.push('printf "\\t.text\\n" > var/missing.s', `${m.as} -o var/missing.o var/missing.s`, `${m.ld} -shared -soname libfzmissing.so.1 -o link/libfzmissing.so.1 var/missing.o`);
+    cmds.push('printf "\\t.text\\n" > var/missing.s', ...assemble('var/missing.o', 'var/missing.s'), `${m.ld} -shared -soname libfzmissing.so.1 -o link/libfzmissing.so.1 var/missing.o`);
   }
   for (let k = n - 1; k >= 0; k--) {
     const o = objs[k];
@@ -238,7 +245,7 @@ export function generateCase(seed: number, dir: string, m: Machine = X86_64): {f
         else args.push(`'$ORIGIN/../${at}/libfz${need.to}.so.1'`);
       }
       for (const e of o.extra) args.push(e === 'libz.so.1' ? m.zlib : `${dir}/link/libfzmissing.so.1`);
-      cmds.push(`${m.as} -o ${base}.o ${base}.s`, `${args.join(' ')})`);
+      cmds.push(...assemble(`${base}.o`, `${base}.s`), `${args.join(' ')})`);
       if (variant === 'full') {
         cmds.push(`cp ${base}.so link/libfz${k}.so.1`);
         // Soname-less stubs that give slash DT_NEEDED names (ld records the path it was given).
@@ -254,9 +261,11 @@ export function generateCase(seed: number, dir: string, m: Machine = X86_64): {f
     }
   }
   // The runtime copies, after every link (an abs stub may sit where a copy goes).
+  // Their directories made here, not by two processes per copy in the script.
   for (const p of placements) {
     const target = p.path.startsWith('./') ? p.path.slice(2) : p.path;
-    cmds.push(`mkdir -p "$(dirname '${target}')" && cp var/k${p.k}-${p.variant}.so '${target}'`);
+    mkdirSync(join(dir, dirname(target)), {recursive: true});
+    cmds.push(`cp var/k${p.k}-${p.variant}.so '${target}'`);
   }
   cmds.push('cp var/k0-full.so top/libfz0.so.1');
   // After every copy: a junk file takes the place of any copy there.
