@@ -74818,7 +74818,9 @@ var LoaderProcess = class {
       if (!known2) bySoname.names.push(name);
       edge.object = bySoname;
       edge.via = bySoname.role === "preload" ? "preload" : "loaded";
-      edge.rule = `already loaded as ${bySoname.path}`;
+      const preloaded = bySoname.role === "preload" ? this.preloadEdges.find((e) => e.object === bySoname) : void 0;
+      if (preloaded?.preloadFrom) Object.assign(edge, { preloadFrom: preloaded.preloadFrom, preloadName: preloaded.name });
+      edge.rule = preloaded?.preloadFrom ? `already loaded: the ${preloaded.preloadFrom} entry ${preloaded.name}` : known2 ? "already loaded" : `already loaded, with the SONAME ${name}`;
       return edge;
     }
     for (const c of this.candidates(loader, name)) {
@@ -74846,7 +74848,7 @@ var LoaderProcess = class {
       }
       edge.via = preload ? "preload" : c.via;
       edge.rule = preload && preloadFrom ? `the ${preloadFrom} entry ${name}${name.includes("/") ? "" : `, found by ${c.rule}`}` : c.rule;
-      if (preload && preloadFrom) edge.preloadFrom = preloadFrom;
+      if (preload && preloadFrom) Object.assign(edge, { preloadFrom, preloadName: name });
       if (c.ldEntry !== void 0) edge.ldEntry = c.ldEntry;
       const inode = inodeKey(c.stat);
       const same = listed.find((o) => o.inode === inode && o.role !== "interp") ?? listed.find((o) => o.inode === inode);
@@ -75314,6 +75316,16 @@ async function laterCandidates(p, edge, chosen) {
   }
   return out;
 }
+function howPicked(edge, path13) {
+  const rule = ruleOf(edge, path13);
+  if (rule.startsWith("already loaded")) return `${path13} is ${rule.replace(/^already loaded[:,] (.*)$/, "already loaded ($1)")}, so the loader takes it without a search`;
+  if (edge.preloadFrom && edge.preloadName === path13) return `${path13} is ${rule}, loaded before anything else`;
+  return `The loader picks ${path13} by ${rule}`;
+}
+function ruleOf(edge, path13) {
+  const rule = edge.rule ?? "the search";
+  return edge.preloadFrom && edge.preloadName === path13 ? rule.replace(`the ${edge.preloadFrom} entry ${path13}`, `an entry of ${edge.preloadFrom}`) : rule;
+}
 async function explain(p, f, ctx) {
   const problem = await explainFinding(p, f, ctx);
   const program = basename3(p.main.path);
@@ -75417,7 +75429,7 @@ async function explainFinding(p, f, ctx) {
     problem.fix = f.library ? `make a ${f.library} that defines ${f.symbol ?? f.version} the one the loader finds` : null;
     return problem;
   }
-  const rule = edge.rule ?? "the search";
+  const rule = ruleOf(edge, provider.path);
   problem.chosen = `${provider.path} (${rule})`;
   const stop = f.versionFileStop;
   if (stop && (stop.later || stop.weak)) return explainVersionFileStop(problem, p, f, who, provider, stop);
@@ -75438,9 +75450,9 @@ async function explainFinding(p, f, ctx) {
   const release = cudaReleaseInSymbol(f.symbol);
   const preloadFrom = edge.via === "preload" ? edge.preloadFrom : void 0;
   problem.summary = preloadFrom ? `${preloadFrom} makes ${who} bind ${provider.path}, which ${lacks.replace(/@.*$/, "")}` : entry2 === "" ? `LD_LIBRARY_PATH's empty entry (the current directory) makes ${who} bind ${provider.path}, which ${lacks.replace(/@.*$/, "")}` : entry2 !== void 0 ? `this LD_LIBRARY_PATH makes ${who} bind ${provider.path}, which ${lacks.replace(/@.*$/, "")}` : `${who} binds ${provider.path}, which ${lacks}`;
-  problem.explanation = `${f.object.path} needs ${what} from ${f.library}. The loader picks ${provider.path} by ${rule}, and that file ${lacks}.` + (shadowedCandidate ? ` It is found before ${shadowedCandidate.path} (${shadowedCandidate.rule}), which ${better ? "defines it and would be used without that entry" : "lacks it as well"}.` : "") + (edge.via === "loaded" ? ` ${provider.path} was already loaded by another object, so the search is not repeated.` : "") + (preloadFrom ? ` A preloaded object is loaded before anything else, and every later need of ${f.library} binds it without a search.` : "");
+  problem.explanation = `${f.object.path} needs ${what} from ${f.library}. ${howPicked(edge, provider.path)}; that file ${lacks}.` + (shadowedCandidate ? ` It is found before ${shadowedCandidate.path} (${shadowedCandidate.rule}), which ${better ? "defines it and would be used without that entry" : "lacks it as well"}.` : "") + (preloadFrom ? ` A preloaded object is loaded before anything else, and every later need of ${f.library} binds it without a search.` : "");
   if (preloadFrom) {
-    problem.fix = preloadFrom === "LD_PRELOAD" ? `take ${edge.name} out of LD_PRELOAD (\`unset LD_PRELOAD\` if it is the only entry)` : `take ${edge.name} out of /etc/ld.so.preload (as root): it is preloaded into every program`;
+    problem.fix = preloadFrom === "LD_PRELOAD" ? `take ${edge.preloadName ?? edge.name} out of LD_PRELOAD (\`unset LD_PRELOAD\` if it is the only entry)` : `take ${edge.preloadName ?? edge.name} out of /etc/ld.so.preload (as root): it is preloaded into every program`;
     if (release) problem.fix += `, or preload a ${f.library} from CUDA ${release} or newer`;
   } else if (entry2 !== void 0 && (better || entry2 === "")) {
     problem.fix = dropEntryFix(entry2, ctx);
@@ -75989,7 +76001,10 @@ function notFound(problem, load, how, sysroot, mark) {
   }
   return mark(problem);
 }
-function fixForEntry(edge, path13, ctx, sysroot, instead) {
+function fixForEntry(found, path13, ctx, sysroot, instead, p) {
+  const edge = found.via === "loaded" && found.object && p ? p.edgeTo(found.object) ?? found : found;
+  if (edge.preloadFrom === "LD_PRELOAD") return `take ${edge.preloadName ?? path13} out of LD_PRELOAD (\`unset LD_PRELOAD\` if it is the only entry), so that ${instead}`;
+  if (edge.preloadFrom) return `take ${edge.preloadName ?? path13} out of ${edge.preloadFrom} (as root), so that ${instead}`;
   if (edge.ldEntry !== void 0) return `${dropEntryFix(edge.ldEntry, ctx)}, so that ${instead}`;
   if (edge.via === "ld.so.cache") return `${cacheEntryFix(path13, sysroot)}, so that ${instead}`;
   if (edge.via === "rpath" || edge.via === "runpath") return `remove ${dirname6(path13)} from the ${edge.via === "rpath" ? "DT_RPATH" : "DT_RUNPATH"} named in "${edge.rule}" (\`patchelf --set-rpath\`), so that ${instead}`;
@@ -76003,7 +76018,7 @@ function explainCheck(check, load, how, ctx, sysroot) {
     library: load.name,
     version: null,
     symbol: null,
-    chosen: `${path13} (${load.edge.rule ?? "already loaded"})`,
+    chosen: `${path13} (${ruleOf(load.edge, path13)})`,
     shadowed: null,
     explanation: "",
     fix: null,
@@ -76012,24 +76027,24 @@ function explainCheck(check, load, how, ctx, sysroot) {
   switch (check.kind) {
     case "cuda-stub":
       base.summary = `${how} and gets the CUDA toolkit's stub ${path13}: every CUDA call fails with "CUDA driver is a stub library"`;
-      base.explanation = `${how}. The loader finds ${path13} by ${load.edge.rule ?? "a name already loaded"}. ${check.detail}: it exists only for linking, and every entry point returns CUDA_ERROR_STUB_LIBRARY, so the first CUDA call fails with cudaErrorStubLibrary ("CUDA driver is a stub library").`;
-      base.fix = fixForEntry(load.edge, path13, ctx, sysroot, "the driver's libcuda.so.1 is found");
+      base.explanation = `${how}. ${howPicked(load.edge, path13)}. ${check.detail}: it exists only for linking, and every entry point returns CUDA_ERROR_STUB_LIBRARY, so the first CUDA call fails with cudaErrorStubLibrary ("CUDA driver is a stub library").`;
+      base.fix = fixForEntry(load.edge, path13, ctx, sysroot, "the driver's libcuda.so.1 is found", load.process);
       return base;
     case "driver-mismatch":
       base.summary = `${how} and gets a libcuda that does not match the kernel module: CUDA calls fail with "system has unsupported display driver / cuda driver combination"`;
-      base.explanation = `${how}. The loader finds ${path13} by ${load.edge.rule ?? "a name already loaded"}. ${check.detail}; CUDA then fails with cudaErrorSystemDriverMismatch.`;
-      base.fix = fixForEntry(load.edge, path13, ctx, sysroot, "the libcuda of the running driver is found");
+      base.explanation = `${how}. ${howPicked(load.edge, path13)}. ${check.detail}; CUDA then fails with cudaErrorSystemDriverMismatch.`;
+      base.fix = fixForEntry(load.edge, path13, ctx, sysroot, "the libcuda of the running driver is found", load.process);
       return base;
     case "driver-too-old":
       base.summary = `${how} and gets a libcuda too old for it: CUDA calls fail with cudaErrorInsufficientDriver`;
-      base.explanation = `${how}. The loader finds ${path13} by ${load.edge.rule ?? "a name already loaded"}. ${check.detail}.`;
+      base.explanation = `${how}. ${howPicked(load.edge, path13)}. ${check.detail}.`;
       base.fix = "upgrade the NVIDIA driver, or use a CUDA release this driver supports (`cudaenv doctor` names them)";
       return base;
     case "mixed-release": {
       const [a, b] = check.sides ?? [];
       base.summary = `${how}, and gets ${basename6(path13)} of another release: ${a ? `${basename6(a.path)} is ${a.version} (${dirname6(a.path)})` : ""}${b ? `, ${basename6(b.path)} is ${b.version} (${dirname6(b.path)})` : ""}`;
-      base.explanation = `${how}. The loader finds ${path13} by ${load.edge.rule ?? "a name already loaded"}. ${check.detail}.${consequence(load)}`;
-      base.fix = fixForEntry(load.edge, path13, ctx, sysroot, `${load.name} of the same release as ${basename6(load.caller.path)} is found`);
+      base.explanation = `${how}. ${howPicked(load.edge, path13)}. ${check.detail}.${consequence(load)}`;
+      base.fix = fixForEntry(load.edge, path13, ctx, sysroot, `${load.name} of the same release as ${basename6(load.caller.path)} is found`, load.process);
       return base;
     }
   }
@@ -76048,8 +76063,8 @@ function explainPinnedPairs(p, checks, ctx, sysroot) {
       chosen: `${check.object.path} (${how})`,
       shadowed: null,
       summary: `${a ? `${basename6(a.path)} is ${a.version} (${dirname6(a.path)})` : ""}${b ? ` and ${basename6(b.path)} is ${b.version} (${dirname6(b.path)})` : ""}: one release ships them together`,
-      explanation: `The loader finds ${check.object.path} by ${how}. ${check.detail}; the pair from two releases fails with undefined symbols or wrong results at the first call that crosses them.`,
-      fix: edge ? fixForEntry(edge, check.object.path, ctx, sysroot, `the ${basename6(check.object.path)} of the same release as ${a ? basename6(a.path) : "its pair"} is found`) : null
+      explanation: `${edge ? `${howPicked(edge, check.object.path)}.` : `The loader finds ${check.object.path} by ${how}.`} ${check.detail}; the pair from two releases fails with undefined symbols or wrong results at the first call that crosses them.`,
+      fix: edge ? fixForEntry(edge, check.object.path, ctx, sysroot, `the ${basename6(check.object.path)} of the same release as ${a ? basename6(a.path) : "its pair"} is found`, p) : null
     };
   });
 }

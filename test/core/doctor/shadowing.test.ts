@@ -74,7 +74,8 @@ maybe('LD_LIBRARY_PATH entries against the pip CUDA wheels, decided by the check
       const f = report.findings.find((x) => x.id === 'pytorch.libraries-broken');
       expect(f?.severity).toBe('error');
       expect(f!.evidence.join('\n')).toContain('__nvJitLinkComplete_12_4');
-      expect(f!.evidence.join('\n')).toContain(`The loader picks ${old} by the LD_PRELOAD entry ${old}`);
+      // Issue 37, 2f: the entry is the path itself, said once ("picks X by the LD_PRELOAD entry X" before).
+      expect(f!.evidence.join('\n')).toContain(`${old} is an entry of LD_PRELOAD, loaded before anything else; that file lacks __nvJitLinkComplete_12_4`);
       expect(f!.fix).toBe(`take ${old} out of LD_PRELOAD (\`unset LD_PRELOAD\` if it is the only entry), or preload a libnvJitLink.so.12 from CUDA 12.4 or newer`);
     } finally {
       m.env = saved;

@@ -140,6 +140,23 @@ async function laterCandidates(p: LoaderProcess, edge: Edge, chosen: LoadedObjec
   return out;
 }
 
+/**
+ * How the loader came to `path` on `edge`, as a clause: the rule, without saying the path twice
+ * (an entry as written that is the path itself, an object already loaded under another name).
+ */
+export function howPicked(edge: Edge, path: string): string {
+  const rule = ruleOf(edge, path);
+  if (rule.startsWith('already loaded')) return `${path} is ${rule.replace(/^already loaded[:,] (.*)$/, 'already loaded ($1)')}, so the loader takes it without a search`;
+  if (edge.preloadFrom && edge.preloadName === path) return `${path} is ${rule}, loaded before anything else`;
+  return `The loader picks ${path} by ${rule}`;
+}
+
+/** The edge's rule for a report that names `path` beside it: a preload entry that is `path` itself is not written again. */
+export function ruleOf(edge: Edge, path: string): string {
+  const rule = edge.rule ?? 'the search';
+  return edge.preloadFrom && edge.preloadName === path ? rule.replace(`the ${edge.preloadFrom} entry ${path}`, `an entry of ${edge.preloadFrom}`) : rule;
+}
+
 export async function explain(p: LoaderProcess, f: Finding, ctx: ExplainContext): Promise<Problem> {
   const problem = await explainFinding(p, f, ctx);
   const program = basename(p.main.path);
@@ -271,7 +288,7 @@ async function explainFinding(p: LoaderProcess, f: Finding, ctx: ExplainContext)
     problem.fix = f.library ? `make a ${f.library} that defines ${f.symbol ?? f.version} the one the loader finds` : null;
     return problem;
   }
-  const rule = edge.rule ?? 'the search';
+  const rule = ruleOf(edge, provider.path);
   problem.chosen = `${provider.path} (${rule})`;
   const stop = f.versionFileStop;
   if (stop && (stop.later || stop.weak)) return explainVersionFileStop(problem, p, f, who, provider, stop);
@@ -298,14 +315,13 @@ async function explainFinding(p: LoaderProcess, f: Finding, ctx: ExplainContext)
     : entry !== undefined
     ? `this LD_LIBRARY_PATH makes ${who} bind ${provider.path}, which ${lacks.replace(/@.*$/, '')}`
     : `${who} binds ${provider.path}, which ${lacks}`;
-  problem.explanation = `${f.object.path} needs ${what} from ${f.library}. The loader picks ${provider.path} by ${rule}, and that file ${lacks}.` +
+  problem.explanation = `${f.object.path} needs ${what} from ${f.library}. ${howPicked(edge, provider.path)}; that file ${lacks}.` +
     (shadowedCandidate ? ` It is found before ${shadowedCandidate.path} (${shadowedCandidate.rule}), which ${better ? 'defines it and would be used without that entry' : 'lacks it as well'}.` : '') +
-    (edge.via === 'loaded' ? ` ${provider.path} was already loaded by another object, so the search is not repeated.` : '') +
     (preloadFrom ? ` A preloaded object is loaded before anything else, and every later need of ${f.library} binds it without a search.` : '');
   if (preloadFrom) {
     problem.fix = preloadFrom === 'LD_PRELOAD'
-      ? `take ${edge.name} out of LD_PRELOAD (\`unset LD_PRELOAD\` if it is the only entry)`
-      : `take ${edge.name} out of /etc/ld.so.preload (as root): it is preloaded into every program`;
+      ? `take ${edge.preloadName ?? edge.name} out of LD_PRELOAD (\`unset LD_PRELOAD\` if it is the only entry)`
+      : `take ${edge.preloadName ?? edge.name} out of /etc/ld.so.preload (as root): it is preloaded into every program`;
     if (release) problem.fix += `, or preload a ${f.library} from CUDA ${release} or newer`;
   } else if (entry !== undefined && (better || entry === '')) {
     // An empty entry is nearly always an accident (`$LD_LIBRARY_PATH:` with the variable unset): removing it comes first.

@@ -196,7 +196,7 @@ export function formatTree(report: CheckReport, gpuCode?: (path: string) => stri
       const last = i === obj.needed.length - 1;
       const branch = last ? '└── ' : '├── ';
       // "ld.so.cache: ld.so.cache (/etc/ld.so.cache)" says it twice: a rule that starts with its kind stands alone.
-      let rule = edge.via === null ? 'not found' : edge.rule ? (edge.rule.startsWith(edge.via) ? edge.rule : `${edge.via}: ${edge.rule}`) : edge.via;
+      let rule = edge.via === null ? 'not found' : edge.rule ? (edge.rule.startsWith(edge.via) || edge.rule.startsWith('already ') ? edge.rule : `${edge.via}: ${edge.rule}`) : edge.via;
       // A filtee is loaded like DT_NEEDED; a missing DT_AUXILIARY one is not a failure.
       if (edge.filter === 'filter') rule = `DT_FILTER, ${rule}`;
       else if (edge.filter === 'auxiliary') rule = edge.path === null ? 'DT_AUXILIARY, not found: the loader goes on without it' : `DT_AUXILIARY, ${rule}`;

@@ -4,7 +4,7 @@ import type {Edge, LoaderProcess} from '../search/loader-process.js';
 import {kernelDriverVersion} from '../read/machine/nvidia-driver.js';
 import {describeLoad, type RuntimeLoad} from '../runtime/runtime-loads.js';
 import type {ReleaseCheck} from '../runtime/release-checks.js';
-import {cacheEntryFix, DRIVER_ONLY, dropEntryFix, explain, type ExplainContext} from './explain-finding.js';
+import {cacheEntryFix, DRIVER_ONLY, dropEntryFix, explain, howPicked, ruleOf, type ExplainContext} from './explain-finding.js';
 
 /**
  * The problems of what libraries load at run time, worded like every other problem (what fails,
@@ -72,7 +72,12 @@ function notFound(problem: Problem, load: RuntimeLoad, how: string, sysroot: str
 }
 
 /** The one thing to change so the load no longer brings `path`: the entry that brought it. */
-function fixForEntry(edge: Edge, path: string, ctx: ExplainContext, sysroot: string, instead: string): string {
+function fixForEntry(found: Edge, path: string, ctx: ExplainContext, sysroot: string, instead: string, p?: LoaderProcess): string {
+  // Already loaded by another object: what brought it there is what to change.
+  const edge = found.via === 'loaded' && found.object && p ? p.edgeTo(found.object) ?? found : found;
+  // Already loaded: the preload that brought it (the file itself is the toolkit's or a package's, not to be deleted).
+  if (edge.preloadFrom === 'LD_PRELOAD') return `take ${edge.preloadName ?? path} out of LD_PRELOAD (\`unset LD_PRELOAD\` if it is the only entry), so that ${instead}`;
+  if (edge.preloadFrom) return `take ${edge.preloadName ?? path} out of ${edge.preloadFrom} (as root), so that ${instead}`;
   if (edge.ldEntry !== undefined) return `${dropEntryFix(edge.ldEntry, ctx)}, so that ${instead}`;
   if (edge.via === 'ld.so.cache') return `${cacheEntryFix(path, sysroot)}, so that ${instead}`;
   if (edge.via === 'rpath' || edge.via === 'runpath') return `remove ${dirname(path)} from the ${edge.via === 'rpath' ? 'DT_RPATH' : 'DT_RUNPATH'} named in "${edge.rule}" (\`patchelf --set-rpath\`), so that ${instead}`;
@@ -82,29 +87,29 @@ function fixForEntry(edge: Edge, path: string, ctx: ExplainContext, sysroot: str
 function explainCheck(check: ReleaseCheck, load: RuntimeLoad, how: string, ctx: ExplainContext, sysroot: string): Problem {
   const path = check.object.path;
   const base: Problem = {kind: check.kind, object: load.caller.path, library: load.name, version: null, symbol: null,
-    chosen: `${path} (${load.edge.rule ?? 'already loaded'})`, shadowed: null, explanation: '', fix: null, summary: ''};
+    chosen: `${path} (${ruleOf(load.edge, path)})`, shadowed: null, explanation: '', fix: null, summary: ''};
   switch (check.kind) {
     case 'cuda-stub':
       base.summary = `${how} and gets the CUDA toolkit's stub ${path}: every CUDA call fails with "CUDA driver is a stub library"`;
-      base.explanation = `${how}. The loader finds ${path} by ${load.edge.rule ?? 'a name already loaded'}. ${check.detail}: it exists only for linking, and every entry point returns ` +
+      base.explanation = `${how}. ${howPicked(load.edge, path)}. ${check.detail}: it exists only for linking, and every entry point returns ` +
         'CUDA_ERROR_STUB_LIBRARY, so the first CUDA call fails with cudaErrorStubLibrary ("CUDA driver is a stub library").';
-      base.fix = fixForEntry(load.edge, path, ctx, sysroot, 'the driver\'s libcuda.so.1 is found');
+      base.fix = fixForEntry(load.edge, path, ctx, sysroot, 'the driver\'s libcuda.so.1 is found', load.process);
       return base;
     case 'driver-mismatch':
       base.summary = `${how} and gets a libcuda that does not match the kernel module: CUDA calls fail with "system has unsupported display driver / cuda driver combination"`;
-      base.explanation = `${how}. The loader finds ${path} by ${load.edge.rule ?? 'a name already loaded'}. ${check.detail}; CUDA then fails with cudaErrorSystemDriverMismatch.`;
-      base.fix = fixForEntry(load.edge, path, ctx, sysroot, 'the libcuda of the running driver is found');
+      base.explanation = `${how}. ${howPicked(load.edge, path)}. ${check.detail}; CUDA then fails with cudaErrorSystemDriverMismatch.`;
+      base.fix = fixForEntry(load.edge, path, ctx, sysroot, 'the libcuda of the running driver is found', load.process);
       return base;
     case 'driver-too-old':
       base.summary = `${how} and gets a libcuda too old for it: CUDA calls fail with cudaErrorInsufficientDriver`;
-      base.explanation = `${how}. The loader finds ${path} by ${load.edge.rule ?? 'a name already loaded'}. ${check.detail}.`;
+      base.explanation = `${how}. ${howPicked(load.edge, path)}. ${check.detail}.`;
       base.fix = 'upgrade the NVIDIA driver, or use a CUDA release this driver supports (`cudaenv doctor` names them)';
       return base;
     case 'mixed-release': {
       const [a, b] = check.sides ?? [];
       base.summary = `${how}, and gets ${basename(path)} of another release: ${a ? `${basename(a.path)} is ${a.version} (${dirname(a.path)})` : ''}${b ? `, ${basename(b.path)} is ${b.version} (${dirname(b.path)})` : ''}`;
-      base.explanation = `${how}. The loader finds ${path} by ${load.edge.rule ?? 'a name already loaded'}. ${check.detail}.${consequence(load)}`;
-      base.fix = fixForEntry(load.edge, path, ctx, sysroot, `${load.name} of the same release as ${basename(load.caller.path)} is found`);
+      base.explanation = `${how}. ${howPicked(load.edge, path)}. ${check.detail}.${consequence(load)}`;
+      base.fix = fixForEntry(load.edge, path, ctx, sysroot, `${load.name} of the same release as ${basename(load.caller.path)} is found`, load.process);
       return base;
     }
   }
@@ -119,7 +124,7 @@ export function explainPinnedPairs(p: LoaderProcess, checks: ReleaseCheck[], ctx
     return {kind: check.kind, object: a?.path ?? check.object.path, library: check.object.info.soname, version: null, symbol: null,
       chosen: `${check.object.path} (${how})`, shadowed: null,
       summary: `${a ? `${basename(a.path)} is ${a.version} (${dirname(a.path)})` : ''}${b ? ` and ${basename(b.path)} is ${b.version} (${dirname(b.path)})` : ''}: one release ships them together`,
-      explanation: `The loader finds ${check.object.path} by ${how}. ${check.detail}; the pair from two releases fails with undefined symbols or wrong results at the first call that crosses them.`,
-      fix: edge ? fixForEntry(edge, check.object.path, ctx, sysroot, `the ${basename(check.object.path)} of the same release as ${a ? basename(a.path) : 'its pair'} is found`) : null};
+      explanation: `${edge ? `${howPicked(edge, check.object.path)}.` : `The loader finds ${check.object.path} by ${how}.`} ${check.detail}; the pair from two releases fails with undefined symbols or wrong results at the first call that crosses them.`,
+      fix: edge ? fixForEntry(edge, check.object.path, ctx, sysroot, `the ${basename(check.object.path)} of the same release as ${a ? basename(a.path) : 'its pair'} is found`, p) : null};
   });
 }

@@ -81,8 +81,9 @@ export interface Edge {
   ignored?: true;
   /** Set when the loader stops at a file on a file system mounted noexec: that mount point. */
   noexecMount?: string;
-  /** A preload's edge: where the entry was read. */
+  /** A preload's edge, or one to an object a preload loaded: where the entry was read, and the entry as written. */
   preloadFrom?: PreloadEntry['from'];
+  preloadName?: string;
 }
 
 /** One preloaded name and where it was read. */
@@ -354,7 +355,11 @@ export class LoaderProcess {
       if (!known) bySoname.names.push(name);
       edge.object = bySoname;
       edge.via = bySoname.role === 'preload' ? 'preload' : 'loaded';
-      edge.rule = `already loaded as ${bySoname.path}`;
+      // The edge shows the object's path already: the rule says how it came to be loaded, not the path again.
+      const preloaded = bySoname.role === 'preload' ? this.preloadEdges.find((e) => e.object === bySoname) : undefined;
+      if (preloaded?.preloadFrom) Object.assign(edge, {preloadFrom: preloaded.preloadFrom, preloadName: preloaded.name});
+      edge.rule = preloaded?.preloadFrom ? `already loaded: the ${preloaded.preloadFrom} entry ${preloaded.name}`
+        : known ? 'already loaded' : `already loaded, with the SONAME ${name}`;
       return edge;
     }
     for (const c of this.candidates(loader, name)) {
@@ -386,7 +391,7 @@ export class LoaderProcess {
       edge.via = preload ? 'preload' : c.via;
       // A preload names a file itself (a path) or has it searched like a DT_NEEDED entry of the program.
       edge.rule = preload && preloadFrom ? `the ${preloadFrom} entry ${name}${name.includes('/') ? '' : `, found by ${c.rule}`}` : c.rule;
-      if (preload && preloadFrom) edge.preloadFrom = preloadFrom;
+      if (preload && preloadFrom) Object.assign(edge, {preloadFrom, preloadName: name});
       if (c.ldEntry !== undefined) edge.ldEntry = c.ldEntry;
       const inode = inodeKey(c.stat!);
       const same = listed.find((o) => o.inode === inode && o.role !== 'interp') ?? listed.find((o) => o.inode === inode);

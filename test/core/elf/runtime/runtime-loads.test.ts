@@ -112,6 +112,38 @@ int cuGetExportTable(const void **t, const void *id) { return 34; }
     expect(firstProblemLine(report)).toBe(`${stub!.summary}; ${stub!.fix}`);
   });
 
+  // Issue 37, 2f: the note said the path twice ("picked: X (already loaded as X)", "finds X by already loaded as X")
+  // and advised deleting the toolkit's stub, where the LD_PRELOAD entry is what brought it.
+  test('the stub in LD_PRELOAD: the real run fails with cudaErrorStubLibrary, and check names the entry once and takes it out of LD_PRELOAD', async () => {
+    const entry = join(stubs, 'libcuda.so');
+    const real = run(program, {LD_PRELOAD: entry});
+    expect(real.stdout).toBe('34 cudaErrorStubLibrary');
+    const report = await checkLibraries({targets: [cudart], preload: [entry], exe: program});
+    const [stub] = runtimeProblems(report);
+    expect(stub).toMatchObject({kind: 'cuda-stub', library: 'libcuda.so.1'});
+    expect(stub!.chosen).toBe(`${entry} (already loaded: an entry of LD_PRELOAD)`);
+    expect(stub!.explanation).toContain(`${entry} is already loaded (an entry of LD_PRELOAD), so the loader takes it without a search.`);
+    expect(stub!.fix).toBe(`take ${entry} out of LD_PRELOAD (\`unset LD_PRELOAD\` if it is the only entry), so that the driver's libcuda.so.1 is found`);
+    expect(stub!.chosen!.split(entry).length - 1).toBe(1);
+  });
+
+  test('the stub linked by the program itself is already loaded when libcudart asks: the fix is the program\'s RUNPATH that found it, not deleting the stub', async () => {
+    const app = buildLib({out: join(tmp.dir, 'linked', 'count'), executable: true, link: [cudart, join(stubs, 'libcuda.so.1')], runpath: `${stubs}:${RUNTIME}`, source: `
+#include <stdio.h>
+int cudaGetDeviceCount(int *);
+int cuInit(unsigned);
+/* A reference to the stub, so the link keeps it as DT_NEEDED (as a program calling the driver API directly does). */
+int (*volatile keep)(unsigned) = cuInit;
+int main(void) { int n; printf("%d\\n", cudaGetDeviceCount(&n)); return 0; }
+`});
+    expect(run(app).stdout).toBe('34');
+    const report = await checkLibraries({targets: [cudart], exe: app});
+    const [stub] = runtimeProblems(report);
+    expect(stub).toMatchObject({kind: 'cuda-stub'});
+    expect(stub!.chosen).toBe(`${join(stubs, 'libcuda.so.1')} (already loaded)`);
+    expect(stub!.fix).toBe(`remove ${stubs} from the DT_RUNPATH named in "DT_RUNPATH entry ${stubs} of ${app}" (\`patchelf --set-rpath\`), so that the driver's libcuda.so.1 is found`);
+  });
+
   test('the stub copied next to the program\'s own libraries is found through its RUNPATH: the same verdict', async () => {
     const lib = join(tmp.dir, 'app', 'lib');
     mkdirSync(lib, {recursive: true});
