@@ -4,6 +4,7 @@
  * and the start-up fast path for `cudaenv check PATH...` without flags (src/fast-path.ts), so the
  * two cannot drift apart. Printing is left to the caller.
  */
+import {resolve} from 'node:path';
 import {UsageError} from '../errors.js';
 import type {CheckReport} from './report-types.js';
 import {formatProblems, formatSkipped, formatTree} from './explain/format-report.js';
@@ -58,7 +59,8 @@ export async function runCheckCli(input: CheckCliInput): Promise<CheckCliResult>
     recursive: input.recursive,
     strict: input.strict,
     runtimeLoads: input.runtimeLoads,
-    sysroot: input.env.CUDAENV_SYSROOT || undefined,
+    // A relative root is the working directory's, as doctor takes it: image paths are joined to it, and must not be read relative to each other.
+    sysroot: input.env.CUDAENV_SYSROOT ? resolve(input.env.CUDAENV_SYSROOT) : undefined,
     pageSize: input.pageSize,
     storeVersionsDir: input.storeVersionsDir,
     cacheDir: input.cacheDir,

@@ -1,11 +1,12 @@
 import {afterAll, beforeAll, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
 import {copyFileSync, existsSync, mkdirSync, realpathSync, symlinkSync, unlinkSync, writeFileSync} from 'node:fs';
-import {join} from 'node:path';
+import {basename, dirname, join} from 'node:path';
 import {checkLibraries} from '../../../src/core/elf/index.js';
 import {formatSkipped} from '../../../src/core/elf/explain/format-report.js';
 import {describeIf, testIf} from '../../helpers/skip.js';
 import {makeTempDir} from '../../helpers/tmp.js';
+import {runCli} from '../../helpers/cli.js';
 import {buildLib, HAVE_GCC} from './fixtures.js';
 
 /**
@@ -100,6 +101,19 @@ d('CUDAENV_SYSROOT: absolute links inside the image', () => {
       {path: '/usr/lib/x86_64-linux-gnu: cannot read file data: Is a directory', reason: 'LD_PRELOAD entry cannot be preloaded: ignored (as ld.so does)'},
     ]);
     expect(formatSkipped(report).join('\n')).not.toContain(img);
+  });
+
+  test('`check` with a relative CUDAENV_SYSROOT: the image of the working directory, as doctor takes it (an LD_PRELOAD of the image was \'cannot open\' before)', () => {
+    const preload = '/usr/lib/x86_64-linux-gnu/libblas.so.3';
+    const asked = (sysroot: string) => {
+      const r = runCli(['check', '--json', app], {cwd: dirname(img), env: {PATH: process.env.PATH, HOME: tmp.dir, CUDAENV_DIR: join(tmp.dir, 'store'), CUDAENV_SYSROOT: sysroot, LD_PRELOAD: preload}});
+      const report = JSON.parse(r.stdout) as {ok: boolean; skipped: unknown[]; objects: Array<{path: string}>};
+      return {ok: report.ok, skipped: report.skipped, objects: report.objects.map((o) => o.path)};
+    };
+    const absolute = asked(img);
+    expect(absolute.skipped).toEqual([]);
+    expect(absolute.objects).toContain(`${img}${preload}`);
+    expect(asked(basename(img))).toEqual(absolute);
   });
 
   test('a DT_NEEDED found in a system directory through /etc/alternatives resolves in the image', async () => {
