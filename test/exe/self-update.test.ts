@@ -72,6 +72,30 @@ describeIf(READY, WHY)('cudaenv self-update', () => {
     expect(again.stdout).toContain(`${exe} is already cudaenv/`);
   });
 
+  test('the shell start files an older build wrote are written again by the new executable, so the next shell sources its code (node hidden)', () => {
+    const {exe} = installed('shells', good.url);
+    const store = join(tmp.dir, 'shells', 'store');
+    const old = join(store, 'exe', '0.0.9-000000000000', 'shims', 'shell');
+    mkdirSync(join(store, 'shell'), {recursive: true});
+    // As the older build left them: naming its own copy of the shell code, which an update leaves behind.
+    for (const shell of ['bash', 'fish']) writeFileSync(join(store, 'shell', `init.${shell}`), `# cudaenv ${shell} integration (an older build)\n. ${old}/posix.sh\n`);
+    const r = run(exe, {CUDAENV_DIR: store});
+    expect([r.status, r.stderr]).toEqual([0, '']);
+    const builds = readdirSync(join(store, 'exe')).filter((b) => b !== '0.0.9-000000000000');
+    expect(builds).toHaveLength(1);
+    const code = join(store, 'exe', builds[0]!, 'shims', 'shell');
+    const bash = readFileSync(join(store, 'shell', 'init.bash'), 'utf8');
+    expect(bash).toContain(`. ${code}/posix.sh && . ${code}/bash.sh`);
+    expect(bash).toContain(`_CUDAENV_BIN=${exe}`);
+    expect(readFileSync(join(store, 'shell', 'init.fish'), 'utf8')).toContain(`${code}/cudaenv.fish`);
+    for (const file of ['posix.sh', 'bash.sh', 'cudaenv.fish']) expect(existsSync(join(code, file))).toBe(true);
+    // Only the start files that were there: an update does not set up shells the user never set up.
+    expect(existsSync(join(store, 'shell', 'init.zsh'))).toBe(false);
+    const shell = spawnSync(WITHOUT_NODE, ['bash', '--norc', '--noprofile', '-c', `. ${join(store, 'shell', 'init.bash')} && type -t cudaenv && cudaenv --version`], {env: {PATH: '/usr/bin:/bin', HOME: tmp.dir, CUDAENV_DIR: store}, encoding: 'utf8'});
+    expect(shell.stderr).toBe('');
+    expect(shell.stdout).toMatch(/^function\ncudaenv\/\S+ linux-/);
+  });
+
   test('an archive that does not match SHA256SUMS (CUDAENV_INSTALL_BASE overriding the receipt): nothing replaced, both sums named', () => {
     const {dir, exe} = installed('bad', good.url);
     const before = sha(exe);
