@@ -303,6 +303,7 @@ describeIf(usable, reason)('seeded fuzz cases against the real aarch64 ld.so', (
       const machine = aarch64(join(root, 'lib', 'aarch64-linux-gnu', 'libz.so.1'));
       const cases: FuzzCase[] = [];
       const scripts: string[] = [];
+      const places: Array<() => void> = [];
       // The same cases in both images: assembled once, in the first; the second copies its objects
       // (they name no path) and links its own, since the links name the image's case directories.
       const first = fuzzed[0]?.image;
@@ -311,12 +312,14 @@ describeIf(usable, reason)('seeded fuzz cases against the real aarch64 ld.so', (
         if (copied.status !== 0) throw new Error(`copying the cases' objects from the ${first.suite} image failed: ${copied.stderr}`);
       }
       for (let seed = BASE_SEED; seed < BASE_SEED + CASES; seed++) {
-        const {fuzz, script} = generateCase(seed, join(root, 'fz', `c${seed}`), machine, {assembled: first !== undefined});
+        const {fuzz, script, place} = generateCase(seed, join(root, 'fz', `c${seed}`), machine, {assembled: first !== undefined});
         cases.push(fuzz);
         scripts.push(script);
+        places.push(place);
       }
       const built = await runScript(t.dir, `set -e\n${scripts.join('\n')}`);
       if (built.code !== 0) throw new Error(`building the aarch64 cases in the ${r.suite} image failed:\n${built.out.slice(-3000)}`);
+      for (const place of places) place();
       const {real, dlopen, files} = await askInImage({runin: helper, root, interp: INTERP, driver, emulator: emulatorIn(root, QEMU), scratch: t.dir}, cases);
       fuzzed.push({image, cases, real, dlopen, files});
     }

@@ -41,15 +41,18 @@ describeIf(usable, 'needs x86-64 with gcc, as, ld and /lib64/ld-linux-x86-64.so.
     // Generate every case, then build them in two shells at once (one process per tool call,
     // not per case), then ask the real loader about all of them in one more shell each.
     const scripts: string[] = [];
+    const places: Array<() => void> = [];
     for (let i = 0; i < CASES; i++) {
       const seed = BASE_SEED + i;
-      const {fuzz, script} = generateCase(seed, join(tmp.dir, `c${seed}`));
+      const {fuzz, script, place} = generateCase(seed, join(tmp.dir, `c${seed}`));
       cases.push(fuzz);
       scripts.push(script);
+      places.push(place);
     }
     const halves = [scripts.filter((_, i) => i % 2 === 0), scripts.filter((_, i) => i % 2 === 1)];
     const built = await Promise.all(halves.map((h) => runScript(tmp.dir, `set -e\n${h.join('\n')}`)));
     for (const b of built) if (b.code !== 0) throw new Error(`building the fuzz cases failed:\n${b.out.slice(-3000)}`);
+    for (const place of places) place();
     const oracle = (c: FuzzCase) => {
       // env's -u options first, then its assignments.
       const unset = [c.ldLibraryPath === undefined ? '-u LD_LIBRARY_PATH' : '', tunablesOf(c) === undefined ? '-u GLIBC_TUNABLES' : '', c.preload === undefined ? '-u LD_PRELOAD' : ''];

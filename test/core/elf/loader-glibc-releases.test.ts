@@ -105,6 +105,7 @@ describeIf(fetched && IS_ROOT && usable, reason)('the loader model against the r
       const driver = buildPortableDlopenDriver(join(root, 'fz', 'dlopen-driver'));
       const image: Image = {suite: r.suite, glibc: r.glibc, root, cases: [], real: new Map(), dlopen: new Map(), files: new Map(), driver};
       const scripts: string[] = [];
+      const places: Array<() => void> = [];
       // The same cases in every image: assembled once, in the first; the others copy its objects
       // (they name no path) and link their own, since the links name the image's case directories.
       const first = images[0];
@@ -113,12 +114,14 @@ describeIf(fetched && IS_ROOT && usable, reason)('the loader model against the r
         if (copied.status !== 0) throw new Error(`copying the cases' objects from the ${first.suite} image failed: ${copied.stderr}`);
       }
       for (const seed of SEEDS) {
-        const {fuzz, script} = generateCase(seed, join(root, 'fz', `c${seed}`), undefined, {assembled: first !== undefined});
+        const {fuzz, script, place} = generateCase(seed, join(root, 'fz', `c${seed}`), undefined, {assembled: first !== undefined});
         image.cases.push(fuzz);
         scripts.push(script);
+        places.push(place);
       }
       const built = await runScript(tmp.dir, `set -e\n${scripts.join('\n')}`);
       if (built.code !== 0) throw new Error(`building the cases in the ${r.suite} image failed:\n${built.out.slice(-3000)}`);
+      for (const place of places) place();
       const asked = await askInImage({runin, root, interp: '/lib64/ld-linux-x86-64.so.2', driver, scratch: tmp.dir}, image.cases);
       image.real = asked.real;
       image.dlopen = asked.dlopen;
