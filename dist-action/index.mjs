@@ -70917,7 +70917,7 @@ var init_cacheTwirpClient = __esm({
 });
 
 // node_modules/@actions/cache/lib/internal/tar.js
-import { existsSync as existsSync14, writeFileSync as writeFileSync7 } from "fs";
+import { existsSync as existsSync15, writeFileSync as writeFileSync7 } from "fs";
 import * as path11 from "path";
 function getTarPath() {
   return __awaiter16(this, void 0, void 0, function* () {
@@ -70927,7 +70927,7 @@ function getTarPath() {
         const systemTar = SystemTarPathOnWindows;
         if (gnuTar) {
           return { path: gnuTar, type: ArchiveToolType.GNU };
-        } else if (existsSync14(systemTar)) {
+        } else if (existsSync15(systemTar)) {
           return { path: systemTar, type: ArchiveToolType.BSD };
         }
         break;
@@ -71665,7 +71665,7 @@ function inActionTerms(text) {
 
 // src/action/run.ts
 init_core();
-import { existsSync as existsSync17, mkdirSync as mkdirSync13, rmSync as rmSync10 } from "node:fs";
+import { existsSync as existsSync18, mkdirSync as mkdirSync13, rmSync as rmSync10 } from "node:fs";
 import { join as join30 } from "node:path";
 
 // src/core/elf/report-types.ts
@@ -72270,6 +72270,9 @@ function lookupCacheEntry(cache2, name, options) {
   }
   return best;
 }
+
+// src/core/elf/check.ts
+import { existsSync as existsSync5 } from "node:fs";
 
 // src/core/elf/check-files.ts
 import { existsSync as existsSync4, readFileSync as readFileSync10 } from "node:fs";
@@ -76982,7 +76985,14 @@ async function checkLibraries(options) {
   const cwd = options.cwd ?? process.cwd();
   const listed = listTargets(options.targets, { recursive: options.recursive, cwd, sysroot: options.sysroot });
   const results = await checkFiles({ ...options, cwd }, listed.map((f, index) => ({ ...f, index })));
-  return mergeResults(results.sort((a, b) => a.index - b.index), options.strict ?? false);
+  const report = mergeResults(results.sort((a, b) => a.index - b.index), options.strict ?? false);
+  if (options.sysroot) for (const o of report.objects) withImageFile(o, options.sysroot);
+  return report;
+}
+function withImageFile(o, sysroot) {
+  if (existsSync5(o.path)) return;
+  const file = realpathIn(sysroot, o.path);
+  if (file && file !== o.path) o.file = file;
 }
 function mergeResults(results, strict) {
   const checked = [];
@@ -77363,7 +77373,7 @@ function networkHint(error2, fallback) {
 }
 
 // src/core/remote/mirror.ts
-import { existsSync as existsSync5 } from "node:fs";
+import { existsSync as existsSync6 } from "node:fs";
 import { isAbsolute as isAbsolute2, resolve as resolve3 } from "node:path";
 import { pathToFileURL } from "node:url";
 var DEFAULT_CUDA_MIRROR = "https://developer.download.nvidia.com/compute/cuda/redist/";
@@ -77392,7 +77402,7 @@ function parseMirror(text, source = "--mirror") {
     throw new UsageError(`${source} ${JSON.stringify(value)} uses ${url2.protocol.slice(0, -1)}, which cudaenv does not download from`, "Use an http(s):// or file:// URL, or a directory path.");
   }
   const dir = isAbsolute2(value) ? value : resolve3(value);
-  if (!existsSync5(dir) && HOST_LIKE.test(value)) {
+  if (!existsSync6(dir) && HOST_LIKE.test(value)) {
     throw new UsageError(
       `${source} ${JSON.stringify(value)} has no http:// or https:// and is no directory`,
       `Did you mean https://${value}? A mirror is an http(s):// URL, a file:// URL or a directory.`
@@ -77779,7 +77789,7 @@ async function chooseCudnn(mirror, spec, cudaMajor, platform2, signal) {
 
 // src/core/remote/install.ts
 import { cpus } from "node:os";
-import { existsSync as existsSync11, mkdirSync as mkdirSync11, readFileSync as readFileSync19, renameSync as renameSync8, rmSync as rmSync8, writeFileSync as writeFileSync5 } from "node:fs";
+import { existsSync as existsSync12, mkdirSync as mkdirSync11, readFileSync as readFileSync19, renameSync as renameSync8, rmSync as rmSync8, writeFileSync as writeFileSync5 } from "node:fs";
 import { join as join19 } from "node:path";
 
 // src/core/fatal-cleanup.ts
@@ -78025,7 +78035,7 @@ function heldLock(path13, owner, staleMs) {
 }
 
 // src/core/store/registry.ts
-import { existsSync as existsSync6, lstatSync as lstatSync3, mkdirSync as mkdirSync5, readFileSync as readFileSync13, readdirSync as readdirSync6, readlinkSync as readlinkSync2, renameSync as renameSync4, rmSync as rmSync3, symlinkSync } from "node:fs";
+import { existsSync as existsSync7, lstatSync as lstatSync3, mkdirSync as mkdirSync5, readFileSync as readFileSync13, readdirSync as readdirSync6, readlinkSync as readlinkSync2, renameSync as renameSync4, rmSync as rmSync3, symlinkSync } from "node:fs";
 import { join as join11, resolve as resolve4 } from "node:path";
 var RECEIPT_FILE = ".cudaenv-receipt.json";
 function listVersions(paths) {
@@ -78055,7 +78065,7 @@ function describeVersion(paths, label) {
   }
   if (st.isSymbolicLink()) {
     const target = resolve4(paths.versions, readlinkSync2(path13));
-    return { label, path: path13, kind: "registered", target, broken: !existsSync6(target) };
+    return { label, path: path13, kind: "registered", target, broken: !existsSync7(target) };
   }
   if (!st.isDirectory()) return void 0;
   return { label, path: path13, kind: "installed", broken: false };
@@ -78129,7 +78139,7 @@ function refreshResolveIndex(paths) {
 }
 
 // src/core/shell/shims.ts
-import { chmodSync, existsSync as existsSync7, mkdirSync as mkdirSync6, readFileSync as readFileSync14, readdirSync as readdirSync7, rmSync as rmSync4, statSync as statSync7 } from "node:fs";
+import { chmodSync, existsSync as existsSync8, mkdirSync as mkdirSync6, readFileSync as readFileSync14, readdirSync as readdirSync7, rmSync as rmSync4, statSync as statSync7 } from "node:fs";
 import { join as join12 } from "node:path";
 var SHIM_MARKER = "# cudaenv shim: generated by `cudaenv rehash`";
 var SETTINGS_LINE = /^# @CUDAENV_SETTINGS@.*$/m;
@@ -78150,7 +78160,7 @@ _ce_soh=${quoteSh("")}`;
   return template.replace(SETTINGS_LINE, () => settings).replace(/^#!\/bin\/sh\n/, `#!${shimInterpreter}
 `);
 }
-var shimInterpreter = BASH_PATHS.find((p) => existsSync7(p)) ? `${BASH_PATHS.find((p) => existsSync7(p))} -p` : "/bin/sh";
+var shimInterpreter = BASH_PATHS.find((p) => existsSync8(p)) ? `${BASH_PATHS.find((p) => existsSync8(p))} -p` : "/bin/sh";
 function toolkitPrograms(paths) {
   const names = /* @__PURE__ */ new Set();
   for (const v of listVersions(paths)) {
@@ -78210,7 +78220,7 @@ function writeShims(paths) {
 }
 
 // src/core/shell/switch-index.ts
-import { existsSync as existsSync8, mkdirSync as mkdirSync7, readdirSync as readdirSync8, readlinkSync as readlinkSync3 } from "node:fs";
+import { existsSync as existsSync9, mkdirSync as mkdirSync7, readdirSync as readdirSync8, readlinkSync as readlinkSync3 } from "node:fs";
 import { basename as basename10, join as join13 } from "node:path";
 function switchDir(paths) {
   return join13(paths.root, "switch");
@@ -78391,14 +78401,14 @@ function archiveLockName(sha256) {
 }
 
 // src/core/remote/checkpoint.ts
-import { existsSync as existsSync9, readFileSync as readFileSync15, writeFileSync as writeFileSync3 } from "node:fs";
+import { existsSync as existsSync10, readFileSync as readFileSync15, writeFileSync as writeFileSync3 } from "node:fs";
 import { join as join14 } from "node:path";
 async function checkpoint(name, env = process.env) {
   const dir = env.CUDAENV_TEST_CHECKPOINT_DIR;
   if (!dir) return;
   writeFileSync3(join14(dir, name), String(process.pid));
   const crash = join14(dir, `${name}.crash`);
-  if (existsSync9(crash)) {
+  if (existsSync10(crash)) {
     const error2 = new Error(`injected crash at ${name}`);
     if (readFileSync15(crash, "utf8").trim() === "rejection") void Promise.reject(error2);
     else setTimeout(() => {
@@ -78406,8 +78416,8 @@ async function checkpoint(name, env = process.env) {
     }, 0);
     await new Promise(() => void 0);
   }
-  if (!existsSync9(join14(dir, `${name}.pause`))) return;
-  while (!existsSync9(join14(dir, `${name}.go`))) await new Promise((r) => setTimeout(r, 20));
+  if (!existsSync10(join14(dir, `${name}.pause`))) return;
+  while (!existsSync10(join14(dir, `${name}.go`))) await new Promise((r) => setTimeout(r, 20));
 }
 
 // src/core/remote/tar-guard.ts
@@ -79150,7 +79160,7 @@ function linkLib(root) {
 }
 
 // src/core/remote/pkgconfig.ts
-import { existsSync as existsSync10, lstatSync as lstatSync5, mkdirSync as mkdirSync10, readFileSync as readFileSync16, readdirSync as readdirSync10, rmdirSync, symlinkSync as symlinkSync3, unlinkSync as unlinkSync2, writeFileSync as writeFileSync4 } from "node:fs";
+import { existsSync as existsSync11, lstatSync as lstatSync5, mkdirSync as mkdirSync10, readFileSync as readFileSync16, readdirSync as readdirSync10, rmdirSync, symlinkSync as symlinkSync3, unlinkSync as unlinkSync2, writeFileSync as writeFileSync4 } from "node:fs";
 import { join as join17 } from "node:path";
 var PKGCONFIG_DIR = join17("lib64", "pkgconfig");
 function rewritePcText(text, installedRoot) {
@@ -79190,7 +79200,7 @@ function relocatePkgConfig(root, installedRoot) {
   for (const name of written) {
     const plain = name.replace(/-\d+(\.\d+)*\.pc$/, ".pc");
     const link = join17(root, PKGCONFIG_DIR, plain);
-    if (plain !== name && !existsSync10(link)) symlinkSync3(name, link);
+    if (plain !== name && !existsSync11(link)) symlinkSync3(name, link);
   }
   return written;
 }
@@ -79597,7 +79607,7 @@ function receiptEntry(job) {
 }
 function writeVersionJson(root, label, jobs) {
   const path13 = join19(root, "version.json");
-  if (existsSync11(path13)) return;
+  if (existsSync12(path13)) return;
   const data = { cuda: { name: "CUDA SDK", version: label } };
   for (const j of jobs) data[j.name] = { name: j.name, version: j.version };
   writeFileSync5(path13, `${JSON.stringify(data, null, 2)}
@@ -79683,11 +79693,11 @@ function pathsFor(root) {
 }
 
 // src/core/shell/toolkit-env.ts
-import { existsSync as existsSync12 } from "node:fs";
+import { existsSync as existsSync13 } from "node:fs";
 import { join as join21 } from "node:path";
 function toolkitLibDir(versionDir) {
   const lib64 = join21(versionDir, "lib64");
-  return existsSync12(lib64) ? lib64 : join21(versionDir, "lib");
+  return existsSync13(lib64) ? lib64 : join21(versionDir, "lib");
 }
 function splitPathList(value) {
   return value === void 0 || value === "" ? [] : value.split(":");
@@ -79717,7 +79727,7 @@ function toolkitEnvironment(env, versionDir, storeVersionsDir, policy) {
 }
 
 // src/action/cache-service.ts
-import { cpSync, existsSync as existsSync15, mkdirSync as mkdirSync12, readdirSync as readdirSync12, renameSync as renameSync9, rmSync as rmSync9, statSync as statSync10 } from "node:fs";
+import { cpSync, existsSync as existsSync16, mkdirSync as mkdirSync12, readdirSync as readdirSync12, renameSync as renameSync9, rmSync as rmSync9, statSync as statSync10 } from "node:fs";
 import { join as join26 } from "node:path";
 var ReportedCacheFailure = class extends Error {
 };
@@ -79762,7 +79772,7 @@ function keyOf(name) {
 function directoryCacheService(root) {
   return {
     name: `the cache directory ${root}`,
-    unavailable: async () => existsSync15(root) ? void 0 : `the cache directory ${root} (CUDAENV_ACTION_CACHE_DIR) does not exist`,
+    unavailable: async () => existsSync16(root) ? void 0 : `the cache directory ${root} (CUDAENV_ACTION_CACHE_DIR) does not exist`,
     async restore(dir, key, restoreKeys) {
       const entries2 = readdirSync12(root).filter((n) => !n.startsWith(".")).map((n) => ({ key: keyOf(n), path: join26(root, n), time: statSync10(join26(root, n)).mtimeMs }));
       const hit = entries2.find((e) => e.key === key) ?? restoreKeys.map((p) => entries2.filter((e) => e.key.startsWith(p)).sort((a, b) => b.time - a.time)[0]).find(Boolean);
@@ -79773,7 +79783,7 @@ function directoryCacheService(root) {
     },
     async save(dir, key) {
       const dest = join26(root, entryName(key));
-      if (existsSync15(dest)) return true;
+      if (existsSync16(dest)) return true;
       const tmp = join26(root, `.saving-${process.pid}-${Date.now()}`);
       mkdirSync12(root, { recursive: true });
       cpSync(dir, tmp, { recursive: true });
@@ -79781,7 +79791,7 @@ function directoryCacheService(root) {
         renameSync9(tmp, dest);
       } catch (error2) {
         rmSync9(tmp, { recursive: true, force: true });
-        if (!existsSync15(dest)) throw error2;
+        if (!existsSync16(dest)) throw error2;
       }
       return true;
     }
@@ -79793,7 +79803,7 @@ function cacheServiceFor(env) {
 
 // src/action/inputs.ts
 import { join as join27 } from "node:path";
-import { existsSync as existsSync16 } from "node:fs";
+import { existsSync as existsSync17 } from "node:fs";
 
 // src/core/versions/version-file.ts
 import { closeSync as closeSync9, constants as constants6, fstatSync as fstatSync3, openSync as openSync9, readSync as readSync5, statSync as statSync11 } from "node:fs";
@@ -79903,7 +79913,7 @@ function readInputs(env, workspace) {
   let cudnn = getInput(env, "cudnn") || void 0;
   if (spec === "") {
     const file = join27(workspace, VERSION_FILE);
-    if (!existsSync16(file)) {
+    if (!existsSync17(file)) {
       throw new UsageError(
         `no CUDA version given: the cuda input is empty and there is no ${VERSION_FILE} in ${workspace}`,
         `Give one: with: cuda: '12.4' (or commit a ${VERSION_FILE} and check the repository out before this step).`
@@ -80235,7 +80245,7 @@ async function install(paths, platform2, inputs, request, work, notes, service, 
     manifest,
     cudnnChoice,
     // Not covering the request (findInToolCache said so): replace it with what is asked for.
-    force: existsSync17(join30(paths.versions, label)),
+    force: existsSync18(join30(paths.versions, label)),
     signal,
     onEvent: (e) => {
       if (e.type === "progress" && e.progress.stage === "done") {

@@ -5,6 +5,8 @@
  * merges the per-file results into one report in the loader's order. See README.md beside
  * this file and docs/check.md.
  */
+import {existsSync} from 'node:fs';
+import {realpathIn} from './read/machine/sysroot.js';
 import {isFailing, type CheckedObject, type CheckOptions, type CheckReport, type Problem} from './report-types.js';
 import {checkFiles, type FileResult} from './check-files.js';
 import {listTargets} from './search/check-targets.js';
@@ -30,7 +32,16 @@ export async function checkLibraries(options: CheckOptions): Promise<CheckReport
   // Per-file results merged in listing order (checkFiles could as well run on shares of the list:
   // worker threads were measured, and re-reading shared dependencies in each cost more than they saved).
   const results: FileResult[] = await checkFiles({...options, cwd}, listed.map((f, index) => ({...f, index})));
-  return mergeResults(results.sort((a, b) => a.index - b.index), options.strict ?? false);
+  const report = mergeResults(results.sort((a, b) => a.index - b.index), options.strict ?? false);
+  if (options.sysroot) for (const o of report.objects) withImageFile(o, options.sysroot);
+  return report;
+}
+
+/** CheckedObject.file: what a path of the image that dangles on the host names in the image (a report prints paths to be used on the host). */
+function withImageFile(o: CheckedObject, sysroot: string): void {
+  if (existsSync(o.path)) return;
+  const file = realpathIn(sysroot, o.path);
+  if (file && file !== o.path) o.file = file;
 }
 
 /** One report from per-file results in listing order: objects and problems once each, the first occurrence kept. */

@@ -52,6 +52,11 @@ export interface NeededEdge {
 
 export interface CheckedObject {
   path: string;
+  /**
+   * Under a sysroot, when `path` is a link of the image whose target is absolute (Debian's /etc/alternatives,
+   * /lib -> /usr/lib), so that on the host it leads nowhere: the host path of the file it names in the image.
+   */
+  file?: string;
   soname: string | null;
   needed: NeededEdge[];
 }

@@ -3,7 +3,7 @@ import {spawnSync} from 'node:child_process';
 import {copyFileSync, existsSync, mkdirSync, realpathSync, symlinkSync, unlinkSync, writeFileSync} from 'node:fs';
 import {basename, dirname, join} from 'node:path';
 import {checkLibraries} from '../../../src/core/elf/index.js';
-import {formatSkipped} from '../../../src/core/elf/explain/format-report.js';
+import {formatSkipped, formatTree} from '../../../src/core/elf/explain/format-report.js';
 import {describeIf, testIf} from '../../helpers/skip.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {runCli} from '../../helpers/cli.js';
@@ -121,6 +121,13 @@ d('CUDAENV_SYSROOT: absolute links inside the image', () => {
     expect(report.problems).toEqual([]);
     // /lib (an absolute link to /usr/lib in the image) is the first system directory that has it.
     expect(report.objects[0].needed).toEqual([expect.objectContaining({name: 'libblas.so.3', path: `${img}/lib/x86_64-linux-gnu/libblas.so.3`, via: 'default'})]);
+    // Issue 37, 2f: that path leads nowhere on the host (img/lib -> /usr/lib, the host's): the report adds the
+    // file it names in the image, the path a person can open. The image's own files get no such addition.
+    const blas = report.objects.find((o) => o.path === `${img}/lib/x86_64-linux-gnu/libblas.so.3`)!;
+    expect(existsSync(blas.path)).toBe(false);
+    expect(blas.file).toBe(`${img}/usr/lib/x86_64-linux-gnu/blas/libblas.so.3`);
+    expect(report.objects.find((o) => o.path === app)!.file).toBeUndefined();
+    expect(formatTree(report)).toContain(`└── libblas.so.3 => ${blas.path} -> ${blas.file} [default: system directory ${img}/lib/x86_64-linux-gnu]`);
     // Without the sysroot the same links point at the host, where there is nothing.
     const host = await checkLibraries({targets: [app]});
     expect(host.problems[0]).toMatchObject({kind: 'not-found', library: 'libblas.so.3'});

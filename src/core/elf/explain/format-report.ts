@@ -35,7 +35,7 @@ function list(names: string[]): string {
  * symbols is one problem for the user (one entry to drop), not eight near-identical blocks.
  * `--json` keeps every problem.
  */
-function groupBlock(group: Problem[], strict: boolean): string[] {
+function groupBlock(group: Problem[], strict: boolean, files: ReadonlyMap<string, string>): string[] {
   const first = group[0];
   const lines: string[] = [];
   // A feature's loss (the profiler, a GPU on a build host) is said, and fails only with --strict.
@@ -54,7 +54,7 @@ function groupBlock(group: Problem[], strict: boolean): string[] {
     ];
     lines.push(`${level}: ${LABEL[first.kind]}: ${base}, which ${parts.join(' and ')}${first.when === 'first-call' ? ' (bound at their first call)' : ''}`);
   }
-  if (first.chosen) lines.push(`  picked:   ${first.chosen}`);
+  if (first.chosen) lines.push(`  picked:   ${withFile(first.chosen, files)}`);
   if (first.shadowed) lines.push(`  shadowed: ${first.shadowed}`);
   lines.push(`  why:      ${first.explanation}`);
   if (group.length > 1) lines.push(`  all:      ${group.length} problems of this object with this file (--json lists each)`);
@@ -107,7 +107,8 @@ export function formatProblems(report: CheckReport, options: {strict?: boolean} 
     group.push(p);
     groups.set(key, group);
   }
-  for (const group of groups.values()) lines.push(...groupBlock(group, options.strict ?? false));
+  const files = imageFiles(report);
+  for (const group of groups.values()) lines.push(...groupBlock(group, options.strict ?? false, files));
   for (const [key, n] of consequences) {
     const [object, library] = key.split('\0');
     lines.push(`error: ${n} undefined symbol${n === 1 ? '' : 's'} of ${object} would come from ${library}, which ${missing.get(key) === 'noexec-mount' ? 'the loader cannot map' : 'is not found'} (see above)`);
@@ -151,6 +152,17 @@ function preloadNote(from: string, path: string): string {
   return `note: ${from} names ${name}, which ld.so cannot preload (${why}): programs run without it, each first printing "ERROR: ld.so: object '${name}' from ${from} cannot be preloaded (${why}): ignored."; ${fix}`;
 }
 
+/** The objects whose path is a link of the image that leads nowhere on the host, with the file it names there (CheckedObject.file). */
+function imageFiles(report: CheckReport): Map<string, string> {
+  return new Map(report.objects.filter((o) => o.file).map((o) => [o.path, o.file!]));
+}
+
+/** "PATH (rule)" with such a PATH followed by " -> FILE": the one path of the two a person can open on the host. */
+function withFile(text: string, files: ReadonlyMap<string, string>): string {
+  for (const [path, file] of files) if (text === path || text.startsWith(`${path} `)) return `${path} -> ${file}${text.slice(path.length)}`;
+  return text;
+}
+
 export function formatSkipped(report: CheckReport): string[] {
   const lines: string[] = [];
   const other: string[] = [];
@@ -189,6 +201,7 @@ export function formatTree(report: CheckReport, gpuCode?: (path: string) => stri
     return text ? ` {GPU code: ${text}}` : '';
   };
   const byPath = new Map<string, CheckedObject>(report.objects.map((o) => [o.path, o]));
+  const files = imageFiles(report);
   const lines: string[] = [];
   const expanded = new Set<string>();
   const walk = (obj: CheckedObject, prefix: string, ancestors: Set<string>): void => {
@@ -206,7 +219,7 @@ export function formatTree(report: CheckReport, gpuCode?: (path: string) => stri
       }
       if (edge.error !== undefined) rule = `the loader stops here, ${edge.rule ?? 'found'}`;
       if (edge.dlopen) rule = `dlopen ${edge.dlopen.when}${edge.dlopen.impact === 'library' ? '' : `, ${edge.dlopen.impact}`}, ${rule}`;
-      const target = edge.error === undefined ? edge.path ?? 'not found' : edge.path === null ? edge.error : `${edge.path} (${edge.error})`;
+      const target = edge.error === undefined ? (edge.path ? withFile(edge.path, files) : 'not found') : edge.path === null ? edge.error : `${edge.path} (${edge.error})`;
       const child = edge.path ? byPath.get(edge.path) : undefined;
       // A name already loaded is not searched again: its dependencies hang where it was first loaded.
       const repeat = edge.via !== 'loaded' && edge.via !== 'preload' && child && (expanded.has(child.path) || ancestors.has(child.path)) && child.needed.length > 0;
