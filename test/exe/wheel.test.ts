@@ -1,6 +1,6 @@
 import {afterAll, beforeAll, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
-import {existsSync, readdirSync} from 'node:fs';
+import {existsSync, readdirSync, readFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {REPO_ROOT} from '../helpers/cli.js';
 import {describeIf, testIf} from '../helpers/skip.js';
@@ -70,6 +70,13 @@ describeIf(HAVE_WHEEL, WHY)('the wheels', () => {
     expect(spawnSync('python3', ['-m', 'venv', venv], {stdio: 'ignore'}).status).toBe(0);
     const pip = spawnSync(join(venv, 'bin', 'pip'), ['install', '--no-index', '--disable-pip-version-check', WHEEL], {encoding: 'utf8'});
     expect(pip.status).toBe(0);
+    // `uv tool install` (not on this machine) finds a wheel's executables that are no Python entry points,
+    // as ruff's and this one's are, in the installed RECORD, the only trace of .data/scripts after the install
+    // (astral-sh/uv#4693): the installed RECORD lists bin/cudaenv.
+    const lib = join(venv, 'lib');
+    const siteDir = join(lib, readdirSync(lib).find((d) => d.startsWith('python3'))!, 'site-packages');
+    const record = readFileSync(join(siteDir, `cudaenv-${version}.dist-info`, 'RECORD'), 'utf8');
+    expect(record).toMatch(/^\.\.\/\.\.\/\.\.\/bin\/cudaenv,sha256=[\w-]+,\d+$/m);
     const env = {PATH: `${join(venv, 'bin')}:/usr/bin:/bin`, HOME: tmp.dir, CUDAENV_DIR: join(tmp.dir, 'store')};
     const r = spawnSync(WITHOUT_NODE, ['sh', '-c', 'command -v cudaenv; cudaenv --version; cudaenv self-update; echo "rc=$?"'], {env, encoding: 'utf8'});
     expect(r.stdout).toMatch(new RegExp(`^${join(venv, 'bin', 'cudaenv')}\\ncudaenv/${version} linux-`));
