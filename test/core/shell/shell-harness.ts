@@ -7,6 +7,7 @@ import {pathsFor, type StorePaths} from '../../../src/core/store/paths.js';
 import {afterVersionsChanged} from '../../../src/core/toolkits/on-change.js';
 import {ensureStoreDirs} from '../../../src/core/store/registry.js';
 import {CLI, cliEnv} from '../../helpers/cli.js';
+import {rcLine} from '../../../src/core/shell/shell.js';
 import {makeFakeToolkit} from '../../helpers/toolkit.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 
@@ -42,16 +43,20 @@ export function cliCalls(log: string): string[] {
   return readFileSync(log, 'utf8').split('\n').filter(Boolean);
 }
 
-/** The rc file of an interactive shell: init, a quiet prompt, and optionally a logged CLI. */
+/**
+ * The rc file of an interactive shell: the README's line (the start file `cudaenv init` writes into
+ * the store, or `cudaenv init` where there is none yet), a quiet prompt, and optionally a logged CLI.
+ * Like a user's shells, only the first shell of a store starts Node.js for init.
+ */
 export function writeRc(shell: ShellName, home: string, options: {bin?: string; before?: string} = {}): Record<string, string> {
-  const init = `${process.execPath} ${CLI} init ${shell}`;
+  const line = rcLine(shell).replace(`cudaenv init ${shell}`, `${process.execPath} ${CLI} init ${shell}`);
   if (shell === 'bash') {
     const rc = join(home, '.bashrc');
-    writeFileSync(rc, `${options.before ?? ''}\nPS1='$ '\neval "$(${init})"\n${options.bin ? `_CUDAENV_BIN='${options.bin}'\n` : ''}`);
+    writeFileSync(rc, `${options.before ?? ''}\nPS1='$ '\n${line}\n${options.bin ? `_CUDAENV_BIN='${options.bin}'\n` : ''}`);
     return {};
   }
   if (shell === 'zsh') {
-    writeFileSync(join(home, '.zshrc'), `${options.before ?? ''}\nPS1='%% '\nunsetopt zle\neval "$(${init})"\n${options.bin ? `_CUDAENV_BIN='${options.bin}'\n` : ''}`);
+    writeFileSync(join(home, '.zshrc'), `${options.before ?? ''}\nPS1='%% '\nunsetopt zle\n${line}\n${options.bin ? `_CUDAENV_BIN='${options.bin}'\n` : ''}`);
     return {ZDOTDIR: home};
   }
   const conf = join(home, '.config', 'fish');
@@ -61,7 +66,7 @@ export function writeRc(shell: ShellName, home: string, options: {bin?: string; 
 function fish_prompt; echo -n '> '; end
 function fish_title; end
 function fish_greeting; end
-${init} | source
+${line}
 ${options.bin ? `set -g _CUDAENV_BIN '${options.bin}'\n` : ''}`);
   return {XDG_CONFIG_HOME: join(home, '.config')};
 }
