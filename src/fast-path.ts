@@ -1,14 +1,16 @@
 /**
  * Start-up fast path for the commands a shell and its user run most: `--version` and
  * `current`. They answer from a few small files without loading oclif. `check PATH...` without
- * flags skips oclif too (its run is measured against `ldd -r`). Anything else, including any
+ * flags skips oclif too (its run is measured against `ldd -r`), and so do `use` and
+ * `switch-check LABEL`, which the shell hook runs at a switch. Anything else, including any
  * unexpected flag, returns false and goes through oclif as usual.
  */
 import {readFileSync} from 'node:fs';
 import {arch, platform} from 'node:os';
 import {errorLines, paint, warningLine} from './cli/color.js';
 import {stdoutColorEnabled, writeStdout} from './cli/stdout.js';
-import {formatError, CudaenvError, EXIT_FAILED} from './core/errors.js';
+import {withErrnoHint} from './cli/errno-hint.js';
+import {formatError, CudaenvError, EXIT_FAILED, UsageError} from './core/errors.js';
 import {storePaths} from './core/store/paths.js';
 import {currentHint, currentReport, formatCurrent} from './core/selection/current.js';
 
@@ -41,7 +43,29 @@ export async function fastPath(argv: string[]): Promise<boolean> {
     await runUseFast(req);
     return true;
   }
+  // What the shell hook runs after a switch whose check is not cached (a `cd` into a project):
+  // oclif's start would be most of its cost. Only the hook's own form; --json and the rest go through oclif.
+  if (argv[0] === 'switch-check' && argv.length === 2 && !argv[1]!.startsWith('-')) {
+    await runSwitchCheck(argv[1]!);
+    return true;
+  }
   return false;
+}
+
+/** `cudaenv switch-check LABEL`, as src/commands/switch-check.ts runs it, errors rendered as src/cli/base.ts does. */
+async function runSwitchCheck(label: string): Promise<void> {
+  try {
+    const {isVersion} = await import('./core/versions/version.js');
+    if (!isVersion(label)) throw new UsageError(`${JSON.stringify(label)} is not a version label`, 'Give an installed version such as 12.4.1.');
+    const {switchCheck} = await import('./core/shell/switch-check.js');
+    const result = await switchCheck(storePaths(), label, process.env);
+    process.stderr.write(`${result.line}\n`);
+  } catch (caught) {
+    const error = caught instanceof Error ? withErrnoHint(caught) : caught;
+    process.stderr.write(errorLines(formatError(error)));
+    if (process.env.CUDAENV_DEBUG && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
+    process.exitCode = error instanceof CudaenvError ? error.exitCode : EXIT_FAILED;
+  }
 }
 
 /**

@@ -3,7 +3,7 @@ import {spawnSync} from 'node:child_process';
 import {mkdirSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {buildLib, HAVE_GCC} from '../core/elf/fixtures.js';
-import {cliEnv, REPO_ROOT, runCli, type CliResult} from '../helpers/cli.js';
+import {cliEnv, REPO_ROOT, runCli, runCliThroughOclif} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
 import {describeIf} from '../helpers/skip.js';
 
@@ -11,15 +11,6 @@ import {describeIf} from '../helpers/skip.js';
  * `cudaenv check PATH...` without flags skips oclif (src/fast-path.ts). Whatever it prints and
  * however it exits must be exactly what the oclif command does with the same arguments.
  */
-function runThroughOclif(args: string[], env: NodeJS.ProcessEnv): CliResult {
-  // bin/run.cjs without its fast path: oclif's execute, as bin/run.cjs calls it.
-  const script = `require(require.resolve('@oclif/core', {paths: [${JSON.stringify(REPO_ROOT)}]}))` +
-    `.execute({args: process.argv.slice(1), dir: ${JSON.stringify(join(REPO_ROOT, 'bin', 'run.cjs'))},` +
-    ` loadOptions: {root: ${JSON.stringify(REPO_ROOT)}, userPlugins: false}})`;
-  const r = spawnSync(process.execPath, ['-e', script, ...args], {cwd: REPO_ROOT, env, encoding: 'utf8', timeout: 120000});
-  return {status: r.status ?? 1, stdout: r.stdout, stderr: r.stderr};
-}
-
 const d = describeIf(HAVE_GCC, 'needs gcc (apt-get install gcc)');
 
 d('cudaenv check PATH... without flags: fast path = oclif command', () => {
@@ -64,7 +55,7 @@ d('cudaenv check PATH... without flags: fast path = oclif command', () => {
   test.each(cases)('%s', (_name, args, status) => {
     const argv = args({tmp: tmp.dir, ok, broken});
     const fast = runCli(argv, {env});
-    const oclif = runThroughOclif(argv, env);
+    const oclif = runCliThroughOclif(argv, env);
     expect(fast.status).toBe(status);
     expect(fast).toEqual(oclif);
   });
@@ -73,7 +64,7 @@ d('cudaenv check PATH... without flags: fast path = oclif command', () => {
     for (const value of [join(tmp.dir, 'broken'), '']) {
       const e = {...env, LD_LIBRARY_PATH: value};
       const argv = ['check', join(ok, 'libuser.so')];
-      expect(runCli(argv, {env: e})).toEqual(runThroughOclif(argv, e));
+      expect(runCli(argv, {env: e})).toEqual(runCliThroughOclif(argv, e));
     }
     // The broken libdep first on the path breaks libuser: the variable is honoured on the fast path.
     expect(runCli(['check', join(ok, 'libuser.so')], {env: {...env, LD_LIBRARY_PATH: join(tmp.dir, 'broken')}}).status).toBe(1);

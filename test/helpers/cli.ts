@@ -26,6 +26,15 @@ export function runCli(args: string[], options: {env?: NodeJS.ProcessEnv; cwd?: 
   return {status: r.status ?? (r.signal ? 128 : 1), stdout: r.stdout, stderr: r.stderr};
 }
 
+/** bin/run.cjs without its fast path: oclif's execute, as bin/run.cjs calls it (the fast path's tests compare the two). */
+export function runCliThroughOclif(args: string[], env: NodeJS.ProcessEnv): CliResult {
+  const script = `require(require.resolve('@oclif/core', {paths: [${JSON.stringify(REPO_ROOT)}]}))` +
+    `.execute({args: process.argv.slice(1), dir: ${JSON.stringify(join(REPO_ROOT, 'bin', 'run.cjs'))},` +
+    ` loadOptions: {root: ${JSON.stringify(REPO_ROOT)}, userPlugins: false}})`;
+  const r = spawnSync(process.execPath, ['-e', script, ...args], {cwd: REPO_ROOT, env, encoding: 'utf8', timeout: 120000});
+  return {status: r.status ?? 1, stdout: r.stdout, stderr: r.stderr};
+}
+
 /**
  * Runs the built CLI without blocking this process: a loopback server the test runs (a
  * mirror) must go on answering while the CLI talks to it.
