@@ -17,6 +17,8 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const moved = [
   {file: /[\\/]src[\\/]core[\\/]shell[\\/](shims|shell)\.ts$/, from: '../../../shims/', to: '../shims/'},
   {file: /[\\/]src[\\/]core[\\/]versions[\\/]releases\.ts$/, from: "'./releases.json'", to: "'./core/versions/releases.json'"},
+  // `init` names the launcher next to the package's dist/ (cliPath).
+  {file: /[\\/]src[\\/]core[\\/]self[\\/]installation\.ts$/, from: "'../../../bin/cudaenv'", to: "'../bin/cudaenv'"},
 ];
 const relocate = {
   name: 'relocate-data',

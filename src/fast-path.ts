@@ -2,7 +2,7 @@
  * Start-up fast path for the commands a shell and its user run most: `--version` and
  * `current`. They answer from a few small files without loading oclif. `check PATH...` without
  * flags skips oclif too (its run is measured against `ldd -r`), and so do `use` and
- * `switch-check LABEL`, which the shell hook runs at a switch. Anything else, including any
+ * `switch-check LABEL`, which the shell hook runs at a switch, and `init SHELL`. Anything else, including any
  * unexpected flag, returns false and goes through oclif as usual.
  */
 import {readFileSync} from 'node:fs';
@@ -11,7 +11,8 @@ import {errorLines, paint, warningLine} from './cli/color.js';
 import {stdoutColorEnabled, writeStdout} from './cli/stdout.js';
 import {withErrnoHint} from './cli/errno-hint.js';
 import {formatError, CudaenvError, EXIT_FAILED, UsageError} from './core/errors.js';
-import {storePaths} from './core/store/paths.js';
+import {storePaths, storeRoot} from './core/store/paths.js';
+import {SHELL_NAMES} from './core/shell/shell.js';
 import {currentHint, currentReport, formatCurrent} from './core/selection/current.js';
 
 export async function fastPath(argv: string[]): Promise<boolean> {
@@ -43,6 +44,11 @@ export async function fastPath(argv: string[]): Promise<boolean> {
     await runUseFast(req);
     return true;
   }
+  // The rc line's fallback, and every new shell of those who eval it: `init bash|zsh|fish`.
+  if (argv[0] === 'init' && argv.length === 2 && (SHELL_NAMES as readonly string[]).includes(argv[1]!)) {
+    await runInit(argv[1]!);
+    return true;
+  }
   // What the shell hook runs after a switch whose check is not cached (a `cd` into a project):
   // oclif's start would be most of its cost. Only the hook's own form; --json and the rest go through oclif.
   if (argv[0] === 'switch-check' && argv.length === 2 && !argv[1]!.startsWith('-')) {
@@ -50,6 +56,30 @@ export async function fastPath(argv: string[]): Promise<boolean> {
     return true;
   }
   return false;
+}
+
+/** `cudaenv init SHELL`, as src/commands/init.ts runs it, errors rendered as src/cli/base.ts does. */
+async function runInit(name: string): Promise<void> {
+  try {
+    const [{shellFor}, {writeStartFile}, {cliPath}] = await Promise.all([
+      import('./core/shell/shells.js'), import('./core/shell/start-file.js'), import('./core/self/installation.js'),
+    ]);
+    const shell = await shellFor(name);
+    const {CUDAENV_DIR: _ignored, ...withoutDir} = process.env;
+    const options = {bin: cliPath(), defaultDir: storeRoot(withoutDir)};
+    writeStartFile(storePaths(), shell, options);
+    writeStdout(shell.init(options));
+  } catch (caught) {
+    renderError(caught);
+  }
+}
+
+/** An error as src/cli/base.ts writes it without --json: the message in red, the hint plain; its exit status. */
+function renderError(caught: unknown): void {
+  const error = caught instanceof Error ? withErrnoHint(caught) : caught;
+  process.stderr.write(errorLines(formatError(error)));
+  if (process.env.CUDAENV_DEBUG && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
+  process.exitCode = error instanceof CudaenvError ? error.exitCode : EXIT_FAILED;
 }
 
 /** `cudaenv switch-check LABEL`, as src/commands/switch-check.ts runs it, errors rendered as src/cli/base.ts does. */
@@ -61,10 +91,7 @@ async function runSwitchCheck(label: string): Promise<void> {
     const result = await switchCheck(storePaths(), label, process.env);
     process.stderr.write(`${result.line}\n`);
   } catch (caught) {
-    const error = caught instanceof Error ? withErrnoHint(caught) : caught;
-    process.stderr.write(errorLines(formatError(error)));
-    if (process.env.CUDAENV_DEBUG && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
-    process.exitCode = error instanceof CudaenvError ? error.exitCode : EXIT_FAILED;
+    renderError(caught);
   }
 }
 

@@ -29,11 +29,14 @@ test('the build writes the bundle, and it loads on its own', () => {
   expect(r.stdout).toBe('function function');
 });
 
-test('data read relative to a module is read relative to the bundle (shims/, the release table)', () => {
+test('data read relative to a module is read relative to the bundle (shims/, the launcher, the release table)', () => {
   const text = readFileSync(BUNDLE, 'utf8');
   expect(text).not.toContain('../../../shims/');
   expect(text).toContain('../shims/');
   expect(text).not.toContain('import.meta');
+  // init's launcher path (src/core/self/installation.ts), relative to dist/ in the bundle.
+  expect(text).not.toContain('../../../bin/cudaenv');
+  expect(text).toContain('../bin/cudaenv');
   // The release table is not on the fast path today; if it comes onto it, it must be relocated too.
   if (text.includes('releases.json')) expect(text).toContain('./core/versions/releases.json');
 });

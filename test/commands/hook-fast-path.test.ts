@@ -1,6 +1,6 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
-import {readFileSync, writeFileSync} from 'node:fs';
+import {readFileSync, rmSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {buildLib, HAVE_GCC} from '../core/elf/fixtures.js';
 import {makeStore} from '../core/shell/shell-harness.js';
@@ -9,9 +9,10 @@ import {describeIf} from '../helpers/skip.js';
 import {makeTempDir} from '../helpers/tmp.js';
 
 /**
- * `cudaenv switch-check LABEL`, what the shell hook runs after a switch whose check is not cached
- * (a `cd` into a project), skips oclif (src/fast-path.ts): what it prints and how it exits must be
- * exactly what the oclif command does with the same arguments and store.
+ * What shells start skips oclif (src/fast-path.ts): `cudaenv switch-check LABEL`, which the hook runs
+ * after a switch whose check is not cached (a `cd` into a project), and `cudaenv init SHELL`, the rc
+ * line's fallback (and every new shell's, for those who eval it). What each prints, writes and how it
+ * exits must be exactly what the oclif command does with the same arguments and store.
  */
 
 /** bin/run.cjs as the hook starts it, and whether oclif was loaded (a preloaded probe reads require.cache at exit). */
@@ -84,3 +85,50 @@ describeIf(HAVE_GCC, 'needs gcc (apt-get install gcc)')('cudaenv switch-check LA
     expect(slow).toEqual({status: 0, stdout: '', stderr: 'cudaenv: CUDA 11.8.0: all 1 library resolves\n'});
   });
 });
+
+describe('cudaenv init SHELL: fast path = oclif command', () => {
+  let tmp: {dir: string; cleanup: () => void};
+  let env: NodeJS.ProcessEnv;
+  let store: string;
+
+  beforeAll(() => {
+    tmp = makeTempDir('cudaenv-init-fast-');
+    store = join(tmp.dir, 'store');
+    env = cliEnv(store, {HOME: tmp.dir, PATH: '/usr/bin:/bin'});
+  });
+  afterAll(() => tmp?.cleanup());
+
+  test.each(['bash', 'zsh', 'fish'])('%s: the same shell code and start file, without loading oclif', (shell) => {
+    const startFile = join(store, 'shell', `init.${shell}`);
+    const slow = runCliThroughOclif(['init', shell], env);
+    const slowFile = readFileSync(startFile, 'utf8');
+    rmSync(startFile);
+    const fast = runFast(['init', shell], env, tmp.dir);
+    expect({status: fast.status, stdout: fast.stdout, stderr: fast.stderr}).toEqual(slow);
+    expect(readFileSync(startFile, 'utf8')).toBe(slowFile);
+    expect(fast.oclif).toBe(false);
+    expect(slow.status).toBe(0);
+    // The launcher next to the package, as oclif's module names it (the bundle's path is relocated).
+    expect(slow.stdout).toContain(`_CUDAENV_BIN${shell === 'fish' ? ' ' : '='}${join(REPO_ROOT, 'bin', 'cudaenv')}`);
+  });
+
+  test('a shell it does not know, or a flag, goes through oclif, which explains', () => {
+    for (const args of [['init', 'tcsh'], ['init', 'bash', '--help']]) {
+      const fast = runFast(args, env, tmp.dir);
+      expect(fast.oclif).toBe(true);
+      expect({status: fast.status, stdout: fast.stdout, stderr: fast.stderr}).toEqual(runCliThroughOclif(args, env));
+    }
+  });
+
+  test('a store it cannot write the start file into: the shell code all the same, as through oclif', () => {
+    const broken = join(tmp.dir, 'store-file');
+    writeFileSync(broken, 'not a directory\n');
+    const e = {...env, CUDAENV_DIR: broken};
+    const slow = runCliThroughOclif(['init', 'bash'], e);
+    const fast = runFast(['init', 'bash'], e, tmp.dir);
+    expect({status: fast.status, stdout: fast.stdout, stderr: fast.stderr}).toEqual(slow);
+    expect(slow.status).toBe(0);
+    expect(slow.stdout).toContain('_cudaenv_switch');
+  });
+});
+
