@@ -31,9 +31,10 @@ export async function runExe(bundle: ExeBundle): Promise<void> {
   const {installLastResort, fastPath} = await import('../start.js');
   installLastResort();
   let argv = process.argv.slice(2);
+  // Before the fast path, which runs `init SHELL` too: the start file it writes names these files.
+  if (argv[0] === 'init') writeSourcedFiles(root, bundle.files);
   if (await fastPath(argv)) return;
   if (argv[0] === 'exec') argv = (await import('../cli/exec-argv.js')).execArgv(argv);
-  if (argv[0] === 'init') writeSourcedFiles(root, bundle.files);
   const {execute} = await import('@oclif/core');
   await execute({args: argv, loadOptions: {root, pjson: bundle.pjson, userPlugins: false}});
 }
