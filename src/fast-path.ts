@@ -10,8 +10,8 @@ import {arch, platform} from 'node:os';
 import {errorLines, paint, warningLine} from './cli/color.js';
 import {stdoutColorEnabled, writeStdout} from './cli/stdout.js';
 import {withErrnoHint} from './cli/errno-hint.js';
-import {formatError, CudaenvError, EXIT_FAILED, UsageError} from './core/errors.js';
-import {storePaths, storeRoot} from './core/store/paths.js';
+import {formatError, CudaenvError, EXIT_FAILED} from './core/errors.js';
+import {storePaths} from './core/store/paths.js';
 import {SHELL_NAMES} from './core/shell/shell.js';
 import {currentHint, currentReport, formatCurrent} from './core/selection/current.js';
 
@@ -61,14 +61,7 @@ export async function fastPath(argv: string[]): Promise<boolean> {
 /** `cudaenv init SHELL`, as src/commands/init.ts runs it, errors rendered as src/cli/base.ts does. */
 async function runInit(name: string): Promise<void> {
   try {
-    const [{shellFor}, {writeStartFile}, {cliPath}] = await Promise.all([
-      import('./core/shell/shells.js'), import('./core/shell/start-file.js'), import('./core/self/installation.js'),
-    ]);
-    const shell = await shellFor(name);
-    const {CUDAENV_DIR: _ignored, ...withoutDir} = process.env;
-    const options = {bin: cliPath(), defaultDir: storeRoot(withoutDir)};
-    writeStartFile(storePaths(), shell, options);
-    writeStdout(shell.init(options));
+    writeStdout(await (await import('./cli/hook-commands.js')).initCode(name));
   } catch (caught) {
     renderError(caught);
   }
@@ -85,11 +78,7 @@ function renderError(caught: unknown): void {
 /** `cudaenv switch-check LABEL`, as src/commands/switch-check.ts runs it, errors rendered as src/cli/base.ts does. */
 async function runSwitchCheck(label: string): Promise<void> {
   try {
-    const {isVersion} = await import('./core/versions/version.js');
-    if (!isVersion(label)) throw new UsageError(`${JSON.stringify(label)} is not a version label`, 'Give an installed version such as 12.4.1.');
-    const {switchCheck} = await import('./core/shell/switch-check.js');
-    const result = await switchCheck(storePaths(), label, process.env);
-    process.stderr.write(`${result.line}\n`);
+    process.stderr.write(`${(await (await import('./cli/hook-commands.js')).switchCheckFor(label)).line}\n`);
   } catch (caught) {
     renderError(caught);
   }
@@ -167,9 +156,7 @@ export async function runPlainCheck(paths: string[], cache = true, gpus?: string
     // oclif's this.log: console.log of util.format(text).
     console.log(format(result.text ?? ''));
   } catch (error) {
-    process.stderr.write(errorLines(formatError(error)));
-    if (process.env.CUDAENV_DEBUG && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
-    process.exitCode = error instanceof CudaenvError ? error.exitCode : EXIT_FAILED;
+    renderError(error);
   }
 }
 

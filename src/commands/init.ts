@@ -1,10 +1,7 @@
 import {Args} from '@oclif/core';
 import {CudaenvCommand} from '../cli/base.js';
-import {cliPath} from '../core/self/installation.js';
-import {writeStartFile} from '../core/shell/start-file.js';
+import {initCode} from '../cli/hook-commands.js';
 import {rcLine, SHELL_NAMES} from '../core/shell/shell.js';
-import {shellFor} from '../core/shell/shells.js';
-import {storeRoot} from '../core/store/paths.js';
 
 export default class Init extends CudaenvCommand {
   static override summary = 'Print the shell integration: the `cudaenv` function and the auto-switch hook.';
@@ -18,10 +15,6 @@ The first part sources the start file that every \`cudaenv init\` writes into th
 
   async run(): Promise<void> {
     const {args} = await this.parse(Init);
-    const shell = await shellFor(args.shell);
-    const {CUDAENV_DIR: _ignored, ...withoutDir} = process.env;
-    const options = {bin: cliPath(), defaultDir: storeRoot(withoutDir)};
-    writeStartFile(this.paths, shell, options);
-    process.stdout.write(shell.init(options));
+    process.stdout.write(await initCode(args.shell));
   }
 }

@@ -1,8 +1,6 @@
 import {Args} from '@oclif/core';
 import {CudaenvCommand} from '../cli/base.js';
-import {UsageError} from '../core/errors.js';
-import {switchCheck} from '../core/shell/switch-check.js';
-import {isVersion} from '../core/versions/version.js';
+import {switchCheckFor} from '../cli/hook-commands.js';
 
 /** Run by the shell hook after a switch whose check result is not cached. */
 export default class SwitchCheck extends CudaenvCommand {
@@ -12,8 +10,7 @@ export default class SwitchCheck extends CudaenvCommand {
 
   async run(): Promise<{version: string; line: string; cached: boolean}> {
     const {args} = await this.parse(SwitchCheck);
-    if (!isVersion(args.label)) throw new UsageError(`${JSON.stringify(args.label)} is not a version label`, 'Give an installed version such as 12.4.1.');
-    const result = await switchCheck(this.paths, args.label, process.env);
+    const result = await switchCheckFor(args.label);
     if (!this.jsonEnabled()) process.stderr.write(`${result.line}\n`);
     return {version: result.label, line: result.line, cached: result.cached};
   }
