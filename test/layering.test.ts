@@ -17,6 +17,7 @@ const src = join(root, 'src');
 const LAYERS: string[][] = [
   ['core/text'],
   ['core/errors.ts', 'core/fs-kind.ts', 'core/fatal-cleanup.ts'],
+  ['core/safe-fs'],
   ['core/versions'],
   ['core/elf', 'core/system'],
   ['core/store'],

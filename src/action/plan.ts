@@ -1,9 +1,10 @@
 import {createHash} from 'node:crypto';
-import {readFileSync, writeFileSync} from 'node:fs';
+import {readFileSync} from 'node:fs';
 import {join} from 'node:path';
 import type {CudnnChoice} from '../core/remote/cudnn.js';
 import type {Artifact, Manifest} from '../core/remote/manifest.js';
 import type {Platform} from '../core/remote/platform.js';
+import {writeFileSafely} from '../core/safe-fs/index.js';
 
 /**
  * What a cache entry holds besides the archives: the manifests it was keyed with, so that a
@@ -34,7 +35,7 @@ function reviver(_key: string, value: unknown): unknown {
 }
 
 export function writePlan(dir: string, plan: Plan): void {
-  writeFileSync(join(dir, PLAN_FILE), `${JSON.stringify(plan, replacer)}\n`);
+  writeFileSafely(join(dir, PLAN_FILE), `${JSON.stringify(plan, replacer)}\n`);
 }
 
 export function readPlan(dir: string): Plan | undefined {

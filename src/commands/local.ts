@@ -3,7 +3,7 @@ import {readFileSync, statSync} from 'node:fs';
 import {join, resolve} from 'node:path';
 import {CudaenvCommand} from '../cli/base.js';
 import {CudaenvError, isErrno, UsageError} from '../core/errors.js';
-import {atomicWriteFile} from '../core/store/atomic-write.js';
+import {writeFileSafely} from '../core/safe-fs/index.js';
 import {refusePrefixedVersion, resolveSpec} from '../core/selection/resolve.js';
 import {logicalCwd} from '../core/selection/select.js';
 import {parseSpec} from '../core/versions/spec.js';
@@ -32,7 +32,7 @@ export default class Local extends CudaenvCommand {
     const path = join(dir, VERSION_FILE);
     const text = newFileText(path, spec.text);
     try {
-      atomicWriteFile(path, text);
+      writeFileSafely(path, text);
     } catch (error) {
       throw new CudaenvError(`cannot write ${path}: ${isErrno(error) ? error.code : (error as Error).message}`, {
         hint: `Check that you may write in ${dir}, or give another directory with --dir.`,

@@ -7,7 +7,7 @@
  */
 import {join} from 'node:path';
 import {setExeState} from '../core/self/installation.js';
-import {atomicWriteFile} from '../core/store/atomic-write.js';
+import {writeFileSafely} from '../core/safe-fs/index.js';
 import {storeRoot} from '../core/store/paths.js';
 import {diskReadFileSync, installVfs, vfsPath} from './vfs.js';
 
@@ -56,7 +56,7 @@ export function writeSourcedFiles(root: string, files: Readonly<Record<string, s
       // missing: write it
     }
     try {
-      atomicWriteFile(path, text);
+      writeFileSafely(path, text);
     } catch {
       return;
     }

@@ -1,5 +1,6 @@
 import {spawn, spawnSync} from 'node:child_process';
-import {existsSync} from 'node:fs';
+import {existsSync, realpathSync} from 'node:fs';
+import {tmpdir} from 'node:os';
 import {dirname, join} from 'node:path';
 import {fileURLToPath} from 'node:url';
 
@@ -69,6 +70,10 @@ export function cliEnv(storeDir: string, extra: NodeJS.ProcessEnv = {}): NodeJS.
   delete env.CUDA_PATH;
   delete env.NODE_OPTIONS; // jest's --experimental-vm-modules would print a warning in every run
   delete env.NODE_ENV; // oclif in NODE_ENV=test looks for TypeScript sources: slower, and not what users run
+  // As root, `link` keeps its records in a directory of root's (/var/lib/cudaenv) and links only under
+  // /usr/local and /opt: the tests keep both in their own temporary directories (docs/security.md).
+  env.CUDAENV_STATE_DIR = `${storeDir}.root-state`;
+  env.CUDAENV_LINK_PREFIXES = `${realpathSync(tmpdir())}:${tmpdir()}`;
   return {...env, ...extra};
 }
 

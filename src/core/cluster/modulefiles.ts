@@ -3,7 +3,7 @@ import {join} from 'node:path';
 import {CudaenvError} from '../errors.js';
 import {quoteLua, quoteTcl} from '../text/quote.js';
 import {toolkitLibDir, type LdLibraryPathPolicy} from '../shell/toolkit-env.js';
-import {atomicWriteFile} from '../store/atomic-write.js';
+import {writeFileSafely} from '../safe-fs/index.js';
 import type {StorePaths} from '../store/paths.js';
 import {listVersions} from '../store/registry.js';
 import {parseVersion} from '../versions/version.js';
@@ -144,11 +144,11 @@ export function writeModulefiles(paths: StorePaths, dir: string, policy: LdLibra
           hint: 'Move it away, or write the modulefiles to another directory with --dir.',
         });
       }
-      atomicWriteFile(file, renderModulefile({format, label: v.label, versionDir: v.path, policy}));
+      writeFileSafely(file, renderModulefile({format, label: v.label, versionDir: v.path, policy}));
       written.push({version: v.label, file});
     }
     if (exists(rc) && !isOurs(rc)) throw new CudaenvError(`${rc} exists and was not written by cudaenv; leaving it alone`, {hint: 'Move it away, or use another --dir.'});
-    atomicWriteFile(rc, renderModulerc(versions.map((v) => v.label), format));
+    writeFileSafely(rc, renderModulerc(versions.map((v) => v.label), format));
   } catch (error) {
     if (error instanceof CudaenvError) throw error;
     throw new CudaenvError(`cannot write modulefiles in ${cudaDir}: ${(error as Error).message}`, {

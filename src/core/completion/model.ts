@@ -1,6 +1,6 @@
 import {mkdirSync, readFileSync} from 'node:fs';
 import {join} from 'node:path';
-import {atomicWriteFile} from '../store/atomic-write.js';
+import {writeFileSafely} from '../safe-fs/index.js';
 import type {StorePaths} from '../store/paths.js';
 import {isVersion} from '../versions/version.js';
 
@@ -29,7 +29,7 @@ export function remoteCacheFile(paths: StorePaths): string {
 export function cacheRemoteVersions(paths: StorePaths, labels: string[]): void {
   try {
     mkdirSync(paths.cache, {recursive: true});
-    atomicWriteFile(remoteCacheFile(paths), labels.filter(isVersion).map((l) => `${l}\n`).join(''));
+    writeFileSafely(remoteCacheFile(paths), labels.filter(isVersion).map((l) => `${l}\n`).join(''));
   } catch {
     // Completion falls back to the release table.
   }

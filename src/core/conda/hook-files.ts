@@ -2,7 +2,7 @@ import {accessSync, constants, existsSync, readFileSync, rmSync, statSync} from 
 import {dirname, join} from 'node:path';
 import {CudaenvError, isErrno} from '../errors.js';
 import {quoteSh} from '../text/quote.js';
-import {atomicWriteFile} from '../store/atomic-write.js';
+import {writeFileSafely} from '../safe-fs/index.js';
 import {HOOK_MARKER, HOOK_SHELLS, hookFileName, type HookInfo} from './names.js';
 import {hookFiles} from './scripts.js';
 
@@ -28,7 +28,7 @@ export function writeHook(prefix: string, info: HookInfo): string[] {
   for (const f of files) {
     const path = join(hookDir(prefix, f.dir), f.name);
     try {
-      atomicWriteFile(path, f.content, 0o644);
+      writeFileSafely(path, f.content, {mode: 0o644});
     } catch (error) {
       throw new CudaenvError(`cannot write ${path}: ${whyNotWritable(path) ?? (error as Error).message}`, {
         hint: 'Check that you own the conda environment (or use one of yours with -p).',

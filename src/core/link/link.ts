@@ -13,6 +13,8 @@ import {groupSubject, noteTouchedAlternative, readRecord, recordPrevious, type P
 import {isPermissionError, permissionError} from './sudo.js';
 import {quoteSh} from '../text/quote.js';
 import {inspectTarget, swapSymlink, type TargetState} from './swap.js';
+import {requireRootOwnedToolkit, requireRootTarget} from './root-policy.js';
+import {isDir} from '../fs-kind.js';
 
 export interface LinkContext {
   paths: StorePaths;
@@ -57,9 +59,24 @@ export function linkValueFor(paths: StorePaths, label: string): string {
         code: 'not-installed',
       });
     }
-    return realpathSync(v.path);
+    const real = realpathSync(v.path);
+    requireDirectory(real, label);
+    requireRootOwnedToolkit(v.path, label);
+    return real;
   }
+  requireDirectory(v.path, label);
+  requireRootOwnedToolkit(v.path, label);
   return v.path;
+}
+
+/** A version is a toolkit's directory: a store entry that names a file is never linked. */
+function requireDirectory(path: string, label: string): void {
+  if (!isDir(path)) {
+    throw new CudaenvError(`cannot link CUDA ${label}: ${path} is not a directory`, {
+      hint: `A version is a toolkit's directory: remove the store's entry (cudaenv uninstall ${quoteSh(label)}) and add the toolkit's directory (cudaenv add DIR).`,
+      code: 'not-a-toolkit',
+    });
+  }
 }
 
 /** `label`: the version the refused link was to name, which the hint's command links once the way is clear. */
@@ -125,10 +142,11 @@ export async function linkVersion(ctx: LinkContext, target: string, label: strin
   const groupName = state.kind === 'symlink' ? groupNameOf(state.value, dir, ctx.alt) : undefined;
   const main = groupName ? queryGroup(ctx.alt, groupName) : undefined;
   const base = {target, version: label, path: value, before: describeState(state), dryRun, check: null as LinkCheck | null};
+  requireRootTarget(target, state.kind, Boolean(main && main.link === target) || readRecord(ctx.paths, target, ctx.env) !== undefined, ctx.env);
 
   if (main && main.link === target) {
     const groups = groupsToMove(ctx, main, label);
-    const previous = readRecord(ctx.paths, target)?.previous ?? {kind: 'alternatives' as const, groups: groups.map(({name, status, value: v}) => ({name, status, value: v}))};
+    const previous = readRecord(ctx.paths, target, ctx.env)?.previous ?? {kind: 'alternatives' as const, groups: groups.map(({name, status, value: v}) => ({name, status, value: v}))};
     const alternatives = groups.map((g) => ({group: g.name, link: g.link, added: !g.alternatives.some((a) => a.path === value)}));
     const actions = groups.flatMap((g) => [
       ...(alternatives.find((a) => a.group === g.name)!.added ? [`register ${value} as an alternative of ${g.name}`] : []),
@@ -139,12 +157,12 @@ export async function linkVersion(ctx: LinkContext, target: string, label: strin
       return {...base, mode: 'alternatives', restores: describePrevious(previous), changed, alternatives, ldconfig: refreshLoaderCache(ctx.ld, groups.map((g) => g.link), 'plan'), actions};
     }
     requireWritable(ctx.alt.altdir, 'change the alternatives in', ctx.alt.altdir, ctx);
-    const record = recordPrevious(ctx.paths, target, previous);
+    const record = recordPrevious(ctx.paths, target, previous, ctx.env);
     for (const g of groups) {
-      recordPrevious(ctx.paths, groupSubject(ctx.alt.altdir, g.name), {kind: 'alternatives', groups: [{name: g.name, status: g.status, value: g.value}]});
+      recordPrevious(ctx.paths, groupSubject(ctx.alt.altdir, g.name), {kind: 'alternatives', groups: [{name: g.name, status: g.status, value: g.value}]}, ctx.env);
       const added = alternatives.find((a) => a.group === g.name)!.added;
       // Noted before the change, so an interrupted link can still be undone.
-      noteTouchedAlternative(ctx.paths, target, {group: g.name, path: value, added});
+      noteTouchedAlternative(ctx.paths, target, {group: g.name, path: value, added}, ctx.env);
       try {
         selectAlternative(ctx.alt, g, value);
       } catch (error) {
@@ -157,14 +175,14 @@ export async function linkVersion(ctx: LinkContext, target: string, label: strin
   }
 
   const previous: Previous = state.kind === 'symlink' ? {kind: 'symlink', value: state.value} : {kind: 'absent'};
-  const known = readRecord(ctx.paths, target);
+  const known = readRecord(ctx.paths, target, ctx.env);
   const changed = !(state.kind === 'symlink' && state.value === value);
   const actions = [changed ? `point ${target} at ${value}` : `${target} already points at ${value}`];
   if (dryRun) {
     return {...base, mode: 'symlink', restores: describePrevious(known?.previous ?? previous), changed, alternatives: [], ldconfig: refreshLoaderCache(ctx.ld, [target], changed ? 'plan' : 'unchanged'), actions};
   }
   requireWritable(dir, 'change', target, ctx);
-  const record = recordPrevious(ctx.paths, target, previous);
+  const record = recordPrevious(ctx.paths, target, previous, ctx.env);
   if (changed) {
     try {
       swapSymlink(target, value);

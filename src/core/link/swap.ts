@@ -1,5 +1,5 @@
-import {lstatSync, readlinkSync, renameSync, rmSync, symlinkSync} from 'node:fs';
-import {basename, dirname, join} from 'node:path';
+import {lstatSync, readlinkSync} from 'node:fs';
+import {removeSafely, symlinkSafely} from '../safe-fs/index.js';
 
 /** What is at a link target now. Only `absent` and `symlink` may be replaced. */
 export type TargetState =
@@ -23,27 +23,19 @@ export function inspectTarget(target: string): TargetState {
   return {kind: 'other'};
 }
 
-let counter = 0;
-
 /**
- * Points `target` at `value` atomically: a new link is made beside the target and renamed
- * over it (rename(2) replaces a symlink in one step), so a reader never finds the target
- * missing. The temporary name is unique per process and call, so concurrent swaps do not
- * collide; the last rename wins and every intermediate state is a complete link.
+ * Points `target` at `value` atomically: a new link of a random name is made beside the target
+ * and renamed over it (rename(2) replaces a symlink in one step), so a reader never finds the target
+ * missing, and concurrent swaps never collide; the last rename wins and every intermediate state is a
+ * complete link. The directory is reached by safe-fs, so as root a directory another user can
+ * change is refused, not followed.
  */
 export function swapSymlink(target: string, value: string): void {
-  const tmp = join(dirname(target), `.${basename(target)}.cudaenv-${process.pid}-${Date.now()}-${counter++}`);
-  symlinkSync(value, tmp);
-  try {
-    renameSync(tmp, target);
-  } catch (error) {
-    rmSync(tmp, {force: true});
-    throw error;
-  }
+  symlinkSafely(target, value, {dirMode: 0o755});
 }
 
 /** Removes a symlink we created where nothing was before (never a directory or file). */
 export function removeSymlink(target: string): void {
   const st = inspectTarget(target);
-  if (st.kind === 'symlink') rmSync(target);
+  if (st.kind === 'symlink') removeSafely(target);
 }

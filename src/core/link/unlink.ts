@@ -30,7 +30,7 @@ function guard<T>(ctx: LinkContext, what: string, path: string, action: () => T)
 
 /** `cudaenv unlink`: puts back what the first `cudaenv link` of this target found there. */
 export function unlinkTarget(ctx: LinkContext, target: string): UnlinkResult {
-  const record = readRecord(ctx.paths, target);
+  const record = readRecord(ctx.paths, target, ctx.env);
   if (!record) {
     throw new CudaenvError(`cudaenv has not linked ${target}: there is nothing to restore`, {
       hint: 'cudaenv unlink undoes `cudaenv link` (which records what it replaces); check --target.',
@@ -42,11 +42,11 @@ export function unlinkTarget(ctx: LinkContext, target: string): UnlinkResult {
   const previous: Previous = record.previous;
   if (previous.kind === 'alternatives') {
     guard(ctx, 'change the alternatives in', ctx.alt.altdir, () => accessSync(ctx.alt.altdir, constants.W_OK));
-    const touched = touchedAlternatives(ctx.paths, target);
+    const touched = touchedAlternatives(ctx.paths, target, ctx.env);
     const groups = new Map<string, {name: string; status: 'auto' | 'manual'; value: string | null}>();
     for (const g of previous.groups) groups.set(g.name, g);
     for (const t of touched) {
-      const before = readRecord(ctx.paths, groupSubject(ctx.alt.altdir, t.group))?.previous;
+      const before = readRecord(ctx.paths, groupSubject(ctx.alt.altdir, t.group), ctx.env)?.previous;
       if (before?.kind === 'alternatives' && !groups.has(t.group)) groups.set(t.group, before.groups[0]);
     }
     const links: string[] = [];
@@ -60,8 +60,8 @@ export function unlinkTarget(ctx: LinkContext, target: string): UnlinkResult {
       guard(ctx, 'change the alternatives group', t.group, () => removeAlternative(ctx.alt, t.group, t.path));
       removed.push({group: t.group, path: t.path});
     }
-    for (const name of groups.keys()) forgetRecord(ctx.paths, groupSubject(ctx.alt.altdir, name));
-    forgetRecord(ctx.paths, target);
+    for (const name of groups.keys()) forgetRecord(ctx.paths, groupSubject(ctx.alt.altdir, name), ctx.env);
+    forgetRecord(ctx.paths, target, ctx.env);
     const restored = [...groups.values()].map((g) => `${g.name} in ${g.status} mode${g.status === 'manual' && g.value ? ` (${g.value})` : ''}`).join(', ');
     return {target, mode: 'alternatives', replaced, restored, removedAlternatives: removed, ldconfig: refreshLoaderCache(ctx.ld, links, 'run')};
   }
@@ -80,7 +80,7 @@ export function unlinkTarget(ctx: LinkContext, target: string): UnlinkResult {
     changed = state.kind !== 'absent';
     guard(ctx, 'remove', target, () => removeSymlink(target));
   }
-  forgetRecord(ctx.paths, target);
+  forgetRecord(ctx.paths, target, ctx.env);
   return {
     target, mode: 'symlink', replaced,
     restored: previous.kind === 'symlink' ? `a link to ${previous.value}` : 'nothing (link removed)',

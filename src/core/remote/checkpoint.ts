@@ -1,5 +1,6 @@
-import {existsSync, readFileSync, writeFileSync} from 'node:fs';
+import {existsSync, readFileSync} from 'node:fs';
 import {join} from 'node:path';
+import {writeFileSafely} from '../safe-fs/index.js';
 
 /**
  * A seam for the crash tests: with CUDAENV_TEST_CHECKPOINT_DIR set, the installer writes
@@ -13,7 +14,7 @@ import {join} from 'node:path';
 export async function checkpoint(name: string, env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const dir = env.CUDAENV_TEST_CHECKPOINT_DIR;
   if (!dir) return;
-  writeFileSync(join(dir, name), String(process.pid));
+  writeFileSafely(join(dir, name), String(process.pid), {durable: false});
   const crash = join(dir, `${name}.crash`);
   if (existsSync(crash)) {
     const error = new Error(`injected crash at ${name}`);

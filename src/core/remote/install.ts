@@ -1,9 +1,9 @@
 import {cpus} from 'node:os';
-import {existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync} from 'node:fs';
+import {existsSync, mkdirSync, readFileSync, renameSync, rmSync} from 'node:fs';
 import {join} from 'node:path';
 import {CudaenvError} from '../errors.js';
 import {onFatalExit} from '../fatal-cleanup.js';
-import {atomicWriteFile} from '../store/atomic-write.js';
+import {writeFileSafely} from '../safe-fs/index.js';
 import {acquireLock, reclaimStaleLocks, type LockOwner} from '../store/lock.js';
 import {afterVersionsChanged} from '../toolkits/on-change.js';
 import type {StorePaths} from '../store/paths.js';
@@ -197,7 +197,7 @@ export async function installRelease(req: InstallRequest): Promise<InstallResult
       components: jobs.filter((j) => j.name !== 'cudnn' || !cudnn).map(receiptEntry),
       cudnn: cudnn ? {...receiptEntry(jobs.at(-1)!), release: cudnn.label, variant: cudnn.variant, style: cudnn.style, mirror: req.cudnnMirror!.display} : null,
     };
-    atomicWriteFile(join(root, RECEIPT_FILE), `${JSON.stringify(receipt, null, 2)}\n`);
+    writeFileSafely(join(root, RECEIPT_FILE), `${JSON.stringify(receipt, null, 2)}\n`);
     for (const job of jobs) req.onEvent?.({type: 'progress', component: job.name, progress: {stage: 'done', bytes: job.artifact.size, total: job.artifact.size, fromCache: fromCache.get(job.name)!}});
     req.onEvent?.({type: 'finishing'});
     await checkpoint('before-rename');
@@ -255,7 +255,7 @@ function writeVersionJson(root: string, label: string, jobs: Job[]): void {
   if (existsSync(path)) return;
   const data: Record<string, {name: string; version: string}> = {cuda: {name: 'CUDA SDK', version: label}};
   for (const j of jobs) data[j.name] = {name: j.name, version: j.version};
-  writeFileSync(path, `${JSON.stringify(data, null, 2)}\n`);
+  writeFileSafely(path, `${JSON.stringify(data, null, 2)}\n`);
 }
 
 /**

@@ -1,7 +1,7 @@
 import {createHash} from 'node:crypto';
 import {readFileSync, statSync} from 'node:fs';
 import {join} from 'node:path';
-import {atomicWriteFile} from '../store/atomic-write.js';
+import {writeFileSafely} from '../safe-fs/index.js';
 import {loadManifest, manifestFromText, manifestName} from './catalog.js';
 import {fetchText} from './fetch-text.js';
 import {artifactFor, type Manifest} from './manifest.js';
@@ -56,7 +56,7 @@ async function cachedManifest(mirror: Mirror, label: string, cacheDir: string | 
   if (text === undefined) return undefined;
   const manifest = manifestFromText(mirror, label, text);
   try {
-    atomicWriteFile(file, text);
+    writeFileSafely(file, text);
   } catch {
     // a cache that cannot be written only costs a download next time
   }

@@ -1,5 +1,6 @@
-import {existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, rmdirSync, symlinkSync, unlinkSync, writeFileSync} from 'node:fs';
+import {existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, rmdirSync, symlinkSync, unlinkSync} from 'node:fs';
 import {join} from 'node:path';
+import {writeFileSafely} from '../safe-fs/index.js';
 
 /** Where pkg-config files of the toolkit go: `lib64/pkgconfig`, found with PKG_CONFIG_PATH=<prefix>/lib64/pkgconfig. */
 export const PKGCONFIG_DIR = join('lib64', 'pkgconfig');
@@ -52,7 +53,7 @@ export function relocatePkgConfig(root: string, installedRoot: string): string[]
     for (const name of entries.filter((n) => n.endsWith('.pc'))) {
       const src = join(dir, name);
       if (!lstatSync(src).isFile()) continue;
-      writeFileSync(join(dest, name), rewritePcText(readFileSync(src, 'utf8'), installedRoot));
+      writeFileSafely(join(dest, name), rewritePcText(readFileSync(src, 'utf8'), installedRoot));
       unlinkSync(src);
       written.push(name);
     }

@@ -1,7 +1,7 @@
 import {readFileSync, readdirSync, realpathSync, renameSync, rmSync, unlinkSync} from 'node:fs';
 import {join} from 'node:path';
 import {CudaenvError, UsageError} from '../errors.js';
-import {linksDir} from '../link/state.js';
+import {allLinksDirs} from '../link/state.js';
 import {quoteSh} from '../text/quote.js';
 import {acquireLock, reclaimStaleLocks} from '../store/lock.js';
 import {afterVersionsChanged} from '../toolkits/on-change.js';
@@ -100,15 +100,17 @@ function usageWarnings(paths: StorePaths, label: string, cwd: string): string[] 
  */
 function linkWarnings(paths: StorePaths, label: string, dir: string): string[] {
   const targets = new Set(['/usr/local/cuda']);
-  let names: string[] = [];
-  try {
-    names = readdirSync(linksDir(paths)).filter((n) => n.endsWith('.json'));
-  } catch {
-    // no link was ever made from this store
-  }
-  for (const name of names) {
+  const records: string[] = [];
+  for (const dir of allLinksDirs(paths)) {
     try {
-      const target = (JSON.parse(readFileSync(join(linksDir(paths), name), 'utf8')) as {target?: unknown}).target;
+      records.push(...readdirSync(dir).filter((n) => n.endsWith('.json')).map((n) => join(dir, n)));
+    } catch {
+      // no link was ever made from this store, or as root
+    }
+  }
+  for (const file of records) {
+    try {
+      const target = (JSON.parse(readFileSync(file, 'utf8')) as {target?: unknown}).target;
       if (typeof target === 'string' && target.startsWith('/')) targets.add(target);
     } catch {
       // a damaged record is reported by `cudaenv unlink`

@@ -1,6 +1,6 @@
 import {existsSync, readdirSync, readFileSync, statSync, type Dirent} from 'node:fs';
 import {join} from 'node:path';
-import {atomicWriteFile} from '../store/atomic-write.js';
+import {writeFileSafely} from '../safe-fs/index.js';
 import type {StorePaths} from '../store/paths.js';
 import {switchDir} from './switch-index.js';
 
@@ -163,7 +163,7 @@ function writeCheck(paths: StorePaths, label: string, entry: CacheEntry): void {
   const {json, text} = files(paths, label);
   // A cache: readers treat a missing or damaged file as empty, so no fsync (it cost a first
   // switch tens of milliseconds on a busy disk).
-  atomicWriteFile(json, `${JSON.stringify({entries}, null, 1)}\n`, 0o644, {durable: false});
+  writeFileSafely(json, `${JSON.stringify({entries}, null, 1)}\n`, {mode: 0o644, durable: false});
   const lines = [`# cudaenv: check results for CUDA ${label}, read by the shell hook (safe to delete)`];
   for (const e of entries) {
     if (![e.ldLibraryPath ?? '', e.context, e.line, ...e.watched].every((v) => LINE_SAFE.test(v))) continue;
@@ -172,7 +172,7 @@ function writeCheck(paths: StorePaths, label: string, entry: CacheEntry): void {
     for (const w of e.watched) lines.push(`${absent.has(w) ? 'M' : 'W'}\t${w}`);
     lines.push(`L\t${e.line}`);
   }
-  atomicWriteFile(text, `${lines.join('\n')}\n`, 0o644, {durable: false});
+  writeFileSafely(text, `${lines.join('\n')}\n`, {mode: 0o644, durable: false});
 }
 
 /** node:crypto on first use: `cudaenv use` and the shell's fast paths load this module without hashing. */

@@ -1,7 +1,7 @@
 import {chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync} from 'node:fs';
 import {join} from 'node:path';
 import {CudaenvError} from '../errors.js';
-import {atomicWriteFile} from '../store/atomic-write.js';
+import {writeFileSafely} from '../safe-fs/index.js';
 import type {StorePaths} from '../store/paths.js';
 import {listVersions} from '../store/registry.js';
 import {quoteSh} from '../text/quote.js';
@@ -85,7 +85,7 @@ export function writeShims(paths: StorePaths): ShimResult {
       current = undefined;
     }
     if (current !== text) {
-      atomicWriteFile(file, text, 0o755);
+      writeFileSafely(file, text, {mode: 0o755});
       written.push(program);
     }
     chmodSync(file, 0o755);

@@ -1,6 +1,6 @@
 import {readFileSync} from 'node:fs';
 import {join} from 'node:path';
-import {atomicWriteFile} from '../store/atomic-write.js';
+import {writeFileSafely} from '../safe-fs/index.js';
 import type {StorePaths} from '../store/paths.js';
 import {startFileName, type InitOptions, type Shell} from './shell.js';
 
@@ -20,7 +20,7 @@ export function writeStartFile(paths: StorePaths, shell: Shell, options: InitOpt
     // missing: write it
   }
   try {
-    atomicWriteFile(file, text);
+    writeFileSafely(file, text);
     return file;
   } catch {
     return undefined;

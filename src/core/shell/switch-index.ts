@@ -1,6 +1,6 @@
 import {existsSync, mkdirSync, readdirSync, readlinkSync} from 'node:fs';
 import {basename, join} from 'node:path';
-import {atomicWriteFile} from '../store/atomic-write.js';
+import {writeFileSafely} from '../safe-fs/index.js';
 import type {StorePaths} from '../store/paths.js';
 import {listAliases} from '../store/registry.js';
 import {isVersion} from '../versions/version.js';
@@ -44,7 +44,7 @@ export function writeSwitchIndex(paths: StorePaths): string {
     }
   }
   const text = ` ${pairs.join(' ')} \n`;
-  atomicWriteFile(join(dir, 'index'), text);
+  writeFileSafely(join(dir, 'index'), text);
   // Aliases count too: a shell switched through `stable` must follow `cudaenv alias stable 11`
   // at its next prompt, as `cudaenv current` and the shims do.
   let aliases = '';
@@ -53,7 +53,7 @@ export function writeSwitchIndex(paths: StorePaths): string {
   } catch {
     // an unreadable alias file: the versions alone still key the hook
   }
-  atomicWriteFile(join(dir, 'generation'), `${crypto().createHash('sha256').update(text).update(aliases).digest('hex').slice(0, 16)}\n`);
+  writeFileSafely(join(dir, 'generation'), `${crypto().createHash('sha256').update(text).update(aliases).digest('hex').slice(0, 16)}\n`);
   return text;
 }
 

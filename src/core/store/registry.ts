@@ -1,9 +1,10 @@
-import {existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, renameSync, rmSync, symlinkSync} from 'node:fs';
+import {existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, rmSync} from 'node:fs';
 import {join, resolve} from 'node:path';
 import {CudaenvError, isErrno} from '../errors.js';
 import {isVersion, parseVersion, sortVersionLabels} from '../versions/version.js';
-import {atomicWriteFile} from './atomic-write.js';
+import {writeFileSafely} from '../safe-fs/index.js';
 import type {StorePaths} from './paths.js';
+import {symlinkSafely} from '../safe-fs/index.js';
 
 export const RECEIPT_FILE = '.cudaenv-receipt.json';
 
@@ -75,7 +76,7 @@ export function readGlobal(paths: StorePaths): string | undefined {
 
 export function writeGlobal(paths: StorePaths, spec: string | undefined): void {
   if (spec === undefined) rmSync(paths.globalFile, {force: true});
-  else atomicWriteFile(paths.globalFile, `${spec}\n`);
+  else writeFileSafely(paths.globalFile, `${spec}\n`);
 }
 
 export function aliasPath(paths: StorePaths, name: string): string {
@@ -87,7 +88,7 @@ export function readAlias(paths: StorePaths, name: string): string | undefined {
 }
 
 export function writeAlias(paths: StorePaths, name: string, spec: string): void {
-  atomicWriteFile(aliasPath(paths, name), `${spec}\n`);
+  writeFileSafely(aliasPath(paths, name), `${spec}\n`);
 }
 
 export function removeAlias(paths: StorePaths, name: string): boolean {
@@ -144,10 +145,7 @@ export function refreshResolveIndex(paths: StorePaths): void {
       current = undefined;
     }
     if (current === target) continue;
-    const tmp = join(paths.resolve, `.${key}.${process.pid}.tmp`);
-    rmSync(tmp, {force: true});
-    symlinkSync(target, tmp);
-    renameSync(tmp, link);
+    symlinkSafely(link, target);
   }
   for (const name of readdirSync(paths.resolve)) {
     if (!wanted.has(name)) rmSync(join(paths.resolve, name), {force: true});

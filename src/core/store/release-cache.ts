@@ -2,7 +2,7 @@ import {readFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {isVersion} from '../versions/version.js';
 import type {ReleaseTable} from '../versions/releases.js';
-import {atomicWriteFile} from './atomic-write.js';
+import {writeFileSafely} from '../safe-fs/index.js';
 import type {StorePaths} from './paths.js';
 
 /**
@@ -53,5 +53,5 @@ export function cachedReleaseTable(paths: StorePaths): ReleaseTable {
 export function cacheReleases(paths: StorePaths, rows: ReleaseTable, mirror: string, now = new Date()): void {
   const releases = readCachedReleases(paths);
   for (const [label, components] of Object.entries(rows)) releases[label] = {components, mirror, fetched_at: now.toISOString()};
-  atomicWriteFile(releaseCachePath(paths), `${JSON.stringify({format: 1, releases}, null, 2)}\n`, 0o644, {durable: false});
+  writeFileSafely(releaseCachePath(paths), `${JSON.stringify({format: 1, releases}, null, 2)}\n`, {mode: 0o644, durable: false});
 }

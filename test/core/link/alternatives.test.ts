@@ -40,7 +40,7 @@ function setUp(): void {
   local = join(dir, 'local');
   for (const d of ['alt', 'adm', 'local']) mkdirSync(join(dir, d));
   alt = {altdir: join(dir, 'alt'), admindir: join(dir, 'adm'), log: join(dir, 'alt.log')};
-  ctx = {paths: makeStore(join(dir, 'store'), ['12.4.1', '13.0.0']), alt, ld: {conf: join(dir, 'none.conf')}, argv: ['link'], env: {}};
+  ctx = {paths: makeStore(join(dir, 'store'), ['12.4.1', '13.0.0']), alt, ld: {conf: join(dir, 'none.conf')}, argv: ['link'], env: {CUDAENV_STATE_DIR: join(dir, 'root-state'), CUDAENV_LINK_PREFIXES: dir}};
   for (const [ver, prio] of [['12.2', '122'], ['12.6', '126']]) {
     makeFakeToolkit(join(local, `cuda-${ver}`), {version: `${ver}.0`});
     ua('--install', join(local, 'cuda'), 'cuda', join(local, `cuda-${ver}`), prio);

@@ -26,7 +26,8 @@ beforeEach(() => {
     alt: {altdir: join(dir, 'alt'), admindir: join(dir, 'adm'), log: join(dir, 'alt.log')},
     ld: {conf: join(dir, 'ld.so.conf'), cache: join(dir, 'ld.so.cache')},
     argv: ['link'],
-    env: {},
+    // As root, records go to a directory of root's and links only under the named prefixes (docs/security.md).
+    env: {CUDAENV_STATE_DIR: join(dir, 'root-state'), CUDAENV_LINK_PREFIXES: dir},
   };
 });
 afterEach(() => cleanup());
@@ -92,12 +93,22 @@ describe('link and unlink a plain symlink target', () => {
     expect(readFileSync(file, 'utf8')).toBe('data');
   });
 
-  testIf(IS_ROOT, NEEDS.root)('as root (sudo) in a user\'s store, the records get the store\'s owner', async () => {
+  testIf(IS_ROOT, NEEDS.root)('as root (sudo) a toolkit in a user\'s store is refused, and root writes nothing there', async () => {
     chownSync(join(dir, 'store'), 65534, 65534);
+    await expect(linkVersion(ctx, target, '12.4.1', false)).rejects.toMatchObject({
+      code: 'toolkit-not-root-owned',
+      message: `refusing to link CUDA 12.4.1 as root: ${v('12.4.1')} is not root's alone (${join(dir, 'store')}: it is owned by uid 65534, not root); every program on this machine would load libraries that another user can change`,
+    });
+    expect(existsSync(join(dir, 'store', 'links'))).toBe(false);
+    expect(existsSync(target)).toBe(false);
+  });
+
+  testIf(IS_ROOT, NEEDS.root)('as root the records are root\'s, in the state directory, not in the store', async () => {
     await linkVersion(ctx, target, '12.4.1', false);
-    const links = join(dir, 'store', 'links');
-    expect(statSync(links).uid).toBe(65534);
-    for (const f of readdirSync(links)) expect(statSync(join(links, f)).uid).toBe(65534);
+    const links = join(dir, 'root-state', 'links');
+    expect(existsSync(join(dir, 'store', 'links'))).toBe(false);
+    expect(readdirSync(links).filter((f) => f.endsWith('.json'))).toHaveLength(1);
+    for (const f of readdirSync(links)) expect(statSync(join(links, f)).uid).toBe(0);
   });
 
   test('a target whose directory is missing says so', async () => {

@@ -1,9 +1,10 @@
-import {mkdirSync, readFileSync, renameSync, statSync, writeFileSync} from 'node:fs';
+import {readFileSync, statSync} from 'node:fs';
 import {join} from 'node:path';
 import type {DeviceCodeSummary} from '../report-types.js';
 import {archName, readDeviceCode, type DeviceCode} from '../read/device-code/index.js';
 import {identity} from './inputs.js';
 import {codeStamp, SETTLE_MS} from './verdict-cache.js';
+import {writeFileSafely} from '../../safe-fs/index.js';
 
 /**
  * The GPU code of each file (issue 33), read once per file identity (device, inode, size, mode,
@@ -116,10 +117,7 @@ export class DeviceCodeCache {
       n++;
     }
     try {
-      mkdirSync(join(this.file, '..'), {recursive: true});
-      const tmp = `${this.file}.${process.pid}.tmp`;
-      writeFileSync(tmp, JSON.stringify({format: FORMAT, code: stampHash(), files} satisfies CacheFile));
-      renameSync(tmp, this.file);
+      writeFileSafely(this.file, JSON.stringify({format: FORMAT, code: stampHash(), files} satisfies CacheFile), {durable: false});
     } catch {
       // read-only or full: the next check reads the files again
     }

@@ -1,9 +1,10 @@
-import {mkdirSync, readFileSync, renameSync, writeFileSync} from 'node:fs';
+import {readFileSync} from 'node:fs';
 import {join} from 'node:path';
 import type {HostLoaderFacts, LoaderFactsStore} from '../read/ldcache/host-loader.js';
 import {auxv, AT_HWCAP, AT_HWCAP2} from '../read/machine/auxv.js';
 import {identity, statOrNull} from './inputs.js';
 import {SETTLE_MS} from './verdict-cache.js';
+import {writeFileSafely} from '../../safe-fs/index.js';
 
 /**
  * What the host's ld.so says it searches (read/ldcache/host-loader.ts), kept in
@@ -80,10 +81,7 @@ export class LoaderFactsFile implements LoaderFactsStore {
     if (stamp === null) return;
     const file = this.fileFor(interp);
     try {
-      mkdirSync(join(this.dir, 'loader'), {recursive: true});
-      const tmp = `${file}.${process.pid}.tmp`;
-      writeFileSync(tmp, JSON.stringify({interp, stamp, facts: encode(facts)}));
-      renameSync(tmp, file);
+      writeFileSafely(file, JSON.stringify({interp, stamp, facts: encode(facts)}), {durable: false});
     } catch {
       // a read-only store: the loader is asked next time too
     }

@@ -1,8 +1,9 @@
-import {mkdirSync, readdirSync, readFileSync, renameSync, statfsSync, statSync, unlinkSync, writeFileSync} from 'node:fs';
+import {readdirSync, readFileSync, statfsSync, statSync, unlinkSync} from 'node:fs';
 import {basename, dirname, join} from 'node:path';
 import {fileURLToPath} from 'node:url';
 import {isFailing, type CheckedObject, type FileVerdict} from '../report-types.js';
 import {currentValue, identity, inputKey, type InputKind, type InputSet} from './inputs.js';
+import {writeFileSafely} from '../../safe-fs/index.js';
 
 /**
  * A persistent cache of each checked file's result, in $CUDAENV_DIR/cache/check/, so that a
@@ -216,10 +217,7 @@ export class VerdictCache {
     }
     const data: CacheFile = {format: FORMAT, key: this.keyText, inputs, objects, files};
     try {
-      mkdirSync(this.options.dir, {recursive: true});
-      const tmp = `${this.file}.${process.pid}.tmp`;
-      writeFileSync(tmp, JSON.stringify(data));
-      renameSync(tmp, this.file);
+      writeFileSafely(this.file, JSON.stringify(data), {durable: false});
       prune(this.options.dir, this.file);
     } catch {
       // a read-only or full store: the next check is simply not faster
