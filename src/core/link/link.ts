@@ -61,7 +61,8 @@ export function linkValueFor(paths: StorePaths, label: string): string {
     }
     const real = realpathSync(v.path);
     requireDirectory(real, label);
-    requireRootOwnedToolkit(v.path, label);
+    // The link names the toolkit's own directory, not the store's entry: that directory must be root's.
+    requireRootOwnedToolkit(real, label);
     return real;
   }
   requireDirectory(v.path, label);

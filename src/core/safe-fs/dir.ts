@@ -38,7 +38,7 @@ function holder(path: string, fd: number): SafeDir {
 }
 
 function refuse(path: string, at: string, why: string, purpose: string | undefined): CudaenvError {
-  return new CudaenvError(`refusing to ${purpose ?? `write ${path}`} as root: ${at} is not safe (${why}); another user could change what root ${purpose ? 'uses' : 'writes'} there`, {
+  return new CudaenvError(`refusing to ${purpose ?? `write ${path}`} as root: ${at} is not safe (${why}); another user could change what root finds there`, {
     hint: `Make ${at} and every directory above it owned by root and writable by no one else (chown root:root, chmod go-w), or run the command as the user who owns it.`,
     code: 'unsafe-path',
   });

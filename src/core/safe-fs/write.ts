@@ -33,7 +33,7 @@ export interface WriteOptions {
  * Returns false only for `exclusive` when the file existed already.
  */
 export function writeFileSafely(path: string, content: string | Uint8Array, options: WriteOptions = {}): boolean {
-  return withDir(dirname(path), {create: options.dirMode ?? 0o755}, (dir) => writeIn(dir, basename(path), content, options));
+  return withDir(dirname(path), {create: options.dirMode ?? 0o755, purpose: `write ${path}`}, (dir) => writeIn(dir, basename(path), content, options));
 }
 
 export function writeIn(dir: SafeDir, name: string, content: string | Uint8Array, options: WriteOptions = {}): boolean {
@@ -73,7 +73,7 @@ export function writeIn(dir: SafeDir, name: string, content: string | Uint8Array
  * it, so readers find the old link or the new one. Replaces a link or a file, never a directory.
  */
 export function symlinkSafely(path: string, value: string, options: {dirMode?: number} = {}): void {
-  withDir(dirname(path), {create: options.dirMode ?? 0o755}, (dir) => symlinkIn(dir, basename(path), value));
+  withDir(dirname(path), {create: options.dirMode ?? 0o755, purpose: `write ${path}`}, (dir) => symlinkIn(dir, basename(path), value));
 }
 
 export function symlinkIn(dir: SafeDir, name: string, value: string): void {
@@ -90,7 +90,7 @@ export function symlinkIn(dir: SafeDir, name: string, value: string): void {
 /** Removes the entry at `path` (a file or a link, not what a link names); a missing one is fine. */
 export function removeSafely(path: string, options: {recursive?: boolean} = {}): void {
   try {
-    withDir(dirname(path), {}, (dir) => {
+    withDir(dirname(path), {purpose: `remove ${path}`}, (dir) => {
       if (options.recursive) rmSync(dir.entry(basename(path)), {recursive: true, force: true});
       else {
         try {
