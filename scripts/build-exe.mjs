@@ -4,7 +4,8 @@
 //   cudaenv-linux-x64, cudaenv-linux-arm64              the executables
 //   cudaenv-linux-x64.tar.xz, cudaenv-linux-arm64.tar.xz each holding `cudaenv`
 //   cudaenv-VERSION-py3-none-manylinux_2_28_*.whl       the Python wheels (scripts/build-wheel.py)
-//   SHA256SUMS                                          of the archives and the wheels
+//   VERSION                                             the release's version (package.json's), one line
+//   SHA256SUMS                                          of the executables, the archives, the wheels and VERSION
 //   install.sh                                          the installer, its default base set when CUDAENV_RELEASE_BASE is
 //
 // Each executable is a Node.js single executable application (SEA): Node.js itself with one
@@ -287,7 +288,7 @@ async function main() {
     const r = spawnSync(run, runArgs, {encoding: 'utf8', env: {...process.env, CUDAENV_DIR: join(work, 'store')}});
     if (r.status !== 0 || !r.stdout.startsWith(`cudaenv/${pjson.version} linux-${arch}`)) fail(`${relative(root, exe)} --version answered ${JSON.stringify(r.stdout + r.stderr)} (exit ${r.status})`);
     const [tarball, tookXz] = timed(() => archive(arch, exe, options.xzLevel));
-    sums.push(`${sha256(tarball)}  ${relative(out, tarball)}`);
+    sums.push(`${sha256(exe)}  ${relative(out, exe)}`, `${sha256(tarball)}  ${relative(out, tarball)}`);
     log(`${relative(root, exe)}: ${(statSync(exe).size / 2 ** 20).toFixed(1)} MiB (${took}); ${relative(root, tarball)}: ${(statSync(tarball).size / 2 ** 20).toFixed(1)} MiB (xz -${options.xzLevel}, ${tookXz})`);
   }
   if (options.wheels) {
@@ -300,6 +301,10 @@ async function main() {
       log(`${relative(root, wheel)}: ${(statSync(wheel).size / 2 ** 20).toFixed(1)} MiB (${took})`);
     }
   }
+  // What self-update and install.sh learn the release's version from, through the signed SHA256SUMS
+  // (scripts/sign-release.sh signs it), without running anything they downloaded.
+  writeFileSync(join(out, 'VERSION'), `${pjson.version}\n`);
+  sums.push(`${sha256(join(out, 'VERSION'))}  VERSION`);
   writeFileSync(join(out, 'SHA256SUMS'), `${sums.join('\n')}\n`);
   installer();
   rmSync(work, {recursive: true, force: true});

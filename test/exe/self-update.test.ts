@@ -1,79 +1,139 @@
 import {afterAll, beforeAll, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
-import {createHash} from 'node:crypto';
-import {appendFileSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync} from 'node:fs';
+import {copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {REPO_ROOT} from '../helpers/cli.js';
 import {have} from '../helpers/capabilities.js';
 import {describeIf} from '../helpers/skip.js';
 import {makeTempDir} from '../helpers/tmp.js';
+import {RELEASE_PUBLIC_KEY} from '../../src/core/self/release-key.js';
 import {CAN_HIDE_NODE, DIST_EXE, EXE, HAVE_EXE, HOST_ARCH, NEEDS_EXE, NEEDS_HIDE_NODE, WITHOUT_NODE} from './exe.js';
-import {serveDir} from './serve.js';
+import {ARCHIVE, makeRelease, makeTestKey, patchExecutable, sha256, sign, variantOf, type TestKey} from './release.js';
+import {makeCertificate, serveDir, type Served} from './serve.js';
 
-/** `cudaenv self-update` (issue 34): from the base install.sh remembered, checked, atomic; refused where npm or pip manage cudaenv. */
+/**
+ * `cudaenv self-update` (issues 34, 46): from the base install.sh remembered, checked, atomic; refused
+ * where npm or pip manage cudaenv. The installed executable is the built one with a test key patched
+ * in for the release key (patchExecutable); the releases on a TLS server on 127.0.0.1 are signed
+ * with that key. NODE_EXTRA_CA_CERTS makes the executable trust the server's certificate.
+ */
 
-const ARCHIVE = `cudaenv-linux-${HOST_ARCH}.tar.xz`;
-const READY = HAVE_EXE && existsSync(join(DIST_EXE, ARCHIVE)) && have('python3') && CAN_HIDE_NODE;
-const WHY = !HAVE_EXE ? NEEDS_EXE : CAN_HIDE_NODE ? `needs ${ARCHIVE} in dist-exe (npm run build:exe) and python3` : NEEDS_HIDE_NODE;
+const READY = HAVE_EXE && existsSync(join(DIST_EXE, ARCHIVE)) && have('python3') && have('openssl') && CAN_HIDE_NODE;
+const WHY = !HAVE_EXE ? NEEDS_EXE : CAN_HIDE_NODE ? `needs ${ARCHIVE} in dist-exe (npm run build:exe), python3 and openssl` : NEEDS_HIDE_NODE;
+const VERSION = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as {version: string}).version;
 
 let tmp: {dir: string; cleanup: () => void};
-let good: {url: string; close: () => void};
-let bad: {url: string; close: () => void};
+let key: TestKey;
+let tls: Served;
+let cert: {cert: string; key: string};
+/** The built executable trusting the test key: what the releases ship and what is installed. */
+let patched: string;
+let marker: string;
+const url = (release: string) => `${tls.url}/${release}`;
 
 beforeAll(async () => {
   if (!READY) return;
   tmp = makeTempDir('cudaenv-self-update-');
-  for (const name of ['good', 'bad']) {
-    mkdirSync(join(tmp.dir, name));
-    symlinkSync(join(DIST_EXE, ARCHIVE), join(tmp.dir, name, ARCHIVE));
-  }
-  copyFileSync(join(DIST_EXE, 'SHA256SUMS'), join(tmp.dir, 'good', 'SHA256SUMS'));
-  writeFileSync(join(tmp.dir, 'bad', 'SHA256SUMS'), `${'f'.repeat(64)}  ${ARCHIVE}\n`);
-  good = await serveDir(join(tmp.dir, 'good'));
-  bad = await serveDir(join(tmp.dir, 'bad'));
+  key = makeTestKey(tmp.dir);
+  patched = join(tmp.dir, 'cudaenv-patched');
+  patchExecutable(EXE, patched, RELEASE_PUBLIC_KEY, key);
+  const root = join(tmp.dir, 'served');
+  mkdirSync(root);
+  // The archive of the patched executable (xz -0, as CI's build-exe makes them).
+  const stage = join(tmp.dir, 'stage');
+  mkdirSync(stage);
+  copyFileSync(patched, join(stage, 'cudaenv'));
+  const tarball = join(tmp.dir, ARCHIVE);
+  expect(spawnSync('sh', ['-c', `tar -C "${stage}" -cf - cudaenv | xz -0 -T0 > "${tarball}"`]).status).toBe(0);
+  makeRelease(join(root, 'good'), {version: VERSION, exe: patched, archive: tarball, link: true, key});
+  makeRelease(join(root, 'older'), {version: '0.0.1', exe: patched, archive: tarball, link: true, key});
+  marker = join(tmp.dir, 'marker');
+  const evil = join(tmp.dir, 'evil');
+  writeFileSync(evil, `#!/bin/sh\necho ran >> "${marker}"\n`, {mode: 0o755});
+  makeRelease(join(root, 'unsigned'), {version: '9.9.9', exe: evil, key});
+  rmSync(join(root, 'unsigned', 'SHA256SUMS.sig'));
+  const bad = makeRelease(join(root, 'bad'), {version: VERSION, exe: patched, archive: tarball, link: true, key});
+  writeFileSync(join(bad, 'SHA256SUMS'), readFileSync(join(bad, 'SHA256SUMS'), 'utf8').replace(new RegExp(`^[0-9a-f]{64}(?=  ${ARCHIVE.replaceAll('.', '\\.')}$)`, 'm'), 'f'.repeat(64)));
+  sign(bad, key);
+  cert = makeCertificate(tmp.dir);
+  tls = await serveDir(root, {tls: cert});
 });
 afterAll(() => {
-  good?.close();
-  bad?.close();
+  tls?.close();
   tmp?.cleanup();
 });
 
-const sha = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
+const sha = sha256;
 
 /** An install as install.sh leaves it, of an executable that differs from the release's (one byte appended: ELF ignores it). */
 function installed(name: string, base: string | undefined): {dir: string; exe: string} {
   const dir = join(tmp.dir, name, '.cudaenv', 'bin');
   mkdirSync(dir, {recursive: true});
   const exe = join(dir, 'cudaenv');
-  copyFileSync(EXE, exe);
-  appendFileSync(exe, '\n');
+  variantOf(patched, exe);
   if (base) writeFileSync(join(dir, '.cudaenv-receipt.json'), JSON.stringify({installer: 'install.sh', base, arch: HOST_ARCH}));
   return {dir, exe};
 }
 
-function run(exe: string, env: NodeJS.ProcessEnv = {}) {
-  return spawnSync(WITHOUT_NODE, [exe, 'self-update'], {env: {PATH: '/usr/bin:/bin', HOME: tmp.dir, CUDAENV_DIR: join(tmp.dir, 'store'), ...env}, encoding: 'utf8', timeout: 120_000});
+function run(exe: string, env: NodeJS.ProcessEnv = {}, args: string[] = []) {
+  return spawnSync(WITHOUT_NODE, [exe, 'self-update', ...args], {env: {PATH: '/usr/bin:/bin', HOME: tmp.dir, CUDAENV_DIR: join(tmp.dir, 'store'), NODE_EXTRA_CA_CERTS: cert.cert, ...env}, encoding: 'utf8', timeout: 120_000});
 }
 
 describeIf(READY, WHY)('cudaenv self-update', () => {
   test('replaces the executable with the release\'s, by a rename (a new inode), with node hidden; a second run has nothing to do', () => {
-    const {dir, exe} = installed('update', good.url);
+    const {dir, exe} = installed('update', url('good'));
     const inode = statSync(exe).ino;
     const r = run(exe);
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
-    expect(r.stdout).toMatch(new RegExp(`^${exe}: cudaenv/\\S+ -> cudaenv/\\S+\\n$`));
+    expect(r.stdout).toBe(`${exe}: cudaenv/${VERSION} -> cudaenv/${VERSION}\n`);
     expect(statSync(exe).ino).not.toBe(inode);
-    expect(sha(exe)).toBe(sha(EXE));
+    expect(sha(exe)).toBe(sha(patched));
     expect(statSync(exe).mode & 0o777).toBe(0o755);
     expect(readdirSync(dir).sort()).toEqual(['.cudaenv-receipt.json', 'cudaenv']);
     const again = run(exe);
     expect(again.status).toBe(0);
-    expect(again.stdout).toContain(`${exe} is already cudaenv/`);
+    expect(again.stdout).toBe(`${exe} is already cudaenv/${VERSION}, the release at ${url('good')}\n`);
+  });
+
+  test('the built executable trusts only its built-in key: the release signed by the test key is refused by the unpatched one', () => {
+    const dir = join(tmp.dir, 'unpatched', '.cudaenv', 'bin');
+    mkdirSync(dir, {recursive: true});
+    const exe = join(dir, 'cudaenv');
+    variantOf(EXE, exe);
+    writeFileSync(join(dir, '.cudaenv-receipt.json'), JSON.stringify({installer: 'install.sh', base: url('good'), arch: HOST_ARCH}));
+    const before = sha(exe);
+    const r = run(exe);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain(`${url('good')}/SHA256SUMS.sig is not a signature of ${url('good')}/SHA256SUMS by cudaenv's release key: nothing was replaced`);
+    expect(sha(exe)).toBe(before);
+  });
+
+  test('an older release: refused without --allow-downgrade, installed with it', () => {
+    const {exe} = installed('older', url('older'));
+    const before = sha(exe);
+    const r = run(exe);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain(`the release at ${url('older')} is cudaenv 0.0.1, older than this cudaenv ${VERSION}: nothing was replaced`);
+    expect(r.stderr).toContain('cudaenv self-update --allow-downgrade');
+    expect(sha(exe)).toBe(before);
+    const allowed = run(exe, {}, ['--allow-downgrade']);
+    expect([allowed.status, allowed.stderr]).toEqual([0, '']);
+    expect(allowed.stdout).toBe(`${exe}: cudaenv/${VERSION} -> cudaenv/0.0.1\n`);
+  });
+
+  test('an unsigned release: refused, and its executable never runs', () => {
+    const {exe} = installed('unsigned', url('unsigned'));
+    const before = sha(exe);
+    const r = run(exe);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain(`${url('unsigned')}/SHA256SUMS.sig does not exist: the release at that base is not signed, so nothing was replaced`);
+    expect(sha(exe)).toBe(before);
+    expect(existsSync(marker)).toBe(false);
   });
 
   test('the shell start files an older build wrote are written again by the new executable, so the next shell sources its code (node hidden)', () => {
-    const {exe} = installed('shells', good.url);
+    const {exe} = installed('shells', url('good'));
     const store = join(tmp.dir, 'shells', 'store');
     const old = join(store, 'exe', '0.0.9-000000000000', 'shims', 'shell');
     mkdirSync(join(store, 'shell'), {recursive: true});
@@ -96,12 +156,12 @@ describeIf(READY, WHY)('cudaenv self-update', () => {
     expect(shell.stdout).toMatch(/^function\ncudaenv\/\S+ linux-/);
   });
 
-  test('an archive that does not match SHA256SUMS (CUDAENV_INSTALL_BASE overriding the receipt): nothing replaced, both sums named', () => {
-    const {dir, exe} = installed('bad', good.url);
+  test('an archive that does not match the signed SHA256SUMS (CUDAENV_INSTALL_BASE overriding the receipt): nothing replaced, both sums named', () => {
+    const {dir, exe} = installed('bad', url('good'));
     const before = sha(exe);
-    const r = run(exe, {CUDAENV_INSTALL_BASE: bad.url});
+    const r = run(exe, {CUDAENV_INSTALL_BASE: url('bad')});
     expect(r.status).toBe(1);
-    expect(r.stderr).toContain(`${bad.url}/${ARCHIVE} has SHA-256 ${sha(join(DIST_EXE, ARCHIVE))}, but SHA256SUMS says ${'f'.repeat(64)}: nothing was replaced`);
+    expect(r.stderr).toContain(`${url('bad')}/${ARCHIVE} has SHA-256 ${sha(join(tmp.dir, ARCHIVE))}, but SHA256SUMS says ${'f'.repeat(64)}: nothing was replaced`);
     expect(sha(exe)).toBe(before);
     expect(readdirSync(dir).sort()).toEqual(['.cudaenv-receipt.json', 'cudaenv']);
   });

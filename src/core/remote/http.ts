@@ -39,6 +39,8 @@ export interface HttpResponse {
 export interface GetOptions {
   headers?: Record<string, string>;
   signal?: AbortSignal;
+  /** Refuse a redirect from https to http (EBADREDIRECT): what self-update asks of an https base. */
+  httpsRedirectsOnly?: boolean;
 }
 
 export const MAX_REDIRECTS = 5;
@@ -197,6 +199,7 @@ export async function httpGet(url: string, options: GetOptions = {}): Promise<Ht
     if (hop >= MAX_REDIRECTS) throw codedError(`${redactCredentials(url)} redirects more than ${MAX_REDIRECTS} times`, 'ETOOMANYREDIRECTS');
     const next = new URL(location, current);
     if (next.protocol !== 'http:' && next.protocol !== 'https:') throw codedError(`${redactCredentials(current.href)} redirects to ${redactCredentials(next.href)}, which is not http(s)`, 'EBADREDIRECT');
+    if (options.httpsRedirectsOnly && current.protocol === 'https:' && next.protocol !== 'https:') throw codedError(`${redactCredentials(current.href)} redirects to ${redactCredentials(next.href)}, from https to plain http (refused)`, 'EBADREDIRECT');
     // The mirror's credentials go with a redirect to the same origin only (as curl without
     // --location-trusted): never to the CDN or another host the mirror sends the client to.
     if (next.origin === current.origin && !next.username && !next.password) {

@@ -1,6 +1,6 @@
 import {spawnSync} from 'node:child_process';
 import {createHash} from 'node:crypto';
-import {chmodSync, closeSync, existsSync, fsyncSync, mkdtempSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync} from 'node:fs';
+import {chmodSync, closeSync, existsSync, fsyncSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync} from 'node:fs';
 import {arch} from 'node:os';
 import {basename, dirname, join} from 'node:path';
 import {fileURLToPath} from 'node:url';
@@ -8,11 +8,13 @@ import {CudaenvError, UsageError} from '../errors.js';
 import {accessHint, discard, httpGet, networkHint, readBody} from '../remote/http.js';
 import {redactCredentials} from '../text/redact.js';
 import {exeState} from './installation.js';
+import {RELEASE_PUBLIC_KEY} from './release-key.js';
+import {checkListing, compareReleaseVersions, expectedSum, parseReleaseVersion, parseSums, signatureValid, SUMS, SUMS_SIG, VERSION_FILE} from './release.js';
 
 /**
  * `cudaenv self-update`: the single executable replaces itself with the newest one from the
  * base URL install.sh installed it from (or CUDAENV_INSTALL_BASE), checked against the release's
- * SHA256SUMS, atomically (a rename over the old file: a cudaenv running keeps its own). Installs
+ * SHA256SUMS, signed by the release key (./release-key.ts), atomically (a rename over the old file: a cudaenv running keeps its own). Installs
  * that another tool manages (npm, pip, pipx, uv) are refused with that tool's command, as uv does.
  */
 
@@ -93,7 +95,7 @@ function checkBase(base: string, source: string): string {
   return base.replace(/\/+$/, '');
 }
 
-/** Downloads URL into FILE (created, never replaced), returning its SHA-256. */
+/** Downloads URL into FILE (created, never replaced), returning its SHA-256. A redirect from https never goes to http. */
 async function download(url: string, file: string): Promise<string> {
   const hash = createHash('sha256');
   const fd = openSync(file, 'wx', 0o600);
@@ -103,7 +105,7 @@ async function download(url: string, file: string): Promise<string> {
       hash.update(data);
       writeSync(fd, data);
     } else {
-      const res = await httpGet(url);
+      const res = await httpGet(url, {httpsRedirectsOnly: url.startsWith('https://')});
       if (res.statusCode !== 200) {
         discard(res);
         throw new CudaenvError(`cannot download ${redactCredentials(url)}: HTTP ${res.statusCode}`, {hint: accessHint(res.statusCode, url) ?? 'Check the URL (CUDAENV_INSTALL_BASE, or the base install.sh remembered) and that it holds a cudaenv release.'});
@@ -116,64 +118,128 @@ async function download(url: string, file: string): Promise<string> {
     fsyncSync(fd);
   } catch (error) {
     if (error instanceof CudaenvError) throw error;
-    throw new CudaenvError(`cannot download ${redactCredentials(url)}: ${(error as Error).message}`, {hint: networkHint(error, 'Check the network and the base URL, then run cudaenv self-update again.')});
+    const hint = (error as {code?: string}).code === 'EBADREDIRECT'
+      ? 'Nothing was replaced: from an https base, cudaenv follows no redirect to plain http. Use a base that serves over https throughout (or, knowingly, an http:// one in CUDAENV_INSTALL_BASE: the release\'s signature is still checked).'
+      : networkHint(error, 'Check the network and the base URL, then run cudaenv self-update again.');
+    throw new CudaenvError(`cannot download ${redactCredentials(url)}: ${(error as Error).message}`, {hint});
   } finally {
     closeSync(fd);
   }
   return hash.digest('hex');
 }
 
-/** The SHA-256 that SHA256SUMS gives for NAME. */
-export function expectedSum(sums: string, name: string, where: string): string {
-  for (const line of sums.split('\n')) {
-    const m = /^([0-9a-f]{64}) [ *](.+)$/.exec(line.trim());
-    if (m && m[2] === name) return m[1]!;
-  }
-  throw new CudaenvError(`${where} lists no ${name}`, {hint: 'The base URL must hold the files of one release, SHA256SUMS included.'});
+export interface SelfUpdateOptions {
+  /** Install a release older than the running cudaenv (`--allow-downgrade`). */
+  allowDowngrade?: boolean;
+  /**
+   * The key the release's SHA256SUMS must be signed with: the built-in one (./release-key.ts).
+   * Only tests pass another (a key pair of their own); no command, variable or file sets it.
+   */
+  releaseKey?: string;
 }
 
-/** The update: download, check, unpack, try, and rename over the running executable. */
-export async function selfUpdate(execPath: string = process.execPath, env: NodeJS.ProcessEnv = process.env): Promise<UpdateResult> {
+/**
+ * The update, in this order: SHA256SUMS and SHA256SUMS.sig, the signature checked with the
+ * release key; VERSION, checked against the signed list (the running executable's own SHA-256
+ * listed there: nothing to do, the archive is not downloaded); a release older than the running
+ * cudaenv is refused unless allowed; the archive, checked against the signed list; its listing
+ * (one regular file, cudaenv), unpacked into a private directory and checked again (a regular
+ * file with the SHA-256 the list gives the executable). Only then does the new executable run
+ * (--version: does it start here?), and it is renamed over the running one.
+ */
+export async function selfUpdate(execPath: string = process.execPath, env: NodeJS.ProcessEnv = process.env, options: SelfUpdateOptions = {}): Promise<UpdateResult> {
   const refusal = managedBy(execPath);
   if (refusal) throw refusal;
   const base = updateBase(execPath, env);
-  const name = `cudaenv-linux-${arch() === 'arm64' ? 'arm64' : 'x64'}.tar.xz`;
+  const shown = redactCredentials(base);
+  const exeName = `cudaenv-linux-${arch() === 'arm64' ? 'arm64' : 'x64'}`;
+  const name = `${exeName}.tar.xz`;
   const dir = dirname(execPath);
+  const from = runningVersion(execPath);
   let work: string;
   try {
-    // In the executable's directory: the rename below stays on one file system.
+    // In the executable's directory (the rename below stays on one file system); mkdtemp: a random name, mode 0700.
     work = mkdtempSync(join(dir, '.cudaenv-update-'));
   } catch (error) {
     throw new CudaenvError(`cannot write in ${dir}, where ${basename(execPath)} is: ${(error as Error).message}`, {hint: `Run cudaenv self-update as the owner of ${dir}.`});
   }
+  const nothing = 'nothing was replaced';
   try {
-    await download(`${base}/SHA256SUMS`, join(work, 'SHA256SUMS'));
-    const expected = expectedSum(readFileSync(join(work, 'SHA256SUMS'), 'utf8'), name, `${redactCredentials(base)}/SHA256SUMS`);
-    const actual = await download(`${base}/${name}`, join(work, name));
-    if (actual !== expected) {
-      throw new CudaenvError(`${redactCredentials(base)}/${name} has SHA-256 ${actual}, but SHA256SUMS says ${expected}: nothing was replaced`, {
-        hint: 'The download was damaged or the release\'s files do not match; run cudaenv self-update again, or check the base URL.',
+    await download(`${base}/${SUMS}`, join(work, SUMS));
+    const sumsBytes = readFileSync(join(work, SUMS));
+    await downloadSignature(`${base}/${SUMS_SIG}`, join(work, SUMS_SIG));
+    const sig = readFileSync(join(work, SUMS_SIG));
+    if (!signatureValid(sumsBytes, sig, options.releaseKey ?? RELEASE_PUBLIC_KEY)) {
+      throw new CudaenvError(`${shown}/${SUMS_SIG} is not a signature of ${shown}/${SUMS} by cudaenv's release key${sig.length === 64 ? '' : ` (it is ${sig.length} bytes; an ed25519 signature is 64)`}: ${nothing}`, {
+        hint: 'The files at the base URL are not a cudaenv release as published (altered, or damaged on the way). Check the base URL (CUDAENV_INSTALL_BASE, or the one install.sh remembered in its receipt), then run cudaenv self-update again.',
       });
     }
-    const x = spawnSync('tar', ['-xJf', join(work, name), '-C', work, 'cudaenv'], {encoding: 'utf8'});
+    const sums = parseSums(sumsBytes.toString('utf8'), `${shown}/${SUMS}`);
+    const versionSum = await download(`${base}/${VERSION_FILE}`, join(work, VERSION_FILE));
+    checkSum(`${shown}/${VERSION_FILE}`, versionSum, expectedSum(sums, VERSION_FILE, `${shown}/${SUMS}`));
+    const to = parseReleaseVersion(readFileSync(join(work, VERSION_FILE), 'utf8'), `${shown}/${VERSION_FILE}`);
+    const exeSum = expectedSum(sums, exeName, `${shown}/${SUMS}`);
+    if (sha256File(execPath) === exeSum) return {path: execPath, from: `cudaenv/${from}`, to: `cudaenv/${to}`, updated: false, base};
+    if (compareReleaseVersions(to, from) < 0 && !options.allowDowngrade) {
+      throw new UsageError(`the release at ${shown} is cudaenv ${to}, older than this cudaenv ${from}: ${nothing}`,
+        'An older release can carry fixed bugs and holes again. To go back to it anyway, run cudaenv self-update --allow-downgrade.');
+    }
+    const archiveSum = expectedSum(sums, name, `${shown}/${SUMS}`);
+    checkSum(`${shown}/${name}`, await download(`${base}/${name}`, join(work, name)), archiveSum);
+    const listing = (verbose: boolean) => spawnSync('tar', [verbose ? '-tvJf' : '-tJf', join(work, name)], {encoding: 'utf8'});
+    const names = listing(false);
+    const lines = listing(true);
+    for (const r of [names, lines]) {
+      if (r.status !== 0) throw new CudaenvError(`cannot list ${name}: ${(r.stderr || r.error?.message || `tar exit ${r.status}`).trim()}`, {hint: 'It needs tar and xz (apt-get install xz-utils); run cudaenv self-update again.'});
+    }
+    checkListing(names.stdout, lines.stdout, `${shown}/${name}`);
+    const unpacked = join(work, 'x');
+    mkdirSync(unpacked, {mode: 0o700});
+    const x = spawnSync('tar', ['-xJf', join(work, name), '-C', unpacked, '--no-same-owner', '--no-same-permissions', 'cudaenv'], {encoding: 'utf8'});
     if (x.status !== 0) throw new CudaenvError(`cannot unpack ${name}: ${(x.stderr || x.error?.message || `tar exit ${x.status}`).trim()}`, {hint: 'It needs tar and xz (apt-get install xz-utils); run cudaenv self-update again.'});
-    const fresh = join(work, 'cudaenv');
+    const fresh = join(unpacked, 'cudaenv');
+    const st = lstatSync(fresh, {throwIfNoEntry: false});
+    if (!st?.isFile()) throw new CudaenvError(`${name} unpacked no regular file cudaenv: ${nothing}`, {hint: 'A cudaenv release\'s archive holds one regular file, cudaenv. Check the base URL.'});
+    checkSum(`cudaenv in ${shown}/${name}`, sha256File(fresh), exeSum);
     chmodSync(fresh, 0o755);
-    const from = versionOf(execPath);
+    // Verified (signature, then SHA-256): only now may it run.
     const probe = spawnSync(fresh, ['--version'], {encoding: 'utf8', env: {...env, CUDAENV_DIR: join(work, 'store')}});
-    if (probe.status !== 0) throw new CudaenvError(`the downloaded cudaenv does not run here: ${(probe.stderr || probe.error?.message || '').trim()}`, {hint: 'Nothing was replaced. It needs glibc >= 2.28, libstdc++ and libatomic.'});
-    const to = probe.stdout.trim().split(' ')[0]!;
-    if (sha256File(fresh) === sha256File(execPath)) return {path: execPath, from, to, updated: false, base};
+    if (probe.status !== 0) throw new CudaenvError(`the downloaded cudaenv does not run here: ${(probe.stderr || probe.error?.message || '').trim()}`, {hint: `Nothing was replaced. It needs glibc >= 2.28, libstdc++ and libatomic.`});
     renameSync(fresh, execPath);
     refreshShellFiles(execPath, env);
-    return {path: execPath, from, to, updated: true, base};
+    return {path: execPath, from: `cudaenv/${from}`, to: `cudaenv/${to}`, updated: true, base};
   } finally {
     rmSync(work, {recursive: true, force: true});
   }
 }
 
-function versionOf(exe: string): string {
-  return exeState() ? `cudaenv/${exeState()!.version}` : basename(exe);
+/** SHA256SUMS.sig, whose absence says more than "HTTP 404": the base holds no signed release. */
+async function downloadSignature(url: string, file: string): Promise<void> {
+  try {
+    await download(url, file);
+  } catch (error) {
+    if (error instanceof CudaenvError && / HTTP 404$|ENOENT/.test(error.message)) {
+      throw new CudaenvError(`${redactCredentials(url)} does not exist: the release at that base is not signed, so nothing was replaced`, {
+        hint: 'cudaenv installs only releases whose SHA256SUMS is signed by its release key. Point CUDAENV_INSTALL_BASE at a signed release (one that has SHA256SUMS.sig), or at a mirror that copies it.',
+      });
+    }
+    throw error;
+  }
+}
+
+function checkSum(what: string, actual: string, expected: string): void {
+  if (actual !== expected) {
+    throw new CudaenvError(`${what} has SHA-256 ${actual}, but SHA256SUMS says ${expected}: nothing was replaced`, {
+      hint: 'The download was damaged or the release\'s files do not match; run cudaenv self-update again, or check the base URL.',
+    });
+  }
+}
+
+/** The running executable's version (the bundle's package.json), without running anything. */
+function runningVersion(execPath: string): string {
+  const state = exeState();
+  if (!state) throw new UsageError(`${execPath} is not the single executable`, 'self-update replaces only the executable install.sh installs.');
+  return state.version;
 }
 
 function sha256File(file: string): string {
