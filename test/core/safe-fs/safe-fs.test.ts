@@ -9,7 +9,9 @@ import {IS_ROOT, NEEDS} from '../../helpers/capabilities.js';
 
 let dir: string;
 let cleanup: () => void;
-beforeEach(() => ({dir, cleanup} = makeTempDir()));
+beforeEach(() => {
+  ({dir, cleanup} = makeTempDir());
+});
 afterEach(() => cleanup());
 
 describe('writing a file', () => {
