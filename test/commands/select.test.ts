@@ -1,6 +1,6 @@
 import {afterEach, beforeEach, describe, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
-import {chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync} from 'node:fs';
+import {chmodSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {CLI, cliEnv, runCli} from '../helpers/cli.js';
 import {canDropToNobody, cliForNobody, NOBODY} from '../helpers/nobody.js';
@@ -227,6 +227,20 @@ describe('global, local, current, which', () => {
     expect(shim.stdout).toContain('V11.8.131');
     // A stale $PWD (another directory) is not believed.
     expect(runCli(['current'], {env: {...env, PWD: join(dir, 'work')}, cwd: join(dir, 'data', 'proj')}).stdout).toBe('system (no version selected)\n');
+  });
+
+  test('a .cuda-version link to nothing (a loop, a missing target) stops the search there: current names it, as the shims and the shell hooks do (issue 46)', () => {
+    writeFileSync(join(proj, '.cuda-version'), '11.8\n');
+    const sub = join(proj, 'src');
+    const file = join(sub, '.cuda-version');
+    const message = `cudaenv: ${file}: is a symbolic link that cannot be followed (its target is missing or out of reach, or the links loop)\n`
+      + `Fix or remove ${file}; it must hold one CUDA version spec such as 12.4 on its first line.\n`;
+    for (const target of ['.cuda-version', 'missing']) {
+      symlinkSync(target, file);
+      const r = runCli(['current'], {env, cwd: sub});
+      expect({target, status: r.status, stderr: r.stderr}).toEqual({target, status: 1, stderr: message});
+      rmSync(file);
+    }
   });
 
   test('a working directory deleted under the command: one message naming it, what to do', () => {

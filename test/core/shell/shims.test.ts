@@ -5,7 +5,7 @@
  */
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
-import {chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs';
+import {chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {pathsFor} from '../../../src/core/store/paths.js';
 import {rehash} from '../../../src/core/shell/rehash.js';
@@ -66,7 +66,8 @@ describe('shims', () => {
     expect(existsSync(join(shims, 'users-own'))).toBe(true);
   });
 
-  type Case = {name: string; files?: Record<string, string | Buffer>; global?: string; env?: Record<string, string>; cwd?: string};
+  /** links: symbolic links (path -> target); fifos: named pipes; dirs: directories, made after the files. */
+  type Case = {name: string; files?: Record<string, string | Buffer>; links?: Record<string, string>; fifos?: string[]; dirs?: string[]; global?: string; env?: Record<string, string>; cwd?: string};
   const cases: Case[] = [
     {name: 'nothing selected: system'},
     {name: 'global default', global: '12'},
@@ -98,6 +99,18 @@ describe('shims', () => {
     {name: 'file that is not UTF-8', files: {'p/.cuda-version': Buffer.from([0x31, 0x32, 0x0a, 0x23, 0xff, 0xfe, 0x0a])}, cwd: 'p'},
     {name: 'file with a UTF-8 comment', files: {'p/.cuda-version': '# für Jürgen — 12.4\n12.4\n'}, cwd: 'p'},
     {name: 'one line of 2 MB (the read stops at 4097 bytes)', files: {'p/.cuda-version': `12.4${' '.repeat(2 << 20)}`}, cwd: 'p'},
+    // A bad file stops the search where it is, as in the CLI: the valid file above it (11.8) and the
+    // global default (12) are never used in its place.
+    {name: 'a symbolic link loop, a valid file above it', files: {'p/.cuda-version': '11.8\n'}, links: {'p/q/.cuda-version': '.cuda-version'}, global: '12', cwd: 'p/q'},
+    {name: 'a loop of two links, no file above it', links: {'p/.cuda-version': 'other', 'p/other': '.cuda-version'}, global: '12', cwd: 'p'},
+    {name: 'a link to a file that does not exist, a valid file above it', files: {'p/.cuda-version': '11.8\n'}, links: {'p/q/.cuda-version': 'missing'}, global: '12', cwd: 'p/q'},
+    {name: 'a link through a file, a valid file above it', files: {'p/.cuda-version': '11.8\n', 'p/q/plain': 'x\n'}, links: {'p/q/.cuda-version': 'plain/x'}, cwd: 'p/q'},
+    {name: 'a link to a directory, a valid file above it', files: {'p/.cuda-version': '11.8\n'}, links: {'p/q/.cuda-version': '.'}, cwd: 'p/q'},
+    {name: 'a directory in its place, a valid file above it', files: {'p/.cuda-version': '11.8\n'}, dirs: ['p/q/.cuda-version'], cwd: 'p/q'},
+    {name: 'a FIFO in its place, a valid file above it', files: {'p/.cuda-version': '11.8\n'}, fifos: ['p/q/.cuda-version'], cwd: 'p/q'},
+    {name: 'a link to a FIFO', fifos: ['p/fifo'], links: {'p/.cuda-version': 'fifo'}, cwd: 'p'},
+    {name: 'a link to a device', links: {'p/.cuda-version': '/dev/null'}, global: '12', cwd: 'p'},
+    {name: 'a link to a valid file elsewhere', files: {'elsewhere/pin': '12.2\n'}, links: {'p/.cuda-version': '../elsewhere/pin'}, global: '11', cwd: 'p'},
   ];
   // The shim runs under bash where it exists (a bounded read without a process); run through
   // /bin/sh it takes the head/tr path: both must agree with the CLI.
@@ -110,6 +123,15 @@ describe('shims', () => {
       mkdirSync(join(work, rel, '..'), {recursive: true});
       writeFileSync(join(work, rel), text);
     }
+    for (const rel of c.dirs ?? []) mkdirSync(join(work, rel), {recursive: true});
+    for (const rel of c.fifos ?? []) {
+      mkdirSync(join(work, rel, '..'), {recursive: true});
+      expect(spawnSync('mkfifo', [join(work, rel)]).status).toBe(0);
+    }
+    for (const [rel, target] of Object.entries(c.links ?? {})) {
+      mkdirSync(join(work, rel, '..'), {recursive: true});
+      symlinkSync(target, join(work, rel));
+    }
     const cwd = join(work, c.cwd ?? '.');
     mkdirSync(cwd, {recursive: true});
     const paths = pathsFor(store);
@@ -118,7 +140,7 @@ describe('shims', () => {
 
     const env = cliEnv(store, {PATH: `${paths.shims}:${sysbin}:/usr/bin:/bin`, ...c.env});
     const current = runCli(['current', '--json'], {env, cwd});
-    const report = JSON.parse(current.stdout) as {version?: string | null; installed?: boolean; ok?: boolean};
+    const report = JSON.parse(current.stdout) as {version?: string | null; installed?: boolean; ok?: boolean; error?: {message: string}};
     const shimFile = join(paths.shims, 'whoami-cuda');
     const shim = interp === 'shebang'
       ? spawnSync(shimFile, [], {cwd, env, encoding: 'utf8'})
@@ -132,6 +154,9 @@ describe('shims', () => {
       expect(shim.status).toBe(127);
       expect(shim.stderr).toMatch(/^cudaenv: /);
       expect(shim.stdout).toBe('');
+      // A bad .cuda-version: the shim names the same file the CLI names.
+      const named = /^(\/.*?\/\.cuda-version): /.exec(report.error?.message ?? '')?.[1];
+      if (named !== undefined) expect(shim.stderr.split('\n')[0]).toMatch(new RegExp(`^cudaenv: ${named.replace(/[\\^$.*+?()[\]{}|]/g, '\\$&')}: `));
     }
   });
 
