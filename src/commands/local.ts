@@ -4,6 +4,7 @@ import {join, resolve} from 'node:path';
 import {CudaenvCommand} from '../cli/base.js';
 import {CudaenvError, isErrno, UsageError} from '../core/errors.js';
 import {atomicWriteFile} from '../core/store/atomic-write.js';
+import {refuseForeignDirectory} from '../core/store/store-owner.js';
 import {refusePrefixedVersion, resolveSpec} from '../core/selection/resolve.js';
 import {logicalCwd} from '../core/selection/select.js';
 import {parseSpec} from '../core/versions/spec.js';
@@ -30,6 +31,8 @@ export default class Local extends CudaenvCommand {
     }
     if (!isDir) throw new UsageError(`--dir ${dir} is not an existing directory`, 'Give the project directory that should hold .cuda-version (create it first with mkdir -p).');
     const path = join(dir, VERSION_FILE);
+    // `sudo cudaenv local` in the user's project: a root-owned .cuda-version the user could not change.
+    refuseForeignDirectory(dir, path, ['local', ...this.argv]);
     const text = newFileText(path, spec.text);
     try {
       atomicWriteFile(path, text);

@@ -260,3 +260,39 @@ describe('global, local, current, which', () => {
     expect(runCli(['local'], {env, cwd: proj}).status).toBe(2);
   });
 });
+
+const canChown = process.getuid?.() === 0 && spawnSync('id', ['nobody']).status === 0;
+describe('sudo cudaenv local (issue 46)', () => {
+  const asRoot = testIf(canChown, 'needs root and a user nobody');
+  const chownNobody = (path: string) => expect(spawnSync('chown', ['-h', '65534:65534', path]).status).toBe(0);
+
+  asRoot('in a project owned by another user: refused before writing, with the command to run without sudo', () => {
+    chownNobody(proj);
+    const r = runCli(['local', '12.4'], {env: {...env, SUDO_USER: 'nobody'}, cwd: proj});
+    expect(r.status).toBe(1);
+    expect(r.stderr).toBe(`cudaenv: refusing to run \`cudaenv local\` as root in the directory ${proj}, which belongs to nobody: the files root creates there could no longer be changed by nobody\n`
+      + `Run it without sudo (it needs no root): CUDAENV_DIR=${store} cudaenv local 12.4\n`);
+    expect(existsSync(join(proj, '.cuda-version'))).toBe(false);
+    // Without sudo's SUDO_USER (su, a root shell): run it as the directory's owner.
+    const asOwner = runCli(['local', '12.4', '--dir', proj, '--json'], {env, cwd: dir});
+    expect(asOwner.status).toBe(1);
+    const out = JSON.parse(asOwner.stdout) as {error: {code: string; hint: string}};
+    expect(out.error.code).toBe('foreign-directory');
+    expect(out.error.hint).toBe(`Run it as the directory's owner: sudo -u nobody CUDAENV_DIR=${store} cudaenv local 12.4 --dir ${proj} --json`);
+    expect(existsSync(join(proj, '.cuda-version'))).toBe(false);
+  });
+
+  asRoot('over another user\'s .cuda-version in a directory of root\'s: refused, the file left as it was', () => {
+    writeFileSync(join(proj, '.cuda-version'), '11.8\n');
+    chownNobody(join(proj, '.cuda-version'));
+    const r = runCli(['local', '12.4'], {env: {...env, SUDO_USER: 'nobody'}, cwd: proj});
+    expect(r.status).toBe(1);
+    expect(r.stderr.split('\n')[0]).toBe(`cudaenv: refusing to run \`cudaenv local\` as root over the file ${join(proj, '.cuda-version')}, which belongs to nobody: the file root writes in its place could no longer be changed by nobody`);
+    expect(readFileSync(join(proj, '.cuda-version'), 'utf8')).toBe('11.8\n');
+  });
+
+  asRoot('control: in root\'s own directory, root writes the file', () => {
+    expect(runCli(['local', '12.4'], {env: {...env, SUDO_USER: 'nobody'}, cwd: proj}).status).toBe(0);
+    expect(readFileSync(join(proj, '.cuda-version'), 'utf8')).toBe('12.4\n');
+  });
+});
