@@ -1,5 +1,5 @@
 import {Args, Flags} from '@oclif/core';
-import {readFileSync, statSync} from 'node:fs';
+import {lstatSync, readFileSync, statSync} from 'node:fs';
 import {join, resolve} from 'node:path';
 import {CudaenvCommand} from '../cli/base.js';
 import {CudaenvError, isErrno, UsageError} from '../core/errors.js';
@@ -57,7 +57,8 @@ export default class Local extends CudaenvCommand {
 /** The new content: an existing valid file keeps everything but its spec line; an invalid one is not overwritten. */
 function newFileText(path: string, specText: string): string {
   try {
-    statSync(path);
+    // lstat: a link to nothing (a loop, a missing target) is an invalid file, as `current` says.
+    lstatSync(path);
   } catch (error) {
     if (isErrno(error, 'ENOENT')) return formatVersionFile(specText);
   }

@@ -1,6 +1,6 @@
 import {afterEach, beforeEach, describe, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
-import {chmodSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync} from 'node:fs';
+import {chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {CLI, cliEnv, runCli} from '../helpers/cli.js';
 import {canDropToNobody, cliForNobody, NOBODY} from '../helpers/nobody.js';
@@ -239,6 +239,11 @@ describe('global, local, current, which', () => {
       symlinkSync(target, file);
       const r = runCli(['current'], {env, cwd: sub});
       expect({target, status: r.status, stderr: r.stderr}).toEqual({target, status: 1, stderr: message});
+      // local does not overwrite it either, as it leaves any invalid file alone.
+      const local = runCli(['local', '12.4'], {env, cwd: sub});
+      expect(local.status).toBe(1);
+      expect(local.stderr.split('\n')[0]).toBe(`${message.split('\n')[0]}; not overwriting it`);
+      expect(lstatSync(file).isSymbolicLink()).toBe(true);
       rmSync(file);
     }
   });
