@@ -15,6 +15,7 @@ import {makeTempDir} from '../../helpers/tmp.js';
 import {makeFakeToolkit} from '../../helpers/toolkit.js';
 import {makeStore} from './shell-harness.js';
 import {testIf} from '../../helpers/skip.js';
+import {canDropToNobody, NOBODY, runCliAsNobody} from '../../helpers/nobody.js';
 
 const WHOAMI = '#!/bin/sh\ncd "$(dirname "$0")/.." && pwd -P\n';
 
@@ -192,6 +193,27 @@ describe('shims', () => {
     const current = runCli(['current'], {env, cwd: proj});
     expect(current.status).not.toBe(0);
     expect(current.stderr.split('\n')[0]).toBe(`cudaenv: ${what}`);
+  });
+
+  testIf(canDropToNobody, 'needs root and setpriv (util-linux) to run as user nobody')('a .cuda-version the user may not read: the shim says so under bash and /bin/sh, as `cudaenv current` does', () => {
+    const paths = pathsFor(store);
+    rmSync(paths.globalFile, {force: true});
+    // nobody reaches the store and the project (the temporary directory is root's, 0700).
+    chmodSync(tmp.dir, 0o755);
+    const proj = join(tmp.dir, 'unreadable', 'p');
+    mkdirSync(proj, {recursive: true});
+    writeFileSync(join(tmp.dir, 'unreadable', '.cuda-version'), '11.8\n');
+    const file = join(proj, '.cuda-version');
+    writeFileSync(file, '12.2\n');
+    chmodSync(file, 0o600);
+    const env = cliEnv(store, {PATH: `${paths.shims}:/usr/bin:/bin`});
+    const current = runCliAsNobody(['current'], env, proj);
+    expect(current.status).toBe(1);
+    expect(current.stderr.split('\n')[0]).toMatch(new RegExp(`^cudaenv: ${file.replace(/[\\^$.*+?()[\]{}|]/g, '\\$&')}: cannot be read \\(EACCES`));
+    for (const argv of [[join(paths.shims, 'whoami-cuda')], ['/bin/sh', join(paths.shims, 'whoami-cuda')]]) {
+      const shim = spawnSync(NOBODY[0]!, [...NOBODY.slice(1), ...argv], {cwd: proj, env, encoding: 'utf8'});
+      expect({argv, status: shim.status, line: shim.stderr.split('\n')[0]}).toEqual({argv, status: 127, line: `cudaenv: ${file}: cannot be read (permission denied)`});
+    }
   });
 
   const canTrace = spawnSync('strace', ['-f', '-e', 'trace=process', '-o', '/dev/null', 'true']).status === 0;
