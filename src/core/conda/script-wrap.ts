@@ -69,7 +69,7 @@ function fishScript(body: string): string {
 function cshScript(body: string): string {
   const child = `umask 077
 if [ $# -ne 1 ] || [ ! -d "$1" ] || [ -L "$1" ] || [ ! -O "$1" ]; then
-  printf 'cudaenv: mktemp -d made no private temporary directory; the conda CUDA hook did nothing\\n' >&2
+  printf 'cudaenv: mktemp -d made no private temporary directory (is $TMPDIR, or /tmp where it is unset, writable?); the conda CUDA hook did nothing\\n' >&2
   exit 1
 fi
 set -C

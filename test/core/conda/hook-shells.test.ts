@@ -191,3 +191,20 @@ describeIf(hasShell('tcsh') && canChown, hasShell('tcsh') ? 'needs root (to plan
     expect(statSync(join(tmpdir, `cudaenv-conda.${pid}`)).uid).toBe(65534);
   });
 });
+
+describeIf(hasShell('tcsh'), 'needs tcsh (apt-get install tcsh)')('conda hook in tcsh without a usable temporary directory', () => {
+  test('one line saying what failed, the environment left as it was, activation goes on', () => {
+    const out = join(tmp.dir, 'runs', 'tcsh-no-tmpdir');
+    mkdirSync(out, {recursive: true});
+    const trace = join(out, 'trace');
+    writeFileSync(trace, '');
+    const steps: Step[] = [{dump: 'before'}, {conda: ['activate', A]}, {dump: 'mid'}, {conda: ['deactivate']}];
+    const r = runDriver('tcsh', driver('tcsh', steps, out), out, baseEnv({TMPDIR: join(tmp.dir, 'no such dir')}, trace));
+    expect(r.status).toBe(0);
+    expect(r.stderr.split('\n').filter((l) => l.startsWith('cudaenv: '))).toEqual(Array(2).fill('cudaenv: mktemp -d made no private temporary directory (is $TMPDIR, or /tmp where it is unset, writable?); the conda CUDA hook did nothing'));
+    const mid = readDump(out, 'mid');
+    expect(mid.get('CUDA_HOME')).toBeUndefined();
+    expect(mid.get('PATH')!.split(':')).not.toContain(join(TA, 'bin'));
+    expect(first(mid.get('PATH'))).toBe(join(A, 'bin'));
+  });
+});
