@@ -59,14 +59,18 @@ _ce_trim() {
 # Parses FILE as src/core/versions/version-file.ts does -> _ce_spec, or fails.
 _ce_parse_file() {
   _ce_f=$1
-  [ ! -d "$_ce_f" ] || _ce_fail "$_ce_f: is a directory, not a file" "Fix or remove $_ce_f; it must hold one CUDA version spec such as 12.4 on its first line."
-  [ -f "$_ce_f" ] || _ce_fail "$_ce_f: is not a regular file (a FIFO, socket or device)" "Fix or remove $_ce_f."
   _ce_hint="Fix or remove $_ce_f; it must hold one CUDA version spec such as 12.4 on its first line."
+  # A link to nothing (a loop, a missing target): found all the same, and refused, as the CLI does.
+  if [ -L "$_ce_f" ] && [ ! -e "$_ce_f" ]; then
+    _ce_fail "$_ce_f: is a symbolic link that cannot be followed (its target is missing or out of reach, or the links loop)" "$_ce_hint"
+  fi
+  [ ! -d "$_ce_f" ] || _ce_fail "$_ce_f: is a directory, not a file" "$_ce_hint"
+  [ -f "$_ce_f" ] || _ce_fail "$_ce_f: is not a regular file (a FIFO, socket or device)" "$_ce_hint"
+  [ -r "$_ce_f" ] || _ce_fail "$_ce_f: cannot be read (permission denied)" "$_ce_hint"
   if [ -n "${BASH_VERSION-}" ]; then
     # bash (the shebang `cudaenv rehash` writes where bash exists): at most 4097 bytes, read
     # without starting a process, stopping at a NUL byte, which marks the text with \001 so
     # that it counts as binary data.
-    [ -r "$_ce_f" ] || _ce_fail "$_ce_f: cannot be read (permission denied)" "$_ce_hint"
     _ce_text=
     if IFS= read -r -d '' -n 4097 _ce_text 2>/dev/null < "$_ce_f" && [ ${#_ce_text} -lt 4097 ]; then
       _ce_text="$_ce_text$_ce_soh"
@@ -148,7 +152,9 @@ else
   _ce_d=${_ce_d%/}
   _ce_file=
   while :; do
-    if [ -e "$_ce_d/.cuda-version" ]; then _ce_file=$_ce_d/.cuda-version; break; fi
+    # -L too: a link to nothing is the project's file all the same (the CLI refuses it; using the
+    # file above it or the global default instead would run another version than the CLI reports).
+    if [ -e "$_ce_d/.cuda-version" ] || [ -L "$_ce_d/.cuda-version" ]; then _ce_file=$_ce_d/.cuda-version; break; fi
     [ -n "$_ce_d" ] || break
     _ce_d=${_ce_d%/*}
   done

@@ -40,8 +40,10 @@ function _cudaenv_find
         end
         set -g _cudaenv_dirs_pwd $PWD
     end
+    # -L too: a link to nothing (a loop, a missing target) is found, and refused by _cudaenv_load,
+    # as the CLI refuses it, instead of switching to the file above it or to the global default.
     for d in $_cudaenv_dirs ''
-        if test -e "$d/.cuda-version"
+        if test -e "$d/.cuda-version"; or test -L "$d/.cuda-version"
             set -g _cudaenv_f "$d/.cuda-version"
             return 0
         end
@@ -76,6 +78,8 @@ function _cudaenv_load
     set -g _cudaenv_e ''
     if test -f "$argv[1]" -a -r "$argv[1]"
         _cudaenv_readfile $argv[1]; or set -g _cudaenv_e 'holds more than 4096 bytes'
+    else if test -L "$argv[1]"; and not test -e "$argv[1]"
+        set -g _cudaenv_e 'is a symbolic link that cannot be followed (its target is missing or out of reach, or the links loop)'
     else if test -d "$argv[1]"
         set -g _cudaenv_e 'is a directory, not a file'
     else if not test -f "$argv[1]"

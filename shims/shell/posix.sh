@@ -43,12 +43,14 @@ _cudaenv_prefixed() {
   _cudaenv_b=$bare
 }
 
-# The nearest .cuda-version at or above $PWD -> _cudaenv_f ('' when none).
+# The nearest .cuda-version at or above $PWD -> _cudaenv_f ('' when none). A link to nothing
+# (a loop, a missing target) is found too (-L), and refused by _cudaenv_load, as the CLI refuses
+# it: passing over it would switch to the file above it or to the global default.
 _cudaenv_find() {
   local d=${PWD%/}
   _cudaenv_f=
   while :; do
-    if [ -e "$d/.cuda-version" ]; then _cudaenv_f=$d/.cuda-version; return 0; fi
+    if [ -e "$d/.cuda-version" ] || [ -L "$d/.cuda-version" ]; then _cudaenv_f=$d/.cuda-version; return 0; fi
     [ -n "$d" ] || return 0
     d=${d%/*}
   done
@@ -59,7 +61,8 @@ _cudaenv_find() {
 _cudaenv_load() {
   _cudaenv_c=
   _cudaenv_e=
-  if [ -d "$1" ]; then _cudaenv_e='is a directory, not a file'
+  if [ -L "$1" ] && [ ! -e "$1" ]; then _cudaenv_e='is a symbolic link that cannot be followed (its target is missing or out of reach, or the links loop)'
+  elif [ -d "$1" ]; then _cudaenv_e='is a directory, not a file'
   elif [ ! -f "$1" ]; then _cudaenv_e='is not a regular file (a FIFO, socket or device)'
   elif [ ! -r "$1" ]; then _cudaenv_e='cannot be read (permission denied)'
   else _cudaenv_readfile "$1"

@@ -1,9 +1,10 @@
 import {Args, Flags} from '@oclif/core';
-import {readFileSync, statSync} from 'node:fs';
+import {lstatSync, readFileSync, statSync} from 'node:fs';
 import {join, resolve} from 'node:path';
 import {CudaenvCommand} from '../cli/base.js';
 import {CudaenvError, isErrno, UsageError} from '../core/errors.js';
 import {writeFileSafely} from '../core/safe-fs/index.js';
+import {refuseForeignDirectory} from '../core/store/store-owner.js';
 import {refusePrefixedVersion, resolveSpec} from '../core/selection/resolve.js';
 import {logicalCwd} from '../core/selection/select.js';
 import {parseSpec} from '../core/versions/spec.js';
@@ -30,6 +31,8 @@ export default class Local extends CudaenvCommand {
     }
     if (!isDir) throw new UsageError(`--dir ${dir} is not an existing directory`, 'Give the project directory that should hold .cuda-version (create it first with mkdir -p).');
     const path = join(dir, VERSION_FILE);
+    // `sudo cudaenv local` in the user's project: a root-owned .cuda-version the user could not change.
+    refuseForeignDirectory(dir, path, ['local', ...this.argv]);
     const text = newFileText(path, spec.text);
     try {
       writeFileSafely(path, text);
@@ -54,7 +57,8 @@ export default class Local extends CudaenvCommand {
 /** The new content: an existing valid file keeps everything but its spec line; an invalid one is not overwritten. */
 function newFileText(path: string, specText: string): string {
   try {
-    statSync(path);
+    // lstat: a link to nothing (a loop, a missing target) is an invalid file, as `current` says.
+    lstatSync(path);
   } catch (error) {
     if (isErrno(error, 'ENOENT')) return formatVersionFile(specText);
   }

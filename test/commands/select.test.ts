@@ -1,6 +1,6 @@
 import {afterEach, beforeEach, describe, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
-import {chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync} from 'node:fs';
+import {chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {CLI, cliEnv, runCli} from '../helpers/cli.js';
 import {canDropToNobody, cliForNobody, NOBODY} from '../helpers/nobody.js';
@@ -229,6 +229,25 @@ describe('global, local, current, which', () => {
     expect(runCli(['current'], {env: {...env, PWD: join(dir, 'work')}, cwd: join(dir, 'data', 'proj')}).stdout).toBe('system (no version selected)\n');
   });
 
+  test('a .cuda-version link to nothing (a loop, a missing target) stops the search there: current names it, as the shims and the shell hooks do (issue 46)', () => {
+    writeFileSync(join(proj, '.cuda-version'), '11.8\n');
+    const sub = join(proj, 'src');
+    const file = join(sub, '.cuda-version');
+    const message = `cudaenv: ${file}: is a symbolic link that cannot be followed (its target is missing or out of reach, or the links loop)\n`
+      + `Fix or remove ${file}; it must hold one CUDA version spec such as 12.4 on its first line.\n`;
+    for (const target of ['.cuda-version', 'missing']) {
+      symlinkSync(target, file);
+      const r = runCli(['current'], {env, cwd: sub});
+      expect({target, status: r.status, stderr: r.stderr}).toEqual({target, status: 1, stderr: message});
+      // local does not overwrite it either, as it leaves any invalid file alone.
+      const local = runCli(['local', '12.4'], {env, cwd: sub});
+      expect(local.status).toBe(1);
+      expect(local.stderr.split('\n')[0]).toBe(`${message.split('\n')[0]}; not overwriting it`);
+      expect(lstatSync(file).isSymbolicLink()).toBe(true);
+      rmSync(file);
+    }
+  });
+
   test('a working directory deleted under the command: one message naming it, what to do', () => {
     const doomed = join(dir, 'doomed');
     mkdirSync(doomed);
@@ -244,5 +263,41 @@ describe('global, local, current, which', () => {
     expect(runCli(['global', 'not a spec'], {env}).status).toBe(2);
     expect(runCli(['ls', '--bogus'], {env}).status).toBe(2);
     expect(runCli(['local'], {env, cwd: proj}).status).toBe(2);
+  });
+});
+
+const canChown = process.getuid?.() === 0 && spawnSync('id', ['nobody']).status === 0;
+describe('sudo cudaenv local (issue 46)', () => {
+  const asRoot = testIf(canChown, 'needs root and a user nobody');
+  const chownNobody = (path: string) => expect(spawnSync('chown', ['-h', '65534:65534', path]).status).toBe(0);
+
+  asRoot('in a project owned by another user: refused before writing, with the command to run without sudo', () => {
+    chownNobody(proj);
+    const r = runCli(['local', '12.4'], {env: {...env, SUDO_USER: 'nobody'}, cwd: proj});
+    expect(r.status).toBe(1);
+    expect(r.stderr).toBe(`cudaenv: refusing to run \`cudaenv local\` as root in the directory ${proj}, which belongs to nobody: the files root creates there could no longer be changed by nobody\n`
+      + `Run it without sudo (it needs no root): CUDAENV_DIR=${store} cudaenv local 12.4\n`);
+    expect(existsSync(join(proj, '.cuda-version'))).toBe(false);
+    // Without sudo's SUDO_USER (su, a root shell): run it as the directory's owner.
+    const asOwner = runCli(['local', '12.4', '--dir', proj, '--json'], {env, cwd: dir});
+    expect(asOwner.status).toBe(1);
+    const out = JSON.parse(asOwner.stdout) as {error: {code: string; hint: string}};
+    expect(out.error.code).toBe('foreign-directory');
+    expect(out.error.hint).toBe(`Run it as the directory's owner: sudo -u nobody CUDAENV_DIR=${store} cudaenv local 12.4 --dir ${proj} --json`);
+    expect(existsSync(join(proj, '.cuda-version'))).toBe(false);
+  });
+
+  asRoot('over another user\'s .cuda-version in a directory of root\'s: refused, the file left as it was', () => {
+    writeFileSync(join(proj, '.cuda-version'), '11.8\n');
+    chownNobody(join(proj, '.cuda-version'));
+    const r = runCli(['local', '12.4'], {env: {...env, SUDO_USER: 'nobody'}, cwd: proj});
+    expect(r.status).toBe(1);
+    expect(r.stderr.split('\n')[0]).toBe(`cudaenv: refusing to run \`cudaenv local\` as root over the file ${join(proj, '.cuda-version')}, which belongs to nobody: the file root writes in its place could no longer be changed by nobody`);
+    expect(readFileSync(join(proj, '.cuda-version'), 'utf8')).toBe('11.8\n');
+  });
+
+  asRoot('control: in root\'s own directory, root writes the file', () => {
+    expect(runCli(['local', '12.4'], {env: {...env, SUDO_USER: 'nobody'}, cwd: proj}).status).toBe(0);
+    expect(readFileSync(join(proj, '.cuda-version'), 'utf8')).toBe('12.4\n');
   });
 });

@@ -58,25 +58,32 @@ function fishScript(body: string): string {
 }
 
 /**
- * csh: backquotes cannot carry this code (inside them csh re-reads quotes, `!` and globs),
- * so the sh child writes the commands into a private directory named after the shell's
- * PID (created with mkdir, atomic and refusing what exists; one left by a dead shell of the
- * same PID and owned by the user is removed first) and csh sources them only when the
- * child succeeded.
+ * csh: backquotes cannot carry this code (inside them csh re-reads quotes, `!` and globs), and a
+ * builtin cannot read a pipe (`| source` runs in a child), so the sh child writes the commands
+ * into a file that csh sources. The file is in a directory `mktemp -d` creates for this one run
+ * (a random name under $TMPDIR or /tmp, mode 0700, refusing what exists), never at a name another
+ * user could guess and make first (issue 46: /tmp/cudaenv-conda.<pid> could be pre-created, and
+ * the switch was then skipped). The child writes only into a directory that is this user's, and
+ * csh sources the file only when the child succeeded; the directory is removed either way.
  */
 function cshScript(body: string): string {
   const child = `umask 077
-if [ -d "$1" ] && [ -O "$1" ] && [ ! -L "$1" ]; then rm -rf "$1"; fi
-mkdir "$1" 2>/dev/null || { printf 'cudaenv: cannot create %s; the conda CUDA hook did nothing\\n' "$1" >&2; exit 1; }
+if [ $# -ne 1 ] || [ ! -d "$1" ] || [ -L "$1" ] || [ ! -O "$1" ]; then
+  printf 'cudaenv: mktemp -d made no private temporary directory (is $TMPDIR, or /tmp where it is unset, writable?); the conda CUDA hook did nothing\\n' >&2
+  exit 1
+fi
+set -C
 ( ${body}
 ${emitter('csh')}
 ) > "$1/commands.csh"
 `;
-  return `set _cudaenv_tmp = /tmp/cudaenv-conda.$$
+  return `set _cudaenv_tmp = "\`mktemp -d -t cudaenv-conda.XXXXXXXXXX\`"
 /bin/sh -c ${quoteCsh(child)} sh $_cudaenv_tmp:q
 if ( $status == 0 ) then
   source $_cudaenv_tmp:q/commands.csh
-  /bin/rm -rf $_cudaenv_tmp:q
+endif
+if ( $#_cudaenv_tmp == 1 ) then
+  /bin/rm -rf -- $_cudaenv_tmp:q
 endif
 unset _cudaenv_tmp
 `;

@@ -1,4 +1,4 @@
-import {readFileSync, statSync} from 'node:fs';
+import {lstatSync, readFileSync, statSync} from 'node:fs';
 import {dirname} from 'node:path';
 import {CudaenvError} from '../errors.js';
 import {quoteSh} from '../text/quote.js';
@@ -38,15 +38,39 @@ export function refuseForeignStore(paths: StorePaths, argv: string[], env: NodeJ
   if (process.getuid?.() !== 0) return;
   const uid = ownerUid(paths.root);
   if (uid === undefined || uid === 0) return;
+  refuse('store', paths.root, uid, argv, env);
+}
+
+/**
+ * `sudo cudaenv local` would leave a root-owned `.cuda-version` in the user's project: a root
+ * process refuses to write a file in a directory, or over a file, that belongs to someone else,
+ * in the words refuseForeignStore uses: `dir` is checked first, then `file` (where it exists).
+ */
+export function refuseForeignDirectory(dir: string, file: string, argv: string[], env: NodeJS.ProcessEnv = process.env): void {
+  if (process.getuid?.() !== 0) return;
+  for (const [kind, path] of [['directory', dir], ['file', file]] as const) {
+    let uid: number;
+    try {
+      uid = lstatSync(path).uid;
+    } catch {
+      continue;
+    }
+    if (uid !== 0) refuse(kind, path, uid, argv, env);
+  }
+}
+
+function refuse(kind: 'store' | 'directory' | 'file', path: string, uid: number, argv: string[], env: NodeJS.ProcessEnv): never {
   const name = userName(uid);
   const who = name ?? `uid ${uid}`;
   // sudo resets the environment: a CUDAENV_DIR in effect was given on its command line.
   const command = `${env.CUDAENV_DIR ? `CUDAENV_DIR=${quoteSh(env.CUDAENV_DIR)} ` : ''}${['cudaenv', ...argv].map(quoteSh).join(' ')}`;
   const viaSudo = env.SUDO_USER !== undefined && env.SUDO_USER === name;
-  throw new CudaenvError(`refusing to run \`cudaenv ${argv[0]}\` as root in the store ${paths.root}, which belongs to ${who}: the files root creates there could no longer be changed by ${who}`, {
+  const where = kind === 'file' ? `over the file ${path}` : `in the ${kind} ${path}`;
+  const what = kind === 'file' ? 'the file root writes in its place' : 'the files root creates there';
+  throw new CudaenvError(`refusing to run \`cudaenv ${argv[0]}\` as root ${where}, which belongs to ${who}: ${what} could no longer be changed by ${who}`, {
     hint: viaSudo
       ? `Run it without sudo (it needs no root): ${command}`
-      : `Run it as the store's owner: ${name ? `sudo -u ${quoteSh(name)}` : `setpriv --reuid=${uid}`} ${command}`,
-    code: 'foreign-store',
+      : `Run it as the ${kind}'s owner: ${name ? `sudo -u ${quoteSh(name)}` : `setpriv --reuid=${uid}`} ${command}`,
+    code: kind === 'store' ? 'foreign-store' : 'foreign-directory',
   });
 }

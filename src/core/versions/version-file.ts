@@ -1,4 +1,4 @@
-import {closeSync, constants, fstatSync, openSync, readSync, statSync} from 'node:fs';
+import {closeSync, constants, fstatSync, lstatSync, openSync, readSync, statSync} from 'node:fs';
 import {dirname, join, resolve} from 'node:path';
 import {CudaenvError, isErrno} from '../errors.js';
 import {tryParseSpec, type Spec} from './spec.js';
@@ -18,6 +18,13 @@ export interface VersionFile {
   settings: Record<string, string>;
   warnings: string[];
 }
+
+/**
+ * A `.cuda-version` that is a symbolic link to nothing: a loop, a missing target, a path through a
+ * file. The shims and the shell hooks say it in these words (they cannot tell those apart without
+ * starting a process: `[ -L f ] && [ ! -e f ]`).
+ */
+export const UNFOLLOWABLE_LINK = 'is a symbolic link that cannot be followed (its target is missing or out of reach, or the links loop)';
 
 export class VersionFileError extends CudaenvError {
   readonly path: string;
@@ -74,6 +81,7 @@ export function readVersionFile(path: string): VersionFile {
     fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
   } catch (error) {
     if (isErrno(error, 'EISDIR')) throw new VersionFileError(path, 'is a directory, not a file');
+    if (isUnfollowableLink(path)) throw new VersionFileError(path, UNFOLLOWABLE_LINK);
     throw new VersionFileError(path, `cannot be read (${(error as Error).message})`);
   }
   try {
@@ -108,13 +116,33 @@ export function readVersionFile(path: string): VersionFile {
   }
 }
 
-/** The nearest `.cuda-version` at or above `dir`, or undefined. Unreadable directories are passed over. */
+/** A symbolic link that stat cannot follow: what `[ -L f ] && [ ! -e f ]` finds in the shells. */
+function isUnfollowableLink(path: string): boolean {
+  try {
+    if (!lstatSync(path).isSymbolicLink()) return false;
+  } catch {
+    return false;
+  }
+  try {
+    statSync(path);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * The nearest `.cuda-version` at or above `dir`, or undefined. Unreadable directories are passed
+ * over. Whatever stands there is the project's file, a symbolic link to nothing (a loop, a missing
+ * target) too (lstat): passing over it would select the file above it or the global default, and
+ * readVersionFile refuses it. The shims and the shell hooks look alike (`[ -e f ] || [ -L f ]`).
+ */
 export function findVersionFile(dir: string): string | undefined {
   let current = resolve(dir);
   for (;;) {
     const candidate = join(current, VERSION_FILE);
     try {
-      statSync(candidate);
+      lstatSync(candidate);
       return candidate;
     } catch (error) {
       if (!isErrno(error, 'ENOENT') && !isErrno(error, 'ENOTDIR') && !isErrno(error, 'EACCES')) {

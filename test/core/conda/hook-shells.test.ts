@@ -1,11 +1,12 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
-import {mkdirSync, readFileSync, writeFileSync} from 'node:fs';
+import {mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {writeHook} from '../../../src/core/conda/hook-files.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {driver, envDiff, hasShell, readDump, runDriver, SHELLS, type Family, type ShellName, type Step} from './conda-sim.js';
 import {makeCondaPrefix} from './fixtures-env.js';
 import {describeIf} from '../../helpers/skip.js';
+import {quoteCsh} from '../../../src/core/text/quote.js';
 
 /*
  * conda's documented sequences, in real shells, on conda-like prefixes with a package's own
@@ -133,3 +134,77 @@ for (const shell of SHELLS as ShellName[]) {
     }
   });
 }
+
+/*
+ * Issue 46: the csh hook wrote its commands under /tmp/cudaenv-conda.<pid>, a name another user
+ * could make first (the switch was then skipped, and a file there is theirs). Another user's
+ * directory, holding a commands.csh, is planted at that name (and at the same name under
+ * $TMPDIR) before the activation: the hook must switch as usual, read nothing of it, leave it
+ * alone, and leave no directory of its own behind.
+ */
+const canChown = process.getuid?.() === 0;
+describeIf(hasShell('tcsh') && canChown, hasShell('tcsh') ? 'needs root (to plant a directory owned by uid 65534)' : 'needs tcsh (apt-get install tcsh)')('conda hook in tcsh, another user\'s files at the old predictable name', () => {
+  let pidFile: string;
+  afterAll(() => {
+    // The planted directory in /tmp, should the run have stopped before removing it.
+    try {
+      const pid = readFileSync(pidFile, 'utf8').trim();
+      if (/^\d+$/.test(pid)) rmSync(`/tmp/cudaenv-conda.${pid}`, {recursive: true, force: true});
+    } catch {
+      // no run
+    }
+  });
+
+  test('the hook still switches, reads none of it, and removes only its own private directory', () => {
+    const out = join(tmp.dir, 'runs', 'tcsh-foreign');
+    const tmpdir = join(tmp.dir, 'runs', 'tcsh-foreign-tmpdir');
+    mkdirSync(out, {recursive: true});
+    mkdirSync(tmpdir, {recursive: true});
+    pidFile = join(out, 'pid');
+    const trace = join(out, 'trace');
+    writeFileSync(trace, '');
+    const plant = (dir: string) => [
+      `/bin/mkdir ${dir}`,
+      `echo 'setenv PWNED 1' > ${dir}/commands.csh`,
+      `/bin/chown -R 65534:65534 ${dir}`,
+    ].join('\n');
+    const steps: Step[] = [
+      {raw: {posix: '', fish: '', csh: `echo $$ > ${quoteCsh(pidFile)}\n${plant('/tmp/cudaenv-conda.$$')}\n${plant('$TMPDIR:q/cudaenv-conda.$$')}`}},
+      {dump: 'before'},
+      {conda: ['activate', A]},
+      {dump: 'mid'},
+      {conda: ['deactivate']},
+      {dump: 'after'},
+      {raw: {posix: '', fish: '', csh: '/bin/ls -ln /tmp/cudaenv-conda.$$ > /dev/null && /bin/rm -rf /tmp/cudaenv-conda.$$'}},
+    ];
+    const r = runDriver('tcsh', driver('tcsh', steps, out), out, baseEnv({TMPDIR: tmpdir}, trace));
+    expect({status: r.status, stderr: r.stderr}).toEqual({status: 0, stderr: ''});
+    const mid = readDump(out, 'mid');
+    expect(mid.get('CUDA_HOME')).toBe(TA);
+    expect(first(mid.get('PATH'))).toBe(join(TA, 'bin'));
+    expect(mid.has('PWNED')).toBe(false);
+    expect(envDiff(readDump(out, 'before'), readDump(out, 'after'))).toEqual([]);
+    // The planted directory under $TMPDIR is as it was; the hook's own directories are gone.
+    const pid = readFileSync(pidFile, 'utf8').trim();
+    expect(readdirSync(tmpdir)).toEqual([`cudaenv-conda.${pid}`]);
+    expect(readFileSync(join(tmpdir, `cudaenv-conda.${pid}`, 'commands.csh'), 'utf8')).toBe('setenv PWNED 1\n');
+    expect(statSync(join(tmpdir, `cudaenv-conda.${pid}`)).uid).toBe(65534);
+  });
+});
+
+describeIf(hasShell('tcsh'), 'needs tcsh (apt-get install tcsh)')('conda hook in tcsh without a usable temporary directory', () => {
+  test('one line saying what failed, the environment left as it was, activation goes on', () => {
+    const out = join(tmp.dir, 'runs', 'tcsh-no-tmpdir');
+    mkdirSync(out, {recursive: true});
+    const trace = join(out, 'trace');
+    writeFileSync(trace, '');
+    const steps: Step[] = [{dump: 'before'}, {conda: ['activate', A]}, {dump: 'mid'}, {conda: ['deactivate']}];
+    const r = runDriver('tcsh', driver('tcsh', steps, out), out, baseEnv({TMPDIR: join(tmp.dir, 'no such dir')}, trace));
+    expect(r.status).toBe(0);
+    expect(r.stderr.split('\n').filter((l) => l.startsWith('cudaenv: '))).toEqual(Array(2).fill('cudaenv: mktemp -d made no private temporary directory (is $TMPDIR, or /tmp where it is unset, writable?); the conda CUDA hook did nothing'));
+    const mid = readDump(out, 'mid');
+    expect(mid.get('CUDA_HOME')).toBeUndefined();
+    expect(mid.get('PATH')!.split(':')).not.toContain(join(TA, 'bin'));
+    expect(first(mid.get('PATH'))).toBe(join(A, 'bin'));
+  });
+});

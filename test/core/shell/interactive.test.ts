@@ -4,7 +4,7 @@
  * .cuda-version files, and a store whose path holds spaces, quotes, `$` and backticks.
  */
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
-import {existsSync, mkdirSync, writeFileSync} from 'node:fs';
+import {existsSync, mkdirSync, symlinkSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {spawnSync} from 'node:child_process';
 import {makeTempDir} from '../../helpers/tmp.js';
@@ -155,7 +155,19 @@ for (const shell of SHELLS) {
         ['not UTF-8 (Latin-1 in a comment)', (d) => writeFileSync(join(d, '.cuda-version'), Buffer.from('12.4\n# caf\xe9\n', 'latin1')), /is not UTF-8 text/],
         // fish's `read -n` read these one system call per byte without counting them: a minute's hang.
         ['64 MB of bytes that are not UTF-8', (d) => writeFileSync(join(d, '.cuda-version'), Buffer.alloc(64 * 1024 * 1024, 0xe9)), /more than 4096 bytes/],
+        // `[ -e ]` is false for these: the hook passed over them to the file above (issue 46).
+        ['a symbolic link loop', (d) => symlinkSync('.cuda-version', join(d, '.cuda-version')), /is a symbolic link that cannot be followed/],
+        ['a loop of two links', (d) => { symlinkSync('other', join(d, '.cuda-version')); symlinkSync('.cuda-version', join(d, 'other')); }, /is a symbolic link that cannot be followed/],
+        ['a link to a file that does not exist', (d) => symlinkSync('missing', join(d, '.cuda-version')), /is a symbolic link that cannot be followed/],
+        ['a link to a directory', (d) => symlinkSync('.', join(d, '.cuda-version')), /is a directory/],
+        ['a link to a device', (d) => symlinkSync('/dev/zero', join(d, '.cuda-version')), /not a regular file/],
       ];
+      // A valid file above every hostile one: a bad file stops the search where it is (as in the
+      // CLI and the shims), so this one is never used in its place.
+      beforeAll(() => {
+        mkdirSync(join(tmp.dir, 'hostile'), {recursive: true});
+        writeFileSync(join(tmp.dir, 'hostile', '.cuda-version'), '11.8\n');
+      });
       const hostile = (name: string, make: (dir: string) => void, message: RegExp): void => {
         const dir = join(tmp.dir, 'hostile', name.replace(/\W+/g, '-'));
         mkdirSync(dir, {recursive: true});

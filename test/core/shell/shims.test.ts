@@ -5,7 +5,7 @@
  */
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
-import {chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs';
+import {chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {pathsFor} from '../../../src/core/store/paths.js';
 import {rehash} from '../../../src/core/shell/rehash.js';
@@ -15,6 +15,7 @@ import {makeTempDir} from '../../helpers/tmp.js';
 import {makeFakeToolkit} from '../../helpers/toolkit.js';
 import {makeStore} from './shell-harness.js';
 import {testIf} from '../../helpers/skip.js';
+import {canDropToNobody, NOBODY, runCliAsNobody} from '../../helpers/nobody.js';
 
 const WHOAMI = '#!/bin/sh\ncd "$(dirname "$0")/.." && pwd -P\n';
 
@@ -66,7 +67,8 @@ describe('shims', () => {
     expect(existsSync(join(shims, 'users-own'))).toBe(true);
   });
 
-  type Case = {name: string; files?: Record<string, string | Buffer>; global?: string; env?: Record<string, string>; cwd?: string};
+  /** links: symbolic links (path -> target); fifos: named pipes; dirs: directories, made after the files. */
+  type Case = {name: string; files?: Record<string, string | Buffer>; links?: Record<string, string>; fifos?: string[]; dirs?: string[]; global?: string; env?: Record<string, string>; cwd?: string};
   const cases: Case[] = [
     {name: 'nothing selected: system'},
     {name: 'global default', global: '12'},
@@ -98,6 +100,18 @@ describe('shims', () => {
     {name: 'file that is not UTF-8', files: {'p/.cuda-version': Buffer.from([0x31, 0x32, 0x0a, 0x23, 0xff, 0xfe, 0x0a])}, cwd: 'p'},
     {name: 'file with a UTF-8 comment', files: {'p/.cuda-version': '# für Jürgen — 12.4\n12.4\n'}, cwd: 'p'},
     {name: 'one line of 2 MB (the read stops at 4097 bytes)', files: {'p/.cuda-version': `12.4${' '.repeat(2 << 20)}`}, cwd: 'p'},
+    // A bad file stops the search where it is, as in the CLI: the valid file above it (11.8) and the
+    // global default (12) are never used in its place.
+    {name: 'a symbolic link loop, a valid file above it', files: {'p/.cuda-version': '11.8\n'}, links: {'p/q/.cuda-version': '.cuda-version'}, global: '12', cwd: 'p/q'},
+    {name: 'a loop of two links, no file above it', links: {'p/.cuda-version': 'other', 'p/other': '.cuda-version'}, global: '12', cwd: 'p'},
+    {name: 'a link to a file that does not exist, a valid file above it', files: {'p/.cuda-version': '11.8\n'}, links: {'p/q/.cuda-version': 'missing'}, global: '12', cwd: 'p/q'},
+    {name: 'a link through a file, a valid file above it', files: {'p/.cuda-version': '11.8\n', 'p/q/plain': 'x\n'}, links: {'p/q/.cuda-version': 'plain/x'}, cwd: 'p/q'},
+    {name: 'a link to a directory, a valid file above it', files: {'p/.cuda-version': '11.8\n'}, links: {'p/q/.cuda-version': '.'}, cwd: 'p/q'},
+    {name: 'a directory in its place, a valid file above it', files: {'p/.cuda-version': '11.8\n'}, dirs: ['p/q/.cuda-version'], cwd: 'p/q'},
+    {name: 'a FIFO in its place, a valid file above it', files: {'p/.cuda-version': '11.8\n'}, fifos: ['p/q/.cuda-version'], cwd: 'p/q'},
+    {name: 'a link to a FIFO', fifos: ['p/fifo'], links: {'p/.cuda-version': 'fifo'}, cwd: 'p'},
+    {name: 'a link to a device', links: {'p/.cuda-version': '/dev/null'}, global: '12', cwd: 'p'},
+    {name: 'a link to a valid file elsewhere', files: {'elsewhere/pin': '12.2\n'}, links: {'p/.cuda-version': '../elsewhere/pin'}, global: '11', cwd: 'p'},
   ];
   // The shim runs under bash where it exists (a bounded read without a process); run through
   // /bin/sh it takes the head/tr path: both must agree with the CLI.
@@ -110,6 +124,15 @@ describe('shims', () => {
       mkdirSync(join(work, rel, '..'), {recursive: true});
       writeFileSync(join(work, rel), text);
     }
+    for (const rel of c.dirs ?? []) mkdirSync(join(work, rel), {recursive: true});
+    for (const rel of c.fifos ?? []) {
+      mkdirSync(join(work, rel, '..'), {recursive: true});
+      expect(spawnSync('mkfifo', [join(work, rel)]).status).toBe(0);
+    }
+    for (const [rel, target] of Object.entries(c.links ?? {})) {
+      mkdirSync(join(work, rel, '..'), {recursive: true});
+      symlinkSync(target, join(work, rel));
+    }
     const cwd = join(work, c.cwd ?? '.');
     mkdirSync(cwd, {recursive: true});
     const paths = pathsFor(store);
@@ -118,7 +141,7 @@ describe('shims', () => {
 
     const env = cliEnv(store, {PATH: `${paths.shims}:${sysbin}:/usr/bin:/bin`, ...c.env});
     const current = runCli(['current', '--json'], {env, cwd});
-    const report = JSON.parse(current.stdout) as {version?: string | null; installed?: boolean; ok?: boolean};
+    const report = JSON.parse(current.stdout) as {version?: string | null; installed?: boolean; ok?: boolean; error?: {message: string}};
     const shimFile = join(paths.shims, 'whoami-cuda');
     const shim = interp === 'shebang'
       ? spawnSync(shimFile, [], {cwd, env, encoding: 'utf8'})
@@ -132,6 +155,9 @@ describe('shims', () => {
       expect(shim.status).toBe(127);
       expect(shim.stderr).toMatch(/^cudaenv: /);
       expect(shim.stdout).toBe('');
+      // A bad .cuda-version: the shim names the same file the CLI names.
+      const named = /^(\/.*?\/\.cuda-version): /.exec(report.error?.message ?? '')?.[1];
+      if (named !== undefined) expect(shim.stderr.split('\n')[0]).toMatch(new RegExp(`^cudaenv: ${named.replace(/[\\^$.*+?()[\]{}|]/g, '\\$&')}: `));
     }
   });
 
@@ -167,6 +193,27 @@ describe('shims', () => {
     const current = runCli(['current'], {env, cwd: proj});
     expect(current.status).not.toBe(0);
     expect(current.stderr.split('\n')[0]).toBe(`cudaenv: ${what}`);
+  });
+
+  testIf(canDropToNobody, 'needs root and setpriv (util-linux) to run as user nobody')('a .cuda-version the user may not read: the shim says so under bash and /bin/sh, as `cudaenv current` does', () => {
+    const paths = pathsFor(store);
+    rmSync(paths.globalFile, {force: true});
+    // nobody reaches the store and the project (the temporary directory is root's, 0700).
+    chmodSync(tmp.dir, 0o755);
+    const proj = join(tmp.dir, 'unreadable', 'p');
+    mkdirSync(proj, {recursive: true});
+    writeFileSync(join(tmp.dir, 'unreadable', '.cuda-version'), '11.8\n');
+    const file = join(proj, '.cuda-version');
+    writeFileSync(file, '12.2\n');
+    chmodSync(file, 0o600);
+    const env = cliEnv(store, {PATH: `${paths.shims}:/usr/bin:/bin`});
+    const current = runCliAsNobody(['current'], env, proj);
+    expect(current.status).toBe(1);
+    expect(current.stderr.split('\n')[0]).toMatch(new RegExp(`^cudaenv: ${file.replace(/[\\^$.*+?()[\]{}|]/g, '\\$&')}: cannot be read \\(EACCES`));
+    for (const argv of [[join(paths.shims, 'whoami-cuda')], ['/bin/sh', join(paths.shims, 'whoami-cuda')]]) {
+      const shim = spawnSync(NOBODY[0]!, [...NOBODY.slice(1), ...argv], {cwd: proj, env, encoding: 'utf8'});
+      expect({argv, status: shim.status, line: shim.stderr.split('\n')[0]}).toEqual({argv, status: 127, line: `cudaenv: ${file}: cannot be read (permission denied)`});
+    }
   });
 
   const canTrace = spawnSync('strace', ['-f', '-e', 'trace=process', '-o', '/dev/null', 'true']).status === 0;
