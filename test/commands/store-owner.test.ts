@@ -1,6 +1,6 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
-import {chmodSync, mkdirSync, readdirSync} from 'node:fs';
+import {chmodSync, existsSync, mkdirSync, readdirSync} from 'node:fs';
 import {join} from 'node:path';
 import {cliEnv, runCli} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
@@ -47,6 +47,19 @@ maybe('root in a store owned by another user', () => {
     expect(r.stderr).toContain(`refusing to run \`cudaenv ${argv[0]}\` as root in the store ${store}, which belongs to nobody`);
     expect(r.stderr).toContain(`Run it without sudo (it needs no root): CUDAENV_DIR=${store} cudaenv ${argv.join(' ')}`);
     expect(listing()).toEqual(before);
+  });
+
+  test('sudo for a user whose store (and home) does not exist yet: refused, nothing created', () => {
+    // nobody's home in /etc/passwd is /nonexistent: the nearest existing directory above the store is /.
+    const home = spawnSync('sh', ['-c', 'getent passwd nobody | cut -d: -f6'], {encoding: 'utf8'}).stdout.trim();
+    expect(existsSync(home)).toBe(false);
+    const env = cliEnv(store, {SUDO_USER: 'nobody'});
+    delete env.CUDAENV_DIR;
+    const r = runCli(['global', '12'], {env});
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain(`refusing to run \`cudaenv global\` as root in the store ${join(home, '.cudaenv')}, which belongs to nobody`);
+    expect(r.stderr).toContain('Run it without sudo (it needs no root): cudaenv global 12');
+    expect(existsSync(home)).toBe(false);
   });
 
   test('reading commands still work', () => {

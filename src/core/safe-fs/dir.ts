@@ -121,11 +121,34 @@ function walkAsRoot(path: string, options: OpenDirOptions): SafeDir {
   }
 }
 
+/**
+ * An error of a call made through the descriptor names the path the user knows, never
+ * /proc/self/fd/N/..., and the file meant, never its temporary name: `name` is that file.
+ */
+export function named(error: unknown, dir: SafeDir, name?: string): unknown {
+  if (!isErrno(error)) return error;
+  const proc = `/proc/self/fd/${dir.fd}`;
+  const real = (text: string) => text.split(proc).join(dir.path.replace(/\/+$/, '') || '/');
+  const shown = name === undefined ? undefined : `${dir.path.replace(/\/+$/, '')}/${name}`;
+  const fix = (text: string) => (shown ? text.replace(new RegExp(`'${escape(proc)}/[^']*'`, 'g'), `'${shown}'`) : text);
+  error.message = real(fix(error.message));
+  if (typeof error.path === 'string') error.path = shown && error.path.startsWith(`${proc}/`) ? shown : real(error.path);
+  const withDest = error as {dest?: unknown};
+  if (typeof withDest.dest === 'string') withDest.dest = shown ?? real(withDest.dest);
+  return error;
+}
+
+function escape(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
 /** Runs `use` with the directory open, and closes it whatever happens. */
 export function withDir<T>(path: string, options: OpenDirOptions, use: (dir: SafeDir) => T): T {
   const dir = openDir(path, options);
   try {
     return use(dir);
+  } catch (error) {
+    throw named(error, dir);
   } finally {
     dir.close();
   }

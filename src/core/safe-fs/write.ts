@@ -1,7 +1,7 @@
 import {closeSync, constants, fchmodSync, fchownSync, fsyncSync, linkSync, openSync, renameSync, rmSync, symlinkSync, unlinkSync, writeSync} from 'node:fs';
 import {basename, dirname} from 'node:path';
 import {isErrno} from '../errors.js';
-import {withDir, type SafeDir} from './dir.js';
+import {named, withDir, type SafeDir} from './dir.js';
 
 /** A name no other process can guess (never a pid or a time), beside `name`. */
 export function temporaryName(name: string): string {
@@ -37,6 +37,14 @@ export function writeFileSafely(path: string, content: string | Uint8Array, opti
 }
 
 export function writeIn(dir: SafeDir, name: string, content: string | Uint8Array, options: WriteOptions = {}): boolean {
+  try {
+    return writeEntry(dir, name, content, options);
+  } catch (error) {
+    throw named(error, dir, name);
+  }
+}
+
+function writeEntry(dir: SafeDir, name: string, content: string | Uint8Array, options: WriteOptions): boolean {
   const mode = options.mode ?? 0o644;
   const tmp = temporaryName(name);
   const fd = openSync(dir.entry(tmp), CREATE, mode);
@@ -78,12 +86,16 @@ export function symlinkSafely(path: string, value: string, options: {dirMode?: n
 
 export function symlinkIn(dir: SafeDir, name: string, value: string): void {
   const tmp = temporaryName(name);
-  symlinkSync(value, dir.entry(tmp));
+  try {
+    symlinkSync(value, dir.entry(tmp));
+  } catch (error) {
+    throw named(error, dir, name);
+  }
   try {
     renameSync(dir.entry(tmp), dir.entry(name));
   } catch (error) {
     rmSync(dir.entry(tmp), {force: true});
-    throw error;
+    throw named(error, dir, name);
   }
 }
 

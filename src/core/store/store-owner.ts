@@ -15,6 +15,18 @@ function ownerUid(root: string): number | undefined {
   }
 }
 
+function uidOf(user: string): number | undefined {
+  try {
+    for (const line of readFileSync('/etc/passwd', 'utf8').split('\n')) {
+      const f = line.split(':');
+      if (f[0] === user && /^\d+$/.test(f[2] ?? '')) return Number(f[2]);
+    }
+  } catch {
+    // no passwd file: paths.ts then took root's own home, which is root's to write
+  }
+  return undefined;
+}
+
 function userName(uid: number): string | undefined {
   try {
     for (const line of readFileSync('/etc/passwd', 'utf8').split('\n')) {
@@ -36,7 +48,13 @@ function userName(uid: number): string | undefined {
  */
 export function refuseForeignStore(paths: StorePaths, argv: string[], env: NodeJS.ProcessEnv = process.env): void {
   if (process.getuid?.() !== 0) return;
-  const uid = ownerUid(paths.root);
+  // Under sudo without CUDAENV_DIR the store is SUDO_USER's (paths.ts), even before it exists: the
+  // nearest directory above a store not made yet (/, or a home not created yet) is root's, and
+  // root would create the user's store as its own.
+  const sudoUser = env.SUDO_USER && env.SUDO_USER !== 'root' && !env.CUDAENV_DIR ? env.SUDO_USER : undefined;
+  const sudoUid = sudoUser ? uidOf(sudoUser) : undefined;
+  const owned = ownerUid(paths.root);
+  const uid = owned !== undefined && owned !== 0 ? owned : sudoUid;
   if (uid === undefined || uid === 0) return;
   refuse('store', paths.root, uid, argv, env);
 }

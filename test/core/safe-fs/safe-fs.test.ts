@@ -63,6 +63,21 @@ describe('writing a file', () => {
     expect(readFileSync(join(dir, 'store.moved', 'index'), 'utf8')).toBe('x\n');
   });
 
+  test('an error names the file meant, never /proc/self/fd/N or a temporary name', () => {
+    mkdirSync(join(dir, 'index'));
+    writeFileSync(join(dir, 'index', 'x'), '');
+    let error: NodeJS.ErrnoException | undefined;
+    try {
+      writeFileSafely(join(dir, 'index'), 'x');
+    } catch (e) {
+      error = e as NodeJS.ErrnoException;
+    }
+    expect(error?.message).toContain(`'${join(dir, 'index')}'`);
+    expect(error?.message).not.toMatch(/proc\/self|\.tmp/);
+    expect(error?.path).toBe(join(dir, 'index'));
+    expect(readdirSync(dir)).toEqual(['index']);
+  });
+
   test('a link is swapped atomically, and removing a link leaves what it names', () => {
     writeFileSync(join(dir, 'target'), 't');
     symlinkSafely(join(dir, 'cuda'), join(dir, 'target'));
