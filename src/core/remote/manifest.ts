@@ -21,6 +21,8 @@ export interface Component {
 
 export interface Manifest {
   label: string;
+  /** sha256 of the manifest's bytes as fetched (set by catalog.ts's manifestFromText): what the GitHub Action keys its cache on. */
+  sha256?: string;
   date?: string;
   product?: string;
   components: Map<string, Component>;
