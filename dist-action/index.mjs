@@ -2366,9 +2366,9 @@ var require_dispatcher_base = __commonJS({
       }
       close(callback) {
         if (callback === void 0) {
-          return new Promise((resolve7, reject) => {
+          return new Promise((resolve8, reject) => {
             this.close((err, data) => {
-              return err ? reject(err) : resolve7(data);
+              return err ? reject(err) : resolve8(data);
             });
           });
         }
@@ -2406,12 +2406,12 @@ var require_dispatcher_base = __commonJS({
           err = null;
         }
         if (callback === void 0) {
-          return new Promise((resolve7, reject) => {
+          return new Promise((resolve8, reject) => {
             this.destroy(err, (err2, data) => {
               return err2 ? (
                 /* istanbul ignore next: should never error */
                 reject(err2)
-              ) : resolve7(data);
+              ) : resolve8(data);
             });
           });
         }
@@ -4678,8 +4678,8 @@ var require_util2 = __commonJS({
     function createDeferredPromise() {
       let res;
       let rej;
-      const promise = new Promise((resolve7, reject) => {
-        res = resolve7;
+      const promise = new Promise((resolve8, reject) => {
+        res = resolve8;
         rej = reject;
       });
       return { promise, resolve: res, reject: rej };
@@ -5706,7 +5706,7 @@ var require_body = __commonJS({
         const boundary = `----formdata-undici-0${`${random(1e11)}`.padStart(11, "0")}`;
         const prefix2 = `--${boundary}\r
 Content-Disposition: form-data`;
-        const escape3 = (str) => str.replace(/\n/g, "%0A").replace(/\r/g, "%0D").replace(/"/g, "%22");
+        const escape4 = (str) => str.replace(/\n/g, "%0A").replace(/\r/g, "%0D").replace(/"/g, "%22");
         const normalizeLinefeeds = (value) => value.replace(/\r?\n|\r/g, "\r\n");
         const blobParts = [];
         const rn = new Uint8Array([13, 10]);
@@ -5714,14 +5714,14 @@ Content-Disposition: form-data`;
         let hasUnknownSizeValue = false;
         for (const [name, value] of object) {
           if (typeof value === "string") {
-            const chunk2 = textEncoder.encode(prefix2 + `; name="${escape3(normalizeLinefeeds(name))}"\r
+            const chunk2 = textEncoder.encode(prefix2 + `; name="${escape4(normalizeLinefeeds(name))}"\r
 \r
 ${normalizeLinefeeds(value)}\r
 `);
             blobParts.push(chunk2);
             length += chunk2.byteLength;
           } else {
-            const chunk2 = textEncoder.encode(`${prefix2}; name="${escape3(normalizeLinefeeds(name))}"` + (value.name ? `; filename="${escape3(value.name)}"` : "") + `\r
+            const chunk2 = textEncoder.encode(`${prefix2}; name="${escape4(normalizeLinefeeds(name))}"` + (value.name ? `; filename="${escape4(value.name)}"` : "") + `\r
 Content-Type: ${value.type || "application/octet-stream"}\r
 \r
 `);
@@ -5991,7 +5991,7 @@ var require_client_h1 = __commonJS({
       kResume,
       kHTTPContext
     } = require_symbols();
-    var constants7 = require_constants2();
+    var constants11 = require_constants2();
     var EMPTY_BUF = Buffer.alloc(0);
     var FastBuffer = Buffer[Symbol.species];
     var addListener = util5.addListener;
@@ -6066,7 +6066,7 @@ var require_client_h1 = __commonJS({
       constructor(client, socket, { exports: exports3 }) {
         assert4(Number.isFinite(client[kMaxHeadersSize]) && client[kMaxHeadersSize] > 0);
         this.llhttp = exports3;
-        this.ptr = this.llhttp.llhttp_alloc(constants7.TYPE.RESPONSE);
+        this.ptr = this.llhttp.llhttp_alloc(constants11.TYPE.RESPONSE);
         this.client = client;
         this.socket = socket;
         this.timeout = null;
@@ -6161,11 +6161,11 @@ var require_client_h1 = __commonJS({
             currentBufferRef = null;
           }
           const offset = llhttp.llhttp_get_error_pos(this.ptr) - currentBufferPtr;
-          if (ret !== constants7.ERROR.OK) {
+          if (ret !== constants11.ERROR.OK) {
             const body2 = data.subarray(offset);
-            if (ret === constants7.ERROR.PAUSED_UPGRADE) {
+            if (ret === constants11.ERROR.PAUSED_UPGRADE) {
               this.onUpgrade(body2);
-            } else if (ret === constants7.ERROR.PAUSED) {
+            } else if (ret === constants11.ERROR.PAUSED) {
               this.paused = true;
               socket.unshift(body2);
             } else {
@@ -6188,10 +6188,10 @@ var require_client_h1 = __commonJS({
         } finally {
           currentParser = null;
         }
-        if (ret === constants7.ERROR.OK) {
+        if (ret === constants11.ERROR.OK) {
           return null;
         }
-        if (ret === constants7.ERROR.PAUSED || ret === constants7.ERROR.PAUSED_UPGRADE) {
+        if (ret === constants11.ERROR.PAUSED || ret === constants11.ERROR.PAUSED_UPGRADE) {
           this.paused = true;
           return null;
         }
@@ -6208,7 +6208,7 @@ var require_client_h1 = __commonJS({
           const len = new Uint8Array(llhttp.memory.buffer, ptr).indexOf(0);
           message = "Response does not match the HTTP/1.1 protocol (" + Buffer.from(llhttp.memory.buffer, ptr, len).toString() + ")";
         }
-        return new HTTPParserError(message, constants7.ERROR[ret], data);
+        return new HTTPParserError(message, constants11.ERROR[ret], data);
       }
       destroy() {
         assert4(this.ptr != null);
@@ -6388,7 +6388,7 @@ var require_client_h1 = __commonJS({
           socket[kBlocking] = false;
           client[kResume]();
         }
-        return pause ? constants7.ERROR.PAUSED : 0;
+        return pause ? constants11.ERROR.PAUSED : 0;
       }
       onBody(buf) {
         const { client, socket, statusCode, maxResponseSize } = this;
@@ -6410,7 +6410,7 @@ var require_client_h1 = __commonJS({
         }
         this.bytesRead += buf.length;
         if (request.onData(buf) === false) {
-          return constants7.ERROR.PAUSED;
+          return constants11.ERROR.PAUSED;
         }
       }
       onMessageComplete() {
@@ -6446,13 +6446,13 @@ var require_client_h1 = __commonJS({
         if (socket[kWriting]) {
           assert4(client[kRunning] === 0);
           util5.destroy(socket, new InformationalError("reset"));
-          return constants7.ERROR.PAUSED;
+          return constants11.ERROR.PAUSED;
         } else if (!shouldKeepAlive) {
           util5.destroy(socket, new InformationalError("reset"));
-          return constants7.ERROR.PAUSED;
+          return constants11.ERROR.PAUSED;
         } else if (socket[kReset] && client[kRunning] === 0) {
           util5.destroy(socket, new InformationalError("reset"));
-          return constants7.ERROR.PAUSED;
+          return constants11.ERROR.PAUSED;
         } else if (client[kPipelining] == null || client[kPipelining] === 1) {
           setImmediate(() => client[kResume]());
         } else {
@@ -6930,12 +6930,12 @@ upgrade: ${upgrade}\r
           cb();
         }
       }
-      const waitForDrain = () => new Promise((resolve7, reject) => {
+      const waitForDrain = () => new Promise((resolve8, reject) => {
         assert4(callback === null);
         if (socket[kError]) {
           reject(socket[kError]);
         } else {
-          callback = resolve7;
+          callback = resolve8;
         }
       });
       socket.on("close", onDrain).on("drain", onDrain);
@@ -7605,12 +7605,12 @@ var require_client_h2 = __commonJS({
           cb();
         }
       }
-      const waitForDrain = () => new Promise((resolve7, reject) => {
+      const waitForDrain = () => new Promise((resolve8, reject) => {
         assert4(callback === null);
         if (socket[kError]) {
           reject(socket[kError]);
         } else {
-          callback = resolve7;
+          callback = resolve8;
         }
       });
       h2stream.on("close", onDrain).on("drain", onDrain);
@@ -8089,16 +8089,16 @@ var require_client = __commonJS({
         return this[kNeedDrain] < 2;
       }
       async [kClose]() {
-        return new Promise((resolve7) => {
+        return new Promise((resolve8) => {
           if (this[kSize]) {
-            this[kClosedResolve] = resolve7;
+            this[kClosedResolve] = resolve8;
           } else {
-            resolve7(null);
+            resolve8(null);
           }
         });
       }
       async [kDestroy](err) {
-        return new Promise((resolve7) => {
+        return new Promise((resolve8) => {
           const requests = this[kQueue].splice(this[kPendingIdx]);
           for (let i = 0; i < requests.length; i++) {
             const request = requests[i];
@@ -8109,7 +8109,7 @@ var require_client = __commonJS({
               this[kClosedResolve]();
               this[kClosedResolve] = null;
             }
-            resolve7(null);
+            resolve8(null);
           };
           if (this[kHTTPContext]) {
             this[kHTTPContext].destroy(err, callback);
@@ -8160,7 +8160,7 @@ var require_client = __commonJS({
         });
       }
       try {
-        const socket = await new Promise((resolve7, reject) => {
+        const socket = await new Promise((resolve8, reject) => {
           client[kConnector]({
             host,
             hostname: hostname2,
@@ -8172,7 +8172,7 @@ var require_client = __commonJS({
             if (err) {
               reject(err);
             } else {
-              resolve7(socket2);
+              resolve8(socket2);
             }
           });
         });
@@ -8508,8 +8508,8 @@ var require_pool_base = __commonJS({
         if (this[kQueue].isEmpty()) {
           await Promise.all(this[kClients].map((c) => c.close()));
         } else {
-          await new Promise((resolve7) => {
-            this[kClosedResolve] = resolve7;
+          await new Promise((resolve8) => {
+            this[kClosedResolve] = resolve8;
           });
         }
       }
@@ -9778,7 +9778,7 @@ var require_readable = __commonJS({
         if (this._readableState.closeEmitted) {
           return null;
         }
-        return await new Promise((resolve7, reject) => {
+        return await new Promise((resolve8, reject) => {
           if (this[kContentLength] > limit) {
             this.destroy(new AbortError3());
           }
@@ -9791,7 +9791,7 @@ var require_readable = __commonJS({
             if (signal?.aborted) {
               reject(signal.reason ?? new AbortError3());
             } else {
-              resolve7(null);
+              resolve8(null);
             }
           }).on("error", noop).on("data", function(chunk) {
             limit -= chunk.length;
@@ -9810,7 +9810,7 @@ var require_readable = __commonJS({
     }
     async function consume(stream2, type) {
       assert4(!stream2[kConsume]);
-      return new Promise((resolve7, reject) => {
+      return new Promise((resolve8, reject) => {
         if (isUnusable(stream2)) {
           const rState = stream2._readableState;
           if (rState.destroyed && rState.closeEmitted === false) {
@@ -9827,7 +9827,7 @@ var require_readable = __commonJS({
             stream2[kConsume] = {
               type,
               stream: stream2,
-              resolve: resolve7,
+              resolve: resolve8,
               reject,
               length: 0,
               body: []
@@ -9897,18 +9897,18 @@ var require_readable = __commonJS({
       return buffer3;
     }
     function consumeEnd(consume2) {
-      const { type, body: body2, resolve: resolve7, stream: stream2, length } = consume2;
+      const { type, body: body2, resolve: resolve8, stream: stream2, length } = consume2;
       try {
         if (type === "text") {
-          resolve7(chunksDecode(body2, length));
+          resolve8(chunksDecode(body2, length));
         } else if (type === "json") {
-          resolve7(JSON.parse(chunksDecode(body2, length)));
+          resolve8(JSON.parse(chunksDecode(body2, length)));
         } else if (type === "arrayBuffer") {
-          resolve7(chunksConcat(body2, length).buffer);
+          resolve8(chunksConcat(body2, length).buffer);
         } else if (type === "blob") {
-          resolve7(new Blob(body2, { type: stream2[kContentType] }));
+          resolve8(new Blob(body2, { type: stream2[kContentType] }));
         } else if (type === "bytes") {
-          resolve7(chunksConcat(body2, length));
+          resolve8(chunksConcat(body2, length));
         }
         consumeFinish(consume2);
       } catch (err) {
@@ -10165,9 +10165,9 @@ var require_api_request = __commonJS({
     };
     function request(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve7, reject) => {
+        return new Promise((resolve8, reject) => {
           request.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve7(data);
+            return err ? reject(err) : resolve8(data);
           });
         });
       }
@@ -10390,9 +10390,9 @@ var require_api_stream = __commonJS({
     };
     function stream2(opts, factory, callback) {
       if (callback === void 0) {
-        return new Promise((resolve7, reject) => {
+        return new Promise((resolve8, reject) => {
           stream2.call(this, opts, factory, (err, data) => {
-            return err ? reject(err) : resolve7(data);
+            return err ? reject(err) : resolve8(data);
           });
         });
       }
@@ -10677,9 +10677,9 @@ var require_api_upgrade = __commonJS({
     };
     function upgrade(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve7, reject) => {
+        return new Promise((resolve8, reject) => {
           upgrade.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve7(data);
+            return err ? reject(err) : resolve8(data);
           });
         });
       }
@@ -10771,9 +10771,9 @@ var require_api_connect = __commonJS({
     };
     function connect(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve7, reject) => {
+        return new Promise((resolve8, reject) => {
           connect.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve7(data);
+            return err ? reject(err) : resolve8(data);
           });
         });
       }
@@ -14636,7 +14636,7 @@ var require_fetch = __commonJS({
       function dispatch({ body: body2 }) {
         const url2 = requestCurrentURL(request);
         const agent = fetchParams.controller.dispatcher;
-        return new Promise((resolve7, reject) => agent.dispatch(
+        return new Promise((resolve8, reject) => agent.dispatch(
           {
             path: url2.pathname + url2.search,
             origin: url2.origin,
@@ -14712,7 +14712,7 @@ var require_fetch = __commonJS({
               }
               this.body = new Readable5({ read: resume });
               const onError = this.onError.bind(this);
-              resolve7({
+              resolve8({
                 status,
                 statusText,
                 headersList,
@@ -14755,7 +14755,7 @@ var require_fetch = __commonJS({
               for (let i = 0; i < rawHeaders.length; i += 2) {
                 headersList.append(bufferToLowerCasedHeaderName(rawHeaders[i]), rawHeaders[i + 1].toString("latin1"), true);
               }
-              resolve7({
+              resolve8({
                 status,
                 statusText: STATUS_CODES[status],
                 headersList,
@@ -18496,8 +18496,8 @@ var require_util8 = __commonJS({
       return true;
     }
     function delay4(ms) {
-      return new Promise((resolve7) => {
-        setTimeout(resolve7, ms).unref();
+      return new Promise((resolve8) => {
+        setTimeout(resolve8, ms).unref();
       });
     }
     module.exports = {
@@ -19366,11 +19366,11 @@ var init_lib = __esm({
     import_undici = __toESM(require_undici(), 1);
     __awaiter = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve7) {
-          resolve7(value);
+        return value instanceof P ? value : new P(function(resolve8) {
+          resolve8(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve7, reject) {
+      return new (P || (P = Promise))(function(resolve8, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -19386,7 +19386,7 @@ var init_lib = __esm({
           }
         }
         function step(result) {
-          result.done ? resolve7(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -19456,26 +19456,26 @@ var init_lib = __esm({
       }
       readBody() {
         return __awaiter(this, void 0, void 0, function* () {
-          return new Promise((resolve7) => __awaiter(this, void 0, void 0, function* () {
+          return new Promise((resolve8) => __awaiter(this, void 0, void 0, function* () {
             let output = Buffer.alloc(0);
             this.message.on("data", (chunk) => {
               output = Buffer.concat([output, chunk]);
             });
             this.message.on("end", () => {
-              resolve7(output.toString());
+              resolve8(output.toString());
             });
           }));
         });
       }
       readBodyBuffer() {
         return __awaiter(this, void 0, void 0, function* () {
-          return new Promise((resolve7) => __awaiter(this, void 0, void 0, function* () {
+          return new Promise((resolve8) => __awaiter(this, void 0, void 0, function* () {
             const chunks = [];
             this.message.on("data", (chunk) => {
               chunks.push(chunk);
             });
             this.message.on("end", () => {
-              resolve7(Buffer.concat(chunks));
+              resolve8(Buffer.concat(chunks));
             });
           }));
         });
@@ -19678,14 +19678,14 @@ var init_lib = __esm({
        */
       requestRaw(info2, data) {
         return __awaiter(this, void 0, void 0, function* () {
-          return new Promise((resolve7, reject) => {
+          return new Promise((resolve8, reject) => {
             function callbackForResult(err, res) {
               if (err) {
                 reject(err);
               } else if (!res) {
                 reject(new Error("Unknown error"));
               } else {
-                resolve7(res);
+                resolve8(res);
               }
             }
             this.requestRawWithCallback(info2, data, callbackForResult);
@@ -19929,12 +19929,12 @@ var init_lib = __esm({
         return __awaiter(this, void 0, void 0, function* () {
           retryNumber = Math.min(ExponentialBackoffCeiling, retryNumber);
           const ms = ExponentialBackoffTimeSlice * Math.pow(2, retryNumber);
-          return new Promise((resolve7) => setTimeout(() => resolve7(), ms));
+          return new Promise((resolve8) => setTimeout(() => resolve8(), ms));
         });
       }
       _processResponse(res, options) {
         return __awaiter(this, void 0, void 0, function* () {
-          return new Promise((resolve7, reject) => __awaiter(this, void 0, void 0, function* () {
+          return new Promise((resolve8, reject) => __awaiter(this, void 0, void 0, function* () {
             const statusCode = res.message.statusCode || 0;
             const response = {
               statusCode,
@@ -19942,7 +19942,7 @@ var init_lib = __esm({
               headers: {}
             };
             if (statusCode === HttpCodes.NotFound) {
-              resolve7(response);
+              resolve8(response);
             }
             function dateTimeDeserializer(key, value) {
               if (typeof value === "string") {
@@ -19981,7 +19981,7 @@ var init_lib = __esm({
               err.result = response.result;
               reject(err);
             } else {
-              resolve7(response);
+              resolve8(response);
             }
           }));
         });
@@ -19997,11 +19997,11 @@ var init_auth = __esm({
   "node_modules/@actions/http-client/lib/auth.js"() {
     __awaiter2 = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve7) {
-          resolve7(value);
+        return value instanceof P ? value : new P(function(resolve8) {
+          resolve8(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve7, reject) {
+      return new (P || (P = Promise))(function(resolve8, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -20017,7 +20017,7 @@ var init_auth = __esm({
           }
         }
         function step(result) {
-          result.done ? resolve7(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -20064,11 +20064,11 @@ var init_summary = __esm({
   "node_modules/@actions/core/lib/summary.js"() {
     __awaiter3 = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve7) {
-          resolve7(value);
+        return value instanceof P ? value : new P(function(resolve8) {
+          resolve8(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve7, reject) {
+      return new (P || (P = Promise))(function(resolve8, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -20084,7 +20084,7 @@ var init_summary = __esm({
           }
         }
         function step(result) {
-          result.done ? resolve7(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -20452,11 +20452,11 @@ var init_io_util = __esm({
   "node_modules/@actions/io/lib/io-util.js"() {
     __awaiter4 = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve7) {
-          resolve7(value);
+        return value instanceof P ? value : new P(function(resolve8) {
+          resolve8(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve7, reject) {
+      return new (P || (P = Promise))(function(resolve8, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -20472,7 +20472,7 @@ var init_io_util = __esm({
           }
         }
         function step(result) {
-          result.done ? resolve7(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -20581,11 +20581,11 @@ var init_io = __esm({
     init_io_util();
     __awaiter5 = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve7) {
-          resolve7(value);
+        return value instanceof P ? value : new P(function(resolve8) {
+          resolve8(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve7, reject) {
+      return new (P || (P = Promise))(function(resolve8, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -20601,7 +20601,7 @@ var init_io = __esm({
           }
         }
         function step(result) {
-          result.done ? resolve7(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -20666,11 +20666,11 @@ var init_toolrunner = __esm({
     init_io_util();
     __awaiter6 = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve7) {
-          resolve7(value);
+        return value instanceof P ? value : new P(function(resolve8) {
+          resolve8(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve7, reject) {
+      return new (P || (P = Promise))(function(resolve8, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -20686,7 +20686,7 @@ var init_toolrunner = __esm({
           }
         }
         function step(result) {
-          result.done ? resolve7(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -20905,7 +20905,7 @@ var init_toolrunner = __esm({
             this.toolPath = path3.resolve(process.cwd(), this.options.cwd || process.cwd(), this.toolPath);
           }
           this.toolPath = yield which(this.toolPath, true);
-          return new Promise((resolve7, reject) => __awaiter6(this, void 0, void 0, function* () {
+          return new Promise((resolve8, reject) => __awaiter6(this, void 0, void 0, function* () {
             this._debug(`exec tool: ${this.toolPath}`);
             this._debug("arguments:");
             for (const arg of this.args) {
@@ -20988,7 +20988,7 @@ var init_toolrunner = __esm({
               if (error2) {
                 reject(error2);
               } else {
-                resolve7(exitCode);
+                resolve8(exitCode);
               }
             });
             if (this.options.input) {
@@ -21085,11 +21085,11 @@ var init_exec = __esm({
     init_toolrunner();
     __awaiter7 = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve7) {
-          resolve7(value);
+        return value instanceof P ? value : new P(function(resolve8) {
+          resolve8(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve7, reject) {
+      return new (P || (P = Promise))(function(resolve8, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -21105,7 +21105,7 @@ var init_exec = __esm({
           }
         }
         function step(result) {
-          result.done ? resolve7(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -22583,10 +22583,10 @@ var init_ast = __esm({
 });
 
 // node_modules/minimatch/dist/esm/escape.js
-var escape;
+var escape2;
 var init_escape = __esm({
   "node_modules/minimatch/dist/esm/escape.js"() {
-    escape = (s, { windowsPathsNoEscape = false, magicalBraces = false } = {}) => {
+    escape2 = (s, { windowsPathsNoEscape = false, magicalBraces = false } = {}) => {
       if (magicalBraces) {
         return windowsPathsNoEscape ? s.replace(/[?*()[\]{}]/g, "[$&]") : s.replace(/[?*()[\]\\{}]/g, "\\$&");
       }
@@ -23412,7 +23412,7 @@ var init_esm3 = __esm({
     };
     minimatch.AST = AST;
     minimatch.Minimatch = Minimatch;
-    minimatch.escape = escape;
+    minimatch.escape = escape2;
     minimatch.unescape = unescape2;
   }
 });
@@ -23684,11 +23684,11 @@ var init_internal_globber = __esm({
     init_internal_search_state();
     __awaiter8 = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve7) {
-          resolve7(value);
+        return value instanceof P ? value : new P(function(resolve8) {
+          resolve8(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve7, reject) {
+      return new (P || (P = Promise))(function(resolve8, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -23704,7 +23704,7 @@ var init_internal_globber = __esm({
           }
         }
         function step(result) {
-          result.done ? resolve7(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -23717,14 +23717,14 @@ var init_internal_globber = __esm({
       }, i);
       function verb(n) {
         i[n] = o[n] && function(v) {
-          return new Promise(function(resolve7, reject) {
-            v = o[n](v), settle(resolve7, reject, v.done, v.value);
+          return new Promise(function(resolve8, reject) {
+            v = o[n](v), settle(resolve8, reject, v.done, v.value);
           });
         };
       }
-      function settle(resolve7, reject, d, v) {
+      function settle(resolve8, reject, d, v) {
         Promise.resolve(v).then(function(v2) {
-          resolve7({ value: v2, done: d });
+          resolve8({ value: v2, done: d });
         }, reject);
       }
     };
@@ -23940,11 +23940,11 @@ var init_glob = __esm({
     init_internal_hash_files();
     __awaiter9 = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve7) {
-          resolve7(value);
+        return value instanceof P ? value : new P(function(resolve8) {
+          resolve8(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve7, reject) {
+      return new (P || (P = Promise))(function(resolve8, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -23960,7 +23960,7 @@ var init_glob = __esm({
           }
         }
         function step(result) {
-          result.done ? resolve7(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -24846,10 +24846,10 @@ var require_truncate = __commonJS({
   "node_modules/semver/functions/truncate.js"(exports2, module) {
     "use strict";
     var parse3 = require_parse2();
-    var constants7 = require_constants6();
+    var constants11 = require_constants6();
     var SemVer = require_semver();
     var truncate2 = (version3, truncation, options) => {
-      if (!constants7.RELEASE_TYPES.includes(truncation)) {
+      if (!constants11.RELEASE_TYPES.includes(truncation)) {
         return null;
       }
       const clonedVersion = cloneInputVersion(version3, options);
@@ -26089,7 +26089,7 @@ var require_semver2 = __commonJS({
   "node_modules/semver/index.js"(exports2, module) {
     "use strict";
     var internalRe = require_re();
-    var constants7 = require_constants6();
+    var constants11 = require_constants6();
     var SemVer = require_semver();
     var identifiers = require_identifiers();
     var parse3 = require_parse2();
@@ -26173,8 +26173,8 @@ var require_semver2 = __commonJS({
       re: internalRe.re,
       src: internalRe.src,
       tokens: internalRe.t,
-      SEMVER_SPEC_VERSION: constants7.SEMVER_SPEC_VERSION,
-      RELEASE_TYPES: constants7.RELEASE_TYPES,
+      SEMVER_SPEC_VERSION: constants11.SEMVER_SPEC_VERSION,
+      RELEASE_TYPES: constants11.RELEASE_TYPES,
       compareIdentifiers: identifiers.compareIdentifiers,
       rcompareIdentifiers: identifiers.rcompareIdentifiers
     };
@@ -26360,11 +26360,11 @@ var init_cacheUtils = __esm({
     init_constants();
     __awaiter10 = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve7) {
-          resolve7(value);
+        return value instanceof P ? value : new P(function(resolve8) {
+          resolve8(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve7, reject) {
+      return new (P || (P = Promise))(function(resolve8, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -26380,7 +26380,7 @@ var init_cacheUtils = __esm({
           }
         }
         function step(result) {
-          result.done ? resolve7(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -26393,14 +26393,14 @@ var init_cacheUtils = __esm({
       }, i);
       function verb(n) {
         i[n] = o[n] && function(v) {
-          return new Promise(function(resolve7, reject) {
-            v = o[n](v), settle(resolve7, reject, v.done, v.value);
+          return new Promise(function(resolve8, reject) {
+            v = o[n](v), settle(resolve8, reject, v.done, v.value);
           });
         };
       }
-      function settle(resolve7, reject, d, v) {
+      function settle(resolve8, reject, d, v) {
         Promise.resolve(v).then(function(v2) {
-          resolve7({ value: v2, done: d });
+          resolve8({ value: v2, done: d });
         }, reject);
       }
     };
@@ -27330,9 +27330,9 @@ function isStreamComplete(stream2) {
   if (stream2.readable === false) {
     return Promise.resolve();
   }
-  return new Promise((resolve7) => {
+  return new Promise((resolve8) => {
     const handler = () => {
-      resolve7();
+      resolve8();
       stream2.removeListener("close", handler);
       stream2.removeListener("end", handler);
       stream2.removeListener("error", handler);
@@ -27373,7 +27373,7 @@ function getDecodedResponseStream(stream2, headers) {
   return stream2;
 }
 function streamToText(stream2) {
-  return new Promise((resolve7, reject) => {
+  return new Promise((resolve8, reject) => {
     const buffer3 = [];
     stream2.on("data", (chunk) => {
       if (Buffer.isBuffer(chunk)) {
@@ -27383,7 +27383,7 @@ function streamToText(stream2) {
       }
     });
     stream2.on("end", () => {
-      resolve7(Buffer.concat(buffer3).toString("utf8"));
+      resolve8(Buffer.concat(buffer3).toString("utf8"));
     });
     stream2.on("error", (e) => {
       if (e && e?.name === "AbortError") {
@@ -27565,8 +27565,8 @@ var init_nodeHttpClient = __esm({
           headers: request.headers.toJSON({ preserveCase: true }),
           ...request.requestOverrides
         };
-        return new Promise((resolve7, reject) => {
-          const req = isInsecure ? http2.request(options, resolve7) : https2.request(options, resolve7);
+        return new Promise((resolve8, reject) => {
+          const req = isInsecure ? http2.request(options, resolve8) : https2.request(options, resolve8);
           req.once("error", (err) => {
             reject(new RestError(err.message, { code: err.code ?? RestError.REQUEST_SEND_ERROR, request }));
           });
@@ -27729,7 +27729,7 @@ var init_delay = __esm({
 
 // node_modules/@typespec/ts-http-runtime/dist/esm/util/helpers.js
 function delay(delayInMs, value, options) {
-  return new Promise((resolve7, reject) => {
+  return new Promise((resolve8, reject) => {
     let timer = void 0;
     let onAborted = void 0;
     const rejectOnAbort = () => {
@@ -27752,7 +27752,7 @@ function delay(delayInMs, value, options) {
     }
     timer = setTimeout(() => {
       removeListeners();
-      resolve7(value);
+      resolve8(value);
     }, delayInMs);
     if (options?.abortSignal) {
       options.abortSignal.addEventListener("abort", onAborted);
@@ -28954,8 +28954,8 @@ var require_helpers = __commonJS({
     function req(url2, opts = {}) {
       const href = typeof url2 === "string" ? url2 : url2.href;
       const req2 = (href.startsWith("https:") ? https3 : http3).request(url2, opts);
-      const promise = new Promise((resolve7, reject) => {
-        req2.once("response", resolve7).once("error", reject).end();
+      const promise = new Promise((resolve8, reject) => {
+        req2.once("response", resolve8).once("error", reject).end();
       });
       req2.then = promise.then.bind(promise);
       return req2;
@@ -29132,7 +29132,7 @@ var require_parse_proxy_response = __commonJS({
     var debug_1 = __importDefault(require_src());
     var debug2 = (0, debug_1.default)("https-proxy-agent:parse-proxy-response");
     function parseProxyResponse(socket) {
-      return new Promise((resolve7, reject) => {
+      return new Promise((resolve8, reject) => {
         let buffersLength = 0;
         const buffers = [];
         function read3() {
@@ -29198,7 +29198,7 @@ var require_parse_proxy_response = __commonJS({
           }
           debug2("got proxy server response: %o %o", firstLine, headers);
           cleanup();
-          resolve7({
+          resolve8({
             connect: {
               statusCode,
               statusText,
@@ -30287,7 +30287,7 @@ var init_esm6 = __esm({
 // node_modules/@azure/core-util/dist/esm/createAbortablePromise.js
 function createAbortablePromise(buildPromise, options) {
   const { cleanupBeforeAbort, abortSignal, abortErrorMsg } = options ?? {};
-  return new Promise((resolve7, reject) => {
+  return new Promise((resolve8, reject) => {
     function rejectOnAbort() {
       reject(new AbortError2(abortErrorMsg ?? "The operation was aborted."));
     }
@@ -30305,7 +30305,7 @@ function createAbortablePromise(buildPromise, options) {
     try {
       buildPromise((x) => {
         removeListeners();
-        resolve7(x);
+        resolve8(x);
       }, (x) => {
         removeListeners();
         reject(x);
@@ -30326,8 +30326,8 @@ var init_createAbortablePromise = __esm({
 function delay2(timeInMs, options) {
   let token;
   const { abortSignal, abortErrorMsg } = options ?? {};
-  return createAbortablePromise((resolve7) => {
-    token = setTimeout(resolve7, timeInMs);
+  return createAbortablePromise((resolve8) => {
+    token = setTimeout(resolve8, timeInMs);
   }, {
     cleanupBeforeAbort: () => clearTimeout(token),
     abortSignal,
@@ -37108,17 +37108,17 @@ function decodeEntities(input) {
   if (input.indexOf("&") === -1) return input;
   return input.replace(ENTITY_RE, (match3, hex, dec, name) => {
     if (name !== void 0) {
-      return Object.prototype.hasOwnProperty.call(NAMED, name) ? NAMED[name] : match3;
+      return Object.prototype.hasOwnProperty.call(NAMED2, name) ? NAMED2[name] : match3;
     }
     const cp = hex !== void 0 ? parseInt(hex, 16) : parseInt(dec, 10);
     if (!Number.isFinite(cp) || cp > 1114111) return match3;
     return String.fromCodePoint(cp);
   });
 }
-var NAMED, ENTITY_RE;
+var NAMED2, ENTITY_RE;
 var init_decode_entities = __esm({
   "node_modules/is-unsafe/src/util/decode-entities.js"() {
-    NAMED = Object.freeze({
+    NAMED2 = Object.freeze({
       colon: ":",
       Tab: "	",
       NewLine: "\n"
@@ -39239,7 +39239,7 @@ var init_BufferScheduler = __esm({
        *
        */
       async do() {
-        return new Promise((resolve7, reject) => {
+        return new Promise((resolve8, reject) => {
           this.readable.on("data", (data) => {
             data = typeof data === "string" ? Buffer.from(data, this.encoding) : data;
             this.appendUnresolvedData(data);
@@ -39267,11 +39267,11 @@ var init_BufferScheduler = __esm({
             if (this.isStreamEnd && this.executingOutgoingHandlers === 0) {
               if (this.unresolvedLength > 0 && this.unresolvedLength < this.bufferSize) {
                 const buffer3 = this.shiftBufferFromUnresolvedDataArray();
-                this.outgoingHandler(() => buffer3.getReadableStream(), buffer3.size, this.offset).then(resolve7).catch(reject);
+                this.outgoingHandler(() => buffer3.getReadableStream(), buffer3.size, this.offset).then(resolve8).catch(reject);
               } else if (this.unresolvedLength >= this.bufferSize) {
                 return;
               } else {
-                resolve7();
+                resolve8();
               }
             }
           });
@@ -39410,8 +39410,8 @@ var init_crc64 = __esm({
         NativeCRC642 = NativeCRC642 || {};
         var Module = typeof NativeCRC642 != "undefined" ? NativeCRC642 : {};
         var readyPromiseResolve, readyPromiseReject;
-        Module["ready"] = new Promise(function(resolve7, reject) {
-          readyPromiseResolve = resolve7;
+        Module["ready"] = new Promise(function(resolve8, reject) {
+          readyPromiseResolve = resolve8;
           readyPromiseReject = reject;
         });
         ["_malloc", "_free", "_emscripten_bind_VoidPtr___destroy___0", "_emscripten_bind_Crc64Hash_Crc64Hash_0", "_emscripten_bind_Crc64Hash_OnAppend_2", "_emscripten_bind_Crc64Hash_OnFinal_3", "_emscripten_bind_Crc64Hash___destroy___0", "_fflush", "onRuntimeInitialized"].forEach((prop) => {
@@ -42352,7 +42352,7 @@ function getURLQueries(url2) {
   return queries;
 }
 async function delay3(timeInMs, aborter, abortError) {
-  return new Promise((resolve7, reject) => {
+  return new Promise((resolve8, reject) => {
     let timeout;
     const abortHandler = () => {
       if (timeout !== void 0) {
@@ -42364,7 +42364,7 @@ async function delay3(timeInMs, aborter, abortError) {
       if (aborter !== void 0) {
         aborter.removeEventListener("abort", abortHandler);
       }
-      resolve7();
+      resolve8();
     };
     timeout = setTimeout(resolveHandler, timeInMs);
     if (aborter !== void 0) {
@@ -57620,7 +57620,7 @@ function escapeURLPath(url2) {
   const urlParsed = new URL(url2);
   let path13 = urlParsed.pathname;
   path13 = path13 || "/";
-  path13 = escape2(path13);
+  path13 = escape3(path13);
   urlParsed.pathname = path13;
   return urlParsed.toString();
 }
@@ -57701,7 +57701,7 @@ function extractConnectionStringParts(connectionString) {
     return { kind: "SASConnString", url: blobEndpoint, accountName, accountSas };
   }
 }
-function escape2(text) {
+function escape3(text) {
   return encodeURIComponent(text).replace(/%2F/g, "/").replace(/'/g, "%27").replace(/\+/g, "%20").replace(/%25/g, "%");
 }
 function appendToURLPath(url2, name) {
@@ -60535,7 +60535,7 @@ var init_AvroReadableFromStream = __esm({
           this._position += chunk.length;
           return this.toUint8Array(chunk);
         } else {
-          return new Promise((resolve7, reject) => {
+          return new Promise((resolve8, reject) => {
             const cleanUp = () => {
               this._readable.removeListener("readable", readableCallback);
               this._readable.removeListener("error", rejectCallback);
@@ -60550,7 +60550,7 @@ var init_AvroReadableFromStream = __esm({
               if (callbackChunk) {
                 this._position += callbackChunk.length;
                 cleanUp();
-                resolve7(this.toUint8Array(callbackChunk));
+                resolve8(this.toUint8Array(callbackChunk));
               }
             };
             const rejectCallback = () => {
@@ -61284,8 +61284,8 @@ var init_poller3 = __esm({
         this.stopped = true;
         this.pollProgressCallbacks = [];
         this.operation = operation;
-        this.promise = new Promise((resolve7, reject) => {
-          this.resolve = resolve7;
+        this.promise = new Promise((resolve8, reject) => {
+          this.resolve = resolve8;
           this.reject = reject;
         });
         this.promise.catch(() => {
@@ -61738,8 +61738,8 @@ var init_Batch = __esm({
           return Promise.resolve();
         }
         this.parallelExecute();
-        return new Promise((resolve7, reject) => {
-          this.emitter.on("finish", resolve7);
+        return new Promise((resolve8, reject) => {
+          this.emitter.on("finish", resolve8);
           this.emitter.on("error", (error2) => {
             this.state = BatchStates.Error;
             reject(error2);
@@ -61788,12 +61788,12 @@ import util3 from "node:util";
 async function streamToBuffer(stream2, buffer3, offset, end, encoding) {
   let pos = 0;
   const count = end - offset;
-  return new Promise((resolve7, reject) => {
+  return new Promise((resolve8, reject) => {
     const timeout = setTimeout(() => reject(new Error(`The operation cannot be completed in timeout.`)), REQUEST_TIMEOUT);
     stream2.on("readable", () => {
       if (pos >= count) {
         clearTimeout(timeout);
-        resolve7();
+        resolve8();
         return;
       }
       let chunk = stream2.read();
@@ -61812,7 +61812,7 @@ async function streamToBuffer(stream2, buffer3, offset, end, encoding) {
       if (pos < count) {
         reject(new Error(`Stream drains before getting enough data needed. Data read: ${pos}, data need: ${count}`));
       }
-      resolve7();
+      resolve8();
     });
     stream2.on("error", (msg) => {
       clearTimeout(timeout);
@@ -61821,7 +61821,7 @@ async function streamToBuffer(stream2, buffer3, offset, end, encoding) {
   });
 }
 async function readStreamToLocalFile(rs, file) {
-  return new Promise((resolve7, reject) => {
+  return new Promise((resolve8, reject) => {
     const ws = fs5.createWriteStream(file);
     rs.on("error", (err) => {
       reject(err);
@@ -61829,7 +61829,7 @@ async function readStreamToLocalFile(rs, file) {
     ws.on("error", (err) => {
       reject(err);
     });
-    ws.on("close", resolve7);
+    ws.on("close", resolve8);
     rs.pipe(ws);
   });
 }
@@ -62771,7 +62771,7 @@ var init_Clients = __esm({
        * @returns The SAS URI consisting of the URI to the resource represented by this client, followed by the generated SAS token.
        */
       generateSasUrl(options) {
-        return new Promise((resolve7) => {
+        return new Promise((resolve8) => {
           if (!(this.credential instanceof StorageSharedKeyCredential)) {
             throw new RangeError("Can only generate the SAS when the client is initialized with a shared key credential");
           }
@@ -62782,7 +62782,7 @@ var init_Clients = __esm({
             versionId: this._versionId,
             ...options
           }, this.credential).toString();
-          resolve7(appendToURLQuery(this.url, sas));
+          resolve8(appendToURLQuery(this.url, sas));
         });
       }
       /**
@@ -62821,7 +62821,7 @@ var init_Clients = __esm({
        * @returns The SAS URI consisting of the URI to the resource represented by this client, followed by the generated SAS token.
        */
       generateUserDelegationSasUrl(options, userDelegationKey) {
-        return new Promise((resolve7) => {
+        return new Promise((resolve8) => {
           const sas = generateBlobSASQueryParameters({
             containerName: this._containerName,
             blobName: this._name,
@@ -62829,7 +62829,7 @@ var init_Clients = __esm({
             versionId: this._versionId,
             ...options
           }, userDelegationKey, this.accountName).toString();
-          resolve7(appendToURLQuery(this.url, sas));
+          resolve8(appendToURLQuery(this.url, sas));
         });
       }
       /**
@@ -64791,11 +64791,11 @@ var init_uploadUtils = __esm({
     init_errors();
     __awaiter11 = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve7) {
-          resolve7(value);
+        return value instanceof P ? value : new P(function(resolve8) {
+          resolve8(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve7, reject) {
+      return new (P || (P = Promise))(function(resolve8, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -64811,7 +64811,7 @@ var init_uploadUtils = __esm({
           }
         }
         function step(result) {
-          result.done ? resolve7(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -64924,7 +64924,7 @@ function isRetryableStatusCode(statusCode) {
 }
 function sleep2(milliseconds) {
   return __awaiter12(this, void 0, void 0, function* () {
-    return new Promise((resolve7) => setTimeout(resolve7, milliseconds));
+    return new Promise((resolve8) => setTimeout(resolve8, milliseconds));
   });
 }
 function retry(name_1, method_1, getStatusCode_1) {
@@ -65003,11 +65003,11 @@ var init_requestUtils = __esm({
     init_constants();
     __awaiter12 = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve7) {
-          resolve7(value);
+        return value instanceof P ? value : new P(function(resolve8) {
+          resolve8(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve7, reject) {
+      return new (P || (P = Promise))(function(resolve8, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -65023,7 +65023,7 @@ var init_requestUtils = __esm({
           }
         }
         function step(result) {
-          result.done ? resolve7(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -65224,11 +65224,11 @@ var init_downloadUtils = __esm({
     init_requestUtils();
     __awaiter13 = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve7) {
-          resolve7(value);
+        return value instanceof P ? value : new P(function(resolve8) {
+          resolve8(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve7, reject) {
+      return new (P || (P = Promise))(function(resolve8, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -65244,7 +65244,7 @@ var init_downloadUtils = __esm({
           }
         }
         function step(result) {
-          result.done ? resolve7(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -65346,8 +65346,8 @@ var init_downloadUtils = __esm({
     };
     promiseWithTimeout = (timeoutMs, promise) => __awaiter13(void 0, void 0, void 0, function* () {
       let timeoutHandle;
-      const timeoutPromise = new Promise((resolve7) => {
-        timeoutHandle = setTimeout(() => resolve7("timeout"), timeoutMs);
+      const timeoutPromise = new Promise((resolve8) => {
+        timeoutHandle = setTimeout(() => resolve8("timeout"), timeoutMs);
       });
       return Promise.race([promise, timeoutPromise]).then((result) => {
         clearTimeout(timeoutHandle);
@@ -65776,11 +65776,11 @@ var init_cacheHttpClient = __esm({
     init_user_agent();
     __awaiter14 = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve7) {
-          resolve7(value);
+        return value instanceof P ? value : new P(function(resolve8) {
+          resolve8(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve7, reject) {
+      return new (P || (P = Promise))(function(resolve8, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -65796,7 +65796,7 @@ var init_cacheHttpClient = __esm({
           }
         }
         function step(result) {
-          result.done ? resolve7(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -69062,8 +69062,8 @@ var require_deferred = __commonJS({
        */
       constructor(preventUnhandledRejectionWarning = true) {
         this._state = DeferredState.PENDING;
-        this._promise = new Promise((resolve7, reject) => {
-          this._resolve = resolve7;
+        this._promise = new Promise((resolve8, reject) => {
+          this._resolve = resolve8;
           this._reject = reject;
         });
         if (preventUnhandledRejectionWarning) {
@@ -69278,11 +69278,11 @@ var require_unary_call = __commonJS({
     "use strict";
     var __awaiter18 = exports2 && exports2.__awaiter || function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve7) {
-          resolve7(value);
+        return value instanceof P ? value : new P(function(resolve8) {
+          resolve8(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve7, reject) {
+      return new (P || (P = Promise))(function(resolve8, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -69298,7 +69298,7 @@ var require_unary_call = __commonJS({
           }
         }
         function step(result) {
-          result.done ? resolve7(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -69347,11 +69347,11 @@ var require_server_streaming_call = __commonJS({
     "use strict";
     var __awaiter18 = exports2 && exports2.__awaiter || function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve7) {
-          resolve7(value);
+        return value instanceof P ? value : new P(function(resolve8) {
+          resolve8(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve7, reject) {
+      return new (P || (P = Promise))(function(resolve8, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -69367,7 +69367,7 @@ var require_server_streaming_call = __commonJS({
           }
         }
         function step(result) {
-          result.done ? resolve7(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -69417,11 +69417,11 @@ var require_client_streaming_call = __commonJS({
     "use strict";
     var __awaiter18 = exports2 && exports2.__awaiter || function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve7) {
-          resolve7(value);
+        return value instanceof P ? value : new P(function(resolve8) {
+          resolve8(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve7, reject) {
+      return new (P || (P = Promise))(function(resolve8, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -69437,7 +69437,7 @@ var require_client_streaming_call = __commonJS({
           }
         }
         function step(result) {
-          result.done ? resolve7(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -69486,11 +69486,11 @@ var require_duplex_streaming_call = __commonJS({
     "use strict";
     var __awaiter18 = exports2 && exports2.__awaiter || function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve7) {
-          resolve7(value);
+        return value instanceof P ? value : new P(function(resolve8) {
+          resolve8(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve7, reject) {
+      return new (P || (P = Promise))(function(resolve8, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -69506,7 +69506,7 @@ var require_duplex_streaming_call = __commonJS({
           }
         }
         function step(result) {
-          result.done ? resolve7(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -69554,11 +69554,11 @@ var require_test_transport = __commonJS({
     "use strict";
     var __awaiter18 = exports2 && exports2.__awaiter || function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve7) {
-          resolve7(value);
+        return value instanceof P ? value : new P(function(resolve8) {
+          resolve8(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve7, reject) {
+      return new (P || (P = Promise))(function(resolve8, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -69574,7 +69574,7 @@ var require_test_transport = __commonJS({
           }
         }
         function step(result) {
-          result.done ? resolve7(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -69771,11 +69771,11 @@ var require_test_transport = __commonJS({
       responseTrailer: "test"
     };
     function delay4(ms, abort) {
-      return (v) => new Promise((resolve7, reject) => {
+      return (v) => new Promise((resolve8, reject) => {
         if (abort === null || abort === void 0 ? void 0 : abort.aborted) {
           reject(new rpc_error_1.RpcError("user cancel", "CANCELLED"));
         } else {
-          const id = setTimeout(() => resolve7(v), ms);
+          const id = setTimeout(() => resolve8(v), ms);
           if (abort) {
             abort.addEventListener("abort", (ev) => {
               clearTimeout(id);
@@ -70749,11 +70749,11 @@ var init_cacheTwirpClient = __esm({
     init_util4();
     __awaiter15 = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve7) {
-          resolve7(value);
+        return value instanceof P ? value : new P(function(resolve8) {
+          resolve8(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve7, reject) {
+      return new (P || (P = Promise))(function(resolve8, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -70769,7 +70769,7 @@ var init_cacheTwirpClient = __esm({
           }
         }
         function step(result) {
-          result.done ? resolve7(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -70898,7 +70898,7 @@ var init_cacheTwirpClient = __esm({
       }
       sleep(milliseconds) {
         return __awaiter15(this, void 0, void 0, function* () {
-          return new Promise((resolve7) => setTimeout(resolve7, milliseconds));
+          return new Promise((resolve8) => setTimeout(resolve8, milliseconds));
         });
       }
       getExponentialRetryTimeMilliseconds(attempt) {
@@ -70917,7 +70917,7 @@ var init_cacheTwirpClient = __esm({
 });
 
 // node_modules/@actions/cache/lib/internal/tar.js
-import { existsSync as existsSync15, writeFileSync as writeFileSync7 } from "fs";
+import { existsSync as existsSync15, writeFileSync as writeFileSync2 } from "fs";
 import * as path11 from "path";
 function getTarPath() {
   return __awaiter16(this, void 0, void 0, function* () {
@@ -71098,7 +71098,7 @@ function extractTar(archivePath, compressionMethod) {
 }
 function createTar(archiveFolder, sourceDirectories, compressionMethod) {
   return __awaiter16(this, void 0, void 0, function* () {
-    writeFileSync7(path11.join(archiveFolder, ManifestFilename), sourceDirectories.join("\n"));
+    writeFileSync2(path11.join(archiveFolder, ManifestFilename), sourceDirectories.join("\n"));
     const { commands } = yield getCommands(compressionMethod, "create");
     yield execCommands(commands, archiveFolder);
   });
@@ -71113,11 +71113,11 @@ var init_tar = __esm({
     init_constants();
     __awaiter16 = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve7) {
-          resolve7(value);
+        return value instanceof P ? value : new P(function(resolve8) {
+          resolve8(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve7, reject) {
+      return new (P || (P = Promise))(function(resolve8, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -71133,7 +71133,7 @@ var init_tar = __esm({
           }
         }
         function step(result) {
-          result.done ? resolve7(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -71541,11 +71541,11 @@ var init_cache3 = __esm({
     init_constants();
     __awaiter17 = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve7) {
-          resolve7(value);
+        return value instanceof P ? value : new P(function(resolve8) {
+          resolve8(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve7, reject) {
+      return new (P || (P = Promise))(function(resolve8, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -71561,7 +71561,7 @@ var init_cache3 = __esm({
           }
         }
         function step(result) {
-          result.done ? resolve7(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -71665,8 +71665,8 @@ function inActionTerms(text) {
 
 // src/action/run.ts
 init_core();
-import { existsSync as existsSync18, mkdirSync as mkdirSync13, rmSync as rmSync10 } from "node:fs";
-import { join as join30 } from "node:path";
+import { existsSync as existsSync18, mkdirSync as mkdirSync11, rmSync as rmSync10 } from "node:fs";
+import { join as join29 } from "node:path";
 
 // src/core/elf/report-types.ts
 function isFailing(problem, strict) {
@@ -72256,17 +72256,17 @@ function lookupCacheEntry(cache2, name, options) {
   let bestPriority = 0;
   for (const e of cacheCandidates(cache2, name)) {
     if (!flagsAccepted(e.flags, options.elfClass, options.machine)) continue;
-    const named = e.hwcapsSubdir !== null;
-    if (named && x8664 && e.isaLevel + 1 > isaLevel) continue;
-    if (!named && best !== null) break;
-    if (!named && e.legacyHwcap && (!options.legacyHwcap || !legacyAccepted(e, options.legacyHwcap))) continue;
-    if (named) {
+    const named2 = e.hwcapsSubdir !== null;
+    if (named2 && x8664 && e.isaLevel + 1 > isaLevel) continue;
+    if (!named2 && best !== null) break;
+    if (!named2 && e.legacyHwcap && (!options.legacyHwcap || !legacyAccepted(e, options.legacyHwcap))) continue;
+    if (named2) {
       const priority = active.indexOf(e.hwcapsSubdir) + 1;
       if (priority === 0 || best !== null && priority >= bestPriority) continue;
       bestPriority = priority;
     }
     best = e;
-    if (!named && e.flags === defaultFlags) break;
+    if (!named2 && e.flags === defaultFlags) break;
   }
   return best;
 }
@@ -72276,7 +72276,7 @@ import { existsSync as existsSync5 } from "node:fs";
 
 // src/core/elf/check-files.ts
 import { existsSync as existsSync4, readFileSync as readFileSync10 } from "node:fs";
-import { resolve as resolve2 } from "node:path";
+import { resolve as resolve3 } from "node:path";
 
 // src/core/elf/bind/symbols.ts
 var STB_LOCAL = 0;
@@ -73934,14 +73934,14 @@ function versionFileStop(scope, ref, memo, skip = null, firstNamed = /* @__PURE_
     firstNamed.set(file, at);
   }
   if (at < 0) return null;
-  const named = scope[at];
-  if (memo.defines(named.info, ref)) return null;
+  const named2 = scope[at];
+  if (memo.defines(named2.info, ref)) return null;
   for (let i = 0; i < at; i++) {
     const o = scope[i];
     if (o !== skip && memo.defines(o.info, ref)) return null;
   }
   const later = scope.slice(at + 1).find((o) => o !== skip && memo.defines(o.info, ref)) ?? null;
-  return { named, later };
+  return { named: named2, later };
 }
 var STB_WEAK3 = 2;
 function versionFileStops(p, obj, memo, scopeFor) {
@@ -73949,9 +73949,9 @@ function versionFileStops(p, obj, memo, scopeFor) {
   const firstNamed = /* @__PURE__ */ new Map();
   for (const ref of versionedReferences(obj.info)) {
     const scope = scopeFor(ref.name);
-    let named = firstNamed.get(scope);
-    if (!named) firstNamed.set(scope, named = /* @__PURE__ */ new Map());
-    const stop = versionFileStop(scope, ref, memo, null, named);
+    let named2 = firstNamed.get(scope);
+    if (!named2) firstNamed.set(scope, named2 = /* @__PURE__ */ new Map());
+    const stop = versionFileStop(scope, ref, memo, null, named2);
     if (!stop) continue;
     const weak = ref.binding === STB_WEAK3;
     if (!weak && stop.later === null) continue;
@@ -73974,9 +73974,9 @@ function versionFileStops(p, obj, memo, scopeFor) {
 // src/core/elf/bind/check-match.ts
 function checkMatchAbort(p, obj, ref, memo, glibc, scope = p.scope) {
   if (ref.version === null || ref.versionFile === null) return null;
-  const named = p.objectMatching(ref.versionFile);
-  if (!named || named === obj || named.info.hasVersym || named.role === "interp" || !memo.defines(named.info, ref)) return null;
-  const at = scope.indexOf(named);
+  const named2 = p.objectMatching(ref.versionFile);
+  if (!named2 || named2 === obj || named2.info.hasVersym || named2.role === "interp" || !memo.defines(named2.info, ref)) return null;
+  const at = scope.indexOf(named2);
   if (at < 0 || scope.slice(0, at).some((o) => o !== obj && memo.defines(o.info, ref))) return null;
   return {
     kind: "loader-abort",
@@ -73984,10 +73984,10 @@ function checkMatchAbort(p, obj, ref, memo, glibc, scope = p.scope) {
     library: ref.versionFile,
     version: ref.version,
     symbol: ref.name,
-    provider: named,
-    edge: p.edgeTo(named) ?? null,
+    provider: named2,
+    edge: p.edgeTo(named2) ?? null,
     ref,
-    reason: `check_match: Assertion \`version->filename == NULL || ! _dl_name_match_p (version->filename, map)' failed: ${obj.path} asks for ${ref.name}@${ref.version} and ${named.path}, the ${ref.versionFile} it names, defines it without any symbol versioning (glibc ${glibc.join(".")} aborts; 2.41 and later accept it)`
+    reason: `check_match: Assertion \`version->filename == NULL || ! _dl_name_match_p (version->filename, map)' failed: ${obj.path} asks for ${ref.name}@${ref.version} and ${named2.path}, the ${ref.versionFile} it names, defines it without any symbol versioning (glibc ${glibc.join(".")} aborts; 2.41 and later accept it)`
   };
 }
 function checkMatchAborts(p, obj, memo, glibc) {
@@ -74257,13 +74257,13 @@ function loadStop(p) {
   if (forbid && asksExecStack(p.main.info)) {
     return { reached: /* @__PURE__ */ new Set(), edge: null, error: p.dlopenEdge ? "Fatal glibc error: executable stack is not allowed" : `${p.main.path}: ${EXEC_STACK_ERROR}`, at: -1 };
   }
-  const refuse = forbid || execStackRefused(p);
+  const refuse2 = forbid || execStackRefused(p);
   const mapping = mappingOrder(p);
   for (const [i, edge] of mapping.entries()) {
     let error2;
     if (!edge.object) {
       if (!edge.ignored && edge.errorPath !== void 0) error2 = edge.error ?? `${edge.errorPath}: cannot load it`;
-    } else if ((forbid || refuse && p.dlopenEdge !== null && i >= p.dlopenAt) && edge.via !== "loaded" && edge.object.role !== "interp" && asksExecStack(edge.object.info)) {
+    } else if ((forbid || refuse2 && p.dlopenEdge !== null && i >= p.dlopenAt) && edge.via !== "loaded" && edge.object.role !== "interp" && asksExecStack(edge.object.info)) {
       error2 = `${edge.name}: ${EXEC_STACK_ERROR}`;
     }
     if (error2 !== void 0) return { reached: new Set(mapping.slice(0, i + 1)), edge, error: error2, at: i };
@@ -74487,15 +74487,15 @@ var SymbolMemo = class {
     const key = `${this.id(obj.info)}|${ids.sort().join(",")}`;
     let unbound = this.memo.get(key);
     if (!unbound) {
-      const named = /* @__PURE__ */ new Map();
+      const named2 = /* @__PURE__ */ new Map();
       for (const o of closure) {
-        for (const n of o.names) if (!named.has(n)) named.set(n, o);
-        if (o.info.soname !== null && !named.has(o.info.soname)) named.set(o.info.soname, o);
+        for (const n of o.names) if (!named2.has(n)) named2.set(n, o);
+        if (o.info.soname !== null && !named2.has(o.info.soname)) named2.set(o.info.soname, o);
       }
       const present = /* @__PURE__ */ new Map();
       for (const o of closure) if (!present.has(o.info)) present.set(o.info, o);
       unbound = references(obj.info).filter((ref) => {
-        let likely = ref.versionFile === null ? void 0 : named.get(ref.versionFile);
+        let likely = ref.versionFile === null ? void 0 : named2.get(ref.versionFile);
         if (likely === void 0) {
           const last = this.lastDefiner.get(ref.name);
           likely = last === void 0 ? void 0 : present.get(last);
@@ -76398,9 +76398,207 @@ function noexecMountPoints() {
 }
 
 // src/core/elf/cache/verdict-cache.ts
-import { mkdirSync, readdirSync as readdirSync4, readFileSync as readFileSync8, renameSync, statfsSync, statSync as statSync5, unlinkSync, writeFileSync } from "node:fs";
-import { basename as basename8, dirname as dirname7, join as join7 } from "node:path";
+import { readdirSync as readdirSync4, readFileSync as readFileSync8, statfsSync, statSync as statSync5, unlinkSync as unlinkSync2 } from "node:fs";
+import { basename as basename9, dirname as dirname8, join as join7 } from "node:path";
 import { fileURLToPath } from "node:url";
+
+// src/core/safe-fs/dir.ts
+import { closeSync as closeSync5, constants as constants5, fstatSync as fstatSync3, lstatSync as lstatSync3, mkdirSync, openSync as openSync5, readlinkSync as readlinkSync2 } from "node:fs";
+import { isAbsolute as isAbsolute2, resolve as resolve2 } from "node:path";
+
+// src/core/safe-fs/trust.ts
+function runningAsRoot() {
+  return process.getuid?.() === 0;
+}
+function whyUntrusted(st, options = {}) {
+  if (st.uid !== 0) return `it is owned by uid ${st.uid}, not root`;
+  if (st.isSymbolicLink()) return void 0;
+  const sticky = (st.mode & 512) !== 0 && !options.strict;
+  if ((st.mode & 2) !== 0 && !(st.isDirectory() && sticky)) return "it is writable by every user";
+  if ((st.mode & 16) !== 0 && st.gid !== 0 && !(st.isDirectory() && sticky)) return `it is writable by group ${st.gid}`;
+  return void 0;
+}
+
+// src/core/safe-fs/dir.ts
+var DIR_FLAGS = constants5.O_RDONLY | constants5.O_DIRECTORY | constants5.O_NOFOLLOW;
+var MAX_LINKS = 40;
+function holder(path13, fd) {
+  let open3 = true;
+  return {
+    path: path13,
+    fd,
+    entry(name) {
+      if (name === "" || name.includes("/") || name === "." || name === "..") throw new Error(`not an entry name: ${JSON.stringify(name)}`);
+      return `/proc/self/fd/${fd}/${name}`;
+    },
+    close() {
+      if (open3) closeSync5(fd);
+      open3 = false;
+    }
+  };
+}
+function refuse(path13, at, why, purpose) {
+  return new CudaenvError(`refusing to ${purpose ?? `write ${path13}`} as root: ${at} is not safe (${why}); another user could change what root finds there`, {
+    hint: `Make ${at} and every directory above it owned by root and writable by no one else (chown root:root, chmod go-w), or run the command as the user who owns it.`,
+    code: "unsafe-path"
+  });
+}
+function openDir(path13, options = {}) {
+  const absolute = resolve2(path13);
+  if (!runningAsRoot()) return openAsUser(absolute, options);
+  return walkAsRoot(absolute, options);
+}
+function openAsUser(path13, options) {
+  if (options.create !== void 0) mkdirSync(path13, { recursive: true, mode: options.create });
+  return holder(path13, openSync5(path13, constants5.O_RDONLY | constants5.O_DIRECTORY));
+}
+function walkAsRoot(path13, options) {
+  let fd = openSync5("/", DIR_FLAGS);
+  let here = "/";
+  const pending = path13.split("/").filter((c) => c !== "" && c !== ".");
+  let links = 0;
+  try {
+    const why0 = whyUntrusted(fstatSync3(fd));
+    if (why0) throw refuse(path13, "/", why0, options.purpose);
+    while (pending.length > 0) {
+      const name = pending.shift();
+      const at = `/proc/self/fd/${fd}/${name}`;
+      let st;
+      try {
+        st = lstatSync3(at);
+      } catch (error2) {
+        if (!isErrno(error2, "ENOENT") || options.create === void 0) throw error2;
+        try {
+          mkdirSync(at, { mode: options.create });
+        } catch (mkdirError) {
+          if (!isErrno(mkdirError, "EEXIST")) throw mkdirError;
+        }
+        st = lstatSync3(at);
+      }
+      const shown = name === ".." ? resolve2(here, "..") : resolve2(here, name);
+      if (st.isSymbolicLink()) {
+        if (++links > MAX_LINKS) throw new CudaenvError(`too many levels of symbolic links in ${path13}`, { code: "unsafe-path" });
+        const value = readlinkSync2(at);
+        pending.unshift(...value.split("/").filter((c) => c !== "" && c !== "."));
+        if (isAbsolute2(value)) {
+          const root = openSync5("/", DIR_FLAGS);
+          closeSync5(fd);
+          fd = root;
+          here = "/";
+        }
+        continue;
+      }
+      if (!st.isDirectory()) throw new CudaenvError(`cannot use ${path13} as a directory: ${shown} is not a directory`, { hint: `Move ${shown} aside or choose another path.`, code: "not-a-directory" });
+      const next = openSync5(at, DIR_FLAGS);
+      closeSync5(fd);
+      fd = next;
+      here = shown;
+      const why = whyUntrusted(fstatSync3(fd));
+      if (why) throw refuse(path13, here, why, options.purpose);
+    }
+    return holder(path13, fd);
+  } catch (error2) {
+    closeSync5(fd);
+    throw error2;
+  }
+}
+function named(error2, dir, name) {
+  if (!isErrno(error2)) return error2;
+  const proc = `/proc/self/fd/${dir.fd}`;
+  const real = (text) => text.split(proc).join(dir.path.replace(/\/+$/, "") || "/");
+  const shown = name === void 0 ? void 0 : `${dir.path.replace(/\/+$/, "")}/${name}`;
+  const fix = (text) => shown ? text.replace(new RegExp(`'${escape(proc)}/[^']*'`, "g"), `'${shown}'`) : text;
+  error2.message = real(fix(error2.message));
+  if (typeof error2.path === "string") error2.path = shown && error2.path.startsWith(`${proc}/`) ? shown : real(error2.path);
+  const withDest = error2;
+  if (typeof withDest.dest === "string") withDest.dest = shown ?? real(withDest.dest);
+  return error2;
+}
+function escape(text) {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+function withDir(path13, options, use) {
+  const dir = openDir(path13, options);
+  try {
+    return use(dir);
+  } catch (error2) {
+    throw named(error2, dir);
+  } finally {
+    dir.close();
+  }
+}
+
+// src/core/safe-fs/write.ts
+import { closeSync as closeSync6, constants as constants6, fchmodSync, fchownSync, fsyncSync, linkSync, openSync as openSync6, renameSync, rmSync, symlinkSync, unlinkSync, writeSync } from "node:fs";
+import { basename as basename8, dirname as dirname7 } from "node:path";
+function temporaryName(name) {
+  const { randomBytes } = process.getBuiltinModule("node:crypto");
+  return `.${name}.${randomBytes(8).toString("hex")}.tmp`;
+}
+var CREATE = constants6.O_WRONLY | constants6.O_CREAT | constants6.O_EXCL | constants6.O_NOFOLLOW;
+function writeFileSafely(path13, content, options = {}) {
+  return withDir(dirname7(path13), { create: options.dirMode ?? 493, purpose: `write ${path13}` }, (dir) => writeIn(dir, basename8(path13), content, options));
+}
+function writeIn(dir, name, content, options = {}) {
+  try {
+    return writeEntry(dir, name, content, options);
+  } catch (error2) {
+    throw named(error2, dir, name);
+  }
+}
+function writeEntry(dir, name, content, options) {
+  const mode = options.mode ?? 420;
+  const tmp = temporaryName(name);
+  const fd = openSync6(dir.entry(tmp), CREATE, mode);
+  let placed = false;
+  try {
+    try {
+      writeSync(fd, typeof content === "string" ? Buffer.from(content) : content);
+      fchmodSync(fd, mode);
+      if (options.owner) fchownSync(fd, options.owner.uid, options.owner.gid);
+      if (options.durable !== false) fsyncSync(fd);
+    } finally {
+      closeSync6(fd);
+    }
+    if (options.exclusive) {
+      try {
+        linkSync(dir.entry(tmp), dir.entry(name));
+      } catch (error2) {
+        if (isErrno(error2, "EEXIST")) return false;
+        throw error2;
+      }
+      return true;
+    }
+    renameSync(dir.entry(tmp), dir.entry(name));
+    placed = true;
+    return true;
+  } finally {
+    if (!placed) rmSync(dir.entry(tmp), { force: true });
+  }
+}
+function symlinkSafely(path13, value, options = {}) {
+  withDir(dirname7(path13), { create: options.dirMode ?? 493, purpose: `write ${path13}` }, (dir) => symlinkIn(dir, basename8(path13), value));
+}
+function symlinkIn(dir, name, value) {
+  const tmp = temporaryName(name);
+  try {
+    symlinkSync(value, dir.entry(tmp));
+  } catch (error2) {
+    throw named(error2, dir, name);
+  }
+  try {
+    renameSync(dir.entry(tmp), dir.entry(name));
+  } catch (error2) {
+    rmSync(dir.entry(tmp), { force: true });
+    throw named(error2, dir, name);
+  }
+}
+
+// src/core/safe-fs/read.ts
+import { closeSync as closeSync7, constants as constants7, fstatSync as fstatSync4, openSync as openSync7, readSync as readSync5 } from "node:fs";
+var READ = constants7.O_RDONLY | constants7.O_NOFOLLOW | constants7.O_NONBLOCK | constants7.O_NOCTTY;
+
+// src/core/elf/cache/verdict-cache.ts
 var SETTLE_MS = 2e3;
 var FORMAT = 1;
 var MAX_ROOTS = 2e4;
@@ -76450,10 +76648,10 @@ var VerdictCache = class {
    * The stored result for `name` when everything it depended on still holds, and it was stored
    * for a file named the same way (`named`: on its own, not found in a directory).
    */
-  lookup(name, named = false) {
+  lookup(name, named2 = false) {
     const entry2 = this.loaded && Object.hasOwn(this.loaded.files, name) ? this.loaded.files[name] : void 0;
     if (!entry2 || !Array.isArray(entry2.i) || !Array.isArray(entry2.o) || !Array.isArray(entry2.problems) || !Array.isArray(entry2.failedPreloads)) return void 0;
-    if (entry2.n === 1 !== named) return void 0;
+    if (entry2.n === 1 !== named2) return void 0;
     try {
       for (const i of entry2.i) {
         if (!this.holdsNow(i)) {
@@ -76485,12 +76683,12 @@ var VerdictCache = class {
     return holds;
   }
   /** A result just computed from `inputs` (and the check's shared facts); kept when it may be. */
-  store(name, inputs, shared, result, named = false) {
+  store(name, inputs, shared, result, named2 = false) {
     if (result.problems.some((p) => isFailing(p, false))) return;
     const settled = this.startedAt - SETTLE_MS;
     if (inputs.newest >= settled || shared.newest >= settled) return;
     for (const [dev, path13] of [...inputs.devices, ...shared.devices]) if (this.onNetworkFs(dev, path13)) return;
-    this.fresh.set(name, { inputs, shared, result, named });
+    this.fresh.set(name, { inputs, shared, result, named: named2 });
   }
   onNetworkFs(dev, path13) {
     let network = this.fsTypes.get(dev);
@@ -76535,10 +76733,10 @@ var VerdictCache = class {
     };
     const files = {};
     let count = 0;
-    const add = (name, idx, r, named) => {
+    const add = (name, idx, r, named2) => {
       files[name] = {
         i: idx,
-        ...named ? { n: 1 } : {},
+        ...named2 ? { n: 1 } : {},
         ...r.skipped ? { skipped: r.skipped } : {},
         ...r.checked !== void 0 ? { checked: r.checked } : {},
         o: r.objects.map(object),
@@ -76548,7 +76746,7 @@ var VerdictCache = class {
       };
       count++;
     };
-    for (const [name, { inputs: own, shared, result, named }] of this.fresh) {
+    for (const [name, { inputs: own, shared, result, named: named2 }] of this.fresh) {
       const idx = [];
       for (const set of [shared, own]) {
         for (const [k, value] of set.values) {
@@ -76556,7 +76754,7 @@ var VerdictCache = class {
           idx.push(input(k.slice(0, sep9), k.slice(sep9 + 1), value));
         }
       }
-      add(name, idx, result, named);
+      add(name, idx, result, named2);
     }
     if (this.loaded) {
       for (const [name, entry2] of Object.entries(this.loaded.files)) {
@@ -76576,10 +76774,7 @@ var VerdictCache = class {
     }
     const data = { format: FORMAT, key: this.keyText, inputs, objects, files };
     try {
-      mkdirSync(this.options.dir, { recursive: true });
-      const tmp = `${this.file}.${process.pid}.tmp`;
-      writeFileSync(tmp, JSON.stringify(data));
-      renameSync(tmp, this.file);
+      writeFileSafely(this.file, JSON.stringify(data), { durable: false });
       prune(this.options.dir, this.file);
     } catch {
     }
@@ -76607,7 +76802,7 @@ function prune(dir, keep) {
   for (const e of entries2.slice(MAX_FILES)) {
     if (e.path === keep) continue;
     try {
-      unlinkSync(e.path);
+      unlinkSync2(e.path);
     } catch {
     }
   }
@@ -76617,7 +76812,7 @@ function codeStamp() {
   if (stamp !== void 0) return stamp;
   const self2 = fileURLToPath(import.meta.url);
   const files = [];
-  if (basename8(self2).includes("bundle")) {
+  if (basename9(self2).includes("bundle")) {
     files.push(self2);
   } else {
     const walk = (dir) => {
@@ -76628,7 +76823,7 @@ function codeStamp() {
       }
     };
     try {
-      walk(dirname7(dirname7(self2)));
+      walk(dirname8(dirname8(self2)));
     } catch {
     }
     if (files.length === 0) files.push(self2);
@@ -76644,7 +76839,7 @@ function codeStamp() {
 }
 
 // src/core/elf/cache/loader-facts.ts
-import { mkdirSync as mkdirSync2, readFileSync as readFileSync9, renameSync as renameSync2, writeFileSync as writeFileSync2 } from "node:fs";
+import { readFileSync as readFileSync9 } from "node:fs";
 import { join as join8 } from "node:path";
 function bootId() {
   try {
@@ -76703,10 +76898,7 @@ var LoaderFactsFile = class {
     if (stamp2 === null) return;
     const file = this.fileFor(interp);
     try {
-      mkdirSync2(join8(this.dir, "loader"), { recursive: true });
-      const tmp = `${file}.${process.pid}.tmp`;
-      writeFileSync2(tmp, JSON.stringify({ interp, stamp: stamp2, facts: encode(facts) }));
-      renameSync2(tmp, file);
+      writeFileSafely(file, JSON.stringify({ interp, stamp: stamp2, facts: encode(facts) }), { durable: false });
     } catch {
     }
   }
@@ -76781,7 +76973,7 @@ function makeContext(options, cwd, recorder = null) {
 async function readExe(options, cwd, recorder = null) {
   if (!options.exe) return void 0;
   const root = normalRoot(options.sysroot);
-  const path13 = options.exe.startsWith("/") ? inImage(root, options.exe) : resolve2(cwd, options.exe);
+  const path13 = options.exe.startsWith("/") ? inImage(root, options.exe) : resolve3(cwd, options.exe);
   const view = new FileView(cwd, root);
   view.recorder = recorder;
   const st = view.statSync(path13);
@@ -77076,6 +77268,9 @@ var CUDA_GPU_FACTS = [
   { cuda: "13.1", ptx: "9.1", driver: "590.44.01", sass: ["7.5", "8.0", "8.6", "8.7", "8.8", "8.9", "9.0", "10.0", "10.3", "11.0", "12.0", "12.1"] }
 ];
 
+// src/core/remote/catalog.ts
+import { createHash } from "node:crypto";
+
 // src/core/remote/fetch-text.ts
 import { readFile, readdir as readdir2 } from "node:fs/promises";
 
@@ -77280,7 +77475,7 @@ async function requestOnce(url2, options) {
   const credentials = splitCredentials(url2);
   url2 = credentials.target;
   const headers = { "user-agent": "cudaenv", ...credentials.authorization ? { authorization: credentials.authorization } : {}, ...options.headers };
-  return new Promise((resolve7, reject) => {
+  return new Promise((resolve8, reject) => {
     const req = !proxy ? (url2.protocol === "https:" ? https3 : http3).request(url2, { method: "GET", headers, agent: agents.get(url2.protocol), signal: options.signal }) : url2.protocol === "https:" ? https3.request(url2, { method: "GET", headers, agent: tunnelAgent(mods, proxy), signal: options.signal }) : http3.request({ host: proxy.host, port: proxy.port, method: "GET", path: url2.href, headers: { host: url2.host, ...headers, ...proxyHeaders(proxy) }, agent: agents.get("http:"), signal: options.signal });
     req.on("error", (error2) => {
       clearTimeout(connectTimer);
@@ -77302,7 +77497,7 @@ async function requestOnce(url2, options) {
         reject(proxyRefusal(proxy, url2.host, 407, res.statusMessage));
         return;
       }
-      resolve7({ statusCode: res.statusCode ?? 0, headers: res.headers, body: res, url: url2.href });
+      resolve8({ statusCode: res.statusCode ?? 0, headers: res.headers, body: res, url: url2.href });
     });
     req.end();
   });
@@ -77317,6 +77512,9 @@ async function httpGet(url2, options = {}) {
     if (hop >= MAX_REDIRECTS) throw codedError(`${redactCredentials(url2)} redirects more than ${MAX_REDIRECTS} times`, "ETOOMANYREDIRECTS");
     const next = new URL(location, current);
     if (next.protocol !== "http:" && next.protocol !== "https:") throw codedError(`${redactCredentials(current.href)} redirects to ${redactCredentials(next.href)}, which is not http(s)`, "EBADREDIRECT");
+    if (current.protocol === "https:" && next.protocol === "http:") {
+      throw codedError(`${redactCredentials(current.href)} redirects to ${redactCredentials(next.href)}: a redirect from https to plain http is refused`, "EDOWNGRADE");
+    }
     if (next.origin === current.origin && !next.username && !next.password) {
       next.username = current.username;
       next.password = current.password;
@@ -77327,7 +77525,40 @@ async function httpGet(url2, options = {}) {
 function discard(res) {
   res.body.resume();
 }
-async function* readBody(res, idleMs = BODY_IDLE_TIMEOUT_MS) {
+var DEFAULT_SPEED_LIMIT = 1024;
+var DEFAULT_SPEED_TIME_S = 60;
+var DEFAULT_DOWNLOAD_TIMEOUT_S = 6 * 3600;
+function limitSetting(env, name, fallback, unit) {
+  const text = env[name]?.trim();
+  if (text === void 0 || text === "") return fallback;
+  if (!/^\d+(\.\d+)?$/.test(text)) {
+    throw new CudaenvError(`${name}=${JSON.stringify(text)} is not a number of ${unit}`, {
+      hint: `Set ${name} to a number of ${unit} (0 turns the limit off), or unset it for the default (${fallback}).`,
+      code: "usage",
+      exitCode: 2
+    });
+  }
+  return Number(text);
+}
+function downloadLimits(env = process.env) {
+  const speedTime = limitSetting(env, "CUDAENV_SPEED_TIME", DEFAULT_SPEED_TIME_S, "seconds");
+  return {
+    speedLimit: limitSetting(env, "CUDAENV_SPEED_LIMIT", DEFAULT_SPEED_LIMIT, "bytes per second"),
+    speedTimeMs: Math.max(1, speedTime * 1e3),
+    timeoutMs: limitSetting(env, "CUDAENV_DOWNLOAD_TIMEOUT", DEFAULT_DOWNLOAD_TIMEOUT_S, "seconds") * 1e3
+  };
+}
+function formatSeconds(ms) {
+  if (ms >= 72e5 && ms % 36e5 === 0) return `${ms / 36e5} h`;
+  if (ms >= 12e4 && ms % 6e4 === 0) return `${ms / 6e4} min`;
+  return `${Number((ms / 1e3).toFixed(ms < 1e4 ? 1 : 0))} s`;
+}
+async function* readBody(res, options = {}) {
+  const o = typeof options === "number" ? { idleMs: options } : options;
+  const idleMs = o.idleMs ?? BODY_IDLE_TIMEOUT_MS;
+  const defaults2 = o.speedLimit === void 0 || o.speedTimeMs === void 0 ? downloadLimits() : void 0;
+  const speedLimit = o.speedLimit ?? defaults2.speedLimit;
+  const speedTimeMs = o.speedTimeMs ?? defaults2.speedTimeMs;
   const iterator = res.body[Symbol.asyncIterator]();
   let waiting = false;
   const timer = setTimeout(function expire() {
@@ -77335,23 +77566,42 @@ async function* readBody(res, idleMs = BODY_IDLE_TIMEOUT_MS) {
     else timer.refresh();
   }, idleMs);
   timer.unref();
+  const deadline = o.deadline === void 0 ? void 0 : setTimeout(() => {
+    res.body.destroy(codedError(`the download of ${res.url} did not finish in the time allowed (${o.deadlineWhy ?? "CUDAENV_DOWNLOAD_TIMEOUT"})`, "EDEADLINE"));
+  }, Math.max(0, o.deadline - Date.now()));
+  deadline?.unref();
+  let waited = 0;
+  let windowStart = 0;
+  let windowBytes = 0;
   try {
     for (; ; ) {
       timer.refresh();
       waiting = true;
+      const since = Date.now();
       const next = await iterator.next();
       waiting = false;
+      waited += Date.now() - since;
       if (next.done) return;
+      windowBytes += next.value.length;
+      const span = waited - windowStart;
+      if (speedLimit > 0 && span >= speedTimeMs) {
+        if (windowBytes * 1e3 < speedLimit * span) {
+          throw codedError(`${res.url} sent ${windowBytes} bytes in ${formatSeconds(span)}, slower than the minimum of ${speedLimit} bytes/s over ${formatSeconds(speedTimeMs)} (CUDAENV_SPEED_LIMIT, CUDAENV_SPEED_TIME)`, "ESLOW");
+        }
+        windowStart = waited;
+        windowBytes = 0;
+      }
       yield next.value;
     }
   } finally {
     clearTimeout(timer);
+    clearTimeout(deadline);
     await iterator.return?.();
   }
 }
 function isTransient(error2) {
   const code = error2?.code ?? "";
-  return /^(ECONNRESET|ECONNREFUSED|ECONNABORTED|EPIPE|ETIMEDOUT|EAI_AGAIN|ENETUNREACH|ENETDOWN|EHOSTUNREACH|EHOSTDOWN|ERR_STREAM_PREMATURE_CLOSE|HPE_INVALID_EOF_STATE|EBODYSHORT|EPROXYGATEWAY)$/.test(code) || /socket hang up|premature close/i.test(error2?.message ?? "");
+  return /^(ECONNRESET|ECONNREFUSED|ECONNABORTED|EPIPE|ETIMEDOUT|ESLOW|EAI_AGAIN|ENETUNREACH|ENETDOWN|EHOSTUNREACH|EHOSTDOWN|ERR_STREAM_PREMATURE_CLOSE|HPE_INVALID_EOF_STATE|EBODYSHORT|EPROXYGATEWAY)$/.test(code) || /socket hang up|premature close/i.test(error2?.message ?? "");
 }
 function accessHint(status, mirrorUrl) {
   if (status !== 401 && status !== 403) return void 0;
@@ -77360,6 +77610,12 @@ function accessHint(status, mirrorUrl) {
 }
 function networkHint(error2, fallback) {
   const code = error2?.code ?? "";
+  if (code === "ESLOW" || code === "EDEADLINE") {
+    return "The mirror (or the network to it) is too slow: try again later, or use another mirror (--mirror). The limits are CUDAENV_SPEED_LIMIT bytes/s over CUDAENV_SPEED_TIME seconds, and CUDAENV_DOWNLOAD_TIMEOUT seconds per file (0 turns either off).";
+  }
+  if (code === "EDOWNGRADE") {
+    return "The mirror (or something between it and you) sends an https download to plain http, where anyone on the path could change it; cudaenv never follows that. Ask the mirror's owner to serve it over https, or, if plain http is what you mean to trust, give that http:// URL itself as the mirror (--mirror, CUDAENV_MIRROR, the mirror setting).";
+  }
   if (code === "EPROXYAUTH") {
     return "Give the proxy's credentials in its URL: HTTPS_PROXY=http://USER:PASSWORD@HOST:PORT (percent-encode special characters), or list the mirror's host in NO_PROXY to connect directly.";
   }
@@ -77374,7 +77630,7 @@ function networkHint(error2, fallback) {
 
 // src/core/remote/mirror.ts
 import { existsSync as existsSync6 } from "node:fs";
-import { isAbsolute as isAbsolute2, resolve as resolve3 } from "node:path";
+import { isAbsolute as isAbsolute3, resolve as resolve4 } from "node:path";
 import { pathToFileURL } from "node:url";
 var DEFAULT_CUDA_MIRROR = "https://developer.download.nvidia.com/compute/cuda/redist/";
 var DEFAULT_CUDNN_MIRROR = "https://developer.download.nvidia.com/compute/cudnn/redist/";
@@ -77401,7 +77657,7 @@ function parseMirror(text, source = "--mirror") {
     }
     throw new UsageError(`${source} ${JSON.stringify(value)} uses ${url2.protocol.slice(0, -1)}, which cudaenv does not download from`, "Use an http(s):// or file:// URL, or a directory path.");
   }
-  const dir = isAbsolute2(value) ? value : resolve3(value);
+  const dir = isAbsolute3(value) ? value : resolve4(value);
   if (!existsSync6(dir) && HOST_LIKE.test(value)) {
     throw new UsageError(
       `${source} ${JSON.stringify(value)} has no http:// or https:// and is no directory`,
@@ -77417,7 +77673,7 @@ function checkRelativePath(rel, what) {
   if (typeof rel !== "string" || rel === "") bad("is empty");
   if (rel.startsWith("/") || /^[a-z][a-z0-9+.-]*:/i.test(rel)) bad("is absolute");
   if (rel.length > 1024) bad("is too long");
-  if (/[\x00-\x1f\x7f\\?#%]/.test(rel)) bad("holds characters a redist path never has");
+  if (/[\x00-\x1f\x7f-\x9f\\?#%]/.test(rel)) bad("holds characters a redist path never has");
   for (const part2 of rel.split("/")) {
     if (part2 === "..") bad("climbs out of the mirror with ..");
     if (part2 === "" || part2 === ".") bad('has an empty or "." part');
@@ -77457,11 +77713,11 @@ function waitBeforeRetry(attempt, retryAfter) {
   return Math.max(retryDelayMs(attempt), retryAfter ?? 0);
 }
 function sleep(ms, signal) {
-  return new Promise((resolve7, reject) => {
+  return new Promise((resolve8, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const t = setTimeout(() => {
       signal?.removeEventListener("abort", onAbort);
-      resolve7();
+      resolve8();
     }, ms);
     const onAbort = () => {
       clearTimeout(t);
@@ -77495,6 +77751,8 @@ async function fetchText(mirror, rel, options = {}) {
       });
     }
   }
+  const limits = downloadLimits();
+  const deadline = limits.timeoutMs > 0 ? Date.now() + limits.timeoutMs : void 0;
   for (let attempt = 0; ; attempt++) {
     try {
       const res = await httpGet(where2, { signal });
@@ -77502,7 +77760,7 @@ async function fetchText(mirror, rel, options = {}) {
       if (statusCode === 200) {
         const chunks = [];
         let total = 0;
-        for await (const chunk of readBody(res)) {
+        for await (const chunk of readBody(res, { speedLimit: limits.speedLimit, speedTimeMs: limits.speedTimeMs, deadline })) {
           total += chunk.length;
           if (total > MAX_TEXT_BYTES) throw new CudaenvError(`${where2} is larger than ${MAX_TEXT_BYTES} bytes; that is not a redist index or manifest`, { code: "mirror" });
           chunks.push(chunk);
@@ -77581,6 +77839,18 @@ function parseIndexPage(text) {
   return [...labels].sort(compareLabels);
 }
 
+// src/core/text/control.ts
+var CONTROL = /[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+var NAMED = { "\n": "\\n", "	": "\\t", "\r": "\\r" };
+function escapeControl(text) {
+  return text.replace(CONTROL, (ch) => {
+    const named2 = NAMED[ch];
+    if (named2 !== void 0) return named2;
+    const code = ch.codePointAt(0);
+    return code <= 255 ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u{${code.toString(16)}}`;
+  });
+}
+
 // src/core/remote/manifest.ts
 function broken(source, what) {
   return new CudaenvError(`${source} is not a valid redist manifest: ${what}`, {
@@ -77602,6 +77872,9 @@ function parseArtifact(value, where2, source) {
   if (typeof sizeText !== "string" || !/^\d{1,15}$/.test(sizeText)) throw broken(source, `${where2} has no valid size`);
   return { relativePath: checkRelativePath(o.relative_path, where2), sha256: o.sha256.toLowerCase(), size: Number(sizeText) };
 }
+function freeText(text) {
+  return escapeControl(text.length > 200 ? `${text.slice(0, 200)}…` : text);
+}
 var LABEL = /^\d{1,4}(\.\d{1,6}){1,4}$/;
 var isObject = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
 function parseManifest(text, source, fileLabel) {
@@ -77615,7 +77888,7 @@ function parseManifest(text, source, fileLabel) {
         code: "bad-manifest"
       });
     }
-    throw broken(source, error2.message);
+    throw broken(source, escapeControl(error2.message));
   }
   if (!isObject(data)) throw broken(source, "the top level is not an object");
   const label = data.release_label === void 0 ? fileLabel : data.release_label;
@@ -77625,7 +77898,7 @@ function parseManifest(text, source, fileLabel) {
   const components = /* @__PURE__ */ new Map();
   for (const [key, value] of Object.entries(data)) {
     if (key.startsWith("release_") || !isObject(value)) continue;
-    if (!/^[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}$/.test(key)) throw broken(source, `component name ${JSON.stringify(key)}`);
+    if (!/^[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}$/.test(key)) throw broken(source, `component name ${escapeControl(JSON.stringify(key))}`);
     const platforms = /* @__PURE__ */ new Map();
     for (const [platform2, entry2] of Object.entries(value)) {
       if (!isObject(entry2) || platform2.includes("variant")) continue;
@@ -77642,16 +77915,16 @@ function parseManifest(text, source, fileLabel) {
     }
     components.set(key, {
       key,
-      name: typeof value.name === "string" ? value.name : key,
-      version: typeof value.version === "string" ? value.version : "",
-      license: typeof value.license === "string" ? value.license : void 0,
+      name: typeof value.name === "string" ? freeText(value.name) : key,
+      version: typeof value.version === "string" ? freeText(value.version) : "",
+      license: typeof value.license === "string" ? freeText(value.license) : void 0,
       platforms
     });
   }
   return {
     label,
-    date: typeof data.release_date === "string" ? data.release_date : void 0,
-    product: typeof data.release_product === "string" ? data.release_product : void 0,
+    date: typeof data.release_date === "string" ? freeText(data.release_date) : void 0,
+    product: typeof data.release_product === "string" ? freeText(data.release_product) : void 0,
     components
   };
 }
@@ -77707,6 +77980,7 @@ function manifestFromText(mirror, label, text) {
       code: "bad-manifest"
     });
   }
+  manifest.sha256 = createHash("sha256").update(text, "utf8").digest("hex");
   return manifest;
 }
 function checkRemoteSpec(text, what = "the version") {
@@ -77746,8 +78020,8 @@ function cudnnBuildFor(manifest, component, platform2, cudaMajor) {
   if (entry2 instanceof Map) {
     const artifact = entry2.get(`cuda${cudaMajor}`);
     if (!artifact) return { why: `built for ${[...entry2.keys()].map((v) => v.replace("cuda", "CUDA ")).join(", ") || "no CUDA"}` };
-    const named = archiveMajor(artifact);
-    if (named !== void 0 && named !== cudaMajor) return { why: `its cuda${cudaMajor} entry is an archive for CUDA ${named}` };
+    const named2 = archiveMajor(artifact);
+    if (named2 !== void 0 && named2 !== cudaMajor) return { why: `its cuda${cudaMajor} entry is an archive for CUDA ${named2}` };
     return { artifact, major: cudaMajor, style: "variant" };
   }
   const fromProduct = /cuda-(\d+)$/.exec(manifest.product ?? "")?.[1];
@@ -77789,13 +78063,13 @@ async function chooseCudnn(mirror, spec, cudaMajor, platform2, signal) {
 
 // src/core/remote/install.ts
 import { cpus } from "node:os";
-import { existsSync as existsSync12, mkdirSync as mkdirSync11, readFileSync as readFileSync19, renameSync as renameSync8, rmSync as rmSync8, writeFileSync as writeFileSync5 } from "node:fs";
-import { join as join19 } from "node:path";
+import { existsSync as existsSync12, mkdirSync as mkdirSync9, readFileSync as readFileSync19, renameSync as renameSync5, rmSync as rmSync8 } from "node:fs";
+import { join as join18 } from "node:path";
 
 // src/core/fatal-cleanup.ts
 var REGISTRY = /* @__PURE__ */ Symbol.for("cudaenv.fatalCleanups");
-var holder = process;
-var actions = holder[REGISTRY] ??= /* @__PURE__ */ new Set();
+var holder2 = process;
+var actions = holder2[REGISTRY] ??= /* @__PURE__ */ new Set();
 function onFatalExit(action5) {
   actions.add(action5);
   return () => {
@@ -77803,40 +78077,16 @@ function onFatalExit(action5) {
   };
 }
 
-// src/core/store/atomic-write.ts
-import { closeSync as closeSync5, fsyncSync, mkdirSync as mkdirSync3, openSync as openSync5, renameSync as renameSync3, rmSync, writeSync } from "node:fs";
-import { dirname as dirname8, basename as basename9, join as join9 } from "node:path";
-function atomicWriteFile(path13, content, mode = 420, options = {}) {
-  mkdirSync3(dirname8(path13), { recursive: true });
-  const tmp = join9(dirname8(path13), `.${basename9(path13)}.${process.pid}.${Date.now()}.tmp`);
-  const fd = openSync5(tmp, "w", mode);
-  try {
-    writeSync(fd, typeof content === "string" ? Buffer.from(content) : content);
-    if (options.durable !== false) fsyncSync(fd);
-  } catch (error2) {
-    closeSync5(fd);
-    rmSync(tmp, { force: true });
-    throw error2;
-  }
-  closeSync5(fd);
-  try {
-    renameSync3(tmp, path13);
-  } catch (error2) {
-    rmSync(tmp, { force: true });
-    throw error2;
-  }
-}
-
 // src/core/store/lock.ts
-import { closeSync as closeSync6, mkdirSync as mkdirSync4, openSync as openSync6, readFileSync as readFileSync12, readdirSync as readdirSync5, rmSync as rmSync2, statSync as statSync6, utimesSync, writeSync as writeSync2 } from "node:fs";
+import { closeSync as closeSync8, mkdirSync as mkdirSync2, openSync as openSync8, readFileSync as readFileSync12, readdirSync as readdirSync5, rmSync as rmSync2, statSync as statSync6, utimesSync, writeSync as writeSync2 } from "node:fs";
 import { hostname } from "node:os";
-import { join as join10 } from "node:path";
+import { join as join9 } from "node:path";
 var DEFAULT_STALE_MS = 10 * 60 * 1e3;
 var TAKEOVER_STALE_MS = 10 * 1e3;
 var NAME_RE = /^[A-Za-z0-9._-]{1,120}$/;
 function lockPath(locksDir, name) {
   if (!NAME_RE.test(name) || name.startsWith(".")) throw new Error(`bad lock name ${JSON.stringify(name)}`);
-  return join10(locksDir, `${name}.lock`);
+  return join9(locksDir, `${name}.lock`);
 }
 function processStartTime(pid) {
   try {
@@ -77892,7 +78142,7 @@ function describeOwner(owner) {
 function tryCreate(path13, owner) {
   let fd;
   try {
-    fd = openSync6(path13, "wx", 420);
+    fd = openSync8(path13, "wx", 420);
   } catch (error2) {
     if (isErrno(error2, "EEXIST")) return false;
     throw new CudaenvError(`cannot create the lock ${path13}: ${error2.message}`, { hint: "Check the permissions of the cudaenv store (CUDAENV_DIR)." });
@@ -77900,7 +78150,7 @@ function tryCreate(path13, owner) {
   try {
     writeSync2(fd, JSON.stringify(owner));
   } finally {
-    closeSync6(fd);
+    closeSync8(fd);
   }
   return true;
 }
@@ -77912,12 +78162,12 @@ function takeOver(path13, seen, staleMs) {
   }
   let fd;
   try {
-    fd = openSync6(guard, "wx");
+    fd = openSync8(guard, "wx");
   } catch (error2) {
     if (isErrno(error2, "EEXIST")) return;
     throw error2;
   }
-  closeSync6(fd);
+  closeSync8(fd);
   try {
     const now = readLockOwner(path13);
     const same = JSON.stringify(now) === JSON.stringify(seen);
@@ -77935,7 +78185,7 @@ function reclaimStaleLocks(locksDir, staleMs = DEFAULT_STALE_MS) {
   }
   const removed = [];
   for (const name of names) {
-    const path13 = join10(locksDir, name);
+    const path13 = join9(locksDir, name);
     try {
       if (name.endsWith(".lock.takeover")) {
         if (Date.now() - statSync6(path13).mtimeMs > TAKEOVER_STALE_MS) {
@@ -77962,7 +78212,7 @@ async function acquireLock(locksDir, name, options = {}) {
   const path13 = lockPath(locksDir, name);
   const staleMs = options.staleMs ?? DEFAULT_STALE_MS;
   const pollMs = options.pollMs ?? 200;
-  mkdirSync4(locksDir, { recursive: true });
+  mkdirSync2(locksDir, { recursive: true });
   const owner = {
     pid: process.pid,
     hostname: hostname(),
@@ -78035,8 +78285,8 @@ function heldLock(path13, owner, staleMs) {
 }
 
 // src/core/store/registry.ts
-import { existsSync as existsSync7, lstatSync as lstatSync3, mkdirSync as mkdirSync5, readFileSync as readFileSync13, readdirSync as readdirSync6, readlinkSync as readlinkSync2, renameSync as renameSync4, rmSync as rmSync3, symlinkSync } from "node:fs";
-import { join as join11, resolve as resolve4 } from "node:path";
+import { existsSync as existsSync7, lstatSync as lstatSync4, mkdirSync as mkdirSync3, readFileSync as readFileSync13, readdirSync as readdirSync6, readlinkSync as readlinkSync3, rmSync as rmSync3 } from "node:fs";
+import { join as join10, resolve as resolve5 } from "node:path";
 var RECEIPT_FILE = ".cudaenv-receipt.json";
 function listVersions(paths) {
   let names;
@@ -78056,15 +78306,15 @@ function listVersions(paths) {
   return out;
 }
 function describeVersion(paths, label) {
-  const path13 = join11(paths.versions, label);
+  const path13 = join10(paths.versions, label);
   let st;
   try {
-    st = lstatSync3(path13);
+    st = lstatSync4(path13);
   } catch {
     return void 0;
   }
   if (st.isSymbolicLink()) {
-    const target = resolve4(paths.versions, readlinkSync2(path13));
+    const target = resolve5(paths.versions, readlinkSync3(path13));
     return { label, path: path13, kind: "registered", target, broken: !existsSync7(target) };
   }
   if (!st.isDirectory()) return void 0;
@@ -78083,7 +78333,7 @@ function readSpecFile(path13) {
   }
 }
 function aliasPath(paths, name) {
-  return join11(paths.aliases, name);
+  return join10(paths.aliases, name);
 }
 function readAlias(paths, name) {
   return readSpecFile(aliasPath(paths, name));
@@ -78103,7 +78353,7 @@ function listAliases(paths) {
 function ensureStoreDirs(paths) {
   for (const dir of [paths.root, paths.versions, paths.cache, paths.shims, paths.tmp, paths.aliases, paths.resolve]) {
     try {
-      mkdirSync5(dir, { recursive: true });
+      mkdirSync3(dir, { recursive: true });
     } catch (error2) {
       throw new CudaenvError(`cannot create ${dir}: ${error2.message}`, {
         hint: "Set CUDAENV_DIR to a writable directory, or fix the permissions of the store."
@@ -78112,35 +78362,32 @@ function ensureStoreDirs(paths) {
   }
 }
 function refreshResolveIndex(paths) {
-  mkdirSync5(paths.resolve, { recursive: true });
+  mkdirSync3(paths.resolve, { recursive: true });
   const wanted = /* @__PURE__ */ new Map();
   for (const label of installedLabels(paths)) {
     const v = parseVersion(label);
     for (const key of [`${v.major}`, `${v.major}.${v.minor}`, label, "latest"]) wanted.set(key, label);
   }
   for (const [key, label] of wanted) {
-    const link = join11(paths.resolve, key);
-    const target = join11("..", "versions", label);
+    const link = join10(paths.resolve, key);
+    const target = join10("..", "versions", label);
     let current;
     try {
-      current = readlinkSync2(link);
+      current = readlinkSync3(link);
     } catch {
       current = void 0;
     }
     if (current === target) continue;
-    const tmp = join11(paths.resolve, `.${key}.${process.pid}.tmp`);
-    rmSync3(tmp, { force: true });
-    symlinkSync(target, tmp);
-    renameSync4(tmp, link);
+    symlinkSafely(link, target);
   }
   for (const name of readdirSync6(paths.resolve)) {
-    if (!wanted.has(name)) rmSync3(join11(paths.resolve, name), { force: true });
+    if (!wanted.has(name)) rmSync3(join10(paths.resolve, name), { force: true });
   }
 }
 
 // src/core/shell/shims.ts
-import { chmodSync, existsSync as existsSync8, mkdirSync as mkdirSync6, readFileSync as readFileSync14, readdirSync as readdirSync7, rmSync as rmSync4, statSync as statSync7 } from "node:fs";
-import { join as join12 } from "node:path";
+import { chmodSync, existsSync as existsSync8, mkdirSync as mkdirSync4, readFileSync as readFileSync14, readdirSync as readdirSync7, rmSync as rmSync4, statSync as statSync7 } from "node:fs";
+import { join as join11 } from "node:path";
 var SHIM_MARKER = "# cudaenv shim: generated by `cudaenv rehash`";
 var SETTINGS_LINE = /^# @CUDAENV_SETTINGS@.*$/m;
 var CONTROL_CHARS = String.fromCharCode(...[...Array(32).keys()].filter((c) => c !== 9 && c !== 10 && c !== 13 && c !== 0), 127);
@@ -78165,7 +78412,7 @@ function toolkitPrograms(paths) {
   const names = /* @__PURE__ */ new Set();
   for (const v of listVersions(paths)) {
     if (v.broken) continue;
-    const bin = join12(v.path, "bin");
+    const bin = join11(v.path, "bin");
     let entries2;
     try {
       entries2 = readdirSync7(bin);
@@ -78175,7 +78422,7 @@ function toolkitPrograms(paths) {
     for (const name of entries2) {
       if (!PROGRAM_RE.test(name)) continue;
       try {
-        const st = statSync7(join12(bin, name));
+        const st = statSync7(join11(bin, name));
         if (st.isFile() && (st.mode & 73) !== 0) names.add(name);
       } catch {
       }
@@ -78184,13 +78431,13 @@ function toolkitPrograms(paths) {
   return [...names].sort();
 }
 function writeShims(paths) {
-  mkdirSync6(paths.shims, { recursive: true });
+  mkdirSync4(paths.shims, { recursive: true });
   const template = shimTemplate();
   const programs = toolkitPrograms(paths);
   const wanted = new Set(programs);
   const written = [];
   for (const program of programs) {
-    const file = join12(paths.shims, program);
+    const file = join11(paths.shims, program);
     const text = shimText(template, paths.root, program);
     let current;
     try {
@@ -78199,7 +78446,7 @@ function writeShims(paths) {
       current = void 0;
     }
     if (current !== text) {
-      atomicWriteFile(file, text, 493);
+      writeFileSafely(file, text, { mode: 493 });
       written.push(program);
     }
     chmodSync(file, 493);
@@ -78207,7 +78454,7 @@ function writeShims(paths) {
   const removed = [];
   for (const name of readdirSync7(paths.shims)) {
     if (wanted.has(name) || name.startsWith(".")) continue;
-    const file = join12(paths.shims, name);
+    const file = join11(paths.shims, name);
     try {
       if (statSync7(file).isFile() && readFileSync14(file, "utf8").includes(SHIM_MARKER)) {
         rmSync4(file, { force: true });
@@ -78220,14 +78467,14 @@ function writeShims(paths) {
 }
 
 // src/core/shell/switch-index.ts
-import { existsSync as existsSync9, mkdirSync as mkdirSync7, readdirSync as readdirSync8, readlinkSync as readlinkSync3 } from "node:fs";
-import { basename as basename10, join as join13 } from "node:path";
+import { existsSync as existsSync9, mkdirSync as mkdirSync5, readdirSync as readdirSync8, readlinkSync as readlinkSync4 } from "node:fs";
+import { basename as basename10, join as join12 } from "node:path";
 function switchDir(paths) {
-  return join13(paths.root, "switch");
+  return join12(paths.root, "switch");
 }
 function writeSwitchIndex(paths) {
   const dir = switchDir(paths);
-  mkdirSync7(dir, { recursive: true });
+  mkdirSync5(dir, { recursive: true });
   const pairs = [];
   let names = [];
   try {
@@ -78238,20 +78485,20 @@ function writeSwitchIndex(paths) {
   for (const name of names.sort()) {
     if (name.startsWith(".")) continue;
     try {
-      const label = basename10(readlinkSync3(join13(paths.resolve, name)));
+      const label = basename10(readlinkSync4(join12(paths.resolve, name)));
       if (isVersion(label)) pairs.push(`${name}=${label}`);
     } catch {
     }
   }
   const text = ` ${pairs.join(" ")} 
 `;
-  atomicWriteFile(join13(dir, "index"), text);
+  writeFileSafely(join12(dir, "index"), text);
   let aliases = "";
   try {
     aliases = JSON.stringify(listAliases(paths));
   } catch {
   }
-  atomicWriteFile(join13(dir, "generation"), `${crypto3().createHash("sha256").update(text).update(aliases).digest("hex").slice(0, 16)}
+  writeFileSafely(join12(dir, "generation"), `${crypto3().createHash("sha256").update(text).update(aliases).digest("hex").slice(0, 16)}
 `);
   return text;
 }
@@ -78273,10 +78520,10 @@ async function afterVersionsChanged(paths) {
 
 // src/core/remote/archive.ts
 import { spawn as spawn2 } from "node:child_process";
-import { createHash } from "node:crypto";
-import { createReadStream as createReadStream2, mkdirSync as mkdirSync8, renameSync as renameSync5, rmSync as rmSync5, statSync as statSync8, statfsSync as statfsSync2 } from "node:fs";
+import { createHash as createHash2 } from "node:crypto";
+import { constants as constants8, createReadStream as createReadStream2, mkdirSync as mkdirSync6, renameSync as renameSync2, rmSync as rmSync5, statSync as statSync8, statfsSync as statfsSync2 } from "node:fs";
 import { open as open2 } from "node:fs/promises";
-import { basename as basename11, join as join15 } from "node:path";
+import { basename as basename11, join as join14 } from "node:path";
 import { finished } from "node:stream/promises";
 
 // src/core/remote/source.ts
@@ -78307,9 +78554,20 @@ async function* remoteBytes(mirror, rel, offset, signal, events2 = {}) {
   }
   let position = offset;
   let useRange = true;
+  const limits = downloadLimits();
+  const deadline = limits.timeoutMs > 0 ? Date.now() + limits.timeoutMs : void 0;
+  const tooLong = () => new CudaenvError(
+    `the download of ${where2} did not finish within ${formatSeconds(limits.timeoutMs)} (CUDAENV_DOWNLOAD_TIMEOUT): ${position}${events2.size === void 0 ? "" : ` of ${events2.size}`} bytes arrived`,
+    {
+      hint: "The part downloaded so far is kept in the cache and the next install resumes it. Run it again (on a faster link, or with a larger CUDAENV_DOWNLOAD_TIMEOUT in seconds), or use another mirror (--mirror).",
+      code: "network"
+    }
+  );
   for (let attempt = 0; ; attempt++) {
     if (events2.size !== void 0 && position >= events2.size) return;
+    if (deadline !== void 0 && Date.now() >= deadline) throw tooLong();
     const before = position;
+    let slow = false;
     let reason;
     let retryAfter;
     try {
@@ -78350,7 +78608,7 @@ async function* remoteBytes(mirror, rel, offset, signal, events2 = {}) {
         continue;
       }
       if (res.statusCode === 200 || res.statusCode === 206) {
-        for await (const raw of readBody(res)) {
+        for await (const raw of readBody(res, { speedLimit: limits.speedLimit, speedTimeMs: limits.speedTimeMs, deadline })) {
           let chunk = raw;
           if (skip > 0) {
             if (chunk.length <= skip) {
@@ -78377,19 +78635,22 @@ async function* remoteBytes(mirror, rel, offset, signal, events2 = {}) {
       retryAfter = askedWait(where2, res.statusCode, res.headers["retry-after"]);
     } catch (error2) {
       if (error2 instanceof CudaenvError || signal.aborted) throw signal.aborted && !(error2 instanceof CudaenvError) ? signal.reason : error2;
+      if (error2.code === "EDEADLINE") throw tooLong();
+      slow = error2.code === "ESLOW";
       if (!isTransient(error2)) {
         throw new CudaenvError(`cannot download ${where2}: ${error2.message}`, { hint: networkHint(error2, "Check the network and the mirror."), code: "network" });
       }
       reason = error2.message || String(error2.code);
     }
-    if (position > before) attempt = 0;
+    if (position > before && !slow) attempt = 0;
     if (attempt + 1 >= MAX_ATTEMPTS) {
       throw new CudaenvError(`cannot download ${where2}: ${reason} (${MAX_ATTEMPTS} attempts)`, {
-        hint: "Try again later: the part already downloaded is kept and the next install resumes it.",
+        hint: slow ? "The part downloaded so far is kept in the cache and the next install resumes it: run it again later, or use another mirror (--mirror). The minimum rate is CUDAENV_SPEED_LIMIT bytes/s over CUDAENV_SPEED_TIME seconds (0 turns it off)." : "Try again later: the part already downloaded is kept and the next install resumes it.",
         code: "network"
       });
     }
     const delayMs = waitBeforeRetry(attempt, retryAfter);
+    if (deadline !== void 0 && Date.now() + delayMs >= deadline) throw tooLong();
     events2.onRetry?.({ attempt: attempt + 1, offset: position, delayMs, reason });
     await sleep(delayMs, signal);
   }
@@ -78401,13 +78662,13 @@ function archiveLockName(sha256) {
 }
 
 // src/core/remote/checkpoint.ts
-import { existsSync as existsSync10, readFileSync as readFileSync15, writeFileSync as writeFileSync3 } from "node:fs";
-import { join as join14 } from "node:path";
+import { existsSync as existsSync10, readFileSync as readFileSync15 } from "node:fs";
+import { join as join13 } from "node:path";
 async function checkpoint(name, env = process.env) {
   const dir = env.CUDAENV_TEST_CHECKPOINT_DIR;
   if (!dir) return;
-  writeFileSync3(join14(dir, name), String(process.pid));
-  const crash = join14(dir, `${name}.crash`);
+  writeFileSafely(join13(dir, name), String(process.pid), { durable: false });
+  const crash = join13(dir, `${name}.crash`);
   if (existsSync10(crash)) {
     const error2 = new Error(`injected crash at ${name}`);
     if (readFileSync15(crash, "utf8").trim() === "rejection") void Promise.reject(error2);
@@ -78416,21 +78677,41 @@ async function checkpoint(name, env = process.env) {
     }, 0);
     await new Promise(() => void 0);
   }
-  if (!existsSync10(join14(dir, `${name}.pause`))) return;
-  while (!existsSync10(join14(dir, `${name}.go`))) await new Promise((r) => setTimeout(r, 20));
+  if (!existsSync10(join13(dir, `${name}.pause`))) return;
+  while (!existsSync10(join13(dir, `${name}.go`))) await new Promise((r) => setTimeout(r, 20));
 }
 
 // src/core/remote/tar-guard.ts
 import { Transform } from "node:stream";
 var ArchiveRefused = class extends Error {
   constructor(entry2, reason) {
-    super(`refused entry ${JSON.stringify(entry2)}: ${reason}`);
+    super(escapeControl(`refused entry ${JSON.stringify(entry2)}: ${reason}`));
     this.entry = entry2;
     this.reason = reason;
     this.name = "ArchiveRefused";
   }
   entry;
   reason;
+};
+var ArchiveTooLarge = class extends ArchiveRefused {
+  constructor(entry2, limit, why) {
+    super(entry2, `with it the archive's files add up to more than ${limit} bytes, ${why}`);
+    this.limit = limit;
+    this.name = "ArchiveTooLarge";
+  }
+  limit;
+};
+var ArchiveNoRoom = class extends Error {
+  constructor(entry2, needed, free) {
+    super(`its files add up to more than ${needed} bytes, and the disk has ${free} bytes free`);
+    this.entry = entry2;
+    this.needed = needed;
+    this.free = free;
+    this.name = "ArchiveNoRoom";
+  }
+  entry;
+  needed;
+  free;
 };
 var ArchiveTruncated = class extends Error {
   constructor() {
@@ -78447,7 +78728,17 @@ var PASS = /* @__PURE__ */ Symbol("pass");
 var HOLD = /* @__PURE__ */ Symbol("hold");
 var LOOP = /* @__PURE__ */ Symbol("loop");
 var TarGuard = class extends Transform {
-  stats = { entries: 0, symlinks: 0 };
+  /**
+   * `limits`: the entries' sizes are added up from their headers, each before tar sees it, so an
+   * archive that would expand past `maxBytes` (or past the free space) is stopped at the header
+   * that crosses the line, before its data is decompressed or written.
+   */
+  constructor(limits = {}) {
+    super();
+    this.limits = limits;
+  }
+  limits;
+  stats = { entries: 0, symlinks: 0, bytes: 0 };
   pending = EMPTY2;
   state = "header";
   remaining = 0;
@@ -78600,6 +78891,10 @@ var TarGuard = class extends Transform {
     const size = this.pax.size !== void 0 ? Number(this.pax.size) : h.size;
     if (!Number.isSafeInteger(size) || size < 0) throw new ArchiveRefused(name, "an invalid size");
     this.check(name, h.type, linkname, size);
+    this.stats.bytes += size;
+    const { maxBytes, freeBytes: freeBytes2 } = this.limits;
+    if (maxBytes !== void 0 && this.stats.bytes > maxBytes) throw new ArchiveTooLarge(name, maxBytes, this.limits.maxWhy ?? "the most allowed");
+    if (freeBytes2 !== void 0 && this.stats.bytes > freeBytes2) throw new ArchiveNoRoom(name, this.stats.bytes, freeBytes2);
     this.stats.entries++;
     this.remaining = roundUp2(size);
     this.state = this.remaining > 0 ? "data" : "header";
@@ -78814,6 +79109,19 @@ function parsePax(data) {
   return out;
 }
 
+// src/core/text/bytes.ts
+function formatBytes(n) {
+  if (n < 1024) return `${n} B`;
+  const units = ["KiB", "MiB", "GiB", "TiB"];
+  let v = n / 1024;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${v.toFixed(v >= 100 ? 0 : 1)} ${units[i]}`;
+}
+
 // src/core/remote/archive.ts
 var VerifyError = class extends CudaenvError {
 };
@@ -78829,8 +79137,8 @@ function sizeOf(path13) {
 }
 async function fetchAndExtract(job) {
   const { artifact } = job;
-  mkdirSync8(job.cacheDir, { recursive: true });
-  const cacheFile = join15(job.cacheDir, cacheFileName(artifact));
+  mkdirSync6(job.cacheDir, { recursive: true });
+  const cacheFile = join14(job.cacheDir, cacheFileName(artifact));
   const lock = await acquireLock(job.locksDir, archiveLockName(artifact.sha256), { purpose: `download of ${basename11(artifact.relativePath)}`, signal: job.signal });
   try {
     for (let round = 0; ; round++) {
@@ -78852,20 +79160,38 @@ async function fetchAndExtract(job) {
     lock.release();
   }
 }
+var EXPANSION_FACTOR = 32;
+var EXPANSION_FLOOR = 64 << 20;
+function expansionLimit(size) {
+  return EXPANSION_FLOOR + EXPANSION_FACTOR * size;
+}
+function freeBytes(dir) {
+  try {
+    const st = statfsSync2(dir);
+    return st.bavail * st.bsize;
+  } catch {
+    return void 0;
+  }
+}
 async function streamOnce(job, cacheFile, fromCache) {
   const { artifact, component } = job;
   const url2 = mirrorLocation(job.mirror, artifact.relativePath);
   const partFile = `${cacheFile}.part`;
   rmSync5(job.destDir, { recursive: true, force: true });
-  mkdirSync8(job.destDir, { recursive: true });
+  mkdirSync6(job.destDir, { recursive: true });
   const xz = spawn2("xz", ["-dc"], { stdio: ["pipe", "pipe", "pipe"] });
   const tar = spawn2("tar", ["-x", "-f", "-", "-C", job.destDir, "--strip-components=1", "--no-same-owner", "--warning=no-timestamp", "--warning=no-unknown-keyword"], { stdio: ["pipe", "ignore", "pipe"] });
-  const guard = new TarGuard();
+  const guard = new TarGuard({
+    maxBytes: expansionLimit(artifact.size),
+    maxWhy: `${EXPANSION_FACTOR} times the ${artifact.size} bytes the manifest gives the archive, plus ${formatBytes(EXPANSION_FLOOR)}`,
+    freeBytes: freeBytes(job.destDir)
+  });
   const xzErr = collect(xz);
   const tarErr = collect(tar);
   let failure;
   const fail = (error2) => {
-    if (failure === void 0 || error2 instanceof ArchiveRefused && !(failure instanceof ArchiveRefused)) failure = error2;
+    const stops = (e) => e instanceof ArchiveRefused || e instanceof ArchiveNoRoom;
+    if (failure === void 0 || stops(error2) && !stops(failure)) failure = error2;
   };
   const xzExit = exitOf(xz);
   const tarExit = exitOf(tar);
@@ -78898,7 +79224,7 @@ async function streamOnce(job, cacheFile, fromCache) {
   });
   let part2;
   let partError;
-  const hash = createHash("sha256");
+  const hash = createHash2("sha256");
   let bytes = 0;
   let lastReport = 0;
   const report = (stage, force = false) => {
@@ -78937,7 +79263,7 @@ async function streamOnce(job, cacheFile, fromCache) {
       if (have > 0) {
         for await (const chunk of createReadStream2(partFile, { end: have - 1, highWaterMark: 1 << 20, signal: job.signal })) await feed(chunk);
       }
-      part2 = (await open2(partFile, "a")).createWriteStream({ highWaterMark: 2 << 20 });
+      part2 = (await open2(partFile, constants8.O_WRONLY | constants8.O_APPEND | constants8.O_CREAT | constants8.O_NOFOLLOW, 420)).createWriteStream({ highWaterMark: 2 << 20 });
       part2.on("error", (error2) => {
         partError ??= error2;
       });
@@ -78950,7 +79276,7 @@ async function streamOnce(job, cacheFile, fromCache) {
         if (wait) await wait;
         if (first) {
           first = false;
-          await new Promise((resolve7) => part2.write(EMPTY3, () => resolve7()));
+          await new Promise((resolve8) => part2.write(EMPTY3, () => resolve8()));
           await checkpoint("download");
         }
       }
@@ -78975,11 +79301,11 @@ async function streamOnce(job, cacheFile, fromCache) {
       part2.end();
       await finished(part2);
       part2 = void 0;
-      renameSync5(partFile, cacheFile);
+      renameSync2(partFile, cacheFile);
     }
     report("extract", true);
     const [xzCode, tarCode] = await Promise.all([xzExit, tarExit, piped]);
-    if (failure instanceof ArchiveRefused) throw failure;
+    if (failure instanceof ArchiveRefused || failure instanceof ArchiveNoRoom) throw failure;
     if (xzCode !== 0) {
       xzFailed = true;
       throw new Error("xz");
@@ -78996,7 +79322,13 @@ async function streamOnce(job, cacheFile, fromCache) {
       await finished(part2).catch(() => void 0);
       if (sizeOf(partFile) === 0) rmSync5(partFile, { force: true });
     }
-    const cause = failure instanceof ArchiveRefused ? failure : error2;
+    const cause = failure instanceof ArchiveRefused || failure instanceof ArchiveNoRoom ? failure : error2;
+    if (cause instanceof ArchiveNoRoom) {
+      throw new CudaenvError(`${component}: the files of ${url2} add up to ${formatBytes(cause.needed)} or more, and the disk under ${job.destDir} has ${formatBytes(cause.free)} free`, {
+        hint: "Nothing was installed (the extraction stopped before it filled the disk). Free space in the cudaenv store (CUDAENV_DIR) and try again; what was downloaded is kept and reused.",
+        code: "disk-full"
+      });
+    }
     if (cause instanceof ArchiveRefused) {
       rmSync5(partFile, { force: true });
       throw new CudaenvError(`${component}: the archive ${url2} is unsafe: ${cause.message}`, {
@@ -79031,9 +79363,9 @@ function diskFull(dir) {
   }
 }
 function exitOf(child2) {
-  return new Promise((resolve7) => {
-    child2.on("error", () => resolve7(127));
-    child2.on("close", (code, signal) => resolve7(code ?? (signal ? 128 : 1)));
+  return new Promise((resolve8) => {
+    child2.on("error", () => resolve8(127));
+    child2.on("close", (code, signal) => resolve8(code ?? (signal ? 128 : 1)));
   });
 }
 function collect(child2) {
@@ -79041,30 +79373,30 @@ function collect(child2) {
   child2.stderr?.on("data", (d) => {
     if (text.length < 4e3) text += d.toString();
   });
-  return () => text;
+  return () => text.trim().split("\n").map(escapeControl).join("\n");
 }
 var EMPTY3 = Buffer.alloc(0);
 var PIPE_QUEUE = 1 << 20;
 function drained(stream2) {
-  return new Promise((resolve7) => {
+  return new Promise((resolve8) => {
     const done = () => {
       stream2.off("drain", done);
       stream2.off("close", done);
-      resolve7();
+      resolve8();
     };
     stream2.on("drain", done);
     stream2.on("close", done);
   });
 }
 function relay(from, guard, to) {
-  return new Promise((resolve7, reject) => {
+  return new Promise((resolve8, reject) => {
     let settled = false;
     let full = false;
     const settle = (error2) => {
       if (settled) return;
       settled = true;
       if (error2 === void 0) {
-        resolve7();
+        resolve8();
         return;
       }
       from.destroy();
@@ -79105,35 +79437,35 @@ function relay(from, guard, to) {
 }
 
 // src/core/remote/merge.ts
-import { lstatSync as lstatSync4, mkdirSync as mkdirSync9, readdirSync as readdirSync9, renameSync as renameSync6, rmSync as rmSync6, symlinkSync as symlinkSync2 } from "node:fs";
-import { join as join16 } from "node:path";
+import { lstatSync as lstatSync5, mkdirSync as mkdirSync7, readdirSync as readdirSync9, renameSync as renameSync3, rmSync as rmSync6, symlinkSync as symlinkSync2 } from "node:fs";
+import { join as join15 } from "node:path";
 function mergeComponent(partDir, root, component) {
-  mkdirSync9(root, { recursive: true });
+  mkdirSync7(root, { recursive: true });
   for (const name of readdirSync9(partDir)) {
-    const src = join16(partDir, name);
-    const st = lstatSync4(src);
+    const src = join15(partDir, name);
+    const st = lstatSync5(src);
     if (name === "lib" && st.isSymbolicLink()) continue;
     if (/^(LICENSE|EULA)/i.test(name) && st.isFile()) {
-      const dir = join16(root, "licenses", component);
-      mkdirSync9(dir, { recursive: true });
-      renameSync6(src, join16(dir, name));
+      const dir = join15(root, "licenses", component);
+      mkdirSync7(dir, { recursive: true });
+      renameSync3(src, join15(dir, name));
       continue;
     }
-    mergeEntry(src, join16(root, name === "lib" ? "lib64" : name), component);
+    mergeEntry(src, join15(root, name === "lib" ? "lib64" : name), component);
   }
   rmSync6(partDir, { recursive: true, force: true });
 }
 function mergeEntry(src, dst, component) {
   let existing;
   try {
-    existing = lstatSync4(dst);
+    existing = lstatSync5(dst);
   } catch {
-    renameSync6(src, dst);
+    renameSync3(src, dst);
     return;
   }
-  const st = lstatSync4(src);
+  const st = lstatSync5(src);
   if (st.isDirectory() && existing.isDirectory()) {
-    for (const name of readdirSync9(src)) mergeEntry(join16(src, name), join16(dst, name), component);
+    for (const name of readdirSync9(src)) mergeEntry(join15(src, name), join15(dst, name), component);
     return;
   }
   if (st.isDirectory() || existing.isDirectory()) {
@@ -79143,26 +79475,26 @@ function mergeEntry(src, dst, component) {
     });
   }
   rmSync6(dst, { force: true });
-  renameSync6(src, dst);
+  renameSync3(src, dst);
 }
 function linkLib(root) {
   try {
-    lstatSync4(join16(root, "lib64"));
+    lstatSync5(join15(root, "lib64"));
   } catch {
     return;
   }
   try {
-    lstatSync4(join16(root, "lib"));
+    lstatSync5(join15(root, "lib"));
     return;
   } catch {
-    symlinkSync2("lib64", join16(root, "lib"));
+    symlinkSync2("lib64", join15(root, "lib"));
   }
 }
 
 // src/core/remote/pkgconfig.ts
-import { existsSync as existsSync11, lstatSync as lstatSync5, mkdirSync as mkdirSync10, readFileSync as readFileSync16, readdirSync as readdirSync10, rmdirSync, symlinkSync as symlinkSync3, unlinkSync as unlinkSync2, writeFileSync as writeFileSync4 } from "node:fs";
-import { join as join17 } from "node:path";
-var PKGCONFIG_DIR = join17("lib64", "pkgconfig");
+import { existsSync as existsSync11, lstatSync as lstatSync6, mkdirSync as mkdirSync8, readFileSync as readFileSync16, readdirSync as readdirSync10, rmdirSync, symlinkSync as symlinkSync3, unlinkSync as unlinkSync3 } from "node:fs";
+import { join as join16 } from "node:path";
+var PKGCONFIG_DIR = join16("lib64", "pkgconfig");
 function rewritePcText(text, installedRoot) {
   return text.split("\n").map((line) => {
     if (/^\s*cudaroot\s*=/.test(line)) return `cudaroot=${pcEscape(installedRoot)}`;
@@ -79175,21 +79507,21 @@ function pcEscape(path13) {
 function relocatePkgConfig(root, installedRoot) {
   const written = [];
   for (const dirName of ["pkg-config", "pkgconfig"]) {
-    const dir = join17(root, dirName);
+    const dir = join16(root, dirName);
     let entries2;
     try {
-      if (!lstatSync5(dir).isDirectory()) continue;
+      if (!lstatSync6(dir).isDirectory()) continue;
       entries2 = readdirSync10(dir);
     } catch {
       continue;
     }
-    const dest = join17(root, PKGCONFIG_DIR);
-    mkdirSync10(dest, { recursive: true });
+    const dest = join16(root, PKGCONFIG_DIR);
+    mkdirSync8(dest, { recursive: true });
     for (const name of entries2.filter((n) => n.endsWith(".pc"))) {
-      const src = join17(dir, name);
-      if (!lstatSync5(src).isFile()) continue;
-      writeFileSync4(join17(dest, name), rewritePcText(readFileSync16(src, "utf8"), installedRoot));
-      unlinkSync2(src);
+      const src = join16(dir, name);
+      if (!lstatSync6(src).isFile()) continue;
+      writeFileSafely(join16(dest, name), rewritePcText(readFileSync16(src, "utf8"), installedRoot));
+      unlinkSync3(src);
       written.push(name);
     }
     try {
@@ -79199,7 +79531,7 @@ function relocatePkgConfig(root, installedRoot) {
   }
   for (const name of written) {
     const plain = name.replace(/-\d+(\.\d+)*\.pc$/, ".pc");
-    const link = join17(root, PKGCONFIG_DIR, plain);
+    const link = join16(root, PKGCONFIG_DIR, plain);
     if (plain !== name && !existsSync11(link)) symlinkSync3(name, link);
   }
   return written;
@@ -79405,14 +79737,14 @@ function describeUnknown(label, profile, unknown) {
 }
 
 // src/core/remote/staging.ts
-import { lstatSync as lstatSync6, mkdtempSync, readdirSync as readdirSync11, renameSync as renameSync7, rmSync as rmSync7 } from "node:fs";
-import { join as join18 } from "node:path";
+import { lstatSync as lstatSync7, mkdtempSync, readdirSync as readdirSync11, renameSync as renameSync4, rmSync as rmSync7 } from "node:fs";
+import { join as join17 } from "node:path";
 var LEFTOVER_RE = /^(stage|old|rm)-(\d+\.\d+\.\d+)-\d+-[A-Za-z0-9]{6}$/;
 function versionLockName(label) {
   return `version-${label}`;
 }
 function makeTempIn(paths, kind, label) {
-  return mkdtempSync(join18(paths.tmp, `${kind}-${label}-${process.pid}-`));
+  return mkdtempSync(join17(paths.tmp, `${kind}-${label}-${process.pid}-`));
 }
 function tempName(paths, kind, label) {
   const dir = makeTempIn(paths, kind, label);
@@ -79421,7 +79753,7 @@ function tempName(paths, kind, label) {
 }
 function exists2(path13) {
   try {
-    lstatSync6(path13);
+    lstatSync7(path13);
     return true;
   } catch {
     return false;
@@ -79436,13 +79768,13 @@ function recoverLeftovers(paths, label) {
   }
   let restored = false;
   let removed = 0;
-  const dest = join18(paths.versions, label);
+  const dest = join17(paths.versions, label);
   for (const name of names.sort()) {
     const m = LEFTOVER_RE.exec(name);
     if (!m || m[2] !== label) continue;
-    const path13 = join18(paths.tmp, name);
+    const path13 = join17(paths.tmp, name);
     if (m[1] === "old" && !exists2(dest)) {
-      renameSync7(path13, dest);
+      renameSync4(path13, dest);
       restored = true;
       continue;
     }
@@ -79527,7 +79859,7 @@ async function installRelease(req) {
     recoverLeftovers(paths, label);
     await cleanOtherLeftovers(paths, label);
     reclaimStaleLocks(paths.locks);
-    const dest = join19(paths.versions, label);
+    const dest = join18(paths.versions, label);
     const existing = describeVersion(paths, label);
     const base = { version: label, path: dest, mirror: mirror.display, platform: platform2, platform_why: platformWhy, notes, cudnn: cudnn ? cudnn.version : null, warnings, missing_parts: plan.missing, unknown_components: plan.unknown };
     if (existing && !existing.broken && !req.force) {
@@ -79536,16 +79868,16 @@ async function installRelease(req) {
       return { ...base, notes: [], status: "already-installed", components: [], cudnn: had, warnings: notAdded, missing_parts: [], unknown_components: [] };
     }
     stage = makeTempIn(paths, "stage", label);
-    const partsDir = join19(stage, "parts");
-    const root = join19(stage, "root");
-    mkdirSync11(partsDir);
+    const partsDir = join18(stage, "parts");
+    const root = join18(stage, "root");
+    mkdirSync9(partsDir);
     const fromCache = await runJobs(jobs, req, partsDir, signal);
     await checkpoint("before-merge");
     for (const job of jobs) {
       req.onEvent?.({ type: "progress", component: job.name, progress: { stage: "merge", bytes: job.artifact.size, total: job.artifact.size, fromCache: fromCache.get(job.name) } });
-      mergeComponent(join19(partsDir, job.name), root, job.name);
+      mergeComponent(join18(partsDir, job.name), root, job.name);
     }
-    mkdirSync11(root, { recursive: true });
+    mkdirSync9(root, { recursive: true });
     linkLib(root);
     relocatePkgConfig(root, dest);
     writeVersionJson(root, label, jobs);
@@ -79559,7 +79891,7 @@ async function installRelease(req) {
       components: jobs.filter((j) => j.name !== "cudnn" || !cudnn).map(receiptEntry),
       cudnn: cudnn ? { ...receiptEntry(jobs.at(-1)), release: cudnn.label, variant: cudnn.variant, style: cudnn.style, mirror: req.cudnnMirror.display } : null
     };
-    atomicWriteFile(join19(root, RECEIPT_FILE), `${JSON.stringify(receipt, null, 2)}
+    writeFileSafely(join18(root, RECEIPT_FILE), `${JSON.stringify(receipt, null, 2)}
 `);
     for (const job of jobs) req.onEvent?.({ type: "progress", component: job.name, progress: { stage: "done", bytes: job.artifact.size, total: job.artifact.size, fromCache: fromCache.get(job.name) } });
     req.onEvent?.({ type: "finishing" });
@@ -79597,7 +79929,7 @@ function cudnnNeeds(manifest, platform2, chosen) {
 }
 function readReceipt(dir) {
   try {
-    return JSON.parse(readFileSync19(join19(dir, RECEIPT_FILE), "utf8"));
+    return JSON.parse(readFileSync19(join18(dir, RECEIPT_FILE), "utf8"));
   } catch {
     return void 0;
   }
@@ -79606,26 +79938,26 @@ function receiptEntry(job) {
   return { name: job.name, version: job.version, sha256: job.artifact.sha256, size: job.artifact.size, relative_path: job.artifact.relativePath };
 }
 function writeVersionJson(root, label, jobs) {
-  const path13 = join19(root, "version.json");
+  const path13 = join18(root, "version.json");
   if (existsSync12(path13)) return;
   const data = { cuda: { name: "CUDA SDK", version: label } };
   for (const j of jobs) data[j.name] = { name: j.name, version: j.version };
-  writeFileSync5(path13, `${JSON.stringify(data, null, 2)}
+  writeFileSafely(path13, `${JSON.stringify(data, null, 2)}
 `);
 }
 async function swapIn(paths, label, root, replacing) {
-  const dest = join19(paths.versions, label);
+  const dest = join18(paths.versions, label);
   if (!replacing) {
-    renameSync8(root, dest);
+    renameSync5(root, dest);
     return;
   }
   const aside = tempName(paths, "old", label);
-  renameSync8(dest, aside);
+  renameSync5(dest, aside);
   await checkpoint("between-renames");
   try {
-    renameSync8(root, dest);
+    renameSync5(root, dest);
   } catch (error2) {
-    renameSync8(aside, dest);
+    renameSync5(aside, dest);
     throw error2;
   }
   rmSync8(aside, { recursive: true, force: true });
@@ -79649,7 +79981,7 @@ async function runJobs(jobs, req, partsDir, outer) {
           artifact: job.artifact,
           cacheDir: req.paths.cache,
           locksDir: req.paths.locks,
-          destDir: join19(partsDir, job.name),
+          destDir: join18(partsDir, job.name),
           signal: controller2.signal,
           onProgress: (progress) => req.onEvent?.({ type: "progress", component: job.name, progress })
         });
@@ -79675,29 +80007,29 @@ async function runJobs(jobs, req, partsDir, outer) {
 }
 
 // src/core/store/paths.ts
-import { join as join20, resolve as resolve5 } from "node:path";
+import { join as join19, resolve as resolve6 } from "node:path";
 function pathsFor(root) {
   return {
     root,
-    versions: join20(root, "versions"),
-    cache: join20(root, "cache"),
-    checkCache: join20(root, "cache", "check"),
-    shims: join20(root, "shims"),
-    tmp: join20(root, "tmp"),
-    aliases: join20(root, "aliases"),
-    resolve: join20(root, "resolve"),
-    globalFile: join20(root, "global"),
-    configFile: join20(root, "config.json"),
-    locks: join20(root, "locks")
+    versions: join19(root, "versions"),
+    cache: join19(root, "cache"),
+    checkCache: join19(root, "cache", "check"),
+    shims: join19(root, "shims"),
+    tmp: join19(root, "tmp"),
+    aliases: join19(root, "aliases"),
+    resolve: join19(root, "resolve"),
+    globalFile: join19(root, "global"),
+    configFile: join19(root, "config.json"),
+    locks: join19(root, "locks")
   };
 }
 
 // src/core/shell/toolkit-env.ts
 import { existsSync as existsSync13 } from "node:fs";
-import { join as join21 } from "node:path";
+import { join as join20 } from "node:path";
 function toolkitLibDir(versionDir) {
-  const lib64 = join21(versionDir, "lib64");
-  return existsSync13(lib64) ? lib64 : join21(versionDir, "lib");
+  const lib64 = join20(versionDir, "lib64");
+  return existsSync13(lib64) ? lib64 : join20(versionDir, "lib");
 }
 function splitPathList(value) {
   return value === void 0 || value === "" ? [] : value.split(":");
@@ -79711,7 +80043,7 @@ function toolkitEnvironment(env, versionDir, storeVersionsDir, policy) {
   const path13 = splitPathList(env.PATH).filter(keep);
   const ld = splitPathList(env.LD_LIBRARY_PATH).filter(keep);
   if (versionDir) {
-    path13.unshift(join21(versionDir, "bin"));
+    path13.unshift(join20(versionDir, "bin"));
     if (policy === "prepend") ld.unshift(toolkitLibDir(versionDir));
     out.CUDA_HOME = versionDir;
     out.CUDA_PATH = versionDir;
@@ -79727,8 +80059,8 @@ function toolkitEnvironment(env, versionDir, storeVersionsDir, policy) {
 }
 
 // src/action/cache-service.ts
-import { cpSync, existsSync as existsSync16, mkdirSync as mkdirSync12, readdirSync as readdirSync12, renameSync as renameSync9, rmSync as rmSync9, statSync as statSync10 } from "node:fs";
-import { join as join26 } from "node:path";
+import { cpSync, existsSync as existsSync16, mkdirSync as mkdirSync10, readdirSync as readdirSync12, renameSync as renameSync6, rmSync as rmSync9, statSync as statSync10 } from "node:fs";
+import { join as join25 } from "node:path";
 var ReportedCacheFailure = class extends Error {
 };
 async function failureReported(fn) {
@@ -79774,7 +80106,7 @@ function directoryCacheService(root) {
     name: `the cache directory ${root}`,
     unavailable: async () => existsSync16(root) ? void 0 : `the cache directory ${root} (CUDAENV_ACTION_CACHE_DIR) does not exist`,
     async restore(dir, key, restoreKeys) {
-      const entries2 = readdirSync12(root).filter((n) => !n.startsWith(".")).map((n) => ({ key: keyOf(n), path: join26(root, n), time: statSync10(join26(root, n)).mtimeMs }));
+      const entries2 = readdirSync12(root).filter((n) => !n.startsWith(".")).map((n) => ({ key: keyOf(n), path: join25(root, n), time: statSync10(join25(root, n)).mtimeMs }));
       const hit = entries2.find((e) => e.key === key) ?? restoreKeys.map((p) => entries2.filter((e) => e.key.startsWith(p)).sort((a, b) => b.time - a.time)[0]).find(Boolean);
       if (!hit) return void 0;
       rmSync9(dir, { recursive: true, force: true });
@@ -79782,13 +80114,13 @@ function directoryCacheService(root) {
       return hit.key;
     },
     async save(dir, key) {
-      const dest = join26(root, entryName(key));
+      const dest = join25(root, entryName(key));
       if (existsSync16(dest)) return true;
-      const tmp = join26(root, `.saving-${process.pid}-${Date.now()}`);
-      mkdirSync12(root, { recursive: true });
+      const tmp = join25(root, temporaryName(entryName(key)));
+      mkdirSync10(root, { recursive: true });
       cpSync(dir, tmp, { recursive: true });
       try {
-        renameSync9(tmp, dest);
+        renameSync6(tmp, dest);
       } catch (error2) {
         rmSync9(tmp, { recursive: true, force: true });
         if (!existsSync16(dest)) throw error2;
@@ -79802,14 +80134,15 @@ function cacheServiceFor(env) {
 }
 
 // src/action/inputs.ts
-import { join as join27 } from "node:path";
+import { join as join26 } from "node:path";
 import { existsSync as existsSync17 } from "node:fs";
 
 // src/core/versions/version-file.ts
-import { closeSync as closeSync9, constants as constants6, fstatSync as fstatSync3, openSync as openSync9, readSync as readSync5, statSync as statSync11 } from "node:fs";
+import { closeSync as closeSync11, constants as constants10, fstatSync as fstatSync5, lstatSync as lstatSync8, openSync as openSync11, readSync as readSync6, statSync as statSync11 } from "node:fs";
 var VERSION_FILE = ".cuda-version";
 var MAX_VERSION_FILE_BYTES = 4096;
 var KNOWN_KEYS = /* @__PURE__ */ new Set(["cudnn"]);
+var UNFOLLOWABLE_LINK = "is a symbolic link that cannot be followed (its target is missing or out of reach, or the links loop)";
 var VersionFileError = class extends CudaenvError {
   path;
   constructor(path13, problem) {
@@ -79852,13 +80185,14 @@ function truncate(s) {
 function readVersionFile(path13) {
   let fd;
   try {
-    fd = openSync9(path13, constants6.O_RDONLY | constants6.O_NONBLOCK | constants6.O_NOCTTY);
+    fd = openSync11(path13, constants10.O_RDONLY | constants10.O_NONBLOCK | constants10.O_NOCTTY);
   } catch (error2) {
     if (isErrno(error2, "EISDIR")) throw new VersionFileError(path13, "is a directory, not a file");
+    if (isUnfollowableLink(path13)) throw new VersionFileError(path13, UNFOLLOWABLE_LINK);
     throw new VersionFileError(path13, `cannot be read (${error2.message})`);
   }
   try {
-    const st = fstatSync3(fd);
+    const st = fstatSync5(fd);
     if (st.isDirectory()) throw new VersionFileError(path13, "is a directory, not a file");
     if (!st.isFile()) throw new VersionFileError(path13, "is not a regular file (a FIFO, socket or device)");
     if (st.size > MAX_VERSION_FILE_BYTES) {
@@ -79867,7 +80201,7 @@ function readVersionFile(path13) {
     const buf = Buffer.alloc(MAX_VERSION_FILE_BYTES + 1);
     let length = 0;
     for (; ; ) {
-      const n = readSync5(fd, buf, length, buf.length - length, null);
+      const n = readSync6(fd, buf, length, buf.length - length, null);
       if (n === 0) break;
       length += n;
       if (length > MAX_VERSION_FILE_BYTES) {
@@ -79884,7 +80218,20 @@ function readVersionFile(path13) {
     if (text.startsWith("\uFEFF")) throw new VersionFileError(path13, "starts with a byte-order mark (BOM); save it as UTF-8 without one");
     return parseVersionFileText(path13, text);
   } finally {
-    closeSync9(fd);
+    closeSync11(fd);
+  }
+}
+function isUnfollowableLink(path13) {
+  try {
+    if (!lstatSync8(path13).isSymbolicLink()) return false;
+  } catch {
+    return false;
+  }
+  try {
+    statSync11(path13);
+    return false;
+  } catch {
+    return true;
   }
 }
 
@@ -79912,7 +80259,7 @@ function readInputs(env, workspace) {
   let specSource = "the cuda input";
   let cudnn = getInput(env, "cudnn") || void 0;
   if (spec === "") {
-    const file = join27(workspace, VERSION_FILE);
+    const file = join26(workspace, VERSION_FILE);
     if (!existsSync17(file)) {
       throw new UsageError(
         `no CUDA version given: the cuda input is empty and there is no ${VERSION_FILE} in ${workspace}`,
@@ -79956,45 +80303,58 @@ function readInputs(env, workspace) {
 }
 
 // src/action/plan.ts
-import { createHash as createHash3 } from "node:crypto";
-import { readFileSync as readFileSync20, writeFileSync as writeFileSync8 } from "node:fs";
-import { join as join28 } from "node:path";
+import { createHash as createHash4 } from "node:crypto";
+import { readFileSync as readFileSync20 } from "node:fs";
+import { join as join27 } from "node:path";
 var PLAN_FILE = "plan.json";
 var ARCHIVES_DIR = "archives";
-var KEY_FORMAT = 1;
-function replacer(_key, value) {
-  return value instanceof Map ? { $map: [...value.entries()] } : value;
-}
-function reviver(_key, value) {
-  if (value && typeof value === "object" && "$map" in value && Array.isArray(value.$map)) {
-    return new Map(value.$map);
-  }
-  return value;
-}
+var KEY_FORMAT = 2;
 function writePlan(dir, plan) {
-  writeFileSync8(join28(dir, PLAN_FILE), `${JSON.stringify(plan, replacer)}
+  writeFileSafely(join27(dir, PLAN_FILE), `${JSON.stringify(plan)}
 `);
 }
 function readPlan(dir) {
   try {
-    const plan = JSON.parse(readFileSync20(join28(dir, PLAN_FILE), "utf8"), reviver);
-    const ok2 = plan.format === 1 && typeof plan.key === "string" && plan.manifest?.components instanceof Map;
+    const plan = JSON.parse(readFileSync20(join27(dir, PLAN_FILE), "utf8"));
+    const ok2 = plan.format === 2 && typeof plan.key === "string" && typeof plan.mirror === "string" && Array.isArray(plan.archives) && // What it says goes into a warning on the log: names and checksums as manifests have them, nothing else.
+    plan.archives.every((a) => /^[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}$/.test(a?.name) && /^[0-9a-f]{64}$/.test(a.sha256) && Number.isSafeInteger(a.size));
     return ok2 ? plan : void 0;
   } catch {
     return void 0;
   }
 }
 function sha(text) {
-  return createHash3("sha256").update(text).digest("hex");
+  return createHash4("sha256").update(text).digest("hex");
+}
+function mirrorIdentity(mirror) {
+  if (mirror.kind === "file") return mirror.base;
+  const url2 = new URL(mirror.base);
+  url2.username = "";
+  url2.password = "";
+  return url2.href;
 }
 function keyPrefix(options) {
-  const request = sha(JSON.stringify(options.request)).slice(0, 12);
+  const request = sha(JSON.stringify({ request: options.request, mirror: options.mirror, cudnnMirror: options.cudnnMirror })).slice(0, 12);
   return `cudaenv-${KEY_FORMAT}-${options.platform}-cuda${options.label}${options.cudnnLabel ? `-cudnn${options.cudnnLabel}` : ""}-${request}-`;
 }
-function checksumDigest(archives) {
-  const lines = archives.map((a) => `${a.name} ${a.artifact.sha256} ${a.artifact.size}`).sort();
-  return sha(`${lines.join("\n")}
+function planArchives(archives) {
+  return archives.map((a) => ({ name: a.name, sha256: a.artifact.sha256, size: a.artifact.size })).sort((a, b) => a.name.localeCompare(b.name));
+}
+function checksumDigest(manifests, archives) {
+  const lines = planArchives(archives).map((a) => `${a.name} ${a.sha256} ${a.size}`);
+  return sha(`${manifests.map((m) => `manifest ${m ?? "unknown"}`).join("\n")}
+${lines.join("\n")}
 `).slice(0, 32);
+}
+function planDifference(plan, archives) {
+  const had = new Map(plan.archives.map((a) => [a.name, a]));
+  for (const a of archives) {
+    const old = had.get(a.name);
+    if (!old) return `it has no archive of ${a.name}`;
+    if (old.sha256 !== a.sha256 || old.size !== a.size) return `its ${a.name} is sha256 ${old.sha256} (${old.size} bytes), the manifest now says ${a.sha256} (${a.size} bytes)`;
+  }
+  if (plan.archives.length !== archives.length) return `it holds archives this step does not ask for (${plan.archives.filter((a) => !archives.some((b) => b.name === a.name)).map((a) => a.name).join(", ")})`;
+  return void 0;
 }
 
 // src/action/runner-platform.ts
@@ -80011,7 +80371,7 @@ function runnerPlatform(os8 = process.platform, arch3 = process.arch, isTegra) {
 
 // src/action/selection.ts
 import { readFileSync as readFileSync21, readdirSync as readdirSync13 } from "node:fs";
-import { join as join29 } from "node:path";
+import { join as join28 } from "node:path";
 function candidates(name) {
   return [name, `cuda_${name}`, `lib${name}`];
 }
@@ -80038,7 +80398,7 @@ function receiptCovers(receipt, platform2, req) {
 }
 function readReceipt2(dir) {
   try {
-    return JSON.parse(readFileSync21(join29(dir, RECEIPT_FILE), "utf8"));
+    return JSON.parse(readFileSync21(join28(dir, RECEIPT_FILE), "utf8"));
   } catch {
     return void 0;
   }
@@ -80052,37 +80412,27 @@ function findInToolCache(paths, platform2, req) {
   }
   labels = labels.filter((l) => req.spec === "latest" || matchesPrefix(l, req.spec)).sort((a, b) => compareVersions(parseVersion(b), parseVersion(a)));
   for (const label of labels) {
-    const dir = join29(paths.versions, label);
+    const dir = join28(paths.versions, label);
     const receipt = readReceipt2(dir);
     if (receipt && receiptCovers(receipt, platform2, req)) return { label, dir, receipt };
   }
   return void 0;
 }
 
-// src/core/text/bytes.ts
-function formatBytes(n) {
-  if (n < 1024) return `${n} B`;
-  const units = ["KiB", "MiB", "GiB", "TiB"];
-  let v = n / 1024;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return `${v.toFixed(v >= 100 ? 0 : 1)} ${units[i]}`;
-}
-
 // src/action/summary.ts
 init_core();
+function escapeHtml(text) {
+  return escapeControl(text).replace(/[&<>"'`]/g, (c) => `&#${c.charCodeAt(0)};`);
+}
 async function writeSummary(s) {
   if (!process.env.GITHUB_STEP_SUMMARY) return;
   const how = s.source === "tool-cache" ? "already in the runner's tool cache" : s.source === "cache" ? "archives from the cache" : "downloaded";
-  const summary2 = summary.addHeading(`CUDA ${s.version}`, 3).addRaw(`Installed in \`${s.cudaPath}\` (${how}).`, true).addTable([
+  const summary2 = summary.addHeading(`CUDA ${escapeHtml(s.version)}`, 3).addRaw(`Installed in <code>${escapeHtml(s.cudaPath)}</code> (${how}).`, true).addTable([
     [{ data: "component", header: true }, { data: "version", header: true }, { data: "archive", header: true }, { data: "from", header: true }],
-    ...s.rows.map((r) => [r.name, r.version, formatBytes(r.size), r.from])
+    ...s.rows.map((r) => [escapeHtml(r.name), escapeHtml(r.version), formatBytes(r.size), escapeHtml(r.from)])
   ]).addRaw(`Bytes downloaded: ${s.bytesDownloaded} (${formatBytes(s.bytesDownloaded)}).`, true);
-  if (s.checkLine) summary2.addRaw(`${s.checkOk ? "OK" : "FAILED"}: ${s.checkLine}`, true);
-  for (const note of s.notes) summary2.addRaw(note, true);
+  if (s.checkLine) summary2.addRaw(`${s.checkOk ? "OK" : "FAILED"}: ${escapeHtml(s.checkLine)}`, true);
+  for (const note of s.notes) summary2.addRaw(escapeHtml(note), true);
   await summary2.write();
 }
 
@@ -80113,16 +80463,13 @@ function cacheNotices() {
     if (!quiet) warning(`${why}; going on without it (archives are downloaded from the mirror)`);
   };
 }
-function isExact(spec) {
-  return (labelParts(spec)?.length ?? 0) >= 3;
-}
 async function runAction(env, signal) {
   const platform2 = runnerPlatform();
   const toolCache = required(env, "RUNNER_TOOL_CACHE");
   const temp = required(env, "RUNNER_TEMP");
   const inputs = readInputs(env, env.GITHUB_WORKSPACE || process.cwd());
-  const work = join30(temp, "cudaenv-cache");
-  const paths = { ...pathsFor(join30(toolCache, "cudaenv")), cache: join30(work, ARCHIVES_DIR) };
+  const work = join29(temp, "cudaenv-cache");
+  const paths = { ...pathsFor(join29(toolCache, "cudaenv")), cache: join29(work, ARCHIVES_DIR) };
   const request = { spec: inputs.spec, profile: inputs.profile, components: inputs.components, cudnn: inputs.cudnn };
   const found = findInToolCache(paths, platform2, request);
   let result;
@@ -80142,7 +80489,7 @@ async function runAction(env, signal) {
   }
   const dir = result.cudaPath;
   const ld = inputs.ldLibraryPath === "prepend" ? toolkitEnvironment(env, dir, paths.versions, "prepend").LD_LIBRARY_PATH : env.LD_LIBRARY_PATH;
-  addPath(join30(dir, "bin"));
+  addPath(join29(dir, "bin"));
   exportVariable("CUDA_HOME", dir);
   exportVariable("CUDA_PATH", dir);
   if (inputs.ldLibraryPath === "prepend") exportVariable("LD_LIBRARY_PATH", ld ?? "");
@@ -80176,22 +80523,37 @@ async function install(paths, platform2, inputs, request, work, notes, service, 
       cacheUsable = false;
     }
   }
-  const { label, cudnnLabel } = await group(`Resolve CUDA ${inputs.spec}${inputs.cudnn ? ` and cuDNN ${inputs.cudnn}` : ""}`, async () => {
-    const cuda = isExact(inputs.spec) ? inputs.spec : newestMatching(await listReleases(mirror, signal), inputs.spec) ?? (await resolveRelease(mirror, inputs.spec, signal)).label;
-    const cudnnSpec = inputs.cudnn;
-    const cudnnText = cudnnSpec === void 0 || !cacheUsable ? void 0 : isExact(cudnnSpec) ? cudnnSpec : newestMatching(await listReleases(cudnnMirror, signal), cudnnSpec) ?? cudnnSpec;
-    info(`CUDA ${inputs.spec} (${inputs.specSource}) is ${cuda}${cudnnText ? `; cuDNN ${cudnnSpec} is ${cudnnText}` : ""}`);
-    return { label: cuda, cudnnLabel: cudnnText };
+  const { manifest, cudnnChoice } = await group(`Resolve CUDA ${inputs.spec}${inputs.cudnn ? ` and cuDNN ${inputs.cudnn}` : ""}`, async () => {
+    const resolved = await resolveRelease(mirror, inputs.spec, signal);
+    const choice = inputs.cudnn === void 0 ? void 0 : await chooseCudnn(cudnnMirror, inputs.cudnn, Number(resolved.label.split(".")[0]), platform2, signal);
+    info(`CUDA ${inputs.spec} (${inputs.specSource}) is ${resolved.label}${choice ? `; cuDNN ${inputs.cudnn} is ${choice.label}` : ""}`);
+    return { manifest: resolved, cudnnChoice: choice };
   });
-  const prefix2 = keyPrefix({ platform: platform2, label, cudnnLabel, request: { profile: request.profile ?? null, components: request.components ?? null, cudnn: request.cudnn ?? null } });
+  const label = manifest.label;
+  const components = request.components?.map((n) => manifestComponentName(manifest, n));
+  const names = selectComponents({ manifest, platform: platform2, profile: request.profile, components });
+  if (cudnnChoice) names.push(...cudnnNeeds(manifest, platform2, names).added);
+  const archives = names.map((name) => ({ name, artifact: artifactFor(manifest.components.get(name), platform2) }));
+  if (cudnnChoice) archives.push({ name: "cudnn", artifact: cudnnChoice.artifact });
+  const mirrorId = mirrorIdentity(mirror);
+  const cudnnMirrorId = cudnnChoice ? mirrorIdentity(cudnnMirror) : null;
+  const prefix2 = keyPrefix({
+    platform: platform2,
+    label,
+    cudnnLabel: cudnnChoice?.label,
+    mirror: mirrorId,
+    cudnnMirror: cudnnMirrorId,
+    request: { profile: request.profile ?? null, components: request.components ?? null, cudnn: request.cudnn ?? null }
+  });
+  const key = `${prefix2}${checksumDigest([manifest.sha256, cudnnChoice?.manifest.sha256], archives)}`;
+  const wanted = planArchives(archives);
   rmSync10(work, { recursive: true, force: true });
-  mkdirSync13(work, { recursive: true });
-  let plan;
+  mkdirSync11(work, { recursive: true });
   let restoredKey;
   if (cacheUsable) {
     await group(`Restore archives from ${service.name}`, async () => {
       try {
-        restoredKey = await service.restore(work, prefix2, [prefix2]);
+        restoredKey = await service.restore(work, key, [prefix2]);
       } catch (error2) {
         noCache(`${service.name} failed to restore (${formatError(error2)})`, error2 instanceof ReportedCacheFailure);
         notes.push(`Cache: ${service.name} failed (${formatError(error2)}); nothing was restored or saved.`);
@@ -80203,34 +80565,18 @@ async function install(paths, platform2, inputs, request, work, notes, service, 
         return;
       }
       const restored = readPlan(work);
-      if (restored && restored.key === restoredKey && restored.platform === platform2 && restored.manifest.label === label) {
-        plan = restored;
+      const why = !restored ? "it holds no plan of its archives" : restored.platform !== platform2 ? `it is for ${restored.platform}` : restored.mirror !== mirrorId || restored.cudnnMirror !== cudnnMirrorId ? `it was saved from the mirror ${escapeControl(restored.mirror)}${restored.cudnnMirror ? ` and ${escapeControl(String(restored.cudnnMirror))}` : ""}` : planDifference(restored, wanted);
+      if (why === void 0) {
         info(`restored ${restoredKey}`);
-      } else {
-        info(`the entry ${restoredKey} does not hold a plan for CUDA ${label}; ignored`);
-        restoredKey = void 0;
-        rmSync10(work, { recursive: true, force: true });
-        mkdirSync13(work, { recursive: true });
+        return;
       }
+      warning(`the cache entry ${restoredKey} does not match the manifest of CUDA ${label} fetched from ${mirror.display} for this run: ${why}. It is discarded and CUDA ${label} is installed from the mirror.`);
+      notes.push(`Cache: the entry ${restoredKey} did not match this run's manifest (${why}); it was discarded.`);
+      if (restoredKey === key) cacheUsable = false;
+      restoredKey = void 0;
+      rmSync10(work, { recursive: true, force: true });
+      mkdirSync11(work, { recursive: true });
     });
-  }
-  let manifest = plan?.manifest;
-  let cudnnChoice = plan?.cudnn;
-  if (!manifest) {
-    manifest = await resolveRelease(mirror, label, signal);
-    if (inputs.cudnn !== void 0) {
-      cudnnChoice = await chooseCudnn(cudnnMirror, cudnnLabel ?? inputs.cudnn, Number(label.split(".")[0]), platform2, signal);
-    }
-  }
-  const components = request.components?.map((n) => manifestComponentName(manifest, n));
-  const names = selectComponents({ manifest, platform: platform2, profile: request.profile, components });
-  if (cudnnChoice) names.push(...cudnnNeeds(manifest, platform2, names).added);
-  const archives = names.map((name) => ({ name, artifact: artifactFor(manifest.components.get(name), platform2) }));
-  if (cudnnChoice) archives.push({ name: "cudnn", artifact: cudnnChoice.artifact });
-  const key = `${prefix2}${checksumDigest(archives)}`;
-  if (restoredKey !== void 0 && restoredKey !== key) {
-    info(`the entry ${restoredKey} does not match its manifest's checksums (${key}); downloading instead`);
-    return install(paths, platform2, { ...inputs, cache: false }, request, work, notes, service, signal);
   }
   const sizes = new Map(archives.map((a) => [a.name, a.artifact.size]));
   const installed = await group(`Install CUDA ${label}: ${archives.map((a) => a.name).join(", ")}`, () => installRelease({
@@ -80245,7 +80591,7 @@ async function install(paths, platform2, inputs, request, work, notes, service, 
     manifest,
     cudnnChoice,
     // Not covering the request (findInToolCache said so): replace it with what is asked for.
-    force: existsSync18(join30(paths.versions, label)),
+    force: existsSync18(join29(paths.versions, label)),
     signal,
     onEvent: (e) => {
       if (e.type === "progress" && e.progress.stage === "done") {
@@ -80267,7 +80613,7 @@ async function install(paths, platform2, inputs, request, work, notes, service, 
   }));
   if (cacheUsable && restoredKey === void 0) {
     await group(`Save archives to ${service.name}`, async () => {
-      writePlan(work, { format: 1, key, platform: platform2, manifest, cudnn: cudnnChoice });
+      writePlan(work, { format: 2, key, platform: platform2, mirror: mirrorId, cudnnMirror: cudnnMirrorId, archives: wanted });
       try {
         if (await service.save(work, key)) info(`saved ${key}`);
         else info(`${key} was not saved (the reason is above); the next run downloads again`);

@@ -1,5 +1,6 @@
 import {cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync} from 'node:fs';
 import {join} from 'node:path';
+import {temporaryName} from '../core/safe-fs/index.js';
 
 /**
  * Where the action keeps archives between runs. The seam between the action and GitHub's
@@ -89,7 +90,7 @@ export function directoryCacheService(root: string): CacheService {
     async save(dir, key) {
       const dest = join(root, entryName(key));
       if (existsSync(dest)) return true; // immutable, as in the Actions cache
-      const tmp = join(root, `.saving-${process.pid}-${Date.now()}`);
+      const tmp = join(root, temporaryName(entryName(key)));
       mkdirSync(root, {recursive: true});
       cpSync(dir, tmp, {recursive: true});
       try {

@@ -3,10 +3,9 @@ import {join} from 'node:path';
 import * as core from '@actions/core';
 import {checkLibraries, firstProblemLine} from '../core/elf/index.js';
 import {CudaenvError, formatError} from '../core/errors.js';
-import {listReleases, resolveRelease} from '../core/remote/catalog.js';
-import {chooseCudnn, type CudnnChoice} from '../core/remote/cudnn.js';
+import {resolveRelease} from '../core/remote/catalog.js';
+import {chooseCudnn} from '../core/remote/cudnn.js';
 import {cudnnNeeds, installRelease, type InstallEvent} from '../core/remote/install.js';
-import {labelParts, newestMatching} from '../core/remote/labels.js';
 import {artifactFor, type Artifact} from '../core/remote/manifest.js';
 import type {Platform} from '../core/remote/platform.js';
 import {selectComponents} from '../core/remote/profiles.js';
@@ -14,10 +13,11 @@ import {pathsFor, type StorePaths} from '../core/store/paths.js';
 import {toolkitEnvironment, toolkitLibDir} from '../core/shell/toolkit-env.js';
 import {cacheServiceFor, ReportedCacheFailure, type CacheService} from './cache-service.js';
 import {readInputs, type ActionInputs} from './inputs.js';
-import {ARCHIVES_DIR, checksumDigest, keyPrefix, readPlan, writePlan, type Plan} from './plan.js';
+import {ARCHIVES_DIR, checksumDigest, keyPrefix, mirrorIdentity, planArchives, planDifference, readPlan, writePlan} from './plan.js';
 import {runnerPlatform} from './runner-platform.js';
 import {findInToolCache, manifestComponentName, type Request} from './selection.js';
 import {formatBytes} from '../core/text/bytes.js';
+import {escapeControl} from '../core/text/control.js';
 import {writeSummary, type SummaryRow} from './summary.js';
 
 export interface ActionResult {
@@ -57,10 +57,6 @@ function cacheNotices(): (why: string, quiet?: boolean) => void {
     said = true;
     if (!quiet) core.warning(`${why}; going on without it (archives are downloaded from the mirror)`);
   };
-}
-
-function isExact(spec: string): boolean {
-  return (labelParts(spec)?.length ?? 0) >= 3;
 }
 
 /**
@@ -138,28 +134,39 @@ async function install(
       cacheUsable = false;
     }
   }
-  // Only the release labels are needed for the key: an exact spec needs no request at all,
-  // a partial one reads the index, so a new release never finds the old one's entry.
-  const {label, cudnnLabel} = await group(`Resolve CUDA ${inputs.spec}${inputs.cudnn ? ` and cuDNN ${inputs.cudnn}` : ''}`, async () => {
-    const cuda = isExact(inputs.spec) ? inputs.spec
-      : newestMatching(await listReleases(mirror, signal), inputs.spec) ?? (await resolveRelease(mirror, inputs.spec, signal)).label;
-    const cudnnSpec = inputs.cudnn;
-    // Without a cache the cuDNN label is chosen below (chooseCudnn reads the index itself).
-    const cudnnText = cudnnSpec === undefined || !cacheUsable ? undefined
-      : isExact(cudnnSpec) ? cudnnSpec : newestMatching(await listReleases(cudnnMirror, signal), cudnnSpec) ?? cudnnSpec;
-    core.info(`CUDA ${inputs.spec} (${inputs.specSource}) is ${cuda}${cudnnText ? `; cuDNN ${cudnnSpec} is ${cudnnText}` : ''}`);
-    return {label: cuda, cudnnLabel: cudnnText};
+  // The manifests are fetched by every run, also one that restores an entry: the key holds their
+  // checksums, and a restored entry is checked against them (never trusted for what it says).
+  const {manifest, cudnnChoice} = await group(`Resolve CUDA ${inputs.spec}${inputs.cudnn ? ` and cuDNN ${inputs.cudnn}` : ''}`, async () => {
+    const resolved = await resolveRelease(mirror, inputs.spec, signal);
+    const choice = inputs.cudnn === undefined ? undefined
+      : await chooseCudnn(cudnnMirror, inputs.cudnn, Number(resolved.label.split('.')[0]), platform, signal);
+    core.info(`CUDA ${inputs.spec} (${inputs.specSource}) is ${resolved.label}${choice ? `; cuDNN ${inputs.cudnn} is ${choice.label}` : ''}`);
+    return {manifest: resolved, cudnnChoice: choice};
   });
-  const prefix = keyPrefix({platform, label, cudnnLabel, request: {profile: request.profile ?? null, components: request.components ?? null, cudnn: request.cudnn ?? null}});
+  const label = manifest.label;
+  const components = request.components?.map((n) => manifestComponentName(manifest, n));
+  const names = selectComponents({manifest, platform, profile: request.profile, components});
+  // What cuDNN loads from the toolkit is installed with it (as `cudaenv install --cudnn` does), so
+  // the cache key covers those archives too.
+  if (cudnnChoice) names.push(...cudnnNeeds(manifest, platform, names).added);
+  const archives: Array<{name: string; artifact: Artifact}> = names.map((name) => ({name, artifact: artifactFor(manifest.components.get(name)!, platform)!}));
+  if (cudnnChoice) archives.push({name: 'cudnn', artifact: cudnnChoice.artifact});
+  const mirrorId = mirrorIdentity(mirror);
+  const cudnnMirrorId = cudnnChoice ? mirrorIdentity(cudnnMirror) : null;
+  const prefix = keyPrefix({
+    platform, label, cudnnLabel: cudnnChoice?.label, mirror: mirrorId, cudnnMirror: cudnnMirrorId,
+    request: {profile: request.profile ?? null, components: request.components ?? null, cudnn: request.cudnn ?? null},
+  });
+  const key = `${prefix}${checksumDigest([manifest.sha256, cudnnChoice?.manifest.sha256], archives)}`;
+  const wanted = planArchives(archives);
 
   rmSync(work, {recursive: true, force: true});
   mkdirSync(work, {recursive: true});
-  let plan: Plan | undefined;
   let restoredKey: string | undefined;
   if (cacheUsable) {
     await group(`Restore archives from ${service.name}`, async () => {
       try {
-        restoredKey = await service.restore(work, prefix, [prefix]);
+        restoredKey = await service.restore(work, key, [prefix]);
       } catch (error) {
         // The service failed: no save either (it would fail again, and say so again).
         noCache(`${service.name} failed to restore (${formatError(error)})`, error instanceof ReportedCacheFailure);
@@ -172,38 +179,22 @@ async function install(
         return;
       }
       const restored = readPlan(work);
-      if (restored && restored.key === restoredKey && restored.platform === platform && restored.manifest.label === label) {
-        plan = restored;
+      const why = !restored ? 'it holds no plan of its archives'
+        : restored.platform !== platform ? `it is for ${restored.platform}`
+          : restored.mirror !== mirrorId || restored.cudnnMirror !== cudnnMirrorId ? `it was saved from the mirror ${escapeControl(restored.mirror)}${restored.cudnnMirror ? ` and ${escapeControl(String(restored.cudnnMirror))}` : ''}`
+            : planDifference(restored, wanted);
+      if (why === undefined) {
         core.info(`restored ${restoredKey}`);
-      } else {
-        core.info(`the entry ${restoredKey} does not hold a plan for CUDA ${label}; ignored`);
-        restoredKey = undefined;
-        rmSync(work, {recursive: true, force: true});
-        mkdirSync(work, {recursive: true});
+        return;
       }
+      // Another mirror's build, or a manifest that changed since: what this run's manifest gives is installed instead.
+      core.warning(`the cache entry ${restoredKey} does not match the manifest of CUDA ${label} fetched from ${mirror.display} for this run: ${why}. It is discarded and CUDA ${label} is installed from the mirror.`);
+      notes.push(`Cache: the entry ${restoredKey} did not match this run's manifest (${why}); it was discarded.`);
+      if (restoredKey === key) cacheUsable = false; // entries are immutable: this key cannot be saved again
+      restoredKey = undefined;
+      rmSync(work, {recursive: true, force: true});
+      mkdirSync(work, {recursive: true});
     });
-  }
-
-  let manifest = plan?.manifest;
-  let cudnnChoice: CudnnChoice | undefined = plan?.cudnn;
-  if (!manifest) {
-    manifest = await resolveRelease(mirror, label, signal);
-    if (inputs.cudnn !== undefined) {
-      cudnnChoice = await chooseCudnn(cudnnMirror, cudnnLabel ?? inputs.cudnn, Number(label.split('.')[0]), platform, signal);
-    }
-  }
-  const components = request.components?.map((n) => manifestComponentName(manifest!, n));
-  const names = selectComponents({manifest, platform, profile: request.profile, components});
-  // What cuDNN loads from the toolkit is installed with it (as `cudaenv install --cudnn` does), so
-  // the cache key covers those archives too.
-  if (cudnnChoice) names.push(...cudnnNeeds(manifest, platform, names).added);
-  const archives: Array<{name: string; artifact: Artifact}> = names.map((name) => ({name, artifact: artifactFor(manifest!.components.get(name)!, platform)!}));
-  if (cudnnChoice) archives.push({name: 'cudnn', artifact: cudnnChoice.artifact});
-  const key = `${prefix}${checksumDigest(archives)}`;
-  if (restoredKey !== undefined && restoredKey !== key) {
-    // The entry's own manifest gives other checksums than its key says: not ours to trust.
-    core.info(`the entry ${restoredKey} does not match its manifest's checksums (${key}); downloading instead`);
-    return install(paths, platform, {...inputs, cache: false}, request, work, notes, service, signal);
   }
 
   const sizes = new Map(archives.map((a) => [a.name, a.artifact.size]));
@@ -231,7 +222,7 @@ async function install(
   }));
   if (cacheUsable && restoredKey === undefined) {
     await group(`Save archives to ${service.name}`, async () => {
-      writePlan(work, {format: 1, key, platform, manifest: manifest!, cudnn: cudnnChoice});
+      writePlan(work, {format: 2, key, platform, mirror: mirrorId, cudnnMirror: cudnnMirrorId, archives: wanted});
       try {
         if (await service.save(work, key)) core.info(`saved ${key}`);
         else core.info(`${key} was not saved (the reason is above); the next run downloads again`);

@@ -119,7 +119,7 @@ describeIf(ready, why)('the bundled action against a loopback mirror of the real
       }
       expect(r.stdout.match(/::group::/g)!.length).toBe(r.stdout.match(/::endgroup::/g)!.length);
       expect(r.stdout).not.toContain('::error::');
-      expect(readdirSync(cacheDir)).toEqual([expect.stringMatching(/^cudaenv-1-linux-x86_64-cuda12\.4\.1-[0-9a-f]{12}-[0-9a-f]{32}$/)]);
+      expect(readdirSync(cacheDir)).toEqual([expect.stringMatching(/^cudaenv-2-linux-x86_64-cuda12\.4\.1-[0-9a-f]{12}-[0-9a-f]{32}$/)]);
       // The run's archive directory is gone: the disk holds the toolkit, the cache holds the archives.
       expect(existsSync(join(r.temp, 'cudaenv-cache'))).toBe(false);
     });
@@ -138,27 +138,28 @@ describeIf(ready, why)('the bundled action against a loopback mirror of the real
       expect(r.stdout).toContain('is in the tool cache');
     });
 
-    test('a fresh runner with the Actions cache restored makes no request either', async () => {
+    test('a fresh runner with the Actions cache restored asks the mirror only for the manifest (which the entry is checked against)', async () => {
       const fresh = makeRunner(join(tmp.dir, 'runner-b'), runner);
       const before = server.log.length;
       const r = await runAction(fresh, {...inputs, mirror: server.url}, {CUDAENV_ACTION_CACHE_DIR: cacheDir});
       expect(r.stderr).toBe('');
       expect(r.code).toBe(0);
-      expect(requests(before)).toEqual([]);
+      expect(requests(before)).toEqual(['redistrib_12.4.1.json']);
       const freshDir = join(fresh.toolCache, 'cudaenv', 'versions', '12.4.1');
       expectExports(r, freshDir, join(freshDir, 'lib64'));
       expect(parseCommandFile(r.files.output)).toEqual(new Map([['version', '12.4.1'], ['cuda-path', freshDir], ['cache-hit', 'true']]));
       expect(r.files.summary).toContain('Bytes downloaded: 0 ');
-      expect(r.stdout).toMatch(/restored cudaenv-1-linux-x86_64-cuda12\.4\.1-/);
+      expect(r.stdout).toMatch(/restored cudaenv-2-linux-x86_64-cuda12\.4\.1-/);
+      expect(r.stdout).not.toContain('::warning::');
       expect(execFileSync(join(freshDir, 'bin', 'nvcc'), ['--version'], {encoding: 'utf8'})).toContain('release 12.4');
     });
 
-    test('a partial spec asks the mirror only for its index, then installs from the restored cache', async () => {
+    test('a partial spec asks the mirror for its index and the manifest, then installs from the restored cache', async () => {
       const fresh = makeRunner(join(tmp.dir, 'runner-c'), runner);
       const before = server.log.length;
       const r = await runAction(fresh, {cuda: '12.4', components: 'nvcc,cudart', mirror: server.url}, {CUDAENV_ACTION_CACHE_DIR: cacheDir});
       expect(r.code).toBe(0);
-      expect(requests(before)).toEqual(['']);
+      expect(requests(before)).toEqual(['', 'redistrib_12.4.1.json']);
       expect(parseCommandFile(r.files.output).get('version')).toBe('12.4.1');
     });
 
@@ -209,7 +210,7 @@ describeIf(ready, why)('the bundled action against a loopback mirror of the real
       expect(first.code).toBe(0);
       expect(first.stdout).not.toMatch(/::(warning|error)::/);
       expect(cache.log).toEqual(saveCalls);
-      expect(cache.entries.map((e) => [e.key, e.committed])).toEqual([[expect.stringMatching(/^cudaenv-1-linux-x86_64-cuda12\.4\.1-[0-9a-f]{12}-[0-9a-f]{32}$/), true]]);
+      expect(cache.entries.map((e) => [e.key, e.committed])).toEqual([[expect.stringMatching(/^cudaenv-2-linux-x86_64-cuda12\.4\.1-[0-9a-f]{12}-[0-9a-f]{32}$/), true]]);
       expect(cache.entries[0]!.data.length).toBeGreaterThan(0);
 
       const before = server.log.length;
@@ -217,7 +218,7 @@ describeIf(ready, why)('the bundled action against a loopback mirror of the real
       const second = await runAction(fresh, inputs, service);
       expect(second.code).toBe(0);
       expect(second.stdout).not.toMatch(/::(warning|error)::/);
-      expect(server.log.slice(before)).toEqual([]);
+      expect(server.log.slice(before).map((l) => l.path)).toEqual(['redistrib_12.4.1.json']);
       expect(cache.log.slice(saveCalls.length)).toEqual(restoreCalls);
       expect(parseCommandFile(second.files.output).get('cache-hit')).toBe('true');
       expect(second.files.summary).toContain('Bytes downloaded: 0 ');
@@ -277,9 +278,98 @@ describeIf(ready, why)('the bundled action against a loopback mirror of the real
     const r = await runAction(makeRunner(join(tmp.dir, 'runner-damaged-2'), image), inputs, {CUDAENV_ACTION_CACHE_DIR: cacheDir});
     expect(r.code).toBe(0);
     const nvccServed = served.find((x) => x.name === 'cuda_nvcc')!;
-    expect(requests(before)).toEqual([nvccServed.relativePath]);
+    expect(requests(before)).toEqual(['redistrib_12.4.1.json', nvccServed.relativePath]);
     expect(r.files.summary).toContain(`Bytes downloaded: ${nvccServed.size} `);
     expect(parseCommandFile(r.files.output).get('cache-hit')).toBe('false');
+  });
+
+  describe('issue 46: an entry is the mirror\'s and the manifest\'s it was saved from', () => {
+    const build = (marker: string): ComponentSpec[] => [
+      {name: 'cuda_nvcc', version: '12.4.131', files: {'LICENSE': 'nvcc\n', 'bin/marker': `${marker}\n`}},
+      {name: 'cuda_cudart', version: '12.4.127', files: {'LICENSE': 'cudart\n', 'include/cuda_runtime.h': '/* cudart */\n'}},
+    ];
+    const mirrorOf = async (name: string, marker: string, auth?: string): Promise<{root: string; server: MirrorServer; served: Served[]}> => {
+      const root = join(tmp.dir, name);
+      const served = writeRealRelease(root, 'cuda', '12.4.1', build(marker), join(tmp.dir, `${name}-work`));
+      writeIndex(root, ['12.4.1']);
+      return {root, served, server: await startMirrorServer(root, auth === undefined ? {} : {auth})};
+    };
+    const inputs = {cuda: '12.4.1', components: 'nvcc,cudart', check: 'false'};
+    const marker = (runner: Runner): string => readFileSync(join(runner.toolCache, 'cudaenv', 'versions', '12.4.1', 'bin', 'marker'), 'utf8');
+
+    test('an entry saved from another mirror (with credentials in its URL) is not restored for the official one; no key holds the mirror\'s password', async () => {
+      const other = await mirrorOf('other-mirror', 'other build', 'alice:s3cret');
+      const official = await mirrorOf('official-mirror', 'official build');
+      try {
+        const cacheDir = join(tmp.dir, 'cache-two-mirrors');
+        mkdirSync(cacheDir);
+        const first = makeRunner(join(tmp.dir, 'runner-other'));
+        const url = other.server.url.replace('http://', 'http://alice:s3cret@');
+        const r1 = await runAction(first, {...inputs, mirror: url}, {CUDAENV_ACTION_CACHE_DIR: cacheDir});
+        expect(r1.code).toBe(0);
+        expect(marker(first)).toBe('other build\n');
+        const [saved] = readdirSync(cacheDir);
+        expect(readFileSync(join(cacheDir, saved!, 'plan.json'), 'utf8')).toContain(`"mirror":"${other.server.url}"`);
+        const second = makeRunner(join(tmp.dir, 'runner-official'), first);
+        const r2 = await runAction(second, {...inputs, mirror: official.server.url}, {CUDAENV_ACTION_CACHE_DIR: cacheDir});
+        expect(r2.code).toBe(0);
+        expect(marker(second)).toBe('official build\n');
+        expect(official.server.log.map((l) => l.path).sort()).toEqual(['redistrib_12.4.1.json', ...official.served.map((x) => x.relativePath)].sort());
+        expect(parseCommandFile(r2.files.output).get('cache-hit')).toBe('false');
+        const keys = readdirSync(cacheDir);
+        expect(keys).toHaveLength(2);
+        for (const k of keys) {
+          expect(k).not.toMatch(/s3cret|alice/);
+          expect(readFileSync(join(cacheDir, k, 'plan.json'), 'utf8')).not.toMatch(/s3cret|alice/);
+        }
+      } finally {
+        await other.server.close();
+        await official.server.close();
+      }
+    });
+
+    test('a restored entry that the manifest fetched now contradicts (the mirror published another build) is discarded with a warning and installed fresh', async () => {
+      const m = await mirrorOf('respun-mirror', 'first build');
+      try {
+        const cacheDir = join(tmp.dir, 'cache-respun');
+        mkdirSync(cacheDir);
+        const first = makeRunner(join(tmp.dir, 'runner-respun-1'));
+        expect((await runAction(first, {...inputs, mirror: m.server.url}, {CUDAENV_ACTION_CACHE_DIR: cacheDir})).code).toBe(0);
+        const [old] = readdirSync(cacheDir);
+        const served = writeRealRelease(m.root, 'cuda', '12.4.1', build('second build'), join(tmp.dir, 'respun-work-2'));
+        const before = m.server.log.length;
+        const second = makeRunner(join(tmp.dir, 'runner-respun-2'), first);
+        const r = await runAction(second, {...inputs, mirror: m.server.url}, {CUDAENV_ACTION_CACHE_DIR: cacheDir});
+        expect(r.code).toBe(0);
+        expect(marker(second)).toBe('second build\n');
+        const warnings = r.stdout.split('\n').filter((l) => l.startsWith('::warning'));
+        expect(warnings).toEqual([expect.stringMatching(new RegExp(`^::warning::the cache entry ${old} does not match the manifest of CUDA 12\\.4\\.1 fetched from http://127\\.0\\.0\\.1:\\d+/ for this run: its cuda_(nvcc|cudart) is sha256 [0-9a-f]{64} \\(\\d+ bytes\\), the manifest now says (${served.map((x) => `${x.sha256} \\(${x.size} bytes\\)`).join('|')})\\. It is discarded and CUDA 12\\.4\\.1 is installed from the mirror\\.$`))]);
+        expect(m.server.log.slice(before).map((l) => l.path).sort()).toEqual(['redistrib_12.4.1.json', ...served.map((x) => x.relativePath)].sort());
+        expect(parseCommandFile(r.files.output).get('cache-hit')).toBe('false');
+        expect(r.files.summary).toContain(`Cache: the entry ${old} did not match this run&#39;s manifest`);
+        expect(readdirSync(cacheDir)).toHaveLength(2); // saved under the new manifest's key
+      } finally {
+        await m.server.close();
+      }
+    });
+
+    test('a manifest\'s version with HTML and escapes shows as text in the job summary and the log', async () => {
+      const m = await mirrorOf('html-mirror', 'x');
+      try {
+        const file = join(m.root, 'redistrib_12.4.1.json');
+        const data = JSON.parse(readFileSync(file, 'utf8')) as Record<string, Record<string, unknown>>;
+        data.cuda_nvcc!.version = '12.4.131<img src=x onerror=alert(1)>\u001b[2J';
+        writeFileSync(file, JSON.stringify(data));
+        const r = await runAction(makeRunner(join(tmp.dir, 'runner-html')), {...inputs, mirror: m.server.url, cache: 'false'});
+        expect(r.code).toBe(0);
+        expect(r.files.summary).toContain('<td>12.4.131&#60;img src=x onerror=alert(1)&#62;\\x1b[2J</td>');
+        expect(r.files.summary).not.toContain('<img');
+        // eslint-disable-next-line no-control-regex
+        expect(r.stdout + r.files.summary).not.toMatch(/\u001b/);
+      } finally {
+        await m.server.close();
+      }
+    });
   });
 
   describe('failures: one ::error:: annotation, exit status 1, nothing exported', () => {

@@ -135,6 +135,25 @@ describe('cudaenv ls-remote / install / uninstall', () => {
     expect(r.stdout).toMatch(/Installed CUDA 12\.6\.3 in /);
   });
 
+  test('a manifest\'s version with terminal escapes reaches the terminal escaped (issue 46)', async () => {
+    const root = join(tmp.dir, 'hostile-text');
+    mkdirSync(root);
+    const manifest = writeRelease(root, {label: '12.4.1', components: [{name: 'cuda_cudart', version: '12.4.127', files: {'lib/libcudart.so.12': 'x'}}]});
+    (manifest.cuda_cudart as Record<string, unknown>).version = '12.4.127\u001b[2J\u001b]0;owned\u0007\u009b31m';
+    writeFileSync(join(root, 'redistrib_12.4.1.json'), JSON.stringify(manifest));
+    writeIndex(root, ['12.4.1']);
+    const hostile = await startMirrorServer(root);
+    try {
+      const r = await runCli(['install', '12.4.1', '--components', 'cuda_cudart'], {env: env(newStore(), {CUDAENV_MIRROR: hostile.url})});
+      expect(r.status).toBe(0);
+      expect(r.stderr).toContain('cuda_cudart 12.4.127\\x1b[2J\\x1b]0;owned\\x07\\x9b31m: done');
+      // eslint-disable-next-line no-control-regex
+      expect(r.stdout + r.stderr).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f-\x9f]/);
+    } finally {
+      await hostile.close();
+    }
+  });
+
   // A real pseudo-terminal (util-linux script): what a person at a terminal sees.
   const haveScript = spawnSync('script', ['-qec', 'true', '/dev/null']).status === 0;
   testIf(haveScript, 'needs script (util-linux) for a pseudo-terminal')('at a terminal: live lines; a terminal without a size, or stdout redirected: plain lines on stderr, only the result in the file', async () => {

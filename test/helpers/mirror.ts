@@ -375,6 +375,7 @@ export async function startMirrorServer(root: string, options: {style?: ServerSt
       });
     }
     stream.on('data', (chunk) => res.write(chunk));
+    res.on('close', () => stream.destroy()); // a client that gave up (a throttled body) stops the reading
     stream.on('end', () => {
       // A dropped connection: the body stops short of Content-Length and the socket is destroyed.
       if (drop) res.socket?.destroy();

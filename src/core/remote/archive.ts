@@ -1,11 +1,12 @@
 import {spawn, type ChildProcess} from 'node:child_process';
 import {createHash} from 'node:crypto';
-import {createReadStream, mkdirSync, renameSync, rmSync, statSync, statfsSync, type WriteStream} from 'node:fs';
+import {constants, createReadStream, mkdirSync, renameSync, rmSync, statSync, statfsSync, type WriteStream} from 'node:fs';
 import {open} from 'node:fs/promises';
 import {basename, join} from 'node:path';
 import type {Readable, Writable} from 'node:stream';
 import {finished} from 'node:stream/promises';
 import {CudaenvError} from '../errors.js';
+import {escapeControl} from '../text/control.js';
 import {onFatalExit} from '../fatal-cleanup.js';
 import {acquireLock} from '../store/lock.js';
 import type {Artifact} from './manifest.js';
@@ -13,7 +14,8 @@ import {mirrorLocation, type Mirror} from './mirror.js';
 import {remoteBytes} from './source.js';
 import {archiveLockName} from './cache.js';
 import {checkpoint} from './checkpoint.js';
-import {ArchiveRefused, ArchiveTruncated, TarGuard, type GuardStats} from './tar-guard.js';
+import {ArchiveNoRoom, ArchiveRefused, ArchiveTruncated, TarGuard, type GuardStats} from './tar-guard.js';
+import {formatBytes} from '../text/bytes.js';
 
 export type Stage = 'queued' | 'download' | 'verify' | 'extract' | 'merge' | 'done' | 'failed';
 
@@ -92,6 +94,31 @@ export async function fetchAndExtract(job: ArchiveJob): Promise<ArchiveResult> {
   }
 }
 
+/**
+ * How far an archive may expand: EXPANSION_FACTOR times its size in the manifest (the download,
+ * compressed), plus EXPANSION_FLOOR for small archives. Measured on a CUDA 13.0 toolkit's own
+ * files, tarred and compressed with `xz -6` as NVIDIA's archives are: libraries 4.2x, executables
+ * 4.4x, headers 13.7x (a header-only archive such as cuda_cccl is the worst case). 32 leaves more
+ * than twice that margin, and still refuses an xz bomb (a few hundred KB of zeros that declare
+ * gigabytes: 7000x) at the header of its first large file.
+ */
+export const EXPANSION_FACTOR = 32;
+export const EXPANSION_FLOOR = 64 << 20;
+
+export function expansionLimit(size: number): number {
+  return EXPANSION_FLOOR + EXPANSION_FACTOR * size;
+}
+
+/** The bytes free under `dir` for this user (undefined where statfs cannot tell). */
+function freeBytes(dir: string): number | undefined {
+  try {
+    const st = statfsSync(dir);
+    return st.bavail * st.bsize;
+  } catch {
+    return undefined;
+  }
+}
+
 async function streamOnce(job: ArchiveJob, cacheFile: string, fromCache: boolean): Promise<GuardStats> {
   const {artifact, component} = job;
   const url = mirrorLocation(job.mirror, artifact.relativePath);
@@ -101,13 +128,19 @@ async function streamOnce(job: ArchiveJob, cacheFile: string, fromCache: boolean
 
   const xz = spawn('xz', ['-dc'], {stdio: ['pipe', 'pipe', 'pipe']});
   const tar = spawn('tar', ['-x', '-f', '-', '-C', job.destDir, '--strip-components=1', '--no-same-owner', '--warning=no-timestamp', '--warning=no-unknown-keyword'], {stdio: ['pipe', 'ignore', 'pipe']});
-  const guard = new TarGuard();
+  const guard = new TarGuard({
+    maxBytes: expansionLimit(artifact.size),
+    maxWhy: `${EXPANSION_FACTOR} times the ${artifact.size} bytes the manifest gives the archive, plus ${formatBytes(EXPANSION_FLOOR)}`,
+    freeBytes: freeBytes(job.destDir),
+  });
   const xzErr = collect(xz);
   const tarErr = collect(tar);
   let failure: unknown;
   const fail = (error: unknown): void => {
     // A refused entry explains everything after it (xz killed by SIGPIPE, tar's stdin closed).
-    if (failure === undefined || (error instanceof ArchiveRefused && !(failure instanceof ArchiveRefused))) failure = error;
+    // So does an archive that does not fit on the disk.
+    const stops = (e: unknown): boolean => e instanceof ArchiveRefused || e instanceof ArchiveNoRoom;
+    if (failure === undefined || (stops(error) && !stops(failure))) failure = error;
   };
   const xzExit = exitOf(xz);
   const tarExit = exitOf(tar);
@@ -184,7 +217,8 @@ async function streamOnce(job: ArchiveJob, cacheFile: string, fromCache: boolean
       }
       // A write stream batches the appends (one writev for what arrived while the last write
       // ran) instead of a thread-pool round trip per chunk; its queue is bounded like xz's.
-      part = (await open(partFile, 'a')).createWriteStream({highWaterMark: 2 << 20});
+      // O_NOFOLLOW: a link planted at the .part name (a shared store) is an error, never a file written through.
+      part = (await open(partFile, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o644)).createWriteStream({highWaterMark: 2 << 20});
       part.on('error', (error) => {
         partError ??= error;
       });
@@ -227,7 +261,7 @@ async function streamOnce(job: ArchiveJob, cacheFile: string, fromCache: boolean
     }
     report('extract', true);
     const [xzCode, tarCode] = await Promise.all([xzExit, tarExit, piped]);
-    if (failure instanceof ArchiveRefused) throw failure;
+    if (failure instanceof ArchiveRefused || failure instanceof ArchiveNoRoom) throw failure;
     if (xzCode !== 0) {
       xzFailed = true;
       throw new Error('xz');
@@ -246,7 +280,12 @@ async function streamOnce(job: ArchiveJob, cacheFile: string, fromCache: boolean
       // nothing to resume, and `cudaenv cache` would list it as an interrupted download.
       if (sizeOf(partFile) === 0) rmSync(partFile, {force: true});
     }
-    const cause = failure instanceof ArchiveRefused ? failure : error;
+    const cause = failure instanceof ArchiveRefused || failure instanceof ArchiveNoRoom ? failure : error;
+    if (cause instanceof ArchiveNoRoom) {
+      throw new CudaenvError(`${component}: the files of ${url} add up to ${formatBytes(cause.needed)} or more, and the disk under ${job.destDir} has ${formatBytes(cause.free)} free`, {
+        hint: 'Nothing was installed (the extraction stopped before it filled the disk). Free space in the cudaenv store (CUDAENV_DIR) and try again; what was downloaded is kept and reused.', code: 'disk-full',
+      });
+    }
     if (cause instanceof ArchiveRefused) {
       rmSync(partFile, {force: true}); // a hostile archive is worth nothing, even half of it
       throw new CudaenvError(`${component}: the archive ${url} is unsafe: ${cause.message}`, {
@@ -292,12 +331,16 @@ function exitOf(child: ChildProcess): Promise<number> {
   });
 }
 
+/**
+ * What a child wrote to stderr (the first 4000 characters), its lines kept: tar and xz quote
+ * the archive's names in it, so within each line control characters are shown escaped.
+ */
 function collect(child: ChildProcess): () => string {
   let text = '';
   child.stderr?.on('data', (d: Buffer) => {
     if (text.length < 4000) text += d.toString();
   });
-  return () => text;
+  return () => text.trim().split('\n').map(escapeControl).join('\n');
 }
 
 const EMPTY = Buffer.alloc(0);

@@ -1,3 +1,4 @@
+import {createHash} from 'node:crypto';
 import {CudaenvError, UsageError} from '../errors.js';
 import {fetchIndexText, fetchText} from './fetch-text.js';
 import {parseIndexPage} from './index-page.js';
@@ -29,6 +30,8 @@ export function manifestFromText(mirror: Mirror, label: string, text: string): M
       hint: 'The mirror is inconsistent; use another mirror.', code: 'bad-manifest',
     });
   }
+  // JSON is UTF-8 (RFC 8259), so these are the bytes the mirror sent for any manifest that parsed.
+  manifest.sha256 = createHash('sha256').update(text, 'utf8').digest('hex');
   return manifest;
 }
 

@@ -1,6 +1,6 @@
 import {readFile, readdir} from 'node:fs/promises';
 import {CudaenvError, isErrno} from '../errors.js';
-import {accessHint, discard, httpGet, isTransient, networkHint, readBody} from './http.js';
+import {accessHint, discard, downloadLimits, httpGet, isTransient, networkHint, readBody} from './http.js';
 import {mirrorLocation, type Mirror} from './mirror.js';
 import {askedWait, MAX_ATTEMPTS, retryDelayMs, sleep, transientStatus, waitBeforeRetry} from './retry.js';
 
@@ -21,6 +21,8 @@ export async function fetchText(mirror: Mirror, rel: string, options: {optional?
       });
     }
   }
+  const limits = downloadLimits();
+  const deadline = limits.timeoutMs > 0 ? Date.now() + limits.timeoutMs : undefined;
   for (let attempt = 0; ; attempt++) {
     try {
       const res = await httpGet(where, {signal});
@@ -28,7 +30,7 @@ export async function fetchText(mirror: Mirror, rel: string, options: {optional?
       if (statusCode === 200) {
         const chunks: Buffer[] = [];
         let total = 0;
-        for await (const chunk of readBody(res)) {
+        for await (const chunk of readBody(res, {speedLimit: limits.speedLimit, speedTimeMs: limits.speedTimeMs, deadline})) {
           total += chunk.length;
           if (total > MAX_TEXT_BYTES) throw new CudaenvError(`${where} is larger than ${MAX_TEXT_BYTES} bytes; that is not a redist index or manifest`, {code: 'mirror'});
           chunks.push(chunk);

@@ -39,8 +39,6 @@ export interface HttpResponse {
 export interface GetOptions {
   headers?: Record<string, string>;
   signal?: AbortSignal;
-  /** Refuse a redirect from https to http (EBADREDIRECT): what self-update asks of an https base. */
-  httpsRedirectsOnly?: boolean;
 }
 
 export const MAX_REDIRECTS = 5;
@@ -199,7 +197,12 @@ export async function httpGet(url: string, options: GetOptions = {}): Promise<Ht
     if (hop >= MAX_REDIRECTS) throw codedError(`${redactCredentials(url)} redirects more than ${MAX_REDIRECTS} times`, 'ETOOMANYREDIRECTS');
     const next = new URL(location, current);
     if (next.protocol !== 'http:' && next.protocol !== 'https:') throw codedError(`${redactCredentials(current.href)} redirects to ${redactCredentials(next.href)}, which is not http(s)`, 'EBADREDIRECT');
-    if (options.httpsRedirectsOnly && current.protocol === 'https:' && next.protocol !== 'https:') throw codedError(`${redactCredentials(current.href)} redirects to ${redactCredentials(next.href)}, from https to plain http (refused)`, 'EBADREDIRECT');
+    // TLS is what makes an https mirror's manifests and archives the mirror's: a redirect to plain
+    // http would let anyone on the path answer instead. Plain http is used only where the user named
+    // an http:// mirror, never reached by a redirect from https.
+    if (current.protocol === 'https:' && next.protocol === 'http:') {
+      throw codedError(`${redactCredentials(current.href)} redirects to ${redactCredentials(next.href)}: a redirect from https to plain http is refused`, 'EDOWNGRADE');
+    }
     // The mirror's credentials go with a redirect to the same origin only (as curl without
     // --location-trusted): never to the CDN or another host the mirror sends the client to.
     if (next.origin === current.origin && !next.username && !next.password) {
@@ -216,11 +219,79 @@ export function discard(res: HttpResponse): void {
 }
 
 /**
+ * How slow a download may be before it is given up, as curl's --speed-limit, --speed-time and
+ * --max-time: below `speedLimit` bytes per second over `speedTimeMs` (only the time spent
+ * waiting for the network counts, not the time xz or the disk take), or still running after
+ * `timeoutMs` in all (per file, retries included). Without these a server that sends one byte
+ * every few seconds (under the idle timeout) would hold an install forever.
+ *
+ * CUDAENV_SPEED_LIMIT (bytes per second, default 1024; 0 turns it off), CUDAENV_SPEED_TIME
+ * (seconds, default 60) and CUDAENV_DOWNLOAD_TIMEOUT (seconds per file, default 21600: 6 h,
+ * enough for the largest archive, about 3 GB, at 150 KB/s; 0 turns it off). Fractions are allowed.
+ */
+export interface DownloadLimits {
+  speedLimit: number;
+  speedTimeMs: number;
+  timeoutMs: number;
+}
+
+export const DEFAULT_SPEED_LIMIT = 1024;
+export const DEFAULT_SPEED_TIME_S = 60;
+export const DEFAULT_DOWNLOAD_TIMEOUT_S = 6 * 3600;
+
+function limitSetting(env: NodeJS.ProcessEnv, name: string, fallback: number, unit: string): number {
+  const text = env[name]?.trim();
+  if (text === undefined || text === '') return fallback;
+  if (!/^\d+(\.\d+)?$/.test(text)) {
+    throw new CudaenvError(`${name}=${JSON.stringify(text)} is not a number of ${unit}`, {
+      hint: `Set ${name} to a number of ${unit} (0 turns the limit off), or unset it for the default (${fallback}).`, code: 'usage', exitCode: 2,
+    });
+  }
+  return Number(text);
+}
+
+/** The limits in effect (see DownloadLimits). */
+export function downloadLimits(env: NodeJS.ProcessEnv = process.env): DownloadLimits {
+  const speedTime = limitSetting(env, 'CUDAENV_SPEED_TIME', DEFAULT_SPEED_TIME_S, 'seconds');
+  return {
+    speedLimit: limitSetting(env, 'CUDAENV_SPEED_LIMIT', DEFAULT_SPEED_LIMIT, 'bytes per second'),
+    speedTimeMs: Math.max(1, speedTime * 1000),
+    timeoutMs: limitSetting(env, 'CUDAENV_DOWNLOAD_TIMEOUT', DEFAULT_DOWNLOAD_TIMEOUT_S, 'seconds') * 1000,
+  };
+}
+
+/** A duration for messages: 0.5 s, 60 s, 6 h. */
+export function formatSeconds(ms: number): string {
+  if (ms >= 7_200_000 && ms % 3_600_000 === 0) return `${ms / 3_600_000} h`;
+  if (ms >= 120_000 && ms % 60_000 === 0) return `${ms / 60_000} min`;
+  return `${Number((ms / 1000).toFixed(ms < 10_000 ? 1 : 0))} s`;
+}
+
+export interface BodyOptions {
+  /** Waiting longer than this for the next chunk: ETIMEDOUT (default BODY_IDLE_TIMEOUT_MS). */
+  idleMs?: number;
+  /** Bytes per second and the window (ms of waiting) below which the body fails with ESLOW (default: downloadLimits()). */
+  speedLimit?: number;
+  speedTimeMs?: number;
+  /** Date.now() after which the body fails with EDEADLINE (the caller's per-file deadline). */
+  deadline?: number;
+  /** How to name the deadline in its message (default: "CUDAENV_DOWNLOAD_TIMEOUT"). */
+  deadlineWhy?: string;
+}
+
+/**
  * The body's chunks as they arrive, with back-pressure: a slow consumer pauses the socket.
  * Waiting longer than `idleMs` for the next chunk destroys the body with ETIMEDOUT (time the
- * consumer spends between chunks does not count). Leaving the loop early closes the body.
+ * consumer spends between chunks does not count); so does a rate below the speed limit
+ * (ESLOW, measured on the waiting time alone) and the deadline (EDEADLINE, wall time). A
+ * number is `idleMs`. Leaving the loop early closes the body.
  */
-export async function* readBody(res: HttpResponse, idleMs = BODY_IDLE_TIMEOUT_MS): AsyncGenerator<Buffer> {
+export async function* readBody(res: HttpResponse, options: number | BodyOptions = {}): AsyncGenerator<Buffer> {
+  const o: BodyOptions = typeof options === 'number' ? {idleMs: options} : options;
+  const idleMs = o.idleMs ?? BODY_IDLE_TIMEOUT_MS;
+  const defaults = o.speedLimit === undefined || o.speedTimeMs === undefined ? downloadLimits() : undefined;
+  const speedLimit = o.speedLimit ?? defaults!.speedLimit;
+  const speedTimeMs = o.speedTimeMs ?? defaults!.speedTimeMs;
   const iterator = res.body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
   // One timer for the whole body, restarted per chunk (a new timer per chunk cost more than
   // the chunk's bytes); while the consumer holds a chunk it only re-arms itself.
@@ -230,25 +301,46 @@ export async function* readBody(res: HttpResponse, idleMs = BODY_IDLE_TIMEOUT_MS
     else timer.refresh();
   }, idleMs);
   timer.unref();
+  const deadline = o.deadline === undefined ? undefined : setTimeout(() => {
+    res.body.destroy(codedError(`the download of ${res.url} did not finish in the time allowed (${o.deadlineWhy ?? 'CUDAENV_DOWNLOAD_TIMEOUT'})`, 'EDEADLINE'));
+  }, Math.max(0, o.deadline - Date.now()));
+  deadline?.unref();
+  // The speed window runs on the time spent waiting for the network: xz or a full disk behind
+  // the consumer slow the socket down through back-pressure, which is not the server's doing.
+  let waited = 0;
+  let windowStart = 0;
+  let windowBytes = 0;
   try {
     for (;;) {
       timer.refresh();
       waiting = true;
+      const since = Date.now();
       const next = await iterator.next();
       waiting = false;
+      waited += Date.now() - since;
       if (next.done) return;
+      windowBytes += next.value.length;
+      const span = waited - windowStart;
+      if (speedLimit > 0 && span >= speedTimeMs) {
+        if (windowBytes * 1000 < speedLimit * span) {
+          throw codedError(`${res.url} sent ${windowBytes} bytes in ${formatSeconds(span)}, slower than the minimum of ${speedLimit} bytes/s over ${formatSeconds(speedTimeMs)} (CUDAENV_SPEED_LIMIT, CUDAENV_SPEED_TIME)`, 'ESLOW');
+        }
+        windowStart = waited;
+        windowBytes = 0;
+      }
       yield next.value;
     }
   } finally {
     clearTimeout(timer);
+    clearTimeout(deadline);
     await iterator.return?.();
   }
 }
 
-/** Network failures worth another try: resets, timeouts, refused connections, a body cut short. */
+/** Network failures worth another try: resets, timeouts, a body too slow (ESLOW), refused connections, a body cut short. */
 export function isTransient(error: unknown): boolean {
   const code = (error as {code?: string} | undefined)?.code ?? '';
-  return /^(ECONNRESET|ECONNREFUSED|ECONNABORTED|EPIPE|ETIMEDOUT|EAI_AGAIN|ENETUNREACH|ENETDOWN|EHOSTUNREACH|EHOSTDOWN|ERR_STREAM_PREMATURE_CLOSE|HPE_INVALID_EOF_STATE|EBODYSHORT|EPROXYGATEWAY)$/.test(code) ||
+  return /^(ECONNRESET|ECONNREFUSED|ECONNABORTED|EPIPE|ETIMEDOUT|ESLOW|EAI_AGAIN|ENETUNREACH|ENETDOWN|EHOSTUNREACH|EHOSTDOWN|ERR_STREAM_PREMATURE_CLOSE|HPE_INVALID_EOF_STATE|EBODYSHORT|EPROXYGATEWAY)$/.test(code) ||
     /socket hang up|premature close/i.test((error as Error | undefined)?.message ?? '');
 }
 
@@ -264,6 +356,12 @@ export function accessHint(status: number, mirrorUrl: string): string | undefine
 /** What to do about a network failure that is not transient: a TLS trust problem gets its own advice. */
 export function networkHint(error: unknown, fallback: string): string {
   const code = (error as {code?: string} | undefined)?.code ?? '';
+  if (code === 'ESLOW' || code === 'EDEADLINE') {
+    return 'The mirror (or the network to it) is too slow: try again later, or use another mirror (--mirror). The limits are CUDAENV_SPEED_LIMIT bytes/s over CUDAENV_SPEED_TIME seconds, and CUDAENV_DOWNLOAD_TIMEOUT seconds per file (0 turns either off).';
+  }
+  if (code === 'EDOWNGRADE') {
+    return 'The mirror (or something between it and you) sends an https download to plain http, where anyone on the path could change it; cudaenv never follows that. Ask the mirror\'s owner to serve it over https, or, if plain http is what you mean to trust, give that http:// URL itself as the mirror (--mirror, CUDAENV_MIRROR, the mirror setting).';
+  }
   if (code === 'EPROXYAUTH') {
     return 'Give the proxy\'s credentials in its URL: HTTPS_PROXY=http://USER:PASSWORD@HOST:PORT (percent-encode special characters), or list the mirror\'s host in NO_PROXY to connect directly.';
   }

@@ -1,4 +1,5 @@
 import {CudaenvError} from '../errors.js';
+import {escapeControl} from '../text/control.js';
 import {checkRelativePath} from './mirror.js';
 
 /** One downloadable archive of a component for one platform (and, for cuDNN, one CUDA variant). */
@@ -20,6 +21,8 @@ export interface Component {
 
 export interface Manifest {
   label: string;
+  /** sha256 of the manifest's bytes as fetched (set by catalog.ts's manifestFromText): what the GitHub Action keys its cache on. */
+  sha256?: string;
   date?: string;
   product?: string;
   components: Map<string, Component>;
@@ -49,6 +52,15 @@ function parseArtifact(value: unknown, where: string, source: string): Artifact 
   return {relativePath: checkRelativePath(o.relative_path, where), sha256: o.sha256.toLowerCase(), size: Number(sizeText)};
 }
 
+/**
+ * A manifest's free text (a component's name, version and license, the release's date and
+ * product) goes to the terminal, error messages, receipts and the Action's log as it is parsed
+ * here: its control characters escaped once, so no later reader can meet an escape sequence.
+ */
+function freeText(text: string): string {
+  return escapeControl(text.length > 200 ? `${text.slice(0, 200)}…` : text);
+}
+
 const LABEL = /^\d{1,4}(\.\d{1,6}){1,4}$/;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -71,7 +83,8 @@ export function parseManifest(text: string, source: string, fileLabel?: string):
         code: 'bad-manifest',
       });
     }
-    throw broken(source, (error as Error).message);
+    // V8's message quotes the text around the fault: the mirror's bytes, shown escaped.
+    throw broken(source, escapeControl((error as Error).message));
   }
   if (!isObject(data)) throw broken(source, 'the top level is not an object');
   // NVIDIA's manifests of CUDA 11.4.2 to 12.1.1 have only release_date: the label is then the
@@ -84,7 +97,7 @@ export function parseManifest(text: string, source: string, fileLabel?: string):
   for (const [key, value] of Object.entries(data)) {
     if (key.startsWith('release_') || !isObject(value)) continue;
     // The name becomes a directory (tmp/stage-*/parts/<name>, licenses/<name>): "." or ".." would be another one.
-    if (!/^[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}$/.test(key)) throw broken(source, `component name ${JSON.stringify(key)}`);
+    if (!/^[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}$/.test(key)) throw broken(source, `component name ${escapeControl(JSON.stringify(key))}`);
     const platforms = new Map<string, Artifact | Map<string, Artifact>>();
     for (const [platform, entry] of Object.entries(value)) {
       if (!isObject(entry) || platform.includes('variant')) continue;
@@ -101,16 +114,16 @@ export function parseManifest(text: string, source: string, fileLabel?: string):
     }
     components.set(key, {
       key,
-      name: typeof value.name === 'string' ? value.name : key,
-      version: typeof value.version === 'string' ? value.version : '',
-      license: typeof value.license === 'string' ? value.license : undefined,
+      name: typeof value.name === 'string' ? freeText(value.name) : key,
+      version: typeof value.version === 'string' ? freeText(value.version) : '',
+      license: typeof value.license === 'string' ? freeText(value.license) : undefined,
       platforms,
     });
   }
   return {
     label,
-    date: typeof data.release_date === 'string' ? data.release_date : undefined,
-    product: typeof data.release_product === 'string' ? data.release_product : undefined,
+    date: typeof data.release_date === 'string' ? freeText(data.release_date) : undefined,
+    product: typeof data.release_product === 'string' ? freeText(data.release_product) : undefined,
     components,
   };
 }

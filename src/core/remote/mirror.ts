@@ -79,7 +79,7 @@ export function checkRelativePath(rel: string, what: string): string {
   if (rel.startsWith('/') || /^[a-z][a-z0-9+.-]*:/i.test(rel)) bad('is absolute');
   if (rel.length > 1024) bad('is too long');
   // eslint-disable-next-line no-control-regex
-  if (/[\x00-\x1f\x7f\\?#%]/.test(rel)) bad('holds characters a redist path never has');
+  if (/[\x00-\x1f\x7f-\x9f\\?#%]/.test(rel)) bad('holds characters a redist path never has');
   for (const part of rel.split('/')) {
     if (part === '..') bad('climbs out of the mirror with ..');
     if (part === '' || part === '.') bad('has an empty or "." part');

@@ -1,6 +1,6 @@
 import {createReadStream} from 'node:fs';
 import {CudaenvError, isErrno} from '../errors.js';
-import {accessHint, discard, httpGet, isTransient, networkHint, readBody} from './http.js';
+import {accessHint, discard, downloadLimits, formatSeconds, httpGet, isTransient, networkHint, readBody} from './http.js';
 import {mirrorLocation, type Mirror} from './mirror.js';
 import {askedWait, MAX_ATTEMPTS, sleep, transientStatus, waitBeforeRetry} from './retry.js';
 
@@ -49,9 +49,20 @@ export async function* remoteBytes(mirror: Mirror, rel: string, offset: number, 
   }
   let position = offset;
   let useRange = true;
+  // One deadline for the whole file, retries included (CUDAENV_DOWNLOAD_TIMEOUT); the speed
+  // limit is readBody's, per response.
+  const limits = downloadLimits();
+  const deadline = limits.timeoutMs > 0 ? Date.now() + limits.timeoutMs : undefined;
+  const tooLong = (): CudaenvError => new CudaenvError(
+    `the download of ${where} did not finish within ${formatSeconds(limits.timeoutMs)} (CUDAENV_DOWNLOAD_TIMEOUT): ${position}${events.size === undefined ? '' : ` of ${events.size}`} bytes arrived`, {
+      hint: 'The part downloaded so far is kept in the cache and the next install resumes it. Run it again (on a faster link, or with a larger CUDAENV_DOWNLOAD_TIMEOUT in seconds), or use another mirror (--mirror).',
+      code: 'network',
+    });
   for (let attempt = 0; ; attempt++) {
     if (events.size !== undefined && position >= events.size) return;
+    if (deadline !== undefined && Date.now() >= deadline) throw tooLong();
     const before = position;
+    let slow = false;
     let reason: string;
     let retryAfter: number | undefined;
     try {
@@ -92,7 +103,7 @@ export async function* remoteBytes(mirror: Mirror, rel: string, offset: number, 
         continue;
       }
       if (res.statusCode === 200 || res.statusCode === 206) {
-        for await (const raw of readBody(res)) {
+        for await (const raw of readBody(res, {speedLimit: limits.speedLimit, speedTimeMs: limits.speedTimeMs, deadline})) {
           let chunk = raw;
           if (skip > 0) {
             if (chunk.length <= skip) {
@@ -122,18 +133,27 @@ export async function* remoteBytes(mirror: Mirror, rel: string, offset: number, 
     } catch (error) {
       // A permanent failure, or a setting that cannot work (a proxy URL), is not retried.
       if (error instanceof CudaenvError || signal.aborted) throw signal.aborted && !(error instanceof CudaenvError) ? signal.reason : error;
+      if ((error as {code?: string}).code === 'EDEADLINE') throw tooLong();
+      slow = (error as {code?: string}).code === 'ESLOW';
       if (!isTransient(error)) {
         throw new CudaenvError(`cannot download ${where}: ${(error as Error).message}`, {hint: networkHint(error, 'Check the network and the mirror.'), code: 'network'});
       }
       reason = (error as Error).message || String((error as {code?: string}).code);
     }
-    if (position > before) attempt = 0; // progress: a flaky link gets its full set of attempts again
+    // Progress: a flaky link gets its full set of attempts again. A body too slow brought bytes
+    // too, but trickling them is no progress (else a server sending a byte now and then would
+    // be retried for ever).
+    if (position > before && !slow) attempt = 0;
     if (attempt + 1 >= MAX_ATTEMPTS) {
       throw new CudaenvError(`cannot download ${where}: ${reason} (${MAX_ATTEMPTS} attempts)`, {
-        hint: 'Try again later: the part already downloaded is kept and the next install resumes it.', code: 'network',
+        hint: slow
+          ? 'The part downloaded so far is kept in the cache and the next install resumes it: run it again later, or use another mirror (--mirror). The minimum rate is CUDAENV_SPEED_LIMIT bytes/s over CUDAENV_SPEED_TIME seconds (0 turns it off).'
+          : 'Try again later: the part already downloaded is kept and the next install resumes it.',
+        code: 'network',
       });
     }
     const delayMs = waitBeforeRetry(attempt, retryAfter);
+    if (deadline !== undefined && Date.now() + delayMs >= deadline) throw tooLong();
     events.onRetry?.({attempt: attempt + 1, offset: position, delayMs, reason});
     await sleep(delayMs, signal);
   }

@@ -1,4 +1,5 @@
 import {Transform, type TransformCallback} from 'node:stream';
+import {escapeControl} from '../text/control.js';
 
 /**
  * Archives are untrusted. GNU tar extracts them (it keeps symlink chains and is the fastest
@@ -14,9 +15,34 @@ import {Transform, type TransformCallback} from 'node:stream';
  */
 export class ArchiveRefused extends Error {
   constructor(readonly entry: string, readonly reason: string) {
-    super(`refused entry ${JSON.stringify(entry)}: ${reason}`);
+    // Names and link targets are the archive's bytes: shown with their control characters escaped.
+    super(escapeControl(`refused entry ${JSON.stringify(entry)}: ${reason}`));
     this.name = 'ArchiveRefused';
   }
+}
+
+/** The entries' sizes (as their headers declare them) add up to more than the archive may expand to. */
+export class ArchiveTooLarge extends ArchiveRefused {
+  constructor(entry: string, readonly limit: number, why: string) {
+    super(entry, `with it the archive's files add up to more than ${limit} bytes, ${why}`);
+    this.name = 'ArchiveTooLarge';
+  }
+}
+
+/** The entries' sizes add up to more than the disk has free: not hostile, but nothing to start. */
+export class ArchiveNoRoom extends Error {
+  constructor(readonly entry: string, readonly needed: number, readonly free: number) {
+    super(`its files add up to more than ${needed} bytes, and the disk has ${free} bytes free`);
+    this.name = 'ArchiveNoRoom';
+  }
+}
+
+export interface GuardLimits {
+  /** The most the entries' data may add up to (bytes), and why (for the message). */
+  maxBytes?: number;
+  maxWhy?: string;
+  /** The space free where the archive is extracted (bytes). */
+  freeBytes?: number;
 }
 
 /** The tar stream stops inside an entry: a broken archive, not a hostile one. */
@@ -53,11 +79,13 @@ interface Release {
 export interface GuardStats {
   entries: number;
   symlinks: number;
+  /** The entries' data as their headers declare it (sparse files are refused: this is what lands on disk). */
+  bytes: number;
   top?: string;
 }
 
 export class TarGuard extends Transform {
-  readonly stats: GuardStats = {entries: 0, symlinks: 0};
+  readonly stats: GuardStats = {entries: 0, symlinks: 0, bytes: 0};
   private pending = EMPTY;
   private state: 'header' | 'data' | 'meta' | 'end' = 'header';
   private remaining = 0;
@@ -76,6 +104,15 @@ export class TarGuard extends Transform {
   /** Links whose target climbs with `..`: adding another link may change where they land. */
   private readonly climbing = new Set<string>();
   private readonly files = new Set<string>();
+
+  /**
+   * `limits`: the entries' sizes are added up from their headers, each before tar sees it, so an
+   * archive that would expand past `maxBytes` (or past the free space) is stopped at the header
+   * that crosses the line, before its data is decompressed or written.
+   */
+  constructor(private readonly limits: GuardLimits = {}) {
+    super();
+  }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
     try {
@@ -220,6 +257,10 @@ export class TarGuard extends Transform {
     const size = this.pax.size !== undefined ? Number(this.pax.size) : h.size;
     if (!Number.isSafeInteger(size) || size < 0) throw new ArchiveRefused(name, 'an invalid size');
     this.check(name, h.type, linkname, size);
+    this.stats.bytes += size;
+    const {maxBytes, freeBytes} = this.limits;
+    if (maxBytes !== undefined && this.stats.bytes > maxBytes) throw new ArchiveTooLarge(name, maxBytes, this.limits.maxWhy ?? 'the most allowed');
+    if (freeBytes !== undefined && this.stats.bytes > freeBytes) throw new ArchiveNoRoom(name, this.stats.bytes, freeBytes);
     this.stats.entries++;
     this.remaining = roundUp(size);
     this.state = this.remaining > 0 ? 'data' : 'header';

@@ -105,7 +105,7 @@ async function download(url: string, file: string): Promise<string> {
       hash.update(data);
       writeSync(fd, data);
     } else {
-      const res = await httpGet(url, {httpsRedirectsOnly: url.startsWith('https://')});
+      const res = await httpGet(url);
       if (res.statusCode !== 200) {
         discard(res);
         throw new CudaenvError(`cannot download ${redactCredentials(url)}: HTTP ${res.statusCode}`, {hint: accessHint(res.statusCode, url) ?? 'Check the URL (CUDAENV_INSTALL_BASE, or the base install.sh remembered) and that it holds a cudaenv release.'});
@@ -118,7 +118,7 @@ async function download(url: string, file: string): Promise<string> {
     fsyncSync(fd);
   } catch (error) {
     if (error instanceof CudaenvError) throw error;
-    const hint = (error as {code?: string}).code === 'EBADREDIRECT'
+    const hint = ['EBADREDIRECT', 'EDOWNGRADE'].includes((error as {code?: string}).code ?? '')
       ? 'Nothing was replaced: from an https base, cudaenv follows no redirect to plain http. Use a base that serves over https throughout (or, knowingly, an http:// one in CUDAENV_INSTALL_BASE: the release\'s signature is still checked).'
       : networkHint(error, 'Check the network and the base URL, then run cudaenv self-update again.');
     throw new CudaenvError(`cannot download ${redactCredentials(url)}: ${(error as Error).message}`, {hint});

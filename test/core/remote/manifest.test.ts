@@ -183,3 +183,34 @@ describe('platforms and profiles', () => {
     expect(() => parseComponentList('a,$(x)')).toThrow(/not a component name/);
   });
 });
+
+describe('a manifest\'s free text is escaped where it is parsed (issue 46)', () => {
+  const hostile = JSON.stringify({
+    release_label: '12.4.1', release_date: '2024\u001b[2J', release_product: 'cuda\u009b31m',
+    cuda_cudart: {
+      name: 'CUDA \u001b]0;pwned\u0007Runtime', license: 'x\r\nforged line', version: '12.4.127\u001b[31m\u202e',
+      'linux-x86_64': art('cuda_cudart/linux-x86_64/a.tar.xz'),
+    },
+  });
+
+  test('C0, DEL, C1 and bidi controls in name, version, license, date and product become visible escapes', () => {
+    const m = parseManifest(hostile, 'x.json');
+    const c = m.components.get('cuda_cudart')!;
+    expect(c.version).toBe('12.4.127\\x1b[31m\\u{202e}');
+    expect(c.name).toBe('CUDA \\x1b]0;pwned\\x07Runtime');
+    expect(c.license).toBe('x\\r\\nforged line');
+    expect(m.date).toBe('2024\\x1b[2J');
+    expect(m.product).toBe('cuda\\x9b31m');
+    // eslint-disable-next-line no-control-regex
+    expect(JSON.stringify([c.version, c.name, c.license, m.date, m.product])).not.toMatch(/[\x00-\x1f\x7f-\x9f\u202e]/);
+  });
+
+  test('real free text is unchanged', () => {
+    const c = parseManifest(REAL_1241, 'x.json').components.get('cuda_cudart')!;
+    expect([c.name, c.version, c.license]).toEqual(['CUDA Runtime (cudart)', '12.4.127', 'CUDA Toolkit']);
+  });
+
+  test('a relative_path with a C1 control is refused like one with a C0 control', () => {
+    expect(() => checkRelativePath('a/\u009b31m.tar.xz', 'x')).toThrow(/holds characters a redist path never has/);
+  });
+});

@@ -4,7 +4,7 @@ import {lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync,
 import {join} from 'node:path';
 import {Readable} from 'node:stream';
 import {pipeline} from 'node:stream/promises';
-import {TarGuard} from '../../../src/core/remote/tar-guard.js';
+import {ArchiveNoRoom, ArchiveRefused, ArchiveTooLarge, TarGuard} from '../../../src/core/remote/tar-guard.js';
 import {makeTar, type TarEntry} from '../../helpers/mirror.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 
@@ -253,3 +253,48 @@ describe('TarGuard reads the names tar will use: pax path/linkpath and GNU long 
   });
 });
 
+
+describe('TarGuard bounds what an archive may expand to (issue 46)', () => {
+  const entries: TarEntry[] = [
+    {name: 'top/', type: '5'},
+    {name: 'top/a', data: Buffer.alloc(3000, 1)},
+    {name: 'top/b', data: Buffer.alloc(3000, 2)},
+    {name: 'top/c', type: '2', linkname: 'a'},
+  ];
+  const run = (limits: ConstructorParameters<typeof TarGuard>[0]): {out: Buffer; error?: Error} => {
+    const guard = new TarGuard(limits);
+    const out: Buffer[] = [];
+    try {
+      const bytes = makeTar(entries);
+      for (let i = 0; i < bytes.length; i += 512) guard.pass(bytes.subarray(i, i + 512), (b) => out.push(Buffer.from(b)));
+      guard.finish();
+      return {out: Buffer.concat(out)};
+    } catch (error) {
+      return {out: Buffer.concat(out), error: error as Error};
+    }
+  };
+
+  test('entries whose declared sizes pass maxBytes are refused at the header that crosses it, before tar sees it', () => {
+    const fits = run({maxBytes: 6000});
+    expect(fits.error).toBeUndefined();
+    const over = run({maxBytes: 5999, maxWhy: 'test limit'});
+    expect(over.error).toBeInstanceOf(ArchiveTooLarge);
+    expect(over.error!.message).toBe('refused entry "top/b": with it the archive\'s files add up to more than 5999 bytes, test limit');
+    // tar got the directory and a (header, data) but never b's header.
+    expect(over.out.length).toBe(512 + 512 + 3072);
+  });
+
+  test('more than the free space: ArchiveNoRoom (not hostile), with what was needed and what is free', () => {
+    const r = run({freeBytes: 4000});
+    expect(r.error).toBeInstanceOf(ArchiveNoRoom);
+    expect(r.error).toMatchObject({entry: 'top/b', needed: 6000, free: 4000});
+    expect(r.error).not.toBeInstanceOf(ArchiveRefused);
+  });
+
+  test('a refused name with control characters is shown escaped (no terminal escape reaches a message)', () => {
+    const {error} = guardBytes(makeTar([{name: 'top/', type: '5'}, {name: 'top/\u001b]0;pwned\u0007x', type: '2', linkname: '/etc/\u009b31m'}]), 512);
+    expect(error).toBe('refused entry "top/\\u001b]0;pwned\\u0007x": a symlink to the absolute path /etc/\\x9b31m');
+    // eslint-disable-next-line no-control-regex
+    expect(error).not.toMatch(/[\x00-\x1f\x7f-\x9f]/);
+  });
+});
