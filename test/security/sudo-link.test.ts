@@ -119,6 +119,29 @@ describeIf(SANDBOX_OK, SANDBOX_NEEDS)('sudo cudaenv link / unlink cannot be turn
     expect(r.stderr).toContain('refusing to link /etc/profile.d/zz.sh as root: it is in /etc, the system\'s own configuration');
   });
 
+  test('3: as root, --target is a link cudaenv made or nothing, under /usr/local or /opt', () => {
+    const r = runSandbox(`
+      ${ROOT_TOOLKIT}
+      mkdir -p /opt/app-1; ln -s /opt/app-1 /opt/app
+      sudo_alice link 12.4.1 --target /opt/app; echo "foreign-link-exit=$?"
+      echo "app=$(readlink /opt/app)"
+      sudo_alice link 12.4.1 --target /opt/cuda; echo "absent-exit=$?"
+      sudo_alice link 12.4.1 --target /opt/cuda >/dev/null; echo "again-exit=$?"
+      echo "cuda=$(readlink /opt/cuda)"
+      sudo_alice link 12.4.1 --target "$T/home/alice/cuda"; echo "home-exit=$?"
+      echo "home=$(ls "$T/home/alice/cuda" 2>/dev/null || echo absent)"
+    `);
+    expect(r.stdout).toMatch(/foreign-link-exit=[1-9]/);
+    expect(r.stdout).toContain('app=/opt/app-1');
+    expect(r.stderr).toContain('refusing to replace /opt/app as root: it is a link cudaenv did not make');
+    expect(r.stdout).toContain('absent-exit=0');
+    expect(r.stdout).toContain('again-exit=0');
+    expect(r.stdout).toContain('cuda=/usr/local/cuda-12.4');
+    expect(r.stdout).toMatch(/home-exit=[1-9]/);
+    expect(r.stdout).toContain('home=absent');
+    expect(r.stderr).toMatch(/refusing to link \S+\/home\/alice\/cuda as root: it is not under \/usr\/local or \/opt/);
+  });
+
   test('4: alice\'s own toolkit never reaches the loader cache through /usr/local/cuda (real ldconfig)', () => {
     const r = runSandbox(`
       ${ALICE_TOOLKIT}
