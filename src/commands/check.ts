@@ -86,10 +86,11 @@ export default class Check extends CudaenvCommand {
     // dlopens them (as doctor and the check after a switch do), unless --exe names the program.
     let python: {targets: string[]; exe?: string} | undefined;
     if (paths.length === 0) {
-      const [{inspectPython, pythonCudaLibDirs, wheelInterpreter}, {dynamicProgram}] = await Promise.all([
-        import('../core/system/python-env.js'), import('../core/elf/index.js'),
+      const [{pythonCudaLibDirs, wheelInterpreter}, {inspectPythonCached}, {dynamicProgram}] = await Promise.all([
+        import('../core/system/python-env.js'), import('../core/system/python-env-cache.js'), import('../core/elf/index.js'),
       ]);
-      const py = inspectPython({env: process.env});
+      // Kept under the interpreter's identity: a check of an unchanged machine starts no python3 (issue 42).
+      const py = inspectPythonCached({env: process.env, cacheDir: flags.cache ? this.paths.checkCache : undefined});
       const interpreter = wheelInterpreter(py, process.env);
       const program = interpreter ? dynamicProgram(interpreter) : null;
       python = {targets: pythonCudaLibDirs(py.sitePackages), ...(program ? {exe: program} : {})};

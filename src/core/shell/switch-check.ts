@@ -2,7 +2,8 @@ import {existsSync} from 'node:fs';
 import {dirname, join, resolve} from 'node:path';
 import type {StorePaths} from '../store/paths.js';
 import {installedLabels} from '../store/registry.js';
-import {inspectPython, pythonCudaLibDirs, wheelInterpreter} from '../system/python-env.js';
+import {pythonCudaLibDirs, wheelInterpreter} from '../system/python-env.js';
+import {inspectPythonCached} from '../system/python-env-cache.js';
 import {fingerprint, hookSeesStale, lookupCheck, storeCheck, type CacheKey} from './check-cache.js';
 import {contextKey} from './check-context.js';
 import {toolkitLibDir} from './toolkit-env.js';
@@ -36,7 +37,7 @@ export async function switchCheck(paths: StorePaths, label: string, env: NodeJS.
   }
 
   const versionDir = join(paths.versions, label);
-  const py = inspectPython({env});
+  const py = inspectPythonCached({env, cacheDir: paths.checkCache});
   const pythonDirs = pythonCudaLibDirs(py.sitePackages).filter((d) => existsSync(d));
   const toolkitDirs = [toolkitLibDir(versionDir)].filter((d) => existsSync(d));
   const targets = [...toolkitDirs, ...pythonDirs];

@@ -18,6 +18,11 @@ export interface PythonEnv {
   sitePackages: string[];
   /** The interpreter's sys.executable, when it was run and said it (a pyenv shim names the real binary). */
   executable: string | null;
+  /**
+   * When the interpreter was asked: the directories whose entries decide the answer (sys.path's and
+   * the user site, present or not), for python-env-cache.ts to see when it must ask again.
+   */
+  watched?: string[];
 }
 
 /** findSitePackages, and the interpreter binary itself when the interpreter is asked. */
@@ -40,7 +45,7 @@ export function inspectPython(options: {env?: NodeJS.ProcessEnv; python?: string
     const data = JSON.parse(out.trim().split('\n').pop() ?? '{}') as unknown;
     const executable = typeof data === 'object' && data !== null && !Array.isArray(data) ? (data as {executable?: unknown}).executable : undefined;
     // sys.executable is '' (or None) when Python cannot tell.
-    return {sitePackages: packageDirsFrom(data), executable: typeof executable === 'string' && executable.startsWith('/') ? executable : null};
+    return {sitePackages: packageDirsFrom(data), executable: typeof executable === 'string' && executable.startsWith('/') ? executable : null, watched: watchedFrom(data, options.cwd ?? process.cwd())};
   } catch {
     return {sitePackages: [], executable: null};
   }
@@ -49,7 +54,12 @@ export function inspectPython(options: {env?: NodeJS.ProcessEnv; python?: string
 /** Prints sys.path, sys.executable and the directories `torch` and `nvidia` would be imported from; imports neither. */
 const FIND_PACKAGES_PY = `
 import sys, json, os, importlib.util
-out = {"path": [p for p in sys.path if isinstance(p, str)], "executable": sys.executable, "torch": None, "nvidia": []}
+out = {"path": [p for p in sys.path if isinstance(p, str)], "executable": sys.executable, "torch": None, "nvidia": [], "usersite": None}
+try:
+    import site
+    out["usersite"] = site.getusersitepackages() if site.ENABLE_USER_SITE else None
+except Exception:
+    pass
 try:
     s = importlib.util.find_spec("torch")
     if s is not None and s.origin:
@@ -64,6 +74,16 @@ except Exception:
     pass
 print(json.dumps(out))
 `;
+
+/** sys.path's directories ('' is the working directory) and the user site, which may not exist yet. */
+function watchedFrom(data: unknown, cwd: string): string[] {
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) return [];
+  const d = data as {path?: unknown; usersite?: unknown};
+  const path = Array.isArray(d.path) ? d.path.filter((e): e is string => typeof e === 'string') : [];
+  const dirs = path.map((e) => (e === '' ? cwd : e)).filter((e) => e.startsWith('/'));
+  if (typeof d.usersite === 'string' && d.usersite.startsWith('/')) dirs.push(d.usersite);
+  return [...new Set(dirs)];
+}
 
 /** The package directories to look in: where torch and nvidia are, then the other site-packages, in sys.path's order. */
 export function packageDirsFrom(data: unknown): string[] {
