@@ -2,7 +2,6 @@ import {readdirSync} from 'node:fs';
 import {join} from 'node:path';
 import type {CheckReport, Problem} from '../elf/api.js';
 import {engineOptions, problemKey, severityOf, type CheckFn, type Reported} from './libraries.js';
-import {STUB_ERROR} from './loaded-libcuda.js';
 import type {ActiveToolkit} from './toolkit.js';
 import type {DoctorContext, Finding} from './types.js';
 
@@ -48,7 +47,7 @@ export function driverProblemFindings(reports: CheckReport[], reported: Reported
       reported.set(problemKey(p), {problem: p, finding: id});
       if (seen.has(`${id}\0${p.chosen}`)) continue;
       seen.add(`${id}\0${p.chosen}`);
-      findings.push({id, severity: severityOf(p) ?? 'error', title: p.kind === 'cuda-stub' ? `${p.summary} (${STUB_ERROR})` : p.summary,
+      findings.push({id, severity: severityOf(p) ?? 'error', title: p.kind === 'cuda-stub' ? `${p.summary} (error 34, cudaErrorStubLibrary)` : p.summary,
         evidence: [...(p.chosen ? [`loader picks: ${p.chosen}`] : []), p.explanation], fix: p.fix});
     }
   }
