@@ -1,3 +1,4 @@
+import {accessSync, constants, readdirSync, statSync, type Stats} from 'node:fs';
 import {basename, dirname} from 'node:path';
 import {quoteSh} from '../text/quote.js';
 // LD_LIBRARY_PATH as ld.so splits it: ':' and ';'.
@@ -87,6 +88,45 @@ function toolkitOfLibDir(ctx: DoctorContext, entry: string): ToolkitDir | undefi
   return undefined;
 }
 
+function dropFix(list: string[], entry: string): string {
+  const rest = list.filter((e) => e !== '' && e !== entry).join(':');
+  return rest ? `export LD_LIBRARY_PATH=${quoteSh(rest)}` : 'unset LD_LIBRARY_PATH';
+}
+
+/**
+ * An entry doctor cannot look into: a file, a loop of links, a directory this user may not read.
+ * ld.so passes over each without a word (a missing directory too, which is common and not said),
+ * so the libraries meant to come from it come from elsewhere or not at all.
+ */
+function badEntry(entry: string): {what: string; why: string; fix?: string} | undefined {
+  let st: Stats;
+  try {
+    st = statSync(entry);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP') return {what: 'is a loop of symbolic links', why: `${entry}: too many levels of symbolic links: the loader skips it`};
+    if (code === 'EACCES') return {what: 'cannot be reached: a directory on its way may not be searched by this user', why: `${entry}: permission denied: the loader skips it for this user`};
+    if (code === 'ENOTDIR') return {what: 'has a file where a directory should be on its way', why: `${entry}: not a directory: the loader skips it`};
+    return undefined;
+  }
+  if (!st.isDirectory()) return {what: 'is a file, not a directory', why: `${entry}: not a directory: the loader searches directories only, and skips it`};
+  try {
+    accessSync(entry, constants.X_OK);
+  } catch {
+    return {what: 'is a directory this user may not search (no x permission)', why: `${entry}: permission denied: the loader finds nothing in it for this user`};
+  }
+  try {
+    readdirSync(entry);
+  } catch {
+    return {
+      what: 'cannot be listed by this user (no read permission): doctor cannot tell which CUDA libraries it holds; the loader still opens files in it by name',
+      why: `${entry}: permission denied (readdir)`,
+      fix: `Make it readable (chmod a+r ${quoteSh(entry)}) or check its libraries as a user who may read it (cudaenv check ${quoteSh(entry)})`,
+    };
+  }
+  return undefined;
+}
+
 /** Every LD_LIBRARY_PATH entry that holds CUDA libraries, and empty entries (the current directory). */
 export function ldLibraryPathEntries(ctx: DoctorContext): {entries: LdEntryFact[]; findings: Finding[]} {
   const findings: Finding[] = [];
@@ -94,6 +134,18 @@ export function ldLibraryPathEntries(ctx: DoctorContext): {entries: LdEntryFact[
   const entries: LdEntryFact[] = [];
   list.forEach((entry, index) => {
     if (entry === '') return;
+    const bad = badEntry(entry);
+    // Nothing in it can be checked: said, never passed over in silence.
+    if (bad) {
+      findings.push({
+        id: 'env.ld-library-path-bad-entry',
+        severity: 'warning',
+        title: `LD_LIBRARY_PATH entry ${entry} ${bad.what}`,
+        evidence: [`LD_LIBRARY_PATH=${ctx.env.LD_LIBRARY_PATH} (entry ${index + 1})`, bad.why],
+        fix: bad.fix ?? dropFix(list, entry),
+      });
+      return;
+    }
     const libs = cudaLibrariesIn(entry);
     if (libs.length === 0) return;
     const t = toolkitOfLibDir(ctx, entry);

@@ -6,7 +6,10 @@
 import {existsSync} from 'node:fs';
 import {firstOnPath, inspectPython, pythonCudaLibDirs} from '../system/python-env.js';
 import {dynamicProgram} from '../elf/index.js';
-import {driverLibraryFindings} from './driver-library.js';
+import {cudartReport, driverProblemFindings} from './driver-library.js';
+import type {CheckReport} from '../elf/api.js';
+import {checkGroup, groupFindings, libraryGroups, severityOf, type Reported} from './libraries.js';
+import {loadedLibcuda, stubFinding, type LoadedLibcuda} from './loaded-libcuda.js';
 import {driverFacts, driverFindings, findForwardCompat} from './compat.js';
 import {condaFindings} from './conda.js';
 import {driverMismatchFinding, findLibcuda, noKernelModuleFinding, readDriver} from './driver.js';
@@ -16,7 +19,7 @@ import {gpuFindings} from './gpu.js';
 import {findTorch, torchFindings} from './pytorch.js';
 import type {DoctorReport} from './report.js';
 import {shadowingFindings, type CheckFn} from './shadowing.js';
-import {sysPath} from './sysroot.js';
+import {displayPath, sysPath} from './sysroot.js';
 import {inspectToolkits} from './toolkit.js';
 import type {DoctorContext, Finding} from './types.js';
 
@@ -36,6 +39,15 @@ export interface DoctorDeps {
   /** Reads an ld.so.cache file; undefined when it cannot be read. */
   readCache: (file: string) => Promise<LoaderCache | undefined>;
 }
+
+/**
+ * Under CUDAENV_SYSROOT, what doctor still takes from this host (everything else it reads in the image).
+ */
+export const HOST_FACTS = [
+  'the library checks\' system directories, glibc release, CPU and mounts (the image\'s ld.so.cache is used where the image has one)',
+  'LD_LIBRARY_PATH, LD_PRELOAD, the cudaenv store and the paths in them',
+  'the Python interpreter (its sys.path) and nvidia-smi, run on this host',
+];
 
 export async function runDoctor(ctx: DoctorContext, deps: DoctorDeps): Promise<DoctorReport> {
   const findings: Finding[] = [];
@@ -82,10 +94,15 @@ export async function runDoctor(ctx: DoctorContext, deps: DoctorDeps): Promise<D
   }
 
   const verdicts = new Map<string, {shadows: number; breaks: number; supplies: number}>();
+  // Every check problem doctor reports, with the finding that reports it (facts.libraryProblems).
+  const reported: Reported = new Map();
+  const reports: CheckReport[] = [];
   if (pyLibDirs.length > 0) {
     try {
-      const shadowing = await shadowingFindings(ctx, ld.entries, pyLibDirs, deps.check, program);
+      const shadowing = await shadowingFindings(ctx, ld.entries, pyLibDirs, deps.check, program, torch?.libraries === 'system');
       findings.push(...shadowing.findings);
+      for (const [k, v] of shadowing.reported) reported.set(k, v);
+      if (shadowing.current) reports.push(shadowing.current);
       for (const v of shadowing.verdicts) verdicts.set(v.entry, {shadows: v.shadows.length, breaks: v.problems.length, supplies: v.supplies.length});
     } catch (error) {
       findings.push({
@@ -98,11 +115,38 @@ export async function runDoctor(ctx: DoctorContext, deps: DoctorDeps): Promise<D
     }
   }
 
-  try {
-    findings.push(...await driverLibraryFindings(ctx, toolkits.active, pyLibDirs, deps.check, program));
-  } catch {
-    // the same libraries' check above reports an engine that cannot run
+  // What this environment loads, through check: each LD_LIBRARY_PATH entry's and LD_PRELOAD's
+  // CUDA libraries, the active toolkit, /usr/local/cuda (the Python environment's just above).
+  for (const group of libraryGroups(ctx, ld.entries, toolkits)) {
+    try {
+      const checked = await checkGroup(ctx, group, deps.check);
+      reports.push(checked.report);
+      findings.push(...groupFindings(ctx, [checked], reported));
+    } catch (error) {
+      findings.push({id: 'env.check-failed', severity: 'warning', title: `The loader check of ${group.label} could not run`,
+        evidence: [(error as Error).message, ...group.targets], fix: `Run \`cudaenv check ${group.targets.join(' ')}\` for details`});
+    }
   }
+  try {
+    const cudart = await cudartReport(ctx, toolkits.active, pyLibDirs, deps.check, program);
+    if (cudart) {
+      reports.unshift(cudart);
+      // What only this check found (nothing, where the groups above hold these files): said in check's words all the same.
+      findings.push(...groupFindings(ctx, [{group: {id: 'toolkit.libraries-broken', label: 'libcudart as a CUDA program here loads it', targets: cudart.checked}, report: cudart, refused: []}], reported));
+    }
+  } catch {
+    // the same libraries' checks above report an engine that cannot run
+  }
+  const driverLib = driverProblemFindings(reports, reported);
+  findings.push(...driverLib);
+  // The libcuda.so.1 programs here load, by whatever route: named a stub even where no libcudart here dlopens it.
+  let loaded: LoadedLibcuda | undefined;
+  try {
+    loaded = await loadedLibcuda(ctx, reports, cache?.libcuda, deps.check);
+  } catch {
+    loaded = undefined;
+  }
+  if (loaded?.stub && !driverLib.some((f) => f.id === 'driver.stub-library')) findings.push(stubFinding(ctx, loaded));
 
   const gpu = await gpuFindings(ctx, driver, toolkits.active, pyLibDirs);
   findings.push(...gpu.findings);
@@ -116,7 +160,7 @@ export async function runDoctor(ctx: DoctorContext, deps: DoctorDeps): Promise<D
   return {
     findings,
     facts: {
-      driver: driverFacts(driverFiles, compat),
+      driver: {...driverFacts(driverFiles, compat), loadedLibrary: loaded ? {path: displayPath(ctx, loaded.path), rule: loaded.rule, stub: loaded.stub} : null},
       cudaenv: toolkits.selection,
       activeToolkit: active ? {source: active.source, path: active.real ?? active.dir, version: active.version ?? null} : null,
       pointers: pointers.pointers,
@@ -126,6 +170,8 @@ export async function runDoctor(ctx: DoctorContext, deps: DoctorDeps): Promise<D
       conda: conda.facts,
       gpu: gpu.facts,
       sysroot: ctx.sysroot || null,
+      hostFacts: ctx.sysroot ? HOST_FACTS : [],
+      libraryProblems: [...reported.values()].map(({problem: p, finding}) => ({kind: p.kind, object: p.object, library: p.library, version: p.version, symbol: p.symbol, severity: severityOf(p) ?? 'warning', finding})),
     },
   };
 }

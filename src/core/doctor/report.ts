@@ -8,7 +8,8 @@ import type {SelectionFact} from './toolkit.js';
 import type {Finding, Severity} from './types.js';
 
 export interface DoctorFacts {
-  driver: DriverFacts;
+  /** With the libcuda.so.1 programs here load (the loader's pick in this environment), and whether it is the toolkit's stub. */
+  driver: DriverFacts & {loadedLibrary: {path: string; rule: string; stub: boolean} | null};
   cudaenv: SelectionFact;
   activeToolkit: {source: string; path: string; version: string | null} | null;
   pointers: PointerFact[];
@@ -28,6 +29,10 @@ export interface DoctorFacts {
   gpu: GpuFacts;
   /** Set when a test root stands in for the machine (CUDAENV_SYSROOT). */
   sysroot: string | null;
+  /** Under CUDAENV_SYSROOT: the facts taken from this host, not the image. */
+  hostFacts: string[];
+  /** Every problem the checks of this environment's libraries found (as `cudaenv check` finds it), with its severity there and the finding that reports it. */
+  libraryProblems: Array<{kind: string; object: string; library: string | null; version: string | null; symbol: string | null; severity: Severity; finding: string}>;
 }
 
 export interface DoctorReport {
@@ -54,16 +59,21 @@ export function sortFindings(findings: Finding[]): Finding[] {
   return findings.map((f, i) => ({f, i})).sort((a, b) => section(a.f) - section(b.f) || RANK[a.f.severity] - RANK[b.f.severity] || a.i - b.i).map((x) => x.f);
 }
 
+function driverLine(d: DoctorFacts['driver']): string {
+  if (!d.version) return 'none found';
+  if (d.kernelModuleLoaded === false) return `user-space ${d.version} only (${d.source}); no NVIDIA kernel module loaded`;
+  const mod = d.kernelModule ? `, ${d.kernelModule} kernel module` : '';
+  const mvc = d.newestMajorViaMinorVersionCompatibility ? `, CUDA ${d.newestMajorViaMinorVersionCompatibility}.x via minor-version compatibility` : '';
+  const beyond = d.newerThanDriverTable ? ` (the newest in cudaenv's driver table; maybe newer ones too)` : '';
+  return `${d.version} (${d.source}${mod}); runs CUDA <= ${d.newestFullySupported ?? '?'}${beyond} fully${mvc}`;
+}
+
 function factLine(prefix: string, facts: DoctorFacts): string {
   switch (prefix) {
     case 'driver': {
-      const d = facts.driver;
-      if (!d.version) return 'none found';
-      if (d.kernelModuleLoaded === false) return `user-space ${d.version} only (${d.source}); no NVIDIA kernel module loaded`;
-      const mod = d.kernelModule ? `, ${d.kernelModule} kernel module` : '';
-      const mvc = d.newestMajorViaMinorVersionCompatibility ? `, CUDA ${d.newestMajorViaMinorVersionCompatibility}.x via minor-version compatibility` : '';
-      const beyond = d.newerThanDriverTable ? ` (the newest in cudaenv's driver table; maybe newer ones too)` : '';
-      return `${d.version} (${d.source}${mod}); runs CUDA <= ${d.newestFullySupported ?? '?'}${beyond} fully${mvc}`;
+      const lib = facts.driver.loadedLibrary;
+      const loads = lib ? `; programs here load ${lib.path}${lib.stub ? ' (the CUDA toolkit\'s stub: every CUDA call fails)' : ''}` : '';
+      return `${driverLine(facts.driver)}${loads}`;
     }
     case 'toolkit': {
       const t = facts.activeToolkit;
@@ -112,6 +122,7 @@ const MARK: Record<Severity, string> = {error: 'error', warning: 'warn ', info: 
 export function renderReport(report: DoctorReport): string {
   const lines: string[] = [];
   const sorted = sortFindings(report.findings);
+  if (report.facts.sysroot) lines.push(`${'Sysroot'.padEnd(12)}${report.facts.sysroot}: system files read in this image; from this host: ${report.facts.hostFacts.join('; ')}`);
   for (const [prefix, title] of SECTIONS) {
     // No GPU listed and nothing to say: a build machine or a container; the Driver line says why.
     if (prefix === 'gpu' && (report.facts.gpu?.gpus.length ?? 0) === 0 && !sorted.some((f) => f.id.startsWith('gpu.'))) continue;

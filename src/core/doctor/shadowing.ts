@@ -1,13 +1,12 @@
 import {realpathSync} from 'node:fs';
 import {basename, dirname, normalize, relative} from 'node:path';
-import {splitLdLibraryPath, type CheckOptions, type CheckReport, type Problem} from '../elf/api.js';
-import {loaderVariables} from '../elf/index.js';
+import {splitLdLibraryPath, type CheckReport, type Problem} from '../elf/api.js';
 import {quoteSh} from '../text/quote.js';
-import {isDriverLibraryName} from './cuda-libs.js';
+import {DRIVER_KINDS, engineOptions, problemKey, severityOf, type CheckFn, type Reported} from './libraries.js';
 import type {LdEntryFact} from './env-vars.js';
 import type {DoctorContext, Finding} from './types.js';
 
-export type CheckFn = (options: CheckOptions) => Promise<CheckReport>;
+export type {CheckFn} from './libraries.js';
 
 export interface Shadow {
   /** The pip-wheel library whose dependency is redirected. */
@@ -33,6 +32,15 @@ export interface ShadowingResult {
   /** Problems of the Python environment's libraries that fail now and remain without those entries. */
   baselineProblems: Problem[];
   findings: Finding[];
+  /** The Python environment's libraries checked under this environment (what `check` gives them). */
+  current?: CheckReport;
+  /** The problems these findings report, by key (libraries.ts problemKey), with the finding's id. */
+  reported: Reported;
+}
+
+/** Error when a problem among them fails `check`, a warning when they are a feature's loss only (one rule with check). */
+function worst(problems: Problem[]): 'error' | 'warning' {
+  return problems.some((p) => severityOf(p) === 'error') ? 'error' : 'warning';
 }
 
 const trimSlash = (p: string): string => (p.length > 1 ? p.replace(/\/+$/, '') : p);
@@ -43,10 +51,6 @@ function real(p: string): string {
   } catch {
     return p;
   }
-}
-
-function problemKey(p: Problem): string {
-  return [p.kind, p.object, p.library, p.version, p.symbol].join('\0');
 }
 
 /** Each object's dependency edges by (object, name): the file bound, or null where the search found none; unreached edges are left out. */
@@ -104,21 +108,22 @@ function describeGroup(g: Problem[]): string {
  * exists with the entries is theirs.
  */
 export async function shadowingFindings(
-  ctx: DoctorContext, entries: LdEntryFact[], pythonLibDirs: string[], check: CheckFn, program: string | null = null,
+  ctx: DoctorContext, entries: LdEntryFact[], pythonLibDirs: string[], check: CheckFn, program: string | null = null, systemTorch = false,
 ): Promise<ShadowingResult> {
   const findings: Finding[] = [];
-  if (pythonLibDirs.length === 0) return {verdicts: [], baselineProblems: [], findings};
+  const reported: Reported = new Map();
+  if (pythonLibDirs.length === 0) return {verdicts: [], baselineProblems: [], findings, reported};
   const ld = ctx.env.LD_LIBRARY_PATH;
   const drop = new Set(entries.map((e) => e.entry));
   // The loader's other variables as this environment has them (a preloaded library is bound first).
-  const options = {
-    targets: pythonLibDirs, storeVersionsDir: ctx.paths.versions, cwd: ctx.cwd, ...(program ? {exe: program} : {}), ...loaderVariables(ctx.env),
-  };
+  // The same options as every check doctor runs: check's own, its verdict cache included.
+  const options = {...engineOptions(ctx), targets: pythonLibDirs, ...(program ? {exe: program} : {})};
   const current = await check({...options, ldLibraryPath: ld});
   const base = drop.size === 0 ? current : await check({...options, ldLibraryPath: without(ld, drop)});
   const baseEdges = edgeMap(base);
   const baseKeys = new Set(base.problems.map(problemKey));
-  const newProblems = current.problems.filter((p) => !baseKeys.has(problemKey(p)) && p.kind !== 'unversioned-undefined-symbol');
+  // The driver's own problems (a stub, a mismatched libcuda) are the driver section's.
+  const newProblems = current.problems.filter((p) => !baseKeys.has(problemKey(p)) && severityOf(p) !== null && !DRIVER_KINDS.has(p.kind));
   const pyDirs = pythonLibDirs.map(trimSlash);
   const pyDirsReal = pyDirs.map(real);
 
@@ -168,7 +173,7 @@ export async function shadowingFindings(
   const attributed = new Set(verdicts.flatMap((v) => v.problems.map(problemKey)));
   for (const v of verdicts) {
     const entry = entries.find((e) => e.entry === v.entry)!;
-    const fix = entryFix(ctx, entry);
+    const fix = entryFix(ctx, entry, systemTorch);
     if (v.problems.length > 0) {
       const first = v.problems[0]!;
       const lacks = first.kind === 'undefined-symbol' && first.symbol
@@ -177,7 +182,7 @@ export async function shadowingFindings(
       const bound = first.library ? boundAt.get(first.library) : undefined;
       findings.push({
         id: 'env.ld-library-path-breaks-python',
-        severity: 'error',
+        severity: worst(v.problems),
         title: `LD_LIBRARY_PATH entry ${v.entry} makes ${objectName(first.object)} bind ${bound ?? first.chosen ?? first.library}${lacks}`,
         evidence: [
           `LD_LIBRARY_PATH=${ld ?? ''} (entry ${entry.index + 1}${entry.toolkitVersion ? `, CUDA ${entry.toolkitVersion}` : ''})`,
@@ -206,7 +211,7 @@ export async function shadowingFindings(
   if (unattributed.length > 0) {
     findings.push({
       id: 'env.ld-library-path-breaks-python',
-      severity: 'error',
+      severity: worst(unattributed),
       title: `This LD_LIBRARY_PATH makes the Python environment's CUDA libraries fail to load`,
       evidence: [`LD_LIBRARY_PATH=${ld ?? ''}`, ...unattributed.slice(0, 6).flatMap((p) => [describeProblem(p), `  ${p.explanation}`])],
       fix: unattributed[0]!.fix ?? 'Remove the CUDA toolkit entries from LD_LIBRARY_PATH (cudaenv use VERSION --ld-library-path none)',
@@ -226,11 +231,12 @@ export async function shadowingFindings(
   // What fails now and would still fail without the entries (a problem only without them is one
   // the entries fix: reported above as what they provide, never as a failure of this environment).
   const currentKeys = new Set(current.problems.map(problemKey));
-  const baselineProblems = base.problems.filter((p) => currentKeys.has(problemKey(p)) && p.kind !== 'unversioned-undefined-symbol' && !(p.library && isDriverLibraryName(p.library)));
+  // One rule with check: a driver library not found (libcuda.so.1 on a build host) is what check says it is.
+  const baselineProblems = base.problems.filter((p) => currentKeys.has(problemKey(p)) && severityOf(p) !== null && !DRIVER_KINDS.has(p.kind));
   if (baselineProblems.length > 0) {
     findings.push({
       id: 'pytorch.libraries-broken',
-      severity: 'error',
+      severity: worst(baselineProblems),
       title: `The Python environment's CUDA libraries fail to load even without LD_LIBRARY_PATH's CUDA entries`,
       evidence: baselineProblems.slice(0, 6).flatMap((p) => [describeProblem(p), `  ${p.explanation}`])
         .concat(baselineProblems.length > 6 ? [`... and ${baselineProblems.length - 6} more`] : [])
@@ -238,7 +244,9 @@ export async function shadowingFindings(
       fix: baselineProblems[0]!.fix ?? 'Reinstall the packages that own these libraries (pip install --force-reinstall ...)',
     });
   }
-  return {verdicts, baselineProblems, findings};
+  for (const p of newProblems) reported.set(problemKey(p), {problem: p, finding: 'env.ld-library-path-breaks-python'});
+  for (const p of baselineProblems) reported.set(problemKey(p), {problem: p, finding: 'pytorch.libraries-broken'});
+  return {verdicts, baselineProblems, findings, current, reported};
 }
 
 /** torch/lib/libtorch_cuda.so, nvidia/cusparse/lib/libcusparse.so.12: short and unambiguous. */
@@ -253,7 +261,7 @@ function shortName(object: string, pyDirs: string[]): string {
 }
 
 /** Drop the entry: for a cudaenv version through `cudaenv use --ld-library-path none`, else by hand. */
-function entryFix(ctx: DoctorContext, entry: LdEntryFact): string {
+function entryFix(ctx: DoctorContext, entry: LdEntryFact, systemTorch: boolean): string {
   const rest = splitLdLibraryPath(ctx.env.LD_LIBRARY_PATH).filter((e) => e !== entry.entry && e !== '');
   const manual = rest.length > 0 ? `export LD_LIBRARY_PATH=${quoteSh(rest.join(':'))}` : 'unset LD_LIBRARY_PATH';
   const versions = trimSlash(ctx.paths.versions);
@@ -261,5 +269,6 @@ function entryFix(ctx: DoctorContext, entry: LdEntryFact): string {
     const label = entry.entry.slice(versions.length + 1).split('/')[0]!;
     return `cudaenv use ${label} --ld-library-path none (or make it the default: cudaenv config ldLibraryPath none); by hand: ${manual}`;
   }
-  return `${manual} (drop ${entry.entry}; pip wheels bring their own CUDA libraries)`;
+  // A distribution's torch (Debian's) loads the system's CUDA packages, not wheels of its own.
+  return `${manual} (drop ${entry.entry}; ${systemTorch ? 'torch loads the CUDA libraries of its distribution\'s packages' : 'pip wheels bring their own CUDA libraries'})`;
 }
