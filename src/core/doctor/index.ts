@@ -4,7 +4,8 @@
  * when no driver file says the version, `nvidia-smi`.
  */
 import {existsSync} from 'node:fs';
-import {firstOnPath, inspectPython, pythonCudaLibDirs} from '../system/python-env.js';
+import {firstOnPath, pythonCudaLibDirs} from '../system/python-env.js';
+import {inspectPythonCached} from '../system/python-env-cache.js';
 import {dynamicProgram} from '../elf/index.js';
 import {cudartReport, driverProblemFindings} from './driver-library.js';
 import type {CheckReport} from '../elf/api.js';
@@ -74,7 +75,7 @@ export async function runDoctor(ctx: DoctorContext, deps: DoctorDeps): Promise<D
   findings.push(...ld.findings);
 
   const interpreter = ctx.python ?? firstOnPath(['python3', 'python'], ctx.env.PATH) ?? null;
-  const py = interpreter ? inspectPython({env: ctx.env, python: interpreter, cwd: ctx.cwd}) : {sitePackages: [], executable: null};
+  const py = interpreter ? inspectPythonCached({env: ctx.env, python: interpreter, cwd: ctx.cwd, cacheDir: ctx.paths.checkCache}) : {sitePackages: [], executable: null};
   const sitePackages = py.sitePackages;
   // Python dlopens the wheels' libraries: checked as loaded by the interpreter binary itself (--exe),
   // which sees what ldd cannot (static TLS, a dlopen's executable stack, symbols Python defines).
