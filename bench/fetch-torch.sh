@@ -8,13 +8,19 @@
 # 259 packages, 6.8 GB unpacked: a benchmark's fixture, never CI's.
 # The system's apt configuration is never touched: a private sources.list, package lists, cache
 # and an empty dpkg status live under bench/out/.apt-torch/. Idempotent: a package already
-# unpacked is skipped. Usage: bash bench/fetch-torch.sh [DEST]
+# unpacked is skipped. The Debian mirror is the one this machine's apt uses (its sources list, read
+# by test/fixtures/apt-mirror.sh), or CUDAENV_DEBIAN_MIRROR. Usage: bash bench/fetch-torch.sh [DEST]
 set -euo pipefail
 
 HERE="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=test/fixtures/apt-mirror.sh
+. "$HERE/../test/fixtures/apt-mirror.sh"
 DEST="${1:-$HERE/out/torch-trixie}"
 STATE="$HERE/out/.apt-torch"
-MIRROR="${CUDAENV_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+if ! MIRROR=$(debian_mirror); then
+  echo "fetch-torch: no Debian archive among this machine's apt sources (/etc/apt/sources.list, /etc/apt/sources.list.d/*.list and *.sources); name a Debian mirror with CUDAENV_DEBIAN_MIRROR=URI" >&2
+  exit 1
+fi
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 ROOTS="python3-torch-cuda libcuda1 libc-bin bash"
 

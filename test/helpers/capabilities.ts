@@ -63,6 +63,14 @@ export const NEEDS = {
   tool: (tool: string, pkg = tool): string => `needs ${tool} (apt-get install ${pkg})`,
   /** Only a developer's machine with NVIDIA's toolkit installed has this: allowed to skip in CI. */
   devToolkit: (path: string): string => `optional: no real CUDA toolkit at ${path}`,
+  /**
+   * What only Ubuntu's archive has (no current Debian release carries that release line):
+   * test/fixtures/fetch-cuda-libs.sh fetches it only where CUDAENV_UBUNTU_MIRROR names that archive.
+   * Unset, the skip is optional (allowed in CI); set, the fixture is required like any other.
+   */
+  ubuntuOnly: (what: string): string => process.env.CUDAENV_UBUNTU_MIRROR
+    ? `needs ${what}: bash test/fixtures/fetch-cuda-libs.sh (CUDAENV_UBUNTU_MIRROR is set)`
+    : `optional: another distribution's archive is not named: ${what} is Ubuntu's (CUDAENV_UBUNTU_MIRROR=URI bash test/fixtures/fetch-cuda-libs.sh)`,
 } as const;
 
 /** The host's glibc release ([major, minor]: `getconf GNU_LIBC_VERSION`), or null off glibc. */

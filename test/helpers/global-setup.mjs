@@ -8,7 +8,9 @@ import {tmpdir} from 'node:os';
 import {join} from 'node:path';
 
 /** Test-only knobs the suite itself reads (see docs/testing.md); never product settings. */
-const KEEP = new Set(['CUDAENV_ELF_SWEEP', 'CUDAENV_ELF_SWEEP_DIR', 'CUDAENV_FUZZ_SEED', 'CUDAENV_FUZZ_CASES']);
+const KEEP = new Set(['CUDAENV_ELF_SWEEP', 'CUDAENV_ELF_SWEEP_DIR', 'CUDAENV_FUZZ_SEED', 'CUDAENV_FUZZ_CASES',
+  // whether the Ubuntu-only fixtures were asked for: their skips are optional only where it is unset
+  'CUDAENV_UBUNTU_MIRROR']);
 
 const DROP = [
   // cudaenv's own state and settings, and what a switched shell exports

@@ -6,7 +6,7 @@ const url = (s: string): URL => new URL(s);
 describe('proxyFor: the variables curl, pip and conda users set', () => {
   test('https URLs use https_proxy, http URLs http_proxy, both fall back to all_proxy', () => {
     const env = {https_proxy: 'http://s:3128', http_proxy: 'http://p:8080', all_proxy: 'http://a:1'};
-    expect(proxyFor(url('https://developer.download.nvidia.com/x'), env)).toMatchObject({host: 's', port: 3128, variable: 'https_proxy'});
+    expect(proxyFor(url('https://downloads.vendor.example/x'), env)).toMatchObject({host: 's', port: 3128, variable: 'https_proxy'});
     expect(proxyFor(url('http://mirror.lan/x'), env)).toMatchObject({host: 'p', port: 8080, variable: 'http_proxy'});
     expect(proxyFor(url('https://x/'), {all_proxy: 'http://a:1'})).toMatchObject({host: 'a', variable: 'all_proxy'});
     expect(proxyFor(url('https://x/'), {})).toBeUndefined();
@@ -38,13 +38,13 @@ describe('proxyFor: the variables curl, pip and conda users set', () => {
 
 describe('no_proxy', () => {
   test.each<[string, string, boolean]>([
-    ['https://developer.download.nvidia.com/x', '*', true],
-    ['https://developer.download.nvidia.com/x', 'nvidia.com', true],
-    ['https://developer.download.nvidia.com/x', '.nvidia.com', true],
-    ['https://developer.download.nvidia.com/x', '*.nvidia.com', true],
-    ['https://nvidia.com/x', '.nvidia.com', true],
-    ['https://notnvidia.com/x', 'nvidia.com', false],
-    ['https://NVIDIA.com./x', 'nvidia.com', true],
+    ['https://downloads.vendor.example/x', '*', true],
+    ['https://downloads.vendor.example/x', 'vendor.example', true],
+    ['https://downloads.vendor.example/x', '.vendor.example', true],
+    ['https://downloads.vendor.example/x', '*.vendor.example', true],
+    ['https://vendor.example/x', '.vendor.example', true],
+    ['https://notvendor.example/x', 'vendor.example', false],
+    ['https://VENDOR.example./x', 'vendor.example', true],
     ['http://mirror.lan:8080/x', 'mirror.lan:8080', true],
     ['http://mirror.lan:8081/x', 'mirror.lan:8080', false],
     ['http://mirror.lan/x', 'mirror.lan:80', true],

@@ -1,6 +1,7 @@
 /**
  * The bash integration on bash before 4.4 (Ubuntu 16.04's 4.3, unpacked by
- * test/fixtures/fetch-cuda-libs.sh; RHEL and CentOS 7 clusters run 4.2), against this machine's bash
+ * test/fixtures/fetch-cuda-libs.sh where CUDAENV_UBUNTU_MIRROR names Ubuntu's archive: no current
+ * Debian release has bash 4; RHEL and CentOS 7 clusters run 4.2), against this machine's bash
  * as the reference. Their `${var@a}` is a "bad substitution" that stops reading the integration, and
  * CentOS 7's /etc/bashrc sets PROMPT_COMMAND, which is where the integration asked it: the prompt
  * hook was never installed, so a .cuda-version edited in place (or anything else only the prompt
@@ -17,7 +18,7 @@ import {cliCalls, have, oldShellFixture, runInteractive, writeRc} from './shell-
 const ROOT = join(DOWNLOADED, 'bash-xenial');
 const fetched = existsSync(join(ROOT, '.unpacked-bash')) && existsSync(join(ROOT, '.unpacked-libtinfo5'));
 const usable = fetched && have('patchelf') && have('bash');
-const reason = !fetched ? 'needs bash 4.3: bash test/fixtures/fetch-cuda-libs.sh' : NEEDS.tool('patchelf');
+const reason = !fetched ? NEEDS.ubuntuOnly('bash 4.3') : NEEDS.tool('patchelf');
 
 describe('the bash integration on bash 4.3', () => {
   let tmp: {dir: string; cleanup: () => void};

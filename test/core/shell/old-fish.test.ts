@@ -1,5 +1,6 @@
 /**
- * The fish integration on the fish releases users still have: Ubuntu 22.04's 3.3 and 20.04's 3.1
+ * The fish integration on the fish releases users still have: the 3.1 line (Debian 11's 3.1.2; Ubuntu
+ * 20.04 has 3.1.0) and, where CUDAENV_UBUNTU_MIRROR names Ubuntu's archive, Ubuntu 22.04's 3.3
  * (test/fixtures/fetch-cuda-libs.sh unpacks them), against this machine's fish as the reference.
  * Those releases have no `$(...)`, no `path` builtin, one name per `set -e`, and refuse `return`
  * outside a function: code that uses any of them fails to load there, and the rc line's fallback
@@ -19,12 +20,17 @@ import {testIf} from '../../helpers/skip.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {cliCalls, have, loggingCli, makeStore, quietFishHome, runInteractive} from './shell-harness.js';
 
-const RELEASES = [{suite: 'jammy', version: '3.3.1'}, {suite: 'focal', version: '3.1.0'}] as const;
+/** `ubuntu`: only Ubuntu's archive has that release line (fetched where CUDAENV_UBUNTU_MIRROR is set). */
+const RELEASES = [
+  {suite: 'jammy', distribution: 'Ubuntu', version: '3.3.1', ubuntu: true},
+  {suite: 'bullseye', distribution: 'Debian', version: '3.1.2', ubuntu: false},
+] as const;
 const root = (suite: string): string => join(DOWNLOADED, `fish-${suite}`);
-const fetched = RELEASES.every((r) => existsSync(join(root(r.suite), '.unpacked-fish')) && existsSync(join(root(r.suite), '.unpacked-fish-common')));
-const usable = have('fish') && existsSync('/usr/bin/fish') && existsSync('/usr/share/fish') && CAN_MOUNT_NAMESPACE && fetched;
-const reason = !have('fish') ? NEEDS.tool('fish') : !CAN_MOUNT_NAMESPACE ? NEEDS.mountNamespace
-  : 'needs the older fish releases: bash test/fixtures/fetch-cuda-libs.sh';
+const fetched = (suite: string): boolean => existsSync(join(root(suite), '.unpacked-fish')) && existsSync(join(root(suite), '.unpacked-fish-common'));
+const system = have('fish') && existsSync('/usr/bin/fish') && existsSync('/usr/share/fish') && CAN_MOUNT_NAMESPACE;
+const usable = (r: (typeof RELEASES)[number]): boolean => system && fetched(r.suite);
+const reason = (r: (typeof RELEASES)[number]): string => !have('fish') ? NEEDS.tool('fish') : !CAN_MOUNT_NAMESPACE ? NEEDS.mountNamespace
+  : r.ubuntu ? NEEDS.ubuntuOnly(`fish ${r.version}`) : `needs fish ${r.version}: bash test/fixtures/fetch-cuda-libs.sh`;
 
 describe('the fish integration on older fish releases', () => {
   let tmp: {dir: string; cleanup: () => void};
@@ -34,7 +40,7 @@ describe('the fish integration on older fish releases', () => {
   let proj: string;
 
   beforeAll(async () => {
-    if (!usable) return;
+    if (!RELEASES.some(usable)) return;
     tmp = makeTempDir('cudaenv-old-fish-');
     store = join(tmp.dir, 'store');
     await makeStore(store, ['11.8.0', '12.4.1']);
@@ -81,7 +87,7 @@ describe('the fish integration on older fish releases', () => {
   }
 
   for (const release of RELEASES) {
-    testIf(usable, reason)(`fish ${release.version} (Ubuntu ${release.suite}): the same switches, lines and CLI calls as this machine's fish`, () => {
+    testIf(usable(release), reason(release))(`fish ${release.version} (${release.distribution} ${release.suite}): the same switches, lines and CLI calls as this machine's fish`, () => {
       const reference = run(null);
       const old = run(release.suite);
       expect(old.out[0]).toBe(`fish ${release.version}`);

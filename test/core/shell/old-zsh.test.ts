@@ -1,7 +1,8 @@
 /**
  * The zsh integration on the zsh of older clusters: Ubuntu 18.04's 5.4.2 (RHEL 8 has 5.5.1) and
  * 16.04's 5.1.1 (CentOS 7 had 5.0.2), unpacked by test/fixtures/fetch-cuda-libs.sh with the
- * libtinfo.so.5 they link, against this machine's zsh as the reference. It runs in a private mount namespace with its binary, modules and functions bound
+ * libtinfo.so.5 they link where CUDAENV_UBUNTU_MIRROR names Ubuntu's archive (no current Debian
+ * release has a zsh before 5.8), against this machine's zsh as the reference. It runs in a private mount namespace with its binary, modules and functions bound
  * over the system's (zsh finds them at the paths it was built with), through the README's rc line and
  * the start file, and must give the same switches, lines and CLI calls as the reference.
  */
@@ -21,7 +22,7 @@ const root = (suite: string): string => join(DOWNLOADED, `zsh-${suite}`);
 const fetched = RELEASES.every((r) => ['zsh', 'zsh-common', 'libtinfo5'].every((p) => existsSync(join(root(r.suite), `.unpacked-${p}`))));
 const SYSTEM_DIRS = ['/usr/bin/zsh', '/usr/lib/x86_64-linux-gnu/zsh', '/usr/share/zsh'];
 const usable = fetched && have('zsh') && have('patchelf') && CAN_MOUNT_NAMESPACE && SYSTEM_DIRS.every((d) => existsSync(d));
-const reason = !fetched ? 'needs the older zsh releases: bash test/fixtures/fetch-cuda-libs.sh'
+const reason = !fetched ? NEEDS.ubuntuOnly('zsh 5.4.2 and 5.1.1')
   : !have('zsh') ? NEEDS.tool('zsh') : !have('patchelf') ? NEEDS.tool('patchelf') : !CAN_MOUNT_NAMESPACE ? NEEDS.mountNamespace
   : `needs this machine's zsh at ${SYSTEM_DIRS.join(', ')} (Debian's layout) to bind the old one over`;
 

@@ -11,10 +11,11 @@ import {makeTempDir, type TempDir} from '../../../../helpers/tmp.js';
  * The device-code reader against the real cuobjdump (issue 33, item 1): every SASS and PTX image
  * of real CUDA libraries from Debian (bash test/fixtures/fetch-cuda-libs.sh) and of objects built
  * here by the real nvcc for chosen -gencode sets, listed as `cuobjdump --list-elf` and
- * `--list-ptx` list them. Two cuobjdumps: NVIDIA's of CUDA 13.1 (Ubuntu resolute's
- * cuda-cuobjdump-13-1), which names arch-specific SASS (sm_90a) and family PTX (sm_120f) as CUDA
- * 13 does, compared name by name; and Debian trixie's of CUDA 12.4, which reads the `a` of a cubin
- * from elsewhere (it prints sm_90 for CUDA 13's sm_90a), compared by kind, order and architecture.
+ * `--list-ptx` list them. Two cuobjdumps: Debian trixie's of CUDA 12.4, which reads the `a` of a
+ * cubin from elsewhere (it prints sm_90 for CUDA 13's sm_90a), compared by kind, order and
+ * architecture; and NVIDIA's of CUDA 13.1 (Ubuntu resolute's cuda-cuobjdump-13-1, fetched only where
+ * CUDAENV_UBUNTU_MIRROR names Ubuntu's archive: Debian has CUDA 12.4's only), which names
+ * arch-specific SASS (sm_90a) and family PTX (sm_120f) as CUDA 13 does, compared name by name.
  *
  * cuobjdump stops with "cuobjdump fatal : Invalid ELF" part-way through some of NVIDIA's own
  * libraries (libcublas, libnccl: each version at another image); there the images it listed
@@ -38,10 +39,18 @@ const LARGE = ['libcublasLt.so.12', 'libtorch_cuda.so.2.6', 'libc10_cuda.so.2.6'
   .map((f) => join(DOWNLOADED, 'trixie-gpu-code-large', LIBS, f));
 const NVCC = '/usr/local/cuda/bin/nvcc';
 
-const haveOracle = existsSync(CUOBJDUMP_13) && existsSync(CUOBJDUMP_12);
+const haveOracle = existsSync(CUOBJDUMP_12);
+const have13 = existsSync(CUOBJDUMP_13);
 const haveReal = haveOracle && REAL.every((f) => existsSync(f));
 const haveLarge = haveOracle && LARGE.every((f) => existsSync(f));
-const haveNvcc = haveOracle && existsSync(NVCC) && spawnSync(NVCC, ['--version'], {stdio: 'ignore'}).status === 0;
+const haveNvcc = existsSync(NVCC) && spawnSync(NVCC, ['--version'], {stdio: 'ignore'}).status === 0;
+const NEEDS_13 = NEEDS.ubuntuOnly('cuobjdump 13.1');
+/** The cuobjdumps compared with, and whether each is compared name by name (13.1) or by architecture (Debian's 12.4). */
+type Oracle = readonly [tool: string, exact: boolean];
+const ORACLE_12: Oracle = [CUOBJDUMP_12, false];
+const ORACLE_13: Oracle = [CUOBJDUMP_13, true];
+/** Every cuobjdump this machine has. */
+const ORACLES: Oracle[] = [...(have13 ? [ORACLE_13] : []), ...(haveOracle ? [ORACLE_12] : [])];
 
 interface Listing {
   lines: string[];
@@ -72,11 +81,11 @@ interface Tally {
   disagreements: string[];
 }
 
-function compare(file: string, tally: Tally): void {
-  const listings = new Map([CUOBJDUMP_13, CUOBJDUMP_12].map((tool) => [tool, cuobjdump(tool, file)]));
+function compare(file: string, tally: Tally, oracles: Oracle[]): void {
+  const listings = new Map(oracles.map(([tool]) => [tool, cuobjdump(tool, file)]));
   for (const mode of ['elf', 'ptx'] as const) {
     const ours = mine(file, mode);
-    for (const [tool, exact] of [[CUOBJDUMP_13, true], [CUOBJDUMP_12, false]] as const) {
+    for (const [tool, exact] of oracles) {
       const theirs = {...listings.get(tool)![mode]};
       // Debian's 12.4 cuobjdump ends NCCL's listing after its first fat binary, exit 0 and no
       // word, and lists none of its PTX; 13.1 lists the same first images and then stops with
@@ -96,14 +105,17 @@ function compare(file: string, tally: Tally): void {
 }
 
 describeIf(haveReal, haveOracle ? NEEDS.realCudaLibs : 'needs cuobjdump: bash test/fixtures/fetch-cuda-libs.sh')('real CUDA libraries from Debian', () => {
-  test('every image cuobjdump lists, in its order, named alike', () => {
-    const tally: Tally = {compared: 0, beyondFatal: 0, disagreements: []};
-    for (const file of REAL) compare(file, tally);
-    expect(tally.disagreements).toEqual([]);
-    // libcusparse 12.4 alone has 1059 SASS and 117 PTX images.
-    expect(tally.compared).toBeGreaterThan(4000);
-    console.log(`device code: ${tally.compared} image listings of ${REAL.length} Debian libraries agree with cuobjdump 13.1 and 12.4; ${tally.beyondFatal} past where cuobjdump stopped ("Invalid ELF") not compared`);
-  }, 300_000);
+  for (const [oracle, version, how] of [[ORACLE_12, '12.4', 'by kind, order and architecture'], [ORACLE_13, '13.1', 'named alike']] as const) {
+    testIf(oracle === ORACLE_12 || have13, NEEDS_13)(`every image cuobjdump ${version} lists, in its order, ${how}`, () => {
+      const tally: Tally = {compared: 0, beyondFatal: 0, disagreements: []};
+      for (const file of REAL) compare(file, tally, [oracle]);
+      expect(tally.disagreements).toEqual([]);
+      // libcusparse 12.4 alone has 1059 SASS and 117 PTX images; 12.4 lists 4193 in all, 13.1 (which
+      // stops at "Invalid ELF" earlier in cuBLAS and NCCL) 2584.
+      expect(tally.compared).toBeGreaterThan(2000);
+      console.log(`device code: ${tally.compared} image listings of ${REAL.length} Debian libraries agree with cuobjdump ${version}; ${tally.beyondFatal} past where cuobjdump stopped ("Invalid ELF") not compared`);
+    }, 300_000);
+  }
 
   test('libraries without device code have none, and a library with some says which', () => {
     expect(readDeviceCode(REAL[1]!).images).toEqual([]);
@@ -118,7 +130,7 @@ describeIf(haveReal, haveOracle ? NEEDS.realCudaLibs : 'needs cuobjdump: bash te
 testIf(haveLarge, 'optional: the large CUDA libraries are not fetched (CUDAENV_FETCH_LARGE=1 bash test/fixtures/fetch-cuda-libs.sh)')(
   'libcublasLt and PyTorch 2.6 libtorch_cuda agree with cuobjdump too', () => {
     const tally: Tally = {compared: 0, beyondFatal: 0, disagreements: []};
-    for (const file of LARGE) compare(file, tally);
+    for (const file of LARGE) compare(file, tally, ORACLES);
     expect(tally.disagreements).toEqual([]);
     console.log(`device code: ${tally.compared} image listings of ${LARGE.length} large libraries agree; ${tally.beyondFatal} past cuobjdump's stop not compared`);
   }, 600_000);
@@ -134,7 +146,7 @@ const SETS: Record<string, string[]> = {
 };
 const KERNEL = '__global__ void k(float *x) { x[threadIdx.x] *= 2.0f; }\nextern "C" void launch(float *x) { k<<<1, 32>>>(x); }\n';
 
-describeIf(haveNvcc, haveOracle ? NEEDS.devToolkit('/usr/local/cuda') : 'needs cuobjdump: bash test/fixtures/fetch-cuda-libs.sh')('objects built here with nvcc', () => {
+describeIf(haveNvcc && have13, !haveNvcc ? NEEDS.devToolkit('/usr/local/cuda') : NEEDS_13)('objects built here with nvcc', () => {
   let tmp: TempDir;
   let dir = '';
   const objects: Record<string, string> = {};
@@ -159,7 +171,7 @@ describeIf(haveNvcc, haveOracle ? NEEDS.devToolkit('/usr/local/cuda') : 'needs c
 
   test('each object lists as cuobjdump lists it', () => {
     const tally: Tally = {compared: 0, beyondFatal: 0, disagreements: []};
-    for (const file of Object.values(objects)) compare(file, tally);
+    for (const file of Object.values(objects)) compare(file, tally, ORACLES);
     expect(tally.disagreements).toEqual([]);
     expect(tally.beyondFatal).toBe(0);
     console.log(`device code: ${tally.compared} image listings of ${Object.keys(objects).length} nvcc-built objects agree with cuobjdump`);
