@@ -133,7 +133,9 @@ function combineReports(reports: CheckReport[]): CheckReport {
  */
 export function firstProblemLine(report: CheckReport, options: {strict?: boolean} = {}): string {
   const strict = options.strict ?? false;
-  const first = report.problems.find((p) => isFailing(p, strict || !report.ok));
+  // The worst finding: the first error (problems come in the order the process meets them), a
+  // warning only when nothing fails without --strict (a report made with `strict` elsewhere).
+  const first = report.problems.find((p) => isFailing(p, strict)) ?? (report.ok ? undefined : report.problems.find((p) => isFailing(p, true)));
   if (!first || (report.ok && !strict)) {
     const n = report.checked.length;
     const notes = report.problems.filter((p) => p.kind === 'unversioned-undefined-symbol').length;
