@@ -12,7 +12,8 @@ import {describeNonElf} from '../search/check-targets.js';
 import {splitLdLibraryPath} from '../search/search-path.js';
 import {MISALIGNED} from '../read/elf/segments.js';
 import {compareVersions, parseVersion} from '../../versions/version.js';
-import {kernelDriverVersion} from '../read/machine/nvidia-driver.js';
+import {kernelDriverVersion, nvidiaModuleLoaded} from '../read/machine/nvidia-driver.js';
+import {NO_DRIVER_FEATURE} from '../runtime/families.js';
 
 /**
  * Turns a finding into what a user can act on: the file the loader picks and by which rule,
@@ -556,17 +557,40 @@ export const DRIVER_ONLY = 'libcuda.so.1 is the NVIDIA driver\'s own library: it
  */
 function explainDriverNotFound(problem: Problem, p: LoaderProcess, f: Finding): void {
   const kernel = kernelDriverVersion(p.platform.sysroot);
-  problem.explanation += ` ${DRIVER_ONLY}` + (kernel
-    ? ` The NVIDIA kernel module ${kernel} is loaded, but its libcuda.so.1 is in none of those directories.`
-    : ' No NVIDIA kernel module is loaded here (no /proc/driver/nvidia/version): this machine has no driver.');
+  const module = nvidiaModuleLoaded(p.platform.sysroot);
+  problem.explanation += ` ${DRIVER_ONLY}` + (module
+    ? ` The NVIDIA kernel module ${kernel ?? '(/sys/module/nvidia)'} is loaded, but its libcuda.so.1 is in none of those directories.`
+    : ' No NVIDIA kernel module is loaded here (no /proc/driver/nvidia/version, no /sys/module/nvidia): this machine has no driver, ' +
+      `so ${basename(f.object.path)} cannot load here whatever the search; it is a warning, failing only with --strict.`);
+  if (!module) {
+    // No libcuda could work on this machine: CUDA is what is lost here, not a library to fix (as for a dlopen of it, runtime/).
+    problem.impact = 'feature';
+    problem.feature = NO_DRIVER_FEATURE;
+  }
   if (/^libcaffe2_nvrtc\.so/.test(basename(f.object.path))) {
     problem.explanation += ` PyTorch does not load ${basename(f.object.path)} when it is imported (no library torch starts with needs it; ` +
       'it is the shim of NVRTC, run-time compilation): `import torch` works without the driver, torch.cuda.is_available() is False, ' +
       'and whatever loads this library fails.';
   }
-  problem.fix = kernel
+  problem.fix = module && kernel
     ? `install the driver's user-space libraries of ${kernel} (the libcuda1/nvidia-driver package of that version), or add the directory that holds libcuda.so.${kernel} to /etc/ld.so.conf.d/ and run \`ldconfig\``
-    : 'install the NVIDIA driver (on a machine with an NVIDIA GPU: `nvidia-smi` then works), or run this in a container with the NVIDIA Container Toolkit (`docker run --gpus all`); on a build host without a GPU, nothing needs fixing';
+    : module ? 'install the user-space libraries of the driver this machine runs (`modinfo nvidia` names its version), or add the directory that holds its libcuda.so.1 to /etc/ld.so.conf.d/ and run `ldconfig`'
+      : 'install the NVIDIA driver (on a machine with an NVIDIA GPU: `nvidia-smi` then works), or run this in a container with the NVIDIA Container Toolkit (`docker run --gpus all`); on a build host without a GPU, nothing needs fixing';
+}
+
+/**
+ * What follows from a libcuda.so.1 missing on a machine without an NVIDIA kernel module (the
+ * symbols and versions an object would have had from it) is what that problem is: a warning.
+ */
+export function markNoDriverConsequences(problems: Problem[]): void {
+  const missing = new Set(problems.filter((q) => q.kind === 'not-found' && q.library === 'libcuda.so.1' && q.feature === NO_DRIVER_FEATURE).map((q) => q.object));
+  if (missing.size === 0) return;
+  for (const q of problems) {
+    if (q.library === 'libcuda.so.1' && missing.has(q.object) && (q.kind === 'undefined-symbol' || q.kind === 'version-not-found')) {
+      q.impact = 'feature';
+      q.feature = NO_DRIVER_FEATURE;
+    }
+  }
 }
 
 function explainNotFound(problem: Problem, p: LoaderProcess, f: Finding, who: string, ctx: ExplainContext): Problem {

@@ -1,7 +1,7 @@
 import {basename, dirname} from 'node:path';
 import type {Problem} from '../report-types.js';
 import type {Edge, LoaderProcess} from '../search/loader-process.js';
-import {kernelDriverVersion} from '../read/machine/nvidia-driver.js';
+import {kernelDriverVersion, nvidiaModuleLoaded} from '../read/machine/nvidia-driver.js';
 import {describeLoad, type RuntimeLoad} from '../runtime/runtime-loads.js';
 import type {ReleaseCheck} from '../runtime/release-checks.js';
 import {cacheEntryFix, DRIVER_ONLY, dropEntryFix, explain, howPicked, ruleOf, type ExplainContext} from './explain-finding.js';
@@ -50,17 +50,21 @@ function notFound(problem: Problem, load: RuntimeLoad, how: string, sysroot: str
   if (load.name === 'libcuda.so.1') {
     const kernel = kernelDriverVersion(sysroot);
     const driverOnly = DRIVER_ONLY;
-    if (kernel === null) {
+    if (!nvidiaModuleLoaded(sysroot)) {
       problem.summary = `${how}, and this machine has no NVIDIA driver to provide it`;
-      problem.explanation = `${driverOnly} Nothing on ${searched} is one, and no NVIDIA kernel module is loaded (no /proc/driver/nvidia/version). ` +
+      problem.explanation = `${driverOnly} Nothing on ${searched} is one, and no NVIDIA kernel module is loaded (no /proc/driver/nvidia/version, no /sys/module/nvidia). ` +
         `Loading works; every CUDA call here fails with cudaErrorInsufficientDriver ("CUDA driver version is insufficient for CUDA runtime version"). Fine on a build host.`;
       problem.fix = 'run it on a machine with the NVIDIA driver (`nvidia-smi` there shows it), or install the driver here';
-      return mark(problem, 'feature');
+      // A warning (failing only with --strict), as the edge says (runtime/runtime-loads.ts noDriverRole).
+      return mark(problem, load.role.impact);
     }
-    problem.summary = `${how}, and the loader cannot find the libcuda.so.1 of the driver ${kernel} this machine runs`;
-    problem.explanation = `${driverOnly} The kernel module ${kernel} is loaded, but no libcuda.so.1 is on ${searched}. ` +
+    const module = kernel ?? '(its version unread: /sys/module/nvidia)';
+    problem.summary = `${how}, and the loader cannot find the libcuda.so.1 of the driver ${module} this machine runs`;
+    problem.explanation = `${driverOnly} The kernel module ${module} is loaded, but no libcuda.so.1 is on ${searched}. ` +
       `Every CUDA call fails with cudaErrorInsufficientDriver.`;
-    problem.fix = `install the driver's user-space libraries of ${kernel} (the libcuda1/nvidia-driver package of that version), or add the directory that holds libcuda.so.${kernel} to /etc/ld.so.conf.d/ and run \`ldconfig\``;
+    problem.fix = kernel
+      ? `install the driver's user-space libraries of ${kernel} (the libcuda1/nvidia-driver package of that version), or add the directory that holds libcuda.so.${kernel} to /etc/ld.so.conf.d/ and run \`ldconfig\``
+      : 'install the user-space libraries of the driver this machine runs (`modinfo nvidia` names its version), or add the directory that holds its libcuda.so.1 to /etc/ld.so.conf.d/ and run `ldconfig`';
     return mark(problem, 'library');
   }
   problem.summary = `${how}, and the loader cannot find it`;
