@@ -42,9 +42,9 @@ describeIf(haveReal, NEEDS.realCudaLibs)("Debian's CUDA 12.4 libraries", () => {
     const cusparse = byName('libcusparse.so.12');
     expect(cusparse.sass).toEqual(['sm_50', 'sm_52', 'sm_60', 'sm_61', 'sm_70', 'sm_75', 'sm_80', 'sm_86', 'sm_89', 'sm_90']);
     expect(cusparse.ptx).toEqual(['compute_80@8.4', 'compute_90@8.4']);
-    // An RTX 50 runs most of cuSPARSE 12.4 by JIT-compiling its compute_90 PTX (a 12.4 driver or
-    // newer); 24 of its 133 modules carry only SASS (sm_90 kernels among them): partly, no failure.
-    expect(cusparse.verdicts[0]).toMatchObject({gpu: '12.0', runs: 'partial', by: 'compute_90@8.4', modules: 133, modulesWithout: 24, driverNeeded: '550.54.14'});
+    // An RTX 50 runs most of cuSPARSE 12.4 by JIT-compiling its compute_90 PTX (with a driver that
+    // supports sm_120: R570, issue 42 item 8); 24 of its 133 modules carry only SASS (sm_90 kernels among them): partly, no failure.
+    expect(cusparse.verdicts[0]).toMatchObject({gpu: '12.0', runs: 'partial', by: 'compute_90@8.4', modules: 133, modulesWithout: 24, driverNeeded: '570.26'});
     expect(cusparse.verdicts[1]).toMatchObject({gpu: '8.6', runs: 'partial', by: 'sm_86', modulesWithout: 7});
     // NCCL 2.22 has no sm_120 and no PTX: the error of issue 33.
     const nccl = byName('libnccl.so.2');
