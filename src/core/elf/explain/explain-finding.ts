@@ -273,6 +273,8 @@ async function explainFinding(p: LoaderProcess, f: Finding, ctx: ExplainContext)
     return problem;
   }
   if (f.kind === 'unversioned-undefined-symbol') {
+    const shadowed = await shadowedOwnCopy(p, f);
+    if (shadowed) return explainShadowedUnversioned(problem, f, who, shadowed, ctx);
     problem.summary = `${who} needs symbol ${f.symbol}, which no loaded object defines`;
     problem.explanation = `${f.object.path} references ${f.symbol} without a version and nothing in the global scope ` +
       `(${p.scope.length} objects) defines it. This is normal for plugins and Python extension modules, which get ` +
@@ -344,6 +346,41 @@ async function explainFinding(p: LoaderProcess, f: Finding, ctx: ExplainContext)
   } else {
     problem.fix = `install a newer ${f.library} that defines ${f.kind === 'version-not-found' ? f.version : f.symbol}, or put the directory of one first on LD_LIBRARY_PATH`;
   }
+  return problem;
+}
+
+/**
+ * An unversioned reference nothing loaded defines, where the object's own search would have found
+ * a library that does (issue 42, item 7): one of its DT_NEEDED names was taken from an
+ * LD_LIBRARY_PATH entry, which ld.so searches before DT_RUNPATH, and the copy its DT_RUNPATH (or,
+ * below a preload, its DT_RPATH) names defines the symbol. The real dlopen then fails with
+ * "undefined symbol": no loading program is to blame, the entry is. Null when no such copy exists
+ * (the reference stays left to the loading program).
+ */
+async function shadowedOwnCopy(p: LoaderProcess, f: Finding): Promise<{edge: Edge; provider: LoadedObject; own: Candidate} | null> {
+  if (!f.ref) return null;
+  for (const edge of f.object.edges) {
+    const provider = edge.object;
+    if (!provider || edge.kind !== 'needed' || edge.via !== 'ld_library_path') continue;
+    for (const c of await laterCandidates(p, edge, provider)) {
+      if ((c.via === 'runpath' || c.via === 'rpath') && await satisfies(c, f)) return {edge, provider, own: c};
+    }
+  }
+  return null;
+}
+
+function explainShadowedUnversioned(problem: Problem, f: Finding, who: string, s: {edge: Edge; provider: LoadedObject; own: Candidate}, ctx: ExplainContext): Problem {
+  const entry = s.edge.ldEntry;
+  const rule = ruleOf(s.edge, s.provider.path);
+  problem.kind = 'undefined-symbol';
+  problem.library = s.edge.name;
+  problem.chosen = `${s.provider.path} (${rule})`;
+  problem.shadowed = `${s.own.path} (${s.own.rule}), which would satisfy it`;
+  problem.summary = `${entry === '' ? 'LD_LIBRARY_PATH\'s empty entry (the current directory)' : 'this LD_LIBRARY_PATH'} makes ${who} bind ${s.provider.path}, which lacks ${f.symbol}`;
+  problem.explanation = `${f.object.path} needs ${f.symbol} (unversioned) and ${s.edge.name}. The loader picks ${s.provider.path} by ${rule}, which it searches before ` +
+    `${f.object.path}'s own ${s.own.via === 'runpath' ? 'DT_RUNPATH' : 'DT_RPATH'}; that file lacks ${f.symbol}, and nothing else loaded defines it. ` +
+    `${s.own.path} (${s.own.rule}) defines it and would be used without that entry: loading fails with "undefined symbol: ${f.symbol}" (a dlopen with RTLD_NOW, \`ldd -r\`), or at its first call.`;
+  problem.fix = entry !== undefined ? `${dropEntryFix(entry, ctx)}, so that ${s.own.path} is found` : `remove ${s.provider.path}, so that ${s.own.path} is found`;
   return problem;
 }
 
