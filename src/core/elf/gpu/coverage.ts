@@ -89,9 +89,10 @@ const NOT_JUDGED: Array<[RegExp, string]> = [
 export function libraryVerdict(path: string, code: DeviceCodeSummary, gpu: string, driver: string | null): GpuVerdict | null {
   const modules = code.modules.filter((m) => m.images.length > 0);
   const total = modules.reduce((n, m) => n + m.count, 0);
-  if (total === 0) return null;
+  // Said before anything else (its registered module may hold no kernel at all: cuFFT 11.2's has none).
   const skip = NOT_JUDGED.find(([re]) => re.test(basename(path)));
-  if (skip) return {gpu, runs: 'not-judged', by: null, modules: total, modulesWithout: 0, note: skip[1]};
+  if (skip && total + (code.withoutKernels ?? 0) > 0) return {gpu, runs: 'not-judged', by: null, modules: total, modulesWithout: 0, note: skip[1]};
+  if (total === 0) return null;
   const tally = {sass: 0, ptx: 0, none: 0, 'ptx-too-new': 0};
   const by = new Map<string, number>();
   let driverNeeded: string | undefined;
@@ -117,7 +118,7 @@ export function libraryVerdict(path: string, code: DeviceCodeSummary, gpu: strin
     note = `${of(without)} carry no code for ${sm}: their kernels fail with "no kernel image is available" if launched there (NVIDIA's libraries ship kernels for one architecture this way)`;
   } else if (tally.ptx > 0) {
     runs = 'ptx';
-    note = `${of(tally.ptx)} run on ${sm} only as PTX (${best}), JIT-compiled by the driver at first use${driverNeeded ? ` (${driverWords(driverNeeded, gpu, best)})` : ''}: slow to start, and cached in ~/.nv/ComputeCache`;
+    note = `${of(tally.ptx)} ${total === 1 ? 'runs' : 'run'} on ${sm} only as PTX (${best}), JIT-compiled by the driver at first use${driverNeeded ? ` (${driverWords(driverNeeded, gpu, best)})` : ''}: slow to start, and cached in ~/.nv/ComputeCache`;
   } else {
     runs = 'sass';
     note = `runs on ${sm} (${best})`;
@@ -132,7 +133,7 @@ function driverWords(driver: string, gpu: string, best: string | null): string {
   const isa = best ? /@(\d+\.\d+)$/.exec(best)?.[1] : undefined;
   return forGpu && forGpu.driver === driver
     ? `a driver that supports ${sm}: ${driver} or newer, R${driver.split('.')[0]}+ (CUDA ${forGpu.cuda}'s)${isa ? `, which also knows PTX ISA ${isa}` : ''}`
-    : `driver >= ${driver}, the first that knows PTX ISA ${isa ?? 'of this PTX'}${forGpu ? ` (and supports ${sm})` : ''}`;
+    : `driver >= ${driver}, the first that knows PTX ISA ${isa ?? 'of this PTX'}`;
 }
 
 /** "sm_50, sm_60, ... sm_90 and PTX compute_90 (ISA 8.4)". */
@@ -186,7 +187,7 @@ export function gpuReport(libraries: Array<{path: string; code: DeviceCodeSummar
     if (verdicts.length === 0 && !code.problem) continue;
     const {sass, ptx} = summaryArchitectures(code);
     const modules = code.modules.filter((m) => m.images.length > 0).reduce((n, m) => n + m.count, 0);
-    out.push({path, sass, ptx, modules, ...(code.problem ? {problem: code.problem} : {}), verdicts});
+    out.push({path, sass, ptx, modules, ...(code.withoutKernels ? {modulesWithoutKernels: code.withoutKernels} : {}), ...(code.problem ? {problem: code.problem} : {}), verdicts});
     for (const v of verdicts) {
       if (v.runs !== 'none' && v.runs !== 'ptx-too-new') continue;
       const sm = `sm_${v.gpu.replace('.', '')}`;
