@@ -42,9 +42,11 @@ describeIf(haveReal, NEEDS.realCudaLibs)("Debian's CUDA 12.4 libraries", () => {
     const cusparse = byName('libcusparse.so.12');
     expect(cusparse.sass).toEqual(['sm_50', 'sm_52', 'sm_60', 'sm_61', 'sm_70', 'sm_75', 'sm_80', 'sm_86', 'sm_89', 'sm_90']);
     expect(cusparse.ptx).toEqual(['compute_80@8.4', 'compute_90@8.4']);
-    // An RTX 50 runs most of cuSPARSE 12.4 by JIT-compiling its compute_90 PTX (a 12.4 driver or
-    // newer); 24 of its 133 modules carry only SASS (sm_90 kernels among them): partly, no failure.
-    expect(cusparse.verdicts[0]).toMatchObject({gpu: '12.0', runs: 'partial', by: 'compute_90@8.4', modules: 133, modulesWithout: 24, driverNeeded: '550.54.14'});
+    // An RTX 50 runs most of cuSPARSE 12.4 by JIT-compiling its compute_90 PTX (with a driver that
+    // supports sm_120: R570, issue 42 item 8); of its 133 modules one is nvcc's module without kernels
+    // (issue 42, item 6: not counted), and 23 of the 132 others carry only SASS (sm_90 kernels among them): partly, no failure.
+    expect(cusparse.modulesWithoutKernels).toBe(1);
+    expect(cusparse.verdicts[0]).toMatchObject({gpu: '12.0', runs: 'partial', by: 'compute_90@8.4', modules: 132, modulesWithout: 23, driverNeeded: '570.26'});
     expect(cusparse.verdicts[1]).toMatchObject({gpu: '8.6', runs: 'partial', by: 'sm_86', modulesWithout: 7});
     // NCCL 2.22 has no sm_120 and no PTX: the error of issue 33.
     const nccl = byName('libnccl.so.2');
@@ -149,5 +151,44 @@ describeIf(haveNvcc, NEEDS.devToolkit('/usr/local/cuda'))('a library nvcc builds
     expect(no.stdout.trim().split('\n').at(-1)).toBe(
       'no kernel image for sm_80: libk.so carries no code for sm_80: SASS for sm_86 and no PTX; use a build of libk.so that includes sm_80, or rebuild it with `-gencode arch=compute_80,code=sm_80` (TORCH_CUDA_ARCH_LIST=8.0 for a PyTorch extension)');
     expect(no.stdout).toMatch(/error: no kernel image for sm_120: libk\.so/);
+  });
+});
+
+// Issue 42, item 6: nvcc adds to every shared library a second module whose cubin holds no kernel
+// (cuobjdump lists its ELF with no Function). For a GPU that runs the library through its PTX,
+// check said "1 of 2 modules carry no code": a module without kernels is not a module that fails.
+// Debian's cuobjdump 12.4 (nvidia-cuda-toolkit), whose nvdisasm lies beside it: `-sass` lists each kernel as "Function : NAME".
+const CUOBJDUMP = [join(DOWNLOADED, 'trixie-toolkit', 'usr', 'bin', 'cuobjdump')].find((f) => existsSync(f));
+describeIf(haveNvcc && CUOBJDUMP !== undefined, !haveNvcc ? NEEDS.devToolkit('/usr/local/cuda') : NEEDS.realCudaLibs)('the module without kernels nvcc adds', () => {
+  let so = '';
+  beforeAll(() => {
+    writeFileSync(join(tmp.dir, 'p.cu'), '__global__ void k(float *x) { x[threadIdx.x] *= 2.0f; }\nextern "C" void launch(float *x) { k<<<1, 32>>>(x); }\n');
+    so = join(tmp.dir, 'libp.so');
+    const r = spawnSync(NVCC, ['-shared', '-Xcompiler', '-fPIC', '-o', so, join(tmp.dir, 'p.cu'), '-gencode', 'arch=compute_75,code=[sm_75,compute_75]'], {encoding: 'utf8'});
+    if (r.status !== 0) throw new Error(`nvcc: ${r.stderr}`);
+  }, 300_000);
+
+  test('cuobjdump lists two SASS images, one with no function; check counts one module, which runs on sm_86 through its PTX', () => {
+    const sass = spawnSync(CUOBJDUMP!, ['-sass', so], {encoding: 'utf8', env: {...process.env, PATH: `${join(CUOBJDUMP!, '..')}:${process.env.PATH ?? ''}`}}).stdout;
+    const elves = sass.split('Fatbin elf code:').slice(1);
+    expect(elves).toHaveLength(2);
+    expect(elves.filter((e) => !/Function :/.test(e.split('Fatbin ptx code:')[0]!))).toHaveLength(1);
+    const env = cliEnv(join(tmp.dir, 'store'));
+    const r = runCli(['check', so, '--gpu', '8.6', '--json'], {env});
+    const lib = (JSON.parse(r.stdout) as CheckReport).gpu!.libraries[0]!;
+    expect(lib).toMatchObject({modules: 1, modulesWithoutKernels: 1});
+    expect(lib.verdicts[0]).toMatchObject({gpu: '8.6', runs: 'ptx', modulesWithout: 0});
+    const text = runCli(['check', so, '--gpu', '8.6'], {env});
+    expect(text.status).toBe(0);
+    expect(text.stdout).not.toMatch(/carry no code/);
+    expect(text.stdout).toMatch(/note: libp\.so its module runs on sm_86 only as PTX \(compute_75@/);
+  });
+});
+
+describeIf(haveReal, NEEDS.realCudaLibs)('a library not judged', () => {
+  test('cuFFT says it is not judged, and why, in the text', () => {
+    const r = runCli(['check', CUFFT, '--gpu', '8.6'], {env: cliEnv(join(tmp.dir, 'store'))});
+    expect(r.stdout).toMatch(/sm_86: .*1 not judged/);
+    expect(r.stdout).toContain('note: libcufft.so.11 is not judged: cuFFT loads its kernels itself; its one registered module (an sm_52 image) says nothing about the GPUs it supports');
   });
 });

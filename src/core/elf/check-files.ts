@@ -4,7 +4,7 @@ import {UsageError} from '../errors.js';
 import type {CheckedObject, CheckOptions, FileVerdict, NeededEdge} from './report-types.js';
 import {findProblems, loadStop, type LoadStop} from './bind/find-problems.js';
 import {SymbolMemo} from './bind/symbol-memo.js';
-import {explain} from './explain/explain-finding.js';
+import {explain, markNoDriverConsequences} from './explain/explain-finding.js';
 import {explainPinnedPairs, explainRuntimeLoads} from './explain/runtime-problems.js';
 import {pinnedPairs} from './runtime/release-checks.js';
 import {runtimeLoads, type RuntimeLoad} from './runtime/runtime-loads.js';
@@ -18,6 +18,7 @@ import {readListedSync, type ListedFile, type TargetFile} from './search/check-t
 import {InputRecorder} from './cache/inputs.js';
 import {inImage, isInside, normalRoot} from './read/machine/sysroot.js';
 import {noexecMountOf, noexecMountPoints} from './read/machine/mounts.js';
+import {kernelDriverVersion, nvidiaModuleLoaded} from './read/machine/nvidia-driver.js';
 import {VerdictCache} from './cache/verdict-cache.js';
 import {LoaderFactsFile} from './cache/loader-facts.js';
 import {splitLdLibraryPath} from './search/search-path.js';
@@ -285,6 +286,9 @@ function openCache(options: CheckOptions, cwd: string, ctx: LoaderContext): Verd
       tunables: tunablesOf(options) ?? null, bindNow: bindNowOf(options), pageSize: options.pageSize ?? null, runtimeLoads: options.runtimeLoads !== false,
       // A file system remounted noexec (or exec) changes what loads without changing any file.
       noexec: sysroot === '' ? noexecMountPoints() : [],
+      // Whether an NVIDIA kernel module is loaded, and which: a libcuda.so.1 nothing provides is a
+      // warning without one and an error with one, and its fix names the module's release.
+      nvidiaModule: nvidiaModuleLoaded(sysroot) ? kernelDriverVersion(sysroot) ?? 'loaded' : null,
     },
     sysroot,
     cwd,
@@ -346,6 +350,7 @@ async function checkOne(
   const found = findProblems(p, memo, stop);
   const {objects, startup} = checkedObjects(p, stop);
   const problems = await Promise.all(found.map((f) => explain(p, f, explainCtx)));
+  markNoDriverConsequences(problems);
   if (stop === null && followRuntimeLoads) {
     // What the libraries load later with dlopen, each load modelled after the checked file's start.
     const loads = runtimeLoads(exe ? startOf(ctx, platform, r, exe) : p, () => startOf(ctx, platform, r, exe), memo);

@@ -5,7 +5,7 @@
  * merges the per-file results into one report in the loader's order. See README.md beside
  * this file and docs/check.md.
  */
-import {existsSync} from 'node:fs';
+import {existsSync, statSync} from 'node:fs';
 import {realpathIn} from './read/machine/sysroot.js';
 import {isFailing, type CheckedObject, type CheckOptions, type CheckReport, type Problem} from './report-types.js';
 import {checkFiles, type FileResult} from './check-files.js';
@@ -32,7 +32,7 @@ export async function checkLibraries(options: CheckOptions): Promise<CheckReport
   // Per-file results merged in listing order (checkFiles could as well run on shares of the list:
   // worker threads were measured, and re-reading shared dependencies in each cost more than they saved).
   const results: FileResult[] = await checkFiles({...options, cwd}, listed.map((f, index) => ({...f, index})));
-  const report = mergeResults(results.sort((a, b) => a.index - b.index), options.strict ?? false);
+  const report = mergeResults(results.sort((a, b) => a.index - b.index), options.strict ?? false, options.sysroot);
   if (options.sysroot) for (const o of report.objects) withImageFile(o, options.sysroot);
   return report;
 }
@@ -44,8 +44,55 @@ function withImageFile(o: CheckedObject, sysroot: string): void {
   if (file && file !== o.path) o.file = file;
 }
 
+/**
+ * One name per file, as ld.so keys objects (device and inode, _dl_file_id_match_p): under a merged
+ * /usr a library named /usr/lib/... and reached as /lib/... through ld.so.cache is one object.
+ * The first name met is kept; names are registered in the order given (the checked files first,
+ * so that the name a person gave wins). A path that cannot be stat'ed is its own identity.
+ */
+export class FileNames {
+  private readonly byName = new Map<string, string>();
+  private readonly byId = new Map<string, string>();
+
+  /** `sysroot`: an image whose absolute links (/lib -> /usr/lib) lead nowhere on the host are followed in it. */
+  constructor(private readonly sysroot?: string) {}
+
+  canonical(path: string): string {
+    let name = this.byName.get(path);
+    if (name !== undefined) return name;
+    let id: string | null = null;
+    try {
+      const st = statSync(path, {throwIfNoEntry: false}) ?? (this.sysroot ? statSync(realpathIn(this.sysroot, path) ?? path) : undefined);
+      if (st) id = `${st.dev}:${st.ino}`;
+    } catch {
+      // a file gone since, or unreadable: by its name
+    }
+    name = id === null ? path : this.byId.get(id) ?? path;
+    if (id !== null && !this.byId.has(id)) this.byId.set(id, path);
+    this.byName.set(path, name);
+    return name;
+  }
+
+  /** The object under its kept name, its edges leading to kept names. */
+  object(o: CheckedObject): CheckedObject {
+    const path = this.canonical(o.path);
+    const needed = o.needed.map((e) => {
+      const to = e.path === null ? null : this.canonical(e.path);
+      return to === e.path ? e : {...e, path: to};
+    });
+    return path === o.path && needed.every((e, i) => e === o.needed[i]) ? o : {...o, path, needed};
+  }
+
+  problem(p: Problem): Problem {
+    const object = this.canonical(p.object);
+    return object === p.object ? p : {...p, object};
+  }
+}
+
 /** One report from per-file results in listing order: objects and problems once each, the first occurrence kept. */
-function mergeResults(results: FileResult[], strict: boolean): CheckReport {
+function mergeResults(results: FileResult[], strict: boolean, sysroot?: string): CheckReport {
+  const names = new FileNames(sysroot);
+  for (const r of results) if (r.checked) names.canonical(r.checked);
   const checked: string[] = [];
   const skipped: CheckReport['skipped'] = [];
   const objects = new Map<string, CheckedObject>();
@@ -60,11 +107,15 @@ function mergeResults(results: FileResult[], strict: boolean): CheckReport {
       skipped.push(r.skipped);
       continue;
     }
-    if (r.checked) checked.push(r.checked);
+    if (r.checked && !checked.includes(names.canonical(r.checked))) checked.push(names.canonical(r.checked));
     for (const f of r.failedPreloads) failedPreloads.add(f);
-    for (const o of r.objects) if (!objects.has(o.path)) objects.set(o.path, o);
-    const atStartup = new Set(r.objects.slice(0, r.startup ?? r.objects.length).map((o) => o.path));
-    for (const problem of r.problems) {
+    for (const o of r.objects) {
+      const kept = names.object(o);
+      if (!objects.has(kept.path)) objects.set(kept.path, kept);
+    }
+    const atStartup = new Set(r.objects.slice(0, r.startup ?? r.objects.length).map((o) => names.canonical(o.path)));
+    for (const found of r.problems) {
+      const problem = names.problem(found);
       const key = [problem.kind, problem.object, problem.library, problem.version, problem.symbol].join('\0');
       if (!problems.has(key)) problems.set(key, problem);
       const kept = problems.get(key)!;
@@ -95,7 +146,7 @@ export async function checkWithWheels(options: CheckOptions, wheels: {targets: s
     options.targets.length > 0 ? checkLibraries(options) : null,
     checkLibraries({...options, targets: wheels.targets, exe: options.exe ?? wheels.exe}),
   ]);
-  return plain ? combineReports([plain, python]) : python;
+  return plain ? combineReports([plain, python], options.sysroot) : python;
 }
 
 /** The loader's own variables as `env` has them: what a process started with `env` would load under. */
@@ -107,19 +158,25 @@ export function loaderVariables(env: NodeJS.ProcessEnv): Pick<CheckOptions, 'pre
  * One report from reports of separate checks (the toolkit's libraries as `ldd` loads them, the
  * wheels' as Python dlopens them), in the order given: objects and problems once each.
  */
-function combineReports(reports: CheckReport[]): CheckReport {
+function combineReports(reports: CheckReport[], sysroot?: string): CheckReport {
   const objects = new Map<string, CheckedObject>();
   const problems = new Map<string, Problem>();
+  const names = new FileNames(sysroot);
+  for (const r of reports) for (const c of r.checked) names.canonical(c);
   for (const r of reports) {
-    for (const o of r.objects) if (!objects.has(o.path)) objects.set(o.path, o);
-    for (const p of r.problems) {
+    for (const found of r.objects) {
+      const o = names.object(found);
+      if (!objects.has(o.path)) objects.set(o.path, o);
+    }
+    for (const found of r.problems) {
+      const p = names.problem(found);
       const key = [p.kind, p.object, p.library, p.version, p.symbol].join('\0');
       if (!problems.has(key)) problems.set(key, p);
     }
   }
   return {
     ok: reports.every((r) => r.ok),
-    checked: [...new Set(reports.flatMap((r) => r.checked))],
+    checked: [...new Set(reports.flatMap((r) => r.checked.map((c) => names.canonical(c))))],
     objects: [...objects.values()],
     problems: [...problems.values()],
     skipped: reports.flatMap((r) => r.skipped),
@@ -133,7 +190,9 @@ function combineReports(reports: CheckReport[]): CheckReport {
  */
 export function firstProblemLine(report: CheckReport, options: {strict?: boolean} = {}): string {
   const strict = options.strict ?? false;
-  const first = report.problems.find((p) => isFailing(p, strict || !report.ok));
+  // The worst finding: the first error (problems come in the order the process meets them), a
+  // warning only when nothing fails without --strict (a report made with `strict` elsewhere).
+  const first = report.problems.find((p) => isFailing(p, strict)) ?? (report.ok ? undefined : report.problems.find((p) => isFailing(p, true)));
   if (!first || (report.ok && !strict)) {
     const n = report.checked.length;
     const notes = report.problems.filter((p) => p.kind === 'unversioned-undefined-symbol').length;

@@ -194,6 +194,11 @@ export interface DeviceCodeSummary {
   modules: Array<{images: string[]; count: number}>;
   /** Images of relocatable device code (`__nv_relfatbin`, `-rdc`), for a device link, never loaded. */
   relocatable: number;
+  /**
+   * Fat binaries whose cubins hold no kernel (the module nvcc adds to each shared library it links:
+   * SASS, no PTX, no function): not in `modules`, since nothing in them is launched or can fail.
+   */
+  withoutKernels?: number;
   /** A damaged fat binary: what and where (what came before it is in `modules`). */
   problem?: string;
 }
@@ -238,6 +243,8 @@ export interface GpuLibrary {
   sass: string[];
   ptx: string[];
   modules: number;
+  /** Modules without any kernel, not counted in `modules` (DeviceCodeSummary.withoutKernels). */
+  modulesWithoutKernels?: number;
   /** A damaged fat binary (what could not be read). */
   problem?: string;
   verdicts: GpuVerdict[];

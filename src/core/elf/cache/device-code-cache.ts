@@ -13,7 +13,7 @@ import {writeFileSafely} from '../../safe-fs/index.js';
  * answered from here while it reads the same. Unlike a verdict it depends on nothing but the file
  * and the reader's code, so one table serves every LD_LIBRARY_PATH and option set.
  */
-const FORMAT = 1;
+const FORMAT = 2;
 const MAX_FILES = 20_000;
 
 interface Stored {
@@ -32,9 +32,16 @@ interface CacheFile {
 export function summariseDeviceCode(code: DeviceCode): DeviceCodeSummary {
   const byModule = new Map<number, string[]>();
   let relocatable = 0;
+  // Modules whose every image is a cubin without a kernel (nvcc's extra module): nothing to launch, so nothing that can fail.
+  const withKernels = new Set(code.images.filter((i) => !i.relocatable && i.kernels !== false).map((i) => i.fatbin));
+  const empty = new Set<number>();
   for (const image of code.images) {
     if (image.relocatable) {
       relocatable++;
+      continue;
+    }
+    if (!withKernels.has(image.fatbin)) {
+      empty.add(image.fatbin);
       continue;
     }
     const name = image.kind === 'ptx' ? `${archName(image)}@${image.version}` : archName(image);
@@ -50,9 +57,9 @@ export function summariseDeviceCode(code: DeviceCode): DeviceCodeSummary {
     counts.set(key, entry);
   }
   // Fat binaries with no image at all are still modules (an empty container): counted alike.
-  const empty = code.fatbins - byModule.size;
-  if (empty > 0) counts.set('', {images: [], count: empty});
-  return {modules: [...counts.values()], relocatable, ...(code.problem ? {problem: code.problem} : {})};
+  const none = code.fatbins - byModule.size - empty.size;
+  if (none > 0) counts.set('', {images: [], count: none});
+  return {modules: [...counts.values()], relocatable, ...(empty.size > 0 ? {withoutKernels: empty.size} : {}), ...(code.problem ? {problem: code.problem} : {})};
 }
 
 export class DeviceCodeCache {

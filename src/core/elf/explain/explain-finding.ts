@@ -12,7 +12,8 @@ import {describeNonElf} from '../search/check-targets.js';
 import {splitLdLibraryPath} from '../search/search-path.js';
 import {MISALIGNED} from '../read/elf/segments.js';
 import {compareVersions, parseVersion} from '../../versions/version.js';
-import {kernelDriverVersion} from '../read/machine/nvidia-driver.js';
+import {kernelDriverVersion, nvidiaModuleLoaded} from '../read/machine/nvidia-driver.js';
+import {NO_DRIVER_FEATURE} from '../runtime/families.js';
 
 /**
  * Turns a finding into what a user can act on: the file the loader picks and by which rule,
@@ -272,6 +273,8 @@ async function explainFinding(p: LoaderProcess, f: Finding, ctx: ExplainContext)
     return problem;
   }
   if (f.kind === 'unversioned-undefined-symbol') {
+    const shadowed = await shadowedOwnCopy(p, f);
+    if (shadowed) return explainShadowedUnversioned(problem, f, who, shadowed, ctx);
     problem.summary = `${who} needs symbol ${f.symbol}, which no loaded object defines`;
     problem.explanation = `${f.object.path} references ${f.symbol} without a version and nothing in the global scope ` +
       `(${p.scope.length} objects) defines it. This is normal for plugins and Python extension modules, which get ` +
@@ -343,6 +346,41 @@ async function explainFinding(p: LoaderProcess, f: Finding, ctx: ExplainContext)
   } else {
     problem.fix = `install a newer ${f.library} that defines ${f.kind === 'version-not-found' ? f.version : f.symbol}, or put the directory of one first on LD_LIBRARY_PATH`;
   }
+  return problem;
+}
+
+/**
+ * An unversioned reference nothing loaded defines, where the object's own search would have found
+ * a library that does (issue 42, item 7): one of its DT_NEEDED names was taken from an
+ * LD_LIBRARY_PATH entry, which ld.so searches before DT_RUNPATH, and the copy its DT_RUNPATH (or,
+ * below a preload, its DT_RPATH) names defines the symbol. The real dlopen then fails with
+ * "undefined symbol": no loading program is to blame, the entry is. Null when no such copy exists
+ * (the reference stays left to the loading program).
+ */
+async function shadowedOwnCopy(p: LoaderProcess, f: Finding): Promise<{edge: Edge; provider: LoadedObject; own: Candidate} | null> {
+  if (!f.ref) return null;
+  for (const edge of f.object.edges) {
+    const provider = edge.object;
+    if (!provider || edge.kind !== 'needed' || edge.via !== 'ld_library_path') continue;
+    for (const c of await laterCandidates(p, edge, provider)) {
+      if ((c.via === 'runpath' || c.via === 'rpath') && await satisfies(c, f)) return {edge, provider, own: c};
+    }
+  }
+  return null;
+}
+
+function explainShadowedUnversioned(problem: Problem, f: Finding, who: string, s: {edge: Edge; provider: LoadedObject; own: Candidate}, ctx: ExplainContext): Problem {
+  const entry = s.edge.ldEntry;
+  const rule = ruleOf(s.edge, s.provider.path);
+  problem.kind = 'undefined-symbol';
+  problem.library = s.edge.name;
+  problem.chosen = `${s.provider.path} (${rule})`;
+  problem.shadowed = `${s.own.path} (${s.own.rule}), which would satisfy it`;
+  problem.summary = `${entry === '' ? 'LD_LIBRARY_PATH\'s empty entry (the current directory)' : 'this LD_LIBRARY_PATH'} makes ${who} bind ${s.provider.path}, which lacks ${f.symbol}`;
+  problem.explanation = `${f.object.path} needs ${f.symbol} (unversioned) and ${s.edge.name}. The loader picks ${s.provider.path} by ${rule}, which it searches before ` +
+    `${f.object.path}'s own ${s.own.via === 'runpath' ? 'DT_RUNPATH' : 'DT_RPATH'}; that file lacks ${f.symbol}, and nothing else loaded defines it. ` +
+    `${s.own.path} (${s.own.rule}) defines it and would be used without that entry: loading fails with "undefined symbol: ${f.symbol}" (a dlopen with RTLD_NOW, \`ldd -r\`), or at its first call.`;
+  problem.fix = entry !== undefined ? `${dropEntryFix(entry, ctx)}, so that ${s.own.path} is found` : `remove ${s.provider.path}, so that ${s.own.path} is found`;
   return problem;
 }
 
@@ -556,17 +594,40 @@ export const DRIVER_ONLY = 'libcuda.so.1 is the NVIDIA driver\'s own library: it
  */
 function explainDriverNotFound(problem: Problem, p: LoaderProcess, f: Finding): void {
   const kernel = kernelDriverVersion(p.platform.sysroot);
-  problem.explanation += ` ${DRIVER_ONLY}` + (kernel
-    ? ` The NVIDIA kernel module ${kernel} is loaded, but its libcuda.so.1 is in none of those directories.`
-    : ' No NVIDIA kernel module is loaded here (no /proc/driver/nvidia/version): this machine has no driver.');
+  const module = nvidiaModuleLoaded(p.platform.sysroot);
+  problem.explanation += ` ${DRIVER_ONLY}` + (module
+    ? ` The NVIDIA kernel module ${kernel ?? '(/sys/module/nvidia)'} is loaded, but its libcuda.so.1 is in none of those directories.`
+    : ' No NVIDIA kernel module is loaded here (no /proc/driver/nvidia/version, no /sys/module/nvidia): this machine has no driver, ' +
+      `so ${basename(f.object.path)} cannot load here whatever the search; it is a warning, failing only with --strict.`);
+  if (!module) {
+    // No libcuda could work on this machine: CUDA is what is lost here, not a library to fix (as for a dlopen of it, runtime/).
+    problem.impact = 'feature';
+    problem.feature = NO_DRIVER_FEATURE;
+  }
   if (/^libcaffe2_nvrtc\.so/.test(basename(f.object.path))) {
     problem.explanation += ` PyTorch does not load ${basename(f.object.path)} when it is imported (no library torch starts with needs it; ` +
       'it is the shim of NVRTC, run-time compilation): `import torch` works without the driver, torch.cuda.is_available() is False, ' +
       'and whatever loads this library fails.';
   }
-  problem.fix = kernel
+  problem.fix = module && kernel
     ? `install the driver's user-space libraries of ${kernel} (the libcuda1/nvidia-driver package of that version), or add the directory that holds libcuda.so.${kernel} to /etc/ld.so.conf.d/ and run \`ldconfig\``
-    : 'install the NVIDIA driver (on a machine with an NVIDIA GPU: `nvidia-smi` then works), or run this in a container with the NVIDIA Container Toolkit (`docker run --gpus all`); on a build host without a GPU, nothing needs fixing';
+    : module ? 'install the user-space libraries of the driver this machine runs (`modinfo nvidia` names its version), or add the directory that holds its libcuda.so.1 to /etc/ld.so.conf.d/ and run `ldconfig`'
+      : 'install the NVIDIA driver (on a machine with an NVIDIA GPU: `nvidia-smi` then works), or run this in a container with the NVIDIA Container Toolkit (`docker run --gpus all`); on a build host without a GPU, nothing needs fixing';
+}
+
+/**
+ * What follows from a libcuda.so.1 missing on a machine without an NVIDIA kernel module (the
+ * symbols and versions an object would have had from it) is what that problem is: a warning.
+ */
+export function markNoDriverConsequences(problems: Problem[]): void {
+  const missing = new Set(problems.filter((q) => q.kind === 'not-found' && q.library === 'libcuda.so.1' && q.feature === NO_DRIVER_FEATURE).map((q) => q.object));
+  if (missing.size === 0) return;
+  for (const q of problems) {
+    if (q.library === 'libcuda.so.1' && missing.has(q.object) && (q.kind === 'undefined-symbol' || q.kind === 'version-not-found')) {
+      q.impact = 'feature';
+      q.feature = NO_DRIVER_FEATURE;
+    }
+  }
 }
 
 function explainNotFound(problem: Problem, p: LoaderProcess, f: Finding, who: string, ctx: ExplainContext): Problem {

@@ -24,6 +24,8 @@ export function formatGpu(gpu: GpuReport): string[] {
       : `${failing} of ${libraries(n)} with GPU code cannot run${parts.length > 0 ? `; the others run: ${parts.join(', ')}` : ''}`}`);
     for (const {l, v} of verdicts) {
       if (v.runs === 'ptx' || v.runs === 'partial') lines.push(`    note: ${basename(l.path)} ${v.note}`);
+      // Said, with why: a count of "not judged" alone reads as a pass (issue 42, item 6).
+      else if (v.runs === 'not-judged') lines.push(`    note: ${basename(l.path)} is not judged: ${v.note}`);
     }
   }
   for (const l of gpu.libraries) if (l.problem) lines.push(`  warning: ${l.path}: its device code is damaged (${l.problem}); what came before is counted`);

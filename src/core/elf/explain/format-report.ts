@@ -82,6 +82,8 @@ export function formatProblems(report: CheckReport, options: {strict?: boolean} 
   // Symbols of a library that is not found at all are a consequence, not news: count them.
   // (a library on a noexec file system is as absent to the loader)
   const missing = new Map(report.problems.filter((p) => p.kind === 'not-found' || p.kind === 'noexec-mount').map((p) => [`${p.object}\0${p.library}`, p.kind]));
+  const missingLevel = new Map(report.problems.filter((p) => p.kind === 'not-found' || p.kind === 'noexec-mount')
+    .map((p) => [`${p.object}\0${p.library}`, isFailing(p, options.strict ?? false) ? 'error' : 'warning']));
   const consequences = new Map<string, number>();
   // Unversioned references are listed per object in one line: a plugin directory has hundreds.
   const unversioned = new Map<string, string[]>();
@@ -111,7 +113,7 @@ export function formatProblems(report: CheckReport, options: {strict?: boolean} 
   for (const group of groups.values()) lines.push(...groupBlock(group, options.strict ?? false, files));
   for (const [key, n] of consequences) {
     const [object, library] = key.split('\0');
-    lines.push(`error: ${n} undefined symbol${n === 1 ? '' : 's'} of ${object} would come from ${library}, which ${missing.get(key) === 'noexec-mount' ? 'the loader cannot map' : 'is not found'} (see above)`);
+    lines.push(`${missingLevel.get(key) ?? 'error'}: ${n} undefined symbol${n === 1 ? '' : 's'} of ${object} would come from ${library}, which ${missing.get(key) === 'noexec-mount' ? 'the loader cannot map' : 'is not found'} (see above)`);
   }
   const level = options.strict ? 'error' : 'note';
   // As notes they are condensed (a directory of plugins has hundreds); as --strict errors each is listed.

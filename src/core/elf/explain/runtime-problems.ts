@@ -1,7 +1,8 @@
+import {realpathSync} from 'node:fs';
 import {basename, dirname} from 'node:path';
 import type {Problem} from '../report-types.js';
 import type {Edge, LoaderProcess} from '../search/loader-process.js';
-import {kernelDriverVersion} from '../read/machine/nvidia-driver.js';
+import {kernelDriverVersion, nvidiaModuleLoaded} from '../read/machine/nvidia-driver.js';
 import {describeLoad, type RuntimeLoad} from '../runtime/runtime-loads.js';
 import type {ReleaseCheck} from '../runtime/release-checks.js';
 import {cacheEntryFix, DRIVER_ONLY, dropEntryFix, explain, howPicked, ruleOf, type ExplainContext} from './explain-finding.js';
@@ -50,17 +51,21 @@ function notFound(problem: Problem, load: RuntimeLoad, how: string, sysroot: str
   if (load.name === 'libcuda.so.1') {
     const kernel = kernelDriverVersion(sysroot);
     const driverOnly = DRIVER_ONLY;
-    if (kernel === null) {
+    if (!nvidiaModuleLoaded(sysroot)) {
       problem.summary = `${how}, and this machine has no NVIDIA driver to provide it`;
-      problem.explanation = `${driverOnly} Nothing on ${searched} is one, and no NVIDIA kernel module is loaded (no /proc/driver/nvidia/version). ` +
+      problem.explanation = `${driverOnly} Nothing on ${searched} is one, and no NVIDIA kernel module is loaded (no /proc/driver/nvidia/version, no /sys/module/nvidia). ` +
         `Loading works; every CUDA call here fails with cudaErrorInsufficientDriver ("CUDA driver version is insufficient for CUDA runtime version"). Fine on a build host.`;
       problem.fix = 'run it on a machine with the NVIDIA driver (`nvidia-smi` there shows it), or install the driver here';
-      return mark(problem, 'feature');
+      // A warning (failing only with --strict), as the edge says (runtime/runtime-loads.ts noDriverRole).
+      return mark(problem, load.role.impact);
     }
-    problem.summary = `${how}, and the loader cannot find the libcuda.so.1 of the driver ${kernel} this machine runs`;
-    problem.explanation = `${driverOnly} The kernel module ${kernel} is loaded, but no libcuda.so.1 is on ${searched}. ` +
+    const module = kernel ?? '(its version unread: /sys/module/nvidia)';
+    problem.summary = `${how}, and the loader cannot find the libcuda.so.1 of the driver ${module} this machine runs`;
+    problem.explanation = `${driverOnly} The kernel module ${module} is loaded, but no libcuda.so.1 is on ${searched}. ` +
       `Every CUDA call fails with cudaErrorInsufficientDriver.`;
-    problem.fix = `install the driver's user-space libraries of ${kernel} (the libcuda1/nvidia-driver package of that version), or add the directory that holds libcuda.so.${kernel} to /etc/ld.so.conf.d/ and run \`ldconfig\``;
+    problem.fix = kernel
+      ? `install the driver's user-space libraries of ${kernel} (the libcuda1/nvidia-driver package of that version), or add the directory that holds libcuda.so.${kernel} to /etc/ld.so.conf.d/ and run \`ldconfig\``
+      : 'install the user-space libraries of the driver this machine runs (`modinfo nvidia` names its version), or add the directory that holds its libcuda.so.1 to /etc/ld.so.conf.d/ and run `ldconfig`';
     return mark(problem, 'library');
   }
   problem.summary = `${how}, and the loader cannot find it`;
@@ -108,11 +113,33 @@ function explainCheck(check: ReleaseCheck, load: RuntimeLoad, how: string, ctx: 
     case 'mixed-release': {
       const [a, b] = check.sides ?? [];
       base.summary = `${how}, and gets ${basename(path)} of another release: ${a ? `${basename(a.path)} is ${a.version} (${dirname(a.path)})` : ''}${b ? `, ${basename(b.path)} is ${b.version} (${dirname(b.path)})` : ''}`;
-      base.explanation = `${how}. ${howPicked(load.edge, path)}. ${check.detail}.${consequence(load)}`;
-      base.fix = fixForEntry(load.edge, path, ctx, sysroot, `${load.name} of the same release as ${basename(load.caller.path)} is found`, load.process);
+      const builtins = /^libnvrtc-builtins\.so\./.test(load.name);
+      // The dlopen works (the file has the name asked for); what fails is NVRTC's use of it, as the real run shows.
+      base.explanation = `${how}. ${howPicked(load.edge, path)}. ${check.detail}.${builtins
+        ? ` The dlopen itself works (the file bears the name NVRTC asks for), but NVRTC finds none of its own release's entry points in it: nvrtcCompileProgram returns NVRTC_ERROR_BUILTIN_OPERATION_FAILURE (7), so every run-time compilation fails (PyTorch's jiterator and fusions, CuPy's kernels); the rest of ${basename(load.caller.path)} loads and works.`
+        : consequence(load)}`;
+      if (builtins) base.summary += ': nvrtcCompileProgram returns NVRTC_ERROR_BUILTIN_OPERATION_FAILURE';
+      // A part beside its caller is the installation's own file: replace it with its release's (relinking NVIDIA's library changes nothing).
+      base.fix = besideCaller(load, path)
+        ? `install ${load.name} of ${a ? `release ${a.version}` : 'the same release'} (that of ${basename(load.caller.path)}) in ${dirname(path)} in place of the ${b?.version ?? 'other'} one there: reinstall the package or wheel both came from (Debian's ${builtins ? 'libnvrtc-builtins' : 'libcudnn'} of that version, pip's ${builtins ? 'nvidia-cuda-nvrtc-cuXX' : 'nvidia-cudnn-cuXX'} of the same version)`
+        : fixForEntry(load.edge, path, ctx, sysroot, `${load.name} of the same release as ${basename(load.caller.path)} is found`, load.process);
       return base;
     }
   }
+}
+
+/** Whether the loaded part lies in its caller's directory (by the names the loader used, or their real directories). */
+function besideCaller(load: RuntimeLoad, path: string): boolean {
+  if (dirname(path) === dirname(load.caller.path)) return true;
+  const real = (f: string) => {
+    try {
+      return dirname(realpathSync(load.process.ctx.view.hostPath(f) ?? f));
+    } catch {
+      return null;
+    }
+  };
+  const a = real(path);
+  return a !== null && a === real(load.caller.path);
 }
 
 /** Pairs one release ships together, loaded at start from two releases (runtime/release-checks.ts pinnedPairs). */

@@ -33,7 +33,7 @@ export function checkGpuCode(report: CheckReport, values: string[], cacheDir: st
   const cache = new DeviceCodeCache(cacheDir);
   const libraries = report.objects.flatMap((o) => {
     const code = cache.get(o.path);
-    return code && (code.modules.length > 0 || code.problem) ? [{path: o.path, code}] : [];
+    return code && (code.modules.length > 0 || code.withoutKernels || code.problem) ? [{path: o.path, code}] : [];
   });
   cache.save();
   report.gpu = gpuReport(libraries, gpus, driver);
@@ -72,7 +72,7 @@ export function gpuCoverage(paths: string[], gpus: GpuTarget[], driver: string |
   const cache = new DeviceCodeCache(cacheDir);
   const libraries = paths.flatMap((path) => {
     const code = cache.get(path);
-    return code && (code.modules.length > 0 || code.problem) ? [{path, code}] : [];
+    return code && (code.modules.length > 0 || code.withoutKernels || code.problem) ? [{path, code}] : [];
   });
   cache.save();
   return gpuReport(libraries, gpus, driver);

@@ -1,5 +1,5 @@
 import {basename} from 'node:path';
-import {driverForPtx, ptxForDriver, releasesCompilingFor} from '../../versions/gpu-targets.js';
+import {CUDA_GPU_FACTS, driverForPtx, ptxForDriver, releasesCompilingFor} from '../../versions/gpu-targets.js';
 import {compareDotted} from '../../versions/version.js';
 import type {DeviceCodeSummary, GpuLibrary, GpuReport, GpuTarget, GpuVerdict} from '../report-types.js';
 import {pytorchIndexesFor, pytorchInstall} from './pytorch-wheels.js';
@@ -52,7 +52,11 @@ function moduleVerdict(images: string[], gpu: string, driver: string | null): Mo
   const ptx = parsed.filter((i) => i.kind === 'ptx' && runsOn(i, major, minor)).sort(better);
   if (ptx.length === 0) return {runs: 'none', by: null};
   const best = ptx[0]!;
-  const needed = best.isa ? driverForPtx(best.isa) : undefined;
+  // The JIT compiles for this GPU only in a driver that supports the GPU (R570 for Blackwell's
+  // sm_100 and sm_120), and compiles this PTX only in one that knows its ISA: the later of the two.
+  const forPtx = best.isa ? driverForPtx(best.isa) : undefined;
+  const forGpu = driverForGpu(gpu);
+  const needed = forPtx && forGpu ? (compareDotted(forGpu.driver, forPtx.driver) > 0 ? forGpu : forPtx) : forPtx ?? forGpu;
   if (driver !== null && best.isa) {
     const max = ptxForDriver(driver);
     // A driver newer than every row of the table takes any PTX the table knows; PTX newer than the table: unknown, taken as fine.
@@ -61,6 +65,16 @@ function moduleVerdict(images: string[], gpu: string, driver: string | null): Mo
     }
   }
   return {runs: 'ptx', by: best.name, ...(needed ? {driverNeeded: needed.driver} : {})};
+}
+
+/**
+ * The oldest driver that supports a GPU at all: the minimum driver of the first release whose nvcc
+ * compiles for it (sm_100 and sm_120 came with CUDA 12.8: R570). Undefined for a GPU the table
+ * does not list (older than it, or newer).
+ */
+export function driverForGpu(gpu: string): {driver: string; cuda: string} | undefined {
+  const row = CUDA_GPU_FACTS.find((f) => f.sass.includes(gpu));
+  return row ? {driver: row.driver, cuda: row.cuda} : undefined;
 }
 
 /**
@@ -75,9 +89,10 @@ const NOT_JUDGED: Array<[RegExp, string]> = [
 export function libraryVerdict(path: string, code: DeviceCodeSummary, gpu: string, driver: string | null): GpuVerdict | null {
   const modules = code.modules.filter((m) => m.images.length > 0);
   const total = modules.reduce((n, m) => n + m.count, 0);
-  if (total === 0) return null;
+  // Said before anything else (its registered module may hold no kernel at all: cuFFT 11.2's has none).
   const skip = NOT_JUDGED.find(([re]) => re.test(basename(path)));
-  if (skip) return {gpu, runs: 'not-judged', by: null, modules: total, modulesWithout: 0, note: skip[1]};
+  if (skip && total + (code.withoutKernels ?? 0) > 0) return {gpu, runs: 'not-judged', by: null, modules: total, modulesWithout: 0, note: skip[1]};
+  if (total === 0) return null;
   const tally = {sass: 0, ptx: 0, none: 0, 'ptx-too-new': 0};
   const by = new Map<string, number>();
   let driverNeeded: string | undefined;
@@ -103,12 +118,22 @@ export function libraryVerdict(path: string, code: DeviceCodeSummary, gpu: strin
     note = `${of(without)} carry no code for ${sm}: their kernels fail with "no kernel image is available" if launched there (NVIDIA's libraries ship kernels for one architecture this way)`;
   } else if (tally.ptx > 0) {
     runs = 'ptx';
-    note = `${of(tally.ptx)} run on ${sm} only as PTX (${best}), JIT-compiled by the driver at first use${driverNeeded ? ` (driver >= ${driverNeeded})` : ''}: slow to start, and cached in ~/.nv/ComputeCache`;
+    note = `${of(tally.ptx)} ${total === 1 ? 'runs' : 'run'} on ${sm} only as PTX (${best}), JIT-compiled by the driver at first use${driverNeeded ? ` (${driverWords(driverNeeded, gpu, best)})` : ''}: slow to start, and cached in ~/.nv/ComputeCache`;
   } else {
     runs = 'sass';
     note = `runs on ${sm} (${best})`;
   }
   return {gpu, runs, by: best, modules: total, modulesWithout: without, ...(driverNeeded && (runs === 'ptx' || runs === 'ptx-too-new' || tally.ptx > 0) ? {driverNeeded} : {}), note};
+}
+
+/** Why a PTX JIT needs this driver: it supports the GPU (a driver older than the GPU knows no GPU of it), or it knows the PTX's ISA. */
+function driverWords(driver: string, gpu: string, best: string | null): string {
+  const forGpu = driverForGpu(gpu);
+  const sm = `sm_${gpu.replace('.', '')}`;
+  const isa = best ? /@(\d+\.\d+)$/.exec(best)?.[1] : undefined;
+  return forGpu && forGpu.driver === driver
+    ? `a driver that supports ${sm}: ${driver} or newer, R${driver.split('.')[0]}+ (CUDA ${forGpu.cuda}'s)${isa ? `, which also knows PTX ISA ${isa}` : ''}`
+    : `driver >= ${driver}, the first that knows PTX ISA ${isa ?? 'of this PTX'}`;
 }
 
 /** "sm_50, sm_60, ... sm_90 and PTX compute_90 (ISA 8.4)". */
@@ -162,7 +187,7 @@ export function gpuReport(libraries: Array<{path: string; code: DeviceCodeSummar
     if (verdicts.length === 0 && !code.problem) continue;
     const {sass, ptx} = summaryArchitectures(code);
     const modules = code.modules.filter((m) => m.images.length > 0).reduce((n, m) => n + m.count, 0);
-    out.push({path, sass, ptx, modules, ...(code.problem ? {problem: code.problem} : {}), verdicts});
+    out.push({path, sass, ptx, modules, ...(code.withoutKernels ? {modulesWithoutKernels: code.withoutKernels} : {}), ...(code.problem ? {problem: code.problem} : {}), verdicts});
     for (const v of verdicts) {
       if (v.runs !== 'none' && v.runs !== 'ptx-too-new') continue;
       const sm = `sm_${v.gpu.replace('.', '')}`;

@@ -32,6 +32,9 @@ export interface RuntimeFamily {
   role(name: string): RuntimeLoadRole;
 }
 
+/** What a libcuda.so.1 nothing provides costs on a machine without an NVIDIA kernel module (Problem.feature). */
+export const NO_DRIVER_FEATURE = 'CUDA on this machine, which has no NVIDIA driver (no kernel module: a build host, or a container started without GPUs)';
+
 const DRIVER: RuntimeLoadRole = {what: 'the NVIDIA driver\'s libcuda', when: 'at the first CUDA call', impact: 'library'};
 
 export const FAMILIES: readonly RuntimeFamily[] = [

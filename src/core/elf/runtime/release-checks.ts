@@ -1,7 +1,7 @@
 import {realpathSync} from 'node:fs';
 import {basename} from 'node:path';
 import type {LoadedObject, LoaderProcess} from '../search/loader-process.js';
-import {kernelDriverVersion} from '../read/machine/nvidia-driver.js';
+import {kernelDriverVersion, libcudaContentsVersion} from '../read/machine/nvidia-driver.js';
 import {readElfSync} from '../read/elf/index.js';
 import {libcudaVersion} from '../../versions/driver-version.js';
 import {compareDriverVersions, driverSupport} from '../../versions/driver-table.js';
@@ -64,7 +64,9 @@ export function releaseChecks(p: LoaderProcess, caller: LoadedObject, loaded: Lo
       checks.push({kind: 'cuda-stub', object: loaded, detail: `${loaded.path} is the CUDA toolkit's link-time stub of libcuda.so.1 (it imports nothing: no DT_NEEDED, no symbol versions), not the NVIDIA driver's library`});
       return checks;
     }
-    const version = libcudaVersion(realName(p, loaded.path));
+    // The release the file is, from its contents; its name only where they say nothing (a renamed
+    // 550 library called libcuda.so.470.57.02 is still 550).
+    const version = libcudaContentsVersion(p.ctx.view.hostPath(loaded.path) ?? loaded.path, loaded.inode) ?? libcudaVersion(realName(p, loaded.path));
     const kernel = kernelDriverVersion(p.platform.sysroot);
     if (version && kernel && version !== kernel) {
       const compat = /\/compat\//.test(loaded.path) || /\/compat\//.test(realName(p, loaded.path));

@@ -4,7 +4,8 @@ import type {Edge, LoadedObject, LoaderProcess} from '../search/loader-process.j
 import {findProblems} from '../bind/find-problems.js';
 import type {Finding} from '../bind/finding.js';
 import type {SymbolMemo} from '../bind/symbol-memo.js';
-import {familyOf, type RuntimeLoadRole} from './families.js';
+import {nvidiaModuleLoaded} from '../read/machine/nvidia-driver.js';
+import {familyOf, NO_DRIVER_FEATURE, type RuntimeLoadRole} from './families.js';
 import {releaseChecks, type ReleaseCheck} from './release-checks.js';
 
 /** One library a loaded object will dlopen, modelled in a process of its own. */
@@ -62,7 +63,7 @@ export function runtimeLoads(p: LoaderProcess, fresh: () => LoaderProcess, memo:
       if (!twin || q.mainStop) continue;
       const startup = new Set(q.scope.slice(0, q.startupScopeLength));
       const edge = q.loadAtRunTime(twin, name);
-      const role = family.role(name);
+      const role = noDriverRole(family.role(name), name, edge, q.platform.sysroot);
       const findings = findProblems(q, memo).filter((f) => f.edge === edge || !startup.has(f.object));
       // An optional plugin that is not there is what the caller expects.
       const missing = !edge.object && findings.some((f) => f.kind === 'not-found' && f.edge === edge);
@@ -71,6 +72,17 @@ export function runtimeLoads(p: LoaderProcess, fresh: () => LoaderProcess, memo:
     }
   }
   return loads;
+}
+
+/**
+ * The driver's libcuda.so.1 not found on a machine without an NVIDIA kernel module (a build host,
+ * a login node, a container started without GPUs): no libcuda could work there, so what is lost is
+ * CUDA on this machine, not the library: a feature, as on the problem explain/ makes of it (the
+ * edge and the problem carry one impact). With a module loaded it stays what the caller cannot work without.
+ */
+function noDriverRole(role: RuntimeLoadRole, name: string, edge: Edge, sysroot: string): RuntimeLoadRole {
+  if (name !== 'libcuda.so.1' || edge.object || edge.errorPath || nvidiaModuleLoaded(sysroot)) return role;
+  return {...role, impact: 'feature', feature: NO_DRIVER_FEATURE};
 }
 
 /** "libcudart.so.12 dlopens libcuda.so.1 at the first CUDA call". */

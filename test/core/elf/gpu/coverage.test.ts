@@ -60,6 +60,19 @@ describe('PTX', () => {
     expect(v.runs).toBe('ptx');
     expect(v.driverNeeded).toBe('580.65.06');
     expect(driverForPtx('8.4')).toEqual({driver: '550.54.14', cuda: '12.4'});
+  });
+
+  // Issue 42, item 8: PTX of 12.4 (ISA 8.4, known to 550) JIT-compiled for sm_120 was said to need driver 550;
+  // no driver before R570 supports a Blackwell GPU at all, so none before it compiles anything for one.
+  test('for a Blackwell GPU (sm_100, sm_120) a driver that supports the GPU: R570+, not only one that knows the PTX ISA', () => {
+    const code = lib(['sm_80', 'sm_90', 'compute_90@8.4']);
+    for (const gpu of ['12.0', '10.0']) {
+      const v = libraryVerdict('/x/libk.so', code, gpu, null)!;
+      expect(v).toMatchObject({runs: 'ptx', driverNeeded: '570.26'});
+      expect(v.note).toContain(`a driver that supports sm_${gpu.replace('.', '')}: 570.26 or newer, R570+ (CUDA 12.8's), which also knows PTX ISA 8.4`);
+    }
+    // On a GPU 550 supports (Hopper, 9.0 with compute_80 PTX only), the PTX ISA is what matters.
+    expect(libraryVerdict('/x/libk.so', lib(['compute_80@8.4']), '9.0', null)).toMatchObject({runs: 'ptx', driverNeeded: '550.54.14'});
     expect(ptxForDriver('560.35.03')).toEqual({ptx: '8.5', cuda: '12.6'});
   });
 });

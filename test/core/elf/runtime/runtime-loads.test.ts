@@ -1,6 +1,6 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
-import {existsSync, mkdirSync, renameSync, symlinkSync} from 'node:fs';
+import {copyFileSync, existsSync, mkdirSync, renameSync, symlinkSync} from 'node:fs';
 import {join} from 'node:path';
 import {checkLibraries, firstProblemLine, type CheckReport} from '../../../../src/core/elf/index.js';
 import {readElfSync} from '../../../../src/core/elf/read/elf/index.js';
@@ -182,6 +182,21 @@ int main(void) { int n; printf("%d\\n", cudaGetDeviceCount(&n)); return 0; }
     expect(report.ok).toBe(false);
   });
 
+  // Issue 42, item 8: the release was read from the file name, so the real 550 library named .470 was "too old".
+  test('the real driver library 550.163.01 renamed libcuda.so.470.57.02: its contents say 550, so it is not too old for libcudart 12.4', async () => {
+    const renamed = join(tmp.dir, 'renamed-550');
+    mkdirSync(renamed, {recursive: true});
+    copyFileSync(join(DRIVER, 'libcuda.so.550.163.01'), join(renamed, 'libcuda.so.470.57.02'));
+    symlinkSync('libcuda.so.470.57.02', join(renamed, 'libcuda.so.1'));
+    const real = run(program, {LD_LIBRARY_PATH: renamed});
+    expect(real.loaded.get('libcuda.so.1')).toBe(join(renamed, 'libcuda.so.1'));
+    // Not cudaErrorInsufficientDriver (35), which a driver too old for 12.4 gives.
+    expect(real.stdout).not.toMatch(/^3[45] /);
+    const report = await checkLibraries({targets: [cudart], ldLibraryPath: renamed, exe: program});
+    expect(runtimeProblems(report).filter((p) => p.kind === 'driver-too-old')).toEqual([]);
+    expect(report.ok).toBe(true);
+  });
+
   (NO_DRIVER ? test : test.skip)('no libcuda anywhere on a machine without the driver: the real run fails with cudaErrorInsufficientDriver; check warns, and passes', async () => {
     const real = run(program);
     expect(real.stdout).toBe('35 cudaErrorInsufficientDriver');
@@ -251,7 +266,8 @@ int main(void) {
       source: 'const char *__nvrtc_builtins__12_2_getBuiltinHeader(const char *name) { return 0; }\n'});
     const real = run(program, {LD_LIBRARY_PATH: other});
     expect(real.loaded.get('libnvrtc-builtins.so.12.4')).toBe(join(other, 'libnvrtc-builtins.so.12.4'));
-    expect(real.stdout).not.toMatch(/^0 /);
+    // The dlopen works; the compilation fails (issue 42, item 8: the text said the load fails).
+    expect(real.stdout).toBe('7 NVRTC_ERROR_BUILTIN_OPERATION_FAILURE');
     const report = await checkLibraries({targets: [nvrtc], exe: program, ldLibraryPath: other});
     expect(report.ok).toBe(false);
     const [mixed] = runtimeProblems(report);
@@ -259,6 +275,31 @@ int main(void) {
     expect(mixed!.summary).toContain(`libnvrtc.so.12 is 12.4 (${RUNTIME})`);
     expect(mixed!.summary).toContain(`libnvrtc-builtins.so.12.4 is 12.2 (${other})`);
     expect(mixed!.fix).toContain('unset LD_LIBRARY_PATH');
+    expect(mixed!.summary).toMatch(/: nvrtcCompileProgram returns NVRTC_ERROR_BUILTIN_OPERATION_FAILURE$/);
+    expect(mixed!.explanation).toContain('The dlopen itself works');
+    expect(mixed!.explanation).toContain('nvrtcCompileProgram returns NVRTC_ERROR_BUILTIN_OPERATION_FAILURE (7)');
+    expect(mixed!.explanation).not.toContain('the call that loads it fails');
+  });
+
+  // Issue 42, item 8: builtins of another release beside libnvrtc itself (found through the program's DT_RPATH):
+  // the fix was to take the directory out of the RPATH (\`patchelf\`), which loses libnvrtc too; it is to install the matching builtins there.
+  test('builtins of another release beside libnvrtc: the real compilation fails; the fix installs the matching builtins there, relinks nothing', () => {
+    const dir = join(tmp.dir, 'beside');
+    mkdirSync(dir, {recursive: true});
+    symlinkSync(nvrtc, join(dir, 'libnvrtc.so.12'));
+    buildLib({out: join(dir, 'libnvrtc-builtins.so.12.4'), soname: 'libnvrtc-builtins.so.12.4',
+      source: 'const char *__nvrtc_builtins__11_8_getBuiltinHeader(const char *name) { return 0; }\n'});
+    const program = buildLib({out: join(tmp.dir, 'beside-app', 'compile'), executable: true, link: [join(dir, 'libnvrtc.so.12')], rpath: dir, source});
+    const real = run(program);
+    expect(real.loaded.get('libnvrtc-builtins.so.12.4')).toBe(join(dir, 'libnvrtc-builtins.so.12.4'));
+    expect(real.stdout).toBe('7 NVRTC_ERROR_BUILTIN_OPERATION_FAILURE');
+    return checkLibraries({targets: [join(dir, 'libnvrtc.so.12')], exe: program}).then((report) => {
+      const [mixed] = runtimeProblems(report);
+      expect(mixed).toMatchObject({kind: 'mixed-release', library: 'libnvrtc-builtins.so.12.4'});
+      expect(mixed!.summary).toContain('libnvrtc-builtins.so.12.4 is 11.8');
+      expect(mixed!.fix).toMatch(new RegExp(`^install libnvrtc-builtins\\.so\\.12\\.4 of release 12\\.4 \\(that of libnvrtc\\.so\\.12\\) in ${dir.replace(/[.]/g, '\\.')} in place of the 11\\.8 one there`));
+      expect(mixed!.fix).not.toMatch(/patchelf|DT_RPATH|DT_RUNPATH/);
+    });
   });
 });
 

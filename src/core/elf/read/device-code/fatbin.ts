@@ -36,6 +36,12 @@ export interface KernelImage {
   fatbin: number;
   /** In `__nv_relfatbin`: relocatable device code for a device link, never loaded at run time. */
   relocatable: boolean;
+  /**
+   * False for a SASS image whose cubin holds no kernel (no `.text.NAME` section): the module nvcc
+   * adds to every shared library it links, which cuobjdump lists with no function. Absent when
+   * not known (PTX, a big or zstd-compressed cubin: taken to hold kernels).
+   */
+  kernels?: false;
 }
 
 export interface DeviceCode {
@@ -158,6 +164,7 @@ function walkSection(
       if (kind === KIND_PTX || kind === KIND_ELF) {
         if (out.images.length >= MAX_IMAGES) return `more than ${MAX_IMAGES} kernel images`;
         const flags = e.readUInt32LE(40);
+        const empty = kind === KIND_ELF && cubinWithoutKernels(window, q + entryHeader, e, flags);
         out.images.push({
           kind: kind === KIND_PTX ? 'ptx' : 'sass',
           arch: e.readUInt32LE(28),
@@ -166,6 +173,7 @@ function walkSection(
           compressed: (flags & FLAG_COMPRESSED) !== 0,
           fatbin,
           relocatable,
+          ...(empty ? {kernels: false as const} : {}),
         });
       }
       q = next;
@@ -173,6 +181,83 @@ function walkSection(
     p = cend;
   }
   return undefined;
+}
+
+/** Cubins up to this size (uncompressed) are looked into; one without kernels holds a few notes (under 2 KB in nvcc 12.4 and 13.0). */
+const SMALL_CUBIN = 64 * 1024;
+const FLAG_LZ4 = 0x2000;
+
+/**
+ * Whether the SASS image at `at` (its entry header `e`) is a cubin with no kernel: an ELF file
+ * with no section named `.text.*` (each kernel has its own). Only small images are read (an
+ * uncompressed or LZ4-compressed payload of at most 64 KB); anything else, or anything that does
+ * not parse, is taken to hold kernels.
+ */
+function cubinWithoutKernels(window: Window, at: number, e: Buffer, flags: number): boolean {
+  const stored = u64(e, 8);
+  const compressedSize = e.readUInt32LE(16);
+  const size = u64(e, 56);
+  const lz4 = (flags & FLAG_LZ4) !== 0;
+  if ((flags & FLAG_COMPRESSED) !== 0 && !lz4) return false;
+  const length = lz4 ? compressedSize : stored;
+  if (!(length > 0) || length > SMALL_CUBIN || (lz4 && !(size > 0 && size <= SMALL_CUBIN))) return false;
+  const raw = window.bytes(at, length);
+  if (!raw) return false;
+  const elf = lz4 ? lz4Block(raw, size) : raw;
+  return elf !== null && sectionNames(elf)?.every((n) => !n.startsWith('.text.')) === true;
+}
+
+/** An LZ4 block (no frame) decompressed to `size` bytes, or null when it is not one. */
+export function lz4Block(src: Buffer, size: number): Buffer | null {
+  const out = Buffer.alloc(size);
+  let i = 0;
+  let o = 0;
+  const length = (n: number): number => {
+    if (n !== 15) return n;
+    let b = 255;
+    while (b === 255 && i < src.length) {
+      b = src[i++]!;
+      n += b;
+    }
+    return n;
+  };
+  while (i < src.length) {
+    const token = src[i++]!;
+    const literals = length(token >> 4);
+    if (i + literals > src.length || o + literals > size) return null;
+    src.copy(out, o, i, i + literals);
+    i += literals;
+    o += literals;
+    if (i >= src.length) break;
+    if (i + 2 > src.length) return null;
+    const offset = src.readUInt16LE(i);
+    i += 2;
+    const match = length(token & 15) + 4;
+    if (offset === 0 || offset > o || o + match > size) return null;
+    for (let k = 0; k < match; k++, o++) out[o] = out[o - offset]!;
+  }
+  return o === size ? out : null;
+}
+
+/** The section names of a little-endian ELF64 file in memory (a cubin), or null when it is not one. */
+function sectionNames(elf: Buffer): string[] | null {
+  if (elf.length < 64 || elf.readUInt32BE(0) !== 0x7f454c46 || elf[4] !== 2 || elf[5] !== 1) return null;
+  const shoff = Number(elf.readBigUInt64LE(40));
+  const shentsize = elf.readUInt16LE(58);
+  const shnum = elf.readUInt16LE(60);
+  const shstrndx = elf.readUInt16LE(62);
+  if (shentsize !== 64 || shstrndx >= shnum || shoff + shnum * 64 > elf.length) return null;
+  const strOff = Number(elf.readBigUInt64LE(shoff + shstrndx * 64 + 24));
+  const strSize = Number(elf.readBigUInt64LE(shoff + shstrndx * 64 + 32));
+  if (strOff + strSize > elf.length) return null;
+  const names: string[] = [];
+  for (let k = 1; k < shnum; k++) {
+    const at = elf.readUInt32LE(shoff + k * 64);
+    if (at >= strSize) return null;
+    const end = elf.indexOf(0, strOff + at);
+    names.push(elf.toString('latin1', strOff + at, end < 0 || end > strOff + strSize ? strOff + strSize : end));
+  }
+  return names;
 }
 
 function u64(buf: Buffer, off: number): number {
