@@ -29,12 +29,16 @@ export async function fastPath(argv: string[]): Promise<boolean> {
   // argument is a path, as oclif would take it), and loading oclif is a sixth of checking a whole
   // library directory. Anything else starting with '-' (flags, --help, --json, --) goes through oclif.
   // `--gpu VALUE` too (issue 33): a cached `check --gpu` is otherwise mostly oclif's start.
+  // `check` without PATH (the active toolkit and Python environment) and `--exe PROGRAM` too (issue 42):
+  // the import model `check A B --exe python3` was mostly oclif's start.
   if (argv[0] === 'check') {
     const gpus = checkGpuArgs(argv.slice(1));
-    const rest = gpus ? gpus.rest : argv.slice(1);
+    const afterGpu = gpus ? gpus.rest : argv.slice(1);
+    const exe = checkExeArg(afterGpu);
+    const rest = exe ? exe.rest : afterGpu;
     const paths = rest.filter((a) => a !== '--no-cache');
-    if (paths.length > 0 && paths.every((a) => !a.startsWith('-'))) {
-      await runPlainCheck(paths, paths.length === rest.length, gpus?.values);
+    if (exe !== null && paths.every((a) => !a.startsWith('-'))) {
+      await runPlainCheck(paths, paths.length === rest.length, gpus?.values, exe?.value);
       return true;
     }
   }
@@ -137,19 +141,46 @@ export function checkGpuArgs(args: string[]): {values: string[]; rest: string[]}
   return values.length > 0 ? {values, rest} : undefined;
 }
 
-/** `cudaenv check PATH... [--gpu VALUE...]`, as src/commands/check.ts runs it without other flags, errors rendered as src/cli/base.ts does. */
-export async function runPlainCheck(paths: string[], cache = true, gpus?: string[]): Promise<void> {
+/**
+ * The one `--exe PROGRAM` (or `--exe=PROGRAM`) of `check`'s arguments and the others; undefined
+ * without one, null when its value is missing or it is given twice (oclif explains that).
+ */
+export function checkExeArg(args: string[]): {value: string; rest: string[]} | undefined | null {
+  let value: string | undefined;
+  const rest: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    let v: string | undefined;
+    if (a.startsWith('--exe=')) v = a.slice(6);
+    else if (a === '--exe') {
+      v = args[++i];
+      if (v === undefined || v.startsWith('-')) return null;
+    } else {
+      rest.push(a);
+      continue;
+    }
+    if (value !== undefined || v === '') return null;
+    value = v;
+  }
+  return value === undefined ? undefined : {value, rest};
+}
+
+/** `cudaenv check [PATH...] [--gpu VALUE...] [--exe PROGRAM]`, as src/commands/check.ts runs it without other flags, errors rendered as src/cli/base.ts does. */
+export async function runPlainCheck(paths: string[], cache = true, gpus?: string[], exe?: string): Promise<void> {
   // As oclif's Command does: a closed stdout (`| head`) is not an error.
   process.stdout.on('error', (err: NodeJS.ErrnoException) => {
     if (err?.code === 'EPIPE') return;
     throw err;
   });
   try {
-    const [{runCheckCli}, {format}] = await Promise.all([import('./core/elf/index.js'), import('node:util')]);
+    const [{runCheckCli}, {format}, {chooseCheckTargets}] = await Promise.all([import('./core/elf/index.js'), import('node:util'), import('./cli/check-targets.js')]);
+    const store = storePaths();
+    const choice = await chooseCheckTargets(store, {paths, exe, cache});
+    for (const w of choice.warnings) process.stderr.write(warningLine(w));
     const result = await runCheckCli({
-      targets: paths, ldLibraryPath: process.env.LD_LIBRARY_PATH || undefined,
-      storeVersionsDir: storePaths().versions, json: false, env: process.env,
-      cacheDir: cache ? storePaths().checkCache : undefined, gpus,
+      targets: choice.targets, python: choice.python, ldLibraryPath: choice.ldLibraryPath, exe, heading: choice.heading,
+      storeVersionsDir: store.versions, json: false, env: process.env,
+      cacheDir: cache ? store.checkCache : undefined, gpus,
     });
     if (result.exitCode !== 0) process.exitCode = result.exitCode;
     for (const w of result.warnings) process.stderr.write(warningLine(w));

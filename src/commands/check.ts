@@ -1,10 +1,6 @@
 import {Args, Flags} from '@oclif/core';
-import {existsSync} from 'node:fs';
-import {join} from 'node:path';
 import {CudaenvCommand} from '../cli/base.js';
-import {UsageError} from '../core/errors.js';
 import type {CheckReport} from '../core/elf/api.js';
-import type {LdLibraryPathPolicy} from '../core/shell/toolkit-env.js';
 
 // Modules are imported where they are needed: `check PATH...` (the common case, and the scale
 // benchmark) needs none of the version-selection ones. `check PATH...` without flags does not
@@ -40,75 +36,16 @@ export default class Check extends CudaenvCommand {
   async run(): Promise<CheckReport> {
     const {flags, argv} = await this.parse(Check);
     const paths = argv as string[];
-    let ldLibraryPath = flags['ld-library-path'] !== undefined ? flags['ld-library-path'] : process.env.LD_LIBRARY_PATH;
-    if (ldLibraryPath === '') ldLibraryPath = undefined;
-    const targets = [...paths];
-    // Without PATH the check picks what to look at itself: the first line of the text says what it was.
-    let toolkitWord: string | undefined;
-    if (flags.cuda) {
-      const [{toolkitEnvironment, toolkitLibDir}, {loadSettings}, {notInstalledError, resolveSpec}, {parseSpec}] = await Promise.all([
-        import('../core/shell/toolkit-env.js'), import('../core/store/settings.js'), import('../core/selection/resolve.js'), import('../core/versions/spec.js'),
-      ]);
-      const r = resolveSpec(this.paths, parseSpec(flags.cuda));
-      if (!r.system && !r.label) throw notInstalledError(r, '--cuda');
-      const dir = r.label ? join(this.paths.versions, r.label) : undefined;
-      const policy = ((await loadSettings(this.paths)).get('ldLibraryPath') ?? 'prepend') as LdLibraryPathPolicy;
-      const env = toolkitEnvironment({...process.env, LD_LIBRARY_PATH: ldLibraryPath}, dir, this.paths.versions, policy);
-      ldLibraryPath = env.LD_LIBRARY_PATH || undefined;
-      if (targets.length === 0 && dir) {
-        targets.push(toolkitLibDir(dir));
-        toolkitWord = `CUDA ${r.label}`;
-      // `--cuda system`: the system toolkit, as a `system` selection is checked without flags.
-      } else if (targets.length === 0 && r.system && existsSync('/usr/local/cuda')) {
-        targets.push(toolkitLibDir('/usr/local/cuda'));
-        toolkitWord = 'the system toolkit';
-      }
-    } else if (targets.length === 0) {
-      const [{toolkitLibDir}, {describeOrigin, requireSelection}] = await Promise.all([
-        import('../core/shell/toolkit-env.js'), import('../core/selection/select.js'),
-      ]);
-      const sel = requireSelection(this.paths);
-      if (sel.path) {
-        targets.push(toolkitLibDir(sel.path));
-        toolkitWord = `CUDA ${sel.label} (${describeOrigin(sel.origin)})`;
-      } else if (process.env.CUDA_HOME && existsSync(process.env.CUDA_HOME)) {
-        targets.push(toolkitLibDir(process.env.CUDA_HOME));
-        toolkitWord = 'the toolkit CUDA_HOME names';
-      } else if (existsSync('/usr/local/cuda')) {
-        targets.push(toolkitLibDir('/usr/local/cuda'));
-        toolkitWord = 'the system toolkit';
-      }
-      if (targets.length === 0) {
-        this.warn2(`no cudaenv version is active (${describeOrigin(sel.origin)}) and there is no /usr/local/cuda`);
-      }
-    }
-    // Without PATH, the active Python environment's CUDA libraries too: checked as its interpreter
-    // dlopens them (as doctor and the check after a switch do), unless --exe names the program.
-    let python: {targets: string[]; exe?: string} | undefined;
-    if (paths.length === 0) {
-      const [{pythonCudaLibDirs, wheelInterpreter}, {inspectPythonCached}, {dynamicProgram}] = await Promise.all([
-        import('../core/system/python-env.js'), import('../core/system/python-env-cache.js'), import('../core/elf/index.js'),
-      ]);
-      // Kept under the interpreter's identity: a check of an unchanged machine starts no python3 (issue 42).
-      const py = inspectPythonCached({env: process.env, cacheDir: flags.cache ? this.paths.checkCache : undefined});
-      const interpreter = wheelInterpreter(py, process.env);
-      const program = interpreter ? dynamicProgram(interpreter) : null;
-      python = {targets: pythonCudaLibDirs(py.sitePackages), ...(program ? {exe: program} : {})};
-    }
-    if (targets.length === 0 && !python?.targets.length) {
-      throw new UsageError('nothing to check', 'Name shared objects or directories (cudaenv check /path/to/lib), or choose a version with `cudaenv use`.');
-    }
-    const heading = paths.length > 0 ? undefined : [
-      ...(targets.length > 0 ? [`${toolkitWord ?? 'the toolkit'}: ${targets.join(', ')}`] : []),
-      ...(python?.targets.length ? [`the Python environment's CUDA libraries: ${python.targets.length} director${python.targets.length === 1 ? 'y' : 'ies'}${
-        flags.exe ? '' : python.exe ? `, as ${python.exe} loads them` : ', as `ldd` loads them (no interpreter binary found)'}`] : []),
-    ].join('; ');
+    const {chooseCheckTargets} = await import('../cli/check-targets.js');
+    const choice = await chooseCheckTargets(this.paths, {paths, ldLibraryPath: flags['ld-library-path'], cuda: flags.cuda, exe: flags.exe, cache: flags.cache});
+    for (const w of choice.warnings) this.warn2(w);
+    const {targets, python, ldLibraryPath, heading} = choice;
     const {parsePageSize, runCheckCli} = await import('../core/elf/index.js');
     const pageSize = flags['page-size'] === undefined ? undefined : parsePageSize(flags['page-size']);
     const result = await runCheckCli({
       pageSize,
       targets, python, ldLibraryPath, exe: flags.exe, recursive: flags.recursive, strict: flags.strict, tree: flags.tree, runtimeLoads: flags['runtime-loads'], gpus: flags.gpu,
-      heading: heading ? `checking ${heading}` : undefined,
+      heading,
       storeVersionsDir: this.paths.versions, json: this.jsonEnabled(), env: process.env,
       cacheDir: flags.cache ? this.paths.checkCache : undefined,
     });
