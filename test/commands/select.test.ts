@@ -30,6 +30,24 @@ beforeEach(async () => {
 afterEach(() => cleanup());
 
 describe('global, local, current, which', () => {
+  test('local without a spec shows the nearest .cuda-version, as global shows its value; none: exit 1 naming the directory (issue 44, item 10)', () => {
+    const sub = join(proj, 'src');
+    let r = runCli(['local'], {env, cwd: sub});
+    expect(r.status).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toBe(`cudaenv: no .cuda-version in ${sub} or a parent directory: this directory has no local version\nPin it with \`cudaenv local 12.4\`; \`cudaenv current\` shows the version that applies here (the global default, or system).\n`);
+    expect(runCli(['local', '12.3'], {env, cwd: proj}).status).toBe(0);
+    r = runCli(['local'], {env, cwd: sub});
+    expect(r.status).toBe(0);
+    expect(r.stdout).toBe(`12.3 (12.3.2) (set by ${join(proj, '.cuda-version')})\n`);
+    expect(JSON.parse(runCli(['local', '--json'], {env, cwd: sub}).stdout)).toEqual({path: join(proj, '.cuda-version'), spec: '12.3', installed: true, resolves: '12.3.2'});
+    // --dir looks up from another directory; a spec nothing installed matches says how to install it.
+    writeFileSync(join(dir, '.cuda-version'), '10.2\n');
+    r = runCli(['local', '--dir', dir], {env, cwd: sub});
+    expect(r.stdout).toBe(`10.2 (set by ${join(dir, '.cuda-version')})\n`);
+    expect(r.stderr).toContain('CUDA 10.2 is not installed yet; run `cudaenv install 10.2`');
+  });
+
   test('current follows the precedence and names its origin', () => {
     let r = runCli(['current'], {env, cwd: proj});
     expect(r.stdout).toBe('system (no version selected)\n');
@@ -170,12 +188,13 @@ describe('global, local, current, which', () => {
     expect(run(['current']).status).toBe(0);
   });
 
-  test('a missing argument is not read from a piped stdin (a script\'s `cudaenv global` shows, never sets)', () => {
+  test('a missing argument is not read from a piped stdin (a script\'s `cudaenv global` or `local` shows, never sets)', () => {
     const show = runCli(['global'], {env, input: '12.4\n'});
     expect(show.stdout).toBe('system (no global default set)\n');
     expect(existsSync(join(store, 'global'))).toBe(false);
     const local = runCli(['local'], {env, cwd: proj, input: '12.4\n'});
-    expect(local.status).toBe(2);
+    expect(local.status).toBe(1);
+    expect(local.stderr).toContain(`no .cuda-version in ${proj} or a parent directory`);
     expect(existsSync(join(proj, '.cuda-version'))).toBe(false);
   });
 
@@ -262,7 +281,7 @@ describe('global, local, current, which', () => {
   test('bad usage exits 2', () => {
     expect(runCli(['global', 'not a spec'], {env}).status).toBe(2);
     expect(runCli(['ls', '--bogus'], {env}).status).toBe(2);
-    expect(runCli(['local'], {env, cwd: proj}).status).toBe(2);
+    expect(runCli(['local', '1.2.3.4'], {env, cwd: proj}).status).toBe(2);
   });
 });
 

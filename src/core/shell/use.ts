@@ -54,7 +54,7 @@ export function integrationMissing(command: string): CudaenvError {
   });
 }
 
-/** Which version `use` switches to: the argument, else what .cuda-version or the global default selects. */
+/** Which version `use` switches to: the argument, else what the nearest .cuda-version selects. */
 function chooseLabel(req: UseRequest): {label: string; chosenBy: string} {
   if (req.spec !== undefined) {
     const r = resolveSpec(req.paths, parseSpec(req.spec));
