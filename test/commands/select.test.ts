@@ -209,6 +209,28 @@ describe('global, local, current, which', () => {
     expect(runCli(['current'], {env, cwd: proj}).stdout).toBe(`12.4.1 (set by the global default ${join(store, 'global')})\n`);
   });
 
+  test('unalias of the alias the global default uses warns, naming the global file and what the default becomes (issue 44, item 11)', () => {
+    expect(runCli(['alias', 'stable', '12.4'], {env}).status).toBe(0);
+    expect(runCli(['alias', 'prod', 'stable'], {env}).status).toBe(0);
+    expect(runCli(['alias', 'spare', '11'], {env}).status).toBe(0);
+    expect(runCli(['global', 'prod'], {env}).status).toBe(0);
+    // An alias the default does not use: no warning.
+    let r = runCli(['unalias', 'spare'], {env});
+    expect({status: r.status, stderr: r.stderr}).toEqual({status: 0, stderr: ''});
+    r = runCli(['unalias', 'stable'], {env});
+    expect(r.status).toBe(0);
+    expect(r.stdout).toBe('Removed alias stable.\n');
+    expect(r.stderr).toBe(`cudaenv: warning: the global default in ${join(store, 'global')} is prod, which led through alias stable: it now names no version, and \`cudaenv current\` outside a project, the shims and new shells stop with an error instead of using a version; set another default with \`cudaenv global 12.4\`, or \`cudaenv global --unset\` for the machine's own CUDA (system)\n`);
+    const current = runCli(['current'], {env, cwd: proj});
+    expect(current.status).toBe(1);
+    expect(current.stderr).toContain(`prod (set by the global default ${join(store, 'global')}) is not installed`);
+    expect(runCli(['global', 'stable'], {env}).status).toBe(0);
+    expect(JSON.parse(runCli(['unalias', 'prod', '--json'], {env}).stdout)).toEqual({name: 'prod', removed: true, globalDefault: null});
+    expect(runCli(['alias', 'stable', '12.4'], {env}).status).toBe(0);
+    const j = runCli(['unalias', 'stable', '--json'], {env});
+    expect(JSON.parse(j.stdout)).toEqual({name: 'stable', removed: true, globalDefault: 'stable'});
+  });
+
   test('unalias takes alias names only: a path is refused and deletes nothing', () => {
     expect(runCli(['global', '12.4'], {env}).status).toBe(0);
     for (const name of ['../global', '../versions/12.4.1', '/etc/hostname']) {
