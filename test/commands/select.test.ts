@@ -300,6 +300,24 @@ describe('global, local, current, which', () => {
     }
   });
 
+  test('12.04 is refused alike by install, use, local and a .cuda-version, each saying to write 12.4 (issue 44, item 11)', () => {
+    const note = '"12.04" is not a CUDA version spec (write 12.4: no leading zeros)';
+    // install checks the spec before anything else: no mirror is asked (this one refuses connections).
+    for (const args of [['install', '12.04', '--mirror', 'http://127.0.0.1:9/'], ['use', '12.04'], ['local', '12.04'], ['global', '12.04'], ['exec', '--cuda', '12.04', 'true']]) {
+      const r = runCli(args, {env: {...env, CUDAENV_SHELL: 'bash'}, cwd: proj});
+      expect({args, status: r.status, stderr: r.stderr}).toEqual({args, status: 2, stderr: `cudaenv: the spec ${note}\nUse a version such as 12, 12.4 or 12.4.1, or latest, system, or an alias name.\n`});
+    }
+    writeFileSync(join(proj, '.cuda-version'), '12.04\n');
+    const r = runCli(['current'], {env, cwd: proj});
+    expect(r.status).toBe(1);
+    expect(r.stderr.split('\n')[0]).toBe(`cudaenv: ${join(proj, '.cuda-version')}: line 1 ${note}`);
+    // 12.0.10 has no leading zero: accepted.
+    rmSync(join(proj, '.cuda-version'));
+    const ok = runCli(['local', '12.0.10'], {env, cwd: proj});
+    expect(ok.status).toBe(0);
+    expect(ok.stderr).not.toContain('leading');
+  });
+
   test('bad usage exits 2', () => {
     expect(runCli(['global', 'not a spec'], {env}).status).toBe(2);
     expect(runCli(['ls', '--bogus'], {env}).status).toBe(2);
