@@ -137,12 +137,12 @@ describe('global, local, current, which', () => {
   });
 
   test('an alias that exists but names a version not installed is not called missing', () => {
-    expect(runCli(['alias', 'future', '12.7'], {env}).status).toBe(0);
+    expect(runCli(['alias', 'future', '12.6'], {env}).status).toBe(0);
     const r = runCli(['exec', '--cuda', 'future', '--', 'true'], {env, cwd: proj});
     expect(r.status).toBe(1);
-    expect(r.stderr).toContain('CUDA future (future -> 12.7) is not installed (--cuda)');
-    expect(r.stderr).toContain('cudaenv install 12.7');
-    expect(runCli(['local', 'future'], {env, cwd: proj}).stderr).toBe('cudaenv: warning: CUDA future is not installed yet; run `cudaenv install 12.7`\n');
+    expect(r.stderr).toContain('CUDA future (future -> 12.6) is not installed (--cuda)');
+    expect(r.stderr).toContain('cudaenv install 12.6');
+    expect(runCli(['local', 'future'], {env, cwd: proj}).stderr).toBe('cudaenv: warning: CUDA future is not installed yet; run `cudaenv install 12.6`\n');
     expect(runCli(['global', 'nosuch'], {env}).stderr).toBe('cudaenv: warning: no alias or version named nosuch yet; create it with `cudaenv alias nosuch 12.4`\n');
     expect(runCli(['exec', '--cuda', 'nosuch', '--', 'true'], {env}).stderr).toContain('no alias or version named nosuch (--cuda)');
   });
@@ -316,6 +316,15 @@ describe('global, local, current, which', () => {
     const ok = runCli(['local', '12.0.10'], {env, cwd: proj});
     expect(ok.status).toBe(0);
     expect(ok.stderr).not.toContain('leading');
+  });
+
+  test('use 99 suggests no install that would fail: no release 99 exists (issue 44, item 11)', () => {
+    const r = runCli(['use', '99'], {env: {...env, CUDAENV_SHELL: 'bash'}, cwd: proj});
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/^cudaenv: CUDA 99 is not installed\nNo CUDA release 99 is known \(cudaenv's release table ends at \d+\.\d+\.\d+\): check the version; `cudaenv ls-remote` lists the releases the mirror offers, and `cudaenv add PATH` registers a toolkit you already have\.\n$/);
+    expect(r.stderr).not.toContain('cudaenv install 99');
+    // A release that exists but is not installed still gets its install command.
+    expect(runCli(['use', '12.6'], {env: {...env, CUDAENV_SHELL: 'bash'}, cwd: proj}).stderr).toContain('`cudaenv install 12.6`');
   });
 
   test('bad usage exits 2', () => {
