@@ -94,10 +94,10 @@ describe('cudaenv use / deactivate / init / rehash', () => {
         expect(global.stdout).toBe('');
         expect(global.stderr).toContain(`no .cuda-version in ${work.dir} or a parent directory`);
         expect(global.stderr).toContain('The global default (12, now 12.4.1) applies');
-        writeFileSync(join(work.dir, 'proj', '.cuda-version'), '10.2\n');
+        writeFileSync(join(work.dir, 'proj', '.cuda-version'), '12.6\n');
         const missing = runCli(['use'], {env, cwd: proj});
         expect(missing.status).toBe(1);
-        expect(missing.stderr).toContain('cudaenv install 10.2');
+        expect(missing.stderr).toContain('cudaenv install 12.6');
       }
     } finally {
       work.cleanup();
