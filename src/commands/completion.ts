@@ -16,10 +16,11 @@ export default class Completion extends CudaenvCommand {
     const {args} = await this.parse(Completion);
     const model: CompletionModel = {
       commands: this.config.commands
-        .filter((c) => !c.hidden && !c.id.includes(':'))
+        .filter((c) => !c.hidden)
         .sort((a, b) => a.id.localeCompare(b.id))
         .map((c) => ({
-          name: c.id,
+          // `conda:hook:install` is typed `conda hook install` (the topic separator is a space).
+          name: c.id.split(':').join(' '),
           summary: c.summary ?? '',
           flags: Object.entries(c.flags).filter(([, f]) => !f.hidden).map(([name, f]) => ({name, summary: f.summary ?? f.description ?? '', takesValue: f.type === 'option'})),
         })),

@@ -2,19 +2,38 @@ import {Flags} from '@oclif/core';
 import {createInterface} from 'node:readline/promises';
 import {CudaenvCommand} from '../cli/base.js';
 import {UsageError} from '../core/errors.js';
-import {implode, implodePlan, type ImplodePlan} from '../core/store/implode.js';
+import {implode, implodePlan, implodeRefusal, type ImplodePlan} from '../core/store/implode.js';
 import {refuseForeignStore} from '../core/store/store-owner.js';
 
 export default class Implode extends CudaenvCommand {
   static override summary = 'Remove cudaenv\'s store: every installed toolkit, settings, shims (as mise implode).';
-  static override description = 'Registered toolkits are only unlinked. Asks first at a terminal; --yes skips the question. Then remove the `cudaenv init` line from your rc file and uninstall the package (npm uninstall -g cudaenv).';
-  static override examples = ['<%= config.bin %> implode', '<%= config.bin %> implode --yes'];
-  static override flags = {yes: Flags.boolean({char: 'y', description: 'do not ask'})};
+  static override description = 'Registered toolkits are only unlinked. Asks first at a terminal; --yes skips the question; --dry-run lists what would go and removes nothing. Then remove the `cudaenv init` line from your rc file and uninstall the package (npm uninstall -g cudaenv).';
+  static override examples = ['<%= config.bin %> implode --dry-run', '<%= config.bin %> implode', '<%= config.bin %> implode --yes'];
+  static override flags = {
+    yes: Flags.boolean({char: 'y', description: 'do not ask'}),
+    'dry-run': Flags.boolean({char: 'n', description: 'list what would be removed; remove nothing'}),
+  };
 
-  async run(): Promise<ImplodePlan> {
+  async run(): Promise<ImplodePlan & {dryRun: boolean}> {
     const {flags} = await this.parse(Implode);
-    refuseForeignStore(this.paths, ['implode', ...this.argv]);
     const plan = implodePlan(this.paths);
+    if (flags['dry-run']) {
+      // Reads only: no store-owner refusal, no question; what implode would refuse is refused here too.
+      const refusal = implodeRefusal(this.paths, plan);
+      if (refusal) throw refusal;
+      if (!this.jsonEnabled()) {
+        if (!plan.exists) this.log(`${plan.store} does not exist: implode would remove nothing.`);
+        else {
+          this.log(`implode would delete ${plan.store}, with:`);
+          this.log(`  installed toolkits: ${plan.installed.length > 0 ? plan.installed.map((v) => `${this.paths.versions}/${v}`).join(', ') : 'none'}`);
+          this.log(`  registered toolkits (only their links go; the directories stay): ${plan.registered.length > 0 ? plan.registered.map((r) => `${r.version} -> ${r.target}`).join(', ') : 'none'}`);
+          this.log(`  the shims (${this.paths.shims}), settings, aliases, the global default and the download cache`);
+          this.log('Nothing was removed (--dry-run).');
+        }
+      }
+      return {...plan, dryRun: true};
+    }
+    refuseForeignStore(this.paths, ['implode', ...this.argv]);
     if (!flags.yes) {
       if (!process.stdin.isTTY) throw new UsageError(`implode deletes ${plan.store} and asks first`, 'Run it at a terminal, or add --yes.');
       const rl = createInterface({input: process.stdin, output: process.stderr});
@@ -23,15 +42,15 @@ export default class Implode extends CudaenvCommand {
       rl.close();
       if (!/^y(es)?$/i.test(answer.trim())) {
         this.log('Nothing deleted.');
-        return plan;
+        return {...plan, dryRun: false};
       }
     }
     implode(this.paths, plan);
     if (!this.jsonEnabled()) {
       this.log(plan.exists ? `Deleted ${plan.store}.` : `${plan.store} did not exist.`);
-      this.log('To finish: remove the `cudaenv init` line from ~/.bashrc, ~/.zshrc or ~/.config/fish/config.fish (and ~/.cudaenv/shims from PATH where you added it),');
+      this.log(`To finish: remove the \`cudaenv init\` line from ~/.bashrc, ~/.zshrc or ~/.config/fish/config.fish (and ${this.paths.shims} from PATH where you added it),`);
       this.log('then `npm uninstall -g cudaenv` (with the --prefix you installed with), or delete the clone.');
     }
-    return plan;
+    return {...plan, dryRun: false};
   }
 }

@@ -8,6 +8,7 @@ import {parseComponentList, parseProfile, PROFILES} from '../core/remote/profile
 import {liveDisplay, makeReporter} from '../core/remote/progress.js';
 import {refuseForeignStore} from '../core/store/store-owner.js';
 import {projectInstallSpec} from '../core/selection/project-spec.js';
+import {parseSpec} from '../core/versions/spec.js';
 import {logicalCwd} from '../core/selection/select.js';
 
 export default class Install extends CudaenvCommand {
@@ -35,7 +36,8 @@ export default class Install extends CudaenvCommand {
   async run(): Promise<InstallResult> {
     const {args, flags} = await this.parse(Install);
     refuseForeignStore(this.paths, ['install', ...this.argv]);
-    let spec = args.spec;
+    // The one spec grammar of use, local and .cuda-version (12.04 is refused with its spelling, 12.4).
+    let spec = args.spec === undefined ? undefined : parseSpec(args.spec).text;
     let cudnn = flags.cudnn;
     if (spec === undefined) {
       const pinned = projectInstallSpec(this.paths, logicalCwd());

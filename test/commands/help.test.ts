@@ -1,9 +1,9 @@
 import {afterAll, describe, expect, test} from '@jest/globals';
-import {mkdirSync, writeFileSync} from 'node:fs';
+import {mkdirSync, readFileSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {closest} from '../../src/core/text/suggest.js';
 import {spawnSync} from 'node:child_process';
-import {CLI, cliEnv, runCli} from '../helpers/cli.js';
+import {CLI, cliEnv, REPO_ROOT, runCli} from '../helpers/cli.js';
 import {testIf} from '../helpers/skip.js';
 import {makeTempDir} from '../helpers/tmp.js';
 import {makeFakeToolkit} from '../helpers/toolkit.js';
@@ -24,6 +24,21 @@ describe('finding one\'s way', () => {
     expect(use.status).toBe(0);
     expect(use.stdout).toBe(runCli(['use', '--help'], {env}).stdout);
     expect(runCli(['use', '-h'], {env}).stdout).toBe(use.stdout);
+  });
+
+  test('the commands without --json are exactly those the README names, each refusing it with exit 2 (issue 44, item 10)', () => {
+    const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8').replace(/\s+/g, ' ');
+    const claim = /Every command that reports something takes `--json`; (\w+) do not, [^:]+: (.*?)\. /.exec(readme);
+    expect(claim).not.toBeNull();
+    const named = [...claim![2]!.matchAll(/`([a-z-]+)`/g)].map((m) => m[1]!).sort();
+    const manifest = JSON.parse(readFileSync(join(REPO_ROOT, 'oclif.manifest.json'), 'utf8')) as {commands: Record<string, {hidden?: boolean; flags: Record<string, unknown>}>};
+    const without = Object.entries(manifest.commands).filter(([, c]) => !c.hidden && !c.flags.json).map(([id]) => id).sort();
+    expect(named).toEqual(without);
+    expect(claim![1]).toBe(['zero', 'one', 'two', 'three', 'four', 'five', 'six', 'seven'][without.length]);
+    for (const id of without.filter((c) => c !== 'exec' && c !== 'help')) {
+      const r = runCli([id, ...(id === 'init' || id === 'completion' ? ['bash'] : []), '--json'], {env});
+      expect({id, status: r.status}).toEqual({id, status: 2});
+    }
   });
 
   test('a typo gets the command it most likely meant, with its arguments', () => {

@@ -30,6 +30,24 @@ beforeEach(async () => {
 afterEach(() => cleanup());
 
 describe('global, local, current, which', () => {
+  test('local without a spec shows the nearest .cuda-version, as global shows its value; none: exit 1 naming the directory (issue 44, item 10)', () => {
+    const sub = join(proj, 'src');
+    let r = runCli(['local'], {env, cwd: sub});
+    expect(r.status).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toBe(`cudaenv: no .cuda-version in ${sub} or a parent directory: this directory has no local version\nPin it with \`cudaenv local 12.4\`; \`cudaenv current\` shows the version that applies here (the global default, or system).\n`);
+    expect(runCli(['local', '12.3'], {env, cwd: proj}).status).toBe(0);
+    r = runCli(['local'], {env, cwd: sub});
+    expect(r.status).toBe(0);
+    expect(r.stdout).toBe(`12.3 (12.3.2) (set by ${join(proj, '.cuda-version')})\n`);
+    expect(JSON.parse(runCli(['local', '--json'], {env, cwd: sub}).stdout)).toEqual({path: join(proj, '.cuda-version'), spec: '12.3', installed: true, resolves: '12.3.2'});
+    // --dir looks up from another directory; a spec nothing installed matches says how to install it.
+    writeFileSync(join(dir, '.cuda-version'), '10.2\n');
+    r = runCli(['local', '--dir', dir], {env, cwd: sub});
+    expect(r.stdout).toBe(`10.2 (set by ${join(dir, '.cuda-version')})\n`);
+    expect(r.stderr).toContain('CUDA 10.2 is not installed yet; run `cudaenv install 10.2`');
+  });
+
   test('current follows the precedence and names its origin', () => {
     let r = runCli(['current'], {env, cwd: proj});
     expect(r.stdout).toBe('system (no version selected)\n');
@@ -119,12 +137,12 @@ describe('global, local, current, which', () => {
   });
 
   test('an alias that exists but names a version not installed is not called missing', () => {
-    expect(runCli(['alias', 'future', '12.7'], {env}).status).toBe(0);
+    expect(runCli(['alias', 'future', '12.6'], {env}).status).toBe(0);
     const r = runCli(['exec', '--cuda', 'future', '--', 'true'], {env, cwd: proj});
     expect(r.status).toBe(1);
-    expect(r.stderr).toContain('CUDA future (future -> 12.7) is not installed (--cuda)');
-    expect(r.stderr).toContain('cudaenv install 12.7');
-    expect(runCli(['local', 'future'], {env, cwd: proj}).stderr).toBe('cudaenv: warning: CUDA future is not installed yet; run `cudaenv install 12.7`\n');
+    expect(r.stderr).toContain('CUDA future (future -> 12.6) is not installed (--cuda)');
+    expect(r.stderr).toContain('cudaenv install 12.6');
+    expect(runCli(['local', 'future'], {env, cwd: proj}).stderr).toBe('cudaenv: warning: CUDA future is not installed yet; run `cudaenv install 12.6`\n');
     expect(runCli(['global', 'nosuch'], {env}).stderr).toBe('cudaenv: warning: no alias or version named nosuch yet; create it with `cudaenv alias nosuch 12.4`\n');
     expect(runCli(['exec', '--cuda', 'nosuch', '--', 'true'], {env}).stderr).toContain('no alias or version named nosuch (--cuda)');
   });
@@ -170,12 +188,13 @@ describe('global, local, current, which', () => {
     expect(run(['current']).status).toBe(0);
   });
 
-  test('a missing argument is not read from a piped stdin (a script\'s `cudaenv global` shows, never sets)', () => {
+  test('a missing argument is not read from a piped stdin (a script\'s `cudaenv global` or `local` shows, never sets)', () => {
     const show = runCli(['global'], {env, input: '12.4\n'});
     expect(show.stdout).toBe('system (no global default set)\n');
     expect(existsSync(join(store, 'global'))).toBe(false);
     const local = runCli(['local'], {env, cwd: proj, input: '12.4\n'});
-    expect(local.status).toBe(2);
+    expect(local.status).toBe(1);
+    expect(local.stderr).toContain(`no .cuda-version in ${proj} or a parent directory`);
     expect(existsSync(join(proj, '.cuda-version'))).toBe(false);
   });
 
@@ -188,6 +207,28 @@ describe('global, local, current, which', () => {
     }
     expect(runCli(['global', '12.4'], {env}).status).toBe(0);
     expect(runCli(['current'], {env, cwd: proj}).stdout).toBe(`12.4.1 (set by the global default ${join(store, 'global')})\n`);
+  });
+
+  test('unalias of the alias the global default uses warns, naming the global file and what the default becomes (issue 44, item 11)', () => {
+    expect(runCli(['alias', 'stable', '12.4'], {env}).status).toBe(0);
+    expect(runCli(['alias', 'prod', 'stable'], {env}).status).toBe(0);
+    expect(runCli(['alias', 'spare', '11'], {env}).status).toBe(0);
+    expect(runCli(['global', 'prod'], {env}).status).toBe(0);
+    // An alias the default does not use: no warning.
+    let r = runCli(['unalias', 'spare'], {env});
+    expect({status: r.status, stderr: r.stderr}).toEqual({status: 0, stderr: ''});
+    r = runCli(['unalias', 'stable'], {env});
+    expect(r.status).toBe(0);
+    expect(r.stdout).toBe('Removed alias stable.\n');
+    expect(r.stderr).toBe(`cudaenv: warning: the global default in ${join(store, 'global')} is prod, which led through alias stable: it now names no version, and \`cudaenv current\` outside a project, the shims and new shells stop with an error instead of using a version; set another default with \`cudaenv global 12.4\`, or \`cudaenv global --unset\` for the machine's own CUDA (system)\n`);
+    const current = runCli(['current'], {env, cwd: proj});
+    expect(current.status).toBe(1);
+    expect(current.stderr).toContain(`prod (set by the global default ${join(store, 'global')}) is not installed`);
+    expect(runCli(['global', 'stable'], {env}).status).toBe(0);
+    expect(JSON.parse(runCli(['unalias', 'prod', '--json'], {env}).stdout)).toEqual({name: 'prod', removed: true, globalDefault: null});
+    expect(runCli(['alias', 'stable', '12.4'], {env}).status).toBe(0);
+    const j = runCli(['unalias', 'stable', '--json'], {env});
+    expect(JSON.parse(j.stdout)).toEqual({name: 'stable', removed: true, globalDefault: 'stable'});
   });
 
   test('unalias takes alias names only: a path is refused and deletes nothing', () => {
@@ -259,10 +300,37 @@ describe('global, local, current, which', () => {
     }
   });
 
+  test('12.04 is refused alike by install, use, local and a .cuda-version, each saying to write 12.4 (issue 44, item 11)', () => {
+    const note = '"12.04" is not a CUDA version spec (write 12.4: no leading zeros)';
+    // install checks the spec before anything else: no mirror is asked (this one refuses connections).
+    for (const args of [['install', '12.04', '--mirror', 'http://127.0.0.1:9/'], ['use', '12.04'], ['local', '12.04'], ['global', '12.04'], ['exec', '--cuda', '12.04', 'true']]) {
+      const r = runCli(args, {env: {...env, CUDAENV_SHELL: 'bash'}, cwd: proj});
+      expect({args, status: r.status, stderr: r.stderr}).toEqual({args, status: 2, stderr: `cudaenv: the spec ${note}\nUse a version such as 12, 12.4 or 12.4.1, or latest, system, or an alias name.\n`});
+    }
+    writeFileSync(join(proj, '.cuda-version'), '12.04\n');
+    const r = runCli(['current'], {env, cwd: proj});
+    expect(r.status).toBe(1);
+    expect(r.stderr.split('\n')[0]).toBe(`cudaenv: ${join(proj, '.cuda-version')}: line 1 ${note}`);
+    // 12.0.10 has no leading zero: accepted.
+    rmSync(join(proj, '.cuda-version'));
+    const ok = runCli(['local', '12.0.10'], {env, cwd: proj});
+    expect(ok.status).toBe(0);
+    expect(ok.stderr).not.toContain('leading');
+  });
+
+  test('use 99 suggests no install that would fail: no release 99 exists (issue 44, item 11)', () => {
+    const r = runCli(['use', '99'], {env: {...env, CUDAENV_SHELL: 'bash'}, cwd: proj});
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/^cudaenv: CUDA 99 is not installed\nNo CUDA release 99 is known \(cudaenv's release table ends at \d+\.\d+\.\d+\): check the version; `cudaenv ls-remote` lists the releases the mirror offers, and `cudaenv add PATH` registers a toolkit you already have\.\n$/);
+    expect(r.stderr).not.toContain('cudaenv install 99');
+    // A release that exists but is not installed still gets its install command.
+    expect(runCli(['use', '12.6'], {env: {...env, CUDAENV_SHELL: 'bash'}, cwd: proj}).stderr).toContain('`cudaenv install 12.6`');
+  });
+
   test('bad usage exits 2', () => {
     expect(runCli(['global', 'not a spec'], {env}).status).toBe(2);
     expect(runCli(['ls', '--bogus'], {env}).status).toBe(2);
-    expect(runCli(['local'], {env, cwd: proj}).status).toBe(2);
+    expect(runCli(['local', '1.2.3.4'], {env, cwd: proj}).status).toBe(2);
   });
 });
 

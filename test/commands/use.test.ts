@@ -72,7 +72,7 @@ describe('cudaenv use / deactivate / init / rehash', () => {
     expect(JSON.parse(readFileSync(join(tmp.dir, 'out.json'), 'utf8'))).toMatchObject({version: '12.4.1', applied: true});
   });
 
-  test('use without a version takes what .cuda-version, else the global default, selects (not CUDAENV_VERSION)', async () => {
+  test('use without a version takes what .cuda-version selects (not CUDAENV_VERSION, not the global default)', async () => {
     const work = makeTempDir('cudaenv-use-noarg-');
     try {
       const st = join(work.dir, 'store');
@@ -88,13 +88,16 @@ describe('cudaenv use / deactivate / init / rehash', () => {
         expect(none.status).toBe(2);
         expect(none.stderr).toContain('no .cuda-version here or in a parent directory, and no global default');
         expect(runCli(['global', '12'], {env}).status).toBe(0);
+        // A global default is no project file: as `nvm use` without .nvmrc, nothing is pinned (issue 44, item 6).
         const global = runCli(['use'], {env, cwd: work.dir});
-        expect(global.status).toBe(0);
-        expect(global.stdout).toContain('_cudaenv_switch 12.4.1 prepend pin');
-        writeFileSync(join(work.dir, 'proj', '.cuda-version'), '10.2\n');
+        expect(global.status).toBe(2);
+        expect(global.stdout).toBe('');
+        expect(global.stderr).toContain(`no .cuda-version in ${work.dir} or a parent directory`);
+        expect(global.stderr).toContain('The global default (12, now 12.4.1) applies');
+        writeFileSync(join(work.dir, 'proj', '.cuda-version'), '12.6\n');
         const missing = runCli(['use'], {env, cwd: proj});
         expect(missing.status).toBe(1);
-        expect(missing.stderr).toContain('cudaenv install 10.2');
+        expect(missing.stderr).toContain('cudaenv install 12.6');
       }
     } finally {
       work.cleanup();

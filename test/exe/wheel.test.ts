@@ -82,7 +82,9 @@ describeIf(HAVE_WHEEL, WHY)('the wheels', () => {
     expect(r.stdout).toMatch(new RegExp(`^${join(venv, 'bin', 'cudaenv')}\\ncudaenv/${version} linux-`));
     expect(r.stdout).toContain('rc=2');
     expect(r.stderr).toContain('installed as a Python package');
-    expect(r.stderr).toContain(`Update it with pip: ${join(venv, 'bin', 'python')} -m pip install --upgrade cudaenv`);
+    // Never `pip install --upgrade cudaenv`: that name on the Python package index is not this project's (issue 44, item 11).
+    expect(r.stderr).toContain(`Update it with pip from the new release's wheel (the name cudaenv on the Python package index is not this project's): ${join(venv, 'bin', 'python')} -m pip install --upgrade BASE/cudaenv-VERSION-py3-none-manylinux_2_28_${MACHINE[HOST_ARCH]}.whl, BASE being the release's download URL`);
+    expect(r.stderr).not.toMatch(/pip install --upgrade cudaenv(\s|$)/);
   });
 
   testIf(PIPX && CAN_HIDE_NODE, PIPX ? NEEDS_HIDE_NODE : 'needs Debian\'s pipx (apt-get install pipx)')('Debian\'s pipx installs it offline; the cudaenv it links runs with node hidden; self-update names pipx', () => {

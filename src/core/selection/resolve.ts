@@ -4,6 +4,7 @@ import {quoteSh} from '../text/quote.js';
 import type {StorePaths} from '../store/paths.js';
 import {installedLabels, readAlias} from '../store/registry.js';
 import {detectToolkitVersion, scanSystemToolkits} from '../versions/detect.js';
+import {releaseTable} from '../versions/releases.js';
 import {highestMatch, parseSpec, prefixedVersion, prefixedVersionHint, type Spec} from '../versions/spec.js';
 
 export interface Resolved {
@@ -56,8 +57,16 @@ export function notInstalledError(r: Resolved, origin?: string): CudaenvError {
   const wanted = r.target && r.target.text !== r.spec.text ? `${r.spec.text} (${[...r.aliases, r.target.text].join(' -> ')})` : r.spec.text;
   const install = `\`cudaenv install ${r.target?.text ?? (r.spec.kind === 'alias' ? 'VERSION' : r.spec.text)}\``;
   const here = r.target ? unregisteredToolkitFor(r.target) : undefined;
+  // `use 99`: no release is 99, so `install 99` would fail too; say so instead of suggesting it.
+  const labels = Object.keys(releaseTable());
+  const noRelease = r.target?.kind === 'version' && highestMatch(r.target, labels) === undefined;
+  const newest = highestMatch(parseSpec('latest'), labels);
   return new CudaenvError(`CUDA ${wanted} is not installed${from}`, {
-    hint: here ? registerHint(here, install) : `Install it with ${install}, or register an existing toolkit with \`cudaenv add PATH\`.`,
+    hint: here
+      ? registerHint(here, install)
+      : noRelease
+        ? `No CUDA release ${r.target!.text} is known (cudaenv's release table ends at ${newest}): check the version; \`cudaenv ls-remote\` lists the releases the mirror offers, and \`cudaenv add PATH\` registers a toolkit you already have.`
+        : `Install it with ${install}, or register an existing toolkit with \`cudaenv add PATH\`.`,
     code: 'not-installed',
   });
 }

@@ -45,7 +45,7 @@ export function managedBy(execPath: string = process.execPath): CudaenvError | u
       ? 'Update it with pipx: pipx upgrade cudaenv'
       : /\/uv\/tools\/[^/]+$/.test(prefix)
         ? 'Update it with uv: uv tool upgrade cudaenv'
-        : `Update it with pip: ${join(prefix, 'bin', 'python')} -m pip install --upgrade cudaenv`;
+        : `Update it with pip from the new release's wheel (the name cudaenv on the Python package index is not this project's): ${join(prefix, 'bin', 'python')} -m pip install --upgrade BASE/cudaenv-VERSION-py3-none-manylinux_2_28_${process.arch === 'arm64' ? 'aarch64' : 'x86_64'}.whl, BASE being the release's download URL`;
     return new UsageError(`this cudaenv was installed as a Python package (${python}): self-update leaves it to the tool that installed it`, hint);
   }
   return undefined;

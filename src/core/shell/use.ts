@@ -2,7 +2,7 @@ import {CudaenvError, UsageError} from '../errors.js';
 import type {StorePaths} from '../store/paths.js';
 import {readSettingSync} from '../store/settings.js';
 import {notInstalledError, resolveSpec} from '../selection/resolve.js';
-import {describeOrigin, selectVersion} from '../selection/select.js';
+import {describeOrigin, logicalCwd, selectVersion} from '../selection/select.js';
 import {parseSpec} from '../versions/spec.js';
 import {needsRehash} from './switch-index.js';
 import {rcLine} from './shell.js';
@@ -54,7 +54,7 @@ export function integrationMissing(command: string): CudaenvError {
   });
 }
 
-/** Which version `use` switches to: the argument, else what .cuda-version or the global default selects. */
+/** Which version `use` switches to: the argument, else what the nearest .cuda-version selects. */
 function chooseLabel(req: UseRequest): {label: string; chosenBy: string} {
   if (req.spec !== undefined) {
     const r = resolveSpec(req.paths, parseSpec(req.spec));
@@ -67,9 +67,19 @@ function chooseLabel(req: UseRequest): {label: string; chosenBy: string} {
   delete env.CUDAENV_VERSION;
   delete env._CUDAENV_CONDA_PATH_ADDED;
   const sel = selectVersion(req.paths, {env});
+  // As `nvm use` without an .nvmrc: no project file is an error, global default or not. Pinning
+  // the global default here would stop the auto-switch on cd for the rest of the shell, and the
+  // global default already applies wherever nothing is pinned (`cudaenv deactivate` returns to it).
   if (sel.origin.kind === 'default') {
     throw new UsageError('no version to use: there is no .cuda-version here or in a parent directory, and no global default',
       'Name one (cudaenv use 12.4), pin this project (cudaenv local 12.4) or set a default (cudaenv global 12.4).');
+  }
+  if (sel.origin.kind === 'global') {
+    const label = sel.system ? 'system' : (sel.label ?? sel.spec.text);
+    const shown = sel.spec.text === label ? label : `${sel.spec.text}, now ${label}`;
+    throw new UsageError(`no version to use: there is no .cuda-version in ${logicalCwd(env)} or a parent directory`,
+      `The global default (${shown}) applies wherever this shell has not pinned a version; \`cudaenv deactivate\` returns this shell to it. ` +
+      `\`cudaenv use ${sel.spec.text}\` pins it for this shell (the auto-switch on cd then stops until \`cudaenv deactivate\`); \`cudaenv local 12.4\` pins this project.`);
   }
   const origin = describeOrigin(sel.origin);
   if (!sel.system && !sel.label) throw notInstalledError(sel, origin);

@@ -41,17 +41,25 @@ export function implodePlan(paths: StorePaths, machineLinkCandidates = ['/usr/lo
  * it would dangle, and only `sudo cudaenv unlink` puts back what it replaced.
  */
 export function implode(paths: StorePaths, plan: ImplodePlan): void {
+  const refusal = implodeRefusal(paths, plan);
+  if (refusal) throw refusal;
+  if (!plan.exists) return;
+  rmSync(paths.root, {recursive: true, force: true});
+}
+
+/** Why implode would delete nothing (for implode and its --dry-run alike), or undefined. */
+export function implodeRefusal(paths: StorePaths, plan: ImplodePlan): CudaenvError | undefined {
   if (plan.machineLinks.length > 0) {
-    throw new CudaenvError(`${plan.machineLinks.join(', ')} points into the store ${plan.store}`, {
+    return new CudaenvError(`${plan.machineLinks.join(', ')} points into the store ${plan.store}`, {
       hint: 'Run `sudo cudaenv unlink` first: it restores what `cudaenv link` replaced.', code: 'linked',
     });
   }
-  if (!plan.exists) return;
+  if (!plan.exists) return undefined;
   if (resolve(paths.root) === '/' || resolve(paths.root) === resolve(process.env.HOME ?? '/')) {
-    throw new CudaenvError(`refusing to delete ${paths.root}: it is not a cudaenv store of its own`, {hint: 'Point CUDAENV_DIR at the store itself.'});
+    return new CudaenvError(`refusing to delete ${paths.root}: it is not a cudaenv store of its own`, {hint: 'Point CUDAENV_DIR at the store itself.'});
   }
   if (!existsSync(join(paths.root, 'versions')) && !existsSync(paths.shims) && !existsSync(paths.configFile)) {
-    throw new CudaenvError(`${paths.root} does not look like a cudaenv store (no versions/, shims/ or config.json)`, {hint: 'Check CUDAENV_DIR; nothing was deleted.'});
+    return new CudaenvError(`${paths.root} does not look like a cudaenv store (no versions/, shims/ or config.json)`, {hint: 'Check CUDAENV_DIR; nothing was deleted.'});
   }
-  rmSync(paths.root, {recursive: true, force: true});
+  return undefined;
 }

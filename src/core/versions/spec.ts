@@ -30,11 +30,22 @@ export function tryParseSpec(text: string): Spec | undefined {
   return undefined;
 }
 
+/**
+ * ` (write 12.4: no leading zeros)` for `12.04`, else ''. One grammar everywhere: the CLI and
+ * .cuda-version refuse leading zeros alike (`12.04` would be 12.4 to some tools and 12.04 to
+ * others), and both say how to write it.
+ */
+export function leadingZeroNote(text: string): string {
+  if (!/^\d+(\.\d+){0,2}$/.test(text) || PARTIAL_RE.test(text)) return '';
+  const fixed = text.split('.').map((n) => String(Number(n))).join('.');
+  return PARTIAL_RE.test(fixed) ? ` (write ${fixed}: no leading zeros)` : '';
+}
+
 export function parseSpec(text: string, source = 'the spec'): Spec {
   const spec = tryParseSpec(text);
   if (!spec) {
     throw new UsageError(
-      `${source} ${JSON.stringify(text)} is not a CUDA version spec`,
+      `${source} ${JSON.stringify(text)} is not a CUDA version spec${leadingZeroNote(text)}`,
       'Use a version such as 12, 12.4 or 12.4.1, or latest, system, or an alias name.',
     );
   }

@@ -1,7 +1,7 @@
 import {closeSync, constants, fstatSync, lstatSync, openSync, readSync, statSync} from 'node:fs';
 import {dirname, join, resolve} from 'node:path';
 import {CudaenvError, isErrno} from '../errors.js';
-import {tryParseSpec, type Spec} from './spec.js';
+import {leadingZeroNote, tryParseSpec, type Spec} from './spec.js';
 
 /**
  * `.cuda-version` files come from cloned repositories: they are data, never code.
@@ -56,7 +56,7 @@ export function parseVersionFileText(path: string, text: string): VersionFile {
     const where = `line ${i + 1}`;
     if (!spec) {
       spec = tryParseSpec(line);
-      if (!spec) throw new VersionFileError(path, `${where} ${JSON.stringify(truncate(line))} is not a CUDA version spec`);
+      if (!spec) throw new VersionFileError(path, `${where} ${JSON.stringify(truncate(line))} is not a CUDA version spec${leadingZeroNote(line)}`);
       continue;
     }
     const kv = KEY_VALUE_RE.exec(line);

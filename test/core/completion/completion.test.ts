@@ -51,6 +51,34 @@ describe('cudaenv completion', () => {
     expect(bash('cudaenv help unin')).toEqual(['uninstall']);
   });
 
+  // Issue 44, item 10: subcommands complete, and each argument offers what the command accepts.
+  const subcommandCases: Array<[string, string[]]> = [
+    ['cudaenv con', ['conda', 'config']],
+    ['cudaenv conda ', ['hook']],
+    ['cudaenv conda hook ', ['install', 'status', 'uninstall']],
+    ['cudaenv conda hook install ', ['12.4.1', 'latest', 'stable']],
+    ['cudaenv conda hook install --na', ['--name']],
+    ['cudaenv cache ', ['clean']],
+    ['cudaenv cache clean --', ['--json', '--partial']],
+    // uninstall takes installed versions only (it refuses aliases, system and latest); unalias alias names.
+    ['cudaenv uninstall ', ['12.4.1']],
+    ['cudaenv unalias ', ['stable']],
+    ['cudaenv link ', ['12.4.1', 'latest', 'stable']],
+    ['cudaenv use ', ['12.4.1', 'latest', 'stable', 'system']],
+  ];
+
+  testIf(has('bash'), 'needs bash')('bash: conda, conda hook and cache offer their subcommands; uninstall only installed versions', () => {
+    for (const [line, want] of subcommandCases) expect({line, got: bash(line)}).toEqual({line, got: want});
+  });
+
+  testIf(has('fish'), 'needs fish (apt-get install fish)')('fish: the same subcommands and arguments', () => {
+    const fish = (line: string): string[] => {
+      const r = spawnSync('fish', ['--no-config', '-c', `source ${scripts.fish}; complete -C ${JSON.stringify(line)}`], {env, encoding: 'utf8'});
+      return r.stdout.split('\n').filter(Boolean).map((l) => l.split('\t')[0]!).sort();
+    };
+    for (const [line, want] of subcommandCases) expect({line, got: fish(line)}).toEqual({line, got: want});
+  });
+
   testIf(has('fish'), 'needs fish (apt-get install fish)')('fish: complete -C', () => {
     const fish = (line: string): string[] => {
       const r = spawnSync('fish', ['--no-config', '-c', `source ${scripts.fish}; complete -C ${JSON.stringify(line)}`], {env, encoding: 'utf8'});
@@ -74,7 +102,7 @@ describe('cudaenv completion', () => {
   testIf(hasZpty, 'needs zsh with its zpty module (apt-get install zsh)')('zsh: a real TAB in an interactive zsh with compinit (driven through zpty)', () => {
     // Each line is typed, TAB pressed, then ^T runs a widget that appends the edited line to a file.
     const out = join(dir, 'zsh-tab.txt');
-    const lines = ['cudaenv use st', 'cudaenv ins', 'cudaenv ls --sy', 'cudaenv uninstall 12'];
+    const lines = ['cudaenv use st', 'cudaenv ins', 'cudaenv ls --sy', 'cudaenv uninstall 12', 'cudaenv conda h'];
     const driver = `zmodload zsh/zpty || exit 3
 zpty z zsh -f -i
 zpty -w z "PS1='> '; autoload -Uz compinit; compinit -u -D; source \${(q)2}; dump() { print -r -- \\"<\\$BUFFER>\\" >> \${(q)1}; BUFFER=; }; zle -N dump; bindkey '^T' dump"
@@ -89,7 +117,7 @@ zpty -d z`;
     const r = spawnSync('zsh', ['-f', '-c', `out=$1; ${driver}`, 'zsh', out, scripts.zsh!, ...lines], {env: {...env, ZDOTDIR: dir}, encoding: 'utf8', timeout: 30000});
     expect(r.status).toBe(0);
     expect(readFileSync(out, 'utf8').split('\n').filter(Boolean)).toEqual([
-      '<cudaenv use stable >', '<cudaenv install >', '<cudaenv ls --system >', '<cudaenv uninstall 12.4.1 >',
+      '<cudaenv use stable >', '<cudaenv install >', '<cudaenv ls --system >', '<cudaenv uninstall 12.4.1 >', '<cudaenv conda hook >',
     ]);
   });
 
