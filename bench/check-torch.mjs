@@ -47,6 +47,8 @@ process.on('exit', () => {
 const env = {...process.env, CUDAENV_DIR: store, CUDAENV_SYSROOT: image, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? '/usr/bin:/bin'}`};
 for (const v of ['NODE_OPTIONS', 'LD_LIBRARY_PATH', 'LD_PRELOAD', 'GLIBC_TUNABLES']) delete env[v];
 
+const noArgEnv = {...env, PYTHONPATH: `${image}/usr/lib/python3/dist-packages`, PATH: `/usr/bin:/bin:${dirname(process.execPath)}`};
+delete noArgEnv.CUDAENV_SYSROOT;
 const first = spawnSync(cli, ['check', '--json', '--no-cache', ...targets], {env, encoding: 'utf8', maxBuffer: 256 << 20});
 const report = JSON.parse(first.stdout);
 const files = report.checked;
@@ -70,6 +72,12 @@ const results = compare([
   {name: 'cudaenv check (unchanged tree, cached)', cmd: cli, args: ['check', ...targets], options: {env, allowFailure: true}},
   {name: 'cudaenv check (the same, from another directory)', cmd: cli, args: ['check', ...targets], options: {env, cwd: elsewhere, allowFailure: true}},
   {name: `chroot IMAGE bash -c 'for f; do ldd -r "$f"; done' (${files.length} files)`, cmd: 'chroot', args: [image, '/usr/bin/bash', '-c', loop, 'bash', ...imageFiles], options: {env, allowFailure: true}},
+  // Issue 42: every form of a cached check, not only explicit paths. The import model names the
+  // image's interpreter (--exe is an image path under CUDAENV_SYSROOT); `check` without PATH finds
+  // torch through the Python environment (the host's python3 with the image's dist-packages on
+  // PYTHONPATH: the host's loader, the form a user of a system torch runs) and checks the system toolkit.
+  {name: 'cudaenv check torch/_C.so torch/lib --exe python3 (import model, cached)', cmd: cli, args: ['check', '--exe', '/usr/bin/python3.13', targets[1], targets[0]], options: {env, allowFailure: true}},
+  {name: 'cudaenv check (no PATH: active toolkit and Python environment, cached)', cmd: cli, args: ['check'], options: {env: noArgEnv, allowFailure: true}},
   {name: 'node -e 0', cmd: process.execPath, args: ['-e', '0'], options: {env}},
   ...(before ? [{name: `the same cached check by ${process.env.CUDAENV_BENCH_BEFORE} (before)`, cmd: before, args: ['check', ...targets],
     options: {env: {...env, CUDAENV_DIR: `${store}-before`}, allowFailure: true}}] : []),
@@ -106,13 +114,16 @@ if (spawnSync('strace', ['-V']).status === 0) {
   };
 }
 
-const [cold, warm, warmElsewhere, ldd, node, beforeWarm] = results;
+const [cold, warm, warmElsewhere, ldd, importModel, noArg, node, beforeWarm] = results;
 console.log('| command | median ms | min ms | max ms |');
 console.log('| --- | --- | --- | --- |');
 for (const r of results) console.log(`| \`${r.name}\` | ${r.median.toFixed(0)} | ${r.min.toFixed(0)} | ${r.max.toFixed(0)} |`);
 console.log(`\n${files.length} files checked, ${(bytes / 1e9).toFixed(2)} GB; ${report.problems.filter((p) => p.kind !== 'unversioned-undefined-symbol').length} problems besides unversioned symbols; ${runs} interleaved runs.`);
 console.log(`cached: ${(warm.median / node.median).toFixed(2)}x node -e 0 (goal <= 2x): ${warm.median <= 2 * node.median ? 'MET' : 'NOT MET'}; from another directory ${(warmElsewhere.median / node.median).toFixed(2)}x`);
 if (beforeWarm) console.log(`before: the cached check took ${(beforeWarm.median / node.median).toFixed(2)}x node -e 0 (${(beforeWarm.median / warm.median).toFixed(2)}x now)`);
+for (const [what, r] of [['import model (--exe)', importModel], ['no PATH', noArg]]) {
+  console.log(`${what}: ${(r.median / node.median).toFixed(2)}x node -e 0 (goal <= 2x): ${r.median <= 2 * node.median ? 'MET' : 'NOT MET'}`);
+}
 console.log(`ldd -r loop / check: first check ${(ldd.median / cold.median).toFixed(1)}x, cached ${(ldd.median / warm.median).toFixed(1)}x`);
 console.log(`cached report identical to the uncached one: ${cached === first.stdout ? 'yes' : 'NO'}; from another directory: ${cachedElsewhere === first.stdout ? 'yes' : 'NO'}`);
 if (traced) console.log(`cached check under strace: ${traced.started} processes started after Node, ${traced.opened} of the checked files opened`);

@@ -1,4 +1,4 @@
-import {existsSync} from 'node:fs';
+import {existsSync, statSync} from 'node:fs';
 import {basename, dirname} from 'node:path';
 import {cudaLibrariesIn, isCudaLibraryName, isDriverLibraryName} from './cuda-libs.js';
 import {quoteSh} from '../text/quote.js';
@@ -14,7 +14,8 @@ export interface CacheEntry {
 }
 
 export interface LoaderFacts {
-  confDirs: Array<ConfDir & {exists: boolean; cudaLibraries: number}>;
+  /** `sameAs`: the entry named the same directory (device and inode) earlier; ldconfig reads it once. */
+  confDirs: Array<ConfDir & {exists: boolean; cudaLibraries: number; sameAs?: string}>;
   cacheFile: string;
   /** CUDA entries in the cache (null when no cache could be read). */
   cudaCacheEntries: number | null;
@@ -40,11 +41,18 @@ export function loaderView(ctx: DoctorContext, toolkits: ToolkitState, cache: Ca
   const findings: Finding[] = [];
   // Followed inside the image: /usr/local/cuda/lib64 through an absolute /usr/local/cuda -> /usr/local/cuda-12.4
   // led nowhere on the host, and the image's directory was said not to exist (issue 37, 2f).
+  // One directory by two names (/lib/x86_64-linux-gnu and /usr/lib/... under a merged /usr): ldconfig,
+  // like ld.so, knows a directory by device and inode, and so does doctor (issue 42, 5).
+  const byInode = new Map<string, string>();
   const confDirs = readLdSoConf(ctx).map((c) => {
     const real = sysRealpath(ctx, c.dir);
-    return {...c, exists: real !== undefined && existsSync(real), cudaLibraries: real ? cudaLibrariesIn(real).length : 0};
+    const st = real ? statSync(real, {throwIfNoEntry: false}) : undefined;
+    const id = st ? `${st.dev}:${st.ino}` : undefined;
+    const sameAs = id ? byInode.get(id) : undefined;
+    if (id && !sameAs) byInode.set(id, c.dir);
+    return {...c, exists: real !== undefined && existsSync(real), cudaLibraries: real ? cudaLibrariesIn(real).length : 0, ...(sameAs ? {sameAs} : {})};
   });
-  const cudaConf = confDirs.filter((c) => c.cudaLibraries > 0 || looksCuda(c.dir));
+  const cudaConf = confDirs.filter((c) => !c.sameAs && (c.cudaLibraries > 0 || looksCuda(c.dir)));
   const present = cudaConf.filter((c) => c.exists);
   if (present.length > 0) {
     const viaLink = present.some((c) => c.dir === '/usr/local/cuda' || c.dir.startsWith('/usr/local/cuda/'));

@@ -101,7 +101,9 @@ function factLine(prefix: string, facts: DoctorFacts): string {
     case 'loader': {
       const l = facts.loader;
       const cache = l.cudaCacheEntries === null ? `${l.cacheFile} not read` : `${l.cudaCacheEntries} CUDA entries in ${l.cacheFile}`;
-      return `${cache}; ${l.confDirs.length} ld.so.conf dir(s)`;
+      const unique = l.confDirs.filter((c) => !c.sameAs).length;
+      const twice = l.confDirs.length - unique;
+      return `${cache}; ${unique} ld.so.conf dir(s)${twice > 0 ? ` (${twice} more named twice, by another path)` : ''}`;
     }
     case 'gpu': {
       const g = facts.gpu;

@@ -38,6 +38,30 @@ describe('ld.so.conf', () => {
   });
 });
 
+describe('one directory by two names (merged /usr)', () => {
+  test('/lib/x86_64-linux-gnu and /usr/lib/x86_64-linux-gnu are one directory: counted once, its CUDA libraries listed once (issue 42, 5)', () => {
+    const tmp = makeTempDir();
+    try {
+      const m = makeMachine(tmp.dir);
+      // Debian since 12: /lib -> usr/lib, and x86_64-linux-gnu.conf names both spellings.
+      mkdirSync(join(m.sysroot, 'usr/lib/x86_64-linux-gnu'), {recursive: true});
+      rmSync(join(m.sysroot, 'lib'), {recursive: true, force: true});
+      symlinkSync('usr/lib', join(m.sysroot, 'lib'));
+      write(join(m.sysroot, 'usr/lib/x86_64-linux-gnu/libcudart.so.12'), 'stand-in: only its name is counted here');
+      write(join(m.sysroot, 'etc/ld.so.conf'), 'include /etc/ld.so.conf.d/*.conf\n');
+      write(join(m.sysroot, 'etc/ld.so.conf.d/x86_64-linux-gnu.conf'), '/usr/local/lib/x86_64-linux-gnu\n/lib/x86_64-linux-gnu\n/usr/lib/x86_64-linux-gnu\n');
+      const view = loaderView(m.ctx(), inspectToolkits(m.ctx()), undefined);
+      expect(view.facts.confDirs.map((c) => [c.dir, c.sameAs ?? null])).toEqual([
+        ['/usr/local/lib/x86_64-linux-gnu', null], ['/lib/x86_64-linux-gnu', null], ['/usr/lib/x86_64-linux-gnu', '/lib/x86_64-linux-gnu'],
+      ]);
+      const conf = view.findings.find((f) => f.id === 'loader.conf-cuda-dirs');
+      expect(conf?.evidence).toEqual(['/etc/ld.so.conf.d/x86_64-linux-gnu.conf:2: /lib/x86_64-linux-gnu (1 CUDA libraries)']);
+    } finally {
+      tmp.cleanup();
+    }
+  });
+});
+
 describe('ld.so.conf under CUDAENV_SYSROOT', () => {
   test('a directory reached through an absolute link of the image exists (issue 37, 2f)', () => {
     const tmp = makeTempDir();
