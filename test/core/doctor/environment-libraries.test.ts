@@ -283,4 +283,36 @@ d('property: doctor reports every error check finds in the libraries the environ
       if (!check.report.ok) expect(hasErrors(doctor)).toBe(true);
     }
   });
+
+  test('the line after a switch names the first error check finds, under the same generated environments', async () => {
+    const {switchCheck} = await import('../../../src/core/shell/switch-check.js');
+    const old = join(tmp.dir, 'sw-old');
+    oldJitLink(old);
+    const lacking = copyLibs(join(tmp.dir, 'sw-lacking'), ['libnvJitLink', 'libcudart']);
+    const stubs = join(tmp.dir, 'sw-stubs');
+    stubIn(stubs);
+    // The version switched to: Debian's 12.4 libraries as its lib64.
+    const version = installVersion(m, '12.4.1');
+    rmSync(join(version, 'lib64'), {recursive: true, force: true});
+    copyLibs(join(version, 'lib64'));
+    let seed = 7;
+    const next = (n: number): number => (seed = (seed * 1103515245 + 12345) % 2147483648) % n;
+    let failed = 0;
+    for (let i = 0; i < 8; i++) {
+      const order = [old, lacking, stubs].sort(() => next(3) - 1).filter(() => next(3) > 0);
+      const preload = next(3) === 0 ? join(stubs, 'libcuda.so.1') : undefined;
+      // What the shell has after the switch: the version's lib64 first, then the shell's entries.
+      const ld = [join(version, 'lib64'), ...order].join(':');
+      const env = {PATH: '/nonexistent', HOME: tmp.dir, LD_LIBRARY_PATH: ld, ...(preload ? {LD_PRELOAD: preload} : {})};
+      const check = await runCheckCli({targets: [join(version, 'lib64')], ldLibraryPath: ld, storeVersionsDir: m.paths.versions, json: false, env});
+      const line = (await switchCheck(m.paths, '12.4.1', env)).line;
+      const last = check.text!.split('\n').pop()!;
+      if (!check.report.ok) {
+        failed++;
+        expect({ld, preload, line}).toEqual({ld, preload, line: `cudaenv: CUDA 12.4.1: ${last}`});
+      }
+    }
+    // The generated environments include failing ones: the property was exercised.
+    expect(failed).toBeGreaterThan(0);
+  });
 });
