@@ -98,6 +98,12 @@ built('item 4: libcaffe2_nvrtc.so\'s DT_NEEDED libcuda.so.1 with no kernel modul
   const strict = runCli(['check', caffe2, '--ld-library-path', '', '--strict'], {env: env()});
   expect(strict.status).toBe(1);
   expect(strict.stdout).toMatch(/^error: not found: libcaffe2_nvrtc\.so needs libcuda\.so\.1/);
+  // In --json the DT_NEEDED edge carries its problem's impact too, as a dlopen edge does.
+  const json = JSON.parse(runCli(['check', caffe2, '--ld-library-path', '', '--json'], {env: env()}).stdout) as {objects: Array<{path: string; needed: Array<{name: string; edge: string; impact?: string}>}>; problems: Array<{object: string; library: string | null; impact?: string}>};
+  const edge = json.objects.find((o) => o.path === caffe2)!.needed.find((e) => e.name === 'libcuda.so.1')!;
+  expect(edge).toMatchObject({edge: 'needed', impact: 'feature'});
+  expect(json.problems.find((p) => p.library === 'libcuda.so.1')).toMatchObject({impact: 'feature'});
+  for (const o of json.objects) for (const e of o.needed) expect(['library', 'feature']).toContain(e.impact);
 });
 
 built2('item 4: with a kernel module loaded (an image whose /proc/driver/nvidia/version, or only /sys/module/nvidia, says so) the same libcuda.so.1 is an error', () => {

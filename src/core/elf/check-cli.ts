@@ -100,9 +100,17 @@ export function parsePageSize(text: string): number {
  * preloads), 'dlopen' for what a library loads at run time; so do the problems.
  */
 function withEdgeKinds(report: CheckReport): CheckReport {
+  // Issue 42: an edge and the problem on it carry the same impact. Every problem has one in --json:
+  // what fails at start fails the library ('library'); a dlopen's says what is lost.
+  const problems = report.problems.map((p) => ({...p, edge: p.edge ?? 'needed', impact: p.impact ?? ('library' as const)}));
+  const impactOf = (object: string, library: string): 'library' | 'feature' | undefined =>
+    problems.find((p) => p.object === object && p.library === library && p.kind !== 'unversioned-undefined-symbol')?.impact;
   return {
     ...report,
-    objects: report.objects.map((o) => ({...o, needed: o.needed.map((e) => ({...e, edge: e.dlopen ? 'dlopen' : 'needed'}))})),
-    problems: report.problems.map((p) => ({...p, edge: p.edge ?? 'needed'})),
+    objects: report.objects.map((o) => ({...o, needed: o.needed.map((e) => {
+      const impact = impactOf(o.path, e.name) ?? (e.dlopen ? (e.dlopen.impact === 'library' ? 'library' : 'feature') : 'library');
+      return {...e, edge: e.dlopen ? 'dlopen' : 'needed', impact, ...(e.dlopen ? {dlopen: {...e.dlopen, impact: e.dlopen.impact === 'optional' ? e.dlopen.impact : impact}} : {})};
+    })})),
+    problems,
   };
 }

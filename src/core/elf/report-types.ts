@@ -48,6 +48,8 @@ export interface NeededEdge {
   dlopen?: {when: string; impact: 'library' | 'feature' | 'optional'};
   /** Set in `cudaenv check --json` only: 'dlopen' with `dlopen`, 'needed' otherwise. */
   edge?: 'needed' | 'dlopen';
+  /** Set in `cudaenv check --json` only: the impact of the problem on this edge (the same as the problem's), else what a failure here would cost. */
+  impact?: 'library' | 'feature';
 }
 
 export interface CheckedObject {
