@@ -114,8 +114,9 @@ async function runUseFast(req: {spec?: string; policy?: 'prepend' | 'none'; quie
     const {runUse} = await import('./core/shell/use.js');
     const out = await runUse({...req, paths: storePaths(), env: process.env}, (m) => process.stderr.write(warningLine(m)));
     writeStdout(out.stdout);
-  } catch (error) {
+  } catch (caught) {
     // As src/cli/base.ts renders errors: JSON on stdout with --json, else one message on stderr.
+    const error = caught instanceof Error ? withErrnoHint(caught) : caught;
     if (req.json) writeStdout(jsonError(error));
     else process.stderr.write(errorLines(formatError(error)));
     process.exitCode = error instanceof CudaenvError ? error.exitCode : EXIT_FAILED;
@@ -204,7 +205,8 @@ export function runCurrent(json: boolean): void {
       process.stderr.write(errorLines(`${formatCurrent(report)}\n${currentHint(report)}`));
     }
     process.exitCode = report.installed ? 0 : 1;
-  } catch (error) {
+  } catch (caught) {
+    const error = caught instanceof Error ? withErrnoHint(caught) : caught;
     if (json) {
       writeStdout(jsonError(error));
     } else {

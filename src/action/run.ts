@@ -203,6 +203,9 @@ async function install(
     cudnn: cudnnChoice ? inputs.cudnn : undefined, manifest, cudnnChoice,
     // Not covering the request (findInToolCache said so): replace it with what is asked for.
     force: existsSync(join(paths.versions, label)),
+    // The Action warns of a part the release lacks (below) instead of failing the job, as before
+    // the CLI's install began to refuse such a release without --allow-missing-parts (issue 44 item 5).
+    allowMissingParts: true,
     signal,
     onEvent: (e: InstallEvent) => {
       if (e.type === 'progress' && e.progress.stage === 'done') {

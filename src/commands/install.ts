@@ -1,10 +1,10 @@
-import {Args, Flags} from '@oclif/core';
+import {Args, Flags, type Interfaces} from '@oclif/core';
 import {CudaenvCommand} from '../cli/base.js';
-import {CudaenvError} from '../core/errors.js';
 import {mirrorsFor} from '../core/remote/choose.js';
 import {installRelease, type InstallResult} from '../core/remote/install.js';
 import {parsePlatform} from '../core/remote/platform.js';
 import {parseComponentList, parseProfile, PROFILES} from '../core/remote/profiles.js';
+import {abortOnStopSignals} from '../core/remote/interrupt.js';
 import {liveDisplay, makeReporter} from '../core/remote/progress.js';
 import {refuseForeignStore} from '../core/store/store-owner.js';
 import {projectInstallSpec} from '../core/selection/project-spec.js';
@@ -31,13 +31,25 @@ export default class Install extends CudaenvCommand {
     arch: Flags.string({description: 'linux-x86_64, linux-sbsa or linux-aarch64 (default: the one for this machine and the release; Jetson Thor uses linux-sbsa)'}),
     force: Flags.boolean({description: 'reinstall; the old copy stays usable until the new one is in place'}),
     'allow-driver-components': Flags.boolean({description: 'let --components name driver and machine software (nvidia_driver, cuda_compat, fabricmanager, imex, nvidia_fs, mft...), refused otherwise'}),
+    'allow-missing-parts': Flags.boolean({description: 'install a release that has no archive of some part of the profile (cudart, cccl, cublas...) for the platform, without those parts; refused otherwise (ls-remote marks such releases with !)'}),
   };
 
   async run(): Promise<InstallResult> {
     const {args, flags} = await this.parse(Install);
+    // From here on, Ctrl-C, SIGTERM or a closed terminal stops the install as it should: staging removed, a message, 128+N.
+    const controller = new AbortController();
+    const stopHandlers = abortOnStopSignals(controller);
+    try {
+      return await this.install(args.spec, flags, controller);
+    } finally {
+      stopHandlers();
+    }
+  }
+
+  private async install(specArg: string | undefined, flags: Interfaces.InferredFlags<typeof Install.flags>, controller: AbortController): Promise<InstallResult> {
     refuseForeignStore(this.paths, ['install', ...this.argv]);
     // The one spec grammar of use, local and .cuda-version (12.04 is refused with its spelling, 12.4).
-    let spec = args.spec === undefined ? undefined : parseSpec(args.spec).text;
+    let spec = specArg === undefined ? undefined : parseSpec(specArg).text;
     let cudnn = flags.cudnn;
     if (spec === undefined) {
       const pinned = projectInstallSpec(this.paths, logicalCwd());
@@ -51,25 +63,18 @@ export default class Install extends CudaenvCommand {
     const profile = flags.profile === undefined ? undefined : parseProfile(flags.profile);
     const mirrors = await mirrorsFor(this.paths, flags.mirror);
     const reporter = await makeReporter({json: this.jsonEnabled(), tty: liveDisplay(process.stderr, process.stdout), write: (line) => process.stderr.write(`${line}\n`)});
-    const controller = new AbortController();
-    const interrupt = (signal: NodeJS.Signals): void => {
-      controller.abort(new CudaenvError(`interrupted by ${signal}; nothing was installed`, {exitCode: signal === 'SIGINT' ? 130 : 143, code: 'interrupted', hint: 'Run the same command again: verified downloads are kept in the cache.'}));
-    };
-    process.once('SIGINT', interrupt);
-    process.once('SIGTERM', interrupt);
     let result: InstallResult;
     try {
       result = await installRelease({
         paths: this.paths, spec, mirror: mirrors.cuda, cudnnMirror: mirrors.cudnn, platform,
-        profile, components, allowDriverComponents: flags['allow-driver-components'], cudnn, force: flags.force, signal: controller.signal,
+        profile, components, allowDriverComponents: flags['allow-driver-components'], allowMissingParts: flags['allow-missing-parts'],
+        cudnn, force: flags.force, signal: controller.signal,
         onEvent: (e) => reporter.onEvent(e),
       });
     } catch (error) {
       await reporter.finish(false);
-      throw error;
-    } finally {
-      process.off('SIGINT', interrupt);
-      process.off('SIGTERM', interrupt);
+      // A signal is the story, whatever failed after it (a terminal's Ctrl-C reaches xz and tar too).
+      throw controller.signal.aborted ? controller.signal.reason : error;
     }
     await reporter.finish(true);
     if (!this.jsonEnabled()) {

@@ -57,16 +57,21 @@ describe('install of releases after 13.0', () => {
     expect(receipt.components.find((c) => c.name === 'cccl')!.relative_path).toBe('cccl/linux-x86_64/cccl-linux-x86_64-13.0.85-archive.tar.xz');
   });
 
-  test('13.5 without CCCL under either name: the install says so on stderr, and --json names the part', async () => {
+  test('13.5 without CCCL under either name: refused unless --allow-missing-parts (issue 44 item 5); with it, the install says so on stderr, and --json names the part', async () => {
     const store = join(tmp.dir, `store${n++}`);
-    const text = await runCliAsync(['install', '13.5.0', '--profile', 'minimal'], env(store));
+    const refused = await runCliAsync(['install', '13.5.0', '--profile', 'minimal'], env(store));
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('cudaenv: CUDA 13.5.0 has no archive for linux-x86_64 of the CCCL headers (Thrust, CUB, libcu++');
+    expect(refused.stderr).toContain('(looked for as cccl or cuda_cccl): nothing was installed\nInstall it without that part with --allow-missing-parts (code that needs it will not build), or choose another release (`cudaenv ls-remote`), --profile or --arch. CUDA 13.5.0 has components cudaenv does not know (cuda_cxx_core): if one of them is the part under a new name, add it with --components NAME.\n');
+    expect(existsSync(join(store, 'versions', '13.5.0'))).toBe(false);
+    const text = await runCliAsync(['install', '13.5.0', '--profile', 'minimal', '--allow-missing-parts'], env(store));
     expect(text.code).toBe(0);
     expect(text.stderr).toContain('CUDA 13.5.0 has no archive for linux-x86_64 of the CCCL headers (Thrust, CUB, libcu++');
     expect(text.stderr).toContain('(looked for as cccl or cuda_cccl): installed without it, so code that needs it will not build; CUDA 13.5.0 has components cudaenv does not know (cuda_cxx_core): if one of them is the part under a new name, add it with --components NAME');
     expect(text.stdout).toContain('Installed CUDA 13.5.0 in');
     expect(existsSync(join(store, 'versions', '13.5.0', 'include', 'cccl'))).toBe(false);
 
-    const again = await runCliAsync(['install', '13.5.0', '--profile', 'minimal', '--force', '--json'], env(store));
+    const again = await runCliAsync(['install', '13.5.0', '--profile', 'minimal', '--force', '--allow-missing-parts', '--json'], env(store));
     expect(again.code).toBe(0);
     const out = JSON.parse(again.stdout) as {missing_parts: unknown; warnings: string[]; status: string};
     expect(out.status).toBe('reinstalled');
@@ -98,7 +103,8 @@ describe('the tables say how old they are', () => {
       driver_table: {newest: '13.3.1', newer: ['13.4.1', '13.5.0']},
     });
     const text = await runCliAsync(['ls-remote'], env(store));
-    expect(text.stdout).toBe('  13.0.2\n  13.4.1\n  13.5.0\n');
+    // 13.5.0 lacks CCCL: install refuses it, and ls-remote says so by the same rule (issue 44 item 5).
+    expect(text.stdout).toBe('  13.0.2\n  13.4.1\n! 13.5.0  (cannot be installed: it has no linux-x86_64 archive of cccl or cuda_cccl, which the devel profile takes; --allow-missing-parts installs it without)\n');
     expect(text.stderr).toBe([
       'cudaenv: note: 13.4.1 and 13.5.0 are newer than cudaenv\'s release table (11.4.2 to 13.0.2): a toolkit of them installed without cudaenv is named from this mirror\'s manifests (cudaenv add reads them)',
       'cudaenv: note: 13.4.1 and 13.5.0 are newer than cudaenv\'s driver table (to 13.3.1): their minimum driver is not known to cudaenv (doctor checks them against 13.3.1\'s as a lower bound)',

@@ -25,7 +25,7 @@ let n = 0;
 /** An install into a fresh store; `--json` unless it is expected to fail (its one line is on stderr). */
 function install(mirror: string, env: NodeJS.ProcessEnv, json = true): Promise<{code: number | null; stdout: string; stderr: string}> {
   const store = join(tmp.dir, `store${n++}`);
-  return runCliAsync(['install', '12.4.1', ...(json ? ['--json'] : [])], cliEnv(store, {CUDAENV_MIRROR: mirror, CUDAENV_RETRY_DELAY_MS: '20', NODE_EXTRA_CA_CERTS: cert, ...env}));
+  return runCliAsync(['install', '12.4.1', '--components', 'cuda_cudart', ...(json ? ['--json'] : [])], cliEnv(store, {CUDAENV_MIRROR: mirror, CUDAENV_RETRY_DELAY_MS: '20', NODE_EXTRA_CA_CERTS: cert, ...env}));
 }
 
 function expectInstalled(r: {code: number | null; stdout: string; stderr: string}): void {
@@ -63,7 +63,7 @@ describeIf(haveTinyproxy && haveOpenssl, 'needs tinyproxy and openssl (apt-get i
       expect(r.code).toBe(1);
       expect(r.stderr).toMatch(/self[- ]signed certificate/);
       // Through the launcher (NODE_EXTRA_CA_CERTS applied by cudaenv, not at Node's start): the tunnel trusts it too.
-      const viaLauncher = await runLauncherAsync(['install', '12.4.1', '--json'],
+      const viaLauncher = await runLauncherAsync(['install', '12.4.1', '--components', 'cuda_cudart', '--json'],
         cliEnv(join(tmp.dir, `store${n++}`), {CUDAENV_MIRROR: httpsUrl, CUDAENV_RETRY_DELAY_MS: '20', NODE_EXTRA_CA_CERTS: cert, HTTPS_PROXY: proxy.url}));
       expectInstalled(viaLauncher);
     } finally {

@@ -109,9 +109,10 @@ describe('cudaenv ls-remote / install / uninstall', () => {
     expect(r.status).toBe(0);
     const result = JSON.parse(r.stdout);
     expect(result).toMatchObject({version: '12.4.1', status: 'installed', platform: 'linux-x86_64', mirror: server.url});
-    const ls = await runCli(['ls-remote'], {env: env(store)});
+    // This mirror's releases have the minimal profile's parts, not all of devel's (the default).
+    const ls = await runCli(['ls-remote', '--profile', 'minimal'], {env: env(store)});
     expect(ls.stdout.trim().split('\n')).toEqual(['* 12.4.1', '  12.6.3']);
-    const json = JSON.parse((await runCli(['ls-remote', '12.6', '--json'], {env: env(store)})).stdout);
+    const json = JSON.parse((await runCli(['ls-remote', '12.6', '--profile', 'minimal', '--json'], {env: env(store)})).stdout);
     expect(json.releases).toEqual([{version: '12.6.3', installed: false, installable: true, platform: 'linux-x86_64'}]);
     const bad = await runCli(['ls-remote', 'x; rm'], {env: env(store)});
     expect(bad.status).toBe(2);
@@ -231,13 +232,19 @@ describe('cudaenv ls-remote / install / uninstall', () => {
     expect(none.stderr).toMatch(/no cuDNN 8 built for CUDA 12/);
   });
 
-  test('--cudnn on a version installed without it says it was not added and how to add it; with cuDNN it reports it', async () => {
+  test('--cudnn on a version installed without it fails (exit 1: nothing asked was done) with the command that adds it; with cuDNN it reports it', async () => {
     const store = newStore();
     expect((await runCli(['install', '12.4.1', '--profile', 'minimal'], {env: env(store)})).status).toBe(0);
     const r = await runCli(['install', '12.4', '--profile', 'minimal', '--cudnn', '9'], {env: env(store)});
-    expect(r.status).toBe(0);
-    expect(r.stdout).toContain('CUDA 12.4.1 is already installed');
-    expect(r.stderr).toContain('cudaenv: warning: cuDNN 9.1.0.70 was not added: CUDA 12.4.1 is already installed without cuDNN; add --force to reinstall it with cuDNN 9.1.0.70');
+    // Issue 44 item 11: this was exit 0 with a warning, cuDNN not added.
+    expect(r.status).toBe(1);
+    expect(r.stdout).toBe('');
+    // Nothing of "Installing CUDA ..." before it: nothing is installed.
+    expect(r.stderr).toBe(`cudaenv: cuDNN 9.1.0.70 was not added: CUDA 12.4.1 is already installed in ${join(store, 'versions', '12.4.1')} without cuDNN, and an install does not change an installed toolkit\n` +
+      'Reinstall it with cuDNN 9.1.0.70: cudaenv install 12.4.1 --cudnn 9 --profile minimal --force (the CUDA archives come from the cache; the installed copy stays usable until the new one is in place).\n');
+    const json = await runCli(['install', '12.4', '--profile', 'minimal', '--cudnn', '9', '--json'], {env: env(store)});
+    expect(json.status).toBe(1);
+    expect(JSON.parse(json.stdout)).toMatchObject({ok: false, error: {code: 'cudnn-not-added'}});
     const forced = await runCli(['install', '12.4', '--profile', 'minimal', '--cudnn', '9', '--force', '--json'], {env: env(store)});
     // this generated mirror has no cuda_nvrtc: cuDNN's need of it is said (libcublas is added)
     expect(JSON.parse(forced.stdout)).toMatchObject({status: 'reinstalled', cudnn: '9.1.0.70', notes: ['added libcublas: cuDNN 9.1.0.70 loads libcublasLt'],
@@ -250,7 +257,7 @@ describe('cudaenv ls-remote / install / uninstall', () => {
     const store = newStore();
     const plain = cliEnv(store, {CUDAENV_RETRY_DELAY_MS: '20'});
     expect((await runCli(['config', 'mirror', server.url], {env: plain})).status).toBe(0);
-    const ls = await runCli(['ls-remote', '--json'], {env: plain});
+    const ls = await runCli(['ls-remote', '--profile', 'minimal', '--json'], {env: plain});
     expect(JSON.parse(ls.stdout)).toEqual({mirror: server.url, releases: [{version: '12.4.1', installed: false, installable: true, platform: 'linux-x86_64'}, {version: '12.6.3', installed: false, installable: true, platform: 'linux-x86_64'}],
       // How old the tables cudaenv carries are (issue 36): nothing listed is newer than either.
       tables: {driver_table: {newer: [], newest: expect.any(String)}, release_table: {newer: [], newest: expect.any(String), oldest: '11.4.2'}}});
@@ -339,7 +346,7 @@ describe('cudaenv ls-remote / install / uninstall', () => {
     for (const point of ['download', 'before-merge', 'before-rename']) {
       const store = newStore();
       const cp = checkpoints(point, [point]);
-      const {child, done} = startCli(['install', '12.4.1'], env(store, {CUDAENV_TEST_CHECKPOINT_DIR: cp}));
+      const {child, done} = startCli(['install', '12.4.1', '--allow-missing-parts'], env(store, {CUDAENV_TEST_CHECKPOINT_DIR: cp}));
       await waitFor(join(cp, point));
       if (point === 'before-rename') {
         // complete and written, but not yet in versions/
@@ -349,7 +356,7 @@ describe('cudaenv ls-remote / install / uninstall', () => {
       await done;
       expect(checkStore(store)).toEqual([]);
       expect((await runCli(['ls', '--json'], {env: env(store)})).stdout).toContain('"versions": []');
-      const again = await runCli(['install', '12.4.1', '--json'], {env: env(store)});
+      const again = await runCli(['install', '12.4.1', '--allow-missing-parts', '--json'], {env: env(store)});
       expect(again.status).toBe(0);
       expect(checkStore(store)).toEqual(['12.4.1']);
       expect(readdirSync(join(store, 'tmp'))).toEqual([]); // the dead run's stage was cleaned
@@ -362,7 +369,7 @@ describe('cudaenv ls-remote / install / uninstall', () => {
     const store = newStore();
     const cp = checkpoints(`crash-${kind}`, []);
     writeFileSync(join(cp, 'download.crash'), kind);
-    const r = await runCli(['install', '12.4.1', ...(kind === 'rejection' ? ['--json'] : [])], {env: env(store, {CUDAENV_TEST_CHECKPOINT_DIR: cp})});
+    const r = await runCli(['install', '12.4.1', '--allow-missing-parts', ...(kind === 'rejection' ? ['--json'] : [])], {env: env(store, {CUDAENV_TEST_CHECKPOINT_DIR: cp})});
     expect(r.status).toBe(1);
     const lines = r.stderr.trim().split('\n');
     expect(lines.at(-1)).toMatch(/^cudaenv: unexpected internal error: injected crash at download\. This is a bug in cudaenv; the locks and temporary files of this run were cleaned up\./);
@@ -374,7 +381,7 @@ describe('cudaenv ls-remote / install / uninstall', () => {
     const parts = readdirSync(join(store, 'cache')).filter((f) => f.endsWith('.part') && statSync(join(store, 'cache', f)).size > 0);
     expect(parts.length).toBeGreaterThan(0); // bytes already downloaded are kept for the next run
     const start = server.log.length;
-    const again = await runCli(['install', '12.4.1', '--json'], {env: env(store)});
+    const again = await runCli(['install', '12.4.1', '--allow-missing-parts', '--json'], {env: env(store)});
     expect(again.status).toBe(0);
     // the kept bytes are not fetched again: a kept part is resumed (206) or, when complete, not asked for
     for (const part of parts) {
@@ -387,7 +394,7 @@ describe('cudaenv ls-remote / install / uninstall', () => {
   test('what a SIGKILLed run left (its locks, also on archives no one needs now, and its stage) is reclaimed by the next install, of any version', async () => {
     const store = newStore();
     const cp = checkpoints('kill-locks', ['download']);
-    const {child, done} = startCli(['install', '12.4.1'], env(store, {CUDAENV_TEST_CHECKPOINT_DIR: cp}));
+    const {child, done} = startCli(['install', '12.4.1', '--allow-missing-parts'], env(store, {CUDAENV_TEST_CHECKPOINT_DIR: cp}));
     await waitFor(join(cp, 'download'));
     child.kill('SIGKILL');
     await done;
@@ -459,7 +466,7 @@ describe('cudaenv ls-remote / install / uninstall', () => {
   test('SIGINT stops the install cleanly with exit 130', async () => {
     const store = newStore();
     const cp = checkpoints('int', ['before-merge']);
-    const {child, done} = startCli(['install', '12.4.1'], env(store, {CUDAENV_TEST_CHECKPOINT_DIR: cp}));
+    const {child, done} = startCli(['install', '12.4.1', '--allow-missing-parts'], env(store, {CUDAENV_TEST_CHECKPOINT_DIR: cp}));
     await waitFor(join(cp, 'before-merge'));
     child.kill('SIGINT');
     await new Promise((r) => setTimeout(r, 200));

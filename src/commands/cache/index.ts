@@ -3,7 +3,7 @@ import {describeCache, type CacheState} from '../../core/remote/cache.js';
 import {formatBytes} from '../../core/text/bytes.js';
 
 export default class Cache extends CudaenvCommand {
-  static override summary = 'Show the cache: verified archives kept for reinstalls, interrupted downloads, manifest copies, stored check results.';
+  static override summary = 'Show the cache: verified archives kept for reinstalls, interrupted downloads, manifest copies, stored check results, and what interrupted installs left under tmp/.';
   static override description = 'Free it with `cudaenv cache clean` (`--partial` for interrupted downloads only).';
   static override examples = ['<%= config.bin %> cache', '<%= config.bin %> cache --json'];
 
@@ -19,7 +19,13 @@ export default class Cache extends CudaenvCommand {
       this.log(`  ${partial.length} interrupted download${partial.length === 1 ? '' : 's'} (${formatBytes(sum(partial))}), resumed by the next install of their archive`);
       this.log(`  ${state.manifests.files} manifest cop${state.manifests.files === 1 ? 'y' : 'ies'} (${formatBytes(state.manifests.bytes)}), for ls-remote`);
       this.log(`  ${state.checks.files} check result file${state.checks.files === 1 ? '' : 's'} (${formatBytes(state.checks.bytes)}), reused by \`cudaenv check\` while nothing they read changes`);
-      if (state.bytes > 0) this.log('Free it with `cudaenv cache clean` (`--partial`: interrupted downloads only).');
+      if (state.staging.length > 0) {
+        // Not in the cache directory, but as much the user's disk: what killed installs left under tmp/.
+        const bytes = state.staging.reduce((s, l) => s + l.bytes, 0);
+        this.log(`${state.staging.length} staging director${state.staging.length === 1 ? 'y' : 'ies'} of interrupted installs (${formatBytes(bytes)}), reused by nothing:`);
+        for (const l of state.staging) this.log(`  ${l.path} (CUDA ${l.version}, ${formatBytes(l.bytes)}, left by process ${l.pid})`);
+      }
+      if (state.bytes > 0 || state.staging.length > 0) this.log('Free it with `cudaenv cache clean` (`--partial`: interrupted downloads and staging only).');
     }
     return state;
   }

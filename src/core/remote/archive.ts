@@ -147,8 +147,8 @@ async function streamOnce(job: ArchiveJob, cacheFile: string, fromCache: boolean
   const tarFailed = (code: number): CudaenvError => {
     const why = tarErr().trim() || `tar exited with ${code}`;
     if (diskFull(job.destDir)) {
-      return new CudaenvError(`${component}: the disk is full while extracting ${url} (${why})`, {
-        hint: 'Nothing was installed. Free space in the cudaenv store (CUDAENV_DIR) and try again; the verified download is kept in the cache.', code: 'disk-full',
+      return new CudaenvError(`${component}: the disk is full while extracting ${url} into ${job.destDir} (${why})`, {
+        hint: `Nothing was installed. Free space in the cudaenv store (CUDAENV_DIR), on the file system of ${job.destDir}, and try again; the verified download is kept in the cache.`, code: 'disk-full',
       });
     }
     return new CudaenvError(`${component}: extracting ${url} failed: ${why}`, {hint: 'Check the space and permissions of the cudaenv store.', code: 'extract-failed'});
@@ -219,7 +219,9 @@ async function streamOnce(job: ArchiveJob, cacheFile: string, fromCache: boolean
       // ran) instead of a thread-pool round trip per chunk; its queue is bounded like xz's.
       // O_NOFOLLOW: a link planted at the .part name (a shared store) is an error, never a file written through.
       part = (await open(partFile, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o644)).createWriteStream({highWaterMark: 2 << 20});
-      part.on('error', (error) => {
+      part.on('error', (error: NodeJS.ErrnoException) => {
+        // A write through the descriptor fails without a path (ENOSPC): name the part file.
+        if (typeof error.path !== 'string') Object.assign(error, {path: partFile, message: `${error.message} '${partFile}'`});
         partError ??= error;
       });
       let first = true;
@@ -308,7 +310,8 @@ async function streamOnce(job: ArchiveJob, cacheFile: string, fromCache: boolean
     if (error instanceof CudaenvError) throw error;
     if (tarStopped !== null) throw tarFailed(tarStopped);
     if ((error as NodeJS.ErrnoException).code === 'ENOSPC') {
-      throw new CudaenvError(`${component}: the disk is full while installing from ${url}`, {hint: 'Free space in the cudaenv store (CUDAENV_DIR) and try again.', code: 'disk-full', cause: error});
+      const where = (error as NodeJS.ErrnoException).path ?? job.cacheDir;
+      throw new CudaenvError(`${component}: the disk is full while installing from ${url} (writing ${where})`, {hint: `Free space on the file system of ${where} (the cudaenv store, CUDAENV_DIR) and try again; what was downloaded is kept and reused.`, code: 'disk-full', cause: error});
     }
     throw new CudaenvError(`${component}: installing from ${url} failed: ${(error as Error).message}`, {cause: error});
   }

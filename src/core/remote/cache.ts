@@ -3,6 +3,7 @@ import {join} from 'node:path';
 import {CudaenvError} from '../errors.js';
 import {acquireLock, readLockOwner, lockPath} from '../store/lock.js';
 import type {StorePaths} from '../store/paths.js';
+import {cleanLeftoverStaging, leftoverStaging, type LeftoverStaging, type StagingCleanup} from './staging.js';
 
 /**
  * The download cache (`cache/`): verified archives, kept so that a reinstall or another
@@ -22,7 +23,10 @@ export interface CacheState {
   manifests: {files: number; bytes: number};
   /** `cache/check/`: `cudaenv check`'s stored results (src/core/elf/cache/verdict-cache.ts). */
   checks: {files: number; bytes: number};
+  /** The cache's bytes (archives, parts, manifests, check results); `staging` is counted apart. */
   bytes: number;
+  /** Staging directories under tmp/ that killed installs left and no live process owns (remote/staging.ts). */
+  staging: LeftoverStaging[];
 }
 
 const CACHE_NAME = /^([0-9a-f]{16})-[A-Za-z0-9._+-]+$/;
@@ -73,7 +77,7 @@ export function describeCache(paths: StorePaths): CacheState {
   }
   const manifests = treeSize(join(paths.cache, 'manifests'));
   const checks = treeSize(paths.checkCache);
-  return {dir: paths.cache, files, manifests, checks, bytes: files.reduce((s, f) => s + f.bytes, 0) + manifests.bytes + checks.bytes};
+  return {dir: paths.cache, files, manifests, checks, bytes: files.reduce((s, f) => s + f.bytes, 0) + manifests.bytes + checks.bytes, staging: leftoverStaging(paths)};
 }
 
 export interface CleanResult {
@@ -82,17 +86,22 @@ export interface CleanResult {
   busy: Array<CacheFile & {by: string}>;
   manifestsRemoved: number;
   checksRemoved: number;
+  /** What killed installs left under tmp/: removed with or without --partial (nothing in it is ever reused). */
+  staging: StagingCleanup;
   freedBytes: number;
 }
 
 /**
  * Removes cached archives and `.part` files (only `.part` files with `partialOnly`), and the
- * manifest copies and stored check results. Each archive is removed under its own lock, taken without waiting: one an
+ * manifest copies and stored check results; with or without `partialOnly`, the staging
+ * directories killed installs left under tmp/ (see cleanLeftoverStaging). Each archive is removed under its own lock, taken without waiting: one an
  * install holds is reported busy and kept, and no install can start on it while it goes.
  */
 export async function cleanCache(paths: StorePaths, options: {partialOnly?: boolean} = {}): Promise<CleanResult> {
   const state = describeCache(paths);
-  const result: CleanResult = {removed: [], busy: [], manifestsRemoved: 0, checksRemoved: 0, freedBytes: 0};
+  const result: CleanResult = {removed: [], busy: [], manifestsRemoved: 0, checksRemoved: 0, staging: {removed: [], restored: [], busy: []}, freedBytes: 0};
+  result.staging = await cleanLeftoverStaging(paths);
+  result.freedBytes += result.staging.removed.reduce((s, l) => s + l.bytes, 0);
   for (const f of state.files) {
     if (options.partialOnly && f.kind !== 'partial') continue;
     const name = archiveLockName(CACHE_NAME.exec(f.kind === 'partial' ? f.file.slice(0, -5) : f.file)![1]!);

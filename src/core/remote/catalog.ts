@@ -2,7 +2,7 @@ import {createHash} from 'node:crypto';
 import {CudaenvError, UsageError} from '../errors.js';
 import {fetchIndexText, fetchText} from './fetch-text.js';
 import {parseIndexPage} from './index-page.js';
-import {labelParts, matchesPrefix, newestMatching} from './labels.js';
+import {compareLabels, labelParts, matchesPrefix, newestMatching} from './labels.js';
 import {parseManifest, type Manifest} from './manifest.js';
 import {mirrorLocation, type Mirror} from './mirror.js';
 import {prefixedVersion} from '../versions/spec.js';
@@ -56,12 +56,31 @@ export async function resolveRelease(mirror: Mirror, spec: string, signal?: Abor
   const labels = await listReleases(mirror, signal);
   const label = newestMatching(labels, spec);
   if (!label) {
-    const near = labels.filter((l) => spec !== 'latest' && matchesPrefix(l, spec.split('.')[0]!)).slice(-5);
     throw new CudaenvError(`the mirror ${mirror.display} offers no CUDA release matching ${spec}`, {
       hint: labels.length === 0 ? 'Its index lists no redistrib_*.json at all: check --mirror.'
-        : `${near.length > 0 ? `Releases of CUDA ${spec.split('.')[0]}: ${near.join(', ')}. ` : ''}See all with \`cudaenv ls-remote\`.`,
+        : `${[nearReleases(labels, spec), 'See all with `cudaenv ls-remote`.'].filter(Boolean).join(' ')}`,
       code: 'not-found',
     });
   }
   return (await loadManifest(mirror, label, false, signal))!;
+}
+
+/**
+ * What a spec no release matches was likely meant as: the releases of its MAJOR.MINOR (12.4.99:
+ * the 12.4 releases; it listed the newest of 12, 12.6.3 to 12.9.1), else the releases nearest to it
+ * (two below, two above: 12.5 where the mirror has no 12.5). A sentence, or '' for nothing.
+ */
+export function nearReleases(labels: readonly string[], spec: string): string {
+  const sorted = [...labels].sort(compareLabels);
+  const parts = spec.split('.');
+  if (parts.length > 2) {
+    const prefix = parts.slice(0, 2).join('.');
+    const same = sorted.filter((l) => matchesPrefix(l, prefix));
+    if (same.length > 0) return `Releases of CUDA ${prefix}: ${same.slice(-8).join(', ')}.`;
+  }
+  if (spec === 'latest') return '';
+  const at = sorted.findIndex((l) => compareLabels(l, spec) > 0);
+  const i = at === -1 ? sorted.length : at;
+  const near = sorted.slice(Math.max(0, i - 2), i + 2);
+  return near.length > 0 ? `The nearest releases: ${near.join(', ')}.` : '';
 }

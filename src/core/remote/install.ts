@@ -19,6 +19,7 @@ import type {Mirror} from './mirror.js';
 import {relocatePkgConfig} from './pkgconfig.js';
 import {platformForRelease, type MachineKind, type Platform} from './platform.js';
 import {describeMissing, describeUnknown, planComponents, type MissingPart, type Profile} from './profiles.js';
+import {missingPartsRefusal} from './installable.js';
 import {cleanOtherLeftovers, makeTempIn, recoverLeftovers, tempName, versionLockName} from './staging.js';
 
 export interface InstallRequest {
@@ -33,6 +34,8 @@ export interface InstallRequest {
   components?: string[];
   /** Lets --components name driver and machine software (nvidia_driver, fabricmanager...). */
   allowDriverComponents?: boolean;
+  /** --allow-missing-parts: install a release that lacks parts of the profile, without them (refused otherwise). */
+  allowMissingParts?: boolean;
   cudnn?: string;
   cudnnMirror?: Mirror;
   force?: boolean;
@@ -144,7 +147,6 @@ export async function installRelease(req: InstallRequest): Promise<InstallResult
     if (missing.length > 0) warnings.push(`cuDNN ${cudnn.version} loads ${missing.join(' and ')}, which CUDA ${label} has no archive of for ${platform}: cuDNN will not work until it is found elsewhere (LD_LIBRARY_PATH)`);
     jobs.push({name: 'cudnn', version: cudnn.version, artifact: cudnn.artifact, mirror: req.cudnnMirror});
   }
-  req.onEvent?.({type: 'plan', label, platform, platformWhy, components: jobs.map((j) => ({name: j.name, version: j.version, size: j.artifact.size}))});
 
   ensureStoreDirs(paths);
   const lock = await acquireLock(paths.locks, versionLockName(label), {
@@ -168,11 +170,21 @@ export async function installRelease(req: InstallRequest): Promise<InstallResult
     // A registration whose directory is gone serves nothing: an install replaces it without --force.
     if (existing && !existing.broken && !req.force) {
       const had = readReceipt(dest)?.cudnn?.version ?? null;
-      const notAdded = cudnn && had !== cudnn.version
-        ? [`cuDNN ${cudnn.version} was not added: CUDA ${label} is already installed${had ? ` with cuDNN ${had}` : ' without cuDNN'}; add --force to reinstall it with cuDNN ${cudnn.version} (the CUDA archives come from the cache)`]
-        : [];
-      return {...base, notes: [], status: 'already-installed', components: [], cudnn: had, warnings: notAdded, missing_parts: [], unknown_components: []};
+      // Asked for a cuDNN the installed copy lacks: nothing of what was asked happened, so it is an error, with the command that does it.
+      if (cudnn && had !== cudnn.version) {
+        const flags = [req.profile ? `--profile ${req.profile}` : '', req.components ? `--components ${req.components.join(',')}` : '', req.allowMissingParts ? '--allow-missing-parts' : ''].filter(Boolean).join(' ');
+        throw new CudaenvError(`cuDNN ${cudnn.version} was not added: CUDA ${label} is already installed in ${dest}${had ? ` with cuDNN ${had}` : ' without cuDNN'}, and an install does not change an installed toolkit`, {
+          hint: `Reinstall it with cuDNN ${cudnn.version}: cudaenv install ${label} --cudnn ${req.cudnn}${flags ? ` ${flags}` : ''} --force (the CUDA archives come from the cache; the installed copy stays usable until the new one is in place).`,
+          code: 'cudnn-not-added',
+        });
+      }
+      return {...base, notes: [], status: 'already-installed', components: [], cudnn: had, warnings: [], missing_parts: [], unknown_components: []};
     }
+    // Not without parts of the profile unless asked (ls-remote marks such a release by the same rule).
+    const refusal = missingPartsRefusal(label, platform, plan, req.allowMissingParts);
+    if (refusal) throw refusal;
+    // Only now "Installing CUDA ...": not before a refusal or an "already installed".
+    req.onEvent?.({type: 'plan', label, platform, platformWhy, components: jobs.map((j) => ({name: j.name, version: j.version, size: j.artifact.size}))});
     stage = makeTempIn(paths, 'stage', label);
     const partsDir = join(stage, 'parts');
     const root = join(stage, 'root');

@@ -4,9 +4,11 @@ import {join} from 'node:path';
 import {writeFileSafely} from '../safe-fs/index.js';
 import {loadManifest, manifestFromText, manifestName} from './catalog.js';
 import {fetchText} from './fetch-text.js';
-import {artifactFor, type Manifest} from './manifest.js';
+import {CudaenvError} from '../errors.js';
+import type {Manifest} from './manifest.js';
 import type {Mirror} from './mirror.js';
 import {platformForRelease, type MachineKind, type Platform} from './platform.js';
+import {planComponents, type MissingPart, type Profile} from './profiles.js';
 
 export interface Installability {
   installable: boolean;
@@ -14,26 +16,64 @@ export interface Installability {
   platform?: string;
   /** Why it cannot be installed. */
   why?: string;
+  /** Parts of the profile the release has no archive of for the platform (ids: cudart, cccl...). */
+  missing?: string[];
 }
 
-/** What a toolkit needs at least: without nvcc and cudart there is no toolkit to install. */
-const CORE = ['cuda_nvcc', 'cuda_cudart'];
+export interface InstallabilityOptions {
+  explicit?: Platform;
+  kind?: MachineKind;
+  /** The profile asked for (install's and ls-remote's default: devel). */
+  profile?: Profile;
+  /** --allow-missing-parts: a release lacking parts of the profile is installed without them. */
+  allowMissingParts?: boolean;
+}
 
-/** Whether a release can be installed for this machine (or `--arch`), and if not, why. */
-export function installability(manifest: Manifest, options: {explicit?: Platform; kind?: MachineKind} = {}): Installability {
+/** The flag that lets an install go on without parts of its profile. */
+export const ALLOW_MISSING_FLAG = '--allow-missing-parts';
+
+/**
+ * The one rule `install` and `ls-remote` share: a release lacking a part of the asked profile
+ * for the platform is not installed unless --allow-missing-parts says so. It was two rules:
+ * ls-remote refused a release without cuda_cudart while install installed it, exit 0, without
+ * the CUDA runtime. The error for an install, undefined when nothing is missing or it is allowed.
+ */
+export function missingPartsRefusal(label: string, platform: string, plan: {missing: readonly MissingPart[]; unknown?: readonly string[]}, allowMissingParts = false): CudaenvError | undefined {
+  const {missing} = plan;
+  if (missing.length === 0 || allowMissingParts) return undefined;
+  const unknown = plan.unknown && plan.unknown.length > 0
+    ? ` CUDA ${label} has components cudaenv does not know (${plan.unknown.join(', ')}): if one of them is the part under a new name, add it with --components NAME.`
+    : '';
+  return new CudaenvError(`CUDA ${label} has no archive for ${platform} of ${describeParts(missing)}: nothing was installed`, {
+    hint: `Install it without ${missing.length === 1 ? 'that part' : 'those parts'} with ${ALLOW_MISSING_FLAG} (code that needs ${missing.length === 1 ? 'it' : 'them'} will not build), ` +
+      `or choose another release (\`cudaenv ls-remote\`), --profile or --arch.${unknown}`,
+    code: 'missing-parts',
+  });
+}
+
+function describeParts(missing: readonly MissingPart[]): string {
+  return missing.map((m) => `${m.what} (looked for as ${m.names.join(' or ')})`).join('; ');
+}
+
+/** Whether a release can be installed for this machine (or `--arch`) with this profile, and if not, why. */
+export function installability(manifest: Manifest, options: InstallabilityOptions = {}): Installability {
   let platform: string;
   try {
     platform = platformForRelease(manifest, options).platform;
   } catch (error) {
     return {installable: false, why: (error as Error).message.replace(/^CUDA \S+ has/, 'it has')};
   }
-  const lacking = CORE.filter((name) => {
-    const c = manifest.components.get(name);
-    return !c || !artifactFor(c, platform);
-  });
-  if (lacking.length === CORE.length) return {installable: false, platform, why: `it has no ${platform} archives of ${CORE.join(' or ')}`};
-  if (lacking.length > 0) return {installable: false, platform, why: `it has no ${platform} archive of ${lacking.join(', ')}`};
-  return {installable: true, platform};
+  let missing: MissingPart[];
+  try {
+    missing = planComponents({manifest, platform, profile: options.profile ?? 'devel'}).missing;
+  } catch (error) {
+    return {installable: false, platform, why: (error as Error).message.replace(/^CUDA \S+ has/, 'it has')};
+  }
+  if (missing.length === 0) return {installable: true, platform};
+  const ids = missing.map((m) => m.part);
+  if (options.allowMissingParts) return {installable: true, platform, missing: ids};
+  const names = missing.map((m) => m.names.join(' or ')).join(', ');
+  return {installable: false, platform, missing: ids, why: `it has no ${platform} archive of ${names}, which the ${options.profile ?? 'devel'} profile takes; ${ALLOW_MISSING_FLAG} installs it without`};
 }
 
 /** How long ls-remote trusts a manifest it read before: which platforms a release has does not change. */
@@ -68,7 +108,7 @@ async function cachedManifest(mirror: Mirror, label: string, cacheDir: string | 
  * that cannot be read or parsed makes its release uninstallable, with the reason, instead of
  * failing the whole listing.
  */
-export async function checkReleases(mirror: Mirror, labels: string[], options: {explicit?: Platform; kind?: MachineKind; signal?: AbortSignal; concurrency?: number; cacheDir?: string} = {}): Promise<Map<string, Installability>> {
+export async function checkReleases(mirror: Mirror, labels: string[], options: InstallabilityOptions & {signal?: AbortSignal; concurrency?: number; cacheDir?: string} = {}): Promise<Map<string, Installability>> {
   const result = new Map<string, Installability>();
   const queue = [...labels];
   const worker = async (): Promise<void> => {

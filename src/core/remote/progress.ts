@@ -1,6 +1,6 @@
 import type {ArchiveProgress, Stage} from './archive.js';
 import type {InstallEvent, PlannedComponent} from './install.js';
-import {formatBytes} from '../text/bytes.js';
+import {formatBytes, formatRate} from '../text/bytes.js';
 
 /** Progress of an install as the user sees it: listr2 on a terminal, plain lines otherwise, nothing with --json. */
 export interface Reporter {
@@ -22,7 +22,7 @@ interface Row {
 function describe(row: Row): string {
   const {plan, stage, bytes} = row;
   const elapsed = row.started ? (Date.now() - row.started) / 1000 : 0;
-  const rate = elapsed > 0.2 && bytes > 0 ? `, ${formatBytes(bytes / elapsed)}/s` : '';
+  const rate = elapsed > 0.2 && bytes > 0 ? `, ${formatRate(bytes / elapsed)}` : '';
   const amount = `${formatBytes(bytes)}/${formatBytes(plan.size)}`;
   switch (stage) {
     case 'queued': return `${plan.name} ${plan.version}: waiting (${formatBytes(plan.size)})`;
@@ -68,9 +68,7 @@ export class PlainReporter implements Reporter {
   onEvent(event: InstallEvent): void {
     if (event.type === 'plan') {
       this.rows.update(event);
-      const total = event.components.reduce((s, c) => s + c.size, 0);
-      this.write(platformLine(event));
-      this.write(`Installing CUDA ${event.label}: ${event.components.map((c) => c.name).join(', ')} (${formatBytes(total)})`);
+      for (const line of planLines(event)) this.write(line);
       return;
     }
     if (event.type === 'waiting') {
@@ -92,9 +90,17 @@ export class PlainReporter implements Reporter {
   }
 }
 
-/** Which of NVIDIA's platforms the archives are for, and why: a Jetson or Thor user must be able to tell. */
-function platformLine(event: Extract<InstallEvent, {type: 'plan'}>): string {
-  return `Platform: ${event.platform} (${event.platformWhy})`;
+/**
+ * What an install prints before its progress, live display or plain lines alike: which of NVIDIA's
+ * platforms the archives are for, and why (a Jetson or Thor user must be able to tell), then the
+ * release, its components and their total size.
+ */
+export function planLines(event: Extract<InstallEvent, {type: 'plan'}>): string[] {
+  const total = event.components.reduce((s, c) => s + c.size, 0);
+  return [
+    `Platform: ${event.platform} (${event.platformWhy})`,
+    `Installing CUDA ${event.label}: ${event.components.map((c) => c.name).join(', ')} (${formatBytes(total)})`,
+  ];
 }
 
 /** listr2's renderer: one live line per component with bytes, rate and stage. */
@@ -115,7 +121,8 @@ export class ListrReporter implements Reporter {
       return;
     }
     if (event.type === 'plan') {
-      this.write(platformLine(event));
+      // Written before listr2 starts drawing: the lines stay above the live display.
+      for (const line of planLines(event)) this.write(line);
       this.rows.update(event);
       for (const row of this.rows.rows.values()) {
         let resolve!: () => void;
@@ -138,9 +145,12 @@ export class ListrReporter implements Reporter {
           return this.outcomes.get(row.plan.name)!.promise;
         },
       }));
+      // registerSignalListeners off: listr2's own SIGINT handler calls process.exit(127) before
+      // cudaenv's runs, so Ctrl-C at a terminal left the staging directory and said nothing. The
+      // install's handler (src/commands/install.ts) stops it as it does without a terminal.
       const list = this.renderer
-        ? new Listr(tasks, {concurrent: true, exitOnError: false, renderer: this.renderer})
-        : new Listr(tasks, {concurrent: true, exitOnError: false, rendererOptions: {collapseErrors: false}});
+        ? new Listr(tasks, {concurrent: true, exitOnError: false, registerSignalListeners: false, renderer: this.renderer})
+        : new Listr(tasks, {concurrent: true, exitOnError: false, registerSignalListeners: false, rendererOptions: {collapseErrors: false}});
       this.running = list.run().catch(() => undefined);
       // Rates change even when no event arrives.
       this.ticker = setInterval(() => {

@@ -133,6 +133,12 @@ export function named(error: unknown, dir: SafeDir, name?: string): unknown {
   const fix = (text: string) => (shown ? text.replace(new RegExp(`'${escape(proc)}/[^']*'`, 'g'), `'${shown}'`) : text);
   error.message = real(fix(error.message));
   if (typeof error.path === 'string') error.path = shown && error.path.startsWith(`${proc}/`) ? shown : real(error.path);
+  else {
+    // A write(2) or fsync(2) through the descriptor fails without a path (ENOSPC: "no space left
+    // on device, write"): name the file meant, or the directory.
+    error.path = shown ?? (dir.path.replace(/\/+$/, '') || '/');
+    error.message = `${error.message} '${error.path}'`;
+  }
   const withDest = error as {dest?: unknown};
   if (typeof withDest.dest === 'string') withDest.dest = shown ?? real(withDest.dest);
   return error;

@@ -117,9 +117,15 @@ function tryCreate(path: string, owner: LockOwner): boolean {
   }
   try {
     writeSync(fd, JSON.stringify(owner));
-  } finally {
+  } catch (error) {
+    // A full disk: the lock file exists, empty. It is removed (an empty one would hold others for a
+    // while), and the error names it (write(2) errors carry no path).
     closeSync(fd);
+    rmSync(path, {force: true});
+    if (isErrno(error) && typeof error.path !== 'string') Object.assign(error, {path, message: `${error.message} '${path}'`});
+    throw error;
   }
+  closeSync(fd);
   return true;
 }
 

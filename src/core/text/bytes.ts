@@ -1,12 +1,22 @@
-/** A byte count for people: 512 B, 1.5 KiB, 48.8 MiB, 150 MiB (no decimal from 100 up). */
+const UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+
+/**
+ * A byte count for people: 512 B, 1.5 KiB, 48.8 MiB, 150 MiB (no decimal from 100 up). Any
+ * number is shown at that precision, fractions of a byte included (a rate: 99.08654590493884 B/s
+ * was printed as it came), and a value that rounds up to 1024 is shown in the next unit.
+ */
 export function formatBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
-  let v = n / 1024;
+  let v = Number.isFinite(n) && n > 0 ? n : 0;
   let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
+  for (;;) {
+    const text = i === 0 ? String(Math.round(v)) : v.toFixed(v >= 99.95 ? 0 : 1);
+    if (Number(text) < 1024 || i === UNITS.length - 1) return `${text} ${UNITS[i]}`;
     v /= 1024;
     i++;
   }
-  return `${v.toFixed(v >= 100 ? 0 : 1)} ${units[i]}`;
+}
+
+/** A transfer rate: `formatBytes(bytesPerSecond)/s` (3 B/s, 512 B/s, 1.2 MiB/s). */
+export function formatRate(bytesPerSecond: number): string {
+  return `${formatBytes(bytesPerSecond)}/s`;
 }
