@@ -166,6 +166,12 @@ describe('what a killed install leaves: `cache` shows it, `cache clean` removes 
     expect(human.stdout).toContain(`  ${join(store, 'tmp', dead)} (CUDA 12.6.3, `);
     expect(human.stdout).not.toContain(running);
 
+    // doctor reports them too, with the command that frees them (and not the live install's).
+    const doctor = JSON.parse((await spawnCli(['doctor', '--json'], store)).stdout) as {findings: Array<{id: string; severity: string; evidence: string[]; fix: string | null}>};
+    const leftover = doctor.findings.find((f) => f.id === 'toolkit.leftover-staging');
+    expect(leftover).toMatchObject({severity: 'warning', fix: expect.stringContaining('cudaenv cache clean')});
+    expect(leftover!.evidence.map((e) => e.split(':')[0]).sort()).toEqual([join(store, 'tmp', dead), join(store, 'tmp', reused)].sort());
+
     const clean = await spawnCli(['cache', 'clean', '--partial'], store);
     expect(clean.status).toBe(0);
     expect(clean.stdout).toMatch(/^Removed \d+ files? from the cache and 2 staging directories of interrupted installs, .* freed\.$/m);
@@ -174,7 +180,9 @@ describe('what a killed install leaves: `cache` shows it, `cache clean` removes 
     expect(await liveDone).toBe(0);
     expect(list(join(store, 'versions'))).toEqual(['12.4.1']);
     expect(JSON.parse((await spawnCli(['cache', '--json'], store)).stdout).staging).toEqual([]);
-  }, 90000);
+    const after = JSON.parse((await spawnCli(['doctor', '--json'], store)).stdout) as {findings: Array<{id: string}>};
+    expect(after.findings.map((f) => f.id)).not.toContain('toolkit.leftover-staging');
+  }, 120000);
 
   test('an `old-` copy of a --force killed between its renames is put back by `cache clean`, not deleted', async () => {
     const store = newStore();

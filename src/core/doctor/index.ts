@@ -6,6 +6,8 @@
 import {existsSync} from 'node:fs';
 import {firstOnPath, pythonCudaLibDirs} from '../system/python-env.js';
 import {inspectPythonCached} from '../system/python-env-cache.js';
+import {leftoverStaging, type LeftoverStaging} from '../remote/staging.js';
+import {formatBytes} from '../text/bytes.js';
 import {dynamicProgram} from '../elf/index.js';
 import {cudartReport, driverProblemFindings} from './driver-library.js';
 import type {CheckReport} from '../elf/api.js';
@@ -50,10 +52,31 @@ export const HOST_FACTS = [
   'the Python interpreter (its sys.path) and nvidia-smi, run on this host',
 ];
 
+/** What an install stopped by SIGKILL or a crash left in the store's tmp/ (issue 44): gigabytes with real toolkits. */
+function leftoverFinding(ctx: DoctorContext): Finding | undefined {
+  let found: LeftoverStaging[];
+  try {
+    found = leftoverStaging(ctx.paths);
+  } catch {
+    return undefined;
+  }
+  if (found.length === 0) return undefined;
+  const total = found.reduce((sum, f) => sum + f.bytes, 0);
+  return {
+    id: 'toolkit.leftover-staging',
+    severity: 'warning',
+    title: `${found.length} interrupted install${found.length === 1 ? '' : 's'} left ${formatBytes(total)} in ${ctx.paths.tmp}`,
+    evidence: found.map((f) => `${f.path}: CUDA ${f.version}, ${formatBytes(f.bytes)}, by process ${f.pid}, which is gone${f.kind === 'old' ? ' (the previous copy of an install --force: cache clean puts it back)' : ''}`),
+    fix: 'cudaenv cache clean (removes what no running install owns; nothing installed is touched)',
+  };
+}
+
 export async function runDoctor(ctx: DoctorContext, deps: DoctorDeps): Promise<DoctorReport> {
   const findings: Finding[] = [];
   const toolkits = inspectToolkits(ctx);
   findings.push(...toolkits.findings);
+  const leftover = leftoverFinding(ctx);
+  if (leftover) findings.push(leftover);
 
   const cacheFile = sysPath(ctx, '/etc/ld.so.cache');
   // Without the file, a cache reader's `ldconfig -p` fallback would describe another root.
