@@ -179,7 +179,7 @@ export async function runPlainCheck(paths: string[], cache = true, gpus?: string
     const choice = await chooseCheckTargets(store, {paths, exe, cache});
     for (const w of choice.warnings) process.stderr.write(warningLine(w));
     const result = await runCheckCli({
-      targets: choice.targets, python: choice.python, ldLibraryPath: choice.ldLibraryPath, exe, heading: choice.heading,
+      targets: choice.targets, python: choice.python, ldLibraryPath: choice.ldLibraryPath, exe: choice.exe, heading: choice.heading,
       storeVersionsDir: store.versions, json: false, env: process.env,
       cacheDir: cache ? store.checkCache : undefined, gpus,
     });

@@ -3,14 +3,16 @@
  * without PATH, and the active Python environment's CUDA libraries. Shared by the oclif command
  * (src/commands/check.ts) and the start-up fast path (src/fast-path.ts), so the two cannot drift.
  */
-import {existsSync} from 'node:fs';
-import {join} from 'node:path';
+import {closeSync, existsSync, openSync, readSync} from 'node:fs';
+import {basename, join} from 'node:path';
 import {UsageError} from '../core/errors.js';
 import type {StorePaths} from '../core/store/paths.js';
 import type {LdLibraryPathPolicy} from '../core/shell/toolkit-env.js';
 
 export interface CheckChoice {
   targets: string[];
+  /** --exe, or for a Python shim the interpreter it runs here (resolveExe). */
+  exe?: string;
   python?: {targets: string[]; exe?: string};
   ldLibraryPath: string | undefined;
   /** The text's first line: what was chosen (only when no PATH was given). */
@@ -28,11 +30,41 @@ export interface CheckRequest {
   cache: boolean;
 }
 
+/**
+ * `--exe "$(command -v python3)"` on a pyenv, asdf or mise machine names a shell script (a shim) that
+ * picks the real interpreter: ask it, as doctor asks the python3 on PATH (sys.executable), and check as
+ * that binary loads the libraries. Only a script named python* is run: --exe names the user's own
+ * interpreter; any other program that is no ELF binary is left for the check to refuse.
+ */
+async function resolveExe(exe: string | undefined, env: NodeJS.ProcessEnv, warnings: string[]): Promise<string | undefined> {
+  if (exe === undefined || env.CUDAENV_SYSROOT || !/^python[0-9.]*$/.test(basename(exe))) return exe;
+  const [{dynamicProgram}, {inspectPython}] = await Promise.all([import('../core/elf/index.js'), import('../core/system/python-env.js')]);
+  if (dynamicProgram(exe) !== null || !isScript(exe)) return exe;
+  const real = inspectPython({env, python: exe}).executable;
+  if (!real || dynamicProgram(real) === null) return exe;
+  warnings.push(`--exe ${exe} is a script (a pyenv, asdf or mise shim): checked as the interpreter it runs here, ${real}`);
+  return real;
+}
+
+function isScript(path: string): boolean {
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, 'r');
+    const head = Buffer.alloc(2);
+    return readSync(fd, head, 0, 2, 0) === 2 && head.toString('latin1') === '#!';
+  } catch {
+    return false;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
 export async function chooseCheckTargets(store: StorePaths, req: CheckRequest, env: NodeJS.ProcessEnv = process.env): Promise<CheckChoice> {
   let ldLibraryPath = req.ldLibraryPath !== undefined ? req.ldLibraryPath : env.LD_LIBRARY_PATH;
   if (ldLibraryPath === '') ldLibraryPath = undefined;
   const targets = [...req.paths];
   const warnings: string[] = [];
+  const exe = await resolveExe(req.exe, env, warnings);
   // Without PATH the check picks what to look at itself: the first line of the text says what it was.
   let toolkitWord: string | undefined;
   if (req.cuda) {
@@ -91,5 +123,5 @@ export async function chooseCheckTargets(store: StorePaths, req: CheckRequest, e
     ...(python?.targets.length ? [`the Python environment's CUDA libraries: ${python.targets.length} director${python.targets.length === 1 ? 'y' : 'ies'}${
       req.exe ? '' : python.exe ? `, as ${python.exe} loads them` : ', as `ldd` loads them (no interpreter binary found)'}`] : []),
   ].join('; ');
-  return {targets, python, ldLibraryPath, heading: heading ? `checking ${heading}` : undefined, warnings};
+  return {targets, exe, python, ldLibraryPath, heading: heading ? `checking ${heading}` : undefined, warnings};
 }

@@ -39,12 +39,12 @@ export default class Check extends CudaenvCommand {
     const {chooseCheckTargets} = await import('../cli/check-targets.js');
     const choice = await chooseCheckTargets(this.paths, {paths, ldLibraryPath: flags['ld-library-path'], cuda: flags.cuda, exe: flags.exe, cache: flags.cache});
     for (const w of choice.warnings) this.warn2(w);
-    const {targets, python, ldLibraryPath, heading} = choice;
+    const {targets, exe, python, ldLibraryPath, heading} = choice;
     const {parsePageSize, runCheckCli} = await import('../core/elf/index.js');
     const pageSize = flags['page-size'] === undefined ? undefined : parsePageSize(flags['page-size']);
     const result = await runCheckCli({
       pageSize,
-      targets, python, ldLibraryPath, exe: flags.exe, recursive: flags.recursive, strict: flags.strict, tree: flags.tree, runtimeLoads: flags['runtime-loads'], gpus: flags.gpu,
+      targets, python, ldLibraryPath, exe, recursive: flags.recursive, strict: flags.strict, tree: flags.tree, runtimeLoads: flags['runtime-loads'], gpus: flags.gpu,
       heading,
       storeVersionsDir: this.paths.versions, json: this.jsonEnabled(), env: process.env,
       cacheDir: flags.cache ? this.paths.checkCache : undefined,
