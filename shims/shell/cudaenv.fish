@@ -1,7 +1,9 @@
 # cudaenv fish integration (`cudaenv init fish | source` in ~/.config/fish/config.fish).
 # The same rules and state variables as shims/shell/posix.sh: the prompt hook runs on fish
 # builtins only, file contents are parsed and never evaluated, and the exported
-# _CUDAENV_<VAR>_SAVED / _CUDAENV_*_ADDED / _CUDAENV_APPLIED variables hold the state.
+# _CUDAENV_<VAR>_SAVED / _CUDAENV_*_ADDED / _CUDAENV_APPLIED / _CUDAENV_SHELL_* variables hold
+# the state, shared with the conda hook's layer (_CUDAENV_CONDA_*): one version on the variables,
+# whole, and the variables as before once every layer is closed.
 # PATH and LD_LIBRARY_PATH are fish path variables (lists); they are handled as colon strings.
 
 set -g _CUDAENV_SPEC_RE '^(latest|system|(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,5}))?)?|[A-Za-z][A-Za-z0-9_.-]{0,62})$'
@@ -210,10 +212,27 @@ function _cudaenv_setlist
     end
 end
 
-function _cudaenv_switch --argument-names label policy mode
-    _cudaenv_store
-    set -l root $_cudaenv_r
+# The layer whose version the variables carry -> _cudaenv_h (directory, '' for none), _cudaenv_li.
+function _cudaenv_effective
+    if set -q _CUDAENV_APPLIED; and test -n "$_CUDAENV_APPLIED"; and begin
+            set -q CUDAENV_VERSION; and test -n "$CUDAENV_VERSION"; or not set -q _CUDAENV_CONDA_PATH_ADDED; or test -z "$_CUDAENV_CONDA_PATH_ADDED"
+        end
+        set -g _cudaenv_h "$_CUDAENV_SHELL_HOME"
+        set -g _cudaenv_li "$_CUDAENV_SHELL_LIB"
+    else if set -q _CUDAENV_CONDA_PATH_ADDED; and test -n "$_CUDAENV_CONDA_PATH_ADDED"
+        set -g _cudaenv_h (string replace -r -- '/bin$' '' "$_CUDAENV_CONDA_PATH_ADDED" | string collect)
+        set -g _cudaenv_li "$_CUDAENV_CONDA_LD_ADDED"
+    else
+        set -g _cudaenv_h ''
+        set -g _cudaenv_li ''
+    end
+end
+
+# The effective layer's version on the variables, replacing exactly the entries put there before.
+function _cudaenv_apply
+    _cudaenv_effective
     if not set -q _CUDAENV_PATH_SAVED
+        test -n "$_cudaenv_h"; or return 0
         for v in PATH LD_LIBRARY_PATH CUDA_HOME CUDA_PATH CUDAENV_VERSION
             _cudaenv_save $v
         end
@@ -224,36 +243,75 @@ function _cudaenv_switch --argument-names label policy mode
     set cur (_cudaenv_get LD_LIBRARY_PATH | string collect)
     _cudaenv_rm_entry "$cur" "$_CUDAENV_LD_LIBRARY_PATH_ADDED"
     set -l l "$_cudaenv_r"
-    if test "$label" = system
+    if test -n "$_cudaenv_h"
+        if test -z "$p"
+            set -gx PATH "$_cudaenv_h/bin"
+        else
+            set -gx PATH "$_cudaenv_h/bin:$p"
+        end
+        set -gx _CUDAENV_PATH_ADDED "$_cudaenv_h/bin"
+        set -gx _CUDAENV_LD_LIBRARY_PATH_ADDED "$_cudaenv_li"
+        if test -z "$_cudaenv_li"
+            _cudaenv_setlist LD_LIBRARY_PATH "$l"
+        else if test -z "$l"
+            set -gx LD_LIBRARY_PATH "$_cudaenv_li"
+        else
+            set -gx LD_LIBRARY_PATH "$_cudaenv_li:$l"
+        end
+        set -gx CUDA_HOME "$_cudaenv_h"
+        set -gx CUDA_PATH "$_cudaenv_h"
+    else
         set -gx _CUDAENV_PATH_ADDED ''
         set -gx _CUDAENV_LD_LIBRARY_PATH_ADDED ''
         _cudaenv_setlist PATH "$p"
         _cudaenv_setlist LD_LIBRARY_PATH "$l"
         _cudaenv_restore CUDA_HOME
         _cudaenv_restore CUDA_PATH
+    end
+    if test -z "$_CUDAENV_APPLIED"; and test -z "$_CUDAENV_CONDA_PATH_ADDED"
+        # One name per `set -e`: fish before 3.2 erases only one at a time.
+        for v in _CUDAENV_PATH_SAVED _CUDAENV_LD_LIBRARY_PATH_SAVED _CUDAENV_CUDA_HOME_SAVED \
+            _CUDAENV_CUDA_PATH_SAVED _CUDAENV_CUDAENV_VERSION_SAVED _CUDAENV_PATH_ADDED \
+            _CUDAENV_LD_LIBRARY_PATH_ADDED
+            set -e $v
+        end
+    end
+end
+
+# _cudaenv_apply only where the variables do not carry the effective layer's version already.
+function _cudaenv_sync
+    _cudaenv_effective
+    if test -n "$_cudaenv_h"
+        test "$_cudaenv_h/bin" = "$_CUDAENV_PATH_ADDED"; and test "$_cudaenv_li" = "$_CUDAENV_LD_LIBRARY_PATH_ADDED"; and return 0
+    else
+        test -z "$_CUDAENV_PATH_ADDED$_CUDAENV_LD_LIBRARY_PATH_ADDED"; and return 0
+    end
+    _cudaenv_apply
+end
+
+# The shell layer (as in posix.sh).
+function _cudaenv_switch --argument-names label policy mode
+    _cudaenv_store
+    set -l root $_cudaenv_r
+    if not set -q _CUDAENV_PATH_SAVED
+        for v in PATH LD_LIBRARY_PATH CUDA_HOME CUDA_PATH CUDAENV_VERSION
+            _cudaenv_save $v
+        end
+    end
+    if test "$label" = system
+        set -gx _CUDAENV_SHELL_HOME ''
+        set -gx _CUDAENV_SHELL_LIB ''
     else
         set -l dir "$root/versions/$label"
-        set -l lib "$dir/lib"
-        test -d "$dir/lib64"; and set lib "$dir/lib64"
-        if test -z "$p"
-            set -gx PATH "$dir/bin"
-        else
-            set -gx PATH "$dir/bin:$p"
-        end
-        set -gx _CUDAENV_PATH_ADDED "$dir/bin"
-        if test "$policy" = none
-            set -gx _CUDAENV_LD_LIBRARY_PATH_ADDED ''
-            _cudaenv_setlist LD_LIBRARY_PATH "$l"
-        else
-            if test -z "$l"
-                set -gx LD_LIBRARY_PATH "$lib"
+        set -gx _CUDAENV_SHELL_HOME "$dir"
+        set -gx _CUDAENV_SHELL_LIB ''
+        if test "$policy" != none
+            if test -d "$dir/lib64"
+                set -gx _CUDAENV_SHELL_LIB "$dir/lib64"
             else
-                set -gx LD_LIBRARY_PATH "$lib:$l"
+                set -gx _CUDAENV_SHELL_LIB "$dir/lib"
             end
-            set -gx _CUDAENV_LD_LIBRARY_PATH_ADDED "$lib"
         end
-        set -gx CUDA_HOME "$dir"
-        set -gx CUDA_PATH "$dir"
     end
     switch $mode
         case pin
@@ -262,25 +320,36 @@ function _cudaenv_switch --argument-names label policy mode
             _cudaenv_restore CUDAENV_VERSION
     end
     set -gx _CUDAENV_APPLIED $label
+    _cudaenv_apply
 end
 
 function _cudaenv_deactivate
-    set -q _CUDAENV_PATH_SAVED; or return 0
-    set -l cur (_cudaenv_get PATH | string collect)
-    _cudaenv_rm_entry "$cur" "$_CUDAENV_PATH_ADDED"
-    _cudaenv_setlist PATH "$_cudaenv_r"
-    set cur (_cudaenv_get LD_LIBRARY_PATH | string collect)
-    _cudaenv_rm_entry "$cur" "$_CUDAENV_LD_LIBRARY_PATH_ADDED"
-    _cudaenv_setlist LD_LIBRARY_PATH "$_cudaenv_r"
-    _cudaenv_restore CUDA_HOME
-    _cudaenv_restore CUDA_PATH
+    set -q _CUDAENV_APPLIED; and test -n "$_CUDAENV_APPLIED"; or return 0
     _cudaenv_restore CUDAENV_VERSION
-    # One name per `set -e`: fish before 3.2 erases only one at a time.
-    for v in _CUDAENV_PATH_SAVED _CUDAENV_LD_LIBRARY_PATH_SAVED _CUDAENV_CUDA_HOME_SAVED \
-        _CUDAENV_CUDA_PATH_SAVED _CUDAENV_CUDAENV_VERSION_SAVED _CUDAENV_PATH_ADDED \
-        _CUDAENV_LD_LIBRARY_PATH_ADDED _CUDAENV_APPLIED
-        set -e $v
+    set -e _CUDAENV_APPLIED
+    set -e _CUDAENV_SHELL_HOME
+    set -e _CUDAENV_SHELL_LIB
+    _cudaenv_apply
+end
+
+# The version on the variables has gone (as in posix.sh): one line, the layer that chose it closed.
+function _cudaenv_removed
+    set -l dir (string replace -r -- '/bin$' '' "$_CUDAENV_PATH_ADDED" | string collect)
+    set -l label (string replace -r -- '^.*/' '' "$dir" | string collect)
+    printf 'cudaenv: CUDA %s was removed (%s is gone); this shell no longer uses it and falls back to what is selected here (`cudaenv current` says what); reinstall it with `cudaenv install %s`\n' "$label" "$dir" "$label" >&2
+    if set -q _CUDAENV_APPLIED; and test -n "$_CUDAENV_APPLIED"; and test "$_CUDAENV_SHELL_HOME" = "$dir"
+        _cudaenv_restore CUDAENV_VERSION
+        set -e _CUDAENV_APPLIED
+        set -e _CUDAENV_SHELL_HOME
+        set -e _CUDAENV_SHELL_LIB
     end
+    if test "$_CUDAENV_CONDA_PATH_ADDED" = "$dir/bin"
+        set -e _CUDAENV_CONDA_PATH_ADDED
+        set -e _CUDAENV_CONDA_LD_ADDED
+    end
+    _cudaenv_apply
+    set -g _cudaenv_key ''
+    set -g _cudaenv_quiet 1
 end
 
 function _cudaenv_resolve --argument-names spec
@@ -368,11 +437,16 @@ end
 
 function _cudaenv_hook --on-variable PWD --on-event fish_prompt
     set -l st $status
+    set -g _cudaenv_quiet ''
+    if test -n "$_CUDAENV_PATH_ADDED"; and not test -d (string replace -r -- '/bin$' '' "$_CUDAENV_PATH_ADDED" | string collect)
+        _cudaenv_removed
+    end
     _cudaenv_keynow
     if not set -q _cudaenv_key; or test "$_cudaenv_k" != "$_cudaenv_key"
         set -g _cudaenv_key "$_cudaenv_k"
         _cudaenv_autoswitch
     end
+    set -g _cudaenv_quiet ''
     return $st
 end
 
@@ -392,7 +466,8 @@ function _cudaenv_autoswitch
             return 0
         end
     else if _cudaenv_conda $root
-        # An active conda environment's cudaenv hook chose (as in posix.sh): leave the shell.
+        # An active conda environment's cudaenv hook chose (as in posix.sh): its version, whole.
+        _cudaenv_sync
         return 0
     else if test -n "$_cudaenv_f"
         test -n "$_cudaenv_e"; or _cudaenv_parse "$_cudaenv_c"
@@ -416,7 +491,9 @@ function _cudaenv_autoswitch
         return 0
     end
     if test -z "$_cudaenv_r"
-        if test -n "$_cudaenv_gone"
+        if test -n "$_cudaenv_quiet"
+            _cudaenv_sync
+        else if test -n "$_cudaenv_gone"
             printf 'cudaenv: CUDA %s (%s) resolves to %s, whose toolkit is gone; run `cudaenv rehash` to use the best version still installed\n' "$spec" "$origin" "$_cudaenv_gone" >&2
         else if test -n "$_cudaenv_final"
             printf 'cudaenv: CUDA %s (%s) is not installed; install it with `cudaenv install %s`\n' "$spec" "$origin" "$_cudaenv_final" >&2
@@ -431,7 +508,10 @@ function _cudaenv_autoswitch
         end
         return 0
     end
-    set -q _CUDAENV_APPLIED; and test "$_cudaenv_r" = "$_CUDAENV_APPLIED"; and return 0
+    if set -q _CUDAENV_APPLIED; and test "$_cudaenv_r" = "$_CUDAENV_APPLIED"
+        _cudaenv_sync
+        return 0
+    end
     if test "$_cudaenv_r" = system
         if test $mode = keep
             _cudaenv_switch system none keep
@@ -588,6 +668,11 @@ function _cudaenv_note --argument-names what
     if test "$what" = deactivate
         if test -z "$_cudaenv_was"
             printf 'cudaenv: nothing to deactivate (no cudaenv version in this shell)\n' >&2
+            return 0
+        end
+        _cudaenv_store
+        if test -n "$_CUDAENV_PATH_ADDED"; and _cudaenv_conda $_cudaenv_r
+            printf 'cudaenv: deactivated CUDA %s; now CUDA %s of the conda environment %s (its cudaenv hook); %s\n' "$_cudaenv_was" "$_cudaenv_cl" "$CONDA_PREFIX" "$ld" >&2
             return 0
         end
         printf 'cudaenv: deactivated CUDA %s (the shell is as before cudaenv); %s\n' "$_cudaenv_was" "$ld" >&2

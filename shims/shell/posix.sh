@@ -8,10 +8,18 @@
 #   It starts the CLI only when the version actually changes and the check result is not cached.
 # - Data read from files (.cuda-version, the store) is parsed, never evaluated. `eval` appears
 #   only with variable NAMES from the fixed list below, never with a value.
-# - State lives in exported variables, so a child shell knows what was added:
-#   _CUDAENV_<VAR>_SAVED  "x<value>" if VAR was set before the first switch, "u" if it was unset
-#   _CUDAENV_PATH_ADDED, _CUDAENV_LD_LIBRARY_PATH_ADDED  the entry cudaenv prepended ('' for none)
-#   _CUDAENV_APPLIED  the version label (or "system") this shell is switched to
+# - State lives in exported variables, so a child shell knows what was added. Two layers may
+#   each want a version: this shell's (`cudaenv use`, the auto-switch) and an active conda
+#   environment's cudaenv hook (src/core/conda/script-sh.ts writes the same logic in POSIX sh).
+#   Only one version is ever on the variables, whole (bin on PATH, lib on LD_LIBRARY_PATH,
+#   CUDA_HOME and CUDA_PATH), chosen as `cudaenv current` chooses: the shell's when
+#   CUDAENV_VERSION is set, else the conda hook's, else the shell's auto-switched one.
+#   Closing the layers in any order gives back the variables as they were before the first.
+#   _CUDAENV_<VAR>_SAVED  "x<value>" if VAR was set before the first layer opened, "u" if unset
+#   _CUDAENV_PATH_ADDED, _CUDAENV_LD_LIBRARY_PATH_ADDED  the entries on the variables now ('' none)
+#   _CUDAENV_APPLIED  the shell layer: the version label (or "system") this shell is switched to
+#   _CUDAENV_SHELL_HOME, _CUDAENV_SHELL_LIB  its directory and lib entry ('' for system / none)
+#   _CUDAENV_CONDA_PATH_ADDED, _CUDAENV_CONDA_LD_ADDED  the conda layer: its bin and lib entry
 
 _CUDAENV_CTL=$'\001\002\003\004\005\006\007\010\013\014\016\017\020\021\022\023\024\025\026\027\030\031\032\033\034\035\036\037\177'
 _CUDAENV_VERSION_RE='^(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,5}))?)?$'
@@ -133,56 +141,98 @@ _cudaenv_setlist() {
   if [ -z "$2" ] && [ "$was" = u ]; then unset "$1"; else export "$1=$2"; fi
 }
 
-# _cudaenv_switch LABEL|system POLICY(prepend|none) MODE(pin|restore|keep)
-# MODE says what CUDAENV_VERSION becomes: the label (`cudaenv use`), its value before the
-# first switch (auto-switch), or unchanged (the user set it).
-_cudaenv_switch() {
-  local root p l dir lib
-  _cudaenv_store; root=$_cudaenv_r
+# The layer whose version the variables carry -> _cudaenv_h (its directory, '' for none) and
+# _cudaenv_li (its lib entry, '' under the `none` policy): the shell's when CUDAENV_VERSION is
+# set or no conda hook is active, else the conda hook's.
+_cudaenv_effective() {
+  if [ -n "${_CUDAENV_APPLIED-}" ] && { [ -n "${CUDAENV_VERSION-}" ] || [ -z "${_CUDAENV_CONDA_PATH_ADDED-}" ]; }; then
+    _cudaenv_h=${_CUDAENV_SHELL_HOME-}; _cudaenv_li=${_CUDAENV_SHELL_LIB-}
+  elif [ -n "${_CUDAENV_CONDA_PATH_ADDED-}" ]; then
+    _cudaenv_h=${_CUDAENV_CONDA_PATH_ADDED%/bin}; _cudaenv_li=${_CUDAENV_CONDA_LD_ADDED-}
+  else
+    _cudaenv_h=; _cudaenv_li=
+  fi
+}
+
+# Puts the effective layer's version on the variables, replacing exactly the entries put there
+# before; with no layer left, everything is as before the first one opened.
+_cudaenv_apply() {
+  local p l
+  _cudaenv_effective
   if [ -z "${_CUDAENV_PATH_SAVED-}" ]; then
+    [ -n "$_cudaenv_h" ] || return 0
     _cudaenv_save PATH; _cudaenv_save LD_LIBRARY_PATH; _cudaenv_save CUDA_HOME
     _cudaenv_save CUDA_PATH; _cudaenv_save CUDAENV_VERSION
   fi
   _cudaenv_rm_entry "${PATH-}" "${_CUDAENV_PATH_ADDED-}"; p=$_cudaenv_r
   _cudaenv_rm_entry "${LD_LIBRARY_PATH-}" "${_CUDAENV_LD_LIBRARY_PATH_ADDED-}"; l=$_cudaenv_r
-  if [ "$1" = system ]; then
+  if [ -n "$_cudaenv_h" ]; then
+    _cudaenv_prepend "$p" "$_cudaenv_h/bin"
+    export PATH="$_cudaenv_r" _CUDAENV_PATH_ADDED="$_cudaenv_h/bin" _CUDAENV_LD_LIBRARY_PATH_ADDED="$_cudaenv_li"
+    if [ -n "$_cudaenv_li" ]; then _cudaenv_prepend "$l" "$_cudaenv_li"; export LD_LIBRARY_PATH="$_cudaenv_r"
+    else _cudaenv_setlist LD_LIBRARY_PATH "$l"
+    fi
+    export CUDA_HOME="$_cudaenv_h" CUDA_PATH="$_cudaenv_h"
+  else
     export _CUDAENV_PATH_ADDED= _CUDAENV_LD_LIBRARY_PATH_ADDED=
     _cudaenv_setlist PATH "$p"
     _cudaenv_setlist LD_LIBRARY_PATH "$l"
     _cudaenv_restore CUDA_HOME
     _cudaenv_restore CUDA_PATH
+  fi
+  if [ -z "${_CUDAENV_APPLIED-}" ] && [ -z "${_CUDAENV_CONDA_PATH_ADDED-}" ]; then
+    unset _CUDAENV_PATH_SAVED _CUDAENV_LD_LIBRARY_PATH_SAVED _CUDAENV_CUDA_HOME_SAVED \
+      _CUDAENV_CUDA_PATH_SAVED _CUDAENV_CUDAENV_VERSION_SAVED _CUDAENV_PATH_ADDED _CUDAENV_LD_LIBRARY_PATH_ADDED
+  fi
+}
+
+# _cudaenv_apply only where the variables do not carry the effective layer's version already
+# (a conda switch whose PATH conda exported after the hook's deactivate script, say).
+_cudaenv_sync() {
+  _cudaenv_effective
+  if [ -n "$_cudaenv_h" ]; then
+    [ "$_cudaenv_h/bin" = "${_CUDAENV_PATH_ADDED-}" ] && [ "$_cudaenv_li" = "${_CUDAENV_LD_LIBRARY_PATH_ADDED-}" ] && return 0
+  else
+    [ -n "${_CUDAENV_PATH_ADDED-}${_CUDAENV_LD_LIBRARY_PATH_ADDED-}" ] || return 0
+  fi
+  _cudaenv_apply
+}
+
+# _cudaenv_switch LABEL|system POLICY(prepend|none) MODE(pin|restore|keep): the shell layer.
+# MODE says what CUDAENV_VERSION becomes: the label (`cudaenv use`), its value before the
+# first switch (auto-switch), or unchanged (the user set it).
+_cudaenv_switch() {
+  local root dir
+  _cudaenv_store; root=$_cudaenv_r
+  if [ -z "${_CUDAENV_PATH_SAVED-}" ]; then
+    _cudaenv_save PATH; _cudaenv_save LD_LIBRARY_PATH; _cudaenv_save CUDA_HOME
+    _cudaenv_save CUDA_PATH; _cudaenv_save CUDAENV_VERSION
+  fi
+  if [ "$1" = system ]; then
+    export _CUDAENV_SHELL_HOME= _CUDAENV_SHELL_LIB=
   else
     dir=$root/versions/$1
-    if [ -d "$dir/lib64" ]; then lib=$dir/lib64; else lib=$dir/lib; fi
-    _cudaenv_prepend "$p" "$dir/bin"
-    export PATH="$_cudaenv_r" _CUDAENV_PATH_ADDED="$dir/bin"
-    if [ "$2" = none ]; then
-      export _CUDAENV_LD_LIBRARY_PATH_ADDED=
-      _cudaenv_setlist LD_LIBRARY_PATH "$l"
-    else
-      _cudaenv_prepend "$l" "$lib"
-      export LD_LIBRARY_PATH="$_cudaenv_r" _CUDAENV_LD_LIBRARY_PATH_ADDED="$lib"
+    export _CUDAENV_SHELL_HOME="$dir" _CUDAENV_SHELL_LIB=
+    if [ "$2" != none ]; then
+      if [ -d "$dir/lib64" ]; then export _CUDAENV_SHELL_LIB="$dir/lib64"; else export _CUDAENV_SHELL_LIB="$dir/lib"; fi
     fi
-    export CUDA_HOME="$dir" CUDA_PATH="$dir"
   fi
   case $3 in
     pin) export CUDAENV_VERSION="$1" ;;
     restore) _cudaenv_restore CUDAENV_VERSION ;;
   esac
   export _CUDAENV_APPLIED="$1"
+  _cudaenv_apply
 }
 
-# Back to the state before the first switch; entries the user added meanwhile stay.
+# Closes the shell layer: CUDAENV_VERSION as before the first switch, and the variables carry
+# the conda hook's version if one is active, else are as before cudaenv; entries the user
+# added meanwhile stay.
 _cudaenv_deactivate() {
-  [ -n "${_CUDAENV_PATH_SAVED-}" ] || return 0
-  _cudaenv_rm_entry "${PATH-}" "${_CUDAENV_PATH_ADDED-}"; _cudaenv_setlist PATH "$_cudaenv_r"
-  _cudaenv_rm_entry "${LD_LIBRARY_PATH-}" "${_CUDAENV_LD_LIBRARY_PATH_ADDED-}"; _cudaenv_setlist LD_LIBRARY_PATH "$_cudaenv_r"
-  _cudaenv_restore CUDA_HOME
-  _cudaenv_restore CUDA_PATH
+  [ -n "${_CUDAENV_APPLIED-}" ] || return 0
   _cudaenv_restore CUDAENV_VERSION
-  unset _CUDAENV_PATH_SAVED _CUDAENV_LD_LIBRARY_PATH_SAVED _CUDAENV_CUDA_HOME_SAVED \
-    _CUDAENV_CUDA_PATH_SAVED _CUDAENV_CUDAENV_VERSION_SAVED _CUDAENV_PATH_ADDED \
-    _CUDAENV_LD_LIBRARY_PATH_ADDED _CUDAENV_APPLIED
+  unset _CUDAENV_APPLIED _CUDAENV_SHELL_HOME _CUDAENV_SHELL_LIB
+  _cudaenv_apply
 }
 
 # Spec -> _cudaenv_r: the label, "system", or '' (not installed; _cudaenv_e may say why).
@@ -259,12 +309,33 @@ _cudaenv_keynow() {
 # The prompt hook. Unchanged key: return at once (the common case, no process, no write).
 _cudaenv_hook() {
   local st=$?
+  _cudaenv_quiet=
+  if [ -n "${_CUDAENV_PATH_ADDED-}" ] && [ ! -d "${_CUDAENV_PATH_ADDED%/bin}" ]; then _cudaenv_removed; fi
   _cudaenv_keynow
   if [ "$_cudaenv_k" != "${_cudaenv_key-}" ]; then
     _cudaenv_key=$_cudaenv_k
     _cudaenv_autoswitch
   fi
+  _cudaenv_quiet=
   return $st
+}
+
+# The version on the variables has gone (`cudaenv uninstall`, or its directory removed by hand):
+# one line, then the layer that chose it is closed, so that nothing points into the removed
+# directory, and the auto-switch falls back to what is selected here (without a second line
+# about the missing version).
+_cudaenv_removed() {
+  local dir=${_CUDAENV_PATH_ADDED%/bin} label
+  label=${dir##*/}
+  printf 'cudaenv: CUDA %s was removed (%s is gone); this shell no longer uses it and falls back to what is selected here (`cudaenv current` says what); reinstall it with `cudaenv install %s`\n' "$label" "$dir" "$label" >&2
+  if [ -n "${_CUDAENV_APPLIED-}" ] && [ "${_CUDAENV_SHELL_HOME-}" = "$dir" ]; then
+    _cudaenv_restore CUDAENV_VERSION
+    unset _CUDAENV_APPLIED _CUDAENV_SHELL_HOME _CUDAENV_SHELL_LIB
+  fi
+  if [ "${_CUDAENV_CONDA_PATH_ADDED-}" = "$dir/bin" ]; then unset _CUDAENV_CONDA_PATH_ADDED _CUDAENV_CONDA_LD_ADDED; fi
+  _cudaenv_apply
+  _cudaenv_key=
+  _cudaenv_quiet=1
 }
 
 _cudaenv_autoswitch() {
@@ -278,7 +349,9 @@ _cudaenv_autoswitch() {
     fi
   elif _cudaenv_conda "$root"; then
     # An active conda environment's cudaenv hook chose: its bin is first on PATH, and
-    # `cudaenv current`, `which` and the shims report it; the shell is left as it is.
+    # `cudaenv current`, `which` and the shims report it. Its version is made whole where conda
+    # left it otherwise (a switch: conda exports PATH after the hook's deactivate script).
+    _cudaenv_sync
     return 0
   elif [ -n "$_cudaenv_f" ]; then
     if [ -z "$_cudaenv_e" ]; then _cudaenv_parse "$_cudaenv_c"; fi
@@ -302,7 +375,8 @@ _cudaenv_autoswitch() {
   fi
   if ! _cudaenv_resolve "$spec"; then printf 'cudaenv: %s\n' "$_cudaenv_e" >&2; return 0; fi
   if [ -z "$_cudaenv_r" ]; then
-    if [ -n "$_cudaenv_gone" ]; then
+    if [ -n "${_cudaenv_quiet-}" ]; then _cudaenv_sync
+    elif [ -n "$_cudaenv_gone" ]; then
       printf 'cudaenv: CUDA %s (%s) resolves to %s, whose toolkit is gone; run `cudaenv rehash` to use the best version still installed\n' "$spec" "$origin" "$_cudaenv_gone" >&2
     elif [ -n "$_cudaenv_final" ]; then
       printf 'cudaenv: CUDA %s (%s) is not installed; install it with `cudaenv install %s`\n' "$spec" "$origin" "$_cudaenv_final" >&2
@@ -313,7 +387,7 @@ _cudaenv_autoswitch() {
     fi
     return 0
   fi
-  [ "$_cudaenv_r" != "${_CUDAENV_APPLIED-}" ] || return 0
+  if [ "$_cudaenv_r" = "${_CUDAENV_APPLIED-}" ]; then _cudaenv_sync; return 0; fi
   if [ "$_cudaenv_r" = system ]; then
     if [ $mode = keep ]; then _cudaenv_switch system none keep; else _cudaenv_deactivate; fi
     return 0
@@ -413,6 +487,11 @@ _cudaenv_note() {
   fi
   if [ "$1" = deactivate ]; then
     if [ -z "$_cudaenv_was" ]; then printf 'cudaenv: nothing to deactivate (no cudaenv version in this shell)\n' >&2; return 0; fi
+    _cudaenv_store
+    if [ -n "${_CUDAENV_PATH_ADDED-}" ] && _cudaenv_conda "$_cudaenv_r"; then
+      printf 'cudaenv: deactivated CUDA %s; now CUDA %s of the conda environment %s (its cudaenv hook); %s\n' "$_cudaenv_was" "$_cudaenv_cl" "$CONDA_PREFIX" "$ld" >&2
+      return 0
+    fi
     printf 'cudaenv: deactivated CUDA %s (the shell is as before cudaenv); %s\n' "$_cudaenv_was" "$ld" >&2
   else
     printf 'cudaenv: now CUDA %s (was %s); %s\n' "${_CUDAENV_APPLIED-}" "${_cudaenv_was:-none}" "$ld" >&2

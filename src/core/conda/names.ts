@@ -21,26 +21,28 @@ export const HOOK_MARKER = '# cudaenv-conda-hook: ';
 
 /**
  * Environment variables the scripts keep between activation and deactivation. Exported,
- * so a subshell of an activated shell can still deactivate correctly.
+ * so a subshell of an activated shell can still deactivate correctly. The conda layer is
+ * one of two that may each want a version; the shell integration (shims/shell/posix.sh,
+ * cudaenv.fish) is the other, and both keep one shared state: the values before the first
+ * layer opened, and the entries on PATH and LD_LIBRARY_PATH now. Only one version is ever on
+ * the variables, whole: the shell's when CUDAENV_VERSION is set (`cudaenv use`), else the
+ * conda hook's, else the shell's auto-switched one (the order `cudaenv current` uses).
  */
 export const VARS = {
-  /** Set once the originals are saved; a second activation without deactivation keeps them. */
-  saved: '_CUDAENV_CONDA_SAVED',
-  oldCudaHome: '_CUDAENV_CONDA_OLD_CUDA_HOME',
-  oldCudaPath: '_CUDAENV_CONDA_OLD_CUDA_PATH',
-  /** Set when PATH / LD_LIBRARY_PATH were unset before activation (not merely empty). */
-  pathUnset: '_CUDAENV_CONDA_PATH_UNSET',
-  ldUnset: '_CUDAENV_CONDA_LD_UNSET',
-  /** The exact entry the hook put on PATH / LD_LIBRARY_PATH, so deactivation removes only that. */
+  /** The conda layer: the toolkit's bin, set while an environment with a hook is active (select.ts reads it). */
   pathAdded: '_CUDAENV_CONDA_PATH_ADDED',
+  /** The conda layer's lib entry ('' under the `none` policy). */
   ldAdded: '_CUDAENV_CONDA_LD_ADDED',
-  /**
-   * A PATH entry conda will put back after deactivation: on a switch or reactivation conda
-   * computes the new PATH before the deactivate scripts run and exports it afterwards, so the
-   * next cudaenv activation removes this entry.
-   */
-  stalePath: '_CUDAENV_CONDA_STALE_PATH',
 } as const;
+
+/** The shell layer (read here, written by the shell integration only). */
+export const SHELL_LAYER = {applied: '_CUDAENV_APPLIED', home: '_CUDAENV_SHELL_HOME', lib: '_CUDAENV_SHELL_LIB'} as const;
+
+/** The variables whose values before the first layer opened are saved (`_CUDAENV_<VAR>_SAVED`: `x<value>` or `u`). */
+export const SAVED_VARS = ['PATH', 'LD_LIBRARY_PATH', 'CUDA_HOME', 'CUDA_PATH', 'CUDAENV_VERSION'] as const;
+
+/** The shared state: the saved values and the entries on PATH / LD_LIBRARY_PATH now ('' for none). */
+export const SHARED_STATE = [...SAVED_VARS.map((v) => `_CUDAENV_${v}_SAVED`), '_CUDAENV_PATH_ADDED', '_CUDAENV_LD_LIBRARY_PATH_ADDED'] as const;
 
 export interface HookInfo {
   /** The version label the hook activates. */

@@ -1,5 +1,5 @@
 import {quoteSh} from '../text/quote.js';
-import {HOOK_MARKER, VARS, type HookInfo} from './names.js';
+import {HOOK_MARKER, SAVED_VARS, SHARED_STATE, SHELL_LAYER, VARS, type HookInfo} from './names.js';
 import {hookLayout, goneWarning} from './layout.js';
 
 /*
@@ -9,11 +9,11 @@ import {hookLayout, goneWarning} from './layout.js';
  * if/fi so `set -e` cannot stop a sourcing shell, and the scripts unset their temporaries.
  */
 
-const TEMPS = '_cudaenv_dir _cudaenv_bin _cudaenv_lib _cudaenv_rest _cudaenv_out _cudaenv_el _cudaenv_found';
+const TEMPS = '_cudaenv_dir _cudaenv_bin _cudaenv_lib _cudaenv_rest _cudaenv_out _cudaenv_el _cudaenv_found _cudaenv_h _cudaenv_li';
 
-/** Removes the first entry equal to $entryVar from the colon list in `name`, keeping empty entries. */
+/** Removes the first entry equal to $entryVar (when that is not empty) from the colon list in `name`, keeping empty entries. */
 function dropEntry(name: string, entryVar: string): string {
-  return `if [ -n "\${${name}+x}" ]; then
+  return `if [ -n "\${${name}+x}" ] && [ -n "\${${entryVar}-}" ]; then
   _cudaenv_rest="\${${name}}:"; _cudaenv_out=; _cudaenv_found=
   while [ -n "$_cudaenv_rest" ]; do
     _cudaenv_el="\${_cudaenv_rest%%:*}"
@@ -24,9 +24,57 @@ function dropEntry(name: string, entryVar: string): string {
 fi`;
 }
 
-/** After removing our entry: a list that was unset before activation and is empty again becomes unset. */
-function unsetIfEmpty(name: string, flag: string): string {
-  return `if [ -n "\${${flag}-}" ] && [ -z "\${${name}-}" ]; then unset ${name}; fi`;
+const saved = (v: string) => `_CUDAENV_${v}_SAVED`;
+
+/** A list that is empty and was unset before the first layer opened becomes unset again. */
+function unsetIfEmpty(name: string): string {
+  return `if [ -z "\${${name}-}" ] && [ "\${${saved(name)}-u}" = u ]; then unset ${name}; fi`;
+}
+
+function restore(name: string): string {
+  return `case "\${${saved(name)}-u}" in x*) export ${name}="\${${saved(name)}#x}" ;; *) unset ${name} ;; esac`;
+}
+
+/**
+ * The shared switch of shims/shell/posix.sh (_cudaenv_effective + _cudaenv_apply) in POSIX sh:
+ * puts the effective layer's version on the variables, replacing exactly the entries put there
+ * before; with no layer left, everything is as before the first one opened.
+ */
+function applySh(): string {
+  const {applied, home, lib} = SHELL_LAYER;
+  return `if [ -n "\${${applied}-}" ] && { [ -n "\${CUDAENV_VERSION-}" ] || [ -z "\${${VARS.pathAdded}-}" ]; }; then
+  _cudaenv_h="\${${home}-}"; _cudaenv_li="\${${lib}-}"
+elif [ -n "\${${VARS.pathAdded}-}" ]; then
+  _cudaenv_h="\${${VARS.pathAdded}%/bin}"; _cudaenv_li="\${${VARS.ldAdded}-}"
+else
+  _cudaenv_h=; _cudaenv_li=
+fi
+if [ -z "\${_CUDAENV_PATH_SAVED-}" ] && [ -n "$_cudaenv_h" ]; then
+${SAVED_VARS.map((v) => `  if [ -n "\${${v}+x}" ]; then export ${saved(v)}="x$${v}"; else export ${saved(v)}=u; fi`).join('\n')}
+fi
+if [ -n "\${_CUDAENV_PATH_SAVED-}" ]; then
+${dropEntry('PATH', '_CUDAENV_PATH_ADDED')}
+${dropEntry('LD_LIBRARY_PATH', '_CUDAENV_LD_LIBRARY_PATH_ADDED')}
+  if [ -n "$_cudaenv_h" ]; then
+    export PATH="$_cudaenv_h/bin\${PATH:+:$PATH}"
+    export _CUDAENV_PATH_ADDED="$_cudaenv_h/bin"
+    export _CUDAENV_LD_LIBRARY_PATH_ADDED="$_cudaenv_li"
+    if [ -n "$_cudaenv_li" ]; then export LD_LIBRARY_PATH="$_cudaenv_li\${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; fi
+    ${unsetIfEmpty('LD_LIBRARY_PATH')}
+    export CUDA_HOME="$_cudaenv_h"
+    export CUDA_PATH="$_cudaenv_h"
+  else
+    export _CUDAENV_PATH_ADDED=
+    export _CUDAENV_LD_LIBRARY_PATH_ADDED=
+    ${unsetIfEmpty('PATH')}
+    ${unsetIfEmpty('LD_LIBRARY_PATH')}
+    ${restore('CUDA_HOME')}
+    ${restore('CUDA_PATH')}
+  fi
+  if [ -z "\${${applied}-}" ] && [ -z "\${${VARS.pathAdded}-}" ]; then
+    unset ${SHARED_STATE.join(' ')}
+  fi
+fi`;
 }
 
 /** One line of JSON; `!` escaped because tcsh applies history substitution even to comment lines. */
@@ -53,65 +101,39 @@ export function deactivateSh(info: HookInfo): string {
 /** The activation logic; also what the fish and csh hooks run in a /bin/sh child. */
 export function activateShBody(info: HookInfo): string {
   const {bin, lib} = hookLayout(info);
-  const ld = lib === undefined ? '' : `
-  export LD_LIBRARY_PATH="$_cudaenv_lib\${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  export ${VARS.ldAdded}="$_cudaenv_lib"`;
   return `_cudaenv_dir=${quoteSh(info.toolkit)}
 _cudaenv_bin=${quoteSh(bin)}
 _cudaenv_lib=${quoteSh(lib ?? '')}
-if [ -n "\${${VARS.stalePath}+x}" ]; then
-${dropEntry('PATH', VARS.stalePath)}
-unset ${VARS.stalePath}
-fi
 if [ -d "$_cudaenv_dir" ]; then
-  if [ -z "\${${VARS.saved}-}" ]; then
-    if [ -n "\${CUDA_HOME+x}" ]; then export ${VARS.oldCudaHome}="$CUDA_HOME"; fi
-    if [ -n "\${CUDA_PATH+x}" ]; then export ${VARS.oldCudaPath}="$CUDA_PATH"; fi
-    if [ -z "\${PATH+x}" ]; then export ${VARS.pathUnset}=1; fi
-    if [ -z "\${LD_LIBRARY_PATH+x}" ]; then export ${VARS.ldUnset}=1; fi
-    export ${VARS.saved}=1
-  fi
-  if [ -n "\${${VARS.pathAdded}+x}" ]; then
-${dropEntry('PATH', VARS.pathAdded)}
-  unset ${VARS.pathAdded}
-  fi
-  if [ -n "\${${VARS.ldAdded}+x}" ]; then
-${dropEntry('LD_LIBRARY_PATH', VARS.ldAdded)}
-  unset ${VARS.ldAdded}
-  ${unsetIfEmpty('LD_LIBRARY_PATH', VARS.ldUnset)}
-  fi
-  export PATH="$_cudaenv_bin\${PATH:+:$PATH}"
-  export ${VARS.pathAdded}="$_cudaenv_bin"${ld}
-  export CUDA_HOME="$_cudaenv_dir"
-  export CUDA_PATH="$_cudaenv_dir"
+  export ${VARS.pathAdded}="$_cudaenv_bin"
+  export ${VARS.ldAdded}="$_cudaenv_lib"
 else
+  unset ${VARS.pathAdded} ${VARS.ldAdded}
   printf '%s\\n' ${quoteSh(goneWarning(info))} >&2
 fi
+${applySh()}
 unset ${TEMPS}
 `;
 }
 
-/** The deactivation logic; independent of the version (it undoes what is recorded). */
+/**
+ * The deactivation logic; independent of the version (it closes the conda layer). On a switch
+ * or reactivation conda computed the PATH it exports after this script before the script ran
+ * (conda/conda#3915; $CONDA_PREFIX/bin is then still on PATH): the variables are left as they
+ * are, whole, for the next activation script or the shell's prompt hook to switch.
+ */
 export function deactivateShBody(): string {
-  return `if [ -n "\${${VARS.saved}-}" ]; then
-  if [ -n "\${${VARS.pathAdded}+x}" ]; then
-${dropEntry('PATH', VARS.pathAdded)}
-    if [ -n "\${CONDA_PREFIX-}" ]; then
-      case ":\${PATH-}:" in
-        *":$CONDA_PREFIX/bin:"*) export ${VARS.stalePath}="$${VARS.pathAdded}" ;;
-      esac
-    fi
-    unset ${VARS.pathAdded}
+  return `if [ -n "\${${VARS.pathAdded}+x}" ]; then
+  unset ${VARS.pathAdded} ${VARS.ldAdded}
+  _cudaenv_found=
+  if [ -n "\${CONDA_PREFIX-}" ]; then
+    case ":\${PATH-}:" in
+      *":$CONDA_PREFIX/bin:"*) _cudaenv_found=1 ;;
+    esac
   fi
-  ${unsetIfEmpty('PATH', VARS.pathUnset)}
-  if [ -n "\${${VARS.ldAdded}+x}" ]; then
-${dropEntry('LD_LIBRARY_PATH', VARS.ldAdded)}
-    unset ${VARS.ldAdded}
+  if [ -z "$_cudaenv_found" ]; then
+${applySh()}
   fi
-  ${unsetIfEmpty('LD_LIBRARY_PATH', VARS.ldUnset)}
-  if [ -n "\${${VARS.oldCudaHome}+x}" ]; then export CUDA_HOME="$${VARS.oldCudaHome}"; unset ${VARS.oldCudaHome}; else unset CUDA_HOME; fi
-  if [ -n "\${${VARS.oldCudaPath}+x}" ]; then export CUDA_PATH="$${VARS.oldCudaPath}"; unset ${VARS.oldCudaPath}; else unset CUDA_PATH; fi
-  unset ${VARS.saved} ${VARS.pathUnset} ${VARS.ldUnset}
 fi
 unset ${TEMPS}
 `;

@@ -1,5 +1,5 @@
 import {quoteCsh, quoteFish} from '../text/quote.js';
-import {VARS, type HookInfo} from './names.js';
+import {SHARED_STATE, VARS, type HookInfo} from './names.js';
 import {activateShBody, deactivateShBody, hookHeader} from './script-sh.js';
 
 /*
@@ -9,8 +9,8 @@ import {activateShBody, deactivateShBody, hookHeader} from './script-sh.js';
  * without help, needs no list handling of its own. Cost: one sh process per (de)activation.
  */
 
-/** Every variable a hook may change: the four it manages and its own bookkeeping. */
-export const MANAGED_VARS: readonly string[] = ['PATH', 'LD_LIBRARY_PATH', 'CUDA_HOME', 'CUDA_PATH', ...Object.values(VARS)];
+/** Every variable a hook may change: the four it manages, the conda layer and the state it shares with the shell integration. */
+export const MANAGED_VARS: readonly string[] = ['PATH', 'LD_LIBRARY_PATH', 'CUDA_HOME', 'CUDA_PATH', ...Object.values(VARS), ...SHARED_STATE];
 
 /**
  * sh code printing each managed variable as a command of the target shell: set with its

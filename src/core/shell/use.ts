@@ -10,7 +10,7 @@ import {shellFor} from './shells.js';
 import {lookupCheckAsHook} from './check-cache.js';
 import {contextKey} from './check-context.js';
 import type {LdLibraryPathPolicy} from './toolkit-env.js';
-import {planSwitch, SWITCHED_VARS} from './transition.js';
+import {planSwitch, STATE_VARS as SHELL_STATE_VARS, SWITCHED_VARS} from './transition.js';
 
 /**
  * `cudaenv use`, without oclif (the start-up fast path and the oclif command both call it).
@@ -45,7 +45,7 @@ export interface UseJson {
 }
 
 /** The variables a switch may change: the toolkit's and cudaenv's state for the next switch or deactivate. */
-const STATE_VARS = [...SWITCHED_VARS, ...SWITCHED_VARS.map((v) => `_CUDAENV_${v}_SAVED`), '_CUDAENV_PATH_ADDED', '_CUDAENV_LD_LIBRARY_PATH_ADDED', '_CUDAENV_APPLIED'];
+const STATE_VARS = [...SWITCHED_VARS, ...SHELL_STATE_VARS];
 
 export function integrationMissing(command: string): CudaenvError {
   return new CudaenvError(`\`cudaenv ${command}\` changes your shell, and this shell has no cudaenv integration`, {
