@@ -68,7 +68,8 @@ export default class Ls extends CudaenvCommand {
     const color = colorEnabled(process.stdout);
     for (const v of r.versions) {
       const mark = v.active ? '*' : ' ';
-      const what = v.kind === 'registered' ? `-> ${v.target}${v.broken ? ` ${paint('(missing!)', 'red', color)}` : ''}` : '';
+      const what = v.kind === 'registered' ? `-> ${v.target}${v.broken ? ` ${paint('(missing!)', 'red', color)}` : ''}`
+        : v.broken ? `${paint('(not a toolkit: empty, no bin/ or lib)', 'red', color)} remove it: cudaenv uninstall ${v.version}` : '';
       const line = `${mark} ${v.version.padEnd(10)} ${what}`.trimEnd();
       this.log(v.active ? paint(paint(line, 'green', color), 'bold', color) : line);
     }

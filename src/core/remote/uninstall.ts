@@ -25,7 +25,7 @@ export interface UninstallResult {
  * Removes `versions/<label>`: an installed toolkit is renamed into tmp/ (so it stops being
  * listed at once) and deleted there; a registered one only loses its link.
  */
-export async function uninstallVersion(paths: StorePaths, label: string, cwd = process.cwd()): Promise<UninstallResult> {
+export async function uninstallVersion(paths: StorePaths, label: string, cwd = process.cwd(), env: NodeJS.ProcessEnv = process.env): Promise<UninstallResult> {
   if (!isVersion(label)) {
     throw new UsageError(`${JSON.stringify(label)} is not a version label`, 'Give the full version as `cudaenv ls` shows it, for example 12.4.1.');
   }
@@ -39,7 +39,7 @@ export async function uninstallVersion(paths: StorePaths, label: string, cwd = p
     if (!found) {
       throw new CudaenvError(`CUDA ${label} is not installed`, {hint: `Installed: ${installedLabels(paths).join(', ') || 'none'}.`, code: 'not-installed'});
     }
-    const warnings = usageWarnings(paths, label, cwd);
+    const warnings = [...shellWarnings(paths, label, env), ...usageWarnings(paths, label, cwd)];
     if (found.kind === 'installed') warnings.push(...linkWarnings(paths, label, found.path));
     if (found.kind === 'registered') {
       unlinkSync(found.path);
@@ -53,6 +53,25 @@ export async function uninstallVersion(paths: StorePaths, label: string, cwd = p
   } finally {
     lock.release();
   }
+}
+
+/**
+ * The shell this runs in uses the version (issue 44): its PATH, CUDA_HOME and LD_LIBRARY_PATH point
+ * into the directory about to go. Its next prompt says so and falls back; this says it now.
+ */
+function shellWarnings(paths: StorePaths, label: string, env: NodeJS.ProcessEnv): string[] {
+  const dir = join(paths.versions, label);
+  let pinned = false;
+  try {
+    pinned = env.CUDAENV_VERSION !== undefined && resolveSpec(paths, parseSpec(env.CUDAENV_VERSION)).label === label;
+  } catch {
+    // a CUDAENV_VERSION that is no spec is reported by the commands that select
+  }
+  const inUse = pinned || env._CUDAENV_APPLIED === label ||
+    [env.CUDA_HOME, env.CUDA_PATH].some((v) => v !== undefined && (v === dir || v.startsWith(`${dir}/`)));
+  if (!inUse) return [];
+  const how = pinned ? ` (CUDAENV_VERSION=${env.CUDAENV_VERSION}, set by \`cudaenv use\`)` : '';
+  return [`this shell uses CUDA ${label}${how}: its PATH and CUDA_HOME point into the removed directory until its next prompt, which falls back to what is selected here (or run \`cudaenv use VERSION\` now)`];
 }
 
 /** Who still wants this version: the global default, the aliases, a .cuda-version here or above. */

@@ -15,7 +15,7 @@ export interface StoredVersion {
   kind: 'installed' | 'registered';
   /** For a registered toolkit, the directory it points to. */
   target?: string;
-  /** A registered toolkit whose directory has gone. */
+  /** A registered toolkit whose directory has gone, or an installed one that holds no toolkit (empty, or neither receipt, bin/ nor lib). */
   broken: boolean;
 }
 
@@ -51,7 +51,10 @@ export function describeVersion(paths: StorePaths, label: string): StoredVersion
     return {label, path, kind: 'registered', target, broken: !existsSync(target)};
   }
   if (!st.isDirectory()) return undefined;
-  return {label, path, kind: 'installed', broken: false};
+  // An empty directory (a mkdir by hand, a copy that never came) is no installed version (issue 44):
+  // it would win `use 12` and give a shell a PATH into nothing.
+  const holdsToolkit = ['bin', 'lib64', 'lib', RECEIPT_FILE].some((name) => existsSync(join(path, name)));
+  return {label, path, kind: 'installed', broken: !holdsToolkit};
 }
 
 export function installedLabels(paths: StorePaths): string[] {
