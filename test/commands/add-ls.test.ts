@@ -79,10 +79,26 @@ describe('cudaenv add', () => {
     const r = runCli(['add', b], {env});
     expect(r.status).toBe(1);
     expect(r.stderr).toContain(`CUDA 12.4.1 is already in the store (registered from ${a})`);
+    // No invented label is offered (issue 44: it suggested --as 12.4.2, a release that does not exist).
+    expect(r.stderr).toContain(`A store holds one toolkit per release: use the one it has, or replace it (cudaenv uninstall 12.4.1 && cudaenv add ${b}).`);
+    expect(r.stderr).not.toContain('--as');
+    // --as cannot name it another release than its files state.
+    const forced = runCli(['add', b, '--as', '12.4.2'], {env});
+    expect(forced.status).toBe(2);
+    expect(forced.stderr).toContain(`--as 12.4.2: ${b} is CUDA 12.4.1 (its version.json says so), not 12.4.2`);
+    expect(forced.stderr).toContain('a store holds one toolkit per release');
+    expect(existsSync(join(store, 'versions', '12.4.2'))).toBe(false);
     expect(readlinkSync(join(store, 'versions', '12.4.1'))).toBe(a);
   });
 
   const real = '/usr/local/cuda-13.0';
+  testIf(existsSync(join(real, 'bin', 'nvcc')), NEEDS.devToolkit(real))('the issue\'s case: the real pip-assembled 13.0.2 cannot be registered as 13.0.3', () => {
+    const r = runCli(['add', real, '--as', '13.0.3'], {env});
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain(`--as 13.0.3: ${real} is CUDA 13.0.2 (its components are that release's), not 13.0.3`);
+    expect(existsSync(join(store, 'versions', '13.0.3'))).toBe(false);
+  });
+
   testIf(existsSync(join(real, 'bin', 'nvcc')), NEEDS.devToolkit(real))('registers the machine\'s real toolkit (/usr/local/cuda-13.0)', () => {
     const r = runCli(['add', real, '--json'], {env});
     expect(r.status).toBe(0);

@@ -120,6 +120,19 @@ export async function registerToolkit(paths: StorePaths, dir: string, as?: strin
       code: 'not-a-toolkit',
     });
   }
+  // Nothing invents a release (issue 44): --as may name what the toolkit's own files cannot tell, never
+  // another release than they state (13.0.3 for a toolkit whose components are 13.0.2's would then win
+  // `use 13.0`, and doctor would think cudaenv's release table old).
+  if (as !== undefined) {
+    const probe = detectToolkitVersion(target, true, known);
+    const stated = probe.source === 'version.json' || probe.source === 'version.txt' || probe.release?.kind === 'exact' ? probe.version : undefined;
+    if (stated && stated !== as) {
+      const existing = describeVersion(paths, stated);
+      throw new UsageError(`--as ${as}: ${target} is CUDA ${stated} (${probe.source === 'components' ? 'its components are that release\'s' : `its ${probe.source} says so`}), not ${as}`, existing
+        ? `CUDA ${stated} is already in the store (${existing.kind === 'registered' ? `registered from ${existing.target}` : 'installed by cudaenv'}), and a store holds one toolkit per release: use that one, or replace it (cudaenv uninstall ${stated} && cudaenv add ${quoteSh(dir)}).`
+        : `Register it as what it is: cudaenv add ${quoteSh(dir)}`);
+    }
+  }
   const label = as ?? detection.version;
   if (!label) {
     throw new CudaenvError(`cannot tell which CUDA version ${target} holds (found ${detection.evidence.join(', ')}, but no version.json, version.txt, working bin/nvcc, versioned libcudart.so or wheel metadata in dist-info/)`, {
@@ -145,7 +158,8 @@ export async function registerToolkit(paths: StorePaths, dir: string, as?: strin
       return result;
     }
     throw new CudaenvError(`CUDA ${label} is already in the store (${existing.kind === 'registered' ? `registered from ${existing.target}` : 'installed by cudaenv'})`, {
-      hint: `Register this one under another label (cudaenv add ${quoteSh(dir)} --as ${label.replace(/\d+$/, (p) => String(Number(p) + 1))}) or remove the existing one with \`cudaenv uninstall ${label}\`.`,
+      // No invented label (issue 44): a store holds one toolkit per release.
+      hint: `A store holds one toolkit per release: use the one it has, or replace it (cudaenv uninstall ${label} && cudaenv add ${quoteSh(dir)}).`,
       code: 'exists',
     });
   }
