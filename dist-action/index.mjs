@@ -70917,7 +70917,7 @@ var init_cacheTwirpClient = __esm({
 });
 
 // node_modules/@actions/cache/lib/internal/tar.js
-import { existsSync as existsSync15, writeFileSync as writeFileSync2 } from "fs";
+import { existsSync as existsSync16, writeFileSync as writeFileSync2 } from "fs";
 import * as path11 from "path";
 function getTarPath() {
   return __awaiter16(this, void 0, void 0, function* () {
@@ -70927,7 +70927,7 @@ function getTarPath() {
         const systemTar = SystemTarPathOnWindows;
         if (gnuTar) {
           return { path: gnuTar, type: ArchiveToolType.GNU };
-        } else if (existsSync15(systemTar)) {
+        } else if (existsSync16(systemTar)) {
           return { path: systemTar, type: ArchiveToolType.BSD };
         }
         break;
@@ -71665,7 +71665,7 @@ function inActionTerms(text) {
 
 // src/action/run.ts
 init_core();
-import { existsSync as existsSync18, mkdirSync as mkdirSync11, rmSync as rmSync10 } from "node:fs";
+import { existsSync as existsSync19, mkdirSync as mkdirSync11, rmSync as rmSync10 } from "node:fs";
 import { join as join29 } from "node:path";
 
 // src/core/elf/report-types.ts
@@ -72272,10 +72272,10 @@ function lookupCacheEntry(cache2, name, options) {
 }
 
 // src/core/elf/check.ts
-import { existsSync as existsSync5 } from "node:fs";
+import { existsSync as existsSync6, statSync as statSync6 } from "node:fs";
 
 // src/core/elf/check-files.ts
-import { existsSync as existsSync4, readFileSync as readFileSync10 } from "node:fs";
+import { existsSync as existsSync5, readFileSync as readFileSync10 } from "node:fs";
 import { resolve as resolve3 } from "node:path";
 
 // src/core/elf/bind/symbols.ts
@@ -74517,7 +74517,7 @@ var SymbolMemo = class {
 };
 
 // src/core/elf/explain/explain-finding.ts
-import { closeSync as closeSync4, existsSync as existsSync2, openSync as openSync4, readdirSync as readdirSync3, readFileSync as readFileSync4, readSync as readSync4, statSync as statSync4 } from "node:fs";
+import { closeSync as closeSync4, existsSync as existsSync3, openSync as openSync4, readdirSync as readdirSync3, readFileSync as readFileSync4, readSync as readSync4, statSync as statSync4 } from "node:fs";
 import { basename as basename3, dirname as dirname5, join as join5 } from "node:path";
 
 // src/core/text/quote.ts
@@ -75109,7 +75109,7 @@ function compareDotted(a, b) {
 }
 
 // src/core/elf/read/machine/nvidia-driver.ts
-import { readFileSync as readFileSync3 } from "node:fs";
+import { existsSync as existsSync2, readFileSync as readFileSync3 } from "node:fs";
 
 // src/core/versions/driver-table.ts
 var TABLE = [
@@ -75223,6 +75223,76 @@ function libcudaVersion(fileName) {
   return m && isDriverVersion(m[1]) ? m[1] : void 0;
 }
 
+// src/core/elf/read/elf/rodata-strings.ts
+var SHT_PROGBITS = 1;
+var PF_W = 2;
+var CHUNK2 = 4 * 1024 * 1024;
+var SEGMENT_LIMIT = 64 * 1024 * 1024;
+function constantRanges(file, h) {
+  const sections = rodataSections(file, h);
+  if (sections.length > 0) return sections;
+  const ranges = [];
+  let total = 0;
+  for (const ph of readProgramHeaders(file, h)) {
+    if (ph.type !== PT_LOAD || (ph.flags & (PF_X | PF_W)) !== 0 || ph.filesz === 0) continue;
+    const size = Math.min(ph.filesz, SEGMENT_LIMIT - total, file.size - ph.offset);
+    if (size <= 0) break;
+    ranges.push([ph.offset, size]);
+    total += size;
+  }
+  return ranges;
+}
+function rodataSections(file, h) {
+  const entsize = h.is64 ? 64 : 40;
+  if (h.shnum === 0 || h.shoff === 0 || h.shentsize !== entsize) return [];
+  const ehdr = new Fields(file.read(0, h.is64 ? 64 : 52, "ELF header"), h.littleEndian, h.is64);
+  const shstrndx = ehdr.u16(h.is64 ? 62 : 50);
+  if (shstrndx === 0 || shstrndx >= h.shnum) return [];
+  const table2 = new Fields(file.read(h.shoff, h.shnum * entsize, "section header table"), h.littleEndian, h.is64);
+  const offsetOf = (i) => h.is64 ? table2.u64(i * entsize + 24) : table2.u32(i * entsize + 16);
+  const sizeOf2 = (i) => h.is64 ? table2.u64(i * entsize + 32) : table2.u32(i * entsize + 20);
+  const namesOff = offsetOf(shstrndx);
+  const namesSize = Math.min(sizeOf2(shstrndx), 1024 * 1024);
+  const names = file.read(namesOff, namesSize, "section name table");
+  const ranges = [];
+  for (let i = 0; i < h.shnum; i++) {
+    if (table2.u32(i * entsize + 4) !== SHT_PROGBITS) continue;
+    const at = table2.u32(i * entsize);
+    if (at >= names.length) continue;
+    const end = names.indexOf(0, at);
+    const name = names.toString("latin1", at, end < 0 ? names.length : end);
+    if (name !== ".rodata" && !name.startsWith(".rodata.")) continue;
+    const off = offsetOf(i);
+    const size = sizeOf2(i);
+    file.check(off, size, `section ${name}`);
+    ranges.push([off, size]);
+  }
+  return ranges;
+}
+function constantStrings(path13, pattern) {
+  const whole = new RegExp(`(?<=\\0)(?:${pattern.source})(?=\\0)`, `g${pattern.flags.replace(/[gy]/g, "")}`);
+  const found = /* @__PURE__ */ new Set();
+  const file = ElfFile.open(path13);
+  try {
+    const h = parseHeader(file);
+    for (const [start, size] of constantRanges(file, h)) {
+      const overlap = 4096;
+      for (let off = start; off < start + size; off += CHUNK2) {
+        const from = Math.max(start, off - overlap);
+        const len = Math.min(start + size, off + CHUNK2) - from;
+        const text = "\0" + file.read(from, len, "constant strings").toString("latin1");
+        for (const m of text.matchAll(whole)) found.add(m[0]);
+      }
+    }
+  } catch (error2) {
+    if (error2 instanceof ElfError) throw error2;
+    throw new ElfError(path13, "io", `cannot read its constant strings: ${error2.message}`);
+  } finally {
+    file.close();
+  }
+  return [...found];
+}
+
 // src/core/elf/read/machine/nvidia-driver.ts
 var known = /* @__PURE__ */ new Map();
 function kernelDriverVersion(sysroot) {
@@ -75236,6 +75306,88 @@ function kernelDriverVersion(sysroot) {
     known.set(sysroot, version3);
   }
   return version3;
+}
+var loadedModule = /* @__PURE__ */ new Map();
+function nvidiaModuleLoaded(sysroot) {
+  let loaded2 = loadedModule.get(sysroot);
+  if (loaded2 === void 0) {
+    loaded2 = kernelDriverVersion(sysroot) !== null || existsSync2(`${sysroot}/proc/driver/nvidia/version`) || existsSync2(`${sysroot}/sys/module/nvidia`);
+    loadedModule.set(sysroot, loaded2);
+  }
+  return loaded2;
+}
+var fileVersions = /* @__PURE__ */ new Map();
+function libcudaContentsVersion(path13, key) {
+  let version3 = fileVersions.get(key);
+  if (version3 === void 0) {
+    version3 = null;
+    try {
+      for (const s of constantStrings(path13, /[^\0]*(?:nvidia-application-profiles-\d+\.\d+(?:\.\d+)?-rc|Version \d+\.\d+(?:\.\d+)?\. Copyright)[^\0]*/)) {
+        const m = /nvidia-application-profiles-(\d+\.\d+(?:\.\d+)?)-rc/.exec(s) ?? /Version (\d+\.\d+(?:\.\d+)?)\. Copyright/.exec(s);
+        if (m && isDriverVersion(m[1])) {
+          version3 = m[1];
+          break;
+        }
+      }
+    } catch {
+    }
+    fileVersions.set(key, version3);
+  }
+  return version3;
+}
+
+// src/core/elf/runtime/families.ts
+var NO_DRIVER_FEATURE = "CUDA on this machine, which has no NVIDIA driver (no kernel module: a build host, or a container started without GPUs)";
+var DRIVER = { what: "the NVIDIA driver's libcuda", when: "at the first CUDA call", impact: "library" };
+var FAMILIES = [
+  {
+    caller: /^libcudart\.so\.\d+(\.\d+)?$/,
+    loads: /libcuda\.so\.1/,
+    role: () => DRIVER
+  },
+  {
+    caller: /^libnvrtc\.so\.\d+(\.\d+)?$/,
+    loads: /libnvrtc-builtins\.so\.\d+\.\d+/,
+    role: () => ({ what: "NVRTC's builtins (its headers and per-architecture tables)", when: "at the first nvrtcCompileProgram, the first JIT compilation", impact: "library" })
+  },
+  {
+    caller: /^libcudnn\.so\.8$/,
+    loads: /libcudnn_(?:ops|cnn|adv)_(?:infer|train)\.so\.8/,
+    role: (name) => name.includes("_train") ? { what: `cuDNN 8's ${part(name)} part`, when: "when cuDNN first needs it (the first backward pass)", impact: "feature", feature: "training (backward passes)" } : { what: `cuDNN 8's ${part(name)} part`, when: "when cuDNN first needs it (the first convolution, RNN or normalisation)", impact: "library" }
+  },
+  {
+    caller: /^libcudnn\.so\.9$/,
+    loads: /libcudnn_(?:graph|engines_precompiled|engines_runtime_compiled|heuristic|ops|cnn|adv)\.so\.9/,
+    role: (name) => {
+      const which2 = part(name);
+      const when = "when cuDNN first needs it (cudnnCreate, the first operation graph)";
+      if (which2 === "engines_runtime_compiled") return { what: "cuDNN 9's runtime-compiled engines", when, impact: "feature", feature: "runtime-compiled engines (fusions built with NVRTC)" };
+      if (which2 === "cnn") return { what: "cuDNN 9's convolution part", when, impact: "feature", feature: "convolutions" };
+      if (which2 === "adv") return { what: "cuDNN 9's advanced part", when, impact: "feature", feature: "RNNs and multi-head attention" };
+      return { what: `cuDNN 9's ${which2} part`, when, impact: "library" };
+    }
+  },
+  {
+    caller: /^libcudnn_engines_runtime_compiled\.so\.9$/,
+    loads: /libnvrtc\.so\.\d+(?:\.\d+)?/,
+    role: () => ({ what: "NVRTC", when: "when cuDNN first compiles an engine at run time", impact: "feature", feature: "runtime-compiled engines (fusions built with NVRTC)" })
+  },
+  {
+    caller: /^(libtorch_cuda|libcaffe2_nvrtc|libtorch_cuda_linalg)\.so$/,
+    loads: /libcuda\.so\.1|libnvrtc\.so\.\d+(?:\.\d+)?|libcupti\.so\.\d+(?:\.\d+)?/,
+    role: (name) => name.startsWith("libcuda.") ? { ...DRIVER, when: "at the first CUDA call (import torch still works)" } : name.startsWith("libnvrtc") ? { what: "NVRTC", when: "at the first JIT-compiled kernel", impact: "feature", feature: "JIT-compiled kernels (fusion, torch.compile, jiterator)" } : { what: "CUPTI", when: "when the profiler starts", impact: "feature", feature: "the profiler (torch.profiler, Kineto)" }
+  },
+  {
+    caller: /^libnccl\.so\.\d+$/,
+    loads: /libnccl-net(?:-[\w.]+)?\.so/,
+    role: () => ({ what: "an NCCL network plugin", when: "at the first communicator (ncclCommInitRank)", impact: "optional", feature: "a network plugin (InfiniBand, AWS EFA); NCCL uses its own sockets and IB transport without one" })
+  }
+];
+function part(name) {
+  return name.replace(/^libcudnn_/, "").replace(/\.so\.\d+$/, "");
+}
+function familyOf(soname) {
+  return soname === null ? void 0 : FAMILIES.find((f) => f.caller.test(soname));
 }
 
 // src/core/elf/explain/explain-finding.ts
@@ -75270,7 +75422,7 @@ function storeVersionsWith(name, storeVersionsDir) {
   }
   const zero = { major: 0, minor: 0, patch: 0 };
   const newer = (a, b) => compareVersions(parseVersion(b) ?? zero, parseVersion(a) ?? zero);
-  return labels.filter((l) => ["lib64", "lib"].some((d) => existsSync2(join5(storeVersionsDir, l, d, name)))).sort(newer);
+  return labels.filter((l) => ["lib64", "lib"].some((d) => existsSync3(join5(storeVersionsDir, l, d, name)))).sort(newer);
 }
 function cudaReleaseInSymbol(symbol) {
   const m = symbol ? /_(\d{2})_(\d)$/.exec(symbol) : null;
@@ -75418,6 +75570,8 @@ async function explainFinding(p, f, ctx) {
     return problem;
   }
   if (f.kind === "unversioned-undefined-symbol") {
+    const shadowed = await shadowedOwnCopy(p, f);
+    if (shadowed) return explainShadowedUnversioned(problem, f, who, shadowed, ctx);
     problem.summary = `${who} needs symbol ${f.symbol}, which no loaded object defines`;
     problem.explanation = `${f.object.path} references ${f.symbol} without a version and nothing in the global scope (${p.scope.length} objects) defines it. This is normal for plugins and Python extension modules, which get such symbols from the program that loads them; it fails only if that program does not define it either.`;
     problem.fix = "check with the program that loads it first in the scope (`--exe /path/to/python`), or link the library against the one that defines it";
@@ -75471,6 +75625,29 @@ async function explainFinding(p, f, ctx) {
   } else {
     problem.fix = `install a newer ${f.library} that defines ${f.kind === "version-not-found" ? f.version : f.symbol}, or put the directory of one first on LD_LIBRARY_PATH`;
   }
+  return problem;
+}
+async function shadowedOwnCopy(p, f) {
+  if (!f.ref) return null;
+  for (const edge of f.object.edges) {
+    const provider = edge.object;
+    if (!provider || edge.kind !== "needed" || edge.via !== "ld_library_path") continue;
+    for (const c of await laterCandidates(p, edge, provider)) {
+      if ((c.via === "runpath" || c.via === "rpath") && await satisfies(c, f)) return { edge, provider, own: c };
+    }
+  }
+  return null;
+}
+function explainShadowedUnversioned(problem, f, who, s, ctx) {
+  const entry2 = s.edge.ldEntry;
+  const rule = ruleOf(s.edge, s.provider.path);
+  problem.kind = "undefined-symbol";
+  problem.library = s.edge.name;
+  problem.chosen = `${s.provider.path} (${rule})`;
+  problem.shadowed = `${s.own.path} (${s.own.rule}), which would satisfy it`;
+  problem.summary = `${entry2 === "" ? "LD_LIBRARY_PATH's empty entry (the current directory)" : "this LD_LIBRARY_PATH"} makes ${who} bind ${s.provider.path}, which lacks ${f.symbol}`;
+  problem.explanation = `${f.object.path} needs ${f.symbol} (unversioned) and ${s.edge.name}. The loader picks ${s.provider.path} by ${rule}, which it searches before ${f.object.path}'s own ${s.own.via === "runpath" ? "DT_RUNPATH" : "DT_RPATH"}; that file lacks ${f.symbol}, and nothing else loaded defines it. ${s.own.path} (${s.own.rule}) defines it and would be used without that entry: loading fails with "undefined symbol: ${f.symbol}" (a dlopen with RTLD_NOW, \`ldd -r\`), or at its first call.`;
+  problem.fix = entry2 !== void 0 ? `${dropEntryFix(entry2, ctx)}, so that ${s.own.path} is found` : `remove ${s.provider.path}, so that ${s.own.path} is found`;
   return problem;
 }
 function explainStaticTls(problem, p, f, who) {
@@ -75598,7 +75775,7 @@ function confFilesListing(dir, sysroot) {
   const listed = imageDir(dir, sysroot);
   return files.filter((f) => {
     try {
-      return existsSync2(f) && readFileSync4(f, "utf8").split("\n").some((l) => l.replace(/#.*/, "").trim().replace(/\/+$/, "") === listed);
+      return existsSync3(f) && readFileSync4(f, "utf8").split("\n").some((l) => l.replace(/#.*/, "").trim().replace(/\/+$/, "") === listed);
     } catch {
       return false;
     }
@@ -75616,11 +75793,26 @@ function cacheEntryFix(path13, sysroot) {
 var DRIVER_ONLY = `libcuda.so.1 is the NVIDIA driver's own library: it comes only with the driver (Debian's libcuda1, the nvidia-driver packages, NVIDIA's .run installer; in a container, the NVIDIA Container Toolkit mounts the host's), never with a CUDA toolkit, a cudaenv version or a pip wheel (the toolkit's stubs/libcuda.so only links programs: loaded in its place, every CUDA call fails with "CUDA driver is a stub library").`;
 function explainDriverNotFound(problem, p, f) {
   const kernel = kernelDriverVersion(p.platform.sysroot);
-  problem.explanation += ` ${DRIVER_ONLY}` + (kernel ? ` The NVIDIA kernel module ${kernel} is loaded, but its libcuda.so.1 is in none of those directories.` : " No NVIDIA kernel module is loaded here (no /proc/driver/nvidia/version): this machine has no driver.");
+  const module = nvidiaModuleLoaded(p.platform.sysroot);
+  problem.explanation += ` ${DRIVER_ONLY}` + (module ? ` The NVIDIA kernel module ${kernel ?? "(/sys/module/nvidia)"} is loaded, but its libcuda.so.1 is in none of those directories.` : ` No NVIDIA kernel module is loaded here (no /proc/driver/nvidia/version, no /sys/module/nvidia): this machine has no driver, so ${basename3(f.object.path)} cannot load here whatever the search; it is a warning, failing only with --strict.`);
+  if (!module) {
+    problem.impact = "feature";
+    problem.feature = NO_DRIVER_FEATURE;
+  }
   if (/^libcaffe2_nvrtc\.so/.test(basename3(f.object.path))) {
     problem.explanation += ` PyTorch does not load ${basename3(f.object.path)} when it is imported (no library torch starts with needs it; it is the shim of NVRTC, run-time compilation): \`import torch\` works without the driver, torch.cuda.is_available() is False, and whatever loads this library fails.`;
   }
-  problem.fix = kernel ? `install the driver's user-space libraries of ${kernel} (the libcuda1/nvidia-driver package of that version), or add the directory that holds libcuda.so.${kernel} to /etc/ld.so.conf.d/ and run \`ldconfig\`` : "install the NVIDIA driver (on a machine with an NVIDIA GPU: `nvidia-smi` then works), or run this in a container with the NVIDIA Container Toolkit (`docker run --gpus all`); on a build host without a GPU, nothing needs fixing";
+  problem.fix = module && kernel ? `install the driver's user-space libraries of ${kernel} (the libcuda1/nvidia-driver package of that version), or add the directory that holds libcuda.so.${kernel} to /etc/ld.so.conf.d/ and run \`ldconfig\`` : module ? "install the user-space libraries of the driver this machine runs (`modinfo nvidia` names its version), or add the directory that holds its libcuda.so.1 to /etc/ld.so.conf.d/ and run `ldconfig`" : "install the NVIDIA driver (on a machine with an NVIDIA GPU: `nvidia-smi` then works), or run this in a container with the NVIDIA Container Toolkit (`docker run --gpus all`); on a build host without a GPU, nothing needs fixing";
+}
+function markNoDriverConsequences(problems) {
+  const missing = new Set(problems.filter((q) => q.kind === "not-found" && q.library === "libcuda.so.1" && q.feature === NO_DRIVER_FEATURE).map((q) => q.object));
+  if (missing.size === 0) return;
+  for (const q of problems) {
+    if (q.library === "libcuda.so.1" && missing.has(q.object) && (q.kind === "undefined-symbol" || q.kind === "version-not-found")) {
+      q.impact = "feature";
+      q.feature = NO_DRIVER_FEATURE;
+    }
+  }
 }
 function explainNotFound(problem, p, f, who, ctx) {
   const edge = f.edge;
@@ -75658,7 +75850,7 @@ function explainNotFound(problem, p, f, who, ctx) {
     problem.fix = `install the package that provides ${name}, or add the directory that holds it to LD_LIBRARY_PATH`;
   }
   const ownDir = dirname5(f.object.path);
-  if (!name.includes("/") && !edge.error && existsSync2(join5(ownDir, name))) {
+  if (!name.includes("/") && !edge.error && existsSync3(join5(ownDir, name))) {
     problem.explanation += ` ${join5(ownDir, name)} is next to it, but the loader does not search an object's own directory unless its DT_RUNPATH or DT_RPATH says $ORIGIN.`;
     const current = splitLdLibraryPath(ctx.ldLibraryPath);
     problem.fix = `add ${ownDir} to LD_LIBRARY_PATH (\`export LD_LIBRARY_PATH=${quoteSh([ownDir, ...current].join(":"))}\`), or relink ${basename3(f.object.path)} with -Wl,-rpath,'$ORIGIN'`;
@@ -75667,133 +75859,11 @@ function explainNotFound(problem, p, f, who, ctx) {
 }
 
 // src/core/elf/explain/runtime-problems.ts
+import { realpathSync as realpathSync5 } from "node:fs";
 import { basename as basename6, dirname as dirname6 } from "node:path";
 
 // src/core/elf/runtime/runtime-loads.ts
 import { basename as basename5 } from "node:path";
-
-// src/core/elf/read/elf/rodata-strings.ts
-var SHT_PROGBITS = 1;
-var PF_W = 2;
-var CHUNK2 = 4 * 1024 * 1024;
-var SEGMENT_LIMIT = 64 * 1024 * 1024;
-function constantRanges(file, h) {
-  const sections = rodataSections(file, h);
-  if (sections.length > 0) return sections;
-  const ranges = [];
-  let total = 0;
-  for (const ph of readProgramHeaders(file, h)) {
-    if (ph.type !== PT_LOAD || (ph.flags & (PF_X | PF_W)) !== 0 || ph.filesz === 0) continue;
-    const size = Math.min(ph.filesz, SEGMENT_LIMIT - total, file.size - ph.offset);
-    if (size <= 0) break;
-    ranges.push([ph.offset, size]);
-    total += size;
-  }
-  return ranges;
-}
-function rodataSections(file, h) {
-  const entsize = h.is64 ? 64 : 40;
-  if (h.shnum === 0 || h.shoff === 0 || h.shentsize !== entsize) return [];
-  const ehdr = new Fields(file.read(0, h.is64 ? 64 : 52, "ELF header"), h.littleEndian, h.is64);
-  const shstrndx = ehdr.u16(h.is64 ? 62 : 50);
-  if (shstrndx === 0 || shstrndx >= h.shnum) return [];
-  const table2 = new Fields(file.read(h.shoff, h.shnum * entsize, "section header table"), h.littleEndian, h.is64);
-  const offsetOf = (i) => h.is64 ? table2.u64(i * entsize + 24) : table2.u32(i * entsize + 16);
-  const sizeOf2 = (i) => h.is64 ? table2.u64(i * entsize + 32) : table2.u32(i * entsize + 20);
-  const namesOff = offsetOf(shstrndx);
-  const namesSize = Math.min(sizeOf2(shstrndx), 1024 * 1024);
-  const names = file.read(namesOff, namesSize, "section name table");
-  const ranges = [];
-  for (let i = 0; i < h.shnum; i++) {
-    if (table2.u32(i * entsize + 4) !== SHT_PROGBITS) continue;
-    const at = table2.u32(i * entsize);
-    if (at >= names.length) continue;
-    const end = names.indexOf(0, at);
-    const name = names.toString("latin1", at, end < 0 ? names.length : end);
-    if (name !== ".rodata" && !name.startsWith(".rodata.")) continue;
-    const off = offsetOf(i);
-    const size = sizeOf2(i);
-    file.check(off, size, `section ${name}`);
-    ranges.push([off, size]);
-  }
-  return ranges;
-}
-function constantStrings(path13, pattern) {
-  const whole = new RegExp(`(?<=\\0)(?:${pattern.source})(?=\\0)`, `g${pattern.flags.replace(/[gy]/g, "")}`);
-  const found = /* @__PURE__ */ new Set();
-  const file = ElfFile.open(path13);
-  try {
-    const h = parseHeader(file);
-    for (const [start, size] of constantRanges(file, h)) {
-      const overlap = 4096;
-      for (let off = start; off < start + size; off += CHUNK2) {
-        const from = Math.max(start, off - overlap);
-        const len = Math.min(start + size, off + CHUNK2) - from;
-        const text = "\0" + file.read(from, len, "constant strings").toString("latin1");
-        for (const m of text.matchAll(whole)) found.add(m[0]);
-      }
-    }
-  } catch (error2) {
-    if (error2 instanceof ElfError) throw error2;
-    throw new ElfError(path13, "io", `cannot read its constant strings: ${error2.message}`);
-  } finally {
-    file.close();
-  }
-  return [...found];
-}
-
-// src/core/elf/runtime/families.ts
-var DRIVER = { what: "the NVIDIA driver's libcuda", when: "at the first CUDA call", impact: "library" };
-var FAMILIES = [
-  {
-    caller: /^libcudart\.so\.\d+(\.\d+)?$/,
-    loads: /libcuda\.so\.1/,
-    role: () => DRIVER
-  },
-  {
-    caller: /^libnvrtc\.so\.\d+(\.\d+)?$/,
-    loads: /libnvrtc-builtins\.so\.\d+\.\d+/,
-    role: () => ({ what: "NVRTC's builtins (its headers and per-architecture tables)", when: "at the first nvrtcCompileProgram, the first JIT compilation", impact: "library" })
-  },
-  {
-    caller: /^libcudnn\.so\.8$/,
-    loads: /libcudnn_(?:ops|cnn|adv)_(?:infer|train)\.so\.8/,
-    role: (name) => name.includes("_train") ? { what: `cuDNN 8's ${part(name)} part`, when: "when cuDNN first needs it (the first backward pass)", impact: "feature", feature: "training (backward passes)" } : { what: `cuDNN 8's ${part(name)} part`, when: "when cuDNN first needs it (the first convolution, RNN or normalisation)", impact: "library" }
-  },
-  {
-    caller: /^libcudnn\.so\.9$/,
-    loads: /libcudnn_(?:graph|engines_precompiled|engines_runtime_compiled|heuristic|ops|cnn|adv)\.so\.9/,
-    role: (name) => {
-      const which2 = part(name);
-      const when = "when cuDNN first needs it (cudnnCreate, the first operation graph)";
-      if (which2 === "engines_runtime_compiled") return { what: "cuDNN 9's runtime-compiled engines", when, impact: "feature", feature: "runtime-compiled engines (fusions built with NVRTC)" };
-      if (which2 === "cnn") return { what: "cuDNN 9's convolution part", when, impact: "feature", feature: "convolutions" };
-      if (which2 === "adv") return { what: "cuDNN 9's advanced part", when, impact: "feature", feature: "RNNs and multi-head attention" };
-      return { what: `cuDNN 9's ${which2} part`, when, impact: "library" };
-    }
-  },
-  {
-    caller: /^libcudnn_engines_runtime_compiled\.so\.9$/,
-    loads: /libnvrtc\.so\.\d+(?:\.\d+)?/,
-    role: () => ({ what: "NVRTC", when: "when cuDNN first compiles an engine at run time", impact: "feature", feature: "runtime-compiled engines (fusions built with NVRTC)" })
-  },
-  {
-    caller: /^(libtorch_cuda|libcaffe2_nvrtc|libtorch_cuda_linalg)\.so$/,
-    loads: /libcuda\.so\.1|libnvrtc\.so\.\d+(?:\.\d+)?|libcupti\.so\.\d+(?:\.\d+)?/,
-    role: (name) => name.startsWith("libcuda.") ? { ...DRIVER, when: "at the first CUDA call (import torch still works)" } : name.startsWith("libnvrtc") ? { what: "NVRTC", when: "at the first JIT-compiled kernel", impact: "feature", feature: "JIT-compiled kernels (fusion, torch.compile, jiterator)" } : { what: "CUPTI", when: "when the profiler starts", impact: "feature", feature: "the profiler (torch.profiler, Kineto)" }
-  },
-  {
-    caller: /^libnccl\.so\.\d+$/,
-    loads: /libnccl-net(?:-[\w.]+)?\.so/,
-    role: () => ({ what: "an NCCL network plugin", when: "at the first communicator (ncclCommInitRank)", impact: "optional", feature: "a network plugin (InfiniBand, AWS EFA); NCCL uses its own sockets and IB transport without one" })
-  }
-];
-function part(name) {
-  return name.replace(/^libcudnn_/, "").replace(/\.so\.\d+$/, "");
-}
-function familyOf(soname) {
-  return soname === null ? void 0 : FAMILIES.find((f) => f.caller.test(soname));
-}
 
 // src/core/elf/runtime/release-checks.ts
 import { realpathSync as realpathSync4 } from "node:fs";
@@ -75824,7 +75894,7 @@ function releaseChecks(p, caller, loaded2) {
       checks.push({ kind: "cuda-stub", object: loaded2, detail: `${loaded2.path} is the CUDA toolkit's link-time stub of libcuda.so.1 (it imports nothing: no DT_NEEDED, no symbol versions), not the NVIDIA driver's library` });
       return checks;
     }
-    const version3 = libcudaVersion(realName(p, loaded2.path));
+    const version3 = libcudaContentsVersion(p.ctx.view.hostPath(loaded2.path) ?? loaded2.path, loaded2.inode) ?? libcudaVersion(realName(p, loaded2.path));
     const kernel = kernelDriverVersion(p.platform.sysroot);
     if (version3 && kernel && version3 !== kernel) {
       const compat = /\/compat\//.test(loaded2.path) || /\/compat\//.test(realName(p, loaded2.path));
@@ -75938,7 +76008,7 @@ function runtimeLoads(p, fresh, memo) {
       if (!twin || q.mainStop) continue;
       const startup = new Set(q.scope.slice(0, q.startupScopeLength));
       const edge = q.loadAtRunTime(twin, name);
-      const role = family.role(name);
+      const role = noDriverRole(family.role(name), name, edge, q.platform.sysroot);
       const findings = findProblems(q, memo).filter((f) => f.edge === edge || !startup.has(f.object));
       const missing = !edge.object && findings.some((f) => f.kind === "not-found" && f.edge === edge);
       if (role.impact === "optional" && missing) continue;
@@ -75946,6 +76016,10 @@ function runtimeLoads(p, fresh, memo) {
     }
   }
   return loads;
+}
+function noDriverRole(role, name, edge, sysroot) {
+  if (name !== "libcuda.so.1" || edge.object || edge.errorPath || nvidiaModuleLoaded(sysroot)) return role;
+  return { ...role, impact: "feature", feature: NO_DRIVER_FEATURE };
 }
 function describeLoad(load) {
   return `${basename5(load.caller.path)} dlopens ${load.name} ${load.role.when}`;
@@ -75986,15 +76060,16 @@ function notFound(problem, load, how, sysroot, mark) {
   if (load.name === "libcuda.so.1") {
     const kernel = kernelDriverVersion(sysroot);
     const driverOnly = DRIVER_ONLY;
-    if (kernel === null) {
+    if (!nvidiaModuleLoaded(sysroot)) {
       problem.summary = `${how}, and this machine has no NVIDIA driver to provide it`;
-      problem.explanation = `${driverOnly} Nothing on ${searched} is one, and no NVIDIA kernel module is loaded (no /proc/driver/nvidia/version). Loading works; every CUDA call here fails with cudaErrorInsufficientDriver ("CUDA driver version is insufficient for CUDA runtime version"). Fine on a build host.`;
+      problem.explanation = `${driverOnly} Nothing on ${searched} is one, and no NVIDIA kernel module is loaded (no /proc/driver/nvidia/version, no /sys/module/nvidia). Loading works; every CUDA call here fails with cudaErrorInsufficientDriver ("CUDA driver version is insufficient for CUDA runtime version"). Fine on a build host.`;
       problem.fix = "run it on a machine with the NVIDIA driver (`nvidia-smi` there shows it), or install the driver here";
-      return mark(problem, "feature");
+      return mark(problem, load.role.impact);
     }
-    problem.summary = `${how}, and the loader cannot find the libcuda.so.1 of the driver ${kernel} this machine runs`;
-    problem.explanation = `${driverOnly} The kernel module ${kernel} is loaded, but no libcuda.so.1 is on ${searched}. Every CUDA call fails with cudaErrorInsufficientDriver.`;
-    problem.fix = `install the driver's user-space libraries of ${kernel} (the libcuda1/nvidia-driver package of that version), or add the directory that holds libcuda.so.${kernel} to /etc/ld.so.conf.d/ and run \`ldconfig\``;
+    const module = kernel ?? "(its version unread: /sys/module/nvidia)";
+    problem.summary = `${how}, and the loader cannot find the libcuda.so.1 of the driver ${module} this machine runs`;
+    problem.explanation = `${driverOnly} The kernel module ${module} is loaded, but no libcuda.so.1 is on ${searched}. Every CUDA call fails with cudaErrorInsufficientDriver.`;
+    problem.fix = kernel ? `install the driver's user-space libraries of ${kernel} (the libcuda1/nvidia-driver package of that version), or add the directory that holds libcuda.so.${kernel} to /etc/ld.so.conf.d/ and run \`ldconfig\`` : "install the user-space libraries of the driver this machine runs (`modinfo nvidia` names its version), or add the directory that holds its libcuda.so.1 to /etc/ld.so.conf.d/ and run `ldconfig`";
     return mark(problem, "library");
   }
   problem.summary = `${how}, and the loader cannot find it`;
@@ -76046,11 +76121,25 @@ function explainCheck(check, load, how, ctx, sysroot) {
     case "mixed-release": {
       const [a, b] = check.sides ?? [];
       base.summary = `${how}, and gets ${basename6(path13)} of another release: ${a ? `${basename6(a.path)} is ${a.version} (${dirname6(a.path)})` : ""}${b ? `, ${basename6(b.path)} is ${b.version} (${dirname6(b.path)})` : ""}`;
-      base.explanation = `${how}. ${howPicked(load.edge, path13)}. ${check.detail}.${consequence(load)}`;
-      base.fix = fixForEntry(load.edge, path13, ctx, sysroot, `${load.name} of the same release as ${basename6(load.caller.path)} is found`, load.process);
+      const builtins = /^libnvrtc-builtins\.so\./.test(load.name);
+      base.explanation = `${how}. ${howPicked(load.edge, path13)}. ${check.detail}.${builtins ? ` The dlopen itself works (the file bears the name NVRTC asks for), but NVRTC finds none of its own release's entry points in it: nvrtcCompileProgram returns NVRTC_ERROR_BUILTIN_OPERATION_FAILURE (7), so every run-time compilation fails (PyTorch's jiterator and fusions, CuPy's kernels); the rest of ${basename6(load.caller.path)} loads and works.` : consequence(load)}`;
+      if (builtins) base.summary += ": nvrtcCompileProgram returns NVRTC_ERROR_BUILTIN_OPERATION_FAILURE";
+      base.fix = besideCaller(load, path13) ? `install ${load.name} of ${a ? `release ${a.version}` : "the same release"} (that of ${basename6(load.caller.path)}) in ${dirname6(path13)} in place of the ${b?.version ?? "other"} one there: reinstall the package or wheel both came from (Debian's ${builtins ? "libnvrtc-builtins" : "libcudnn"} of that version, pip's ${builtins ? "nvidia-cuda-nvrtc-cuXX" : "nvidia-cudnn-cuXX"} of the same version)` : fixForEntry(load.edge, path13, ctx, sysroot, `${load.name} of the same release as ${basename6(load.caller.path)} is found`, load.process);
       return base;
     }
   }
+}
+function besideCaller(load, path13) {
+  if (dirname6(path13) === dirname6(load.caller.path)) return true;
+  const real = (f) => {
+    try {
+      return dirname6(realpathSync5(load.process.ctx.view.hostPath(f) ?? f));
+    } catch {
+      return null;
+    }
+  };
+  const a = real(path13);
+  return a !== null && a === real(load.caller.path);
 }
 function explainPinnedPairs(p, checks, ctx, sysroot) {
   return checks.map((check) => {
@@ -76073,7 +76162,7 @@ function explainPinnedPairs(p, checks, ctx, sysroot) {
 }
 
 // src/core/elf/explain/found-elsewhere.ts
-import { realpathSync as realpathSync5 } from "node:fs";
+import { realpathSync as realpathSync6 } from "node:fs";
 import { basename as basename7 } from "node:path";
 function noteFoundElsewhere(results, sysroot = "") {
   const root = normalRoot(sysroot);
@@ -76097,7 +76186,7 @@ function noteFoundElsewhere(results, sysroot = "") {
   const file = (path13) => {
     if (!real.has(path13)) {
       try {
-        real.set(path13, isInside(root, path13) ? realpathIn(root, path13) ?? null : realpathSync5(path13));
+        real.set(path13, isInside(root, path13) ? realpathIn(root, path13) ?? null : realpathSync6(path13));
       } catch {
         real.set(path13, null);
       }
@@ -76170,7 +76259,7 @@ function auxv(type) {
 }
 
 // src/core/elf/read/machine/platform.ts
-import { existsSync as existsSync3, readFileSync as readFileSync6 } from "node:fs";
+import { existsSync as existsSync4, readFileSync as readFileSync6 } from "node:fs";
 import { join as join6 } from "node:path";
 function dsoSortOf(interpPath, glibc) {
   if (!glibc || !versionAtMost(glibc, 2, 34)) return { default: "dfs", tunable: true };
@@ -76264,7 +76353,7 @@ function loaderPlatform(elfClass, machine, sysroot = "", cacheGenerator, store) 
   let result = null;
   if (facts) {
     const root = sysroot.replace(/\/+$/, "");
-    const multiarch = existsSync3(join6(root || "/", "lib", facts.triplet)) || existsSync3(join6(root || "/", "usr", "lib", facts.triplet));
+    const multiarch = existsSync4(join6(root || "/", "lib", facts.triplet)) || existsSync4(join6(root || "/", "usr", "lib", facts.triplet));
     const dirs = multiarch ? [`/lib/${facts.triplet}/`, `/usr/lib/${facts.triplet}/`, "/lib/", "/usr/lib/"] : [`/${facts.lib64}/`, `/usr/${facts.lib64}/`];
     const inImage2 = (path13) => root === "" ? path13 : realpathIn(root, root + path13) ?? root + path13;
     const interpFile = inImage2(facts.interp);
@@ -76320,7 +76409,7 @@ function loaderPlatform(elfClass, machine, sysroot = "", cacheGenerator, store) 
 }
 
 // src/core/elf/read/machine/mounts.ts
-import { readFileSync as readFileSync7, realpathSync as realpathSync6 } from "node:fs";
+import { readFileSync as readFileSync7, realpathSync as realpathSync7 } from "node:fs";
 var mounts;
 var unescape = (s) => s.replace(/\\([0-7]{3})/g, (_m, o) => String.fromCharCode(parseInt(o, 8)));
 function parseMountinfo(text) {
@@ -76386,7 +76475,7 @@ function noexecMountOf(path13) {
 function lookUp(path13) {
   let real;
   try {
-    real = realpathSync6.native(path13);
+    real = realpathSync7.native(path13);
   } catch {
     return null;
   }
@@ -76510,6 +76599,10 @@ function named(error2, dir, name) {
   const fix = (text) => shown ? text.replace(new RegExp(`'${escape(proc)}/[^']*'`, "g"), `'${shown}'`) : text;
   error2.message = real(fix(error2.message));
   if (typeof error2.path === "string") error2.path = shown && error2.path.startsWith(`${proc}/`) ? shown : real(error2.path);
+  else {
+    error2.path = shown ?? (dir.path.replace(/\/+$/, "") || "/");
+    error2.message = `${error2.message} '${error2.path}'`;
+  }
   const withDest = error2;
   if (typeof withDest.dest === "string") withDest.dest = shown ?? real(withDest.dest);
   return error2;
@@ -76908,7 +77001,7 @@ var LoaderFactsFile = class {
 function preloadList(options, recorder) {
   const list = (options.preload ?? []).flatMap((p) => p.split(/[ :]/)).filter(Boolean).map((name) => ({ name, from: "LD_PRELOAD" }));
   const file = `${normalRoot(options.sysroot)}/etc/ld.so.preload`;
-  if (recorder ? recorder.statNow(file) !== null : existsSync4(file)) {
+  if (recorder ? recorder.statNow(file) !== null : existsSync5(file)) {
     try {
       const text = readFileSync10(file, "utf8").replace(/#[^\n]*/g, "");
       list.push(...text.split(/[ \t\n:]+/).filter(Boolean).map((name) => ({ name, from: "/etc/ld.so.preload" })));
@@ -77098,7 +77191,10 @@ function openCache(options, cwd, ctx) {
       pageSize: options.pageSize ?? null,
       runtimeLoads: options.runtimeLoads !== false,
       // A file system remounted noexec (or exec) changes what loads without changing any file.
-      noexec: sysroot === "" ? noexecMountPoints() : []
+      noexec: sysroot === "" ? noexecMountPoints() : [],
+      // Whether an NVIDIA kernel module is loaded, and which: a libcuda.so.1 nothing provides is a
+      // warning without one and an error with one, and its fix names the module's release.
+      nvidiaModule: nvidiaModuleLoaded(sysroot) ? kernelDriverVersion(sysroot) ?? "loaded" : null
     },
     sysroot,
     cwd,
@@ -77150,6 +77246,7 @@ async function checkOne(file, ctx, exe, memo, explainCtx, recorder, followRuntim
   const found = findProblems(p, memo, stop);
   const { objects, startup } = checkedObjects(p, stop);
   const problems = await Promise.all(found.map((f) => explain(p, f, explainCtx)));
+  markNoDriverConsequences(problems);
   if (stop === null && followRuntimeLoads) {
     const loads = runtimeLoads(exe ? startOf(ctx, platform2, r, exe) : p, () => startOf(ctx, platform2, r, exe), memo);
     addRuntimeEdges(objects, loads);
@@ -77177,16 +77274,54 @@ async function checkLibraries(options) {
   const cwd = options.cwd ?? process.cwd();
   const listed = listTargets(options.targets, { recursive: options.recursive, cwd, sysroot: options.sysroot });
   const results = await checkFiles({ ...options, cwd }, listed.map((f, index) => ({ ...f, index })));
-  const report = mergeResults(results.sort((a, b) => a.index - b.index), options.strict ?? false);
+  const report = mergeResults(results.sort((a, b) => a.index - b.index), options.strict ?? false, options.sysroot);
   if (options.sysroot) for (const o of report.objects) withImageFile(o, options.sysroot);
   return report;
 }
 function withImageFile(o, sysroot) {
-  if (existsSync5(o.path)) return;
+  if (existsSync6(o.path)) return;
   const file = realpathIn(sysroot, o.path);
   if (file && file !== o.path) o.file = file;
 }
-function mergeResults(results, strict) {
+var FileNames = class {
+  /** `sysroot`: an image whose absolute links (/lib -> /usr/lib) lead nowhere on the host are followed in it. */
+  constructor(sysroot) {
+    this.sysroot = sysroot;
+  }
+  sysroot;
+  byName = /* @__PURE__ */ new Map();
+  byId = /* @__PURE__ */ new Map();
+  canonical(path13) {
+    let name = this.byName.get(path13);
+    if (name !== void 0) return name;
+    let id = null;
+    try {
+      const st = statSync6(path13, { throwIfNoEntry: false }) ?? (this.sysroot ? statSync6(realpathIn(this.sysroot, path13) ?? path13) : void 0);
+      if (st) id = `${st.dev}:${st.ino}`;
+    } catch {
+    }
+    name = id === null ? path13 : this.byId.get(id) ?? path13;
+    if (id !== null && !this.byId.has(id)) this.byId.set(id, path13);
+    this.byName.set(path13, name);
+    return name;
+  }
+  /** The object under its kept name, its edges leading to kept names. */
+  object(o) {
+    const path13 = this.canonical(o.path);
+    const needed = o.needed.map((e) => {
+      const to = e.path === null ? null : this.canonical(e.path);
+      return to === e.path ? e : { ...e, path: to };
+    });
+    return path13 === o.path && needed.every((e, i) => e === o.needed[i]) ? o : { ...o, path: path13, needed };
+  }
+  problem(p) {
+    const object = this.canonical(p.object);
+    return object === p.object ? p : { ...p, object };
+  }
+};
+function mergeResults(results, strict, sysroot) {
+  const names = new FileNames(sysroot);
+  for (const r of results) if (r.checked) names.canonical(r.checked);
   const checked = [];
   const skipped = [];
   const objects = /* @__PURE__ */ new Map();
@@ -77198,11 +77333,15 @@ function mergeResults(results, strict) {
       skipped.push(r.skipped);
       continue;
     }
-    if (r.checked) checked.push(r.checked);
+    if (r.checked && !checked.includes(names.canonical(r.checked))) checked.push(names.canonical(r.checked));
     for (const f of r.failedPreloads) failedPreloads.add(f);
-    for (const o of r.objects) if (!objects.has(o.path)) objects.set(o.path, o);
-    const atStartup = new Set(r.objects.slice(0, r.startup ?? r.objects.length).map((o) => o.path));
-    for (const problem of r.problems) {
+    for (const o of r.objects) {
+      const kept = names.object(o);
+      if (!objects.has(kept.path)) objects.set(kept.path, kept);
+    }
+    const atStartup = new Set(r.objects.slice(0, r.startup ?? r.objects.length).map((o) => names.canonical(o.path)));
+    for (const found of r.problems) {
+      const problem = names.problem(found);
       const key = [problem.kind, problem.object, problem.library, problem.version, problem.symbol].join("\0");
       if (!problems.has(key)) problems.set(key, problem);
       const kept = problems.get(key);
@@ -77221,7 +77360,7 @@ function mergeResults(results, strict) {
 }
 function firstProblemLine(report, options = {}) {
   const strict = options.strict ?? false;
-  const first = report.problems.find((p) => isFailing(p, strict || !report.ok));
+  const first = report.problems.find((p) => isFailing(p, strict)) ?? (report.ok ? void 0 : report.problems.find((p) => isFailing(p, true)));
   if (!first || report.ok && !strict) {
     const n = report.checked.length;
     const notes = report.problems.filter((p) => p.kind === "unversioned-undefined-symbol").length;
@@ -77235,6 +77374,7 @@ function firstProblemLine(report, options = {}) {
 // src/core/elf/read/device-code/fatbin.ts
 var DEVICE_CODE_SECTIONS = [".nv_fatbin", "__nv_relfatbin"];
 var FLAG_COMPRESSED = 8192 | 32768;
+var SMALL_CUBIN = 64 * 1024;
 
 // src/core/elf/read/device-code/sections.ts
 var MAX_SHSTRTAB = 16 * 1024 * 1024;
@@ -77629,7 +77769,7 @@ function networkHint(error2, fallback) {
 }
 
 // src/core/remote/mirror.ts
-import { existsSync as existsSync6 } from "node:fs";
+import { existsSync as existsSync7 } from "node:fs";
 import { isAbsolute as isAbsolute3, resolve as resolve4 } from "node:path";
 import { pathToFileURL } from "node:url";
 var DEFAULT_CUDA_MIRROR = "https://developer.download.nvidia.com/compute/cuda/redist/";
@@ -77658,7 +77798,7 @@ function parseMirror(text, source = "--mirror") {
     throw new UsageError(`${source} ${JSON.stringify(value)} uses ${url2.protocol.slice(0, -1)}, which cudaenv does not download from`, "Use an http(s):// or file:// URL, or a directory path.");
   }
   const dir = isAbsolute3(value) ? value : resolve4(value);
-  if (!existsSync6(dir) && HOST_LIKE.test(value)) {
+  if (!existsSync7(dir) && HOST_LIKE.test(value)) {
     throw new UsageError(
       `${source} ${JSON.stringify(value)} has no http:// or https:// and is no directory`,
       `Did you mean https://${value}? A mirror is an http(s):// URL, a file:// URL or a directory.`
@@ -77955,6 +78095,11 @@ function tryParseSpec(text) {
   if (ALIAS_RE.test(text) && !RESERVED.has(text)) return { kind: "alias", text, name: text };
   return void 0;
 }
+function leadingZeroNote(text) {
+  if (!/^\d+(\.\d+){0,2}$/.test(text) || PARTIAL_RE.test(text)) return "";
+  const fixed = text.split(".").map((n) => String(Number(n))).join(".");
+  return PARTIAL_RE.test(fixed) ? ` (write ${fixed}: no leading zeros)` : "";
+}
 var PREFIXED_RE = /^(?:v|cuda[-_]?)((?:0|[1-9]\d{0,3})(?:\.(?:0|[1-9]\d{0,3})(?:\.(?:0|[1-9]\d{0,5}))?)?)$/i;
 function prefixedVersion(text) {
   return PREFIXED_RE.exec(text)?.[1];
@@ -78000,13 +78145,26 @@ async function resolveRelease(mirror, spec, signal) {
   const labels = await listReleases(mirror, signal);
   const label = newestMatching(labels, spec);
   if (!label) {
-    const near = labels.filter((l) => spec !== "latest" && matchesPrefix(l, spec.split(".")[0])).slice(-5);
     throw new CudaenvError(`the mirror ${mirror.display} offers no CUDA release matching ${spec}`, {
-      hint: labels.length === 0 ? "Its index lists no redistrib_*.json at all: check --mirror." : `${near.length > 0 ? `Releases of CUDA ${spec.split(".")[0]}: ${near.join(", ")}. ` : ""}See all with \`cudaenv ls-remote\`.`,
+      hint: labels.length === 0 ? "Its index lists no redistrib_*.json at all: check --mirror." : `${[nearReleases(labels, spec), "See all with `cudaenv ls-remote`."].filter(Boolean).join(" ")}`,
       code: "not-found"
     });
   }
   return await loadManifest(mirror, label, false, signal);
+}
+function nearReleases(labels, spec) {
+  const sorted = [...labels].sort(compareLabels);
+  const parts = spec.split(".");
+  if (parts.length > 2) {
+    const prefix2 = parts.slice(0, 2).join(".");
+    const same = sorted.filter((l) => matchesPrefix(l, prefix2));
+    if (same.length > 0) return `Releases of CUDA ${prefix2}: ${same.slice(-8).join(", ")}.`;
+  }
+  if (spec === "latest") return "";
+  const at = sorted.findIndex((l) => compareLabels(l, spec) > 0);
+  const i = at === -1 ? sorted.length : at;
+  const near = sorted.slice(Math.max(0, i - 2), i + 2);
+  return near.length > 0 ? `The nearest releases: ${near.join(", ")}.` : "";
 }
 
 // src/core/remote/cudnn.ts
@@ -78063,7 +78221,7 @@ async function chooseCudnn(mirror, spec, cudaMajor, platform2, signal) {
 
 // src/core/remote/install.ts
 import { cpus } from "node:os";
-import { existsSync as existsSync12, mkdirSync as mkdirSync9, readFileSync as readFileSync19, renameSync as renameSync5, rmSync as rmSync8 } from "node:fs";
+import { existsSync as existsSync13, mkdirSync as mkdirSync9, readFileSync as readFileSync19, renameSync as renameSync5, rmSync as rmSync8 } from "node:fs";
 import { join as join18 } from "node:path";
 
 // src/core/fatal-cleanup.ts
@@ -78078,7 +78236,7 @@ function onFatalExit(action5) {
 }
 
 // src/core/store/lock.ts
-import { closeSync as closeSync8, mkdirSync as mkdirSync2, openSync as openSync8, readFileSync as readFileSync12, readdirSync as readdirSync5, rmSync as rmSync2, statSync as statSync6, utimesSync, writeSync as writeSync2 } from "node:fs";
+import { closeSync as closeSync8, mkdirSync as mkdirSync2, openSync as openSync8, readFileSync as readFileSync12, readdirSync as readdirSync5, rmSync as rmSync2, statSync as statSync7, utimesSync, writeSync as writeSync2 } from "node:fs";
 import { hostname } from "node:os";
 import { join as join9 } from "node:path";
 var DEFAULT_STALE_MS = 10 * 60 * 1e3;
@@ -78123,7 +78281,7 @@ function readLockOwner(path13) {
 function isStale(path13, owner, staleMs = DEFAULT_STALE_MS) {
   let mtimeMs;
   try {
-    mtimeMs = statSync6(path13).mtimeMs;
+    mtimeMs = statSync7(path13).mtimeMs;
   } catch {
     return false;
   }
@@ -78149,15 +78307,19 @@ function tryCreate(path13, owner) {
   }
   try {
     writeSync2(fd, JSON.stringify(owner));
-  } finally {
+  } catch (error2) {
     closeSync8(fd);
+    rmSync2(path13, { force: true });
+    if (isErrno(error2) && typeof error2.path !== "string") Object.assign(error2, { path: path13, message: `${error2.message} '${path13}'` });
+    throw error2;
   }
+  closeSync8(fd);
   return true;
 }
 function takeOver(path13, seen, staleMs) {
   const guard = `${path13}.takeover`;
   try {
-    if (Date.now() - statSync6(guard).mtimeMs > TAKEOVER_STALE_MS) rmSync2(guard, { force: true });
+    if (Date.now() - statSync7(guard).mtimeMs > TAKEOVER_STALE_MS) rmSync2(guard, { force: true });
   } catch {
   }
   let fd;
@@ -78188,7 +78350,7 @@ function reclaimStaleLocks(locksDir, staleMs = DEFAULT_STALE_MS) {
     const path13 = join9(locksDir, name);
     try {
       if (name.endsWith(".lock.takeover")) {
-        if (Date.now() - statSync6(path13).mtimeMs > TAKEOVER_STALE_MS) {
+        if (Date.now() - statSync7(path13).mtimeMs > TAKEOVER_STALE_MS) {
           rmSync2(path13, { force: true });
           removed.push(name);
         }
@@ -78199,7 +78361,7 @@ function reclaimStaleLocks(locksDir, staleMs = DEFAULT_STALE_MS) {
       if (!isStale(path13, owner, staleMs)) continue;
       takeOver(path13, owner, staleMs);
       try {
-        statSync6(path13);
+        statSync7(path13);
       } catch {
         removed.push(name);
       }
@@ -78285,7 +78447,7 @@ function heldLock(path13, owner, staleMs) {
 }
 
 // src/core/store/registry.ts
-import { existsSync as existsSync7, lstatSync as lstatSync4, mkdirSync as mkdirSync3, readFileSync as readFileSync13, readdirSync as readdirSync6, readlinkSync as readlinkSync3, rmSync as rmSync3 } from "node:fs";
+import { existsSync as existsSync8, lstatSync as lstatSync4, mkdirSync as mkdirSync3, readFileSync as readFileSync13, readdirSync as readdirSync6, readlinkSync as readlinkSync3, rmSync as rmSync3 } from "node:fs";
 import { join as join10, resolve as resolve5 } from "node:path";
 var RECEIPT_FILE = ".cudaenv-receipt.json";
 function listVersions(paths) {
@@ -78315,10 +78477,11 @@ function describeVersion(paths, label) {
   }
   if (st.isSymbolicLink()) {
     const target = resolve5(paths.versions, readlinkSync3(path13));
-    return { label, path: path13, kind: "registered", target, broken: !existsSync7(target) };
+    return { label, path: path13, kind: "registered", target, broken: !existsSync8(target) };
   }
   if (!st.isDirectory()) return void 0;
-  return { label, path: path13, kind: "installed", broken: false };
+  const holdsToolkit = ["bin", "lib64", "lib", RECEIPT_FILE].some((name) => existsSync8(join10(path13, name)));
+  return { label, path: path13, kind: "installed", broken: !holdsToolkit };
 }
 function installedLabels(paths) {
   return listVersions(paths).filter((v) => !v.broken).map((v) => v.label);
@@ -78386,7 +78549,7 @@ function refreshResolveIndex(paths) {
 }
 
 // src/core/shell/shims.ts
-import { chmodSync, existsSync as existsSync8, mkdirSync as mkdirSync4, readFileSync as readFileSync14, readdirSync as readdirSync7, rmSync as rmSync4, statSync as statSync7 } from "node:fs";
+import { chmodSync, existsSync as existsSync9, mkdirSync as mkdirSync4, readFileSync as readFileSync14, readdirSync as readdirSync7, rmSync as rmSync4, statSync as statSync8 } from "node:fs";
 import { join as join11 } from "node:path";
 var SHIM_MARKER = "# cudaenv shim: generated by `cudaenv rehash`";
 var SETTINGS_LINE = /^# @CUDAENV_SETTINGS@.*$/m;
@@ -78407,7 +78570,7 @@ _ce_soh=${quoteSh("")}`;
   return template.replace(SETTINGS_LINE, () => settings).replace(/^#!\/bin\/sh\n/, `#!${shimInterpreter}
 `);
 }
-var shimInterpreter = BASH_PATHS.find((p) => existsSync8(p)) ? `${BASH_PATHS.find((p) => existsSync8(p))} -p` : "/bin/sh";
+var shimInterpreter = BASH_PATHS.find((p) => existsSync9(p)) ? `${BASH_PATHS.find((p) => existsSync9(p))} -p` : "/bin/sh";
 function toolkitPrograms(paths) {
   const names = /* @__PURE__ */ new Set();
   for (const v of listVersions(paths)) {
@@ -78422,7 +78585,7 @@ function toolkitPrograms(paths) {
     for (const name of entries2) {
       if (!PROGRAM_RE.test(name)) continue;
       try {
-        const st = statSync7(join11(bin, name));
+        const st = statSync8(join11(bin, name));
         if (st.isFile() && (st.mode & 73) !== 0) names.add(name);
       } catch {
       }
@@ -78456,7 +78619,7 @@ function writeShims(paths) {
     if (wanted.has(name) || name.startsWith(".")) continue;
     const file = join11(paths.shims, name);
     try {
-      if (statSync7(file).isFile() && readFileSync14(file, "utf8").includes(SHIM_MARKER)) {
+      if (statSync8(file).isFile() && readFileSync14(file, "utf8").includes(SHIM_MARKER)) {
         rmSync4(file, { force: true });
         removed.push(name);
       }
@@ -78467,7 +78630,7 @@ function writeShims(paths) {
 }
 
 // src/core/shell/switch-index.ts
-import { existsSync as existsSync9, mkdirSync as mkdirSync5, readdirSync as readdirSync8, readlinkSync as readlinkSync4 } from "node:fs";
+import { existsSync as existsSync10, mkdirSync as mkdirSync5, readdirSync as readdirSync8, readlinkSync as readlinkSync4 } from "node:fs";
 import { basename as basename10, join as join12 } from "node:path";
 function switchDir(paths) {
   return join12(paths.root, "switch");
@@ -78521,9 +78684,9 @@ async function afterVersionsChanged(paths) {
 // src/core/remote/archive.ts
 import { spawn as spawn2 } from "node:child_process";
 import { createHash as createHash2 } from "node:crypto";
-import { constants as constants8, createReadStream as createReadStream2, mkdirSync as mkdirSync6, renameSync as renameSync2, rmSync as rmSync5, statSync as statSync8, statfsSync as statfsSync2 } from "node:fs";
+import { constants as constants8, createReadStream as createReadStream2, mkdirSync as mkdirSync6, renameSync as renameSync3, rmSync as rmSync6, statSync as statSync9, statfsSync as statfsSync2 } from "node:fs";
 import { open as open2 } from "node:fs/promises";
-import { basename as basename11, join as join14 } from "node:path";
+import { basename as basename11, join as join15 } from "node:path";
 import { finished } from "node:stream/promises";
 
 // src/core/remote/source.ts
@@ -78656,20 +78819,95 @@ async function* remoteBytes(mirror, rel, offset, signal, events2 = {}) {
   }
 }
 
+// src/core/remote/staging.ts
+import { lstatSync as lstatSync5, mkdtempSync, readdirSync as readdirSync9, renameSync as renameSync2, rmSync as rmSync5 } from "node:fs";
+import { join as join13 } from "node:path";
+var LEFTOVER_RE = /^(stage|old|rm)-(\d+\.\d+\.\d+)-\d+-[A-Za-z0-9]{6}$/;
+function versionLockName(label) {
+  return `version-${label}`;
+}
+function makeTempIn(paths, kind, label) {
+  return mkdtempSync(join13(paths.tmp, `${kind}-${label}-${process.pid}-`));
+}
+function tempName(paths, kind, label) {
+  const dir = makeTempIn(paths, kind, label);
+  rmSync5(dir, { recursive: true, force: true });
+  return dir;
+}
+function exists2(path13) {
+  try {
+    lstatSync5(path13);
+    return true;
+  } catch {
+    return false;
+  }
+}
+function recoverLeftovers(paths, label) {
+  let names;
+  try {
+    names = readdirSync9(paths.tmp);
+  } catch {
+    return { restored: false, removed: 0 };
+  }
+  let restored = false;
+  let removed = 0;
+  const dest = join13(paths.versions, label);
+  for (const name of names.sort()) {
+    const m = LEFTOVER_RE.exec(name);
+    if (!m || m[2] !== label) continue;
+    const path13 = join13(paths.tmp, name);
+    if (m[1] === "old" && !exists2(dest)) {
+      renameSync2(path13, dest);
+      restored = true;
+      continue;
+    }
+    rmSync5(path13, { recursive: true, force: true });
+    removed++;
+  }
+  return { restored, removed };
+}
+async function cleanOtherLeftovers(paths, except) {
+  let names;
+  try {
+    names = readdirSync9(paths.tmp);
+  } catch {
+    return [];
+  }
+  const labels = new Set(names.flatMap((n) => {
+    const m = LEFTOVER_RE.exec(n);
+    return m && m[2] !== except ? [m[2]] : [];
+  }));
+  const restored = [];
+  for (const label of labels) {
+    let lock;
+    try {
+      lock = await acquireLock(paths.locks, versionLockName(label), { wait: false, purpose: `cleanup of ${label}` });
+    } catch {
+      continue;
+    }
+    try {
+      if (recoverLeftovers(paths, label).restored) restored.push(label);
+    } finally {
+      lock.release();
+    }
+  }
+  return restored;
+}
+
 // src/core/remote/cache.ts
 function archiveLockName(sha256) {
   return `archive-${sha256.slice(0, 16)}`;
 }
 
 // src/core/remote/checkpoint.ts
-import { existsSync as existsSync10, readFileSync as readFileSync15 } from "node:fs";
-import { join as join13 } from "node:path";
+import { existsSync as existsSync11, readFileSync as readFileSync15 } from "node:fs";
+import { join as join14 } from "node:path";
 async function checkpoint(name, env = process.env) {
   const dir = env.CUDAENV_TEST_CHECKPOINT_DIR;
   if (!dir) return;
-  writeFileSafely(join13(dir, name), String(process.pid), { durable: false });
-  const crash = join13(dir, `${name}.crash`);
-  if (existsSync10(crash)) {
+  writeFileSafely(join14(dir, name), String(process.pid), { durable: false });
+  const crash = join14(dir, `${name}.crash`);
+  if (existsSync11(crash)) {
     const error2 = new Error(`injected crash at ${name}`);
     if (readFileSync15(crash, "utf8").trim() === "rejection") void Promise.reject(error2);
     else setTimeout(() => {
@@ -78677,8 +78915,8 @@ async function checkpoint(name, env = process.env) {
     }, 0);
     await new Promise(() => void 0);
   }
-  if (!existsSync10(join13(dir, `${name}.pause`))) return;
-  while (!existsSync10(join13(dir, `${name}.go`))) await new Promise((r) => setTimeout(r, 20));
+  if (!existsSync11(join14(dir, `${name}.pause`))) return;
+  while (!existsSync11(join14(dir, `${name}.go`))) await new Promise((r) => setTimeout(r, 20));
 }
 
 // src/core/remote/tar-guard.ts
@@ -79110,16 +79348,16 @@ function parsePax(data) {
 }
 
 // src/core/text/bytes.ts
+var UNITS = ["B", "KiB", "MiB", "GiB", "TiB"];
 function formatBytes(n) {
-  if (n < 1024) return `${n} B`;
-  const units = ["KiB", "MiB", "GiB", "TiB"];
-  let v = n / 1024;
+  let v = Number.isFinite(n) && n > 0 ? n : 0;
   let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
+  for (; ; ) {
+    const text = i === 0 ? String(Math.round(v)) : v.toFixed(v >= 99.95 ? 0 : 1);
+    if (Number(text) < 1024 || i === UNITS.length - 1) return `${text} ${UNITS[i]}`;
     v /= 1024;
     i++;
   }
-  return `${v.toFixed(v >= 100 ? 0 : 1)} ${units[i]}`;
 }
 
 // src/core/remote/archive.ts
@@ -79130,7 +79368,7 @@ function cacheFileName(artifact) {
 }
 function sizeOf(path13) {
   try {
-    return statSync8(path13).size;
+    return statSync9(path13).size;
   } catch {
     return void 0;
   }
@@ -79138,7 +79376,7 @@ function sizeOf(path13) {
 async function fetchAndExtract(job) {
   const { artifact } = job;
   mkdirSync6(job.cacheDir, { recursive: true });
-  const cacheFile = join14(job.cacheDir, cacheFileName(artifact));
+  const cacheFile = join15(job.cacheDir, cacheFileName(artifact));
   const lock = await acquireLock(job.locksDir, archiveLockName(artifact.sha256), { purpose: `download of ${basename11(artifact.relativePath)}`, signal: job.signal });
   try {
     for (let round = 0; ; round++) {
@@ -79149,8 +79387,8 @@ async function fetchAndExtract(job) {
         return { fromCache, cacheFile, stats: stats2 };
       } catch (error2) {
         if (error2 instanceof VerifyError && round === 0 && (fromCache || oldPart > 0)) {
-          rmSync5(cacheFile, { force: true });
-          rmSync5(`${cacheFile}.part`, { force: true });
+          rmSync6(cacheFile, { force: true });
+          rmSync6(`${cacheFile}.part`, { force: true });
           continue;
         }
         throw error2;
@@ -79177,7 +79415,7 @@ async function streamOnce(job, cacheFile, fromCache) {
   const { artifact, component } = job;
   const url2 = mirrorLocation(job.mirror, artifact.relativePath);
   const partFile = `${cacheFile}.part`;
-  rmSync5(job.destDir, { recursive: true, force: true });
+  rmSync6(job.destDir, { recursive: true, force: true });
   mkdirSync6(job.destDir, { recursive: true });
   const xz = spawn2("xz", ["-dc"], { stdio: ["pipe", "pipe", "pipe"] });
   const tar = spawn2("tar", ["-x", "-f", "-", "-C", job.destDir, "--strip-components=1", "--no-same-owner", "--warning=no-timestamp", "--warning=no-unknown-keyword"], { stdio: ["pipe", "ignore", "pipe"] });
@@ -79198,8 +79436,8 @@ async function streamOnce(job, cacheFile, fromCache) {
   const tarFailed = (code) => {
     const why = tarErr().trim() || `tar exited with ${code}`;
     if (diskFull(job.destDir)) {
-      return new CudaenvError(`${component}: the disk is full while extracting ${url2} (${why})`, {
-        hint: "Nothing was installed. Free space in the cudaenv store (CUDAENV_DIR) and try again; the verified download is kept in the cache.",
+      return new CudaenvError(`${component}: the disk is full while extracting ${url2} into ${job.destDir} (${why})`, {
+        hint: `Nothing was installed. Free space in the cudaenv store (CUDAENV_DIR), on the file system of ${job.destDir}, and try again; the verified download is kept in the cache.`,
         code: "disk-full"
       });
     }
@@ -79257,7 +79495,7 @@ async function streamOnce(job, cacheFile, fromCache) {
     } else {
       let have = sizeOf(partFile) ?? 0;
       if (have > artifact.size) {
-        rmSync5(partFile, { force: true });
+        rmSync6(partFile, { force: true });
         have = 0;
       }
       if (have > 0) {
@@ -79265,6 +79503,7 @@ async function streamOnce(job, cacheFile, fromCache) {
       }
       part2 = (await open2(partFile, constants8.O_WRONLY | constants8.O_APPEND | constants8.O_CREAT | constants8.O_NOFOLLOW, 420)).createWriteStream({ highWaterMark: 2 << 20 });
       part2.on("error", (error2) => {
+        if (typeof error2.path !== "string") Object.assign(error2, { path: partFile, message: `${error2.message} '${partFile}'` });
         partError ??= error2;
       });
       let first = true;
@@ -79291,7 +79530,7 @@ async function streamOnce(job, cacheFile, fromCache) {
     }
     const digest = hash.digest("hex");
     if (digest !== artifact.sha256) {
-      if (part2) rmSync5(partFile, { force: true });
+      if (part2) rmSync6(partFile, { force: true });
       throw new VerifyError(`${component}: checksum mismatch for ${url2}: expected sha256 ${artifact.sha256}, got ${digest}`, {
         hint: "The file is corrupt or was replaced; nothing was installed. Try again, or use another mirror.",
         code: "checksum-mismatch"
@@ -79301,7 +79540,7 @@ async function streamOnce(job, cacheFile, fromCache) {
       part2.end();
       await finished(part2);
       part2 = void 0;
-      renameSync2(partFile, cacheFile);
+      renameSync3(partFile, cacheFile);
     }
     report("extract", true);
     const [xzCode, tarCode] = await Promise.all([xzExit, tarExit, piped]);
@@ -79320,7 +79559,7 @@ async function streamOnce(job, cacheFile, fromCache) {
     if (part2) {
       part2.destroy();
       await finished(part2).catch(() => void 0);
-      if (sizeOf(partFile) === 0) rmSync5(partFile, { force: true });
+      if (sizeOf(partFile) === 0) rmSync6(partFile, { force: true });
     }
     const cause = failure instanceof ArchiveRefused || failure instanceof ArchiveNoRoom ? failure : error2;
     if (cause instanceof ArchiveNoRoom) {
@@ -79330,7 +79569,7 @@ async function streamOnce(job, cacheFile, fromCache) {
       });
     }
     if (cause instanceof ArchiveRefused) {
-      rmSync5(partFile, { force: true });
+      rmSync6(partFile, { force: true });
       throw new CudaenvError(`${component}: the archive ${url2} is unsafe: ${cause.message}`, {
         hint: "Nothing was installed. The mirror serves a tampered or broken archive; use another mirror.",
         code: "archive-refused"
@@ -79349,7 +79588,8 @@ async function streamOnce(job, cacheFile, fromCache) {
     if (error2 instanceof CudaenvError) throw error2;
     if (tarStopped !== null) throw tarFailed(tarStopped);
     if (error2.code === "ENOSPC") {
-      throw new CudaenvError(`${component}: the disk is full while installing from ${url2}`, { hint: "Free space in the cudaenv store (CUDAENV_DIR) and try again.", code: "disk-full", cause: error2 });
+      const where2 = error2.path ?? job.cacheDir;
+      throw new CudaenvError(`${component}: the disk is full while installing from ${url2} (writing ${where2})`, { hint: `Free space on the file system of ${where2} (the cudaenv store, CUDAENV_DIR) and try again; what was downloaded is kept and reused.`, code: "disk-full", cause: error2 });
     }
     throw new CudaenvError(`${component}: installing from ${url2} failed: ${error2.message}`, { cause: error2 });
   }
@@ -79437,35 +79677,35 @@ function relay(from, guard, to) {
 }
 
 // src/core/remote/merge.ts
-import { lstatSync as lstatSync5, mkdirSync as mkdirSync7, readdirSync as readdirSync9, renameSync as renameSync3, rmSync as rmSync6, symlinkSync as symlinkSync2 } from "node:fs";
-import { join as join15 } from "node:path";
+import { lstatSync as lstatSync6, mkdirSync as mkdirSync7, readdirSync as readdirSync10, renameSync as renameSync4, rmSync as rmSync7, symlinkSync as symlinkSync2 } from "node:fs";
+import { join as join16 } from "node:path";
 function mergeComponent(partDir, root, component) {
   mkdirSync7(root, { recursive: true });
-  for (const name of readdirSync9(partDir)) {
-    const src = join15(partDir, name);
-    const st = lstatSync5(src);
+  for (const name of readdirSync10(partDir)) {
+    const src = join16(partDir, name);
+    const st = lstatSync6(src);
     if (name === "lib" && st.isSymbolicLink()) continue;
     if (/^(LICENSE|EULA)/i.test(name) && st.isFile()) {
-      const dir = join15(root, "licenses", component);
+      const dir = join16(root, "licenses", component);
       mkdirSync7(dir, { recursive: true });
-      renameSync3(src, join15(dir, name));
+      renameSync4(src, join16(dir, name));
       continue;
     }
-    mergeEntry(src, join15(root, name === "lib" ? "lib64" : name), component);
+    mergeEntry(src, join16(root, name === "lib" ? "lib64" : name), component);
   }
-  rmSync6(partDir, { recursive: true, force: true });
+  rmSync7(partDir, { recursive: true, force: true });
 }
 function mergeEntry(src, dst, component) {
   let existing;
   try {
-    existing = lstatSync5(dst);
+    existing = lstatSync6(dst);
   } catch {
-    renameSync3(src, dst);
+    renameSync4(src, dst);
     return;
   }
-  const st = lstatSync5(src);
+  const st = lstatSync6(src);
   if (st.isDirectory() && existing.isDirectory()) {
-    for (const name of readdirSync9(src)) mergeEntry(join15(src, name), join15(dst, name), component);
+    for (const name of readdirSync10(src)) mergeEntry(join16(src, name), join16(dst, name), component);
     return;
   }
   if (st.isDirectory() || existing.isDirectory()) {
@@ -79474,27 +79714,27 @@ function mergeEntry(src, dst, component) {
       code: "merge-conflict"
     });
   }
-  rmSync6(dst, { force: true });
-  renameSync3(src, dst);
+  rmSync7(dst, { force: true });
+  renameSync4(src, dst);
 }
 function linkLib(root) {
   try {
-    lstatSync5(join15(root, "lib64"));
+    lstatSync6(join16(root, "lib64"));
   } catch {
     return;
   }
   try {
-    lstatSync5(join15(root, "lib"));
+    lstatSync6(join16(root, "lib"));
     return;
   } catch {
-    symlinkSync2("lib64", join15(root, "lib"));
+    symlinkSync2("lib64", join16(root, "lib"));
   }
 }
 
 // src/core/remote/pkgconfig.ts
-import { existsSync as existsSync11, lstatSync as lstatSync6, mkdirSync as mkdirSync8, readFileSync as readFileSync16, readdirSync as readdirSync10, rmdirSync, symlinkSync as symlinkSync3, unlinkSync as unlinkSync3 } from "node:fs";
-import { join as join16 } from "node:path";
-var PKGCONFIG_DIR = join16("lib64", "pkgconfig");
+import { existsSync as existsSync12, lstatSync as lstatSync7, mkdirSync as mkdirSync8, readFileSync as readFileSync16, readdirSync as readdirSync11, rmdirSync, symlinkSync as symlinkSync3, unlinkSync as unlinkSync3 } from "node:fs";
+import { join as join17 } from "node:path";
+var PKGCONFIG_DIR = join17("lib64", "pkgconfig");
 function rewritePcText(text, installedRoot) {
   return text.split("\n").map((line) => {
     if (/^\s*cudaroot\s*=/.test(line)) return `cudaroot=${pcEscape(installedRoot)}`;
@@ -79507,20 +79747,20 @@ function pcEscape(path13) {
 function relocatePkgConfig(root, installedRoot) {
   const written = [];
   for (const dirName of ["pkg-config", "pkgconfig"]) {
-    const dir = join16(root, dirName);
+    const dir = join17(root, dirName);
     let entries2;
     try {
-      if (!lstatSync6(dir).isDirectory()) continue;
-      entries2 = readdirSync10(dir);
+      if (!lstatSync7(dir).isDirectory()) continue;
+      entries2 = readdirSync11(dir);
     } catch {
       continue;
     }
-    const dest = join16(root, PKGCONFIG_DIR);
+    const dest = join17(root, PKGCONFIG_DIR);
     mkdirSync8(dest, { recursive: true });
     for (const name of entries2.filter((n) => n.endsWith(".pc"))) {
-      const src = join16(dir, name);
-      if (!lstatSync6(src).isFile()) continue;
-      writeFileSafely(join16(dest, name), rewritePcText(readFileSync16(src, "utf8"), installedRoot));
+      const src = join17(dir, name);
+      if (!lstatSync7(src).isFile()) continue;
+      writeFileSafely(join17(dest, name), rewritePcText(readFileSync16(src, "utf8"), installedRoot));
       unlinkSync3(src);
       written.push(name);
     }
@@ -79531,8 +79771,8 @@ function relocatePkgConfig(root, installedRoot) {
   }
   for (const name of written) {
     const plain = name.replace(/-\d+(\.\d+)*\.pc$/, ".pc");
-    const link = join16(root, PKGCONFIG_DIR, plain);
-    if (plain !== name && !existsSync11(link)) symlinkSync3(name, link);
+    const link = join17(root, PKGCONFIG_DIR, plain);
+    if (plain !== name && !existsSync12(link)) symlinkSync3(name, link);
   }
   return written;
 }
@@ -79736,80 +79976,21 @@ function describeUnknown(label, profile, unknown) {
   return `CUDA ${label} has components cudaenv does not know, not in the ${profile} profile: ${unknown.join(", ")}; add them with --components (or use --profile full) if you need them`;
 }
 
-// src/core/remote/staging.ts
-import { lstatSync as lstatSync7, mkdtempSync, readdirSync as readdirSync11, renameSync as renameSync4, rmSync as rmSync7 } from "node:fs";
-import { join as join17 } from "node:path";
-var LEFTOVER_RE = /^(stage|old|rm)-(\d+\.\d+\.\d+)-\d+-[A-Za-z0-9]{6}$/;
-function versionLockName(label) {
-  return `version-${label}`;
+// src/core/remote/installable.ts
+var ALLOW_MISSING_FLAG = "--allow-missing-parts";
+function missingPartsRefusal(label, platform2, plan, allowMissingParts = false) {
+  const { missing } = plan;
+  if (missing.length === 0 || allowMissingParts) return void 0;
+  const unknown = plan.unknown && plan.unknown.length > 0 ? ` CUDA ${label} has components cudaenv does not know (${plan.unknown.join(", ")}): if one of them is the part under a new name, add it with --components NAME.` : "";
+  return new CudaenvError(`CUDA ${label} has no archive for ${platform2} of ${describeParts(missing)}: nothing was installed`, {
+    hint: `Install it without ${missing.length === 1 ? "that part" : "those parts"} with ${ALLOW_MISSING_FLAG} (code that needs ${missing.length === 1 ? "it" : "them"} will not build), or choose another release (\`cudaenv ls-remote\`), --profile or --arch.${unknown}`,
+    code: "missing-parts"
+  });
 }
-function makeTempIn(paths, kind, label) {
-  return mkdtempSync(join17(paths.tmp, `${kind}-${label}-${process.pid}-`));
+function describeParts(missing) {
+  return missing.map((m) => `${m.what} (looked for as ${m.names.join(" or ")})`).join("; ");
 }
-function tempName(paths, kind, label) {
-  const dir = makeTempIn(paths, kind, label);
-  rmSync7(dir, { recursive: true, force: true });
-  return dir;
-}
-function exists2(path13) {
-  try {
-    lstatSync7(path13);
-    return true;
-  } catch {
-    return false;
-  }
-}
-function recoverLeftovers(paths, label) {
-  let names;
-  try {
-    names = readdirSync11(paths.tmp);
-  } catch {
-    return { restored: false, removed: 0 };
-  }
-  let restored = false;
-  let removed = 0;
-  const dest = join17(paths.versions, label);
-  for (const name of names.sort()) {
-    const m = LEFTOVER_RE.exec(name);
-    if (!m || m[2] !== label) continue;
-    const path13 = join17(paths.tmp, name);
-    if (m[1] === "old" && !exists2(dest)) {
-      renameSync4(path13, dest);
-      restored = true;
-      continue;
-    }
-    rmSync7(path13, { recursive: true, force: true });
-    removed++;
-  }
-  return { restored, removed };
-}
-async function cleanOtherLeftovers(paths, except) {
-  let names;
-  try {
-    names = readdirSync11(paths.tmp);
-  } catch {
-    return [];
-  }
-  const labels = new Set(names.flatMap((n) => {
-    const m = LEFTOVER_RE.exec(n);
-    return m && m[2] !== except ? [m[2]] : [];
-  }));
-  const restored = [];
-  for (const label of labels) {
-    let lock;
-    try {
-      lock = await acquireLock(paths.locks, versionLockName(label), { wait: false, purpose: `cleanup of ${label}` });
-    } catch {
-      continue;
-    }
-    try {
-      if (recoverLeftovers(paths, label).restored) restored.push(label);
-    } finally {
-      lock.release();
-    }
-  }
-  return restored;
-}
+var MANIFEST_MAX_AGE_MS = 24 * 3600 * 1e3;
 
 // src/core/remote/install.ts
 async function installRelease(req) {
@@ -79844,7 +80025,6 @@ async function installRelease(req) {
     if (missing.length > 0) warnings.push(`cuDNN ${cudnn.version} loads ${missing.join(" and ")}, which CUDA ${label} has no archive of for ${platform2}: cuDNN will not work until it is found elsewhere (LD_LIBRARY_PATH)`);
     jobs.push({ name: "cudnn", version: cudnn.version, artifact: cudnn.artifact, mirror: req.cudnnMirror });
   }
-  req.onEvent?.({ type: "plan", label, platform: platform2, platformWhy, components: jobs.map((j) => ({ name: j.name, version: j.version, size: j.artifact.size })) });
   ensureStoreDirs(paths);
   const lock = await acquireLock(paths.locks, versionLockName(label), {
     purpose: `install of CUDA ${label}`,
@@ -79864,9 +80044,18 @@ async function installRelease(req) {
     const base = { version: label, path: dest, mirror: mirror.display, platform: platform2, platform_why: platformWhy, notes, cudnn: cudnn ? cudnn.version : null, warnings, missing_parts: plan.missing, unknown_components: plan.unknown };
     if (existing && !existing.broken && !req.force) {
       const had = readReceipt(dest)?.cudnn?.version ?? null;
-      const notAdded = cudnn && had !== cudnn.version ? [`cuDNN ${cudnn.version} was not added: CUDA ${label} is already installed${had ? ` with cuDNN ${had}` : " without cuDNN"}; add --force to reinstall it with cuDNN ${cudnn.version} (the CUDA archives come from the cache)`] : [];
-      return { ...base, notes: [], status: "already-installed", components: [], cudnn: had, warnings: notAdded, missing_parts: [], unknown_components: [] };
+      if (cudnn && had !== cudnn.version) {
+        const flags = [req.profile ? `--profile ${req.profile}` : "", req.components ? `--components ${req.components.join(",")}` : "", req.allowMissingParts ? "--allow-missing-parts" : ""].filter(Boolean).join(" ");
+        throw new CudaenvError(`cuDNN ${cudnn.version} was not added: CUDA ${label} is already installed in ${dest}${had ? ` with cuDNN ${had}` : " without cuDNN"}, and an install does not change an installed toolkit`, {
+          hint: `Reinstall it with cuDNN ${cudnn.version}: cudaenv install ${label} --cudnn ${req.cudnn}${flags ? ` ${flags}` : ""} --force (the CUDA archives come from the cache; the installed copy stays usable until the new one is in place).`,
+          code: "cudnn-not-added"
+        });
+      }
+      return { ...base, notes: [], status: "already-installed", components: [], cudnn: had, warnings: [], missing_parts: [], unknown_components: [] };
     }
+    const refusal = missingPartsRefusal(label, platform2, plan, req.allowMissingParts);
+    if (refusal) throw refusal;
+    req.onEvent?.({ type: "plan", label, platform: platform2, platformWhy, components: jobs.map((j) => ({ name: j.name, version: j.version, size: j.artifact.size })) });
     stage = makeTempIn(paths, "stage", label);
     const partsDir = join18(stage, "parts");
     const root = join18(stage, "root");
@@ -79939,7 +80128,7 @@ function receiptEntry(job) {
 }
 function writeVersionJson(root, label, jobs) {
   const path13 = join18(root, "version.json");
-  if (existsSync12(path13)) return;
+  if (existsSync13(path13)) return;
   const data = { cuda: { name: "CUDA SDK", version: label } };
   for (const j of jobs) data[j.name] = { name: j.name, version: j.version };
   writeFileSafely(path13, `${JSON.stringify(data, null, 2)}
@@ -80025,11 +80214,11 @@ function pathsFor(root) {
 }
 
 // src/core/shell/toolkit-env.ts
-import { existsSync as existsSync13 } from "node:fs";
+import { existsSync as existsSync14 } from "node:fs";
 import { join as join20 } from "node:path";
 function toolkitLibDir(versionDir) {
   const lib64 = join20(versionDir, "lib64");
-  return existsSync13(lib64) ? lib64 : join20(versionDir, "lib");
+  return existsSync14(lib64) ? lib64 : join20(versionDir, "lib");
 }
 function splitPathList(value) {
   return value === void 0 || value === "" ? [] : value.split(":");
@@ -80059,7 +80248,7 @@ function toolkitEnvironment(env, versionDir, storeVersionsDir, policy) {
 }
 
 // src/action/cache-service.ts
-import { cpSync, existsSync as existsSync16, mkdirSync as mkdirSync10, readdirSync as readdirSync12, renameSync as renameSync6, rmSync as rmSync9, statSync as statSync10 } from "node:fs";
+import { cpSync, existsSync as existsSync17, mkdirSync as mkdirSync10, readdirSync as readdirSync12, renameSync as renameSync6, rmSync as rmSync9, statSync as statSync11 } from "node:fs";
 import { join as join25 } from "node:path";
 var ReportedCacheFailure = class extends Error {
 };
@@ -80104,9 +80293,9 @@ function keyOf(name) {
 function directoryCacheService(root) {
   return {
     name: `the cache directory ${root}`,
-    unavailable: async () => existsSync16(root) ? void 0 : `the cache directory ${root} (CUDAENV_ACTION_CACHE_DIR) does not exist`,
+    unavailable: async () => existsSync17(root) ? void 0 : `the cache directory ${root} (CUDAENV_ACTION_CACHE_DIR) does not exist`,
     async restore(dir, key, restoreKeys) {
-      const entries2 = readdirSync12(root).filter((n) => !n.startsWith(".")).map((n) => ({ key: keyOf(n), path: join25(root, n), time: statSync10(join25(root, n)).mtimeMs }));
+      const entries2 = readdirSync12(root).filter((n) => !n.startsWith(".")).map((n) => ({ key: keyOf(n), path: join25(root, n), time: statSync11(join25(root, n)).mtimeMs }));
       const hit = entries2.find((e) => e.key === key) ?? restoreKeys.map((p) => entries2.filter((e) => e.key.startsWith(p)).sort((a, b) => b.time - a.time)[0]).find(Boolean);
       if (!hit) return void 0;
       rmSync9(dir, { recursive: true, force: true });
@@ -80115,7 +80304,7 @@ function directoryCacheService(root) {
     },
     async save(dir, key) {
       const dest = join25(root, entryName(key));
-      if (existsSync16(dest)) return true;
+      if (existsSync17(dest)) return true;
       const tmp = join25(root, temporaryName(entryName(key)));
       mkdirSync10(root, { recursive: true });
       cpSync(dir, tmp, { recursive: true });
@@ -80123,7 +80312,7 @@ function directoryCacheService(root) {
         renameSync6(tmp, dest);
       } catch (error2) {
         rmSync9(tmp, { recursive: true, force: true });
-        if (!existsSync16(dest)) throw error2;
+        if (!existsSync17(dest)) throw error2;
       }
       return true;
     }
@@ -80135,10 +80324,10 @@ function cacheServiceFor(env) {
 
 // src/action/inputs.ts
 import { join as join26 } from "node:path";
-import { existsSync as existsSync17 } from "node:fs";
+import { existsSync as existsSync18 } from "node:fs";
 
 // src/core/versions/version-file.ts
-import { closeSync as closeSync11, constants as constants10, fstatSync as fstatSync5, lstatSync as lstatSync8, openSync as openSync11, readSync as readSync6, statSync as statSync11 } from "node:fs";
+import { closeSync as closeSync11, constants as constants10, fstatSync as fstatSync5, lstatSync as lstatSync8, openSync as openSync11, readSync as readSync6, statSync as statSync12 } from "node:fs";
 var VERSION_FILE = ".cuda-version";
 var MAX_VERSION_FILE_BYTES = 4096;
 var KNOWN_KEYS = /* @__PURE__ */ new Set(["cudnn"]);
@@ -80167,7 +80356,7 @@ function parseVersionFileText(path13, text) {
     const where2 = `line ${i + 1}`;
     if (!spec) {
       spec = tryParseSpec(line);
-      if (!spec) throw new VersionFileError(path13, `${where2} ${JSON.stringify(truncate(line))} is not a CUDA version spec`);
+      if (!spec) throw new VersionFileError(path13, `${where2} ${JSON.stringify(truncate(line))} is not a CUDA version spec${leadingZeroNote(line)}`);
       continue;
     }
     const kv = KEY_VALUE_RE.exec(line);
@@ -80228,7 +80417,7 @@ function isUnfollowableLink(path13) {
     return false;
   }
   try {
-    statSync11(path13);
+    statSync12(path13);
     return false;
   } catch {
     return true;
@@ -80260,7 +80449,7 @@ function readInputs(env, workspace) {
   let cudnn = getInput(env, "cudnn") || void 0;
   if (spec === "") {
     const file = join26(workspace, VERSION_FILE);
-    if (!existsSync17(file)) {
+    if (!existsSync18(file)) {
       throw new UsageError(
         `no CUDA version given: the cuda input is empty and there is no ${VERSION_FILE} in ${workspace}`,
         `Give one: with: cuda: '12.4' (or commit a ${VERSION_FILE} and check the repository out before this step).`
@@ -80591,7 +80780,10 @@ async function install(paths, platform2, inputs, request, work, notes, service, 
     manifest,
     cudnnChoice,
     // Not covering the request (findInToolCache said so): replace it with what is asked for.
-    force: existsSync18(join29(paths.versions, label)),
+    force: existsSync19(join29(paths.versions, label)),
+    // The Action warns of a part the release lacks (below) instead of failing the job, as before
+    // the CLI's install began to refuse such a release without --allow-missing-parts (issue 44 item 5).
+    allowMissingParts: true,
     signal,
     onEvent: (e) => {
       if (e.type === "progress" && e.progress.stage === "done") {

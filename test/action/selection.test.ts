@@ -40,7 +40,7 @@ describe('the tool cache and the directory cache service', () => {
     tmp = makeTempDir();
     const paths = pathsFor(join(tmp.dir, 'cudaenv'));
     for (const [label, profile] of [['12.4.0', 'devel'], ['12.4.1', 'minimal'], ['12.6.0', 'full']] as const) {
-      mkdirSync(join(paths.versions, label), {recursive: true});
+      mkdirSync(join(paths.versions, label, 'bin'), {recursive: true});
       writeFileSync(join(paths.versions, label, '.cudaenv-receipt.json'), JSON.stringify(receipt({release: label, profile})));
     }
     expect(findInToolCache(paths, 'linux-x86_64', {spec: '12.4'})?.label).toBe('12.4.0');

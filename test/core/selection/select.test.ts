@@ -14,7 +14,7 @@ let project: string;
 beforeEach(() => {
   ({dir, cleanup} = makeTempDir());
   paths = pathsFor(join(dir, 'store'));
-  for (const v of ['11.8.0', '12.3.2', '12.4.0', '12.4.1']) mkdirSync(join(paths.versions, v), {recursive: true});
+  for (const v of ['11.8.0', '12.3.2', '12.4.0', '12.4.1']) mkdirSync(join(paths.versions, v, 'bin'), {recursive: true});
   project = join(dir, 'proj');
   mkdirSync(join(project, 'sub'), {recursive: true});
 });

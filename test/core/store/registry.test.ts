@@ -22,7 +22,7 @@ describe('store', () => {
   });
 
   test('versions list installed directories and registered links, ignoring staging leftovers', () => {
-    mkdirSync(join(paths.versions, '12.4.1'), {recursive: true});
+    mkdirSync(join(paths.versions, '12.4.1', 'bin'), {recursive: true});
     mkdirSync(join(paths.versions, '.12.5.0.staging'), {recursive: true});
     writeFileSync(join(paths.versions, 'README'), 'x');
     const ext = join(dir, 'cuda-11.8');
@@ -35,7 +35,7 @@ describe('store', () => {
   });
 
   test('the resolve index maps every prefix to its highest version and drops stale links', () => {
-    for (const v of ['11.8.0', '12.3.2', '12.4.0', '12.4.1']) mkdirSync(join(paths.versions, v), {recursive: true});
+    for (const v of ['11.8.0', '12.3.2', '12.4.0', '12.4.1']) mkdirSync(join(paths.versions, v, 'bin'), {recursive: true});
     refreshResolveIndex(paths);
     const link = (k: string) => readlinkSync(join(paths.resolve, k));
     expect(link('12')).toBe('../versions/12.4.1');
