@@ -1,7 +1,7 @@
 import type {ElfInfo} from '../read/elf/types.js';
 import {readDlopenNotes, type DlopenNote, type DlopenPriority} from '../read/elf/dlopen-notes.js';
-import {libraryNameStrings} from '../read/elf/rodata-strings.js';
-import {DLOPEN_WRAPPERS, isCudaStackName, roleOf, type RuntimeLoadRole} from './families.js';
+import {constantLibraryStrings} from '../read/elf/rodata-strings.js';
+import {DLOPEN_WRAPPERS, FACT_MARKERS, isCudaStackName, roleOf, type RuntimeLoadRole} from './families.js';
 
 /**
  * What one object loads with dlopen, read from its own file, whatever its name:
@@ -32,6 +32,8 @@ export interface CallerLoad {
 interface FileReading {
   notes: DlopenNote[];
   names: string[];
+  /** The distinctive strings of families.ts it carries. */
+  markers: string[];
 }
 
 /** Per file identity (the cache key of every reader here): what its file declares and names, read once. */
@@ -52,14 +54,15 @@ function reading(hostPath: string, inode: string): FileReading {
     // Metadata that does not follow the specification declares nothing: the strings decide.
   }
   let names: string[] = [];
+  let markers: string[] = [];
   if (notes.length === 0) {
     try {
-      names = libraryNameStrings(hostPath);
+      ({names, markers} = constantLibraryStrings(hostPath, FACT_MARKERS));
     } catch {
       // A file the loader mapped but whose strings cannot be read: nothing known to be loaded.
     }
   }
-  r = {notes, names};
+  r = {notes, names, markers};
   readings.set(inode, r);
   return r;
 }
@@ -73,7 +76,7 @@ const PRIORITY_OF: Record<RuntimeLoadRole['impact'], DlopenPriority> = {library:
  */
 export function callerLoads(info: ElfInfo, hostPath: string, inode: string, callerName: string, cudaMajor: string | null): CallerLoad[] {
   if (!importsDlopen(info)) return [];
-  const {notes, names} = reading(hostPath, inode);
+  const {notes, names, markers} = reading(hostPath, inode);
   if (notes.length > 0) return notes.map((n) => declared(n));
   if (!names.some(isCudaStackName)) return [];
   const own = new Set([info.soname, ...info.needed]);
@@ -87,7 +90,7 @@ export function callerLoads(info: ElfInfo, hostPath: string, inode: string, call
     }
     if (own.has(name) || seen.has(name)) continue;
     seen.add(name);
-    const role = roleOf(name, callerName);
+    const role = roleOf(name, callerName, markers);
     loads.push({names: [name], role, source: 'strings', priority: PRIORITY_OF[role.impact], description: `${role.what}, ${role.when}`, ...(role.feature ? {feature: role.feature} : {}), ...(name.includes('%') ? {template: true} : {})});
   }
   return loads;

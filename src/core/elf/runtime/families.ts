@@ -32,7 +32,9 @@ export interface LoadFact {
 
 export interface CallerFacts {
   /** What the caller is: its SONAME (or file name) without ".so" and what follows it. */
-  stem: RegExp;
+  stem?: RegExp;
+  /** Or: a distinctive string its constant data carries (a runtime linked into it). */
+  carries?: string;
   facts: LoadFact[];
 }
 
@@ -53,6 +55,14 @@ const DRIVER: RuntimeLoadRole = {what: 'the NVIDIA driver\'s libcuda', when: 'at
  * _ZN2at14DynamicLibraryC1EPKcS2_b and no dlopen; its .rodata holds "libnvrtc.so.").
  */
 export const DLOPEN_WRAPPERS: readonly RegExp[] = [/^_ZN2at14DynamicLibraryC[12]EPKcS2_b$/];
+
+/**
+ * The CUDA runtime's own message for cudaErrorInsufficientDriver: libcudart.so.12 carries it, and so
+ * does every object cudart_static is linked into (nvcc links it by default; cuBLAS, cuRAND,
+ * cuSPARSE, cuBLASLt and NCCL 2.22 of the torch image carry it; libtorch_cuda, which links the
+ * shared libcudart, does not).
+ */
+export const STATIC_CUDART_MARKER = 'CUDA driver version is insufficient for CUDA runtime version';
 
 export const CALLER_FACTS: readonly CallerFacts[] = [
   {
@@ -139,6 +149,13 @@ export const CALLER_FACTS: readonly CallerFacts[] = [
       {name: /^libnccl-(?:net|tuner)(?:-[^/]*)?\.so$/, role: (name) => ({what: name.includes('tuner') ? 'an NCCL tuner plugin' : 'an NCCL network plugin', when: 'at the first communicator (ncclCommInitRank)', impact: 'optional', feature: name.includes('tuner') ? 'a tuner plugin (NCCL_TUNER_PLUGIN)' : 'a network plugin (NCCL_NET_PLUGIN: InfiniBand, AWS EFA); NCCL uses its own sockets and IB transport without one'})},
     ],
   },
+  {
+    // Any other object the CUDA runtime is linked into (cudart_static): libcuda.so.1 as libcudart
+    // loads it, at the first CUDA call. A library nvcc built (test/commands/check-gpu.test.ts's
+    // libk.so) holds "libcuda.so.1", imports dlopen and carries the runtime's messages.
+    carries: STATIC_CUDART_MARKER,
+    facts: [{name: /^libcuda\.so\.1$/, role: () => DRIVER}],
+  },
 ];
 
 /** libcudnn_cnn_infer.so.8 -> cnn_infer; libcudnn_graph.so.9 -> graph. */
@@ -156,7 +173,7 @@ export function stemOf(name: string): string {
  * library completes with its CUDA major: "libnvrtc.so."). An object whose strings name one of
  * these, and that imports dlopen, is a caller.
  */
-const CUDA_STACK = /^lib(?:cuda|cudart|cudnn(?:_\w+)?|cublas(?:Lt)?|cufftw?|curand|cusparse(?:Lt)?|cusolver(?:Mg)?|nvrtc(?:-builtins)?|nvJitLink|nvjpeg|nvidia-[\w-]+|nccl(?:-[\w%-]+)?|cupti|nvToolsExt|nvperf_\w+|npp\w*|nvinfer\w*|nvonnxparser|cufile\w*|cudla|nvptxcompiler\w*)\.so(?:\.\d+)*\.?$/;
+const CUDA_STACK = /^lib(?:cuda|cudart|cudnn(?:_\w+)?|cublas(?:Lt)?|cufftw?|curand|cusparse(?:Lt)?|cusolver(?:Mg)?|nvrtc(?:-builtins)?|nvJitLink|nvjpeg|nvidia-(?:ml|ptxjitcompiler|nvvm)|nccl(?:-[\w%-]+)?|cupti|nvToolsExt|nvperf_\w+|npp\w*|nvinfer\w*|nvonnxparser|cufile\w*|cudla|nvptxcompiler\w*)\.so(?:\.\d+)*\.?$/;
 
 export function isCudaStackName(name: string): boolean {
   return CUDA_STACK.test(name);
@@ -181,11 +198,17 @@ export function defaultRole(name: string, caller: string): RuntimeLoadRole {
   return {what: whatIs(name), when: 'at run time (its file does not say when)', impact: 'feature', feature: `what ${caller} uses ${name} for (its file does not say which feature)`};
 }
 
-/** The role of `name` loaded by the object whose SONAME (or file name) is `caller`. */
-export function roleOf(name: string, caller: string): RuntimeLoadRole {
+/** The distinctive strings CALLER_FACTS key facts by, looked for in every caller's constant data. */
+export const FACT_MARKERS: readonly string[] = CALLER_FACTS.flatMap((c) => (c.carries ? [c.carries] : []));
+
+/**
+ * The role of `name` loaded by the object whose SONAME (or file name) is `caller` and whose
+ * constant data carries `markers`: facts by stem first, then by what it carries, then the default.
+ */
+export function roleOf(name: string, caller: string, markers: readonly string[] = []): RuntimeLoadRole {
   const stem = stemOf(caller);
-  for (const c of CALLER_FACTS) {
-    if (!c.stem.test(stem)) continue;
+  const facts = [...CALLER_FACTS.filter((c) => c.stem?.test(stem)), ...CALLER_FACTS.filter((c) => c.carries !== undefined && markers.includes(c.carries))];
+  for (const c of facts) {
     const fact = c.facts.find((f) => f.name.test(name));
     if (fact) return fact.role(name, caller);
   }

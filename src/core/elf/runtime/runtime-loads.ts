@@ -113,7 +113,8 @@ function sayOnce(loads: RuntimeLoad[]): void {
  * edge and the problem carry one impact). With a module loaded it stays what the caller cannot work without.
  */
 function noDriverRole(role: RuntimeLoadRole, name: string, edge: Edge, sysroot: string): RuntimeLoadRole {
-  if (!DRIVER_LIBRARIES.has(name) || edge.object || edge.errorPath || nvidiaModuleLoaded(sysroot)) return role;
+  // An optional load stays optional: its absence is what the caller expects, driver or not.
+  if (!DRIVER_LIBRARIES.has(name) || role.impact === 'optional' || edge.object || edge.errorPath || nvidiaModuleLoaded(sysroot)) return role;
   return {...role, impact: 'feature', feature: NO_DRIVER_FEATURE};
 }
 

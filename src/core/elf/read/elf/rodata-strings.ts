@@ -84,7 +84,17 @@ export const LIBRARY_NAMES_SCAN_LIMIT = 128 * 1024 * 1024;
  * decoded, so a library's tens of MB of tables cost a scan, not a regular expression over text.
  */
 export function libraryNameStrings(path: string): string[] {
+  return constantLibraryStrings(path, []).names;
+}
+
+/**
+ * libraryNameStrings, and which of `markers` (byte strings of at most 255 bytes: a distinctive
+ * message a library carries) occur anywhere in the same ranges, in the same single pass.
+ */
+export function constantLibraryStrings(path: string, markers: readonly string[]): {names: string[]; markers: string[]} {
   const found = new Set<string>();
+  const wanted = markers.map((m) => ({text: m, bytes: Buffer.from(m, 'latin1')}));
+  const seenMarkers = new Set<string>();
   const file = ElfFile.open(path);
   const needle = Buffer.from('.so', 'latin1');
   try {
@@ -99,6 +109,9 @@ export function libraryNameStrings(path: string): string[] {
         const to = Math.min(start + size, off + CHUNK + NAME_MAX);
         const buf = file.read(from, to - from, 'constant strings');
         const coreEnd = Math.min(start + size, off + CHUNK) - from;
+        for (const m of wanted) {
+          if (!seenMarkers.has(m.text) && buf.indexOf(m.bytes) >= 0) seenMarkers.add(m.text);
+        }
         for (let at = buf.indexOf(needle, off - from); at >= 0 && at < coreEnd; at = buf.indexOf(needle, at + 1)) {
           const s = buf.lastIndexOf(0, at) + 1;
           const e = buf.indexOf(0, at);
@@ -119,5 +132,5 @@ export function libraryNameStrings(path: string): string[] {
   } finally {
     file.close();
   }
-  return [...found];
+  return {names: [...found], markers: markers.filter((m) => seenMarkers.has(m))};
 }
