@@ -145,7 +145,11 @@ describeIf(haveNvcc, NEEDS.devToolkit('/usr/local/cuda'))('a library nvcc builds
     const ok = runCli(['check', so, '--gpu', '8.6', '--gpu', '8.9'], {env});
     expect(ok.status).toBe(0);
     expect(ok.stdout).toMatch(/sm_86: the library with GPU code runs \(1 as SASS\)/);
-    expect(ok.stdout.trim().split('\n').at(-1)).toBe('all 1 library resolves');
+    // libk.so carries cudart_static, which dlopens libcuda.so.1 at the first CUDA call (issue 43): a warning where no driver is.
+    const noDriver = !existsSync('/proc/driver/nvidia/version') && !existsSync('/sys/module/nvidia');
+    expect(ok.stdout.trim().split('\n').at(-1)).toBe(noDriver
+      ? 'all 1 library resolves; but libk.so dlopens libcuda.so.1 at the first CUDA call, and this machine has no NVIDIA driver to provide it'
+      : 'all 1 library resolves');
     const no = runCli(['check', so, '--gpu', '8.0', '--gpu', 'sm_120'], {env});
     expect(no.status).toBe(1);
     expect(no.stdout.trim().split('\n').at(-1)).toBe(

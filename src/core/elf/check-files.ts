@@ -7,7 +7,7 @@ import {SymbolMemo} from './bind/symbol-memo.js';
 import {explain, markNoDriverConsequences} from './explain/explain-finding.js';
 import {explainPinnedPairs, explainRuntimeLoads} from './explain/runtime-problems.js';
 import {pinnedPairs} from './runtime/release-checks.js';
-import {runtimeLoads, type RuntimeLoad} from './runtime/runtime-loads.js';
+import {declaredLoads, runtimeLoads, type RuntimeLoad} from './runtime/runtime-loads.js';
 import {noteFoundElsewhere} from './explain/found-elsewhere.js';
 import {cachedElf, FileView} from './cache/file-cache.js';
 import {loadLdCache} from './read/ldcache/load.js';
@@ -318,7 +318,13 @@ function startOf(ctx: LoaderContext, platform: LoaderPlatform, target: TargetFil
 }
 
 /** Each run-time load as an edge of the object that makes it, after its DT_NEEDED edges. */
-function addRuntimeEdges(objects: CheckedObject[], loads: RuntimeLoad[]): void {
+function addRuntimeEdges(objects: CheckedObject[], loads: RuntimeLoad[], declared: ReturnType<typeof declaredLoads>): void {
+  // Every load in the shape of ELF dlopen metadata, so packagers can declare what cudaenv read.
+  for (const {caller, loads: theirs} of declared) {
+    const object = objects.find((o) => o.path === caller.path);
+    if (!object) continue;
+    object.runtimeLoads = theirs.map((l) => ({soname: l.names, ...(l.feature ? {feature: l.feature} : {}), description: l.description, priority: l.priority, source: l.source, ...(l.template ? {template: true} : {})}));
+  }
   for (const load of loads) {
     const caller = objects.find((o) => o.path === load.caller.path);
     if (!caller) continue;
@@ -353,8 +359,9 @@ async function checkOne(
   markNoDriverConsequences(problems);
   if (stop === null && followRuntimeLoads) {
     // What the libraries load later with dlopen, each load modelled after the checked file's start.
-    const loads = runtimeLoads(exe ? startOf(ctx, platform, r, exe) : p, () => startOf(ctx, platform, r, exe), memo);
-    addRuntimeEdges(objects, loads);
+    const started = exe ? startOf(ctx, platform, r, exe) : p;
+    const loads = runtimeLoads(started, () => startOf(ctx, platform, r, exe), memo);
+    addRuntimeEdges(objects, loads, declaredLoads(started));
     problems.push(...explainPinnedPairs(p, pinnedPairs(p), explainCtx, platform.sysroot));
     problems.push(...await explainRuntimeLoads(loads, explainCtx, platform.sysroot));
   }

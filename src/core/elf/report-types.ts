@@ -61,6 +61,22 @@ export interface CheckedObject {
   file?: string;
   soname: string | null;
   needed: NeededEdge[];
+  /**
+   * What the object loads with dlopen, in the shape of ELF dlopen metadata (`.note.dlopen`:
+   * soname alternatives, feature, description, priority), from its own note ('note') or from
+   * its strings and what cudaenv knows of the library ('strings'); absent when it loads nothing.
+   * A `template` name ("libnccl-net-%s.so") depends on the environment and is not searched.
+   */
+  runtimeLoads?: RuntimeLoadEntry[];
+}
+
+export interface RuntimeLoadEntry {
+  soname: string[];
+  feature?: string;
+  description: string;
+  priority: 'required' | 'recommended' | 'suggested';
+  source: 'note' | 'strings';
+  template?: true;
 }
 
 export interface Problem {

@@ -1,15 +1,15 @@
 /**
- * The libraries CUDA loads with dlopen, by the library that loads them. A family names its
- * caller by SONAME and the names it loads by a pattern; the names themselves are read from the
- * caller's constant strings (read/elf/rodata-strings.ts), so a release that loads other names is
- * modelled by what its file says, and a caller whose file lacks the string loads nothing.
+ * What a library's file cannot say about the libraries it loads with dlopen. Which names it loads
+ * is read from the file itself (runtime/callers.ts: its `.note.dlopen` metadata, else its constant
+ * strings); when it loads them, whether a failure stops it or is ignored, and which loads serve an
+ * optional feature are not in the file, and are kept here as facts, per library, keyed by what the
+ * file is (its SONAME stem: libtorch_cuda for libtorch_cuda.so and Debian's libtorch_cuda.so.2.6),
+ * never by one spelling of its name. A load no fact covers gets the default role (defaultRole):
+ * a warning, as nothing says the library cannot work without it.
  *
- * Sources: libcudart.so.12 of CUDA 12.4.1 holds "libcuda.so.1", libnvrtc.so.12 holds
- * "libnvrtc-builtins.so.12.4" and asks it for __nvrtc_builtins__12_4_* (Debian trixie's
- * libcudart12 and libnvrtc12, test/core/elf/runtime/runtime-loads.test.ts). cuDNN's file sets
- * are NVIDIA's documented ones (cuDNN 8: ops/cnn/adv, each _infer and _train; cuDNN 9: graph,
- * engines_precompiled, engines_runtime_compiled, heuristic, ops, cnn, adv; the runtime-compiled
- * engines load NVRTC): not verified against real cuDNN, which no Debian archive carries.
+ * Each fact names what showed it. "The torch image" is Debian trixie's python3-torch-cuda 2.6.0
+ * with CUDA 12.4.1 (bench/fetch-torch.sh), run in a chroot without a GPU with an LD_PRELOAD spy
+ * logging every dlopen and its caller (test/core/elf/runtime/callers.test.ts builds the spy).
  */
 export interface RuntimeLoadRole {
   /** What is loaded, in words: "the NVIDIA driver (libcuda)". */
@@ -24,67 +24,137 @@ export interface RuntimeLoadRole {
   feature?: string;
 }
 
-export interface RuntimeFamily {
-  /** The caller, by its SONAME. */
-  caller: RegExp;
-  /** The names it passes to dlopen, each a whole constant string of the caller. */
-  loads: RegExp;
-  role(name: string): RuntimeLoadRole;
+export interface LoadFact {
+  /** The loaded names this fact is about (matched in whole). */
+  name: RegExp;
+  role(name: string, caller: string): RuntimeLoadRole;
+}
+
+export interface CallerFacts {
+  /** What the caller is: its SONAME (or file name) without ".so" and what follows it. */
+  stem?: RegExp;
+  /** Or: a distinctive string its constant data carries (a runtime linked into it). */
+  carries?: string;
+  facts: LoadFact[];
 }
 
 /** What a libcuda.so.1 nothing provides costs on a machine without an NVIDIA kernel module (Problem.feature). */
 export const NO_DRIVER_FEATURE = 'CUDA on this machine, which has no NVIDIA driver (no kernel module: a build host, or a container started without GPUs)';
 
+/** The libraries only the NVIDIA driver installs: nothing else can provide them. */
+export const DRIVER_LIBRARIES: ReadonlySet<string> = new Set(['libcuda.so.1', 'libnvidia-ml.so.1']);
+
 const DRIVER: RuntimeLoadRole = {what: 'the NVIDIA driver\'s libcuda', when: 'at the first CUDA call', impact: 'library'};
 
-export const FAMILIES: readonly RuntimeFamily[] = [
+/**
+ * Imported functions that call dlopen for their caller, with the name the caller passes: a caller
+ * that imports one loads the names of its strings as if it imported dlopen. PyTorch's
+ * at::DynamicLibrary::DynamicLibrary(const char *name, const char *alt_name, bool leak_handle),
+ * defined by libtorch_cpu (which imports dlopen), imported by libtorch_cuda (which does not) for
+ * NVRTC and the lazily loaded libtorch_cuda_linalg (the torch image: libtorch_cuda.so.2.6 imports
+ * _ZN2at14DynamicLibraryC1EPKcS2_b and no dlopen; its .rodata holds "libnvrtc.so.").
+ */
+export const DLOPEN_WRAPPERS: readonly RegExp[] = [/^_ZN2at14DynamicLibraryC[12]EPKcS2_b$/];
+
+/**
+ * The CUDA runtime's own message for cudaErrorInsufficientDriver: libcudart.so.12 carries it, and so
+ * does every object cudart_static is linked into (nvcc links it by default; cuBLAS, cuRAND,
+ * cuSPARSE, cuBLASLt and NCCL 2.22 of the torch image carry it; libtorch_cuda, which links the
+ * shared libcudart, does not).
+ */
+export const STATIC_CUDART_MARKER = 'CUDA driver version is insufficient for CUDA runtime version';
+
+export const CALLER_FACTS: readonly CallerFacts[] = [
   {
-    caller: /^libcudart\.so\.\d+(\.\d+)?$/,
-    loads: /libcuda\.so\.1/,
-    role: () => DRIVER,
+    // libcudart.so.12 of CUDA 12.4.1 dlopens "libcuda.so.1" at the first CUDA call and every call
+    // fails without it (runtime-loads.test.ts: cudaGetDeviceCount returns cudaErrorInsufficientDriver
+    // or cudaErrorStubLibrary; the torch image: libcudart.so.12 dlopens libcuda.so.1 at
+    // torch.cuda.is_available(), not at import).
+    stem: /^libcudart$/,
+    facts: [{name: /^libcuda\.so\.1$/, role: () => DRIVER}],
   },
   {
-    caller: /^libnvrtc\.so\.\d+(\.\d+)?$/,
-    loads: /libnvrtc-builtins\.so\.\d+\.\d+/,
-    role: () => ({what: 'NVRTC\'s builtins (its headers and per-architecture tables)', when: 'at the first nvrtcCompileProgram, the first JIT compilation', impact: 'library'}),
+    // libnvrtc.so.12 dlopens its builtins at the first nvrtcCompileProgram and the compilation fails
+    // without them (runtime-loads.test.ts: NVRTC_ERROR_BUILTIN_OPERATION_FAILURE with another release's).
+    stem: /^libnvrtc$/,
+    facts: [{name: /^libnvrtc-builtins\.so\.\d+\.\d+$/, role: () => ({what: 'NVRTC\'s builtins (its headers and per-architecture tables)', when: 'at the first nvrtcCompileProgram, the first JIT compilation', impact: 'library'})}],
   },
   {
-    caller: /^libcudnn\.so\.8$/,
-    loads: /libcudnn_(?:ops|cnn|adv)_(?:infer|train)\.so\.8/,
-    role: (name) => name.includes('_train')
-      ? {what: `cuDNN 8's ${part(name)} part`, when: 'when cuDNN first needs it (the first backward pass)', impact: 'feature', feature: 'training (backward passes)'}
-      : {what: `cuDNN 8's ${part(name)} part`, when: 'when cuDNN first needs it (the first convolution, RNN or normalisation)', impact: 'library'},
+    // The torch image, `import torch` alone: libcublasLt.so.12's initializer dlopens libcuda.so.1
+    // twice, before any CUDA call, and import goes on when it fails (no GPU there; with libcuda
+    // absent the import works too). libcudart's own load of libcuda is the one that fails the calls.
+    stem: /^libcublasLt$/,
+    facts: [{name: /^libcuda\.so\.1$/, role: () => ({what: 'the NVIDIA driver\'s libcuda', when: 'in its initializer, when it is loaded (failure ignored)', impact: 'optional', feature: 'nothing: cuBLASLt goes on without it, and libcudart\'s load of libcuda.so.1 is the one CUDA calls need'})}],
   },
   {
-    caller: /^libcudnn\.so\.9$/,
-    loads: /libcudnn_(?:graph|engines_precompiled|engines_runtime_compiled|heuristic|ops|cnn|adv)\.so\.9/,
-    role: (name) => {
-      const which = part(name);
-      const when = 'when cuDNN first needs it (cudnnCreate, the first operation graph)';
-      if (which === 'engines_runtime_compiled') return {what: 'cuDNN 9\'s runtime-compiled engines', when, impact: 'feature', feature: 'runtime-compiled engines (fusions built with NVRTC)'};
-      if (which === 'cnn') return {what: 'cuDNN 9\'s convolution part', when, impact: 'feature', feature: 'convolutions'};
-      if (which === 'adv') return {what: 'cuDNN 9\'s advanced part', when, impact: 'feature', feature: 'RNNs and multi-head attention'};
-      return {what: `cuDNN 9's ${which} part`, when, impact: 'library'};
-    },
+    // cuDNN 8 and 9 load their parts by name when first needed. NVIDIA's documented file sets
+    // (cuDNN 8: ops/cnn/adv, each _infer and _train; cuDNN 9: graph, engines_precompiled,
+    // engines_runtime_compiled, heuristic, ops, cnn, adv): not verified against a real cuDNN, which
+    // no Debian archive carries (the torch image's libcudnn.so.9 is a 23 KB stand-in).
+    stem: /^libcudnn$/,
+    facts: [
+      {name: /^libcudnn_(?:ops|cnn|adv)_(?:infer|train)\.so\.8$/, role: (name) => name.includes('_train')
+        ? {what: `cuDNN 8's ${part(name)} part`, when: 'when cuDNN first needs it (the first backward pass)', impact: 'feature', feature: 'training (backward passes)'}
+        : {what: `cuDNN 8's ${part(name)} part`, when: 'when cuDNN first needs it (the first convolution, RNN or normalisation)', impact: 'library'}},
+      {name: /^libcudnn_(?:graph|engines_precompiled|engines_runtime_compiled|heuristic|ops|cnn|adv)\.so\.9$/, role: (name) => {
+        const which = part(name);
+        const when = 'when cuDNN first needs it (cudnnCreate, the first operation graph)';
+        if (which === 'engines_runtime_compiled') return {what: 'cuDNN 9\'s runtime-compiled engines', when, impact: 'feature', feature: 'runtime-compiled engines (fusions built with NVRTC)'};
+        if (which === 'cnn') return {what: 'cuDNN 9\'s convolution part', when, impact: 'feature', feature: 'convolutions'};
+        if (which === 'adv') return {what: 'cuDNN 9\'s advanced part', when, impact: 'feature', feature: 'RNNs and multi-head attention'};
+        return {what: `cuDNN 9's ${which} part`, when, impact: 'library'};
+      }},
+    ],
   },
   {
-    caller: /^libcudnn_engines_runtime_compiled\.so\.9$/,
-    loads: /libnvrtc\.so\.\d+(?:\.\d+)?/,
-    role: () => ({what: 'NVRTC', when: 'when cuDNN first compiles an engine at run time', impact: 'feature', feature: 'runtime-compiled engines (fusions built with NVRTC)'}),
+    // cuDNN 9's runtime-compiled engines build fusions with NVRTC (NVIDIA's cuDNN 9 documentation).
+    stem: /^libcudnn_engines_runtime_compiled$/,
+    facts: [{name: /^libnvrtc\.so\.\d+(?:\.\d+)?$/, role: () => ({what: 'NVRTC', when: 'when cuDNN first compiles an engine at run time', impact: 'feature', feature: 'runtime-compiled engines (fusions built with NVRTC)'})}],
   },
   {
-    caller: /^(libtorch_cuda|libcaffe2_nvrtc|libtorch_cuda_linalg)\.so$/,
-    loads: /libcuda\.so\.1|libnvrtc\.so\.\d+(?:\.\d+)?|libcupti\.so\.\d+(?:\.\d+)?/,
-    role: (name) => name.startsWith('libcuda.')
-      ? {...DRIVER, when: 'at the first CUDA call (import torch still works)'}
-      : name.startsWith('libnvrtc')
-        ? {what: 'NVRTC', when: 'at the first JIT-compiled kernel', impact: 'feature', feature: 'JIT-compiled kernels (fusion, torch.compile, jiterator)'}
-        : {what: 'CUPTI', when: 'when the profiler starts', impact: 'feature', feature: 'the profiler (torch.profiler, Kineto)'},
+    // PyTorch (the torch image: libtorch_cuda.so.2.6's strings "libnvrtc.so.", "libcuda.so.1",
+    // "libtorch_cuda_linalg.so"; none is loaded by import or torch.cuda.is_available() there).
+    // From PyTorch 2.6's sources, not a real run (each needs a GPU): LazyNVRTC loads NVRTC and
+    // the driver at the first JIT-compiled kernel; the CUDA linear algebra library is loaded at the
+    // first CUDA linalg call; CUPTI when the profiler starts.
+    stem: /^(?:libtorch_cuda|libcaffe2_nvrtc|libtorch_cuda_linalg)$/,
+    facts: [
+      {name: /^libcuda\.so\.1$/, role: () => ({...DRIVER, when: 'at the first CUDA call (import torch still works)'})},
+      {name: /^libnvrtc\.so\.\d+(?:\.\d+)?$/, role: () => ({what: 'NVRTC', when: 'at the first JIT-compiled kernel', impact: 'feature', feature: 'JIT-compiled kernels (fusion, torch.compile, jiterator)'})},
+      {name: /^libcupti\.so\.\d+(?:\.\d+)?$/, role: () => ({what: 'CUPTI', when: 'when the profiler starts', impact: 'feature', feature: 'the profiler (torch.profiler, Kineto)'})},
+      {name: /^libtorch_cuda_linalg\.so$/, role: () => ({what: 'PyTorch\'s CUDA linear algebra library', when: 'at the first linear algebra call on a CUDA tensor', impact: 'feature', feature: 'linear algebra on CUDA tensors (torch.linalg: cuSOLVER, MAGMA)'})},
+    ],
   },
   {
-    caller: /^libnccl\.so\.\d+$/,
-    loads: /libnccl-net(?:-[\w.]+)?\.so/,
-    role: () => ({what: 'an NCCL network plugin', when: 'at the first communicator (ncclCommInitRank)', impact: 'optional', feature: 'a network plugin (InfiniBand, AWS EFA); NCCL uses its own sockets and IB transport without one'}),
+    // c10_cuda's DriverAPI dlopens NVML for the caching allocator's expandable segments and memory
+    // queries, and goes on without it (PyTorch 2.6's c10/cuda/driver_api.cpp; the torch image:
+    // not loaded by import or torch.cuda.is_available()). Not a real run: it needs a GPU.
+    stem: /^libc10_cuda$/,
+    facts: [
+      {name: /^libnvidia-ml\.so\.1$/, role: () => ({what: 'NVML, the driver\'s management library', when: 'when the CUDA caching allocator first needs the driver API (expandable segments, memory queries)', impact: 'optional', feature: 'NVML queries of the caching allocator'})},
+      {name: /^libcuda\.so\.1$/, role: () => ({...DRIVER, when: 'when the CUDA caching allocator first needs the driver API'})},
+    ],
+  },
+  {
+    // NCCL 2.22.3 (Debian's libnccl2, trixie), from its sources (src/misc/{cudawrap,nvmlwrap,ibvwrap,
+    // gdrwrap}.cc, src/plugin/net.cc); not a real run: NCCL loads them at the first communicator,
+    // which needs a GPU. The network plugin's name is a template ("libnccl-net-%s.so": %s is
+    // NCCL_NET_PLUGIN), reported as a declared-shape load and never searched.
+    stem: /^libnccl$/,
+    facts: [
+      {name: /^libcuda\.so\.1$/, role: () => ({...DRIVER, when: 'at the first communicator (ncclCommInitRank)'})},
+      {name: /^libnvidia-ml\.so\.1$/, role: () => ({what: 'NVML, the driver\'s management library', when: 'at the first communicator (ncclCommInitRank): "Failed to open libnvidia-ml.so.1" and the communicator fails', impact: 'library'})},
+      {name: /^libibverbs\.so(?:\.1)?$/, role: () => ({what: 'InfiniBand verbs (rdma-core)', when: 'at the first communicator (ncclCommInitRank): "Failed to open libibverbs.so[.1]" and NCCL uses sockets', impact: 'optional', feature: 'the InfiniBand/RoCE transport (NCCL falls back to TCP sockets)'})},
+      {name: /^libgdrapi\.so$/, role: () => ({what: 'GDRCopy', when: 'at the first communicator, only with NCCL_GDRCOPY_ENABLE=1', impact: 'optional', feature: 'GDRCopy (NCCL_GDRCOPY_ENABLE)'})},
+      {name: /^libnccl-(?:net|tuner)(?:-[^/]*)?\.so$/, role: (name) => ({what: name.includes('tuner') ? 'an NCCL tuner plugin' : 'an NCCL network plugin', when: 'at the first communicator (ncclCommInitRank)', impact: 'optional', feature: name.includes('tuner') ? 'a tuner plugin (NCCL_TUNER_PLUGIN)' : 'a network plugin (NCCL_NET_PLUGIN: InfiniBand, AWS EFA); NCCL uses its own sockets and IB transport without one'})},
+    ],
+  },
+  {
+    // Any other object the CUDA runtime is linked into (cudart_static): libcuda.so.1 as libcudart
+    // loads it, at the first CUDA call. A library nvcc built (test/commands/check-gpu.test.ts's
+    // libk.so) holds "libcuda.so.1", imports dlopen and carries the runtime's messages.
+    carries: STATIC_CUDART_MARKER,
+    facts: [{name: /^libcuda\.so\.1$/, role: () => DRIVER}],
   },
 ];
 
@@ -93,6 +163,54 @@ function part(name: string): string {
   return name.replace(/^libcudnn_/, '').replace(/\.so\.\d+$/, '');
 }
 
-export function familyOf(soname: string | null): RuntimeFamily | undefined {
-  return soname === null ? undefined : FAMILIES.find((f) => f.caller.test(soname));
+/** What a file is, whatever the version its name carries: libtorch_cuda.so.2.6 -> libtorch_cuda. */
+export function stemOf(name: string): string {
+  return name.replace(/\.so(?:\..*)?$/, '');
+}
+
+/**
+ * Libraries of the CUDA stack, by the names code passes to dlopen (whole names, or the prefix a
+ * library completes with its CUDA major: "libnvrtc.so."). An object whose strings name one of
+ * these, and that imports dlopen, is a caller.
+ */
+const CUDA_STACK = /^lib(?:cuda|cudart|cudnn(?:_\w+)?|cublas(?:Lt)?|cufftw?|curand|cusparse(?:Lt)?|cusolver(?:Mg)?|nvrtc(?:-builtins)?|nvJitLink|nvjpeg|nvidia-(?:ml|ptxjitcompiler|nvvm)|nccl(?:-[\w%-]+)?|cupti|nvToolsExt|nvperf_\w+|npp\w*|nvinfer\w*|nvonnxparser|cufile\w*|cudla|nvptxcompiler\w*)\.so(?:\.\d+)*\.?$/;
+
+export function isCudaStackName(name: string): boolean {
+  return CUDA_STACK.test(name);
+}
+
+/** What a load is, from the name alone. */
+function whatIs(name: string): string {
+  if (name === 'libcuda.so.1') return DRIVER.what;
+  if (name === 'libnvidia-ml.so.1') return 'NVML, the driver\'s management library';
+  if (/^libnvrtc\.so/.test(name)) return 'NVRTC';
+  if (/^libnvrtc-builtins\.so/.test(name)) return 'NVRTC\'s builtins';
+  if (/^libnvJitLink\.so/.test(name)) return 'nvJitLink';
+  if (/^libcupti\.so/.test(name)) return 'CUPTI';
+  return name;
+}
+
+/**
+ * The role of a load no fact covers: its file says it names the library and can call dlopen, not
+ * when or what a failure costs, so a failure is a warning ('feature') that says so.
+ */
+export function defaultRole(name: string, caller: string): RuntimeLoadRole {
+  return {what: whatIs(name), when: 'at run time (its file does not say when)', impact: 'feature', feature: `what ${caller} uses ${name} for (its file does not say which feature)`};
+}
+
+/** The distinctive strings CALLER_FACTS key facts by, looked for in every caller's constant data. */
+export const FACT_MARKERS: readonly string[] = CALLER_FACTS.flatMap((c) => (c.carries ? [c.carries] : []));
+
+/**
+ * The role of `name` loaded by the object whose SONAME (or file name) is `caller` and whose
+ * constant data carries `markers`: facts by stem first, then by what it carries, then the default.
+ */
+export function roleOf(name: string, caller: string, markers: readonly string[] = []): RuntimeLoadRole {
+  const stem = stemOf(caller);
+  const facts = [...CALLER_FACTS.filter((c) => c.stem?.test(stem)), ...CALLER_FACTS.filter((c) => c.carries !== undefined && markers.includes(c.carries))];
+  for (const c of facts) {
+    const fact = c.facts.find((f) => f.name.test(name));
+    if (fact) return fact.role(name, caller);
+  }
+  return defaultRole(name, caller);
 }

@@ -1,11 +1,11 @@
 import {basename} from 'node:path';
-import {constantStrings} from '../read/elf/rodata-strings.js';
 import type {Edge, LoadedObject, LoaderProcess} from '../search/loader-process.js';
 import {findProblems} from '../bind/find-problems.js';
 import type {Finding} from '../bind/finding.js';
 import type {SymbolMemo} from '../bind/symbol-memo.js';
 import {nvidiaModuleLoaded} from '../read/machine/nvidia-driver.js';
-import {familyOf, NO_DRIVER_FEATURE, type RuntimeLoadRole} from './families.js';
+import {DRIVER_LIBRARIES, NO_DRIVER_FEATURE, type RuntimeLoadRole} from './families.js';
+import {callerLoads, cudaMajorOf, type CallerLoad} from './callers.js';
 import {releaseChecks, type ReleaseCheck} from './release-checks.js';
 
 /** One library a loaded object will dlopen, modelled in a process of its own. */
@@ -24,54 +24,86 @@ export interface RuntimeLoad {
   checks: ReleaseCheck[];
 }
 
-/** Per file identity: the names a caller passes to dlopen, read once (a libnvrtc's .rodata is 8 MB). */
-const namesByInode = new Map<string, string[]>();
-
-function dlopenNames(p: LoaderProcess, caller: LoadedObject, loads: RegExp): string[] {
-  let names = namesByInode.get(caller.inode);
-  if (names === undefined) {
-    try {
-      names = constantStrings(p.ctx.view.hostPath(caller.path) ?? caller.path, loads);
-    } catch {
-      // A file the loader mapped but whose strings cannot be read: nothing known to be loaded.
-      names = [];
-    }
-    namesByInode.set(caller.inode, names);
-  }
-  return names;
+/** The loads an object of `p` makes, read from its file (runtime/callers.ts). */
+function loadsOf(p: LoaderProcess, caller: LoadedObject): CallerLoad[] {
+  const sonames = p.scope.map((o) => o.info.soname);
+  return callerLoads(caller.info, p.ctx.view.hostPath(caller.path) ?? caller.path, caller.inode, caller.info.soname ?? basename(caller.path), cudaMajorOf(caller.info, sonames));
 }
+
+/** Every object of `p`'s start with the loads its file declares or names, templates included (for `check --json`). */
+export function declaredLoads(p: LoaderProcess): Array<{caller: LoadedObject; loads: CallerLoad[]}> {
+  const out: Array<{caller: LoadedObject; loads: CallerLoad[]}> = [];
+  for (const caller of p.scope.slice(0, p.startupScopeLength)) {
+    if (caller.role === 'interp') continue;
+    const loads = loadsOf(p, caller);
+    if (loads.length > 0) out.push({caller, loads});
+  }
+  return out;
+}
+
+const IMPACT_RANK: Record<RuntimeLoadRole['impact'], number> = {library: 2, feature: 1, optional: 0};
 
 /**
  * Every run-time load of the objects of `p` (the checked file's process, started without a
  * dlopen of its own), each modelled as `fresh()` (the same start) followed by that one dlopen,
  * and checked as the loader would check it: the name found, the versions and symbols of what it
  * brings (RTLD_NOW, as `ldd -r` binds). Loads whose name is already loaded in `p` reuse that object.
+ * A load with alternatives (a note's soname list) is the first name the search finds, else the
+ * first name. Several callers loading one name that resolves to one file (libcuda.so.1 from
+ * libcudart, cuBLAS, NCCL...) each keep their edge, and its problems are said once, by the caller
+ * with the most at stake (the first of them in load order).
  */
 export function runtimeLoads(p: LoaderProcess, fresh: () => LoaderProcess, memo: SymbolMemo): RuntimeLoad[] {
   const loads: RuntimeLoad[] = [];
   const seen = new Set<string>();
-  for (const caller of p.scope.slice(0, p.startupScopeLength)) {
-    if (caller.role === 'interp') continue;
-    const family = familyOf(caller.info.soname);
-    if (!family) continue;
-    for (const name of dlopenNames(p, caller, family.loads)) {
-      const key = `${caller.inode}\0${name}`;
+  for (const {caller, loads: wanted} of declaredLoads(p)) {
+    for (const want of wanted) {
+      if (want.template) continue;
+      const key = `${caller.inode}\0${want.names.join('\0')}`;
       if (seen.has(key)) continue;
       seen.add(key);
-      const q = fresh();
-      const twin = q.scope.find((o) => o.inode === caller.inode && o.role !== 'interp');
-      if (!twin || q.mainStop) continue;
-      const startup = new Set(q.scope.slice(0, q.startupScopeLength));
-      const edge = q.loadAtRunTime(twin, name);
-      const role = noDriverRole(family.role(name), name, edge, q.platform.sysroot);
-      const findings = findProblems(q, memo).filter((f) => f.edge === edge || !startup.has(f.object));
+      let modelled: RuntimeLoad | null = null;
+      for (const name of want.names) {
+        const load = modelLoad(fresh, caller, name, want.role, memo);
+        if (load && (modelled === null || (!modelled.edge.object && load.edge.object))) modelled = load;
+        if (modelled?.edge.object) break;
+      }
+      if (!modelled) continue;
       // An optional plugin that is not there is what the caller expects.
-      const missing = !edge.object && findings.some((f) => f.kind === 'not-found' && f.edge === edge);
-      if (role.impact === 'optional' && missing) continue;
-      loads.push({caller: twin, name, role, process: q, edge, findings, checks: edge.object ? releaseChecks(q, twin, edge.object) : []});
+      const missing = !modelled.edge.object && modelled.findings.some((f) => f.kind === 'not-found' && f.edge === modelled!.edge);
+      if (modelled.role.impact === 'optional' && missing) continue;
+      loads.push(modelled);
     }
   }
+  sayOnce(loads);
   return loads;
+}
+
+function modelLoad(fresh: () => LoaderProcess, caller: LoadedObject, name: string, declared: RuntimeLoadRole, memo: SymbolMemo): RuntimeLoad | null {
+  const q = fresh();
+  const twin = q.scope.find((o) => o.inode === caller.inode && o.role !== 'interp');
+  if (!twin || q.mainStop) return null;
+  const startup = new Set(q.scope.slice(0, q.startupScopeLength));
+  const edge = q.loadAtRunTime(twin, name);
+  const role = noDriverRole(declared, name, edge, q.platform.sysroot);
+  const findings = findProblems(q, memo).filter((f) => f.edge === edge || !startup.has(f.object));
+  return {caller: twin, name, role, process: q, edge, findings, checks: edge.object ? releaseChecks(q, twin, edge.object) : []};
+}
+
+/** One name, one outcome (the file found, or none): its problems said by one caller, the one with the most at stake. */
+function sayOnce(loads: RuntimeLoad[]): void {
+  const best = new Map<string, RuntimeLoad>();
+  const outcome = (l: RuntimeLoad) => `${l.name}\0${l.edge.object?.inode ?? l.edge.errorPath ?? ''}`;
+  for (const l of loads) {
+    const k = outcome(l);
+    const b = best.get(k);
+    if (!b || IMPACT_RANK[l.role.impact] > IMPACT_RANK[b.role.impact]) best.set(k, l);
+  }
+  for (const l of loads) {
+    if (best.get(outcome(l)) === l) continue;
+    l.findings = [];
+    l.checks = [];
+  }
 }
 
 /**
@@ -81,7 +113,8 @@ export function runtimeLoads(p: LoaderProcess, fresh: () => LoaderProcess, memo:
  * edge and the problem carry one impact). With a module loaded it stays what the caller cannot work without.
  */
 function noDriverRole(role: RuntimeLoadRole, name: string, edge: Edge, sysroot: string): RuntimeLoadRole {
-  if (name !== 'libcuda.so.1' || edge.object || edge.errorPath || nvidiaModuleLoaded(sysroot)) return role;
+  // An optional load stays optional: its absence is what the caller expects, driver or not.
+  if (!DRIVER_LIBRARIES.has(name) || role.impact === 'optional' || edge.object || edge.errorPath || nvidiaModuleLoaded(sysroot)) return role;
   return {...role, impact: 'feature', feature: NO_DRIVER_FEATURE};
 }
 

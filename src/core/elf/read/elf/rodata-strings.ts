@@ -1,19 +1,19 @@
 import {ElfError} from './errors.js';
-import {Fields} from './fields.js';
 import {ElfFile} from './file.js';
 import {parseHeader, PF_X, readProgramHeaders, PT_LOAD, type ParsedHeader} from './header.js';
+import {sectionHeaders, SHT_PROGBITS} from './sections.js';
 
-const SHT_PROGBITS = 1;
 const PF_W = 2;
 /** Read in pieces: a library's .rodata reaches tens of MB (libnvrtc 8 MB, libcuda 20 MB). */
 const CHUNK = 4 * 1024 * 1024;
 /** Without section headers the read-only segments are scanned instead, up to this much. */
 const SEGMENT_LIMIT = 64 * 1024 * 1024;
 
-/** The file ranges that hold an object's constant strings: `.rodata`, else its read-only, non-executable segments. */
+/** The file ranges that hold an object's constant strings: `.rodata`, else (no section headers) its read-only, non-executable segments. */
 function constantRanges(file: ElfFile, h: ParsedHeader): Array<[number, number]> {
-  const sections = rodataSections(file, h);
-  if (sections.length > 0) return sections;
+  // With section headers, .rodata and .rodata.* only (none: no constant strings); the segments
+  // would bring .dynstr, whose DT_NEEDED names are not strings the code uses.
+  if (sectionHeaders(file, h).length > 0) return rodataSections(file, h);
   const ranges: Array<[number, number]> = [];
   let total = 0;
   for (const ph of readProgramHeaders(file, h)) {
@@ -27,29 +27,11 @@ function constantRanges(file: ElfFile, h: ParsedHeader): Array<[number, number]>
 }
 
 function rodataSections(file: ElfFile, h: ParsedHeader): Array<[number, number]> {
-  const entsize = h.is64 ? 64 : 40;
-  if (h.shnum === 0 || h.shoff === 0 || h.shentsize !== entsize) return [];
-  const ehdr = new Fields(file.read(0, h.is64 ? 64 : 52, 'ELF header'), h.littleEndian, h.is64);
-  const shstrndx = ehdr.u16(h.is64 ? 62 : 50);
-  if (shstrndx === 0 || shstrndx >= h.shnum) return [];
-  const table = new Fields(file.read(h.shoff, h.shnum * entsize, 'section header table'), h.littleEndian, h.is64);
-  const offsetOf = (i: number) => (h.is64 ? table.u64(i * entsize + 24) : table.u32(i * entsize + 16));
-  const sizeOf = (i: number) => (h.is64 ? table.u64(i * entsize + 32) : table.u32(i * entsize + 20));
-  const namesOff = offsetOf(shstrndx);
-  const namesSize = Math.min(sizeOf(shstrndx), 1024 * 1024);
-  const names = file.read(namesOff, namesSize, 'section name table');
   const ranges: Array<[number, number]> = [];
-  for (let i = 0; i < h.shnum; i++) {
-    if (table.u32(i * entsize + 4) !== SHT_PROGBITS) continue;
-    const at = table.u32(i * entsize);
-    if (at >= names.length) continue;
-    const end = names.indexOf(0, at);
-    const name = names.toString('latin1', at, end < 0 ? names.length : end);
-    if (name !== '.rodata' && !name.startsWith('.rodata.')) continue;
-    const off = offsetOf(i);
-    const size = sizeOf(i);
-    file.check(off, size, `section ${name}`);
-    ranges.push([off, size]);
+  for (const s of sectionHeaders(file, h)) {
+    if (s.type !== SHT_PROGBITS || (s.name !== '.rodata' && !s.name.startsWith('.rodata.'))) continue;
+    file.check(s.offset, s.size, `section ${s.name}`);
+    ranges.push([s.offset, s.size]);
   }
   return ranges;
 }
@@ -84,4 +66,71 @@ export function constantStrings(path: string, pattern: RegExp): string[] {
     file.close();
   }
   return [...found];
+}
+
+/** A library name, whole: "libcuda.so.1", "libnvrtc.so." (completed at run time), "libnccl-net-%s.so" (a template). */
+const LIBRARY_NAME = /^lib[A-Za-z0-9_+%-][A-Za-z0-9_+%.-]*\.so(?:\.\d+)*\.?$/;
+/** The longest string taken for a library name; longer ones are text that mentions one. */
+const NAME_MAX = 255;
+/** At most this much constant data is scanned per file (libtorch_cuda's .rodata is 6 MB, libtorch_cpu's 40 MB). */
+export const LIBRARY_NAMES_SCAN_LIMIT = 128 * 1024 * 1024;
+
+/**
+ * Every whole constant string of an ELF object that has the shape of a library name (lib*.so,
+ * lib*.so.N..., a prefix ending in ".so." and a printf template such as "libnccl-net-%s.so"), each
+ * once, in file order. The same ranges as constantStrings (`.rodata` and `.rodata.*`, else the
+ * read-only segments), read in 4 MB pieces, and at most LIBRARY_NAMES_SCAN_LIMIT bytes: the
+ * bytes ".so" are found with Buffer.indexOf (memchr speed), and only the string around each is
+ * decoded, so a library's tens of MB of tables cost a scan, not a regular expression over text.
+ */
+export function libraryNameStrings(path: string): string[] {
+  return constantLibraryStrings(path, []).names;
+}
+
+/**
+ * libraryNameStrings, and which of `markers` (byte strings of at most 255 bytes: a distinctive
+ * message a library carries) occur anywhere in the same ranges, in the same single pass.
+ */
+export function constantLibraryStrings(path: string, markers: readonly string[]): {names: string[]; markers: string[]} {
+  const found = new Set<string>();
+  const wanted = markers.map((m) => ({text: m, bytes: Buffer.from(m, 'latin1')}));
+  const seenMarkers = new Set<string>();
+  const file = ElfFile.open(path);
+  const needle = Buffer.from('.so', 'latin1');
+  try {
+    const h = parseHeader(file);
+    let budget = LIBRARY_NAMES_SCAN_LIMIT;
+    for (const [start, whole] of constantRanges(file, h)) {
+      const size = Math.min(whole, budget);
+      budget -= size;
+      for (let off = start; off < start + size; off += CHUNK) {
+        // NAME_MAX bytes of margin each side, so a name across two pieces is whole in one.
+        const from = Math.max(start, off - NAME_MAX);
+        const to = Math.min(start + size, off + CHUNK + NAME_MAX);
+        const buf = file.read(from, to - from, 'constant strings');
+        const coreEnd = Math.min(start + size, off + CHUNK) - from;
+        for (const m of wanted) {
+          if (!seenMarkers.has(m.text) && buf.indexOf(m.bytes) >= 0) seenMarkers.add(m.text);
+        }
+        for (let at = buf.indexOf(needle, off - from); at >= 0 && at < coreEnd; at = buf.indexOf(needle, at + 1)) {
+          const s = buf.lastIndexOf(0, at) + 1;
+          const e = buf.indexOf(0, at);
+          // Cut by the margin (no NUL within reach): not a name this short.
+          if ((s === 0 && from > start) || (e < 0 && to < start + size)) continue;
+          const end = e < 0 ? buf.length : e;
+          if (end - s > NAME_MAX || at - s < 4) continue;
+          const text = buf.toString('latin1', s, end);
+          if (LIBRARY_NAME.test(text)) found.add(text);
+          at = end;
+        }
+      }
+      if (budget <= 0) break;
+    }
+  } catch (error) {
+    if (error instanceof ElfError) throw error;
+    throw new ElfError(path, 'io', `cannot read its constant strings: ${(error as Error).message}`);
+  } finally {
+    file.close();
+  }
+  return {names: [...found], markers: markers.filter((m) => seenMarkers.has(m))};
 }

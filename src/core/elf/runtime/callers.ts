@@ -1,0 +1,115 @@
+import type {ElfInfo} from '../read/elf/types.js';
+import {readDlopenNotes, type DlopenNote, type DlopenPriority} from '../read/elf/dlopen-notes.js';
+import {constantLibraryStrings} from '../read/elf/rodata-strings.js';
+import {DLOPEN_WRAPPERS, FACT_MARKERS, isCudaStackName, roleOf, type RuntimeLoadRole} from './families.js';
+
+/**
+ * What one object loads with dlopen, read from its own file, whatever its name:
+ * 1. declared: its `.note.dlopen` metadata (read/elf/dlopen-notes.ts), taken as written: a
+ *    'required' load the object cannot work without, the others the feature they name;
+ * 2. else found: an object that imports dlopen or dlmopen (any version), or a function that calls
+ *    it for its caller (families.ts DLOPEN_WRAPPERS), and whose constant strings name a library of
+ *    the CUDA stack, loads the library names of its strings: whole names ("libcuda.so.1"), prefixes
+ *    completed with its CUDA major ("libnvrtc.so." -> "libnvrtc.so.12"), and templates
+ *    ("libnccl-net-%s.so", reported, never searched). When and at what cost come from families.ts.
+ * An object that imports no dlopen loads nothing, whatever its strings; one whose strings name no
+ * CUDA library is not a CUDA caller, whatever it imports.
+ */
+export interface CallerLoad {
+  /** The names it tries, in order (a note's alternatives); one name otherwise. */
+  names: string[];
+  role: RuntimeLoadRole;
+  source: 'note' | 'strings';
+  /** For a declared load: its priority as written; for a found one, from the role. */
+  priority: DlopenPriority;
+  description: string;
+  /** The feature it serves, as declared, or as families.ts words it (absent: the caller's own work). */
+  feature?: string;
+  /** A printf template ("libnccl-net-%s.so"): the name depends on the environment, so it is not searched. */
+  template?: boolean;
+}
+
+interface FileReading {
+  notes: DlopenNote[];
+  names: string[];
+  /** The distinctive strings of families.ts it carries. */
+  markers: string[];
+}
+
+/** Per file identity (the cache key of every reader here): what its file declares and names, read once. */
+const readings = new Map<string, FileReading>();
+
+/** True when the object can call dlopen: it imports dlopen or dlmopen (any version), or a wrapper of it. */
+export function importsDlopen(info: ElfInfo): boolean {
+  return info.symbols.some((s) => !s.defined && (s.name === 'dlopen' || s.name === 'dlmopen' || DLOPEN_WRAPPERS.some((w) => w.test(s.name))));
+}
+
+function reading(hostPath: string, inode: string): FileReading {
+  let r = readings.get(inode);
+  if (r) return r;
+  let notes: DlopenNote[] = [];
+  try {
+    notes = readDlopenNotes(hostPath);
+  } catch {
+    // Metadata that does not follow the specification declares nothing: the strings decide.
+  }
+  let names: string[] = [];
+  let markers: string[] = [];
+  if (notes.length === 0) {
+    try {
+      ({names, markers} = constantLibraryStrings(hostPath, FACT_MARKERS));
+    } catch {
+      // A file the loader mapped but whose strings cannot be read: nothing known to be loaded.
+    }
+  }
+  r = {notes, names, markers};
+  readings.set(inode, r);
+  return r;
+}
+
+const PRIORITY_OF: Record<RuntimeLoadRole['impact'], DlopenPriority> = {library: 'required', feature: 'recommended', optional: 'suggested'};
+
+/**
+ * The loads of one object of the modelled process. `hostPath` is where its bytes are read,
+ * `inode` its identity, `cudaMajor` the CUDA major its prefixes are completed with (null: none
+ * known, and a prefix is not completed).
+ */
+export function callerLoads(info: ElfInfo, hostPath: string, inode: string, callerName: string, cudaMajor: string | null): CallerLoad[] {
+  if (!importsDlopen(info)) return [];
+  const {notes, names, markers} = reading(hostPath, inode);
+  if (notes.length > 0) return notes.map((n) => declared(n));
+  if (!names.some(isCudaStackName)) return [];
+  const own = new Set([info.soname, ...info.needed]);
+  const loads: CallerLoad[] = [];
+  const seen = new Set<string>();
+  for (const raw of names) {
+    let name = raw;
+    if (name.endsWith('.')) {
+      if (cudaMajor === null) continue;
+      name = `${name}${cudaMajor}`;
+    }
+    if (own.has(name) || seen.has(name)) continue;
+    seen.add(name);
+    const role = roleOf(name, callerName, markers);
+    loads.push({names: [name], role, source: 'strings', priority: PRIORITY_OF[role.impact], description: `${role.what}, ${role.when}`, ...(role.feature ? {feature: role.feature} : {}), ...(name.includes('%') ? {template: true} : {})});
+  }
+  return loads;
+}
+
+function declared(n: DlopenNote): CallerLoad {
+  const first = n.soname[0]!;
+  const what = n.description ?? first;
+  const role: RuntimeLoadRole = n.priority === 'required'
+    ? {what, when: 'when it needs it (declared required in its .note.dlopen)', impact: 'library'}
+    : {what, when: `when it needs it (declared ${n.priority} in its .note.dlopen)`, impact: 'feature', feature: n.feature ?? n.description ?? first};
+  return {names: n.soname, role, source: 'note', priority: n.priority, description: n.description ?? '', ...(n.feature ? {feature: n.feature} : {})};
+}
+
+/** The CUDA major of a caller: that of the libcudart it needs, else of the one the process loaded. */
+export function cudaMajorOf(info: ElfInfo, loadedSonames: Array<string | null>): string | null {
+  for (const name of [...info.needed, ...loadedSonames]) {
+    const m = /^libcudart\.so\.(\d+)$/.exec(name ?? '');
+    if (m) return m[1]!;
+  }
+  return null;
+}
