@@ -1,5 +1,5 @@
-import {closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readlinkSync} from 'node:fs';
-import {isAbsolute, resolve} from 'node:path';
+import {closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readlinkSync, statSync} from 'node:fs';
+import {isAbsolute, join, resolve} from 'node:path';
 import {CudaenvError, isErrno} from '../errors.js';
 import {runningAsRoot, whyUntrusted} from './trust.js';
 
@@ -21,14 +21,36 @@ const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOL
 /** As the kernel's own limit on links followed in one lookup (MAXSYMLINKS). */
 const MAX_LINKS = 40;
 
-function holder(path: string, fd: number): SafeDir {
+let procFd: boolean | undefined;
+/**
+ * Whether /proc/self/fd reaches a directory through its descriptor. A container without /proc (rare)
+ * gets paths instead: as root still safe, since every directory on them was found root's alone, and as
+ * another user new files are still made with O_EXCL|O_NOFOLLOW.
+ */
+function viaProc(): boolean {
+  if (procFd === undefined) {
+    try {
+      procFd = statSync('/proc/self/fd').isDirectory();
+    } catch {
+      procFd = false;
+    }
+  }
+  return procFd;
+}
+
+/** An entry of the directory `fd` holds (real path `real`), through the descriptor where /proc allows. */
+function entryOf(fd: number, real: string, name: string): string {
+  return viaProc() ? `/proc/self/fd/${fd}/${name}` : join(real, name);
+}
+
+function holder(path: string, fd: number, real: string = path): SafeDir {
   let open = true;
   return {
     path,
     fd,
     entry(name: string): string {
       if (name === '' || name.includes('/') || name === '.' || name === '..') throw new Error(`not an entry name: ${JSON.stringify(name)}`);
-      return `/proc/self/fd/${fd}/${name}`;
+      return entryOf(fd, real, name);
     },
     close(): void {
       if (open) closeSync(fd);
@@ -79,7 +101,7 @@ function walkAsRoot(path: string, options: OpenDirOptions): SafeDir {
     if (why0) throw refuse(path, '/', why0, options.purpose);
     while (pending.length > 0) {
       const name = pending.shift()!;
-      const at = `/proc/self/fd/${fd}/${name}`;
+      const at = entryOf(fd, here, name);
       let st;
       try {
         st = lstatSync(at);
@@ -114,7 +136,7 @@ function walkAsRoot(path: string, options: OpenDirOptions): SafeDir {
       const why = whyUntrusted(fstatSync(fd));
       if (why) throw refuse(path, here, why, options.purpose);
     }
-    return holder(path, fd);
+    return holder(path, fd, here);
   } catch (error) {
     closeSync(fd);
     throw error;

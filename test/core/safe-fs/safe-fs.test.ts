@@ -5,7 +5,8 @@ import {join} from 'node:path';
 import {openDir, readFileSafely, removeSafely, symlinkSafely, temporaryName, writeFileSafely, writeIn} from '../../../src/core/safe-fs/index.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {testIf} from '../../helpers/skip.js';
-import {IS_ROOT, NEEDS} from '../../helpers/capabilities.js';
+import {CAN_MOUNT_NAMESPACE, IS_ROOT, NEEDS} from '../../helpers/capabilities.js';
+import {REPO_ROOT} from '../../helpers/cli.js';
 
 let dir: string;
 let cleanup: () => void;
@@ -122,6 +123,27 @@ describe('as root, only directories root alone can change', () => {
     chmodSync(join(dir, 'w'), 0o1777);
     writeFileSafely(join(dir, 'w', 'f'), 'x');
     expect(statSync(join(dir, 'w', 'f')).uid).toBe(0);
+  });
+});
+
+describe('without /proc (a container that mounts none)', () => {
+  testIf(IS_ROOT && CAN_MOUNT_NAMESPACE, NEEDS.mountNamespace)('writes, links and reads by path, still refusing an unsafe directory as root', () => {
+    const script = join(dir, 'w.mjs');
+    writeFileSync(script, `const fs = await import(${JSON.stringify(join(REPO_ROOT, 'dist', 'core', 'safe-fs', 'index.js'))});
+const [d] = process.argv.slice(2);
+fs.writeFileSafely(d + '/a/b/f.json', 'hi');
+fs.symlinkSafely(d + '/a/link', '/nowhere');
+console.log(fs.readFileSafely(d + '/a/b/f.json', 100).toString());
+try { fs.writeFileSafely(d + '/user/x', 'no'); } catch (e) { console.log(e.code); }
+`);
+    mkdirSync(join(dir, 'user'));
+    chownSync(join(dir, 'user'), 65534, 65534);
+    const r = spawnSync('unshare', ['-m', '--propagation', 'private', 'sh', '-c', 'mount -t tmpfs none /proc && exec "$0" "$@"', process.execPath, script, dir], {encoding: 'utf8'});
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toBe('hi\nunsafe-path\n');
+    expect(readFileSync(join(dir, 'a', 'b', 'f.json'), 'utf8')).toBe('hi');
+    expect(lstatSync(join(dir, 'a', 'link')).isSymbolicLink()).toBe(true);
+    expect(existsSync(join(dir, 'user', 'x'))).toBe(false);
   });
 });
 
