@@ -6,6 +6,7 @@ import {defaultDeps} from '../../../src/core/doctor/engine.js';
 import {runDoctor, renderReport, hasErrors, type DoctorReport} from '../../../src/core/doctor/index.js';
 import {runCheckCli} from '../../../src/core/elf/index.js';
 import {REPO_ROOT, runCli} from '../../helpers/cli.js';
+import {cliForNobody} from '../../helpers/nobody.js';
 import {describeIf, testIf} from '../../helpers/skip.js';
 import {NEEDS} from '../../helpers/capabilities.js';
 import type {TempDir} from '../../helpers/tmp.js';
@@ -238,7 +239,8 @@ d('bad LD_LIBRARY_PATH entries give a finding with their path (issue 42)', () =>
     spawnSync('chmod', ['-R', 'a+rwX', m.root]);
     chmodSync(dir, 0o311);
     const env = {...m.env, LD_LIBRARY_PATH: dir};
-    const r = spawnSync(process.execPath, [join(REPO_ROOT, 'bin', 'run.js'), 'doctor', '--json'], {env, cwd: m.root, encoding: 'utf8', uid: 65534, gid: 65534, timeout: 120000});
+    // The CLI as nobody can read it (a clone in a 0700 directory, as CI's, is copied: test/helpers/nobody.ts).
+    const r = spawnSync(process.execPath, [cliForNobody(), 'doctor', '--json'], {env, cwd: m.root, encoding: 'utf8', uid: 65534, gid: 65534, timeout: 120000});
     expect(r.stderr).toBe('');
     const json = JSON.parse(r.stdout) as DoctorReport;
     const bad = json.findings.find((f) => f.id === 'env.ld-library-path-bad-entry');

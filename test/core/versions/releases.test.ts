@@ -128,7 +128,10 @@ describe('one toolkit, one name: add, ls, current, doctor', () => {
   });
 
   test('a toolkit registered --as is called that by doctor too', () => {
-    const tk = pipToolkit(join(dir, 'cuda-13.0'), PIP_13_0_2);
+    // --as names what the files cannot tell (a runtime no release of the table has); never another release
+    // than they state (issue 44: 13.0.2's components registered as 13.0.9 invented a release).
+    expect(runCli(['add', pipToolkit(join(dir, 'exact'), PIP_13_0_2), '--as', '13.0.9'], {env}).status).toBe(2);
+    const tk = pipToolkit(join(dir, 'cuda-13.0'), {nvidia_cuda_runtime: '13.0.99'});
     expect(runCli(['add', tk, '--as', '13.0.9'], {env}).status).toBe(0);
     const doctor = JSON.parse(runCli(['doctor', '--json'], {env: {...env, CUDA_HOME: tk}}).stdout);
     expect(doctor.facts.activeToolkit.version).toBe('13.0.9');
