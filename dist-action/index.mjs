@@ -71666,7 +71666,7 @@ function inActionTerms(text) {
 // src/action/run.ts
 init_core();
 import { existsSync as existsSync19, mkdirSync as mkdirSync11, rmSync as rmSync10 } from "node:fs";
-import { join as join29 } from "node:path";
+import { join as join30 } from "node:path";
 
 // src/core/elf/report-types.ts
 function isFailing(problem, strict) {
@@ -72272,7 +72272,7 @@ function lookupCacheEntry(cache2, name, options) {
 }
 
 // src/core/elf/check.ts
-import { existsSync as existsSync6, statSync as statSync6 } from "node:fs";
+import { existsSync as existsSync6, statSync as statSync7 } from "node:fs";
 
 // src/core/elf/check-files.ts
 import { existsSync as existsSync5, readFileSync as readFileSync10 } from "node:fs";
@@ -75223,14 +75223,35 @@ function libcudaVersion(fileName) {
   return m && isDriverVersion(m[1]) ? m[1] : void 0;
 }
 
-// src/core/elf/read/elf/rodata-strings.ts
+// src/core/elf/read/elf/sections.ts
 var SHT_PROGBITS = 1;
+var NAMES_LIMIT = 1024 * 1024;
+function sectionHeaders(file, h) {
+  const entsize = h.is64 ? 64 : 40;
+  if (h.shnum === 0 || h.shoff === 0 || h.shentsize !== entsize) return [];
+  const ehdr = new Fields(file.read(0, h.is64 ? 64 : 52, "ELF header"), h.littleEndian, h.is64);
+  const shstrndx = ehdr.u16(h.is64 ? 62 : 50);
+  if (shstrndx === 0 || shstrndx >= h.shnum) return [];
+  const table2 = new Fields(file.read(h.shoff, h.shnum * entsize, "section header table"), h.littleEndian, h.is64);
+  const offsetOf = (i) => h.is64 ? table2.u64(i * entsize + 24) : table2.u32(i * entsize + 16);
+  const sizeOf2 = (i) => h.is64 ? table2.u64(i * entsize + 32) : table2.u32(i * entsize + 20);
+  const names = file.read(offsetOf(shstrndx), Math.min(sizeOf2(shstrndx), NAMES_LIMIT), "section name table");
+  const out = [];
+  for (let i = 0; i < h.shnum; i++) {
+    const at = table2.u32(i * entsize);
+    if (at >= names.length) continue;
+    const end = names.indexOf(0, at);
+    out.push({ name: names.toString("latin1", at, end < 0 ? names.length : end), type: table2.u32(i * entsize + 4), offset: offsetOf(i), size: sizeOf2(i) });
+  }
+  return out;
+}
+
+// src/core/elf/read/elf/rodata-strings.ts
 var PF_W = 2;
 var CHUNK2 = 4 * 1024 * 1024;
 var SEGMENT_LIMIT = 64 * 1024 * 1024;
 function constantRanges(file, h) {
-  const sections = rodataSections(file, h);
-  if (sections.length > 0) return sections;
+  if (sectionHeaders(file, h).length > 0) return rodataSections(file, h);
   const ranges = [];
   let total = 0;
   for (const ph of readProgramHeaders(file, h)) {
@@ -75243,29 +75264,11 @@ function constantRanges(file, h) {
   return ranges;
 }
 function rodataSections(file, h) {
-  const entsize = h.is64 ? 64 : 40;
-  if (h.shnum === 0 || h.shoff === 0 || h.shentsize !== entsize) return [];
-  const ehdr = new Fields(file.read(0, h.is64 ? 64 : 52, "ELF header"), h.littleEndian, h.is64);
-  const shstrndx = ehdr.u16(h.is64 ? 62 : 50);
-  if (shstrndx === 0 || shstrndx >= h.shnum) return [];
-  const table2 = new Fields(file.read(h.shoff, h.shnum * entsize, "section header table"), h.littleEndian, h.is64);
-  const offsetOf = (i) => h.is64 ? table2.u64(i * entsize + 24) : table2.u32(i * entsize + 16);
-  const sizeOf2 = (i) => h.is64 ? table2.u64(i * entsize + 32) : table2.u32(i * entsize + 20);
-  const namesOff = offsetOf(shstrndx);
-  const namesSize = Math.min(sizeOf2(shstrndx), 1024 * 1024);
-  const names = file.read(namesOff, namesSize, "section name table");
   const ranges = [];
-  for (let i = 0; i < h.shnum; i++) {
-    if (table2.u32(i * entsize + 4) !== SHT_PROGBITS) continue;
-    const at = table2.u32(i * entsize);
-    if (at >= names.length) continue;
-    const end = names.indexOf(0, at);
-    const name = names.toString("latin1", at, end < 0 ? names.length : end);
-    if (name !== ".rodata" && !name.startsWith(".rodata.")) continue;
-    const off = offsetOf(i);
-    const size = sizeOf2(i);
-    file.check(off, size, `section ${name}`);
-    ranges.push([off, size]);
+  for (const s of sectionHeaders(file, h)) {
+    if (s.type !== SHT_PROGBITS || s.name !== ".rodata" && !s.name.startsWith(".rodata.")) continue;
+    file.check(s.offset, s.size, `section ${s.name}`);
+    ranges.push([s.offset, s.size]);
   }
   return ranges;
 }
@@ -75291,6 +75294,50 @@ function constantStrings(path13, pattern) {
     file.close();
   }
   return [...found];
+}
+var LIBRARY_NAME = /^lib[A-Za-z0-9_+%-][A-Za-z0-9_+%.-]*\.so(?:\.\d+)*\.?$/;
+var NAME_MAX = 255;
+var LIBRARY_NAMES_SCAN_LIMIT = 128 * 1024 * 1024;
+function constantLibraryStrings(path13, markers) {
+  const found = /* @__PURE__ */ new Set();
+  const wanted = markers.map((m) => ({ text: m, bytes: Buffer.from(m, "latin1") }));
+  const seenMarkers = /* @__PURE__ */ new Set();
+  const file = ElfFile.open(path13);
+  const needle = Buffer.from(".so", "latin1");
+  try {
+    const h = parseHeader(file);
+    let budget = LIBRARY_NAMES_SCAN_LIMIT;
+    for (const [start, whole] of constantRanges(file, h)) {
+      const size = Math.min(whole, budget);
+      budget -= size;
+      for (let off = start; off < start + size; off += CHUNK2) {
+        const from = Math.max(start, off - NAME_MAX);
+        const to = Math.min(start + size, off + CHUNK2 + NAME_MAX);
+        const buf = file.read(from, to - from, "constant strings");
+        const coreEnd = Math.min(start + size, off + CHUNK2) - from;
+        for (const m of wanted) {
+          if (!seenMarkers.has(m.text) && buf.indexOf(m.bytes) >= 0) seenMarkers.add(m.text);
+        }
+        for (let at = buf.indexOf(needle, off - from); at >= 0 && at < coreEnd; at = buf.indexOf(needle, at + 1)) {
+          const s = buf.lastIndexOf(0, at) + 1;
+          const e = buf.indexOf(0, at);
+          if (s === 0 && from > start || e < 0 && to < start + size) continue;
+          const end = e < 0 ? buf.length : e;
+          if (end - s > NAME_MAX || at - s < 4) continue;
+          const text = buf.toString("latin1", s, end);
+          if (LIBRARY_NAME.test(text)) found.add(text);
+          at = end;
+        }
+      }
+      if (budget <= 0) break;
+    }
+  } catch (error2) {
+    if (error2 instanceof ElfError) throw error2;
+    throw new ElfError(path13, "io", `cannot read its constant strings: ${error2.message}`);
+  } finally {
+    file.close();
+  }
+  return { names: [...found], markers: markers.filter((m) => seenMarkers.has(m)) };
 }
 
 // src/core/elf/read/machine/nvidia-driver.ts
@@ -75338,56 +75385,132 @@ function libcudaContentsVersion(path13, key) {
 
 // src/core/elf/runtime/families.ts
 var NO_DRIVER_FEATURE = "CUDA on this machine, which has no NVIDIA driver (no kernel module: a build host, or a container started without GPUs)";
+var DRIVER_LIBRARIES = /* @__PURE__ */ new Set(["libcuda.so.1", "libnvidia-ml.so.1"]);
 var DRIVER = { what: "the NVIDIA driver's libcuda", when: "at the first CUDA call", impact: "library" };
-var FAMILIES = [
+var DLOPEN_WRAPPERS = [/^_ZN2at14DynamicLibraryC[12]EPKcS2_b$/];
+var STATIC_CUDART_MARKER = "CUDA driver version is insufficient for CUDA runtime version";
+var CALLER_FACTS = [
   {
-    caller: /^libcudart\.so\.\d+(\.\d+)?$/,
-    loads: /libcuda\.so\.1/,
-    role: () => DRIVER
+    // libcudart.so.12 of CUDA 12.4.1 dlopens "libcuda.so.1" at the first CUDA call and every call
+    // fails without it (runtime-loads.test.ts: cudaGetDeviceCount returns cudaErrorInsufficientDriver
+    // or cudaErrorStubLibrary; the torch image: libcudart.so.12 dlopens libcuda.so.1 at
+    // torch.cuda.is_available(), not at import).
+    stem: /^libcudart$/,
+    facts: [{ name: /^libcuda\.so\.1$/, role: () => DRIVER }]
   },
   {
-    caller: /^libnvrtc\.so\.\d+(\.\d+)?$/,
-    loads: /libnvrtc-builtins\.so\.\d+\.\d+/,
-    role: () => ({ what: "NVRTC's builtins (its headers and per-architecture tables)", when: "at the first nvrtcCompileProgram, the first JIT compilation", impact: "library" })
+    // libnvrtc.so.12 dlopens its builtins at the first nvrtcCompileProgram and the compilation fails
+    // without them (runtime-loads.test.ts: NVRTC_ERROR_BUILTIN_OPERATION_FAILURE with another release's).
+    stem: /^libnvrtc$/,
+    facts: [{ name: /^libnvrtc-builtins\.so\.\d+\.\d+$/, role: () => ({ what: "NVRTC's builtins (its headers and per-architecture tables)", when: "at the first nvrtcCompileProgram, the first JIT compilation", impact: "library" }) }]
   },
   {
-    caller: /^libcudnn\.so\.8$/,
-    loads: /libcudnn_(?:ops|cnn|adv)_(?:infer|train)\.so\.8/,
-    role: (name) => name.includes("_train") ? { what: `cuDNN 8's ${part(name)} part`, when: "when cuDNN first needs it (the first backward pass)", impact: "feature", feature: "training (backward passes)" } : { what: `cuDNN 8's ${part(name)} part`, when: "when cuDNN first needs it (the first convolution, RNN or normalisation)", impact: "library" }
+    // The torch image, `import torch` alone: libcublasLt.so.12's initializer dlopens libcuda.so.1
+    // twice, before any CUDA call, and import goes on when it fails (no GPU there; with libcuda
+    // absent the import works too). libcudart's own load of libcuda is the one that fails the calls.
+    stem: /^libcublasLt$/,
+    facts: [{ name: /^libcuda\.so\.1$/, role: () => ({ what: "the NVIDIA driver's libcuda", when: "in its initializer, when it is loaded (failure ignored)", impact: "optional", feature: "nothing: cuBLASLt goes on without it, and libcudart's load of libcuda.so.1 is the one CUDA calls need" }) }]
   },
   {
-    caller: /^libcudnn\.so\.9$/,
-    loads: /libcudnn_(?:graph|engines_precompiled|engines_runtime_compiled|heuristic|ops|cnn|adv)\.so\.9/,
-    role: (name) => {
-      const which2 = part(name);
-      const when = "when cuDNN first needs it (cudnnCreate, the first operation graph)";
-      if (which2 === "engines_runtime_compiled") return { what: "cuDNN 9's runtime-compiled engines", when, impact: "feature", feature: "runtime-compiled engines (fusions built with NVRTC)" };
-      if (which2 === "cnn") return { what: "cuDNN 9's convolution part", when, impact: "feature", feature: "convolutions" };
-      if (which2 === "adv") return { what: "cuDNN 9's advanced part", when, impact: "feature", feature: "RNNs and multi-head attention" };
-      return { what: `cuDNN 9's ${which2} part`, when, impact: "library" };
-    }
+    // cuDNN 8 and 9 load their parts by name when first needed. NVIDIA's documented file sets
+    // (cuDNN 8: ops/cnn/adv, each _infer and _train; cuDNN 9: graph, engines_precompiled,
+    // engines_runtime_compiled, heuristic, ops, cnn, adv): not verified against a real cuDNN, which
+    // no Debian archive carries (the torch image's libcudnn.so.9 is a 23 KB stand-in).
+    stem: /^libcudnn$/,
+    facts: [
+      { name: /^libcudnn_(?:ops|cnn|adv)_(?:infer|train)\.so\.8$/, role: (name) => name.includes("_train") ? { what: `cuDNN 8's ${part(name)} part`, when: "when cuDNN first needs it (the first backward pass)", impact: "feature", feature: "training (backward passes)" } : { what: `cuDNN 8's ${part(name)} part`, when: "when cuDNN first needs it (the first convolution, RNN or normalisation)", impact: "library" } },
+      { name: /^libcudnn_(?:graph|engines_precompiled|engines_runtime_compiled|heuristic|ops|cnn|adv)\.so\.9$/, role: (name) => {
+        const which2 = part(name);
+        const when = "when cuDNN first needs it (cudnnCreate, the first operation graph)";
+        if (which2 === "engines_runtime_compiled") return { what: "cuDNN 9's runtime-compiled engines", when, impact: "feature", feature: "runtime-compiled engines (fusions built with NVRTC)" };
+        if (which2 === "cnn") return { what: "cuDNN 9's convolution part", when, impact: "feature", feature: "convolutions" };
+        if (which2 === "adv") return { what: "cuDNN 9's advanced part", when, impact: "feature", feature: "RNNs and multi-head attention" };
+        return { what: `cuDNN 9's ${which2} part`, when, impact: "library" };
+      } }
+    ]
   },
   {
-    caller: /^libcudnn_engines_runtime_compiled\.so\.9$/,
-    loads: /libnvrtc\.so\.\d+(?:\.\d+)?/,
-    role: () => ({ what: "NVRTC", when: "when cuDNN first compiles an engine at run time", impact: "feature", feature: "runtime-compiled engines (fusions built with NVRTC)" })
+    // cuDNN 9's runtime-compiled engines build fusions with NVRTC (NVIDIA's cuDNN 9 documentation).
+    stem: /^libcudnn_engines_runtime_compiled$/,
+    facts: [{ name: /^libnvrtc\.so\.\d+(?:\.\d+)?$/, role: () => ({ what: "NVRTC", when: "when cuDNN first compiles an engine at run time", impact: "feature", feature: "runtime-compiled engines (fusions built with NVRTC)" }) }]
   },
   {
-    caller: /^(libtorch_cuda|libcaffe2_nvrtc|libtorch_cuda_linalg)\.so$/,
-    loads: /libcuda\.so\.1|libnvrtc\.so\.\d+(?:\.\d+)?|libcupti\.so\.\d+(?:\.\d+)?/,
-    role: (name) => name.startsWith("libcuda.") ? { ...DRIVER, when: "at the first CUDA call (import torch still works)" } : name.startsWith("libnvrtc") ? { what: "NVRTC", when: "at the first JIT-compiled kernel", impact: "feature", feature: "JIT-compiled kernels (fusion, torch.compile, jiterator)" } : { what: "CUPTI", when: "when the profiler starts", impact: "feature", feature: "the profiler (torch.profiler, Kineto)" }
+    // PyTorch (the torch image: libtorch_cuda.so.2.6's strings "libnvrtc.so.", "libcuda.so.1",
+    // "libtorch_cuda_linalg.so"; none is loaded by import or torch.cuda.is_available() there).
+    // From PyTorch 2.6's sources, not a real run (each needs a GPU): LazyNVRTC loads NVRTC and
+    // the driver at the first JIT-compiled kernel; the CUDA linear algebra library is loaded at the
+    // first CUDA linalg call; CUPTI when the profiler starts.
+    stem: /^(?:libtorch_cuda|libcaffe2_nvrtc|libtorch_cuda_linalg)$/,
+    facts: [
+      { name: /^libcuda\.so\.1$/, role: () => ({ ...DRIVER, when: "at the first CUDA call (import torch still works)" }) },
+      { name: /^libnvrtc\.so\.\d+(?:\.\d+)?$/, role: () => ({ what: "NVRTC", when: "at the first JIT-compiled kernel", impact: "feature", feature: "JIT-compiled kernels (fusion, torch.compile, jiterator)" }) },
+      { name: /^libcupti\.so\.\d+(?:\.\d+)?$/, role: () => ({ what: "CUPTI", when: "when the profiler starts", impact: "feature", feature: "the profiler (torch.profiler, Kineto)" }) },
+      { name: /^libtorch_cuda_linalg\.so$/, role: () => ({ what: "PyTorch's CUDA linear algebra library", when: "at the first linear algebra call on a CUDA tensor", impact: "feature", feature: "linear algebra on CUDA tensors (torch.linalg: cuSOLVER, MAGMA)" }) }
+    ]
   },
   {
-    caller: /^libnccl\.so\.\d+$/,
-    loads: /libnccl-net(?:-[\w.]+)?\.so/,
-    role: () => ({ what: "an NCCL network plugin", when: "at the first communicator (ncclCommInitRank)", impact: "optional", feature: "a network plugin (InfiniBand, AWS EFA); NCCL uses its own sockets and IB transport without one" })
+    // c10_cuda's DriverAPI dlopens NVML for the caching allocator's expandable segments and memory
+    // queries, and goes on without it (PyTorch 2.6's c10/cuda/driver_api.cpp; the torch image:
+    // not loaded by import or torch.cuda.is_available()). Not a real run: it needs a GPU.
+    stem: /^libc10_cuda$/,
+    facts: [
+      { name: /^libnvidia-ml\.so\.1$/, role: () => ({ what: "NVML, the driver's management library", when: "when the CUDA caching allocator first needs the driver API (expandable segments, memory queries)", impact: "optional", feature: "NVML queries of the caching allocator" }) },
+      { name: /^libcuda\.so\.1$/, role: () => ({ ...DRIVER, when: "when the CUDA caching allocator first needs the driver API" }) }
+    ]
+  },
+  {
+    // NCCL 2.22.3 (Debian's libnccl2, trixie), from its sources (src/misc/{cudawrap,nvmlwrap,ibvwrap,
+    // gdrwrap}.cc, src/plugin/net.cc); not a real run: NCCL loads them at the first communicator,
+    // which needs a GPU. The network plugin's name is a template ("libnccl-net-%s.so": %s is
+    // NCCL_NET_PLUGIN), reported as a declared-shape load and never searched.
+    stem: /^libnccl$/,
+    facts: [
+      { name: /^libcuda\.so\.1$/, role: () => ({ ...DRIVER, when: "at the first communicator (ncclCommInitRank)" }) },
+      { name: /^libnvidia-ml\.so\.1$/, role: () => ({ what: "NVML, the driver's management library", when: 'at the first communicator (ncclCommInitRank): "Failed to open libnvidia-ml.so.1" and the communicator fails', impact: "library" }) },
+      { name: /^libibverbs\.so(?:\.1)?$/, role: () => ({ what: "InfiniBand verbs (rdma-core)", when: 'at the first communicator (ncclCommInitRank): "Failed to open libibverbs.so[.1]" and NCCL uses sockets', impact: "optional", feature: "the InfiniBand/RoCE transport (NCCL falls back to TCP sockets)" }) },
+      { name: /^libgdrapi\.so$/, role: () => ({ what: "GDRCopy", when: "at the first communicator, only with NCCL_GDRCOPY_ENABLE=1", impact: "optional", feature: "GDRCopy (NCCL_GDRCOPY_ENABLE)" }) },
+      { name: /^libnccl-(?:net|tuner)(?:-[^/]*)?\.so$/, role: (name) => ({ what: name.includes("tuner") ? "an NCCL tuner plugin" : "an NCCL network plugin", when: "at the first communicator (ncclCommInitRank)", impact: "optional", feature: name.includes("tuner") ? "a tuner plugin (NCCL_TUNER_PLUGIN)" : "a network plugin (NCCL_NET_PLUGIN: InfiniBand, AWS EFA); NCCL uses its own sockets and IB transport without one" }) }
+    ]
+  },
+  {
+    // Any other object the CUDA runtime is linked into (cudart_static): libcuda.so.1 as libcudart
+    // loads it, at the first CUDA call. A library nvcc built (test/commands/check-gpu.test.ts's
+    // libk.so) holds "libcuda.so.1", imports dlopen and carries the runtime's messages.
+    carries: STATIC_CUDART_MARKER,
+    facts: [{ name: /^libcuda\.so\.1$/, role: () => DRIVER }]
   }
 ];
 function part(name) {
   return name.replace(/^libcudnn_/, "").replace(/\.so\.\d+$/, "");
 }
-function familyOf(soname) {
-  return soname === null ? void 0 : FAMILIES.find((f) => f.caller.test(soname));
+function stemOf(name) {
+  return name.replace(/\.so(?:\..*)?$/, "");
+}
+var CUDA_STACK = /^lib(?:cuda|cudart|cudnn(?:_\w+)?|cublas(?:Lt)?|cufftw?|curand|cusparse(?:Lt)?|cusolver(?:Mg)?|nvrtc(?:-builtins)?|nvJitLink|nvjpeg|nvidia-(?:ml|ptxjitcompiler|nvvm)|nccl(?:-[\w%-]+)?|cupti|nvToolsExt|nvperf_\w+|npp\w*|nvinfer\w*|nvonnxparser|cufile\w*|cudla|nvptxcompiler\w*)\.so(?:\.\d+)*\.?$/;
+function isCudaStackName(name) {
+  return CUDA_STACK.test(name);
+}
+function whatIs(name) {
+  if (name === "libcuda.so.1") return DRIVER.what;
+  if (name === "libnvidia-ml.so.1") return "NVML, the driver's management library";
+  if (/^libnvrtc\.so/.test(name)) return "NVRTC";
+  if (/^libnvrtc-builtins\.so/.test(name)) return "NVRTC's builtins";
+  if (/^libnvJitLink\.so/.test(name)) return "nvJitLink";
+  if (/^libcupti\.so/.test(name)) return "CUPTI";
+  return name;
+}
+function defaultRole(name, caller) {
+  return { what: whatIs(name), when: "at run time (its file does not say when)", impact: "feature", feature: `what ${caller} uses ${name} for (its file does not say which feature)` };
+}
+var FACT_MARKERS = CALLER_FACTS.flatMap((c) => c.carries ? [c.carries] : []);
+function roleOf(name, caller, markers = []) {
+  const stem = stemOf(caller);
+  const facts = [...CALLER_FACTS.filter((c) => c.stem?.test(stem)), ...CALLER_FACTS.filter((c) => c.carries !== void 0 && markers.includes(c.carries))];
+  for (const c of facts) {
+    const fact = c.facts.find((f) => f.name.test(name));
+    if (fact) return fact.role(name, caller);
+  }
+  return defaultRole(name, caller);
 }
 
 // src/core/elf/explain/explain-finding.ts
@@ -75865,6 +75988,143 @@ import { basename as basename6, dirname as dirname6 } from "node:path";
 // src/core/elf/runtime/runtime-loads.ts
 import { basename as basename5 } from "node:path";
 
+// src/core/elf/read/elf/dlopen-notes.ts
+var NT_FDO_DLOPEN_METADATA = 1081871370;
+var DLOPEN_NOTE_OWNER = "FDO";
+var MAX_NOTES_BYTES = 256 * 1024;
+var PRIORITIES = ["required", "recommended", "suggested"];
+function readDlopenNotes(path13) {
+  const file = ElfFile.open(path13);
+  try {
+    const h = parseHeader(file);
+    const sections = sectionHeaders(file, h);
+    const ranges = sections.length > 0 ? sections.filter((s) => s.name === ".note.dlopen" && s.size > 0).map((s) => [s.offset, s.size]) : readProgramHeaders(file, h).filter((p) => p.type === PT_NOTE && p.filesz > 0).map((p) => [p.offset, p.filesz]);
+    const notes = [];
+    for (const [offset, size] of ranges) {
+      const len = Math.min(size, MAX_NOTES_BYTES, Math.max(0, file.size - offset));
+      if (len < 12) continue;
+      notes.push(...notesIn(file.read(offset, len, ".note.dlopen"), h, path13));
+    }
+    return notes;
+  } catch (error2) {
+    if (error2 instanceof ElfError) throw error2;
+    throw new ElfError(path13, "malformed", `cannot read its dlopen notes: ${error2.message}`, { cause: error2 });
+  } finally {
+    file.close();
+  }
+}
+function notesIn(buf, h, path13) {
+  const u322 = (at) => h.littleEndian ? buf.readUInt32LE(at) : buf.readUInt32BE(at);
+  const pad4 = (n) => Math.ceil(n / 4) * 4;
+  const out = [];
+  for (let at = 0; at + 12 <= buf.length; ) {
+    const namesz = u322(at);
+    const descsz = u322(at + 4);
+    const type = u322(at + 8);
+    const desc = at + 12 + pad4(namesz);
+    if (desc + descsz > buf.length) break;
+    const owner = buf.toString("latin1", at + 12, at + 12 + namesz).replace(/\0+$/, "");
+    if (owner === DLOPEN_NOTE_OWNER && type === NT_FDO_DLOPEN_METADATA) {
+      out.push(...parseEntries(buf.toString("utf8", desc, desc + descsz).replace(/\0+$/, ""), path13));
+    }
+    at = desc + pad4(descsz);
+  }
+  return out;
+}
+function parseEntries(json, path13) {
+  const bad = (what) => {
+    throw new ElfError(
+      path13,
+      "malformed",
+      `its .note.dlopen note (owner FDO, type 0x407c0c0a) ${what}: ${json.length > 200 ? `${json.slice(0, 200)}...` : json}`,
+      { hint: `The library's dlopen metadata does not follow the ELF dlopen metadata specification (a JSON array of objects with a "soname" array); report it to whoever built the library.` }
+    );
+  };
+  let value;
+  try {
+    value = JSON.parse(json);
+  } catch (error2) {
+    return bad(`is not JSON (${error2.message})`);
+  }
+  if (!Array.isArray(value)) return bad("is not a JSON array");
+  return value.map((entry2, i) => {
+    if (typeof entry2 !== "object" || entry2 === null || Array.isArray(entry2)) return bad(`entry ${i} is not an object`);
+    const e = entry2;
+    const soname = e.soname;
+    if (!Array.isArray(soname) || soname.length === 0 || !soname.every((s) => typeof s === "string" && s.length > 0)) {
+      return bad(`entry ${i} has no "soname" array of names`);
+    }
+    const text = (k) => {
+      if (e[k] === void 0) return null;
+      return typeof e[k] === "string" ? e[k] : bad(`entry ${i}'s "${k}" is not a string`);
+    };
+    const priority = e.priority === void 0 ? "recommended" : e.priority;
+    if (!PRIORITIES.includes(priority)) return bad(`entry ${i}'s "priority" is ${JSON.stringify(priority)}, not one of ${PRIORITIES.join(", ")}`);
+    return { soname, feature: text("feature"), description: text("description"), priority };
+  });
+}
+
+// src/core/elf/runtime/callers.ts
+var readings = /* @__PURE__ */ new Map();
+function importsDlopen(info2) {
+  return info2.symbols.some((s) => !s.defined && (s.name === "dlopen" || s.name === "dlmopen" || DLOPEN_WRAPPERS.some((w) => w.test(s.name))));
+}
+function reading(hostPath, inode) {
+  let r = readings.get(inode);
+  if (r) return r;
+  let notes = [];
+  try {
+    notes = readDlopenNotes(hostPath);
+  } catch {
+  }
+  let names = [];
+  let markers = [];
+  if (notes.length === 0) {
+    try {
+      ({ names, markers } = constantLibraryStrings(hostPath, FACT_MARKERS));
+    } catch {
+    }
+  }
+  r = { notes, names, markers };
+  readings.set(inode, r);
+  return r;
+}
+var PRIORITY_OF = { library: "required", feature: "recommended", optional: "suggested" };
+function callerLoads(info2, hostPath, inode, callerName, cudaMajor) {
+  if (!importsDlopen(info2)) return [];
+  const { notes, names, markers } = reading(hostPath, inode);
+  if (notes.length > 0) return notes.map((n) => declared(n));
+  if (!names.some(isCudaStackName)) return [];
+  const own = /* @__PURE__ */ new Set([info2.soname, ...info2.needed]);
+  const loads = [];
+  const seen = /* @__PURE__ */ new Set();
+  for (const raw of names) {
+    let name = raw;
+    if (name.endsWith(".")) {
+      if (cudaMajor === null) continue;
+      name = `${name}${cudaMajor}`;
+    }
+    if (own.has(name) || seen.has(name)) continue;
+    seen.add(name);
+    const role = roleOf(name, callerName, markers);
+    loads.push({ names: [name], role, source: "strings", priority: PRIORITY_OF[role.impact], description: `${role.what}, ${role.when}`, ...role.feature ? { feature: role.feature } : {}, ...name.includes("%") ? { template: true } : {} });
+  }
+  return loads;
+}
+function declared(n) {
+  const first = n.soname[0];
+  const what = n.description ?? first;
+  const role = n.priority === "required" ? { what, when: "when it needs it (declared required in its .note.dlopen)", impact: "library" } : { what, when: `when it needs it (declared ${n.priority} in its .note.dlopen)`, impact: "feature", feature: n.feature ?? n.description ?? first };
+  return { names: n.soname, role, source: "note", priority: n.priority, description: n.description ?? "", ...n.feature ? { feature: n.feature } : {} };
+}
+function cudaMajorOf2(info2, loadedSonames) {
+  for (const name of [...info2.needed, ...loadedSonames]) {
+    const m = /^libcudart\.so\.(\d+)$/.exec(name ?? "");
+    if (m) return m[1];
+  }
+  return null;
+}
+
 // src/core/elf/runtime/release-checks.ts
 import { realpathSync as realpathSync4 } from "node:fs";
 import { basename as basename4 } from "node:path";
@@ -75979,46 +76239,70 @@ function pinnedPairs(p) {
 }
 
 // src/core/elf/runtime/runtime-loads.ts
-var namesByInode = /* @__PURE__ */ new Map();
-function dlopenNames(p, caller, loads) {
-  let names = namesByInode.get(caller.inode);
-  if (names === void 0) {
-    try {
-      names = constantStrings(p.ctx.view.hostPath(caller.path) ?? caller.path, loads);
-    } catch {
-      names = [];
-    }
-    namesByInode.set(caller.inode, names);
-  }
-  return names;
+function loadsOf(p, caller) {
+  const sonames = p.scope.map((o) => o.info.soname);
+  return callerLoads(caller.info, p.ctx.view.hostPath(caller.path) ?? caller.path, caller.inode, caller.info.soname ?? basename5(caller.path), cudaMajorOf2(caller.info, sonames));
 }
+function declaredLoads(p) {
+  const out = [];
+  for (const caller of p.scope.slice(0, p.startupScopeLength)) {
+    if (caller.role === "interp") continue;
+    const loads = loadsOf(p, caller);
+    if (loads.length > 0) out.push({ caller, loads });
+  }
+  return out;
+}
+var IMPACT_RANK = { library: 2, feature: 1, optional: 0 };
 function runtimeLoads(p, fresh, memo) {
   const loads = [];
   const seen = /* @__PURE__ */ new Set();
-  for (const caller of p.scope.slice(0, p.startupScopeLength)) {
-    if (caller.role === "interp") continue;
-    const family = familyOf(caller.info.soname);
-    if (!family) continue;
-    for (const name of dlopenNames(p, caller, family.loads)) {
-      const key = `${caller.inode}\0${name}`;
+  for (const { caller, loads: wanted } of declaredLoads(p)) {
+    for (const want of wanted) {
+      if (want.template) continue;
+      const key = `${caller.inode}\0${want.names.join("\0")}`;
       if (seen.has(key)) continue;
       seen.add(key);
-      const q = fresh();
-      const twin = q.scope.find((o) => o.inode === caller.inode && o.role !== "interp");
-      if (!twin || q.mainStop) continue;
-      const startup = new Set(q.scope.slice(0, q.startupScopeLength));
-      const edge = q.loadAtRunTime(twin, name);
-      const role = noDriverRole(family.role(name), name, edge, q.platform.sysroot);
-      const findings = findProblems(q, memo).filter((f) => f.edge === edge || !startup.has(f.object));
-      const missing = !edge.object && findings.some((f) => f.kind === "not-found" && f.edge === edge);
-      if (role.impact === "optional" && missing) continue;
-      loads.push({ caller: twin, name, role, process: q, edge, findings, checks: edge.object ? releaseChecks(q, twin, edge.object) : [] });
+      let modelled = null;
+      for (const name of want.names) {
+        const load = modelLoad(fresh, caller, name, want.role, memo);
+        if (load && (modelled === null || !modelled.edge.object && load.edge.object)) modelled = load;
+        if (modelled?.edge.object) break;
+      }
+      if (!modelled) continue;
+      const missing = !modelled.edge.object && modelled.findings.some((f) => f.kind === "not-found" && f.edge === modelled.edge);
+      if (modelled.role.impact === "optional" && missing) continue;
+      loads.push(modelled);
     }
   }
+  sayOnce(loads);
   return loads;
 }
+function modelLoad(fresh, caller, name, declared2, memo) {
+  const q = fresh();
+  const twin = q.scope.find((o) => o.inode === caller.inode && o.role !== "interp");
+  if (!twin || q.mainStop) return null;
+  const startup = new Set(q.scope.slice(0, q.startupScopeLength));
+  const edge = q.loadAtRunTime(twin, name);
+  const role = noDriverRole(declared2, name, edge, q.platform.sysroot);
+  const findings = findProblems(q, memo).filter((f) => f.edge === edge || !startup.has(f.object));
+  return { caller: twin, name, role, process: q, edge, findings, checks: edge.object ? releaseChecks(q, twin, edge.object) : [] };
+}
+function sayOnce(loads) {
+  const best = /* @__PURE__ */ new Map();
+  const outcome = (l) => `${l.name}\0${l.edge.object?.inode ?? l.edge.errorPath ?? ""}`;
+  for (const l of loads) {
+    const k = outcome(l);
+    const b = best.get(k);
+    if (!b || IMPACT_RANK[l.role.impact] > IMPACT_RANK[b.role.impact]) best.set(k, l);
+  }
+  for (const l of loads) {
+    if (best.get(outcome(l)) === l) continue;
+    l.findings = [];
+    l.checks = [];
+  }
+}
 function noDriverRole(role, name, edge, sysroot) {
-  if (name !== "libcuda.so.1" || edge.object || edge.errorPath || nvidiaModuleLoaded(sysroot)) return role;
+  if (!DRIVER_LIBRARIES.has(name) || role.impact === "optional" || edge.object || edge.errorPath || nvidiaModuleLoaded(sysroot)) return role;
   return { ...role, impact: "feature", feature: NO_DRIVER_FEATURE };
 }
 function describeLoad(load) {
@@ -76487,13 +76771,13 @@ function noexecMountPoints() {
 }
 
 // src/core/elf/cache/verdict-cache.ts
-import { readdirSync as readdirSync4, readFileSync as readFileSync8, statfsSync, statSync as statSync5, unlinkSync as unlinkSync2 } from "node:fs";
-import { basename as basename9, dirname as dirname8, join as join7 } from "node:path";
+import { readdirSync as readdirSync4, readFileSync as readFileSync8, statfsSync, statSync as statSync6, unlinkSync as unlinkSync2 } from "node:fs";
+import { basename as basename9, dirname as dirname8, join as join8 } from "node:path";
 import { fileURLToPath } from "node:url";
 
 // src/core/safe-fs/dir.ts
-import { closeSync as closeSync5, constants as constants5, fstatSync as fstatSync3, lstatSync as lstatSync3, mkdirSync, openSync as openSync5, readlinkSync as readlinkSync2 } from "node:fs";
-import { isAbsolute as isAbsolute2, resolve as resolve2 } from "node:path";
+import { closeSync as closeSync5, constants as constants5, fstatSync as fstatSync3, lstatSync as lstatSync3, mkdirSync, openSync as openSync5, readlinkSync as readlinkSync2, statSync as statSync5 } from "node:fs";
+import { isAbsolute as isAbsolute2, join as join7, resolve as resolve2 } from "node:path";
 
 // src/core/safe-fs/trust.ts
 function runningAsRoot() {
@@ -76511,14 +76795,28 @@ function whyUntrusted(st, options = {}) {
 // src/core/safe-fs/dir.ts
 var DIR_FLAGS = constants5.O_RDONLY | constants5.O_DIRECTORY | constants5.O_NOFOLLOW;
 var MAX_LINKS = 40;
-function holder(path13, fd) {
+var procFd;
+function viaProc() {
+  if (procFd === void 0) {
+    try {
+      procFd = statSync5("/proc/self/fd").isDirectory();
+    } catch {
+      procFd = false;
+    }
+  }
+  return procFd;
+}
+function entryOf(fd, real, name) {
+  return viaProc() ? `/proc/self/fd/${fd}/${name}` : join7(real, name);
+}
+function holder(path13, fd, real = path13) {
   let open3 = true;
   return {
     path: path13,
     fd,
     entry(name) {
       if (name === "" || name.includes("/") || name === "." || name === "..") throw new Error(`not an entry name: ${JSON.stringify(name)}`);
-      return `/proc/self/fd/${fd}/${name}`;
+      return entryOf(fd, real, name);
     },
     close() {
       if (open3) closeSync5(fd);
@@ -76551,7 +76849,7 @@ function walkAsRoot(path13, options) {
     if (why0) throw refuse(path13, "/", why0, options.purpose);
     while (pending.length > 0) {
       const name = pending.shift();
-      const at = `/proc/self/fd/${fd}/${name}`;
+      const at = entryOf(fd, here, name);
       let st;
       try {
         st = lstatSync3(at);
@@ -76585,7 +76883,7 @@ function walkAsRoot(path13, options) {
       const why = whyUntrusted(fstatSync3(fd));
       if (why) throw refuse(path13, here, why, options.purpose);
     }
-    return holder(path13, fd);
+    return holder(path13, fd, here);
   } catch (error2) {
     closeSync5(fd);
     throw error2;
@@ -76718,7 +77016,7 @@ var VerdictCache = class {
   constructor(options) {
     this.options = options;
     this.keyText = JSON.stringify({ format: FORMAT, code: codeStamp(), ...options.key });
-    this.file = join7(options.dir, `${keyHash(this.keyText)}.json`);
+    this.file = join8(options.dir, `${keyHash(this.keyText)}.json`);
     try {
       const data = JSON.parse(readFileSync8(this.file, "utf8"));
       if (data?.format === FORMAT && data.key === this.keyText && Array.isArray(data.inputs) && Array.isArray(data.objects) && data.files && typeof data.files === "object") {
@@ -76883,9 +77181,9 @@ function keyHash(text) {
 }
 function prune(dir, keep) {
   const entries2 = readdirSync4(dir).filter((n) => n.endsWith(".json")).map((n) => {
-    const path13 = join7(dir, n);
+    const path13 = join8(dir, n);
     try {
-      return { path: path13, mtime: statSync5(path13).mtimeMs };
+      return { path: path13, mtime: statSync6(path13).mtimeMs };
     } catch {
       return { path: path13, mtime: 0 };
     }
@@ -76910,7 +77208,7 @@ function codeStamp() {
   } else {
     const walk = (dir) => {
       for (const entry2 of readdirSync4(dir, { withFileTypes: true })) {
-        const path13 = join7(dir, entry2.name);
+        const path13 = join8(dir, entry2.name);
         if (entry2.isDirectory()) walk(path13);
         else if (entry2.name.endsWith(".js") || entry2.name.endsWith(".ts")) files.push(path13);
       }
@@ -76923,7 +77221,7 @@ function codeStamp() {
   }
   stamp = files.sort().map((f) => {
     try {
-      return `${f}=${identity(statSync5(f))}`;
+      return `${f}=${identity(statSync6(f))}`;
     } catch {
       return `${f}=-`;
     }
@@ -76933,7 +77231,7 @@ function codeStamp() {
 
 // src/core/elf/cache/loader-facts.ts
 import { readFileSync as readFileSync9 } from "node:fs";
-import { join as join8 } from "node:path";
+import { join as join9 } from "node:path";
 function bootId() {
   try {
     return readFileSync9("/proc/sys/kernel/random/boot_id", "utf8").trim();
@@ -76967,7 +77265,7 @@ var LoaderFactsFile = class {
   dir;
   startedAt = Date.now();
   fileFor(interp) {
-    return join8(this.dir, "loader", `${interp.replace(/^\/+/, "").replace(/[^\w.-]/g, "_")}.json`);
+    return join9(this.dir, "loader", `${interp.replace(/^\/+/, "").replace(/[^\w.-]/g, "_")}.json`);
   }
   /** What the loader's answer rests on, now; null when the loader cannot be stat'ed or changed just now. */
   stamp(interp) {
@@ -77214,7 +77512,12 @@ function startOf(ctx, platform2, target, exe) {
   q.run(exe);
   return q;
 }
-function addRuntimeEdges(objects, loads) {
+function addRuntimeEdges(objects, loads, declared2) {
+  for (const { caller, loads: theirs } of declared2) {
+    const object = objects.find((o) => o.path === caller.path);
+    if (!object) continue;
+    object.runtimeLoads = theirs.map((l) => ({ soname: l.names, ...l.feature ? { feature: l.feature } : {}, description: l.description, priority: l.priority, source: l.source, ...l.template ? { template: true } : {} }));
+  }
   for (const load of loads) {
     const caller = objects.find((o) => o.path === load.caller.path);
     if (!caller) continue;
@@ -77248,8 +77551,9 @@ async function checkOne(file, ctx, exe, memo, explainCtx, recorder, followRuntim
   const problems = await Promise.all(found.map((f) => explain(p, f, explainCtx)));
   markNoDriverConsequences(problems);
   if (stop === null && followRuntimeLoads) {
-    const loads = runtimeLoads(exe ? startOf(ctx, platform2, r, exe) : p, () => startOf(ctx, platform2, r, exe), memo);
-    addRuntimeEdges(objects, loads);
+    const started = exe ? startOf(ctx, platform2, r, exe) : p;
+    const loads = runtimeLoads(started, () => startOf(ctx, platform2, r, exe), memo);
+    addRuntimeEdges(objects, loads, declaredLoads(started));
     problems.push(...explainPinnedPairs(p, pinnedPairs(p), explainCtx, platform2.sysroot));
     problems.push(...await explainRuntimeLoads(loads, explainCtx, platform2.sysroot));
   }
@@ -77296,7 +77600,7 @@ var FileNames = class {
     if (name !== void 0) return name;
     let id = null;
     try {
-      const st = statSync6(path13, { throwIfNoEntry: false }) ?? (this.sysroot ? statSync6(realpathIn(this.sysroot, path13) ?? path13) : void 0);
+      const st = statSync7(path13, { throwIfNoEntry: false }) ?? (this.sysroot ? statSync7(realpathIn(this.sysroot, path13) ?? path13) : void 0);
       if (st) id = `${st.dev}:${st.ino}`;
     } catch {
     }
@@ -78222,7 +78526,7 @@ async function chooseCudnn(mirror, spec, cudaMajor, platform2, signal) {
 // src/core/remote/install.ts
 import { cpus } from "node:os";
 import { existsSync as existsSync13, mkdirSync as mkdirSync9, readFileSync as readFileSync19, renameSync as renameSync5, rmSync as rmSync8 } from "node:fs";
-import { join as join18 } from "node:path";
+import { join as join19 } from "node:path";
 
 // src/core/fatal-cleanup.ts
 var REGISTRY = /* @__PURE__ */ Symbol.for("cudaenv.fatalCleanups");
@@ -78236,15 +78540,15 @@ function onFatalExit(action5) {
 }
 
 // src/core/store/lock.ts
-import { closeSync as closeSync8, mkdirSync as mkdirSync2, openSync as openSync8, readFileSync as readFileSync12, readdirSync as readdirSync5, rmSync as rmSync2, statSync as statSync7, utimesSync, writeSync as writeSync2 } from "node:fs";
+import { closeSync as closeSync8, mkdirSync as mkdirSync2, openSync as openSync8, readFileSync as readFileSync12, readdirSync as readdirSync5, rmSync as rmSync2, statSync as statSync8, utimesSync, writeSync as writeSync2 } from "node:fs";
 import { hostname } from "node:os";
-import { join as join9 } from "node:path";
+import { join as join10 } from "node:path";
 var DEFAULT_STALE_MS = 10 * 60 * 1e3;
 var TAKEOVER_STALE_MS = 10 * 1e3;
 var NAME_RE = /^[A-Za-z0-9._-]{1,120}$/;
 function lockPath(locksDir, name) {
   if (!NAME_RE.test(name) || name.startsWith(".")) throw new Error(`bad lock name ${JSON.stringify(name)}`);
-  return join9(locksDir, `${name}.lock`);
+  return join10(locksDir, `${name}.lock`);
 }
 function processStartTime(pid) {
   try {
@@ -78281,7 +78585,7 @@ function readLockOwner(path13) {
 function isStale(path13, owner, staleMs = DEFAULT_STALE_MS) {
   let mtimeMs;
   try {
-    mtimeMs = statSync7(path13).mtimeMs;
+    mtimeMs = statSync8(path13).mtimeMs;
   } catch {
     return false;
   }
@@ -78319,7 +78623,7 @@ function tryCreate(path13, owner) {
 function takeOver(path13, seen, staleMs) {
   const guard = `${path13}.takeover`;
   try {
-    if (Date.now() - statSync7(guard).mtimeMs > TAKEOVER_STALE_MS) rmSync2(guard, { force: true });
+    if (Date.now() - statSync8(guard).mtimeMs > TAKEOVER_STALE_MS) rmSync2(guard, { force: true });
   } catch {
   }
   let fd;
@@ -78347,10 +78651,10 @@ function reclaimStaleLocks(locksDir, staleMs = DEFAULT_STALE_MS) {
   }
   const removed = [];
   for (const name of names) {
-    const path13 = join9(locksDir, name);
+    const path13 = join10(locksDir, name);
     try {
       if (name.endsWith(".lock.takeover")) {
-        if (Date.now() - statSync7(path13).mtimeMs > TAKEOVER_STALE_MS) {
+        if (Date.now() - statSync8(path13).mtimeMs > TAKEOVER_STALE_MS) {
           rmSync2(path13, { force: true });
           removed.push(name);
         }
@@ -78361,7 +78665,7 @@ function reclaimStaleLocks(locksDir, staleMs = DEFAULT_STALE_MS) {
       if (!isStale(path13, owner, staleMs)) continue;
       takeOver(path13, owner, staleMs);
       try {
-        statSync7(path13);
+        statSync8(path13);
       } catch {
         removed.push(name);
       }
@@ -78448,7 +78752,7 @@ function heldLock(path13, owner, staleMs) {
 
 // src/core/store/registry.ts
 import { existsSync as existsSync8, lstatSync as lstatSync4, mkdirSync as mkdirSync3, readFileSync as readFileSync13, readdirSync as readdirSync6, readlinkSync as readlinkSync3, rmSync as rmSync3 } from "node:fs";
-import { join as join10, resolve as resolve5 } from "node:path";
+import { join as join11, resolve as resolve5 } from "node:path";
 var RECEIPT_FILE = ".cudaenv-receipt.json";
 function listVersions(paths) {
   let names;
@@ -78468,7 +78772,7 @@ function listVersions(paths) {
   return out;
 }
 function describeVersion(paths, label) {
-  const path13 = join10(paths.versions, label);
+  const path13 = join11(paths.versions, label);
   let st;
   try {
     st = lstatSync4(path13);
@@ -78480,7 +78784,7 @@ function describeVersion(paths, label) {
     return { label, path: path13, kind: "registered", target, broken: !existsSync8(target) };
   }
   if (!st.isDirectory()) return void 0;
-  const holdsToolkit = ["bin", "lib64", "lib", RECEIPT_FILE].some((name) => existsSync8(join10(path13, name)));
+  const holdsToolkit = ["bin", "lib64", "lib", RECEIPT_FILE].some((name) => existsSync8(join11(path13, name)));
   return { label, path: path13, kind: "installed", broken: !holdsToolkit };
 }
 function installedLabels(paths) {
@@ -78496,7 +78800,7 @@ function readSpecFile(path13) {
   }
 }
 function aliasPath(paths, name) {
-  return join10(paths.aliases, name);
+  return join11(paths.aliases, name);
 }
 function readAlias(paths, name) {
   return readSpecFile(aliasPath(paths, name));
@@ -78532,8 +78836,8 @@ function refreshResolveIndex(paths) {
     for (const key of [`${v.major}`, `${v.major}.${v.minor}`, label, "latest"]) wanted.set(key, label);
   }
   for (const [key, label] of wanted) {
-    const link = join10(paths.resolve, key);
-    const target = join10("..", "versions", label);
+    const link = join11(paths.resolve, key);
+    const target = join11("..", "versions", label);
     let current;
     try {
       current = readlinkSync3(link);
@@ -78544,13 +78848,13 @@ function refreshResolveIndex(paths) {
     symlinkSafely(link, target);
   }
   for (const name of readdirSync6(paths.resolve)) {
-    if (!wanted.has(name)) rmSync3(join10(paths.resolve, name), { force: true });
+    if (!wanted.has(name)) rmSync3(join11(paths.resolve, name), { force: true });
   }
 }
 
 // src/core/shell/shims.ts
-import { chmodSync, existsSync as existsSync9, mkdirSync as mkdirSync4, readFileSync as readFileSync14, readdirSync as readdirSync7, rmSync as rmSync4, statSync as statSync8 } from "node:fs";
-import { join as join11 } from "node:path";
+import { chmodSync, existsSync as existsSync9, mkdirSync as mkdirSync4, readFileSync as readFileSync14, readdirSync as readdirSync7, rmSync as rmSync4, statSync as statSync9 } from "node:fs";
+import { join as join12 } from "node:path";
 var SHIM_MARKER = "# cudaenv shim: generated by `cudaenv rehash`";
 var SETTINGS_LINE = /^# @CUDAENV_SETTINGS@.*$/m;
 var CONTROL_CHARS = String.fromCharCode(...[...Array(32).keys()].filter((c) => c !== 9 && c !== 10 && c !== 13 && c !== 0), 127);
@@ -78575,7 +78879,7 @@ function toolkitPrograms(paths) {
   const names = /* @__PURE__ */ new Set();
   for (const v of listVersions(paths)) {
     if (v.broken) continue;
-    const bin = join11(v.path, "bin");
+    const bin = join12(v.path, "bin");
     let entries2;
     try {
       entries2 = readdirSync7(bin);
@@ -78585,7 +78889,7 @@ function toolkitPrograms(paths) {
     for (const name of entries2) {
       if (!PROGRAM_RE.test(name)) continue;
       try {
-        const st = statSync8(join11(bin, name));
+        const st = statSync9(join12(bin, name));
         if (st.isFile() && (st.mode & 73) !== 0) names.add(name);
       } catch {
       }
@@ -78600,7 +78904,7 @@ function writeShims(paths) {
   const wanted = new Set(programs);
   const written = [];
   for (const program of programs) {
-    const file = join11(paths.shims, program);
+    const file = join12(paths.shims, program);
     const text = shimText(template, paths.root, program);
     let current;
     try {
@@ -78617,9 +78921,9 @@ function writeShims(paths) {
   const removed = [];
   for (const name of readdirSync7(paths.shims)) {
     if (wanted.has(name) || name.startsWith(".")) continue;
-    const file = join11(paths.shims, name);
+    const file = join12(paths.shims, name);
     try {
-      if (statSync8(file).isFile() && readFileSync14(file, "utf8").includes(SHIM_MARKER)) {
+      if (statSync9(file).isFile() && readFileSync14(file, "utf8").includes(SHIM_MARKER)) {
         rmSync4(file, { force: true });
         removed.push(name);
       }
@@ -78631,9 +78935,9 @@ function writeShims(paths) {
 
 // src/core/shell/switch-index.ts
 import { existsSync as existsSync10, mkdirSync as mkdirSync5, readdirSync as readdirSync8, readlinkSync as readlinkSync4 } from "node:fs";
-import { basename as basename10, join as join12 } from "node:path";
+import { basename as basename10, join as join13 } from "node:path";
 function switchDir(paths) {
-  return join12(paths.root, "switch");
+  return join13(paths.root, "switch");
 }
 function writeSwitchIndex(paths) {
   const dir = switchDir(paths);
@@ -78648,20 +78952,20 @@ function writeSwitchIndex(paths) {
   for (const name of names.sort()) {
     if (name.startsWith(".")) continue;
     try {
-      const label = basename10(readlinkSync4(join12(paths.resolve, name)));
+      const label = basename10(readlinkSync4(join13(paths.resolve, name)));
       if (isVersion(label)) pairs.push(`${name}=${label}`);
     } catch {
     }
   }
   const text = ` ${pairs.join(" ")} 
 `;
-  writeFileSafely(join12(dir, "index"), text);
+  writeFileSafely(join13(dir, "index"), text);
   let aliases = "";
   try {
     aliases = JSON.stringify(listAliases(paths));
   } catch {
   }
-  writeFileSafely(join12(dir, "generation"), `${crypto3().createHash("sha256").update(text).update(aliases).digest("hex").slice(0, 16)}
+  writeFileSafely(join13(dir, "generation"), `${crypto3().createHash("sha256").update(text).update(aliases).digest("hex").slice(0, 16)}
 `);
   return text;
 }
@@ -78684,9 +78988,9 @@ async function afterVersionsChanged(paths) {
 // src/core/remote/archive.ts
 import { spawn as spawn2 } from "node:child_process";
 import { createHash as createHash2 } from "node:crypto";
-import { constants as constants8, createReadStream as createReadStream2, mkdirSync as mkdirSync6, renameSync as renameSync3, rmSync as rmSync6, statSync as statSync9, statfsSync as statfsSync2 } from "node:fs";
+import { constants as constants8, createReadStream as createReadStream2, mkdirSync as mkdirSync6, renameSync as renameSync3, rmSync as rmSync6, statSync as statSync10, statfsSync as statfsSync2 } from "node:fs";
 import { open as open2 } from "node:fs/promises";
-import { basename as basename11, join as join15 } from "node:path";
+import { basename as basename11, join as join16 } from "node:path";
 import { finished } from "node:stream/promises";
 
 // src/core/remote/source.ts
@@ -78821,13 +79125,13 @@ async function* remoteBytes(mirror, rel, offset, signal, events2 = {}) {
 
 // src/core/remote/staging.ts
 import { lstatSync as lstatSync5, mkdtempSync, readdirSync as readdirSync9, renameSync as renameSync2, rmSync as rmSync5 } from "node:fs";
-import { join as join13 } from "node:path";
+import { join as join14 } from "node:path";
 var LEFTOVER_RE = /^(stage|old|rm)-(\d+\.\d+\.\d+)-\d+-[A-Za-z0-9]{6}$/;
 function versionLockName(label) {
   return `version-${label}`;
 }
 function makeTempIn(paths, kind, label) {
-  return mkdtempSync(join13(paths.tmp, `${kind}-${label}-${process.pid}-`));
+  return mkdtempSync(join14(paths.tmp, `${kind}-${label}-${process.pid}-`));
 }
 function tempName(paths, kind, label) {
   const dir = makeTempIn(paths, kind, label);
@@ -78851,11 +79155,11 @@ function recoverLeftovers(paths, label) {
   }
   let restored = false;
   let removed = 0;
-  const dest = join13(paths.versions, label);
+  const dest = join14(paths.versions, label);
   for (const name of names.sort()) {
     const m = LEFTOVER_RE.exec(name);
     if (!m || m[2] !== label) continue;
-    const path13 = join13(paths.tmp, name);
+    const path13 = join14(paths.tmp, name);
     if (m[1] === "old" && !exists2(dest)) {
       renameSync2(path13, dest);
       restored = true;
@@ -78901,12 +79205,12 @@ function archiveLockName(sha256) {
 
 // src/core/remote/checkpoint.ts
 import { existsSync as existsSync11, readFileSync as readFileSync15 } from "node:fs";
-import { join as join14 } from "node:path";
+import { join as join15 } from "node:path";
 async function checkpoint(name, env = process.env) {
   const dir = env.CUDAENV_TEST_CHECKPOINT_DIR;
   if (!dir) return;
-  writeFileSafely(join14(dir, name), String(process.pid), { durable: false });
-  const crash = join14(dir, `${name}.crash`);
+  writeFileSafely(join15(dir, name), String(process.pid), { durable: false });
+  const crash = join15(dir, `${name}.crash`);
   if (existsSync11(crash)) {
     const error2 = new Error(`injected crash at ${name}`);
     if (readFileSync15(crash, "utf8").trim() === "rejection") void Promise.reject(error2);
@@ -78915,8 +79219,8 @@ async function checkpoint(name, env = process.env) {
     }, 0);
     await new Promise(() => void 0);
   }
-  if (!existsSync11(join14(dir, `${name}.pause`))) return;
-  while (!existsSync11(join14(dir, `${name}.go`))) await new Promise((r) => setTimeout(r, 20));
+  if (!existsSync11(join15(dir, `${name}.pause`))) return;
+  while (!existsSync11(join15(dir, `${name}.go`))) await new Promise((r) => setTimeout(r, 20));
 }
 
 // src/core/remote/tar-guard.ts
@@ -79368,7 +79672,7 @@ function cacheFileName(artifact) {
 }
 function sizeOf(path13) {
   try {
-    return statSync9(path13).size;
+    return statSync10(path13).size;
   } catch {
     return void 0;
   }
@@ -79376,7 +79680,7 @@ function sizeOf(path13) {
 async function fetchAndExtract(job) {
   const { artifact } = job;
   mkdirSync6(job.cacheDir, { recursive: true });
-  const cacheFile = join15(job.cacheDir, cacheFileName(artifact));
+  const cacheFile = join16(job.cacheDir, cacheFileName(artifact));
   const lock = await acquireLock(job.locksDir, archiveLockName(artifact.sha256), { purpose: `download of ${basename11(artifact.relativePath)}`, signal: job.signal });
   try {
     for (let round = 0; ; round++) {
@@ -79678,20 +79982,20 @@ function relay(from, guard, to) {
 
 // src/core/remote/merge.ts
 import { lstatSync as lstatSync6, mkdirSync as mkdirSync7, readdirSync as readdirSync10, renameSync as renameSync4, rmSync as rmSync7, symlinkSync as symlinkSync2 } from "node:fs";
-import { join as join16 } from "node:path";
+import { join as join17 } from "node:path";
 function mergeComponent(partDir, root, component) {
   mkdirSync7(root, { recursive: true });
   for (const name of readdirSync10(partDir)) {
-    const src = join16(partDir, name);
+    const src = join17(partDir, name);
     const st = lstatSync6(src);
     if (name === "lib" && st.isSymbolicLink()) continue;
     if (/^(LICENSE|EULA)/i.test(name) && st.isFile()) {
-      const dir = join16(root, "licenses", component);
+      const dir = join17(root, "licenses", component);
       mkdirSync7(dir, { recursive: true });
-      renameSync4(src, join16(dir, name));
+      renameSync4(src, join17(dir, name));
       continue;
     }
-    mergeEntry(src, join16(root, name === "lib" ? "lib64" : name), component);
+    mergeEntry(src, join17(root, name === "lib" ? "lib64" : name), component);
   }
   rmSync7(partDir, { recursive: true, force: true });
 }
@@ -79705,7 +80009,7 @@ function mergeEntry(src, dst, component) {
   }
   const st = lstatSync6(src);
   if (st.isDirectory() && existing.isDirectory()) {
-    for (const name of readdirSync10(src)) mergeEntry(join16(src, name), join16(dst, name), component);
+    for (const name of readdirSync10(src)) mergeEntry(join17(src, name), join17(dst, name), component);
     return;
   }
   if (st.isDirectory() || existing.isDirectory()) {
@@ -79719,22 +80023,22 @@ function mergeEntry(src, dst, component) {
 }
 function linkLib(root) {
   try {
-    lstatSync6(join16(root, "lib64"));
+    lstatSync6(join17(root, "lib64"));
   } catch {
     return;
   }
   try {
-    lstatSync6(join16(root, "lib"));
+    lstatSync6(join17(root, "lib"));
     return;
   } catch {
-    symlinkSync2("lib64", join16(root, "lib"));
+    symlinkSync2("lib64", join17(root, "lib"));
   }
 }
 
 // src/core/remote/pkgconfig.ts
 import { existsSync as existsSync12, lstatSync as lstatSync7, mkdirSync as mkdirSync8, readFileSync as readFileSync16, readdirSync as readdirSync11, rmdirSync, symlinkSync as symlinkSync3, unlinkSync as unlinkSync3 } from "node:fs";
-import { join as join17 } from "node:path";
-var PKGCONFIG_DIR = join17("lib64", "pkgconfig");
+import { join as join18 } from "node:path";
+var PKGCONFIG_DIR = join18("lib64", "pkgconfig");
 function rewritePcText(text, installedRoot) {
   return text.split("\n").map((line) => {
     if (/^\s*cudaroot\s*=/.test(line)) return `cudaroot=${pcEscape(installedRoot)}`;
@@ -79747,7 +80051,7 @@ function pcEscape(path13) {
 function relocatePkgConfig(root, installedRoot) {
   const written = [];
   for (const dirName of ["pkg-config", "pkgconfig"]) {
-    const dir = join17(root, dirName);
+    const dir = join18(root, dirName);
     let entries2;
     try {
       if (!lstatSync7(dir).isDirectory()) continue;
@@ -79755,12 +80059,12 @@ function relocatePkgConfig(root, installedRoot) {
     } catch {
       continue;
     }
-    const dest = join17(root, PKGCONFIG_DIR);
+    const dest = join18(root, PKGCONFIG_DIR);
     mkdirSync8(dest, { recursive: true });
     for (const name of entries2.filter((n) => n.endsWith(".pc"))) {
-      const src = join17(dir, name);
+      const src = join18(dir, name);
       if (!lstatSync7(src).isFile()) continue;
-      writeFileSafely(join17(dest, name), rewritePcText(readFileSync16(src, "utf8"), installedRoot));
+      writeFileSafely(join18(dest, name), rewritePcText(readFileSync16(src, "utf8"), installedRoot));
       unlinkSync3(src);
       written.push(name);
     }
@@ -79771,7 +80075,7 @@ function relocatePkgConfig(root, installedRoot) {
   }
   for (const name of written) {
     const plain = name.replace(/-\d+(\.\d+)*\.pc$/, ".pc");
-    const link = join17(root, PKGCONFIG_DIR, plain);
+    const link = join18(root, PKGCONFIG_DIR, plain);
     if (plain !== name && !existsSync12(link)) symlinkSync3(name, link);
   }
   return written;
@@ -80039,7 +80343,7 @@ async function installRelease(req) {
     recoverLeftovers(paths, label);
     await cleanOtherLeftovers(paths, label);
     reclaimStaleLocks(paths.locks);
-    const dest = join18(paths.versions, label);
+    const dest = join19(paths.versions, label);
     const existing = describeVersion(paths, label);
     const base = { version: label, path: dest, mirror: mirror.display, platform: platform2, platform_why: platformWhy, notes, cudnn: cudnn ? cudnn.version : null, warnings, missing_parts: plan.missing, unknown_components: plan.unknown };
     if (existing && !existing.broken && !req.force) {
@@ -80057,14 +80361,14 @@ async function installRelease(req) {
     if (refusal) throw refusal;
     req.onEvent?.({ type: "plan", label, platform: platform2, platformWhy, components: jobs.map((j) => ({ name: j.name, version: j.version, size: j.artifact.size })) });
     stage = makeTempIn(paths, "stage", label);
-    const partsDir = join18(stage, "parts");
-    const root = join18(stage, "root");
+    const partsDir = join19(stage, "parts");
+    const root = join19(stage, "root");
     mkdirSync9(partsDir);
     const fromCache = await runJobs(jobs, req, partsDir, signal);
     await checkpoint("before-merge");
     for (const job of jobs) {
       req.onEvent?.({ type: "progress", component: job.name, progress: { stage: "merge", bytes: job.artifact.size, total: job.artifact.size, fromCache: fromCache.get(job.name) } });
-      mergeComponent(join18(partsDir, job.name), root, job.name);
+      mergeComponent(join19(partsDir, job.name), root, job.name);
     }
     mkdirSync9(root, { recursive: true });
     linkLib(root);
@@ -80080,7 +80384,7 @@ async function installRelease(req) {
       components: jobs.filter((j) => j.name !== "cudnn" || !cudnn).map(receiptEntry),
       cudnn: cudnn ? { ...receiptEntry(jobs.at(-1)), release: cudnn.label, variant: cudnn.variant, style: cudnn.style, mirror: req.cudnnMirror.display } : null
     };
-    writeFileSafely(join18(root, RECEIPT_FILE), `${JSON.stringify(receipt, null, 2)}
+    writeFileSafely(join19(root, RECEIPT_FILE), `${JSON.stringify(receipt, null, 2)}
 `);
     for (const job of jobs) req.onEvent?.({ type: "progress", component: job.name, progress: { stage: "done", bytes: job.artifact.size, total: job.artifact.size, fromCache: fromCache.get(job.name) } });
     req.onEvent?.({ type: "finishing" });
@@ -80118,7 +80422,7 @@ function cudnnNeeds(manifest, platform2, chosen) {
 }
 function readReceipt(dir) {
   try {
-    return JSON.parse(readFileSync19(join18(dir, RECEIPT_FILE), "utf8"));
+    return JSON.parse(readFileSync19(join19(dir, RECEIPT_FILE), "utf8"));
   } catch {
     return void 0;
   }
@@ -80127,7 +80431,7 @@ function receiptEntry(job) {
   return { name: job.name, version: job.version, sha256: job.artifact.sha256, size: job.artifact.size, relative_path: job.artifact.relativePath };
 }
 function writeVersionJson(root, label, jobs) {
-  const path13 = join18(root, "version.json");
+  const path13 = join19(root, "version.json");
   if (existsSync13(path13)) return;
   const data = { cuda: { name: "CUDA SDK", version: label } };
   for (const j of jobs) data[j.name] = { name: j.name, version: j.version };
@@ -80135,7 +80439,7 @@ function writeVersionJson(root, label, jobs) {
 `);
 }
 async function swapIn(paths, label, root, replacing) {
-  const dest = join18(paths.versions, label);
+  const dest = join19(paths.versions, label);
   if (!replacing) {
     renameSync5(root, dest);
     return;
@@ -80170,7 +80474,7 @@ async function runJobs(jobs, req, partsDir, outer) {
           artifact: job.artifact,
           cacheDir: req.paths.cache,
           locksDir: req.paths.locks,
-          destDir: join18(partsDir, job.name),
+          destDir: join19(partsDir, job.name),
           signal: controller2.signal,
           onProgress: (progress) => req.onEvent?.({ type: "progress", component: job.name, progress })
         });
@@ -80196,29 +80500,29 @@ async function runJobs(jobs, req, partsDir, outer) {
 }
 
 // src/core/store/paths.ts
-import { join as join19, resolve as resolve6 } from "node:path";
+import { join as join20, resolve as resolve6 } from "node:path";
 function pathsFor(root) {
   return {
     root,
-    versions: join19(root, "versions"),
-    cache: join19(root, "cache"),
-    checkCache: join19(root, "cache", "check"),
-    shims: join19(root, "shims"),
-    tmp: join19(root, "tmp"),
-    aliases: join19(root, "aliases"),
-    resolve: join19(root, "resolve"),
-    globalFile: join19(root, "global"),
-    configFile: join19(root, "config.json"),
-    locks: join19(root, "locks")
+    versions: join20(root, "versions"),
+    cache: join20(root, "cache"),
+    checkCache: join20(root, "cache", "check"),
+    shims: join20(root, "shims"),
+    tmp: join20(root, "tmp"),
+    aliases: join20(root, "aliases"),
+    resolve: join20(root, "resolve"),
+    globalFile: join20(root, "global"),
+    configFile: join20(root, "config.json"),
+    locks: join20(root, "locks")
   };
 }
 
 // src/core/shell/toolkit-env.ts
 import { existsSync as existsSync14 } from "node:fs";
-import { join as join20 } from "node:path";
+import { join as join21 } from "node:path";
 function toolkitLibDir(versionDir) {
-  const lib64 = join20(versionDir, "lib64");
-  return existsSync14(lib64) ? lib64 : join20(versionDir, "lib");
+  const lib64 = join21(versionDir, "lib64");
+  return existsSync14(lib64) ? lib64 : join21(versionDir, "lib");
 }
 function splitPathList(value) {
   return value === void 0 || value === "" ? [] : value.split(":");
@@ -80232,7 +80536,7 @@ function toolkitEnvironment(env, versionDir, storeVersionsDir, policy) {
   const path13 = splitPathList(env.PATH).filter(keep);
   const ld = splitPathList(env.LD_LIBRARY_PATH).filter(keep);
   if (versionDir) {
-    path13.unshift(join20(versionDir, "bin"));
+    path13.unshift(join21(versionDir, "bin"));
     if (policy === "prepend") ld.unshift(toolkitLibDir(versionDir));
     out.CUDA_HOME = versionDir;
     out.CUDA_PATH = versionDir;
@@ -80248,8 +80552,8 @@ function toolkitEnvironment(env, versionDir, storeVersionsDir, policy) {
 }
 
 // src/action/cache-service.ts
-import { cpSync, existsSync as existsSync17, mkdirSync as mkdirSync10, readdirSync as readdirSync12, renameSync as renameSync6, rmSync as rmSync9, statSync as statSync11 } from "node:fs";
-import { join as join25 } from "node:path";
+import { cpSync, existsSync as existsSync17, mkdirSync as mkdirSync10, readdirSync as readdirSync12, renameSync as renameSync6, rmSync as rmSync9, statSync as statSync12 } from "node:fs";
+import { join as join26 } from "node:path";
 var ReportedCacheFailure = class extends Error {
 };
 async function failureReported(fn) {
@@ -80295,7 +80599,7 @@ function directoryCacheService(root) {
     name: `the cache directory ${root}`,
     unavailable: async () => existsSync17(root) ? void 0 : `the cache directory ${root} (CUDAENV_ACTION_CACHE_DIR) does not exist`,
     async restore(dir, key, restoreKeys) {
-      const entries2 = readdirSync12(root).filter((n) => !n.startsWith(".")).map((n) => ({ key: keyOf(n), path: join25(root, n), time: statSync11(join25(root, n)).mtimeMs }));
+      const entries2 = readdirSync12(root).filter((n) => !n.startsWith(".")).map((n) => ({ key: keyOf(n), path: join26(root, n), time: statSync12(join26(root, n)).mtimeMs }));
       const hit = entries2.find((e) => e.key === key) ?? restoreKeys.map((p) => entries2.filter((e) => e.key.startsWith(p)).sort((a, b) => b.time - a.time)[0]).find(Boolean);
       if (!hit) return void 0;
       rmSync9(dir, { recursive: true, force: true });
@@ -80303,9 +80607,9 @@ function directoryCacheService(root) {
       return hit.key;
     },
     async save(dir, key) {
-      const dest = join25(root, entryName(key));
+      const dest = join26(root, entryName(key));
       if (existsSync17(dest)) return true;
-      const tmp = join25(root, temporaryName(entryName(key)));
+      const tmp = join26(root, temporaryName(entryName(key)));
       mkdirSync10(root, { recursive: true });
       cpSync(dir, tmp, { recursive: true });
       try {
@@ -80323,11 +80627,11 @@ function cacheServiceFor(env) {
 }
 
 // src/action/inputs.ts
-import { join as join26 } from "node:path";
+import { join as join27 } from "node:path";
 import { existsSync as existsSync18 } from "node:fs";
 
 // src/core/versions/version-file.ts
-import { closeSync as closeSync11, constants as constants10, fstatSync as fstatSync5, lstatSync as lstatSync8, openSync as openSync11, readSync as readSync6, statSync as statSync12 } from "node:fs";
+import { closeSync as closeSync11, constants as constants10, fstatSync as fstatSync5, lstatSync as lstatSync8, openSync as openSync11, readSync as readSync6, statSync as statSync13 } from "node:fs";
 var VERSION_FILE = ".cuda-version";
 var MAX_VERSION_FILE_BYTES = 4096;
 var KNOWN_KEYS = /* @__PURE__ */ new Set(["cudnn"]);
@@ -80417,7 +80721,7 @@ function isUnfollowableLink(path13) {
     return false;
   }
   try {
-    statSync12(path13);
+    statSync13(path13);
     return false;
   } catch {
     return true;
@@ -80448,7 +80752,7 @@ function readInputs(env, workspace) {
   let specSource = "the cuda input";
   let cudnn = getInput(env, "cudnn") || void 0;
   if (spec === "") {
-    const file = join26(workspace, VERSION_FILE);
+    const file = join27(workspace, VERSION_FILE);
     if (!existsSync18(file)) {
       throw new UsageError(
         `no CUDA version given: the cuda input is empty and there is no ${VERSION_FILE} in ${workspace}`,
@@ -80494,17 +80798,17 @@ function readInputs(env, workspace) {
 // src/action/plan.ts
 import { createHash as createHash4 } from "node:crypto";
 import { readFileSync as readFileSync20 } from "node:fs";
-import { join as join27 } from "node:path";
+import { join as join28 } from "node:path";
 var PLAN_FILE = "plan.json";
 var ARCHIVES_DIR = "archives";
 var KEY_FORMAT = 2;
 function writePlan(dir, plan) {
-  writeFileSafely(join27(dir, PLAN_FILE), `${JSON.stringify(plan)}
+  writeFileSafely(join28(dir, PLAN_FILE), `${JSON.stringify(plan)}
 `);
 }
 function readPlan(dir) {
   try {
-    const plan = JSON.parse(readFileSync20(join27(dir, PLAN_FILE), "utf8"));
+    const plan = JSON.parse(readFileSync20(join28(dir, PLAN_FILE), "utf8"));
     const ok2 = plan.format === 2 && typeof plan.key === "string" && typeof plan.mirror === "string" && Array.isArray(plan.archives) && // What it says goes into a warning on the log: names and checksums as manifests have them, nothing else.
     plan.archives.every((a) => /^[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}$/.test(a?.name) && /^[0-9a-f]{64}$/.test(a.sha256) && Number.isSafeInteger(a.size));
     return ok2 ? plan : void 0;
@@ -80560,7 +80864,7 @@ function runnerPlatform(os8 = process.platform, arch3 = process.arch, isTegra) {
 
 // src/action/selection.ts
 import { readFileSync as readFileSync21, readdirSync as readdirSync13 } from "node:fs";
-import { join as join28 } from "node:path";
+import { join as join29 } from "node:path";
 function candidates(name) {
   return [name, `cuda_${name}`, `lib${name}`];
 }
@@ -80587,7 +80891,7 @@ function receiptCovers(receipt, platform2, req) {
 }
 function readReceipt2(dir) {
   try {
-    return JSON.parse(readFileSync21(join28(dir, RECEIPT_FILE), "utf8"));
+    return JSON.parse(readFileSync21(join29(dir, RECEIPT_FILE), "utf8"));
   } catch {
     return void 0;
   }
@@ -80601,7 +80905,7 @@ function findInToolCache(paths, platform2, req) {
   }
   labels = labels.filter((l) => req.spec === "latest" || matchesPrefix(l, req.spec)).sort((a, b) => compareVersions(parseVersion(b), parseVersion(a)));
   for (const label of labels) {
-    const dir = join28(paths.versions, label);
+    const dir = join29(paths.versions, label);
     const receipt = readReceipt2(dir);
     if (receipt && receiptCovers(receipt, platform2, req)) return { label, dir, receipt };
   }
@@ -80657,8 +80961,8 @@ async function runAction(env, signal) {
   const toolCache = required(env, "RUNNER_TOOL_CACHE");
   const temp = required(env, "RUNNER_TEMP");
   const inputs = readInputs(env, env.GITHUB_WORKSPACE || process.cwd());
-  const work = join29(temp, "cudaenv-cache");
-  const paths = { ...pathsFor(join29(toolCache, "cudaenv")), cache: join29(work, ARCHIVES_DIR) };
+  const work = join30(temp, "cudaenv-cache");
+  const paths = { ...pathsFor(join30(toolCache, "cudaenv")), cache: join30(work, ARCHIVES_DIR) };
   const request = { spec: inputs.spec, profile: inputs.profile, components: inputs.components, cudnn: inputs.cudnn };
   const found = findInToolCache(paths, platform2, request);
   let result;
@@ -80678,7 +80982,7 @@ async function runAction(env, signal) {
   }
   const dir = result.cudaPath;
   const ld = inputs.ldLibraryPath === "prepend" ? toolkitEnvironment(env, dir, paths.versions, "prepend").LD_LIBRARY_PATH : env.LD_LIBRARY_PATH;
-  addPath(join29(dir, "bin"));
+  addPath(join30(dir, "bin"));
   exportVariable("CUDA_HOME", dir);
   exportVariable("CUDA_PATH", dir);
   if (inputs.ldLibraryPath === "prepend") exportVariable("LD_LIBRARY_PATH", ld ?? "");
@@ -80780,7 +81084,7 @@ async function install(paths, platform2, inputs, request, work, notes, service, 
     manifest,
     cudnnChoice,
     // Not covering the request (findInToolCache said so): replace it with what is asked for.
-    force: existsSync19(join29(paths.versions, label)),
+    force: existsSync19(join30(paths.versions, label)),
     // The Action warns of a part the release lacks (below) instead of failing the job, as before
     // the CLI's install began to refuse such a release without --allow-missing-parts (issue 44 item 5).
     allowMissingParts: true,

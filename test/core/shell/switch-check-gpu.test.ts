@@ -48,7 +48,10 @@ describeIf(haveNvcc, NEEDS.devToolkit('/usr/local/cuda'))('the check after a swi
     const line = async (path: string, s: string) =>
       (await switchCheck(pathsFor(join(store, s)), '12.4.1', planSwitch({PATH: path, VIRTUAL_ENV: venv}, join(store, s), '12.4.1', 'none', 'pin'))).line;
     expect(await line(smi('12.0'), 'a')).toBe("cudaenv: CUDA 12.4.1 and the Python environment's CUDA libraries: no kernel image for sm_120: libk.so carries no code for sm_120: SASS for sm_86 and no PTX; use a build of libk.so that includes sm_120, or rebuild it with `-gencode arch=compute_120,code=sm_120` (TORCH_CUDA_ARCH_LIST=12.0 for a PyTorch extension)");
-    expect(await line(smi('8.6'), 'b')).toMatch(/: all \d+ librar(y resolves|ies resolve)$/);
-    expect(await line('/usr/bin:/bin', 'c')).toMatch(/: all \d+ librar(y resolves|ies resolve)$/);
+    // libk.so is built by nvcc with cudart_static, which dlopens libcuda.so.1 (issue 43): on a machine
+    // without the driver's library that is said after the verdict, as a warning.
+    const resolves = /: all \d+ librar(y resolves|ies resolve)(; but libk\.so dlopens libcuda\.so\.1 at the first CUDA call, and this machine has no NVIDIA driver to provide it)?$/;
+    expect(await line(smi('8.6'), 'b')).toMatch(resolves);
+    expect(await line('/usr/bin:/bin', 'c')).toMatch(resolves);
   });
 });
