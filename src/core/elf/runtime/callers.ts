@@ -78,6 +78,11 @@ export function callerLoads(info: ElfInfo, hostPath: string, inode: string, call
   if (!importsDlopen(info)) return [];
   const {notes, names, markers} = reading(hostPath, inode);
   if (notes.length > 0) return notes.map((n) => declared(n));
+  // The NVIDIA driver's own libraries (libcuda.so.1, libnvidia-*) name what the driver may load for
+  // itself (EGL and GLX interop, Tegra's libnvrm_*, the debugger, OpenSSL for confidential computing):
+  // the driver's installation brings those, and a CUDA program's check is not theirs to judge; listing
+  // them put twenty warnings on a healthy PyTorch (a check of the Debian torch image, 2026-12-06).
+  if (isDriverLibrary(info.soname ?? callerName)) return [];
   if (!names.some(isCudaStackName)) return [];
   const own = new Set([info.soname, ...info.needed]);
   const loads: CallerLoad[] = [];
@@ -94,6 +99,11 @@ export function callerLoads(info: ElfInfo, hostPath: string, inode: string, call
     loads.push({names: [name], role, source: 'strings', priority: PRIORITY_OF[role.impact], description: `${role.what}, ${role.when}`, ...(role.feature ? {feature: role.feature} : {}), ...(name.includes('%') ? {template: true} : {})});
   }
   return loads;
+}
+
+/** libcuda.so.1 (the driver's, not the toolkit's stub, which imports no dlopen) and the driver's libnvidia-*.so.*. */
+function isDriverLibrary(soname: string): boolean {
+  return /^libcuda\.so(\.|$)/.test(soname) || /^libnvidia-[a-z0-9-]+\.so(\.|$)/.test(soname) || /^libcudadebugger\.so(\.|$)/.test(soname);
 }
 
 function declared(n: DlopenNote): CallerLoad {

@@ -4,7 +4,7 @@ import {existsSync, symlinkSync} from 'node:fs';
 import {join} from 'node:path';
 import {checkLibraries, type CheckReport} from '../../../../src/core/elf/index.js';
 import {readElfSync, readStats, resetReadStats} from '../../../../src/core/elf/read/elf/index.js';
-import {callerLoads, cudaMajorOf} from '../../../../src/core/elf/runtime/callers.js';
+import {callerLoads, cudaMajorOf, importsDlopen} from '../../../../src/core/elf/runtime/callers.js';
 import {makeTempDir, type TempDir} from '../../../helpers/tmp.js';
 import {REPO_ROOT} from '../../../helpers/cli.js';
 import {describeIf, testIf} from '../../../helpers/skip.js';
@@ -179,6 +179,14 @@ void *driver(void) { return dlopen("libcuda.so.1", RTLD_NOW); }
 });
 
 describeIf(existsSync(join(GPU_CODE, 'libnccl.so.2')) && existsSync(join(RUNTIME, 'libcudart.so.12')), NEEDS.realCudaLibs)('real libraries of Debian trixie (the fixtures)', () => {
+  const DRIVER = join(REPO_ROOT, 'test', 'fixtures', 'downloaded', 'trixie-driver', 'usr', 'lib', 'x86_64-linux-gnu', 'nvidia', 'current', 'libcuda.so.1');
+  testIf(existsSync(DRIVER), NEEDS.realCudaLibs)('the driver\'s own libcuda.so.1 (550.163.01): what it names for itself (EGL, GLX, Tegra, OpenSSL) is the driver\'s, not listed', () => {
+    const info = readElfSync(DRIVER, {symbols: 'undefined'});
+    // It does import dlopen and names those libraries: only the rule keeps them out.
+    expect(importsDlopen(info)).toBe(true);
+    expect(loadsOf(DRIVER)).toEqual([]);
+  });
+
   test('libnccl.so.2 (2.22.3): libcuda.so.1, NVML, InfiniBand verbs, GDRCopy, and its plugins\' templates, from its own strings', () => {
     const loads = loadsOf(join(GPU_CODE, 'libnccl.so.2'));
     expect(loads.map((l) => [l.names[0], l.priority, l.template ?? false])).toEqual([
