@@ -19,11 +19,20 @@ _ce_num() {
   [ ${#2} -le "$1" ]
 }
 
-# What src/core/versions/spec.ts accepts: 12, 12.4, 12.4.1, latest, system, an alias name.
+# What src/core/versions/spec.ts accepts: 12, 12.4, 12.4.1, latest, system, an alias name,
+# a suffixed label (12.4.1-local: the release, then a lowercase letter and at most 15 more
+# lowercase letters or digits; parsed in the C locale).
 _ce_valid_spec() {
   case $1 in
     latest | system) return 0 ;;
     default | '') return 1 ;;
+    [0-9]*-*)
+      _ce_s=${1#*-}
+      case $_ce_s in [a-z]*) ;; *) return 1 ;; esac
+      case ${_ce_s#?} in *[!a-z0-9]*) return 1 ;; esac
+      [ ${#_ce_s} -le 16 ] || return 1
+      case ${1%%-*} in *.*.*) _ce_valid_spec "${1%%-*}" ;; *) return 1 ;; esac
+      return ;;
     [0-9]*)
       _ce_a=${1%%.*}
       _ce_num 4 "$_ce_a" || return 1

@@ -6,7 +6,8 @@
 # whole, and the variables as before once every layer is closed.
 # PATH and LD_LIBRARY_PATH are fish path variables (lists); they are handled as colon strings.
 
-set -g _CUDAENV_SPEC_RE '^(latest|system|(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,5}))?)?|[A-Za-z][A-Za-z0-9_.-]{0,62})$'
+# A suffixed label (12.4.1-local, `cudaenv add DIR --as`) too.
+set -g _CUDAENV_SPEC_RE '^(latest|system|(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,5}))?)?|(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,5})-[a-z][a-z0-9]{0,15}|[A-Za-z][A-Za-z0-9_.-]{0,62})$'
 set -g _CUDAENV_KV_RE '^[a-z][a-z0-9_-]{0,31}=[A-Za-z0-9._+-]{0,64}$'
 set -g _CUDAENV_CTL_RE '[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]'
 

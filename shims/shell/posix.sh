@@ -23,7 +23,8 @@
 
 _CUDAENV_CTL=$'\001\002\003\004\005\006\007\010\013\014\016\017\020\021\022\023\024\025\026\027\030\031\032\033\034\035\036\037\177'
 _CUDAENV_VERSION_RE='^(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,5}))?)?$'
-_CUDAENV_SPEC_RE='^(latest|system|(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,5}))?)?|[A-Za-z][A-Za-z0-9_.-]{0,62})$'
+# A suffixed label (12.4.1-local, `cudaenv add DIR --as`) too; its letters spelt out, as no locale may widen a range.
+_CUDAENV_SPEC_RE='^(latest|system|(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,5}))?)?|(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,5})-[abcdefghijklmnopqrstuvwxyz][abcdefghijklmnopqrstuvwxyz0123456789]{0,15}|[A-Za-z][A-Za-z0-9_.-]{0,62})$'
 _CUDAENV_KV_RE='^[a-z][a-z0-9_-]{0,31}=[A-Za-z0-9._+-]{0,64}$'
 # Valid UTF-8 (bytes, C locale): the CLI and the shims refuse a file that is not UTF-8 text.
 _CUDAENV_UTF8_RE=$'^([\x01-\x7f]|[\xc2-\xdf][\x80-\xbf]|\xe0[\xa0-\xbf][\x80-\xbf]|[\xe1-\xec\xee\xef][\x80-\xbf][\x80-\xbf]|\xed[\x80-\x9f][\x80-\xbf]|\xf0[\x90-\xbf][\x80-\xbf][\x80-\xbf]|[\xf1-\xf3][\x80-\xbf][\x80-\xbf][\x80-\xbf]|\xf4[\x80-\x8f][\x80-\xbf][\x80-\xbf])*$'

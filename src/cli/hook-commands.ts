@@ -20,8 +20,8 @@ export async function initCode(name: string): Promise<string> {
 
 /** `cudaenv switch-check LABEL`: the check of an installed version, cached as the hook reads it. */
 export async function switchCheckFor(label: string): Promise<{label: string; line: string; cached: boolean}> {
-  const {isVersion} = await import('../core/versions/version.js');
-  if (!isVersion(label)) throw new UsageError(`${JSON.stringify(label)} is not a version label`, 'Give an installed version such as 12.4.1.');
+  const {isLabel} = await import('../core/versions/version.js');
+  if (!isLabel(label)) throw new UsageError(`${JSON.stringify(label)} is not a version label`, 'Give an installed version such as 12.4.1.');
   const {switchCheck} = await import('../core/shell/switch-check.js');
   return switchCheck(storePaths(), label, process.env);
 }

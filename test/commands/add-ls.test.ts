@@ -79,16 +79,67 @@ describe('cudaenv add', () => {
     const r = runCli(['add', b], {env});
     expect(r.status).toBe(1);
     expect(r.stderr).toContain(`CUDA 12.4.1 is already in the store (registered from ${a})`);
-    // No invented label is offered (issue 44: it suggested --as 12.4.2, a release that does not exist).
-    expect(r.stderr).toContain(`A store holds one toolkit per release: use the one it has, or replace it (cudaenv uninstall 12.4.1 && cudaenv add ${b}).`);
-    expect(r.stderr).not.toContain('--as');
+    // No invented release is offered (issue 44: it suggested --as 12.4.2, a release that does not
+    // exist); a suffixed label, which only its exact name selects, is.
+    expect(r.stderr).toContain(`Use the one it has, replace it (cudaenv uninstall 12.4.1 && cudaenv add ${b}), or keep both, this one under a label that is no release (cudaenv add ${b} --as 12.4.1-local).`);
+    expect(r.stderr).not.toContain('--as 12.4.2');
     // --as cannot name it another release than its files state.
     const forced = runCli(['add', b, '--as', '12.4.2'], {env});
     expect(forced.status).toBe(2);
     expect(forced.stderr).toContain(`--as 12.4.2: ${b} is CUDA 12.4.1 (its version.json says so), not 12.4.2`);
-    expect(forced.stderr).toContain('a store holds one toolkit per release');
+    expect(forced.stderr).toContain(`or keep both, this one under a label (cudaenv add ${b} --as 12.4.1-local)`);
     expect(existsSync(join(store, 'versions', '12.4.2'))).toBe(false);
     expect(readlinkSync(join(store, 'versions', '12.4.1'))).toBe(a);
+  });
+
+  test('a second toolkit of a release is registered under a suffixed label, which only its exact name selects', () => {
+    const a = makeFakeToolkit(join(dir, 'a'), {version: '12.4.1'});
+    const b = makeFakeToolkit(join(dir, 'b'), {version: '12.4.1'});
+    expect(runCli(['add', a], {env}).status).toBe(0);
+    const r = runCli(['add', b, '--as', '12.4.1-local'], {env});
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(readlinkSync(join(store, 'versions', '12.4.1-local'))).toBe(b);
+    const ls = JSON.parse(runCli(['ls', '--json'], {env}).stdout);
+    expect(ls.versions.map((v: {version: string; target: string}) => [v.version, v.target])).toEqual([['12.4.1', a], ['12.4.1-local', b]]);
+    expect(runCli(['ls'], {env}).stdout).toContain('12.4.1-local');
+    // Partial and full release specs and latest select the release, never the label.
+    for (const spec of ['12', '12.4', '12.4.1', 'latest']) {
+      const cur = runCli(['current'], {env: {...env, CUDAENV_VERSION: spec}});
+      expect([spec, cur.stdout.trim().split(/\s/)[0]]).toEqual([spec, '12.4.1']);
+      expect(runCli(['which', 'nvcc', '--cuda', spec], {env}).stdout.trim()).toBe(join(store, 'versions', '12.4.1', 'bin', 'nvcc'));
+    }
+    const cur = runCli(['current'], {env: {...env, CUDAENV_VERSION: '12.4.1-local'}});
+    expect(cur.stdout.trim().split(/\s/)[0]).toBe('12.4.1-local');
+    const which = runCli(['which', 'nvcc'], {env: {...env, CUDAENV_VERSION: '12.4.1-local'}});
+    expect(which.stdout.trim()).toBe(join(store, 'versions', '12.4.1-local', 'bin', 'nvcc'));
+    // A .cuda-version may hold it.
+    const project = join(dir, 'project');
+    mkdirSync(project);
+    writeFileSync(join(project, '.cuda-version'), '12.4.1-local\n');
+    const fromFile = runCli(['which', 'nvcc'], {env, cwd: project});
+    expect(fromFile.stderr).toBe('');
+    expect(fromFile.stdout.trim()).toBe(join(store, 'versions', '12.4.1-local', 'bin', 'nvcc'));
+    // The resolve index has the label's own link only: no major, minor or latest key points at it.
+    expect(readlinkSync(join(store, 'resolve', '12.4.1-local'))).toBe(join('..', 'versions', '12.4.1-local'));
+    for (const key of ['12', '12.4', '12.4.1', 'latest']) expect(readlinkSync(join(store, 'resolve', key))).toBe(join('..', 'versions', '12.4.1'));
+    // And it can be removed by its label.
+    expect(runCli(['uninstall', '12.4.1-local'], {env}).status).toBe(0);
+    expect(existsSync(join(store, 'versions', '12.4.1-local'))).toBe(false);
+    expect(readlinkSync(join(store, 'versions', '12.4.1'))).toBe(a);
+  });
+
+  test('--as with a suffix keeps the toolkit\'s release, and refuses what is no label', () => {
+    const b = makeFakeToolkit(join(dir, 'b'), {version: '12.4.1'});
+    const other = runCli(['add', b, '--as', '12.4.2-local'], {env});
+    expect(other.status).toBe(2);
+    expect(other.stderr).toContain(`--as 12.4.2-local: ${b} is CUDA 12.4.1 (its version.json says so), not 12.4.2-local`);
+    for (const bad of ['12.4.1-Local', '12.4.1-', '12.4.1-a/b', '12.4.1-../x', '12.4.1-1a', '12.4.1-local-x', '12.4-local', `12.4.1-${'a'.repeat(17)}`, '12.4.1-a\nb']) {
+      const r = runCli(['add', b, '--as', bad], {env});
+      expect([bad, r.status]).toEqual([bad, 2]);
+      expect(r.stderr).toContain(`--as ${JSON.stringify(bad)} is not a version label`);
+    }
+    expect(runCli(['ls', '--json'], {env}).stdout).not.toContain(b);
   });
 
   const real = '/usr/local/cuda-13.0';

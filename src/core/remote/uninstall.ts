@@ -10,7 +10,7 @@ import {describeVersion, installedLabels, listAliases, readGlobal} from '../stor
 import {resolveSpec} from '../selection/resolve.js';
 import {parseSpec} from '../versions/spec.js';
 import {findVersionFile, readVersionFile} from '../versions/version-file.js';
-import {isVersion} from '../versions/version.js';
+import {isLabel} from '../versions/version.js';
 import {cleanOtherLeftovers, recoverLeftovers, tempName, versionLockName} from './staging.js';
 
 export interface UninstallResult {
@@ -26,7 +26,7 @@ export interface UninstallResult {
  * listed at once) and deleted there; a registered one only loses its link.
  */
 export async function uninstallVersion(paths: StorePaths, label: string, cwd = process.cwd(), env: NodeJS.ProcessEnv = process.env): Promise<UninstallResult> {
-  if (!isVersion(label)) {
+  if (!isLabel(label)) {
     throw new UsageError(`${JSON.stringify(label)} is not a version label`, 'Give the full version as `cudaenv ls` shows it, for example 12.4.1.');
   }
   const lock = await acquireLock(paths.locks, versionLockName(label), {purpose: `uninstall of CUDA ${label}`});

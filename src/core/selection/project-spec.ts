@@ -32,6 +32,10 @@ export function projectInstallSpec(paths: StorePaths, cwd: string): ProjectSpec 
   if (r.missingAlias !== undefined) {
     throw new UsageError(`${file} names ${parsed.spec.text}, and there is no alias ${r.missingAlias} to say which release that is`, missingAliasHint(r.missingAlias));
   }
+  if (r.target?.kind === 'label') {
+    throw new UsageError(`${file} names ${r.target.text}, a toolkit registered under that label (cudaenv add DIR --as ${r.target.text}): install never makes one`,
+      `Register that toolkit here (cudaenv add DIR --as ${r.target.text}), or install its release: cudaenv install ${r.target.release}.`);
+  }
   if (r.system || r.target === undefined || (r.target.kind !== 'version' && r.target.kind !== 'latest')) {
     throw new UsageError(`${file} selects the system toolkit (${[...r.aliases, 'system'].join(' -> ')}): there is nothing to install`,
       'Write a release such as 12.4 in it, or name one: cudaenv install 12.4.');

@@ -54,6 +54,12 @@ export function notInstalledError(r: Resolved, origin?: string): CudaenvError {
   if (r.missingAlias !== undefined) {
     return new CudaenvError(`no alias or version named ${r.missingAlias}${from}`, {hint: missingAliasHint(r.missingAlias), code: 'not-installed'});
   }
+  if (r.target?.kind === 'label') {
+    return new CudaenvError(`CUDA ${r.target.text} is not in the store${from}`, {
+      hint: `${r.target.text} names a toolkit registered under that label: register it (cudaenv add DIR --as ${r.target.text}), or choose its release (${r.target.release}); \`cudaenv ls\` lists the store.`,
+      code: 'not-installed',
+    });
+  }
   const wanted = r.target && r.target.text !== r.spec.text ? `${r.spec.text} (${[...r.aliases, r.target.text].join(' -> ')})` : r.spec.text;
   const install = `\`cudaenv install ${r.target?.text ?? (r.spec.kind === 'alias' ? 'VERSION' : r.spec.text)}\``;
   const here = r.target ? unregisteredToolkitFor(r.target) : undefined;

@@ -6,7 +6,7 @@ import {readGlobal} from '../store/registry.js';
 import {resolveSpec, type Resolved} from './resolve.js';
 import {parseSpec, prefixedVersionHint, tryParseSpec, type Spec} from '../versions/spec.js';
 import {findVersionFile, readVersionFile} from '../versions/version-file.js';
-import {isVersion} from '../versions/version.js';
+import {isLabel} from '../versions/version.js';
 
 export type Origin =
   | {kind: 'env'; variable: 'CUDAENV_VERSION'}
@@ -73,7 +73,7 @@ export function condaHookToolkit(paths: StorePaths, env: NodeJS.ProcessEnv): {la
   const base = `${paths.versions}/`;
   if (!added.startsWith(base) || !added.endsWith('/bin')) return undefined;
   const label = added.slice(base.length, -'/bin'.length);
-  if (!isVersion(label)) return undefined;
+  if (!isLabel(label)) return undefined;
   return {label, toolkit: join(paths.versions, label), prefix};
 }
 
@@ -98,7 +98,9 @@ export function requireSelection(paths: StorePaths, options: SelectOptions = {})
     throw new CudaenvError(`CUDA ${sel.spec.text} (${describeOrigin(sel.origin)}) is not installed`, {
       hint: sel.spec.kind === 'alias'
         ? (sel.missingAlias === sel.spec.text ? prefixedVersionHint(sel.spec.text) : undefined) ?? `Create the alias (cudaenv alias ${sel.spec.text} 12.4) or install what it names.`
-        : `Install it with \`cudaenv install ${sel.spec.text}\`, or choose another with \`cudaenv use\`.`,
+        : sel.spec.kind === 'label'
+          ? `Register the toolkit under that label (cudaenv add DIR --as ${sel.spec.text}), or choose another with \`cudaenv use\`.`
+          : `Install it with \`cudaenv install ${sel.spec.text}\`, or choose another with \`cudaenv use\`.`,
       code: 'not-installed',
     });
   }

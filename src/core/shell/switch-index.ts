@@ -3,7 +3,7 @@ import {basename, join} from 'node:path';
 import {writeFileSafely} from '../safe-fs/index.js';
 import type {StorePaths} from '../store/paths.js';
 import {listAliases} from '../store/registry.js';
-import {isVersion} from '../versions/version.js';
+import {isLabel} from '../versions/version.js';
 
 /**
  * The shell hook resolves a spec without starting a process, and bash cannot read a link:
@@ -38,7 +38,7 @@ export function writeSwitchIndex(paths: StorePaths): string {
     if (name.startsWith('.')) continue;
     try {
       const label = basename(readlinkSync(join(paths.resolve, name)));
-      if (isVersion(label)) pairs.push(`${name}=${label}`);
+      if (isLabel(label)) pairs.push(`${name}=${label}`);
     } catch {
       // not a link: ignore
     }

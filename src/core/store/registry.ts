@@ -1,7 +1,7 @@
 import {existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, rmSync} from 'node:fs';
 import {join, resolve} from 'node:path';
 import {CudaenvError, isErrno} from '../errors.js';
-import {isVersion, parseVersion, sortVersionLabels} from '../versions/version.js';
+import {isLabel, parseVersion, sortVersionLabels} from '../versions/version.js';
 import {writeFileSafely} from '../safe-fs/index.js';
 import type {StorePaths} from './paths.js';
 import {symlinkSafely} from '../safe-fs/index.js';
@@ -19,7 +19,10 @@ export interface StoredVersion {
   broken: boolean;
 }
 
-/** Every version in the store, oldest first. Entries that are not version labels (staging leftovers) are ignored. */
+/**
+ * Every version in the store, oldest first (12.4.1-local right after 12.4.1). Entries that are not
+ * labels (staging leftovers) are ignored.
+ */
 export function listVersions(paths: StorePaths): StoredVersion[] {
   let names: string[];
   try {
@@ -31,7 +34,7 @@ export function listVersions(paths: StorePaths): StoredVersion[] {
     });
   }
   const out: StoredVersion[] = [];
-  for (const label of sortVersionLabels(names.filter(isVersion))) {
+  for (const label of sortVersionLabels(names.filter(isLabel))) {
     const info = describeVersion(paths, label);
     if (info) out.push(info);
   }
@@ -128,14 +131,19 @@ export function ensureStoreDirs(paths: StorePaths): void {
 
 /**
  * Rewrites `resolve/`: for every usable version, links for `MAJOR`, `MAJOR.MINOR`, the full
- * label and `latest` point at the highest match. Each link is replaced by a rename, so a
+ * label and `latest` point at the highest match; a suffixed label (12.4.1-local) has its own
+ * link only, so it never wins `use 12.4` or `latest`. Each link is replaced by a rename, so a
  * shim running meanwhile sees the old target or the new one.
  */
 export function refreshResolveIndex(paths: StorePaths): void {
   mkdirSync(paths.resolve, {recursive: true});
   const wanted = new Map<string, string>();
   for (const label of installedLabels(paths)) { // oldest first: later ones win
-    const v = parseVersion(label)!;
+    const v = parseVersion(label);
+    if (!v) { // a suffixed label: selected by its exact name only
+      wanted.set(label, label);
+      continue;
+    }
     for (const key of [`${v.major}`, `${v.major}.${v.minor}`, label, 'latest']) wanted.set(key, label);
   }
   for (const [key, label] of wanted) {

@@ -5,7 +5,7 @@ import {quoteSh} from '../text/quote.js';
 import {detectToolkitVersion, type DetectionSource} from '../versions/detect.js';
 import {describeComponents, describeMismatch, matchRelease, mergeTables, releaseTable, runtimeMinor, tableRange, type FoundComponent, type ReleaseMatch, type ReleaseTable} from '../versions/releases.js';
 import {cachedReleaseTable, readCachedReleases} from '../store/release-cache.js';
-import {isVersion} from '../versions/version.js';
+import {isLabel, parseLabel} from '../versions/version.js';
 import type {StorePaths} from '../store/paths.js';
 import {afterVersionsChanged} from './on-change.js';
 import {describeVersion, ensureStoreDirs, listVersions} from '../store/registry.js';
@@ -99,8 +99,9 @@ export async function registerToolkit(paths: StorePaths, dir: string, as?: strin
     if (isErrno(error, 'EACCES')) throw new UsageError(`${dir} cannot be read: permission denied`, 'Give a toolkit directory you may read.');
     throw new UsageError(`cannot use ${dir}: ${(error as Error).message}`, 'Give an existing toolkit directory, for example /usr/local/cuda-12.2.');
   }
-  if (as !== undefined && !isVersion(as)) {
-    throw new UsageError(`--as ${JSON.stringify(as)} is not a version label`, 'Use MAJOR.MINOR.PATCH, for example --as 12.4.1.');
+  if (as !== undefined && !isLabel(as)) {
+    throw new UsageError(`--as ${JSON.stringify(as)} is not a version label`,
+      'Use MAJOR.MINOR.PATCH, for example --as 12.4.1, or a second toolkit of a release as MAJOR.MINOR.PATCH-SUFFIX, the suffix lowercase letters and digits starting with a letter (at most 16), for example --as 12.4.1-local.');
   }
   let known = knownReleases(paths);
   const detection = detectToolkitVersion(target, as === undefined, known);
@@ -126,10 +127,12 @@ export async function registerToolkit(paths: StorePaths, dir: string, as?: strin
   if (as !== undefined) {
     const probe = detectToolkitVersion(target, true, known);
     const stated = probe.source === 'version.json' || probe.source === 'version.txt' || probe.release?.kind === 'exact' ? probe.version : undefined;
-    if (stated && stated !== as) {
+    // 12.4.1-local names a second toolkit of release 12.4.1: its release part is what is compared.
+    const asRelease = parseLabel(as)!.release;
+    if (stated && stated !== asRelease) {
       const existing = describeVersion(paths, stated);
       throw new UsageError(`--as ${as}: ${target} is CUDA ${stated} (${probe.source === 'components' ? 'its components are that release\'s' : `its ${probe.source} says so`}), not ${as}`, existing
-        ? `CUDA ${stated} is already in the store (${existing.kind === 'registered' ? `registered from ${existing.target}` : 'installed by cudaenv'}), and a store holds one toolkit per release: use that one, or replace it (cudaenv uninstall ${stated} && cudaenv add ${quoteSh(dir)}).`
+        ? `CUDA ${stated} is already in the store (${existing.kind === 'registered' ? `registered from ${existing.target}` : 'installed by cudaenv'}): use that one, replace it (cudaenv uninstall ${stated} && cudaenv add ${quoteSh(dir)}), or keep both, this one under a label (cudaenv add ${quoteSh(dir)} --as ${stated}-local).`
         : `Register it as what it is: cudaenv add ${quoteSh(dir)}`);
     }
   }
@@ -158,8 +161,9 @@ export async function registerToolkit(paths: StorePaths, dir: string, as?: strin
       return result;
     }
     throw new CudaenvError(`CUDA ${label} is already in the store (${existing.kind === 'registered' ? `registered from ${existing.target}` : 'installed by cudaenv'})`, {
-      // No invented label (issue 44): a store holds one toolkit per release.
-      hint: `A store holds one toolkit per release: use the one it has, or replace it (cudaenv uninstall ${label} && cudaenv add ${quoteSh(dir)}).`,
+      // No invented release (issue 44): a second toolkit of a release gets a suffixed label, which
+      // only its exact name selects.
+      hint: `Use the one it has, replace it (cudaenv uninstall ${label} && cudaenv add ${quoteSh(dir)}), or keep both, this one under a label that is no release (cudaenv add ${quoteSh(dir)} --as ${duplicateLabel(label)}).`,
       code: 'exists',
     });
   }
@@ -203,4 +207,10 @@ export function lexists(path: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** The label the duplicate hint offers: the release with a suffix (12.4.1-local), never another release. */
+function duplicateLabel(label: string): string {
+  const release = parseLabel(label)?.release ?? label;
+  return label === `${release}-local` ? `${release}-local2` : `${release}-local`;
 }

@@ -1,15 +1,17 @@
 import {UsageError} from '../errors.js';
-import {compareVersions, parseVersion, type Version} from './version.js';
+import {compareVersions, parseLabel, parseVersion, type Version} from './version.js';
 
 /**
  * What a user may write to choose a toolkit: `12`, `12.4`, `12.4.1`, `latest`, `system`
- * or an alias name. Parsing is strict because specs also come from untrusted files.
+ * an alias name, or a suffixed store label (`12.4.1-local`, a second toolkit of a release, selected
+ * by that exact name only). Parsing is strict because specs also come from untrusted files.
  */
 export type Spec =
   | {kind: 'version'; text: string; major: number; minor?: number; patch?: number}
   | {kind: 'latest'; text: 'latest'}
   | {kind: 'system'; text: 'system'}
-  | {kind: 'alias'; text: string; name: string};
+  | {kind: 'alias'; text: string; name: string}
+  | {kind: 'label'; text: string; release: string; suffix: string};
 
 const PARTIAL_RE = /^(0|[1-9]\d{0,3})(?:\.(0|[1-9]\d{0,3})(?:\.(0|[1-9]\d{0,5}))?)?$/;
 export const ALIAS_RE = /^[A-Za-z][A-Za-z0-9_.-]{0,62}$/;
@@ -26,6 +28,8 @@ export function tryParseSpec(text: string): Spec | undefined {
       patch: m[3] === undefined ? undefined : Number(m[3]),
     };
   }
+  const label = parseLabel(text);
+  if (label?.suffix !== undefined) return {kind: 'label', text, release: label.release, suffix: label.suffix};
   if (ALIAS_RE.test(text) && !RESERVED.has(text)) return {kind: 'alias', text, name: text};
   return undefined;
 }
@@ -46,7 +50,7 @@ export function parseSpec(text: string, source = 'the spec'): Spec {
   if (!spec) {
     throw new UsageError(
       `${source} ${JSON.stringify(text)} is not a CUDA version spec${leadingZeroNote(text)}`,
-      'Use a version such as 12, 12.4 or 12.4.1, or latest, system, or an alias name.',
+      'Use a version such as 12, 12.4 or 12.4.1, or latest, system, an alias name, or a label such as 12.4.1-local.',
     );
   }
   return spec;
@@ -83,8 +87,12 @@ export function matchesVersionSpec(spec: Extract<Spec, {kind: 'version'}>, v: Ve
     (spec.patch === undefined || v.patch === spec.patch);
 }
 
-/** The highest label among `labels` that matches a numeric or `latest` spec. */
+/**
+ * The highest label among `labels` that matches a numeric or `latest` spec (releases only: a
+ * suffixed label never matches them), or the exact label a `label` spec names.
+ */
 export function highestMatch(spec: Spec, labels: Iterable<string>): string | undefined {
+  if (spec.kind === 'label') return [...labels].includes(spec.text) ? spec.text : undefined;
   let best: {label: string; v: Version} | undefined;
   for (const label of labels) {
     const v = parseVersion(label);

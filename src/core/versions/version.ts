@@ -17,6 +17,23 @@ export function isVersion(text: string): boolean {
   return VERSION_RE.test(text);
 }
 
+/**
+ * A store label: a release (12.4.1) or a release with a suffix (12.4.1-local), the name `cudaenv
+ * add DIR --as` gives a second toolkit of a release the store already holds. A suffixed label is
+ * selected only by its exact name, never by 12, 12.4, 12.4.1 or latest (issue 44).
+ */
+const LABEL_RE = /^((?:0|[1-9]\d{0,3})\.(?:0|[1-9]\d{0,3})\.(?:0|[1-9]\d{0,5}))(?:-([a-z][a-z0-9]{0,15}))?$/;
+
+export function isLabel(text: string): boolean {
+  return LABEL_RE.test(text);
+}
+
+/** The release and suffix of a store label (suffix undefined for a plain release), or undefined. */
+export function parseLabel(text: string): {release: string; suffix?: string} | undefined {
+  const m = LABEL_RE.exec(text);
+  return m ? {release: m[1]!, suffix: m[2]} : undefined;
+}
+
 export function formatVersion(v: Version): string {
   return `${v.major}.${v.minor}.${v.patch}`;
 }
@@ -25,13 +42,18 @@ export function compareVersions(a: Version, b: Version): number {
   return a.major - b.major || a.minor - b.minor || a.patch - b.patch;
 }
 
-/** Sorts version labels oldest first; labels that do not parse sort before all others. */
+/**
+ * Sorts version labels oldest first; a suffixed label (12.4.1-local) right after its release;
+ * labels that do not parse sort before all others.
+ */
 export function sortVersionLabels(labels: Iterable<string>): string[] {
   return [...labels].sort((x, y) => {
-    const a = parseVersion(x);
-    const b = parseVersion(y);
+    const lx = parseLabel(x);
+    const ly = parseLabel(y);
+    const a = lx && parseVersion(lx.release);
+    const b = ly && parseVersion(ly.release);
     if (!a || !b) return a ? 1 : b ? -1 : x.localeCompare(y);
-    return compareVersions(a, b);
+    return compareVersions(a, b) || (lx!.suffix === undefined ? -1 : 0) - (ly!.suffix === undefined ? -1 : 0) || x.localeCompare(y);
   });
 }
 
