@@ -66,11 +66,12 @@ export default class Ls extends CudaenvCommand {
   private render(r: LsResult): void {
     if (r.versions.length === 0) this.log('No CUDA versions installed. Install one with `cudaenv install 12.4` or register one with `cudaenv add PATH`.');
     const color = colorEnabled(process.stdout);
+    const width = Math.max(10, ...r.versions.map((v) => v.version.length)); // 12.4.1-local is longer than a release
     for (const v of r.versions) {
       const mark = v.active ? '*' : ' ';
       const what = v.kind === 'registered' ? `-> ${v.target}${v.broken ? ` ${paint('(missing!)', 'red', color)}` : ''}`
         : v.broken ? `${paint('(not a toolkit: empty, no bin/ or lib)', 'red', color)} remove it: cudaenv uninstall ${v.version}` : '';
-      const line = `${mark} ${v.version.padEnd(10)} ${what}`.trimEnd();
+      const line = `${mark} ${v.version.padEnd(width)} ${what}`.trimEnd();
       this.log(v.active ? paint(paint(line, 'green', color), 'bold', color) : line);
     }
     if (r.active) this.log(`\nactive: ${r.active.version ? paint(r.active.version, 'green', color) : paint(`${r.active.spec} (not installed)`, 'red', color)} (${r.active.origin})`);

@@ -6,6 +6,7 @@ import {compareLabels, labelParts, matchesPrefix, newestMatching} from './labels
 import {parseManifest, type Manifest} from './manifest.js';
 import {mirrorLocation, type Mirror} from './mirror.js';
 import {prefixedVersion} from '../versions/spec.js';
+import {parseLabel} from '../versions/version.js';
 
 /** Every release label a mirror offers, oldest first. */
 export async function listReleases(mirror: Mirror, signal?: AbortSignal): Promise<string[]> {
@@ -39,8 +40,11 @@ export function manifestFromText(mirror: Mirror, label: string, text: string): M
 export function checkRemoteSpec(text: string, what = 'the version'): string {
   if (text === 'latest' || labelParts(text)) return text;
   const bare = prefixedVersion(text);
+  const label = parseLabel(text);
   throw new UsageError(`${what} ${JSON.stringify(text)} is not a release spec`,
-    bare === undefined ? 'Use a version such as 12, 12.4 or 12.4.1, or latest.' : `Write the version without its prefix: ${bare}`);
+    bare !== undefined ? `Write the version without its prefix: ${bare}`
+      : label?.suffix !== undefined ? `${text} is a label \`cudaenv add DIR --as ${text}\` gives a toolkit you have, never one to install: install its release (cudaenv install ${label.release}), or register the toolkit.`
+        : 'Use a version such as 12, 12.4 or 12.4.1, or latest.');
 }
 
 /**

@@ -48,6 +48,9 @@ export function currentHint(r: CurrentReport): string | undefined {
   }
   // The machine may have it already, unregistered (as notInstalledError says for use, exec, link).
   const spec = tryParseSpec(r.spec);
+  if (spec?.kind === 'label') {
+    return `${spec.text} names a toolkit registered under that label: register it (cudaenv add DIR --as ${spec.text}), or choose another version with \`cudaenv use\` (\`cudaenv ls\` lists the store).`;
+  }
   const here = spec ? unregisteredToolkitFor(spec) : undefined;
   return here
     ? registerHint(here, `\`cudaenv install ${r.spec}\``)

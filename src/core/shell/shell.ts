@@ -1,5 +1,6 @@
 import {readFileSync} from 'node:fs';
 import {fileURLToPath} from 'node:url';
+import {isLabel} from '../versions/version.js';
 
 /**
  * One interface for the shells cudaenv integrates with, one implementation per shell
@@ -44,11 +45,9 @@ export type ShellName = (typeof SHELL_NAMES)[number];
 /** The first line of everything the shell function evaluates; anything else is only printed. */
 export const CODE_MARKER = '# cudaenv-shell-code v1';
 
-const LABEL_RE = /^(system|\d+\.\d+\.\d+)$/;
-
-/** Labels reach shell code only after this check (they are version labels or `system`). */
+/** Labels reach shell code only after this check (they are store labels, 12.4.1 or 12.4.1-local, or `system`). */
 export function assertLabel(label: string): string {
-  if (!LABEL_RE.test(label)) throw new Error(`refusing to emit shell code for version label ${JSON.stringify(label)}`);
+  if (label !== 'system' && !isLabel(label)) throw new Error(`refusing to emit shell code for version label ${JSON.stringify(label)}`);
   return label;
 }
 

@@ -27,7 +27,8 @@ for (const shell of SHELLS) {
       tmp = makeTempDir('cudaenv-shell-');
       // Spaces, quotes, `$`, backticks and glob characters in the store path: all must arrive intact.
       store = join(tmp.dir, 'my store\'s "$HOME" `x` [*]?');
-      await makeStore(store, ['11.8.0', '12.4.1']);
+      // 12.4.1-local: a second 12.4.1 toolkit under a suffixed label (cudaenv add DIR --as 12.4.1-local).
+      await makeStore(store, ['11.8.0', '12.4.1', '12.4.1-local']);
       home = join(tmp.dir, 'home');
       snaps = join(tmp.dir, 'snaps');
       mkdirSync(home, {recursive: true});
@@ -87,6 +88,21 @@ for (const shell of SHELLS) {
         expect(vars(`${tag}-9`)).toEqual(before);
         expect(r.stderr).not.toMatch(/command not found|syntax error|parse error|Unknown command/);
       });
+    });
+
+    test('a suffixed label in a .cuda-version switches to that toolkit; use 12.4 to the release; use LABEL pins the label', () => {
+      mkdirSync(join(tmp.dir, 'labelled'), {recursive: true});
+      writeFileSync(join(tmp.dir, 'labelled', '.cuda-version'), '12.4.1-local\n');
+      const r = runInteractive(shell, home, store, [
+        snap('label-0'), `cd '${tmp.dir}/labelled'`, snap('label-1'), 'cudaenv use 12.4', snap('label-2'),
+        'cudaenv use 12.4.1-local', snap('label-3'), 'cudaenv deactivate', `cd '${tmp.dir}/outside'`, snap('label-4'),
+      ], {}, join(tmp.dir, 'outside'));
+      const before = vars('label-0');
+      expect(vars('label-1')).toMatchObject({PATH: `${v('12.4.1-local')}/bin:${before.PATH}`, CUDA_HOME: v('12.4.1-local'), CUDA_PATH: v('12.4.1-local')});
+      expect(vars('label-2')).toMatchObject({PATH: `${v('12.4.1')}/bin:${before.PATH}`, CUDA_HOME: v('12.4.1'), CUDAENV_VERSION: '12.4.1'});
+      expect(vars('label-3')).toMatchObject({PATH: `${v('12.4.1-local')}/bin:${before.PATH}`, CUDA_HOME: v('12.4.1-local'), CUDAENV_VERSION: '12.4.1-local'});
+      expect(vars('label-4')).toEqual(before);
+      expect(r.stderr).not.toMatch(/command not found|syntax error|parse error|Unknown command|not a CUDA version spec/);
     });
 
     test('entries the user adds between switches stay where they are', () => {

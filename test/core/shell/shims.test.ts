@@ -5,7 +5,7 @@
  */
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
-import {chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync} from 'node:fs';
+import {chmodSync, existsSync, mkdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {pathsFor} from '../../../src/core/store/paths.js';
 import {rehash} from '../../../src/core/shell/rehash.js';
@@ -27,8 +27,9 @@ describe('shims', () => {
   beforeAll(async () => {
     tmp = makeTempDir('cudaenv-shims-');
     store = join(tmp.dir, 'store with space');
-    const paths = await makeStore(store, ['11.8.0', '12.4.1', '12.2.0']);
-    for (const label of ['11.8.0', '12.4.1', '12.2.0']) {
+    // 12.4.1-local: a second 12.4.1 toolkit under a suffixed label (cudaenv add DIR --as 12.4.1-local).
+    const paths = await makeStore(store, ['11.8.0', '12.4.1', '12.2.0', '12.4.1-local']);
+    for (const label of ['11.8.0', '12.4.1', '12.2.0', '12.4.1-local']) {
       writeFileSync(join(paths.versions, label, 'bin', 'whoami-cuda'), WHOAMI);
       chmodSync(join(paths.versions, label, 'bin', 'whoami-cuda'), 0o755);
     }
@@ -80,6 +81,13 @@ describe('shims', () => {
     {name: 'nearest file in a parent', files: {'p/.cuda-version': '# comment\n\n  11.8  \r\ncudnn=9\n'}, cwd: 'p/a/b'},
     {name: 'nested file wins', files: {'p/.cuda-version': '11.8\n', 'p/q/.cuda-version': '12.2\n'}, cwd: 'p/q/r'},
     {name: 'file beats global', files: {'p/.cuda-version': '12.4.1\n'}, global: '11', cwd: 'p'},
+    {name: 'a suffixed label in a file', files: {'p/.cuda-version': '12.4.1-local\n'}, global: '12.4', cwd: 'p'},
+    {name: 'a suffixed label in CUDAENV_VERSION', env: {CUDAENV_VERSION: '12.4.1-local'}},
+    {name: '12.4 selects the release, never the suffixed label', env: {CUDAENV_VERSION: '12.4'}},
+    {name: 'a suffixed label with a capital', files: {'p/.cuda-version': '12.4.1-Local\n'}, cwd: 'p'},
+    {name: 'a suffixed label with a path', files: {'p/.cuda-version': '12.4.1-../x\n'}, cwd: 'p'},
+    {name: 'an empty suffix', env: {CUDAENV_VERSION: '12.4.1-'}},
+    {name: 'a suffixed label not in the store', env: {CUDAENV_VERSION: '12.4.1-other'}},
     {name: 'alias in a file', files: {'p/.cuda-version': 'stable\n'}, cwd: 'p'},
     {name: 'alias chain', env: {CUDAENV_VERSION: 'chain'}},
     {name: 'alias loop', env: {CUDAENV_VERSION: 'loop1'}},
@@ -159,6 +167,23 @@ describe('shims', () => {
       const named = /^(\/.*?\/\.cuda-version): /.exec(report.error?.message ?? '')?.[1];
       if (named !== undefined) expect(shim.stderr.split('\n')[0]).toMatch(new RegExp(`^cudaenv: ${named.replace(/[\\^$.*+?()[\]{}|]/g, '\\$&')}: `));
     }
+  });
+
+  test('a suffixed label (12.4.1-local) in a .cuda-version runs that toolkit; 12.4 runs the release', () => {
+    const paths = pathsFor(store);
+    rmSync(paths.globalFile, {force: true});
+    const project = join(tmp.dir, 'label-project');
+    mkdirSync(project, {recursive: true});
+    writeFileSync(join(project, '.cuda-version'), '12.4.1-local\n');
+    const env = cliEnv(store, {PATH: `${paths.shims}:${sysbin}:/usr/bin:/bin`});
+    const shimFile = join(paths.shims, 'whoami-cuda');
+    for (const run of [() => spawnSync(shimFile, [], {cwd: project, env, encoding: 'utf8'}), () => spawnSync('/bin/sh', [shimFile], {cwd: project, env, encoding: 'utf8'})]) {
+      const r = run();
+      expect(r.stderr).toBe('');
+      expect(r.stdout.trim()).toBe(join(realpathSync(paths.versions), '12.4.1-local'));
+    }
+    const release = spawnSync(shimFile, [], {cwd: project, env: {...env, CUDAENV_VERSION: '12.4'}, encoding: 'utf8'});
+    expect(release.stdout.trim()).toBe(join(realpathSync(paths.versions), '12.4.1'));
   });
 
   test('a version written with a prefix: the shim and `cudaenv current` both say to write it without', () => {

@@ -48,6 +48,15 @@ describe('store', () => {
     expect(readdirSync(paths.resolve).sort()).toEqual(['12', '12.3', '12.3.2', '12.4', '12.4.0', '12.4.1', 'latest']);
   });
 
+  test('a suffixed label (12.4.1-local) is listed after its release and gets its own resolve link only', () => {
+    for (const v of ['12.4.1', '12.4.1-local', '12.9.0-zz', '12.4.1-Local', '12.4.1-']) mkdirSync(join(paths.versions, v, 'bin'), {recursive: true});
+    expect(listVersions(paths).map((v) => v.label)).toEqual(['12.4.1', '12.4.1-local', '12.9.0-zz']);
+    refreshResolveIndex(paths);
+    expect(readdirSync(paths.resolve).sort()).toEqual(['12', '12.4', '12.4.1', '12.4.1-local', '12.9.0-zz', 'latest']);
+    for (const k of ['12', '12.4', '12.4.1', 'latest']) expect([k, readlinkSync(join(paths.resolve, k))]).toEqual([k, '../versions/12.4.1']);
+    expect(readlinkSync(join(paths.resolve, '12.4.1-local'))).toBe('../versions/12.4.1-local');
+  });
+
   test('a corrupted settings file is named in the error', async () => {
     mkdirSync(paths.root, {recursive: true});
     writeFileSync(paths.configFile, '{"mirror": ');

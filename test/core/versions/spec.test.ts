@@ -1,6 +1,7 @@
 import {describe, expect, test} from '@jest/globals';
 import {highestMatch, parseSpec, prefixedVersion, tryParseSpec, validateAliasName} from '../../../src/core/versions/spec.js';
-import {compareVersions, parseVersion, sortVersionLabels} from '../../../src/core/versions/version.js';
+import {parseVersionFileText} from '../../../src/core/versions/version-file.js';
+import {compareVersions, isLabel, parseVersion, sortVersionLabels} from '../../../src/core/versions/version.js';
 
 describe('versions and specs', () => {
   test('version labels parse strictly', () => {
@@ -45,5 +46,38 @@ describe('versions and specs', () => {
   test('alias names may not shadow specs', () => {
     for (const bad of ['latest', 'system', '12', '12.4', 'a/b', '.hidden', '']) expect(() => validateAliasName(bad)).toThrow(/not allowed/);
     expect(() => validateAliasName('stable')).not.toThrow();
+  });
+});
+
+describe('suffixed labels (a second toolkit of a release: cudaenv add DIR --as 12.4.1-local)', () => {
+  test('a label is a release with a lowercase suffix; anything else is refused', () => {
+    for (const good of ['12.4.1-local', '12.4.1-a', '0.0.0-x9', `12.4.1-${'a'.repeat(16)}`]) expect([good, isLabel(good)]).toEqual([good, true]);
+    for (const bad of ['12.4.1-Local', '12.4.1-', '12.4.1-a/b', '12.4.1-../x', '12.4.1-1a', '12.4.1-a-b', '12.4-local', '12-local',
+      `12.4.1-${'a'.repeat(17)}`, '12.4.1-a\nb', '12.4.1-a ', '012.4.1-a', '12.4.1-a\u00e9', '..', '12.4.1-a.b']) {
+      expect([bad, isLabel(bad)]).toEqual([bad, false]);
+      expect([bad, tryParseSpec(bad)?.kind]).not.toEqual([bad, 'label']);
+    }
+    expect(isLabel('12.4.1')).toBe(true);
+    expect(parseVersion('12.4.1-local')).toBeUndefined();
+  });
+
+  test('a label spec selects that exact label; releases, partial specs and latest never select it', () => {
+    expect(tryParseSpec('12.4.1-local')).toEqual({kind: 'label', text: '12.4.1-local', release: '12.4.1', suffix: 'local'});
+    const labels = ['12.4.1', '12.4.1-local', '12.3.0', '12.9.9-zz'];
+    expect(highestMatch(parseSpec('12.4.1-local'), labels)).toBe('12.4.1-local');
+    expect(highestMatch(parseSpec('12.4.1-other'), labels)).toBeUndefined();
+    for (const spec of ['12', '12.4', '12.4.1']) expect([spec, highestMatch(parseSpec(spec), labels)]).toEqual([spec, '12.4.1']);
+    expect(highestMatch(parseSpec('latest'), labels)).toBe('12.4.1');
+    expect(highestMatch(parseSpec('12.9'), labels)).toBeUndefined();
+    expect(() => validateAliasName('12.4.1-local')).toThrow(/not allowed/);
+  });
+
+  test('sorted right after their release', () => {
+    expect(sortVersionLabels(['12.4.1-local', '12.5.0', '12.4.1', '12.4.1-a', '11.8.0'])).toEqual(['11.8.0', '12.4.1', '12.4.1-a', '12.4.1-local', '12.5.0']);
+  });
+
+  test('a .cuda-version may hold one', () => {
+    expect(parseVersionFileText('/p/.cuda-version', '# pinned\n12.4.1-local\ncudnn=9\n').spec).toEqual({kind: 'label', text: '12.4.1-local', release: '12.4.1', suffix: 'local'});
+    expect(() => parseVersionFileText('/p/.cuda-version', '12.4.1-../x\n')).toThrow(/is not a CUDA version spec/);
   });
 });
