@@ -50,7 +50,7 @@ export function parseSpec(text: string, source = 'the spec'): Spec {
   if (!spec) {
     throw new UsageError(
       `${source} ${JSON.stringify(text)} is not a CUDA version spec${leadingZeroNote(text)}`,
-      'Use a version such as 12, 12.4 or 12.4.1, or latest, system, an alias name, or a label such as 12.4.1-local.',
+      'Use a version such as 12, 12.4 or 12.4.1, or latest, system, or an alias name.',
     );
   }
   return spec;
