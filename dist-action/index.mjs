@@ -75087,15 +75087,25 @@ function parseVersion(text) {
 function isVersion(text) {
   return VERSION_RE.test(text);
 }
+var LABEL_RE = /^((?:0|[1-9]\d{0,3})\.(?:0|[1-9]\d{0,3})\.(?:0|[1-9]\d{0,5}))(?:-([a-z][a-z0-9]{0,15}))?$/;
+function isLabel(text) {
+  return LABEL_RE.test(text);
+}
+function parseLabel(text) {
+  const m = LABEL_RE.exec(text);
+  return m ? { release: m[1], suffix: m[2] } : void 0;
+}
 function compareVersions(a, b) {
   return a.major - b.major || a.minor - b.minor || a.patch - b.patch;
 }
 function sortVersionLabels(labels) {
   return [...labels].sort((x, y) => {
-    const a = parseVersion(x);
-    const b = parseVersion(y);
+    const lx = parseLabel(x);
+    const ly = parseLabel(y);
+    const a = lx && parseVersion(lx.release);
+    const b = ly && parseVersion(ly.release);
     if (!a || !b) return a ? 1 : b ? -1 : x.localeCompare(y);
-    return compareVersions(a, b);
+    return compareVersions(a, b) || (lx.suffix === void 0 ? -1 : 0) - (ly.suffix === void 0 ? -1 : 0) || x.localeCompare(y);
   });
 }
 function compareDotted(a, b) {
@@ -76094,6 +76104,7 @@ function callerLoads(info2, hostPath, inode, callerName, cudaMajor) {
   if (!importsDlopen(info2)) return [];
   const { notes, names, markers } = reading(hostPath, inode);
   if (notes.length > 0) return notes.map((n) => declared(n));
+  if (isDriverLibrary(info2.soname ?? callerName)) return [];
   if (!names.some(isCudaStackName)) return [];
   const own = /* @__PURE__ */ new Set([info2.soname, ...info2.needed]);
   const loads = [];
@@ -76110,6 +76121,9 @@ function callerLoads(info2, hostPath, inode, callerName, cudaMajor) {
     loads.push({ names: [name], role, source: "strings", priority: PRIORITY_OF[role.impact], description: `${role.what}, ${role.when}`, ...role.feature ? { feature: role.feature } : {}, ...name.includes("%") ? { template: true } : {} });
   }
   return loads;
+}
+function isDriverLibrary(soname) {
+  return /^libcuda\.so(\.|$)/.test(soname) || /^libnvidia-[a-z0-9-]+\.so(\.|$)/.test(soname) || /^libcudadebugger\.so(\.|$)/.test(soname);
 }
 function declared(n) {
   const first = n.soname[0];
@@ -78396,6 +78410,8 @@ function tryParseSpec(text) {
       patch: m[3] === void 0 ? void 0 : Number(m[3])
     };
   }
+  const label = parseLabel(text);
+  if (label?.suffix !== void 0) return { kind: "label", text, release: label.release, suffix: label.suffix };
   if (ALIAS_RE.test(text) && !RESERVED.has(text)) return { kind: "alias", text, name: text };
   return void 0;
 }
@@ -78435,9 +78451,10 @@ function manifestFromText(mirror, label, text) {
 function checkRemoteSpec(text, what = "the version") {
   if (text === "latest" || labelParts(text)) return text;
   const bare = prefixedVersion(text);
+  const label = parseLabel(text);
   throw new UsageError(
     `${what} ${JSON.stringify(text)} is not a release spec`,
-    bare === void 0 ? "Use a version such as 12, 12.4 or 12.4.1, or latest." : `Write the version without its prefix: ${bare}`
+    bare !== void 0 ? `Write the version without its prefix: ${bare}` : label?.suffix !== void 0 ? `${text} is a label \`cudaenv add DIR --as ${text}\` gives a toolkit you have, never one to install: install its release (cudaenv install ${label.release}), or register the toolkit.` : "Use a version such as 12, 12.4 or 12.4.1, or latest."
   );
 }
 async function resolveRelease(mirror, spec, signal) {
@@ -78765,7 +78782,7 @@ function listVersions(paths) {
     });
   }
   const out = [];
-  for (const label of sortVersionLabels(names.filter(isVersion))) {
+  for (const label of sortVersionLabels(names.filter(isLabel))) {
     const info2 = describeVersion(paths, label);
     if (info2) out.push(info2);
   }
@@ -78833,6 +78850,10 @@ function refreshResolveIndex(paths) {
   const wanted = /* @__PURE__ */ new Map();
   for (const label of installedLabels(paths)) {
     const v = parseVersion(label);
+    if (!v) {
+      wanted.set(label, label);
+      continue;
+    }
     for (const key of [`${v.major}`, `${v.major}.${v.minor}`, label, "latest"]) wanted.set(key, label);
   }
   for (const [key, label] of wanted) {
@@ -78953,7 +78974,7 @@ function writeSwitchIndex(paths) {
     if (name.startsWith(".")) continue;
     try {
       const label = basename10(readlinkSync4(join13(paths.resolve, name)));
-      if (isVersion(label)) pairs.push(`${name}=${label}`);
+      if (isLabel(label)) pairs.push(`${name}=${label}`);
     } catch {
     }
   }
