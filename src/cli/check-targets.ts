@@ -3,9 +3,10 @@
  * without PATH, and the active Python environment's CUDA libraries. Shared by the oclif command
  * (src/commands/check.ts) and the start-up fast path (src/fast-path.ts), so the two cannot drift.
  */
-import {closeSync, existsSync, openSync, readSync} from 'node:fs';
+import {existsSync} from 'node:fs';
 import {basename, join} from 'node:path';
 import {UsageError} from '../core/errors.js';
+import {startsWith} from '../core/fs-kind.js';
 import type {StorePaths} from '../core/store/paths.js';
 import type {LdLibraryPathPolicy} from '../core/shell/toolkit-env.js';
 
@@ -39,24 +40,11 @@ export interface CheckRequest {
 async function resolveExe(exe: string | undefined, env: NodeJS.ProcessEnv, warnings: string[]): Promise<string | undefined> {
   if (exe === undefined || env.CUDAENV_SYSROOT || !/^python[0-9.]*$/.test(basename(exe))) return exe;
   const [{dynamicProgram}, {inspectPython}] = await Promise.all([import('../core/elf/index.js'), import('../core/system/python-env.js')]);
-  if (dynamicProgram(exe) !== null || !isScript(exe)) return exe;
+  if (dynamicProgram(exe) !== null || !startsWith(exe, '#!')) return exe;
   const real = inspectPython({env, python: exe}).executable;
   if (!real || dynamicProgram(real) === null) return exe;
   warnings.push(`--exe ${exe} is a script (a pyenv, asdf or mise shim): checked as the interpreter it runs here, ${real}`);
   return real;
-}
-
-function isScript(path: string): boolean {
-  let fd: number | undefined;
-  try {
-    fd = openSync(path, 'r');
-    const head = Buffer.alloc(2);
-    return readSync(fd, head, 0, 2, 0) === 2 && head.toString('latin1') === '#!';
-  } catch {
-    return false;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
 }
 
 export async function chooseCheckTargets(store: StorePaths, req: CheckRequest, env: NodeJS.ProcessEnv = process.env): Promise<CheckChoice> {

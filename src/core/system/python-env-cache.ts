@@ -1,4 +1,5 @@
-import {closeSync, openSync, readSync, realpathSync, statSync} from 'node:fs';
+import {realpathSync, statSync} from 'node:fs';
+import {startsWith} from '../fs-kind.js';
 import {join} from 'node:path';
 import {readFileSafely, writeFileSafely} from '../safe-fs/index.js';
 import {firstOnPath, inspectPython, type PythonEnv} from './python-env.js';
@@ -35,19 +36,6 @@ function stamp(path: string): string {
   }
 }
 
-function isElf(path: string): boolean {
-  let fd: number | undefined;
-  try {
-    fd = openSync(path, 'r');
-    const head = Buffer.alloc(4);
-    return readSync(fd, head, 0, 4, 0) === 4 && head.toString('latin1') === '\x7fELF';
-  } catch {
-    return false;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
-}
-
 function keyFor(python: string, env: NodeJS.ProcessEnv, cwd: string): string | undefined {
   let real: string;
   try {
@@ -55,7 +43,7 @@ function keyFor(python: string, env: NodeJS.ProcessEnv, cwd: string): string | u
   } catch {
     return undefined;
   }
-  if (!isElf(real)) return undefined;
+  if (!startsWith(real, '\x7fELF')) return undefined;
   return JSON.stringify({python, real, id: stamp(real), size: statSync(real).size, cwd, vars: VARS.map((v) => env[v] ?? null)});
 }
 

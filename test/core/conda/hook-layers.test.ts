@@ -13,6 +13,7 @@ import {writeHook} from '../../../src/core/conda/hook-files.js';
 import {describeIf} from '../../helpers/skip.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {driver, envDiff, hasShell, readDump, runDriver, SHELLS, type Step} from './conda-sim.js';
+import {rng} from '../../helpers/rng.js';
 
 const ENVS: Record<string, {version: string; policy: 'prepend' | 'none'}> = {
   A: {version: '12.4.1', policy: 'prepend'},
@@ -20,16 +21,6 @@ const ENVS: Record<string, {version: string; policy: 'prepend' | 'none'}> = {
   C: {version: '13.0.2', policy: 'none'},
 };
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Op = {activate: string; stack: boolean} | {deactivate: true};
 const show = (o: Op) => ('activate' in o ? `activate ${o.stack ? '--stack ' : ''}${o.activate}` : 'deactivate');

@@ -21,6 +21,7 @@ import {describeIf} from '../../helpers/skip.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {envDiff, FAKE_CONDA, readDump} from '../conda/conda-sim.js';
 import {have, makeStore, type ShellName} from './shell-harness.js';
+import {rng} from '../../helpers/rng.js';
 
 const LABELS = ['11.8.0', '12.4.1', '13.0.2'];
 /** Conda environments and their hooks' versions; C's hook leaves LD_LIBRARY_PATH alone. */
@@ -50,17 +51,6 @@ const show = (s: Step): string => {
   }
 };
 
-/** mulberry32: a small seeded generator, so a failing sequence can be replayed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * The layers as the shells and `cudaenv current` see them. conda's stack follows fake-conda.mjs

@@ -1,5 +1,8 @@
 import {copyFileSync, mkdirSync, rmSync, symlinkSync, writeFileSync} from 'node:fs';
 import {dirname, join} from 'node:path';
+import {rng} from '../../../helpers/rng.js';
+
+export {rng};
 
 /**
  * Random library graphs for the differential fuzzer (issue 12): 2-6 objects built with `as` and
@@ -10,16 +13,6 @@ import {dirname, join} from 'node:path';
  * stack, objects linked with -z now, initial-exec thread-local blocks, files that are no library
  * under a library's name, and LD_PRELOAD. Everything is derived from the seed.
  */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Variant = 'full' | 'old' | 'unversioned' | 'nosym';
 const DIRS = ['d0', 'd1', 'd2', 'd3'];
