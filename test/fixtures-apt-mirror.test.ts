@@ -51,7 +51,7 @@ function aptView(dir: string): string[] {
 const DEB822 = [
   '# Security first: not the main archive',
   'Types: deb',
-  'URIs: http://security.mirror.invalid/debian-security',
+  'URIs: http://security.mirror.invalid/archive-security',
   'Suites: bookworm-security',
   'Components: main',
   `Signed-By: ${KEY}`,
@@ -64,78 +64,78 @@ const DEB822 = [
   'Signed-By: /usr/share/keyrings/vendor.gpg',
   '',
   'Types: deb',
-  'URIs: http://disabled.invalid/debian',
+  'URIs: http://disabled.invalid/archive',
   'Suites: bookworm',
   'Components: main',
   'Enabled: no',
   '',
   'Types: deb deb-src',
   '# a comment inside the stanza',
-  'URIs: http://main.mirror.invalid/debian',
+  'URIs: http://main.mirror.invalid/archive',
   'Suites: bookworm bookworm-updates',
   'Components: main',
   `Signed-By: ${KEY}`,
   '',
   'Types: deb',
-  'URIs: http://second.mirror.invalid/debian',
+  'URIs: http://second.mirror.invalid/archive',
   'Suites: trixie',
   'Components: main',
   '',
 ].join('\n');
 
 const ONE_LINE = [
-  '# deb http://commented.invalid/debian bookworm main',
-  `deb [signed-by=${KEY}] http://security.mirror.invalid/debian-security bookworm-security main`,
+  '# deb http://commented.invalid/archive bookworm main',
+  `deb [signed-by=${KEY}] http://security.mirror.invalid/archive-security bookworm-security main`,
   'deb [arch=amd64 signed-by=/etc/apt/keyrings/vendor.asc] https://vendor.invalid/apt bookworm main',
   'deb https://vendor.invalid/other cloud-sdk-bookworm main',
   '',
-  `deb [ arch=amd64 signed-by=${KEY} ] http://main.mirror.invalid/debian bookworm main contrib # the main archive`,
-  'deb http://second.mirror.invalid/debian bookworm-updates main',
+  `deb [ arch=amd64 signed-by=${KEY} ] http://main.mirror.invalid/archive bookworm main contrib # the main archive`,
+  'deb http://second.mirror.invalid/archive bookworm-updates main',
   '',
 ].join('\n');
 
 describe('debian_mirror reads the Debian mirror from apt\'s sources', () => {
   testIf(HAVE_APT, NEEDS.tool('apt-get', 'apt'))('deb822: the main archive\'s stanza, past the security archive, another vendor\'s key, a disabled stanza and comments', () => {
     const dir = etc('deb822', {'sources.list.d/debian.sources': DEB822});
-    expect(mirror(dir)).toEqual({out: 'http://main.mirror.invalid/debian\n', status: 0, err: ''});
+    expect(mirror(dir)).toEqual({out: 'http://main.mirror.invalid/archive\n', status: 0, err: ''});
     // What was skipped is real to apt (so skipping it was a choice, not a misreading), and so is the answer.
     const apt = aptView(dir);
     expect(apt).toEqual(expect.arrayContaining([
-      'http://security.mirror.invalid/debian-security/ bookworm-security deb',
+      'http://security.mirror.invalid/archive-security/ bookworm-security deb',
       'https://vendor.invalid/apt/ bookworm deb',
-      'http://main.mirror.invalid/debian/ bookworm deb',
-      'http://main.mirror.invalid/debian/ bookworm deb-src',
+      'http://main.mirror.invalid/archive/ bookworm deb',
+      'http://main.mirror.invalid/archive/ bookworm deb-src',
     ]));
     expect(apt.some((l) => l.startsWith('http://disabled.invalid/'))).toBe(false);
   });
 
   testIf(HAVE_APT, NEEDS.tool('apt-get', 'apt'))('one-line format: options in brackets, comments, another vendor\'s key and suite skipped', () => {
     const dir = etc('one-line', {'sources.list': ONE_LINE});
-    expect(mirror(dir)).toEqual({out: 'http://main.mirror.invalid/debian\n', status: 0, err: ''});
+    expect(mirror(dir)).toEqual({out: 'http://main.mirror.invalid/archive\n', status: 0, err: ''});
     const apt = aptView(dir);
     expect(apt).toEqual(expect.arrayContaining([
-      'http://security.mirror.invalid/debian-security/ bookworm-security deb',
+      'http://security.mirror.invalid/archive-security/ bookworm-security deb',
       'https://vendor.invalid/apt/ bookworm deb',
       'https://vendor.invalid/other/ cloud-sdk-bookworm deb',
-      'http://main.mirror.invalid/debian/ bookworm deb',
+      'http://main.mirror.invalid/archive/ bookworm deb',
     ]));
     expect(apt.some((l) => l.startsWith('http://commented.invalid/'))).toBe(false);
   });
 
   test('apt\'s order: sources.list first, then sources.list.d by name; names apt ignores are ignored', () => {
     const both = etc('order', {
-      'sources.list': 'deb http://first.invalid/debian trixie main\n',
-      'sources.list.d/a.sources': 'Types: deb\nURIs: http://parts-a.invalid/debian\nSuites: sid\nComponents: main\n',
+      'sources.list': 'deb http://first.invalid/archive trixie main\n',
+      'sources.list.d/a.sources': 'Types: deb\nURIs: http://parts-a.invalid/archive\nSuites: sid\nComponents: main\n',
     });
-    expect(mirror(both).out).toBe('http://first.invalid/debian\n');
+    expect(mirror(both).out).toBe('http://first.invalid/archive\n');
     const parts = etc('parts', {
-      'sources.list.d/b.list': 'deb http://parts-b.invalid/debian bookworm main\n',
-      'sources.list.d/a.sources': 'Types: deb\nURIs: http://parts-a.invalid/debian\nSuites: sid\nComponents: main',
-      'sources.list.d/0.list.disabled': 'deb http://disabled.invalid/debian bookworm main\n',
-      'sources.list.d/0.sources.save': 'Types: deb\nURIs: http://saved.invalid/debian\nSuites: bookworm\nComponents: main\n',
+      'sources.list.d/b.list': 'deb http://parts-b.invalid/archive bookworm main\n',
+      'sources.list.d/a.sources': 'Types: deb\nURIs: http://parts-a.invalid/archive\nSuites: sid\nComponents: main',
+      'sources.list.d/0.list.disabled': 'deb http://disabled.invalid/archive bookworm main\n',
+      'sources.list.d/0.sources.save': 'Types: deb\nURIs: http://saved.invalid/archive\nSuites: bookworm\nComponents: main\n',
     });
     // a.sources ends without a newline or blank line: its stanza still counts.
-    expect(mirror(parts).out).toBe('http://parts-a.invalid/debian\n');
+    expect(mirror(parts).out).toBe('http://parts-a.invalid/archive\n');
   });
 
   test('CUDAENV_DEBIAN_MIRROR is the answer when set', () => {
@@ -145,8 +145,8 @@ describe('debian_mirror reads the Debian mirror from apt\'s sources', () => {
 
   test('no Debian archive among the sources (another distribution\'s, security only, none at all): status 1, nothing printed', () => {
     const other = etc('other', {
-      'sources.list': 'deb http://ubuntu.mirror.invalid/ubuntu noble main universe\n',
-      'sources.list.d/security.sources': `Types: deb\nURIs: http://security.mirror.invalid/debian-security\nSuites: trixie-security\nComponents: main\nSigned-By: ${KEY}\n`,
+      'sources.list': 'deb http://ubuntu.mirror.invalid/other-archive noble main universe\n',
+      'sources.list.d/security.sources': `Types: deb\nURIs: http://security.mirror.invalid/archive-security\nSuites: trixie-security\nComponents: main\nSigned-By: ${KEY}\n`,
     });
     expect(mirror(other)).toEqual({out: '', status: 1, err: ''});
     expect(mirror(etc('empty', {}))).toEqual({out: '', status: 1, err: ''});

@@ -1,9 +1,9 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
-import {cpSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs';
+import {cpSync, mkdirSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {buildLib, HAVE_GCC} from '../core/elf/fixtures.js';
-import {CLI, cliEnv, REPO_ROOT, runCli, runCliThroughOclif, type CliResult} from '../helpers/cli.js';
+import {cliEnv, REPO_ROOT, runCli, runCliProbed, runCliThroughOclif} from '../helpers/cli.js';
 import {makeFakeToolkit} from '../helpers/toolkit.js';
 import {makeTempDir} from '../helpers/tmp.js';
 import {describeIf} from '../helpers/skip.js';
@@ -13,15 +13,6 @@ import {describeIf} from '../helpers/skip.js';
  * however it exits must be exactly what the oclif command does with the same arguments.
  */
 const d = describeIf(HAVE_GCC, 'needs gcc (apt-get install gcc)');
-
-/** bin/run.cjs as a user starts it, and whether oclif was loaded (a preloaded probe reads require.cache at exit). */
-function runProbed(args: string[], env: NodeJS.ProcessEnv, probeDir: string): CliResult & {oclif: boolean} {
-  const probe = join(probeDir, 'probe.cjs');
-  const out = join(probeDir, 'oclif-loaded.txt');
-  writeFileSync(probe, `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(out)}, String(Object.keys(require.cache).some((k) => k.includes('@oclif')))));\n`);
-  const r = spawnSync(process.execPath, ['--require', probe, CLI, ...args], {cwd: REPO_ROOT, env, encoding: 'utf8', timeout: 120000});
-  return {status: r.status ?? 1, stdout: r.stdout, stderr: r.stderr, oclif: readFileSync(out, 'utf8') === 'true'};
-}
 
 d('cudaenv check PATH... without flags: fast path = oclif command', () => {
   let tmp: {dir: string; cleanup: () => void};
@@ -77,7 +68,7 @@ d('cudaenv check PATH... without flags: fast path = oclif command', () => {
     ['--exe with --gpu and --no-cache', (t: {ok: string; broken: string; exe: string}) => ['check', '--no-cache', '--exe', t.exe, t.ok, '--gpu', '8.6']],
   ])('%s: fast path = oclif command, and oclif is not loaded', (_name, args) => {
     const argv = args({ok, broken, exe: process.execPath});
-    const fast = runProbed(argv, env, tmp.dir);
+    const fast = runCliProbed(argv, env, tmp.dir);
     expect(fast.oclif).toBe(false);
     const {oclif: _loaded, ...plain} = fast;
     expect(plain).toEqual(runCliThroughOclif(argv, env));
@@ -89,7 +80,7 @@ d('cudaenv check PATH... without flags: fast path = oclif command', () => {
     expect(runCli(['add', toolkit], {env}).status).toBe(0);
     for (const e of [{...env, CUDAENV_VERSION: '12.4.1'}, {...env, CUDAENV_VERSION: '12.4.1', PATH: `${tmp.dir}/nopython:/usr/bin:/bin`}]) {
       for (const argv of [['check'], ['check', '--no-cache'], ['check', '--exe', process.execPath]]) {
-        const fast = runProbed(argv, e, tmp.dir);
+        const fast = runCliProbed(argv, e, tmp.dir);
         expect(fast.oclif).toBe(false);
         const {oclif: _loaded, ...plain} = fast;
         expect(plain).toEqual(runCliThroughOclif(argv, e));
@@ -100,7 +91,7 @@ d('cudaenv check PATH... without flags: fast path = oclif command', () => {
 
   test('--exe without a value, or twice, goes to oclif, which explains it', () => {
     for (const argv of [['check', ok, '--exe'], ['check', '--exe', process.execPath, '--exe', process.execPath, ok]]) {
-      const fast = runProbed(argv, env, tmp.dir);
+      const fast = runCliProbed(argv, env, tmp.dir);
       expect(fast.oclif).toBe(true);
       expect(fast.status).toBe(2);
     }

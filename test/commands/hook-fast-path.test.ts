@@ -4,7 +4,7 @@ import {readFileSync, rmSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {buildLib, HAVE_GCC} from '../core/elf/fixtures.js';
 import {makeStore} from '../core/shell/shell-harness.js';
-import {CLI, cliEnv, REPO_ROOT, type CliResult, runCliThroughOclif} from '../helpers/cli.js';
+import {cliEnv, REPO_ROOT, runCliProbed, runCliThroughOclif} from '../helpers/cli.js';
 import {describeIf} from '../helpers/skip.js';
 import {makeTempDir} from '../helpers/tmp.js';
 
@@ -14,15 +14,6 @@ import {makeTempDir} from '../helpers/tmp.js';
  * line's fallback (and every new shell's, for those who eval it). What each prints, writes and how it
  * exits must be exactly what the oclif command does with the same arguments and store.
  */
-
-/** bin/run.cjs as the hook starts it, and whether oclif was loaded (a preloaded probe reads require.cache at exit). */
-function runFast(args: string[], env: NodeJS.ProcessEnv, probeDir: string): CliResult & {oclif: boolean} {
-  const probe = join(probeDir, 'probe.cjs');
-  const out = join(probeDir, 'oclif-loaded.txt');
-  writeFileSync(probe, `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(out)}, String(Object.keys(require.cache).some((k) => k.includes('@oclif')))));\n`);
-  const r = spawnSync(process.execPath, ['--require', probe, CLI, ...args], {cwd: REPO_ROOT, env, encoding: 'utf8', timeout: 120000});
-  return {status: r.status ?? 1, stdout: r.stdout, stderr: r.stderr, oclif: readFileSync(out, 'utf8') === 'true'};
-}
 
 describeIf(HAVE_GCC, 'needs gcc (apt-get install gcc)')('cudaenv switch-check LABEL: fast path = oclif command', () => {
   let tmp: {dir: string; cleanup: () => void};
@@ -53,9 +44,9 @@ describeIf(HAVE_GCC, 'needs gcc (apt-get install gcc)')('cudaenv switch-check LA
     test('same output and exit status, without loading oclif; cached the second time as the first', () => {
       // oclif first: it checks and caches; the fast path then answers from that cache, and again after the cache is gone.
       const slow = runCliThroughOclif(args, env);
-      const cached = runFast(args, env, tmp.dir);
+      const cached = runCliProbed(args, env, tmp.dir);
       spawnSync('sh', ['-c', `rm -f '${join(store, 'switch')}'/check-*`]);
-      const fresh = runFast(args, env, tmp.dir);
+      const fresh = runCliProbed(args, env, tmp.dir);
       for (const fast of [cached, fresh]) {
         expect({status: fast.status, stdout: fast.stdout, stderr: fast.stderr}).toEqual(slow);
         expect(fast.oclif).toBe(false);
@@ -66,11 +57,11 @@ describeIf(HAVE_GCC, 'needs gcc (apt-get install gcc)')('cudaenv switch-check LA
   });
 
   test('the check line names what is missing', () => {
-    expect(runFast(['switch-check', '12.4.1'], env, tmp.dir).stderr).toContain('libdep.so.1');
+    expect(runCliProbed(['switch-check', '12.4.1'], env, tmp.dir).stderr).toContain('libdep.so.1');
   });
 
   test('--json and anything else go through oclif', () => {
-    const r = runFast(['switch-check', '11.8.0', '--json'], env, tmp.dir);
+    const r = runCliProbed(['switch-check', '11.8.0', '--json'], env, tmp.dir);
     expect(r.oclif).toBe(true);
     expect(JSON.parse(r.stdout)).toMatchObject({version: '11.8.0'});
   });
@@ -80,7 +71,7 @@ describeIf(HAVE_GCC, 'needs gcc (apt-get install gcc)')('cudaenv switch-check LA
     spawnSync('sh', ['-c', `cp -a '${store}' '${other}' && rm -rf '${other}/switch' && echo x > '${other}/switch'`]);
     const broken = {...env, CUDAENV_DIR: other};
     const slow = runCliThroughOclif(['switch-check', '11.8.0'], broken);
-    const fast = runFast(['switch-check', '11.8.0'], broken, tmp.dir);
+    const fast = runCliProbed(['switch-check', '11.8.0'], broken, tmp.dir);
     expect({status: fast.status, stdout: fast.stdout, stderr: fast.stderr}).toEqual(slow);
     expect(slow).toEqual({status: 0, stdout: '', stderr: 'cudaenv: CUDA 11.8.0: all 1 library resolves\n'});
   });
@@ -103,7 +94,7 @@ describe('cudaenv init SHELL: fast path = oclif command', () => {
     const slow = runCliThroughOclif(['init', shell], env);
     const slowFile = readFileSync(startFile, 'utf8');
     rmSync(startFile);
-    const fast = runFast(['init', shell], env, tmp.dir);
+    const fast = runCliProbed(['init', shell], env, tmp.dir);
     expect({status: fast.status, stdout: fast.stdout, stderr: fast.stderr}).toEqual(slow);
     expect(readFileSync(startFile, 'utf8')).toBe(slowFile);
     expect(fast.oclif).toBe(false);
@@ -114,7 +105,7 @@ describe('cudaenv init SHELL: fast path = oclif command', () => {
 
   test('a shell it does not know, or a flag, goes through oclif, which explains', () => {
     for (const args of [['init', 'tcsh'], ['init', 'bash', '--help']]) {
-      const fast = runFast(args, env, tmp.dir);
+      const fast = runCliProbed(args, env, tmp.dir);
       expect(fast.oclif).toBe(true);
       expect({status: fast.status, stdout: fast.stdout, stderr: fast.stderr}).toEqual(runCliThroughOclif(args, env));
     }
@@ -125,7 +116,7 @@ describe('cudaenv init SHELL: fast path = oclif command', () => {
     writeFileSync(broken, 'not a directory\n');
     const e = {...env, CUDAENV_DIR: broken};
     const slow = runCliThroughOclif(['init', 'bash'], e);
-    const fast = runFast(['init', 'bash'], e, tmp.dir);
+    const fast = runCliProbed(['init', 'bash'], e, tmp.dir);
     expect({status: fast.status, stdout: fast.stdout, stderr: fast.stderr}).toEqual(slow);
     expect(slow.status).toBe(0);
     expect(slow.stdout).toContain('_cudaenv_switch');

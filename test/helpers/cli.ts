@@ -1,5 +1,5 @@
 import {spawn, spawnSync} from 'node:child_process';
-import {existsSync, realpathSync} from 'node:fs';
+import {existsSync, readFileSync, realpathSync, writeFileSync} from 'node:fs';
 import {tmpdir} from 'node:os';
 import {dirname, join} from 'node:path';
 import {fileURLToPath} from 'node:url';
@@ -25,6 +25,18 @@ export function runCli(args: string[], options: {env?: NodeJS.ProcessEnv; cwd?: 
     timeout: 120000,
   });
   return {status: r.status ?? (r.signal ? 128 : 1), stdout: r.stdout, stderr: r.stderr};
+}
+
+/**
+ * bin/run.cjs as a shell or user starts it, and whether oclif was loaded (a preloaded probe reads
+ * require.cache at exit): the fast path's tests show it skips oclif.
+ */
+export function runCliProbed(args: string[], env: NodeJS.ProcessEnv, probeDir: string): CliResult & {oclif: boolean} {
+  const probe = join(probeDir, 'probe.cjs');
+  const out = join(probeDir, 'oclif-loaded.txt');
+  writeFileSync(probe, `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(out)}, String(Object.keys(require.cache).some((k) => k.includes('@oclif')))));\n`);
+  const r = spawnSync(process.execPath, ['--require', probe, CLI, ...args], {cwd: REPO_ROOT, env, encoding: 'utf8', timeout: 120000});
+  return {status: r.status ?? 1, stdout: r.stdout, stderr: r.stderr, oclif: readFileSync(out, 'utf8') === 'true'};
 }
 
 /** bin/run.cjs without its fast path: oclif's execute, as bin/run.cjs calls it (the fast path's tests compare the two). */
