@@ -19,11 +19,44 @@ if (saved !== undefined) {
   for (const name of ['VARS', ...DEFERRED]) delete process.env[`CUDAENV_USER_${name}`];
 }
 
-const {join} = require('node:path');
+const {join, resolve} = require('node:path');
 const {pathToFileURL} = require('node:url');
 
-/** The bundle (scripts/bundle-fast-path.mjs), or the modules it is made of when it was not built. */
+/**
+ * Node.js >= 22.1 keeps V8's compiled code of the bundle (and of oclif, for the other commands) in
+ * the store's cache/node, so that a start does not compile 450 KB of JavaScript again: a sixth of a
+ * cached `check` (issue 42, bench/RESULTS.md). Node writes those files itself, not through
+ * src/core/safe-fs, so only where nobody else can reach them (docs/security.md): the store's cache
+ * directory must exist already (a start creates no store), and it and every directory above it must
+ * be no link, be root's or this user's own, and be writable by nobody else (a directory above it may
+ * be a sticky one such as /tmp). NODE_COMPILE_CACHE, if set, is Node's own and wins;
+ * NODE_DISABLE_COMPILE_CACHE=1 turns it off (docs/configuration.md).
+ */
+function keepCompiledCode() {
+  const {enableCompileCache} = require('node:module');
+  const uid = process.getuid?.();
+  if (typeof enableCompileCache !== 'function' || uid === undefined || process.env.NODE_COMPILE_CACHE || process.env.NODE_DISABLE_COMPILE_CACHE) return;
+  const store = process.env.CUDAENV_DIR ? resolve(process.env.CUDAENV_DIR) : join(process.env.HOME || require('node:os').homedir(), '.cudaenv');
+  const cache = join(store, 'cache');
+  const {lstatSync} = require('node:fs');
+  for (let dir = cache, last = true; ; last = false) {
+    let st;
+    try {
+      st = lstatSync(dir);
+    } catch {
+      return;
+    }
+    if (!st.isDirectory() || (st.uid !== uid && st.uid !== 0)) return;
+    if ((st.mode & 0o022) !== 0 && (last || (st.mode & 0o1000) === 0 || st.uid !== 0)) return;
+    const up = join(dir, '..');
+    if (up === dir) break;
+    dir = up;
+  }
+  enableCompileCache(join(cache, 'node'));
+}
+
 async function start() {
+  keepCompiledCode();
   try {
     return require('../dist/fast-path.bundle.cjs');
   } catch (error) {

@@ -19,6 +19,7 @@ cd "$(dirname "$0")/.."
 
 FILES=(
   test/cli/stdout.test.ts             # the CLI: stdout, pipes, exit codes
+  test/bin/compile-cache.test.ts      # the compiled code kept in the store (module.enableCompileCache, 22.1+)
   test/bin/launcher.test.ts           # bin/cudaenv: the launcher on PATH, starting `node`
   test/core/shell/start-file.test.ts  # the shell integration: init, the start file, use in bash/zsh/fish
   test/commands/install-real.test.ts  # install and ls-remote: NVIDIA's real manifests, a loopback mirror, cuDNN

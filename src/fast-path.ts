@@ -7,8 +7,10 @@
  */
 import {readFileSync} from 'node:fs';
 import {arch, platform} from 'node:os';
+// Static: a dynamic import() of a built-in from the CommonJS bundle starts the ES module loader (15 ms).
+import {format} from 'node:util';
 import {errorLines, paint, warningLine} from './cli/color.js';
-import {stdoutColorEnabled, writeStdout} from './cli/stdout.js';
+import {stdoutColorEnabled, writeStdout, writeWarning} from './cli/stdout.js';
 import {withErrnoHint} from './cli/errno-hint.js';
 import {formatError, CudaenvError, EXIT_FAILED} from './core/errors.js';
 import {storePaths} from './core/store/paths.js';
@@ -168,25 +170,21 @@ export function checkExeArg(args: string[]): {value: string; rest: string[]} | u
 
 /** `cudaenv check [PATH...] [--gpu VALUE...] [--exe PROGRAM]`, as src/commands/check.ts runs it without other flags, errors rendered as src/cli/base.ts does. */
 export async function runPlainCheck(paths: string[], cache = true, gpus?: string[], exe?: string): Promise<void> {
-  // As oclif's Command does: a closed stdout (`| head`) is not an error.
-  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-    if (err?.code === 'EPIPE') return;
-    throw err;
-  });
   try {
-    const [{runCheckCli}, {format}, {chooseCheckTargets}] = await Promise.all([import('./core/elf/index.js'), import('node:util'), import('./cli/check-targets.js')]);
+    const [{runCheckCli}, {chooseCheckTargets}] = await Promise.all([import('./core/elf/index.js'), import('./cli/check-targets.js')]);
     const store = storePaths();
     const choice = await chooseCheckTargets(store, {paths, exe, cache});
-    for (const w of choice.warnings) process.stderr.write(warningLine(w));
+    for (const w of choice.warnings) writeWarning(w);
     const result = await runCheckCli({
       targets: choice.targets, python: choice.python, ldLibraryPath: choice.ldLibraryPath, exe: choice.exe, heading: choice.heading,
       storeVersionsDir: store.versions, json: false, env: process.env,
       cacheDir: cache ? store.checkCache : undefined, gpus,
     });
     if (result.exitCode !== 0) process.exitCode = result.exitCode;
-    for (const w of result.warnings) process.stderr.write(warningLine(w));
-    // oclif's this.log: console.log of util.format(text).
-    console.log(format(result.text ?? ''));
+    for (const w of result.warnings) writeWarning(w);
+    // oclif's this.log: console.log of util.format(text), written without building process.stdout
+    // (a pipe's net.Socket); a closed stdout (`| head`) is not an error, as oclif's Command has it.
+    writeStdout(`${format(result.text ?? '')}\n`);
   } catch (error) {
     renderError(error);
   }

@@ -1,5 +1,5 @@
 import {fstatSync, writeSync} from 'node:fs';
-import {colorEnabled} from './color.js';
+import {colorEnabled, paint} from './color.js';
 
 /**
  * Writes all of `text` to standard output synchronously, without creating `process.stdout`. On a
@@ -12,19 +12,29 @@ import {colorEnabled} from './color.js';
  * is not an error, as oclif treats it: there is nobody left to tell.
  */
 export function writeStdout(text: string): void {
+  writeFd(1, text);
+}
+
+/** writeStdout for standard error: `cudaenv check`'s warnings, without building `process.stderr` (a pipe's net.Socket). */
+export function writeStderr(text: string): void {
+  writeFd(2, text);
+}
+
+function writeFd(fd: 1 | 2, text: string): void {
   const bytes = Buffer.from(text, 'utf8');
   let done = 0;
   while (done < bytes.length) {
     try {
-      done += writeSync(1, bytes, done, bytes.length - done);
+      done += writeSync(fd, bytes, done, bytes.length - done);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       if (code === 'EPIPE') return;
       if (code !== 'EAGAIN') throw error;
-      process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+      const stream = fd === 1 ? process.stdout : process.stderr;
+      stream.on('error', (e: NodeJS.ErrnoException) => {
         if (e.code !== 'EPIPE') throw e;
       });
-      process.stdout.write(bytes.subarray(done));
+      stream.write(bytes.subarray(done));
       return;
     }
   }
@@ -36,10 +46,24 @@ export function writeStdout(text: string): void {
  * prompt starts no stream. A character device (a terminal, or /dev/null) is asked as before.
  */
 export function stdoutColorEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
+  return fdColorEnabled(1, env);
+}
+
+/** stdoutColorEnabled for standard error. */
+export function stderrColorEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
+  return fdColorEnabled(2, env);
+}
+
+function fdColorEnabled(fd: 1 | 2, env: NodeJS.ProcessEnv): boolean {
   try {
-    if (!fstatSync(1).isCharacterDevice()) return false;
+    if (!fstatSync(fd).isCharacterDevice()) return false;
   } catch {
     return false;
   }
-  return colorEnabled(process.stdout, env);
+  return colorEnabled(fd === 1 ? process.stdout : process.stderr, env);
+}
+
+/** warningLine (./color.ts) written to standard error without building `process.stderr` where it is no terminal. */
+export function writeWarning(message: string): void {
+  writeStderr(`cudaenv: ${paint('warning:', 'yellow', stderrColorEnabled())} ${message}\n`);
 }

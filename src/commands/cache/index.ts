@@ -19,6 +19,7 @@ export default class Cache extends CudaenvCommand {
       this.log(`  ${partial.length} interrupted download${partial.length === 1 ? '' : 's'} (${formatBytes(sum(partial))}), resumed by the next install of their archive`);
       this.log(`  ${state.manifests.files} manifest cop${state.manifests.files === 1 ? 'y' : 'ies'} (${formatBytes(state.manifests.bytes)}), for ls-remote`);
       this.log(`  ${state.checks.files} check result file${state.checks.files === 1 ? '' : 's'} (${formatBytes(state.checks.bytes)}), reused by \`cudaenv check\` while nothing they read changes`);
+      if (state.compiled.files > 0) this.log(`  ${state.compiled.files} compiled code file${state.compiled.files === 1 ? '' : 's'} (${formatBytes(state.compiled.bytes)}), which Node.js keeps for cudaenv's start`);
       if (state.staging.length > 0) {
         // Not in the cache directory, but as much the user's disk: what killed installs left under tmp/.
         const bytes = state.staging.reduce((s, l) => s + l.bytes, 0);

@@ -23,7 +23,9 @@ export interface CacheState {
   manifests: {files: number; bytes: number};
   /** `cache/check/`: `cudaenv check`'s stored results (src/core/elf/cache/verdict-cache.ts). */
   checks: {files: number; bytes: number};
-  /** The cache's bytes (archives, parts, manifests, check results); `staging` is counted apart. */
+  /** `cache/node/`: the compiled code Node.js >= 22.1 keeps for cudaenv's own start (bin/run.cjs). */
+  compiled: {files: number; bytes: number};
+  /** The cache's bytes (archives, parts, manifests, check results, compiled code); `staging` is counted apart. */
   bytes: number;
   /** Staging directories under tmp/ that killed installs left and no live process owns (remote/staging.ts). */
   staging: LeftoverStaging[];
@@ -77,7 +79,8 @@ export function describeCache(paths: StorePaths): CacheState {
   }
   const manifests = treeSize(join(paths.cache, 'manifests'));
   const checks = treeSize(paths.checkCache);
-  return {dir: paths.cache, files, manifests, checks, bytes: files.reduce((s, f) => s + f.bytes, 0) + manifests.bytes + checks.bytes, staging: leftoverStaging(paths)};
+  const compiled = treeSize(join(paths.cache, 'node'));
+  return {dir: paths.cache, files, manifests, checks, compiled, bytes: files.reduce((s, f) => s + f.bytes, 0) + manifests.bytes + checks.bytes + compiled.bytes, staging: leftoverStaging(paths)};
 }
 
 export interface CleanResult {
@@ -130,6 +133,9 @@ export async function cleanCache(paths: StorePaths, options: {partialOnly?: bool
     result.checksRemoved = state.checks.files;
     result.freedBytes += state.checks.bytes;
     rmSync(paths.checkCache, {recursive: true, force: true});
+    // Node.js compiles cudaenv again at the next start, and keeps it again.
+    result.freedBytes += state.compiled.bytes;
+    rmSync(join(paths.cache, 'node'), {recursive: true, force: true});
   }
   return result;
 }

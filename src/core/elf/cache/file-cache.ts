@@ -1,5 +1,5 @@
 import {readdirSync, type Stats} from 'node:fs';
-import {copyRelocations, readElfHeaderSync, readElfSync, relocatedUndefinedNames, staticTlsReferences, type CopyReference, type LookedUp, type StaticTlsReference} from '../read/elf/index.js';
+import {copyRelocations, readElfHeaderSync, readElfSync, readProgramShapeSync, type ElfProgramShape, relocatedUndefinedNames, staticTlsReferences, type CopyReference, type LookedUp, type StaticTlsReference} from '../read/elf/index.js';
 import type {ElfHeaderInfo, ElfInfo} from '../read/elf/types.js';
 import {identity, statOrNull, type InputRecorder} from './inputs.js';
 import {isInside, normalRoot, realpathIn} from '../read/machine/sysroot.js';
@@ -47,6 +47,14 @@ function remember<T>(map: Map<string, T>, key: string, make: () => T): T {
  */
 export function cachedElfSync(path: string, st: Stats): ElfInfo {
   return remember(elfCache, fileKey(path, st), () => readElfSync(path, {symbols: 'undefined'}));
+}
+
+const shapeCache = new Map<string, ElfProgramShape>();
+
+/** A file's program shape: from its parsed whole when that is at hand, else from its program headers alone. */
+export function cachedProgramShapeSync(path: string, st: Stats): ElfProgramShape {
+  const key = fileKey(path, st);
+  return elfCache.get(key) ?? remember(shapeCache, key, () => readProgramShapeSync(path));
 }
 
 const lookedUp = new WeakMap<ElfInfo, ReadonlyMap<string, LookedUp> | null>();

@@ -1,4 +1,3 @@
-import {spawnSync} from 'node:child_process';
 import {readFileSync} from 'node:fs';
 import {UsageError} from '../../errors.js';
 import type {GpuTarget} from '../report-types.js';
@@ -38,6 +37,8 @@ export interface MachineGpus {
 
 /** This machine's GPUs, one per line of `nvidia-smi --query-gpu=index,name,compute_cap` (5 s at most). */
 export function machineGpus(env: NodeJS.ProcessEnv = process.env): MachineGpus {
+  // Loaded here, not with the module: a cached check that asks no GPU loads no child_process (issue 42).
+  const {spawnSync} = process.getBuiltinModule('node:child_process') as typeof import('node:child_process');
   const r = spawnSync('nvidia-smi', ['--query-gpu=index,name,compute_cap', '--format=csv,noheader'], {encoding: 'utf8', timeout: 5000, env});
   if (r.error) {
     const code = (r.error as NodeJS.ErrnoException).code;

@@ -3,7 +3,7 @@ import {closeSync, constants, openSync, readdirSync, readSync, realpathSync, sta
 import {join} from 'node:path';
 import {kernelPath} from '../read/machine/kernel-path.js';
 import {isErrno, UsageError} from '../../errors.js';
-import {cachedElfSync, inodeKey} from '../cache/file-cache.js';
+import {cachedElfSync, cachedProgramShapeSync, inodeKey} from '../cache/file-cache.js';
 import {ElfError} from '../read/elf/index.js';
 import {isInside, normalRoot, realpathIn} from '../read/machine/sysroot.js';
 import {DF_1_PIE} from './loader-process.js';
@@ -217,7 +217,7 @@ export function dynamicProgram(path: string): string | null {
   }
   if (!st.isFile() || st.size === 0) return null;
   try {
-    const info = cachedElfSync(real, st);
+    const info = cachedProgramShapeSync(real, st);
     return (info.type === ET_EXEC || info.type === ET_DYN) && info.interp !== null && info.dynamic === 'yes' ? real : null;
   } catch {
     return null;

@@ -74,6 +74,30 @@ export function readElfSync(path: string, options: ReadElfOptions = {}): ElfInfo
   }
 }
 
+/** What says whether a file is a program ld.so starts: its type, interpreter and dynamic section. */
+export type ElfProgramShape = Pick<ElfInfo, 'path' | 'type' | 'interp' | 'dynamic'>;
+
+/**
+ * The program headers only, read and checked as `readElfSync` reads them up to the dynamic array: a
+ * cached check asks this of its interpreter (python3) on every run, and the symbol tables it would
+ * otherwise read there were a fifth of that run (issue 42).
+ */
+export function readProgramShapeSync(path: string): ElfProgramShape {
+  const file = ElfFile.open(path);
+  try {
+    const h = parseHeader(file);
+    const phdrs = readProgramHeaders(file, h);
+    checkSegmentsInFile(file, phdrs);
+    const interp = phdrs.find((p) => p.type === PT_INTERP);
+    const dynamic = locateDynamic(file, h, phdrs) ? 'yes' : phdrs.some((p) => p.type === PT_DYNAMIC) ? 'debug-info' : 'none';
+    return {path: h.path, type: h.type, interp: interp ? readInterp(file, interp) : null, dynamic};
+  } catch (error) {
+    throw wrap(path, error);
+  } finally {
+    file.close();
+  }
+}
+
 function parse(file: ElfFile, options: ReadElfOptions): ElfInfo {
   const h = parseHeader(file);
   const phdrs = readProgramHeaders(file, h);
