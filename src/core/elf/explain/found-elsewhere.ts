@@ -32,8 +32,12 @@ interface FoundBy {
  */
 export function noteFoundElsewhere<R extends ProcessResult>(results: R[], sysroot = ''): R[] {
   const root = normalRoot(sysroot);
-  // Nearly every check has no library that is not found: then nothing is indexed.
-  if (!results.some((r) => r.problems.some((p) => p.kind === 'not-found'))) return results;
+  // Only the libraries a checked file itself does not find are asked about below: nearly every
+  // check has none, and then nothing is indexed; otherwise only edges of those names are (a cached
+  // check of a whole Python environment otherwise indexed every edge of every object).
+  const wanted = new Set<string>();
+  for (const r of results) for (const p of r.problems) if (p.kind === 'not-found' && p.library !== null && p.object === r.checked) wanted.add(p.library);
+  if (wanted.size === 0) return results;
   // (file name, library) -> the other processes that load such a file, and whether they find it:
   // names first, files compared only then (one file is reached under several paths, ../ included).
   const loads = new Map<string, Array<FoundBy | {root: string; object: string; edge: null}>>();
@@ -42,7 +46,7 @@ export function noteFoundElsewhere<R extends ProcessResult>(results: R[], sysroo
     for (const o of r.objects) {
       if (o.path === r.checked) continue;
       for (const edge of o.needed) {
-        if (edge.reached === false) continue;
+        if (edge.reached === false || !wanted.has(edge.name)) continue;
         const key = `${basename(o.path)}\0${edge.name}`;
         const list = loads.get(key) ?? [];
         list.push(edge.path !== null && edge.rule !== null ? {root: r.checked, object: o.path, edge} : {root: r.checked, object: o.path, edge: null});
