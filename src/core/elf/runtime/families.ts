@@ -281,7 +281,7 @@ export interface PluginDirectoryFact {
    * The directories it lists, in order, and why each: from `env`, the constant strings of the file
    * (`strings`: those matching dirPattern), and the directory of the program (`programDir`).
    */
-  directories(a: {env: RuntimeEnv; strings: readonly string[]; programDir: string}): Array<{dir: string; from: string}>;
+  directories(a: {env: RuntimeEnv; strings: readonly string[]; programDir: string}): Array<{dir: string; from: string; compiledIn?: true}>;
   /** Constant strings of the caller read for `directories` and `accepts` (null: none). */
   stringsPattern: RegExp | null;
   /** Whether a file of the directory (its name between prefix and suffix) is one it loads. */
@@ -345,7 +345,7 @@ export const PLUGIN_DIRECTORIES: readonly PluginDirectoryFact[] = [
     directories: ({env, strings}) => {
       const set = env.HWLOC_PLUGINS_PATH;
       if (set !== undefined) return set.split(':').filter((d) => d.startsWith('/')).map((dir) => ({dir, from: 'HWLOC_PLUGINS_PATH'}));
-      return strings.filter((s) => s.startsWith('/')).map((dir) => ({dir, from: 'the plugin directory compiled into it'}));
+      return strings.filter((s) => s.startsWith('/')).map((dir) => ({dir, from: 'the plugin directory compiled into it', compiledIn: true as const}));
     },
     accepts: () => true,
     cuda: /^hwloc_(?:cuda|nvml|opencl)\.so$/,

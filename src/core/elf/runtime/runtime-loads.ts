@@ -42,7 +42,9 @@ function pluginLoads(p: LoaderProcess, caller: LoadedObject, host: string, env: 
   const loads: CallerLoad[] = [];
   for (const {fact, strings} of pluginCallers(caller.info, host, caller.inode)) {
     const seen = new Set<string>();
-    for (const {dir, from} of fact.directories({env, strings, programDir: dirname(p.main.path)})) {
+    for (const {dir: named, from, compiledIn} of fact.directories({env, strings, programDir: dirname(p.main.path)})) {
+      // A directory compiled into the file is one of the system it runs on: under CUDAENV_SYSROOT, the image's.
+      const dir = compiledIn ? `${p.platform.sysroot}${named}` : named;
       const names = [...(p.ctx.view.list(dir.endsWith('/') ? dir : `${dir}/`) ?? [])].sort();
       for (const file of names) {
         if (!file.startsWith(fact.prefix) || !file.endsWith(fact.suffix) || file.length <= fact.prefix.length + fact.suffix.length) continue;
