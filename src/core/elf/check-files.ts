@@ -8,6 +8,7 @@ import {explain, markNoDriverConsequences} from './explain/explain-finding.js';
 import {explainPinnedPairs, explainRuntimeLoads} from './explain/runtime-problems.js';
 import {pinnedPairs} from './runtime/release-checks.js';
 import {declaredLoads, runtimeLoads, type RuntimeLoad} from './runtime/runtime-loads.js';
+import {runtimeEnvOf} from './runtime/families.js';
 import {noteFoundElsewhere} from './explain/found-elsewhere.js';
 import {cachedElf, FileView} from './cache/file-cache.js';
 import {loadLdCache} from './read/ldcache/load.js';
@@ -91,6 +92,7 @@ export function makeContext(options: CheckOptions, cwd: string, recorder: InputR
       return platform;
     },
     ldLibraryPath: options.ldLibraryPath,
+    runtimeEnv: runtimeEnvOf(options.runtimeEnv ?? process.env),
     tunables: tunablesOf(options),
     bindNow: bindNowOf(options),
     // Mount flags are this machine's: an image under CUDAENV_SYSROOT runs elsewhere.
@@ -284,6 +286,8 @@ function openCache(options: CheckOptions, cwd: string, ctx: LoaderContext): Verd
       cwd: cwdMatters(options) ? cwd : null, sysroot, ldLibraryPath: options.ldLibraryPath ?? null, preload: options.preload ?? [], exe: options.exe ?? null,
       cacheFile: options.cacheFile ?? null, storeVersionsDir: options.storeVersionsDir ?? null,
       tunables: tunablesOf(options) ?? null, bindNow: bindNowOf(options), pageSize: options.pageSize ?? null, runtimeLoads: options.runtimeLoads !== false,
+      // NCCL_NET_PLUGIN and the plugin directories' variables change what is loaded later.
+      runtimeEnv: runtimeEnvOf(options.runtimeEnv ?? process.env),
       // A file system remounted noexec (or exec) changes what loads without changing any file.
       noexec: sysroot === '' ? noexecMountPoints() : [],
       // Whether an NVIDIA kernel module is loaded, and which: a libcuda.so.1 nothing provides is a
@@ -323,7 +327,7 @@ function addRuntimeEdges(objects: CheckedObject[], loads: RuntimeLoad[], declare
   for (const {caller, loads: theirs} of declared) {
     const object = objects.find((o) => o.path === caller.path);
     if (!object) continue;
-    object.runtimeLoads = theirs.map((l) => ({soname: l.names, ...(l.feature ? {feature: l.feature} : {}), description: l.description, priority: l.priority, source: l.source, ...(l.template ? {template: true} : {})}));
+    object.runtimeLoads = theirs.map((l) => ({soname: l.names, ...(l.feature ? {feature: l.feature} : {}), description: l.description, priority: l.priority, source: l.source, ...(l.template ? {template: true} : {}), ...(l.plugin ? {plugin: l.plugin} : {})}));
   }
   for (const load of loads) {
     const caller = objects.find((o) => o.path === load.caller.path);

@@ -77,6 +77,8 @@ export interface RuntimeLoadEntry {
   priority: 'required' | 'recommended' | 'suggested';
   source: 'note' | 'strings';
   template?: true;
+  /** A plugin of a directory its caller lists: the directory, why it is listed, and whether it is the caller's CUDA plugin. */
+  plugin?: {directory: string; from: string; cuda: boolean};
 }
 
 export interface Problem {
@@ -156,6 +158,11 @@ export interface CheckOptions {
   strict?: boolean;
   /** Follow what libraries dlopen at run time (libcudart's libcuda.so.1, NVRTC's builtins, cuDNN's parts); default true. */
   runtimeLoads?: boolean;
+  /**
+   * The environment the program runs with, for what it changes of those loads (NCCL_NET_PLUGIN,
+   * GGML_BACKEND_PATH, HWLOC_PLUGINS_PATH: runtime/families.ts RUNTIME_ENV_VARIABLES); default: the check's own.
+   */
+  runtimeEnv?: NodeJS.ProcessEnv;
   /** A root prepended to /etc/ld.so.cache and the default directories (tests, CUDAENV_SYSROOT). */
   sysroot?: string;
   /**

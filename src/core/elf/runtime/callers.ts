@@ -1,7 +1,8 @@
 import type {ElfInfo} from '../read/elf/types.js';
 import {readDlopenNotes, type DlopenNote, type DlopenPriority} from '../read/elf/dlopen-notes.js';
-import {constantLibraryStrings} from '../read/elf/rodata-strings.js';
-import {DLOPEN_WRAPPERS, FACT_MARKERS, isCudaStackName, roleOf, type RuntimeLoadRole} from './families.js';
+import {codeContains, constantLibraryStrings, constantStrings} from '../read/elf/rodata-strings.js';
+import {DLOPEN_WRAPPERS, FACT_MARKERS, isCudaStackName, listsDirectories, ncclNetPluginNames, ncclNetPluginRole, PLUGIN_DIRECTORIES, PLUGIN_MARKERS, roleOf,
+  type PluginDirectoryFact, type RuntimeEnv, type RuntimeLoadRole} from './families.js';
 
 /**
  * What one object loads with dlopen, read from its own file, whatever its name:
@@ -27,6 +28,8 @@ export interface CallerLoad {
   feature?: string;
   /** A printf template ("libnccl-net-%s.so"): the name depends on the environment, so it is not searched. */
   template?: boolean;
+  /** A plugin of a directory the caller lists (runtime-loads.ts pluginLoads): its directory, and whether it is the CUDA one. */
+  plugin?: {directory: string; from: string; cuda: boolean};
 }
 
 interface FileReading {
@@ -34,7 +37,11 @@ interface FileReading {
   names: string[];
   /** The distinctive strings of families.ts it carries. */
   markers: string[];
+  /** For a caller that lists plugin directories (families.ts PLUGIN_DIRECTORIES): the fact and the strings it reads. */
+  plugins: Array<{fact: PluginDirectoryFact; strings: string[]}>;
 }
+
+const MARKERS = [...FACT_MARKERS, ...PLUGIN_MARKERS];
 
 /** Per file identity (the cache key of every reader here): what its file declares and names, read once. */
 const readings = new Map<string, FileReading>();
@@ -44,7 +51,7 @@ export function importsDlopen(info: ElfInfo): boolean {
   return info.symbols.some((s) => !s.defined && (s.name === 'dlopen' || s.name === 'dlmopen' || DLOPEN_WRAPPERS.some((w) => w.test(s.name))));
 }
 
-function reading(hostPath: string, inode: string): FileReading {
+function reading(info: ElfInfo, hostPath: string, inode: string): FileReading {
   let r = readings.get(inode);
   if (r) return r;
   let notes: DlopenNote[] = [];
@@ -57,12 +64,12 @@ function reading(hostPath: string, inode: string): FileReading {
   let markers: string[] = [];
   if (notes.length === 0) {
     try {
-      ({names, markers} = constantLibraryStrings(hostPath, FACT_MARKERS));
+      ({names, markers} = constantLibraryStrings(hostPath, MARKERS));
     } catch {
       // A file the loader mapped but whose strings cannot be read: nothing known to be loaded.
     }
   }
-  r = {notes, names, markers};
+  r = {notes, names, markers, plugins: notes.length === 0 ? pluginFacts(info, hostPath, markers) : []};
   readings.set(inode, r);
   return r;
 }
@@ -74,9 +81,9 @@ const PRIORITY_OF: Record<RuntimeLoadRole['impact'], DlopenPriority> = {library:
  * `inode` its identity, `cudaMajor` the CUDA major its prefixes are completed with (null: none
  * known, and a prefix is not completed).
  */
-export function callerLoads(info: ElfInfo, hostPath: string, inode: string, callerName: string, cudaMajor: string | null): CallerLoad[] {
+export function callerLoads(info: ElfInfo, hostPath: string, inode: string, callerName: string, cudaMajor: string | null, env: RuntimeEnv = {}): CallerLoad[] {
   if (!importsDlopen(info)) return [];
-  const {notes, names, markers} = reading(hostPath, inode);
+  const {notes, names, markers} = reading(info, hostPath, inode);
   if (notes.length > 0) return notes.map((n) => declared(n));
   // The NVIDIA driver's own libraries (libcuda.so.1, libnvidia-*) name what the driver may load for
   // itself (EGL and GLX interop, Tegra's libnvrm_*, the debugger, OpenSSL for confidential computing):
@@ -89,6 +96,14 @@ export function callerLoads(info: ElfInfo, hostPath: string, inode: string, call
   const seen = new Set<string>();
   for (const raw of names) {
     let name = raw;
+    // A template the environment completes (NCCL_NET_PLUGIN): the names it makes, tried in order.
+    const completed = ncclNetPluginNames(raw, env);
+    if (completed && !seen.has(raw)) {
+      seen.add(raw);
+      const role = ncclNetPluginRole(env);
+      loads.push({names: completed, role, source: 'strings', priority: PRIORITY_OF[role.impact], description: `${role.what}, ${role.when}`, ...(role.feature ? {feature: role.feature} : {})});
+      continue;
+    }
     if (name.endsWith('.')) {
       if (cudaMajor === null) continue;
       name = `${name}${cudaMajor}`;
@@ -122,4 +137,32 @@ export function cudaMajorOf(info: ElfInfo, loadedSonames: Array<string | null>):
     if (m) return m[1]!;
   }
   return null;
+}
+
+/**
+ * The plugin directories an object lists, by what its file does (families.ts PLUGIN_DIRECTORIES):
+ * it imports dlopen and a directory listing, carries the fact's strings, and its bytes hold the
+ * plugins' prefix. Each with the constant strings the fact reads (its directories, its backend names).
+ */
+export function pluginCallers(info: ElfInfo, hostPath: string, inode: string): Array<{fact: PluginDirectoryFact; strings: string[]}> {
+  if (!importsDlopen(info)) return [];
+  return reading(info, hostPath, inode).plugins;
+}
+
+function pluginFacts(info: ElfInfo, hostPath: string, markers: readonly string[]): Array<{fact: PluginDirectoryFact; strings: string[]}> {
+  if (!importsDlopen(info) || !info.symbols.some((s) => !s.defined && listsDirectories(s.name))) return [];
+  const out: Array<{fact: PluginDirectoryFact; strings: string[]}> = [];
+  for (const fact of PLUGIN_DIRECTORIES) {
+    if (!fact.carries.every((m) => markers.includes(m))) continue;
+    try {
+      const prefixThere = fact.prefixIn === 'code'
+        ? codeContains(hostPath, Buffer.from(fact.prefix, 'latin1'))
+        : constantStrings(hostPath, new RegExp(fact.prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).length > 0;
+      if (!prefixThere) continue;
+      out.push({fact, strings: fact.stringsPattern ? constantStrings(hostPath, fact.stringsPattern) : []});
+    } catch {
+      // Its bytes cannot be read: it is not known to list plugins.
+    }
+  }
+  return out;
 }

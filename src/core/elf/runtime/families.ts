@@ -214,3 +214,153 @@ export function roleOf(name: string, caller: string, markers: readonly string[] 
   }
   return defaultRole(name, caller);
 }
+
+/**
+ * The environment variables that change what a caller loads at run time, read from the environment
+ * the check is given (CheckOptions.runtimeEnv; by default the check's own).
+ */
+export const RUNTIME_ENV_VARIABLES = ['NCCL_NET_PLUGIN', 'GGML_BACKEND_PATH', 'HWLOC_PLUGINS_PATH'] as const;
+export type RuntimeEnv = Readonly<Partial<Record<(typeof RUNTIME_ENV_VARIABLES)[number], string>>>;
+
+/** The variables of RUNTIME_ENV_VARIABLES that `env` sets (to anything, "" included). */
+export function runtimeEnvOf(env: NodeJS.ProcessEnv): RuntimeEnv {
+  const out: Partial<Record<(typeof RUNTIME_ENV_VARIABLES)[number], string>> = {};
+  for (const name of RUNTIME_ENV_VARIABLES) {
+    const value = env[name];
+    if (value !== undefined) out[name] = value;
+  }
+  return out;
+}
+
+/**
+ * NCCL's network plugin (2.22.3, Debian's libnccl2; its src/plugin/net.cc): with NCCL_NET_PLUGIN
+ * set to a non-empty value it dlopens that value as given, then "libnccl-net-VALUE.so" (its
+ * strings: "NCCL_NET_PLUGIN", the template "libnccl-net-%s.so", "NET/Plugin: Plugin name set by env
+ * to %s"); without it, "libnccl-net.so", a name its code builds from two 8-byte immediates
+ * ("libnccl-" and "-net.so\0", movabs at 0x65ccb of libnccl.so.2.22.3), so no string holds it.
+ * Which names it tries is the file's template completed with the environment the check is given.
+ * Not a real run: NCCL loads the plugin at the first communicator, which needs a GPU.
+ */
+export function ncclNetPluginNames(template: string, env: RuntimeEnv): string[] | null {
+  if (!/^libnccl-net-%s\.so$/.test(template)) return null;
+  const value = env.NCCL_NET_PLUGIN;
+  if (value === undefined || value === '') return ['libnccl-net.so'];
+  return [value, template.replace('%s', value)];
+}
+
+/** The role of NCCL's network plugin: looked for and not needed without NCCL_NET_PLUGIN; the plugin asked for with it. */
+export function ncclNetPluginRole(env: RuntimeEnv): RuntimeLoadRole {
+  const value = env.NCCL_NET_PLUGIN;
+  const when = 'at the first communicator (ncclCommInitRank)';
+  if (value === undefined || value === '') {
+    return {what: 'the default NCCL network plugin (libnccl-net.so)', when, impact: 'optional', feature: 'a network plugin (NCCL uses its own sockets and InfiniBand transport without one)'};
+  }
+  return {what: `the NCCL network plugin NCCL_NET_PLUGIN=${value} names`, when, impact: 'feature',
+    feature: `the network plugin NCCL_NET_PLUGIN=${value} asks for (without it NCCL says "NET/Plugin: Could not find" and uses its own sockets and InfiniBand transport)`};
+}
+
+/**
+ * Programs that load every plugin of a directory: what strings alone cannot say about them. The
+ * caller is recognised by what its file does: it imports dlopen and a directory listing (opendir,
+ * readdir, std::filesystem::directory_iterator), carries every string of `carries`, and its
+ * bytes hold the plugins' name prefix (`prefixIn`: its constant strings, or its code, where the
+ * compiler stores a short string as an immediate). Which directories it lists, which files it
+ * takes and which plugin is the CUDA one are facts, each with the real run that showed it
+ * (test/core/elf/runtime/plugin-dirs.test.ts repeats those runs).
+ */
+export interface PluginDirectoryFact {
+  /** What the caller is, in words. */
+  what: string;
+  carries: readonly string[];
+  prefix: string;
+  suffix: string;
+  prefixIn: 'strings' | 'code';
+  /** The variable naming its directories (or a plugin file), read from the environment the check is given. */
+  env: (typeof RUNTIME_ENV_VARIABLES)[number];
+  /**
+   * The directories it lists, in order, and why each: from `env`, the constant strings of the file
+   * (`strings`: those matching dirPattern), and the directory of the program (`programDir`).
+   */
+  directories(a: {env: RuntimeEnv; strings: readonly string[]; programDir: string}): Array<{dir: string; from: string; compiledIn?: true}>;
+  /** Constant strings of the caller read for `directories` and `accepts` (null: none). */
+  stringsPattern: RegExp | null;
+  /** Whether a file of the directory (its name between prefix and suffix) is one it loads. */
+  accepts(middle: string, strings: readonly string[]): boolean;
+  /** A plugin file named on its own by `env` (GGML_BACKEND_PATH); false: `env` names directories. */
+  envNamesFile: boolean;
+  /** Which plugin is the CUDA one. */
+  cuda: RegExp;
+  role(file: string, cuda: boolean): RuntimeLoadRole;
+}
+
+const GGML_NAMES = /^(?:blas|zendnn|cann|cuda|hip|metal|rpc|sycl|vulkan|virtgpu|opencl|hexagon|musa|openvino|cpu|kompute|webgpu|zdnn)$/;
+
+export const PLUGIN_DIRECTORIES: readonly PluginDirectoryFact[] = [
+  {
+    // ggml's backend registry (llama.cpp's libggml; node-llama-cpp 3.22.1 ships it as
+    // libggml.cuda.v0.5.0.so): ggml_backend_load_all() lists the directory of the program
+    // (readlink /proc/self/exe) and the working directory, and dlopens each regular file named
+    // "libggml-NAME.so" or "libggml-NAME-VARIANT.so" for each backend NAME its strings list ("cuda",
+    // "cpu", "vulkan"...); every CPU variant is opened for its score. GGML_BACKEND_PATH names one more
+    // backend file. The prefix "libggml-" is an 8-byte immediate in its code (movabs), no string. A
+    // backend that cannot be loaded is passed over ("failed to load", only in debug builds): without
+    // libggml-cuda.so llama.cpp runs on the CPU. node-llama-cpp passes its own directory instead
+    // (ggml_backend_load_all_from_path): the model takes the program's directory, and the
+    // working directory is not modelled (a check would depend on where it runs).
+    // Real runs: plugin-dirs.test.ts, a program calling ggml_backend_load_all() under the dlopen spy.
+    what: 'ggml\'s backend registry (llama.cpp)',
+    carries: ['GGML_BACKEND_PATH', 'ggml_backend_init'],
+    prefix: 'libggml-',
+    suffix: '.so',
+    prefixIn: 'code',
+    env: 'GGML_BACKEND_PATH',
+    envNamesFile: true,
+    stringsPattern: /[a-z]{3,9}/,
+    directories: ({programDir}) => [{dir: programDir, from: 'the program\'s directory (ggml_backend_load_all)'}],
+    accepts: (middle, strings) => {
+      const name = middle.split('-', 1)[0]!;
+      return GGML_NAMES.test(name) && strings.includes(name);
+    },
+    cuda: /^libggml-cuda(?:-[^/]*)?\.so$/,
+    role: (file, cuda) => cuda
+      ? {what: 'ggml\'s CUDA backend', when: 'when the program loads its backends (ggml_backend_load_all), before any model', impact: 'feature', feature: 'the CUDA backend: without it llama.cpp runs on the CPU'}
+      : {what: `ggml's ${file.replace(/^libggml-|\.so$/g, '')} backend`, when: 'when the program loads its backends (ggml_backend_load_all), before any model', impact: 'feature', feature: `the ${file.replace(/^libggml-|\.so$/g, '').split('-', 1)[0]} backend of ggml`},
+  },
+  {
+    // hwloc 2.12 (Debian trixie's libhwloc15): hwloc_topology_init() lists each directory of
+    // HWLOC_PLUGINS_PATH (colon-separated), else the one compiled in ("/usr/lib/x86_64-linux-gnu/hwloc",
+    // a string of the file), and dlopens each "hwloc_*.so" (its strings: "hwloc_", "%s.so",
+    // "HWLOC_PLUGINS_PATH", "hwloc:  Looking under %s\n"). A plugin that cannot be loaded is passed
+    // over (said only with HWLOC_PLUGINS_VERBOSE=1): without hwloc_cuda.so (libcudart.so.12) and
+    // hwloc_nvml.so (libnvidia-ml.so.1, the driver's) the topology has no CUDA or NVML devices.
+    // Real runs: plugin-dirs.test.ts, hwloc_topology_init/load in a trixie image under the dlopen spy.
+    what: 'hwloc\'s plugin loader',
+    carries: ['HWLOC_PLUGINS_PATH', 'hwloc_'],
+    prefix: 'hwloc_',
+    suffix: '.so',
+    prefixIn: 'strings',
+    env: 'HWLOC_PLUGINS_PATH',
+    envNamesFile: false,
+    stringsPattern: /\/[^\0]*\/hwloc/,
+    directories: ({env, strings}) => {
+      const set = env.HWLOC_PLUGINS_PATH;
+      if (set !== undefined) return set.split(':').filter((d) => d.startsWith('/')).map((dir) => ({dir, from: 'HWLOC_PLUGINS_PATH'}));
+      return strings.filter((s) => s.startsWith('/')).map((dir) => ({dir, from: 'the plugin directory compiled into it', compiledIn: true as const}));
+    },
+    accepts: () => true,
+    cuda: /^hwloc_(?:cuda|nvml|opencl)\.so$/,
+    role: (file, cuda) => {
+      const name = file.replace(/^hwloc_|\.so$/g, '');
+      return {what: `hwloc's ${name} plugin`, when: 'at hwloc_topology_init, when it loads its plugins', impact: 'feature',
+        feature: cuda ? `${name === 'nvml' ? 'NVML' : name.toUpperCase()} devices in hwloc's topology (its ${file} plugin)` : `hwloc's ${name} plugin`};
+    },
+  },
+];
+
+/** The distinctive strings of PLUGIN_DIRECTORIES, looked for with FACT_MARKERS. */
+export const PLUGIN_MARKERS: readonly string[] = PLUGIN_DIRECTORIES.flatMap((f) => f.carries);
+
+/** An import that lists a directory: opendir and its kin, std::filesystem's directory iterators. */
+export function listsDirectories(name: string): boolean {
+  return /^(?:opendir|fdopendir|readdir|readdir64|scandir|scandir64|glob|glob64|nftw|nftw64)$/.test(name) || /^_ZNSt10filesystem\d*\w*(?:recursive_)?directory_iterator/.test(name);
+}

@@ -1,11 +1,11 @@
-import {basename} from 'node:path';
+import {basename, dirname, join} from 'node:path';
 import type {Edge, LoadedObject, LoaderProcess} from '../search/loader-process.js';
 import {findProblems} from '../bind/find-problems.js';
 import type {Finding} from '../bind/finding.js';
 import type {SymbolMemo} from '../bind/symbol-memo.js';
 import {nvidiaModuleLoaded} from '../read/machine/nvidia-driver.js';
-import {DRIVER_LIBRARIES, NO_DRIVER_FEATURE, type RuntimeLoadRole} from './families.js';
-import {callerLoads, cudaMajorOf, type CallerLoad} from './callers.js';
+import {DRIVER_LIBRARIES, NO_DRIVER_FEATURE, type RuntimeEnv, type RuntimeLoadRole} from './families.js';
+import {callerLoads, cudaMajorOf, pluginCallers, type CallerLoad} from './callers.js';
 import {releaseChecks, type ReleaseCheck} from './release-checks.js';
 
 /** One library a loaded object will dlopen, modelled in a process of its own. */
@@ -27,7 +27,46 @@ export interface RuntimeLoad {
 /** The loads an object of `p` makes, read from its file (runtime/callers.ts). */
 function loadsOf(p: LoaderProcess, caller: LoadedObject): CallerLoad[] {
   const sonames = p.scope.map((o) => o.info.soname);
-  return callerLoads(caller.info, p.ctx.view.hostPath(caller.path) ?? caller.path, caller.inode, caller.info.soname ?? basename(caller.path), cudaMajorOf(caller.info, sonames));
+  const env = (p.ctx.runtimeEnv ?? {}) as RuntimeEnv;
+  const host = p.ctx.view.hostPath(caller.path) ?? caller.path;
+  return [...callerLoads(caller.info, host, caller.inode, caller.info.soname ?? basename(caller.path), cudaMajorOf(caller.info, sonames), env), ...pluginLoads(p, caller, host, env)];
+}
+
+/**
+ * The plugins an object of `p` loads from the directories it lists (families.ts PLUGIN_DIRECTORIES),
+ * each a load of its path: the regular files of each directory whose names the caller takes, in
+ * name order, and the file its variable names (GGML_BACKEND_PATH). Listed through the check's view
+ * of the file system, so a plugin added or removed changes a cached verdict.
+ */
+function pluginLoads(p: LoaderProcess, caller: LoadedObject, host: string, env: RuntimeEnv): CallerLoad[] {
+  const loads: CallerLoad[] = [];
+  for (const {fact, strings} of pluginCallers(caller.info, host, caller.inode)) {
+    const seen = new Set<string>();
+    for (const {dir: named, from, compiledIn} of fact.directories({env, strings, programDir: dirname(p.main.path)})) {
+      // A directory compiled into the file is one of the system it runs on: under CUDAENV_SYSROOT, the image's.
+      const dir = compiledIn ? `${p.platform.sysroot}${named}` : named;
+      const names = [...(p.ctx.view.list(dir.endsWith('/') ? dir : `${dir}/`) ?? [])].sort();
+      for (const file of names) {
+        if (!file.startsWith(fact.prefix) || !file.endsWith(fact.suffix) || file.length <= fact.prefix.length + fact.suffix.length) continue;
+        if (!fact.accepts(file.slice(fact.prefix.length, file.length - fact.suffix.length), strings)) continue;
+        const path = join(dir, file);
+        if (seen.has(path) || !p.ctx.view.stat(path)?.isFile()) continue;
+        seen.add(path);
+        loads.push(plugin(fact.role(file, fact.cuda.test(file)), path, dir, from, fact.cuda.test(file)));
+      }
+    }
+    const named = env[fact.env];
+    if (fact.envNamesFile && named) {
+      const file = basename(named);
+      loads.push(plugin(fact.role(file, fact.cuda.test(file)), named, dirname(named), fact.env, fact.cuda.test(file)));
+    }
+  }
+  return loads;
+}
+
+function plugin(role: RuntimeLoadRole, path: string, directory: string, from: string, cuda: boolean): CallerLoad {
+  return {names: [path], role, source: 'strings', priority: role.impact === 'library' ? 'required' : role.impact === 'feature' ? 'recommended' : 'suggested',
+    description: `${role.what}, ${role.when}`, ...(role.feature ? {feature: role.feature} : {}), plugin: {directory, from, cuda}};
 }
 
 /** Every object of `p`'s start with the loads its file declares or names, templates included (for `check --json`). */

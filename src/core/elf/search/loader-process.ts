@@ -111,6 +111,8 @@ export interface LoaderContext {
   noexecMount?: (path: string) => string | null;
   /** Set when the page size was given (CheckOptions.pageSize) rather than read from this machine. */
   pageSizeGiven?: boolean;
+  /** The variables that change what libraries dlopen later (NCCL_NET_PLUGIN, plugin directories): runtime/families.ts RUNTIME_ENV_VARIABLES. */
+  runtimeEnv?: Readonly<Record<string, string>>;
 }
 
 export class LoaderProcess {

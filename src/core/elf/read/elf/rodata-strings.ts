@@ -134,3 +134,36 @@ export function constantLibraryStrings(path: string, markers: readonly string[])
   }
   return {names: [...found], markers: markers.filter((m) => seenMarkers.has(m))};
 }
+
+/** At most this much code is scanned by codeContains (ggml's registry has 21 KB). */
+export const CODE_SCAN_LIMIT = 16 * 1024 * 1024;
+
+/**
+ * Whether the executable segments of an ELF object hold `bytes` (a short string the compiler put
+ * in an instruction as an immediate: ggml's "libggml-" is a movabs operand, no constant string).
+ * Read in 4 MB pieces, at most CODE_SCAN_LIMIT bytes; a larger object is not scanned past that.
+ */
+export function codeContains(path: string, bytes: Buffer): boolean {
+  const file = ElfFile.open(path);
+  try {
+    const h = parseHeader(file);
+    let budget = CODE_SCAN_LIMIT;
+    for (const ph of readProgramHeaders(file, h)) {
+      if (ph.type !== PT_LOAD || (ph.flags & PF_X) === 0 || ph.filesz === 0) continue;
+      const size = Math.min(ph.filesz, budget, Math.max(0, file.size - ph.offset));
+      budget -= size;
+      for (let off = ph.offset; off < ph.offset + size; off += CHUNK) {
+        const from = Math.max(ph.offset, off - bytes.length);
+        const len = Math.min(ph.offset + size, off + CHUNK) - from;
+        if (file.read(from, len, 'code').indexOf(bytes) >= 0) return true;
+      }
+      if (budget <= 0) break;
+    }
+    return false;
+  } catch (error) {
+    if (error instanceof ElfError) throw error;
+    throw new ElfError(path, 'io', `cannot read its code: ${(error as Error).message}`);
+  } finally {
+    file.close();
+  }
+}
