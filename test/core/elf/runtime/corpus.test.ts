@@ -11,6 +11,7 @@ import {makeTempDir, type TempDir} from '../../../helpers/tmp.js';
 import {buildLib, HAVE_GCC} from '../fixtures.js';
 import {buildRunin} from '../fuzz/images.js';
 import {buildDlopenSpy, readSpyLog} from './dlopen-spy.js';
+import {archOnly, cuobjdump, mine} from '../read/device-code/cuobjdump-listing.js';
 
 /**
  * Issue 43: a corpus of real CUDA programs, each an oracle of the run-time loads. Debian trixie
@@ -193,7 +194,8 @@ function expectEdgesAgree(report: CheckReport, real: RealRun): void {
   expect(unsupported).toEqual([]);
 }
 
-const first = (report: CheckReport) => report.problems[0];
+/** The first problem that fails the check (warnings, 'feature', apart). */
+const first = (report: CheckReport) => report.problems.find((p) => p.impact !== 'feature');
 
 d('the corpus of real CUDA programs (Debian trixie contrib), each run in a trixie root under the dlopen spy', () => {
   let healthy: string;
@@ -213,14 +215,14 @@ d('the corpus of real CUDA programs (Debian trixie contrib), each run in a trixi
     mkdirSync(join(base, 'tmp'), {recursive: true});
     copyFileSync(spy, join(base, 'usr', 'lib', 'corpus-spy.so'));
     copyFileSync(driver, join(base, 'usr', 'bin', 'corpus-drv'));
-    // The toolkit's stub libcuda (not in Debian's packages): a stand-in of its documented shape, as in runtime-loads.test.ts.
-    buildLib({out: join(base, STUBS, 'libcuda.so'), soname: 'libcuda.so.1', extra: ['-nostdlib'], source: `
-int cuInit(unsigned f) { return 34; }
-int cuDriverGetVersion(int *v) { return 34; }
-int cuGetProcAddress(const char *s, void **p, int v, unsigned long long f) { return 34; }
-int cuGetProcAddress_v2(const char *s, void **p, int v, unsigned long long f, void *st) { return 34; }
-int cuGetExportTable(const void **t, const void *id) { return 34; }
-`});
+    // The toolkit's stub libcuda (not in Debian's packages): a stand-in of its documented shape
+    // (SONAME libcuda.so.1, no DT_NEEDED, no symbol versions, every entry point returning
+    // CUDA_ERROR_STUB_LIBRARY), with every function the real driver library exports, so that the
+    // extension modules that link libcuda.so.1 bind to it as they do to the real stub.
+    const entries = spawnSync('nm', ['-D', '--defined-only', join(base, NV, 'libcuda.so.1')], {encoding: 'utf8'}).stdout.split('\n')
+      .flatMap((l) => (/ T (\w+)$/.exec(l)?.slice(1) ?? []));
+    if (entries.length < 100) throw new Error(`nm -D ${join(base, NV, 'libcuda.so.1')} lists ${entries.length} functions: binutils is needed`);
+    buildLib({out: join(base, STUBS, 'libcuda.so'), soname: 'libcuda.so.1', extra: ['-nostdlib'], source: entries.map((e) => `int ${e}(void) { return 34; }\n`).join('')});
     symlinkSync('libcuda.so', join(base, STUBS, 'libcuda.so.1'));
     // An older release: Debian bookworm's real CUDA 11.8 runtime.
     mkdirSync(join(base, OLD), {recursive: true});
@@ -245,5 +247,136 @@ int cuGetExportTable(const void **t, const void *id) { return 34; }
       const edges = dlopenEdges(report);
       for (const seen of real.cudaLoads) if (seen.endsWith('-> libcuda.so.1')) expect(edges.get(seen)).toBe(join(healthy, NV, 'libcuda.so.1'));
     }, 60_000);
+
+    test(`${name}: no driver (no libcuda.so.1 anywhere): the real run and check agree on the verdict and the first problem`, async () => {
+      const real = realRun(healthy, program);
+      const report = await check(healthy, program);
+      expectEdgesAgree(report, real);
+      expect(real.result.get('where') ?? null).toBeNull();
+      const missing = report.problems.find((p) => p.library === 'libcuda.so.1');
+      if (real.result.get(program.target) === 'OK') {
+        // Loaded: libcudart's dlopen of libcuda.so.1 fails at the first CUDA call (35), which
+        // needs a GPU anyway; on this machine without the NVIDIA module check warns and passes.
+        // StarPU goes on without CUDA: its CPU workers run (it falls back).
+        expect(real.result.get('cudaGetDeviceCount')).toBe('35');
+        expect(report.ok).toBe(true);
+        expect(missing).toMatchObject({kind: 'not-found', edge: 'dlopen', impact: 'feature'});
+      } else {
+        // The extension module links libcuda.so.1 itself: its load fails. Check says so
+        // ("cannot load here whatever the search"), as a warning on a machine without the NVIDIA
+        // kernel module, where nothing could make it load (by design; --strict fails).
+        expect(real.lines.at(-1)).toBe('ERR libcuda.so.1: cannot open shared object file: No such file or directory');
+        expect(missing).toMatchObject({kind: 'not-found', impact: 'feature'});
+        expect(missing!.edge).toBeUndefined();
+        expect(missing!.explanation).toContain('cannot load here whatever the search');
+        expect(report.ok).toBe(true);
+        expect((await checkLibraries({targets: [join(healthy, program.target)], sysroot: healthy, ldLibraryPath: '', preload: program.preload, strict: true})).ok).toBe(false);
+      }
+    }, 60_000);
+
+    // pyvkfft's module links libcuda.so.1 and nothing of it dlopens libcuda: the stub found at its
+    // start is not judged (the stub check is made on run-time loads only); PyCUDA's libcurand
+    // dlopens libcuda.so.1 too, which finds the loaded stub, and so its check fails.
+    const stubTest = name === 'pyvkfft' ? test.failing : test;
+    const gap = name === 'pyvkfft' ? '[known gap: the stub libcuda.so.1 found by a DT_NEEDED at start is not checked, only by dlopen] ' : '';
+    stubTest(`${gap}${name}: the toolkit's stub libcuda.so.1 first on LD_LIBRARY_PATH: the real first CUDA call gets CUDA_ERROR_STUB_LIBRARY, and check fails on the stub`, async () => {
+      const real = realRun(healthy, program, `${STUBS}:${NV}`);
+      expect(real.result.get(program.target)).toBe('OK');
+      // libcudart closes the stub after the failed call where nothing else holds it (Gloo).
+      expect([`${STUBS}/libcuda.so.1`, undefined]).toContain(real.result.get('where'));
+      expect(real.result.get(program.steps.some((s) => s === 'call0:cuInit') ? 'cuInit' : 'cudaGetDeviceCount')).toBe('34');
+      const report = await check(healthy, program, `${STUBS}:${NV}`);
+      expectEdgesAgree(report, real);
+      expect(report.ok).toBe(false);
+      expect(first(report)).toMatchObject({kind: 'cuda-stub', library: 'libcuda.so.1'});
+      expect(first(report)!.fix).toContain(STUBS);
+    }, 60_000);
+
+    test(`${name}: an older release first on LD_LIBRARY_PATH (Debian bookworm's real CUDA 11.8): other SONAMEs, so the real run is the healthy one, and check says nothing of it`, async () => {
+      const real = realRun(healthy, program, `${OLD}:${NV}`);
+      expect(real.result.get(program.target)).toBe('OK');
+      expect(real.result.get('where')).toBe(`${NV}/libcuda.so.1`);
+      const report = await check(healthy, program, `${OLD}:${NV}`);
+      expectEdgesAgree(report, real);
+      expect(report.ok).toBe(true);
+      expect(report.problems.filter((p) => JSON.stringify(p).includes(OLD))).toEqual([]);
+    }, 60_000);
+
+    test(`${name}: its CUDA major absent (${program.major.soname} removed): the real load fails on it, and \`cudaenv check\` exits 1 naming it, what it costs and the fix`, async () => {
+      const root = makeRoot(`no-major-${name}`, (r) => {
+        for (const f of program.major.files) rmSync(join(r, LIB, f));
+      });
+      const real = realRun(root, program, NV);
+      expect(real.lines.at(-1)).toBe(`ERR ${program.major.soname}: cannot open shared object file: No such file or directory`);
+      const report = await check(root, program, NV);
+      expect(report.ok).toBe(false);
+      expect(first(report)).toMatchObject({kind: 'not-found', library: program.major.soname});
+      const cli = runCli(['check', join(root, program.target), '--ld-library-path', NV, ],
+        {env: cliEnv(join(tmp.dir, 'store'), {CUDAENV_SYSROOT: root})});
+      expect(cli.status).toBe(1);
+      const [line, why, fix] = cli.stdout.split('\n');
+      expect(line).toMatch(new RegExp(`^error: not found: .* needs ${program.major.soname.replace(/\./g, '\\.')}, which the loader cannot find`));
+      expect(why).toMatch(/^ {2}why: /);
+      expect(fix).toMatch(/^ {2}fix: /);
+      console.log(`${name}, ${program.major.soname} absent:\n${cli.stdout.split('\n').slice(0, 3).join('\n')}`);
+    }, 60_000);
   }
+
+  test('pyvkfft: NVRTC\'s builtins missing: the module loads, the real compilation fails, and check fails naming libnvrtc-builtins.so.12.4', async () => {
+    const program = PROGRAMS.pyvkfft!;
+    const root = makeRoot('no-builtins', (r) => {
+      for (const f of ['libnvrtc-builtins.so.12.4', 'libnvrtc-builtins.so.12.4.127']) rmSync(join(r, LIB, f));
+    });
+    const real = realRun(root, program, NV);
+    expect(real.result.get(program.target)).toBe('OK');
+    expect(real.result.get('nvrtc')).not.toBe('0');
+    const report = await check(root, program, NV);
+    expectEdgesAgree(report, real);
+    expect(report.ok).toBe(false);
+    expect(first(report)).toMatchObject({kind: 'not-found', library: 'libnvrtc-builtins.so.12.4', edge: 'dlopen', impact: 'library'});
+  }, 60_000);
+
+  test('pyvkfft: builtins of another release first on LD_LIBRARY_PATH: the real compilation fails with NVRTC_ERROR_BUILTIN_OPERATION_FAILURE, and check names both releases', async () => {
+    const program = PROGRAMS.pyvkfft!;
+    const real = realRun(healthy, program, `${OLD_NVRTC}:${NV}`);
+    expect(real.result.get('nvrtc')).toBe('7');
+    const report = await check(healthy, program, `${OLD_NVRTC}:${NV}`);
+    expectEdgesAgree(report, real);
+    expect(report.ok).toBe(false);
+    expect(first(report)).toMatchObject({kind: 'mixed-release', library: 'libnvrtc-builtins.so.12.4'});
+  }, 60_000);
 });
+
+/** "zaxpycp.sm_70.cubin" -> "sm_70.cubin". */
+const arch = (name: string) => name.replace(/^.*\.(sm_\d+\.(?:cubin|ptx))$/, '$1');
+
+/** The corpus's files with GPU code, and Debian's cuobjdump (CUDA 12.4) to compare the reader with. */
+const CUOBJDUMP = join(DOWNLOADED, 'trixie-toolkit', 'usr', 'bin', 'cuobjdump');
+const GPU_FILES = ['/usr/lib/libmagma.so.2', '/usr/lib/libgloo_cuda.so.0.5.0', `${PY}/pyvkfft/_vkfft_cuda.cpython-313-x86_64-linux-gnu.so`,
+  `${PY}/pycuda/_driver.cpython-313-x86_64-linux-gnu.so`, `${LIB}/libstarpu-1.4.so.6.0.0`, `${LIB}/libcurand.so.10.3.5.147`, `${LIB}/libcusolver.so.11.6.1.9`];
+describeIf(present && existsSync(CUOBJDUMP), present ? 'needs cuobjdump: bash test/fixtures/fetch-cuda-libs.sh' : 'needs the corpus: bash test/fixtures/fetch-corpus.sh')(
+  'GPU code of the corpus against cuobjdump 12.4', () => {
+    test('every SASS and PTX image cuobjdump lists, in its order, by kind and architecture (MAGMA 1419 SASS and 473 PTX)', () => {
+      const disagreements: string[] = [];
+      let compared = 0;
+      for (const f of GPU_FILES) {
+        const file = join(CORPUS, f);
+        const theirs = cuobjdump(CUOBJDUMP, file);
+        for (const mode of ['elf', 'ptx'] as const) {
+          expect(theirs[mode].fatal).toBeNull();
+          // Kind, order and architecture: the file part of the names differs for MAGMA (the known gap below).
+          const a = archOnly(mine(file, mode)).map(arch);
+          const b = archOnly(theirs[mode].lines).map(arch);
+          compared += b.length;
+          if (JSON.stringify(a) !== JSON.stringify(b)) disagreements.push(`${f} --list-${mode}: ${a.length} here, ${b.length} there`);
+        }
+      }
+      expect(disagreements).toEqual([]);
+      expect(compared).toBeGreaterThan(1900);
+    }, 120_000);
+
+    test.failing('[known gap: cuobjdump names MAGMA\'s images by their compilation unit (zaxpycp.sm_70.cubin), the reader by the library (libmagma.so.1.sm_70.cubin)] name for name', () => {
+      const file = join(CORPUS, '/usr/lib/libmagma.so.2');
+      expect(mine(file, 'elf').slice(0, 20)).toEqual(cuobjdump(CUOBJDUMP, file).elf.lines.slice(0, 20));
+    }, 120_000);
+  });
