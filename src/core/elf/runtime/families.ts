@@ -150,6 +150,15 @@ export const CALLER_FACTS: readonly CallerFacts[] = [
     ],
   },
   {
+    // StarPU 1.4 (Debian trixie's libstarpu-contrib-1.4-6: libstarpu-1.4.so.6, its strings name
+    // "libnvidia-ml.so.1"): starpu_init dlopens libnvidia-ml.so.1 while it discovers the CUDA
+    // devices, and goes on without it (test/core/elf/runtime/corpus.test.ts, in a trixie root
+    // under the dlopen spy: with no NVML there, with and without the driver's libcuda,
+    // starpu_init returns 0 and its CPU workers run).
+    stem: /^libstarpu(?:-\d+(?:\.\d+)*)?$/,
+    facts: [{name: /^libnvidia-ml\.so\.1$/, role: () => ({what: 'NVML, the driver\'s management library', when: 'at starpu_init, while it discovers the CUDA devices (failure ignored)', impact: 'optional', feature: 'NVML\'s view of the GPUs (StarPU goes on without it)'})}],
+  },
+  {
     // Any other object the CUDA runtime is linked into (cudart_static): libcuda.so.1 as libcudart
     // loads it, at the first CUDA call. A library nvcc built (test/commands/check-gpu.test.ts's
     // libk.so) holds "libcuda.so.1", imports dlopen and carries the runtime's messages.

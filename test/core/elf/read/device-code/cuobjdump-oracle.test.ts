@@ -2,7 +2,8 @@ import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
 import {copyFileSync, existsSync, readFileSync, statSync, truncateSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
-import {cuobjdumpName, readDeviceCode, type KernelImage} from '../../../../../src/core/elf/read/device-code/index.js';
+import {readDeviceCode, type KernelImage} from '../../../../../src/core/elf/read/device-code/index.js';
+import {archOnly, cuobjdump, mine} from './cuobjdump-listing.js';
 import {DOWNLOADED, NEEDS} from '../../../../helpers/capabilities.js';
 import {describeIf, testIf} from '../../../../helpers/skip.js';
 import {makeTempDir, type TempDir} from '../../../../helpers/tmp.js';
@@ -51,29 +52,6 @@ const ORACLE_12: Oracle = [CUOBJDUMP_12, false];
 const ORACLE_13: Oracle = [CUOBJDUMP_13, true];
 /** Every cuobjdump this machine has. */
 const ORACLES: Oracle[] = [...(have13 ? [ORACLE_13] : []), ...(haveOracle ? [ORACLE_12] : [])];
-
-interface Listing {
-  lines: string[];
-  /** cuobjdump's fatal error, when it stopped part-way. */
-  fatal: string | null;
-}
-
-/** `cuobjdump --list-elf --list-ptx FILE`: one run lists both (interleaved per fat binary), split by kind. */
-function cuobjdump(tool: string, file: string): Record<'elf' | 'ptx', Listing> {
-  const r = spawnSync(tool, ['--list-elf', '--list-ptx', file], {encoding: 'utf8', maxBuffer: 64 << 20});
-  const fatal = /cuobjdump fatal\s*:\s*(.*)/.exec(r.stderr)?.[1] ?? null;
-  if (r.status !== 0 && fatal === null && !/does not contain device code/.test(r.stderr)) throw new Error(`${tool} ${file} exited ${r.status}: ${r.stderr}`);
-  const of = (kind: string) => r.stdout.split('\n').filter((l) => l.startsWith(`${kind} file`)).map((l) => l.replace(/^(ELF|PTX) file\s+(\d+):\s+/, ''));
-  return {elf: {lines: of('ELF'), fatal}, ptx: {lines: of('PTX'), fatal}};
-}
-
-function mine(file: string, mode: 'elf' | 'ptx'): string[] {
-  const images = readDeviceCode(file).images.filter((i) => i.kind === (mode === 'elf' ? 'sass' : 'ptx'));
-  return images.map((image, n) => cuobjdumpName(image, file, n + 1));
-}
-
-/** Kind, order and architecture number: what Debian's CUDA 12.4 cuobjdump is compared on. */
-const archOnly = (names: string[]) => names.map((n) => n.replace(/\.sm_(\d+)[af]?\.(cubin|ptx)$/, '.sm_$1.$2'));
 
 interface Tally {
   compared: number;

@@ -1,0 +1,382 @@
+import {afterAll, beforeAll, expect, test} from '@jest/globals';
+import {spawnSync} from 'node:child_process';
+import {copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync} from 'node:fs';
+import {basename, join} from 'node:path';
+import {checkLibraries, type CheckReport} from '../../../../src/core/elf/index.js';
+import {isCudaStackName} from '../../../../src/core/elf/runtime/families.js';
+import {DOWNLOADED, IS_ROOT, NEEDS} from '../../../helpers/capabilities.js';
+import {cliEnv, runCli} from '../../../helpers/cli.js';
+import {describeIf} from '../../../helpers/skip.js';
+import {makeTempDir, type TempDir} from '../../../helpers/tmp.js';
+import {buildLib, HAVE_GCC} from '../fixtures.js';
+import {buildRunin} from '../fuzz/images.js';
+import {buildDlopenSpy, readSpyLog} from './dlopen-spy.js';
+import {archOnly, cuobjdump, mine} from '../read/device-code/cuobjdump-listing.js';
+
+/**
+ * Issue 43: a corpus of real CUDA programs, each an oracle of the run-time loads. Debian trixie
+ * contrib's MAGMA 2.9, StarPU 1.4, Gloo's CUDA part, PyCUDA and pyvkfft (NVRTC at run time), with
+ * the CUDA 12.4 libraries and the driver's libcuda1 (550), unpacked into one trixie root by
+ * test/fixtures/fetch-corpus.sh. Trixie's libraries need glibc 2.38, so each program runs in a copy
+ * of that root (hard links; chroot, the static `runin` helper of the glibc-release tests), under
+ * the LD_PRELOAD dlopen spy, loaded by a small C driver that dlopens the program's library (the
+ * extension modules after libpython3.13, whose symbols they bind to, as python provides them) and
+ * makes its first CUDA call. No GPU here: each program stops at that call (cuInit,
+ * cudaGetDeviceCount, magma_init; StarPU goes on without CUDA), so the load up to that call is the
+ * oracle, and the call's error code says which libcuda it reached (34: the stub, 35: none).
+ * For each program and scenario, `check` of the program's library in the same root must agree with
+ * the real run: the verdict, the first problem, and the dlopen edges (every CUDA load the spy saw
+ * is a modelled run-time load of the same caller; every modelled load is seen or named by its
+ * caller's own strings or notes).
+ */
+const CORPUS = join(DOWNLOADED, 'corpus-trixie');
+const BOOKWORM = join(DOWNLOADED, 'bookworm', 'usr', 'lib', 'x86_64-linux-gnu');
+const LIB = '/usr/lib/x86_64-linux-gnu';
+const NV = `${LIB}/nvidia/current`;
+const PY = '/usr/lib/python3/dist-packages';
+const LIBPYTHON = `${LIB}/libpython3.13.so.1.0`;
+const STUBS = '/opt/cuda-12.4/lib64/stubs';
+const OLD = '/opt/cuda-11.8/lib64';
+const OLD_NVRTC = '/opt/cuda-12.2/lib64';
+
+interface Program {
+  /** The file checked, in the image. */
+  target: string;
+  /** The driver's steps after the spy is in place. */
+  steps: string[];
+  /** Put first in the global scope (the extension modules' libpython). */
+  preload?: string[];
+  /** The library of its CUDA major, and its files (removed for "its CUDA major absent"). */
+  major: {soname: string; files: string[]};
+}
+
+const PROGRAMS: Record<string, Program> = {
+  magma: {target: '/usr/lib/libmagma.so.2', steps: ['open:/usr/lib/libmagma.so.2', 'call0:magma_init', 'callp:cudaGetDeviceCount', 'where'],
+    major: {soname: 'libcudart.so.12', files: ['libcudart.so.12', 'libcudart.so.12.4.127']}},
+  starpu: {target: `${LIB}/libstarpu-1.4.so.6`, steps: [`open:${LIB}/libstarpu-1.4.so.6`, 'call0:starpu_init', 'call0:starpu_cuda_worker_get_count', 'call0:starpu_cpu_worker_get_count', 'callp:cudaGetDeviceCount', 'where'],
+    major: {soname: 'libcudart.so.12', files: ['libcudart.so.12', 'libcudart.so.12.4.127']}},
+  gloo: {target: '/usr/lib/libgloo_cuda.so.0', steps: ['open:/usr/lib/libgloo_cuda.so.0', 'callp:cudaGetDeviceCount', 'where'],
+    major: {soname: 'libcudart.so.12', files: ['libcudart.so.12', 'libcudart.so.12.4.127']}},
+  pycuda: {target: `${PY}/pycuda/_driver.cpython-313-x86_64-linux-gnu.so`, preload: [LIBPYTHON],
+    steps: [`open:${LIBPYTHON}`, `open:${PY}/pycuda/_driver.cpython-313-x86_64-linux-gnu.so`, 'call0:cuInit', 'where'],
+    major: {soname: 'libcurand.so.10', files: ['libcurand.so.10', 'libcurand.so.10.3.5.147']}},
+  pyvkfft: {target: `${PY}/pyvkfft/_vkfft_cuda.cpython-313-x86_64-linux-gnu.so`, preload: [LIBPYTHON],
+    steps: [`open:${LIBPYTHON}`, `open:${PY}/pyvkfft/_vkfft_cuda.cpython-313-x86_64-linux-gnu.so`, 'call0:cuInit', 'nvrtc', 'where'],
+    major: {soname: 'libnvrtc.so.12', files: ['libnvrtc.so.12', 'libnvrtc.so.12.4.127']}},
+};
+
+/**
+ * The driver: `open:PATH` dlopens (RTLD_NOW | RTLD_GLOBAL) and stops at a failure ("ERR" and
+ * dlerror); `call0:F` / `callp:F` call F(0) / F(scratch) found in the global scope and print what
+ * it returns; `where` prints every libcuda loaded; `nvrtc` compiles a kernel with the
+ * loaded NVRTC, as pyvkfft does at its first transform. Built on the host (glibc 2.36), it runs
+ * on trixie's 2.41.
+ */
+const DRIVER_C = `#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <link.h>
+#include <stdio.h>
+#include <string.h>
+typedef int (*fn)(void *);
+/* Every libcuda loaded (libcudart dlopens it RTLD_LOCAL: not in the global scope). */
+static int where(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size; (void)data;
+  const char *b = strrchr(info->dlpi_name, '/');
+  if (b && !strncmp(b, "/libcuda.so", 11)) printf("where %s\\n", info->dlpi_name);
+  return 0;
+}
+static int nvrtc(void) {
+  int (*create)(void **, const char *, const char *, int, const char *const *, const char *const *) = dlsym(RTLD_DEFAULT, "nvrtcCreateProgram");
+  int (*compile)(void *, int, const char *const *) = dlsym(RTLD_DEFAULT, "nvrtcCompileProgram");
+  if (!create || !compile) return -1;
+  void *p;
+  int e = create(&p, "extern \\"C\\" __global__ void k(float *x) { x[0] = 1.0f; }", "k.cu", 0, 0, 0);
+  return e ? e : compile(p, 0, 0);
+}
+int main(int argc, char **argv) {
+  static int scratch[64];
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strncmp(a, "open:", 5)) {
+      if (!dlopen(a + 5, RTLD_NOW | RTLD_GLOBAL)) { printf("ERR %s\\n", dlerror()); return 3; }
+      printf("OK %s\\n", a + 5);
+    } else if (!strncmp(a, "call0:", 6) || !strncmp(a, "callp:", 6)) {
+      fn f = (fn)dlsym(RTLD_DEFAULT, a + 6);
+      if (!f) { printf("ERR %s\\n", dlerror()); return 4; }
+      printf("%s %d\\n", a + 6, f(a[4] == 'p' ? (void *)scratch : 0));
+    } else if (!strcmp(a, "where")) {
+      dl_iterate_phdr(where, 0);
+    } else if (!strcmp(a, "nvrtc")) {
+      printf("nvrtc %d\\n", nvrtc());
+    }
+    fflush(stdout);
+  }
+  return 0;
+}
+`;
+
+const present = existsSync(join(CORPUS, '.unpacked-libmagma2')) && Object.values(PROGRAMS).every((p) => existsSync(join(CORPUS, p.target)));
+const d = describeIf(present && IS_ROOT && HAVE_GCC && process.arch === 'x64',
+  !present ? 'needs the corpus: bash test/fixtures/fetch-corpus.sh' : !IS_ROOT ? `${NEEDS.root} (the programs run in a trixie root with chroot)` : HAVE_GCC ? 'needs x86-64 (the dlopen spy)' : NEEDS.tool('gcc'));
+
+let tmp: TempDir;
+let runin: string;
+let base: string;
+let spy: string;
+let driver: string;
+let serial = 0;
+
+/** A copy of the corpus root (hard links, so nothing in the fixture is ever written), with `change` applied and its own ld.so.cache. */
+function makeRoot(name: string, change: (root: string) => void = () => {}): string {
+  const root = join(tmp.dir, name);
+  const cp = spawnSync('cp', ['-al', base, root], {encoding: 'utf8'});
+  if (cp.status !== 0) throw new Error(`cp -al ${base} ${root}: ${cp.stderr}`);
+  change(root);
+  rmSync(join(root, 'etc', 'ld.so.cache'), {force: true});
+  const ldconfig = spawnSync(runin, [root, '/', '--', '/sbin/ldconfig'], {encoding: 'utf8'});
+  if (ldconfig.status !== 0) throw new Error(`ldconfig in ${root} failed: ${ldconfig.stderr}`);
+  return root;
+}
+
+interface RealRun {
+  lines: string[];
+  /** What the step printed ("OK", "ERR ...", the call's return code), by step name. */
+  result: Map<string, string>;
+  /** The CUDA loads the spy saw: caller's file name and the name asked for. */
+  cudaLoads: Set<string>;
+}
+
+function realRun(root: string, program: Program, ldLibraryPath?: string): RealRun {
+  const log = `/tmp/spy-${serial++}.log`;
+  const env = ['PATH=/usr/bin', 'HOME=/tmp', 'LD_PRELOAD=/usr/lib/corpus-spy.so', `DLOPEN_SPY_LOG=${log}`, ...(ldLibraryPath ? [`LD_LIBRARY_PATH=${ldLibraryPath}`] : [])];
+  const r = spawnSync(runin, [root, '/tmp', ...env, '--', '/usr/bin/corpus-drv', ...program.steps], {encoding: 'utf8', timeout: 60_000});
+  const lines = r.stdout.trim().split('\n');
+  const result = new Map<string, string>();
+  for (const l of lines) {
+    const [head, ...rest] = l.split(' ');
+    if (head === 'OK') result.set(rest.join(' '), 'OK');
+    else result.set(head!, rest.join(' '));
+  }
+  const cudaLoads = new Set(readSpyLog(join(root, log)).filter((l) => isCudaStackName(basename(l.name)) && !/\/libcuda\.so/.test(l.caller) && !l.caller.endsWith('/corpus-drv'))
+    .map((l) => `${basename(l.caller)} -> ${l.name}`));
+  return {lines, result, cudaLoads};
+}
+
+function check(root: string, program: Program, ldLibraryPath?: string): Promise<CheckReport> {
+  return checkLibraries({targets: [join(root, program.target)], sysroot: root, ldLibraryPath: ldLibraryPath ?? '', ...(program.preload ? {preload: program.preload} : {})});
+}
+
+/** Every run-time load check models, as "caller -> name" (`check --json`'s runtimeLoads). */
+function modelled(report: CheckReport): Set<string> {
+  return new Set(report.objects.flatMap((o) => (o.runtimeLoads ?? []).flatMap((l) => l.soname.map((n) => `${basename(o.path)} -> ${n}`))));
+}
+
+/** The resolved dlopen edges: "caller -> name" and the file found (null: not found). */
+function dlopenEdges(report: CheckReport): Map<string, string | null> {
+  return new Map(report.objects.flatMap((o) => o.needed.filter((e) => e.dlopen).map((e) => [`${basename(o.path)} -> ${e.name}`, e.path] as const)));
+}
+
+/** The file holds `name` as a whole NUL-terminated string: grep, not cudaenv's own string reader. */
+function namedIn(file: string, name: string): boolean {
+  const pattern = `\\x00${name.replace(/[.+%]/g, (c) => `\\${c}`)}\\x00`;
+  return spawnSync('grep', ['-qaP', pattern, file]).status === 0;
+}
+
+/** Seen ⊆ modelled, and every modelled load seen or named by its caller's own file. */
+function expectEdgesAgree(report: CheckReport, real: RealRun): void {
+  const model = modelled(report);
+  expect([...real.cudaLoads].filter((l) => !model.has(l))).toEqual([]);
+  const unsupported = report.objects.flatMap((o) => (o.runtimeLoads ?? []).flatMap((l) => l.soname.filter((n) => {
+    if (real.cudaLoads.has(`${basename(o.path)} -> ${n}`) || l.source === 'note') return false;
+    // A prefix the caller completes with its CUDA major ("libnvrtc.so." + "12") counts as the name.
+    return !namedIn(o.path, n) && !namedIn(o.path, n.replace(/\d+$/, ''));
+  }).map((n) => `${o.path} -> ${n}`)));
+  expect(unsupported).toEqual([]);
+}
+
+/** The first problem that fails the check (warnings, 'feature', apart). */
+const first = (report: CheckReport) => report.problems.find((p) => p.impact !== 'feature');
+
+d('the corpus of real CUDA programs (Debian trixie contrib), each run in a trixie root under the dlopen spy', () => {
+  let healthy: string;
+  beforeAll(() => {
+    tmp = makeTempDir('cudaenv-corpus-');
+    runin = buildRunin(join(tmp.dir, 'runin'));
+    spy = buildDlopenSpy(tmp.dir);
+    driver = join(tmp.dir, 'corpus-drv');
+    writeFileSync(`${driver}.c`, DRIVER_C);
+    const cc = spawnSync('gcc', ['-O', '-o', driver, `${driver}.c`, '-ldl'], {encoding: 'utf8'});
+    if (cc.status !== 0) throw new Error(`cannot build the corpus driver: ${cc.stderr}`);
+    base = join(tmp.dir, 'base');
+    const cp = spawnSync('cp', ['-al', CORPUS, base], {encoding: 'utf8'});
+    if (cp.status !== 0) throw new Error(`cp -al ${CORPUS} ${base}: ${cp.stderr}`);
+    // Debian's merged /usr, which base-files makes.
+    for (const l of ['lib', 'lib64', 'bin', 'sbin']) if (!existsSync(join(base, l)) && existsSync(join(base, 'usr', l))) symlinkSync(`usr/${l}`, join(base, l));
+    mkdirSync(join(base, 'tmp'), {recursive: true});
+    copyFileSync(spy, join(base, 'usr', 'lib', 'corpus-spy.so'));
+    copyFileSync(driver, join(base, 'usr', 'bin', 'corpus-drv'));
+    // The toolkit's stub libcuda (not in Debian's packages): a stand-in of its documented shape
+    // (SONAME libcuda.so.1, no DT_NEEDED, no symbol versions, every entry point returning
+    // CUDA_ERROR_STUB_LIBRARY), with every function the real driver library exports, so that the
+    // extension modules that link libcuda.so.1 bind to it as they do to the real stub.
+    const entries = spawnSync('nm', ['-D', '--defined-only', join(base, NV, 'libcuda.so.1')], {encoding: 'utf8'}).stdout.split('\n')
+      .flatMap((l) => (/ T (\w+)$/.exec(l)?.slice(1) ?? []));
+    if (entries.length < 100) throw new Error(`nm -D ${join(base, NV, 'libcuda.so.1')} lists ${entries.length} functions: binutils is needed`);
+    buildLib({out: join(base, STUBS, 'libcuda.so'), soname: 'libcuda.so.1', extra: ['-nostdlib'], source: entries.map((e) => `int ${e}(void) { return 34; }\n`).join('')});
+    symlinkSync('libcuda.so', join(base, STUBS, 'libcuda.so.1'));
+    // An older release: Debian bookworm's real CUDA 11.8 runtime.
+    mkdirSync(join(base, OLD), {recursive: true});
+    spawnSync('cp', ['-al', `${BOOKWORM}/.`, join(base, OLD)]);
+    // NVRTC 12.2's builtins as NVRTC 12.4 sees them (a stand-in, as in runtime-loads.test.ts).
+    buildLib({out: join(base, OLD_NVRTC, 'libnvrtc-builtins.so.12.4'), soname: 'libnvrtc-builtins.so.12.4',
+      source: 'const char *__nvrtc_builtins__12_2_getBuiltinHeader(const char *name) { return 0; }\n'});
+    healthy = makeRoot('healthy');
+  }, 120_000);
+  afterAll(() => tmp?.cleanup());
+
+  for (const [name, program] of Object.entries(PROGRAMS)) {
+    test(`${name}: healthy (the driver's libcuda on LD_LIBRARY_PATH): loads, reaches the driver, and check passes with the same dlopen edges`, async () => {
+      const real = realRun(healthy, program, NV);
+      expect(real.result.get(program.target)).toBe('OK');
+      expect(real.result.get('where')).toBe(`${NV}/libcuda.so.1`);
+      const report = await check(healthy, program, NV);
+      expect(report.problems.filter((p) => p.impact !== 'feature')).toEqual([]);
+      expect(report.ok).toBe(true);
+      expectEdgesAgree(report, real);
+      // The libcuda the real run reached is the one check finds.
+      const edges = dlopenEdges(report);
+      for (const seen of real.cudaLoads) if (seen.endsWith('-> libcuda.so.1')) expect(edges.get(seen)).toBe(join(healthy, NV, 'libcuda.so.1'));
+    }, 60_000);
+
+    test(`${name}: no driver (no libcuda.so.1 anywhere): the real run and check agree on the verdict and the first problem`, async () => {
+      const real = realRun(healthy, program);
+      const report = await check(healthy, program);
+      expectEdgesAgree(report, real);
+      expect(real.result.get('where') ?? null).toBeNull();
+      const missing = report.problems.find((p) => p.library === 'libcuda.so.1');
+      if (real.result.get(program.target) === 'OK') {
+        // Loaded: libcudart's dlopen of libcuda.so.1 fails at the first CUDA call (35), which
+        // needs a GPU anyway; on this machine without the NVIDIA module check warns and passes.
+        // StarPU goes on without CUDA: its CPU workers run (it falls back).
+        expect(real.result.get('cudaGetDeviceCount')).toBe('35');
+        expect(report.ok).toBe(true);
+        expect(missing).toMatchObject({kind: 'not-found', edge: 'dlopen', impact: 'feature'});
+      } else {
+        // The extension module links libcuda.so.1 itself: its load fails. Check says so
+        // ("cannot load here whatever the search"), as a warning on a machine without the NVIDIA
+        // kernel module, where nothing could make it load (by design; --strict fails).
+        expect(real.lines.at(-1)).toBe('ERR libcuda.so.1: cannot open shared object file: No such file or directory');
+        expect(missing).toMatchObject({kind: 'not-found', impact: 'feature'});
+        expect(missing!.edge).toBeUndefined();
+        expect(missing!.explanation).toContain('cannot load here whatever the search');
+        expect(report.ok).toBe(true);
+        expect((await checkLibraries({targets: [join(healthy, program.target)], sysroot: healthy, ldLibraryPath: '', preload: program.preload, strict: true})).ok).toBe(false);
+      }
+    }, 60_000);
+
+    // pyvkfft's module links libcuda.so.1 and nothing of it dlopens libcuda: the stub found at its
+    // start is not judged (the stub check is made on run-time loads only); PyCUDA's libcurand
+    // dlopens libcuda.so.1 too, which finds the loaded stub, and so its check fails.
+    const stubTest = name === 'pyvkfft' ? test.failing : test;
+    const gap = name === 'pyvkfft' ? '[known gap: the stub libcuda.so.1 found by a DT_NEEDED at start is not checked, only by dlopen] ' : '';
+    stubTest(`${gap}${name}: the toolkit's stub libcuda.so.1 first on LD_LIBRARY_PATH: the real first CUDA call gets CUDA_ERROR_STUB_LIBRARY, and check fails on the stub`, async () => {
+      const real = realRun(healthy, program, `${STUBS}:${NV}`);
+      expect(real.result.get(program.target)).toBe('OK');
+      // libcudart closes the stub after the failed call where nothing else holds it (Gloo).
+      expect([`${STUBS}/libcuda.so.1`, undefined]).toContain(real.result.get('where'));
+      expect(real.result.get(program.steps.some((s) => s === 'call0:cuInit') ? 'cuInit' : 'cudaGetDeviceCount')).toBe('34');
+      const report = await check(healthy, program, `${STUBS}:${NV}`);
+      expectEdgesAgree(report, real);
+      expect(report.ok).toBe(false);
+      expect(first(report)).toMatchObject({kind: 'cuda-stub', library: 'libcuda.so.1'});
+      expect(first(report)!.fix).toContain(STUBS);
+    }, 60_000);
+
+    test(`${name}: an older release first on LD_LIBRARY_PATH (Debian bookworm's real CUDA 11.8): other SONAMEs, so the real run is the healthy one, and check says nothing of it`, async () => {
+      const real = realRun(healthy, program, `${OLD}:${NV}`);
+      expect(real.result.get(program.target)).toBe('OK');
+      expect(real.result.get('where')).toBe(`${NV}/libcuda.so.1`);
+      const report = await check(healthy, program, `${OLD}:${NV}`);
+      expectEdgesAgree(report, real);
+      expect(report.ok).toBe(true);
+      expect(report.problems.filter((p) => JSON.stringify(p).includes(OLD))).toEqual([]);
+    }, 60_000);
+
+    test(`${name}: its CUDA major absent (${program.major.soname} removed): the real load fails on it, and \`cudaenv check\` exits 1 naming it, what it costs and the fix`, async () => {
+      const root = makeRoot(`no-major-${name}`, (r) => {
+        for (const f of program.major.files) rmSync(join(r, LIB, f));
+      });
+      const real = realRun(root, program, NV);
+      expect(real.lines.at(-1)).toBe(`ERR ${program.major.soname}: cannot open shared object file: No such file or directory`);
+      const report = await check(root, program, NV);
+      expect(report.ok).toBe(false);
+      expect(first(report)).toMatchObject({kind: 'not-found', library: program.major.soname});
+      const cli = runCli(['check', join(root, program.target), '--ld-library-path', NV, ],
+        {env: cliEnv(join(tmp.dir, 'store'), {CUDAENV_SYSROOT: root})});
+      expect(cli.status).toBe(1);
+      const [line, why, fix] = cli.stdout.split('\n');
+      expect(line).toMatch(new RegExp(`^error: not found: .* needs ${program.major.soname.replace(/\./g, '\\.')}, which the loader cannot find`));
+      expect(why).toMatch(/^ {2}why: /);
+      expect(fix).toMatch(/^ {2}fix: /);
+      console.log(`${name}, ${program.major.soname} absent:\n${cli.stdout.split('\n').slice(0, 3).join('\n')}`);
+    }, 60_000);
+  }
+
+  test('pyvkfft: NVRTC\'s builtins missing: the module loads, the real compilation fails, and check fails naming libnvrtc-builtins.so.12.4', async () => {
+    const program = PROGRAMS.pyvkfft!;
+    const root = makeRoot('no-builtins', (r) => {
+      for (const f of ['libnvrtc-builtins.so.12.4', 'libnvrtc-builtins.so.12.4.127']) rmSync(join(r, LIB, f));
+    });
+    const real = realRun(root, program, NV);
+    expect(real.result.get(program.target)).toBe('OK');
+    expect(real.result.get('nvrtc')).not.toBe('0');
+    const report = await check(root, program, NV);
+    expectEdgesAgree(report, real);
+    expect(report.ok).toBe(false);
+    expect(first(report)).toMatchObject({kind: 'not-found', library: 'libnvrtc-builtins.so.12.4', edge: 'dlopen', impact: 'library'});
+  }, 60_000);
+
+  test('pyvkfft: builtins of another release first on LD_LIBRARY_PATH: the real compilation fails with NVRTC_ERROR_BUILTIN_OPERATION_FAILURE, and check names both releases', async () => {
+    const program = PROGRAMS.pyvkfft!;
+    const real = realRun(healthy, program, `${OLD_NVRTC}:${NV}`);
+    expect(real.result.get('nvrtc')).toBe('7');
+    const report = await check(healthy, program, `${OLD_NVRTC}:${NV}`);
+    expectEdgesAgree(report, real);
+    expect(report.ok).toBe(false);
+    expect(first(report)).toMatchObject({kind: 'mixed-release', library: 'libnvrtc-builtins.so.12.4'});
+  }, 60_000);
+});
+
+/** "zaxpycp.sm_70.cubin" -> "sm_70.cubin". */
+const arch = (name: string) => name.replace(/^.*\.(sm_\d+\.(?:cubin|ptx))$/, '$1');
+
+/** The corpus's files with GPU code, and Debian's cuobjdump (CUDA 12.4) to compare the reader with. */
+const CUOBJDUMP = join(DOWNLOADED, 'trixie-toolkit', 'usr', 'bin', 'cuobjdump');
+const GPU_FILES = ['/usr/lib/libmagma.so.2', '/usr/lib/libgloo_cuda.so.0.5.0', `${PY}/pyvkfft/_vkfft_cuda.cpython-313-x86_64-linux-gnu.so`,
+  `${PY}/pycuda/_driver.cpython-313-x86_64-linux-gnu.so`, `${LIB}/libstarpu-1.4.so.6.0.0`, `${LIB}/libcurand.so.10.3.5.147`, `${LIB}/libcusolver.so.11.6.1.9`];
+describeIf(present && existsSync(CUOBJDUMP), present ? 'needs cuobjdump: bash test/fixtures/fetch-cuda-libs.sh' : 'needs the corpus: bash test/fixtures/fetch-corpus.sh')(
+  'GPU code of the corpus against cuobjdump 12.4', () => {
+    test('every SASS and PTX image cuobjdump lists, in its order, by kind and architecture (MAGMA 1419 SASS and 473 PTX)', () => {
+      const disagreements: string[] = [];
+      let compared = 0;
+      for (const f of GPU_FILES) {
+        const file = join(CORPUS, f);
+        const theirs = cuobjdump(CUOBJDUMP, file);
+        for (const mode of ['elf', 'ptx'] as const) {
+          expect(theirs[mode].fatal).toBeNull();
+          // Kind, order and architecture: the file part of the names differs for MAGMA (the known gap below).
+          const a = archOnly(mine(file, mode)).map(arch);
+          const b = archOnly(theirs[mode].lines).map(arch);
+          compared += b.length;
+          if (JSON.stringify(a) !== JSON.stringify(b)) disagreements.push(`${f} --list-${mode}: ${a.length} here, ${b.length} there`);
+        }
+      }
+      expect(disagreements).toEqual([]);
+      expect(compared).toBeGreaterThan(1900);
+    }, 120_000);
+
+    test.failing('[known gap: cuobjdump names MAGMA\'s images by their compilation unit (zaxpycp.sm_70.cubin), the reader by the library (libmagma.so.1.sm_70.cubin)] name for name', () => {
+      const file = join(CORPUS, '/usr/lib/libmagma.so.2');
+      expect(mine(file, 'elf').slice(0, 20)).toEqual(cuobjdump(CUOBJDUMP, file).elf.lines.slice(0, 20));
+    }, 120_000);
+  });
