@@ -5,8 +5,8 @@ import type {CheckedObject, CheckOptions, FileVerdict, NeededEdge} from './repor
 import {findProblems, loadStop, type LoadStop} from './bind/find-problems.js';
 import {SymbolMemo} from './bind/symbol-memo.js';
 import {explain, markNoDriverConsequences} from './explain/explain-finding.js';
-import {explainPinnedPairs, explainRuntimeLoads} from './explain/runtime-problems.js';
-import {pinnedPairs} from './runtime/release-checks.js';
+import {explainPinnedPairs, explainRuntimeLoads, explainStartLibcuda} from './explain/runtime-problems.js';
+import {pinnedPairs, startLibcudaChecks} from './runtime/release-checks.js';
 import {declaredLoads, runtimeLoads, type RuntimeLoad} from './runtime/runtime-loads.js';
 import {runtimeEnvOf} from './runtime/families.js';
 import {noteFoundElsewhere} from './explain/found-elsewhere.js';
@@ -367,6 +367,8 @@ async function checkOne(
     const loads = runtimeLoads(started, () => startOf(ctx, platform, r, exe), memo);
     addRuntimeEdges(objects, loads, declaredLoads(started));
     problems.push(...explainPinnedPairs(p, pinnedPairs(p), explainCtx, platform.sysroot));
+    const judged = new Set(loads.flatMap((l) => l.checks.filter((c) => c.kind === 'cuda-stub' || c.kind === 'driver-mismatch').map((c) => c.object.inode)));
+    problems.push(...explainStartLibcuda(p, startLibcudaChecks(p, judged), explainCtx, platform.sysroot));
     problems.push(...await explainRuntimeLoads(loads, explainCtx, platform.sysroot));
   }
   return {

@@ -142,6 +142,33 @@ function besideCaller(load: RuntimeLoad, path: string): boolean {
   return a !== null && a === real(load.caller.path);
 }
 
+/**
+ * A libcuda.so.1 loaded at the start (runtime/release-checks.ts startLibcudaChecks): the stub, or
+ * another release than the kernel module, worded as for a dlopen's, the fix at the entry that brought it.
+ */
+export function explainStartLibcuda(p: LoaderProcess, checks: ReleaseCheck[], ctx: ExplainContext, sysroot: string): Problem[] {
+  return checks.map((check) => {
+    const path = check.object.path;
+    const edge = p.edgeTo(check.object);
+    const owner = edge?.owner.path ?? p.target.path;
+    const how = edge?.preloadFrom ? `${edge.preloadFrom} brings libcuda.so.1 at the start` : `${owner} needs libcuda.so.1 (DT_NEEDED)`;
+    const picked = edge ? howPicked(edge, path) : `The loader finds ${path}`;
+    const base: Problem = {kind: check.kind, object: owner, library: 'libcuda.so.1', version: null, symbol: null,
+      chosen: `${path} (${edge ? ruleOf(edge, path) : 'already loaded'})`, shadowed: null, explanation: '', fix: null, summary: '', impact: 'library'};
+    if (check.kind === 'cuda-stub') {
+      base.summary = `${how} and gets the CUDA toolkit's stub ${path}: every CUDA call fails with "CUDA driver is a stub library"`;
+      base.explanation = `${how}. ${picked}. ${check.detail}: it exists only for linking, and every entry point returns ` +
+        'CUDA_ERROR_STUB_LIBRARY, so the first CUDA call fails with cudaErrorStubLibrary ("CUDA driver is a stub library").';
+      base.fix = edge ? fixForEntry(edge, path, ctx, sysroot, 'the driver\'s libcuda.so.1 is found', p) : null;
+    } else {
+      base.summary = `${how} and gets a libcuda that does not match the kernel module: CUDA calls fail with "system has unsupported display driver / cuda driver combination"`;
+      base.explanation = `${how}. ${picked}. ${check.detail}; CUDA then fails with cudaErrorSystemDriverMismatch.`;
+      base.fix = edge ? fixForEntry(edge, path, ctx, sysroot, 'the libcuda of the running driver is found', p) : null;
+    }
+    return base;
+  });
+}
+
 /** Pairs one release ships together, loaded at start from two releases (runtime/release-checks.ts pinnedPairs). */
 export function explainPinnedPairs(p: LoaderProcess, checks: ReleaseCheck[], ctx: ExplainContext, sysroot: string): Problem[] {
   return checks.map((check) => {

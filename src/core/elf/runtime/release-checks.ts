@@ -55,27 +55,49 @@ function definesName(obj: LoadedObject, name: string): boolean {
   return (obj.info.symbols ?? []).some((s) => s.name === name && s.defined);
 }
 
+/** The release a libcuda.so.1 is, from its contents; its name only where they say nothing (a renamed 550 library called libcuda.so.470.57.02 is still 550). */
+function libcudaRelease(p: LoaderProcess, loaded: LoadedObject): string | null {
+  return libcudaContentsVersion(p.ctx.view.hostPath(loaded.path) ?? loaded.path, loaded.inode) ?? libcudaVersion(realName(p, loaded.path)) ?? null;
+}
+
+/** What is wrong with a libcuda.so.1 whoever loads it: the toolkit's stub, or another release than the kernel module. */
+function libcudaChecks(p: LoaderProcess, loaded: LoadedObject): ReleaseCheck[] {
+  if (isCudaStub(loaded)) {
+    return [{kind: 'cuda-stub', object: loaded, detail: `${loaded.path} is the CUDA toolkit's link-time stub of libcuda.so.1 (it imports nothing: no DT_NEEDED, no symbol versions), not the NVIDIA driver's library`}];
+  }
+  const version = libcudaRelease(p, loaded);
+  const kernel = kernelDriverVersion(p.platform.sysroot);
+  if (version && kernel && version !== kernel) {
+    const compat = /\/compat\//.test(loaded.path) || /\/compat\//.test(realName(p, loaded.path));
+    if (!compat || compareDriverVersions(version, kernel) < 0) {
+      return [{kind: 'driver-mismatch', object: loaded, detail: compat
+        ? `${loaded.path} is a cuda-compat libcuda ${version}, made for kernel modules older than itself; this machine runs module ${kernel}, which is newer`
+        : `${loaded.path} is libcuda ${version}; this machine's kernel module is ${kernel}: the two must be one release`}];
+    }
+  }
+  return [];
+}
+
+/**
+ * The libcuda.so.1 a process loads at its start (a DT_NEEDED, as PyCUDA's and pyvkfft's extension
+ * modules have, or a preload), checked as a dlopen's is: the stub by this route too (issue 42).
+ * `said`: the files (device:inode) a run-time load's checks already judge (libcudart's dlopen of the
+ * loaded stub says it with the call that fails), left out so that one file is one problem.
+ */
+export function startLibcudaChecks(p: LoaderProcess, said: ReadonlySet<string> = new Set()): ReleaseCheck[] {
+  return p.scope.slice(0, p.startupScopeLength)
+    .filter((o) => o.info.soname === 'libcuda.so.1' && o.role !== 'interp' && o.role !== 'main' && !said.has(o.inode))
+    .flatMap((o) => libcudaChecks(p, o));
+}
+
 /** The checks that apply to `loaded`, brought by `caller`'s dlopen in `p`. */
 export function releaseChecks(p: LoaderProcess, caller: LoadedObject, loaded: LoadedObject): ReleaseCheck[] {
   const checks: ReleaseCheck[] = [];
   const callerName = caller.info.soname ?? basename(caller.path);
   if (loaded.info.soname === 'libcuda.so.1') {
-    if (isCudaStub(loaded)) {
-      checks.push({kind: 'cuda-stub', object: loaded, detail: `${loaded.path} is the CUDA toolkit's link-time stub of libcuda.so.1 (it imports nothing: no DT_NEEDED, no symbol versions), not the NVIDIA driver's library`});
-      return checks;
-    }
-    // The release the file is, from its contents; its name only where they say nothing (a renamed
-    // 550 library called libcuda.so.470.57.02 is still 550).
-    const version = libcudaContentsVersion(p.ctx.view.hostPath(loaded.path) ?? loaded.path, loaded.inode) ?? libcudaVersion(realName(p, loaded.path));
-    const kernel = kernelDriverVersion(p.platform.sysroot);
-    if (version && kernel && version !== kernel) {
-      const compat = /\/compat\//.test(loaded.path) || /\/compat\//.test(realName(p, loaded.path));
-      if (!compat || compareDriverVersions(version, kernel) < 0) {
-        checks.push({kind: 'driver-mismatch', object: loaded, detail: compat
-          ? `${loaded.path} is a cuda-compat libcuda ${version}, made for kernel modules older than itself; this machine runs module ${kernel}, which is newer`
-          : `${loaded.path} is libcuda ${version}; this machine's kernel module is ${kernel}: the two must be one release`});
-      }
-    }
+    if (isCudaStub(loaded)) return libcudaChecks(p, loaded);
+    checks.push(...libcudaChecks(p, loaded));
+    const version = libcudaRelease(p, loaded);
     const cudart = /^libcudart\.so\.(\d+)\.(\d+)\./.exec(realName(p, caller.path));
     if (version && cudart) {
       const toolkit = `${cudart[1]}.${cudart[2]}.0`;

@@ -292,12 +292,9 @@ d('the corpus of real CUDA programs (Debian trixie contrib), each run in a trixi
       }
     }, 60_000);
 
-    // pyvkfft's module links libcuda.so.1 and nothing of it dlopens libcuda: the stub found at its
-    // start is not judged (the stub check is made on run-time loads only); PyCUDA's libcurand
-    // dlopens libcuda.so.1 too, which finds the loaded stub, and so its check fails.
-    const stubTest = name === 'pyvkfft' ? test.failing : test;
-    const gap = name === 'pyvkfft' ? '[known gap: the stub libcuda.so.1 found by a DT_NEEDED at start is not checked, only by dlopen] ' : '';
-    stubTest(`${gap}${name}: the toolkit's stub libcuda.so.1 first on LD_LIBRARY_PATH: the real first CUDA call gets CUDA_ERROR_STUB_LIBRARY, and check fails on the stub`, async () => {
+    // pyvkfft's and PyCUDA's modules link libcuda.so.1 (a DT_NEEDED): the stub found at their start is
+    // judged as a dlopen's is (runtime/release-checks.ts startLibcudaChecks).
+    test(`${name}: the toolkit's stub libcuda.so.1 first on LD_LIBRARY_PATH: the real first CUDA call gets CUDA_ERROR_STUB_LIBRARY, and check fails on the stub`, async () => {
       const real = realRun(healthy, program, `${STUBS}:${NV}`);
       expect(real.result.get(program.target)).toBe('OK');
       // libcudart closes the stub after the failed call where nothing else holds it (Gloo).
