@@ -380,7 +380,7 @@ function _cudaenv_sitecheck --argument-names root
         set -l dir (string split -m 1 \t -- $line)[1]
         set -l gen ''
         if test -d "$dir/versions"; and test -f "$dir/switch/generation"; and test -r "$dir/switch/generation"
-            read -l gen <"$dir/switch/generation"
+            read gen <"$dir/switch/generation"
         end
         test -n "$gen"; or set gen -
         test "$line" = "$dir"\t"$gen"; or return 0
