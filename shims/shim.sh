@@ -170,12 +170,15 @@ else
   if [ -n "$_ce_file" ]; then
     _ce_parse_file "$_ce_file"
     _ce_origin="set by $_ce_file"
-  elif [ -f "$_ce_root/global" ]; then
-    IFS= read -r _ce_g < "$_ce_root/global" || [ -n "${_ce_g-}" ] || _ce_g=
+  elif [ -f "$_ce_root/global" ] || [ -f "$_ce_root/site/global" ]; then
+    # The user's global default, else a site store's (mirrored into site/global: issue 45).
+    _ce_gf=$_ce_root/global
+    [ -f "$_ce_gf" ] || _ce_gf=$_ce_root/site/global
+    IFS= read -r _ce_g < "$_ce_gf" || [ -n "${_ce_g-}" ] || _ce_g=
     _ce_trim "$_ce_g"
     _ce_spec=$_ce_t
-    _ce_origin="set by the global default $_ce_root/global"
-    _ce_valid_spec "$_ce_spec" || _ce_fail "the global default in $_ce_root/global \"$_ce_spec\" is not a CUDA version spec" "Run \`cudaenv global 12.4\`."
+    _ce_origin="set by the global default $_ce_gf"
+    _ce_valid_spec "$_ce_spec" || _ce_fail "the global default in $_ce_gf \"$_ce_spec\" is not a CUDA version spec" "Run \`cudaenv global 12.4\`."
   else
     _ce_spec=system
     _ce_origin='no version selected'
@@ -189,7 +192,10 @@ while :; do
   case $_ce_spec in latest | system | [0-9]*) break ;; esac
   _ce_depth=$((_ce_depth + 1))
   [ $_ce_depth -le 8 ] || _ce_fail "alias $_ce_asked loops (more than 8 aliases deep)" "Point one of them at a version: cudaenv alias $_ce_asked 12.4"
-  if [ ! -f "$_ce_root/aliases/$_ce_spec" ]; then
+  # The user's alias, else a site store's (mirrored into site/aliases/: issue 45).
+  _ce_af=$_ce_root/aliases/$_ce_spec
+  [ -f "$_ce_af" ] || _ce_af=$_ce_root/site/aliases/$_ce_spec
+  if [ ! -f "$_ce_af" ]; then
     # v12.4, cuda-12.4 (nvm's v18, /usr/local/cuda-12.4): a version with a prefix, not an alias to create.
     case $_ce_asked in
       [vV][0-9]*) _ce_v=${_ce_asked#?} ;;
@@ -203,7 +209,7 @@ while :; do
     [ $_ce_depth -gt 1 ] || _ce_fail "no alias or version named $_ce_asked ($_ce_origin)" "List versions with \`cudaenv ls\`, or create the alias: cudaenv alias $_ce_asked 12.4"
     _ce_fail "$_ce_asked ($_ce_origin) is not installed" "Create the alias (cudaenv alias $_ce_asked 12.4) or install what it names."
   fi
-  IFS= read -r _ce_a < "$_ce_root/aliases/$_ce_spec" || [ -n "${_ce_a-}" ] || _ce_a=
+  IFS= read -r _ce_a < "$_ce_af" || [ -n "${_ce_a-}" ] || _ce_a=
   _ce_trim "$_ce_a"
   _ce_valid_spec "$_ce_t" || _ce_fail "alias $_ce_spec holds \"$_ce_t\", which is not a CUDA version spec" "Point it at a version: cudaenv alias $_ce_spec 12.4"
   _ce_spec=$_ce_t

@@ -13,7 +13,7 @@ import {errorLines, paint, warningLine} from './cli/color.js';
 import {stdoutColorEnabled, writeStdout, writeWarning} from './cli/stdout.js';
 import {withErrnoHint} from './cli/errno-hint.js';
 import {formatError, CudaenvError, EXIT_FAILED} from './core/errors.js';
-import {storePaths} from './core/store/paths.js';
+import {layeredStorePaths} from './core/shell/site-sync.js';
 import {SHELL_NAMES} from './core/shell/shell.js';
 import {currentHint, currentReport, formatCurrent} from './core/selection/current.js';
 
@@ -114,7 +114,7 @@ export function parseUseArgs(args: string[]): {spec?: string; policy?: 'prepend'
 async function runUseFast(req: {spec?: string; policy?: 'prepend' | 'none'; quiet: boolean; json: boolean}): Promise<void> {
   try {
     const {runUse} = await import('./core/shell/use.js');
-    const out = await runUse({...req, paths: storePaths(), env: process.env}, (m) => process.stderr.write(warningLine(m)));
+    const out = await runUse({...req, paths: layeredStorePaths((m) => process.stderr.write(warningLine(m))), env: process.env}, (m) => process.stderr.write(warningLine(m)));
     writeStdout(out.stdout);
   } catch (caught) {
     // As src/cli/base.ts renders errors: JSON on stdout with --json, else one message on stderr.
@@ -172,7 +172,7 @@ export function checkExeArg(args: string[]): {value: string; rest: string[]} | u
 export async function runPlainCheck(paths: string[], cache = true, gpus?: string[], exe?: string): Promise<void> {
   try {
     const [{runCheckCli}, {chooseCheckTargets}] = await Promise.all([import('./core/elf/index.js'), import('./cli/check-targets.js')]);
-    const store = storePaths();
+    const store = layeredStorePaths(writeWarning);
     const choice = await chooseCheckTargets(store, {paths, exe, cache});
     for (const w of choice.warnings) writeWarning(w);
     const result = await runCheckCli({
@@ -192,7 +192,7 @@ export async function runPlainCheck(paths: string[], cache = true, gpus?: string
 
 export function runCurrent(json: boolean): void {
   try {
-    const report = currentReport(storePaths());
+    const report = currentReport(layeredStorePaths((m) => process.stderr.write(warningLine(m))));
     for (const w of report.warnings) process.stderr.write(warningLine(w));
     if (json) {
       writeStdout(`${JSON.stringify(report, null, 2)}\n`);

@@ -353,6 +353,53 @@ function _cudaenv_removed
     set -g _cudaenv_quiet 1
 end
 
+# Whether the site stores (issue 45) changed since the store's mirror of them was made (as in
+# posix.sh: switch/sites holds the CUDAENV_SITE_DIRS it was made for, then each site store and
+# the first line of its switch/generation). Builtins only; status 0: changed.
+function _cudaenv_sitecheck --argument-names root
+    set -l f /etc/cudaenv/site-dirs
+    set -q CUDAENV_SITE_DIRS_FILE; and test -n "$CUDAENV_SITE_DIRS_FILE"; and set f $CUDAENV_SITE_DIRS_FILE
+    if not test -f "$root/switch/sites"
+        set -q CUDAENV_SITE_DIRS; and test -n "$CUDAENV_SITE_DIRS"; and return 0
+        not set -q CUDAENV_SITE_DIRS; and test -s "$f"; and return 0
+        return 1
+    end
+    set -l want u
+    if set -q CUDAENV_SITE_DIRS
+        set want "e$CUDAENV_SITE_DIRS"
+    else if test "$f" -nt "$root/switch/sites"
+        return 0
+    end
+    set -l first 1
+    while read -l line
+        if test -n "$first"
+            set first
+            test "$line" = "$want"; or return 0
+            continue
+        end
+        set -l dir (string split -m 1 \t -- $line)[1]
+        set -l gen ''
+        if test -d "$dir/versions"; and test -f "$dir/switch/generation"; and test -r "$dir/switch/generation"
+            read gen <"$dir/switch/generation"
+        end
+        test -n "$gen"; or set gen -
+        test "$line" = "$dir"\t"$gen"; or return 0
+    end <"$root/switch/sites"
+    return 1
+end
+
+# The site stores changed: the CLI brings the store's mirror up to date (once per change).
+function _cudaenv_sitesync --argument-names root
+    set -l sig "$CUDAENV_SITE_DIRS|"
+    set -q CUDAENV_SITE_DIRS; or set sig "u|"
+    test -f "$root/switch/sites"; and set sig "$sig"(string join \n < "$root/switch/sites" | string collect)
+    if set -q _cudaenv_sitetried; and test "$sig" = "$_cudaenv_sitetried"
+        return 0
+    end
+    set -g _cudaenv_sitetried "$sig"
+    command "$_CUDAENV_BIN" rehash >/dev/null
+end
+
 function _cudaenv_resolve --argument-names spec
     _cudaenv_store
     set -l root $_cudaenv_r
@@ -384,6 +431,10 @@ function _cudaenv_resolve --argument-names spec
             return 1
         end
         _cudaenv_load "$root/aliases/$spec"
+        # A site store's alias (issue 45: mirrored into site/aliases/) where the user has none of that name.
+        if test -n "$_cudaenv_e"; and test -f "$root/site/aliases/$spec"
+            _cudaenv_load "$root/site/aliases/$spec"
+        end
         if test -n "$_cudaenv_e"
             set -g _cudaenv_e ''
             set -g _cudaenv_final ''
@@ -429,6 +480,9 @@ function _cudaenv_keynow
         else if test -f "$root/global"
             _cudaenv_readfile "$root/global"
             set -g _cudaenv_k "g$_cudaenv_c"
+        else if test -f "$root/site/global"
+            _cudaenv_readfile "$root/site/global"
+            set -g _cudaenv_k "s$_cudaenv_c"
         else
             set -g _cudaenv_k d
         end
@@ -441,6 +495,10 @@ function _cudaenv_hook --on-variable PWD --on-event fish_prompt
     set -g _cudaenv_quiet ''
     if test -n "$_CUDAENV_PATH_ADDED"; and not test -d (string replace -r -- '/bin$' '' "$_CUDAENV_PATH_ADDED" | string collect)
         _cudaenv_removed
+    end
+    _cudaenv_store
+    if _cudaenv_sitecheck $_cudaenv_r
+        _cudaenv_sitesync $_cudaenv_r
     end
     _cudaenv_keynow
     if not set -q _cudaenv_key; or test "$_cudaenv_k" != "$_cudaenv_key"
@@ -478,12 +536,15 @@ function _cudaenv_autoswitch
         end
         set spec "$_cudaenv_s"
         set origin "set by $_cudaenv_f"
-    else if test -f "$root/global"
-        _cudaenv_readfile "$root/global"
+    else if test -f "$root/global"; or test -f "$root/site/global"
+        # The user's global default, else a site store's (mirrored into site/global; issue 45).
+        set -l gfile "$root/global"
+        test -f "$gfile"; or set gfile "$root/site/global"
+        _cudaenv_readfile "$gfile"
         set spec (_cudaenv_trim "$_cudaenv_c" | string collect)
-        set origin "set by the global default $root/global"
+        set origin "set by the global default $gfile"
         if not _cudaenv_valid_spec "$spec"
-            printf 'cudaenv: the global default in %s is not a CUDA version spec; run `cudaenv global 12.4`\n' "$root/global" >&2
+            printf 'cudaenv: the global default in %s is not a CUDA version spec; run `cudaenv global 12.4`\n' "$gfile" >&2
             return 0
         end
     end

@@ -261,6 +261,8 @@ _cudaenv_resolve() {
     depth=$((depth + 1))
     if [ $depth -gt 8 ]; then _cudaenv_e="alias $1 loops or nests more than 8 deep"; return 1; fi
     _cudaenv_load "$root/aliases/$spec"
+    # A site store's alias (issue 45: mirrored into site/aliases/) where the user has none of that name.
+    if [ -n "$_cudaenv_e" ] && [ -f "$root/site/aliases/$spec" ]; then _cudaenv_load "$root/site/aliases/$spec"; fi
     if [ -n "$_cudaenv_e" ]; then _cudaenv_e=; _cudaenv_final=; return 0; fi
     spec=$_cudaenv_c
     spec=${spec#"${spec%%[![:space:]]*}"}
@@ -300,6 +302,9 @@ _cudaenv_keynow() {
     elif [ -f "$root/global" ]; then
       _cudaenv_readfile "$root/global"
       _cudaenv_k="g$_cudaenv_c"
+    elif [ -f "$root/site/global" ]; then
+      _cudaenv_readfile "$root/site/global"
+      _cudaenv_k="s$_cudaenv_c"
     else
       _cudaenv_k=d
     fi
@@ -312,6 +317,8 @@ _cudaenv_hook() {
   local st=$?
   _cudaenv_quiet=
   if [ -n "${_CUDAENV_PATH_ADDED-}" ] && [ ! -d "${_CUDAENV_PATH_ADDED%/bin}" ]; then _cudaenv_removed; fi
+  _cudaenv_store
+  if _cudaenv_sitecheck "$_cudaenv_r"; then _cudaenv_sitesync "$_cudaenv_r"; fi
   _cudaenv_keynow
   if [ "$_cudaenv_k" != "${_cudaenv_key-}" ]; then
     _cudaenv_key=$_cudaenv_k
@@ -319,6 +326,40 @@ _cudaenv_hook() {
   fi
   _cudaenv_quiet=
   return $st
+}
+
+# Whether the site stores (issue 45) changed since the store's mirror of them was made
+# (switch/sites, written by the CLI: the CUDAENV_SITE_DIRS it was made for, then each site store
+# and the first line of its switch/generation). Builtins only; status 0: changed.
+_cudaenv_sitecheck() {
+  local root=$1 f=${CUDAENV_SITE_DIRS_FILE:-/etc/cudaenv/site-dirs} rest line dir gen want
+  if [ ! -f "$root/switch/sites" ]; then
+    [ -n "${CUDAENV_SITE_DIRS-}" ] || { [ -z "${CUDAENV_SITE_DIRS+x}" ] && [ -s "$f" ]; }
+    return
+  fi
+  if [ -n "${CUDAENV_SITE_DIRS+x}" ]; then want="e$CUDAENV_SITE_DIRS"
+  else want=u; [ ! "$f" -nt "$root/switch/sites" ] || return 0
+  fi
+  _cudaenv_readfile "$root/switch/sites"; rest=${_cudaenv_c%$'\001'}
+  line=${rest%%$'\n'*}; rest=${rest#*$'\n'}
+  [ "$line" = "$want" ] || return 0
+  while [ -n "$rest" ]; do
+    line=${rest%%$'\n'*}; rest=${rest#*$'\n'}
+    dir=${line%%$'\t'*}; gen=
+    if [ -d "$dir/versions" ] && [ -f "$dir/switch/generation" ] && [ -r "$dir/switch/generation" ]; then IFS= read -r gen < "$dir/switch/generation" || :; fi
+    [ "$line" = "$dir"$'\t'"${gen:--}" ] || return 0
+  done
+  return 1
+}
+
+# The site stores changed: the CLI brings the store's mirror of them up to date (one process, once
+# per change; a failure is not retried in this shell until the stores change again).
+_cudaenv_sitesync() {
+  local sig="${CUDAENV_SITE_DIRS-u}|"
+  if [ -f "$1/switch/sites" ]; then _cudaenv_readfile "$1/switch/sites"; sig+=$_cudaenv_c; fi
+  [ "$sig" != "${_cudaenv_sitetried-}" ] || return 0
+  _cudaenv_sitetried=$sig
+  command "$_CUDAENV_BIN" rehash >/dev/null
 }
 
 # The version on the variables has gone (`cudaenv uninstall`, or its directory removed by hand):
@@ -361,14 +402,17 @@ _cudaenv_autoswitch() {
       return 0
     fi
     spec=$_cudaenv_s; origin="set by $_cudaenv_f"
-  elif [ -f "$root/global" ]; then
-    _cudaenv_readfile "$root/global"
+  elif [ -f "$root/global" ] || [ -f "$root/site/global" ]; then
+    # The user's global default, else a site store's (mirrored into site/global; issue 45).
+    local gfile=$root/global
+    [ -f "$gfile" ] || gfile=$root/site/global
+    _cudaenv_readfile "$gfile"
     spec=$_cudaenv_c
     spec=${spec#"${spec%%[![:space:]]*}"}
     spec=${spec%"${spec##*[![:space:]]}"}
-    origin="set by the global default $root/global"
+    origin="set by the global default $gfile"
     if ! _cudaenv_valid_spec "$spec"; then
-      printf 'cudaenv: the global default in %s is not a CUDA version spec; run `cudaenv global 12.4`\n' "$root/global" >&2
+      printf 'cudaenv: the global default in %s is not a CUDA version spec; run `cudaenv global 12.4`\n' "$gfile" >&2
       return 0
     fi
   else

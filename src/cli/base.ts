@@ -1,7 +1,8 @@
 import {Command, Errors} from '@oclif/core';
 import {CudaenvError, EXIT_FAILED, EXIT_USAGE, formatError} from '../core/errors.js';
 import {withErrnoHint} from './errno-hint.js';
-import {storePaths, type StorePaths} from '../core/store/paths.js';
+import {type StorePaths} from '../core/store/paths.js';
+import {layeredStorePaths} from '../core/shell/site-sync.js';
 import {errorLines, warningLine} from './color.js';
 import {redactCredentials} from '../core/text/redact.js';
 
@@ -15,7 +16,8 @@ export abstract class CudaenvCommand extends Command {
   private cachedPaths?: StorePaths;
 
   protected get paths(): StorePaths {
-    this.cachedPaths ??= storePaths();
+    // The site stores beneath the user's (issue 45) are brought up to date once per command.
+    this.cachedPaths ??= layeredStorePaths((m) => this.warn2(m));
     return this.cachedPaths;
   }
 

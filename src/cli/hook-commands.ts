@@ -22,6 +22,6 @@ export async function initCode(name: string): Promise<string> {
 export async function switchCheckFor(label: string): Promise<{label: string; line: string; cached: boolean}> {
   const {isLabel} = await import('../core/versions/version.js');
   if (!isLabel(label)) throw new UsageError(`${JSON.stringify(label)} is not a version label`, 'Give an installed version such as 12.4.1.');
-  const {switchCheck} = await import('../core/shell/switch-check.js');
-  return switchCheck(storePaths(), label, process.env);
+  const [{switchCheck}, {layeredStorePaths}, {warningLine}] = await Promise.all([import('../core/shell/switch-check.js'), import('../core/shell/site-sync.js'), import('./color.js')]);
+  return switchCheck(layeredStorePaths((m) => process.stderr.write(warningLine(m))), label, process.env);
 }

@@ -1,5 +1,6 @@
 import {Args, Flags, type Interfaces} from '@oclif/core';
 import {CudaenvCommand} from '../cli/base.js';
+import {describeVersion} from '../core/store/registry.js';
 import {mirrorsFor} from '../core/remote/choose.js';
 import {installRelease, type InstallResult} from '../core/remote/install.js';
 import {parsePlatform} from '../core/remote/platform.js';
@@ -79,7 +80,10 @@ export default class Install extends CudaenvCommand {
     await reporter.finish(true);
     if (!this.jsonEnabled()) {
       if (result.status === 'already-installed') {
-        this.log(`CUDA ${result.version} is already installed in ${result.path} (reinstall with --force).`);
+        const site = describeVersion(this.paths, result.version);
+        this.log(site?.site
+          ? `CUDA ${result.version} is already installed in the site store ${site.store} (your store reaches it at ${result.path}); install your own copy with --force.`
+          : `CUDA ${result.version} is already installed in ${result.path} (reinstall with --force).`);
         for (const w of result.warnings) this.warn2(w);
       } else {
         for (const note of result.notes) process.stderr.write(`cudaenv: note: ${note}\n`);

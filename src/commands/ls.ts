@@ -2,16 +2,18 @@ import {Flags} from '@oclif/core';
 import {CudaenvCommand} from '../cli/base.js';
 import {colorEnabled, paint} from '../cli/color.js';
 import {quoteSh} from '../core/text/quote.js';
-import {listAliases, listVersions, readGlobal} from '../core/store/registry.js';
+import {listAliases, listSiteAliases, listVersions, readEffectiveGlobal} from '../core/store/registry.js';
 import {detectToolkitVersion, scanSystemToolkits} from '../core/versions/detect.js';
 import {selectVersion, describeOrigin} from '../core/selection/select.js';
 import {realpathSync} from 'node:fs';
 
 interface LsResult {
-  versions: Array<{version: string; kind: string; path: string; target: string | null; broken: boolean; active: boolean}>;
+  versions: Array<{version: string; kind: string; path: string; target: string | null; broken: boolean; active: boolean; store: string; site: boolean}>;
   active: {version: string | null; spec: string; origin: string} | null;
-  aliases: Array<{name: string; spec: string}>;
+  aliases: Array<{name: string; spec: string; store?: string}>;
   global: string | null;
+  /** The site stores beneath the user's (issue 45), in the order they are searched. */
+  sites: string[];
   system?: Array<{path: string; version: string | null; registered: boolean; links: string[]; command: string | null}>;
 }
 
@@ -34,11 +36,12 @@ export default class Ls extends CudaenvCommand {
     const result: LsResult = {
       versions: versions.map((v) => ({
         version: v.label, kind: v.kind, path: v.path, target: v.target ?? null, broken: v.broken,
-        active: active?.version === v.label,
+        active: active?.version === v.label, store: v.store, site: v.site,
       })),
       active,
-      aliases: listAliases(this.paths),
-      global: readGlobal(this.paths) ?? null,
+      aliases: [...listAliases(this.paths), ...listSiteAliases(this.paths).map((a) => ({...a, store: 'site'}))],
+      global: readEffectiveGlobal(this.paths)?.spec ?? null,
+      sites: [...new Set(versions.filter((v) => v.site).map((v) => v.store))],
     };
     if (flags.system) {
       const byTarget = new Map(versions.flatMap((v) => (v.target ? [[safeRealpath(v.target), v.label] as const] : [])));
@@ -69,13 +72,14 @@ export default class Ls extends CudaenvCommand {
     const width = Math.max(10, ...r.versions.map((v) => v.version.length)); // 12.4.1-local is longer than a release
     for (const v of r.versions) {
       const mark = v.active ? '*' : ' ';
-      const what = v.kind === 'registered' ? `-> ${v.target}${v.broken ? ` ${paint('(missing!)', 'red', color)}` : ''}`
+      const what = v.site ? `(site store ${v.store})${v.broken ? ` ${paint('(missing!)', 'red', color)}` : ''}`
+        : v.kind === 'registered' ? `-> ${v.target}${v.broken ? ` ${paint('(missing!)', 'red', color)}` : ''}`
         : v.broken ? `${paint('(not a toolkit: empty, no bin/ or lib)', 'red', color)} remove it: cudaenv uninstall ${v.version}` : '';
       const line = `${mark} ${v.version.padEnd(width)} ${what}`.trimEnd();
       this.log(v.active ? paint(paint(line, 'green', color), 'bold', color) : line);
     }
     if (r.active) this.log(`\nactive: ${r.active.version ? paint(r.active.version, 'green', color) : paint(`${r.active.spec} (not installed)`, 'red', color)} (${r.active.origin})`);
-    for (const a of r.aliases) this.log(`alias ${a.name} -> ${a.spec}`);
+    for (const a of r.aliases) this.log(`alias ${a.name} -> ${a.spec}${a.store ? ' (site)' : ''}`);
     if (r.system) {
       this.log('\nToolkits on this machine:');
       if (r.system.length === 0) this.log('  none found in /usr/local/cuda*, /opt/cuda*, /usr/lib/cuda');

@@ -8,6 +8,7 @@ import {resolveSpec, notInstalledError} from '../core/selection/resolve.js';
 import {parseSpec} from '../core/versions/spec.js';
 import {requireSelection, describeOrigin} from '../core/selection/select.js';
 import {quoteSh} from '../core/text/quote.js';
+import {describeVersion} from '../core/store/registry.js';
 
 export default class Which extends CudaenvCommand {
   static override summary = 'Print the full path of a toolkit program (nvcc, ptxas, ...) in the active version.';
@@ -15,7 +16,7 @@ export default class Which extends CudaenvCommand {
   static override args = {command: Args.string({required: true, description: 'program name'})};
   static override flags = {cuda: Flags.string({description: 'look in this version instead of the active one'})};
 
-  async run(): Promise<{command: string; path: string; version: string}> {
+  async run(): Promise<{command: string; path: string; version: string; store?: string}> {
     const {args, flags} = await this.parse(Which);
     if (args.command.includes('/') || args.command === '.' || args.command === '..') {
       throw new UsageError(`${JSON.stringify(args.command)} is not a program name`, 'Give a bare name such as nvcc.');
@@ -43,7 +44,10 @@ export default class Which extends CudaenvCommand {
       });
     }
     if (!this.jsonEnabled()) this.log(path);
-    return {command: args.command, path, version: label};
+    // The store it comes from: the user's, or a site store beneath it (issue 45).
+    const store = describeVersion(this.paths, label)?.store ?? this.paths.root;
+    if (!this.jsonEnabled() && store !== this.paths.root) this.warn2(`CUDA ${label} comes from the site store ${store}`);
+    return {command: args.command, path, version: label, store};
   }
 
   /** Under `system`, the program is what PATH finds, cudaenv's shims left out (they would run the selection again). */

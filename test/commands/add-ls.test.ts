@@ -31,7 +31,7 @@ describe('cudaenv add', () => {
     expect(r.stdout).toContain(`Registered CUDA ${label} from ${tk} (${how}).`);
     expect(readlinkSync(join(store, 'versions', label))).toBe(tk);
     const ls = JSON.parse(runCli(['ls', '--json'], {env}).stdout);
-    expect(ls.versions).toEqual([{version: label, kind: 'registered', path: join(store, 'versions', label), target: tk, broken: false, active: false}]);
+    expect(ls.versions).toEqual([{version: label, kind: 'registered', path: join(store, 'versions', label), target: tk, broken: false, active: false, store, site: false}]);
   });
 
   test('version.txt of old toolkits', () => {

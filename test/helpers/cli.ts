@@ -85,6 +85,8 @@ export function cliEnv(storeDir: string, extra: NodeJS.ProcessEnv = {}): NodeJS.
   // As root, `link` keeps its records in a directory of root's (/var/lib/cudaenv) and links only under
   // /usr/local and /opt: the tests keep both in their own temporary directories (docs/security.md).
   env.CUDAENV_STATE_DIR = `${storeDir}.root-state`;
+  // Never the machine's /etc/cudaenv/site-dirs (issue 45): a path that does not exist, unless a test names one.
+  env.CUDAENV_SITE_DIRS_FILE = `${storeDir}.site-dirs`;
   env.CUDAENV_LINK_PREFIXES = `${realpathSync(tmpdir())}:${tmpdir()}`;
   return {...env, ...extra};
 }

@@ -11,6 +11,8 @@ import {firstOnPath} from '../system/python-env.js';
 import {sysRealpath} from './sysroot.js';
 import type {DoctorContext, Finding} from './types.js';
 import {isDir} from '../fs-kind.js';
+import {describeVersion, listVersions} from '../store/registry.js';
+import {configuredSiteDirs, probeSites, siteTimeoutMs, siteWarning} from '../store/site.js';
 
 /** A directory that holds (or is said to hold) a toolkit, with its identity and version. */
 export interface ToolkitDir {
@@ -78,6 +80,8 @@ export interface SelectionFact {
   path: string | null;
   installed: boolean;
   error: string | null;
+  /** The store the selected version comes from (the user's, or a site store: issue 45). */
+  store?: string | null;
 }
 
 export interface ActiveToolkit extends ToolkitDir {
@@ -202,7 +206,31 @@ export function inspectToolkits(ctx: DoctorContext): ToolkitState {
       fix: 'Install one with `cudaenv install 12.4` and select it with `cudaenv use 12.4` (pip wheels alone run PyTorch; a toolkit is needed to compile).',
     });
   }
+  findings.push(...siteStoreFindings(ctx));
   return {selection, active, usrLocalCuda, nvcc, findings};
+}
+
+/** The site stores beneath the user's (issue 45): which answer, what each gives this user, which do not and why. */
+export function siteStoreFindings(ctx: DoctorContext): Finding[] {
+  const config = configuredSiteDirs(ctx.paths.root, ctx.env);
+  const timeoutMs = siteTimeoutMs(ctx.env);
+  const findings: Finding[] = config.warnings.map((w) => ({id: 'store.site-list', severity: 'warning' as const, title: w, evidence: [config.source], fix: null}));
+  const versions = listVersions(ctx.paths);
+  for (const site of probeSites(config.dirs, timeoutMs)) {
+    const problem = siteWarning(site, config.source, ctx.paths.root, timeoutMs);
+    if (problem) {
+      findings.push({id: 'store.site-unusable', severity: 'warning', title: problem, evidence: [`${config.source}: ${site.root}`], fix: `fix or remount ${site.root}, or remove it from ${config.source}`});
+      continue;
+    }
+    const from = versions.filter((v) => v.site && v.store === site.root).map((v) => v.label);
+    findings.push({
+      id: 'store.site', severity: 'info',
+      title: `Site store ${site.root} (${config.source}): ${from.length > 0 ? `CUDA ${from.join(', ')} reached from it` : 'nothing reached from it (your store has its versions, or it has none)'}`,
+      evidence: [`your store: ${ctx.paths.root}`, `site store: ${site.root} (read only; searched after yours)`],
+      fix: null,
+    });
+  }
+  return findings;
 }
 
 function readSelection(ctx: DoctorContext, findings: Finding[]): SelectionFact {
@@ -228,6 +256,7 @@ function readSelection(ctx: DoctorContext, findings: Finding[]): SelectionFact {
     return {
       spec: sel.spec.text, label: sel.label ?? null, system: sel.system, origin,
       path: sel.path ?? null, installed, error: null,
+      store: sel.label ? (describeVersion(ctx.paths, sel.label)?.store ?? ctx.paths.root) : null,
     };
   } catch (error) {
     const message = formatError(error);

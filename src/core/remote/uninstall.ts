@@ -39,6 +39,13 @@ export async function uninstallVersion(paths: StorePaths, label: string, cwd = p
     if (!found) {
       throw new CudaenvError(`CUDA ${label} is not installed`, {hint: `Installed: ${installedLabels(paths).join(', ') || 'none'}.`, code: 'not-installed'});
     }
+    if (found.site) {
+      // A site store is never written by a user's cudaenv (issue 45): its administrator manages it.
+      throw new CudaenvError(`CUDA ${label} is the site's: it comes from the site store ${found.store}, which your cudaenv only reads`, {
+        hint: `An administrator removes it there: CUDAENV_DIR=${found.store} cudaenv uninstall ${label}. To stop using it yourself, choose another version (cudaenv use, cudaenv global), or install your own copy (cudaenv install ${label} --force), which wins over the site's.`,
+        code: 'site-version',
+      });
+    }
     const warnings = [...shellWarnings(paths, label, env), ...usageWarnings(paths, label, cwd)];
     if (found.kind === 'installed') warnings.push(...linkWarnings(paths, label, found.path));
     if (found.kind === 'registered') {

@@ -1,4 +1,5 @@
 import type {StorePaths} from '../store/paths.js';
+import {describeVersion} from '../store/registry.js';
 import {describeOrigin, selectVersion, type Origin, type Selection} from './select.js';
 import {registerHint, unregisteredToolkitFor} from './resolve.js';
 import {prefixedVersionHint, tryParseSpec} from '../versions/spec.js';
@@ -13,6 +14,8 @@ export interface CurrentReport {
   installed: boolean;
   system: boolean;
   aliases: string[];
+  /** The store the version comes from: the user's, or a site store (issue 45); null when none is selected. */
+  store: string | null;
   /** The alias name following stopped at because it does not exist (absent when none). */
   missingAlias?: string;
   warnings: string[];
@@ -29,6 +32,7 @@ export function currentReport(paths: StorePaths, options: {cwd?: string; env?: N
     installed: sel.system || sel.label !== undefined,
     system: sel.system,
     aliases: sel.aliases,
+    store: sel.label ? (describeVersion(paths, sel.label)?.store ?? paths.root) : null,
     ...(sel.missingAlias !== undefined ? {missingAlias: sel.missingAlias} : {}),
     warnings: sel.warnings,
   };
@@ -38,7 +42,8 @@ export function currentReport(paths: StorePaths, options: {cwd?: string; env?: N
 export function formatCurrent(r: CurrentReport, showVersion: (version: string) => string = (v) => v): string {
   if (!r.installed) return `${r.spec} (${r.originText}) is not installed`;
   const via = r.aliases.length > 0 ? `, alias ${r.aliases.join(' -> ')}` : '';
-  return `${showVersion(r.version ?? '')} (${r.originText}${via})`;
+  const site = r.store !== null && r.path !== null && !r.path.startsWith(`${r.store}/`) ? `, from the site store ${r.store}` : '';
+  return `${showVersion(r.version ?? '')} (${r.originText}${via}${site})`;
 }
 
 export function currentHint(r: CurrentReport): string | undefined {

@@ -2,7 +2,7 @@ import {statSync} from 'node:fs';
 import {isAbsolute, join} from 'node:path';
 import {CudaenvError} from '../errors.js';
 import type {StorePaths} from '../store/paths.js';
-import {readGlobal} from '../store/registry.js';
+import {readEffectiveGlobal} from '../store/registry.js';
 import {resolveSpec, type Resolved} from './resolve.js';
 import {parseSpec, prefixedVersionHint, tryParseSpec, type Spec} from '../versions/spec.js';
 import {findVersionFile, readVersionFile} from '../versions/version-file.js';
@@ -50,10 +50,10 @@ export function selectVersion(paths: StorePaths, options: SelectOptions = {}): S
     const parsed = readVersionFile(file);
     return finish(paths, resolveSpec(paths, parsed.spec), {kind: 'file', path: file}, parsed.settings, parsed.warnings);
   }
-  const global = readGlobal(paths);
+  const global = readEffectiveGlobal(paths);
   if (global !== undefined) {
-    const spec = parseGlobalSpec(paths, global);
-    return finish(paths, resolveSpec(paths, spec), {kind: 'global', path: paths.globalFile});
+    const spec = parseGlobalSpec({...paths, globalFile: global.path}, global.spec);
+    return finish(paths, resolveSpec(paths, spec), {kind: 'global', path: global.path});
   }
   return finish(paths, resolveSpec(paths, parseSpec('system')), {kind: 'default'});
 }

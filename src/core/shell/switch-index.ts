@@ -2,7 +2,7 @@ import {existsSync, mkdirSync, readdirSync, readlinkSync} from 'node:fs';
 import {basename, join} from 'node:path';
 import {writeFileSafely} from '../safe-fs/index.js';
 import type {StorePaths} from '../store/paths.js';
-import {listAliases} from '../store/registry.js';
+import {listAliases, listSiteAliases} from '../store/registry.js';
 import {isLabel} from '../versions/version.js';
 
 /**
@@ -49,7 +49,7 @@ export function writeSwitchIndex(paths: StorePaths): string {
   // at its next prompt, as `cudaenv current` and the shims do.
   let aliases = '';
   try {
-    aliases = JSON.stringify(listAliases(paths));
+    aliases = JSON.stringify([listAliases(paths), listSiteAliases(paths)]);
   } catch {
     // an unreadable alias file: the versions alone still key the hook
   }

@@ -3,7 +3,8 @@ import {join, resolve} from 'node:path';
 import {CudaenvError, isErrno} from '../errors.js';
 import {isLabel, parseVersion, sortVersionLabels} from '../versions/version.js';
 import {writeFileSafely} from '../safe-fs/index.js';
-import type {StorePaths} from './paths.js';
+import {pathsFor, type StorePaths} from './paths.js';
+import {readSiteLinks, siteAliasesDir, siteGlobalFile, siteGlobalFromFile, siteOfVersion} from './site.js';
 import {symlinkSafely} from '../safe-fs/index.js';
 
 export const RECEIPT_FILE = '.cudaenv-receipt.json';
@@ -17,6 +18,10 @@ export interface StoredVersion {
   target?: string;
   /** A registered toolkit whose directory has gone, or an installed one that holds no toolkit (empty, or neither receipt, bin/ nor lib). */
   broken: boolean;
+  /** The store it comes from: the user's own, or a site store (issue 45; reached through a link in versions/). */
+  store: string;
+  /** Whether that store is a site store. */
+  site: boolean;
 }
 
 /**
@@ -34,14 +39,15 @@ export function listVersions(paths: StorePaths): StoredVersion[] {
     });
   }
   const out: StoredVersion[] = [];
+  const links = readSiteLinks(paths);
   for (const label of sortVersionLabels(names.filter(isLabel))) {
-    const info = describeVersion(paths, label);
+    const info = describeVersion(paths, label, links);
     if (info) out.push(info);
   }
   return out;
 }
 
-export function describeVersion(paths: StorePaths, label: string): StoredVersion | undefined {
+export function describeVersion(paths: StorePaths, label: string, links?: Map<string, string>): StoredVersion | undefined {
   const path = join(paths.versions, label);
   let st;
   try {
@@ -49,15 +55,22 @@ export function describeVersion(paths: StorePaths, label: string): StoredVersion
   } catch {
     return undefined;
   }
+  const own = {store: paths.root, site: false};
   if (st.isSymbolicLink()) {
+    const site = siteOfVersion(paths, label, links ?? readSiteLinks(paths));
+    if (site !== undefined) {
+      // A site's version, as the site store describes it (installed there, or registered there).
+      const inSite = describeVersion(pathsFor(site), label, new Map());
+      return inSite ? {...inSite, path, store: site, site: true} : {label, path, kind: 'installed', broken: true, store: site, site: true};
+    }
     const target = resolve(paths.versions, readlinkSync(path));
-    return {label, path, kind: 'registered', target, broken: !existsSync(target)};
+    return {label, path, kind: 'registered', target, broken: !existsSync(target), ...own};
   }
   if (!st.isDirectory()) return undefined;
   // An empty directory (a mkdir by hand, a copy that never came) is no installed version (issue 44):
   // it would win `use 12` and give a shell a PATH into nothing.
   const holdsToolkit = ['bin', 'lib64', 'lib', RECEIPT_FILE].some((name) => existsSync(join(path, name)));
-  return {label, path, kind: 'installed', broken: !holdsToolkit};
+  return {label, path, kind: 'installed', broken: !holdsToolkit, ...own};
 }
 
 export function installedLabels(paths: StorePaths): string[] {
@@ -80,6 +93,15 @@ export function readGlobal(paths: StorePaths): string | undefined {
   return readSpecFile(paths.globalFile);
 }
 
+/** The global default in effect: the user's, else a site store's (issue 45), with the file it comes from. */
+export function readEffectiveGlobal(paths: StorePaths): {spec: string; path: string; site: boolean} | undefined {
+  const own = readGlobal(paths);
+  if (own !== undefined) return {spec: own, path: paths.globalFile, site: false};
+  const site = readSpecFile(siteGlobalFile(paths));
+  if (site === undefined) return undefined;
+  return {spec: site, path: readSpecFile(siteGlobalFromFile(paths)) ?? siteGlobalFile(paths), site: true};
+}
+
 export function writeGlobal(paths: StorePaths, spec: string | undefined): void {
   if (spec === undefined) rmSync(paths.globalFile, {force: true});
   else writeFileSafely(paths.globalFile, `${spec}\n`);
@@ -89,8 +111,28 @@ export function aliasPath(paths: StorePaths, name: string): string {
   return join(paths.aliases, name);
 }
 
+/** The user's alias, else a site store's of that name (issue 45: the user's own wins). */
 export function readAlias(paths: StorePaths, name: string): string | undefined {
-  return readSpecFile(aliasPath(paths, name));
+  return readSpecFile(aliasPath(paths, name)) ?? readSiteAlias(paths, name);
+}
+
+export function readSiteAlias(paths: StorePaths, name: string): string | undefined {
+  if (!/^[A-Za-z][A-Za-z0-9_.-]{0,62}$/.test(name)) return undefined;
+  return readSpecFile(join(siteAliasesDir(paths), name));
+}
+
+/** The site stores' aliases the user has none of their own of (`cudaenv alias` lists them apart). */
+export function listSiteAliases(paths: StorePaths): Array<{name: string; spec: string}> {
+  let names: string[];
+  try {
+    names = readdirSync(siteAliasesDir(paths));
+  } catch {
+    return [];
+  }
+  return names.filter((n) => !n.startsWith('.') && !existsSync(aliasPath(paths, n))).sort().flatMap((name) => {
+    const spec = readSiteAlias(paths, name);
+    return spec ? [{name, spec}] : [];
+  });
 }
 
 export function writeAlias(paths: StorePaths, name: string, spec: string): void {
