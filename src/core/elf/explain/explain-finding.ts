@@ -13,7 +13,7 @@ import {splitLdLibraryPath} from '../search/search-path.js';
 import {MISALIGNED} from '../read/elf/segments.js';
 import {compareVersions, parseVersion} from '../../versions/version.js';
 import {kernelDriverVersion, nvidiaModuleLoaded} from '../read/machine/nvidia-driver.js';
-import {NO_DRIVER_FEATURE} from '../runtime/families.js';
+import {DRIVER_LIBRARY_SYMBOLS, NO_DRIVER_FEATURE} from '../runtime/families.js';
 
 /**
  * Turns a finding into what a user can act on: the file the loader picks and by which rule,
@@ -273,6 +273,17 @@ async function explainFinding(p: LoaderProcess, f: Finding, ctx: ExplainContext)
     return problem;
   }
   if (f.kind === 'unversioned-undefined-symbol') {
+    const missing = missingDefiner(f);
+    if (missing) {
+      // Not left to the loading program: the library that is not found would define it, and that
+      // finding says so (issue 42, gap of item 4): the report counts it under the missing library.
+      problem.kind = 'undefined-symbol';
+      problem.library = missing;
+      problem.summary = `${who} needs ${f.symbol}, which ${missing} would define, and ${missing} is not found`;
+      problem.explanation = `${f.object.path} references ${f.symbol} without a version; it is an export of ${missing}, which ${f.object.path} needs and the loader cannot find.`;
+      problem.fix = null;
+      return problem;
+    }
     const shadowed = await shadowedOwnCopy(p, f);
     if (shadowed) return explainShadowedUnversioned(problem, f, who, shadowed, ctx);
     problem.summary = `${who} needs symbol ${f.symbol}, which no loaded object defines`;
@@ -347,6 +358,19 @@ async function explainFinding(p: LoaderProcess, f: Finding, ctx: ExplainContext)
     problem.fix = `install a newer ${f.library} that defines ${f.kind === 'version-not-found' ? f.version : f.symbol}, or put the directory of one first on LD_LIBRARY_PATH`;
   }
   return problem;
+}
+
+/**
+ * The library an unversioned reference nothing loaded defines would have come from: a DT_NEEDED
+ * library of the object that is not found and whose exports are known by name (libcuda.so.1,
+ * DRIVER_LIBRARY_SYMBOLS). Null otherwise: what an unknown missing library defines is not known.
+ */
+function missingDefiner(f: Finding): string | null {
+  for (const edge of f.object.edges) {
+    if (edge.object || edge.ignored || edge.kind !== 'needed') continue;
+    if (DRIVER_LIBRARY_SYMBOLS.get(edge.name)?.test(f.symbol ?? '')) return edge.name;
+  }
+  return null;
 }
 
 /**
