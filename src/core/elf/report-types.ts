@@ -215,8 +215,12 @@ export function isFailing(problem: Pick<Problem, 'kind' | 'impact'>, strict: boo
  * binaries that hold the same counted once.
  */
 export interface DeviceCodeSummary {
-  /** Each distinct set of images with how many fat binaries carry exactly it; empty: no device code. */
-  modules: Array<{images: string[]; count: number}>;
+  /**
+   * Each distinct set of images with how many fat binaries carry exactly it; empty: no device code.
+   * `notJudged`: whether these modules hold kernels could not be read, and why (a zstd-compressed
+   * module on a Node.js without zstd): they are not said to fail where they carry no code for a GPU.
+   */
+  modules: Array<{images: string[]; count: number; notJudged?: string}>;
   /** Images of relocatable device code (`__nv_relfatbin`, `-rdc`), for a device link, never loaded. */
   relocatable: number;
   /**
@@ -256,6 +260,8 @@ export interface GpuVerdict {
   /** Modules (fat binaries) in the library, and how many have nothing for this GPU. */
   modules: number;
   modulesWithout: number;
+  /** Modules with no code for this GPU whose kernels could not be read (not in `modulesWithout`): not judged, never a failure. */
+  modulesNotJudged?: number;
   /** For code that runs only through PTX: the oldest driver that JIT-compiles it. */
   driverNeeded?: string;
   /** In words. */

@@ -13,7 +13,7 @@ import {writeFileSafely} from '../../safe-fs/index.js';
  * answered from here while it reads the same. Unlike a verdict it depends on nothing but the file
  * and the reader's code, so one table serves every LD_LIBRARY_PATH and option set.
  */
-const FORMAT = 2;
+const FORMAT = 3;
 const MAX_FILES = 20_000;
 
 interface Stored {
@@ -32,15 +32,27 @@ interface CacheFile {
 export function summariseDeviceCode(code: DeviceCode): DeviceCodeSummary {
   const byModule = new Map<number, string[]>();
   let relocatable = 0;
-  // Modules whose every image is a cubin without a kernel (nvcc's extra module): nothing to launch, so nothing that can fail.
-  const withKernels = new Set(code.images.filter((i) => !i.relocatable && i.kernels !== false).map((i) => i.fatbin));
+  // Per module: holds kernels (an image read to have one), none (every image read to have none:
+  // nothing to launch, so nothing that can fail), or not judged (why, from the first image that could not be read).
+  const withKernels = new Set<number>();
+  const read = new Map<number, {none: boolean; why?: string}>();
+  for (const i of code.images) {
+    if (i.relocatable) continue;
+    if (i.kernels === true) withKernels.add(i.fatbin);
+    const m = read.get(i.fatbin) ?? {none: true};
+    if (i.kernels !== false) m.none = false;
+    if (i.notJudged && !m.why) m.why = i.notJudged;
+    read.set(i.fatbin, m);
+  }
+  const notJudged = new Map<number, string>();
+  for (const [fatbin, m] of read) if (!withKernels.has(fatbin) && !m.none) notJudged.set(fatbin, m.why ?? 'its images were not read');
   const empty = new Set<number>();
   for (const image of code.images) {
     if (image.relocatable) {
       relocatable++;
       continue;
     }
-    if (!withKernels.has(image.fatbin)) {
+    if (read.get(image.fatbin)?.none) {
       empty.add(image.fatbin);
       continue;
     }
@@ -49,10 +61,11 @@ export function summariseDeviceCode(code: DeviceCode): DeviceCodeSummary {
     if (!list.includes(name)) list.push(name);
     byModule.set(image.fatbin, list);
   }
-  const counts = new Map<string, {images: string[]; count: number}>();
-  for (const images of byModule.values()) {
-    const key = images.join(' ');
-    const entry = counts.get(key) ?? {images, count: 0};
+  const counts = new Map<string, {images: string[]; count: number; notJudged?: string}>();
+  for (const [fatbin, images] of byModule) {
+    const why = notJudged.get(fatbin);
+    const key = `${images.join(' ')}\0${why ?? ''}`;
+    const entry = counts.get(key) ?? {images, count: 0, ...(why ? {notJudged: why} : {})};
     entry.count++;
     counts.set(key, entry);
   }

@@ -13,7 +13,7 @@ import {splitLdLibraryPath} from '../search/search-path.js';
 import {MISALIGNED} from '../read/elf/segments.js';
 import {compareVersions, parseVersion} from '../../versions/version.js';
 import {kernelDriverVersion, nvidiaModuleLoaded} from '../read/machine/nvidia-driver.js';
-import {NO_DRIVER_FEATURE} from '../runtime/families.js';
+import {DRIVER_LIBRARY_SYMBOLS, NO_DRIVER_FEATURE} from '../runtime/families.js';
 
 /**
  * Turns a finding into what a user can act on: the file the loader picks and by which rule,
@@ -273,8 +273,19 @@ async function explainFinding(p: LoaderProcess, f: Finding, ctx: ExplainContext)
     return problem;
   }
   if (f.kind === 'unversioned-undefined-symbol') {
+    const missing = missingDefiner(f);
+    if (missing) {
+      // Not left to the loading program: the library that is not found would define it, and that
+      // finding says so (issue 42, gap of item 4): the report counts it under the missing library.
+      problem.kind = 'undefined-symbol';
+      problem.library = missing;
+      problem.summary = `${who} needs ${f.symbol}, which ${missing} would define, and ${missing} is not found`;
+      problem.explanation = `${f.object.path} references ${f.symbol} without a version; it is an export of ${missing}, which ${f.object.path} needs and the loader cannot find.`;
+      problem.fix = null;
+      return problem;
+    }
     const shadowed = await shadowedOwnCopy(p, f);
-    if (shadowed) return explainShadowedUnversioned(problem, f, who, shadowed, ctx);
+    if (shadowed) return explainShadowedUnversioned(problem, p, f, who, shadowed, ctx);
     problem.summary = `${who} needs symbol ${f.symbol}, which no loaded object defines`;
     problem.explanation = `${f.object.path} references ${f.symbol} without a version and nothing in the global scope ` +
       `(${p.scope.length} objects) defines it. This is normal for plugins and Python extension modules, which get ` +
@@ -350,37 +361,112 @@ async function explainFinding(p: LoaderProcess, f: Finding, ctx: ExplainContext)
 }
 
 /**
+ * The library an unversioned reference nothing loaded defines would have come from: a DT_NEEDED
+ * library of the object that is not found and whose exports are known by name (libcuda.so.1,
+ * DRIVER_LIBRARY_SYMBOLS). Null otherwise: what an unknown missing library defines is not known.
+ */
+function missingDefiner(f: Finding): string | null {
+  for (const edge of f.object.edges) {
+    if (edge.object || edge.ignored || edge.kind !== 'needed') continue;
+    if (DRIVER_LIBRARY_SYMBOLS.get(edge.name)?.test(f.symbol ?? '')) return edge.name;
+  }
+  return null;
+}
+
+/** An unversioned reference shadowed: the edge, the object it binds, the copy the object's own search would load, and what put the other first. */
+interface Shadowing {
+  edge: Edge;
+  provider: LoadedObject;
+  own: Candidate;
+  /** ld_library_path: an entry searched before the object's DT_RUNPATH; preload: an LD_PRELOAD or /etc/ld.so.preload object of that SONAME; loaded: an object already loaded by another search. */
+  by: 'ld_library_path' | 'preload' | 'loaded';
+}
+
+/** Per edge bound without a search (preload, already loaded): the file the object's own search would pick (null: none, or the same file). */
+const ownPicks = new WeakMap<Edge, Candidate | null>();
+
+function ownPick(p: LoaderProcess, edge: Edge, provider: LoadedObject): Candidate | null {
+  let pick = ownPicks.get(edge);
+  if (pick === undefined) {
+    pick = null;
+    // The first file ld.so would accept for this name, had nothing of that name been loaded: the
+    // object's DT_RPATH (and its loaders'), LD_LIBRARY_PATH, its DT_RUNPATH, ld.so.cache, the system directories.
+    for (const c of p.candidates(edge.owner, edge.name)) {
+      if (c.status !== 'ok') continue;
+      if (!c.stat || `${c.stat.dev}:${c.stat.ino}` !== provider.inode) pick = c;
+      break;
+    }
+    ownPicks.set(edge, pick);
+  }
+  return pick;
+}
+
+/**
  * An unversioned reference nothing loaded defines, where the object's own search would have found
  * a library that does (issue 42, item 7): one of its DT_NEEDED names was taken from an
  * LD_LIBRARY_PATH entry, which ld.so searches before DT_RUNPATH, and the copy its DT_RUNPATH (or,
- * below a preload, its DT_RPATH) names defines the symbol. The real dlopen then fails with
- * "undefined symbol": no loading program is to blame, the entry is. Null when no such copy exists
- * (the reference stays left to the loading program).
+ * below a preload, its DT_RPATH) names defines the symbol; or the name was bound without a search,
+ * to an LD_PRELOAD object of that SONAME or to an object already loaded (by the program with --exe,
+ * or by an earlier library's own search), and the file the object's own search picks defines it.
+ * The real dlopen then fails with "undefined symbol": no loading program is to blame, the entry
+ * or the earlier load is. Null when no such copy exists (the reference stays left to the loading program).
  */
-async function shadowedOwnCopy(p: LoaderProcess, f: Finding): Promise<{edge: Edge; provider: LoadedObject; own: Candidate} | null> {
+async function shadowedOwnCopy(p: LoaderProcess, f: Finding): Promise<Shadowing | null> {
   if (!f.ref) return null;
   for (const edge of f.object.edges) {
     const provider = edge.object;
-    if (!provider || edge.kind !== 'needed' || edge.via !== 'ld_library_path') continue;
-    for (const c of await laterCandidates(p, edge, provider)) {
-      if ((c.via === 'runpath' || c.via === 'rpath') && await satisfies(c, f)) return {edge, provider, own: c};
+    if (!provider || edge.kind !== 'needed') continue;
+    if (edge.via === 'ld_library_path') {
+      for (const c of await laterCandidates(p, edge, provider)) {
+        if ((c.via === 'runpath' || c.via === 'rpath') && await satisfies(c, f)) return {edge, provider, own: c, by: 'ld_library_path'};
+      }
+    } else if ((edge.via === 'preload' || edge.via === 'loaded') && provider.role !== 'interp' && provider !== p.main) {
+      const own = ownPick(p, edge, provider);
+      if (own && await satisfies(own, f)) return {edge, provider, own, by: provider.role === 'preload' ? 'preload' : 'loaded'};
     }
   }
   return null;
 }
 
-function explainShadowedUnversioned(problem: Problem, f: Finding, who: string, s: {edge: Edge; provider: LoadedObject; own: Candidate}, ctx: ExplainContext): Problem {
-  const entry = s.edge.ldEntry;
-  const rule = ruleOf(s.edge, s.provider.path);
+function explainShadowedUnversioned(problem: Problem, p: LoaderProcess, f: Finding, who: string, s: Shadowing, ctx: ExplainContext): Problem {
   problem.kind = 'undefined-symbol';
   problem.library = s.edge.name;
-  problem.chosen = `${s.provider.path} (${rule})`;
   problem.shadowed = `${s.own.path} (${s.own.rule}), which would satisfy it`;
-  problem.summary = `${entry === '' ? 'LD_LIBRARY_PATH\'s empty entry (the current directory)' : 'this LD_LIBRARY_PATH'} makes ${who} bind ${s.provider.path}, which lacks ${f.symbol}`;
-  problem.explanation = `${f.object.path} needs ${f.symbol} (unversioned) and ${s.edge.name}. The loader picks ${s.provider.path} by ${rule}, which it searches before ` +
-    `${f.object.path}'s own ${s.own.via === 'runpath' ? 'DT_RUNPATH' : 'DT_RPATH'}; that file lacks ${f.symbol}, and nothing else loaded defines it. ` +
-    `${s.own.path} (${s.own.rule}) defines it and would be used without that entry: loading fails with "undefined symbol: ${f.symbol}" (a dlopen with RTLD_NOW, \`ldd -r\`), or at its first call.`;
-  problem.fix = entry !== undefined ? `${dropEntryFix(entry, ctx)}, so that ${s.own.path} is found` : `remove ${s.provider.path}, so that ${s.own.path} is found`;
+  const fails = `loading fails with "undefined symbol: ${f.symbol}" (a dlopen with RTLD_NOW, \`ldd -r\`), or at its first call.`;
+  if (s.by === 'ld_library_path') {
+    const entry = s.edge.ldEntry;
+    const rule = ruleOf(s.edge, s.provider.path);
+    problem.chosen = `${s.provider.path} (${rule})`;
+    problem.summary = `${entry === '' ? 'LD_LIBRARY_PATH\'s empty entry (the current directory)' : 'this LD_LIBRARY_PATH'} makes ${who} bind ${s.provider.path}, which lacks ${f.symbol}`;
+    problem.explanation = `${f.object.path} needs ${f.symbol} (unversioned) and ${s.edge.name}. The loader picks ${s.provider.path} by ${rule}, which it searches before ` +
+      `${f.object.path}'s own ${s.own.via === 'runpath' ? 'DT_RUNPATH' : 'DT_RPATH'}; that file lacks ${f.symbol}, and nothing else loaded defines it. ` +
+      `${s.own.path} (${s.own.rule}) defines it and would be used without that entry: ${fails}`;
+    problem.fix = entry !== undefined ? `${dropEntryFix(entry, ctx)}, so that ${s.own.path} is found` : `remove ${s.provider.path}, so that ${s.own.path} is found`;
+    return problem;
+  }
+  const first = p.edgeTo(s.provider);
+  if (s.by === 'preload') {
+    const from = first?.preloadFrom ?? s.edge.preloadFrom ?? 'LD_PRELOAD';
+    const name = first?.preloadName ?? s.edge.preloadName ?? s.provider.path;
+    problem.chosen = `${s.provider.path} (the ${from} entry ${name})`;
+    problem.summary = `${from === 'LD_PRELOAD' ? 'LD_PRELOAD' : '/etc/ld.so.preload'} makes ${who} bind ${s.provider.path}, which lacks ${f.symbol}`;
+    problem.explanation = `${f.object.path} needs ${f.symbol} (unversioned) and ${s.edge.name}. ${s.provider.path} is preloaded (the ${from} entry ${name}) with the SONAME ${s.edge.name}, ` +
+      `so every later need of ${s.edge.name} binds it without a search; it lacks ${f.symbol}, and nothing else loaded defines it. ` +
+      `${f.object.path}'s own search would load ${s.own.path} (${s.own.rule}), which defines it: ${fails}`;
+    problem.fix = `${from === 'LD_PRELOAD' ? `take ${name} out of LD_PRELOAD (\`unset LD_PRELOAD\` if it is the only entry)` : `take ${name} out of /etc/ld.so.preload (as root)`}, so that ${s.own.path} is found`;
+    return problem;
+  }
+  // Already loaded: by the program (--exe) as it started, or by an earlier object's own search.
+  const byProgram = p.dlopenEdge !== null && p.scope.slice(0, p.startupScopeLength).includes(s.provider);
+  const loader = first ? (first.owner === p.main && byProgram ? `the program ${p.main.path}` : first.owner.path) : p.main.path;
+  const how = first?.rule ? `, found by ${first.rule}` : '';
+  problem.chosen = `${s.provider.path} (already loaded by ${loader}${how})`;
+  problem.summary = `${who} binds the ${s.edge.name} ${byProgram ? `${basename(p.main.path)} loaded as it started` : `that ${basename(first?.owner.path ?? p.main.path)} loaded first`}, ${s.provider.path}, which lacks ${f.symbol}`;
+  problem.explanation = `${f.object.path} needs ${f.symbol} (unversioned) and ${s.edge.name}. ${loader} loaded ${s.provider.path}${how}${byProgram ? ' before dlopening it' : ' before this need was searched'}, ` +
+    `so the loader takes it by name without a search; it lacks ${f.symbol}, and nothing else loaded defines it. ` +
+    `${f.object.path}'s own search would load ${s.own.path} (${s.own.rule}), which defines it: ${fails}`;
+  problem.fix = `load ${s.own.path} first: LD_PRELOAD=${quoteSh(s.own.path)} (every need of ${s.edge.name} then binds it), ` +
+    `or make ${loader} find a ${s.edge.name} that defines ${f.symbol}${first?.rule ? ` (${first.rule} gives it ${s.provider.path})` : ''}`;
   return problem;
 }
 

@@ -19,7 +19,8 @@ export function formatGpu(gpu: GpuReport): string[] {
     const parts = [[count('sass'), 'as SASS'], [count('ptx'), 'only through PTX JIT'], [count('partial'), 'partly'], [count('not-judged'), 'not judged']]
       .filter(([k]) => (k as number) > 0).map(([k, w]) => `${k} ${w}`);
     const libraries = (k: number) => `${k} ${k === 1 ? 'library' : 'libraries'}`;
-    lines.push(`  ${g.name}: ${n === 0 ? 'no library carries GPU code' : failing === 0
+    lines.push(`  ${g.name}: ${n === 0 ? 'no library carries GPU code' : count('not-judged') === n ? `${n === 1 ? 'the library' : `all ${n} libraries`} with GPU code not judged`
+      : failing === 0
       ? `${n === 1 ? 'the library with GPU code runs' : `all ${n} libraries with GPU code run`} (${parts.join(', ')})`
       : `${failing} of ${libraries(n)} with GPU code cannot run${parts.length > 0 ? `; the others run: ${parts.join(', ')}` : ''}`}`);
     for (const {l, v} of verdicts) {

@@ -96,8 +96,16 @@ export function libraryVerdict(path: string, code: DeviceCodeSummary, gpu: strin
   const tally = {sass: 0, ptx: 0, none: 0, 'ptx-too-new': 0};
   const by = new Map<string, number>();
   let driverNeeded: string | undefined;
+  // Modules with nothing for this GPU whose kernels could not be read: not judged, with why.
+  let unjudged = 0;
+  let why: string | undefined;
   for (const m of modules) {
     const v = moduleVerdict(m.images, gpu, driver);
+    if (m.notJudged && (v.runs === 'none' || v.runs === 'ptx-too-new')) {
+      unjudged += m.count;
+      why ??= m.notJudged;
+      continue;
+    }
     tally[v.runs] += m.count;
     if (v.by) by.set(v.by, (by.get(v.by) ?? 0) + m.count);
     if (v.driverNeeded && (v.runs === 'ptx' || v.runs === 'ptx-too-new') && (!driverNeeded || compareDotted(v.driverNeeded, driverNeeded) > 0)) driverNeeded = v.driverNeeded;
@@ -106,16 +114,26 @@ export function libraryVerdict(path: string, code: DeviceCodeSummary, gpu: strin
   const best = [...by].sort((a, b) => b[1] - a[1])[0]?.[0] ?? null;
   const sm = `sm_${gpu.replace('.', '')}`;
   const of = (n: number) => (total === 1 ? 'its module' : n === total ? `all ${total} modules` : `${n} of ${total} modules`);
+  const notRead = unjudged > 0
+    ? `${of(unjudged)} ${unjudged === 1 && total === 1 ? 'carries' : 'carry'} no code for ${sm}, and whether ${unjudged === 1 ? 'it holds' : 'they hold'} kernels could not be read: ${why}`
+    : '';
   let runs: GpuVerdict['runs'];
   let note: string;
-  if (without === total) {
+  if (without > 0 && without + unjudged === total) {
     runs = tally['ptx-too-new'] > 0 ? 'ptx-too-new' : 'none';
     note = runs === 'none'
       ? `carries no code for ${sm}: ${describeCode(modules.flatMap((m) => m.images))}`
       : `carries only PTX newer than the driver can compile for ${sm} (${best}; needs a driver >= ${driverNeeded})`;
-  } else if (without > 0) {
+  } else if (unjudged === total) {
+    // Nothing runs and nothing is known to be launched: said, with why, never a failure.
+    runs = 'not-judged';
+    note = `${notRead} (the library has ${describeCode(modules.flatMap((m) => m.images))})`;
+  } else if (without > 0 || unjudged > 0) {
     runs = 'partial';
-    note = `${of(without)} carry no code for ${sm}: their kernels fail with "no kernel image is available" if launched there (NVIDIA's libraries ship kernels for one architecture this way)`;
+    note = [
+      ...(without > 0 ? [`${of(without)} carry no code for ${sm}: their kernels fail with "no kernel image is available" if launched there (NVIDIA's libraries ship kernels for one architecture this way)`] : []),
+      ...(unjudged > 0 ? [notRead] : []),
+    ].join('; ');
   } else if (tally.ptx > 0) {
     runs = 'ptx';
     note = `${of(tally.ptx)} ${total === 1 ? 'runs' : 'run'} on ${sm} only as PTX (${best}), JIT-compiled by the driver at first use${driverNeeded ? ` (${driverWords(driverNeeded, gpu, best)})` : ''}: slow to start, and cached in ~/.nv/ComputeCache`;
@@ -123,7 +141,8 @@ export function libraryVerdict(path: string, code: DeviceCodeSummary, gpu: strin
     runs = 'sass';
     note = `runs on ${sm} (${best})`;
   }
-  return {gpu, runs, by: best, modules: total, modulesWithout: without, ...(driverNeeded && (runs === 'ptx' || runs === 'ptx-too-new' || tally.ptx > 0) ? {driverNeeded} : {}), note};
+  return {gpu, runs, by: best, modules: total, modulesWithout: without, ...(unjudged > 0 ? {modulesNotJudged: unjudged} : {}),
+    ...(driverNeeded && (runs === 'ptx' || runs === 'ptx-too-new' || tally.ptx > 0) ? {driverNeeded} : {}), note};
 }
 
 /** Why a PTX JIT needs this driver: it supports the GPU (a driver older than the GPU knows no GPU of it), or it knows the PTX's ISA. */

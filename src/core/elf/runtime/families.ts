@@ -44,6 +44,14 @@ export const NO_DRIVER_FEATURE = 'CUDA on this machine, which has no NVIDIA driv
 /** The libraries only the NVIDIA driver installs: nothing else can provide them. */
 export const DRIVER_LIBRARIES: ReadonlySet<string> = new Set(['libcuda.so.1', 'libnvidia-ml.so.1']);
 
+/**
+ * What a driver library nothing provides would have defined, by name: every one of the 656
+ * symbols the real libcuda.so.1 of driver 550.163.01 exports starts with "cu" (cuInit, cuGetProcAddress,
+ * cudbgApiInit, ...), and its symbols carry no version, so an unversioned reference of that shape
+ * in an object that needs the missing libcuda.so.1 is that library's, not the loading program's.
+ */
+export const DRIVER_LIBRARY_SYMBOLS: ReadonlyMap<string, RegExp> = new Map([['libcuda.so.1', /^cu/]]);
+
 const DRIVER: RuntimeLoadRole = {what: 'the NVIDIA driver\'s libcuda', when: 'at the first CUDA call', impact: 'library'};
 
 /**

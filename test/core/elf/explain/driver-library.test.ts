@@ -2,7 +2,8 @@ import {afterAll, beforeAll, expect} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
 import {copyFileSync, existsSync, mkdirSync, rmSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
-import {checkLibraries, type Problem} from '../../../../src/core/elf/index.js';
+import {checkLibraries, firstProblemLine, type Problem} from '../../../../src/core/elf/index.js';
+import {formatProblems} from '../../../../src/core/elf/explain/format-report.js';
 import {makeTempDir} from '../../../helpers/tmp.js';
 import {testIf} from '../../../helpers/skip.js';
 import {buildLib, HAVE_GCC, HAVE_LDD, lddVerdict} from '../fixtures.js';
@@ -18,6 +19,8 @@ const t = testIf(HAVE_GCC && HAVE_LDD && NO_LIBCUDA, !NO_LIBCUDA ? 'optional: th
 
 let tmp: {dir: string; cleanup: () => void};
 let caffe2: string;
+let mixed: string;
+let driverDir: string;
 beforeAll(() => {
   tmp = makeTempDir('cudaenv-driver-lib-');
   if (!HAVE_GCC) return;
@@ -25,6 +28,12 @@ beforeAll(() => {
   const stub = buildLib({out: join(tmp.dir, 'build', 'libcuda.so.1'), soname: 'libcuda.so.1', source: 'int cuInit(unsigned f){return 0;}\n'});
   caffe2 = buildLib({out: join(tmp.dir, 'torch', 'lib', 'libcaffe2_nvrtc.so'), link: [stub], source: 'int cuInit(unsigned); int nvrtc_shim(void){return cuInit(0);}\n'});
   rmSync(join(tmp.dir, 'build'), {recursive: true});
+  // The same shape with two driver calls and one symbol of the loading program (h); a stand-in of
+  // the driver's library is kept apart, only for the oracle: with it the loader resolves every cu*.
+  driverDir = join(tmp.dir, 'driver');
+  const cuda = buildLib({out: join(driverDir, 'libcuda.so.1'), soname: 'libcuda.so.1', source: 'int cuInit(unsigned f){return 0;}\nint cuDriverGetVersion(int *v){*v = 12040; return 0;}\n'});
+  mixed = buildLib({out: join(tmp.dir, 'mixed', 'libcaffe2_nvrtc.so'), link: [cuda],
+    source: 'int cuInit(unsigned); int cuDriverGetVersion(int *); int h(void);\nint shim(void){int v; return cuInit(0) + cuDriverGetVersion(&v) + h();}\n'});
 });
 afterAll(() => tmp?.cleanup());
 
@@ -62,4 +71,28 @@ t('a kernel module without its libcuda.so.1 (a system image whose /proc says 550
   expect(report.ok).toBe(false);
   expect(p.explanation).toMatch(/The NVIDIA kernel module 550\.163\.01 is loaded, but its libcuda\.so\.1 is in none of those directories/);
   expect(p.fix).toMatch(/^install the driver's user-space libraries of 550\.163\.01/);
+});
+
+t('no driver: the cu* symbols libcuda.so.1 would define go with its not-found, not among those left to the loading program (ldd -r with a stand-in says which are)', async () => {
+  // The oracle: without libcuda.so.1 the loader leaves cuInit, cuDriverGetVersion and h undefined;
+  // with one, only h: the program's.
+  expect(lddVerdict(mixed, '').symbols.sort()).toEqual([`cuDriverGetVersion@ ${mixed}`, `cuInit@ ${mixed}`, `h@ ${mixed}`]);
+  const withDriver = lddVerdict(mixed, driverDir).symbols;
+  expect(withDriver).toEqual([`h@ ${mixed}`]);
+  const report = await checkLibraries({targets: [mixed], ldLibraryPath: ''});
+  const left = report.problems.filter((p) => p.kind === 'unversioned-undefined-symbol').map((p) => `${p.symbol}@ ${p.object}`);
+  expect(left).toEqual(withDriver);
+  // The others are libcuda.so.1's, carrying its not-found's impact (a warning without a kernel module).
+  const fromDriver = report.problems.filter((p) => p.kind === 'undefined-symbol' && p.library === 'libcuda.so.1');
+  expect(fromDriver.map((p) => p.symbol).sort()).toEqual(['cuDriverGetVersion', 'cuInit']);
+  for (const p of fromDriver) expect(p.impact).toBe(notFound(report.problems)!.impact);
+  // The text says so once, under the missing library, and counts only h as left to the program.
+  const text = formatProblems(report);
+  expect(text).toContain(`${report.ok ? 'warning' : 'error'}: 2 undefined symbols of ${mixed} would come from libcuda.so.1, which is not found (see above)`);
+  expect(text).toContain(`note: ${mixed} references 1 unversioned symbol nothing loaded defines: h`);
+  expect(text.join('\n')).not.toMatch(/unversioned symbols? nothing loaded defines: .*cuInit/);
+  if (report.ok) expect(firstProblemLine(report)).toMatch(/^all 1 library resolves \(1 unversioned undefined symbol left to the loading program\); but /);
+  // With the driver's library found, the model agrees with the loader too.
+  const found = await checkLibraries({targets: [mixed], ldLibraryPath: driverDir});
+  expect(found.problems.map((p) => `${p.kind} ${p.symbol}`)).toEqual(['unversioned-undefined-symbol h']);
 });

@@ -1,4 +1,5 @@
 import {closeSync, constants, openSync, readSync} from 'node:fs';
+import * as zlib from 'node:zlib';
 
 /**
  * NVIDIA's fat binary container, as nvcc, fatbinary and nvlink write it into `.nv_fatbin` (the
@@ -15,7 +16,8 @@ import {closeSync, constants, openSync, readSync} from 'node:fs';
  *              family-specific; 0x2000 LZ4-, 0x8000 zstd-compressed), u64 -, u64 uncompressed size
  *
  * Entries follow each other (header, payload, header, ...); containers follow each other in a
- * section, one per CUDA module. Only headers are read: a payload, compressed or not, is skipped.
+ * section, one per CUDA module. Headers are read first; then, per module the runtime registers,
+ * just enough code to know whether it holds kernels (see judgeModule).
  */
 export const FATBIN_MAGIC = 0xba55ed50;
 export const DEVICE_CODE_SECTIONS = ['.nv_fatbin', '__nv_relfatbin'] as const;
@@ -37,11 +39,15 @@ export interface KernelImage {
   /** In `__nv_relfatbin`: relocatable device code for a device link, never loaded at run time. */
   relocatable: boolean;
   /**
-   * False for a SASS image whose cubin holds no kernel (no `.text.NAME` section): the module nvcc
-   * adds to every shared library it links, which cuobjdump lists with no function. Absent when
-   * not known (PTX, a big or zstd-compressed cubin: taken to hold kernels).
+   * Whether the image holds kernels, as read from its code: a cubin's `.text.NAME` sections (one
+   * per kernel; none in the module nvcc adds to every shared library it links, which cuobjdump
+   * lists with no function), PTX's `.entry` directives. Absent when not read: its module was
+   * already known to hold kernels from a cheaper image, it is relocatable code (never registered),
+   * or it could not be read (`notJudged` says why).
    */
-  kernels?: false;
+  kernels?: boolean;
+  /** Why the image's code could not be read: "compressed with zstd, which this Node.js (v20.20.2) cannot read". */
+  notJudged?: string;
 }
 
 export interface DeviceCode {
@@ -150,6 +156,7 @@ function walkSection(
     }
     const fatbin = nextFatbin();
     if (!relocatable) out.fatbins++;
+    const entries: Entry[] = [];
     let q = p + headerSize;
     while (q < cend) {
       const e = window.bytes(q, Math.min(64, cend - q));
@@ -164,7 +171,9 @@ function walkSection(
       if (kind === KIND_PTX || kind === KIND_ELF) {
         if (out.images.length >= MAX_IMAGES) return `more than ${MAX_IMAGES} kernel images`;
         const flags = e.readUInt32LE(40);
-        const empty = kind === KIND_ELF && cubinWithoutKernels(window, q + entryHeader, e, flags);
+        if (!relocatable) {
+          entries.push({image: out.images.length, at: q + entryHeader, stored: payload, compressedSize: e.readUInt32LE(16), size: u64(e, 56), flags, ptx: kind === KIND_PTX});
+        }
         out.images.push({
           kind: kind === KIND_PTX ? 'ptx' : 'sass',
           arch: e.readUInt32LE(28),
@@ -173,38 +182,141 @@ function walkSection(
           compressed: (flags & FLAG_COMPRESSED) !== 0,
           fatbin,
           relocatable,
-          ...(empty ? {kernels: false as const} : {}),
         });
       }
       q = next;
     }
+    judgeModule(window, entries, out.images);
     p = cend;
   }
   return undefined;
 }
 
-/** Cubins up to this size (uncompressed) are looked into; one without kernels holds a few notes (under 2 KB in nvcc 12.4 and 13.0). */
-const SMALL_CUBIN = 64 * 1024;
+/** An image of a registered module, where its code lies and how it is stored. */
+interface Entry {
+  image: number;
+  /** The payload's offset in the file. */
+  at: number;
+  stored: number;
+  compressedSize: number;
+  /** Uncompressed size (the entry header's last field). */
+  size: number;
+  flags: number;
+  ptx: boolean;
+}
+
 const FLAG_LZ4 = 0x2000;
+const FLAG_ZSTD = 0x8000;
+/** No real image comes near this (libtorch_cuda's largest cubins are a few MB): beyond it, not read. */
+const MAX_CODE = 256 * 1024 * 1024;
+/** PTX is scanned for `.entry` in pieces this big, stopping at the first. */
+const PTX_CHUNK = 256 * 1024;
+/** `.entry NAME` (`.visible .entry`, `.weak .entry`): a kernel; `.func` is a device function. */
+const PTX_ENTRY = /(?:^|[\s;{}])\.entry\s+[A-Za-z_$%]/m;
+
+/** zlib's zstd decompressor: Node.js 22.15, 23.8 and later. */
+type ZstdDecompress = (buf: Buffer, options?: {maxOutputLength?: number}) => Buffer;
+const zstdDecompress = (zlib as unknown as {zstdDecompressSync?: ZstdDecompress}).zstdDecompressSync;
 
 /**
- * Whether the SASS image at `at` (its entry header `e`) is a cubin with no kernel: an ELF file
- * with no section named `.text.*` (each kernel has its own). Only small images are read (an
- * uncompressed or LZ4-compressed payload of at most 64 KB); anything else, or anything that does
- * not parse, is taken to hold kernels.
+ * Whether a registered module (one fat binary) holds kernels, recorded on its images: every image
+ * of a module is compiled from the same source, so one image with a kernel decides it, and only
+ * images read to hold none make a module without kernels (the module nvcc adds to each shared
+ * library; NVIDIA's libraries also hold cubins emptied for the architectures a kernel is not built
+ * for). Images are read cheapest first: an uncompressed cubin costs its section headers, whatever
+ * its size; PTX is scanned up to its first `.entry`; a compressed image (LZ4, NVIDIA's
+ * fatbinary default up to CUDA 12; zstd, CUDA 13's) is decompressed, smallest first, one at a time.
  */
-function cubinWithoutKernels(window: Window, at: number, e: Buffer, flags: number): boolean {
-  const stored = u64(e, 8);
-  const compressedSize = e.readUInt32LE(16);
-  const size = u64(e, 56);
-  const lz4 = (flags & FLAG_LZ4) !== 0;
-  if ((flags & FLAG_COMPRESSED) !== 0 && !lz4) return false;
-  const length = lz4 ? compressedSize : stored;
-  if (!(length > 0) || length > SMALL_CUBIN || (lz4 && !(size > 0 && size <= SMALL_CUBIN))) return false;
-  const raw = window.bytes(at, length);
-  if (!raw) return false;
-  const elf = lz4 ? lz4Block(raw, size) : raw;
-  return elf !== null && sectionNames(elf)?.every((n) => !n.startsWith('.text.')) === true;
+function judgeModule(window: Window, entries: Entry[], images: KernelImage[]): void {
+  if (entries.length === 0) return;
+  const cost = (e: Entry) => ((e.flags & FLAG_COMPRESSED) === 0 && !e.ptx ? 0 : (e.flags & FLAG_COMPRESSED) === 0 ? 1 : 2 + e.size);
+  for (const e of [...entries].sort((a, b) => cost(a) - cost(b))) {
+    const image = images[e.image]!;
+    const verdict = imageKernels(window, e);
+    if (typeof verdict === 'string') {
+      image.notJudged = verdict;
+      continue;
+    }
+    image.kernels = verdict;
+    if (verdict) return;
+  }
+}
+
+/** Whether one image holds kernels, or why it cannot be told. */
+function imageKernels(window: Window, e: Entry): boolean | string {
+  const zstd = (e.flags & FLAG_ZSTD) !== 0;
+  const lz4 = (e.flags & FLAG_LZ4) !== 0;
+  if (!zstd && !lz4) {
+    if (!(e.stored > 0)) return 'its entry holds no code';
+    return e.ptx ? ptxHasEntry(window, e.at, e.stored) : cubinHasKernels(window, e.at, e.stored);
+  }
+  if (zstd && !zstdDecompress) return `compressed with zstd, which this Node.js (${process.version}) cannot read (Node.js 22.15, 23.8 and later can)`;
+  const length = e.compressedSize > 0 && e.compressedSize <= e.stored ? e.compressedSize : e.stored;
+  if (!(length > 0) || !(e.size > 0)) return 'its compressed entry gives no sizes';
+  if (e.size > MAX_CODE) return `its code is ${e.size} bytes uncompressed, more than is read (${MAX_CODE})`;
+  const raw = window.bytes(e.at, length);
+  if (!raw) return 'its code lies past the end of the file';
+  let code: Buffer | null;
+  if (zstd) {
+    try {
+      code = zstdDecompress!(raw, {maxOutputLength: Math.max(e.size, 1)});
+    } catch {
+      code = null;
+    }
+  } else {
+    code = lz4Block(raw, e.size);
+  }
+  if (!code) return `its ${zstd ? 'zstd' : 'LZ4'}-compressed code does not decompress`;
+  if (e.ptx) return PTX_ENTRY.test(code.toString('latin1'));
+  const names = sectionNames(code);
+  return names ? names.some((n) => n.startsWith('.text.')) : 'its cubin is not an ELF file this reader knows';
+}
+
+/**
+ * Whether an uncompressed cubin of `length` bytes at `at` has a `.text.NAME` section (one per
+ * kernel): its ELF header, section header table and section names only, never its code.
+ */
+function cubinHasKernels(window: Window, at: number, length: number): boolean | string {
+  const bad = 'its cubin is not an ELF file this reader knows';
+  const h = window.bytes(at, Math.min(64, length));
+  if (!h || h.length < 64 || h.readUInt32BE(0) !== 0x7f454c46 || h[4] !== 2 || h[5] !== 1) return bad;
+  const shoff = Number(h.readBigUInt64LE(40));
+  const shentsize = h.readUInt16LE(58);
+  const shnum = h.readUInt16LE(60);
+  const shstrndx = h.readUInt16LE(62);
+  if (shentsize !== 64 || shstrndx >= shnum || shoff + shnum * 64 > length) return bad;
+  const table = window.bytes(at + shoff, shnum * 64);
+  if (!table) return bad;
+  const strOff = Number(table.readBigUInt64LE(shstrndx * 64 + 24));
+  const strSize = Number(table.readBigUInt64LE(shstrndx * 64 + 32));
+  if (strOff + strSize > length || strSize > MAX_CODE) return bad;
+  const strings = Buffer.from(window.bytes(at + strOff, strSize) ?? Buffer.alloc(0));
+  if (strings.length !== strSize) return bad;
+  for (let k = 1; k < shnum; k++) {
+    const name = table.readUInt32LE(k * 64);
+    if (name >= strSize) return bad;
+    if (strings.toString('latin1', name, Math.min(name + 6, strSize)) === '.text.') return true;
+  }
+  return false;
+}
+
+/** Whether uncompressed PTX of `length` bytes at `at` has an `.entry` directive: read in pieces, up to the first. */
+function ptxHasEntry(window: Window, at: number, length: number): boolean | string {
+  // Pieces overlap by a few bytes, so a directive cut in two is still found.
+  const overlap = 64;
+  for (let off = 0; off < length; off += PTX_CHUNK - overlap) {
+    const piece = readBytes(window, at + off, Math.min(PTX_CHUNK, length - off));
+    if (!piece) return 'its code lies past the end of the file';
+    if (PTX_ENTRY.test(piece.toString('latin1'))) return true;
+    if (off + PTX_CHUNK >= length) break;
+  }
+  return false;
+}
+
+/** `len` bytes at `off`, copied (the window's buffer is reused by the next read). */
+function readBytes(window: Window, off: number, len: number): Buffer | null {
+  const b = window.bytes(off, len);
+  return b ? Buffer.from(b) : null;
 }
 
 /** An LZ4 block (no frame) decompressed to `size` bytes, or null when it is not one. */
@@ -225,7 +337,8 @@ export function lz4Block(src: Buffer, size: number): Buffer | null {
     const token = src[i++]!;
     const literals = length(token >> 4);
     if (i + literals > src.length || o + literals > size) return null;
-    src.copy(out, o, i, i + literals);
+    if (literals >= 64) src.copy(out, o, i, i + literals);
+    else for (let k = 0; k < literals; k++) out[o + k] = src[i + k]!;
     i += literals;
     o += literals;
     if (i >= src.length) break;
@@ -234,7 +347,13 @@ export function lz4Block(src: Buffer, size: number): Buffer | null {
     i += 2;
     const match = length(token & 15) + 4;
     if (offset === 0 || offset > o || o + match > size) return null;
-    for (let k = 0; k < match; k++, o++) out[o] = out[o - offset]!;
+    if (offset >= match && match >= 64) {
+      out.copy(out, o, o - offset, o - offset + match);
+      o += match;
+    } else {
+      // Short or overlapping (the match repeats what it copies): a byte at a time.
+      for (let k = 0; k < match; k++, o++) out[o] = out[o - offset]!;
+    }
   }
   return o === size ? out : null;
 }
