@@ -2366,9 +2366,9 @@ var require_dispatcher_base = __commonJS({
       }
       close(callback) {
         if (callback === void 0) {
-          return new Promise((resolve8, reject) => {
+          return new Promise((resolve9, reject) => {
             this.close((err, data) => {
-              return err ? reject(err) : resolve8(data);
+              return err ? reject(err) : resolve9(data);
             });
           });
         }
@@ -2406,12 +2406,12 @@ var require_dispatcher_base = __commonJS({
           err = null;
         }
         if (callback === void 0) {
-          return new Promise((resolve8, reject) => {
+          return new Promise((resolve9, reject) => {
             this.destroy(err, (err2, data) => {
               return err2 ? (
                 /* istanbul ignore next: should never error */
                 reject(err2)
-              ) : resolve8(data);
+              ) : resolve9(data);
             });
           });
         }
@@ -4678,8 +4678,8 @@ var require_util2 = __commonJS({
     function createDeferredPromise() {
       let res;
       let rej;
-      const promise = new Promise((resolve8, reject) => {
-        res = resolve8;
+      const promise = new Promise((resolve9, reject) => {
+        res = resolve9;
         rej = reject;
       });
       return { promise, resolve: res, reject: rej };
@@ -6930,12 +6930,12 @@ upgrade: ${upgrade}\r
           cb();
         }
       }
-      const waitForDrain = () => new Promise((resolve8, reject) => {
+      const waitForDrain = () => new Promise((resolve9, reject) => {
         assert4(callback === null);
         if (socket[kError]) {
           reject(socket[kError]);
         } else {
-          callback = resolve8;
+          callback = resolve9;
         }
       });
       socket.on("close", onDrain).on("drain", onDrain);
@@ -7605,12 +7605,12 @@ var require_client_h2 = __commonJS({
           cb();
         }
       }
-      const waitForDrain = () => new Promise((resolve8, reject) => {
+      const waitForDrain = () => new Promise((resolve9, reject) => {
         assert4(callback === null);
         if (socket[kError]) {
           reject(socket[kError]);
         } else {
-          callback = resolve8;
+          callback = resolve9;
         }
       });
       h2stream.on("close", onDrain).on("drain", onDrain);
@@ -8089,16 +8089,16 @@ var require_client = __commonJS({
         return this[kNeedDrain] < 2;
       }
       async [kClose]() {
-        return new Promise((resolve8) => {
+        return new Promise((resolve9) => {
           if (this[kSize]) {
-            this[kClosedResolve] = resolve8;
+            this[kClosedResolve] = resolve9;
           } else {
-            resolve8(null);
+            resolve9(null);
           }
         });
       }
       async [kDestroy](err) {
-        return new Promise((resolve8) => {
+        return new Promise((resolve9) => {
           const requests = this[kQueue].splice(this[kPendingIdx]);
           for (let i = 0; i < requests.length; i++) {
             const request = requests[i];
@@ -8109,7 +8109,7 @@ var require_client = __commonJS({
               this[kClosedResolve]();
               this[kClosedResolve] = null;
             }
-            resolve8(null);
+            resolve9(null);
           };
           if (this[kHTTPContext]) {
             this[kHTTPContext].destroy(err, callback);
@@ -8160,7 +8160,7 @@ var require_client = __commonJS({
         });
       }
       try {
-        const socket = await new Promise((resolve8, reject) => {
+        const socket = await new Promise((resolve9, reject) => {
           client[kConnector]({
             host,
             hostname: hostname2,
@@ -8172,7 +8172,7 @@ var require_client = __commonJS({
             if (err) {
               reject(err);
             } else {
-              resolve8(socket2);
+              resolve9(socket2);
             }
           });
         });
@@ -8508,8 +8508,8 @@ var require_pool_base = __commonJS({
         if (this[kQueue].isEmpty()) {
           await Promise.all(this[kClients].map((c) => c.close()));
         } else {
-          await new Promise((resolve8) => {
-            this[kClosedResolve] = resolve8;
+          await new Promise((resolve9) => {
+            this[kClosedResolve] = resolve9;
           });
         }
       }
@@ -9778,7 +9778,7 @@ var require_readable = __commonJS({
         if (this._readableState.closeEmitted) {
           return null;
         }
-        return await new Promise((resolve8, reject) => {
+        return await new Promise((resolve9, reject) => {
           if (this[kContentLength] > limit) {
             this.destroy(new AbortError3());
           }
@@ -9791,7 +9791,7 @@ var require_readable = __commonJS({
             if (signal?.aborted) {
               reject(signal.reason ?? new AbortError3());
             } else {
-              resolve8(null);
+              resolve9(null);
             }
           }).on("error", noop).on("data", function(chunk) {
             limit -= chunk.length;
@@ -9810,7 +9810,7 @@ var require_readable = __commonJS({
     }
     async function consume(stream2, type) {
       assert4(!stream2[kConsume]);
-      return new Promise((resolve8, reject) => {
+      return new Promise((resolve9, reject) => {
         if (isUnusable(stream2)) {
           const rState = stream2._readableState;
           if (rState.destroyed && rState.closeEmitted === false) {
@@ -9827,7 +9827,7 @@ var require_readable = __commonJS({
             stream2[kConsume] = {
               type,
               stream: stream2,
-              resolve: resolve8,
+              resolve: resolve9,
               reject,
               length: 0,
               body: []
@@ -9897,18 +9897,18 @@ var require_readable = __commonJS({
       return buffer3;
     }
     function consumeEnd(consume2) {
-      const { type, body: body2, resolve: resolve8, stream: stream2, length } = consume2;
+      const { type, body: body2, resolve: resolve9, stream: stream2, length } = consume2;
       try {
         if (type === "text") {
-          resolve8(chunksDecode(body2, length));
+          resolve9(chunksDecode(body2, length));
         } else if (type === "json") {
-          resolve8(JSON.parse(chunksDecode(body2, length)));
+          resolve9(JSON.parse(chunksDecode(body2, length)));
         } else if (type === "arrayBuffer") {
-          resolve8(chunksConcat(body2, length).buffer);
+          resolve9(chunksConcat(body2, length).buffer);
         } else if (type === "blob") {
-          resolve8(new Blob(body2, { type: stream2[kContentType] }));
+          resolve9(new Blob(body2, { type: stream2[kContentType] }));
         } else if (type === "bytes") {
-          resolve8(chunksConcat(body2, length));
+          resolve9(chunksConcat(body2, length));
         }
         consumeFinish(consume2);
       } catch (err) {
@@ -10165,9 +10165,9 @@ var require_api_request = __commonJS({
     };
     function request(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve8, reject) => {
+        return new Promise((resolve9, reject) => {
           request.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve8(data);
+            return err ? reject(err) : resolve9(data);
           });
         });
       }
@@ -10390,9 +10390,9 @@ var require_api_stream = __commonJS({
     };
     function stream2(opts, factory, callback) {
       if (callback === void 0) {
-        return new Promise((resolve8, reject) => {
+        return new Promise((resolve9, reject) => {
           stream2.call(this, opts, factory, (err, data) => {
-            return err ? reject(err) : resolve8(data);
+            return err ? reject(err) : resolve9(data);
           });
         });
       }
@@ -10677,9 +10677,9 @@ var require_api_upgrade = __commonJS({
     };
     function upgrade(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve8, reject) => {
+        return new Promise((resolve9, reject) => {
           upgrade.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve8(data);
+            return err ? reject(err) : resolve9(data);
           });
         });
       }
@@ -10771,9 +10771,9 @@ var require_api_connect = __commonJS({
     };
     function connect(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve8, reject) => {
+        return new Promise((resolve9, reject) => {
           connect.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve8(data);
+            return err ? reject(err) : resolve9(data);
           });
         });
       }
@@ -14636,7 +14636,7 @@ var require_fetch = __commonJS({
       function dispatch({ body: body2 }) {
         const url2 = requestCurrentURL(request);
         const agent = fetchParams.controller.dispatcher;
-        return new Promise((resolve8, reject) => agent.dispatch(
+        return new Promise((resolve9, reject) => agent.dispatch(
           {
             path: url2.pathname + url2.search,
             origin: url2.origin,
@@ -14712,7 +14712,7 @@ var require_fetch = __commonJS({
               }
               this.body = new Readable5({ read: resume });
               const onError = this.onError.bind(this);
-              resolve8({
+              resolve9({
                 status,
                 statusText,
                 headersList,
@@ -14755,7 +14755,7 @@ var require_fetch = __commonJS({
               for (let i = 0; i < rawHeaders.length; i += 2) {
                 headersList.append(bufferToLowerCasedHeaderName(rawHeaders[i]), rawHeaders[i + 1].toString("latin1"), true);
               }
-              resolve8({
+              resolve9({
                 status,
                 statusText: STATUS_CODES[status],
                 headersList,
@@ -18496,8 +18496,8 @@ var require_util8 = __commonJS({
       return true;
     }
     function delay4(ms) {
-      return new Promise((resolve8) => {
-        setTimeout(resolve8, ms).unref();
+      return new Promise((resolve9) => {
+        setTimeout(resolve9, ms).unref();
       });
     }
     module.exports = {
@@ -19366,11 +19366,11 @@ var init_lib = __esm({
     import_undici = __toESM(require_undici(), 1);
     __awaiter = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve8) {
-          resolve8(value);
+        return value instanceof P ? value : new P(function(resolve9) {
+          resolve9(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve8, reject) {
+      return new (P || (P = Promise))(function(resolve9, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -19386,7 +19386,7 @@ var init_lib = __esm({
           }
         }
         function step(result) {
-          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve9(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -19456,26 +19456,26 @@ var init_lib = __esm({
       }
       readBody() {
         return __awaiter(this, void 0, void 0, function* () {
-          return new Promise((resolve8) => __awaiter(this, void 0, void 0, function* () {
+          return new Promise((resolve9) => __awaiter(this, void 0, void 0, function* () {
             let output = Buffer.alloc(0);
             this.message.on("data", (chunk) => {
               output = Buffer.concat([output, chunk]);
             });
             this.message.on("end", () => {
-              resolve8(output.toString());
+              resolve9(output.toString());
             });
           }));
         });
       }
       readBodyBuffer() {
         return __awaiter(this, void 0, void 0, function* () {
-          return new Promise((resolve8) => __awaiter(this, void 0, void 0, function* () {
+          return new Promise((resolve9) => __awaiter(this, void 0, void 0, function* () {
             const chunks = [];
             this.message.on("data", (chunk) => {
               chunks.push(chunk);
             });
             this.message.on("end", () => {
-              resolve8(Buffer.concat(chunks));
+              resolve9(Buffer.concat(chunks));
             });
           }));
         });
@@ -19678,14 +19678,14 @@ var init_lib = __esm({
        */
       requestRaw(info2, data) {
         return __awaiter(this, void 0, void 0, function* () {
-          return new Promise((resolve8, reject) => {
+          return new Promise((resolve9, reject) => {
             function callbackForResult(err, res) {
               if (err) {
                 reject(err);
               } else if (!res) {
                 reject(new Error("Unknown error"));
               } else {
-                resolve8(res);
+                resolve9(res);
               }
             }
             this.requestRawWithCallback(info2, data, callbackForResult);
@@ -19929,12 +19929,12 @@ var init_lib = __esm({
         return __awaiter(this, void 0, void 0, function* () {
           retryNumber = Math.min(ExponentialBackoffCeiling, retryNumber);
           const ms = ExponentialBackoffTimeSlice * Math.pow(2, retryNumber);
-          return new Promise((resolve8) => setTimeout(() => resolve8(), ms));
+          return new Promise((resolve9) => setTimeout(() => resolve9(), ms));
         });
       }
       _processResponse(res, options) {
         return __awaiter(this, void 0, void 0, function* () {
-          return new Promise((resolve8, reject) => __awaiter(this, void 0, void 0, function* () {
+          return new Promise((resolve9, reject) => __awaiter(this, void 0, void 0, function* () {
             const statusCode = res.message.statusCode || 0;
             const response = {
               statusCode,
@@ -19942,7 +19942,7 @@ var init_lib = __esm({
               headers: {}
             };
             if (statusCode === HttpCodes.NotFound) {
-              resolve8(response);
+              resolve9(response);
             }
             function dateTimeDeserializer(key, value) {
               if (typeof value === "string") {
@@ -19981,7 +19981,7 @@ var init_lib = __esm({
               err.result = response.result;
               reject(err);
             } else {
-              resolve8(response);
+              resolve9(response);
             }
           }));
         });
@@ -19997,11 +19997,11 @@ var init_auth = __esm({
   "node_modules/@actions/http-client/lib/auth.js"() {
     __awaiter2 = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve8) {
-          resolve8(value);
+        return value instanceof P ? value : new P(function(resolve9) {
+          resolve9(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve8, reject) {
+      return new (P || (P = Promise))(function(resolve9, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -20017,7 +20017,7 @@ var init_auth = __esm({
           }
         }
         function step(result) {
-          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve9(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -20064,11 +20064,11 @@ var init_summary = __esm({
   "node_modules/@actions/core/lib/summary.js"() {
     __awaiter3 = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve8) {
-          resolve8(value);
+        return value instanceof P ? value : new P(function(resolve9) {
+          resolve9(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve8, reject) {
+      return new (P || (P = Promise))(function(resolve9, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -20084,7 +20084,7 @@ var init_summary = __esm({
           }
         }
         function step(result) {
-          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve9(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -20452,11 +20452,11 @@ var init_io_util = __esm({
   "node_modules/@actions/io/lib/io-util.js"() {
     __awaiter4 = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve8) {
-          resolve8(value);
+        return value instanceof P ? value : new P(function(resolve9) {
+          resolve9(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve8, reject) {
+      return new (P || (P = Promise))(function(resolve9, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -20472,7 +20472,7 @@ var init_io_util = __esm({
           }
         }
         function step(result) {
-          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve9(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -20581,11 +20581,11 @@ var init_io = __esm({
     init_io_util();
     __awaiter5 = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve8) {
-          resolve8(value);
+        return value instanceof P ? value : new P(function(resolve9) {
+          resolve9(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve8, reject) {
+      return new (P || (P = Promise))(function(resolve9, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -20601,7 +20601,7 @@ var init_io = __esm({
           }
         }
         function step(result) {
-          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve9(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -20666,11 +20666,11 @@ var init_toolrunner = __esm({
     init_io_util();
     __awaiter6 = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve8) {
-          resolve8(value);
+        return value instanceof P ? value : new P(function(resolve9) {
+          resolve9(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve8, reject) {
+      return new (P || (P = Promise))(function(resolve9, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -20686,7 +20686,7 @@ var init_toolrunner = __esm({
           }
         }
         function step(result) {
-          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve9(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -20905,7 +20905,7 @@ var init_toolrunner = __esm({
             this.toolPath = path3.resolve(process.cwd(), this.options.cwd || process.cwd(), this.toolPath);
           }
           this.toolPath = yield which(this.toolPath, true);
-          return new Promise((resolve8, reject) => __awaiter6(this, void 0, void 0, function* () {
+          return new Promise((resolve9, reject) => __awaiter6(this, void 0, void 0, function* () {
             this._debug(`exec tool: ${this.toolPath}`);
             this._debug("arguments:");
             for (const arg of this.args) {
@@ -20988,7 +20988,7 @@ var init_toolrunner = __esm({
               if (error2) {
                 reject(error2);
               } else {
-                resolve8(exitCode);
+                resolve9(exitCode);
               }
             });
             if (this.options.input) {
@@ -21085,11 +21085,11 @@ var init_exec = __esm({
     init_toolrunner();
     __awaiter7 = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve8) {
-          resolve8(value);
+        return value instanceof P ? value : new P(function(resolve9) {
+          resolve9(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve8, reject) {
+      return new (P || (P = Promise))(function(resolve9, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -21105,7 +21105,7 @@ var init_exec = __esm({
           }
         }
         function step(result) {
-          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve9(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -21241,7 +21241,7 @@ var init_internal_glob_options_helper = __esm({
 // node_modules/@actions/glob/lib/internal-path-helper.js
 import * as path5 from "path";
 import assert from "assert";
-function dirname10(p) {
+function dirname12(p) {
   p = safeTrimTrailingSeparator(p);
   if (IS_WINDOWS3 && /^\\\\[^\\]+(\\[^\\]+)?$/.test(p)) {
     return p;
@@ -21364,14 +21364,14 @@ function getSearchPaths(patterns) {
     }
     let foundAncestor = false;
     let tempKey = key;
-    let parent = dirname10(tempKey);
+    let parent = dirname12(tempKey);
     while (parent !== tempKey) {
       if (searchPathMap[parent]) {
         foundAncestor = true;
         break;
       }
       tempKey = parent;
-      parent = dirname10(tempKey);
+      parent = dirname12(tempKey);
     }
     if (!foundAncestor) {
       result.push(pattern.searchPath);
@@ -23439,12 +23439,12 @@ var init_internal_path = __esm({
             this.segments = itemPath.split(path7.sep);
           } else {
             let remaining = itemPath;
-            let dir = dirname10(remaining);
+            let dir = dirname12(remaining);
             while (dir !== remaining) {
-              const basename14 = path7.basename(remaining);
-              this.segments.unshift(basename14);
+              const basename15 = path7.basename(remaining);
+              this.segments.unshift(basename15);
               remaining = dir;
-              dir = dirname10(remaining);
+              dir = dirname12(remaining);
             }
             this.segments.unshift(remaining);
           }
@@ -23456,7 +23456,7 @@ var init_internal_path = __esm({
             segment = normalizeSeparators2(itemPath[i]);
             if (i === 0 && hasRoot(segment)) {
               segment = safeTrimTrailingSeparator(segment);
-              assert2(segment === dirname10(segment), `Parameter 'itemPath' root segment contains information for multiple segments`);
+              assert2(segment === dirname12(segment), `Parameter 'itemPath' root segment contains information for multiple segments`);
               this.segments.push(segment);
             } else {
               assert2(!segment.includes(path7.sep), `Parameter 'itemPath' contains unexpected path separators`);
@@ -23559,7 +23559,7 @@ var init_internal_pattern = __esm({
        */
       partialMatch(itemPath) {
         itemPath = safeTrimTrailingSeparator(itemPath);
-        if (dirname10(itemPath) === itemPath) {
+        if (dirname12(itemPath) === itemPath) {
           return this.rootRegExp.test(itemPath);
         }
         return this.minimatch.matchOne(itemPath.split(IS_WINDOWS6 ? /\\+/ : /\/+/), this.minimatch.set[0], true);
@@ -23684,11 +23684,11 @@ var init_internal_globber = __esm({
     init_internal_search_state();
     __awaiter8 = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve8) {
-          resolve8(value);
+        return value instanceof P ? value : new P(function(resolve9) {
+          resolve9(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve8, reject) {
+      return new (P || (P = Promise))(function(resolve9, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -23704,7 +23704,7 @@ var init_internal_globber = __esm({
           }
         }
         function step(result) {
-          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve9(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -23717,14 +23717,14 @@ var init_internal_globber = __esm({
       }, i);
       function verb(n) {
         i[n] = o[n] && function(v) {
-          return new Promise(function(resolve8, reject) {
-            v = o[n](v), settle(resolve8, reject, v.done, v.value);
+          return new Promise(function(resolve9, reject) {
+            v = o[n](v), settle(resolve9, reject, v.done, v.value);
           });
         };
       }
-      function settle(resolve8, reject, d, v) {
+      function settle(resolve9, reject, d, v) {
         Promise.resolve(v).then(function(v2) {
-          resolve8({ value: v2, done: d });
+          resolve9({ value: v2, done: d });
         }, reject);
       }
     };
@@ -23940,11 +23940,11 @@ var init_glob = __esm({
     init_internal_hash_files();
     __awaiter9 = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve8) {
-          resolve8(value);
+        return value instanceof P ? value : new P(function(resolve9) {
+          resolve9(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve8, reject) {
+      return new (P || (P = Promise))(function(resolve9, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -23960,7 +23960,7 @@ var init_glob = __esm({
           }
         }
         function step(result) {
-          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve9(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -26360,11 +26360,11 @@ var init_cacheUtils = __esm({
     init_constants();
     __awaiter10 = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve8) {
-          resolve8(value);
+        return value instanceof P ? value : new P(function(resolve9) {
+          resolve9(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve8, reject) {
+      return new (P || (P = Promise))(function(resolve9, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -26380,7 +26380,7 @@ var init_cacheUtils = __esm({
           }
         }
         function step(result) {
-          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve9(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -26393,14 +26393,14 @@ var init_cacheUtils = __esm({
       }, i);
       function verb(n) {
         i[n] = o[n] && function(v) {
-          return new Promise(function(resolve8, reject) {
-            v = o[n](v), settle(resolve8, reject, v.done, v.value);
+          return new Promise(function(resolve9, reject) {
+            v = o[n](v), settle(resolve9, reject, v.done, v.value);
           });
         };
       }
-      function settle(resolve8, reject, d, v) {
+      function settle(resolve9, reject, d, v) {
         Promise.resolve(v).then(function(v2) {
-          resolve8({ value: v2, done: d });
+          resolve9({ value: v2, done: d });
         }, reject);
       }
     };
@@ -27330,9 +27330,9 @@ function isStreamComplete(stream2) {
   if (stream2.readable === false) {
     return Promise.resolve();
   }
-  return new Promise((resolve8) => {
+  return new Promise((resolve9) => {
     const handler = () => {
-      resolve8();
+      resolve9();
       stream2.removeListener("close", handler);
       stream2.removeListener("end", handler);
       stream2.removeListener("error", handler);
@@ -27373,7 +27373,7 @@ function getDecodedResponseStream(stream2, headers) {
   return stream2;
 }
 function streamToText(stream2) {
-  return new Promise((resolve8, reject) => {
+  return new Promise((resolve9, reject) => {
     const buffer3 = [];
     stream2.on("data", (chunk) => {
       if (Buffer.isBuffer(chunk)) {
@@ -27383,7 +27383,7 @@ function streamToText(stream2) {
       }
     });
     stream2.on("end", () => {
-      resolve8(Buffer.concat(buffer3).toString("utf8"));
+      resolve9(Buffer.concat(buffer3).toString("utf8"));
     });
     stream2.on("error", (e) => {
       if (e && e?.name === "AbortError") {
@@ -27565,8 +27565,8 @@ var init_nodeHttpClient = __esm({
           headers: request.headers.toJSON({ preserveCase: true }),
           ...request.requestOverrides
         };
-        return new Promise((resolve8, reject) => {
-          const req = isInsecure ? http2.request(options, resolve8) : https2.request(options, resolve8);
+        return new Promise((resolve9, reject) => {
+          const req = isInsecure ? http2.request(options, resolve9) : https2.request(options, resolve9);
           req.once("error", (err) => {
             reject(new RestError(err.message, { code: err.code ?? RestError.REQUEST_SEND_ERROR, request }));
           });
@@ -27729,7 +27729,7 @@ var init_delay = __esm({
 
 // node_modules/@typespec/ts-http-runtime/dist/esm/util/helpers.js
 function delay(delayInMs, value, options) {
-  return new Promise((resolve8, reject) => {
+  return new Promise((resolve9, reject) => {
     let timer = void 0;
     let onAborted = void 0;
     const rejectOnAbort = () => {
@@ -27752,7 +27752,7 @@ function delay(delayInMs, value, options) {
     }
     timer = setTimeout(() => {
       removeListeners();
-      resolve8(value);
+      resolve9(value);
     }, delayInMs);
     if (options?.abortSignal) {
       options.abortSignal.addEventListener("abort", onAborted);
@@ -28954,8 +28954,8 @@ var require_helpers = __commonJS({
     function req(url2, opts = {}) {
       const href = typeof url2 === "string" ? url2 : url2.href;
       const req2 = (href.startsWith("https:") ? https3 : http3).request(url2, opts);
-      const promise = new Promise((resolve8, reject) => {
-        req2.once("response", resolve8).once("error", reject).end();
+      const promise = new Promise((resolve9, reject) => {
+        req2.once("response", resolve9).once("error", reject).end();
       });
       req2.then = promise.then.bind(promise);
       return req2;
@@ -29132,7 +29132,7 @@ var require_parse_proxy_response = __commonJS({
     var debug_1 = __importDefault(require_src());
     var debug2 = (0, debug_1.default)("https-proxy-agent:parse-proxy-response");
     function parseProxyResponse(socket) {
-      return new Promise((resolve8, reject) => {
+      return new Promise((resolve9, reject) => {
         let buffersLength = 0;
         const buffers = [];
         function read3() {
@@ -29198,7 +29198,7 @@ var require_parse_proxy_response = __commonJS({
           }
           debug2("got proxy server response: %o %o", firstLine, headers);
           cleanup();
-          resolve8({
+          resolve9({
             connect: {
               statusCode,
               statusText,
@@ -30287,7 +30287,7 @@ var init_esm6 = __esm({
 // node_modules/@azure/core-util/dist/esm/createAbortablePromise.js
 function createAbortablePromise(buildPromise, options) {
   const { cleanupBeforeAbort, abortSignal, abortErrorMsg } = options ?? {};
-  return new Promise((resolve8, reject) => {
+  return new Promise((resolve9, reject) => {
     function rejectOnAbort() {
       reject(new AbortError2(abortErrorMsg ?? "The operation was aborted."));
     }
@@ -30305,7 +30305,7 @@ function createAbortablePromise(buildPromise, options) {
     try {
       buildPromise((x) => {
         removeListeners();
-        resolve8(x);
+        resolve9(x);
       }, (x) => {
         removeListeners();
         reject(x);
@@ -30326,8 +30326,8 @@ var init_createAbortablePromise = __esm({
 function delay2(timeInMs, options) {
   let token;
   const { abortSignal, abortErrorMsg } = options ?? {};
-  return createAbortablePromise((resolve8) => {
-    token = setTimeout(resolve8, timeInMs);
+  return createAbortablePromise((resolve9) => {
+    token = setTimeout(resolve9, timeInMs);
   }, {
     cleanupBeforeAbort: () => clearTimeout(token),
     abortSignal,
@@ -39239,7 +39239,7 @@ var init_BufferScheduler = __esm({
        *
        */
       async do() {
-        return new Promise((resolve8, reject) => {
+        return new Promise((resolve9, reject) => {
           this.readable.on("data", (data) => {
             data = typeof data === "string" ? Buffer.from(data, this.encoding) : data;
             this.appendUnresolvedData(data);
@@ -39267,11 +39267,11 @@ var init_BufferScheduler = __esm({
             if (this.isStreamEnd && this.executingOutgoingHandlers === 0) {
               if (this.unresolvedLength > 0 && this.unresolvedLength < this.bufferSize) {
                 const buffer3 = this.shiftBufferFromUnresolvedDataArray();
-                this.outgoingHandler(() => buffer3.getReadableStream(), buffer3.size, this.offset).then(resolve8).catch(reject);
+                this.outgoingHandler(() => buffer3.getReadableStream(), buffer3.size, this.offset).then(resolve9).catch(reject);
               } else if (this.unresolvedLength >= this.bufferSize) {
                 return;
               } else {
-                resolve8();
+                resolve9();
               }
             }
           });
@@ -39392,7 +39392,7 @@ var init_bufferHelpers_common = __esm({
 
 // node_modules/@azure/storage-common/dist/esm/crc64.js
 import { createRequire as createRequire2 } from "node:module";
-import { dirname as dirname11 } from "node:path";
+import { dirname as dirname13 } from "node:path";
 import { fileURLToPath as fileURLToPath2 } from "node:url";
 var __isNode__, require2, __filename, __dirname, NativeCRC64;
 var init_crc64 = __esm({
@@ -39401,7 +39401,7 @@ var init_crc64 = __esm({
     if (__isNode__) {
       require2 = createRequire2(import.meta.url);
       __filename = fileURLToPath2(import.meta.url);
-      __dirname = dirname11(__filename);
+      __dirname = dirname13(__filename);
     }
     NativeCRC64 = (() => {
       var _scriptDir = typeof document !== "undefined" && document.currentScript ? document.currentScript.src : void 0;
@@ -39410,8 +39410,8 @@ var init_crc64 = __esm({
         NativeCRC642 = NativeCRC642 || {};
         var Module = typeof NativeCRC642 != "undefined" ? NativeCRC642 : {};
         var readyPromiseResolve, readyPromiseReject;
-        Module["ready"] = new Promise(function(resolve8, reject) {
-          readyPromiseResolve = resolve8;
+        Module["ready"] = new Promise(function(resolve9, reject) {
+          readyPromiseResolve = resolve9;
           readyPromiseReject = reject;
         });
         ["_malloc", "_free", "_emscripten_bind_VoidPtr___destroy___0", "_emscripten_bind_Crc64Hash_Crc64Hash_0", "_emscripten_bind_Crc64Hash_OnAppend_2", "_emscripten_bind_Crc64Hash_OnFinal_3", "_emscripten_bind_Crc64Hash___destroy___0", "_fflush", "onRuntimeInitialized"].forEach((prop) => {
@@ -42352,7 +42352,7 @@ function getURLQueries(url2) {
   return queries;
 }
 async function delay3(timeInMs, aborter, abortError) {
-  return new Promise((resolve8, reject) => {
+  return new Promise((resolve9, reject) => {
     let timeout;
     const abortHandler = () => {
       if (timeout !== void 0) {
@@ -42364,7 +42364,7 @@ async function delay3(timeInMs, aborter, abortError) {
       if (aborter !== void 0) {
         aborter.removeEventListener("abort", abortHandler);
       }
-      resolve8();
+      resolve9();
     };
     timeout = setTimeout(resolveHandler, timeInMs);
     if (aborter !== void 0) {
@@ -60535,7 +60535,7 @@ var init_AvroReadableFromStream = __esm({
           this._position += chunk.length;
           return this.toUint8Array(chunk);
         } else {
-          return new Promise((resolve8, reject) => {
+          return new Promise((resolve9, reject) => {
             const cleanUp = () => {
               this._readable.removeListener("readable", readableCallback);
               this._readable.removeListener("error", rejectCallback);
@@ -60550,7 +60550,7 @@ var init_AvroReadableFromStream = __esm({
               if (callbackChunk) {
                 this._position += callbackChunk.length;
                 cleanUp();
-                resolve8(this.toUint8Array(callbackChunk));
+                resolve9(this.toUint8Array(callbackChunk));
               }
             };
             const rejectCallback = () => {
@@ -61284,8 +61284,8 @@ var init_poller3 = __esm({
         this.stopped = true;
         this.pollProgressCallbacks = [];
         this.operation = operation;
-        this.promise = new Promise((resolve8, reject) => {
-          this.resolve = resolve8;
+        this.promise = new Promise((resolve9, reject) => {
+          this.resolve = resolve9;
           this.reject = reject;
         });
         this.promise.catch(() => {
@@ -61738,8 +61738,8 @@ var init_Batch = __esm({
           return Promise.resolve();
         }
         this.parallelExecute();
-        return new Promise((resolve8, reject) => {
-          this.emitter.on("finish", resolve8);
+        return new Promise((resolve9, reject) => {
+          this.emitter.on("finish", resolve9);
           this.emitter.on("error", (error2) => {
             this.state = BatchStates.Error;
             reject(error2);
@@ -61788,12 +61788,12 @@ import util3 from "node:util";
 async function streamToBuffer(stream2, buffer3, offset, end, encoding) {
   let pos = 0;
   const count = end - offset;
-  return new Promise((resolve8, reject) => {
+  return new Promise((resolve9, reject) => {
     const timeout = setTimeout(() => reject(new Error(`The operation cannot be completed in timeout.`)), REQUEST_TIMEOUT);
     stream2.on("readable", () => {
       if (pos >= count) {
         clearTimeout(timeout);
-        resolve8();
+        resolve9();
         return;
       }
       let chunk = stream2.read();
@@ -61812,7 +61812,7 @@ async function streamToBuffer(stream2, buffer3, offset, end, encoding) {
       if (pos < count) {
         reject(new Error(`Stream drains before getting enough data needed. Data read: ${pos}, data need: ${count}`));
       }
-      resolve8();
+      resolve9();
     });
     stream2.on("error", (msg) => {
       clearTimeout(timeout);
@@ -61821,7 +61821,7 @@ async function streamToBuffer(stream2, buffer3, offset, end, encoding) {
   });
 }
 async function readStreamToLocalFile(rs, file) {
-  return new Promise((resolve8, reject) => {
+  return new Promise((resolve9, reject) => {
     const ws = fs5.createWriteStream(file);
     rs.on("error", (err) => {
       reject(err);
@@ -61829,7 +61829,7 @@ async function readStreamToLocalFile(rs, file) {
     ws.on("error", (err) => {
       reject(err);
     });
-    ws.on("close", resolve8);
+    ws.on("close", resolve9);
     rs.pipe(ws);
   });
 }
@@ -62771,7 +62771,7 @@ var init_Clients = __esm({
        * @returns The SAS URI consisting of the URI to the resource represented by this client, followed by the generated SAS token.
        */
       generateSasUrl(options) {
-        return new Promise((resolve8) => {
+        return new Promise((resolve9) => {
           if (!(this.credential instanceof StorageSharedKeyCredential)) {
             throw new RangeError("Can only generate the SAS when the client is initialized with a shared key credential");
           }
@@ -62782,7 +62782,7 @@ var init_Clients = __esm({
             versionId: this._versionId,
             ...options
           }, this.credential).toString();
-          resolve8(appendToURLQuery(this.url, sas));
+          resolve9(appendToURLQuery(this.url, sas));
         });
       }
       /**
@@ -62821,7 +62821,7 @@ var init_Clients = __esm({
        * @returns The SAS URI consisting of the URI to the resource represented by this client, followed by the generated SAS token.
        */
       generateUserDelegationSasUrl(options, userDelegationKey) {
-        return new Promise((resolve8) => {
+        return new Promise((resolve9) => {
           const sas = generateBlobSASQueryParameters({
             containerName: this._containerName,
             blobName: this._name,
@@ -62829,7 +62829,7 @@ var init_Clients = __esm({
             versionId: this._versionId,
             ...options
           }, userDelegationKey, this.accountName).toString();
-          resolve8(appendToURLQuery(this.url, sas));
+          resolve9(appendToURLQuery(this.url, sas));
         });
       }
       /**
@@ -64791,11 +64791,11 @@ var init_uploadUtils = __esm({
     init_errors();
     __awaiter11 = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve8) {
-          resolve8(value);
+        return value instanceof P ? value : new P(function(resolve9) {
+          resolve9(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve8, reject) {
+      return new (P || (P = Promise))(function(resolve9, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -64811,7 +64811,7 @@ var init_uploadUtils = __esm({
           }
         }
         function step(result) {
-          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve9(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -64924,7 +64924,7 @@ function isRetryableStatusCode(statusCode) {
 }
 function sleep2(milliseconds) {
   return __awaiter12(this, void 0, void 0, function* () {
-    return new Promise((resolve8) => setTimeout(resolve8, milliseconds));
+    return new Promise((resolve9) => setTimeout(resolve9, milliseconds));
   });
 }
 function retry(name_1, method_1, getStatusCode_1) {
@@ -65003,11 +65003,11 @@ var init_requestUtils = __esm({
     init_constants();
     __awaiter12 = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve8) {
-          resolve8(value);
+        return value instanceof P ? value : new P(function(resolve9) {
+          resolve9(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve8, reject) {
+      return new (P || (P = Promise))(function(resolve9, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -65023,7 +65023,7 @@ var init_requestUtils = __esm({
           }
         }
         function step(result) {
-          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve9(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -65224,11 +65224,11 @@ var init_downloadUtils = __esm({
     init_requestUtils();
     __awaiter13 = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve8) {
-          resolve8(value);
+        return value instanceof P ? value : new P(function(resolve9) {
+          resolve9(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve8, reject) {
+      return new (P || (P = Promise))(function(resolve9, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -65244,7 +65244,7 @@ var init_downloadUtils = __esm({
           }
         }
         function step(result) {
-          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve9(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -65346,8 +65346,8 @@ var init_downloadUtils = __esm({
     };
     promiseWithTimeout = (timeoutMs, promise) => __awaiter13(void 0, void 0, void 0, function* () {
       let timeoutHandle;
-      const timeoutPromise = new Promise((resolve8) => {
-        timeoutHandle = setTimeout(() => resolve8("timeout"), timeoutMs);
+      const timeoutPromise = new Promise((resolve9) => {
+        timeoutHandle = setTimeout(() => resolve9("timeout"), timeoutMs);
       });
       return Promise.race([promise, timeoutPromise]).then((result) => {
         clearTimeout(timeoutHandle);
@@ -65776,11 +65776,11 @@ var init_cacheHttpClient = __esm({
     init_user_agent();
     __awaiter14 = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve8) {
-          resolve8(value);
+        return value instanceof P ? value : new P(function(resolve9) {
+          resolve9(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve8, reject) {
+      return new (P || (P = Promise))(function(resolve9, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -65796,7 +65796,7 @@ var init_cacheHttpClient = __esm({
           }
         }
         function step(result) {
-          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve9(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -69062,8 +69062,8 @@ var require_deferred = __commonJS({
        */
       constructor(preventUnhandledRejectionWarning = true) {
         this._state = DeferredState.PENDING;
-        this._promise = new Promise((resolve8, reject) => {
-          this._resolve = resolve8;
+        this._promise = new Promise((resolve9, reject) => {
+          this._resolve = resolve9;
           this._reject = reject;
         });
         if (preventUnhandledRejectionWarning) {
@@ -69278,11 +69278,11 @@ var require_unary_call = __commonJS({
     "use strict";
     var __awaiter18 = exports2 && exports2.__awaiter || function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve8) {
-          resolve8(value);
+        return value instanceof P ? value : new P(function(resolve9) {
+          resolve9(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve8, reject) {
+      return new (P || (P = Promise))(function(resolve9, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -69298,7 +69298,7 @@ var require_unary_call = __commonJS({
           }
         }
         function step(result) {
-          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve9(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -69347,11 +69347,11 @@ var require_server_streaming_call = __commonJS({
     "use strict";
     var __awaiter18 = exports2 && exports2.__awaiter || function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve8) {
-          resolve8(value);
+        return value instanceof P ? value : new P(function(resolve9) {
+          resolve9(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve8, reject) {
+      return new (P || (P = Promise))(function(resolve9, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -69367,7 +69367,7 @@ var require_server_streaming_call = __commonJS({
           }
         }
         function step(result) {
-          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve9(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -69417,11 +69417,11 @@ var require_client_streaming_call = __commonJS({
     "use strict";
     var __awaiter18 = exports2 && exports2.__awaiter || function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve8) {
-          resolve8(value);
+        return value instanceof P ? value : new P(function(resolve9) {
+          resolve9(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve8, reject) {
+      return new (P || (P = Promise))(function(resolve9, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -69437,7 +69437,7 @@ var require_client_streaming_call = __commonJS({
           }
         }
         function step(result) {
-          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve9(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -69486,11 +69486,11 @@ var require_duplex_streaming_call = __commonJS({
     "use strict";
     var __awaiter18 = exports2 && exports2.__awaiter || function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve8) {
-          resolve8(value);
+        return value instanceof P ? value : new P(function(resolve9) {
+          resolve9(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve8, reject) {
+      return new (P || (P = Promise))(function(resolve9, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -69506,7 +69506,7 @@ var require_duplex_streaming_call = __commonJS({
           }
         }
         function step(result) {
-          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve9(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -69554,11 +69554,11 @@ var require_test_transport = __commonJS({
     "use strict";
     var __awaiter18 = exports2 && exports2.__awaiter || function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve8) {
-          resolve8(value);
+        return value instanceof P ? value : new P(function(resolve9) {
+          resolve9(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve8, reject) {
+      return new (P || (P = Promise))(function(resolve9, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -69574,7 +69574,7 @@ var require_test_transport = __commonJS({
           }
         }
         function step(result) {
-          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve9(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -69771,11 +69771,11 @@ var require_test_transport = __commonJS({
       responseTrailer: "test"
     };
     function delay4(ms, abort) {
-      return (v) => new Promise((resolve8, reject) => {
+      return (v) => new Promise((resolve9, reject) => {
         if (abort === null || abort === void 0 ? void 0 : abort.aborted) {
           reject(new rpc_error_1.RpcError("user cancel", "CANCELLED"));
         } else {
-          const id = setTimeout(() => resolve8(v), ms);
+          const id = setTimeout(() => resolve9(v), ms);
           if (abort) {
             abort.addEventListener("abort", (ev) => {
               clearTimeout(id);
@@ -70749,11 +70749,11 @@ var init_cacheTwirpClient = __esm({
     init_util4();
     __awaiter15 = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve8) {
-          resolve8(value);
+        return value instanceof P ? value : new P(function(resolve9) {
+          resolve9(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve8, reject) {
+      return new (P || (P = Promise))(function(resolve9, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -70769,7 +70769,7 @@ var init_cacheTwirpClient = __esm({
           }
         }
         function step(result) {
-          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve9(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -70898,7 +70898,7 @@ var init_cacheTwirpClient = __esm({
       }
       sleep(milliseconds) {
         return __awaiter15(this, void 0, void 0, function* () {
-          return new Promise((resolve8) => setTimeout(resolve8, milliseconds));
+          return new Promise((resolve9) => setTimeout(resolve9, milliseconds));
         });
       }
       getExponentialRetryTimeMilliseconds(attempt) {
@@ -70917,7 +70917,7 @@ var init_cacheTwirpClient = __esm({
 });
 
 // node_modules/@actions/cache/lib/internal/tar.js
-import { existsSync as existsSync16, writeFileSync as writeFileSync2 } from "fs";
+import { existsSync as existsSync17, writeFileSync as writeFileSync2 } from "fs";
 import * as path11 from "path";
 function getTarPath() {
   return __awaiter16(this, void 0, void 0, function* () {
@@ -70927,7 +70927,7 @@ function getTarPath() {
         const systemTar = SystemTarPathOnWindows;
         if (gnuTar) {
           return { path: gnuTar, type: ArchiveToolType.GNU };
-        } else if (existsSync16(systemTar)) {
+        } else if (existsSync17(systemTar)) {
           return { path: systemTar, type: ArchiveToolType.BSD };
         }
         break;
@@ -71113,11 +71113,11 @@ var init_tar = __esm({
     init_constants();
     __awaiter16 = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve8) {
-          resolve8(value);
+        return value instanceof P ? value : new P(function(resolve9) {
+          resolve9(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve8, reject) {
+      return new (P || (P = Promise))(function(resolve9, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -71133,7 +71133,7 @@ var init_tar = __esm({
           }
         }
         function step(result) {
-          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve9(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -71541,11 +71541,11 @@ var init_cache3 = __esm({
     init_constants();
     __awaiter17 = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
-        return value instanceof P ? value : new P(function(resolve8) {
-          resolve8(value);
+        return value instanceof P ? value : new P(function(resolve9) {
+          resolve9(value);
         });
       }
-      return new (P || (P = Promise))(function(resolve8, reject) {
+      return new (P || (P = Promise))(function(resolve9, reject) {
         function fulfilled(value) {
           try {
             step(generator.next(value));
@@ -71561,7 +71561,7 @@ var init_cache3 = __esm({
           }
         }
         function step(result) {
-          result.done ? resolve8(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve9(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -71665,8 +71665,8 @@ function inActionTerms(text) {
 
 // src/action/run.ts
 init_core();
-import { existsSync as existsSync19, mkdirSync as mkdirSync11, rmSync as rmSync10 } from "node:fs";
-import { join as join30 } from "node:path";
+import { existsSync as existsSync20, mkdirSync as mkdirSync12, rmSync as rmSync10 } from "node:fs";
+import { join as join32 } from "node:path";
 
 // src/core/elf/report-types.ts
 function isFailing(problem, strict) {
@@ -75349,6 +75349,31 @@ function constantLibraryStrings(path13, markers) {
   }
   return { names: [...found], markers: markers.filter((m) => seenMarkers.has(m)) };
 }
+var CODE_SCAN_LIMIT = 16 * 1024 * 1024;
+function codeContains(path13, bytes) {
+  const file = ElfFile.open(path13);
+  try {
+    const h = parseHeader(file);
+    let budget = CODE_SCAN_LIMIT;
+    for (const ph of readProgramHeaders(file, h)) {
+      if (ph.type !== PT_LOAD || (ph.flags & PF_X) === 0 || ph.filesz === 0) continue;
+      const size = Math.min(ph.filesz, budget, Math.max(0, file.size - ph.offset));
+      budget -= size;
+      for (let off = ph.offset; off < ph.offset + size; off += CHUNK2) {
+        const from = Math.max(ph.offset, off - bytes.length);
+        const len = Math.min(ph.offset + size, off + CHUNK2) - from;
+        if (file.read(from, len, "code").indexOf(bytes) >= 0) return true;
+      }
+      if (budget <= 0) break;
+    }
+    return false;
+  } catch (error2) {
+    if (error2 instanceof ElfError) throw error2;
+    throw new ElfError(path13, "io", `cannot read its code: ${error2.message}`);
+  } finally {
+    file.close();
+  }
+}
 
 // src/core/elf/read/machine/nvidia-driver.ts
 var known = /* @__PURE__ */ new Map();
@@ -75396,6 +75421,7 @@ function libcudaContentsVersion(path13, key) {
 // src/core/elf/runtime/families.ts
 var NO_DRIVER_FEATURE = "CUDA on this machine, which has no NVIDIA driver (no kernel module: a build host, or a container started without GPUs)";
 var DRIVER_LIBRARIES = /* @__PURE__ */ new Set(["libcuda.so.1", "libnvidia-ml.so.1"]);
+var DRIVER_LIBRARY_SYMBOLS = /* @__PURE__ */ new Map([["libcuda.so.1", /^cu/]]);
 var DRIVER = { what: "the NVIDIA driver's libcuda", when: "at the first CUDA call", impact: "library" };
 var DLOPEN_WRAPPERS = [/^_ZN2at14DynamicLibraryC[12]EPKcS2_b$/];
 var STATIC_CUDART_MARKER = "CUDA driver version is insufficient for CUDA runtime version";
@@ -75483,6 +75509,15 @@ var CALLER_FACTS = [
     ]
   },
   {
+    // StarPU 1.4 (Debian trixie's libstarpu-contrib-1.4-6: libstarpu-1.4.so.6, its strings name
+    // "libnvidia-ml.so.1"): starpu_init dlopens libnvidia-ml.so.1 while it discovers the CUDA
+    // devices, and goes on without it (test/core/elf/runtime/corpus.test.ts, in a trixie root
+    // under the dlopen spy: with no NVML there, with and without the driver's libcuda,
+    // starpu_init returns 0 and its CPU workers run).
+    stem: /^libstarpu(?:-\d+(?:\.\d+)*)?$/,
+    facts: [{ name: /^libnvidia-ml\.so\.1$/, role: () => ({ what: "NVML, the driver's management library", when: "at starpu_init, while it discovers the CUDA devices (failure ignored)", impact: "optional", feature: "NVML's view of the GPUs (StarPU goes on without it)" }) }]
+  },
+  {
     // Any other object the CUDA runtime is linked into (cudart_static): libcuda.so.1 as libcudart
     // loads it, at the first CUDA call. A library nvcc built (test/commands/check-gpu.test.ts's
     // libk.so) holds "libcuda.so.1", imports dlopen and carries the runtime's messages.
@@ -75521,6 +75556,102 @@ function roleOf(name, caller, markers = []) {
     if (fact) return fact.role(name, caller);
   }
   return defaultRole(name, caller);
+}
+var RUNTIME_ENV_VARIABLES = ["NCCL_NET_PLUGIN", "GGML_BACKEND_PATH", "HWLOC_PLUGINS_PATH"];
+function runtimeEnvOf(env) {
+  const out = {};
+  for (const name of RUNTIME_ENV_VARIABLES) {
+    const value = env[name];
+    if (value !== void 0) out[name] = value;
+  }
+  return out;
+}
+function ncclNetPluginNames(template, env) {
+  if (!/^libnccl-net-%s\.so$/.test(template)) return null;
+  const value = env.NCCL_NET_PLUGIN;
+  if (value === void 0 || value === "") return ["libnccl-net.so"];
+  return [value, template.replace("%s", value)];
+}
+function ncclNetPluginRole(env) {
+  const value = env.NCCL_NET_PLUGIN;
+  const when = "at the first communicator (ncclCommInitRank)";
+  if (value === void 0 || value === "") {
+    return { what: "the default NCCL network plugin (libnccl-net.so)", when, impact: "optional", feature: "a network plugin (NCCL uses its own sockets and InfiniBand transport without one)" };
+  }
+  return {
+    what: `the NCCL network plugin NCCL_NET_PLUGIN=${value} names`,
+    when,
+    impact: "feature",
+    feature: `the network plugin NCCL_NET_PLUGIN=${value} asks for (without it NCCL says "NET/Plugin: Could not find" and uses its own sockets and InfiniBand transport)`
+  };
+}
+var GGML_NAMES = /^(?:blas|zendnn|cann|cuda|hip|metal|rpc|sycl|vulkan|virtgpu|opencl|hexagon|musa|openvino|cpu|kompute|webgpu|zdnn)$/;
+var PLUGIN_DIRECTORIES = [
+  {
+    // ggml's backend registry (llama.cpp's libggml; node-llama-cpp 3.22.1 ships it as
+    // libggml.cuda.v0.5.0.so): ggml_backend_load_all() lists the directory of the program
+    // (readlink /proc/self/exe) and the working directory, and dlopens each regular file named
+    // "libggml-NAME.so" or "libggml-NAME-VARIANT.so" for each backend NAME its strings list ("cuda",
+    // "cpu", "vulkan"...); every CPU variant is opened for its score. GGML_BACKEND_PATH names one more
+    // backend file. The prefix "libggml-" is an 8-byte immediate in its code (movabs), no string. A
+    // backend that cannot be loaded is passed over ("failed to load", only in debug builds): without
+    // libggml-cuda.so llama.cpp runs on the CPU. node-llama-cpp passes its own directory instead
+    // (ggml_backend_load_all_from_path): the model takes the program's directory, and the
+    // working directory is not modelled (a check would depend on where it runs).
+    // Real runs: plugin-dirs.test.ts, a program calling ggml_backend_load_all() under the dlopen spy.
+    what: "ggml's backend registry (llama.cpp)",
+    carries: ["GGML_BACKEND_PATH", "ggml_backend_init"],
+    prefix: "libggml-",
+    suffix: ".so",
+    prefixIn: "code",
+    env: "GGML_BACKEND_PATH",
+    envNamesFile: true,
+    stringsPattern: /[a-z]{3,9}/,
+    directories: ({ programDir }) => [{ dir: programDir, from: "the program's directory (ggml_backend_load_all)" }],
+    accepts: (middle, strings) => {
+      const name = middle.split("-", 1)[0];
+      return GGML_NAMES.test(name) && strings.includes(name);
+    },
+    cuda: /^libggml-cuda(?:-[^/]*)?\.so$/,
+    role: (file, cuda) => cuda ? { what: "ggml's CUDA backend", when: "when the program loads its backends (ggml_backend_load_all), before any model", impact: "feature", feature: "the CUDA backend: without it llama.cpp runs on the CPU" } : { what: `ggml's ${file.replace(/^libggml-|\.so$/g, "")} backend`, when: "when the program loads its backends (ggml_backend_load_all), before any model", impact: "feature", feature: `the ${file.replace(/^libggml-|\.so$/g, "").split("-", 1)[0]} backend of ggml` }
+  },
+  {
+    // hwloc 2.12 (Debian trixie's libhwloc15): hwloc_topology_init() lists each directory of
+    // HWLOC_PLUGINS_PATH (colon-separated), else the one compiled in ("/usr/lib/x86_64-linux-gnu/hwloc",
+    // a string of the file), and dlopens each "hwloc_*.so" (its strings: "hwloc_", "%s.so",
+    // "HWLOC_PLUGINS_PATH", "hwloc:  Looking under %s\n"). A plugin that cannot be loaded is passed
+    // over (said only with HWLOC_PLUGINS_VERBOSE=1): without hwloc_cuda.so (libcudart.so.12) and
+    // hwloc_nvml.so (libnvidia-ml.so.1, the driver's) the topology has no CUDA or NVML devices.
+    // Real runs: plugin-dirs.test.ts, hwloc_topology_init/load in a trixie image under the dlopen spy.
+    what: "hwloc's plugin loader",
+    carries: ["HWLOC_PLUGINS_PATH", "hwloc_"],
+    prefix: "hwloc_",
+    suffix: ".so",
+    prefixIn: "strings",
+    env: "HWLOC_PLUGINS_PATH",
+    envNamesFile: false,
+    stringsPattern: /\/[^\0]*\/hwloc/,
+    directories: ({ env, strings }) => {
+      const set = env.HWLOC_PLUGINS_PATH;
+      if (set !== void 0) return set.split(":").filter((d) => d.startsWith("/")).map((dir) => ({ dir, from: "HWLOC_PLUGINS_PATH" }));
+      return strings.filter((s) => s.startsWith("/")).map((dir) => ({ dir, from: "the plugin directory compiled into it", compiledIn: true }));
+    },
+    accepts: () => true,
+    cuda: /^hwloc_(?:cuda|nvml|opencl)\.so$/,
+    role: (file, cuda) => {
+      const name = file.replace(/^hwloc_|\.so$/g, "");
+      return {
+        what: `hwloc's ${name} plugin`,
+        when: "at hwloc_topology_init, when it loads its plugins",
+        impact: "feature",
+        feature: cuda ? `${name === "nvml" ? "NVML" : name.toUpperCase()} devices in hwloc's topology (its ${file} plugin)` : `hwloc's ${name} plugin`
+      };
+    }
+  }
+];
+var PLUGIN_MARKERS = PLUGIN_DIRECTORIES.flatMap((f) => f.carries);
+function listsDirectories(name) {
+  return /^(?:opendir|fdopendir|readdir|readdir64|scandir|scandir64|glob|glob64|nftw|nftw64)$/.test(name) || /^_ZNSt10filesystem\d*\w*(?:recursive_)?directory_iterator/.test(name);
 }
 
 // src/core/elf/explain/explain-finding.ts
@@ -75703,8 +75834,17 @@ async function explainFinding(p, f, ctx) {
     return problem;
   }
   if (f.kind === "unversioned-undefined-symbol") {
+    const missing = missingDefiner(f);
+    if (missing) {
+      problem.kind = "undefined-symbol";
+      problem.library = missing;
+      problem.summary = `${who} needs ${f.symbol}, which ${missing} would define, and ${missing} is not found`;
+      problem.explanation = `${f.object.path} references ${f.symbol} without a version; it is an export of ${missing}, which ${f.object.path} needs and the loader cannot find.`;
+      problem.fix = null;
+      return problem;
+    }
     const shadowed = await shadowedOwnCopy(p, f);
-    if (shadowed) return explainShadowedUnversioned(problem, f, who, shadowed, ctx);
+    if (shadowed) return explainShadowedUnversioned(problem, p, f, who, shadowed, ctx);
     problem.summary = `${who} needs symbol ${f.symbol}, which no loaded object defines`;
     problem.explanation = `${f.object.path} references ${f.symbol} without a version and nothing in the global scope (${p.scope.length} objects) defines it. This is normal for plugins and Python extension modules, which get such symbols from the program that loads them; it fails only if that program does not define it either.`;
     problem.fix = "check with the program that loads it first in the scope (`--exe /path/to/python`), or link the library against the one that defines it";
@@ -75760,27 +75900,74 @@ async function explainFinding(p, f, ctx) {
   }
   return problem;
 }
+function missingDefiner(f) {
+  for (const edge of f.object.edges) {
+    if (edge.object || edge.ignored || edge.kind !== "needed") continue;
+    if (DRIVER_LIBRARY_SYMBOLS.get(edge.name)?.test(f.symbol ?? "")) return edge.name;
+  }
+  return null;
+}
+var ownPicks = /* @__PURE__ */ new WeakMap();
+function ownPick(p, edge, provider) {
+  let pick = ownPicks.get(edge);
+  if (pick === void 0) {
+    pick = null;
+    for (const c of p.candidates(edge.owner, edge.name)) {
+      if (c.status !== "ok") continue;
+      if (!c.stat || `${c.stat.dev}:${c.stat.ino}` !== provider.inode) pick = c;
+      break;
+    }
+    ownPicks.set(edge, pick);
+  }
+  return pick;
+}
 async function shadowedOwnCopy(p, f) {
   if (!f.ref) return null;
   for (const edge of f.object.edges) {
     const provider = edge.object;
-    if (!provider || edge.kind !== "needed" || edge.via !== "ld_library_path") continue;
-    for (const c of await laterCandidates(p, edge, provider)) {
-      if ((c.via === "runpath" || c.via === "rpath") && await satisfies(c, f)) return { edge, provider, own: c };
+    if (!provider || edge.kind !== "needed") continue;
+    if (edge.via === "ld_library_path") {
+      for (const c of await laterCandidates(p, edge, provider)) {
+        if ((c.via === "runpath" || c.via === "rpath") && await satisfies(c, f)) return { edge, provider, own: c, by: "ld_library_path" };
+      }
+    } else if ((edge.via === "preload" || edge.via === "loaded") && provider.role !== "interp" && provider !== p.main) {
+      const own = ownPick(p, edge, provider);
+      if (own && await satisfies(own, f)) return { edge, provider, own, by: provider.role === "preload" ? "preload" : "loaded" };
     }
   }
   return null;
 }
-function explainShadowedUnversioned(problem, f, who, s, ctx) {
-  const entry2 = s.edge.ldEntry;
-  const rule = ruleOf(s.edge, s.provider.path);
+function explainShadowedUnversioned(problem, p, f, who, s, ctx) {
   problem.kind = "undefined-symbol";
   problem.library = s.edge.name;
-  problem.chosen = `${s.provider.path} (${rule})`;
   problem.shadowed = `${s.own.path} (${s.own.rule}), which would satisfy it`;
-  problem.summary = `${entry2 === "" ? "LD_LIBRARY_PATH's empty entry (the current directory)" : "this LD_LIBRARY_PATH"} makes ${who} bind ${s.provider.path}, which lacks ${f.symbol}`;
-  problem.explanation = `${f.object.path} needs ${f.symbol} (unversioned) and ${s.edge.name}. The loader picks ${s.provider.path} by ${rule}, which it searches before ${f.object.path}'s own ${s.own.via === "runpath" ? "DT_RUNPATH" : "DT_RPATH"}; that file lacks ${f.symbol}, and nothing else loaded defines it. ${s.own.path} (${s.own.rule}) defines it and would be used without that entry: loading fails with "undefined symbol: ${f.symbol}" (a dlopen with RTLD_NOW, \`ldd -r\`), or at its first call.`;
-  problem.fix = entry2 !== void 0 ? `${dropEntryFix(entry2, ctx)}, so that ${s.own.path} is found` : `remove ${s.provider.path}, so that ${s.own.path} is found`;
+  const fails = `loading fails with "undefined symbol: ${f.symbol}" (a dlopen with RTLD_NOW, \`ldd -r\`), or at its first call.`;
+  if (s.by === "ld_library_path") {
+    const entry2 = s.edge.ldEntry;
+    const rule = ruleOf(s.edge, s.provider.path);
+    problem.chosen = `${s.provider.path} (${rule})`;
+    problem.summary = `${entry2 === "" ? "LD_LIBRARY_PATH's empty entry (the current directory)" : "this LD_LIBRARY_PATH"} makes ${who} bind ${s.provider.path}, which lacks ${f.symbol}`;
+    problem.explanation = `${f.object.path} needs ${f.symbol} (unversioned) and ${s.edge.name}. The loader picks ${s.provider.path} by ${rule}, which it searches before ${f.object.path}'s own ${s.own.via === "runpath" ? "DT_RUNPATH" : "DT_RPATH"}; that file lacks ${f.symbol}, and nothing else loaded defines it. ${s.own.path} (${s.own.rule}) defines it and would be used without that entry: ${fails}`;
+    problem.fix = entry2 !== void 0 ? `${dropEntryFix(entry2, ctx)}, so that ${s.own.path} is found` : `remove ${s.provider.path}, so that ${s.own.path} is found`;
+    return problem;
+  }
+  const first = p.edgeTo(s.provider);
+  if (s.by === "preload") {
+    const from = first?.preloadFrom ?? s.edge.preloadFrom ?? "LD_PRELOAD";
+    const name = first?.preloadName ?? s.edge.preloadName ?? s.provider.path;
+    problem.chosen = `${s.provider.path} (the ${from} entry ${name})`;
+    problem.summary = `${from === "LD_PRELOAD" ? "LD_PRELOAD" : "/etc/ld.so.preload"} makes ${who} bind ${s.provider.path}, which lacks ${f.symbol}`;
+    problem.explanation = `${f.object.path} needs ${f.symbol} (unversioned) and ${s.edge.name}. ${s.provider.path} is preloaded (the ${from} entry ${name}) with the SONAME ${s.edge.name}, so every later need of ${s.edge.name} binds it without a search; it lacks ${f.symbol}, and nothing else loaded defines it. ${f.object.path}'s own search would load ${s.own.path} (${s.own.rule}), which defines it: ${fails}`;
+    problem.fix = `${from === "LD_PRELOAD" ? `take ${name} out of LD_PRELOAD (\`unset LD_PRELOAD\` if it is the only entry)` : `take ${name} out of /etc/ld.so.preload (as root)`}, so that ${s.own.path} is found`;
+    return problem;
+  }
+  const byProgram = p.dlopenEdge !== null && p.scope.slice(0, p.startupScopeLength).includes(s.provider);
+  const loader = first ? first.owner === p.main && byProgram ? `the program ${p.main.path}` : first.owner.path : p.main.path;
+  const how = first?.rule ? `, found by ${first.rule}` : "";
+  problem.chosen = `${s.provider.path} (already loaded by ${loader}${how})`;
+  problem.summary = `${who} binds the ${s.edge.name} ${byProgram ? `${basename3(p.main.path)} loaded as it started` : `that ${basename3(first?.owner.path ?? p.main.path)} loaded first`}, ${s.provider.path}, which lacks ${f.symbol}`;
+  problem.explanation = `${f.object.path} needs ${f.symbol} (unversioned) and ${s.edge.name}. ${loader} loaded ${s.provider.path}${how}${byProgram ? " before dlopening it" : " before this need was searched"}, so the loader takes it by name without a search; it lacks ${f.symbol}, and nothing else loaded defines it. ${f.object.path}'s own search would load ${s.own.path} (${s.own.rule}), which defines it: ${fails}`;
+  problem.fix = `load ${s.own.path} first: LD_PRELOAD=${quoteSh(s.own.path)} (every need of ${s.edge.name} then binds it), or make ${loader} find a ${s.edge.name} that defines ${f.symbol}${first?.rule ? ` (${first.rule} gives it ${s.provider.path})` : ""}`;
   return problem;
 }
 function explainStaticTls(problem, p, f, who) {
@@ -75993,10 +76180,10 @@ function explainNotFound(problem, p, f, who, ctx) {
 
 // src/core/elf/explain/runtime-problems.ts
 import { realpathSync as realpathSync5 } from "node:fs";
-import { basename as basename6, dirname as dirname6 } from "node:path";
+import { basename as basename6, dirname as dirname7 } from "node:path";
 
 // src/core/elf/runtime/runtime-loads.ts
-import { basename as basename5 } from "node:path";
+import { basename as basename5, dirname as dirname6, join as join6 } from "node:path";
 
 // src/core/elf/read/elf/dlopen-notes.ts
 var NT_FDO_DLOPEN_METADATA = 1081871370;
@@ -76075,11 +76262,12 @@ function parseEntries(json, path13) {
 }
 
 // src/core/elf/runtime/callers.ts
+var MARKERS = [...FACT_MARKERS, ...PLUGIN_MARKERS];
 var readings = /* @__PURE__ */ new Map();
 function importsDlopen(info2) {
   return info2.symbols.some((s) => !s.defined && (s.name === "dlopen" || s.name === "dlmopen" || DLOPEN_WRAPPERS.some((w) => w.test(s.name))));
 }
-function reading(hostPath, inode) {
+function reading(info2, hostPath, inode) {
   let r = readings.get(inode);
   if (r) return r;
   let notes = [];
@@ -76091,18 +76279,18 @@ function reading(hostPath, inode) {
   let markers = [];
   if (notes.length === 0) {
     try {
-      ({ names, markers } = constantLibraryStrings(hostPath, FACT_MARKERS));
+      ({ names, markers } = constantLibraryStrings(hostPath, MARKERS));
     } catch {
     }
   }
-  r = { notes, names, markers };
+  r = { notes, names, markers, plugins: notes.length === 0 ? pluginFacts(info2, hostPath, markers) : [] };
   readings.set(inode, r);
   return r;
 }
 var PRIORITY_OF = { library: "required", feature: "recommended", optional: "suggested" };
-function callerLoads(info2, hostPath, inode, callerName, cudaMajor) {
+function callerLoads(info2, hostPath, inode, callerName, cudaMajor, env = {}) {
   if (!importsDlopen(info2)) return [];
-  const { notes, names, markers } = reading(hostPath, inode);
+  const { notes, names, markers } = reading(info2, hostPath, inode);
   if (notes.length > 0) return notes.map((n) => declared(n));
   if (isDriverLibrary(info2.soname ?? callerName)) return [];
   if (!names.some(isCudaStackName)) return [];
@@ -76111,6 +76299,13 @@ function callerLoads(info2, hostPath, inode, callerName, cudaMajor) {
   const seen = /* @__PURE__ */ new Set();
   for (const raw of names) {
     let name = raw;
+    const completed = ncclNetPluginNames(raw, env);
+    if (completed && !seen.has(raw)) {
+      seen.add(raw);
+      const role2 = ncclNetPluginRole(env);
+      loads.push({ names: completed, role: role2, source: "strings", priority: PRIORITY_OF[role2.impact], description: `${role2.what}, ${role2.when}`, ...role2.feature ? { feature: role2.feature } : {} });
+      continue;
+    }
     if (name.endsWith(".")) {
       if (cudaMajor === null) continue;
       name = `${name}${cudaMajor}`;
@@ -76138,6 +76333,24 @@ function cudaMajorOf2(info2, loadedSonames) {
   }
   return null;
 }
+function pluginCallers(info2, hostPath, inode) {
+  if (!importsDlopen(info2)) return [];
+  return reading(info2, hostPath, inode).plugins;
+}
+function pluginFacts(info2, hostPath, markers) {
+  if (!importsDlopen(info2) || !info2.symbols.some((s) => !s.defined && listsDirectories(s.name))) return [];
+  const out = [];
+  for (const fact of PLUGIN_DIRECTORIES) {
+    if (!fact.carries.every((m) => markers.includes(m))) continue;
+    try {
+      const prefixThere = fact.prefixIn === "code" ? codeContains(hostPath, Buffer.from(fact.prefix, "latin1")) : constantStrings(hostPath, new RegExp(fact.prefix.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))).length > 0;
+      if (!prefixThere) continue;
+      out.push({ fact, strings: fact.stringsPattern ? constantStrings(hostPath, fact.stringsPattern) : [] });
+    } catch {
+    }
+  }
+  return out;
+}
 
 // src/core/elf/runtime/release-checks.ts
 import { realpathSync as realpathSync4 } from "node:fs";
@@ -76160,22 +76373,33 @@ function definesName(obj, name) {
   if (lookup) return lookup.find(name).length > 0;
   return (obj.info.symbols ?? []).some((s) => s.name === name && s.defined);
 }
+function libcudaRelease(p, loaded2) {
+  return libcudaContentsVersion(p.ctx.view.hostPath(loaded2.path) ?? loaded2.path, loaded2.inode) ?? libcudaVersion(realName(p, loaded2.path)) ?? null;
+}
+function libcudaChecks(p, loaded2) {
+  if (isCudaStub(loaded2)) {
+    return [{ kind: "cuda-stub", object: loaded2, detail: `${loaded2.path} is the CUDA toolkit's link-time stub of libcuda.so.1 (it imports nothing: no DT_NEEDED, no symbol versions), not the NVIDIA driver's library` }];
+  }
+  const version3 = libcudaRelease(p, loaded2);
+  const kernel = kernelDriverVersion(p.platform.sysroot);
+  if (version3 && kernel && version3 !== kernel) {
+    const compat = /\/compat\//.test(loaded2.path) || /\/compat\//.test(realName(p, loaded2.path));
+    if (!compat || compareDriverVersions(version3, kernel) < 0) {
+      return [{ kind: "driver-mismatch", object: loaded2, detail: compat ? `${loaded2.path} is a cuda-compat libcuda ${version3}, made for kernel modules older than itself; this machine runs module ${kernel}, which is newer` : `${loaded2.path} is libcuda ${version3}; this machine's kernel module is ${kernel}: the two must be one release` }];
+    }
+  }
+  return [];
+}
+function startLibcudaChecks(p, said = /* @__PURE__ */ new Set()) {
+  return p.scope.slice(0, p.startupScopeLength).filter((o) => o.info.soname === "libcuda.so.1" && o.role !== "interp" && o.role !== "main" && !said.has(o.inode)).flatMap((o) => libcudaChecks(p, o));
+}
 function releaseChecks(p, caller, loaded2) {
   const checks = [];
   const callerName = caller.info.soname ?? basename4(caller.path);
   if (loaded2.info.soname === "libcuda.so.1") {
-    if (isCudaStub(loaded2)) {
-      checks.push({ kind: "cuda-stub", object: loaded2, detail: `${loaded2.path} is the CUDA toolkit's link-time stub of libcuda.so.1 (it imports nothing: no DT_NEEDED, no symbol versions), not the NVIDIA driver's library` });
-      return checks;
-    }
-    const version3 = libcudaContentsVersion(p.ctx.view.hostPath(loaded2.path) ?? loaded2.path, loaded2.inode) ?? libcudaVersion(realName(p, loaded2.path));
-    const kernel = kernelDriverVersion(p.platform.sysroot);
-    if (version3 && kernel && version3 !== kernel) {
-      const compat = /\/compat\//.test(loaded2.path) || /\/compat\//.test(realName(p, loaded2.path));
-      if (!compat || compareDriverVersions(version3, kernel) < 0) {
-        checks.push({ kind: "driver-mismatch", object: loaded2, detail: compat ? `${loaded2.path} is a cuda-compat libcuda ${version3}, made for kernel modules older than itself; this machine runs module ${kernel}, which is newer` : `${loaded2.path} is libcuda ${version3}; this machine's kernel module is ${kernel}: the two must be one release` });
-      }
-    }
+    if (isCudaStub(loaded2)) return libcudaChecks(p, loaded2);
+    checks.push(...libcudaChecks(p, loaded2));
+    const version3 = libcudaRelease(p, loaded2);
     const cudart = /^libcudart\.so\.(\d+)\.(\d+)\./.exec(realName(p, caller.path));
     if (version3 && cudart) {
       const toolkit = `${cudart[1]}.${cudart[2]}.0`;
@@ -76255,7 +76479,44 @@ function pinnedPairs(p) {
 // src/core/elf/runtime/runtime-loads.ts
 function loadsOf(p, caller) {
   const sonames = p.scope.map((o) => o.info.soname);
-  return callerLoads(caller.info, p.ctx.view.hostPath(caller.path) ?? caller.path, caller.inode, caller.info.soname ?? basename5(caller.path), cudaMajorOf2(caller.info, sonames));
+  const env = p.ctx.runtimeEnv ?? {};
+  const host = p.ctx.view.hostPath(caller.path) ?? caller.path;
+  return [...callerLoads(caller.info, host, caller.inode, caller.info.soname ?? basename5(caller.path), cudaMajorOf2(caller.info, sonames), env), ...pluginLoads(p, caller, host, env)];
+}
+function pluginLoads(p, caller, host, env) {
+  const loads = [];
+  for (const { fact, strings } of pluginCallers(caller.info, host, caller.inode)) {
+    const seen = /* @__PURE__ */ new Set();
+    for (const { dir: named3, from, compiledIn } of fact.directories({ env, strings, programDir: dirname6(p.main.path) })) {
+      const dir = compiledIn ? `${p.platform.sysroot}${named3}` : named3;
+      const names = [...p.ctx.view.list(dir.endsWith("/") ? dir : `${dir}/`) ?? []].sort();
+      for (const file of names) {
+        if (!file.startsWith(fact.prefix) || !file.endsWith(fact.suffix) || file.length <= fact.prefix.length + fact.suffix.length) continue;
+        if (!fact.accepts(file.slice(fact.prefix.length, file.length - fact.suffix.length), strings)) continue;
+        const path13 = join6(dir, file);
+        if (seen.has(path13) || !p.ctx.view.stat(path13)?.isFile()) continue;
+        seen.add(path13);
+        loads.push(plugin(fact.role(file, fact.cuda.test(file)), path13, dir, from, fact.cuda.test(file)));
+      }
+    }
+    const named2 = env[fact.env];
+    if (fact.envNamesFile && named2) {
+      const file = basename5(named2);
+      loads.push(plugin(fact.role(file, fact.cuda.test(file)), named2, dirname6(named2), fact.env, fact.cuda.test(file)));
+    }
+  }
+  return loads;
+}
+function plugin(role, path13, directory, from, cuda) {
+  return {
+    names: [path13],
+    role,
+    source: "strings",
+    priority: role.impact === "library" ? "required" : role.impact === "feature" ? "recommended" : "suggested",
+    description: `${role.what}, ${role.when}`,
+    ...role.feature ? { feature: role.feature } : {},
+    plugin: { directory, from, cuda }
+  };
 }
 function declaredLoads(p) {
   const out = [];
@@ -76383,7 +76644,7 @@ function fixForEntry(found, path13, ctx, sysroot, instead, p) {
   if (edge.preloadFrom) return `take ${edge.preloadName ?? path13} out of ${edge.preloadFrom} (as root), so that ${instead}`;
   if (edge.ldEntry !== void 0) return `${dropEntryFix(edge.ldEntry, ctx)}, so that ${instead}`;
   if (edge.via === "ld.so.cache") return `${cacheEntryFix(path13, sysroot)}, so that ${instead}`;
-  if (edge.via === "rpath" || edge.via === "runpath") return `remove ${dirname6(path13)} from the ${edge.via === "rpath" ? "DT_RPATH" : "DT_RUNPATH"} named in "${edge.rule}" (\`patchelf --set-rpath\`), so that ${instead}`;
+  if (edge.via === "rpath" || edge.via === "runpath") return `remove ${dirname7(path13)} from the ${edge.via === "rpath" ? "DT_RPATH" : "DT_RUNPATH"} named in "${edge.rule}" (\`patchelf --set-rpath\`), so that ${instead}`;
   return `remove ${path13}, so that ${instead}`;
 }
 function explainCheck(check, load, how, ctx, sysroot) {
@@ -76418,26 +76679,58 @@ function explainCheck(check, load, how, ctx, sysroot) {
       return base;
     case "mixed-release": {
       const [a, b] = check.sides ?? [];
-      base.summary = `${how}, and gets ${basename6(path13)} of another release: ${a ? `${basename6(a.path)} is ${a.version} (${dirname6(a.path)})` : ""}${b ? `, ${basename6(b.path)} is ${b.version} (${dirname6(b.path)})` : ""}`;
+      base.summary = `${how}, and gets ${basename6(path13)} of another release: ${a ? `${basename6(a.path)} is ${a.version} (${dirname7(a.path)})` : ""}${b ? `, ${basename6(b.path)} is ${b.version} (${dirname7(b.path)})` : ""}`;
       const builtins = /^libnvrtc-builtins\.so\./.test(load.name);
       base.explanation = `${how}. ${howPicked(load.edge, path13)}. ${check.detail}.${builtins ? ` The dlopen itself works (the file bears the name NVRTC asks for), but NVRTC finds none of its own release's entry points in it: nvrtcCompileProgram returns NVRTC_ERROR_BUILTIN_OPERATION_FAILURE (7), so every run-time compilation fails (PyTorch's jiterator and fusions, CuPy's kernels); the rest of ${basename6(load.caller.path)} loads and works.` : consequence(load)}`;
       if (builtins) base.summary += ": nvrtcCompileProgram returns NVRTC_ERROR_BUILTIN_OPERATION_FAILURE";
-      base.fix = besideCaller(load, path13) ? `install ${load.name} of ${a ? `release ${a.version}` : "the same release"} (that of ${basename6(load.caller.path)}) in ${dirname6(path13)} in place of the ${b?.version ?? "other"} one there: reinstall the package or wheel both came from (Debian's ${builtins ? "libnvrtc-builtins" : "libcudnn"} of that version, pip's ${builtins ? "nvidia-cuda-nvrtc-cuXX" : "nvidia-cudnn-cuXX"} of the same version)` : fixForEntry(load.edge, path13, ctx, sysroot, `${load.name} of the same release as ${basename6(load.caller.path)} is found`, load.process);
+      base.fix = besideCaller(load, path13) ? `install ${load.name} of ${a ? `release ${a.version}` : "the same release"} (that of ${basename6(load.caller.path)}) in ${dirname7(path13)} in place of the ${b?.version ?? "other"} one there: reinstall the package or wheel both came from (Debian's ${builtins ? "libnvrtc-builtins" : "libcudnn"} of that version, pip's ${builtins ? "nvidia-cuda-nvrtc-cuXX" : "nvidia-cudnn-cuXX"} of the same version)` : fixForEntry(load.edge, path13, ctx, sysroot, `${load.name} of the same release as ${basename6(load.caller.path)} is found`, load.process);
       return base;
     }
   }
 }
 function besideCaller(load, path13) {
-  if (dirname6(path13) === dirname6(load.caller.path)) return true;
+  if (dirname7(path13) === dirname7(load.caller.path)) return true;
   const real = (f) => {
     try {
-      return dirname6(realpathSync5(load.process.ctx.view.hostPath(f) ?? f));
+      return dirname7(realpathSync5(load.process.ctx.view.hostPath(f) ?? f));
     } catch {
       return null;
     }
   };
   const a = real(path13);
   return a !== null && a === real(load.caller.path);
+}
+function explainStartLibcuda(p, checks, ctx, sysroot) {
+  return checks.map((check) => {
+    const path13 = check.object.path;
+    const edge = p.edgeTo(check.object);
+    const owner = edge?.owner.path ?? p.target.path;
+    const how = edge?.preloadFrom ? `${edge.preloadFrom} brings libcuda.so.1 at the start` : `${owner} needs libcuda.so.1 (DT_NEEDED)`;
+    const picked = edge ? howPicked(edge, path13) : `The loader finds ${path13}`;
+    const base = {
+      kind: check.kind,
+      object: owner,
+      library: "libcuda.so.1",
+      version: null,
+      symbol: null,
+      chosen: `${path13} (${edge ? ruleOf(edge, path13) : "already loaded"})`,
+      shadowed: null,
+      explanation: "",
+      fix: null,
+      summary: "",
+      impact: "library"
+    };
+    if (check.kind === "cuda-stub") {
+      base.summary = `${how} and gets the CUDA toolkit's stub ${path13}: every CUDA call fails with "CUDA driver is a stub library"`;
+      base.explanation = `${how}. ${picked}. ${check.detail}: it exists only for linking, and every entry point returns CUDA_ERROR_STUB_LIBRARY, so the first CUDA call fails with cudaErrorStubLibrary ("CUDA driver is a stub library").`;
+      base.fix = edge ? fixForEntry(edge, path13, ctx, sysroot, "the driver's libcuda.so.1 is found", p) : null;
+    } else {
+      base.summary = `${how} and gets a libcuda that does not match the kernel module: CUDA calls fail with "system has unsupported display driver / cuda driver combination"`;
+      base.explanation = `${how}. ${picked}. ${check.detail}; CUDA then fails with cudaErrorSystemDriverMismatch.`;
+      base.fix = edge ? fixForEntry(edge, path13, ctx, sysroot, "the libcuda of the running driver is found", p) : null;
+    }
+    return base;
+  });
 }
 function explainPinnedPairs(p, checks, ctx, sysroot) {
   return checks.map((check) => {
@@ -76452,7 +76745,7 @@ function explainPinnedPairs(p, checks, ctx, sysroot) {
       symbol: null,
       chosen: `${check.object.path} (${how})`,
       shadowed: null,
-      summary: `${a ? `${basename6(a.path)} is ${a.version} (${dirname6(a.path)})` : ""}${b ? ` and ${basename6(b.path)} is ${b.version} (${dirname6(b.path)})` : ""}: one release ships them together`,
+      summary: `${a ? `${basename6(a.path)} is ${a.version} (${dirname7(a.path)})` : ""}${b ? ` and ${basename6(b.path)} is ${b.version} (${dirname7(b.path)})` : ""}: one release ships them together`,
       explanation: `${edge ? `${howPicked(edge, check.object.path)}.` : `The loader finds ${check.object.path} by ${how}.`} ${check.detail}; the pair from two releases fails with undefined symbols or wrong results at the first call that crosses them.`,
       fix: edge ? fixForEntry(edge, check.object.path, ctx, sysroot, `the ${basename6(check.object.path)} of the same release as ${a ? basename6(a.path) : "its pair"} is found`, p) : null
     };
@@ -76464,14 +76757,16 @@ import { realpathSync as realpathSync6 } from "node:fs";
 import { basename as basename7 } from "node:path";
 function noteFoundElsewhere(results, sysroot = "") {
   const root = normalRoot(sysroot);
-  if (!results.some((r) => r.problems.some((p) => p.kind === "not-found"))) return results;
+  const wanted = /* @__PURE__ */ new Set();
+  for (const r of results) for (const p of r.problems) if (p.kind === "not-found" && p.library !== null && p.object === r.checked) wanted.add(p.library);
+  if (wanted.size === 0) return results;
   const loads = /* @__PURE__ */ new Map();
   for (const r of results) {
     if (r.checked === void 0) continue;
     for (const o of r.objects) {
       if (o.path === r.checked) continue;
       for (const edge of o.needed) {
-        if (edge.reached === false) continue;
+        if (edge.reached === false || !wanted.has(edge.name)) continue;
         const key = `${basename7(o.path)}\0${edge.name}`;
         const list = loads.get(key) ?? [];
         list.push(edge.path !== null && edge.rule !== null ? { root: r.checked, object: o.path, edge } : { root: r.checked, object: o.path, edge: null });
@@ -76558,7 +76853,7 @@ function auxv(type) {
 
 // src/core/elf/read/machine/platform.ts
 import { existsSync as existsSync4, readFileSync as readFileSync6 } from "node:fs";
-import { join as join6 } from "node:path";
+import { join as join7 } from "node:path";
 function dsoSortOf(interpPath, glibc) {
   if (!glibc || !versionAtMost(glibc, 2, 34)) return { default: "dfs", tunable: true };
   const backported = loaderFileFacts(interpPath)?.dynamicSortTunable ?? false;
@@ -76651,7 +76946,7 @@ function loaderPlatform(elfClass, machine, sysroot = "", cacheGenerator, store) 
   let result = null;
   if (facts) {
     const root = sysroot.replace(/\/+$/, "");
-    const multiarch = existsSync4(join6(root || "/", "lib", facts.triplet)) || existsSync4(join6(root || "/", "usr", "lib", facts.triplet));
+    const multiarch = existsSync4(join7(root || "/", "lib", facts.triplet)) || existsSync4(join7(root || "/", "usr", "lib", facts.triplet));
     const dirs = multiarch ? [`/lib/${facts.triplet}/`, `/usr/lib/${facts.triplet}/`, "/lib/", "/usr/lib/"] : [`/${facts.lib64}/`, `/usr/${facts.lib64}/`];
     const inImage2 = (path13) => root === "" ? path13 : realpathIn(root, root + path13) ?? root + path13;
     const interpFile = inImage2(facts.interp);
@@ -76786,12 +77081,12 @@ function noexecMountPoints() {
 
 // src/core/elf/cache/verdict-cache.ts
 import { readdirSync as readdirSync4, readFileSync as readFileSync8, statfsSync, statSync as statSync6, unlinkSync as unlinkSync2 } from "node:fs";
-import { basename as basename9, dirname as dirname8, join as join8 } from "node:path";
+import { basename as basename10, dirname as dirname10, join as join9 } from "node:path";
 import { fileURLToPath } from "node:url";
 
 // src/core/safe-fs/dir.ts
 import { closeSync as closeSync5, constants as constants5, fstatSync as fstatSync3, lstatSync as lstatSync3, mkdirSync, openSync as openSync5, readlinkSync as readlinkSync2, statSync as statSync5 } from "node:fs";
-import { isAbsolute as isAbsolute2, join as join7, resolve as resolve2 } from "node:path";
+import { isAbsolute as isAbsolute2, join as join8, resolve as resolve2 } from "node:path";
 
 // src/core/safe-fs/trust.ts
 function runningAsRoot() {
@@ -76821,7 +77116,7 @@ function viaProc() {
   return procFd;
 }
 function entryOf(fd, real, name) {
-  return viaProc() ? `/proc/self/fd/${fd}/${name}` : join7(real, name);
+  return viaProc() ? `/proc/self/fd/${fd}/${name}` : join8(real, name);
 }
 function holder(path13, fd, real = path13) {
   let open3 = true;
@@ -76935,14 +77230,14 @@ function withDir(path13, options, use) {
 
 // src/core/safe-fs/write.ts
 import { closeSync as closeSync6, constants as constants6, fchmodSync, fchownSync, fsyncSync, linkSync, openSync as openSync6, renameSync, rmSync, symlinkSync, unlinkSync, writeSync } from "node:fs";
-import { basename as basename8, dirname as dirname7 } from "node:path";
+import { basename as basename8, dirname as dirname8 } from "node:path";
 function temporaryName(name) {
   const { randomBytes } = process.getBuiltinModule("node:crypto");
   return `.${name}.${randomBytes(8).toString("hex")}.tmp`;
 }
 var CREATE = constants6.O_WRONLY | constants6.O_CREAT | constants6.O_EXCL | constants6.O_NOFOLLOW;
 function writeFileSafely(path13, content, options = {}) {
-  return withDir(dirname7(path13), { create: options.dirMode ?? 493, purpose: `write ${path13}` }, (dir) => writeIn(dir, basename8(path13), content, options));
+  return withDir(dirname8(path13), { create: options.dirMode ?? 493, purpose: `write ${path13}` }, (dir) => writeIn(dir, basename8(path13), content, options));
 }
 function writeIn(dir, name, content, options = {}) {
   try {
@@ -76982,7 +77277,7 @@ function writeEntry(dir, name, content, options) {
   }
 }
 function symlinkSafely(path13, value, options = {}) {
-  withDir(dirname7(path13), { create: options.dirMode ?? 493, purpose: `write ${path13}` }, (dir) => symlinkIn(dir, basename8(path13), value));
+  withDir(dirname8(path13), { create: options.dirMode ?? 493, purpose: `write ${path13}` }, (dir) => symlinkIn(dir, basename8(path13), value));
 }
 function symlinkIn(dir, name, value) {
   const tmp = temporaryName(name);
@@ -76998,10 +77293,47 @@ function symlinkIn(dir, name, value) {
     throw named(error2, dir, name);
   }
 }
+function removeSafely(path13, options = {}) {
+  try {
+    withDir(dirname8(path13), { purpose: `remove ${path13}` }, (dir) => {
+      if (options.recursive) rmSync(dir.entry(basename8(path13)), { recursive: true, force: true });
+      else {
+        try {
+          unlinkSync(dir.entry(basename8(path13)));
+        } catch (error2) {
+          if (!isErrno(error2, "ENOENT")) throw error2;
+        }
+      }
+    });
+  } catch (error2) {
+    if (isErrno(error2, "ENOENT")) return;
+    throw error2;
+  }
+}
 
 // src/core/safe-fs/read.ts
 import { closeSync as closeSync7, constants as constants7, fstatSync as fstatSync4, openSync as openSync7, readSync as readSync5 } from "node:fs";
+import { basename as basename9, dirname as dirname9 } from "node:path";
 var READ = constants7.O_RDONLY | constants7.O_NOFOLLOW | constants7.O_NONBLOCK | constants7.O_NOCTTY;
+function readFileSafely(path13, maxBytes) {
+  const open3 = (at) => {
+    const fd = openSync7(at, READ);
+    try {
+      const st = fstatSync4(fd);
+      if (!st.isFile()) throw new CudaenvError(`${path13} is not a regular file`, { hint: `Remove ${path13}; cudaenv writes it anew.`, code: "not-a-file" });
+      if (st.size > maxBytes) throw new CudaenvError(`${path13} is ${st.size} bytes, more than the ${maxBytes} cudaenv reads from it`, { hint: `Remove ${path13}; cudaenv writes it anew.`, code: "too-large" });
+      const buf = Buffer.alloc(Math.min(st.size, maxBytes) + 1);
+      let n = 0;
+      for (let got = -1; got !== 0 && n < buf.length; n += got) got = readSync5(fd, buf, n, buf.length - n, null);
+      if (n > maxBytes) throw new CudaenvError(`${path13} grew past the ${maxBytes} bytes cudaenv reads from it`, { hint: `Remove ${path13}; cudaenv writes it anew.`, code: "too-large" });
+      return buf.subarray(0, n);
+    } finally {
+      closeSync7(fd);
+    }
+  };
+  if (!runningAsRoot()) return open3(path13);
+  return withDir(dirname9(path13), {}, (dir) => open3(dir.entry(basename9(path13))));
+}
 
 // src/core/elf/cache/verdict-cache.ts
 var SETTLE_MS = 2e3;
@@ -77030,7 +77362,7 @@ var VerdictCache = class {
   constructor(options) {
     this.options = options;
     this.keyText = JSON.stringify({ format: FORMAT, code: codeStamp(), ...options.key });
-    this.file = join8(options.dir, `${keyHash(this.keyText)}.json`);
+    this.file = join9(options.dir, `${keyHash(this.keyText)}.json`);
     try {
       const data = JSON.parse(readFileSync8(this.file, "utf8"));
       if (data?.format === FORMAT && data.key === this.keyText && Array.isArray(data.inputs) && Array.isArray(data.objects) && data.files && typeof data.files === "object") {
@@ -77195,7 +77527,7 @@ function keyHash(text) {
 }
 function prune(dir, keep) {
   const entries2 = readdirSync4(dir).filter((n) => n.endsWith(".json")).map((n) => {
-    const path13 = join8(dir, n);
+    const path13 = join9(dir, n);
     try {
       return { path: path13, mtime: statSync6(path13).mtimeMs };
     } catch {
@@ -77217,18 +77549,18 @@ function codeStamp() {
   if (stamp !== void 0) return stamp;
   const self2 = fileURLToPath(import.meta.url);
   const files = [];
-  if (basename9(self2).includes("bundle")) {
+  if (basename10(self2).includes("bundle")) {
     files.push(self2);
   } else {
     const walk = (dir) => {
       for (const entry2 of readdirSync4(dir, { withFileTypes: true })) {
-        const path13 = join8(dir, entry2.name);
+        const path13 = join9(dir, entry2.name);
         if (entry2.isDirectory()) walk(path13);
         else if (entry2.name.endsWith(".js") || entry2.name.endsWith(".ts")) files.push(path13);
       }
     };
     try {
-      walk(dirname8(dirname8(self2)));
+      walk(dirname10(dirname10(self2)));
     } catch {
     }
     if (files.length === 0) files.push(self2);
@@ -77245,7 +77577,7 @@ function codeStamp() {
 
 // src/core/elf/cache/loader-facts.ts
 import { readFileSync as readFileSync9 } from "node:fs";
-import { join as join9 } from "node:path";
+import { join as join10 } from "node:path";
 function bootId() {
   try {
     return readFileSync9("/proc/sys/kernel/random/boot_id", "utf8").trim();
@@ -77279,7 +77611,7 @@ var LoaderFactsFile = class {
   dir;
   startedAt = Date.now();
   fileFor(interp) {
-    return join9(this.dir, "loader", `${interp.replace(/^\/+/, "").replace(/[^\w.-]/g, "_")}.json`);
+    return join10(this.dir, "loader", `${interp.replace(/^\/+/, "").replace(/[^\w.-]/g, "_")}.json`);
   }
   /** What the loader's answer rests on, now; null when the loader cannot be stat'ed or changed just now. */
   stamp(interp) {
@@ -77354,6 +77686,7 @@ function makeContext(options, cwd, recorder = null) {
       return platform2;
     },
     ldLibraryPath: options.ldLibraryPath,
+    runtimeEnv: runtimeEnvOf(options.runtimeEnv ?? process.env),
     tunables: tunablesOf(options),
     bindNow: bindNowOf(options),
     // Mount flags are this machine's: an image under CUDAENV_SYSROOT runs elsewhere.
@@ -77502,6 +77835,8 @@ function openCache(options, cwd, ctx) {
       bindNow: bindNowOf(options),
       pageSize: options.pageSize ?? null,
       runtimeLoads: options.runtimeLoads !== false,
+      // NCCL_NET_PLUGIN and the plugin directories' variables change what is loaded later.
+      runtimeEnv: runtimeEnvOf(options.runtimeEnv ?? process.env),
       // A file system remounted noexec (or exec) changes what loads without changing any file.
       noexec: sysroot === "" ? noexecMountPoints() : [],
       // Whether an NVIDIA kernel module is loaded, and which: a libcuda.so.1 nothing provides is a
@@ -77530,7 +77865,7 @@ function addRuntimeEdges(objects, loads, declared2) {
   for (const { caller, loads: theirs } of declared2) {
     const object = objects.find((o) => o.path === caller.path);
     if (!object) continue;
-    object.runtimeLoads = theirs.map((l) => ({ soname: l.names, ...l.feature ? { feature: l.feature } : {}, description: l.description, priority: l.priority, source: l.source, ...l.template ? { template: true } : {} }));
+    object.runtimeLoads = theirs.map((l) => ({ soname: l.names, ...l.feature ? { feature: l.feature } : {}, description: l.description, priority: l.priority, source: l.source, ...l.template ? { template: true } : {}, ...l.plugin ? { plugin: l.plugin } : {} }));
   }
   for (const load of loads) {
     const caller = objects.find((o) => o.path === load.caller.path);
@@ -77569,6 +77904,8 @@ async function checkOne(file, ctx, exe, memo, explainCtx, recorder, followRuntim
     const loads = runtimeLoads(started, () => startOf(ctx, platform2, r, exe), memo);
     addRuntimeEdges(objects, loads, declaredLoads(started));
     problems.push(...explainPinnedPairs(p, pinnedPairs(p), explainCtx, platform2.sysroot));
+    const judged = new Set(loads.flatMap((l) => l.checks.filter((c) => c.kind === "cuda-stub" || c.kind === "driver-mismatch").map((c) => c.object.inode)));
+    problems.push(...explainStartLibcuda(p, startLibcudaChecks(p, judged), explainCtx, platform2.sysroot));
     problems.push(...await explainRuntimeLoads(loads, explainCtx, platform2.sysroot));
   }
   return {
@@ -77692,7 +78029,8 @@ function firstProblemLine(report, options = {}) {
 // src/core/elf/read/device-code/fatbin.ts
 var DEVICE_CODE_SECTIONS = [".nv_fatbin", "__nv_relfatbin"];
 var FLAG_COMPRESSED = 8192 | 32768;
-var SMALL_CUBIN = 64 * 1024;
+var MAX_CODE = 256 * 1024 * 1024;
+var PTX_CHUNK = 256 * 1024;
 
 // src/core/elf/read/device-code/sections.ts
 var MAX_SHSTRTAB = 16 * 1024 * 1024;
@@ -77933,7 +78271,7 @@ async function requestOnce(url2, options) {
   const credentials = splitCredentials(url2);
   url2 = credentials.target;
   const headers = { "user-agent": "cudaenv", ...credentials.authorization ? { authorization: credentials.authorization } : {}, ...options.headers };
-  return new Promise((resolve8, reject) => {
+  return new Promise((resolve9, reject) => {
     const req = !proxy ? (url2.protocol === "https:" ? https3 : http3).request(url2, { method: "GET", headers, agent: agents.get(url2.protocol), signal: options.signal }) : url2.protocol === "https:" ? https3.request(url2, { method: "GET", headers, agent: tunnelAgent(mods, proxy), signal: options.signal }) : http3.request({ host: proxy.host, port: proxy.port, method: "GET", path: url2.href, headers: { host: url2.host, ...headers, ...proxyHeaders(proxy) }, agent: agents.get("http:"), signal: options.signal });
     req.on("error", (error2) => {
       clearTimeout(connectTimer);
@@ -77955,7 +78293,7 @@ async function requestOnce(url2, options) {
         reject(proxyRefusal(proxy, url2.host, 407, res.statusMessage));
         return;
       }
-      resolve8({ statusCode: res.statusCode ?? 0, headers: res.headers, body: res, url: url2.href });
+      resolve9({ statusCode: res.statusCode ?? 0, headers: res.headers, body: res, url: url2.href });
     });
     req.end();
   });
@@ -78171,11 +78509,11 @@ function waitBeforeRetry(attempt, retryAfter) {
   return Math.max(retryDelayMs(attempt), retryAfter ?? 0);
 }
 function sleep(ms, signal) {
-  return new Promise((resolve8, reject) => {
+  return new Promise((resolve9, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const t = setTimeout(() => {
       signal?.removeEventListener("abort", onAbort);
-      resolve8();
+      resolve9();
     }, ms);
     const onAbort = () => {
       clearTimeout(t);
@@ -78542,8 +78880,8 @@ async function chooseCudnn(mirror, spec, cudaMajor, platform2, signal) {
 
 // src/core/remote/install.ts
 import { cpus } from "node:os";
-import { existsSync as existsSync13, mkdirSync as mkdirSync9, readFileSync as readFileSync19, renameSync as renameSync5, rmSync as rmSync8 } from "node:fs";
-import { join as join19 } from "node:path";
+import { existsSync as existsSync14, mkdirSync as mkdirSync10, readFileSync as readFileSync19, renameSync as renameSync5, rmSync as rmSync8 } from "node:fs";
+import { join as join22 } from "node:path";
 
 // src/core/fatal-cleanup.ts
 var REGISTRY = /* @__PURE__ */ Symbol.for("cudaenv.fatalCleanups");
@@ -78559,13 +78897,13 @@ function onFatalExit(action5) {
 // src/core/store/lock.ts
 import { closeSync as closeSync8, mkdirSync as mkdirSync2, openSync as openSync8, readFileSync as readFileSync12, readdirSync as readdirSync5, rmSync as rmSync2, statSync as statSync8, utimesSync, writeSync as writeSync2 } from "node:fs";
 import { hostname } from "node:os";
-import { join as join10 } from "node:path";
+import { join as join11 } from "node:path";
 var DEFAULT_STALE_MS = 10 * 60 * 1e3;
 var TAKEOVER_STALE_MS = 10 * 1e3;
 var NAME_RE = /^[A-Za-z0-9._-]{1,120}$/;
 function lockPath(locksDir, name) {
   if (!NAME_RE.test(name) || name.startsWith(".")) throw new Error(`bad lock name ${JSON.stringify(name)}`);
-  return join10(locksDir, `${name}.lock`);
+  return join11(locksDir, `${name}.lock`);
 }
 function processStartTime(pid) {
   try {
@@ -78668,7 +79006,7 @@ function reclaimStaleLocks(locksDir, staleMs = DEFAULT_STALE_MS) {
   }
   const removed = [];
   for (const name of names) {
-    const path13 = join10(locksDir, name);
+    const path13 = join11(locksDir, name);
     try {
       if (name.endsWith(".lock.takeover")) {
         if (Date.now() - statSync8(path13).mtimeMs > TAKEOVER_STALE_MS) {
@@ -78768,13 +79106,280 @@ function heldLock(path13, owner, staleMs) {
 }
 
 // src/core/store/registry.ts
-import { existsSync as existsSync8, lstatSync as lstatSync4, mkdirSync as mkdirSync3, readFileSync as readFileSync13, readdirSync as readdirSync6, readlinkSync as readlinkSync3, rmSync as rmSync3 } from "node:fs";
-import { join as join11, resolve as resolve5 } from "node:path";
+import { existsSync as existsSync9, lstatSync as lstatSync5, mkdirSync as mkdirSync4, readFileSync as readFileSync13, readdirSync as readdirSync7, readlinkSync as readlinkSync4, rmSync as rmSync3 } from "node:fs";
+import { join as join14, resolve as resolve7 } from "node:path";
+
+// src/core/store/paths.ts
+import { join as join12, resolve as resolve5 } from "node:path";
+function pathsFor(root) {
+  return {
+    root,
+    versions: join12(root, "versions"),
+    cache: join12(root, "cache"),
+    checkCache: join12(root, "cache", "check"),
+    shims: join12(root, "shims"),
+    tmp: join12(root, "tmp"),
+    aliases: join12(root, "aliases"),
+    resolve: join12(root, "resolve"),
+    globalFile: join12(root, "global"),
+    configFile: join12(root, "config.json"),
+    locks: join12(root, "locks")
+  };
+}
+
+// src/core/store/site.ts
+import { existsSync as existsSync8, lstatSync as lstatSync4, mkdirSync as mkdirSync3, readdirSync as readdirSync6, readlinkSync as readlinkSync3 } from "node:fs";
+import { join as join13, resolve as resolve6 } from "node:path";
+var SITE_DIRS_FILE = "/etc/cudaenv/site-dirs";
+function siteDirsFile(env = process.env) {
+  return env.CUDAENV_SITE_DIRS_FILE ? resolve6(env.CUDAENV_SITE_DIRS_FILE) : SITE_DIRS_FILE;
+}
+function configuredSiteDirs(userRoot, env = process.env) {
+  const warnings = [];
+  let raw = [];
+  let source;
+  if (env.CUDAENV_SITE_DIRS !== void 0) {
+    source = "CUDAENV_SITE_DIRS";
+    raw = env.CUDAENV_SITE_DIRS.split(":");
+  } else {
+    source = siteDirsFile(env);
+    try {
+      raw = readFileSafely(source, 64 * 1024).toString("utf8").split("\n").map((l) => l.trim()).filter((l) => !l.startsWith("#"));
+    } catch (error2) {
+      if (!isErrno(error2, "ENOENT")) warnings.push(`the site store list ${source} cannot be read (${error2.message}); only your store (${userRoot}) is used: fix its permissions, or set CUDAENV_SITE_DIRS`);
+      raw = [];
+    }
+  }
+  const dirs = [];
+  for (const entry2 of raw.map((s) => s.trim()).filter((s) => s !== "")) {
+    if (!entry2.startsWith("/")) {
+      warnings.push(`site store "${entry2}" (${source}) is not an absolute path; it is skipped: write it as /path/to/store`);
+      continue;
+    }
+    const dir = resolve6(entry2);
+    if (dir !== userRoot && !dirs.includes(dir)) dirs.push(dir);
+  }
+  return { dirs, source, warnings };
+}
+function siteTimeoutMs(env = process.env) {
+  const n = Number(env.CUDAENV_SITE_TIMEOUT_MS);
+  return Number.isFinite(n) && n > 0 ? n : 3e3;
+}
+var PROBE = `for d do
+  if [ ! -e "$d" ]; then echo missing
+  elif [ ! -d "$d" ]; then echo not-a-directory
+  elif [ ! -r "$d" ] || [ ! -x "$d" ]; then echo unreadable
+  elif [ ! -d "$d/versions" ]; then echo not-a-store
+  elif [ ! -r "$d/versions" ] || [ ! -x "$d/versions" ]; then echo unreadable
+  elif [ -e "$d/switch/generation" ] && [ ! -d "$d/switch/generation" ]; then g=; IFS= read -r g < "$d/switch/generation"; echo "ok \${g:--}"
+  else echo "ok -"
+  fi
+done`;
+function probeSites(dirs, timeoutMs) {
+  if (dirs.length === 0) return [];
+  const { spawnSync } = process.getBuiltinModule("node:child_process");
+  const r = spawnSync("/bin/sh", ["-c", PROBE, "cudaenv-site-probe", ...dirs], { encoding: "utf8", timeout: timeoutMs, killSignal: "SIGKILL", stdio: ["ignore", "pipe", "ignore"] });
+  const lines = (r.stdout ?? "").split("\n");
+  return dirs.map((root, i) => {
+    const line = lines[i];
+    if (line === void 0 || i >= lines.length - 1) return { root, state: i === lines.length - 1 ? "timeout" : "not-checked", generation: "-" };
+    const state3 = line.startsWith("ok ") ? "ok" : line;
+    return { root, state: state3, generation: state3 === "ok" ? line.slice(3) || "-" : "-" };
+  });
+}
+function siteWarning(site, source, userRoot, timeoutMs) {
+  const why = {
+    ok: void 0,
+    missing: "does not exist",
+    "not-a-directory": "is not a directory",
+    unreadable: "cannot be read (permission denied)",
+    "not-a-store": "is not a cudaenv store (it has no versions/ directory)",
+    timeout: `did not answer within ${timeoutMs} ms (a network mount that hangs?)`,
+    "not-checked": "was not looked at (a site store before it did not answer)"
+  };
+  const text = why[site.state];
+  return text === void 0 ? void 0 : `site store ${site.root} (${source}) ${text}; it is skipped and your store ${userRoot} is used alone: fix the mount or the path, or remove it from ${source}`;
+}
+function siteDir(paths) {
+  return join13(paths.root, "site");
+}
+function siteLinksFile(paths) {
+  return join13(siteDir(paths), "links");
+}
+function siteStateFile(paths) {
+  return join13(siteDir(paths), "state");
+}
+function siteAliasesDir(paths) {
+  return join13(siteDir(paths), "aliases");
+}
+function siteGlobalFile(paths) {
+  return join13(siteDir(paths), "global");
+}
+function siteGlobalFromFile(paths) {
+  return join13(siteDir(paths), "global.from");
+}
+function hookSitesFile(paths) {
+  return join13(paths.root, "switch", "sites");
+}
+function readSiteLinks(paths) {
+  const out = /* @__PURE__ */ new Map();
+  let text;
+  try {
+    text = readFileSafely(siteLinksFile(paths), 1024 * 1024).toString("utf8");
+  } catch {
+    return out;
+  }
+  for (const line of text.split("\n")) {
+    const tab = line.indexOf("	");
+    if (tab <= 0) continue;
+    const label = line.slice(0, tab);
+    if (isLabel(label)) out.set(label, line.slice(tab + 1));
+  }
+  return out;
+}
+function siteOfVersion(paths, label, links = readSiteLinks(paths)) {
+  const target = links.get(label);
+  if (target === void 0) return void 0;
+  try {
+    if (readlinkSync3(join13(paths.versions, label)) !== target) return void 0;
+  } catch {
+    return void 0;
+  }
+  return target.slice(0, -`/versions/${label}`.length);
+}
+function readText(path13) {
+  try {
+    return readFileSafely(path13, 64 * 1024).toString("utf8");
+  } catch {
+    return void 0;
+  }
+}
+function linkValue(path13) {
+  try {
+    return readlinkSync3(path13);
+  } catch {
+    return void 0;
+  }
+}
+function siteLabels(root) {
+  const versions = pathsFor(root).versions;
+  let names;
+  try {
+    names = readdirSync6(versions);
+  } catch {
+    return [];
+  }
+  return names.filter((n) => isLabel(n) && holdsToolkit(join13(versions, n)));
+}
+function holdsToolkit(dir) {
+  return ["bin", "lib64", "lib", ".cudaenv-receipt.json"].some((name) => {
+    try {
+      lstatSync4(join13(dir, name));
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+function hookSitesText(sites, env) {
+  const head = env.CUDAENV_SITE_DIRS !== void 0 ? `e${env.CUDAENV_SITE_DIRS}` : "u";
+  return `${[head, ...sites.map((s) => `${s.root}	${s.generation}`)].join("\n")}
+`;
+}
+function syncSiteMirror(paths, env = process.env, force = false) {
+  const config = configuredSiteDirs(paths.root, env);
+  const links = readSiteLinks(paths);
+  const statePath = siteStateFile(paths);
+  const previous = readText(statePath);
+  const listed = env.CUDAENV_SITE_DIRS !== void 0 ? env.CUDAENV_SITE_DIRS !== "" : existsSync8(config.source);
+  if (config.dirs.length === 0 && links.size === 0 && previous === void 0 && !listed) {
+    return { sites: [], source: config.source, warnings: config.warnings, changed: false };
+  }
+  const timeoutMs = siteTimeoutMs(env);
+  const sites = probeSites(config.dirs, timeoutMs);
+  const warnings = [...config.warnings, ...sites.flatMap((s) => siteWarning(s, config.source, paths.root, timeoutMs) ?? [])];
+  const state3 = `${hookSitesText(sites, env)}${sites.map((s) => s.state).join(" ")}
+`;
+  if (!force && previous === state3) return { sites, source: config.source, warnings, changed: false };
+  const usable = sites.filter((s) => s.state === "ok");
+  const wanted = /* @__PURE__ */ new Map();
+  for (const site of usable) {
+    for (const label of siteLabels(site.root)) {
+      if (wanted.has(label)) continue;
+      const own = join13(paths.versions, label);
+      const value = linkValue(own);
+      let exists3 = value !== void 0;
+      if (!exists3) {
+        try {
+          lstatSync4(own);
+          exists3 = true;
+        } catch {
+          exists3 = false;
+        }
+      }
+      if (exists3 && (value === void 0 || links.get(label) !== value)) continue;
+      wanted.set(label, join13(site.root, "versions", label));
+    }
+  }
+  mkdirSync3(paths.versions, { recursive: true });
+  for (const [label, target] of links) {
+    if (wanted.has(label)) continue;
+    if (linkValue(join13(paths.versions, label)) === target) removeSafely(join13(paths.versions, label));
+  }
+  for (const [label, target] of wanted) {
+    if (linkValue(join13(paths.versions, label)) !== target) symlinkSafely(join13(paths.versions, label), target);
+  }
+  writeFileSafely(siteLinksFile(paths), [...wanted].map(([l, t]) => `${l}	${t}
+`).join(""));
+  const aliases = /* @__PURE__ */ new Map();
+  let global2;
+  for (const site of usable) {
+    const sp = pathsFor(site.root);
+    let names = [];
+    try {
+      names = readdirSync6(sp.aliases);
+    } catch {
+      names = [];
+    }
+    for (const name of names) {
+      if (name.startsWith(".") || aliases.has(name) || !/^[A-Za-z][A-Za-z0-9_.-]{0,62}$/.test(name)) continue;
+      const spec = readText(join13(sp.aliases, name))?.trim();
+      if (spec) aliases.set(name, spec);
+    }
+    const g = readText(sp.globalFile)?.trim();
+    if (global2 === void 0 && g) global2 = { spec: g, from: sp.globalFile };
+  }
+  const aliasDir = siteAliasesDir(paths);
+  mkdirSync3(aliasDir, { recursive: true });
+  for (const name of readdirSync6(aliasDir)) {
+    if (!aliases.has(name)) removeSafely(join13(aliasDir, name));
+  }
+  for (const [name, spec] of aliases) {
+    if (readText(join13(aliasDir, name)) !== `${spec}
+`) writeFileSafely(join13(aliasDir, name), `${spec}
+`);
+  }
+  if (global2) {
+    writeFileSafely(siteGlobalFromFile(paths), `${global2.from}
+`);
+    writeFileSafely(siteGlobalFile(paths), `${global2.spec}
+`);
+  } else {
+    removeSafely(siteGlobalFile(paths));
+    removeSafely(siteGlobalFromFile(paths));
+  }
+  mkdirSync3(join13(paths.root, "switch"), { recursive: true });
+  writeFileSafely(hookSitesFile(paths), hookSitesText(sites, env));
+  writeFileSafely(statePath, state3);
+  return { sites, source: config.source, warnings, changed: true };
+}
+
+// src/core/store/registry.ts
 var RECEIPT_FILE = ".cudaenv-receipt.json";
 function listVersions(paths) {
   let names;
   try {
-    names = readdirSync6(paths.versions);
+    names = readdirSync7(paths.versions);
   } catch (error2) {
     if (isErrno(error2, "ENOENT")) return [];
     throw new CudaenvError(`cannot list ${paths.versions}: ${error2.message}`, {
@@ -78782,27 +79387,34 @@ function listVersions(paths) {
     });
   }
   const out = [];
+  const links = readSiteLinks(paths);
   for (const label of sortVersionLabels(names.filter(isLabel))) {
-    const info2 = describeVersion(paths, label);
+    const info2 = describeVersion(paths, label, links);
     if (info2) out.push(info2);
   }
   return out;
 }
-function describeVersion(paths, label) {
-  const path13 = join11(paths.versions, label);
+function describeVersion(paths, label, links) {
+  const path13 = join14(paths.versions, label);
   let st;
   try {
-    st = lstatSync4(path13);
+    st = lstatSync5(path13);
   } catch {
     return void 0;
   }
+  const own = { store: paths.root, site: false };
   if (st.isSymbolicLink()) {
-    const target = resolve5(paths.versions, readlinkSync3(path13));
-    return { label, path: path13, kind: "registered", target, broken: !existsSync8(target) };
+    const site = siteOfVersion(paths, label, links ?? readSiteLinks(paths));
+    if (site !== void 0) {
+      const inSite = describeVersion(pathsFor(site), label, /* @__PURE__ */ new Map());
+      return inSite ? { ...inSite, path: path13, store: site, site: true } : { label, path: path13, kind: "installed", broken: true, store: site, site: true };
+    }
+    const target = resolve7(paths.versions, readlinkSync4(path13));
+    return { label, path: path13, kind: "registered", target, broken: !existsSync9(target), ...own };
   }
   if (!st.isDirectory()) return void 0;
-  const holdsToolkit = ["bin", "lib64", "lib", RECEIPT_FILE].some((name) => existsSync8(join11(path13, name)));
-  return { label, path: path13, kind: "installed", broken: !holdsToolkit };
+  const holdsToolkit2 = ["bin", "lib64", "lib", RECEIPT_FILE].some((name) => existsSync9(join14(path13, name)));
+  return { label, path: path13, kind: "installed", broken: !holdsToolkit2, ...own };
 }
 function installedLabels(paths) {
   return listVersions(paths).filter((v) => !v.broken).map((v) => v.label);
@@ -78817,15 +79429,31 @@ function readSpecFile(path13) {
   }
 }
 function aliasPath(paths, name) {
-  return join11(paths.aliases, name);
+  return join14(paths.aliases, name);
 }
 function readAlias(paths, name) {
-  return readSpecFile(aliasPath(paths, name));
+  return readSpecFile(aliasPath(paths, name)) ?? readSiteAlias(paths, name);
+}
+function readSiteAlias(paths, name) {
+  if (!/^[A-Za-z][A-Za-z0-9_.-]{0,62}$/.test(name)) return void 0;
+  return readSpecFile(join14(siteAliasesDir(paths), name));
+}
+function listSiteAliases(paths) {
+  let names;
+  try {
+    names = readdirSync7(siteAliasesDir(paths));
+  } catch {
+    return [];
+  }
+  return names.filter((n) => !n.startsWith(".") && !existsSync9(aliasPath(paths, n))).sort().flatMap((name) => {
+    const spec = readSiteAlias(paths, name);
+    return spec ? [{ name, spec }] : [];
+  });
 }
 function listAliases(paths) {
   let names;
   try {
-    names = readdirSync6(paths.aliases);
+    names = readdirSync7(paths.aliases);
   } catch {
     return [];
   }
@@ -78837,7 +79465,7 @@ function listAliases(paths) {
 function ensureStoreDirs(paths) {
   for (const dir of [paths.root, paths.versions, paths.cache, paths.shims, paths.tmp, paths.aliases, paths.resolve]) {
     try {
-      mkdirSync3(dir, { recursive: true });
+      mkdirSync4(dir, { recursive: true });
     } catch (error2) {
       throw new CudaenvError(`cannot create ${dir}: ${error2.message}`, {
         hint: "Set CUDAENV_DIR to a writable directory, or fix the permissions of the store."
@@ -78846,7 +79474,7 @@ function ensureStoreDirs(paths) {
   }
 }
 function refreshResolveIndex(paths) {
-  mkdirSync3(paths.resolve, { recursive: true });
+  mkdirSync4(paths.resolve, { recursive: true });
   const wanted = /* @__PURE__ */ new Map();
   for (const label of installedLabels(paths)) {
     const v = parseVersion(label);
@@ -78857,25 +79485,25 @@ function refreshResolveIndex(paths) {
     for (const key of [`${v.major}`, `${v.major}.${v.minor}`, label, "latest"]) wanted.set(key, label);
   }
   for (const [key, label] of wanted) {
-    const link = join11(paths.resolve, key);
-    const target = join11("..", "versions", label);
+    const link = join14(paths.resolve, key);
+    const target = join14("..", "versions", label);
     let current;
     try {
-      current = readlinkSync3(link);
+      current = readlinkSync4(link);
     } catch {
       current = void 0;
     }
     if (current === target) continue;
     symlinkSafely(link, target);
   }
-  for (const name of readdirSync6(paths.resolve)) {
-    if (!wanted.has(name)) rmSync3(join11(paths.resolve, name), { force: true });
+  for (const name of readdirSync7(paths.resolve)) {
+    if (!wanted.has(name)) rmSync3(join14(paths.resolve, name), { force: true });
   }
 }
 
 // src/core/shell/shims.ts
-import { chmodSync, existsSync as existsSync9, mkdirSync as mkdirSync4, readFileSync as readFileSync14, readdirSync as readdirSync7, rmSync as rmSync4, statSync as statSync9 } from "node:fs";
-import { join as join12 } from "node:path";
+import { chmodSync, existsSync as existsSync10, mkdirSync as mkdirSync5, readFileSync as readFileSync14, readdirSync as readdirSync8, rmSync as rmSync4, statSync as statSync9 } from "node:fs";
+import { join as join15 } from "node:path";
 var SHIM_MARKER = "# cudaenv shim: generated by `cudaenv rehash`";
 var SETTINGS_LINE = /^# @CUDAENV_SETTINGS@.*$/m;
 var CONTROL_CHARS = String.fromCharCode(...[...Array(32).keys()].filter((c) => c !== 9 && c !== 10 && c !== 13 && c !== 0), 127);
@@ -78895,22 +79523,22 @@ _ce_soh=${quoteSh("")}`;
   return template.replace(SETTINGS_LINE, () => settings).replace(/^#!\/bin\/sh\n/, `#!${shimInterpreter}
 `);
 }
-var shimInterpreter = BASH_PATHS.find((p) => existsSync9(p)) ? `${BASH_PATHS.find((p) => existsSync9(p))} -p` : "/bin/sh";
+var shimInterpreter = BASH_PATHS.find((p) => existsSync10(p)) ? `${BASH_PATHS.find((p) => existsSync10(p))} -p` : "/bin/sh";
 function toolkitPrograms(paths) {
   const names = /* @__PURE__ */ new Set();
   for (const v of listVersions(paths)) {
     if (v.broken) continue;
-    const bin = join12(v.path, "bin");
+    const bin = join15(v.path, "bin");
     let entries2;
     try {
-      entries2 = readdirSync7(bin);
+      entries2 = readdirSync8(bin);
     } catch {
       continue;
     }
     for (const name of entries2) {
       if (!PROGRAM_RE.test(name)) continue;
       try {
-        const st = statSync9(join12(bin, name));
+        const st = statSync9(join15(bin, name));
         if (st.isFile() && (st.mode & 73) !== 0) names.add(name);
       } catch {
       }
@@ -78919,13 +79547,13 @@ function toolkitPrograms(paths) {
   return [...names].sort();
 }
 function writeShims(paths) {
-  mkdirSync4(paths.shims, { recursive: true });
+  mkdirSync5(paths.shims, { recursive: true });
   const template = shimTemplate();
   const programs = toolkitPrograms(paths);
   const wanted = new Set(programs);
   const written = [];
   for (const program of programs) {
-    const file = join12(paths.shims, program);
+    const file = join15(paths.shims, program);
     const text = shimText(template, paths.root, program);
     let current;
     try {
@@ -78940,9 +79568,9 @@ function writeShims(paths) {
     chmodSync(file, 493);
   }
   const removed = [];
-  for (const name of readdirSync7(paths.shims)) {
+  for (const name of readdirSync8(paths.shims)) {
     if (wanted.has(name) || name.startsWith(".")) continue;
-    const file = join12(paths.shims, name);
+    const file = join15(paths.shims, name);
     try {
       if (statSync9(file).isFile() && readFileSync14(file, "utf8").includes(SHIM_MARKER)) {
         rmSync4(file, { force: true });
@@ -78955,38 +79583,38 @@ function writeShims(paths) {
 }
 
 // src/core/shell/switch-index.ts
-import { existsSync as existsSync10, mkdirSync as mkdirSync5, readdirSync as readdirSync8, readlinkSync as readlinkSync4 } from "node:fs";
-import { basename as basename10, join as join13 } from "node:path";
+import { existsSync as existsSync11, mkdirSync as mkdirSync6, readdirSync as readdirSync9, readlinkSync as readlinkSync5 } from "node:fs";
+import { basename as basename11, join as join16 } from "node:path";
 function switchDir(paths) {
-  return join13(paths.root, "switch");
+  return join16(paths.root, "switch");
 }
 function writeSwitchIndex(paths) {
   const dir = switchDir(paths);
-  mkdirSync5(dir, { recursive: true });
+  mkdirSync6(dir, { recursive: true });
   const pairs = [];
   let names = [];
   try {
-    names = readdirSync8(paths.resolve);
+    names = readdirSync9(paths.resolve);
   } catch {
     names = [];
   }
   for (const name of names.sort()) {
     if (name.startsWith(".")) continue;
     try {
-      const label = basename10(readlinkSync4(join13(paths.resolve, name)));
+      const label = basename11(readlinkSync5(join16(paths.resolve, name)));
       if (isLabel(label)) pairs.push(`${name}=${label}`);
     } catch {
     }
   }
   const text = ` ${pairs.join(" ")} 
 `;
-  writeFileSafely(join13(dir, "index"), text);
+  writeFileSafely(join16(dir, "index"), text);
   let aliases = "";
   try {
-    aliases = JSON.stringify(listAliases(paths));
+    aliases = JSON.stringify([listAliases(paths), listSiteAliases(paths)]);
   } catch {
   }
-  writeFileSafely(join13(dir, "generation"), `${crypto3().createHash("sha256").update(text).update(aliases).digest("hex").slice(0, 16)}
+  writeFileSafely(join16(dir, "generation"), `${crypto3().createHash("sha256").update(text).update(aliases).digest("hex").slice(0, 16)}
 `);
   return text;
 }
@@ -79000,8 +79628,29 @@ function rehash(paths) {
   return writeShims(paths);
 }
 
+// src/core/shell/site-sync.ts
+function syncSites(paths, env = process.env, force = false) {
+  let result;
+  try {
+    result = syncSiteMirror(paths, env, force);
+    if (result.changed) {
+      refreshResolveIndex(paths);
+      rehash(paths);
+    }
+  } catch (error2) {
+    return {
+      sites: [],
+      source: "",
+      changed: false,
+      warnings: [`the site stores' versions could not be brought into your store ${paths.root}: ${error2.message}; your own versions are used alone: make the store writable, or unset CUDAENV_SITE_DIRS`]
+    };
+  }
+  return result;
+}
+
 // src/core/toolkits/on-change.ts
 async function afterVersionsChanged(paths) {
+  syncSites(paths, process.env, true);
   refreshResolveIndex(paths);
   rehash(paths);
 }
@@ -79009,9 +79658,9 @@ async function afterVersionsChanged(paths) {
 // src/core/remote/archive.ts
 import { spawn as spawn2 } from "node:child_process";
 import { createHash as createHash2 } from "node:crypto";
-import { constants as constants8, createReadStream as createReadStream2, mkdirSync as mkdirSync6, renameSync as renameSync3, rmSync as rmSync6, statSync as statSync10, statfsSync as statfsSync2 } from "node:fs";
+import { constants as constants8, createReadStream as createReadStream2, mkdirSync as mkdirSync7, renameSync as renameSync3, rmSync as rmSync6, statSync as statSync10, statfsSync as statfsSync2 } from "node:fs";
 import { open as open2 } from "node:fs/promises";
-import { basename as basename11, join as join16 } from "node:path";
+import { basename as basename12, join as join19 } from "node:path";
 import { finished } from "node:stream/promises";
 
 // src/core/remote/source.ts
@@ -79145,14 +79794,14 @@ async function* remoteBytes(mirror, rel, offset, signal, events2 = {}) {
 }
 
 // src/core/remote/staging.ts
-import { lstatSync as lstatSync5, mkdtempSync, readdirSync as readdirSync9, renameSync as renameSync2, rmSync as rmSync5 } from "node:fs";
-import { join as join14 } from "node:path";
+import { lstatSync as lstatSync6, mkdtempSync, readdirSync as readdirSync10, renameSync as renameSync2, rmSync as rmSync5 } from "node:fs";
+import { join as join17 } from "node:path";
 var LEFTOVER_RE = /^(stage|old|rm)-(\d+\.\d+\.\d+)-\d+-[A-Za-z0-9]{6}$/;
 function versionLockName(label) {
   return `version-${label}`;
 }
 function makeTempIn(paths, kind, label) {
-  return mkdtempSync(join14(paths.tmp, `${kind}-${label}-${process.pid}-`));
+  return mkdtempSync(join17(paths.tmp, `${kind}-${label}-${process.pid}-`));
 }
 function tempName(paths, kind, label) {
   const dir = makeTempIn(paths, kind, label);
@@ -79161,7 +79810,7 @@ function tempName(paths, kind, label) {
 }
 function exists2(path13) {
   try {
-    lstatSync5(path13);
+    lstatSync6(path13);
     return true;
   } catch {
     return false;
@@ -79170,17 +79819,17 @@ function exists2(path13) {
 function recoverLeftovers(paths, label) {
   let names;
   try {
-    names = readdirSync9(paths.tmp);
+    names = readdirSync10(paths.tmp);
   } catch {
     return { restored: false, removed: 0 };
   }
   let restored = false;
   let removed = 0;
-  const dest = join14(paths.versions, label);
+  const dest = join17(paths.versions, label);
   for (const name of names.sort()) {
     const m = LEFTOVER_RE.exec(name);
     if (!m || m[2] !== label) continue;
-    const path13 = join14(paths.tmp, name);
+    const path13 = join17(paths.tmp, name);
     if (m[1] === "old" && !exists2(dest)) {
       renameSync2(path13, dest);
       restored = true;
@@ -79194,7 +79843,7 @@ function recoverLeftovers(paths, label) {
 async function cleanOtherLeftovers(paths, except) {
   let names;
   try {
-    names = readdirSync9(paths.tmp);
+    names = readdirSync10(paths.tmp);
   } catch {
     return [];
   }
@@ -79225,14 +79874,14 @@ function archiveLockName(sha256) {
 }
 
 // src/core/remote/checkpoint.ts
-import { existsSync as existsSync11, readFileSync as readFileSync15 } from "node:fs";
-import { join as join15 } from "node:path";
+import { existsSync as existsSync12, readFileSync as readFileSync15 } from "node:fs";
+import { join as join18 } from "node:path";
 async function checkpoint(name, env = process.env) {
   const dir = env.CUDAENV_TEST_CHECKPOINT_DIR;
   if (!dir) return;
-  writeFileSafely(join15(dir, name), String(process.pid), { durable: false });
-  const crash = join15(dir, `${name}.crash`);
-  if (existsSync11(crash)) {
+  writeFileSafely(join18(dir, name), String(process.pid), { durable: false });
+  const crash = join18(dir, `${name}.crash`);
+  if (existsSync12(crash)) {
     const error2 = new Error(`injected crash at ${name}`);
     if (readFileSync15(crash, "utf8").trim() === "rejection") void Promise.reject(error2);
     else setTimeout(() => {
@@ -79240,8 +79889,8 @@ async function checkpoint(name, env = process.env) {
     }, 0);
     await new Promise(() => void 0);
   }
-  if (!existsSync11(join15(dir, `${name}.pause`))) return;
-  while (!existsSync11(join15(dir, `${name}.go`))) await new Promise((r) => setTimeout(r, 20));
+  if (!existsSync12(join18(dir, `${name}.pause`))) return;
+  while (!existsSync12(join18(dir, `${name}.go`))) await new Promise((r) => setTimeout(r, 20));
 }
 
 // src/core/remote/tar-guard.ts
@@ -79689,7 +80338,7 @@ function formatBytes(n) {
 var VerifyError = class extends CudaenvError {
 };
 function cacheFileName(artifact) {
-  return `${artifact.sha256.slice(0, 16)}-${basename11(artifact.relativePath).replace(/[^A-Za-z0-9._+-]/g, "_")}`;
+  return `${artifact.sha256.slice(0, 16)}-${basename12(artifact.relativePath).replace(/[^A-Za-z0-9._+-]/g, "_")}`;
 }
 function sizeOf(path13) {
   try {
@@ -79700,9 +80349,9 @@ function sizeOf(path13) {
 }
 async function fetchAndExtract(job) {
   const { artifact } = job;
-  mkdirSync6(job.cacheDir, { recursive: true });
-  const cacheFile = join16(job.cacheDir, cacheFileName(artifact));
-  const lock = await acquireLock(job.locksDir, archiveLockName(artifact.sha256), { purpose: `download of ${basename11(artifact.relativePath)}`, signal: job.signal });
+  mkdirSync7(job.cacheDir, { recursive: true });
+  const cacheFile = join19(job.cacheDir, cacheFileName(artifact));
+  const lock = await acquireLock(job.locksDir, archiveLockName(artifact.sha256), { purpose: `download of ${basename12(artifact.relativePath)}`, signal: job.signal });
   try {
     for (let round = 0; ; round++) {
       const fromCache = sizeOf(cacheFile) !== void 0;
@@ -79741,7 +80390,7 @@ async function streamOnce(job, cacheFile, fromCache) {
   const url2 = mirrorLocation(job.mirror, artifact.relativePath);
   const partFile = `${cacheFile}.part`;
   rmSync6(job.destDir, { recursive: true, force: true });
-  mkdirSync6(job.destDir, { recursive: true });
+  mkdirSync7(job.destDir, { recursive: true });
   const xz = spawn2("xz", ["-dc"], { stdio: ["pipe", "pipe", "pipe"] });
   const tar = spawn2("tar", ["-x", "-f", "-", "-C", job.destDir, "--strip-components=1", "--no-same-owner", "--warning=no-timestamp", "--warning=no-unknown-keyword"], { stdio: ["pipe", "ignore", "pipe"] });
   const guard = new TarGuard({
@@ -79840,7 +80489,7 @@ async function streamOnce(job, cacheFile, fromCache) {
         if (wait) await wait;
         if (first) {
           first = false;
-          await new Promise((resolve8) => part2.write(EMPTY3, () => resolve8()));
+          await new Promise((resolve9) => part2.write(EMPTY3, () => resolve9()));
           await checkpoint("download");
         }
       }
@@ -79928,9 +80577,9 @@ function diskFull(dir) {
   }
 }
 function exitOf(child2) {
-  return new Promise((resolve8) => {
-    child2.on("error", () => resolve8(127));
-    child2.on("close", (code, signal) => resolve8(code ?? (signal ? 128 : 1)));
+  return new Promise((resolve9) => {
+    child2.on("error", () => resolve9(127));
+    child2.on("close", (code, signal) => resolve9(code ?? (signal ? 128 : 1)));
   });
 }
 function collect(child2) {
@@ -79943,25 +80592,25 @@ function collect(child2) {
 var EMPTY3 = Buffer.alloc(0);
 var PIPE_QUEUE = 1 << 20;
 function drained(stream2) {
-  return new Promise((resolve8) => {
+  return new Promise((resolve9) => {
     const done = () => {
       stream2.off("drain", done);
       stream2.off("close", done);
-      resolve8();
+      resolve9();
     };
     stream2.on("drain", done);
     stream2.on("close", done);
   });
 }
 function relay(from, guard, to) {
-  return new Promise((resolve8, reject) => {
+  return new Promise((resolve9, reject) => {
     let settled = false;
     let full = false;
     const settle = (error2) => {
       if (settled) return;
       settled = true;
       if (error2 === void 0) {
-        resolve8();
+        resolve9();
         return;
       }
       from.destroy();
@@ -80002,35 +80651,35 @@ function relay(from, guard, to) {
 }
 
 // src/core/remote/merge.ts
-import { lstatSync as lstatSync6, mkdirSync as mkdirSync7, readdirSync as readdirSync10, renameSync as renameSync4, rmSync as rmSync7, symlinkSync as symlinkSync2 } from "node:fs";
-import { join as join17 } from "node:path";
+import { lstatSync as lstatSync7, mkdirSync as mkdirSync8, readdirSync as readdirSync11, renameSync as renameSync4, rmSync as rmSync7, symlinkSync as symlinkSync2 } from "node:fs";
+import { join as join20 } from "node:path";
 function mergeComponent(partDir, root, component) {
-  mkdirSync7(root, { recursive: true });
-  for (const name of readdirSync10(partDir)) {
-    const src = join17(partDir, name);
-    const st = lstatSync6(src);
+  mkdirSync8(root, { recursive: true });
+  for (const name of readdirSync11(partDir)) {
+    const src = join20(partDir, name);
+    const st = lstatSync7(src);
     if (name === "lib" && st.isSymbolicLink()) continue;
     if (/^(LICENSE|EULA)/i.test(name) && st.isFile()) {
-      const dir = join17(root, "licenses", component);
-      mkdirSync7(dir, { recursive: true });
-      renameSync4(src, join17(dir, name));
+      const dir = join20(root, "licenses", component);
+      mkdirSync8(dir, { recursive: true });
+      renameSync4(src, join20(dir, name));
       continue;
     }
-    mergeEntry(src, join17(root, name === "lib" ? "lib64" : name), component);
+    mergeEntry(src, join20(root, name === "lib" ? "lib64" : name), component);
   }
   rmSync7(partDir, { recursive: true, force: true });
 }
 function mergeEntry(src, dst, component) {
   let existing;
   try {
-    existing = lstatSync6(dst);
+    existing = lstatSync7(dst);
   } catch {
     renameSync4(src, dst);
     return;
   }
-  const st = lstatSync6(src);
+  const st = lstatSync7(src);
   if (st.isDirectory() && existing.isDirectory()) {
-    for (const name of readdirSync10(src)) mergeEntry(join17(src, name), join17(dst, name), component);
+    for (const name of readdirSync11(src)) mergeEntry(join20(src, name), join20(dst, name), component);
     return;
   }
   if (st.isDirectory() || existing.isDirectory()) {
@@ -80044,22 +80693,22 @@ function mergeEntry(src, dst, component) {
 }
 function linkLib(root) {
   try {
-    lstatSync6(join17(root, "lib64"));
+    lstatSync7(join20(root, "lib64"));
   } catch {
     return;
   }
   try {
-    lstatSync6(join17(root, "lib"));
+    lstatSync7(join20(root, "lib"));
     return;
   } catch {
-    symlinkSync2("lib64", join17(root, "lib"));
+    symlinkSync2("lib64", join20(root, "lib"));
   }
 }
 
 // src/core/remote/pkgconfig.ts
-import { existsSync as existsSync12, lstatSync as lstatSync7, mkdirSync as mkdirSync8, readFileSync as readFileSync16, readdirSync as readdirSync11, rmdirSync, symlinkSync as symlinkSync3, unlinkSync as unlinkSync3 } from "node:fs";
-import { join as join18 } from "node:path";
-var PKGCONFIG_DIR = join18("lib64", "pkgconfig");
+import { existsSync as existsSync13, lstatSync as lstatSync8, mkdirSync as mkdirSync9, readFileSync as readFileSync16, readdirSync as readdirSync12, rmdirSync, symlinkSync as symlinkSync3, unlinkSync as unlinkSync3 } from "node:fs";
+import { join as join21 } from "node:path";
+var PKGCONFIG_DIR = join21("lib64", "pkgconfig");
 function rewritePcText(text, installedRoot) {
   return text.split("\n").map((line) => {
     if (/^\s*cudaroot\s*=/.test(line)) return `cudaroot=${pcEscape(installedRoot)}`;
@@ -80072,20 +80721,20 @@ function pcEscape(path13) {
 function relocatePkgConfig(root, installedRoot) {
   const written = [];
   for (const dirName of ["pkg-config", "pkgconfig"]) {
-    const dir = join18(root, dirName);
+    const dir = join21(root, dirName);
     let entries2;
     try {
-      if (!lstatSync7(dir).isDirectory()) continue;
-      entries2 = readdirSync11(dir);
+      if (!lstatSync8(dir).isDirectory()) continue;
+      entries2 = readdirSync12(dir);
     } catch {
       continue;
     }
-    const dest = join18(root, PKGCONFIG_DIR);
-    mkdirSync8(dest, { recursive: true });
+    const dest = join21(root, PKGCONFIG_DIR);
+    mkdirSync9(dest, { recursive: true });
     for (const name of entries2.filter((n) => n.endsWith(".pc"))) {
-      const src = join18(dir, name);
-      if (!lstatSync7(src).isFile()) continue;
-      writeFileSafely(join18(dest, name), rewritePcText(readFileSync16(src, "utf8"), installedRoot));
+      const src = join21(dir, name);
+      if (!lstatSync8(src).isFile()) continue;
+      writeFileSafely(join21(dest, name), rewritePcText(readFileSync16(src, "utf8"), installedRoot));
       unlinkSync3(src);
       written.push(name);
     }
@@ -80096,8 +80745,8 @@ function relocatePkgConfig(root, installedRoot) {
   }
   for (const name of written) {
     const plain = name.replace(/-\d+(\.\d+)*\.pc$/, ".pc");
-    const link = join18(root, PKGCONFIG_DIR, plain);
-    if (plain !== name && !existsSync12(link)) symlinkSync3(name, link);
+    const link = join21(root, PKGCONFIG_DIR, plain);
+    if (plain !== name && !existsSync13(link)) symlinkSync3(name, link);
   }
   return written;
 }
@@ -80364,7 +81013,7 @@ async function installRelease(req) {
     recoverLeftovers(paths, label);
     await cleanOtherLeftovers(paths, label);
     reclaimStaleLocks(paths.locks);
-    const dest = join19(paths.versions, label);
+    const dest = join22(paths.versions, label);
     const existing = describeVersion(paths, label);
     const base = { version: label, path: dest, mirror: mirror.display, platform: platform2, platform_why: platformWhy, notes, cudnn: cudnn ? cudnn.version : null, warnings, missing_parts: plan.missing, unknown_components: plan.unknown };
     if (existing && !existing.broken && !req.force) {
@@ -80382,16 +81031,16 @@ async function installRelease(req) {
     if (refusal) throw refusal;
     req.onEvent?.({ type: "plan", label, platform: platform2, platformWhy, components: jobs.map((j) => ({ name: j.name, version: j.version, size: j.artifact.size })) });
     stage = makeTempIn(paths, "stage", label);
-    const partsDir = join19(stage, "parts");
-    const root = join19(stage, "root");
-    mkdirSync9(partsDir);
+    const partsDir = join22(stage, "parts");
+    const root = join22(stage, "root");
+    mkdirSync10(partsDir);
     const fromCache = await runJobs(jobs, req, partsDir, signal);
     await checkpoint("before-merge");
     for (const job of jobs) {
       req.onEvent?.({ type: "progress", component: job.name, progress: { stage: "merge", bytes: job.artifact.size, total: job.artifact.size, fromCache: fromCache.get(job.name) } });
-      mergeComponent(join19(partsDir, job.name), root, job.name);
+      mergeComponent(join22(partsDir, job.name), root, job.name);
     }
-    mkdirSync9(root, { recursive: true });
+    mkdirSync10(root, { recursive: true });
     linkLib(root);
     relocatePkgConfig(root, dest);
     writeVersionJson(root, label, jobs);
@@ -80405,7 +81054,7 @@ async function installRelease(req) {
       components: jobs.filter((j) => j.name !== "cudnn" || !cudnn).map(receiptEntry),
       cudnn: cudnn ? { ...receiptEntry(jobs.at(-1)), release: cudnn.label, variant: cudnn.variant, style: cudnn.style, mirror: req.cudnnMirror.display } : null
     };
-    writeFileSafely(join19(root, RECEIPT_FILE), `${JSON.stringify(receipt, null, 2)}
+    writeFileSafely(join22(root, RECEIPT_FILE), `${JSON.stringify(receipt, null, 2)}
 `);
     for (const job of jobs) req.onEvent?.({ type: "progress", component: job.name, progress: { stage: "done", bytes: job.artifact.size, total: job.artifact.size, fromCache: fromCache.get(job.name) } });
     req.onEvent?.({ type: "finishing" });
@@ -80443,7 +81092,7 @@ function cudnnNeeds(manifest, platform2, chosen) {
 }
 function readReceipt(dir) {
   try {
-    return JSON.parse(readFileSync19(join19(dir, RECEIPT_FILE), "utf8"));
+    return JSON.parse(readFileSync19(join22(dir, RECEIPT_FILE), "utf8"));
   } catch {
     return void 0;
   }
@@ -80452,15 +81101,15 @@ function receiptEntry(job) {
   return { name: job.name, version: job.version, sha256: job.artifact.sha256, size: job.artifact.size, relative_path: job.artifact.relativePath };
 }
 function writeVersionJson(root, label, jobs) {
-  const path13 = join19(root, "version.json");
-  if (existsSync13(path13)) return;
+  const path13 = join22(root, "version.json");
+  if (existsSync14(path13)) return;
   const data = { cuda: { name: "CUDA SDK", version: label } };
   for (const j of jobs) data[j.name] = { name: j.name, version: j.version };
   writeFileSafely(path13, `${JSON.stringify(data, null, 2)}
 `);
 }
 async function swapIn(paths, label, root, replacing) {
-  const dest = join19(paths.versions, label);
+  const dest = join22(paths.versions, label);
   if (!replacing) {
     renameSync5(root, dest);
     return;
@@ -80495,7 +81144,7 @@ async function runJobs(jobs, req, partsDir, outer) {
           artifact: job.artifact,
           cacheDir: req.paths.cache,
           locksDir: req.paths.locks,
-          destDir: join19(partsDir, job.name),
+          destDir: join22(partsDir, job.name),
           signal: controller2.signal,
           onProgress: (progress) => req.onEvent?.({ type: "progress", component: job.name, progress })
         });
@@ -80520,30 +81169,12 @@ async function runJobs(jobs, req, partsDir, outer) {
   return fromCache;
 }
 
-// src/core/store/paths.ts
-import { join as join20, resolve as resolve6 } from "node:path";
-function pathsFor(root) {
-  return {
-    root,
-    versions: join20(root, "versions"),
-    cache: join20(root, "cache"),
-    checkCache: join20(root, "cache", "check"),
-    shims: join20(root, "shims"),
-    tmp: join20(root, "tmp"),
-    aliases: join20(root, "aliases"),
-    resolve: join20(root, "resolve"),
-    globalFile: join20(root, "global"),
-    configFile: join20(root, "config.json"),
-    locks: join20(root, "locks")
-  };
-}
-
 // src/core/shell/toolkit-env.ts
-import { existsSync as existsSync14 } from "node:fs";
-import { join as join21 } from "node:path";
+import { existsSync as existsSync15 } from "node:fs";
+import { join as join23 } from "node:path";
 function toolkitLibDir(versionDir) {
-  const lib64 = join21(versionDir, "lib64");
-  return existsSync14(lib64) ? lib64 : join21(versionDir, "lib");
+  const lib64 = join23(versionDir, "lib64");
+  return existsSync15(lib64) ? lib64 : join23(versionDir, "lib");
 }
 function splitPathList(value) {
   return value === void 0 || value === "" ? [] : value.split(":");
@@ -80557,7 +81188,7 @@ function toolkitEnvironment(env, versionDir, storeVersionsDir, policy) {
   const path13 = splitPathList(env.PATH).filter(keep);
   const ld = splitPathList(env.LD_LIBRARY_PATH).filter(keep);
   if (versionDir) {
-    path13.unshift(join21(versionDir, "bin"));
+    path13.unshift(join23(versionDir, "bin"));
     if (policy === "prepend") ld.unshift(toolkitLibDir(versionDir));
     out.CUDA_HOME = versionDir;
     out.CUDA_PATH = versionDir;
@@ -80573,8 +81204,8 @@ function toolkitEnvironment(env, versionDir, storeVersionsDir, policy) {
 }
 
 // src/action/cache-service.ts
-import { cpSync, existsSync as existsSync17, mkdirSync as mkdirSync10, readdirSync as readdirSync12, renameSync as renameSync6, rmSync as rmSync9, statSync as statSync12 } from "node:fs";
-import { join as join26 } from "node:path";
+import { cpSync, existsSync as existsSync18, mkdirSync as mkdirSync11, readdirSync as readdirSync13, renameSync as renameSync6, rmSync as rmSync9, statSync as statSync12 } from "node:fs";
+import { join as join28 } from "node:path";
 var ReportedCacheFailure = class extends Error {
 };
 async function failureReported(fn) {
@@ -80618,9 +81249,9 @@ function keyOf(name) {
 function directoryCacheService(root) {
   return {
     name: `the cache directory ${root}`,
-    unavailable: async () => existsSync17(root) ? void 0 : `the cache directory ${root} (CUDAENV_ACTION_CACHE_DIR) does not exist`,
+    unavailable: async () => existsSync18(root) ? void 0 : `the cache directory ${root} (CUDAENV_ACTION_CACHE_DIR) does not exist`,
     async restore(dir, key, restoreKeys) {
-      const entries2 = readdirSync12(root).filter((n) => !n.startsWith(".")).map((n) => ({ key: keyOf(n), path: join26(root, n), time: statSync12(join26(root, n)).mtimeMs }));
+      const entries2 = readdirSync13(root).filter((n) => !n.startsWith(".")).map((n) => ({ key: keyOf(n), path: join28(root, n), time: statSync12(join28(root, n)).mtimeMs }));
       const hit = entries2.find((e) => e.key === key) ?? restoreKeys.map((p) => entries2.filter((e) => e.key.startsWith(p)).sort((a, b) => b.time - a.time)[0]).find(Boolean);
       if (!hit) return void 0;
       rmSync9(dir, { recursive: true, force: true });
@@ -80628,16 +81259,16 @@ function directoryCacheService(root) {
       return hit.key;
     },
     async save(dir, key) {
-      const dest = join26(root, entryName(key));
-      if (existsSync17(dest)) return true;
-      const tmp = join26(root, temporaryName(entryName(key)));
-      mkdirSync10(root, { recursive: true });
+      const dest = join28(root, entryName(key));
+      if (existsSync18(dest)) return true;
+      const tmp = join28(root, temporaryName(entryName(key)));
+      mkdirSync11(root, { recursive: true });
       cpSync(dir, tmp, { recursive: true });
       try {
         renameSync6(tmp, dest);
       } catch (error2) {
         rmSync9(tmp, { recursive: true, force: true });
-        if (!existsSync17(dest)) throw error2;
+        if (!existsSync18(dest)) throw error2;
       }
       return true;
     }
@@ -80648,11 +81279,11 @@ function cacheServiceFor(env) {
 }
 
 // src/action/inputs.ts
-import { join as join27 } from "node:path";
-import { existsSync as existsSync18 } from "node:fs";
+import { join as join29 } from "node:path";
+import { existsSync as existsSync19 } from "node:fs";
 
 // src/core/versions/version-file.ts
-import { closeSync as closeSync11, constants as constants10, fstatSync as fstatSync5, lstatSync as lstatSync8, openSync as openSync11, readSync as readSync6, statSync as statSync13 } from "node:fs";
+import { closeSync as closeSync11, constants as constants10, fstatSync as fstatSync5, lstatSync as lstatSync9, openSync as openSync11, readSync as readSync6, statSync as statSync13 } from "node:fs";
 var VERSION_FILE = ".cuda-version";
 var MAX_VERSION_FILE_BYTES = 4096;
 var KNOWN_KEYS = /* @__PURE__ */ new Set(["cudnn"]);
@@ -80737,7 +81368,7 @@ function readVersionFile(path13) {
 }
 function isUnfollowableLink(path13) {
   try {
-    if (!lstatSync8(path13).isSymbolicLink()) return false;
+    if (!lstatSync9(path13).isSymbolicLink()) return false;
   } catch {
     return false;
   }
@@ -80773,8 +81404,8 @@ function readInputs(env, workspace) {
   let specSource = "the cuda input";
   let cudnn = getInput(env, "cudnn") || void 0;
   if (spec === "") {
-    const file = join27(workspace, VERSION_FILE);
-    if (!existsSync18(file)) {
+    const file = join29(workspace, VERSION_FILE);
+    if (!existsSync19(file)) {
       throw new UsageError(
         `no CUDA version given: the cuda input is empty and there is no ${VERSION_FILE} in ${workspace}`,
         `Give one: with: cuda: '12.4' (or commit a ${VERSION_FILE} and check the repository out before this step).`
@@ -80819,17 +81450,17 @@ function readInputs(env, workspace) {
 // src/action/plan.ts
 import { createHash as createHash4 } from "node:crypto";
 import { readFileSync as readFileSync20 } from "node:fs";
-import { join as join28 } from "node:path";
+import { join as join30 } from "node:path";
 var PLAN_FILE = "plan.json";
 var ARCHIVES_DIR = "archives";
 var KEY_FORMAT = 2;
 function writePlan(dir, plan) {
-  writeFileSafely(join28(dir, PLAN_FILE), `${JSON.stringify(plan)}
+  writeFileSafely(join30(dir, PLAN_FILE), `${JSON.stringify(plan)}
 `);
 }
 function readPlan(dir) {
   try {
-    const plan = JSON.parse(readFileSync20(join28(dir, PLAN_FILE), "utf8"));
+    const plan = JSON.parse(readFileSync20(join30(dir, PLAN_FILE), "utf8"));
     const ok2 = plan.format === 2 && typeof plan.key === "string" && typeof plan.mirror === "string" && Array.isArray(plan.archives) && // What it says goes into a warning on the log: names and checksums as manifests have them, nothing else.
     plan.archives.every((a) => /^[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}$/.test(a?.name) && /^[0-9a-f]{64}$/.test(a.sha256) && Number.isSafeInteger(a.size));
     return ok2 ? plan : void 0;
@@ -80884,8 +81515,8 @@ function runnerPlatform(os8 = process.platform, arch3 = process.arch, isTegra) {
 }
 
 // src/action/selection.ts
-import { readFileSync as readFileSync21, readdirSync as readdirSync13 } from "node:fs";
-import { join as join29 } from "node:path";
+import { readFileSync as readFileSync21, readdirSync as readdirSync14 } from "node:fs";
+import { join as join31 } from "node:path";
 function candidates(name) {
   return [name, `cuda_${name}`, `lib${name}`];
 }
@@ -80912,7 +81543,7 @@ function receiptCovers(receipt, platform2, req) {
 }
 function readReceipt2(dir) {
   try {
-    return JSON.parse(readFileSync21(join29(dir, RECEIPT_FILE), "utf8"));
+    return JSON.parse(readFileSync21(join31(dir, RECEIPT_FILE), "utf8"));
   } catch {
     return void 0;
   }
@@ -80920,13 +81551,13 @@ function readReceipt2(dir) {
 function findInToolCache(paths, platform2, req) {
   let labels;
   try {
-    labels = readdirSync13(paths.versions).filter(isVersion);
+    labels = readdirSync14(paths.versions).filter(isVersion);
   } catch {
     return void 0;
   }
   labels = labels.filter((l) => req.spec === "latest" || matchesPrefix(l, req.spec)).sort((a, b) => compareVersions(parseVersion(b), parseVersion(a)));
   for (const label of labels) {
-    const dir = join29(paths.versions, label);
+    const dir = join31(paths.versions, label);
     const receipt = readReceipt2(dir);
     if (receipt && receiptCovers(receipt, platform2, req)) return { label, dir, receipt };
   }
@@ -80982,8 +81613,8 @@ async function runAction(env, signal) {
   const toolCache = required(env, "RUNNER_TOOL_CACHE");
   const temp = required(env, "RUNNER_TEMP");
   const inputs = readInputs(env, env.GITHUB_WORKSPACE || process.cwd());
-  const work = join30(temp, "cudaenv-cache");
-  const paths = { ...pathsFor(join30(toolCache, "cudaenv")), cache: join30(work, ARCHIVES_DIR) };
+  const work = join32(temp, "cudaenv-cache");
+  const paths = { ...pathsFor(join32(toolCache, "cudaenv")), cache: join32(work, ARCHIVES_DIR) };
   const request = { spec: inputs.spec, profile: inputs.profile, components: inputs.components, cudnn: inputs.cudnn };
   const found = findInToolCache(paths, platform2, request);
   let result;
@@ -81003,7 +81634,7 @@ async function runAction(env, signal) {
   }
   const dir = result.cudaPath;
   const ld = inputs.ldLibraryPath === "prepend" ? toolkitEnvironment(env, dir, paths.versions, "prepend").LD_LIBRARY_PATH : env.LD_LIBRARY_PATH;
-  addPath(join30(dir, "bin"));
+  addPath(join32(dir, "bin"));
   exportVariable("CUDA_HOME", dir);
   exportVariable("CUDA_PATH", dir);
   if (inputs.ldLibraryPath === "prepend") exportVariable("LD_LIBRARY_PATH", ld ?? "");
@@ -81062,7 +81693,7 @@ async function install(paths, platform2, inputs, request, work, notes, service, 
   const key = `${prefix2}${checksumDigest([manifest.sha256, cudnnChoice?.manifest.sha256], archives)}`;
   const wanted = planArchives(archives);
   rmSync10(work, { recursive: true, force: true });
-  mkdirSync11(work, { recursive: true });
+  mkdirSync12(work, { recursive: true });
   let restoredKey;
   if (cacheUsable) {
     await group(`Restore archives from ${service.name}`, async () => {
@@ -81089,7 +81720,7 @@ async function install(paths, platform2, inputs, request, work, notes, service, 
       if (restoredKey === key) cacheUsable = false;
       restoredKey = void 0;
       rmSync10(work, { recursive: true, force: true });
-      mkdirSync11(work, { recursive: true });
+      mkdirSync12(work, { recursive: true });
     });
   }
   const sizes = new Map(archives.map((a) => [a.name, a.artifact.size]));
@@ -81105,7 +81736,7 @@ async function install(paths, platform2, inputs, request, work, notes, service, 
     manifest,
     cudnnChoice,
     // Not covering the request (findInToolCache said so): replace it with what is asked for.
-    force: existsSync19(join30(paths.versions, label)),
+    force: existsSync20(join32(paths.versions, label)),
     // The Action warns of a part the release lacks (below) instead of failing the job, as before
     // the CLI's install began to refuse such a release without --allow-missing-parts (issue 44 item 5).
     allowMissingParts: true,
