@@ -31,7 +31,10 @@ beforeAll(() => {
   // The same shape with two driver calls and one symbol of the loading program (h); a stand-in of
   // the driver's library is kept apart, only for the oracle: with it the loader resolves every cu*.
   driverDir = join(tmp.dir, 'driver');
-  const cuda = buildLib({out: join(driverDir, 'libcuda.so.1'), soname: 'libcuda.so.1', source: 'int cuInit(unsigned f){return 0;}\nint cuDriverGetVersion(int *v){*v = 12040; return 0;}\n'});
+  // A stand-in of the driver's library: like it (and unlike the toolkit's stub, which imports nothing),
+  // it needs the C library.
+  const cuda = buildLib({out: join(driverDir, 'libcuda.so.1'), soname: 'libcuda.so.1',
+    source: 'char *getenv(const char *);\nint cuInit(unsigned f){return getenv("CUDA_VISIBLE_DEVICES") != 0;}\nint cuDriverGetVersion(int *v){*v = 12040; return 0;}\n'});
   mixed = buildLib({out: join(tmp.dir, 'mixed', 'libcaffe2_nvrtc.so'), link: [cuda],
     source: 'int cuInit(unsigned); int cuDriverGetVersion(int *); int h(void);\nint shim(void){int v; return cuInit(0) + cuDriverGetVersion(&v) + h();}\n'});
 });
