@@ -101,6 +101,8 @@ echo "SHELL-EXIT=$?"
 grep -o 'cudaenv: .*' "$T/stderr" | sed 's/^/ERR: /'
 grep -i 'read-only\\|permission denied\\|EROFS\\|EACCES' "$T/stderr" | sed 's/^/BAD: /'
 find "$SITE_RW" -user alice | sed 's/^/ALICE-FILE: /'
+echo "CHECK-CACHE=$(cd "$A/.cudaenv/switch" && ls check-* | tr '\n' ' ')"
+echo "SITE-CHECKS=$(find "$SITE_RW" -name 'check-*' | wc -l)"
 echo "STORE-OWNERS=$(find "$A/.cudaenv" ! -user alice | wc -l)"
 echo "SITE-LINK=$(readlink "$A/.cudaenv/versions/12.6.0")"
 echo "OWN-IS-DIR=$(test -d "$A/.cudaenv/versions/11.8.0" && ! test -L "$A/.cudaenv/versions/11.8.0" && echo yes)"
@@ -146,6 +148,9 @@ for (const shell of ['bash', 'zsh', 'fish'] as Shell[]) {
       ]);
       expect(out.split('\n').filter((l) => l.startsWith('BAD: ') || l.startsWith('ALICE-FILE: '))).toEqual([]);
       expect(value('STORE-OWNERS')).toBe('0');
+      // check's switch-time cache: alice's store holds the site versions' entries; the site none.
+      expect(value('CHECK-CACHE')).toMatch(/12\.4\.1.*12\.6\.0/);
+      expect(value('SITE-CHECKS')).toBe('0');
       expect(value('SITE-LINK')).toBe('/opt/cudaenv-site/versions/12.6.0');
       expect(value('OWN-IS-DIR')).toBe('yes');
     }, 200_000);
