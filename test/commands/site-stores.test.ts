@@ -12,9 +12,14 @@ import {existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync, rmSync, 
 import {join} from 'node:path';
 import {CLI, cliEnv, runCli} from '../helpers/cli.js';
 import {CAN_MOUNT_NAMESPACE} from '../helpers/capabilities.js';
-import {testIf} from '../helpers/skip.js';
+import {describeIf, testIf} from '../helpers/skip.js';
 import {makeTempDir} from '../helpers/tmp.js';
 import {makeFakeToolkit} from '../helpers/toolkit.js';
+import {makeCondaPrefix} from '../core/conda/fixtures-env.js';
+import {FAKE_CONDA} from '../core/conda/conda-sim.js';
+import {probeNamespaces} from '../../src/core/link/isolate.js';
+import {IS_ROOT, NEEDS} from '../helpers/capabilities.js';
+import {canDropToNobody} from '../helpers/nobody.js';
 
 let tmp: {dir: string; cleanup: () => void};
 let n = 0;
@@ -181,5 +186,96 @@ echo all-ok`;
     expect(mf.stdout).toContain('12.4.1');
     expect(JSON.parse(s.cli(['ls', '--json']).stdout).versions.find((v: {version: string}) => v.version === '12.6.0')).toMatchObject({store: s.user, kind: 'registered'});
     expect(readFileSync(join(s.user, 'site', 'links'), 'utf8')).toContain(`12.4.1\t${join(s.site, 'versions', '12.4.1')}`);
+  });
+});
+
+const LMOD_INIT = '/usr/share/lmod/lmod/init/bash';
+const namespaces = probeNamespaces();
+
+describe('site versions through everything that reads the user\'s store', () => {
+  testIf(existsSync(LMOD_INIT), `needs Lmod: no ${LMOD_INIT} (apt-get install lmod)`)('Lmod with the site\'s and the user\'s modulefiles: the user\'s name the site\'s versions where the user has none, and win', () => {
+    const s = scenario(['11.8.0', '12.4.1'], ['12.4.1']);
+    const siteMf = join(s.dir, 'site-modulefiles');
+    const userMf = join(s.dir, 'user-modulefiles');
+    expect(runCli(['modulefiles', '--dir', siteMf], {env: s.admin}).status).toBe(0);
+    const w = s.cli(['modulefiles', '--dir', userMf, '--json']);
+    expect({status: w.status, stderr: w.stderr}).toEqual({status: 0, stderr: ''});
+    // The site's 11.8.0 (the user has none of their own) and the user's own 12.4.1.
+    expect(JSON.parse(w.stdout).written.map((x: {version: string}) => x.version)).toEqual(['11.8.0', '12.4.1']);
+    expect(readFileSync(join(userMf, 'cuda', '11.8.0.lua'), 'utf8')).toContain(join(s.user, 'versions', '11.8.0'));
+    // As a cluster's users have it: the site's modulefiles on MODULEPATH, the user's before them.
+    const script = `. ${LMOD_INIT} >/dev/null 2>&1
+module use ${JSON.stringify(siteMf)}; module use ${JSON.stringify(userMf)}
+module -t avail cuda 2>&1
+module load cuda/11.8.0 || echo LOAD-FAILED; echo "HOME=$CUDA_HOME"; nvcc
+module load cuda/12.4.1 2>/dev/null || echo LOAD-FAILED; echo "HOME=$CUDA_HOME"; nvcc
+module purge; echo "PURGED=\${CUDA_HOME-unset}"`;
+    const r = spawnSync('bash', ['--norc', '--noprofile', '-c', script], {env: {...s.env, HOME: s.dir, PATH: '/usr/bin:/bin'}, encoding: 'utf8'});
+    expect(r.stderr).toBe('');
+    const lines = r.stdout.trim().split('\n');
+    // (Each directory also lists the modulefiles' short names, cuda/12(@cuda/12.4.1) and so on.)
+    expect(lines.filter((l) => l.endsWith(':') || /^cuda\/[0-9.]+$/.test(l))).toEqual([
+      `${userMf}:`, 'cuda/11.8.0', 'cuda/12.4.1', `${siteMf}:`, 'cuda/11.8.0', 'cuda/12.4.1',
+    ]);
+    expect(lines.slice(-5)).toEqual([
+      `HOME=${join(s.user, 'versions', '11.8.0')}`, `nvcc 11.8.131 from ${join(s.user, 'versions', '11.8.0', 'bin', 'nvcc')} `,
+      `HOME=${join(s.user, 'versions', '12.4.1')}`, `nvcc 12.4.131 from ${join(s.user, 'versions', '12.4.1', 'bin', 'nvcc')} `,
+      'PURGED=unset',
+    ]);
+    // 11.8.0 is the site's toolkit, reached through the user's store; 12.4.1 the user's own.
+    expect(readlinkSync(join(s.user, 'versions', '11.8.0'))).toBe(join(s.site, 'versions', '11.8.0'));
+  });
+
+  test('conda hooks: a hook installed for a site version activates it in a real shell and deactivates it', () => {
+    const s = scenario();
+    const prefix = makeCondaPrefix(join(s.dir, 'miniforge', 'envs', 'torch'), 'A');
+    const home = join(s.dir, 'home');
+    mkdirSync(home);
+    const r = s.cli(['conda', 'hook', 'install', '11.8', '--json'], {CONDA_PREFIX: prefix, HOME: home, LD_LIBRARY_PATH: undefined});
+    expect({status: r.status, stderr: r.stderr}).toEqual({status: 0, stderr: ''});
+    expect(JSON.parse(r.stdout)).toMatchObject({version: '11.8.0', toolkit: join(s.user, 'versions', '11.8.0')});
+    const script = `set -eu
+conda() { _o=$("${process.execPath}" "${FAKE_CONDA}" posix "$@"); eval "$_o"; }
+conda activate "${prefix}"
+printf '%s\\n' "$CUDA_HOME" "$(nvcc)"
+conda deactivate
+printf '%s\\n' "\${CUDA_HOME-unset}"
+`;
+    const sh = spawnSync('bash', ['-c', script], {encoding: 'utf8', env: {PATH: process.env.PATH, HOME: home, CONDA_SHLVL: '0', TRACE_FILE: join(s.dir, 'trace')}});
+    expect(sh.stderr).toBe('');
+    const v = join(s.user, 'versions', '11.8.0');
+    expect(sh.stdout.split('\n')).toEqual([v, `nvcc 11.8.131 from ${join(v, 'bin', 'nvcc')} `, 'unset', '']);
+  });
+
+  testIf(namespaces.ok, `${NEEDS.mountNamespace}: ${namespaces.ok ? '' : namespaces.reason}`)('exec --isolate: a site version at /usr/local/cuda inside, the machine\'s untouched', () => {
+    const s = scenario();
+    const show = 'sed -n "s/.*\\"version\\": *\\"\\([0-9.]*\\)\\".*/\\1/p" /usr/local/cuda/version.json | head -n 1; echo "$CUDA_HOME"; /usr/local/cuda/bin/nvcc';
+    const was = spawnSync('sh', ['-c', 'ls -ldi /usr/local/cuda 2>&1'], {encoding: 'utf8'}).stdout;
+    const r = s.cli(['exec', '--isolate', '--cuda', '11.8', '--', 'sh', '-c', show]);
+    expect(r.stderr).toBe('');
+    const v = join(s.user, 'versions', '11.8.0');
+    expect(r.stdout).toBe(`11.8.0\n${v}\nnvcc 11.8.131 from /usr/local/cuda/bin/nvcc \n`);
+    expect(spawnSync('sh', ['-c', 'ls -ldi /usr/local/cuda 2>&1'], {encoding: 'utf8'}).stdout).toBe(was);
+  });
+
+  testIf(IS_ROOT && canDropToNobody, 'needs root (link as root) and setpriv')('link as root: a site version under root\'s paths is linked; one whose tree is not root\'s alone is refused', () => {
+    const s = scenario();
+    const target = join(s.dir, 'local', 'cuda');
+    mkdirSync(join(s.dir, 'local'));
+    const r = s.cli(['link', '12.4.1', '--target', target, '--json']);
+    expect({status: r.status, stderr: r.stderr}).toEqual({status: 0, stderr: ''});
+    expect(JSON.parse(r.stdout)).toMatchObject({version: '12.4.1', target});
+    // The target is the user's store's entry, which is the link into the site: root's rule (the
+    // whole tree root's alone) is checked through it, on the site's toolkit.
+    expect(readlinkSync(target)).toBe(join(s.user, 'versions', '12.4.1'));
+    expect(execFileSync('sh', ['-c', `"${target}/bin/nvcc"`], {encoding: 'utf8'})).toContain('nvcc 12.4.131');
+    expect(s.cli(['unlink', '--target', target]).status).toBe(0);
+    // A site tree another user can change (the site's 11.8.0 given to nobody): root refuses it.
+    execFileSync('chown', ['-R', '65534:65534', join(s.site, 'versions', '11.8.0')]);
+    const refused = s.cli(['link', '11.8.0', '--target', target]);
+    expect(refused.status).not.toBe(0);
+    expect(refused.stderr).toContain('refusing to link CUDA 11.8.0 as root: ');
+    expect(refused.stderr).toContain('is not root\'s alone');
+    expect(existsSync(target)).toBe(false);
   });
 });

@@ -115,7 +115,6 @@ for (const shell of ['bash', 'zsh', 'fish'] as Shell[]) {
       const r = runSandbox(scenario(shell), {timeoutMs: 180_000});
       // fish switches bracketed paste on and off around each command it reads, even with TERM=dumb.
       const out = r.stdout.replaceAll(/\x1b\[\?2004[hl]/g, '');
-      if (process.env.DEBUG_SITE) console.log(out, r.stderr);
       const v = (label: string) => expect.stringContaining(`/home/alice/.cudaenv/versions/${label}`);
       const value = (key: string) => out.split('\n').find((l) => l.startsWith(`${key}=`))?.slice(key.length + 1);
       expect(out).not.toContain('ADMIN-FAILED');
