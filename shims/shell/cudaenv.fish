@@ -355,7 +355,15 @@ end
 
 # Whether the site stores (issue 45) changed since the store's mirror of them was made (as in
 # posix.sh: switch/sites holds the CUDAENV_SITE_DIRS it was made for, then each site store and
-# the first line of its switch/generation). Builtins only; status 0: changed.
+# the first line of its switch/generation). Status 0: changed. As in posix.sh, the shell never
+# touches a site store itself (a network mount that hangs would hold the prompt for good): the
+# sites are read by one /bin/sh child killed at CUDAENV_SITE_TIMEOUT_MS, at most once every
+# CUDAENV_SITE_CHECK_INTERVAL seconds (10; 0: at each prompt), timed by /proc/uptime read with
+# the builtin `read` (fish has no clock variable).
+set -g _cudaenv_siteprobe 'for d do g=-
+  if [ -d "$d" ] && [ -r "$d" ] && [ -x "$d" ] && [ -d "$d/versions" ] && [ -r "$d/versions" ] && [ -x "$d/versions" ] && [ -e "$d/switch/generation" ] && [ ! -d "$d/switch/generation" ]; then IFS= read -r g < "$d/switch/generation" || :; g=${g:--}; fi
+  printf "%s\t%s\n" "$d" "$g"
+done'
 function _cudaenv_sitecheck --argument-names root
     set -l f /etc/cudaenv/site-dirs
     set -q CUDAENV_SITE_DIRS_FILE; and test -n "$CUDAENV_SITE_DIRS_FILE"; and set f $CUDAENV_SITE_DIRS_FILE
@@ -370,22 +378,49 @@ function _cudaenv_sitecheck --argument-names root
     else if test "$f" -nt "$root/switch/sites"
         return 0
     end
-    set -l first 1
+    set -l lines
     while read -l line
-        if test -n "$first"
-            set first
-            test "$line" = "$want"; or return 0
-            continue
-        end
-        set -l dir (string split -m 1 \t -- $line)[1]
-        set -l gen ''
-        if test -d "$dir/versions"; and test -f "$dir/switch/generation"; and test -r "$dir/switch/generation"
-            read gen <"$dir/switch/generation"
-        end
-        test -n "$gen"; or set gen -
-        test "$line" = "$dir"\t"$gen"; or return 0
+        set -a lines $line
     end <"$root/switch/sites"
-    return 1
+    test "$lines[1]" = "$want"; or return 0
+    set -q lines[2]; or return 1
+    set -l every 10
+    set -q CUDAENV_SITE_CHECK_INTERVAL; and string match -qr '^[0-9]+$' -- "$CUDAENV_SITE_CHECK_INTERVAL"; and set every $CUDAENV_SITE_CHECK_INTERVAL
+    set -l now ''
+    read -l up </proc/uptime 2>/dev/null; and set now (string split -f 1 . -- $up)
+    if set -q _cudaenv_sitenext; and test -n "$now"; and test "$now" -lt "$_cudaenv_sitenext"
+        return 1
+    end
+    test -n "$now"; and set -g _cudaenv_sitenext (math $now + $every)
+    set -l ms 3000
+    set -q CUDAENV_SITE_TIMEOUT_MS; and string match -qr '^[0-9]*[1-9][0-9]*$' -- "$CUDAENV_SITE_TIMEOUT_MS"; and set ms $CUDAENV_SITE_TIMEOUT_MS
+    set -l dirs
+    for line in $lines[2..-1]
+        set -a dirs (string split -m 1 \t -- $line)[1]
+    end
+    set -l out (command timeout -s KILL (math -s3 $ms / 1000) /bin/sh -c "$_cudaenv_siteprobe" cudaenv-site-probe $dirs 2>/dev/null)
+    set -l st $status
+    if contains -- $st 124 137
+        # Killed at the timeout: the store that did not answer is the one after those printed.
+        set -l hung $dirs[(math (count $out) + 1)]
+        test $every -ge 60; or test -z "$now"; or set -g _cudaenv_sitenext (math $now + 60)
+        if not set -q _cudaenv_sitehung; or test "$_cudaenv_sitehung" != "$hung"
+            set -g _cudaenv_sitehung $hung
+            set -l src $f
+            set -q CUDAENV_SITE_DIRS; and set src CUDAENV_SITE_DIRS
+            printf 'cudaenv: warning: site store %s (%s) did not answer within %s ms (a network mount that hangs?); this shell goes on with what your store %s holds and looks again in a minute: fix the mount, or remove it from %s\n' $hung $src $ms $root $src >&2
+        end
+        return 1
+    else if contains -- $st 125 126 127
+        test -z "$now"; or set -g _cudaenv_sitenext (math $now + 3600)
+        if not set -q _cudaenv_sitehung; or test "$_cudaenv_sitehung" != -
+            set -g _cudaenv_sitehung -
+            printf 'cudaenv: warning: this shell cannot look at the site stores without timeout(1) (status %s); a change the site makes is seen at your next cudaenv command: install coreutils\n' $st >&2
+        end
+        return 1
+    end
+    set -g _cudaenv_sitehung ''
+    test "$out" != "$lines[2..-1]"
 end
 
 # The site stores changed: the CLI brings the store's mirror up to date (once per change).

@@ -330,9 +330,21 @@ _cudaenv_hook() {
 
 # Whether the site stores (issue 45) changed since the store's mirror of them was made
 # (switch/sites, written by the CLI: the CUDAENV_SITE_DIRS it was made for, then each site store
-# and the first line of its switch/generation). Builtins only; status 0: changed.
+# and the first line of its switch/generation). Status 0: changed.
+#
+# The shell never touches a site store itself: a read of a network mount whose server is down
+# blocks, and no builtin can be interrupted there, so the prompt would hang for good. What lies in
+# the user's own store is compared with builtins at each prompt; the sites' generations are read
+# by one /bin/sh child (_cudaenv_siteprobe: builtins only, as the CLI's look in
+# src/core/store/site.ts) killed at CUDAENV_SITE_TIMEOUT_MS, at most once every
+# CUDAENV_SITE_CHECK_INTERVAL seconds (10; 0: at each prompt), timed by the shell's own clock
+# ($SECONDS). A site that did not answer gives one line, and is looked at again a minute later.
+_cudaenv_siteprobe='for d do g=-
+  if [ -d "$d" ] && [ -r "$d" ] && [ -x "$d" ] && [ -d "$d/versions" ] && [ -r "$d/versions" ] && [ -x "$d/versions" ] && [ -e "$d/switch/generation" ] && [ ! -d "$d/switch/generation" ]; then IFS= read -r g < "$d/switch/generation" || :; g=${g:--}; fi
+  printf "%s\t%s\n" "$d" "$g"
+done'
 _cudaenv_sitecheck() {
-  local root=$1 f=${CUDAENV_SITE_DIRS_FILE:-/etc/cudaenv/site-dirs} rest line dir gen want
+  local root=$1 f=${CUDAENV_SITE_DIRS_FILE:-/etc/cudaenv/site-dirs} rest body line want out ms every r st n src
   if [ ! -f "$root/switch/sites" ]; then
     [ -n "${CUDAENV_SITE_DIRS-}" ] || { [ -z "${CUDAENV_SITE_DIRS+x}" ] && [ -s "$f" ]; }
     return
@@ -343,13 +355,43 @@ _cudaenv_sitecheck() {
   _cudaenv_readfile "$root/switch/sites"; rest=${_cudaenv_c%$'\001'}
   line=${rest%%$'\n'*}; rest=${rest#*$'\n'}
   [ "$line" = "$want" ] || return 0
-  while [ -n "$rest" ]; do
-    line=${rest%%$'\n'*}; rest=${rest#*$'\n'}
-    dir=${line%%$'\t'*}; gen=
-    if [ -d "$dir/versions" ] && [ -f "$dir/switch/generation" ] && [ -r "$dir/switch/generation" ]; then IFS= read -r gen < "$dir/switch/generation" || :; fi
-    [ "$line" = "$dir"$'\t'"${gen:--}" ] || return 0
-  done
-  return 1
+  [ -n "$rest" ] || return 1
+  every=${CUDAENV_SITE_CHECK_INTERVAL-10}
+  case $every in ''|*[!0-9]*) every=10 ;; esac
+  [ -z "${_cudaenv_sitenext-}" ] || (( SECONDS >= _cudaenv_sitenext )) || return 1
+  _cudaenv_sitenext=$((SECONDS + every))
+  ms=${CUDAENV_SITE_TIMEOUT_MS-}
+  case $ms in ''|0|*[!0-9]*) ms=3000 ;; esac
+  r=$((ms % 1000 + 1000))
+  body=$rest
+  set --
+  while [ -n "$rest" ]; do line=${rest%%$'\n'*}; rest=${rest#*$'\n'}; set -- "$@" "${line%%$'\t'*}"; done
+  out=$(command timeout -s KILL "$((ms / 1000)).${r#1}" /bin/sh -c "$_cudaenv_siteprobe" cudaenv-site-probe "$@" 2>/dev/null)
+  st=$?
+  case $st in
+    124|137)
+      # Killed at the timeout: the store that did not answer is the one after those printed.
+      n=0; rest=$out
+      while [ -n "$rest" ]; do n=$((n + 1)); case $rest in *$'\n'*) rest=${rest#*$'\n'} ;; *) rest= ;; esac; done
+      [ $n -ge $# ] || shift $n
+      (( every >= 60 )) || _cudaenv_sitenext=$((SECONDS + 60))
+      if [ "${_cudaenv_sitehung-}" != "$1" ]; then
+        _cudaenv_sitehung=$1
+        src=$f; [ -z "${CUDAENV_SITE_DIRS+x}" ] || src=CUDAENV_SITE_DIRS
+        printf 'cudaenv: warning: site store %s (%s) did not answer within %s ms (a network mount that hangs?); this shell goes on with what your store %s holds and looks again in a minute: fix the mount, or remove it from %s\n' "$1" "$src" "$ms" "$root" "$src" >&2
+      fi
+      return 1 ;;
+    125|126|127)
+      # No timeout(1) here: the shell does not look at the sites (cudaenv commands still do).
+      _cudaenv_sitenext=$((SECONDS + 3600))
+      if [ "${_cudaenv_sitehung-}" != - ]; then
+        _cudaenv_sitehung=-
+        printf 'cudaenv: warning: this shell cannot look at the site stores without timeout(1) (status %s); a change the site makes is seen at your next cudaenv command: install coreutils\n' "$st" >&2
+      fi
+      return 1 ;;
+  esac
+  _cudaenv_sitehung=
+  [ "$out"$'\n' != "$body" ]
 }
 
 # The site stores changed: the CLI brings the store's mirror of them up to date (one process, once

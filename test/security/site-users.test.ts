@@ -50,9 +50,10 @@ chmod 755 "$T/site-admin"
 echo "alice ALL=(root) NOPASSWD: $T/site-admin" > /etc/sudoers.d/cudaenv-site
 chmod 0440 /etc/sudoers.d/cudaenv-site
 find "$SITE_RW" -printf '%P %y %U %m\n' | sort > "$T/site-before"
+# The hook looks at the site at each prompt (by default once in 10 s: test/core/shell/site-stores.test.ts).
 alice_shell() {
   setpriv --reuid=alice --regid=alice --init-groups env -i HOME="$A" PATH="$(dirname "$CE"):$BASEPATH" LANG=C.UTF-8 TERM=dumb \
-    CUDAENV_SITE_DIRS="$SITE" ZDOTDIR="$A" XDG_CONFIG_HOME="$A/.config" "$@"
+    CUDAENV_SITE_DIRS="$SITE" CUDAENV_SITE_CHECK_INTERVAL=0 ZDOTDIR="$A" XDG_CONFIG_HOME="$A/.config" "$@"
 }
 `;
 

@@ -5,7 +5,8 @@
  * gives one line and the shell falls back, as for a version uninstalled by hand (removed.test.ts).
  */
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
-import {mkdirSync, writeFileSync} from 'node:fs';
+import {chmodSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs';
+import {execFileSync} from 'node:child_process';
 import {join} from 'node:path';
 import {CLI} from '../../helpers/cli.js';
 import {describeIf} from '../../helpers/skip.js';
@@ -43,16 +44,26 @@ for (const shell of SHELLS) {
       const admin = (what: string) => `${what} && env CUDAENV_DIR='${site}' CUDAENV_SITE_DIRS= '${process.execPath}' '${CLI}' rehash >/dev/null${prompt}`;
       const snap = (name: string) => `env -0 > '${dir}/${name}'`;
       const mark = `echo MARK >> '${cli.log}'`;
-      const run = (lines: string[]) => runInteractive(shell, home, store, lines, {CUDAENV_SITE_DIRS: site}, home);
+      // The hook looks at the sites at each prompt here (CUDAENV_SITE_CHECK_INTERVAL=0), so that a
+      // change is seen at the next one; the default interval is tested below.
+      const run = (lines: string[], env: NodeJS.ProcessEnv = {}, wrapper: string[] = []) =>
+        runInteractive(shell, home, store, lines, {CUDAENV_SITE_DIRS: site, CUDAENV_SITE_CHECK_INTERVAL: '0', ...env}, home, wrapper);
       const lines = (stderr: string) => stderr.split('\n').filter((l) => l.includes('cudaenv: ')).map((l) => l.slice(l.indexOf('cudaenv: ')));
       const afterMark = () => {
         const calls = cliCalls(cli.log);
         return calls.slice(calls.indexOf('MARK') + 1);
       };
-      return {dir, site, store, home, proj, admin, snap, mark, run, lines, afterMark, vars: (name: string) => tracked(join(dir, name)), v: (l: string) => join(store, 'versions', l)};
+      // A timeout(1) first on PATH that logs each run: the hook's look at the sites is one.
+      const bin = join(dir, 'bin');
+      mkdirSync(bin);
+      writeFileSync(join(bin, 'timeout'), `#!/bin/sh\necho probe >> '${dir}/probes.log'\nexec /usr/bin/timeout "$@"\n`);
+      chmodSync(join(bin, 'timeout'), 0o755);
+      writeFileSync(join(dir, 'probes.log'), '');
+      const probes = () => readFileSync(join(dir, 'probes.log'), 'utf8').split('\n').filter(Boolean).length;
+      return {dir, site, store, home, proj, admin, snap, mark, run, lines, afterMark, prompt, bin, probes, vars: (name: string) => tracked(join(dir, name)), v: (l: string) => join(store, 'versions', l)};
     }
 
-    test('a site version is usable, one the site adds appears at the next prompt, and a prompt that changes nothing starts no process', async () => {
+    test('a site version is usable, one the site adds appears at the next prompt, and a prompt that changes nothing starts no cudaenv process', async () => {
       const s = await scenario();
       const r = s.run([
         'cudaenv use 12.4 2>/dev/null', s.snap('at-site'), 'cudaenv deactivate 2>/dev/null',
@@ -82,6 +93,48 @@ for (const shell of SHELLS) {
       ]);
       expect(s.vars('after')).toEqual(s.vars('before'));
       expect(s.vars('later')).toEqual(s.vars('before'));
+    });
+
+    test('by default the hook looks at the sites once in 10 s, not at each prompt; a cudaenv command in between brings a change at once', async () => {
+      const s = await scenario();
+      const r = s.run([
+        `${s.prompt ? 'emit fish_prompt; ' : ''}true${s.prompt}`, `true${s.prompt}`, `true${s.prompt}`,
+        s.admin(`mv '${join(s.site, 'tmp', 'stage')}' '${join(s.site, 'versions', '12.6.0')}'`),
+        `cd '${s.proj}'`, s.snap('within'), `cudaenv current >/dev/null 2>&1${s.prompt}`, s.snap('after-command'),
+      ], {CUDAENV_SITE_CHECK_INTERVAL: undefined, PATH: `${s.bin}:/usr/bin:/bin`});
+      expect(r.status).toBe(0);
+      // One look, at the shell's first prompt: the later prompts are within the interval.
+      expect(s.probes()).toBe(1);
+      expect(s.vars('within').CUDA_HOME).toBeUndefined();
+      expect(s.vars('after-command').CUDA_HOME).toBe(s.v('12.6.0'));
+    });
+
+    test('a site store that hangs (its generation a FIFO nobody writes): each prompt returns, one line, and the shell itself never touches a site store', async () => {
+      const s = await scenario();
+      const hanging = join(s.dir, 'hanging');
+      mkdirSync(join(hanging, 'versions'), {recursive: true});
+      mkdirSync(join(hanging, 'switch'));
+      execFileSync('mkfifo', [join(hanging, 'switch', 'generation')]);
+      const trace = join(s.dir, 'strace.log');
+      // strace without -f: the shell's own system calls only, not its children's (the probe's, the CLI's).
+      const wrapper = have('strace') ? ['strace', '-o', trace, '-e', 'trace=%file,read'] : [];
+      const t0 = Date.now();
+      const r = s.run([
+        `${s.prompt ? 'emit fish_prompt; ' : ''}cudaenv use 11.8 2>/dev/null${s.prompt}`, s.snap('used'), `true${s.prompt}`, `true${s.prompt}`, s.snap('later'),
+      ], {CUDAENV_SITE_DIRS: `${hanging}:${s.site}`, CUDAENV_SITE_TIMEOUT_MS: '500', PATH: `${s.bin}:/usr/bin:/bin`}, wrapper);
+      const took = Date.now() - t0;
+      expect(r.status).toBe(0);
+      expect(took).toBeLessThan(30_000);
+      expect(s.vars('used').CUDA_HOME).toBe(s.v('11.8.0'));
+      expect(s.vars('later').CUDA_HOME).toBe(s.v('11.8.0'));
+      // The hook's line, once (the prompts after it are within the minute before the next look).
+      const hook = s.lines(r.stderr).filter((l) => l.includes('this shell goes on with'));
+      expect(hook).toEqual([`cudaenv: warning: site store ${hanging} (CUDAENV_SITE_DIRS) did not answer within 500 ms (a network mount that hangs?); this shell goes on with what your store ${s.store} holds and looks again in a minute: fix the mount, or remove it from CUDAENV_SITE_DIRS`]);
+      expect(s.probes()).toBe(1);
+      if (wrapper.length > 0) {
+        const touched = readFileSync(trace, 'utf8').split('\n').filter((l) => l.includes(hanging) || l.includes(`${s.site}/`) || l.includes(`"${s.site}"`));
+        expect(touched).toEqual([]);
+      }
     });
   });
 }
