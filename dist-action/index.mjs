@@ -79588,6 +79588,9 @@ import { basename as basename11, join as join16 } from "node:path";
 function switchDir(paths) {
   return join16(paths.root, "switch");
 }
+function needsRehash(paths) {
+  return existsSync11(paths.versions) && !existsSync11(join16(switchDir(paths), "generation"));
+}
 function writeSwitchIndex(paths) {
   const dir = switchDir(paths);
   mkdirSync6(dir, { recursive: true });
@@ -81637,6 +81640,11 @@ async function runAction(env, signal) {
   addPath(join32(dir, "bin"));
   exportVariable("CUDA_HOME", dir);
   exportVariable("CUDA_PATH", dir);
+  if (needsRehash(paths)) {
+    refreshResolveIndex(paths);
+    writeSwitchIndex(paths);
+  }
+  exportVariable("CUDAENV_SITE_DIRS", withSiteStore(env.CUDAENV_SITE_DIRS, paths.root));
   if (inputs.ldLibraryPath === "prepend") exportVariable("LD_LIBRARY_PATH", ld ?? "");
   setOutput("version", result.version);
   setOutput("cuda-path", dir);
@@ -81655,6 +81663,10 @@ async function runAction(env, signal) {
   }
   await writeSummary({ ...result, rows, notes, checkLine, checkOk });
   return { ...result, checkLine, checkOk };
+}
+function withSiteStore(current, store) {
+  const dirs = (current ?? "").split(":").filter((d) => d !== "");
+  return dirs.includes(store) ? dirs.join(":") : [store, ...dirs].join(":");
 }
 async function install(paths, platform2, inputs, request, work, notes, service, signal) {
   const { mirror, cudnnMirror } = inputs;

@@ -11,6 +11,8 @@ import type {Platform} from '../core/remote/platform.js';
 import {selectComponents} from '../core/remote/profiles.js';
 import {pathsFor, type StorePaths} from '../core/store/paths.js';
 import {toolkitEnvironment, toolkitLibDir} from '../core/shell/toolkit-env.js';
+import {needsRehash, writeSwitchIndex} from '../core/shell/switch-index.js';
+import {refreshResolveIndex} from '../core/store/registry.js';
 import {cacheServiceFor, ReportedCacheFailure, type CacheService} from './cache-service.js';
 import {readInputs, type ActionInputs} from './inputs.js';
 import {ARCHIVES_DIR, checksumDigest, keyPrefix, mirrorIdentity, planArchives, planDifference, readPlan, writePlan} from './plan.js';
@@ -98,6 +100,15 @@ export async function runAction(env: NodeJS.ProcessEnv, signal: AbortSignal): Pr
   core.addPath(join(dir, 'bin'));
   core.exportVariable('CUDA_HOME', dir);
   core.exportVariable('CUDA_PATH', dir);
+  // The tool cache's store is a site store of the job's later steps (issue 45, docs/site-stores.md): a
+  // `cudaenv` they run uses this toolkit beneath its own store, without a copy. A store an older
+  // release left without the hook's index gets one, whose generation tells a later step's mirror
+  // what this step added.
+  if (needsRehash(paths)) {
+    refreshResolveIndex(paths);
+    writeSwitchIndex(paths);
+  }
+  core.exportVariable('CUDAENV_SITE_DIRS', withSiteStore(env.CUDAENV_SITE_DIRS, paths.root));
   if (inputs.ldLibraryPath === 'prepend') core.exportVariable('LD_LIBRARY_PATH', ld ?? '');
   core.setOutput('version', result.version);
   core.setOutput('cuda-path', dir);
@@ -117,6 +128,12 @@ export async function runAction(env: NodeJS.ProcessEnv, signal: AbortSignal): Pr
   }
   await writeSummary({...result, rows, notes, checkLine, checkOk});
   return {...result, checkLine, checkOk};
+}
+
+/** CUDAENV_SITE_DIRS with `store` in it (first, where it was not there already): a site's own list is kept after it. */
+export function withSiteStore(current: string | undefined, store: string): string {
+  const dirs = (current ?? '').split(':').filter((d) => d !== '');
+  return dirs.includes(store) ? dirs.join(':') : [store, ...dirs].join(':');
 }
 
 async function install(

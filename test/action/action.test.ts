@@ -1,7 +1,8 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {execFileSync, spawnSync} from 'node:child_process';
 import {existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync} from 'node:fs';
-import {join} from 'node:path';
+import {dirname, join} from 'node:path';
+import {cliEnv, runCli} from '../helpers/cli.js';
 import {realisticRelease, startMirrorServer, type ComponentSpec, type MirrorServer} from '../helpers/mirror.js';
 import {describeIf} from '../helpers/skip.js';
 import {makeTempDir} from '../helpers/tmp.js';
@@ -76,7 +77,8 @@ describeIf(ready, why)('the bundled action against a loopback mirror of the real
   function expectExports(r: RunResult, dir: string, ld: string | undefined): void {
     expect(r.files.path).toBe(`${join(dir, 'bin')}\n`);
     const env = parseCommandFile(r.files.env);
-    const want = new Map([['CUDA_HOME', dir], ['CUDA_PATH', dir]]);
+    // The tool cache's store is a site store of the later steps (issue 45): dir is <toolcache>/cudaenv/versions/LABEL.
+    const want = new Map([['CUDA_HOME', dir], ['CUDA_PATH', dir], ['CUDAENV_SITE_DIRS', dirname(dirname(dir))]]);
     if (ld !== undefined) want.set('LD_LIBRARY_PATH', ld);
     expect(env).toEqual(want);
   }
@@ -122,6 +124,19 @@ describeIf(ready, why)('the bundled action against a loopback mirror of the real
       expect(readdirSync(cacheDir)).toEqual([expect.stringMatching(/^cudaenv-2-linux-x86_64-cuda12\.4\.1-[0-9a-f]{12}-[0-9a-f]{32}$/)]);
       // The run's archive directory is gone: the disk holds the toolkit, the cache holds the archives.
       expect(existsSync(join(r.temp, 'cudaenv-cache'))).toBe(false);
+    });
+
+    test('a later step\'s cudaenv finds the toolkit beneath its own store through the exported CUDAENV_SITE_DIRS, with no copy (issue 45)', () => {
+      // The value the cold run exported (expectExports checked it).
+      const own = join(tmp.dir, 'later-step-store');
+      const env = cliEnv(own, {CUDAENV_SITE_DIRS: join(runner.toolCache, 'cudaenv')});
+      const ls = runCli(['ls', '--json'], {env});
+      expect(ls.status).toBe(0);
+      const versions = (JSON.parse(ls.stdout) as {versions: Array<{version: string; store: string; site: boolean}>}).versions;
+      expect(versions.find((v) => v.version === '12.4.1')).toMatchObject({store: join(runner.toolCache, 'cudaenv'), site: true});
+      const which = runCli(['which', 'nvcc', '--cuda', '12.4.1'], {env});
+      expect(which.stdout.trim()).toBe(join(own, 'versions', '12.4.1', 'bin', 'nvcc'));
+      expect(execFileSync(which.stdout.trim(), ['--version'], {encoding: 'utf8'})).toContain('release 12.4');
     });
 
     test('a second run on the same tool cache makes no request at all', async () => {
