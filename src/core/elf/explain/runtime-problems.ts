@@ -32,7 +32,12 @@ export async function explainRuntimeLoads(loads: RuntimeLoad[], ctx: ExplainCont
       problem.explanation = `${how}. ${problem.explanation}${consequence(load)}`;
       problems.push(mark(problem));
     }
-    for (const check of load.checks) problems.push(mark(explainCheck(check, load, how, ctx, sysroot), check.kind === 'mixed-release' ? load.role.impact : 'library'));
+    // A libcuda the loaded file depends on (not the one loaded) costs what the load costs: the
+    // plugin's CUDA, which its program goes on without (ggml falls back to the CPU).
+    for (const check of load.checks) {
+      const impact = check.kind === 'mixed-release' || check.object !== load.edge.object ? load.role.impact : 'library';
+      problems.push(mark(explainCheck(check, load, how, ctx, sysroot), impact));
+    }
   }
   return problems;
 }

@@ -95,6 +95,22 @@ export const CALLER_FACTS: readonly CallerFacts[] = [
     facts: [{name: /^libcuda\.so\.1$/, role: () => ({what: 'the NVIDIA driver\'s libcuda', when: 'in its initializer, when it is loaded (failure ignored)', impact: 'optional', feature: 'nothing: cuBLASLt goes on without it, and libcudart\'s load of libcuda.so.1 is the one CUDA calls need'})}],
   },
   {
+    // nvJitLink 12.4 (Debian trixie's libnvjitlink12; its strings name "libcuda.so" and
+    // "libnvvm.so"), run in a trixie root under the dlopen spy linking inputs NVRTC 12.4 made
+    // (a relocatable cubin, PTX, LTO-IR with -lto; test/core/elf/runtime/corpus.test.ts):
+    // nvJitLinkCreate dlopens "libcuda.so" (cuInit, cuGetExportTable: its cache of compiled code);
+    // without one anywhere every input links all the same ("no driver so no cache"), and with the
+    // toolkit's stub first nvJitLinkCreate fails (NVJITLINK_ERROR_INTERNAL), which the stub check
+    // says. "libnvvm.so" was never loaded, for any input: nvJitLink has NVVM built in, and the name
+    // belongs to the device linker it embeds ("elfLink nvvm error", "__nvvmHandle"), which it hands
+    // its own NVVM.
+    stem: /^libnvJitLink$/,
+    facts: [
+      {name: /^libcuda\.so$/, role: () => ({what: 'the NVIDIA driver\'s libcuda', when: 'at nvJitLinkCreate, for its cache of compiled code (without one it links all the same, uncached)', impact: 'optional', feature: 'nvJitLink\'s cache of compiled code (it links without it)'})},
+      {name: /^libnvvm\.so(?:\.\d+)*$/, role: () => ({what: 'libnvvm', when: 'never in a real run: nvJitLink has NVVM built in (the name is its embedded device linker\'s)', impact: 'optional', feature: 'nothing: nvJitLink compiles LTO-IR with the NVVM built into it'})},
+    ],
+  },
+  {
     // cuDNN 8 and 9 load their parts by name when first needed. NVIDIA's documented file sets
     // (cuDNN 8: ops/cnn/adv, each _infer and _train; cuDNN 9: graph, engines_precompiled,
     // engines_runtime_compiled, heuristic, ops, cnn, adv): not verified against a real cuDNN, which

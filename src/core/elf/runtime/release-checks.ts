@@ -61,7 +61,7 @@ function libcudaRelease(p: LoaderProcess, loaded: LoadedObject): string | null {
 }
 
 /** What is wrong with a libcuda.so.1 whoever loads it: the toolkit's stub, or another release than the kernel module. */
-function libcudaChecks(p: LoaderProcess, loaded: LoadedObject): ReleaseCheck[] {
+export function libcudaChecks(p: LoaderProcess, loaded: LoadedObject): ReleaseCheck[] {
   if (isCudaStub(loaded)) {
     return [{kind: 'cuda-stub', object: loaded, detail: `${loaded.path} is the CUDA toolkit's link-time stub of libcuda.so.1 (it imports nothing: no DT_NEEDED, no symbol versions), not the NVIDIA driver's library`}];
   }

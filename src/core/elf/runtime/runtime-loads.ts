@@ -6,7 +6,7 @@ import type {SymbolMemo} from '../bind/symbol-memo.js';
 import {nvidiaModuleLoaded} from '../read/machine/nvidia-driver.js';
 import {DRIVER_LIBRARIES, NO_DRIVER_FEATURE, type RuntimeEnv, type RuntimeLoadRole} from './families.js';
 import {callerLoads, cudaMajorOf, pluginCallers, type CallerLoad} from './callers.js';
-import {releaseChecks, type ReleaseCheck} from './release-checks.js';
+import {libcudaChecks, releaseChecks, type ReleaseCheck} from './release-checks.js';
 
 /** One library a loaded object will dlopen, modelled in a process of its own. */
 export interface RuntimeLoad {
@@ -123,10 +123,16 @@ function modelLoad(fresh: () => LoaderProcess, caller: LoadedObject, name: strin
   const twin = q.scope.find((o) => o.inode === caller.inode && o.role !== 'interp');
   if (!twin || q.mainStop) return null;
   const startup = new Set(q.scope.slice(0, q.startupScopeLength));
+  const before = new Set(q.objects);
   const edge = q.loadAtRunTime(twin, name);
   const role = noDriverRole(declared, name, edge, q.platform.sysroot);
   const findings = findProblems(q, memo).filter((f) => f.edge === edge || !startup.has(f.object));
-  return {caller: twin, name, role, process: q, edge, findings, checks: edge.object ? releaseChecks(q, twin, edge.object) : []};
+  // A libcuda.so.1 the loaded file brings as a dependency (ggml's libggml-cuda.so links it) is
+  // judged as a loaded one is: the toolkit's stub there fails that plugin's CUDA as it would fail
+  // the caller's own calls (plugin-dirs.test.ts: the CUDA backend loads, CUDA does not initialise).
+  const brought = edge.object ? q.objects.filter((o) => o !== edge.object && !before.has(o) && o.info.soname === 'libcuda.so.1') : [];
+  const checks = edge.object ? [...releaseChecks(q, twin, edge.object), ...brought.flatMap((o) => libcudaChecks(q, o))] : [];
+  return {caller: twin, name, role, process: q, edge, findings, checks};
 }
 
 /** One name, one outcome (the file found, or none): its problems said by one caller, the one with the most at stake. */

@@ -1,6 +1,6 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
-import {existsSync, mkdirSync, readdirSync, realpathSync} from 'node:fs';
+import {existsSync, mkdirSync, readdirSync, realpathSync, symlinkSync} from 'node:fs';
 import {basename, join} from 'node:path';
 import {checkLibraries, type CheckReport} from '../../../../src/core/elf/index.js';
 import {readElfSync} from '../../../../src/core/elf/read/elf/index.js';
@@ -36,6 +36,10 @@ const RUNTIME = join(DL, 'trixie-runtime', 'usr', 'lib', 'x86_64-linux-gnu');
 const GPU_CODE = join(DL, 'trixie-gpu-code', 'usr', 'lib', 'x86_64-linux-gnu');
 const GLIBC_TRIXIE = join(DL, 'glibc-trixie');
 const CUDA13 = '/usr/local/cuda-13.0/lib64';
+/** Debian trixie's CUDA 12.4 runtime, cuBLAS, cuBLASLt and the driver's libcuda 550, as test/fixtures/fetch-corpus.sh unpacks them. */
+const CORPUS_LIB = join(DL, 'corpus-trixie', 'usr', 'lib', 'x86_64-linux-gnu');
+const HAVE_CORPUS = existsSync(join(CORPUS_LIB, 'libcublasLt.so.12')) && existsSync(join(CORPUS_LIB, 'nvidia', 'current', 'libcuda.so.1'));
+const NOT_CORPUS = 'needs the corpus: bash test/fixtures/fetch-corpus.sh';
 const REGISTRY = 'libggml.cuda.v0.5.0.so';
 
 const HAVE_LLAMA = existsSync(join(LLAMA, 'node-llama-cpp-linux-x64-cuda-3.22.1', '.unpacked')) && existsSync(join(LLAMA, 'node-llama-cpp-linux-x64-cuda-ext-3.22.1', '.unpacked'));
@@ -259,6 +263,59 @@ int main(int argc, char **argv) {
         expect(missing).toContain('libcublas.so.13');
         expect(missing).not.toContain('libcudart.so.13');
       });
+
+    /**
+     * The CUDA 12 build beside its program, with everything it links from CUDA 12.4 (Debian's runtime,
+     * cuBLAS and cuBLASLt) in one directory, and the toolkit's stub libcuda.so.1 in another: a
+     * stand-in of its documented shape (SONAME libcuda.so.1, nothing needed, every function of the
+     * driver's real libcuda returning CUDA_ERROR_STUB_LIBRARY), as the corpus test builds it.
+     */
+    function cuda12(): {dir: string; program: string; lib: string; stubs: string} {
+      const dir = join(root, 'opt', 'llama12');
+      const program = existsSync(join(dir, 'load-all')) ? join(dir, 'load-all') : assemble(dir, CUDA12_PLUGIN);
+      const lib = place(join(root, 'opt', 'cuda-12.4-full', 'lib64'), readdirSync(CORPUS_LIB).filter((f) => /^lib(?:cudart|cublas|cublasLt)\.so/.test(f)).map((f) => join(CORPUS_LIB, f)));
+      const stubs = join(root, 'opt', 'cuda-12.4-stubs');
+      if (!existsSync(join(stubs, 'libcuda.so.1'))) {
+        const driver = join(CORPUS_LIB, 'nvidia', 'current', 'libcuda.so.1');
+        const entries = spawnSync('nm', ['-D', '--defined-only', driver], {encoding: 'utf8'}).stdout.split('\n').flatMap((l) => (/ T (\w+)$/.exec(l)?.slice(1) ?? []));
+        if (entries.length < 100) throw new Error(`nm -D ${driver} lists ${entries.length} functions: binutils is needed`);
+        mkdirSync(stubs, {recursive: true});
+        buildLib({out: join(stubs, 'libcuda.so'), soname: 'libcuda.so.1', extra: ['-nostdlib'], source: entries.map((e) => `int ${e}(void) { return 34; }\n`).join('')});
+        symlinkSync('libcuda.so', join(stubs, 'libcuda.so.1'));
+      }
+      return {dir, program, lib, stubs};
+    }
+
+    const CPU_ONLY = 'the CUDA backend: without it llama.cpp runs on the CPU';
+
+    testIf(HAVE_CORPUS, NOT_CORPUS)('the CUDA 12 build with all of CUDA 12.4 but no driver (no libcuda.so.1, which it links): the real run cannot load it and runs on the CPU; check warns, naming libcuda.so.1 and what is lost', async () => {
+      const {dir, program, lib} = cuda12();
+      const real = spied(program, {LD_LIBRARY_PATH: lib});
+      expect(real.status).toBe(0);
+      expect(real.stdout.split('\n')).toEqual(['CPU']);
+      expect(real.loads.filter((l) => basename(l.caller) === REGISTRY).map((l) => onHost(l.name))).toContain(join(dir, 'libggml-cuda.so'));
+      const report = await checkLibraries({targets: [join(dir, REGISTRY)], exe: program, sysroot: root, ldLibraryPath: lib, runtimeEnv: {}});
+      expect(report.ok).toBe(true);
+      const cuda = report.problems.filter((p) => p.edge === 'dlopen' && p.object === join(dir, 'libggml-cuda.so'));
+      expect(cuda.map((p) => [p.kind, p.library, p.impact, p.feature])).toEqual([['not-found', 'libcuda.so.1', 'feature', CPU_ONLY]]);
+    });
+
+    testIf(HAVE_CORPUS, NOT_CORPUS)('the CUDA 12 build with all of CUDA 12.4 and the toolkit\'s stub libcuda.so.1 first: the real run loads the CUDA backend, which cannot initialise CUDA ("CUDA driver is a stub library"), and runs on the CPU; check warns about the stub with what is lost', async () => {
+      const {dir, program, lib, stubs} = cuda12();
+      const ldLibraryPath = `${stubs}:${lib}`;
+      const real = spied(program, {LD_LIBRARY_PATH: ldLibraryPath});
+      expect(real.status).toBe(0);
+      // The backend registers, with no device: the work runs on the CPU.
+      expect(real.stdout.split('\n')).toEqual(['CUDA', 'CPU']);
+      expect(real.stderr).toContain('ggml_cuda_init: failed to initialize CUDA: CUDA driver is a stub library');
+      const report = await checkLibraries({targets: [join(dir, REGISTRY)], exe: program, sysroot: root, ldLibraryPath, runtimeEnv: {}});
+      expect(report.ok).toBe(true);
+      const stub = report.problems.filter((p) => p.kind === 'cuda-stub');
+      // Said of the registry's load of the CUDA plugin, which brings the stub.
+      expect(stub.map((p) => [p.edge, p.object, p.impact, p.feature])).toEqual([['dlopen', join(dir, REGISTRY), 'feature', CPU_ONLY]]);
+      expect(JSON.stringify(stub[0])).toContain(join(stubs, 'libcuda.so.1'));
+      expect(stub[0]!.fix).toContain(stubs);
+    });
 
     test('the CUDA 12 build with Debian\'s CUDA 12.4 runtime and cuBLAS but not cuBLASLt: the real run cannot load it (libcublasLt.so.12), as check says', async () => {
       const dir = join(root, 'opt', 'llama12');

@@ -12,8 +12,11 @@ import * as zlib from 'node:zlib';
  *   entry:     u16 kind (1 PTX, 2 ELF/SASS), u16 version, u32 header size (64 and more),
  *              u64 payload size (padded), u32 compressed size, u32 -, u16 minor, u16 major
  *              (PTX: the PTX ISA version; ELF: the cubin's code version), u32 architecture (90 for
- *              sm_90), u32 + u32 name, u64 flags (0x100000 `a`: arch-specific, 0x200000 `f`:
- *              family-specific; 0x2000 LZ4-, 0x8000 zstd-compressed), u64 -, u64 uncompressed size
+ *              sm_90), u32 offset of the name from the entry's start and u32 its length (0: no
+ *              name; nvcc -G and -lineinfo write the compilation unit's source file,
+ *              `magmablas/zaxpycp.cu`, after the header's 64 bytes and its options string),
+ *              u64 flags (0x100000 `a`: arch-specific, 0x200000 `f`: family-specific; 0x2000
+ *              LZ4-, 0x8000 zstd-compressed), u64 -, u64 uncompressed size
  *
  * Entries follow each other (header, payload, header, ...); containers follow each other in a
  * section, one per CUDA module. Headers are read first; then, per module the runtime registers,
@@ -46,6 +49,12 @@ export interface KernelImage {
    * or it could not be read (`notJudged` says why).
    */
   kernels?: boolean;
+  /**
+   * The compilation unit it was built from, when its entry names one (`magmablas/zaxpycp.cu`:
+   * nvcc -G and -lineinfo write it; Debian's MAGMA, built with -G, has one on every image), which
+   * cuobjdump names it by.
+   */
+  unit?: string;
   /** Why the image's code could not be read: "compressed with zstd, which this Node.js (v20.20.2) cannot read". */
   notJudged?: string;
 }
@@ -171,6 +180,7 @@ function walkSection(
       if (kind === KIND_PTX || kind === KIND_ELF) {
         if (out.images.length >= MAX_IMAGES) return `more than ${MAX_IMAGES} kernel images`;
         const flags = e.readUInt32LE(40);
+        const unit = unitName(window, q, entryHeader, e.readUInt32LE(32), e.readUInt32LE(36));
         if (!relocatable) {
           entries.push({image: out.images.length, at: q + entryHeader, stored: payload, compressedSize: e.readUInt32LE(16), size: u64(e, 56), flags, ptx: kind === KIND_PTX});
         }
@@ -182,6 +192,7 @@ function walkSection(
           compressed: (flags & FLAG_COMPRESSED) !== 0,
           fatbin,
           relocatable,
+          ...(unit ? {unit} : {}),
         });
       }
       q = next;
@@ -190,6 +201,19 @@ function walkSection(
     p = cend;
   }
   return undefined;
+}
+
+/**
+ * The compilation unit an entry header names (`nameAt` bytes from the entry's start, `length`
+ * bytes, NUL-padded), or undefined when it names none or the name does not lie inside the header.
+ */
+function unitName(window: Window, entry: number, headerSize: number, nameAt: number, length: number): string | undefined {
+  if (length === 0 || nameAt < 64 || nameAt + length > headerSize) return undefined;
+  const raw = window.bytes(entry + nameAt, length);
+  if (!raw) return undefined;
+  const end = raw.indexOf(0);
+  const name = raw.toString('utf8', 0, end < 0 ? raw.length : end);
+  return name.length > 0 ? name : undefined;
 }
 
 /** An image of a registered module, where its code lies and how it is stored. */
@@ -385,16 +409,24 @@ function u64(buf: Buffer, off: number): number {
 }
 
 /**
- * The name `cuobjdump --list-elf` / `--list-ptx` (CUDA 13) gives an image: `libfoo.so.1.sm_90a.cubin`,
- * `libfoo.so.3.sm_120f.ptx` (the file's name without its last extension, the image's number
- * among those of its kind, counted from 1). cuobjdump writes `a` on SASS but not `f`; PTX gets both.
+ * The name `cuobjdump --list-elf` / `--list-ptx` (CUDA 12.4 and 13.1) gives an image:
+ * `libfoo.so.1.sm_90a.cubin`, `libfoo.so.3.sm_120f.ptx` (the file's name without its last
+ * extension, the image's number among all those of its kind, counted from 1, named ones included);
+ * for an image whose entry names its compilation unit, that unit's file name without its last
+ * extension and no number (`magmablas/zaxpycp.cu`: `zaxpycp.sm_70.cubin`; `dir.c.cu`: `dir.c.sm_75.ptx`).
+ * cuobjdump writes `a` on SASS but not `f`; PTX gets both.
  */
 export function cuobjdumpName(image: KernelImage, file: string, n: number): string {
-  const base = file.replace(/^.*\//, '');
-  const dot = base.lastIndexOf('.');
-  const stem = dot > 0 ? base.slice(0, dot) : base;
   const suffix = image.kind === 'ptx' ? image.variant : image.variant === 'a' ? 'a' : '';
-  return `${stem}.${n}.sm_${image.arch}${suffix}.${image.kind === 'ptx' ? 'ptx' : 'cubin'}`;
+  const prefix = image.unit ? withoutExtension(image.unit) : `${withoutExtension(file)}.${n}`;
+  return `${prefix}.sm_${image.arch}${suffix}.${image.kind === 'ptx' ? 'ptx' : 'cubin'}`;
+}
+
+/** `dir/libfoo.so.1` -> `libfoo.so`: the last path component without its last extension. */
+function withoutExtension(path: string): string {
+  const base = path.replace(/^.*\//, '');
+  const dot = base.lastIndexOf('.');
+  return dot > 0 ? base.slice(0, dot) : base;
 }
 
 /** An image's architecture as nvcc names it: sm_90a for SASS, compute_90a for PTX. */

@@ -145,6 +145,21 @@ describeIf(haveNvcc && have13, !haveNvcc ? NEEDS.devToolkit('/usr/local/cuda') :
       '-gencode', 'arch=compute_86,code=sm_86', '-gencode', 'arch=compute_90,code=[sm_90,compute_90]'], {encoding: 'utf8'});
     if (r.status !== 0) throw new Error(`nvcc -shared failed: ${r.stderr}`);
     objects.shared = so;
+    // Compilation units built with -G (or -lineinfo) name themselves in their entries (as Debian's MAGMA's do), the
+    // others do not: cuobjdump names the first by their unit, the others by the file and a number.
+    const units: string[] = [];
+    for (const [unit, flags] of [['unit_b.cu', ['-G']], ['k.cu', []], ['dir.c.cu', ['-G']]] as const) {
+      const id = unit.replace(/\W/g, '_');
+      if (unit !== 'k.cu') writeFileSync(join(dir, unit), `__global__ void k_${id}(float *x) { x[0] = 1.0f; }\nextern "C" void launch_${id}(float *x) { k_${id}<<<1, 1>>>(x); }\n`);
+      const out = join(dir, `${unit}.o`);
+      // The unit's name is the source as nvcc was given it: relative, from the temp directory.
+      const c = spawnSync(NVCC, ['-c', '-Xcompiler', '-fPIC', '-o', out, unit, ...flags, '-gencode', 'arch=compute_75,code=[sm_75,compute_75]'], {encoding: 'utf8', cwd: dir});
+      if (c.status !== 0) throw new Error(`nvcc -c ${unit} failed: ${c.stderr}`);
+      units.push(out);
+    }
+    objects.named = join(dir, 'libnamed.so.1');
+    const l = spawnSync(NVCC, ['-shared', '-o', objects.named, ...units], {encoding: 'utf8'});
+    if (l.status !== 0) throw new Error(`nvcc -shared ${units.join(' ')} failed: ${l.stderr}`);
   }, 600_000);
 
   test('each object lists as cuobjdump lists it', () => {
@@ -168,6 +183,15 @@ describeIf(haveNvcc && have13, !haveNvcc ? NEEDS.devToolkit('/usr/local/cuda') :
     // The PTX ISA version in the entry header is the one in the PTX text (`cuobjdump -ptx`).
     const text = spawnSync(CUOBJDUMP_13, ['-ptx', objects['both-a-f']!], {encoding: 'utf8'}).stdout;
     expect([...text.matchAll(/^\.version (\S+)/gm)].map((m) => m[1])).toEqual(['9.0', '9.0']);
+  });
+
+  test('an image whose entry names its compilation unit is named by it, the others by the file and their number among their kind', () => {
+    const images = readDeviceCode(objects.named!).images;
+    expect(images.map((i) => `${i.kind}:${i.unit ?? '-'}`)).toEqual(['sass:-', 'sass:unit_b.cu', 'ptx:unit_b.cu', 'sass:-', 'ptx:-', 'sass:dir.c.cu', 'ptx:dir.c.cu']);
+    expect([...mine(objects.named!, 'elf'), ...mine(objects.named!, 'ptx')]).toEqual([
+      'libnamed.so.1.sm_75.cubin', 'unit_b.sm_75.cubin', 'libnamed.so.3.sm_75.cubin', 'dir.c.sm_75.cubin',
+      'unit_b.sm_75.ptx', 'libnamed.so.2.sm_75.ptx', 'dir.c.sm_75.ptx',
+    ]);
   });
 
   test('a damaged fat binary is a note on the file, never a crash or a hang', () => {
