@@ -75448,6 +75448,22 @@ var CALLER_FACTS = [
     facts: [{ name: /^libcuda\.so\.1$/, role: () => ({ what: "the NVIDIA driver's libcuda", when: "in its initializer, when it is loaded (failure ignored)", impact: "optional", feature: "nothing: cuBLASLt goes on without it, and libcudart's load of libcuda.so.1 is the one CUDA calls need" }) }]
   },
   {
+    // nvJitLink 12.4 (Debian trixie's libnvjitlink12; its strings name "libcuda.so" and
+    // "libnvvm.so"), run in a trixie root under the dlopen spy linking inputs NVRTC 12.4 made
+    // (a relocatable cubin, PTX, LTO-IR with -lto; test/core/elf/runtime/corpus.test.ts):
+    // nvJitLinkCreate dlopens "libcuda.so" (cuInit, cuGetExportTable: its cache of compiled code);
+    // without one anywhere every input links all the same ("no driver so no cache"), and with the
+    // toolkit's stub first nvJitLinkCreate fails (NVJITLINK_ERROR_INTERNAL), which the stub check
+    // says. "libnvvm.so" was never loaded, for any input: nvJitLink has NVVM built in, and the name
+    // belongs to the device linker it embeds ("elfLink nvvm error", "__nvvmHandle"), which it hands
+    // its own NVVM.
+    stem: /^libnvJitLink$/,
+    facts: [
+      { name: /^libcuda\.so$/, role: () => ({ what: "the NVIDIA driver's libcuda", when: "at nvJitLinkCreate, for its cache of compiled code (without one it links all the same, uncached)", impact: "optional", feature: "nvJitLink's cache of compiled code (it links without it)" }) },
+      { name: /^libnvvm\.so(?:\.\d+)*$/, role: () => ({ what: "libnvvm", when: "never in a real run: nvJitLink has NVVM built in (the name is its embedded device linker's)", impact: "optional", feature: "nothing: nvJitLink compiles LTO-IR with the NVVM built into it" }) }
+    ]
+  },
+  {
     // cuDNN 8 and 9 load their parts by name when first needed. NVIDIA's documented file sets
     // (cuDNN 8: ops/cnn/adv, each _infer and _train; cuDNN 9: graph, engines_precompiled,
     // engines_runtime_compiled, heuristic, ops, cnn, adv): not verified against a real cuDNN, which
@@ -76557,10 +76573,13 @@ function modelLoad(fresh, caller, name, declared2, memo) {
   const twin = q.scope.find((o) => o.inode === caller.inode && o.role !== "interp");
   if (!twin || q.mainStop) return null;
   const startup = new Set(q.scope.slice(0, q.startupScopeLength));
+  const before = new Set(q.objects);
   const edge = q.loadAtRunTime(twin, name);
   const role = noDriverRole(declared2, name, edge, q.platform.sysroot);
   const findings = findProblems(q, memo).filter((f) => f.edge === edge || !startup.has(f.object));
-  return { caller: twin, name, role, process: q, edge, findings, checks: edge.object ? releaseChecks(q, twin, edge.object) : [] };
+  const brought = edge.object ? q.objects.filter((o) => o !== edge.object && !before.has(o) && o.info.soname === "libcuda.so.1") : [];
+  const checks = edge.object ? [...releaseChecks(q, twin, edge.object), ...brought.flatMap((o) => libcudaChecks(q, o))] : [];
+  return { caller: twin, name, role, process: q, edge, findings, checks };
 }
 function sayOnce(loads) {
   const best = /* @__PURE__ */ new Map();
@@ -76605,7 +76624,10 @@ async function explainRuntimeLoads(loads, ctx, sysroot) {
       problem.explanation = `${how}. ${problem.explanation}${consequence(load)}`;
       problems.push(mark(problem));
     }
-    for (const check of load.checks) problems.push(mark(explainCheck(check, load, how, ctx, sysroot), check.kind === "mixed-release" ? load.role.impact : "library"));
+    for (const check of load.checks) {
+      const impact = check.kind === "mixed-release" || check.object !== load.edge.object ? load.role.impact : "library";
+      problems.push(mark(explainCheck(check, load, how, ctx, sysroot), impact));
+    }
   }
   return problems;
 }
