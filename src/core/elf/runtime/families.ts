@@ -62,6 +62,7 @@ const DRIVER: RuntimeLoadRole = {what: 'the NVIDIA driver\'s libcuda', when: 'at
  * NVRTC and the lazily loaded libtorch_cuda_linalg (the torch image: libtorch_cuda.so.2.6 imports
  * _ZN2at14DynamicLibraryC1EPKcS2_b and no dlopen; its .rodata holds "libnvrtc.so.").
  */
+// Every pattern is of a C++ name (`_ZN...`): runtime/callers.ts tries them only on such names.
 export const DLOPEN_WRAPPERS: readonly RegExp[] = [/^_ZN2at14DynamicLibraryC[12]EPKcS2_b$/];
 
 /**
