@@ -182,6 +182,15 @@ export function siteOfVersion(paths: StorePaths, label: string, links: Map<strin
   return target.slice(0, -`/versions/${label}`.length);
 }
 
+/** Nothing at `path` (an error other than ENOENT, a directory that cannot be searched, is not "absent": the full path says why). */
+function absent(path: string): boolean {
+  try {
+    return lstatSync(path, {throwIfNoEntry: false}) === undefined;
+  } catch {
+    return false;
+  }
+}
+
 function readText(path: string): string | undefined {
   try {
     return readFileSafely(path, 64 * 1024).toString('utf8');
@@ -241,6 +250,11 @@ export function hookSitesText(sites: SiteStore[], env: NodeJS.ProcessEnv): strin
  * versions changed: an uninstall may uncover a site's version of the same label).
  */
 export function syncSiteMirror(paths: StorePaths, env: NodeJS.ProcessEnv = process.env, force = false): SiteSync {
+  // No site configured and none mirrored (nearly every machine): two lstat calls, no read. As root each
+  // safe read below walks from / (a tenth of a cached check's own work in the PyTorch image).
+  if (env.CUDAENV_SITE_DIRS === undefined && absent(siteDirsFile(env)) && absent(siteDir(paths))) {
+    return {sites: [], source: siteDirsFile(env), warnings: [], changed: false};
+  }
   const config = configuredSiteDirs(paths.root, env);
   const links = readSiteLinks(paths);
   const statePath = siteStateFile(paths);

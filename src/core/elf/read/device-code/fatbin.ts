@@ -1,5 +1,4 @@
 import {closeSync, constants, openSync, readSync} from 'node:fs';
-import * as zlib from 'node:zlib';
 
 /**
  * NVIDIA's fat binary container, as nvcc, fatbinary and nvlink write it into `.nv_fatbin` (the
@@ -240,7 +239,9 @@ const PTX_ENTRY = /(?:^|[\s;{}])\.entry\s+[A-Za-z_$%]/m;
 
 /** zlib's zstd decompressor: Node.js 22.15, 23.8 and later. */
 type ZstdDecompress = (buf: Buffer, options?: {maxOutputLength?: number}) => Buffer;
-const zstdDecompress = (zlib as unknown as {zstdDecompressSync?: ZstdDecompress}).zstdDecompressSync;
+/** zlib loaded when an image is compressed with zstd, not with the module: a cached check reads no device code (issue 42). */
+const zstdDecompressor = (): ZstdDecompress | undefined =>
+  (process.getBuiltinModule('node:zlib') as unknown as {zstdDecompressSync?: ZstdDecompress}).zstdDecompressSync;
 
 /**
  * Whether a registered module (one fat binary) holds kernels, recorded on its images: every image
@@ -274,6 +275,7 @@ function imageKernels(window: Window, e: Entry): boolean | string {
     if (!(e.stored > 0)) return 'its entry holds no code';
     return e.ptx ? ptxHasEntry(window, e.at, e.stored) : cubinHasKernels(window, e.at, e.stored);
   }
+  const zstdDecompress = zstd ? zstdDecompressor() : undefined;
   if (zstd && !zstdDecompress) return `compressed with zstd, which this Node.js (${process.version}) cannot read (Node.js 22.15, 23.8 and later can)`;
   const length = e.compressedSize > 0 && e.compressedSize <= e.stored ? e.compressedSize : e.stored;
   if (!(length > 0) || !(e.size > 0)) return 'its compressed entry gives no sizes';
