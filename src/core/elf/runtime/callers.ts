@@ -77,7 +77,9 @@ function reading(info: ElfInfo, hostPath: string, inode: string): FileReading {
   let markers: string[] = [];
   if (notes.length === 0) {
     try {
-      ({names, markers} = constantLibraryStrings(hostPath, MARKERS));
+      // The plugin-directory markers matter only to an object that lists directories (pluginFacts):
+      // each marker is one more pass over the constant strings of every caller.
+      ({names, markers} = constantLibraryStrings(hostPath, listsAnyDirectory(info) ? MARKERS : FACT_MARKERS));
     } catch {
       // A file the loader mapped but whose strings cannot be read: nothing known to be loaded.
     }
@@ -162,8 +164,17 @@ export function pluginCallers(info: ElfInfo, hostPath: string, inode: string): A
   return reading(info, hostPath, inode).plugins;
 }
 
+const directoryListers = new WeakMap<ElfInfo, boolean>();
+
+/** The object imports a directory listing (families.ts listsDirectories), kept per parsed object. */
+function listsAnyDirectory(info: ElfInfo): boolean {
+  let known = directoryListers.get(info);
+  if (known === undefined) directoryListers.set(info, known = info.symbols.some((s) => !s.defined && listsDirectories(s.name)));
+  return known;
+}
+
 function pluginFacts(info: ElfInfo, hostPath: string, markers: readonly string[]): Array<{fact: PluginDirectoryFact; strings: string[]}> {
-  if (!importsDlopen(info) || !info.symbols.some((s) => !s.defined && listsDirectories(s.name))) return [];
+  if (!importsDlopen(info) || !listsAnyDirectory(info)) return [];
   const out: Array<{fact: PluginDirectoryFact; strings: string[]}> = [];
   for (const fact of PLUGIN_DIRECTORIES) {
     if (!fact.carries.every((m) => markers.includes(m))) continue;
