@@ -430,6 +430,9 @@ _cudaenv_sitestate() {
 }
 _cudaenv_sitemiss() {
   local f=${CUDAENV_SITE_DIRS_FILE:-/etc/cudaenv/site-dirs}
+  # Not in a subshell or command substitution ($(cd proj && pwd)): it starts no process, and would
+  # forget that it looked.
+  [ "${BASH_SUBSHELL:-${ZSH_SUBSHELL:-0}}" = 0 ] || return 1
   [ -f "$1/switch/sites" ] || [ -n "${CUDAENV_SITE_DIRS-}" ] || { [ -z "${CUDAENV_SITE_DIRS+x}" ] && [ -f "$f" ]; } || return 1
   _cudaenv_sitestate "$1" "$2"
   [ "$_cudaenv_ss" != "${_cudaenv_sitemissed-}" ] || return 1

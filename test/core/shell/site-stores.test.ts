@@ -105,6 +105,9 @@ for (const shell of SHELLS) {
       const none = join(s.dir, 'none');
       mkdirSync(none);
       writeFileSync(join(none, '.cuda-version'), '13.0\n');
+      const sub = join(s.dir, 'sub');
+      mkdirSync(sub);
+      writeFileSync(join(sub, '.cuda-version'), '13.1\n');
       const r = s.run([
         `${s.prompt ? 'emit fish_prompt; ' : ''}true${s.prompt}`, `true${s.prompt}`, `true${s.prompt}`,
         s.admin(`mv '${join(s.site, 'tmp', 'stage')}' '${join(s.site, 'versions', '12.6.0')}'`),
@@ -112,6 +115,8 @@ for (const shell of SHELLS) {
         // A prompt that changes something: the spec 12.6 is not in the mirror, so the hook syncs once.
         s.mark, `cd '${s.proj}'`, s.snap('cd'), `echo CD >> '${s.log}'`,
         `true${s.prompt}`, `true${s.prompt}`, s.snap('same'),
+        // bash and zsh: a `cd` in a command substitution starts no process (it would forget it looked).
+        ...(shell === 'fish' ? [] : [`echo SUB >> '${s.log}'`, `x=$(cd '${sub}' && pwd)`, `echo SUBEND >> '${s.log}'`]),
         // A spec no site has: one sync, today's line, then nothing more at the prompts after it.
         `echo NONE >> '${s.log}'`, `cd '${none}'`, `true${s.prompt}`, `true${s.prompt}`, `echo USE >> '${s.log}'`,
         s.admin(`mv '${join(s.site, 'tmp', 'stage2')}' '${join(s.site, 'versions', '12.8.0')}'`),
@@ -131,6 +136,7 @@ for (const shell of SHELLS) {
       const missing = s.lines(r.stderr).filter((l) => l.includes('13.0'));
       expect(missing).toEqual([`cudaenv: CUDA 13.0 (set by ${join(none, '.cuda-version')}) is not installed; install it with \`cudaenv install 13.0\``]);
       expect(s.vars('used').CUDA_HOME).toBe(s.v('12.8.0'));
+      if (shell !== 'fish') expect(cut('SUB', 'SUBEND')).toEqual([]);
     });
 
     test('opt-in CUDAENV_SITE_CHECK_INTERVAL=10: the hook looks at the sites once in 10 s, not at each prompt; a cudaenv command in between brings a change at once', async () => {
