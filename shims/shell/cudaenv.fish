@@ -356,10 +356,12 @@ end
 # Whether the site stores (issue 45) changed since the store's mirror of them was made (as in
 # posix.sh: switch/sites holds the CUDAENV_SITE_DIRS it was made for, then each site store and
 # the first line of its switch/generation). Status 0: changed. As in posix.sh, the shell never
-# touches a site store itself (a network mount that hangs would hold the prompt for good): the
-# sites are read by one /bin/sh child killed at CUDAENV_SITE_TIMEOUT_MS, at most once every
-# CUDAENV_SITE_CHECK_INTERVAL seconds (10; 0: at each prompt), timed by /proc/uptime read with
-# the builtin `read` (fish has no clock variable).
+# touches a site store itself (a network mount that hangs would hold the prompt for good), and by
+# default does not look at the sites at a prompt at all (a version the site adds is found when the
+# hook cannot resolve the spec in effect, _cudaenv_sitemiss, or by any cudaenv command). Only with
+# CUDAENV_SITE_CHECK_INTERVAL=N set (an opt-in; 0: at each prompt) are the sites read, by one
+# /bin/sh child killed at CUDAENV_SITE_TIMEOUT_MS, at most once every N seconds, timed by
+# /proc/uptime read with the builtin `read` (fish has no clock variable).
 set -g _cudaenv_siteprobe 'for d do g=-
   if [ -d "$d" ] && [ -r "$d" ] && [ -x "$d" ] && [ -d "$d/versions" ] && [ -r "$d/versions" ] && [ -x "$d/versions" ] && [ -e "$d/switch/generation" ] && [ ! -d "$d/switch/generation" ]; then IFS= read -r g < "$d/switch/generation" || :; g=${g:--}; fi
   printf "%s\t%s\n" "$d" "$g"
@@ -384,8 +386,8 @@ function _cudaenv_sitecheck --argument-names root
     end <"$root/switch/sites"
     test "$lines[1]" = "$want"; or return 0
     set -q lines[2]; or return 1
-    set -l every 10
-    set -q CUDAENV_SITE_CHECK_INTERVAL; and string match -qr '^[0-9]+$' -- "$CUDAENV_SITE_CHECK_INTERVAL"; and set every $CUDAENV_SITE_CHECK_INTERVAL
+    set -q CUDAENV_SITE_CHECK_INTERVAL; and string match -qr '^[0-9]+$' -- "$CUDAENV_SITE_CHECK_INTERVAL"; or return 1
+    set -l every $CUDAENV_SITE_CHECK_INTERVAL
     set -l now ''
     read -l up </proc/uptime 2>/dev/null; and set now (string split -f 1 . -- $up)
     if set -q _cudaenv_sitenext; and test -n "$now"; and test "$now" -lt "$_cudaenv_sitenext"
@@ -423,16 +425,49 @@ function _cudaenv_sitecheck --argument-names root
     test "$out" != "$lines[2..-1]"
 end
 
-# The site stores changed: the CLI brings the store's mirror up to date (once per change).
-function _cudaenv_sitesync --argument-names root
-    set -l sig "$CUDAENV_SITE_DIRS|"
-    set -q CUDAENV_SITE_DIRS; or set sig "u|"
-    test -f "$root/switch/sites"; and set sig "$sig"(string join \n < "$root/switch/sites" | string collect)
-    if set -q _cudaenv_sitetried; and test "$sig" = "$_cudaenv_sitetried"
-        return 0
+# The site stores changed: the CLI brings the store's mirror up to date (once per change). With a
+# second argument, the guard is the caller's own (_cudaenv_sitemiss) and the sync runs.
+function _cudaenv_sitesync --argument-names root forced
+    if test -z "$forced"
+        set -l sig "$CUDAENV_SITE_DIRS|"
+        set -q CUDAENV_SITE_DIRS; or set sig "u|"
+        test -f "$root/switch/sites"; and set sig "$sig"(string join \n < "$root/switch/sites" | string collect)
+        if set -q _cudaenv_sitetried; and test "$sig" = "$_cudaenv_sitetried"
+            return 0
+        end
+        set -g _cudaenv_sitetried "$sig"
     end
-    set -g _cudaenv_sitetried "$sig"
     command "$_CUDAENV_BIN" rehash >/dev/null
+end
+
+# The spec in effect names nothing the store's index knows (as in posix.sh): where a site store is
+# configured, one `cudaenv rehash` brings the mirror up to date and the caller resolves again;
+# once per spec and state of the store (CUDAENV_SITE_DIRS, switch/sites, switch/generation).
+function _cudaenv_sitestate --argument-names root spec
+    set -l sig "$spec|$CUDAENV_SITE_DIRS|"
+    set -q CUDAENV_SITE_DIRS; or set sig "$spec|u|"
+    test -f "$root/switch/sites"; and set sig "$sig"(string join \n < "$root/switch/sites" | string collect)
+    set sig "$sig|"
+    test -f "$root/switch/generation"; and set sig "$sig"(string join \n < "$root/switch/generation" | string collect)
+    set -g _cudaenv_ss "$sig"
+end
+function _cudaenv_sitemiss --argument-names root spec
+    set -l f /etc/cudaenv/site-dirs
+    set -q CUDAENV_SITE_DIRS_FILE; and test -n "$CUDAENV_SITE_DIRS_FILE"; and set f $CUDAENV_SITE_DIRS_FILE
+    if not test -f "$root/switch/sites"
+        if set -q CUDAENV_SITE_DIRS
+            test -n "$CUDAENV_SITE_DIRS"; or return 1
+        else
+            test -f "$f"; or return 1
+        end
+    end
+    _cudaenv_sitestate $root $spec
+    set -q _cudaenv_sitemissed; and test "$_cudaenv_ss" = "$_cudaenv_sitemissed"; and return 1
+    _cudaenv_sitesync $root 1
+    _cudaenv_sitestate $root $spec
+    set -g _cudaenv_sitemissed "$_cudaenv_ss"
+    set -g _cudaenv_synced 1
+    return 0
 end
 
 function _cudaenv_resolve --argument-names spec
@@ -538,7 +573,14 @@ function _cudaenv_hook --on-variable PWD --on-event fish_prompt
     _cudaenv_keynow
     if not set -q _cudaenv_key; or test "$_cudaenv_k" != "$_cudaenv_key"
         set -g _cudaenv_key "$_cudaenv_k"
+        set -g _cudaenv_synced ''
         _cudaenv_autoswitch
+        # The switch brought the site mirror up to date (_cudaenv_sitemiss): the key it left is the
+        # one this prompt saw, so the next prompt that changes nothing does not switch (or say) again.
+        if test -n "$_cudaenv_synced"
+            _cudaenv_keynow
+            set -g _cudaenv_key "$_cudaenv_k"
+        end
     end
     set -g _cudaenv_quiet ''
     return $st
@@ -586,6 +628,14 @@ function _cudaenv_autoswitch
     if not _cudaenv_resolve "$spec"
         printf 'cudaenv: %s\n' "$_cudaenv_e" >&2
         return 0
+    end
+    # Not in the index (or its toolkit gone): a site may have added (or removed) it since the mirror
+    # was made (as in posix.sh). Once; builtins only after a removal (_cudaenv_quiet).
+    if test -z "$_cudaenv_r"; and test -z "$_cudaenv_quiet"; and _cudaenv_sitemiss $root "$spec"
+        if not _cudaenv_resolve "$spec"
+            printf 'cudaenv: %s\n' "$_cudaenv_e" >&2
+            return 0
+        end
     end
     if test -z "$_cudaenv_r"
         if test -n "$_cudaenv_quiet"

@@ -322,7 +322,11 @@ _cudaenv_hook() {
   _cudaenv_keynow
   if [ "$_cudaenv_k" != "${_cudaenv_key-}" ]; then
     _cudaenv_key=$_cudaenv_k
+    _cudaenv_synced=
     _cudaenv_autoswitch
+    # The switch brought the site mirror up to date (_cudaenv_sitemiss): the key it left is the
+    # one this prompt saw, so the next prompt that changes nothing does not switch (or say) again.
+    if [ -n "$_cudaenv_synced" ]; then _cudaenv_keynow; _cudaenv_key=$_cudaenv_k; fi
   fi
   _cudaenv_quiet=
   return $st
@@ -334,11 +338,15 @@ _cudaenv_hook() {
 #
 # The shell never touches a site store itself: a read of a network mount whose server is down
 # blocks, and no builtin can be interrupted there, so the prompt would hang for good. What lies in
-# the user's own store is compared with builtins at each prompt; the sites' generations are read
-# by one /bin/sh child (_cudaenv_siteprobe: builtins only, as the CLI's look in
-# src/core/store/site.ts) killed at CUDAENV_SITE_TIMEOUT_MS, at most once every
-# CUDAENV_SITE_CHECK_INTERVAL seconds (10; 0: at each prompt), timed by the shell's own clock
-# ($SECONDS). A site that did not answer gives one line, and is looked at again a minute later.
+# the user's own store is compared with builtins at each prompt (a new CUDAENV_SITE_DIRS or list
+# file: status 0). A prompt that changes nothing starts no process: by default the sites
+# themselves are not looked at a prompt at all (a version the site adds is found when the hook
+# cannot resolve the spec in effect, _cudaenv_sitemiss, or by any cudaenv command). Only with
+# CUDAENV_SITE_CHECK_INTERVAL=N set (an opt-in; 0: at each prompt) are the sites' generations
+# read, by one /bin/sh child (_cudaenv_siteprobe: builtins only, as the CLI's look in
+# src/core/store/site.ts) killed at CUDAENV_SITE_TIMEOUT_MS, at most once every N seconds, timed
+# by the shell's own clock ($SECONDS). A site that did not answer gives one line, and is looked
+# at again a minute later.
 _cudaenv_siteprobe='for d do g=-
   if [ -d "$d" ] && [ -r "$d" ] && [ -x "$d" ] && [ -d "$d/versions" ] && [ -r "$d/versions" ] && [ -x "$d/versions" ] && [ -e "$d/switch/generation" ] && [ ! -d "$d/switch/generation" ]; then IFS= read -r g < "$d/switch/generation" || :; g=${g:--}; fi
   printf "%s\t%s\n" "$d" "$g"
@@ -356,8 +364,8 @@ _cudaenv_sitecheck() {
   line=${rest%%$'\n'*}; rest=${rest#*$'\n'}
   [ "$line" = "$want" ] || return 0
   [ -n "$rest" ] || return 1
-  every=${CUDAENV_SITE_CHECK_INTERVAL-10}
-  case $every in ''|*[!0-9]*) every=10 ;; esac
+  every=${CUDAENV_SITE_CHECK_INTERVAL-}
+  case $every in ''|*[!0-9]*) return 1 ;; esac
   [ -z "${_cudaenv_sitenext-}" ] || (( SECONDS >= _cudaenv_sitenext )) || return 1
   _cudaenv_sitenext=$((SECONDS + every))
   ms=${CUDAENV_SITE_TIMEOUT_MS-}
@@ -395,13 +403,43 @@ _cudaenv_sitecheck() {
 }
 
 # The site stores changed: the CLI brings the store's mirror of them up to date (one process, once
-# per change; a failure is not retried in this shell until the stores change again).
+# per change; a failure is not retried in this shell until the stores change again). With a second
+# argument, the guard is the caller's own (_cudaenv_sitemiss) and the sync runs.
 _cudaenv_sitesync() {
   local sig="${CUDAENV_SITE_DIRS-u}|"
-  if [ -f "$1/switch/sites" ]; then _cudaenv_readfile "$1/switch/sites"; sig+=$_cudaenv_c; fi
-  [ "$sig" != "${_cudaenv_sitetried-}" ] || return 0
-  _cudaenv_sitetried=$sig
+  if [ -z "${2-}" ]; then
+    if [ -f "$1/switch/sites" ]; then _cudaenv_readfile "$1/switch/sites"; sig+=$_cudaenv_c; fi
+    [ "$sig" != "${_cudaenv_sitetried-}" ] || return 0
+    _cudaenv_sitetried=$sig
+  fi
   command "$_CUDAENV_BIN" rehash >/dev/null
+}
+
+# The spec in effect names nothing the store's index knows (ROOT SPEC): where a site store is
+# configured (a mirror in switch/sites, CUDAENV_SITE_DIRS, or the site list file), the version may
+# be one the site added since the mirror was made, as the hook does not look at the sites at a
+# prompt. One `cudaenv rehash` (its look at the sites bounded by CUDAENV_SITE_TIMEOUT_MS) brings
+# the mirror up to date; status 0: it ran, resolve again. Once per spec and state of the store
+# (CUDAENV_SITE_DIRS, switch/sites, switch/generation) in this shell: a spec no site has is not
+# looked for again at each prompt, and a prompt that changes nothing starts no process.
+_cudaenv_sitestate() {
+  _cudaenv_ss="$2|${CUDAENV_SITE_DIRS-u}|"
+  if [ -f "$1/switch/sites" ]; then _cudaenv_readfile "$1/switch/sites"; _cudaenv_ss+=$_cudaenv_c; fi
+  _cudaenv_ss+='|'
+  if [ -f "$1/switch/generation" ]; then _cudaenv_readfile "$1/switch/generation"; _cudaenv_ss+=$_cudaenv_c; fi
+}
+_cudaenv_sitemiss() {
+  local f=${CUDAENV_SITE_DIRS_FILE:-/etc/cudaenv/site-dirs}
+  # Not in a subshell or command substitution ($(cd proj && pwd)): it starts no process, and would
+  # forget that it looked.
+  [ "${BASH_SUBSHELL:-${ZSH_SUBSHELL:-0}}" = 0 ] || return 1
+  [ -f "$1/switch/sites" ] || [ -n "${CUDAENV_SITE_DIRS-}" ] || { [ -z "${CUDAENV_SITE_DIRS+x}" ] && [ -f "$f" ]; } || return 1
+  _cudaenv_sitestate "$1" "$2"
+  [ "$_cudaenv_ss" != "${_cudaenv_sitemissed-}" ] || return 1
+  _cudaenv_sitesync "$1" "$2"
+  _cudaenv_sitestate "$1" "$2"
+  _cudaenv_sitemissed=$_cudaenv_ss
+  _cudaenv_synced=1
 }
 
 # The version on the variables has gone (`cudaenv uninstall`, or its directory removed by hand):
@@ -461,6 +499,11 @@ _cudaenv_autoswitch() {
     spec=system
   fi
   if ! _cudaenv_resolve "$spec"; then printf 'cudaenv: %s\n' "$_cudaenv_e" >&2; return 0; fi
+  # Not in the index (or its toolkit gone): a site may have added (or removed) it since the mirror
+  # was made. Once; builtins only after a removal (_cudaenv_quiet), where the fallback is no new spec.
+  if [ -z "$_cudaenv_r" ] && [ -z "${_cudaenv_quiet-}" ] && _cudaenv_sitemiss "$root" "$spec"; then
+    if ! _cudaenv_resolve "$spec"; then printf 'cudaenv: %s\n' "$_cudaenv_e" >&2; return 0; fi
+  fi
   if [ -z "$_cudaenv_r" ]; then
     if [ -n "${_cudaenv_quiet-}" ]; then _cudaenv_sync
     elif [ -n "$_cudaenv_gone" ]; then
