@@ -76280,8 +76280,14 @@ function parseEntries(json, path13) {
 // src/core/elf/runtime/callers.ts
 var MARKERS = [...FACT_MARKERS, ...PLUGIN_MARKERS];
 var readings = /* @__PURE__ */ new Map();
+var dlopenImporters = /* @__PURE__ */ new WeakMap();
 function importsDlopen(info2) {
-  return info2.symbols.some((s) => !s.defined && (s.name === "dlopen" || s.name === "dlmopen" || DLOPEN_WRAPPERS.some((w) => w.test(s.name))));
+  let known2 = dlopenImporters.get(info2);
+  if (known2 === void 0) {
+    known2 = info2.symbols.some((s) => !s.defined && (s.name === "dlopen" || s.name === "dlmopen" || s.name.startsWith("_ZN") && DLOPEN_WRAPPERS.some((w) => w.test(s.name))));
+    dlopenImporters.set(info2, known2);
+  }
+  return known2;
 }
 function reading(info2, hostPath, inode) {
   let r = readings.get(inode);
@@ -76295,7 +76301,7 @@ function reading(info2, hostPath, inode) {
   let markers = [];
   if (notes.length === 0) {
     try {
-      ({ names, markers } = constantLibraryStrings(hostPath, MARKERS));
+      ({ names, markers } = constantLibraryStrings(hostPath, listsAnyDirectory(info2) ? MARKERS : FACT_MARKERS));
     } catch {
     }
   }
@@ -76353,8 +76359,14 @@ function pluginCallers(info2, hostPath, inode) {
   if (!importsDlopen(info2)) return [];
   return reading(info2, hostPath, inode).plugins;
 }
+var directoryListers = /* @__PURE__ */ new WeakMap();
+function listsAnyDirectory(info2) {
+  let known2 = directoryListers.get(info2);
+  if (known2 === void 0) directoryListers.set(info2, known2 = info2.symbols.some((s) => !s.defined && listsDirectories(s.name)));
+  return known2;
+}
 function pluginFacts(info2, hostPath, markers) {
-  if (!importsDlopen(info2) || !info2.symbols.some((s) => !s.defined && listsDirectories(s.name))) return [];
+  if (!importsDlopen(info2) || !listsAnyDirectory(info2)) return [];
   const out = [];
   for (const fact of PLUGIN_DIRECTORIES) {
     if (!fact.carries.every((m) => markers.includes(m))) continue;
@@ -79269,6 +79281,13 @@ function siteOfVersion(paths, label, links = readSiteLinks(paths)) {
   }
   return target.slice(0, -`/versions/${label}`.length);
 }
+function absent(path13) {
+  try {
+    return lstatSync4(path13, { throwIfNoEntry: false }) === void 0;
+  } catch {
+    return false;
+  }
+}
 function readText(path13) {
   try {
     return readFileSafely(path13, 64 * 1024).toString("utf8");
@@ -79309,6 +79328,9 @@ function hookSitesText(sites, env) {
 `;
 }
 function syncSiteMirror(paths, env = process.env, force = false) {
+  if (env.CUDAENV_SITE_DIRS === void 0 && absent(siteDirsFile(env)) && absent(siteDir(paths))) {
+    return { sites: [], source: siteDirsFile(env), warnings: [], changed: false };
+  }
   const config = configuredSiteDirs(paths.root, env);
   const links = readSiteLinks(paths);
   const statePath = siteStateFile(paths);
