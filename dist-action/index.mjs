@@ -79281,6 +79281,9 @@ function siteOfVersion(paths, label, links = readSiteLinks(paths)) {
   }
   return target.slice(0, -`/versions/${label}`.length);
 }
+function sitesInPlay(paths, env = process.env) {
+  return env.CUDAENV_SITE_DIRS !== void 0 || !absent(siteDirsFile(env)) || !absent(siteDir(paths));
+}
 function absent(path13) {
   try {
     return lstatSync4(path13, { throwIfNoEntry: false }) === void 0;
@@ -79328,7 +79331,7 @@ function hookSitesText(sites, env) {
 `;
 }
 function syncSiteMirror(paths, env = process.env, force = false) {
-  if (env.CUDAENV_SITE_DIRS === void 0 && absent(siteDirsFile(env)) && absent(siteDir(paths))) {
+  if (!sitesInPlay(paths, env)) {
     return { sites: [], source: siteDirsFile(env), warnings: [], changed: false };
   }
   const config = configuredSiteDirs(paths.root, env);

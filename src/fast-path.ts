@@ -13,9 +13,20 @@ import {errorLines, paint, warningLine} from './cli/color.js';
 import {stdoutColorEnabled, writeStdout, writeWarning} from './cli/stdout.js';
 import {withErrnoHint} from './cli/errno-hint.js';
 import {formatError, CudaenvError, EXIT_FAILED} from './core/errors.js';
-import {layeredStorePaths} from './core/shell/site-sync.js';
+import {storePaths, type StorePaths} from './core/store/paths.js';
+import {sitesInPlay} from './core/store/site.js';
 import {SHELL_NAMES} from './core/shell/shell.js';
 import {currentHint, currentReport, formatCurrent} from './core/selection/current.js';
+
+/**
+ * storePaths() with the site stores beneath it brought up to date (issue 45): the mirror's code
+ * (site-sync, rehash, the shims' writer) is loaded only where a site is configured or mirrored.
+ */
+async function layeredPaths(warn: (message: string) => void): Promise<StorePaths> {
+  const paths = storePaths();
+  if (!sitesInPlay(paths)) return paths;
+  return (await import('./core/shell/site-sync.js')).layeredStorePaths(warn);
+}
 
 export async function fastPath(argv: string[]): Promise<boolean> {
   if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v' || argv[0] === 'version')) {
@@ -24,7 +35,7 @@ export async function fastPath(argv: string[]): Promise<boolean> {
     return true;
   }
   if (argv[0] === 'current' && (argv.length === 1 || (argv.length === 2 && argv[1] === '--json'))) {
-    runCurrent(argv[1] === '--json');
+    await runCurrent(argv[1] === '--json');
     return true;
   }
   // `check PATH...` with no flag but --no-cache: nothing else for oclif to parse (every other
@@ -114,7 +125,7 @@ export function parseUseArgs(args: string[]): {spec?: string; policy?: 'prepend'
 async function runUseFast(req: {spec?: string; policy?: 'prepend' | 'none'; quiet: boolean; json: boolean}): Promise<void> {
   try {
     const {runUse} = await import('./core/shell/use.js');
-    const out = await runUse({...req, paths: layeredStorePaths((m) => process.stderr.write(warningLine(m))), env: process.env}, (m) => process.stderr.write(warningLine(m)));
+    const out = await runUse({...req, paths: await layeredPaths((m) => process.stderr.write(warningLine(m))), env: process.env}, (m) => process.stderr.write(warningLine(m)));
     writeStdout(out.stdout);
   } catch (caught) {
     // As src/cli/base.ts renders errors: JSON on stdout with --json, else one message on stderr.
@@ -172,7 +183,7 @@ export function checkExeArg(args: string[]): {value: string; rest: string[]} | u
 export async function runPlainCheck(paths: string[], cache = true, gpus?: string[], exe?: string): Promise<void> {
   try {
     const [{runCheckCli}, {chooseCheckTargets}] = await Promise.all([import('./core/elf/index.js'), import('./cli/check-targets.js')]);
-    const store = layeredStorePaths(writeWarning);
+    const store = await layeredPaths(writeWarning);
     const choice = await chooseCheckTargets(store, {paths, exe, cache});
     for (const w of choice.warnings) writeWarning(w);
     const result = await runCheckCli({
@@ -190,9 +201,9 @@ export async function runPlainCheck(paths: string[], cache = true, gpus?: string
   }
 }
 
-export function runCurrent(json: boolean): void {
+export async function runCurrent(json: boolean): Promise<void> {
   try {
-    const report = currentReport(layeredStorePaths((m) => process.stderr.write(warningLine(m))));
+    const report = currentReport(await layeredPaths((m) => process.stderr.write(warningLine(m))));
     for (const w of report.warnings) process.stderr.write(warningLine(w));
     if (json) {
       writeStdout(`${JSON.stringify(report, null, 2)}\n`);

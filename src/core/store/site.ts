@@ -182,6 +182,15 @@ export function siteOfVersion(paths: StorePaths, label: string, links: Map<strin
   return target.slice(0, -`/versions/${label}`.length);
 }
 
+/**
+ * Whether any site store is configured or mirrored for this user (CUDAENV_SITE_DIRS set, the site
+ * list file there, or the user's store holding a mirror): two lstat calls, so that a start where none
+ * is (nearly every machine) loads none of the mirror's code (src/fast-path.ts).
+ */
+export function sitesInPlay(paths: StorePaths, env: NodeJS.ProcessEnv = process.env): boolean {
+  return env.CUDAENV_SITE_DIRS !== undefined || !absent(siteDirsFile(env)) || !absent(siteDir(paths));
+}
+
 /** Nothing at `path` (an error other than ENOENT, a directory that cannot be searched, is not "absent": the full path says why). */
 function absent(path: string): boolean {
   try {
@@ -252,7 +261,7 @@ export function hookSitesText(sites: SiteStore[], env: NodeJS.ProcessEnv): strin
 export function syncSiteMirror(paths: StorePaths, env: NodeJS.ProcessEnv = process.env, force = false): SiteSync {
   // No site configured and none mirrored (nearly every machine): two lstat calls, no read. As root each
   // safe read below walks from / (a tenth of a cached check's own work in the PyTorch image).
-  if (env.CUDAENV_SITE_DIRS === undefined && absent(siteDirsFile(env)) && absent(siteDir(paths))) {
+  if (!sitesInPlay(paths, env)) {
     return {sites: [], source: siteDirsFile(env), warnings: [], changed: false};
   }
   const config = configuredSiteDirs(paths.root, env);
