@@ -3,7 +3,7 @@ import {spawnSync} from 'node:child_process';
 import {chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import type {CheckReport} from '../../src/core/elf/report-types.js';
-import {DOWNLOADED, NEEDS} from '../helpers/capabilities.js';
+import {DEBIAN_CUOBJDUMP, DOWNLOADED, NEEDS} from '../helpers/capabilities.js';
 import {cliEnv, REPO_ROOT, runCli} from '../helpers/cli.js';
 import {describeIf} from '../helpers/skip.js';
 import {makeTempDir, type TempDir} from '../helpers/tmp.js';
@@ -163,7 +163,7 @@ describeIf(haveNvcc, NEEDS.devToolkit('/usr/local/cuda'))('a library nvcc builds
 // (cuobjdump lists its ELF with no Function). For a GPU that runs the library through its PTX,
 // check said "1 of 2 modules carry no code": a module without kernels is not a module that fails.
 // Debian's cuobjdump 12.4 (nvidia-cuda-toolkit), whose nvdisasm lies beside it: `-sass` lists each kernel as "Function : NAME".
-const CUOBJDUMP = [join(DOWNLOADED, 'trixie-toolkit', 'usr', 'bin', 'cuobjdump')].find((f) => existsSync(f));
+const CUOBJDUMP = [DEBIAN_CUOBJDUMP].find((f) => existsSync(f));
 describeIf(haveNvcc && CUOBJDUMP !== undefined, !haveNvcc ? NEEDS.devToolkit('/usr/local/cuda') : NEEDS.realCudaLibs)('the module without kernels nvcc adds', () => {
   let so = '';
   beforeAll(() => {

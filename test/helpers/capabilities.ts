@@ -33,6 +33,8 @@ export const CAN_PTRACE = spawnSync('strace', ['-f', '-o', '/dev/null', 'true'],
 
 /** The real CUDA libraries test/fixtures/fetch-cuda-libs.sh unpacks (Debian bookworm 11.8, trixie 12.4). */
 export const DOWNLOADED = join(REPO_ROOT, 'test', 'fixtures', 'downloaded');
+/** Debian trixie's cuobjdump (CUDA 12.4, nvidia-cuda-toolkit, fetch-cuda-libs.sh), the GPU-code oracle; nvdisasm lies beside it. */
+export const DEBIAN_CUOBJDUMP = join(DOWNLOADED, 'trixie-toolkit', 'usr', 'bin', 'cuobjdump');
 export const HAVE_REAL_CUDA_LIBS = ['bookworm', 'trixie'].every((suite) => existsSync(join(DOWNLOADED, suite, 'usr', 'lib', 'x86_64-linux-gnu')));
 
 /**

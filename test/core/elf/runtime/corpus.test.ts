@@ -5,7 +5,7 @@ import {tmpdir} from 'node:os';
 import {basename, dirname, join} from 'node:path';
 import {checkLibraries, type CheckReport} from '../../../../src/core/elf/index.js';
 import {isCudaStackName} from '../../../../src/core/elf/runtime/families.js';
-import {DOWNLOADED, IS_ROOT, NEEDS} from '../../../helpers/capabilities.js';
+import {DEBIAN_CUOBJDUMP, DOWNLOADED, IS_ROOT, NEEDS} from '../../../helpers/capabilities.js';
 import {cliEnv, runCli} from '../../../helpers/cli.js';
 import {describeIf} from '../../../helpers/skip.js';
 import {makeTempDir, type TempDir} from '../../../helpers/tmp.js';
@@ -477,7 +477,7 @@ d('the corpus of real CUDA programs (Debian trixie contrib), each run in a trixi
 });
 
 /** The corpus's files with GPU code, and Debian's cuobjdump (CUDA 12.4) to compare the reader with. */
-const CUOBJDUMP = join(DOWNLOADED, 'trixie-toolkit', 'usr', 'bin', 'cuobjdump');
+const CUOBJDUMP = DEBIAN_CUOBJDUMP;
 const GPU_FILES = ['/usr/lib/libmagma.so.2', '/usr/lib/libgloo_cuda.so.0.5.0', `${PY}/pyvkfft/_vkfft_cuda.cpython-313-x86_64-linux-gnu.so`,
   `${PY}/pycuda/_driver.cpython-313-x86_64-linux-gnu.so`, `${LIB}/libstarpu-1.4.so.6.0.0`, `${LIB}/libcurand.so.10.3.5.147`, `${LIB}/libcusolver.so.11.6.1.9`];
 describeIf(present && existsSync(CUOBJDUMP), present ? 'needs cuobjdump: bash test/fixtures/fetch-cuda-libs.sh' : 'needs the corpus: bash test/fixtures/fetch-corpus.sh')(

@@ -4,7 +4,7 @@ import {copyFileSync, existsSync, readFileSync, statSync, truncateSync, writeFil
 import {join} from 'node:path';
 import {readDeviceCode, type KernelImage} from '../../../../../src/core/elf/read/device-code/index.js';
 import {archOnly, cuobjdump, mine} from './cuobjdump-listing.js';
-import {DOWNLOADED, NEEDS} from '../../../../helpers/capabilities.js';
+import {DEBIAN_CUOBJDUMP, DOWNLOADED, NEEDS} from '../../../../helpers/capabilities.js';
 import {describeIf, testIf} from '../../../../helpers/skip.js';
 import {makeTempDir, type TempDir} from '../../../../helpers/tmp.js';
 
@@ -24,7 +24,7 @@ import {makeTempDir, type TempDir} from '../../../../helpers/tmp.js';
  * not compare.
  */
 const CUOBJDUMP_13 = join(DOWNLOADED, 'cuobjdump-13.1', 'usr', 'local', 'cuda-13.1', 'bin', 'cuobjdump');
-const CUOBJDUMP_12 = join(DOWNLOADED, 'trixie-toolkit', 'usr', 'bin', 'cuobjdump');
+const CUOBJDUMP_12 = DEBIAN_CUOBJDUMP;
 const LIBS = join('usr', 'lib', 'x86_64-linux-gnu');
 const REAL = [
   join(DOWNLOADED, 'trixie', LIBS, 'libcusparse.so.12'),

@@ -5,7 +5,7 @@ import {join} from 'node:path';
 import * as zlib from 'node:zlib';
 import {readDeviceCode} from '../../../../../src/core/elf/read/device-code/index.js';
 import {summariseDeviceCode} from '../../../../../src/core/elf/cache/device-code-cache.js';
-import {DOWNLOADED, NEEDS} from '../../../../helpers/capabilities.js';
+import {DEBIAN_CUOBJDUMP, DOWNLOADED, NEEDS} from '../../../../helpers/capabilities.js';
 import {cliEnv, runCli} from '../../../../helpers/cli.js';
 import {testIf} from '../../../../helpers/skip.js';
 import {makeTempDir, type TempDir} from '../../../../helpers/tmp.js';
@@ -17,7 +17,7 @@ import {makeTempDir, type TempDir} from '../../../../helpers/tmp.js';
  * kernel of each cubin ("Function NAME:"), in the order the reader lists the images, on Debian's
  * real CUDA libraries and on libraries the real nvcc (CUDA 13, /usr/local/cuda) builds here.
  */
-const CUOBJDUMP = join(DOWNLOADED, 'trixie-toolkit', 'usr', 'bin', 'cuobjdump');
+const CUOBJDUMP = DEBIAN_CUOBJDUMP;
 const LIBS = join('usr', 'lib', 'x86_64-linux-gnu');
 const REAL = [
   join(DOWNLOADED, 'trixie', LIBS, 'libcusparse.so.12'),
