@@ -21,7 +21,12 @@ export function paint(text: string, style: Style, enabled: boolean): string {
 
 /** `cudaenv: warning: MESSAGE` for stderr, `warning:` in yellow at a terminal. */
 export function warningLine(message: string, stream: NodeJS.WriteStream = process.stderr): string {
-  return `cudaenv: ${paint('warning:', 'yellow', colorEnabled(stream))} ${message}\n`;
+  return warningText(message, colorEnabled(stream));
+}
+
+/** warningLine with the colour decided by the caller (src/cli/stdout.ts writeWarning, which builds no stream). */
+export function warningText(message: string, color: boolean): string {
+  return `cudaenv: ${paint('warning:', 'yellow', color)} ${message}\n`;
 }
 
 /** `cudaenv: ERROR` and the lines after it (the hint, plain), the error in red at a terminal. */

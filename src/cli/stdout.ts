@@ -1,5 +1,5 @@
 import {fstatSync, writeSync} from 'node:fs';
-import {colorEnabled, paint} from './color.js';
+import {colorEnabled, warningText} from './color.js';
 
 /**
  * Writes all of `text` to standard output synchronously, without creating `process.stdout`. On a
@@ -65,5 +65,5 @@ function fdColorEnabled(fd: 1 | 2, env: NodeJS.ProcessEnv): boolean {
 
 /** warningLine (./color.ts) written to standard error without building `process.stderr` where it is no terminal. */
 export function writeWarning(message: string): void {
-  writeStderr(`cudaenv: ${paint('warning:', 'yellow', stderrColorEnabled())} ${message}\n`);
+  writeStderr(warningText(message, stderrColorEnabled()));
 }
