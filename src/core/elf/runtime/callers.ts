@@ -1,7 +1,8 @@
+import {basename} from 'node:path';
 import type {ElfInfo} from '../read/elf/types.js';
 import {readDlopenNotes, type DlopenNote, type DlopenPriority} from '../read/elf/dlopen-notes.js';
-import {codeContains, constantLibraryStrings, constantStrings} from '../read/elf/rodata-strings.js';
-import {DLOPEN_WRAPPERS, FACT_MARKERS, isCudaStackName, listsDirectories, ncclNetPluginNames, ncclNetPluginRole, PLUGIN_DIRECTORIES, PLUGIN_MARKERS, roleOf,
+import {codeContains, constantLibraryStrings, constantMarkers, constantStrings} from '../read/elf/rodata-strings.js';
+import {DLOPEN_WRAPPERS, FACT_MARKERS, isCudaStackName, listsDirectories, ncclNetPluginNames, ncclNetPluginRole, PLUGIN_DIRECTORIES, roleOf,
   type PluginDirectoryFact, type RuntimeEnv, type RuntimeLoadRole} from './families.js';
 
 /**
@@ -41,8 +42,6 @@ interface FileReading {
   plugins: Array<{fact: PluginDirectoryFact; strings: string[]}>;
 }
 
-const MARKERS = [...FACT_MARKERS, ...PLUGIN_MARKERS];
-
 /** Per file identity (the cache key of every reader here): what its file declares and names, read once. */
 const readings = new Map<string, FileReading>();
 
@@ -64,9 +63,19 @@ export function importsDlopen(info: ElfInfo): boolean {
   return known;
 }
 
-function reading(info: ElfInfo, hostPath: string, inode: string): FileReading {
+function reading(info: ElfInfo, hostPath: string, inode: string, callerName: string): FileReading {
   let r = readings.get(inode);
   if (r) return r;
+  // The NVIDIA driver's own libraries (libcuda.so.1, libnvidia-*) name what the driver may load for
+  // itself (EGL and GLX interop, Tegra's libnvrm_*, the debugger, OpenSSL for confidential computing):
+  // the driver's installation brings those, and a CUDA program's check is not theirs to judge; listing
+  // them put twenty warnings on a healthy PyTorch (a check of the Debian torch image, 2026-12-06).
+  // Nor are they plugin loaders of PLUGIN_DIRECTORIES: their tens of MB of constant data are not read.
+  if (isDriverLibrary(info.soname ?? callerName)) {
+    r = {notes: [], names: [], markers: [], plugins: []};
+    readings.set(inode, r);
+    return r;
+  }
   let notes: DlopenNote[] = [];
   try {
     notes = readDlopenNotes(hostPath);
@@ -77,9 +86,12 @@ function reading(info: ElfInfo, hostPath: string, inode: string): FileReading {
   let markers: string[] = [];
   if (notes.length === 0) {
     try {
-      // The plugin-directory markers matter only to an object that lists directories (pluginFacts):
-      // each marker is one more pass over the constant strings of every caller.
-      ({names, markers} = constantLibraryStrings(hostPath, listsAnyDirectory(info) ? MARKERS : FACT_MARKERS));
+      // Each marker costs one more memchr-speed look at every piece of the constant data (libLLVM's
+      // is 67 MB), so the plugin directories' are looked for only in objects that list directories,
+      // and of each fact only its first marker here: pluginFacts looks for the others only where
+      // that one is (a first check of 473 libraries spent a fifth of its time on markers).
+      const firstPluginMarkers = listsAnyDirectory(info) ? PLUGIN_DIRECTORIES.map((f) => f.carries[0]!) : [];
+      ({names, markers} = constantLibraryStrings(hostPath, [...FACT_MARKERS, ...firstPluginMarkers]));
     } catch {
       // A file the loader mapped but whose strings cannot be read: nothing known to be loaded.
     }
@@ -98,13 +110,8 @@ const PRIORITY_OF: Record<RuntimeLoadRole['impact'], DlopenPriority> = {library:
  */
 export function callerLoads(info: ElfInfo, hostPath: string, inode: string, callerName: string, cudaMajor: string | null, env: RuntimeEnv = {}): CallerLoad[] {
   if (!importsDlopen(info)) return [];
-  const {notes, names, markers} = reading(info, hostPath, inode);
+  const {notes, names, markers} = reading(info, hostPath, inode, callerName);
   if (notes.length > 0) return notes.map((n) => declared(n));
-  // The NVIDIA driver's own libraries (libcuda.so.1, libnvidia-*) name what the driver may load for
-  // itself (EGL and GLX interop, Tegra's libnvrm_*, the debugger, OpenSSL for confidential computing):
-  // the driver's installation brings those, and a CUDA program's check is not theirs to judge; listing
-  // them put twenty warnings on a healthy PyTorch (a check of the Debian torch image, 2026-12-06).
-  if (isDriverLibrary(info.soname ?? callerName)) return [];
   if (!names.some(isCudaStackName)) return [];
   const own = new Set([info.soname, ...info.needed]);
   const loads: CallerLoad[] = [];
@@ -161,7 +168,7 @@ export function cudaMajorOf(info: ElfInfo, loadedSonames: Array<string | null>):
  */
 export function pluginCallers(info: ElfInfo, hostPath: string, inode: string): Array<{fact: PluginDirectoryFact; strings: string[]}> {
   if (!importsDlopen(info)) return [];
-  return reading(info, hostPath, inode).plugins;
+  return reading(info, hostPath, inode, info.soname ?? basename(hostPath)).plugins;
 }
 
 const directoryListers = new WeakMap<ElfInfo, boolean>();
@@ -177,8 +184,10 @@ function pluginFacts(info: ElfInfo, hostPath: string, markers: readonly string[]
   if (!importsDlopen(info) || !listsAnyDirectory(info)) return [];
   const out: Array<{fact: PluginDirectoryFact; strings: string[]}> = [];
   for (const fact of PLUGIN_DIRECTORIES) {
-    if (!fact.carries.every((m) => markers.includes(m))) continue;
+    if (!markers.includes(fact.carries[0]!)) continue;
     try {
+      const rest = fact.carries.slice(1);
+      if (constantMarkers(hostPath, rest).length < rest.length) continue;
       const prefixThere = fact.prefixIn === 'code'
         ? codeContains(hostPath, Buffer.from(fact.prefix, 'latin1'))
         : constantStrings(hostPath, new RegExp(fact.prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).length > 0;

@@ -305,6 +305,7 @@ export function ncclNetPluginRole(env: RuntimeEnv): RuntimeLoadRole {
 export interface PluginDirectoryFact {
   /** What the caller is, in words. */
   what: string;
+  /** The strings it carries, the rarest first: only objects that carry the first are searched for the others. */
   carries: readonly string[];
   prefix: string;
   suffix: string;
@@ -391,8 +392,6 @@ export const PLUGIN_DIRECTORIES: readonly PluginDirectoryFact[] = [
   },
 ];
 
-/** The distinctive strings of PLUGIN_DIRECTORIES, looked for with FACT_MARKERS. */
-export const PLUGIN_MARKERS: readonly string[] = PLUGIN_DIRECTORIES.flatMap((f) => f.carries);
 
 /** An import that lists a directory: opendir and its kin, std::filesystem's directory iterators. */
 export function listsDirectories(name: string): boolean {

@@ -80,6 +80,31 @@ export class ElfFile {
     return this.readDirect(off, len);
   }
 
+  /**
+   * `len` bytes at `off` into `into` (from its start), for scans that look at a range once and
+   * keep nothing: no new memory per piece (a fresh 4 MB buffer per piece cost page faults, 8x the
+   * read itself, on libLLVM's 35 MB of .rodata). The bytes are valid until the next scan into
+   * the same buffer.
+   */
+  scan(off: number, len: number, into: Buffer, what: string): Buffer {
+    this.check(off, len, what);
+    if (len > into.length) throw new RangeError(`scan of ${len} bytes into a buffer of ${into.length}`);
+    let done = 0;
+    try {
+      while (done < len) {
+        const bytesRead = readSync(this.fd, into, done, len - done, off + done);
+        if (bytesRead === 0) break;
+        done += bytesRead;
+      }
+    } catch (error) {
+      throw ioError(this.path, error);
+    }
+    stats.reads++;
+    stats.bytes += done;
+    if (done < len) throw new ElfError(this.path, 'truncated', `could read only ${done} of ${len} bytes at offset ${off}`);
+    return into.subarray(0, len);
+  }
+
   /** Throws unless [off, off+len) lies inside the file. */
   check(off: number, len: number, what: string): void {
     if (!Number.isSafeInteger(off) || !Number.isSafeInteger(len) || off < 0 || len < 0) {

@@ -55,7 +55,7 @@ export function constantStrings(path: string, pattern: RegExp): string[] {
         const from = Math.max(start, off - overlap);
         const len = Math.min(start + size, off + CHUNK) - from;
         // A leading NUL so that a string at the very start of the range matches too.
-        const text = '\0' + file.read(from, len, 'constant strings').toString('latin1');
+        const text = '\0' + file.scan(from, len, scanBuffer(), 'constant strings').toString('latin1');
         for (const m of text.matchAll(whole)) found.add(m[0]);
       }
     }
@@ -87,6 +87,33 @@ export function libraryNameStrings(path: string): string[] {
   return constantLibraryStrings(path, []).names;
 }
 
+/** The scans' one piece buffer: a piece and its margins (constantStrings' 4 KB overlap the widest), reused (ElfFile.scan). */
+let scratch: Buffer | null = null;
+function scanBuffer(): Buffer {
+  scratch ??= Buffer.allocUnsafeSlow(CHUNK + 8192);
+  return scratch;
+}
+
+/**
+ * The pieces of `ranges` (at most `limit` bytes in all), each with `margin` bytes of its neighbours
+ * on both sides so that a string of at most `margin` bytes lies whole in one piece: `fn` gets the
+ * piece, where its own part starts and ends in it, and its file offset. `fn` returning true stops.
+ */
+function eachPiece(file: ElfFile, ranges: Array<[number, number]>, limit: number, margin: number, fn: (buf: Buffer, coreStart: number, coreEnd: number, from: number, start: number, end: number) => boolean | void): void {
+  let budget = limit;
+  for (const [start, whole] of ranges) {
+    const size = Math.min(whole, budget);
+    budget -= size;
+    for (let off = start; off < start + size; off += CHUNK) {
+      const from = Math.max(start, off - margin);
+      const to = Math.min(start + size, off + CHUNK + margin);
+      const buf = file.scan(from, to - from, scanBuffer(), 'constant strings');
+      if (fn(buf, off - from, Math.min(start + size, off + CHUNK) - from, from, start, start + size) === true) return;
+    }
+    if (budget <= 0) break;
+  }
+}
+
 /**
  * libraryNameStrings, and which of `markers` (byte strings of at most 255 bytes: a distinctive
  * message a library carries) occur anywhere in the same ranges, in the same single pass.
@@ -99,33 +126,22 @@ export function constantLibraryStrings(path: string, markers: readonly string[])
   const needle = Buffer.from('.so', 'latin1');
   try {
     const h = parseHeader(file);
-    let budget = LIBRARY_NAMES_SCAN_LIMIT;
-    for (const [start, whole] of constantRanges(file, h)) {
-      const size = Math.min(whole, budget);
-      budget -= size;
-      for (let off = start; off < start + size; off += CHUNK) {
-        // NAME_MAX bytes of margin each side, so a name across two pieces is whole in one.
-        const from = Math.max(start, off - NAME_MAX);
-        const to = Math.min(start + size, off + CHUNK + NAME_MAX);
-        const buf = file.read(from, to - from, 'constant strings');
-        const coreEnd = Math.min(start + size, off + CHUNK) - from;
-        for (const m of wanted) {
-          if (!seenMarkers.has(m.text) && buf.indexOf(m.bytes) >= 0) seenMarkers.add(m.text);
-        }
-        for (let at = buf.indexOf(needle, off - from); at >= 0 && at < coreEnd; at = buf.indexOf(needle, at + 1)) {
-          const s = buf.lastIndexOf(0, at) + 1;
-          const e = buf.indexOf(0, at);
-          // Cut by the margin (no NUL within reach): not a name this short.
-          if ((s === 0 && from > start) || (e < 0 && to < start + size)) continue;
-          const end = e < 0 ? buf.length : e;
-          if (end - s > NAME_MAX || at - s < 4) continue;
-          const text = buf.toString('latin1', s, end);
-          if (LIBRARY_NAME.test(text)) found.add(text);
-          at = end;
-        }
+    eachPiece(file, constantRanges(file, h), LIBRARY_NAMES_SCAN_LIMIT, NAME_MAX, (buf, coreStart, coreEnd, from, start, end) => {
+      for (const m of wanted) {
+        if (!seenMarkers.has(m.text) && buf.indexOf(m.bytes) >= 0) seenMarkers.add(m.text);
       }
-      if (budget <= 0) break;
-    }
+      for (let at = buf.indexOf(needle, coreStart); at >= 0 && at < coreEnd; at = buf.indexOf(needle, at + 1)) {
+        const s = buf.lastIndexOf(0, at) + 1;
+        const e = buf.indexOf(0, at);
+        // Cut by the margin (no NUL within reach): not a name this short.
+        if ((s === 0 && from > start) || (e < 0 && from + buf.length < end)) continue;
+        const stop = e < 0 ? buf.length : e;
+        if (stop - s > NAME_MAX || at - s < 4) continue;
+        const text = buf.toString('latin1', s, stop);
+        if (LIBRARY_NAME.test(text)) found.add(text);
+        at = stop;
+      }
+    });
   } catch (error) {
     if (error instanceof ElfError) throw error;
     throw new ElfError(path, 'io', `cannot read its constant strings: ${(error as Error).message}`);
@@ -133,6 +149,33 @@ export function constantLibraryStrings(path: string, markers: readonly string[])
     file.close();
   }
   return {names: [...found], markers: markers.filter((m) => seenMarkers.has(m))};
+}
+
+/**
+ * Which of `markers` (byte strings of at most 255 bytes) occur in an object's constant data (the
+ * ranges of constantStrings, at most LIBRARY_NAMES_SCAN_LIMIT bytes), one pass, stopping once all
+ * are seen. For markers only some callers need: each marker is one more memchr-speed pass.
+ */
+export function constantMarkers(path: string, markers: readonly string[]): string[] {
+  if (markers.length === 0) return [];
+  const wanted = markers.map((m) => ({text: m, bytes: Buffer.from(m, 'latin1')}));
+  const seen = new Set<string>();
+  const file = ElfFile.open(path);
+  try {
+    const h = parseHeader(file);
+    eachPiece(file, constantRanges(file, h), LIBRARY_NAMES_SCAN_LIMIT, NAME_MAX, (buf) => {
+      for (const m of wanted) {
+        if (!seen.has(m.text) && buf.indexOf(m.bytes) >= 0) seen.add(m.text);
+      }
+      return seen.size === wanted.length;
+    });
+  } catch (error) {
+    if (error instanceof ElfError) throw error;
+    throw new ElfError(path, 'io', `cannot read its constant strings: ${(error as Error).message}`);
+  } finally {
+    file.close();
+  }
+  return markers.filter((m) => seen.has(m));
 }
 
 /** At most this much code is scanned by codeContains (ggml's registry has 21 KB). */
@@ -155,7 +198,7 @@ export function codeContains(path: string, bytes: Buffer): boolean {
       for (let off = ph.offset; off < ph.offset + size; off += CHUNK) {
         const from = Math.max(ph.offset, off - bytes.length);
         const len = Math.min(ph.offset + size, off + CHUNK) - from;
-        if (file.read(from, len, 'code').indexOf(bytes) >= 0) return true;
+        if (file.scan(from, len, scanBuffer(), 'code').indexOf(bytes) >= 0) return true;
       }
       if (budget <= 0) break;
     }
