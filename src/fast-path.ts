@@ -182,7 +182,7 @@ export function checkExeArg(args: string[]): {value: string; rest: string[]} | u
 /** `cudaenv check [PATH...] [--gpu VALUE...] [--exe PROGRAM]`, as src/commands/check.ts runs it without other flags, errors rendered as src/cli/base.ts does. */
 export async function runPlainCheck(paths: string[], cache = true, gpus?: string[], exe?: string): Promise<void> {
   try {
-    const [{runCheckCli}, {chooseCheckTargets}] = await Promise.all([import('./core/elf/index.js'), import('./cli/check-targets.js')]);
+    const [{runCheckCli}, {chooseCheckTargets}] = await Promise.all([import('./core/elf/api.js'), import('./cli/check-targets.js')]);
     const store = await layeredPaths(writeWarning);
     const choice = await chooseCheckTargets(store, {paths, exe, cache});
     for (const w of choice.warnings) writeWarning(w);

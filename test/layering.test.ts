@@ -149,6 +149,46 @@ describe('the import arrows of src/', () => {
     expect(past).toEqual([]);
   });
 
+  test('the light entry (elf/api.ts) loads, before any file must be checked, nothing of the later stages', () => {
+    // Issue 42: a check the verdict cache answers is mostly Node's start; the search, bind, run-time,
+    // GPU and explain stages are loaded (dynamic import) only for a file it must check
+    // (check-one.ts), or asked about (--gpu, --tree). Static value imports only: `import type`
+    // loads nothing, and an import() runs when it is reached.
+    const staticImports = (file: string): string[] => {
+      const source = ts.createSourceFile(file, readFileSync(join(src, file), 'utf8'), ts.ScriptTarget.Latest);
+      const out: string[] = [];
+      for (const node of source.statements) {
+        const spec = (ts.isImportDeclaration(node) && !node.importClause?.isTypeOnly) || (ts.isExportDeclaration(node) && !node.isTypeOnly)
+          ? node.moduleSpecifier : undefined;
+        if (!spec || !ts.isStringLiteral(spec) || !spec.text.startsWith('.')) continue;
+        // `import {type A, type B} from` loads nothing either.
+        const clause = ts.isImportDeclaration(node) ? node.importClause : undefined;
+        const bindings = clause?.namedBindings;
+        if (bindings && ts.isNamedImports(bindings) && !clause?.name && bindings.elements.length > 0 && bindings.elements.every((e) => e.isTypeOnly)) continue;
+        out.push(normalize(join(dirname(file), spec.text)).replace(/\.js$/, '.ts'));
+      }
+      return out;
+    };
+    const loaded = new Set<string>();
+    const todo = [`${ELF}/api.ts`];
+    while (todo.length > 0) {
+      const file = todo.pop()!;
+      if (loaded.has(file)) continue;
+      loaded.add(file);
+      todo.push(...staticImports(file));
+    }
+    const later = ['search', 'bind', 'runtime', 'gpu', 'explain'];
+    // What a cached check still needs of those folders: listing the targets, LD_LIBRARY_PATH's entries,
+    // the run-time variables of the cache key, the interpreter's shape, and the report's text.
+    const light = new Set(['search/list-targets.ts', 'search/search-path.ts', 'search/dynamic-program.ts', 'runtime/runtime-env.ts',
+      'explain/format-report.ts', 'explain/format-gpu.ts', 'explain/found-elsewhere.ts'].map((f) => `${ELF}/${f}`));
+    const heavy = [...loaded].filter((f) => f.startsWith(`${ELF}/`) && later.includes(f.slice(ELF.length + 1).split('/')[0]!) && !light.has(f));
+    expect(heavy).toEqual([]);
+    // And the model is reached at all: check-files.ts imports check-one.ts when a file must be checked.
+    expect(graph.get(`${ELF}/check-files.ts`)).toContain(`${ELF}/check-one.ts`);
+    expect(loaded.has(`${ELF}/check-one.ts`)).toBe(false);
+  });
+
   test('elf/ keeps at most eight files of its own, and each stage folder says what it takes and gives', () => {
     const elf = join(src, ELF);
     const own = readdirSync(elf, {withFileTypes: true}).filter((e) => e.isFile());

@@ -39,7 +39,7 @@ export interface CheckRequest {
  */
 async function resolveExe(exe: string | undefined, env: NodeJS.ProcessEnv, warnings: string[]): Promise<string | undefined> {
   if (exe === undefined || env.CUDAENV_SYSROOT || !/^python[0-9.]*$/.test(basename(exe))) return exe;
-  const [{dynamicProgram}, {inspectPython}] = await Promise.all([import('../core/elf/index.js'), import('../core/system/python-env.js')]);
+  const [{dynamicProgram}, {inspectPython}] = await Promise.all([import('../core/elf/api.js'), import('../core/system/python-env.js')]);
   if (dynamicProgram(exe) !== null || !startsWith(exe, '#!')) return exe;
   const real = inspectPython({env, python: exe}).executable;
   if (!real || dynamicProgram(real) === null) return exe;
@@ -95,7 +95,7 @@ export async function chooseCheckTargets(store: StorePaths, req: CheckRequest, e
   let python: {targets: string[]; exe?: string} | undefined;
   if (req.paths.length === 0) {
     const [{pythonCudaLibDirs, wheelInterpreter}, {inspectPythonCached}, {dynamicProgram}] = await Promise.all([
-      import('../core/system/python-env.js'), import('../core/system/python-env-cache.js'), import('../core/elf/index.js'),
+      import('../core/system/python-env.js'), import('../core/system/python-env-cache.js'), import('../core/elf/api.js'),
     ]);
     // Kept under the interpreter's identity: a check of an unchanged machine starts no python3 (issue 42).
     const py = inspectPythonCached({env, cacheDir: req.cache ? store.checkCache : undefined});

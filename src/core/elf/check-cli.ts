@@ -9,7 +9,6 @@ import {UsageError} from '../errors.js';
 import type {CheckReport} from './report-types.js';
 import {formatProblems, formatSkipped, formatTree} from './explain/format-report.js';
 import {checkWithWheels, firstProblemLine} from './check.js';
-import {checkGpuCode, gpuCodeForTree, gpuSummaryLine} from './gpu/check-gpu.js';
 import {formatGpu} from './explain/format-gpu.js';
 
 export interface CheckCliInput {
@@ -69,14 +68,16 @@ export async function runCheckCli(input: CheckCliInput): Promise<CheckCliResult>
   const report = input.json ? withEdgeKinds(checked) : checked;
   const all = [...input.targets, ...(input.python?.targets ?? [])];
   const warnings = report.checked.length === 0 ? [`no ELF shared objects in ${all.join(', ')}`] : [];
-  if (input.gpus?.length) checkGpuCode(report, input.gpus, input.cacheDir, warnings);
+  // The device-code readers only where GPU code is asked about (--gpu, --tree).
+  const gpu = input.gpus?.length || (input.tree && !input.json) ? await import('./gpu/check-gpu.js') : null;
+  if (input.gpus?.length) gpu!.checkGpuCode(report, input.gpus, input.cacheDir, warnings);
   let text: string | null = null;
   if (!input.json) {
     const out: string[] = input.heading ? [input.heading] : [];
-    if (input.tree) out.push(...formatTree(report, gpuCodeForTree(report, input.cacheDir)), '');
+    if (input.tree) out.push(...formatTree(report, gpu!.gpuCodeForTree(report, input.cacheDir)), '');
     out.push(...formatSkipped(report), ...formatProblems(report, {strict: input.strict}));
     if (report.gpu) out.push(...formatGpu(report.gpu));
-    out.push(gpuSummaryLine(report) ?? firstProblemLine(report, {strict: input.strict}));
+    out.push(gpu?.gpuSummaryLine(report) ?? firstProblemLine(report, {strict: input.strict}));
     text = out.join('\n');
   }
   return {report, exitCode: report.ok ? 0 : 1, warnings, text};

@@ -9,7 +9,7 @@ import {existsSync, statSync} from 'node:fs';
 import {realpathIn} from './read/machine/sysroot.js';
 import {isFailing, type CheckedObject, type CheckOptions, type CheckReport, type Problem} from './report-types.js';
 import {checkFiles, type FileResult} from './check-files.js';
-import {listTargets} from './search/check-targets.js';
+import {listTargets} from './search/list-targets.js';
 
 /**
  * The loader's stages, in the order a real run meets them: mapping the dependencies, checking their

@@ -8,9 +8,7 @@
  * How a check flows through the stages (read, search, bind, explain; caches beside): README.md.
  */
 export * from './api.js';
-export {checkLibraries, checkWithWheels, firstProblemLine, loaderVariables} from './check.js';
-export {parsePageSize, runCheckCli, type CheckCliInput, type CheckCliResult} from './check-cli.js';
-export {dynamicProgram, elfSharedObjectsIn} from './search/check-targets.js';
+export {elfSharedObjectsIn} from './search/check-targets.js';
 export {describeObject} from './explain/explain-finding.js';
 export {gpuCoverage, machineGpuLine} from './gpu/check-gpu.js';
 export {parseNvidiaSmi, type MachineGpus} from './gpu/gpu-targets.js';

@@ -25,10 +25,7 @@ export function fileKey(path: string, st: Stats): string {
   return `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
 }
 
-/** The file's identity for ld.so's "already loaded" check (st_dev, st_ino). */
-export function inodeKey(st: Stats): string {
-  return `${st.dev}:${st.ino}`;
-}
+export {inodeKey} from './inputs.js';
 
 /** A failed read throws and is not cached: the next run may find the file repaired. */
 function remember<T>(map: Map<string, T>, key: string, make: () => T): T {

@@ -27,6 +27,11 @@ export function identity(st: Stats): string {
   return `${st.dev}:${st.ino}:${st.size}:${st.mode}:${st.mtimeMs}:${st.ctimeMs}`;
 }
 
+/** The file's identity for ld.so's "already loaded" check (st_dev, st_ino). */
+export function inodeKey(st: Stats): string {
+  return `${st.dev}:${st.ino}`;
+}
+
 export function inputKey(kind: InputKind, path: string): string {
   return `${kind}\0${path}`;
 }

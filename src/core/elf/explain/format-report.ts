@@ -1,5 +1,5 @@
 import {isFailing, type CheckReport, type CheckedObject, type Problem} from '../report-types.js';
-import {EMPTY} from '../search/check-targets.js';
+import {EMPTY} from '../search/list-targets.js';
 
 /**
  * Text renderings of a CheckReport for `cudaenv check`: the problems with their explanations,

@@ -11,6 +11,7 @@
  * with CUDA 12.4.1 (bench/fetch-torch.sh), run in a chroot without a GPU with an LD_PRELOAD spy
  * logging every dlopen and its caller (test/core/elf/runtime/callers.test.ts builds the spy).
  */
+import {RUNTIME_ENV_VARIABLES, type RuntimeEnv} from './runtime-env.js';
 export interface RuntimeLoadRole {
   /** What is loaded, in words: "the NVIDIA driver (libcuda)". */
   what: string;
@@ -249,22 +250,7 @@ export function roleOf(name: string, caller: string, markers: readonly string[] 
   return defaultRole(name, caller);
 }
 
-/**
- * The environment variables that change what a caller loads at run time, read from the environment
- * the check is given (CheckOptions.runtimeEnv; by default the check's own).
- */
-export const RUNTIME_ENV_VARIABLES = ['NCCL_NET_PLUGIN', 'GGML_BACKEND_PATH', 'HWLOC_PLUGINS_PATH'] as const;
-export type RuntimeEnv = Readonly<Partial<Record<(typeof RUNTIME_ENV_VARIABLES)[number], string>>>;
-
-/** The variables of RUNTIME_ENV_VARIABLES that `env` sets (to anything, "" included). */
-export function runtimeEnvOf(env: NodeJS.ProcessEnv): RuntimeEnv {
-  const out: Partial<Record<(typeof RUNTIME_ENV_VARIABLES)[number], string>> = {};
-  for (const name of RUNTIME_ENV_VARIABLES) {
-    const value = env[name];
-    if (value !== undefined) out[name] = value;
-  }
-  return out;
-}
+export {RUNTIME_ENV_VARIABLES, runtimeEnvOf, type RuntimeEnv} from './runtime-env.js';
 
 /**
  * NCCL's network plugin (2.22.3, Debian's libnccl2; its src/plugin/net.cc): with NCCL_NET_PLUGIN

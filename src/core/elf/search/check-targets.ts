@@ -1,13 +1,14 @@
 import type {Stats} from 'node:fs';
-import {closeSync, constants, openSync, readdirSync, readSync, realpathSync, statSync} from 'node:fs';
-import {join} from 'node:path';
-import {kernelPath} from '../read/machine/kernel-path.js';
-import {isErrno, UsageError} from '../../errors.js';
-import {cachedElfSync, cachedProgramShapeSync, inodeKey} from '../cache/file-cache.js';
+import {closeSync, constants, openSync, readSync, statSync} from 'node:fs';
+import {UsageError} from '../../errors.js';
+import {cachedElfSync} from '../cache/file-cache.js';
 import {ElfError} from '../read/elf/index.js';
-import {isInside, normalRoot, realpathIn} from '../read/machine/sysroot.js';
 import {DF_1_PIE} from './loader-process.js';
 import type {ElfInfo} from '../read/elf/types.js';
+import {DAMAGED, DEBUG_INFO, EMPTY, listTargets, type ListedFile} from './list-targets.js';
+
+export {DAMAGED, DEBUG_INFO, EMPTY, listTargets, type ListedFile} from './list-targets.js';
+export {dynamicProgram} from './dynamic-program.js';
 
 /**
  * Which files a check covers: named shared objects, and every ELF shared object in named
@@ -51,16 +52,6 @@ export function describeNonElf(path: string): string {
   return 'not an ELF file';
 }
 
-/** The start of the skip reason of a file that starts like ELF but cannot be read as one. */
-export const DAMAGED = 'a damaged ELF file: ';
-
-/** The skip reason of a separate debug file (what /usr/lib/debug/.build-id holds). */
-export const DEBUG_INFO = 'a separate debug-info file (objcopy --only-keep-debug): it holds what a debugger reads, ' +
-  'no code or tables, and the loader refuses it ("object file has no dynamic section")';
-
-/** The skip reason of a 0-byte file. */
-export const EMPTY = 'an empty file (0 bytes), not a shared object';
-
 /** Classifies one file: a checkable ELF shared object, or the reason to skip it. */
 function classify(path: string, st: Stats, explicit = false, file = path): TargetFile | {skip: string} {
   // Nothing to call damaged: an empty file (an interrupted copy, a placeholder) is no ELF file at all.
@@ -89,78 +80,6 @@ function classify(path: string, st: Stats, explicit = false, file = path): Targe
 export async function elfSharedObjectsIn(dir: string, options: {recursive?: boolean} = {}): Promise<string[]> {
   const t = await expandTargets([dir], {recursive: options.recursive});
   return t.files.map((f) => f.path);
-}
-
-/** A file a check covers, before it is read: named on the command line, or found in a directory. */
-export interface ListedFile {
-  path: string;
-  explicit: boolean;
-  /** The host path to read, when it differs (inside a sysroot, the image's links followed in the image). */
-  file?: string;
-}
-
-/**
- * The files behind the targets, in order, each file once (link chains such as libfoo.so ->
- * libfoo.so.1 -> libfoo.so.1.2 name one file). Only stats: nothing is read yet.
- */
-export function listTargets(targets: string[], options: {recursive?: boolean; cwd?: string; sysroot?: string} = {}): ListedFile[] {
-  const cwd = options.cwd ?? process.cwd();
-  const root = normalRoot(options.sysroot);
-  // Inside the sysroot a link resolves in the image; a target there may be such a link.
-  const host = (path: string): string => (isInside(root, path) ? realpathIn(root, path) ?? `${path}\0missing` : path);
-  const statHost = (path: string): Stats => statSync(host(path));
-  const out: ListedFile[] = [];
-  const seenFiles = new Set<string>();
-  const seenDirs = new Set<string>();
-
-  const visitDir = (dir: string, depth: number): void => {
-    // Synchronous listing and stats: a thousand small syscalls cost less than a thousand promises.
-    const dst = statHost(dir);
-    if (seenDirs.has(inodeKey(dst))) return;
-    seenDirs.add(inodeKey(dst));
-    const subdirs: string[] = [];
-    for (const name of readdirSync(host(dir)).sort()) {
-      const path = join(dir, name);
-      let st: Stats;
-      try {
-        st = statHost(path);
-      } catch {
-        continue; // a dangling link or a file removed meanwhile
-      }
-      if (st.isDirectory()) {
-        if (options.recursive && depth < 32) subdirs.push(path);
-        continue;
-      }
-      if (!st.isFile() || seenFiles.has(inodeKey(st))) continue;
-      seenFiles.add(inodeKey(st));
-      out.push(host(path) === path ? {path, explicit: false} : {path, explicit: false, file: host(path)});
-    }
-    for (const sub of subdirs) visitDir(sub, depth + 1);
-  };
-
-  for (const target of targets) {
-    const path = kernelPath(target, cwd);
-    let st: Stats;
-    try {
-      st = statHost(path);
-    } catch (error) {
-      const code = isErrno(error) ? error.code : undefined;
-      const why = code === 'ELOOP' ? 'too many levels of symbolic links (a link that leads back to itself)'
-        : code === 'EACCES' ? 'permission denied (a directory on the way cannot be searched)'
-        : code === 'ENOTDIR' ? 'a component of the path is not a directory'
-        : code === 'ENOENT' || code === undefined ? 'no such file or directory'
-        : `cannot be read (${code})`;
-      throw new UsageError(`${target}: ${why}`, code === 'ELOOP' ? 'Fix the link, or give the file it should lead to.' : 'Give shared objects or directories that hold them.');
-    }
-    if (st.isDirectory()) {
-      visitDir(path, 0);
-      continue;
-    }
-    if (seenFiles.has(inodeKey(st))) continue;
-    seenFiles.add(inodeKey(st));
-    out.push(host(path) === path ? {path, explicit: true} : {path, explicit: true, file: host(path)});
-  }
-  return out;
 }
 
 /** Reads one listed file: the target, or why it is skipped. An explicit file that is not ELF is a usage error. */
@@ -199,27 +118,4 @@ export async function expandTargets(targets: string[], options: {recursive?: boo
     else files.push(r);
   }
   return {files, skipped};
-}
-
-/**
- * The file `path` leads to when it is a dynamically linked program (an ELF executable or PIE with
- * an interpreter), the kind `--exe` models a process of; null for anything else (a wrapper
- * script such as a pyenv shim, a static binary, a library, nothing there).
- */
-export function dynamicProgram(path: string): string | null {
-  let real: string;
-  let st: Stats;
-  try {
-    real = realpathSync.native(path);
-    st = statSync(real);
-  } catch {
-    return null;
-  }
-  if (!st.isFile() || st.size === 0) return null;
-  try {
-    const info = cachedProgramShapeSync(real, st);
-    return (info.type === ET_EXEC || info.type === ET_DYN) && info.interp !== null && info.dynamic === 'yes' ? real : null;
-  } catch {
-    return null;
-  }
 }
