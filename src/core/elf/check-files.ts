@@ -114,7 +114,7 @@ export function makeContext(options: CheckOptions, cwd: string, recorder: InputR
  * explicitly that is not a library, an --exe that is no program) fails before any file is
  * checked; a file answered from the cache was one, and is one still (its identity is unchanged).
  */
-export async function checkFiles(options: CheckOptions, files: IndexedFile[]): Promise<FileResult[]> {
+export async function checkFiles(options: CheckOptions, files: IndexedFile[], unchanged?: Map<string, string>): Promise<FileResult[]> {
   const cwd = options.cwd ?? process.cwd();
   const recorder = options.cacheDir ? new InputRecorder() : null;
   const ctx = makeContext(options, cwd, recorder);
@@ -159,6 +159,8 @@ export async function checkFiles(options: CheckOptions, files: IndexedFile[]): P
     if (cache && inputs) cache.store(name, inputs, recorder!.shared, result, file.explicit);
     own.push({index: file.index, ...result});
   }
+  // What the cache found unchanged, by (device, inode), for the report's one object per file.
+  if (cache && unchanged) for (const [path, id] of cache.unchangedFiles()) unchanged.set(path, id);
   cache?.save();
   // After the cache has what each file's own process gave: this depends on the other files checked.
   const results = noteFoundElsewhere(own, options.sysroot);

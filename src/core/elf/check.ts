@@ -31,8 +31,11 @@ export async function checkLibraries(options: CheckOptions): Promise<CheckReport
   // checkFiles before any file is checked, once the verdict cache has answered what it can.
   // Per-file results merged in listing order (checkFiles could as well run on shares of the list:
   // worker threads were measured, and re-reading shared dependencies in each cost more than they saved).
-  const results: FileResult[] = await checkFiles({...options, cwd}, listed.map((f, index) => ({...f, index})));
-  const report = mergeResults(results.sort((a, b) => a.index - b.index), options.strict ?? false, options.sysroot);
+  // The identities of the files the verdict cache found unchanged: the merge keys objects by them
+  // without a stat each (a cached check of the PyTorch environment stat'ed 96 files again).
+  const unchanged = new Map<string, string>();
+  const results: FileResult[] = await checkFiles({...options, cwd}, listed.map((f, index) => ({...f, index})), unchanged);
+  const report = mergeResults(results.sort((a, b) => a.index - b.index), options.strict ?? false, options.sysroot, options.sysroot ? undefined : unchanged);
   if (options.sysroot) for (const o of report.objects) withImageFile(o, options.sysroot);
   return report;
 }
@@ -54,18 +57,23 @@ export class FileNames {
   private readonly byName = new Map<string, string>();
   private readonly byId = new Map<string, string>();
 
-  /** `sysroot`: an image whose absolute links (/lib -> /usr/lib) lead nowhere on the host are followed in it. */
-  constructor(private readonly sysroot?: string) {}
+  /**
+   * `sysroot`: an image whose absolute links (/lib -> /usr/lib) lead nowhere on the host are followed in it.
+   * `known`: (device, inode) of paths already stat'ed in this check, as stat(2) follows links.
+   */
+  constructor(private readonly sysroot?: string, private readonly known?: ReadonlyMap<string, string>) {}
 
   canonical(path: string): string {
     let name = this.byName.get(path);
     if (name !== undefined) return name;
-    let id: string | null = null;
-    try {
-      const st = statSync(path, {throwIfNoEntry: false}) ?? (this.sysroot ? statSync(realpathIn(this.sysroot, path) ?? path) : undefined);
-      if (st) id = `${st.dev}:${st.ino}`;
-    } catch {
-      // a file gone since, or unreadable: by its name
+    let id: string | null = this.known?.get(path) ?? null;
+    if (id === null) {
+      try {
+        const st = statSync(path, {throwIfNoEntry: false}) ?? (this.sysroot ? statSync(realpathIn(this.sysroot, path) ?? path) : undefined);
+        if (st) id = `${st.dev}:${st.ino}`;
+      } catch {
+        // a file gone since, or unreadable: by its name
+      }
     }
     name = id === null ? path : this.byId.get(id) ?? path;
     if (id !== null && !this.byId.has(id)) this.byId.set(id, path);
@@ -90,8 +98,8 @@ export class FileNames {
 }
 
 /** One report from per-file results in listing order: objects and problems once each, the first occurrence kept. */
-function mergeResults(results: FileResult[], strict: boolean, sysroot?: string): CheckReport {
-  const names = new FileNames(sysroot);
+function mergeResults(results: FileResult[], strict: boolean, sysroot?: string, known?: ReadonlyMap<string, string>): CheckReport {
+  const names = new FileNames(sysroot, known);
   for (const r of results) if (r.checked) names.canonical(r.checked);
   const checked: string[] = [];
   const skipped: CheckReport['skipped'] = [];

@@ -122,6 +122,21 @@ export class VerdictCache {
     }
   }
 
+  /**
+   * The files this run found unchanged (a stat input that still reads the same), as (device, inode):
+   * what a report keys objects by (check.ts FileNames), known without a second stat.
+   */
+  unchangedFiles(): Map<string, string> {
+    const out = new Map<string, string>();
+    for (const [i, holds] of this.holds) {
+      const input = this.loaded?.inputs[i];
+      if (!holds || !Array.isArray(input) || input[0] !== 's' || input[2] === '-') continue;
+      const [dev, ino] = String(input[2]).split(':');
+      if (dev && ino) out.set(input[1], `${dev}:${ino}`);
+    }
+    return out;
+  }
+
   private holdsNow(i: number): boolean {
     let holds = this.holds.get(i);
     if (holds === undefined) {

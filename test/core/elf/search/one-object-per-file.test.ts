@@ -1,9 +1,10 @@
 import {afterAll, beforeAll, expect} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
-import {mkdirSync, realpathSync, symlinkSync} from 'node:fs';
+import {mkdirSync, realpathSync, symlinkSync, utimesSync} from 'node:fs';
 import {join} from 'node:path';
 import {checkLibraries} from '../../../../src/core/elf/index.js';
 import {formatProblems} from '../../../../src/core/elf/explain/format-report.js';
+import {readStats} from '../../../../src/core/elf/read/elf/file.js';
 import {makeTempDir, type TempDir} from '../../../helpers/tmp.js';
 import {testIf} from '../../../helpers/skip.js';
 import {buildLib, HAVE_GCC, HAVE_PYTHON} from '../fixtures.js';
@@ -54,4 +55,19 @@ t('named by usr/lib and reached through lib/: one object, under the name given, 
   expect(missing.map((p) => p.object)).toEqual([join(usrlib, 'libA.so.1')]);
   expect(bad.objects.filter((o) => o.path.endsWith('/libA.so.1'))).toHaveLength(1);
   expect(formatProblems(bad).filter((l) => l.startsWith('error: not found:'))).toHaveLength(1);
+});
+
+t('answered from the verdict cache, the same one object per file: the identities the cache found unchanged key them', async () => {
+  // Older than the cache's settling time, so that the first check is kept.
+  const past = new Date(Date.now() - 3_600_000);
+  for (const p of [join(usrlib, 'libgood.so.1'), join(usrlib, 'libuser.so.1'), usrlib, join(usrlib, '..'), join(usrlib, '..', '..')]) utimesSync(p, past, past);
+  const options = {targets: [join(usrlib, 'libgood.so.1'), join(usrlib, 'libuser.so.1')], ldLibraryPath: '', cacheDir: join(tmp.dir, 'cache')};
+  const first = await checkLibraries(options);
+  const before = readStats().bytes;
+  const cached = await checkLibraries(options);
+  // Nothing was read: every file was answered from the cache.
+  expect(readStats().bytes).toBe(before);
+  expect(cached).toEqual(first);
+  expect(cached.objects.map((o) => o.path).filter((p) => /lib(good|user)\.so\.1$/.test(p)).sort()).toEqual([join(usrlib, 'libgood.so.1'), join(usrlib, 'libuser.so.1')]);
+  expect(cached.objects.find((o) => o.path === join(usrlib, 'libuser.so.1'))!.needed.find((e) => e.name === 'libgood.so.1')!.path).toBe(join(usrlib, 'libgood.so.1'));
 });
