@@ -162,16 +162,22 @@ export const CALLER_FACTS: readonly CallerFacts[] = [
     ],
   },
   {
-    // NCCL 2.22.3 (Debian's libnccl2, trixie), from its sources (src/misc/{cudawrap,nvmlwrap,ibvwrap,
-    // gdrwrap}.cc, src/plugin/net.cc); not a real run: NCCL loads them at the first communicator,
-    // which needs a GPU. The network plugin's name is a template ("libnccl-net-%s.so": %s is
-    // NCCL_NET_PLUGIN), reported as a declared-shape load and never searched.
+    // NCCL 2.22.3 (Debian's libnccl2, trixie; the CUDA runtime linked in statically), from its sources
+    // (src/misc/{cudawrap,nvmlwrap,ibvwrap,gdrwrap}.cc, src/plugin/net.cc) and, up to its first CUDA
+    // call, a real run without a GPU (test/core/elf/runtime/corpus.test.ts, in a trixie root under the
+    // dlopen spy): ncclGetUniqueId runs ncclInit, which dlopens "libgdrapi.so" only with
+    // NCCL_GDRCOPY_ENABLE=1 and goes on without it; ncclCommInitAll dlopens "libcuda.so.1" (its cudart)
+    // and fails at that first call (1, "unhandled cuda error": the driver's without the NVIDIA kernel
+    // module, the stub, or none). NVML, verbs and the plugins come later in a communicator's
+    // initialization, which needs a GPU: those stay from its sources. The network plugin's name is a
+    // template ("libnccl-net-%s.so": %s is NCCL_NET_PLUGIN), reported as a declared-shape load and
+    // never searched.
     stem: /^libnccl$/,
     facts: [
       {name: /^libcuda\.so\.1$/, role: () => ({...DRIVER, when: 'at the first communicator (ncclCommInitRank)'})},
       {name: /^libnvidia-ml\.so\.1$/, role: () => ({what: 'NVML, the driver\'s management library', when: 'at the first communicator (ncclCommInitRank): "Failed to open libnvidia-ml.so.1" and the communicator fails', impact: 'library'})},
       {name: /^libibverbs\.so(?:\.1)?$/, role: () => ({what: 'InfiniBand verbs (rdma-core)', when: 'at the first communicator (ncclCommInitRank): "Failed to open libibverbs.so[.1]" and NCCL uses sockets', impact: 'optional', feature: 'the InfiniBand/RoCE transport (NCCL falls back to TCP sockets)'})},
-      {name: /^libgdrapi\.so$/, role: () => ({what: 'GDRCopy', when: 'at the first communicator, only with NCCL_GDRCOPY_ENABLE=1', impact: 'optional', feature: 'GDRCopy (NCCL_GDRCOPY_ENABLE)'})},
+      {name: /^libgdrapi\.so$/, role: () => ({what: 'GDRCopy', when: 'at NCCL\'s initialization (ncclInit: the first ncclGetUniqueId or communicator), only with NCCL_GDRCOPY_ENABLE=1', impact: 'optional', feature: 'GDRCopy (NCCL_GDRCOPY_ENABLE)'})},
       {name: /^libnccl-(?:net|tuner)(?:-[^/]*)?\.so$/, role: (name) => ({what: name.includes('tuner') ? 'an NCCL tuner plugin' : 'an NCCL network plugin', when: 'at the first communicator (ncclCommInitRank)', impact: 'optional', feature: name.includes('tuner') ? 'a tuner plugin (NCCL_TUNER_PLUGIN)' : 'a network plugin (NCCL_NET_PLUGIN: InfiniBand, AWS EFA); NCCL uses its own sockets and IB transport without one'})},
     ],
   },
@@ -259,7 +265,8 @@ export {RUNTIME_ENV_VARIABLES, runtimeEnvOf, type RuntimeEnv} from './runtime-en
  * to %s"); without it, "libnccl-net.so", a name its code builds from two 8-byte immediates
  * ("libnccl-" and "-net.so\0", movabs at 0x65ccb of libnccl.so.2.22.3), so no string holds it.
  * Which names it tries is the file's template completed with the environment the check is given.
- * Not a real run: NCCL loads the plugin at the first communicator, which needs a GPU.
+ * Not seen in a real run: NCCL loads the plugin in a communicator's initialization, past its first CUDA
+ * call, which needs a GPU (corpus.test.ts's run without one stops at that call).
  */
 export function ncclNetPluginNames(template: string, env: RuntimeEnv): string[] | null {
   if (!/^libnccl-net-%s\.so$/.test(template)) return null;

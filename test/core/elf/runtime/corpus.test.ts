@@ -1,6 +1,6 @@
 import {afterAll, beforeAll, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
-import {copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync} from 'node:fs';
+import {copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync} from 'node:fs';
 import {tmpdir} from 'node:os';
 import {basename, dirname, join} from 'node:path';
 import {checkLibraries, type CheckReport} from '../../../../src/core/elf/index.js';
@@ -16,15 +16,16 @@ import {cuobjdump, mine} from '../read/device-code/cuobjdump-listing.js';
 
 /**
  * Issue 43: a corpus of real CUDA programs, each an oracle of the run-time loads. Debian trixie
- * contrib's MAGMA 2.9, StarPU 1.4, Gloo's CUDA part, PyCUDA and pyvkfft (NVRTC at run time), with
- * the CUDA 12.4 libraries and the driver's libcuda1 (550), unpacked into one trixie root by
- * test/fixtures/fetch-corpus.sh. Trixie's libraries need glibc 2.38, so each program runs in a copy
- * of that root (hard links; chroot, the static `runin` helper of the glibc-release tests), under
- * the LD_PRELOAD dlopen spy, loaded by a small C driver that dlopens the program's library (the
- * extension modules after libpython3.13, whose symbols they bind to, as python provides them) and
- * makes its first CUDA call. No GPU here: each program stops at that call (cuInit,
- * cudaGetDeviceCount, magma_init; StarPU goes on without CUDA), so the load up to that call is the
- * oracle, and the call's error code says which libcuda it reached (34: the stub, 35: none).
+ * contrib's MAGMA 2.9, StarPU 1.4, Gloo's CUDA part, PyCUDA and pyvkfft (NVRTC at run time), and
+ * NCCL 2.22.3 (libnccl2), with the CUDA 12.4 libraries and the driver's libcuda1 and NVML (550),
+ * unpacked into one trixie root by test/fixtures/fetch-corpus.sh. Trixie's libraries need glibc
+ * 2.38, so each program runs in a copy of that root (hard links; chroot, the static `runin` helper
+ * of the glibc-release tests), under the LD_PRELOAD dlopen spy, loaded by a small C driver that
+ * dlopens the program's library (the extension modules after libpython3.13, whose symbols they bind
+ * to, as python provides them) and makes its first CUDA call. No GPU here: each program stops at
+ * that call (cuInit, cudaGetDeviceCount, magma_init, ncclCommInitAll; StarPU goes on without CUDA),
+ * so the load up to that call is the oracle, and the call's error code says which libcuda it reached
+ * (34: the stub, 35: none; NCCL says 1 for all, and the loader's own log tells them apart).
  * For each program and scenario, `check` of the program's library in the same root must agree with
  * the real run: the verdict, the first problem, and the dlopen edges (every CUDA load the spy saw
  * is a modelled run-time load of the same caller; every modelled load is seen or named by its
@@ -71,7 +72,9 @@ const PROGRAMS: Record<string, Program> = {
  * dlerror); `call0:F` / `callp:F` call F(0) / F(scratch) found in the global scope and print what
  * it returns; `where` prints every libcuda loaded; `nvrtc` compiles a kernel with the
  * loaded NVRTC, as pyvkfft does at its first transform; `nvrtc-out:KIND:FILE` has it write PTX, a
- * relocatable cubin or LTO-IR, and `jitlink:TYPE:FILE:OPTIONS` links one with the loaded nvJitLink. Built on the host (glibc 2.36), it runs
+ * relocatable cubin or LTO-IR, and `jitlink:TYPE:FILE:OPTIONS` links one with the loaded nvJitLink; `nccl-id` and
+ * `nccl-init` call the loaded NCCL's ncclGetUniqueId (a 128-byte ncclUniqueId) and ncclCommInitAll (one
+ * communicator, device list NULL) and print what they return. Built on the host (glibc 2.36), it runs
  * on trixie's 2.41.
  */
 const DRIVER_C = `#define _GNU_SOURCE
@@ -165,6 +168,14 @@ int main(int argc, char **argv) {
       printf("nvrtc-out-%s %d\\n", kind, a[10 + k] ? nvrtc_out(kind, a + 11 + k) : -4);
     } else if (!strncmp(a, "jitlink:", 8)) {
       jitlink(argv[i] + 8);
+    } else if (!strcmp(a, "nccl-id")) {
+      static char id[128];
+      int (*get)(void *) = dlsym(RTLD_DEFAULT, "ncclGetUniqueId");
+      printf("nccl-id %d\\n", get ? get(id) : -1);
+    } else if (!strcmp(a, "nccl-init")) {
+      void *comm = 0;
+      int (*init)(void **, int, const int *) = dlsym(RTLD_DEFAULT, "ncclCommInitAll");
+      printf("nccl-init %d\\n", init ? init(&comm, 1, 0) : -1);
     }
     fflush(stdout);
   }
@@ -172,7 +183,12 @@ int main(int argc, char **argv) {
 }
 `;
 
-const present = existsSync(join(CORPUS, '.unpacked-libmagma2')) && Object.values(PROGRAMS).every((p) => existsSync(join(CORPUS, p.target)));
+/** NCCL 2.22.3 (Debian's libnccl2; cudart linked in statically): no CUDA-major library of its own to remove, no cudaGetDeviceCount export. */
+const NCCL: Program = {target: `${LIB}/libnccl.so.2`, steps: [`open:${LIB}/libnccl.so.2`, 'nccl-id', 'nccl-init', 'where'], major: {soname: 'libnccl.so.2', files: []}};
+
+// The driver's NVML (libnvidia-ml1) in nvidia/current came later to the corpus: a root without it is an old fetch.
+const present = existsSync(join(CORPUS, '.unpacked-libmagma2')) && existsSync(join(CORPUS, '.unpacked-libnvidia-ml1'))
+  && [...Object.values(PROGRAMS), NCCL].every((p) => existsSync(join(CORPUS, p.target)));
 const d = describeIf(present && IS_ROOT && HAVE_GCC && process.arch === 'x64',
   !present ? 'needs the corpus: bash test/fixtures/fetch-corpus.sh' : !IS_ROOT ? `${NEEDS.root} (the programs run in a trixie root with chroot)` : HAVE_GCC ? 'needs x86-64 (the dlopen spy)' : NEEDS.tool('gcc'));
 
@@ -203,11 +219,14 @@ interface RealRun {
   cudaLoads: Set<string>;
   /** Every name the spy saw asked for, by any caller. */
   names: Set<string>;
+  /** Every load the spy saw, of any name, as "caller -> name" (libgdrapi.so and libibverbs are not CUDA-stack names). */
+  loads: Set<string>;
 }
 
-function realRun(root: string, program: Program, ldLibraryPath?: string): RealRun {
+/** `extraEnv`: more of the program's environment, as NAME=VALUE (NCCL_GDRCOPY_ENABLE=1). */
+function realRun(root: string, program: Program, ldLibraryPath?: string, extraEnv: string[] = []): RealRun {
   const log = `/tmp/spy-${serial++}.log`;
-  const env = ['PATH=/usr/bin', 'HOME=/tmp', 'LD_PRELOAD=/usr/lib/corpus-spy.so', `DLOPEN_SPY_LOG=${log}`, ...(ldLibraryPath ? [`LD_LIBRARY_PATH=${ldLibraryPath}`] : [])];
+  const env = ['PATH=/usr/bin', 'HOME=/tmp', 'LD_PRELOAD=/usr/lib/corpus-spy.so', `DLOPEN_SPY_LOG=${log}`, ...(ldLibraryPath ? [`LD_LIBRARY_PATH=${ldLibraryPath}`] : []), ...extraEnv];
   const r = spawnSync(runin, [root, '/tmp', ...env, '--', '/usr/bin/corpus-drv', ...program.steps], {encoding: 'utf8', timeout: 60_000});
   const lines = r.stdout.trim().split('\n');
   const result = new Map<string, string>();
@@ -220,7 +239,8 @@ function realRun(root: string, program: Program, ldLibraryPath?: string): RealRu
   const names = new Set(spied.map((l) => l.name));
   const cudaLoads = new Set(spied.filter((l) => isCudaStackName(basename(l.name)) && !/\/libcuda\.so/.test(l.caller) && !l.caller.endsWith('/corpus-drv'))
     .map((l) => `${basename(l.caller)} -> ${l.name}`));
-  return {lines, result, cudaLoads, names};
+  const loads = new Set(spied.map((l) => `${basename(l.caller)} -> ${l.name}`));
+  return {lines, result, cudaLoads, names, loads};
 }
 
 function check(root: string, program: Program, ldLibraryPath?: string): Promise<CheckReport> {
@@ -473,6 +493,113 @@ d('the corpus of real CUDA programs (Debian trixie contrib), each run in a trixi
     expect(report.ok).toBe(false);
     expect(first(report)).toMatchObject({kind: 'cuda-stub', library: 'libcuda.so', edge: 'dlopen'});
     expect(first(report)!.fix).toContain(STUBS);
+  }, 60_000);
+
+  // NCCL 2.22.3 (Debian trixie's libnccl2; the CUDA runtime linked in statically), driven through its API:
+  // ncclGetUniqueId runs NCCL's ncclInit (GDRCopy, with NCCL_GDRCOPY_ENABLE=1, then the bootstrap network,
+  // whose outcome in the chroot is not asserted), ncclCommInitAll loads libcuda.so.1 (its cudart) and stops at
+  // its first CUDA call (cudaGetDeviceCount: "unhandled cuda error", 1) without a GPU. So without a GPU the load
+  // up to that call is the oracle; NVML, InfiniBand verbs and the network and tuner plugins come later in a
+  // communicator's initialization, which needs a GPU: they stay modelled from NCCL's strings and sources.
+  const ncclLoads = (real: RealRun) => [...real.loads].filter((l) => l.startsWith('libnccl.so.2 -> '));
+  const ncclDriver = 'libnccl.so.2 -> libcuda.so.1';
+  const ncclNvml = 'libnccl.so.2 -> libnvidia-ml.so.1';
+  const noGpu = !existsSync('/proc/driver/nvidia/version');
+  /** The files the loader opened in a run with LD_DEBUG=files and LD_DEBUG_OUTPUT=/tmp/NAME (it appends the pid), and those it unloaded. */
+  const loaderFiles = (root: string, name: string) => {
+    const text = readdirSync(join(root, 'tmp')).filter((f) => f.startsWith(`${name}.`)).map((f) => readFileSync(join(root, 'tmp', f), 'utf8')).join('');
+    const all = (re: RegExp) => [...text.matchAll(re)].map((m) => m[1]!);
+    return {opened: all(/opening file=(\S+) \[0\]/g), unloaded: all(/file=(\S+) \[0\];  destroying link map/g)};
+  };
+
+  test('NCCL: healthy (the driver\'s libcuda and NVML on LD_LIBRARY_PATH), without a GPU the load up to the first CUDA call as the oracle: ncclCommInitAll loads that libcuda.so.1 and fails at its first call, and check passes finding the same file', async () => {
+    const real = realRun(healthy, NCCL, NV);
+    expect(real.result.get(NCCL.target)).toBe('OK');
+    expect(real.result.get('nccl-id')).toMatch(/^\d+$/);
+    // Without NCCL_GDRCOPY_ENABLE, ncclGetUniqueId loads nothing; ncclCommInitAll loads the driver, only.
+    expect(ncclLoads(real)).toEqual([ncclDriver]);
+    expect(real.result.get('where')).toBe(`${NV}/libcuda.so.1`);
+    if (noGpu) expect(real.result.get('nccl-init')).toBe('1');
+    // Why it fails, in NCCL's words (NCCL_DEBUG=WARN: the same loads): the driver's first call, without the NVIDIA kernel module.
+    const warn = realRun(healthy, NCCL, NV, ['NCCL_DEBUG=WARN']);
+    expect(ncclLoads(warn)).toEqual([ncclDriver]);
+    if (noGpu) expect(warn.lines.some((l) => l.includes('NCCL WARN Cuda failure \'OS call failed or operation not supported on this OS\''))).toBe(true);
+    const report = await check(healthy, NCCL, NV);
+    expectEdgesAgree(report, real);
+    expect(report.problems).toEqual([]);
+    expect(report.ok).toBe(true);
+    expect(dlopenEdges(report).get(ncclDriver)).toBe(join(healthy, NV, 'libcuda.so.1'));
+    // NVML is modelled (found beside libcuda), not seen: the communicator loads it past the first CUDA call, which needs a GPU.
+    expect(dlopenEdges(report).get(ncclNvml)).toBe(join(healthy, NV, 'libnvidia-ml.so.1'));
+    if (noGpu) expect(real.names.has('libnvidia-ml.so.1')).toBe(false);
+  }, 60_000);
+
+  test('NCCL: no driver (no libcuda.so.1 anywhere), without a GPU the load up to the first CUDA call as the oracle: the dlopen of libcuda.so.1 fails and so does ncclCommInitAll; check warns on that edge and --strict fails', async () => {
+    const real = realRun(healthy, NCCL);
+    expect(real.result.get(NCCL.target)).toBe('OK');
+    expect(ncclLoads(real)).toEqual([ncclDriver]);
+    expect(real.result.get('where') ?? null).toBeNull();
+    expect(real.result.get('nccl-init')).toBe('1');
+    const report = await check(healthy, NCCL);
+    expectEdgesAgree(report, real);
+    expect(dlopenEdges(report).get(ncclDriver)).toBeNull();
+    // On this machine without the NVIDIA kernel module no libcuda could work: a warning (by design; --strict fails).
+    expect(report.problems.find((p) => p.library === 'libcuda.so.1')).toMatchObject({kind: 'not-found', edge: 'dlopen', impact: 'feature'});
+    expect(report.ok).toBe(true);
+    expect((await checkLibraries({targets: [join(healthy, NCCL.target)], sysroot: healthy, ldLibraryPath: '', strict: true})).ok).toBe(false);
+  }, 60_000);
+
+  test('NCCL: the toolkit\'s stub libcuda.so.1 first on LD_LIBRARY_PATH, without a GPU the load up to the first CUDA call as the oracle: ncclCommInitAll loads the stub and fails, and check fails on the stub', async () => {
+    const real = realRun(healthy, NCCL, `${STUBS}:${NV}`, ['LD_DEBUG=files', 'LD_DEBUG_OUTPUT=/tmp/nccl-stub-ld']);
+    expect(real.result.get(NCCL.target)).toBe('OK');
+    expect(ncclLoads(real)).toEqual([ncclDriver]);
+    expect(real.result.get('nccl-init')).toBe('1');
+    // The loader's own account: the stub is the libcuda.so.1 opened, and it is closed again after the failed call ("where" finds none).
+    const files = loaderFiles(healthy, 'nccl-stub-ld');
+    expect(files.opened.filter((f) => basename(f).startsWith('libcuda.so'))).toEqual([`${STUBS}/libcuda.so.1`]);
+    expect(files.unloaded).toContain(`${STUBS}/libcuda.so.1`);
+    expect(real.result.get('where')).toBeUndefined();
+    const report = await check(healthy, NCCL, `${STUBS}:${NV}`);
+    expectEdgesAgree(report, real);
+    expect(dlopenEdges(report).get(ncclDriver)).toBe(join(healthy, STUBS, 'libcuda.so.1'));
+    expect(report.ok).toBe(false);
+    expect(first(report)).toMatchObject({kind: 'cuda-stub', library: 'libcuda.so.1'});
+    expect(first(report)!.fix).toContain(STUBS);
+  }, 60_000);
+
+  test('NCCL: NCCL_GDRCOPY_ENABLE=1, without a GPU the load up to the first CUDA call as the oracle: ncclGetUniqueId (NCCL\'s ncclInit) dlopens libgdrapi.so, absent, and goes on; check models that load as optional and says nothing of it', async () => {
+    const gdr = 'libnccl.so.2 -> libgdrapi.so';
+    const id = realRun(healthy, {...NCCL, steps: [`open:${NCCL.target}`, 'nccl-id']}, NV, ['NCCL_GDRCOPY_ENABLE=1']);
+    expect(id.result.get('nccl-id')).toMatch(/^\d+$/);
+    expect(ncclLoads(id)).toEqual([gdr]);
+    // Then the communicator, as in the healthy run: libgdrapi.so is not asked for again.
+    const real = realRun(healthy, NCCL, NV, ['NCCL_GDRCOPY_ENABLE=1']);
+    expect(ncclLoads(real)).toEqual([gdr, ncclDriver]);
+    expect(real.result.get('where')).toBe(`${NV}/libcuda.so.1`);
+    const report = await check(healthy, NCCL, NV);
+    expectEdgesAgree(report, real);
+    expect(ncclLoads(real).filter((l) => !modelled(report).has(l))).toEqual([]);
+    // An optional load that finds nothing is what NCCL expects: no edge, no problem.
+    expect(dlopenEdges(report).has(gdr)).toBe(false);
+    expect(report.problems).toEqual([]);
+    expect(report.ok).toBe(true);
+  }, 60_000);
+
+  test('NCCL: an older release first on LD_LIBRARY_PATH (Debian bookworm\'s real CUDA 11.8), without a GPU the load up to the first CUDA call as the oracle: its cudart is static, so the real run is the healthy one, and check says nothing of it', async () => {
+    const real = realRun(healthy, NCCL, `${OLD}:${NV}`, ['LD_DEBUG=files', 'LD_DEBUG_OUTPUT=/tmp/nccl-old-ld']);
+    expect(real.result.get(NCCL.target)).toBe('OK');
+    expect(ncclLoads(real)).toEqual([ncclDriver]);
+    // The loader opens nothing of the older release (its libcudart.so.11.0 is no name NCCL asks for).
+    const opened = loaderFiles(healthy, 'nccl-old-ld').opened;
+    expect(opened).toContain(`${NV}/libcuda.so.1`);
+    expect(opened.filter((f) => f.startsWith(`${OLD}/`))).toEqual([]);
+    expect(real.result.get('where')).toBe(`${NV}/libcuda.so.1`);
+    if (noGpu) expect(real.result.get('nccl-init')).toBe('1');
+    const report = await check(healthy, NCCL, `${OLD}:${NV}`);
+    expectEdgesAgree(report, real);
+    expect(dlopenEdges(report).get(ncclDriver)).toBe(join(healthy, NV, 'libcuda.so.1'));
+    expect(report.ok).toBe(true);
+    expect(report.problems.filter((p) => JSON.stringify(p).includes(OLD))).toEqual([]);
   }, 60_000);
 });
 
