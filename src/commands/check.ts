@@ -40,7 +40,7 @@ export default class Check extends CudaenvCommand {
     const choice = await chooseCheckTargets(this.paths, {paths, ldLibraryPath: flags['ld-library-path'], cuda: flags.cuda, exe: flags.exe, cache: flags.cache});
     for (const w of choice.warnings) this.warn2(w);
     const {targets, exe, python, ldLibraryPath, heading} = choice;
-    const {parsePageSize, runCheckCli} = await import('../core/elf/index.js');
+    const {parsePageSize, runCheckCli} = await import('../core/elf/api.js');
     const pageSize = flags['page-size'] === undefined ? undefined : parsePageSize(flags['page-size']);
     const result = await runCheckCli({
       pageSize,

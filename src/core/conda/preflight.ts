@@ -44,7 +44,7 @@ export async function checkHook(options: {
   // there only through `cudaenv use`, which the model leaves out in both runs.
   const without = toolkitEnvironment(env, undefined, options.storeVersionsDir, 'none').LD_LIBRARY_PATH;
   if (targets.length === 0) return {targets, ldLibraryPath: withHook ?? null, problems: [], existing: [], interpreter: null};
-  const {checkWithWheels, dynamicProgram, loaderVariables} = await import('../elf/index.js');
+  const {checkWithWheels, dynamicProgram, loaderVariables} = await import('../elf/api.js');
   // The environment's lib/ serves any program: checked as `ldd -r` loads it. Its Python dlopens the
   // wheels' libraries: checked as that interpreter does, as after any other switch (switch-check.ts),
   // so a library the hook's LD_LIBRARY_PATH picks is refused for what only a dlopen meets (its

@@ -16,7 +16,7 @@ export interface LinkCheck {
 export async function checkSystemView(target: string, ld: LdconfigOptions): Promise<LinkCheck> {
   const libDir = toolkitLibDir(target);
   if (!existsSync(libDir)) return {ok: null, line: `check skipped: ${target} has no lib64 or lib directory`};
-  const engine = await import('../elf/index.js');
+  const engine = await import('../elf/api.js');
   const report = await engine.checkLibraries({targets: [libDir], ldLibraryPath: undefined, cacheFile: ld.cache});
   return {ok: report.ok, line: engine.firstProblemLine(report)};
 }
