@@ -21199,6 +21199,6092 @@ var init_core = __esm({
   }
 });
 
+// src/core/text/redact.ts
+function redactCredentials(text) {
+  return text.replace(USERINFO, (m, scheme, userinfo) => {
+    if (/^[A-Z]+:PASSWORD$/.test(userinfo)) return m;
+    const colon = userinfo.indexOf(":");
+    return colon < 0 ? `${scheme}****@` : `${scheme}${userinfo.slice(0, colon)}:****@`;
+  });
+}
+var USERINFO;
+var init_redact = __esm({
+  "src/core/text/redact.ts"() {
+    "use strict";
+    USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)([^\s/?#@]*)@/gi;
+  }
+});
+
+// src/core/errors.ts
+function isErrno(error2, code) {
+  return typeof error2 === "object" && error2 !== null && typeof error2.code === "string" && (code === void 0 || error2.code === code);
+}
+function formatError(error2) {
+  if (error2 instanceof CudaenvError) return error2.hint ? `${error2.message}
+${error2.hint}` : error2.message;
+  if (error2 instanceof Error) return redactCredentials(error2.message);
+  return redactCredentials(String(error2));
+}
+var EXIT_FAILED, EXIT_USAGE, CudaenvError, UsageError;
+var init_errors = __esm({
+  "src/core/errors.ts"() {
+    "use strict";
+    init_redact();
+    EXIT_FAILED = 1;
+    EXIT_USAGE = 2;
+    CudaenvError = class extends Error {
+      hint;
+      exitCode;
+      code;
+      constructor(message, options = {}) {
+        super(redactCredentials(message), options.cause === void 0 ? void 0 : { cause: options.cause });
+        this.name = "CudaenvError";
+        this.hint = options.hint === void 0 ? void 0 : redactCredentials(options.hint);
+        this.exitCode = options.exitCode ?? EXIT_FAILED;
+        this.code = options.code ?? "failed";
+      }
+    };
+    UsageError = class extends CudaenvError {
+      constructor(message, hint) {
+        super(message, { hint, exitCode: EXIT_USAGE, code: "usage" });
+      }
+    };
+  }
+});
+
+// src/core/elf/report-types.ts
+function isFailing(problem, strict) {
+  return strict || problem.kind !== "unversioned-undefined-symbol" && problem.impact !== "feature";
+}
+var init_report_types = __esm({
+  "src/core/elf/report-types.ts"() {
+    "use strict";
+  }
+});
+
+// src/core/elf/read/machine/sysroot.ts
+import { lstatSync, readlinkSync } from "node:fs";
+import { dirname as dirname3, isAbsolute, join as join3 } from "node:path";
+function normalRoot(root) {
+  return (root ?? "").replace(/\/+$/, "");
+}
+function isInside(root, path13) {
+  return root !== "" && (path13 === root || path13.startsWith(`${root}/`));
+}
+function inImage(root, path13) {
+  return root === "" || isInside(root, path13) ? path13 : root + path13;
+}
+function realpathIn(root, path13) {
+  const r = normalRoot(root);
+  let parts = path13.slice(r.length).split("/").filter(Boolean);
+  let current = r;
+  let hops = 0;
+  while (parts.length > 0) {
+    const part2 = parts.shift();
+    if (part2 === ".") continue;
+    if (part2 === "..") {
+      if (current !== r) current = dirname3(current);
+      continue;
+    }
+    const next = join3(current, part2);
+    let isLink;
+    try {
+      isLink = lstatSync(next).isSymbolicLink();
+    } catch {
+      return void 0;
+    }
+    if (!isLink) {
+      current = next;
+      continue;
+    }
+    if (++hops > 40) return void 0;
+    const target = readlinkSync(next);
+    if (isAbsolute(target)) current = r;
+    parts = [...target.split("/").filter(Boolean), ...parts];
+  }
+  return current || "/";
+}
+var init_sysroot = __esm({
+  "src/core/elf/read/machine/sysroot.ts"() {
+    "use strict";
+  }
+});
+
+// src/core/elf/search/search-path.ts
+function tokenValue(token, values) {
+  if (token === "ORIGIN") return values.origin;
+  if (token === "PLATFORM") return values.platform;
+  return values.lib;
+}
+function expandDst(text, values) {
+  if (!text.includes("$")) return { value: text, hadToken: false };
+  let out = "";
+  let hadToken = false;
+  let i = 0;
+  while (i < text.length) {
+    const c = text[i];
+    if (c !== "$") {
+      out += c;
+      i++;
+      continue;
+    }
+    let matched;
+    for (const token of TOKENS) {
+      if (text.startsWith(`{${token}}`, i + 1)) {
+        matched = { token, length: token.length + 3 };
+        break;
+      }
+      if (text.startsWith(token, i + 1) && !/[A-Za-z0-9_]/.test(text[i + 1 + token.length] ?? "")) {
+        matched = { token, length: token.length + 1 };
+        break;
+      }
+    }
+    if (!matched) {
+      out += c;
+      i++;
+      continue;
+    }
+    hadToken = true;
+    const value = tokenValue(matched.token, values);
+    if (value === null) return { value: null, hadToken };
+    out += value;
+    i += matched.length;
+  }
+  return { value: out, hadToken };
+}
+function splitLdLibraryPath(value) {
+  return value === void 0 || value === "" ? [] : value.split(/[:;]/);
+}
+function describeElement(element, cwd) {
+  return element === "" ? `"" (empty: the current directory, ${cwd})` : element;
+}
+function parseSearchList(value, values, kind, root = "") {
+  if (value === null || value === void 0 || value === "") return [];
+  const elements = value.split(kind === "env" ? /[:;]/ : ":");
+  const out = [];
+  const seen = /* @__PURE__ */ new Set();
+  for (const element of elements) {
+    let dir;
+    if (element === "") {
+      dir = "";
+    } else {
+      const { value: expanded } = expandDst(element, values);
+      if (expanded === null || expanded === "") continue;
+      const trimmed = expanded.replace(/\/+$/, "");
+      dir = trimmed === "" ? `${root}/` : `${trimmed.startsWith("/") ? inImage(root, trimmed) : trimmed}/`;
+    }
+    if (seen.has(dir)) continue;
+    seen.add(dir);
+    out.push({ dir, element });
+  }
+  return out;
+}
+var TOKENS;
+var init_search_path = __esm({
+  "src/core/elf/search/search-path.ts"() {
+    "use strict";
+    init_sysroot();
+    TOKENS = ["ORIGIN", "PLATFORM", "LIB"];
+  }
+});
+
+// src/core/elf/read/ldcache/host-loader.ts
+import { closeSync, openSync, readSync, fstatSync } from "node:fs";
+function run(interp, arg) {
+  const r = process.getBuiltinModule("node:child_process").spawnSync(interp, [arg], { encoding: "utf8", timeout: 5e3, stdio: ["ignore", "pipe", "ignore"] });
+  return r.status === 0 && typeof r.stdout === "string" ? r.stdout : null;
+}
+function parseLoaderHelp(help, diagnostics) {
+  const section = (title) => {
+    const lines = help.split("\n");
+    const at = lines.findIndex((l) => title.test(l));
+    if (at < 0) return [];
+    const out = [];
+    for (const l of lines.slice(at + 1)) {
+      if (!/^\s+\S/.test(l)) break;
+      out.push(l.trim());
+    }
+    return out;
+  };
+  const hw = section(/^Subdirectories of glibc-hwcaps directories/);
+  if (hw.length === 0 && !/glibc-hwcaps/.test(help)) return null;
+  const searched = (l) => /\(.*searched\)$/.test(l) && !/not searched/.test(l);
+  const name = (l) => l.replace(/\s*\(.*\)$/, "");
+  const legacyLines = section(/^Legacy HWCAP subdirectories/);
+  const platformLine = legacyLines.find((l) => /AT_PLATFORM/.test(l));
+  const diag = (key) => diagnostics ? diagnosticValue(diagnostics, key) : null;
+  const platformName = quoted(diag("dl_platform")) ?? (platformLine ? name(platformLine) : null);
+  const important = diag("dl_hwcap_important");
+  const dlHwcap = diag("dl_hwcap");
+  const platformBit = platformBitOf(diag("dl_string_platform"));
+  return {
+    hwcaps: hw.filter(searched).map(name),
+    hwcapsKnown: hw.map(name),
+    legacy: legacyLines.filter((l) => searched(l) && !/AT_PLATFORM/.test(l) && name(l) !== "tls").map(name),
+    platform: platformName,
+    hwcapImportant: important !== null && dlHwcap !== null ? BigInt(important) & BigInt(dlHwcap) : null,
+    platformBit,
+    isa1: isa1Of(diagnostics)
+  };
+}
+function diagnosticValue(diagnostics, key) {
+  return new RegExp(`^${key.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}=(.*)$`, "m").exec(diagnostics)?.[1] ?? null;
+}
+function quoted(value) {
+  return value !== null && /^".*"$/.test(value) ? value.slice(1, -1) : null;
+}
+function platformBitOf(value) {
+  if (value === null) return null;
+  const v = BigInt.asIntN(64, BigInt(value));
+  return v < 0n ? null : 1n << v;
+}
+function parseLoaderDiagnostics(diagnostics) {
+  const value = (key) => diagnosticValue(diagnostics, key);
+  const subdirs = value("dl_hwcaps_subdirs");
+  const active = value("dl_hwcaps_subdirs_active");
+  if (subdirs === null || active === null || !/^".*"$/.test(subdirs)) return null;
+  const known2 = subdirs.slice(1, -1).split(":").filter(Boolean);
+  const mask = Number(BigInt(active));
+  const platform2 = value("dl_platform");
+  const important = value("dl_hwcap_important");
+  const hwcap = value("dl_hwcap");
+  const bits = important !== null && hwcap !== null ? BigInt(important) & BigInt(hwcap) : null;
+  const version3 = /^"?(\d+)\.(\d+)/.exec(value("version.version") ?? "");
+  const legacyEra = version3 !== null && versionAtMost([Number(version3[1]), Number(version3[2])], 2, 36);
+  const platformBit = platformBitOf(value("dl_string_platform"));
+  return {
+    hwcaps: known2.filter((_, i) => (mask & 1 << i) !== 0),
+    hwcapsKnown: known2,
+    legacy: legacyEra && bits !== null ? X86_HWCAP_NAMES.filter((_, i) => (bits & 1n << BigInt(i)) !== 0n) : [],
+    platform: quoted(platform2),
+    hwcapImportant: bits,
+    platformBit,
+    isa1: isa1Of(diagnostics)
+  };
+}
+function isa1Of(diagnostics) {
+  const value = diagnostics === null ? null : diagnosticValue(diagnostics, "x86.cpu_features.isa_1");
+  return value !== null && /^0x[0-9a-f]+$/i.test(value) ? Number(value) : null;
+}
+function hostLoaderFacts(interp, store) {
+  if (factsCache.has(interp)) return factsCache.get(interp);
+  let facts = store?.get(interp);
+  if (facts === void 0) {
+    facts = askLoader(interp);
+    store?.set(interp, facts);
+  }
+  factsCache.set(interp, facts);
+  return facts;
+}
+function askLoader(interp) {
+  const diagnostics = run(interp, "--list-diagnostics");
+  let facts = diagnostics === null ? null : parseLoaderDiagnostics(diagnostics);
+  if (!facts) {
+    const help = run(interp, "--help");
+    if (help !== null) facts = parseLoaderHelp(help, diagnostics);
+  }
+  return facts;
+}
+function loaderFileFacts(path13) {
+  if (fileFactsCache.has(path13)) return fileFactsCache.get(path13);
+  let result = null;
+  let fd;
+  try {
+    fd = openSync(path13, "r");
+    const size = fstatSync(fd).size;
+    const buf = Buffer.alloc(Math.min(size, 8 << 20));
+    readSync(fd, buf, 0, buf.length, 0);
+    let m = null;
+    for (let at = buf.indexOf("release version "); at >= 0 && !m; at = buf.indexOf("release version ", at + 1)) {
+      m = /^release version (\d+)\.(\d+)/.exec(buf.toString("latin1", at, at + 40));
+    }
+    result = { version: m ? [Number(m[1]), Number(m[2])] : null, dynamicSortTunable: buf.includes("glibc.rtld.dynamic_sort") };
+  } catch {
+  } finally {
+    if (fd !== void 0) closeSync(fd);
+  }
+  fileFactsCache.set(path13, result);
+  return result;
+}
+function glibcVersionOfFile(path13) {
+  return loaderFileFacts(path13)?.version ?? null;
+}
+function versionAtMost(v, major, minor) {
+  return v[0] < major || v[0] === major && v[1] <= minor;
+}
+var factsCache, X86_HWCAP_NAMES, fileFactsCache;
+var init_host_loader = __esm({
+  "src/core/elf/read/ldcache/host-loader.ts"() {
+    "use strict";
+    factsCache = /* @__PURE__ */ new Map();
+    X86_HWCAP_NAMES = ["sse2", "x86_64", "avx512_1"];
+    fileFactsCache = /* @__PURE__ */ new Map();
+  }
+});
+
+// src/core/elf/runtime/runtime-env.ts
+function runtimeEnvOf(env) {
+  const out = {};
+  for (const name of RUNTIME_ENV_VARIABLES) {
+    const value = env[name];
+    if (value !== void 0) out[name] = value;
+  }
+  return out;
+}
+var RUNTIME_ENV_VARIABLES;
+var init_runtime_env = __esm({
+  "src/core/elf/runtime/runtime-env.ts"() {
+    "use strict";
+    RUNTIME_ENV_VARIABLES = ["NCCL_NET_PLUGIN", "GGML_BACKEND_PATH", "HWLOC_PLUGINS_PATH"];
+  }
+});
+
+// src/core/elf/read/elf/errors.ts
+var HINTS, ElfError;
+var init_errors2 = __esm({
+  "src/core/elf/read/elf/errors.ts"() {
+    "use strict";
+    init_errors();
+    HINTS = {
+      "not-elf": "Only ELF shared objects and executables can be checked; pass the real library instead.",
+      truncated: "The file is shorter than its own headers say: it was probably cut off while downloading or unpacking. Reinstall it.",
+      malformed: "The file is corrupt or was damaged by a tool that rewrote it. Reinstall it.",
+      unsupported: "This ELF variant is not supported by cudaenv; the loader model cannot reason about it.",
+      io: "Check that the path exists, is a regular file and is readable."
+    };
+    ElfError = class extends CudaenvError {
+      path;
+      reason;
+      /** The errno code for reason 'io' (ENOENT, EISDIR, EACCES, ...). */
+      errno;
+      constructor(path13, reason, detail, options = {}) {
+        super(`${path13}: ${detail}`, { hint: options.hint ?? HINTS[reason], code: `elf-${reason}`, cause: options.cause });
+        this.name = "ElfError";
+        this.path = path13;
+        this.reason = reason;
+        this.errno = options.errno;
+      }
+    };
+  }
+});
+
+// src/core/elf/read/elf/fields.ts
+var Fields;
+var init_fields = __esm({
+  "src/core/elf/read/elf/fields.ts"() {
+    "use strict";
+    Fields = class {
+      constructor(buf, littleEndian, is64) {
+        this.buf = buf;
+        this.littleEndian = littleEndian;
+        this.is64 = is64;
+        this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+      }
+      buf;
+      littleEndian;
+      is64;
+      view;
+      u8(off) {
+        return this.view.getUint8(off);
+      }
+      u16(off) {
+        return this.view.getUint16(off, this.littleEndian);
+      }
+      u32(off) {
+        return this.view.getUint32(off, this.littleEndian);
+      }
+      i32(off) {
+        return this.view.getInt32(off, this.littleEndian);
+      }
+      u64(off) {
+        const lo = this.view.getUint32(off + (this.littleEndian ? 0 : 4), this.littleEndian);
+        const hi = this.view.getUint32(off + (this.littleEndian ? 4 : 0), this.littleEndian);
+        return hi >= 2097152 ? Number.NaN : hi * 4294967296 + lo;
+      }
+      i64(off) {
+        const lo = this.view.getUint32(off + (this.littleEndian ? 0 : 4), this.littleEndian);
+        const hi = this.view.getInt32(off + (this.littleEndian ? 4 : 0), this.littleEndian);
+        if (hi >= 2097152 || hi < -2097152 || hi === -2097152 && lo === 0) return Number.NaN;
+        return hi * 4294967296 + lo;
+      }
+      /** An address/offset-sized word: 8 bytes in ELF64, 4 in ELF32. */
+      word(off) {
+        return this.is64 ? this.u64(off) : this.u32(off);
+      }
+      /** A signed word (d_tag). */
+      sword(off) {
+        return this.is64 ? this.i64(off) : this.i32(off);
+      }
+      /** The low 32 bits of a word, for flag fields whose upper half is unused. */
+      lowWord(off) {
+        return this.is64 ? this.u32(off + (this.littleEndian ? 0 : 4)) : this.u32(off);
+      }
+    };
+  }
+});
+
+// src/core/elf/read/elf/dynamic.ts
+function readDynamic(file, h, dyn) {
+  const entsize = h.is64 ? 16 : 8;
+  if (dyn.filesz > MAX_DYNAMIC_BYTES) {
+    throw new ElfError(file.path, "malformed", `PT_DYNAMIC is ${dyn.filesz} bytes, far larger than any dynamic section`);
+  }
+  const buf = file.read(dyn.offset, dyn.filesz, "dynamic section (PT_DYNAMIC)");
+  const f = new Fields(buf, h.littleEndian, h.is64);
+  const info2 = { needed: [], filtees: [], values: /* @__PURE__ */ new Map() };
+  let terminated = false;
+  for (let b = 0; b + entsize <= buf.length; b += entsize) {
+    const tag = f.sword(b);
+    if (tag === DT.NULL) {
+      terminated = true;
+      break;
+    }
+    const value = f.word(b + (h.is64 ? 8 : 4));
+    if (tag === DT.NEEDED) info2.needed.push(value);
+    else if (tag === DT.FILTER || tag === DT.AUXILIARY) info2.filtees.push({ offset: value, auxiliary: tag === DT.AUXILIARY, neededBefore: info2.needed.length });
+    else if (tag === DT.FLAGS || tag === DT.FLAGS_1) info2.values.set(tag, f.lowWord(b + (h.is64 ? 8 : 4)));
+    else info2.values.set(tag, value);
+  }
+  if (!terminated) throw new ElfError(file.path, "malformed", "the dynamic section has no DT_NULL terminator");
+  return info2;
+}
+var DT, MAX_DYNAMIC_BYTES;
+var init_dynamic = __esm({
+  "src/core/elf/read/elf/dynamic.ts"() {
+    "use strict";
+    init_errors2();
+    init_fields();
+    DT = {
+      NULL: 0,
+      NEEDED: 1,
+      HASH: 4,
+      STRTAB: 5,
+      SYMTAB: 6,
+      STRSZ: 10,
+      SYMENT: 11,
+      SONAME: 14,
+      RPATH: 15,
+      SYMBOLIC: 16,
+      BIND_NOW: 24,
+      RUNPATH: 29,
+      FLAGS: 30,
+      GNU_HASH: 1879047925,
+      VERSYM: 1879048176,
+      FLAGS_1: 1879048187,
+      VERDEF: 1879048188,
+      VERDEFNUM: 1879048189,
+      VERNEED: 1879048190,
+      VERNEEDNUM: 1879048191,
+      AUXILIARY: 2147483645,
+      FILTER: 2147483647
+    };
+    MAX_DYNAMIC_BYTES = 1024 * 1024;
+  }
+});
+
+// src/core/elf/read/elf/file.ts
+import { closeSync as closeSync2, constants as constants3, fstatSync as fstatSync2, openSync as openSync2, readSync as readSync2 } from "node:fs";
+function ioError(path13, error2) {
+  if (isErrno(error2)) {
+    const detail = error2.code === "ENOENT" ? "no such file" : error2.code === "EISDIR" ? "is a directory, not an ELF file" : error2.code === "EACCES" ? "permission denied" : `cannot read (${error2.code})`;
+    return new ElfError(path13, "io", detail, { errno: error2.code, cause: error2 });
+  }
+  return new ElfError(path13, "io", `cannot read: ${error2 instanceof Error ? error2.message : String(error2)}`, { cause: error2 });
+}
+var BLOCK, MAX_TABLE_BYTES, stats, ElfFile;
+var init_file = __esm({
+  "src/core/elf/read/elf/file.ts"() {
+    "use strict";
+    init_errors();
+    init_errors2();
+    BLOCK = 4096;
+    MAX_TABLE_BYTES = 256 * 1024 * 1024;
+    stats = { reads: 0, bytes: 0 };
+    ElfFile = class _ElfFile {
+      constructor(path13, fd, size) {
+        this.path = path13;
+        this.fd = fd;
+        this.size = size;
+      }
+      path;
+      fd;
+      size;
+      blocks = /* @__PURE__ */ new Map();
+      closed = false;
+      static open(path13) {
+        let fd;
+        try {
+          fd = openSync2(path13, constants3.O_RDONLY | constants3.O_NONBLOCK);
+        } catch (error2) {
+          throw ioError(path13, error2);
+        }
+        try {
+          const st = fstatSync2(fd);
+          if (st.isDirectory()) throw new ElfError(path13, "io", "is a directory, not an ELF file", { errno: "EISDIR" });
+          if (!st.isFile()) throw new ElfError(path13, "io", "is not a regular file", { errno: "EINVAL" });
+          return new _ElfFile(path13, fd, st.size);
+        } catch (error2) {
+          try {
+            closeSync2(fd);
+          } catch {
+          }
+          throw error2 instanceof ElfError ? error2 : ioError(path13, error2);
+        }
+      }
+      close() {
+        if (this.closed) return;
+        this.closed = true;
+        this.blocks.clear();
+        try {
+          closeSync2(this.fd);
+        } catch {
+        }
+      }
+      /** `len` bytes at `off`; throws 'truncated' when they are not all in the file. */
+      read(off, len, what) {
+        this.check(off, len, what);
+        if (len === 0) return Buffer.alloc(0);
+        const first = Math.floor(off / BLOCK);
+        if (len <= BLOCK && Math.floor((off + len - 1) / BLOCK) === first) {
+          const block = this.block(first);
+          return block.subarray(off - first * BLOCK, off - first * BLOCK + len);
+        }
+        return this.readDirect(off, len);
+      }
+      /**
+       * `len` bytes at `off` into `into` (from its start), for scans that look at a range once and
+       * keep nothing: no new memory per piece (a fresh 4 MB buffer per piece cost page faults, 8x the
+       * read itself, on libLLVM's 35 MB of .rodata). The bytes are valid until the next scan into
+       * the same buffer.
+       */
+      scan(off, len, into, what) {
+        this.check(off, len, what);
+        if (len > into.length) throw new RangeError(`scan of ${len} bytes into a buffer of ${into.length}`);
+        let done = 0;
+        try {
+          while (done < len) {
+            const bytesRead = readSync2(this.fd, into, done, len - done, off + done);
+            if (bytesRead === 0) break;
+            done += bytesRead;
+          }
+        } catch (error2) {
+          throw ioError(this.path, error2);
+        }
+        stats.reads++;
+        stats.bytes += done;
+        if (done < len) throw new ElfError(this.path, "truncated", `could read only ${done} of ${len} bytes at offset ${off}`);
+        return into.subarray(0, len);
+      }
+      /** Throws unless [off, off+len) lies inside the file. */
+      check(off, len, what) {
+        if (!Number.isSafeInteger(off) || !Number.isSafeInteger(len) || off < 0 || len < 0) {
+          throw new ElfError(this.path, "malformed", `${what}: impossible offset ${off} or size ${len}`);
+        }
+        if (len > MAX_TABLE_BYTES) {
+          throw new ElfError(this.path, "malformed", `${what}: absurd size ${len} bytes`);
+        }
+        if (off + len > this.size) {
+          throw new ElfError(
+            this.path,
+            "truncated",
+            `${what} (offset ${off}, ${len} bytes) lies past the end of the file (${this.size} bytes)`
+          );
+        }
+      }
+      block(index) {
+        let block = this.blocks.get(index);
+        if (!block) {
+          const start = index * BLOCK;
+          block = this.readDirect(start, Math.min(BLOCK, this.size - start));
+          this.blocks.set(index, block);
+        }
+        return block;
+      }
+      readDirect(off, len) {
+        const buf = Buffer.allocUnsafeSlow(len);
+        let done = 0;
+        try {
+          while (done < len) {
+            const bytesRead = readSync2(this.fd, buf, done, len - done, off + done);
+            if (bytesRead === 0) break;
+            done += bytesRead;
+          }
+        } catch (error2) {
+          throw ioError(this.path, error2);
+        }
+        stats.reads++;
+        stats.bytes += done;
+        if (done < len) throw new ElfError(this.path, "truncated", `could read only ${done} of ${len} bytes at offset ${off}`);
+        return buf;
+      }
+    };
+  }
+});
+
+// src/core/elf/read/elf/header.ts
+function parseHeader(file) {
+  const { path: path13 } = file;
+  const head = file.read(0, Math.min(64, file.size), "ELF header");
+  const magicLen = Math.min(4, head.length);
+  if (!head.subarray(0, magicLen).equals(MAGIC.subarray(0, magicLen))) {
+    const detail = notElfDetail(head);
+    throw new ElfError(path13, "not-elf", detail, detail.includes("linker script") ? { hint: "Linker scripts such as libc.so are read by the link editor (ld) only; the dynamic loader never loads them. Point at the library they name instead." } : {});
+  }
+  if (head.length < 16) {
+    throw new ElfError(path13, "truncated", `file too short for an ELF header (${file.size} bytes)`);
+  }
+  const klass = head[4];
+  if (klass !== 1 && klass !== 2) throw new ElfError(path13, "malformed", `invalid ELF class ${klass} in e_ident[EI_CLASS]`);
+  const data = head[5];
+  if (data !== 1 && data !== 2) throw new ElfError(path13, "malformed", `invalid byte order ${data} in e_ident[EI_DATA]`);
+  if (head[6] !== 1) throw new ElfError(path13, "unsupported", `unknown ELF version ${head[6]} in e_ident[EI_VERSION]`);
+  const elfClass = klass === 2 ? 64 : 32;
+  if (head.length < EHDR_SIZE[elfClass]) {
+    throw new ElfError(path13, "truncated", `file too short for an ELF${elfClass} header (${file.size} bytes)`);
+  }
+  const f = new Fields(head, data === 1, elfClass === 64);
+  const is64 = elfClass === 64;
+  const header = {
+    path: path13,
+    elfClass,
+    littleEndian: data === 1,
+    machine: f.u16(18),
+    type: f.u16(16),
+    osabi: head[7],
+    is64,
+    phoff: f.word(is64 ? 32 : 28),
+    shoff: f.word(is64 ? 40 : 32),
+    phentsize: f.u16(is64 ? 54 : 42),
+    phnum: f.u16(is64 ? 56 : 44),
+    shentsize: f.u16(is64 ? 58 : 46),
+    shnum: f.u16(is64 ? 60 : 48)
+  };
+  return header;
+}
+function notElfDetail(head) {
+  if (head.length === 0) return "empty file, not an ELF file";
+  const text = head.toString("latin1").trimStart();
+  if (/^\/\*\s*GNU ld script/.test(text) || /^(INPUT|GROUP|OUTPUT_FORMAT)\s*\(/.test(text)) {
+    return "is a linker script (used by the link editor only), not an ELF shared object";
+  }
+  return "not an ELF file (no ELF magic number)";
+}
+function readProgramHeaders(file, h) {
+  if (h.phnum === 0) return [];
+  const expected = PHDR_SIZE[h.elfClass];
+  if (h.phentsize !== expected) {
+    throw new ElfError(file.path, "malformed", `e_phentsize is ${h.phentsize}, expected ${expected} for ELF${h.elfClass}`);
+  }
+  const buf = file.read(h.phoff, h.phnum * h.phentsize, "program header table");
+  const f = new Fields(buf, h.littleEndian, h.is64);
+  const headers = [];
+  for (let i = 0; i < h.phnum; i++) {
+    const b = i * h.phentsize;
+    headers.push(h.is64 ? { type: f.u32(b), flags: f.u32(b + 4), offset: f.u64(b + 8), vaddr: f.u64(b + 16), filesz: f.u64(b + 32), memsz: f.u64(b + 40), align: f.u64(b + 48) } : { type: f.u32(b), flags: f.u32(b + 24), offset: f.u32(b + 4), vaddr: f.u32(b + 8), filesz: f.u32(b + 16), memsz: f.u32(b + 20), align: f.u32(b + 28) });
+  }
+  return headers;
+}
+function checkSegmentsInFile(file, phdrs) {
+  for (let i = 0; i < phdrs.length; i++) {
+    const p = phdrs[i];
+    if (p.type !== PT_LOAD || p.filesz === 0) continue;
+    const end = p.offset + p.filesz;
+    if (end <= file.size) continue;
+    const where2 = `loadable segment ${i} (PT_LOAD, file offset ${p.offset}, ${p.filesz} bytes)`;
+    const pages = Math.ceil(file.size / 4096) * 4096;
+    throw new ElfError(file.path, "truncated", !(end <= pages) ? `${where2} ends past the end of the file (${file.size} bytes): the loader maps it without checking, and the process dies of SIGBUS ("Bus error") when it touches the missing part` : `${where2} ends ${end - file.size} bytes past the end of the file (${file.size} bytes): the loader reads the missing bytes as zeros`);
+  }
+}
+function vaddrToOffset(file, loads, addr, len, what) {
+  if (Number.isNaN(addr)) throw new ElfError(file.path, "malformed", `${what}: address out of range`);
+  for (const p of loads) {
+    if (addr >= p.vaddr && addr < p.vaddr + p.filesz) {
+      const off = addr - p.vaddr + p.offset;
+      if (addr + len > p.vaddr + p.filesz) {
+        throw new ElfError(file.path, "malformed", `${what} at address 0x${addr.toString(16)} runs past the end of its segment`);
+      }
+      return off;
+    }
+  }
+  throw new ElfError(file.path, "malformed", `${what} at address 0x${addr.toString(16)} is not inside any loadable segment`);
+}
+var PT_LOAD, PT_DYNAMIC, PT_INTERP, PT_TLS, PT_GNU_STACK, PF_X, MAGIC, EHDR_SIZE, PHDR_SIZE;
+var init_header = __esm({
+  "src/core/elf/read/elf/header.ts"() {
+    "use strict";
+    init_errors2();
+    init_fields();
+    PT_LOAD = 1;
+    PT_DYNAMIC = 2;
+    PT_INTERP = 3;
+    PT_TLS = 7;
+    PT_GNU_STACK = 1685382481;
+    PF_X = 1;
+    MAGIC = Buffer.from([127, 69, 76, 70]);
+    EHDR_SIZE = { 32: 52, 64: 64 };
+    PHDR_SIZE = { 32: 32, 64: 56 };
+  }
+});
+
+// src/core/elf/read/elf/hash.ts
+function gnuHash(buf, start) {
+  let h = 5381;
+  for (let i = start; i < buf.length && buf[i] !== 0; i++) h = Math.imul(h, 33) + buf[i] >>> 0;
+  return h;
+}
+function gnuHashOf(name) {
+  let h = 5381;
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
+    if (c >= 128) return gnuHash(Buffer.from(`${name}\0`, "utf8"), 0);
+    h = Math.imul(h, 33) + c >>> 0;
+  }
+  return h;
+}
+function countFromGnuHash(file, h, off) {
+  const f = new Fields(file.read(off, 16, "GNU hash header"), h.littleEndian, h.is64);
+  const nbuckets = f.u32(0);
+  const symoffset = f.u32(4);
+  const bloomSize = f.u32(8);
+  const bloomBytes = bloomSize * (h.is64 ? 8 : 4);
+  const bucketsOff = off + 16 + bloomBytes;
+  file.check(bucketsOff, nbuckets * 4, "GNU hash buckets");
+  const chainOff = bucketsOff + nbuckets * 4;
+  const buckets = new Fields(file.read(bucketsOff, nbuckets * 4, "GNU hash buckets"), h.littleEndian, h.is64);
+  let max = 0;
+  for (let i2 = 0; i2 < nbuckets; i2++) max = Math.max(max, buckets.u32(i2 * 4));
+  if (max < symoffset) return { count: symoffset, table: "gnu", symoffset, chainOff, buckets };
+  let i = max;
+  for (; ; ) {
+    const wordOff = chainOff + (i - symoffset) * 4;
+    if (wordOff + 4 > file.size) {
+      throw new ElfError(file.path, "malformed", `GNU hash chain starting at symbol ${max} has no end marker before the end of the file`);
+    }
+    const words = Math.min(CHAIN_CHUNK, Math.floor((file.size - wordOff) / 4));
+    const chunk = new Fields(file.read(wordOff, words * 4, "GNU hash chain"), h.littleEndian, h.is64);
+    for (let w = 0; w < words; w++, i++) {
+      if (chunk.u32(w * 4) & 1) return { count: i + 1, table: "gnu", symoffset, chainOff, buckets };
+    }
+  }
+}
+function countFromSysvHash(file, h, off) {
+  const wide = h.is64 && (h.machine === 22 || h.machine === 36902);
+  const size = wide ? 8 : 4;
+  const f = new Fields(file.read(off, 2 * size, "SysV hash header (DT_HASH)"), h.littleEndian, h.is64);
+  const nbucket = wide ? f.u64(0) : f.u32(0);
+  const nchain = wide ? f.u64(8) : f.u32(4);
+  file.check(off + 2 * size, (nbucket + nchain) * size, "SysV hash table (DT_HASH)");
+  return { count: nchain, table: "sysv", symoffset: 0 };
+}
+function countFromSections(file, h) {
+  const none = { count: 0, table: "none", symoffset: 0 };
+  if (h.shnum === 0 || h.shoff === 0) return none;
+  const expected = h.is64 ? 64 : 40;
+  if (h.shentsize !== expected) return none;
+  const f = new Fields(file.read(h.shoff, h.shnum * h.shentsize, "section header table"), h.littleEndian, h.is64);
+  for (let i = 0; i < h.shnum; i++) {
+    const b = i * h.shentsize;
+    if (f.u32(b + 4) !== SHT_DYNSYM) continue;
+    const size = h.is64 ? f.u64(b + 32) : f.u32(b + 20);
+    const entsize = h.is64 ? f.u64(b + 56) : f.u32(b + 36);
+    if (!entsize) return none;
+    return { count: Math.floor(size / entsize), table: "none", symoffset: 0 };
+  }
+  return none;
+}
+var CHAIN_CHUNK, SHT_DYNSYM;
+var init_hash = __esm({
+  "src/core/elf/read/elf/hash.ts"() {
+    "use strict";
+    init_errors2();
+    init_fields();
+    CHAIN_CHUNK = 1024;
+    SHT_DYNSYM = 11;
+  }
+});
+
+// src/core/elf/read/elf/strings.ts
+var StringTable;
+var init_strings = __esm({
+  "src/core/elf/read/elf/strings.ts"() {
+    "use strict";
+    init_errors2();
+    StringTable = class {
+      constructor(file, offset, size) {
+        this.file = file;
+        this.offset = offset;
+        this.size = size;
+        file.check(offset, size, "dynamic string table (DT_STRTAB/DT_STRSZ)");
+      }
+      file;
+      offset;
+      size;
+      whole = null;
+      loadAll() {
+        this.whole ??= this.file.read(this.offset, this.size, "dynamic string table");
+      }
+      get(index, what) {
+        if (!Number.isSafeInteger(index) || index < 0 || index >= this.size) {
+          throw new ElfError(this.file.path, "malformed", `${what}: string offset ${index} is outside the string table (${this.size} bytes)`);
+        }
+        if (this.whole) return this.cstring(this.whole, index, what);
+        let chunk = 256;
+        for (; ; ) {
+          const len = Math.min(chunk, this.size - index);
+          const buf = this.file.read(this.offset + index, len, `${what} string`);
+          const nul = buf.indexOf(0);
+          if (nul >= 0) return buf.toString("utf8", 0, nul);
+          if (index + len >= this.size) break;
+          chunk *= 4;
+        }
+        throw new ElfError(this.file.path, "malformed", `${what}: string at offset ${index} is not NUL-terminated inside the string table`);
+      }
+      /** Synchronous access once loadAll() ran (symbol names: tens of thousands of them). */
+      getLoaded(index, what) {
+        if (!this.whole) throw new Error("StringTable.loadAll() was not called");
+        if (index >= this.size) {
+          throw new ElfError(this.file.path, "malformed", `${what}: string offset ${index} is outside the string table (${this.size} bytes)`);
+        }
+        return this.cstring(this.whole, index, what);
+      }
+      /** The loaded table itself (for hashing names without re-encoding them). */
+      get loaded() {
+        if (!this.whole) throw new Error("StringTable.loadAll() was not called");
+        return this.whole;
+      }
+      cstring(buf, index, what) {
+        const nul = buf.indexOf(0, index);
+        if (nul < 0) throw new ElfError(this.file.path, "malformed", `${what}: string at offset ${index} is not NUL-terminated inside the string table`);
+        return buf.toString("utf8", index, nul);
+      }
+    };
+  }
+});
+
+// src/core/elf/read/elf/properties.ts
+function x86IsaNeeded(file, h, phdrs) {
+  if (h.machine !== EM_X86_64 && h.machine !== EM_386) return 0;
+  const property = phdrs.filter((p) => p.type === PT_GNU_PROPERTY);
+  const segments = property.length > 0 ? property : phdrs.filter((p) => p.type === PT_NOTE);
+  const align = h.is64 ? 8 : 4;
+  for (const p of segments) {
+    const len = Math.min(p.filesz, MAX_NOTE_BYTES);
+    if (!(len >= 16) || !(p.offset + len <= file.size)) continue;
+    const f = new Fields(file.read(p.offset, len, "note segment"), h.littleEndian, h.is64);
+    const found = isaInNotes(f, len, align);
+    if (found !== null) return found;
+  }
+  return 0;
+}
+function isaInNotes(f, len, align) {
+  const pad = (n, a) => Math.ceil(n / a) * a;
+  for (let at = 0; at + 12 <= len; ) {
+    const namesz = f.u32(at);
+    const descsz = f.u32(at + 4);
+    const type = f.u32(at + 8);
+    const desc = at + 12 + pad(namesz, 4);
+    if (desc + descsz > len) return null;
+    const isGnu = namesz === 4 && f.buf.toString("latin1", at + 12, at + 16) === "GNU\0";
+    if (type === NT_GNU_PROPERTY_TYPE_0 && isGnu) {
+      for (let q = desc; q + 8 <= desc + descsz; ) {
+        const prType = f.u32(q);
+        const size = f.u32(q + 4);
+        if (q + 8 + size > desc + descsz) return 0;
+        if (prType === GNU_PROPERTY_X86_ISA_1_NEEDED) return size === 4 ? f.u32(q + 8) : 0;
+        q += 8 + pad(size, align);
+      }
+      return 0;
+    }
+    at = desc + pad(descsz, align === 8 && type === NT_GNU_PROPERTY_TYPE_0 ? 8 : 4);
+  }
+  return null;
+}
+var PT_NOTE, PT_GNU_PROPERTY, NT_GNU_PROPERTY_TYPE_0, GNU_PROPERTY_X86_ISA_1_NEEDED, EM_386, EM_X86_64, MAX_NOTE_BYTES;
+var init_properties = __esm({
+  "src/core/elf/read/elf/properties.ts"() {
+    "use strict";
+    init_fields();
+    PT_NOTE = 4;
+    PT_GNU_PROPERTY = 1685382483;
+    NT_GNU_PROPERTY_TYPE_0 = 5;
+    GNU_PROPERTY_X86_ISA_1_NEEDED = 3221258242;
+    EM_386 = 3;
+    EM_X86_64 = 62;
+    MAX_NOTE_BYTES = 64 * 1024;
+  }
+});
+
+// src/core/elf/read/elf/relocations.ts
+function relocatedSymbols(file, h, values, count, toOffset) {
+  const marks = new Uint32Array(count);
+  const eager = new Uint8Array(count);
+  const copy = new Uint32Array(count);
+  const jumpSlot = JUMP_SLOT.get(h.machine);
+  const copyType = COPY.get(h.machine);
+  const tpoffTypes = TPOFF.get(h.machine) ?? [];
+  const tlsdescType = TLSDESC.get(h.machine);
+  const tpoff = [];
+  const tpoffSeen = /* @__PURE__ */ new Set();
+  const noteTls = (sym, type, at) => {
+    const optional = type === tlsdescType;
+    if (!optional && !tpoffTypes.includes(type)) return;
+    const key = sym * 2 + (optional ? 1 : 0);
+    if (tpoffSeen.has(key)) return;
+    tpoffSeen.add(key);
+    tpoff.push({ sym, at, optional });
+  };
+  let rank = 0;
+  const tables = [
+    { addr: values.get(DT_REL.RELA), size: values.get(DT_REL.RELASZ), rela: true, skip: values.get(DT_REL.RELACOUNT) ?? 0, what: "DT_RELA" },
+    { addr: values.get(DT_REL.REL), size: values.get(DT_REL.RELSZ), rela: false, skip: values.get(DT_REL.RELCOUNT) ?? 0, what: "DT_REL" },
+    { addr: values.get(DT_REL.JMPREL), size: values.get(DT_REL.PLTRELSZ), rela: values.get(DT_REL.PLTREL) !== DT_REL.REL, skip: 0, what: "DT_JMPREL" }
+  ];
+  for (const t of tables) {
+    if (t.addr === void 0 || !t.size) continue;
+    const ent = t.rela ? h.is64 ? 24 : 12 : h.is64 ? 16 : 8;
+    let off;
+    try {
+      off = toOffset(t.addr, t.size, `relocations (${t.what})`);
+    } catch {
+      return null;
+    }
+    let start = Math.min(t.skip, Math.floor(t.size / ent)) * ent;
+    const end = Math.floor(t.size / ent) * ent;
+    while (start < end) {
+      const len = Math.min(end - start, Math.floor(CHUNK / ent) * ent);
+      const buf = file.read(off + start, len, `relocations (${t.what})`);
+      const plt = t.what === "DT_JMPREL";
+      for (let b = 0; b + ent <= len; b += ent) {
+        const info32 = h.is64 ? 0 : h.littleEndian ? buf.readUInt32LE(b + 4) : buf.readUInt32BE(b + 4);
+        const sym = h.is64 ? h.littleEndian ? buf.readUInt32LE(b + 12) : buf.readUInt32BE(b + 8) : info32 >>> 8;
+        if (sym >= count) continue;
+        const type = h.is64 ? h.littleEndian ? buf.readUInt32LE(b + 8) : buf.readUInt32BE(b + 12) : info32 & 255;
+        if (sym === 0) {
+          noteTls(0, type, rank + 0.5);
+          continue;
+        }
+        if (marks[sym] === 0) marks[sym] = ++rank;
+        noteTls(sym, type, rank + 0.5);
+        if (eager[sym] === 0 && (!plt || jumpSlot !== void 0 && type !== jumpSlot)) eager[sym] = 1;
+        if (type === copyType) copy[sym] = marks[sym];
+      }
+      start += len;
+    }
+  }
+  return { rank: marks, eager, copy, tpoff };
+}
+var DT_REL, CHUNK, JUMP_SLOT, COPY, TPOFF, TLSDESC;
+var init_relocations = __esm({
+  "src/core/elf/read/elf/relocations.ts"() {
+    "use strict";
+    DT_REL = {
+      PLTRELSZ: 2,
+      RELA: 7,
+      RELASZ: 8,
+      RELAENT: 9,
+      REL: 17,
+      RELSZ: 18,
+      RELENT: 19,
+      PLTREL: 20,
+      JMPREL: 23,
+      RELACOUNT: 1879048185,
+      RELCOUNT: 1879048186
+    };
+    CHUNK = 1 << 20;
+    JUMP_SLOT = /* @__PURE__ */ new Map([
+      [62, 7],
+      // x86-64: R_X86_64_JUMP_SLOT
+      [3, 7],
+      // i386: R_386_JMP_SLOT
+      [183, 1026],
+      // AArch64: R_AARCH64_JUMP_SLOT
+      [40, 22],
+      // ARM: R_ARM_JUMP_SLOT
+      [20, 21],
+      // PowerPC: R_PPC_JMP_SLOT
+      [21, 21],
+      // PowerPC64: R_PPC64_JMP_SLOT
+      [22, 22],
+      // s390: R_390_JMP_SLOT
+      [243, 5],
+      // RISC-V: R_RISCV_JUMP_SLOT
+      [258, 5]
+      // LoongArch: R_LARCH_JUMP_SLOT
+    ]);
+    COPY = /* @__PURE__ */ new Map([
+      [62, 5],
+      // R_X86_64_COPY
+      [3, 5],
+      // R_386_COPY
+      [183, 1024],
+      // R_AARCH64_COPY
+      [40, 20],
+      // R_ARM_COPY
+      [20, 19],
+      // R_PPC_COPY
+      [21, 19],
+      // R_PPC64_COPY
+      [22, 19],
+      // R_390_COPY
+      [243, 4],
+      // R_RISCV_COPY
+      [258, 4]
+      // R_LARCH_COPY
+    ]);
+    TPOFF = /* @__PURE__ */ new Map([
+      [62, [18, 23]],
+      // R_X86_64_TPOFF64, R_X86_64_TPOFF32
+      [3, [14, 37]],
+      // R_386_TLS_TPOFF, R_386_TLS_TPOFF32
+      [183, [1030]]
+      // R_AARCH64_TLS_TPREL64
+    ]);
+    TLSDESC = /* @__PURE__ */ new Map([
+      [62, 36],
+      // R_X86_64_TLSDESC
+      [183, 1031]
+      // R_AARCH64_TLSDESC
+    ]);
+  }
+});
+
+// src/core/elf/read/elf/symbols.ts
+function readSymbols(file, h, t, strings, versions, relocated = null) {
+  if (t.count <= 1) return [];
+  const table2 = new DynamicSymbols(file, h, t, strings, versions);
+  const out = [];
+  for (let i = 1; i < t.count; i++) {
+    table2.validate(i);
+    const s = table2.symbol(i);
+    if (relocated && !s.defined && relocated[i] === 0) s.unreferenced = true;
+    out.push(s);
+  }
+  return out;
+}
+function readUndefinedSymbols(file, h, t, strings, versions, relocated = null) {
+  if (t.count <= 1) return { symbols: [], lookup: NO_LOOKUP };
+  const table2 = new DynamicSymbols(file, h, t, strings, versions);
+  const symbols = [];
+  for (let i = 1; i < t.count; i++) {
+    table2.validate(i);
+    if (table2.shndx(i) !== 0) continue;
+    const s = table2.symbol(i, void 0, gnuHash(table2.names, table2.nameOffset(i)));
+    if (relocated && relocated[i] === 0) s.unreferenced = true;
+    symbols.push(s);
+  }
+  return { symbols, lookup: table2 };
+}
+var NONE, NO_LOOKUP, DynamicSymbols;
+var init_symbols = __esm({
+  "src/core/elf/read/elf/symbols.ts"() {
+    "use strict";
+    init_errors2();
+    init_fields();
+    init_hash();
+    NONE = Object.freeze([]);
+    NO_LOOKUP = { find: () => NONE };
+    DynamicSymbols = class {
+      constructor(file, h, t, strings, versions) {
+        this.file = file;
+        this.h = h;
+        this.t = t;
+        this.versions = versions;
+        this.syms = new Fields(file.read(t.symtabOff, t.count * t.entsize, "dynamic symbol table (DT_SYMTAB)"), h.littleEndian, h.is64);
+        this.versym = t.versymOff === null ? null : new Fields(file.read(t.versymOff, t.count * 2, "symbol version table (DT_VERSYM)"), h.littleEndian, h.is64);
+        strings.loadAll();
+        this.names = strings.loaded;
+        this.strtabSize = strings.size;
+        this.terminated = this.names.length > 0 && this.names[this.names.length - 1] === 0;
+        this.chain = t.gnuChainOff === void 0 || t.count <= t.hashedFrom ? null : new Fields(file.read(t.gnuChainOff, (t.count - t.hashedFrom) * 4, "GNU hash chain"), h.littleEndian, h.is64);
+        this.o = h.is64 ? { info: 4, other: 5, shndx: 6, value: 8 } : { info: 12, other: 13, shndx: 14, value: 4 };
+      }
+      file;
+      h;
+      t;
+      versions;
+      syms;
+      versym;
+      chain;
+      strtabSize;
+      /** Every name offset below the string table size ends at a NUL: the table's last byte is one. */
+      terminated;
+      o;
+      /** SysV hash only: indexes by name, built on the first lookup. */
+      byName = null;
+      made = /* @__PURE__ */ new Map();
+      answers = /* @__PURE__ */ new Map();
+      names;
+      nameOffset(i) {
+        return this.syms.u32(i * this.t.entsize);
+      }
+      shndx(i) {
+        return this.syms.u16(i * this.t.entsize + this.o.shndx);
+      }
+      /** The checks readSymbols always made, in its order: name in the table, hash chain word, version index. */
+      validate(i) {
+        const nameOff = this.nameOffset(i);
+        if (nameOff >= this.strtabSize || !this.terminated && this.names.indexOf(0, nameOff) < 0) {
+          const what = `name of dynamic symbol ${i} of ${this.t.count} (the count the hash table gives)`;
+          throw new ElfError(this.file.path, "malformed", nameOff >= this.strtabSize ? `${what}: string offset ${nameOff} is outside the string table (${this.strtabSize} bytes)` : `${what}: string at offset ${nameOff} is not NUL-terminated inside the string table`);
+        }
+        if (this.chain && i >= this.t.hashedFrom && (this.chain.u32((i - this.t.hashedFrom) * 4) | 1) !== (gnuHash(this.names, nameOff) | 1)) {
+          throw new ElfError(this.file.path, "malformed", `the GNU hash table does not match dynamic symbol ${i} (corrupt DT_GNU_HASH)`);
+        }
+        if (this.versym) {
+          const index = this.versym.u16(i * 2) & 32767;
+          if (index >= 2 && !this.versions.has(index)) {
+            throw new ElfError(this.file.path, "malformed", `dynamic symbol ${i} uses version index ${index}, which no verdef or verneed entry defines`);
+          }
+        }
+      }
+      /** Symbol i as an object (validate(i) passed), with `nameHash` when given. */
+      symbol(i, knownName, nameHash) {
+        const b = i * this.t.entsize;
+        const syms = this.syms;
+        const nameOff = syms.u32(b);
+        const name = knownName ?? this.names.toString("utf8", nameOff, this.names.indexOf(0, nameOff));
+        const info2 = syms.u8(b + this.o.info);
+        const other = syms.u8(b + this.o.other);
+        const shndx = syms.u16(b + this.o.shndx);
+        const value = this.h.is64 ? syms.u64(b + this.o.value) : syms.u32(b + this.o.value);
+        const raw = this.versym ? this.versym.u16(i * 2) : 0;
+        const index = raw & 32767;
+        let version3 = null;
+        let versionFile = null;
+        if (this.versym && index >= 2) {
+          const entry2 = this.versions.get(index);
+          version3 = entry2.name;
+          versionFile = entry2.file;
+        }
+        const clamped = Number.isNaN(value) ? Number.MAX_SAFE_INTEGER : value;
+        const hashed = this.t.hashed && i >= this.t.hashedFrom;
+        const hidden = (raw & 32768) !== 0;
+        return nameHash === void 0 ? { name, defined: shndx !== 0, binding: info2 >> 4, type: info2 & 15, visibility: other & 3, version: version3, versionFile, hidden, versionIndex: index, shndx, value: clamped, hashed } : { name, defined: shndx !== 0, binding: info2 >> 4, type: info2 & 15, visibility: other & 3, version: version3, versionFile, hidden, versionIndex: index, shndx, value: clamped, hashed, nameHash };
+      }
+      /**
+       * The symbols named `name` the hash table leads to (do_lookup_x before check_match): for
+       * DT_GNU_HASH the bucket of the name's hash and its chain, for DT_HASH every symbol of that name.
+       */
+      find(name, nameHash) {
+        let found = this.answers.get(name);
+        if (found === void 0) {
+          found = this.lookUp(name, nameHash);
+          this.answers.set(name, found);
+        }
+        return found;
+      }
+      lookUp(name, nameHash) {
+        if (!this.t.hashed) return NONE;
+        if (!this.chain || !this.t.gnuBuckets) return this.t.gnuChainOff === void 0 ? this.findSysv(name) : NONE;
+        const nbuckets = this.t.gnuBuckets.buf.length / 4;
+        if (nbuckets === 0) return NONE;
+        const hash = nameHash ?? gnuHashOf(name);
+        const first = this.t.gnuBuckets.u32(hash % nbuckets * 4);
+        if (first < this.t.hashedFrom || first >= this.t.count) return NONE;
+        let out = null;
+        for (let i = first; i < this.t.count; i++) {
+          const word = this.chain.u32((i - this.t.hashedFrom) * 4);
+          if ((word ^ hash) >>> 1 === 0 && this.nameIs(this.nameOffset(i), name)) (out ??= []).push(this.cached(i, name));
+          if (word & 1) break;
+        }
+        return out ?? NONE;
+      }
+      /** Is the string at `off` exactly `name`? Compared in place: no string is made for the table's side. */
+      nameIs(off, name) {
+        const names = this.names;
+        const n = name.length;
+        if (off + n >= names.length) return this.names.toString("utf8", off, this.names.indexOf(0, off)) === name;
+        for (let k = 0; k < n; k++) {
+          const c = name.charCodeAt(k);
+          if (c >= 128) return this.names.toString("utf8", off, this.names.indexOf(0, off)) === name;
+          if (names[off + k] !== c) return false;
+        }
+        return names[off + n] === 0;
+      }
+      /** Symbol i as an object, made once: a libc symbol is found by hundreds of references. */
+      cached(i, name) {
+        let s = this.made.get(i);
+        if (!s) {
+          s = this.symbol(i, name);
+          this.made.set(i, s);
+        }
+        return s;
+      }
+      /** DT_HASH objects are rare: every symbol by name, indexed once. */
+      findSysv(name) {
+        if (!this.byName) {
+          this.byName = /* @__PURE__ */ new Map();
+          for (let i = 1; i < this.t.count; i++) {
+            const nameOff = this.nameOffset(i);
+            const n = this.names.toString("utf8", nameOff, this.names.indexOf(0, nameOff));
+            const list = this.byName.get(n);
+            if (list) list.push(i);
+            else this.byName.set(n, [i]);
+          }
+        }
+        return this.byName.get(name)?.map((i) => this.cached(i, name)) ?? NONE;
+      }
+    };
+  }
+});
+
+// src/core/elf/read/elf/versions.ts
+function* chain(file, start, size, nextAt, what, h) {
+  let off = start;
+  for (let n = 0; ; n++) {
+    if (n >= MAX_CHAIN) throw new ElfError(file.path, "malformed", `${what} chain has more than ${MAX_CHAIN} entries`);
+    const f = new Fields(file.read(off, size, what), h.littleEndian, h.is64);
+    yield [off, f];
+    const next = f.u32(nextAt);
+    if (next === 0) return;
+    off += next;
+  }
+}
+function readVersionDefinitions(file, h, off, strings) {
+  const defs = [];
+  for (const [at, f] of chain(file, off, 20, 16, "version definition (verdef)", h)) {
+    const version3 = f.u16(0);
+    if (version3 !== 1) throw new ElfError(file.path, "unsupported", `unsupported version ${version3} of a Verdef record`);
+    const count = f.u16(6);
+    const names = [];
+    if (count > 0) {
+      let n = 0;
+      for (const [, aux] of chain(file, at + f.u32(12), 8, 4, "version definition name (verdaux)", h)) {
+        names.push(strings.get(aux.u32(0), "verdaux name"));
+        if (++n >= count) break;
+      }
+    }
+    defs.push({ index: f.u16(4), flags: f.u16(2), hash: f.u32(8), name: names[0] ?? "", parents: names.slice(1) });
+  }
+  return defs;
+}
+function readVersionNeeds(file, h, off, strings) {
+  const needs = [];
+  for (const [at, f] of chain(file, off, 16, 12, "version requirement (verneed)", h)) {
+    const version3 = f.u16(0);
+    if (version3 !== 1) throw new ElfError(file.path, "unsupported", `unsupported version ${version3} of a Verneed record`);
+    const count = f.u16(2);
+    const need = { file: strings.get(f.u32(4), "verneed file name"), versions: [] };
+    if (count > 0) {
+      for (const [, aux] of chain(file, at + f.u32(8), 16, 12, "version requirement entry (vernaux)", h)) {
+        const flags = aux.u16(4);
+        need.versions.push({
+          name: strings.get(aux.u32(8), "vernaux name"),
+          hash: aux.u32(0),
+          flags,
+          weak: (flags & VER_FLG_WEAK) !== 0,
+          index: aux.u16(6)
+        });
+        if (need.versions.length >= count) break;
+      }
+    }
+    needs.push(need);
+  }
+  return needs;
+}
+function versionTable(defs, needs) {
+  const table2 = /* @__PURE__ */ new Map();
+  for (const need of needs) {
+    for (const v of need.versions) table2.set(v.index & 32767, { name: v.name, file: need.file });
+  }
+  for (const def of defs) {
+    if (def.flags & VER_FLG_BASE) continue;
+    table2.set(def.index & 32767, { name: def.name, file: null });
+  }
+  return table2;
+}
+var MAX_CHAIN, VER_FLG_BASE, VER_FLG_WEAK;
+var init_versions = __esm({
+  "src/core/elf/read/elf/versions.ts"() {
+    "use strict";
+    init_errors2();
+    init_fields();
+    MAX_CHAIN = 32768;
+    VER_FLG_BASE = 1;
+    VER_FLG_WEAK = 2;
+  }
+});
+
+// src/core/elf/read/elf/index.ts
+function readElfHeaderSync(path13) {
+  const file = ElfFile.open(path13);
+  try {
+    return publicHeader(parseHeader(file));
+  } catch (error2) {
+    throw wrap(path13, error2);
+  } finally {
+    file.close();
+  }
+}
+function readElfSync(path13, options = {}) {
+  const file = ElfFile.open(path13);
+  try {
+    return parse(file, options);
+  } catch (error2) {
+    throw wrap(path13, error2);
+  } finally {
+    file.close();
+  }
+}
+function parse(file, options) {
+  const h = parseHeader(file);
+  const phdrs = readProgramHeaders(file, h);
+  checkSegmentsInFile(file, phdrs);
+  const info2 = {
+    ...publicHeader(h),
+    interp: null,
+    soname: null,
+    needed: [],
+    rpath: null,
+    runpath: null,
+    flags1: 0,
+    versionDefinitions: [],
+    versionNeeds: [],
+    symbols: [],
+    symbolCount: 0,
+    hashTable: "none",
+    hasVersym: false,
+    dtFlags: 0,
+    symbolic: false,
+    bindNow: false,
+    filtees: [],
+    dynamic: "none",
+    x86IsaNeeded: x86IsaNeeded(file, h, phdrs),
+    stackFlags: phdrs.find((p) => p.type === PT_GNU_STACK)?.flags ?? null,
+    tls: tlsBlock(phdrs),
+    loads: phdrs.filter((p) => p.type === PT_LOAD).map((p) => ({ offset: p.offset, vaddr: p.vaddr, filesz: p.filesz }))
+  };
+  if (options.symbols === "undefined") info2.lookup = NO_LOOKUP;
+  const interp = phdrs.find((p) => p.type === PT_INTERP);
+  if (interp) info2.interp = readInterp(file, interp);
+  const dynamic = locateDynamic(file, h, phdrs);
+  if (!dynamic) {
+    if (phdrs.some((p) => p.type === PT_DYNAMIC)) info2.dynamic = "debug-info";
+    return info2;
+  }
+  info2.dynamic = "yes";
+  const { dyn, value, toOffset } = dynamic;
+  const strtabAddr = value(DT.STRTAB);
+  const strsz = value(DT.STRSZ) ?? 0;
+  const strings = strtabAddr === void 0 ? null : new StringTable(file, toOffset(strtabAddr, strsz, "dynamic string table (DT_STRTAB)"), strsz);
+  const str = (offset, what) => {
+    if (!strings) throw new ElfError(file.path, "malformed", `${what} is present but the dynamic section has no DT_STRTAB`);
+    return strings.get(offset, what);
+  };
+  for (const n of dyn.needed) info2.needed.push(str(n, "DT_NEEDED"));
+  for (const f of dyn.filtees) info2.filtees.push({ name: str(f.offset, f.auxiliary ? "DT_AUXILIARY" : "DT_FILTER"), auxiliary: f.auxiliary, neededBefore: f.neededBefore });
+  const soname = value(DT.SONAME);
+  if (soname !== void 0) info2.soname = str(soname, "DT_SONAME");
+  const rpath = value(DT.RPATH);
+  if (rpath !== void 0) info2.rpath = str(rpath, "DT_RPATH");
+  const runpath = value(DT.RUNPATH);
+  if (runpath !== void 0) info2.runpath = str(runpath, "DT_RUNPATH");
+  info2.flags1 = value(DT.FLAGS_1) ?? 0;
+  info2.dtFlags = value(DT.FLAGS) ?? 0;
+  info2.symbolic = dyn.values.has(DT.SYMBOLIC) || (info2.dtFlags & DF_SYMBOLIC) !== 0;
+  info2.bindNow = dyn.values.has(DT.BIND_NOW) || (info2.dtFlags & DF_BIND_NOW) !== 0 || (info2.flags1 & DF_1_NOW) !== 0;
+  const verdef = value(DT.VERDEF);
+  const verneed = value(DT.VERNEED);
+  if ((verdef !== void 0 || verneed !== void 0) && !strings) {
+    throw new ElfError(file.path, "malformed", "version sections are present but the dynamic section has no DT_STRTAB");
+  }
+  if (verdef !== void 0) info2.versionDefinitions = readVersionDefinitions(file, h, toOffset(verdef, 20, "version definitions (DT_VERDEF)"), strings);
+  if (verneed !== void 0) info2.versionNeeds = readVersionNeeds(file, h, toOffset(verneed, 16, "version requirements (DT_VERNEED)"), strings);
+  const count = symbolCount(file, h, value(DT.GNU_HASH), value(DT.HASH), toOffset);
+  info2.symbolCount = count.count;
+  info2.hashTable = count.table;
+  const versym = value(DT.VERSYM);
+  info2.hasVersym = versym !== void 0;
+  const symtab = value(DT.SYMTAB);
+  if (symtab === void 0 || count.count === 0) return info2;
+  const entsize = value(DT.SYMENT) ?? (h.is64 ? 24 : 16);
+  if (entsize < (h.is64 ? 24 : 16)) throw new ElfError(file.path, "malformed", `DT_SYMENT ${entsize} is smaller than a symbol`);
+  const symtabOff = toOffset(symtab, 0, "dynamic symbol table (DT_SYMTAB)");
+  if (count.count * entsize > file.size - symtabOff) {
+    throw new ElfError(
+      file.path,
+      "malformed",
+      `the hash table says ${count.count} dynamic symbols, more than fit between DT_SYMTAB and the end of the file`
+    );
+  }
+  if (options.symbols) {
+    if (!strings) throw new ElfError(file.path, "malformed", "dynamic symbols are present but the dynamic section has no DT_STRTAB");
+    const versymOff = versym === void 0 ? null : toOffset(versym, count.count * 2, "symbol versions (DT_VERSYM)");
+    const tables = {
+      symtabOff,
+      entsize,
+      count: count.count,
+      versymOff,
+      hashedFrom: count.symoffset,
+      hashed: count.table !== "none",
+      gnuChainOff: count.chainOff,
+      gnuBuckets: count.buckets
+    };
+    const versions = versionTable(info2.versionDefinitions, info2.versionNeeds);
+    const relocated = options.relocations ? relocatedSymbols(file, h, dyn.values, count.count, toOffset)?.rank ?? null : null;
+    if (options.symbols === "undefined") {
+      const { symbols, lookup } = readUndefinedSymbols(file, h, tables, strings, versions, relocated);
+      info2.symbols = symbols;
+      info2.lookup = lookup;
+    } else {
+      info2.symbols = readSymbols(file, h, tables, strings, versions, relocated);
+    }
+  }
+  return info2;
+}
+function relocatedUndefinedNames(path13) {
+  return withRelocations(path13, (t) => {
+    const names = /* @__PURE__ */ new Map();
+    for (let i = 1; i < t.count; i++) {
+      if (t.marks.rank[i] === 0 || t.shndx(i) !== 0) continue;
+      const name = t.name(i);
+      const known2 = names.get(name);
+      names.set(name, { rank: Math.min(t.marks.rank[i], known2?.rank ?? Infinity), eager: t.marks.eager[i] === 1 || (known2?.eager ?? false) });
+    }
+    return names;
+  });
+}
+function copyRelocations(path13) {
+  return withRelocations(path13, (t) => {
+    const out = [];
+    for (let i = 1; i < t.count; i++) {
+      if (t.marks.copy[i] !== 0) out.push({ ...t.symbol(i), weak: t.binding(i) === STB_WEAK, rank: t.marks.copy[i] });
+    }
+    return out;
+  });
+}
+function staticTlsReferences(path13) {
+  return withRelocations(path13, (t) => t.marks.tpoff.map(({ sym, at, optional }) => ({ symbol: sym === 0 || t.binding(sym) === STB_LOCAL ? null : t.symbol(sym), at, optional })));
+}
+function withRelocations(path13, use) {
+  const file = ElfFile.open(path13);
+  try {
+    const h = parseHeader(file);
+    const phdrs = readProgramHeaders(file, h);
+    const dynamic = locateDynamic(file, h, phdrs);
+    if (!dynamic) return null;
+    const { dyn, value, toOffset } = dynamic;
+    const strtab = value(DT.STRTAB);
+    const symtab = value(DT.SYMTAB);
+    if (strtab === void 0 || symtab === void 0) return null;
+    const strings = new StringTable(file, toOffset(strtab, value(DT.STRSZ) ?? 0, "DT_STRTAB"), value(DT.STRSZ) ?? 0);
+    const count = symbolCount(file, h, value(DT.GNU_HASH), value(DT.HASH), toOffset).count;
+    const marks = relocatedSymbols(file, h, dyn.values, count, toOffset);
+    if (!marks) return null;
+    const entsize = value(DT.SYMENT) ?? (h.is64 ? 24 : 16);
+    const syms = file.read(toOffset(symtab, 0, "DT_SYMTAB"), count * entsize, "dynamic symbol table (DT_SYMTAB)");
+    const versymAt = value(DT.VERSYM);
+    const versym = versymAt === void 0 ? null : file.read(toOffset(versymAt, count * 2, "DT_VERSYM"), count * 2, "symbol versions (DT_VERSYM)");
+    const u16 = (buf, at) => h.littleEndian ? buf.readUInt16LE(at) : buf.readUInt16BE(at);
+    let versions = null;
+    const versionsOnce = () => {
+      if (versions) return versions;
+      const verdef = value(DT.VERDEF);
+      const verneed = value(DT.VERNEED);
+      return versions = versionTable(
+        verdef === void 0 ? [] : readVersionDefinitions(file, h, toOffset(verdef, 20, "version definitions (DT_VERDEF)"), strings),
+        verneed === void 0 ? [] : readVersionNeeds(file, h, toOffset(verneed, 16, "version requirements (DT_VERNEED)"), strings)
+      );
+    };
+    const name = (i) => strings.get(h.littleEndian ? syms.readUInt32LE(i * entsize) : syms.readUInt32BE(i * entsize), `name of dynamic symbol ${i}`);
+    return use({
+      count,
+      marks,
+      name,
+      shndx: (i) => u16(syms, i * entsize + (h.is64 ? 6 : 14)),
+      binding: (i) => syms[i * entsize + (h.is64 ? 4 : 12)] >> 4,
+      symbol: (i) => {
+        const raw = versym ? u16(versym, i * 2) : 0;
+        const entry2 = (raw & 32767) >= 2 ? versionsOnce().get(raw & 32767) : void 0;
+        return { name: name(i), version: entry2?.name ?? null, versionFile: entry2?.file ?? null, hidden: (raw & 32768) !== 0 };
+      }
+    });
+  } catch (error2) {
+    throw wrap(path13, error2);
+  } finally {
+    file.close();
+  }
+}
+function locateDynamic(file, h, phdrs) {
+  const dynamicHeader = phdrs.find((p) => p.type === PT_DYNAMIC && p.filesz > 0);
+  if (!dynamicHeader) return null;
+  const loads = phdrs.filter((p) => p.type === PT_LOAD);
+  const mapped = loads.find((p) => dynamicHeader.vaddr >= p.vaddr && dynamicHeader.vaddr + dynamicHeader.filesz <= p.vaddr + p.filesz);
+  const dyn = readDynamic(file, h, mapped ? { ...dynamicHeader, offset: dynamicHeader.vaddr - mapped.vaddr + mapped.offset } : dynamicHeader);
+  return {
+    dyn,
+    value: (tag) => dyn.values.get(tag),
+    toOffset: (addr, len, what) => vaddrToOffset(file, loads, addr, len, what)
+  };
+}
+function symbolCount(file, h, gnu, sysv, toOffset) {
+  if (gnu !== void 0) return countFromGnuHash(file, h, toOffset(gnu, 16, "GNU hash table (DT_GNU_HASH)"));
+  if (sysv !== void 0) return countFromSysvHash(file, h, toOffset(sysv, 8, "SysV hash table (DT_HASH)"));
+  return countFromSections(file, h);
+}
+function tlsBlock(phdrs) {
+  const tls = phdrs.find((p) => p.type === PT_TLS);
+  if (!tls || tls.memsz === 0) return null;
+  const align = Math.max(tls.align, 1);
+  return { size: tls.memsz, align, firstByte: tls.align === 0 ? 0 : tls.vaddr % align };
+}
+function readInterp(file, p) {
+  const buf = file.read(p.offset, Math.min(p.filesz, 4096), "interpreter path (PT_INTERP)");
+  const nul = buf.indexOf(0);
+  return buf.toString("utf8", 0, nul < 0 ? buf.length : nul);
+}
+function publicHeader(h) {
+  return { path: h.path, elfClass: h.elfClass, littleEndian: h.littleEndian, machine: h.machine, type: h.type, osabi: h.osabi };
+}
+function wrap(path13, error2) {
+  if (error2 instanceof ElfError) return error2;
+  return new ElfError(path13, "malformed", `cannot be parsed: ${error2 instanceof Error ? error2.message : String(error2)}`, { cause: error2 });
+}
+var DF_SYMBOLIC, DF_BIND_NOW, DF_1_NOW, STB_LOCAL, STB_WEAK;
+var init_elf = __esm({
+  "src/core/elf/read/elf/index.ts"() {
+    "use strict";
+    init_dynamic();
+    init_errors2();
+    init_file();
+    init_header();
+    init_hash();
+    init_strings();
+    init_properties();
+    init_relocations();
+    init_symbols();
+    init_versions();
+    init_errors2();
+    init_file();
+    DF_SYMBOLIC = 2;
+    DF_BIND_NOW = 8;
+    DF_1_NOW = 1;
+    STB_LOCAL = 0;
+    STB_WEAK = 2;
+  }
+});
+
+// src/core/elf/cache/inputs.ts
+import { realpathSync as realpathSync2, statSync as statSync2 } from "node:fs";
+function identity(st) {
+  return `${st.dev}:${st.ino}:${st.size}:${st.mode}:${st.mtimeMs}:${st.ctimeMs}`;
+}
+function inodeKey(st) {
+  return `${st.dev}:${st.ino}`;
+}
+function inputKey(kind, path13) {
+  return `${kind}\0${path13}`;
+}
+function emptySet() {
+  return { values: /* @__PURE__ */ new Map(), newest: 0, devices: /* @__PURE__ */ new Map() };
+}
+function statOrNull(path13) {
+  try {
+    return statSync2(path13, { throwIfNoEntry: false }) ?? null;
+  } catch {
+    return null;
+  }
+}
+function currentValue(kind, path13, sysroot, platform2, cwd = process.cwd()) {
+  switch (kind) {
+    case "s": {
+      const st = statOrNull(path13);
+      return st ? identity(st) : "-";
+    }
+    case "r":
+      try {
+        return realpathSync2.native(path13);
+      } catch {
+        return "-";
+      }
+    case "h":
+      return realpathIn(sysroot, path13) ?? "-";
+    case "p":
+      return platform2(path13);
+    case "w":
+      return cwd;
+    default:
+      return "\0unknown";
+  }
+}
+var InputRecorder;
+var init_inputs = __esm({
+  "src/core/elf/cache/inputs.ts"() {
+    "use strict";
+    init_sysroot();
+    InputRecorder = class {
+      /** Facts every file's check depends on (ld.so.cache, /etc/ld.so.preload, --exe). */
+      shared = emptySet();
+      current = this.shared;
+      /** Starts the facts of one file; until end(), everything recorded is its own. */
+      begin() {
+        this.current = emptySet();
+      }
+      end() {
+        const set = this.current;
+        this.current = this.shared;
+        return set;
+      }
+      /** A stat the model made of host path `path` (null: nothing there or not reachable). */
+      stat(path13, st, id) {
+        const set = this.current;
+        if (st === null) {
+          set.values.set(inputKey("s", path13), "-");
+          return;
+        }
+        set.values.set(inputKey("s", path13), id ?? identity(st));
+        const t = st.mtimeMs > st.ctimeMs ? st.mtimeMs : st.ctimeMs;
+        if (t > set.newest) set.newest = t;
+        if (!set.devices.has(st.dev)) set.devices.set(st.dev, path13);
+      }
+      /** A fact already in value form (a stat's identity recorded earlier, an lstat, a realpath, a platform). */
+      fact(kind, path13, value) {
+        this.current.values.set(inputKey(kind, path13), value);
+      }
+      /** stat(2) of `path` now, recorded, for callers outside the FileView (ld.so.cache, the checked file itself). */
+      statNow(path13) {
+        const st = statOrNull(path13);
+        this.stat(path13, st);
+        return st;
+      }
+    };
+  }
+});
+
+// src/core/elf/cache/file-cache.ts
+import { readdirSync } from "node:fs";
+function fileKey(path13, st) {
+  void path13;
+  return `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
+}
+function remember(map, key, make) {
+  let entry2 = map.get(key);
+  if (entry2 === void 0) {
+    entry2 = make();
+    if (map.size >= MAX_ENTRIES) map.delete(map.keys().next().value);
+    map.set(key, entry2);
+  }
+  return entry2;
+}
+function cachedElfSync(path13, st) {
+  return remember(elfCache, fileKey(path13, st), () => readElfSync(path13, { symbols: "undefined" }));
+}
+function lookedUpNames(info2) {
+  if (lookedUp.has(info2)) return lookedUp.get(info2);
+  let names = null;
+  try {
+    names = relocatedUndefinedNames(info2.path);
+  } catch {
+    names = null;
+  }
+  lookedUp.set(info2, names);
+  return names;
+}
+function readOnce(read3, empty) {
+  const memo = /* @__PURE__ */ new WeakMap();
+  return (info2) => {
+    let value = memo.get(info2);
+    if (value === void 0) {
+      try {
+        value = read3(info2.path) ?? empty;
+      } catch {
+        value = empty;
+      }
+      memo.set(info2, value);
+    }
+    return value;
+  };
+}
+async function cachedElf(path13, st) {
+  return cachedElfSync(path13, st);
+}
+function cachedHeaderSync(path13, st) {
+  const key = fileKey(path13, st);
+  const full = elfCache.get(key);
+  if (full) return full;
+  return remember(headerCache, key, () => {
+    try {
+      return cachedElfSync(path13, st);
+    } catch {
+      return readElfHeaderSync(path13);
+    }
+  });
+}
+var MAX_ENTRIES, elfCache, headerCache, lookedUp, copyReferences, staticTlsOf, FileView;
+var init_file_cache = __esm({
+  "src/core/elf/cache/file-cache.ts"() {
+    "use strict";
+    init_elf();
+    init_inputs();
+    init_sysroot();
+    init_inputs();
+    MAX_ENTRIES = 8192;
+    elfCache = /* @__PURE__ */ new Map();
+    headerCache = /* @__PURE__ */ new Map();
+    lookedUp = /* @__PURE__ */ new WeakMap();
+    copyReferences = readOnce(copyRelocations, []);
+    staticTlsOf = readOnce(staticTlsReferences, []);
+    FileView = class {
+      /** @param sysroot CUDAENV_SYSROOT: links inside it resolve inside it (./sysroot.ts). */
+      constructor(cwd, sysroot = "") {
+        this.cwd = cwd;
+        this.root = normalRoot(sysroot);
+      }
+      cwd;
+      listings = /* @__PURE__ */ new Map();
+      /** Per directory key: the host path listed and the identity of that directory before it was listed. */
+      listedAs = /* @__PURE__ */ new Map();
+      stats = /* @__PURE__ */ new Map();
+      subdirs = /* @__PURE__ */ new Map();
+      root;
+      hosts = /* @__PURE__ */ new Map();
+      /**
+       * Set while a persistent verdict cache is in use: every answer this view gives is recorded
+       * (cached or not), so each checked file's result carries exactly what it depended on.
+       */
+      recorder = null;
+      /**
+       * The host path to open for `path`: itself, or inside the sysroot with the image's links
+       * resolved in the image (null: nothing there). ld.so in the image would see the same file.
+       */
+      hostPath(path13) {
+        if (!isInside(this.root, path13)) return path13;
+        let host = this.hosts.get(path13);
+        if (host === void 0) {
+          host = realpathIn(this.root, path13) ?? null;
+          this.hosts.set(path13, host);
+        }
+        this.recorder?.fact("h", path13, host ?? "-");
+        return host;
+      }
+      /**
+       * The check's working directory, for a path the loader resolves against it: recorded, since
+       * the result then depends on it (a check from another directory must not reuse it).
+       */
+      workingDir() {
+        this.recorder?.fact("w", "", this.cwd);
+        return this.cwd;
+      }
+      /** Names in a directory ('' = cwd), or null when it cannot be listed. */
+      list(dir) {
+        const key = dir.startsWith("/") ? dir : dir === "" ? this.workingDir() : `${this.workingDir()}/${dir}`;
+        let names = this.listings.get(key);
+        if (names === void 0) {
+          const host = this.hostPath(key);
+          names = null;
+          if (host !== null) {
+            if (this.recorder) {
+              const st = statOrNull(host);
+              const id = st ? identity(st) : "-";
+              this.listedAs.set(key, { host, id });
+              if (st) this.recorder.stat(host, st, id);
+              else this.recorder.fact("s", host, "-");
+            }
+            try {
+              names = new Set(readdirSync(host));
+            } catch {
+              names = null;
+            }
+          }
+          this.listings.set(key, names);
+        } else if (this.recorder) {
+          this.hostPath(key);
+          const seen = this.listedAs.get(key);
+          if (seen) this.recorder.fact("s", seen.host, seen.id);
+        }
+        return names;
+      }
+      /**
+       * The subdirectories `${dir}${sub}/` among `subs` that can be listed, in order. Most search
+       * directories have none of the eight hwcaps/tls subdirectories: asking once per directory
+       * spares every search of every name eight probes there (has() is false for them anyway).
+       */
+      listableSubdirs(dir, subs) {
+        let bySubs = this.subdirs.get(dir);
+        if (!bySubs) this.subdirs.set(dir, bySubs = /* @__PURE__ */ new Map());
+        let found = bySubs.get(subs);
+        if (!found) {
+          found = subs.filter((sub) => this.list(`${dir}${sub}/`) !== null);
+          bySubs.set(subs, found);
+        } else if (this.recorder) {
+          for (const sub of subs) this.list(`${dir}${sub}/`);
+        }
+        return found;
+      }
+      /** Does `dir` hold an entry `name` (without following it)? */
+      has(dir, name) {
+        return this.list(dir)?.has(name) ?? false;
+      }
+      /** stat (following links), null when it fails. Synchronous and cached: probes are many and small. */
+      stat(path13) {
+        let entry2 = this.stats.get(path13);
+        if (entry2 === void 0) {
+          entry2 = this.statSync(path13);
+          this.stats.set(path13, entry2);
+        } else if (this.recorder) {
+          const host = this.hostPath(path13);
+          if (host !== null) this.recordStat(host, entry2);
+        }
+        return entry2;
+      }
+      statSync(path13) {
+        const host = this.hostPath(path13);
+        const st = host === null ? null : statOrNull(host);
+        if (this.recorder && host !== null) this.recordStat(host, st);
+        return st;
+      }
+      /** The identity string is made once per Stats object: a library's stat is recorded by hundreds of checked files. */
+      ids = /* @__PURE__ */ new WeakMap();
+      recordStat(host, st) {
+        if (st === null) {
+          this.recorder.fact("s", host, "-");
+          return;
+        }
+        let id = this.ids.get(st);
+        if (id === void 0) this.ids.set(st, id = identity(st));
+        this.recorder.stat(host, st, id);
+      }
+    };
+  }
+});
+
+// src/core/versions/version.ts
+function parseVersion(text) {
+  const m = VERSION_RE.exec(text);
+  if (!m) return void 0;
+  return { major: Number(m[1]), minor: Number(m[2]), patch: Number(m[3]) };
+}
+function isVersion(text) {
+  return VERSION_RE.test(text);
+}
+function isLabel(text) {
+  return LABEL_RE.test(text);
+}
+function parseLabel(text) {
+  const m = LABEL_RE.exec(text);
+  return m ? { release: m[1], suffix: m[2] } : void 0;
+}
+function compareVersions(a, b) {
+  return a.major - b.major || a.minor - b.minor || a.patch - b.patch;
+}
+function sortVersionLabels(labels) {
+  return [...labels].sort((x, y) => {
+    const lx = parseLabel(x);
+    const ly = parseLabel(y);
+    const a = lx && parseVersion(lx.release);
+    const b = ly && parseVersion(ly.release);
+    if (!a || !b) return a ? 1 : b ? -1 : x.localeCompare(y);
+    return compareVersions(a, b) || (lx.suffix === void 0 ? -1 : 0) - (ly.suffix === void 0 ? -1 : 0) || x.localeCompare(y);
+  });
+}
+function compareDotted(a, b) {
+  const x = a.split(".").map(Number);
+  const y = b.split(".").map(Number);
+  for (let i = 0; i < Math.max(x.length, y.length); i++) {
+    const d = (x[i] ?? 0) - (y[i] ?? 0);
+    if (d !== 0) return d;
+  }
+  return 0;
+}
+var VERSION_RE, LABEL_RE;
+var init_version = __esm({
+  "src/core/versions/version.ts"() {
+    "use strict";
+    VERSION_RE = /^(0|[1-9]\d{0,3})\.(0|[1-9]\d{0,3})\.(0|[1-9]\d{0,5})$/;
+    LABEL_RE = /^((?:0|[1-9]\d{0,3})\.(?:0|[1-9]\d{0,3})\.(?:0|[1-9]\d{0,5}))(?:-([a-z][a-z0-9]{0,15}))?$/;
+  }
+});
+
+// src/core/versions/driver-table.ts
+function compareDriverVersions(a, b) {
+  return compareDotted(a, b);
+}
+function isDriverVersion(text) {
+  return /^\d{2,4}\.\d{1,4}(\.\d{1,4})?$/.test(text);
+}
+function parseToolkit(text) {
+  const m = /^(\d+)\.(\d+)(?:\.(\d+))?$/.exec(text);
+  return m ? { major: Number(m[1]), minor: Number(m[2]), patch: Number(m[3] ?? 0) } : void 0;
+}
+function newerThanDriverTable(toolkit) {
+  const v = parseToolkit(toolkit);
+  return v !== void 0 && compareDotted(`${v.major}.${v.minor}.${v.patch}`, TABLE[0][0]) > 0;
+}
+function minimumDriver(toolkit) {
+  const v = parseToolkit(toolkit);
+  if (!v) return void 0;
+  if (newerThanDriverTable(toolkit)) return { driver: TABLE[0][1], row: TABLE[0][0], atLeast: true };
+  for (const [row, driver] of TABLE) {
+    const r = parseToolkit(row);
+    if (r.major === v.major && r.minor === v.minor && r.patch <= v.patch) return { driver, row };
+  }
+  return void 0;
+}
+function mvcFloor(major) {
+  return MVC_FLOOR[major];
+}
+function driverSupport(driver, toolkit) {
+  const required2 = minimumDriver(toolkit);
+  const major = parseToolkit(toolkit)?.major;
+  const floor = major === void 0 ? void 0 : mvcFloor(major);
+  if (!required2) return { kind: "unknown", floor };
+  if (compareDriverVersions(driver, required2.driver) >= 0) return required2.atLeast ? { kind: "unknown", floor, required: required2 } : { kind: "full", required: required2 };
+  if (floor && compareDriverVersions(driver, floor) >= 0) return { kind: "minor-version-compatibility", required: required2, floor };
+  return { kind: "too-old", required: required2, floor };
+}
+var TABLE, MVC_FLOOR;
+var init_driver_table = __esm({
+  "src/core/versions/driver-table.ts"() {
+    "use strict";
+    init_version();
+    TABLE = [
+      ["13.3.1", "610.43.02"],
+      ["13.3.0", "610.43.02"],
+      ["13.2.1", "595.58.03"],
+      ["13.2.0", "595.45.04"],
+      ["13.1.1", "590.48.01"],
+      ["13.1.0", "590.44.01"],
+      ["13.0.2", "580.95.05"],
+      ["13.0.1", "580.82.07"],
+      ["13.0.0", "580.65.06"],
+      ["12.9.1", "575.57.08"],
+      ["12.9.0", "575.51.03"],
+      ["12.8.1", "570.124.06"],
+      ["12.8.0", "570.26"],
+      ["12.6.3", "560.35.05"],
+      ["12.6.2", "560.35.03"],
+      ["12.6.1", "560.35.03"],
+      ["12.6.0", "560.28.03"],
+      ["12.5.1", "555.42.06"],
+      ["12.5.0", "555.42.02"],
+      ["12.4.1", "550.54.15"],
+      ["12.4.0", "550.54.14"],
+      ["12.3.2", "545.23.08"],
+      ["12.3.1", "545.23.08"],
+      ["12.3.0", "545.23.06"],
+      ["12.2.2", "535.104.05"],
+      ["12.2.1", "535.86.09"],
+      ["12.2.0", "535.54.03"],
+      ["12.1.1", "530.30.02"],
+      ["12.1.0", "530.30.02"],
+      ["12.0.1", "525.85.11"],
+      ["12.0.0", "525.60.13"],
+      ["11.8.0", "520.61.05"],
+      ["11.7.1", "515.48.07"],
+      ["11.7.0", "515.43.04"],
+      ["11.6.2", "510.47.03"],
+      ["11.6.1", "510.47.03"],
+      ["11.6.0", "510.39.01"],
+      ["11.5.2", "495.29.05"],
+      ["11.5.1", "495.29.05"],
+      ["11.5.0", "495.29.05"],
+      ["11.4.4", "470.82.01"],
+      ["11.4.3", "470.82.01"],
+      ["11.4.2", "470.57.02"],
+      ["11.4.1", "470.57.02"],
+      ["11.4.0", "470.42.01"],
+      ["11.3.1", "465.19.01"],
+      ["11.3.0", "465.19.01"],
+      ["11.2.2", "460.32.03"],
+      ["11.2.1", "460.32.03"],
+      ["11.2.0", "460.27.03"],
+      ["11.1.1", "455.32"],
+      ["11.1.0", "455.23"],
+      ["11.0.3", "450.51.06"],
+      ["11.0.2", "450.51.05"],
+      ["11.0.1", "450.36.06"],
+      ["10.2.0", "440.33"],
+      ["10.1.0", "418.39"],
+      ["10.0.0", "410.48"]
+    ];
+    MVC_FLOOR = { 11: "450.80.02", 12: "525.60.13", 13: "580.65.06" };
+  }
+});
+
+// src/core/versions/driver-version.ts
+function parseProcDriverVersion(text) {
+  const line = text.split("\n").find((l) => l.startsWith("NVRM version:"));
+  if (!line) return void 0;
+  const m = /\b(Open )?Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)\b/.exec(line);
+  if (!m || !isDriverVersion(m[2])) return void 0;
+  return { version: m[2], kernelModule: m[1] ? "open" : "proprietary" };
+}
+function libcudaVersion(fileName) {
+  const m = /^libcuda\.so\.(\d+\.\d+(?:\.\d+)?)$/.exec(fileName);
+  return m && isDriverVersion(m[1]) ? m[1] : void 0;
+}
+var init_driver_version = __esm({
+  "src/core/versions/driver-version.ts"() {
+    "use strict";
+    init_driver_table();
+  }
+});
+
+// src/core/elf/read/elf/sections.ts
+function sectionHeaders(file, h) {
+  const entsize = h.is64 ? 64 : 40;
+  if (h.shnum === 0 || h.shoff === 0 || h.shentsize !== entsize) return [];
+  const ehdr = new Fields(file.read(0, h.is64 ? 64 : 52, "ELF header"), h.littleEndian, h.is64);
+  const shstrndx = ehdr.u16(h.is64 ? 62 : 50);
+  if (shstrndx === 0 || shstrndx >= h.shnum) return [];
+  const table2 = new Fields(file.read(h.shoff, h.shnum * entsize, "section header table"), h.littleEndian, h.is64);
+  const offsetOf = (i) => h.is64 ? table2.u64(i * entsize + 24) : table2.u32(i * entsize + 16);
+  const sizeOf2 = (i) => h.is64 ? table2.u64(i * entsize + 32) : table2.u32(i * entsize + 20);
+  const names = file.read(offsetOf(shstrndx), Math.min(sizeOf2(shstrndx), NAMES_LIMIT), "section name table");
+  const out = [];
+  for (let i = 0; i < h.shnum; i++) {
+    const at = table2.u32(i * entsize);
+    if (at >= names.length) continue;
+    const end = names.indexOf(0, at);
+    out.push({ name: names.toString("latin1", at, end < 0 ? names.length : end), type: table2.u32(i * entsize + 4), offset: offsetOf(i), size: sizeOf2(i) });
+  }
+  return out;
+}
+var SHT_PROGBITS, NAMES_LIMIT;
+var init_sections = __esm({
+  "src/core/elf/read/elf/sections.ts"() {
+    "use strict";
+    init_fields();
+    SHT_PROGBITS = 1;
+    NAMES_LIMIT = 1024 * 1024;
+  }
+});
+
+// src/core/elf/read/elf/rodata-strings.ts
+function constantRanges(file, h) {
+  if (sectionHeaders(file, h).length > 0) return rodataSections(file, h);
+  const ranges = [];
+  let total = 0;
+  for (const ph of readProgramHeaders(file, h)) {
+    if (ph.type !== PT_LOAD || (ph.flags & (PF_X | PF_W)) !== 0 || ph.filesz === 0) continue;
+    const size = Math.min(ph.filesz, SEGMENT_LIMIT - total, file.size - ph.offset);
+    if (size <= 0) break;
+    ranges.push([ph.offset, size]);
+    total += size;
+  }
+  return ranges;
+}
+function rodataSections(file, h) {
+  const ranges = [];
+  for (const s of sectionHeaders(file, h)) {
+    if (s.type !== SHT_PROGBITS || s.name !== ".rodata" && !s.name.startsWith(".rodata.")) continue;
+    file.check(s.offset, s.size, `section ${s.name}`);
+    ranges.push([s.offset, s.size]);
+  }
+  return ranges;
+}
+function constantStrings(path13, pattern) {
+  const whole = new RegExp(`(?<=\\0)(?:${pattern.source})(?=\\0)`, `g${pattern.flags.replace(/[gy]/g, "")}`);
+  const found = /* @__PURE__ */ new Set();
+  const file = ElfFile.open(path13);
+  try {
+    const h = parseHeader(file);
+    for (const [start, size] of constantRanges(file, h)) {
+      const overlap = 4096;
+      for (let off = start; off < start + size; off += CHUNK2) {
+        const from = Math.max(start, off - overlap);
+        const len = Math.min(start + size, off + CHUNK2) - from;
+        const text = "\0" + file.scan(from, len, scanBuffer(), "constant strings").toString("latin1");
+        for (const m of text.matchAll(whole)) found.add(m[0]);
+      }
+    }
+  } catch (error2) {
+    if (error2 instanceof ElfError) throw error2;
+    throw new ElfError(path13, "io", `cannot read its constant strings: ${error2.message}`);
+  } finally {
+    file.close();
+  }
+  return [...found];
+}
+function scanBuffer() {
+  scratch ??= Buffer.allocUnsafeSlow(CHUNK2 + 8192);
+  return scratch;
+}
+function eachPiece(file, ranges, limit, margin, fn) {
+  let budget = limit;
+  for (const [start, whole] of ranges) {
+    const size = Math.min(whole, budget);
+    budget -= size;
+    for (let off = start; off < start + size; off += CHUNK2) {
+      const from = Math.max(start, off - margin);
+      const to = Math.min(start + size, off + CHUNK2 + margin);
+      const buf = file.scan(from, to - from, scanBuffer(), "constant strings");
+      if (fn(buf, off - from, Math.min(start + size, off + CHUNK2) - from, from, start, start + size) === true) return;
+    }
+    if (budget <= 0) break;
+  }
+}
+function constantLibraryStrings(path13, markers) {
+  const found = /* @__PURE__ */ new Set();
+  const wanted = markers.map((m) => ({ text: m, bytes: Buffer.from(m, "latin1") }));
+  const seenMarkers = /* @__PURE__ */ new Set();
+  const file = ElfFile.open(path13);
+  const needle = Buffer.from(".so", "latin1");
+  try {
+    const h = parseHeader(file);
+    eachPiece(file, constantRanges(file, h), LIBRARY_NAMES_SCAN_LIMIT, NAME_MAX, (buf, coreStart, coreEnd, from, start, end) => {
+      for (const m of wanted) {
+        if (!seenMarkers.has(m.text) && buf.indexOf(m.bytes) >= 0) seenMarkers.add(m.text);
+      }
+      for (let at = buf.indexOf(needle, coreStart); at >= 0 && at < coreEnd; at = buf.indexOf(needle, at + 1)) {
+        const s = buf.lastIndexOf(0, at) + 1;
+        const e = buf.indexOf(0, at);
+        if (s === 0 && from > start || e < 0 && from + buf.length < end) continue;
+        const stop = e < 0 ? buf.length : e;
+        if (stop - s > NAME_MAX || at - s < 4) continue;
+        const text = buf.toString("latin1", s, stop);
+        if (LIBRARY_NAME.test(text)) found.add(text);
+        at = stop;
+      }
+    });
+  } catch (error2) {
+    if (error2 instanceof ElfError) throw error2;
+    throw new ElfError(path13, "io", `cannot read its constant strings: ${error2.message}`);
+  } finally {
+    file.close();
+  }
+  return { names: [...found], markers: markers.filter((m) => seenMarkers.has(m)) };
+}
+function constantMarkers(path13, markers) {
+  if (markers.length === 0) return [];
+  const wanted = markers.map((m) => ({ text: m, bytes: Buffer.from(m, "latin1") }));
+  const seen = /* @__PURE__ */ new Set();
+  const file = ElfFile.open(path13);
+  try {
+    const h = parseHeader(file);
+    eachPiece(file, constantRanges(file, h), LIBRARY_NAMES_SCAN_LIMIT, NAME_MAX, (buf) => {
+      for (const m of wanted) {
+        if (!seen.has(m.text) && buf.indexOf(m.bytes) >= 0) seen.add(m.text);
+      }
+      return seen.size === wanted.length;
+    });
+  } catch (error2) {
+    if (error2 instanceof ElfError) throw error2;
+    throw new ElfError(path13, "io", `cannot read its constant strings: ${error2.message}`);
+  } finally {
+    file.close();
+  }
+  return markers.filter((m) => seen.has(m));
+}
+function codeContains(path13, bytes) {
+  const file = ElfFile.open(path13);
+  try {
+    const h = parseHeader(file);
+    let budget = CODE_SCAN_LIMIT;
+    for (const ph of readProgramHeaders(file, h)) {
+      if (ph.type !== PT_LOAD || (ph.flags & PF_X) === 0 || ph.filesz === 0) continue;
+      const size = Math.min(ph.filesz, budget, Math.max(0, file.size - ph.offset));
+      budget -= size;
+      for (let off = ph.offset; off < ph.offset + size; off += CHUNK2) {
+        const from = Math.max(ph.offset, off - bytes.length);
+        const len = Math.min(ph.offset + size, off + CHUNK2) - from;
+        if (file.scan(from, len, scanBuffer(), "code").indexOf(bytes) >= 0) return true;
+      }
+      if (budget <= 0) break;
+    }
+    return false;
+  } catch (error2) {
+    if (error2 instanceof ElfError) throw error2;
+    throw new ElfError(path13, "io", `cannot read its code: ${error2.message}`);
+  } finally {
+    file.close();
+  }
+}
+var PF_W, CHUNK2, SEGMENT_LIMIT, LIBRARY_NAME, NAME_MAX, LIBRARY_NAMES_SCAN_LIMIT, scratch, CODE_SCAN_LIMIT;
+var init_rodata_strings = __esm({
+  "src/core/elf/read/elf/rodata-strings.ts"() {
+    "use strict";
+    init_errors2();
+    init_file();
+    init_header();
+    init_sections();
+    PF_W = 2;
+    CHUNK2 = 4 * 1024 * 1024;
+    SEGMENT_LIMIT = 64 * 1024 * 1024;
+    LIBRARY_NAME = /^lib[A-Za-z0-9_+%-][A-Za-z0-9_+%.-]*\.so(?:\.\d+)*\.?$/;
+    NAME_MAX = 255;
+    LIBRARY_NAMES_SCAN_LIMIT = 128 * 1024 * 1024;
+    scratch = null;
+    CODE_SCAN_LIMIT = 16 * 1024 * 1024;
+  }
+});
+
+// src/core/elf/read/machine/nvidia-driver.ts
+import { existsSync as existsSync3, readFileSync as readFileSync6 } from "node:fs";
+function kernelDriverVersion(sysroot) {
+  let version3 = known.get(sysroot);
+  if (version3 === void 0) {
+    try {
+      version3 = parseProcDriverVersion(readFileSync6(`${sysroot}/proc/driver/nvidia/version`, "utf8"))?.version ?? null;
+    } catch {
+      version3 = null;
+    }
+    known.set(sysroot, version3);
+  }
+  return version3;
+}
+function nvidiaModuleLoaded(sysroot) {
+  let loaded2 = loadedModule.get(sysroot);
+  if (loaded2 === void 0) {
+    loaded2 = kernelDriverVersion(sysroot) !== null || existsSync3(`${sysroot}/proc/driver/nvidia/version`) || existsSync3(`${sysroot}/sys/module/nvidia`);
+    loadedModule.set(sysroot, loaded2);
+  }
+  return loaded2;
+}
+function libcudaContentsVersion(path13, key) {
+  let version3 = fileVersions.get(key);
+  if (version3 === void 0) {
+    version3 = null;
+    try {
+      for (const s of constantStrings(path13, /[^\0]*(?:nvidia-application-profiles-\d+\.\d+(?:\.\d+)?-rc|Version \d+\.\d+(?:\.\d+)?\. Copyright)[^\0]*/)) {
+        const m = /nvidia-application-profiles-(\d+\.\d+(?:\.\d+)?)-rc/.exec(s) ?? /Version (\d+\.\d+(?:\.\d+)?)\. Copyright/.exec(s);
+        if (m && isDriverVersion(m[1])) {
+          version3 = m[1];
+          break;
+        }
+      }
+    } catch {
+    }
+    fileVersions.set(key, version3);
+  }
+  return version3;
+}
+var known, loadedModule, fileVersions;
+var init_nvidia_driver = __esm({
+  "src/core/elf/read/machine/nvidia-driver.ts"() {
+    "use strict";
+    init_driver_version();
+    init_driver_table();
+    init_rodata_strings();
+    known = /* @__PURE__ */ new Map();
+    loadedModule = /* @__PURE__ */ new Map();
+    fileVersions = /* @__PURE__ */ new Map();
+  }
+});
+
+// src/core/safe-fs/trust.ts
+function runningAsRoot() {
+  return process.getuid?.() === 0;
+}
+function whyUntrusted(st, options = {}) {
+  if (st.uid !== 0) return `it is owned by uid ${st.uid}, not root`;
+  if (st.isSymbolicLink()) return void 0;
+  const sticky = (st.mode & 512) !== 0 && !options.strict;
+  if ((st.mode & 2) !== 0 && !(st.isDirectory() && sticky)) return "it is writable by every user";
+  if ((st.mode & 16) !== 0 && st.gid !== 0 && !(st.isDirectory() && sticky)) return `it is writable by group ${st.gid}`;
+  return void 0;
+}
+var init_trust = __esm({
+  "src/core/safe-fs/trust.ts"() {
+    "use strict";
+  }
+});
+
+// src/core/safe-fs/dir.ts
+import { closeSync as closeSync3, constants as constants4, fstatSync as fstatSync3, lstatSync as lstatSync2, mkdirSync, openSync as openSync3, readlinkSync as readlinkSync2, statSync as statSync3 } from "node:fs";
+import { isAbsolute as isAbsolute2, join as join5, resolve as resolve2 } from "node:path";
+function viaProc() {
+  if (procFd === void 0) {
+    try {
+      procFd = statSync3("/proc/self/fd").isDirectory();
+    } catch {
+      procFd = false;
+    }
+  }
+  return procFd;
+}
+function entryOf(fd, real, name) {
+  return viaProc() ? `/proc/self/fd/${fd}/${name}` : join5(real, name);
+}
+function holder(path13, fd, real = path13) {
+  let open3 = true;
+  return {
+    path: path13,
+    fd,
+    entry(name) {
+      if (name === "" || name.includes("/") || name === "." || name === "..") throw new Error(`not an entry name: ${JSON.stringify(name)}`);
+      return entryOf(fd, real, name);
+    },
+    close() {
+      if (open3) closeSync3(fd);
+      open3 = false;
+    }
+  };
+}
+function refuse(path13, at, why, purpose) {
+  return new CudaenvError(`refusing to ${purpose ?? `write ${path13}`} as root: ${at} is not safe (${why}); another user could change what root finds there`, {
+    hint: `Make ${at} and every directory above it owned by root and writable by no one else (chown root:root, chmod go-w), or run the command as the user who owns it.`,
+    code: "unsafe-path"
+  });
+}
+function openDir(path13, options = {}) {
+  const absolute = resolve2(path13);
+  if (!runningAsRoot()) return openAsUser(absolute, options);
+  return walkAsRoot(absolute, options);
+}
+function openAsUser(path13, options) {
+  if (options.create !== void 0) mkdirSync(path13, { recursive: true, mode: options.create });
+  return holder(path13, openSync3(path13, constants4.O_RDONLY | constants4.O_DIRECTORY));
+}
+function walkAsRoot(path13, options) {
+  let fd = openSync3("/", DIR_FLAGS);
+  let here = "/";
+  const pending = path13.split("/").filter((c) => c !== "" && c !== ".");
+  let links = 0;
+  try {
+    const why0 = whyUntrusted(fstatSync3(fd));
+    if (why0) throw refuse(path13, "/", why0, options.purpose);
+    while (pending.length > 0) {
+      const name = pending.shift();
+      const at = entryOf(fd, here, name);
+      let st;
+      try {
+        st = lstatSync2(at);
+      } catch (error2) {
+        if (!isErrno(error2, "ENOENT") || options.create === void 0) throw error2;
+        try {
+          mkdirSync(at, { mode: options.create });
+        } catch (mkdirError) {
+          if (!isErrno(mkdirError, "EEXIST")) throw mkdirError;
+        }
+        st = lstatSync2(at);
+      }
+      const shown = name === ".." ? resolve2(here, "..") : resolve2(here, name);
+      if (st.isSymbolicLink()) {
+        if (++links > MAX_LINKS) throw new CudaenvError(`too many levels of symbolic links in ${path13}`, { code: "unsafe-path" });
+        const value = readlinkSync2(at);
+        pending.unshift(...value.split("/").filter((c) => c !== "" && c !== "."));
+        if (isAbsolute2(value)) {
+          const root = openSync3("/", DIR_FLAGS);
+          closeSync3(fd);
+          fd = root;
+          here = "/";
+        }
+        continue;
+      }
+      if (!st.isDirectory()) throw new CudaenvError(`cannot use ${path13} as a directory: ${shown} is not a directory`, { hint: `Move ${shown} aside or choose another path.`, code: "not-a-directory" });
+      const next = openSync3(at, DIR_FLAGS);
+      closeSync3(fd);
+      fd = next;
+      here = shown;
+      const why = whyUntrusted(fstatSync3(fd));
+      if (why) throw refuse(path13, here, why, options.purpose);
+    }
+    return holder(path13, fd, here);
+  } catch (error2) {
+    closeSync3(fd);
+    throw error2;
+  }
+}
+function named(error2, dir, name) {
+  if (!isErrno(error2)) return error2;
+  const proc = `/proc/self/fd/${dir.fd}`;
+  const real = (text) => text.split(proc).join(dir.path.replace(/\/+$/, "") || "/");
+  const shown = name === void 0 ? void 0 : `${dir.path.replace(/\/+$/, "")}/${name}`;
+  const fix = (text) => shown ? text.replace(new RegExp(`'${escape(proc)}/[^']*'`, "g"), `'${shown}'`) : text;
+  error2.message = real(fix(error2.message));
+  if (typeof error2.path === "string") error2.path = shown && error2.path.startsWith(`${proc}/`) ? shown : real(error2.path);
+  else {
+    error2.path = shown ?? (dir.path.replace(/\/+$/, "") || "/");
+    error2.message = `${error2.message} '${error2.path}'`;
+  }
+  const withDest = error2;
+  if (typeof withDest.dest === "string") withDest.dest = shown ?? real(withDest.dest);
+  return error2;
+}
+function escape(text) {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+function withDir(path13, options, use) {
+  const dir = openDir(path13, options);
+  try {
+    return use(dir);
+  } catch (error2) {
+    throw named(error2, dir);
+  } finally {
+    dir.close();
+  }
+}
+var DIR_FLAGS, MAX_LINKS, procFd;
+var init_dir = __esm({
+  "src/core/safe-fs/dir.ts"() {
+    "use strict";
+    init_errors();
+    init_trust();
+    DIR_FLAGS = constants4.O_RDONLY | constants4.O_DIRECTORY | constants4.O_NOFOLLOW;
+    MAX_LINKS = 40;
+  }
+});
+
+// src/core/safe-fs/write.ts
+import { closeSync as closeSync4, constants as constants5, fchmodSync, fchownSync, fsyncSync, linkSync, openSync as openSync4, renameSync, rmSync, symlinkSync, unlinkSync, writeSync } from "node:fs";
+import { basename as basename4, dirname as dirname4 } from "node:path";
+function temporaryName(name) {
+  const { randomBytes } = process.getBuiltinModule("node:crypto");
+  return `.${name}.${randomBytes(8).toString("hex")}.tmp`;
+}
+function writeFileSafely(path13, content, options = {}) {
+  return withDir(dirname4(path13), { create: options.dirMode ?? 493, purpose: `write ${path13}` }, (dir) => writeIn(dir, basename4(path13), content, options));
+}
+function writeIn(dir, name, content, options = {}) {
+  try {
+    return writeEntry(dir, name, content, options);
+  } catch (error2) {
+    throw named(error2, dir, name);
+  }
+}
+function writeEntry(dir, name, content, options) {
+  const mode = options.mode ?? 420;
+  const tmp = temporaryName(name);
+  const fd = openSync4(dir.entry(tmp), CREATE, mode);
+  let placed = false;
+  try {
+    try {
+      writeSync(fd, typeof content === "string" ? Buffer.from(content) : content);
+      fchmodSync(fd, mode);
+      if (options.owner) fchownSync(fd, options.owner.uid, options.owner.gid);
+      if (options.durable !== false) fsyncSync(fd);
+    } finally {
+      closeSync4(fd);
+    }
+    if (options.exclusive) {
+      try {
+        linkSync(dir.entry(tmp), dir.entry(name));
+      } catch (error2) {
+        if (isErrno(error2, "EEXIST")) return false;
+        throw error2;
+      }
+      return true;
+    }
+    renameSync(dir.entry(tmp), dir.entry(name));
+    placed = true;
+    return true;
+  } finally {
+    if (!placed) rmSync(dir.entry(tmp), { force: true });
+  }
+}
+function symlinkSafely(path13, value, options = {}) {
+  withDir(dirname4(path13), { create: options.dirMode ?? 493, purpose: `write ${path13}` }, (dir) => symlinkIn(dir, basename4(path13), value));
+}
+function symlinkIn(dir, name, value) {
+  const tmp = temporaryName(name);
+  try {
+    symlinkSync(value, dir.entry(tmp));
+  } catch (error2) {
+    throw named(error2, dir, name);
+  }
+  try {
+    renameSync(dir.entry(tmp), dir.entry(name));
+  } catch (error2) {
+    rmSync(dir.entry(tmp), { force: true });
+    throw named(error2, dir, name);
+  }
+}
+function removeSafely(path13, options = {}) {
+  try {
+    withDir(dirname4(path13), { purpose: `remove ${path13}` }, (dir) => {
+      if (options.recursive) rmSync(dir.entry(basename4(path13)), { recursive: true, force: true });
+      else {
+        try {
+          unlinkSync(dir.entry(basename4(path13)));
+        } catch (error2) {
+          if (!isErrno(error2, "ENOENT")) throw error2;
+        }
+      }
+    });
+  } catch (error2) {
+    if (isErrno(error2, "ENOENT")) return;
+    throw error2;
+  }
+}
+var CREATE;
+var init_write = __esm({
+  "src/core/safe-fs/write.ts"() {
+    "use strict";
+    init_errors();
+    init_dir();
+    CREATE = constants5.O_WRONLY | constants5.O_CREAT | constants5.O_EXCL | constants5.O_NOFOLLOW;
+  }
+});
+
+// src/core/safe-fs/read.ts
+import { closeSync as closeSync5, constants as constants6, fstatSync as fstatSync4, openSync as openSync5, readSync as readSync3 } from "node:fs";
+import { basename as basename5, dirname as dirname5 } from "node:path";
+function readFileSafely(path13, maxBytes) {
+  const open3 = (at) => {
+    const fd = openSync5(at, READ);
+    try {
+      const st = fstatSync4(fd);
+      if (!st.isFile()) throw new CudaenvError(`${path13} is not a regular file`, { hint: `Remove ${path13}; cudaenv writes it anew.`, code: "not-a-file" });
+      if (st.size > maxBytes) throw new CudaenvError(`${path13} is ${st.size} bytes, more than the ${maxBytes} cudaenv reads from it`, { hint: `Remove ${path13}; cudaenv writes it anew.`, code: "too-large" });
+      const buf = Buffer.alloc(Math.min(st.size, maxBytes) + 1);
+      let n = 0;
+      for (let got = -1; got !== 0 && n < buf.length; n += got) got = readSync3(fd, buf, n, buf.length - n, null);
+      if (n > maxBytes) throw new CudaenvError(`${path13} grew past the ${maxBytes} bytes cudaenv reads from it`, { hint: `Remove ${path13}; cudaenv writes it anew.`, code: "too-large" });
+      return buf.subarray(0, n);
+    } finally {
+      closeSync5(fd);
+    }
+  };
+  if (!runningAsRoot()) return open3(path13);
+  return withDir(dirname5(path13), {}, (dir) => open3(dir.entry(basename5(path13))));
+}
+var READ;
+var init_read = __esm({
+  "src/core/safe-fs/read.ts"() {
+    "use strict";
+    init_errors();
+    init_trust();
+    init_dir();
+    READ = constants6.O_RDONLY | constants6.O_NOFOLLOW | constants6.O_NONBLOCK | constants6.O_NOCTTY;
+  }
+});
+
+// src/core/safe-fs/index.ts
+var init_safe_fs = __esm({
+  "src/core/safe-fs/index.ts"() {
+    "use strict";
+    init_dir();
+    init_write();
+    init_read();
+    init_trust();
+  }
+});
+
+// src/core/elf/cache/verdict-cache.ts
+import { readdirSync as readdirSync2, readFileSync as readFileSync7, statfsSync, statSync as statSync4, unlinkSync as unlinkSync2 } from "node:fs";
+import { basename as basename6, dirname as dirname6, join as join6 } from "node:path";
+import { fileURLToPath } from "node:url";
+function keyHash(text) {
+  const lanes = [2166136261, 84696351, 461845907, 1799596469];
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    for (let l = 0; l < 4; l++) lanes[l] = Math.imul(lanes[l] ^ c + l, 16777619);
+  }
+  return lanes.map((h) => (h >>> 0).toString(16).padStart(8, "0")).join("");
+}
+function prune(dir, keep) {
+  const entries2 = readdirSync2(dir).filter((n) => n.endsWith(".json")).map((n) => {
+    const path13 = join6(dir, n);
+    try {
+      return { path: path13, mtime: statSync4(path13).mtimeMs };
+    } catch {
+      return { path: path13, mtime: 0 };
+    }
+  });
+  if (entries2.length <= MAX_FILES) return;
+  entries2.sort((a, b) => b.mtime - a.mtime);
+  for (const e of entries2.slice(MAX_FILES)) {
+    if (e.path === keep) continue;
+    try {
+      unlinkSync2(e.path);
+    } catch {
+    }
+  }
+}
+function codeStamp() {
+  if (stamp !== void 0) return stamp;
+  const self2 = fileURLToPath(import.meta.url);
+  const files = [];
+  if (basename6(self2).includes("bundle")) {
+    files.push(self2);
+  } else {
+    const walk = (dir) => {
+      for (const entry2 of readdirSync2(dir, { withFileTypes: true })) {
+        const path13 = join6(dir, entry2.name);
+        if (entry2.isDirectory()) walk(path13);
+        else if (entry2.name.endsWith(".js") || entry2.name.endsWith(".ts")) files.push(path13);
+      }
+    };
+    try {
+      walk(dirname6(dirname6(self2)));
+    } catch {
+    }
+    if (files.length === 0) files.push(self2);
+  }
+  stamp = files.sort().map((f) => {
+    try {
+      return `${f}=${identity(statSync4(f))}`;
+    } catch {
+      return `${f}=-`;
+    }
+  }).join("\n");
+  return stamp;
+}
+var SETTLE_MS, FORMAT, MAX_ROOTS, MAX_FILES, NETWORK_FS, VerdictCache, stamp;
+var init_verdict_cache = __esm({
+  "src/core/elf/cache/verdict-cache.ts"() {
+    "use strict";
+    init_report_types();
+    init_inputs();
+    init_safe_fs();
+    SETTLE_MS = 2e3;
+    FORMAT = 1;
+    MAX_ROOTS = 2e4;
+    MAX_FILES = 16;
+    NETWORK_FS = /* @__PURE__ */ new Set([
+      26985,
+      // NFS
+      4283649346,
+      // CIFS
+      4266872130,
+      // SMB2
+      20859,
+      // SMB
+      1702057286,
+      // FUSE (sshfs, s3fs, ...)
+      16914839,
+      // 9P (WSL2 /mnt, virtio shares)
+      1397113167,
+      // AFS
+      1799439955
+      // kAFS
+    ]);
+    VerdictCache = class {
+      constructor(options) {
+        this.options = options;
+        this.keyText = JSON.stringify({ format: FORMAT, code: codeStamp(), ...options.key });
+        this.file = join6(options.dir, `${keyHash(this.keyText)}.json`);
+        try {
+          const data = JSON.parse(readFileSync7(this.file, "utf8"));
+          if (data?.format === FORMAT && data.key === this.keyText && Array.isArray(data.inputs) && Array.isArray(data.objects) && data.files && typeof data.files === "object") {
+            this.loaded = data;
+          }
+        } catch {
+        }
+      }
+      options;
+      file;
+      keyText;
+      startedAt = Date.now();
+      loaded = null;
+      /** Per input index of the loaded file: does it still read the same (memoised for this run). */
+      holds = /* @__PURE__ */ new Map();
+      fresh = /* @__PURE__ */ new Map();
+      stale = /* @__PURE__ */ new Set();
+      fsTypes = /* @__PURE__ */ new Map();
+      /**
+       * The stored result for `name` when everything it depended on still holds, and it was stored
+       * for a file named the same way (`named`: on its own, not found in a directory).
+       */
+      lookup(name, named2 = false) {
+        const entry2 = this.loaded && Object.hasOwn(this.loaded.files, name) ? this.loaded.files[name] : void 0;
+        if (!entry2 || !Array.isArray(entry2.i) || !Array.isArray(entry2.o) || !Array.isArray(entry2.problems) || !Array.isArray(entry2.failedPreloads)) return void 0;
+        if (entry2.n === 1 !== named2) return void 0;
+        try {
+          for (const i of entry2.i) {
+            if (!this.holdsNow(i)) {
+              this.stale.add(name);
+              return void 0;
+            }
+          }
+          const objects = entry2.o.map((i) => this.loaded.objects[i]);
+          if (objects.some((o) => !o || typeof o.path !== "string")) return void 0;
+          return {
+            ...entry2.skipped ? { skipped: entry2.skipped } : {},
+            ...entry2.checked !== void 0 ? { checked: entry2.checked } : {},
+            objects,
+            ...typeof entry2.s === "number" ? { startup: entry2.s } : {},
+            problems: entry2.problems,
+            failedPreloads: entry2.failedPreloads
+          };
+        } catch {
+          return void 0;
+        }
+      }
+      /**
+       * The files this run found unchanged (a stat input that still reads the same), as (device, inode):
+       * what a report keys objects by (check.ts FileNames), known without a second stat.
+       */
+      unchangedFiles() {
+        const out = /* @__PURE__ */ new Map();
+        for (const [i, holds] of this.holds) {
+          const input = this.loaded?.inputs[i];
+          if (!holds || !Array.isArray(input) || input[0] !== "s" || input[2] === "-") continue;
+          const [dev, ino] = String(input[2]).split(":");
+          if (dev && ino) out.set(input[1], `${dev}:${ino}`);
+        }
+        return out;
+      }
+      holdsNow(i) {
+        let holds = this.holds.get(i);
+        if (holds === void 0) {
+          const input = this.loaded.inputs[i];
+          holds = Array.isArray(input) && currentValue(input[0], input[1], this.options.sysroot, this.options.platform, this.options.cwd) === input[2];
+          this.holds.set(i, holds);
+        }
+        return holds;
+      }
+      /** A result just computed from `inputs` (and the check's shared facts); kept when it may be. */
+      store(name, inputs, shared, result, named2 = false) {
+        if (result.problems.some((p) => isFailing(p, false))) return;
+        const settled = this.startedAt - SETTLE_MS;
+        if (inputs.newest >= settled || shared.newest >= settled) return;
+        for (const [dev, path13] of [...inputs.devices, ...shared.devices]) if (this.onNetworkFs(dev, path13)) return;
+        this.fresh.set(name, { inputs, shared, result, named: named2 });
+      }
+      onNetworkFs(dev, path13) {
+        let network = this.fsTypes.get(dev);
+        if (network === void 0) {
+          try {
+            network = NETWORK_FS.has(Number(statfsSync(path13).type) >>> 0);
+          } catch {
+            network = true;
+          }
+          this.fsTypes.set(dev, network);
+        }
+        return network;
+      }
+      /**
+       * Writes the cache file when this run added results: the old ones still valid as far as this
+       * run knows, and the new ones, atomically (a reader sees the old file or the new one).
+       * A read-only store is not an error: the check just is not cached.
+       */
+      save() {
+        if (this.fresh.size === 0 && this.stale.size === 0) return;
+        const inputs = [];
+        const inputIndex = /* @__PURE__ */ new Map();
+        const objects = [];
+        const objectIndex = /* @__PURE__ */ new Map();
+        const input = (kind, path13, value) => {
+          const k = `${inputKey(kind, path13)}\0${value}`;
+          let i = inputIndex.get(k);
+          if (i === void 0) {
+            inputIndex.set(k, i = inputs.length);
+            inputs.push([kind, path13, value]);
+          }
+          return i;
+        };
+        const object = (o) => {
+          const k = JSON.stringify(o);
+          let i = objectIndex.get(k);
+          if (i === void 0) {
+            objectIndex.set(k, i = objects.length);
+            objects.push(o);
+          }
+          return i;
+        };
+        const files = {};
+        let count = 0;
+        const add = (name, idx, r, named2) => {
+          files[name] = {
+            i: idx,
+            ...named2 ? { n: 1 } : {},
+            ...r.skipped ? { skipped: r.skipped } : {},
+            ...r.checked !== void 0 ? { checked: r.checked } : {},
+            o: r.objects.map(object),
+            ...r.startup !== void 0 ? { s: r.startup } : {},
+            problems: r.problems,
+            failedPreloads: r.failedPreloads
+          };
+          count++;
+        };
+        for (const [name, { inputs: own, shared, result, named: named2 }] of this.fresh) {
+          const idx = [];
+          for (const set of [shared, own]) {
+            for (const [k, value] of set.values) {
+              const sep9 = k.indexOf("\0");
+              idx.push(input(k.slice(0, sep9), k.slice(sep9 + 1), value));
+            }
+          }
+          add(name, idx, result, named2);
+        }
+        if (this.loaded) {
+          for (const [name, entry2] of Object.entries(this.loaded.files)) {
+            if (count >= MAX_ROOTS) break;
+            if (this.fresh.has(name) || this.stale.has(name)) continue;
+            const old = this.loaded.inputs;
+            if (!Array.isArray(entry2.i) || !Array.isArray(entry2.o) || !entry2.i.every((i) => Array.isArray(old[i]))) continue;
+            add(name, entry2.i.map((i) => input(old[i][0], old[i][1], old[i][2])), {
+              skipped: entry2.skipped,
+              checked: entry2.checked,
+              objects: entry2.o.map((i) => this.loaded.objects[i]),
+              ...typeof entry2.s === "number" ? { startup: entry2.s } : {},
+              problems: entry2.problems,
+              failedPreloads: entry2.failedPreloads
+            }, entry2.n === 1);
+          }
+        }
+        const data = { format: FORMAT, key: this.keyText, inputs, objects, files };
+        try {
+          writeFileSafely(this.file, JSON.stringify(data), { durable: false });
+          prune(this.options.dir, this.file);
+        } catch {
+        }
+      }
+    };
+  }
+});
+
+// src/core/elf/bind/symbols.ts
+function buildDefinitions(info2, wanted) {
+  if (info2.lookup) throw new Error("buildDefinitions needs every symbol: read the object with {symbols: true}, or use defines()");
+  const index = /* @__PURE__ */ new Map();
+  if (info2.hashTable === "none") return index;
+  for (const s of info2.symbols) {
+    if (!s.hashed || !isDefinition(s)) continue;
+    if (wanted && !wanted.has(s.name)) continue;
+    const prev = index.get(s.name);
+    if (prev === void 0) index.set(s.name, s);
+    else if (Array.isArray(prev)) prev.push(s);
+    else index.set(s.name, [prev, s]);
+  }
+  return index;
+}
+function isDefinition(s) {
+  if (!s.defined || !DEFINABLE_TYPES.has(s.type) || !DEFINING_BINDINGS.has(s.binding)) return false;
+  if (s.visibility === STV_HIDDEN || s.visibility === STV_INTERNAL) return false;
+  return s.value !== 0 || s.shndx === SHN_ABS || s.type === STT_TLS;
+}
+function definitions(info2) {
+  let index = definitionIndex.get(info2);
+  if (!index) {
+    index = buildDefinitions(info2);
+    definitionIndex.set(info2, index);
+  }
+  return index;
+}
+function references(info2) {
+  let refs = referenceList.get(info2);
+  if (refs) return refs;
+  refs = info2.symbols.filter((s) => !s.defined && s.unreferenced !== true && s.binding !== STB_LOCAL2 && s.binding !== STB_WEAK2 && s.visibility !== STV_HIDDEN && s.visibility !== STV_INTERNAL && s.name !== "");
+  referenceList.set(info2, refs);
+  return refs;
+}
+function versionedReferences(info2) {
+  let refs = versionedList.get(info2);
+  if (refs) return refs;
+  refs = info2.symbols.filter((s) => !s.defined && s.unreferenced !== true && s.binding !== STB_LOCAL2 && s.version !== null && s.versionFile !== null && s.visibility !== STV_HIDDEN && s.visibility !== STV_INTERNAL && s.name !== "");
+  versionedList.set(info2, refs);
+  return refs;
+}
+function defines(info2, ref, index) {
+  let found;
+  let filter2 = false;
+  if (index) found = index.get(ref.name);
+  else if (!info2.lookup) found = definitions(info2).get(ref.name);
+  else if (info2.hashTable === "none") return false;
+  else {
+    found = info2.lookup.find(ref.name, ref.nameHash);
+    filter2 = true;
+  }
+  if (found === void 0) return false;
+  const many = Array.isArray(found);
+  const n = many ? found.length : 1;
+  if (ref.version !== null) {
+    for (let k = 0; k < n; k++) {
+      const d = many ? found[k] : found;
+      if (filter2 && !isDefinition(d)) continue;
+      if (!info2.hasVersym) return true;
+      if (d.version === ref.version) return true;
+      if (d.versionIndex <= 1 && !d.hidden && !ref.hidden) return true;
+    }
+    return false;
+  }
+  let laterVersions = 0;
+  for (let k = 0; k < n; k++) {
+    const d = many ? found[k] : found;
+    if (filter2 && !isDefinition(d)) continue;
+    if (!info2.hasVersym || d.versionIndex <= 2) return true;
+    if (!d.hidden) laterVersions++;
+  }
+  return laterVersions === 1;
+}
+function definesVersion(info2, name) {
+  return info2.versionDefinitions.some((d) => d.name === name);
+}
+var STB_LOCAL2, STB_WEAK2, STV_INTERNAL, STV_HIDDEN, SHN_ABS, STT_TLS, DEFINABLE_TYPES, DEFINING_BINDINGS, definitionIndex, referenceList, versionedList;
+var init_symbols2 = __esm({
+  "src/core/elf/bind/symbols.ts"() {
+    "use strict";
+    STB_LOCAL2 = 0;
+    STB_WEAK2 = 2;
+    STV_INTERNAL = 1;
+    STV_HIDDEN = 2;
+    SHN_ABS = 65521;
+    STT_TLS = 6;
+    DEFINABLE_TYPES = /* @__PURE__ */ new Set([0, 1, 2, 5, 6, 10]);
+    DEFINING_BINDINGS = /* @__PURE__ */ new Set([1, 2, 10]);
+    definitionIndex = /* @__PURE__ */ new WeakMap();
+    referenceList = /* @__PURE__ */ new WeakMap();
+    versionedList = /* @__PURE__ */ new WeakMap();
+  }
+});
+
+// src/core/elf/read/machine/tunables.ts
+function tunableSettings(tunables, name) {
+  const out = [];
+  for (const item of (tunables ?? "").split(":")) {
+    const eq = item.indexOf("=");
+    if (eq < 0 || item.slice(0, eq) !== name) continue;
+    const m = /^[ \t\n\v\f\r]*(?:0x([0-9a-f]+)|(0[0-7]*)|([1-9]\d*))$/i.exec(item.slice(eq + 1));
+    out.push(!m ? null : m[1] !== void 0 ? parseInt(m[1], 16) : m[2] !== void 0 ? parseInt(m[2], 8) : Number(m[3]));
+  }
+  return out;
+}
+function tunableInEffect(tunables, name, valid, glibc) {
+  const settings = tunableSettings(tunables, name);
+  const lastOnly = glibc === null || glibc[0] > 2 || glibc[0] === 2 && glibc[1] >= 41;
+  for (const n of lastOnly ? settings.slice(-1) : settings.reverse()) if (n !== null && valid(n)) return n;
+  return null;
+}
+var init_tunables = __esm({
+  "src/core/elf/read/machine/tunables.ts"() {
+    "use strict";
+  }
+});
+
+// src/core/elf/bind/static-tls.ts
+function layoutOf(machine, glibc) {
+  if (machine === 62) return { atTp: "tcb", tcbAlign: 64 };
+  if (machine === 183) return { atTp: "dtv", tcbSize: 16, tcbAlign: glibc !== null && versionAtMost(glibc, 2, 34) ? 16 : 32 };
+  return null;
+}
+function staticTlsModelled(machine) {
+  return layoutOf(machine, null) !== null;
+}
+function staticTlsSurplus(tunables, glibc) {
+  if (glibc !== null && versionAtMost(glibc, 2, 30)) return { surplus: 1664, optional: 0, tunable: false };
+  const nns = Math.min(tunableInEffect(tunables, "glibc.rtld.nns", (n) => n >= 1 && n <= DL_NNS, glibc) ?? 4, DL_NNS);
+  const optional = tunableInEffect(tunables, "glibc.rtld.optional_static_tls", (n) => n >= 0, glibc) ?? 512;
+  return { surplus: (nns - 1) * IE_TLS + nns * IE_TLS + optional + LEGACY_TLS, optional, tunable: true };
+}
+function rseqArea(glibc, kernel) {
+  if (glibc !== null && versionAtMost(glibc, 2, 40)) return null;
+  const a = Math.max(32, kernel.align ?? 0);
+  return { size: roundUp(Math.max(32, kernel.featureSize ?? 0), a), align: a };
+}
+function layoutBelowTp(blocks2, tcbAlign, extra) {
+  let offset = 0;
+  let freeTop = 0;
+  let freeBottom = 0;
+  let maxAlign = tcbAlign;
+  for (const b of blocks2) {
+    const firstByte = (b.align - b.firstByte % b.align) % b.align;
+    maxAlign = Math.max(maxAlign, b.align);
+    if (freeBottom - freeTop >= b.size) {
+      const off2 = roundUp(freeTop + b.size - firstByte, b.align) + firstByte;
+      if (off2 <= freeBottom) {
+        freeTop = off2;
+        continue;
+      }
+    }
+    const off = roundUp(offset + b.size - firstByte, b.align) + firstByte;
+    if (off > offset + b.size + (freeBottom - freeTop)) {
+      freeTop = offset;
+      freeBottom = off - b.size;
+    }
+    offset = off;
+  }
+  if (extra) {
+    offset = roundUp(offset + extra.size, extra.align);
+    maxAlign = Math.max(maxAlign, extra.align);
+  }
+  return { offset, maxAlign };
+}
+function layoutAfterTcb(blocks2, layout, extra) {
+  let offset = layout.tcbSize;
+  let freeTop = 0;
+  let freeBottom = 0;
+  let maxAlign = layout.tcbAlign;
+  for (const b of blocks2) {
+    const firstByte = (b.align - b.firstByte % b.align) % b.align;
+    maxAlign = Math.max(maxAlign, b.align);
+    if (b.size <= freeTop - freeBottom) {
+      let off2 = roundUp(freeBottom, b.align);
+      if (off2 - freeBottom < firstByte) off2 += b.align;
+      if (off2 + b.size - firstByte <= freeTop) {
+        freeBottom = off2 + b.size - firstByte;
+        continue;
+      }
+    }
+    let off = roundUp(offset, b.align);
+    if (off - offset < firstByte) off += b.align;
+    if (off - firstByte - offset > freeTop - freeBottom) {
+      freeBottom = offset;
+      freeTop = off - firstByte;
+    }
+    offset = off + b.size - firstByte;
+  }
+  if (extra) {
+    offset = roundUp(offset, extra.align) + extra.size;
+    maxAlign = Math.max(maxAlign, extra.align);
+  }
+  return { offset, maxAlign };
+}
+var IE_TLS, LEGACY_TLS, DL_NNS, roundUp, StaticTlsBlock;
+var init_static_tls = __esm({
+  "src/core/elf/bind/static-tls.ts"() {
+    "use strict";
+    init_host_loader();
+    init_tunables();
+    IE_TLS = 144;
+    LEGACY_TLS = 144;
+    DL_NNS = 16;
+    roundUp = (n, align) => Math.ceil(n / align) * align;
+    StaticTlsBlock = class {
+      /**
+       * `startup`: the objects the program starts with, in load order (the order ld.so numbers their
+       * TLS modules); `extra`: a block after theirs (the rseq area of glibc 2.41 and later).
+       */
+      constructor(machine, glibc, startup, settings, extra = null) {
+        this.settings = settings;
+        const layout = layoutOf(machine, glibc);
+        if (!layout) throw new Error(`no static TLS layout for machine ${machine}`);
+        this.layout = layout;
+        this.optionalLeft = settings.tunable ? settings.optional : Infinity;
+        const blocks2 = startup.filter((info2) => info2.tls !== null);
+        for (const info2 of blocks2) this.placed.add(info2);
+        const { offset, maxAlign } = layout.atTp === "tcb" ? layoutBelowTp(blocks2.map((i) => i.tls), layout.tcbAlign, extra) : layoutAfterTcb(blocks2.map((i) => i.tls), layout, extra);
+        this.used = offset;
+        this.startUsed = offset;
+        this.size = roundUp(offset + settings.surplus, layout.atTp === "tcb" ? maxAlign : layout.tcbAlign);
+        this.align = maxAlign;
+      }
+      settings;
+      /** dl_tls_static_used: bytes taken so far (with TLS_DTV_AT_TP, the TCB's included). */
+      used = 0;
+      /** dl_tls_static_size (with TLS_TCB_AT_TP, without the TCB). */
+      size;
+      /** dl_tls_static_align. */
+      align;
+      /** dl_tls_static_optional: what is left of the surplus's optional part for TLS descriptors. */
+      optionalLeft;
+      /** dl_tls_static_used when the program had started (the block's size was fixed from it). */
+      startUsed;
+      layout;
+      placed = /* @__PURE__ */ new Set();
+      /** Whether the object's block already has its static offset (it came with the program's start, or a dlopen placed it). */
+      has(info2) {
+        return this.placed.has(info2);
+      }
+      /** Bytes still free for a dlopened object. */
+      get free() {
+        return this.size - this.used;
+      }
+      /**
+       * _dl_try_allocate_static_tls for a dlopened object's block: true and the block placed, or false
+       * (its alignment exceeds the block's, or it does not fit in what is left; for a TLS descriptor,
+       * `optional`, in what is left of the optional part).
+       */
+      place(info2, optional = false) {
+        const b = info2.tls;
+        if (b.align > this.align) return false;
+        const end = this.endAfter(b);
+        if (end === null) return false;
+        const use = end - this.used;
+        if (optional && use > this.optionalLeft) return false;
+        if (optional) this.optionalLeft -= use;
+        this.used = end;
+        this.placed.add(info2);
+        return true;
+      }
+      /** dl_tls_static_used once `b` is placed, or null when it does not fit. */
+      endAfter(b) {
+        if (this.layout.atTp === "dtv") {
+          const offset = roundUp(this.used - b.firstByte, b.align) + b.firstByte;
+          return offset + b.size > this.size ? null : offset + b.size;
+        }
+        const free = this.size - this.used;
+        const needed = b.size + b.firstByte;
+        if (free < needed) return null;
+        const n = Math.floor((free - needed) / b.align);
+        return this.used + free - n * b.align - b.firstByte;
+      }
+      /**
+       * How much more surplus would let `info` be placed now: with TLS_TCB_AT_TP a multiple of the
+       * block's alignment; with TLS_DTV_AT_TP the least that makes the rounded size reach its end.
+       */
+      shortfall(info2) {
+        const b = info2.tls;
+        if (this.layout.atTp === "dtv") {
+          const end = roundUp(this.used - b.firstByte, b.align) + b.firstByte + b.size;
+          const a = this.layout.tcbAlign;
+          return Math.max(0, roundUp(end, a) - a + 1 - (this.startUsed + this.settings.surplus));
+        }
+        return roundUp(Math.max(0, b.size + b.firstByte - this.free), this.align);
+      }
+    };
+  }
+});
+
+// src/core/elf/bind/version-file-stop.ts
+function stopsAtVersionFile(glibc) {
+  return glibc !== null && versionAtMost(glibc, 2, 29);
+}
+function versionFileStop(scope, ref, memo, skip = null, firstNamed = /* @__PURE__ */ new Map()) {
+  const file = ref.versionFile;
+  if (ref.version === null || file === null) return null;
+  let at = firstNamed.get(file);
+  if (at === void 0) {
+    at = scope.findIndex((o) => o !== skip && o.info.hashTable !== "none" && (o.path === file || o.names.includes(file)));
+    firstNamed.set(file, at);
+  }
+  if (at < 0) return null;
+  const named2 = scope[at];
+  if (memo.defines(named2.info, ref)) return null;
+  for (let i = 0; i < at; i++) {
+    const o = scope[i];
+    if (o !== skip && memo.defines(o.info, ref)) return null;
+  }
+  const later = scope.slice(at + 1).find((o) => o !== skip && memo.defines(o.info, ref)) ?? null;
+  return { named: named2, later };
+}
+function versionFileStops(p, obj, memo, scopeFor) {
+  const out = [];
+  const firstNamed = /* @__PURE__ */ new Map();
+  for (const ref of versionedReferences(obj.info)) {
+    const scope = scopeFor(ref.name);
+    let named2 = firstNamed.get(scope);
+    if (!named2) firstNamed.set(scope, named2 = /* @__PURE__ */ new Map());
+    const stop = versionFileStop(scope, ref, memo, null, named2);
+    if (!stop) continue;
+    const weak = ref.binding === STB_WEAK3;
+    if (!weak && stop.later === null) continue;
+    if (!(lookedUpNames(obj.info)?.has(ref.name) ?? true)) continue;
+    out.push({
+      kind: "undefined-symbol",
+      object: obj,
+      library: ref.versionFile,
+      version: ref.version,
+      symbol: ref.name,
+      provider: stop.named,
+      edge: p.edgeTo(stop.named) ?? null,
+      ref,
+      versionFileStop: { later: stop.later, weak }
+    });
+  }
+  return out;
+}
+var STB_WEAK3;
+var init_version_file_stop = __esm({
+  "src/core/elf/bind/version-file-stop.ts"() {
+    "use strict";
+    init_file_cache();
+    init_host_loader();
+    init_symbols2();
+    STB_WEAK3 = 2;
+  }
+});
+
+// src/core/elf/bind/check-match.ts
+function checkMatchAbort(p, obj, ref, memo, glibc, scope = p.scope) {
+  if (ref.version === null || ref.versionFile === null) return null;
+  const named2 = p.objectMatching(ref.versionFile);
+  if (!named2 || named2 === obj || named2.info.hasVersym || named2.role === "interp" || !memo.defines(named2.info, ref)) return null;
+  const at = scope.indexOf(named2);
+  if (at < 0 || scope.slice(0, at).some((o) => o !== obj && memo.defines(o.info, ref))) return null;
+  return {
+    kind: "loader-abort",
+    object: obj,
+    library: ref.versionFile,
+    version: ref.version,
+    symbol: ref.name,
+    provider: named2,
+    edge: p.edgeTo(named2) ?? null,
+    ref,
+    reason: `check_match: Assertion \`version->filename == NULL || ! _dl_name_match_p (version->filename, map)' failed: ${obj.path} asks for ${ref.name}@${ref.version} and ${named2.path}, the ${ref.versionFile} it names, defines it without any symbol versioning (glibc ${glibc.join(".")} aborts; 2.41 and later accept it)`
+  };
+}
+function checkMatchAborts(p, obj, memo, glibc) {
+  const out = [];
+  for (const ref of references(obj.info)) {
+    const abort = checkMatchAbort(p, obj, ref, memo, glibc);
+    if (abort && (lookedUpNames(obj.info)?.has(ref.name) ?? true)) out.push(abort);
+  }
+  return out;
+}
+var init_check_match = __esm({
+  "src/core/elf/bind/check-match.ts"() {
+    "use strict";
+    init_file_cache();
+    init_symbols2();
+  }
+});
+
+// src/core/elf/bind/relocation-problems.ts
+function staticTlsBlockOf(p, startup) {
+  return new StaticTlsBlock(
+    p.main.info.machine,
+    p.platform.glibc,
+    p.objects.filter((o) => startup.has(o) && o.role !== "interp").map((o) => o.info),
+    staticTlsSurplus(p.ctx.tunables, p.platform.glibc),
+    rseqArea(p.platform.glibc, p.platform.rseq)
+  );
+}
+function staticTlsProblems(p, obj, memo, block) {
+  const out = [];
+  if ((obj.info.dtFlags & DF_STATIC_TLS) === 0 && obj.info.tls === null && !obj.info.symbols.some((s) => !s.defined && s.type === STT_TLS2)) return out;
+  const tls = block();
+  for (const ref of staticTlsOf(obj.info)) {
+    const owner = ref.symbol === null ? obj : p.scope.find((o) => memo.defines(o.info, ref.symbol));
+    if (!owner?.info.tls || tls.has(owner.info)) continue;
+    const free = tls.free;
+    const shortfall = tls.shortfall(owner.info);
+    if (tls.place(owner.info, ref.optional) || ref.optional) continue;
+    const { surplus, optional, tunable } = tls.settings;
+    out.push({
+      kind: "static-tls",
+      object: owner,
+      library: null,
+      version: null,
+      symbol: ref.symbol?.name ?? null,
+      provider: null,
+      edge: p.edgeTo(owner) ?? null,
+      rank: ref.at,
+      staticTls: { referrer: obj, free, shortfall, surplus, optional, tunable, blockAlign: tls.align }
+    });
+  }
+  return out;
+}
+function copyProblems(p, obj, memo, startup, rules = {}) {
+  const out = [];
+  if (obj.info.type !== ET_EXEC && obj.info.interp === null) return out;
+  const scope = startup === null ? p.scope : p.scope.filter((o) => startup.has(o));
+  const when = startup ? { when: "start" } : {};
+  for (const c of copyReferences(obj.info)) {
+    const ref = { name: c.name, version: c.version, versionFile: c.versionFile, hidden: c.hidden };
+    const abort = rules.checkMatch ? checkMatchAbort(p, obj, ref, memo, rules.checkMatch, scope) : null;
+    if (abort) {
+      out.push({ ...abort, copy: true, rank: c.rank, ...when });
+      continue;
+    }
+    const stop = rules.stopAtVersionFile ? versionFileStop(scope, ref, memo, obj) : null;
+    if (stop) {
+      out.push({
+        kind: "undefined-symbol",
+        object: obj,
+        library: ref.versionFile,
+        version: ref.version,
+        symbol: ref.name,
+        provider: stop.named,
+        edge: p.edgeTo(stop.named) ?? null,
+        ref,
+        copy: true,
+        rank: c.rank,
+        versionFileStop: { later: stop.later, weak: c.weak },
+        ...when
+      });
+      continue;
+    }
+    if (c.weak) continue;
+    if (scope.some((o) => o !== obj && memo.defines(o.info, ref))) continue;
+    const provider = ref.versionFile ? p.objectNamed(ref.versionFile) ?? null : null;
+    out.push({
+      kind: ref.version ? "undefined-symbol" : "unversioned-undefined-symbol",
+      object: obj,
+      library: ref.versionFile,
+      version: ref.version,
+      symbol: ref.name,
+      provider,
+      edge: provider ? p.edgeTo(provider) ?? null : null,
+      ref,
+      copy: true,
+      rank: c.rank,
+      ...when
+    });
+  }
+  return out;
+}
+var ET_EXEC, DF_STATIC_TLS, STT_TLS2;
+var init_relocation_problems = __esm({
+  "src/core/elf/bind/relocation-problems.ts"() {
+    "use strict";
+    init_file_cache();
+    init_static_tls();
+    init_version_file_stop();
+    init_check_match();
+    ET_EXEC = 2;
+    DF_STATIC_TLS = 16;
+    STT_TLS2 = 6;
+  }
+});
+
+// src/core/elf/search/dependency-list.ts
+function dependencyList(start, dependencies) {
+  return walkDependencies(start, dependencies).list;
+}
+function walkDependencies(start, dependencies, placed) {
+  const list = [...start];
+  const done = start.map(() => false);
+  const listed = new Set(start);
+  const times = /* @__PURE__ */ new Map();
+  let i = 0;
+  while (i < list.length) {
+    done[i] = true;
+    const count = (times.get(list[i]) ?? 0) + 1;
+    times.set(list[i], count);
+    if (count > list.length + 2) return { list, loop: [...times].filter(([, n]) => n > 2).map(([o]) => o) };
+    const deps = dependencies(list[i]);
+    if (deps === null) return { list, loop: [...times].filter(([, n]) => n > 1).map(([o]) => o) };
+    let at = i;
+    for (const dep of deps) {
+      const o = dep.object;
+      if (o === null) continue;
+      if (dep.kind === "needed") {
+        if (!listed.has(o)) {
+          listed.add(o);
+          list.push(o);
+          done.push(false);
+        }
+        continue;
+      }
+      if (listed.has(o)) {
+        const where2 = list.indexOf(o);
+        if (where2 <= at) continue;
+        list.splice(where2, 1);
+        done.splice(where2, 1);
+      } else {
+        listed.add(o);
+      }
+      list.splice(at, 0, o);
+      done.splice(at, 0, false);
+      at++;
+      placed?.(o, list[at]);
+    }
+    while (i < list.length && done[i]) i++;
+  }
+  return { list, loop: null };
+}
+var init_dependency_list = __esm({
+  "src/core/elf/search/dependency-list.ts"() {
+    "use strict";
+  }
+});
+
+// src/core/elf/bind/relocation-order.ts
+function relocationOrder(p, tunables) {
+  const algorithm = dsoSortAlgorithm(p.platform, tunables);
+  const startup = p.scope.slice(0, p.startupScopeLength);
+  const order = sortMaps(rootFirst(startup, p.main), algorithm, p.main).reverse();
+  if (p.target !== p.main) {
+    const done = new Set(startup);
+    for (const o of sortMaps(rootFirst(searchList(p.target), p.target), algorithm, p.main).reverse()) if (!done.has(o)) order.push(o);
+  }
+  return order;
+}
+function dsoSortAlgorithm(platform2, tunables) {
+  const chosen = platform2.dsoSort.default;
+  if (!platform2.dsoSort.tunable) return chosen;
+  const n = tunableInEffect(tunables, "glibc.rtld.dynamic_sort", (v) => v === 1 || v === 2, platform2.glibc);
+  return n === 1 ? "original" : n === 2 ? "dfs" : chosen;
+}
+function searchList(root) {
+  return dependencyList([root], (o) => o.edges);
+}
+function rootFirst(list, root) {
+  const at = list.indexOf(root);
+  return at <= 0 ? list : [root, ...list.slice(0, at), ...list.slice(at + 1)];
+}
+function sortMaps(maps, algorithm, main) {
+  const root = maps[0];
+  const deps = (o) => {
+    if (o === root) return [];
+    const out = [];
+    for (const e of o.edges) if (e.object) out.push(e.object);
+    return out;
+  };
+  return algorithm === "dfs" ? sortDfs(maps, deps, main) : sortOriginal(maps, deps);
+}
+function sortDfs(maps, deps, main) {
+  const inList = new Set(maps);
+  const visited = /* @__PURE__ */ new Set();
+  const rpo = [];
+  const walk = (start) => {
+    const stack = [];
+    visited.add(start);
+    stack.push({ o: start, deps: deps(start), next: 0 });
+    while (stack.length > 0) {
+      const top = stack[stack.length - 1];
+      if (top.next < top.deps.length) {
+        const d = top.deps[top.next++];
+        if (!visited.has(d) && d !== main && inList.has(d)) {
+          visited.add(d);
+          stack.push({ o: d, deps: deps(d), next: 0 });
+        }
+        continue;
+      }
+      stack.pop();
+      rpo.push(top.o);
+    }
+  };
+  for (let i = maps.length - 1; i >= 0 && visited.size < maps.length; i--) {
+    if (!visited.has(maps[i])) walk(maps[i]);
+  }
+  const sorted = rpo.reverse();
+  const at = sorted.indexOf(maps[0]);
+  if (at > 0) {
+    sorted.splice(at, 1);
+    sorted.unshift(maps[0]);
+  }
+  return sorted;
+}
+function sortOriginal(all, deps) {
+  const maps = all.slice(1);
+  const n = maps.length;
+  if (n <= 1) return all.slice();
+  const depsOf = new Map(maps.map((o) => [o, deps(o)]));
+  const seen = new Array(n).fill(0);
+  let i = 0;
+  for (; ; ) {
+    ++seen[i];
+    const thisp = maps[i];
+    let moved = false;
+    for (let k = n - 1; k > i; k--) {
+      if (!depsOf.get(maps[k]).includes(thisp)) continue;
+      maps.splice(i, 1);
+      maps.splice(k, 0, thisp);
+      if (seen[i + 1] > n - i) {
+        ++i;
+        seen.fill(0, i);
+      } else {
+        const thisSeen = seen[i];
+        seen.splice(i, 1);
+        seen.splice(k, 0, thisSeen);
+      }
+      moved = true;
+      break;
+    }
+    if (moved) continue;
+    if (++i === n) break;
+    seen.fill(0, i);
+  }
+  return [all[0], ...maps];
+}
+var init_relocation_order = __esm({
+  "src/core/elf/bind/relocation-order.ts"() {
+    "use strict";
+    init_dependency_list();
+    init_tunables();
+  }
+});
+
+// src/core/elf/search/exec-stack.ts
+function asksExecStack(info2) {
+  return info2.stackFlags === null ? !NON_EXEC_DEFAULT.has(info2.machine) : (info2.stackFlags & PF_X) !== 0;
+}
+function execStackTunable(tunables, glibc) {
+  return tunableInEffect(tunables, "glibc.rtld.execstack", (n) => n <= 2, glibc);
+}
+function execStackForbidden(tunables, glibc) {
+  if (glibc !== null && versionAtMost(glibc, 2, 40)) return false;
+  return execStackTunable(tunables, glibc) === 0;
+}
+var NON_EXEC_DEFAULT;
+var init_exec_stack = __esm({
+  "src/core/elf/search/exec-stack.ts"() {
+    "use strict";
+    init_host_loader();
+    init_header();
+    init_tunables();
+    NON_EXEC_DEFAULT = /* @__PURE__ */ new Set([183, 243, 258]);
+  }
+});
+
+// src/core/elf/bind/find-problems.ts
+function mappingOrder(p) {
+  return p.dlopenEdge ? [...p.edgeOrder.slice(0, p.dlopenAt), p.dlopenEdge, ...p.edgeOrder.slice(p.dlopenAt)] : p.edgeOrder;
+}
+function loadStop(p) {
+  if (p.mainStop) return { reached: /* @__PURE__ */ new Set(), edge: null, error: p.mainStop.error ?? "", at: -1 };
+  const forbid = execStackForbidden(p.ctx.tunables, p.platform.glibc);
+  if (forbid && asksExecStack(p.main.info)) {
+    return { reached: /* @__PURE__ */ new Set(), edge: null, error: p.dlopenEdge ? "Fatal glibc error: executable stack is not allowed" : `${p.main.path}: ${EXEC_STACK_ERROR}`, at: -1 };
+  }
+  const refuse2 = forbid || execStackRefused(p);
+  const mapping = mappingOrder(p);
+  for (const [i, edge] of mapping.entries()) {
+    let error2;
+    if (!edge.object) {
+      if (!edge.ignored && edge.errorPath !== void 0) error2 = edge.error ?? `${edge.errorPath}: cannot load it`;
+    } else if ((forbid || refuse2 && p.dlopenEdge !== null && i >= p.dlopenAt) && edge.via !== "loaded" && edge.object.role !== "interp" && asksExecStack(edge.object.info)) {
+      error2 = `${edge.name}: ${EXEC_STACK_ERROR}`;
+    }
+    if (error2 !== void 0) return { reached: new Set(mapping.slice(0, i + 1)), edge, error: error2, at: i };
+  }
+  return null;
+}
+function findProblems(p, memo, stop = loadStop(p)) {
+  const findings = [];
+  if (p.mainStop) return [{ kind: p.mainStop.noexecMount ? "noexec-mount" : "not-found", object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: p.mainStop }];
+  if (stop && stop.at < 0) return [{ kind: "executable-stack", object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: null, execStack: "forbidden" }];
+  const forbidExecStack = execStackForbidden(p.ctx.tunables, p.platform.glibc);
+  const mapping = mappingOrder(p);
+  const stoppedAt = stop?.at ?? -1;
+  for (const [i, edge] of mapping.entries()) {
+    if (stoppedAt >= 0 && i > stoppedAt) break;
+    if (!edge.object) {
+      if (edge.ignored) continue;
+      findings.push({ kind: edge.noexecMount ? "noexec-mount" : "not-found", object: edge.owner, library: edge.name, version: null, symbol: null, provider: null, edge });
+    } else if (i === stoppedAt) {
+      findings.push({
+        kind: "executable-stack",
+        object: edge.object,
+        library: edge.name,
+        version: null,
+        symbol: null,
+        provider: null,
+        edge,
+        execStack: forbidExecStack ? "forbidden" : "dlopen"
+      });
+    }
+  }
+  if (stoppedAt >= 0 && (p.dlopenEdge === null || stoppedAt < p.dlopenAt)) return findings;
+  const reached = stoppedAt >= 0 ? new Set(p.scope.slice(0, p.startupScopeLength)) : null;
+  if (p.filterLoop) {
+    const [first, second] = p.filterLoop;
+    const names = [...new Set(p.filterLoop.map((o) => o.info.soname ?? o.path))].join(", ");
+    findings.push({
+      kind: "loader-abort",
+      object: first,
+      library: second?.info.soname ?? second?.path ?? null,
+      version: null,
+      symbol: null,
+      provider: null,
+      edge: null,
+      reason: `the DT_FILTER/DT_AUXILIARY entries of ${names} name each other, and dl-deps.c moves each before the other without end`,
+      filterLoop: p.filterLoop
+    });
+    return findings;
+  }
+  const missingNames = /* @__PURE__ */ new Set();
+  for (const o of p.objects) for (const e of o.edges) if (!e.object) missingNames.add(e.name);
+  const standIns = missingNames.size > 0 ? standInsFirst(p) : null;
+  for (const obj of p.scope) {
+    if (obj.role === "interp" || reached && !reached.has(obj)) continue;
+    for (const need of obj.info.versionNeeds) {
+      const provider = p.objectMatching(need.file);
+      if (provider && standIns?.(need.file, provider)) continue;
+      if (!provider) {
+        if (missingNames.has(need.file)) continue;
+        findings.push({
+          kind: "loader-abort",
+          object: obj,
+          library: need.file,
+          version: need.versions[0]?.name ?? null,
+          symbol: null,
+          provider: null,
+          edge: null,
+          reason: `_dl_check_map_versions: Assertion \`needed != NULL' failed: ${obj.path} requires versions from ${need.file}, which is no name of a loaded object`
+        });
+        continue;
+      }
+      if (provider.info.versionDefinitions.length === 0) continue;
+      for (const v of need.versions) {
+        if (v.weak || definesVersion(provider.info, v.name)) continue;
+        findings.push({ kind: "version-not-found", object: obj, library: need.file, version: v.name, symbol: null, provider, edge: p.edgeTo(provider) ?? null });
+      }
+    }
+  }
+  const glibc = p.platform.glibc;
+  const assertions = glibc !== null && versionAtMost(glibc, 2, 40) && p.objects.some((o) => !o.info.hasVersym && o.role !== "interp" && o.info.symbolCount > 0);
+  const order = relocationOrder(p, p.ctx.tunables).filter((o) => !reached || reached.has(o));
+  const cpu = p.platform.x86IsaBits;
+  if (cpu !== null) {
+    for (const obj of order) {
+      const needed = obj.info.x86IsaNeeded;
+      if (obj.role === "interp" || (needed & cpu) === needed) continue;
+      findings.push({
+        kind: "cpu-isa-level",
+        object: obj,
+        library: null,
+        version: null,
+        symbol: null,
+        provider: null,
+        edge: p.edgeTo(obj) ?? null,
+        reason: `needs ISA bits 0x${needed.toString(16)}, the CPU has 0x${cpu.toString(16)}`
+      });
+    }
+  }
+  const startup = p.dlopenEdge ? new Set(p.scope.slice(0, p.startupScopeLength)) : null;
+  let tlsBlock2;
+  const tls = startup && staticTlsModelled(p.main.info.machine) ? () => tlsBlock2 ??= staticTlsBlockOf(p, startup) : null;
+  const versionFileScope = stopsAtVersionFile(glibc) ? lookupScopes(p, reached, startup) : null;
+  for (const obj of order) {
+    if (obj.role === "interp") continue;
+    const other = obj === p.main ? copyProblems(p, obj, memo, startup, { stopAtVersionFile: versionFileScope !== null, checkMatch: assertions ? glibc : null }) : [];
+    if (tls && !startup.has(obj)) other.push(...staticTlsProblems(p, obj, memo, tls));
+    let binding;
+    const bindingOf = () => binding === void 0 ? binding = startup?.has(obj) ? bindingTime(p, obj) : null : binding;
+    if (versionFileScope) {
+      const when2 = bindingOf();
+      other.push(...versionFileStops(p, obj, memo, (name) => when2?.(name) === "start" ? versionFileScope.start : versionFileScope.all));
+    }
+    if (references(obj.info).length === 0) {
+      findings.push(...inRelocationOrder(obj, other));
+      continue;
+    }
+    const own = assertions ? checkMatchAborts(p, obj, memo, glibc) : [];
+    own.push(...other);
+    const closure = searchList(obj);
+    const unbound = memo.unboundWithin(obj, closure);
+    const rest = unbound.length === 0 ? [] : p.scope.filter((o) => !closure.includes(o) && (!reached || reached.has(o)));
+    const when = bindingOf();
+    for (const ref of unbound) {
+      const at = when?.(ref.name);
+      if ((at === "start" ? rest.filter((o) => startup.has(o)) : rest).some((o) => memo.defines(o.info, ref))) continue;
+      const provider = ref.versionFile ? p.objectNamed(ref.versionFile) ?? null : null;
+      own.push({
+        kind: ref.version ? "undefined-symbol" : "unversioned-undefined-symbol",
+        object: obj,
+        library: ref.versionFile,
+        version: ref.version,
+        symbol: ref.name,
+        provider,
+        edge: provider ? p.edgeTo(provider) ?? null : null,
+        ref,
+        ...at ? { when: at } : {}
+      });
+    }
+    if (when) {
+      for (const f of own) if (f.when === void 0 && f.symbol !== null) f.when = when(f.symbol);
+    }
+    findings.push(...inRelocationOrder(obj, own));
+  }
+  return findings;
+}
+function lookupScopes(p, reached, startup) {
+  const all = reached ? p.scope.filter((o) => reached.has(o)) : p.scope;
+  return { all, start: startup ? all.filter((o) => startup.has(o)) : all };
+}
+function bindingTime(p, obj) {
+  if (obj.info.bindNow || p.ctx.bindNow) return () => "start";
+  const names = lookedUpNames(obj.info);
+  return (name) => names?.get(name)?.eager ?? true ? "start" : "first-call";
+}
+function inRelocationOrder(obj, own) {
+  if (own.length < 2) return own;
+  const ranks = lookedUpNames(obj.info);
+  if (!ranks) return own;
+  const rank = (f) => f.rank ?? ranks.get(f.symbol ?? "")?.rank ?? Infinity;
+  return own.map((f, i) => ({ f, i })).sort((a, b) => rank(a.f) - rank(b.f) || a.i - b.i).map(({ f }) => f);
+}
+function execStackRefused(p) {
+  const glibc = p.platform.glibc;
+  if (!p.dlopenEdge || glibc !== null && versionAtMost(glibc, 2, 40)) return false;
+  if (execStackTunable(p.ctx.tunables, glibc) === 2) return false;
+  return !p.scope.slice(0, p.startupScopeLength).some((o) => o.role !== "interp" && asksExecStack(o.info));
+}
+function standInsFirst(p) {
+  const failedAt = /* @__PURE__ */ new Map();
+  const mappedAt = /* @__PURE__ */ new Map();
+  p.edgeOrder.forEach((e, i) => {
+    if (!e.object) {
+      if (!e.ignored && !failedAt.has(e.name)) failedAt.set(e.name, i);
+    } else if (e.via !== "loaded" && e.via !== "preload" && !mappedAt.has(e.object)) {
+      mappedAt.set(e.object, i);
+    }
+  });
+  return (name, provider) => failedAt.has(name) && failedAt.get(name) < (mappedAt.get(provider) ?? -1);
+}
+var EXEC_STACK_ERROR;
+var init_find_problems = __esm({
+  "src/core/elf/bind/find-problems.ts"() {
+    "use strict";
+    init_symbols2();
+    init_file_cache();
+    init_relocation_problems();
+    init_static_tls();
+    init_host_loader();
+    init_relocation_order();
+    init_exec_stack();
+    init_version_file_stop();
+    init_check_match();
+    EXEC_STACK_ERROR = "cannot enable executable stack as shared object requires: Invalid argument";
+  }
+});
+
+// src/core/elf/bind/symbol-memo.ts
+var SymbolMemo;
+var init_symbol_memo = __esm({
+  "src/core/elf/bind/symbol-memo.ts"() {
+    "use strict";
+    init_symbols2();
+    init_file_cache();
+    SymbolMemo = class {
+      /**
+       * @param wantedOf every name referenced in the processes this memo serves (null: index all);
+       * asked for only when an object read with all its symbols must be indexed.
+       */
+      constructor(wantedOf = null) {
+        this.wantedOf = wantedOf;
+      }
+      wantedOf;
+      ids = /* @__PURE__ */ new WeakMap();
+      next = 0;
+      memo = /* @__PURE__ */ new Map();
+      indexes = /* @__PURE__ */ new WeakMap();
+      /** The object a name was last found in: the first to ask for the next reference to it. */
+      lastDefiner = /* @__PURE__ */ new Map();
+      wanted;
+      /** Does `info` define `ref`? Through an index of only the wanted names. */
+      defines(info2, ref) {
+        if (info2.lookup) return defines(info2, ref);
+        let index = this.indexes.get(info2);
+        if (!index) {
+          if (this.wanted === void 0) this.wanted = this.wantedOf ? this.wantedOf() : null;
+          index = buildDefinitions(info2, this.wanted ?? void 0);
+          this.indexes.set(info2, index);
+        }
+        return defines(info2, ref, index);
+      }
+      id(info2) {
+        let id = this.ids.get(info2);
+        if (id === void 0) {
+          id = this.next++;
+          this.ids.set(info2, id);
+        }
+        return id;
+      }
+      unboundWithin(obj, closure) {
+        const ids = new Int32Array(closure.length);
+        for (let k = 0; k < closure.length; k++) ids[k] = this.id(closure[k].info);
+        const key = `${this.id(obj.info)}|${ids.sort().join(",")}`;
+        let unbound = this.memo.get(key);
+        if (!unbound) {
+          const named2 = /* @__PURE__ */ new Map();
+          for (const o of closure) {
+            for (const n of o.names) if (!named2.has(n)) named2.set(n, o);
+            if (o.info.soname !== null && !named2.has(o.info.soname)) named2.set(o.info.soname, o);
+          }
+          const present = /* @__PURE__ */ new Map();
+          for (const o of closure) if (!present.has(o.info)) present.set(o.info, o);
+          unbound = references(obj.info).filter((ref) => {
+            let likely = ref.versionFile === null ? void 0 : named2.get(ref.versionFile);
+            if (likely === void 0) {
+              const last = this.lastDefiner.get(ref.name);
+              likely = last === void 0 ? void 0 : present.get(last);
+            }
+            if (likely !== void 0 && likely !== obj && this.defines(likely.info, ref)) return false;
+            const definer = closure.find((o) => o !== obj && o !== likely && this.defines(o.info, ref));
+            if (definer === void 0) return true;
+            this.lastDefiner.set(ref.name, definer.info);
+            return false;
+          });
+          if (unbound.length > 0) {
+            const names = lookedUpNames(obj.info);
+            if (names) unbound = unbound.filter((ref) => names.has(ref.name));
+          }
+          this.memo.set(key, unbound);
+        }
+        return unbound;
+      }
+    };
+  }
+});
+
+// src/core/text/quote.ts
+function quoteSh(value) {
+  if (value !== "" && /^[A-Za-z0-9_@%+=:,./-]+$/.test(value)) return value;
+  return `'${value.replaceAll("'", `'\\''`)}'`;
+}
+var init_quote = __esm({
+  "src/core/text/quote.ts"() {
+    "use strict";
+  }
+});
+
+// src/core/elf/read/elf/segments.ts
+function segmentsMisaligned(info2, pageSize) {
+  const loads = info2.loads;
+  if (loads.some((l) => (l.vaddr - l.offset) % pageSize !== 0)) return true;
+  if (loads.length < 2) return false;
+  const start = (addr) => Math.floor(addr / pageSize) * pageSize;
+  const end = (l) => Math.ceil((l.vaddr + l.filesz) / pageSize) * pageSize;
+  const holes = loads.some((l, i) => i > 0 && end(loads[i - 1]) !== start(l.vaddr));
+  return holes && start(loads[loads.length - 1].vaddr) < end(loads[0]);
+}
+var MISALIGNED;
+var init_segments = __esm({
+  "src/core/elf/read/elf/segments.ts"() {
+    "use strict";
+    MISALIGNED = "ELF load command address/offset not page-aligned";
+  }
+});
+
+// src/core/elf/search/loader-process.ts
+import { realpathSync as realpathSync4 } from "node:fs";
+import { dirname as dirname7 } from "node:path";
+var DF_1_NODEFLIB, DF_1_PIE, misaligned, ET_EXEC2, ET_DYN, LoaderProcess;
+var init_loader_process = __esm({
+  "src/core/elf/search/loader-process.ts"() {
+    "use strict";
+    init_dependency_list();
+    init_exec_stack();
+    init_file_cache();
+    init_host_loader();
+    init_elf();
+    init_search_path();
+    init_segments();
+    init_sysroot();
+    DF_1_NODEFLIB = 2048;
+    DF_1_PIE = 134217728;
+    misaligned = (info2, platform2) => (platform2.glibc === null || !versionAtMost(platform2.glibc, 2, 34)) && segmentsMisaligned(info2, platform2.pageSize);
+    ET_EXEC2 = 2;
+    ET_DYN = 3;
+    LoaderProcess = class {
+      constructor(ctx, platform2) {
+        this.ctx = ctx;
+        this.platform = platform2;
+      }
+      ctx;
+      platform;
+      objects = [];
+      /** The global search list: main, preloads, then breadth-first order. */
+      scope = [];
+      failedPreloads = [];
+      preloadEdges = [];
+      main;
+      /** How many objects of `scope` the program starts with (the rest come with --exe's dlopen). */
+      startupScopeLength = 0;
+      /** The checked library (the main object, or the one dlopened by --exe). */
+      target;
+      /** Every dependency edge, in the order ld.so maps them (its first failure is the one a run reports). */
+      edgeOrder = [];
+      /** --exe: the dlopen of the target (mapped after edgeOrder's first `dlopenAt` edges, before the rest). */
+      dlopenEdge = null;
+      dlopenAt = 0;
+      /** Filtees that move each other up without end: ld.so crashes there (./dependency-list.ts). */
+      filterLoop = null;
+      /**
+       * The main object itself cannot be loaded: its segments do not fit the page size (without --exe,
+       * ld.so maps the checked library), or it lies on a noexec mount (`noexecMount`: the kernel does
+       * not start the program, or ld.so cannot map the library). Nothing else happens then.
+       */
+      mainStop = null;
+      ldDirs = [];
+      mapped = /* @__PURE__ */ new Set();
+      /**
+       * Filtees dl-deps.c linked in before the head of the namespace's list (the main object has no
+       * predecessor, so a filtee of the main object becomes one, and the list's head pointer never
+       * learns of it): no lookup by name or by file reaches them, and a later DT_NEEDED of the same
+       * library loads a second copy. Only a main object with DT_FILTER/DT_AUXILIARY (`ldd` of a filter
+       * library, which check models) meets this.
+       */
+      unlisted = /* @__PURE__ */ new Set();
+      /** Set once a library is loaded a third time that way: ld.so keeps loading copies until mapping fails. */
+      runaway = null;
+      /**
+       * Loads `target` as ld.so would: as the main object, or dlopened by `exe` when given.
+       * `target.info` must already be read (the caller decides which files are ELF at all).
+       */
+      run(target, exe) {
+        const mainFile = exe ?? target;
+        let mainOrigin = dirname7(mainFile.path);
+        if (exe) {
+          try {
+            const real = realpathSync4.native(exe.path);
+            this.ctx.view.recorder?.fact("r", exe.path, real);
+            mainOrigin = dirname7(real);
+          } catch {
+            this.ctx.view.recorder?.fact("r", exe.path, "-");
+          }
+        }
+        this.main = this.newObject(mainFile.path, mainFile.path, mainFile.info, mainFile.stat, null, "main", mainOrigin);
+        const badSegments = !exe && misaligned(mainFile.info, this.platform);
+        const noexec = badSegments ? null : this.ctx.noexecMount?.(mainFile.path) ?? null;
+        if (badSegments || noexec !== null) {
+          this.mainStop = {
+            name: mainFile.path,
+            kind: "needed",
+            owner: this.main,
+            object: null,
+            via: null,
+            rule: null,
+            passedOver: [],
+            error: `${mainFile.path}: ${noexec !== null ? "failed to map segment from shared object" : MISALIGNED}`,
+            errorPath: mainFile.path,
+            ...noexec !== null ? { noexecMount: noexec } : {}
+          };
+        }
+        this.seedInterpreter(mainFile.info);
+        this.ensureInterp();
+        this.ldDirs = parseSearchList(this.ctx.ldLibraryPath, this.dst(this.main), "env", this.imageOf(this.main.path));
+        this.scope.push(this.main);
+        for (const { name, from } of this.ctx.preload) {
+          const edge = this.mapObject(this.main, name, true, "preload", from);
+          this.preloadEdges.push(edge);
+          if (!edge.object) {
+            const file = name.startsWith("/") ? inImage(this.imageOf(this.main.path), name) : name;
+            const own = (edge.errorPath === name || edge.errorPath === file) && edge.error?.startsWith(`${edge.errorPath}: `);
+            this.failedPreloads.push({ name, from, reason: own ? edge.error.slice(edge.errorPath.length + 2) : edge.error ?? "cannot open shared object file" });
+          } else if (!this.scope.includes(edge.object)) {
+            this.scope.push(edge.object);
+          }
+        }
+        this.scope.splice(0, this.scope.length, ...this.walk(this.scope));
+        this.startupScopeLength = this.scope.length;
+        this.target = this.main;
+        if (exe && !this.filterLoop) {
+          const edge = this.mapObject(this.main, target.path, false, "dlopen");
+          this.dlopenEdge = edge;
+          this.dlopenAt = this.edgeOrder.length;
+          if (edge.object) {
+            this.target = edge.object;
+            for (const o of this.walk([edge.object])) if (!this.scope.includes(o)) this.scope.push(o);
+          }
+        }
+      }
+      /**
+       * A dlopen of `name` by `caller` once the process has started (what libcudart does for
+       * libcuda.so.1 at the first CUDA call): an object already loaded under that name or SONAME is
+       * reused; otherwise the search is `caller`'s (dl-open.c passes the calling object as loader:
+       * its DT_RUNPATH, or the DT_RPATH of it and its loaders and of the program, then
+       * LD_LIBRARY_PATH, the cache, the default directories). The new object has no loader, and its
+       * search list joins the scope as --exe's dlopen does. Only for a process run without --exe.
+       */
+      loadAtRunTime(caller, name) {
+        if (this.dlopenEdge) throw new Error("loadAtRunTime: the process already has a dlopen");
+        const edge = this.mapObject(caller, name, false, "dlopen");
+        this.dlopenEdge = edge;
+        this.dlopenAt = this.edgeOrder.length;
+        if (edge.object && !this.filterLoop) {
+          for (const o of this.walk([edge.object])) if (!this.scope.includes(o)) this.scope.push(o);
+        }
+        return edge;
+      }
+      /** _dl_map_object_deps from `start`: its search list; sets `filterLoop` when ld.so would never finish. */
+      walk(start) {
+        const { list, loop } = walkDependencies(start, (o) => this.dependenciesOf(o), (filtee, before) => {
+          if (before === this.main || this.unlisted.has(before)) this.unlisted.add(filtee);
+          else this.unlisted.delete(filtee);
+        });
+        if (loop) this.filterLoop = this.runaway ?? loop;
+        return list;
+      }
+      /** The object known by `name` (l_name, a name it was loaded under, or its soname), as _dl_name_match_p sees it. */
+      objectNamed(name) {
+        return this.objects.find((o) => o.path === name || o.names.includes(name)) ?? this.objects.find((o) => o.info.soname === name);
+      }
+      /**
+       * _dl_name_match_p over every loaded object: l_name or a name it was loaded under (a soname
+       * counts only once a DT_NEEDED search matched it). What find_needed (dl-version.c) uses.
+       */
+      objectMatching(name) {
+        return this.objects.find((o) => o.path === name || o.names.includes(name));
+      }
+      /** The edge that first loaded `object` (its rule), if any. */
+      edgeTo(object) {
+        for (const o of this.scope) {
+          for (const e of o.edges) if (e.object === object && e.via !== "loaded" && e.via !== "preload") return e;
+        }
+        return this.preloadEdges.find((e) => e.object === object);
+      }
+      /**
+       * The dependency edges of `obj`, mapped the first time the list walk reaches it (dl-deps.c):
+       * DT_NEEDED, DT_FILTER and DT_AUXILIARY entries in dynamic-array order. ld.so itself is
+       * never walked.
+       */
+      dependenciesOf(obj) {
+        if (this.runaway) return null;
+        if (this.mapped.has(obj)) return obj.edges;
+        this.mapped.add(obj);
+        if (obj.role === "interp") return obj.edges;
+        const { needed, filtees } = obj.info;
+        let f = 0;
+        for (let n = 0; n <= needed.length; n++) {
+          for (; f < filtees.length && filtees[f].neededBefore <= n; f++) {
+            this.mapDependency(obj, filtees[f].name, filtees[f].auxiliary ? "auxiliary" : "filter");
+          }
+          if (n < needed.length) this.mapDependency(obj, needed[n], "needed");
+        }
+        return obj.edges;
+      }
+      mapDependency(obj, raw, kind) {
+        const { value, hadToken } = expandDst(raw, this.dst(obj));
+        let edge;
+        if (hadToken && (value === null || value === "")) {
+          if (kind !== "auxiliary") return;
+          edge = { name: raw, kind, owner: obj, object: null, via: null, rule: null, passedOver: [], error: `${raw}: empty dynamic string token substitution` };
+        } else {
+          edge = this.mapObject(obj, value ?? raw, false);
+          edge.kind = kind;
+          if (kind === "auxiliary" && !edge.object) edge.ignored = true;
+        }
+        obj.edges.push(edge);
+        this.edgeOrder.push(edge);
+      }
+      dst(obj) {
+        return { origin: obj.origin, platform: this.platform.platform, lib: this.platform.lib };
+      }
+      seedInterpreter(mainInfo) {
+        const interp = mainInfo.interp ?? this.platform.interp;
+        if (!interp) return;
+        const path13 = this.platform.sysroot + interp;
+        const st = this.ctx.view.statSync(path13);
+        if (!st) return;
+        const file = this.ctx.view.hostPath(path13) ?? path13;
+        this.pendingInterp = { path: path13, file, interp, st };
+      }
+      pendingInterp;
+      ensureInterp() {
+        const p = this.pendingInterp;
+        if (!p) return;
+        this.pendingInterp = void 0;
+        try {
+          const info2 = cachedElfSync(p.file, p.st);
+          const obj = this.newObject(p.path, p.interp, info2, p.st, null, "interp", dirname7(p.path));
+          if (info2.soname) obj.names.push(info2.soname);
+        } catch {
+        }
+      }
+      newObject(path13, name, info2, st, loader, role, origin = dirname7(path13)) {
+        const values = { origin, platform: this.platform.platform, lib: this.platform.lib };
+        const obj = {
+          id: this.objects.length,
+          path: path13,
+          names: [name],
+          inode: inodeKey(st),
+          loader,
+          origin,
+          info: info2,
+          role,
+          edges: [],
+          // An object with both keeps only DT_RUNPATH (get-dynamic-info.h), for itself and its descendants.
+          // An object of a system image: an absolute entry is a directory of the image, as on that system (inImage).
+          rpathDirs: info2.runpath !== null ? [] : parseSearchList(info2.rpath, values, "dt", this.imageOf(path13)),
+          runpathDirs: info2.runpath !== null ? parseSearchList(info2.runpath, values, "dt", this.imageOf(path13)) : null
+        };
+        this.objects.push(obj);
+        return obj;
+      }
+      /** _dl_map_object: an already loaded object by name, else the first acceptable file of the search. */
+      mapObject(loader, name, preload, role = preload ? "preload" : "dep", preloadFrom) {
+        const edge = { name, kind: "needed", owner: loader, object: null, via: null, rule: null, passedOver: [], error: null };
+        const listed = this.unlisted.size === 0 ? this.objects : this.objects.filter((o) => !this.unlisted.has(o));
+        const known2 = listed.find((o) => o.path === name || o.names.includes(name));
+        const bySoname = known2 ?? listed.find((o) => o.info.soname === name);
+        if (bySoname) {
+          if (!known2) bySoname.names.push(name);
+          edge.object = bySoname;
+          edge.via = bySoname.role === "preload" ? "preload" : "loaded";
+          const preloaded = bySoname.role === "preload" ? this.preloadEdges.find((e) => e.object === bySoname) : void 0;
+          if (preloaded?.preloadFrom) Object.assign(edge, { preloadFrom: preloaded.preloadFrom, preloadName: preloaded.name });
+          edge.rule = preloaded?.preloadFrom ? `already loaded: the ${preloaded.preloadFrom} entry ${preloaded.name}` : known2 ? "already loaded" : `already loaded, with the SONAME ${name}`;
+          return edge;
+        }
+        for (const c of this.candidates(loader, name)) {
+          if (c.status === "wrong-class" || c.status === "wrong-machine") {
+            edge.passedOver.push(c);
+            continue;
+          }
+          const stop = (reason) => {
+            edge.error = reason.startsWith(`${c.path}:`) ? reason : `${c.path}: ${reason}`;
+            edge.errorPath = c.path;
+            edge.rule = c.rule;
+            if (c.ldEntry !== void 0) edge.ldEntry = c.ldEntry;
+            return edge;
+          };
+          if (c.status === "fatal") return stop(c.reason ?? "cannot load it");
+          let info2;
+          try {
+            info2 = cachedElfSync(c.file ?? c.path, c.stat);
+          } catch (error2) {
+            return stop(error2 instanceof Error ? error2.message : String(error2));
+          }
+          if (info2.type === ET_DYN && info2.dynamic !== "yes") return stop("object file has no dynamic section");
+          if ((info2.flags1 & DF_1_PIE) !== 0 && !(this.platform.glibc && versionAtMost(this.platform.glibc, 2, 29))) {
+            return stop("cannot dynamically load position-independent executable");
+          }
+          edge.via = preload ? "preload" : c.via;
+          edge.rule = preload && preloadFrom ? `the ${preloadFrom} entry ${name}${name.includes("/") ? "" : `, found by ${c.rule}`}` : c.rule;
+          if (preload && preloadFrom) Object.assign(edge, { preloadFrom, preloadName: name });
+          if (c.ldEntry !== void 0) edge.ldEntry = c.ldEntry;
+          const inode = inodeKey(c.stat);
+          const same = listed.find((o) => o.inode === inode && o.role !== "interp") ?? listed.find((o) => o.inode === inode);
+          if (same) {
+            same.names.push(name);
+            edge.object = same;
+            return edge;
+          }
+          if (misaligned(info2, this.platform)) return stop(MISALIGNED);
+          const noexec = this.ctx.noexecMount?.(c.file ?? c.path) ?? null;
+          if (noexec !== null) {
+            edge.noexecMount = noexec;
+            return stop("failed to map segment from shared object");
+          }
+          if (preload && execStackForbidden(this.ctx.tunables, this.platform.glibc) && asksExecStack(info2)) {
+            return stop("cannot enable executable stack as shared object requires");
+          }
+          edge.object = this.newObject(c.path, name, info2, c.stat, role === "dlopen" ? null : loader, role);
+          if (this.unlisted.size > 0) {
+            const copies = this.objects.filter((o) => o.inode === inode);
+            if (copies.length >= 3) this.runaway = copies;
+          }
+          return edge;
+        }
+        if (edge.passedOver.length > 0) {
+          const wrongClass = edge.passedOver.find((c) => c.status === "wrong-class");
+          edge.error = wrongClass ? `wrong ELF class: ELFCLASS${wrongClass.reason?.includes("32") ? 32 : 64}` : null;
+        }
+        return edge;
+      }
+      /**
+       * Every file the search for `name` by `loader` would consider, in ld.so's order (§1.3 step C),
+       * each with its verdict. mapObject takes the first acceptable one; the explainer looks further.
+       */
+      *candidates(loader, name) {
+        if (name.includes("/")) {
+          const path13 = name.startsWith("/") ? inImage(this.imageOf(loader.path), name) : this.absolute(name);
+          const c = this.probe(path13, "default", `the path ${name} written in DT_NEEDED`);
+          if (c) yield c;
+          return;
+        }
+        for (const { dir, via, rule, ldEntry } of this.searchDirs(loader)) {
+          if (via === "ld.so.cache") {
+            const hit = this.ctx.cacheLookup(name, this.platform);
+            if (!hit || (loader.info.flags1 & DF_1_NODEFLIB) !== 0 && this.platform.systemDirs.some((d) => hit.startsWith(d))) continue;
+            const c2 = this.probe(hit, via, rule);
+            if (c2) yield c2;
+            continue;
+          }
+          for (const sub of this.ctx.view.listableSubdirs(dir, this.platform.hwcapsSubdirs)) {
+            const subdir = `${dir}${sub}/`;
+            if (!this.ctx.view.has(subdir, name)) continue;
+            const c2 = this.probe(this.absolute(subdir + name), via, `${rule} (${sub})`);
+            if (c2 && ldEntry !== void 0) c2.ldEntry = ldEntry;
+            if (c2) yield c2;
+          }
+          if (!this.ctx.view.has(dir, name)) continue;
+          const c = this.probe(this.absolute(dir + name), via, rule);
+          if (c && ldEntry !== void 0) c.ldEntry = ldEntry;
+          if (c) yield c;
+        }
+      }
+      /**
+       * The root of the system image (CUDAENV_SYSROOT) a file lies in, whose absolute paths its search
+       * names (and, for the main object, LD_LIBRARY_PATH and LD_PRELOAD name) are; '' for a file outside
+       * it, checked by the image's loader rules but read where it is.
+       */
+      imageOf(path13) {
+        return isInside(this.platform.sysroot, path13) ? this.platform.sysroot : "";
+      }
+      /** A relative name as dl-object.c makes l_origin of it: the working directory (getcwd), a slash, the name. */
+      absolute(path13) {
+        return path13.startsWith("/") ? path13 : `${this.ctx.view.workingDir().replace(/\/$/, "")}/${path13}`;
+      }
+      /** The directories of steps 1-6, with the cache between RUNPATH and the system directories. */
+      *searchDirs(loader) {
+        const cwd = this.ctx.view.cwd;
+        if (loader.runpathDirs === null) {
+          let didMain = false;
+          for (let l = loader; l; l = l.loader) {
+            if (l === this.main) didMain = true;
+            for (const d of l.rpathDirs) yield { dir: d.dir, via: "rpath", rule: `DT_RPATH entry ${describeElement(d.element, cwd)} of ${l.path}` };
+          }
+          if (!didMain) for (const d of this.main.rpathDirs) yield { dir: d.dir, via: "rpath", rule: `DT_RPATH entry ${describeElement(d.element, cwd)} of ${this.main.path}` };
+        }
+        for (const d of this.ldDirs) yield { dir: d.dir, via: "ld_library_path", rule: `LD_LIBRARY_PATH entry ${describeElement(d.element, cwd)}`, ldEntry: d.element };
+        if (loader.runpathDirs) for (const d of loader.runpathDirs) yield { dir: d.dir, via: "runpath", rule: `DT_RUNPATH entry ${describeElement(d.element, cwd)} of ${loader.path}` };
+        yield { dir: "\0cache", via: "ld.so.cache", rule: this.ctx.cacheLabel };
+        if ((loader.info.flags1 & DF_1_NODEFLIB) === 0) {
+          for (const d of this.platform.systemDirs) yield { dir: d, via: "default", rule: `system directory ${d.replace(/\/$/, "")}` };
+        }
+      }
+      /** Checks one file as open_verify does (§1.8); null when there is nothing there. */
+      probe(path13, via, rule) {
+        const st = this.ctx.view.stat(path13);
+        if (!st) return null;
+        if (st.isDirectory()) return { path: path13, via, rule, status: "fatal", reason: "cannot read file data: Is a directory" };
+        if (st.size < (this.platform.elfClass === 64 ? 64 : 52)) return { path: path13, via, rule, status: "fatal", reason: "file too short" };
+        const file = this.ctx.view.hostPath(path13) ?? path13;
+        let header;
+        try {
+          header = cachedHeaderSync(file, st);
+        } catch (error2) {
+          if (error2 instanceof ElfError) {
+            if (error2.reason === "io") return null;
+            const reason = error2.reason === "not-elf" ? "invalid ELF header" : error2.reason === "truncated" ? "file too short" : error2.message;
+            return { path: path13, via, rule, status: "fatal", reason };
+          }
+          throw error2;
+        }
+        if (header.elfClass !== this.platform.elfClass) return { path: path13, via, rule, status: "wrong-class", reason: `wrong ELF class: ELFCLASS${header.elfClass}`, stat: st };
+        if (header.machine !== this.platform.machine) return { path: path13, via, rule, status: "wrong-machine", reason: `built for machine ${header.machine}`, stat: st };
+        if (!header.littleEndian) return { path: path13, via, rule, status: "fatal", reason: "ELF file data encoding not little-endian" };
+        if (header.type !== ET_DYN && header.type !== ET_EXEC2) return { path: path13, via, rule, status: "fatal", reason: "only ET_DYN and ET_EXEC can be loaded" };
+        return { path: path13, via, rule, status: "ok", reason: null, stat: st, file };
+      }
+    };
+  }
+});
+
+// src/core/elf/read/machine/kernel-path.ts
+import { lstatSync as lstatSync3 } from "node:fs";
+function kernelPath(path13, cwd) {
+  const full = path13.startsWith("/") ? path13 : `${cwd}/${path13}`;
+  const parts = full.split("/");
+  const out = [];
+  let raw = false;
+  for (const part2 of parts) {
+    if (raw) {
+      out.push(part2);
+      continue;
+    }
+    if (part2 === "" || part2 === ".") continue;
+    if (part2 !== "..") {
+      out.push(part2);
+      continue;
+    }
+    if (out.length === 0) continue;
+    let link = false;
+    try {
+      link = lstatSync3(`/${out.join("/")}`).isSymbolicLink();
+    } catch {
+    }
+    if (link) {
+      out.push("..");
+      raw = true;
+    } else {
+      out.pop();
+    }
+  }
+  return `/${out.join("/")}`;
+}
+var init_kernel_path = __esm({
+  "src/core/elf/read/machine/kernel-path.ts"() {
+    "use strict";
+  }
+});
+
+// src/core/elf/search/list-targets.ts
+import { readdirSync as readdirSync3, statSync as statSync5 } from "node:fs";
+import { join as join8 } from "node:path";
+function listTargets(targets, options = {}) {
+  const cwd = options.cwd ?? process.cwd();
+  const root = normalRoot(options.sysroot);
+  const host = (path13) => isInside(root, path13) ? realpathIn(root, path13) ?? `${path13}\0missing` : path13;
+  const statHost = (path13) => statSync5(host(path13));
+  const out = [];
+  const seenFiles = /* @__PURE__ */ new Set();
+  const seenDirs = /* @__PURE__ */ new Set();
+  const visitDir = (dir, depth) => {
+    const dst = statHost(dir);
+    if (seenDirs.has(inodeKey(dst))) return;
+    seenDirs.add(inodeKey(dst));
+    const subdirs = [];
+    for (const name of readdirSync3(host(dir)).sort()) {
+      const path13 = join8(dir, name);
+      let st;
+      try {
+        st = statHost(path13);
+      } catch {
+        continue;
+      }
+      if (st.isDirectory()) {
+        if (options.recursive && depth < 32) subdirs.push(path13);
+        continue;
+      }
+      if (!st.isFile() || seenFiles.has(inodeKey(st))) continue;
+      seenFiles.add(inodeKey(st));
+      out.push(host(path13) === path13 ? { path: path13, explicit: false } : { path: path13, explicit: false, file: host(path13) });
+    }
+    for (const sub of subdirs) visitDir(sub, depth + 1);
+  };
+  for (const target of targets) {
+    const path13 = kernelPath(target, cwd);
+    let st;
+    try {
+      st = statHost(path13);
+    } catch (error2) {
+      const code = isErrno(error2) ? error2.code : void 0;
+      const why = code === "ELOOP" ? "too many levels of symbolic links (a link that leads back to itself)" : code === "EACCES" ? "permission denied (a directory on the way cannot be searched)" : code === "ENOTDIR" ? "a component of the path is not a directory" : code === "ENOENT" || code === void 0 ? "no such file or directory" : `cannot be read (${code})`;
+      throw new UsageError(`${target}: ${why}`, code === "ELOOP" ? "Fix the link, or give the file it should lead to." : "Give shared objects or directories that hold them.");
+    }
+    if (st.isDirectory()) {
+      visitDir(path13, 0);
+      continue;
+    }
+    if (seenFiles.has(inodeKey(st))) continue;
+    seenFiles.add(inodeKey(st));
+    out.push(host(path13) === path13 ? { path: path13, explicit: true } : { path: path13, explicit: true, file: host(path13) });
+  }
+  return out;
+}
+var DAMAGED, DEBUG_INFO, EMPTY;
+var init_list_targets = __esm({
+  "src/core/elf/search/list-targets.ts"() {
+    "use strict";
+    init_kernel_path();
+    init_errors();
+    init_inputs();
+    init_sysroot();
+    DAMAGED = "a damaged ELF file: ";
+    DEBUG_INFO = 'a separate debug-info file (objcopy --only-keep-debug): it holds what a debugger reads, no code or tables, and the loader refuses it ("object file has no dynamic section")';
+    EMPTY = "an empty file (0 bytes), not a shared object";
+  }
+});
+
+// src/core/elf/search/dynamic-program.ts
+var init_dynamic_program = __esm({
+  "src/core/elf/search/dynamic-program.ts"() {
+    "use strict";
+    init_file_cache();
+  }
+});
+
+// src/core/elf/search/check-targets.ts
+import { closeSync as closeSync6, constants as constants7, openSync as openSync6, readSync as readSync4, statSync as statSync6 } from "node:fs";
+function describeNonElf(path13) {
+  let head = "";
+  try {
+    const fd = openSync6(path13, constants7.O_RDONLY | constants7.O_NONBLOCK);
+    try {
+      const buf = Buffer.alloc(512);
+      const bytesRead = readSync4(fd, buf, 0, 512, 0);
+      head = buf.toString("latin1", 0, bytesRead);
+    } finally {
+      closeSync6(fd);
+    }
+  } catch {
+    return "not readable";
+  }
+  if (head.startsWith("!<arch>")) return "a static archive, not a shared object";
+  if (/GNU ld script|\b(GROUP|INPUT|OUTPUT_FORMAT)\s*\(/.test(head)) return "a linker script (used only when linking), not a shared object";
+  return "not an ELF file";
+}
+function classify(path13, st, explicit = false, file = path13) {
+  if (st.size === 0) return { skip: EMPTY };
+  try {
+    const info2 = cachedElfSync(file, st);
+    if (explicit && info2.type === ET_EXEC3) return { path: path13, info: info2, stat: st };
+    if (info2.type !== ET_DYN2) return { skip: `an ELF ${info2.type === 2 ? "executable" : info2.type === 1 ? "relocatable object" : `file of type ${info2.type}`}, not a shared object` };
+    if (info2.dynamic === "debug-info") return { skip: DEBUG_INFO };
+    if (info2.dynamic === "none") return { skip: 'an ELF shared object without a dynamic section: the loader refuses it ("object file has no dynamic section")' };
+    if ((info2.flags1 & DF_1_PIE) !== 0 && !explicit) return { skip: "a position-independent executable, not a shared object" };
+    return { path: path13, info: info2, stat: st };
+  } catch (error2) {
+    if (error2 instanceof ElfError) {
+      if (error2.reason === "not-elf") return { skip: describeNonElf(file) };
+      return { skip: `${DAMAGED}${error2.message.startsWith(file) ? error2.message.slice(file.length + 2) : error2.message}` };
+    }
+    throw error2;
+  }
+}
+function readListedSync(file) {
+  let st;
+  try {
+    st = statSync6(file.file ?? file.path);
+  } catch {
+    return { skip: "disappeared while being checked" };
+  }
+  const r = classify(file.path, st, file.explicit, file.file ?? file.path);
+  if (file.explicit && "skip" in r) {
+    throw new UsageError(`${file.path} is ${r.skip}`, r.skip.startsWith(DAMAGED) ? "The file is truncated or corrupt: reinstall the package it came from." : r.skip === EMPTY ? 'The loader would stop at it with "file too short". If it should be a library, the copy was cut short: reinstall the package it came from.' : r.skip === DEBUG_INFO ? "Check the library it was split from instead (the one whose build ID names this file)." : "Give an ELF shared object (a .so file), a program, or a directory of them.");
+  }
+  return r;
+}
+var ET_EXEC3, ET_DYN2;
+var init_check_targets = __esm({
+  "src/core/elf/search/check-targets.ts"() {
+    "use strict";
+    init_errors();
+    init_file_cache();
+    init_elf();
+    init_loader_process();
+    init_list_targets();
+    init_list_targets();
+    init_dynamic_program();
+    ET_EXEC3 = 2;
+    ET_DYN2 = 3;
+  }
+});
+
+// src/core/elf/runtime/families.ts
+function part(name) {
+  return name.replace(/^libcudnn_/, "").replace(/\.so\.\d+$/, "");
+}
+function stemOf(name) {
+  return name.replace(/\.so(?:\..*)?$/, "");
+}
+function isCudaStackName(name) {
+  return CUDA_STACK.test(name);
+}
+function whatIs(name) {
+  if (name === "libcuda.so.1") return DRIVER.what;
+  if (name === "libnvidia-ml.so.1") return "NVML, the driver's management library";
+  if (/^libnvrtc\.so/.test(name)) return "NVRTC";
+  if (/^libnvrtc-builtins\.so/.test(name)) return "NVRTC's builtins";
+  if (/^libnvJitLink\.so/.test(name)) return "nvJitLink";
+  if (/^libcupti\.so/.test(name)) return "CUPTI";
+  return name;
+}
+function defaultRole(name, caller) {
+  return { what: whatIs(name), when: "at run time (its file does not say when)", impact: "feature", feature: `what ${caller} uses ${name} for (its file does not say which feature)` };
+}
+function roleOf(name, caller, markers = []) {
+  const stem = stemOf(caller);
+  const facts = [...CALLER_FACTS.filter((c) => c.stem?.test(stem)), ...CALLER_FACTS.filter((c) => c.carries !== void 0 && markers.includes(c.carries))];
+  for (const c of facts) {
+    const fact = c.facts.find((f) => f.name.test(name));
+    if (fact) return fact.role(name, caller);
+  }
+  return defaultRole(name, caller);
+}
+function ncclNetPluginNames(template, env) {
+  if (!/^libnccl-net-%s\.so$/.test(template)) return null;
+  const value = env.NCCL_NET_PLUGIN;
+  if (value === void 0 || value === "") return ["libnccl-net.so"];
+  return [value, template.replace("%s", value)];
+}
+function ncclNetPluginRole(env) {
+  const value = env.NCCL_NET_PLUGIN;
+  const when = "at the first communicator (ncclCommInitRank)";
+  if (value === void 0 || value === "") {
+    return { what: "the default NCCL network plugin (libnccl-net.so)", when, impact: "optional", feature: "a network plugin (NCCL uses its own sockets and InfiniBand transport without one)" };
+  }
+  return {
+    what: `the NCCL network plugin NCCL_NET_PLUGIN=${value} names`,
+    when,
+    impact: "feature",
+    feature: `the network plugin NCCL_NET_PLUGIN=${value} asks for (without it NCCL says "NET/Plugin: Could not find" and uses its own sockets and InfiniBand transport)`
+  };
+}
+function listsDirectories(name) {
+  return /^(?:opendir|fdopendir|readdir|readdir64|scandir|scandir64|glob|glob64|nftw|nftw64)$/.test(name) || /^_ZNSt10filesystem\d*\w*(?:recursive_)?directory_iterator/.test(name);
+}
+var NO_DRIVER_FEATURE, DRIVER_LIBRARIES, DRIVER_LIBRARY_SYMBOLS, DRIVER, DLOPEN_WRAPPERS, STATIC_CUDART_MARKER, CALLER_FACTS, CUDA_STACK, FACT_MARKERS, GGML_NAMES, PLUGIN_DIRECTORIES;
+var init_families = __esm({
+  "src/core/elf/runtime/families.ts"() {
+    "use strict";
+    init_runtime_env();
+    NO_DRIVER_FEATURE = "CUDA on this machine, which has no NVIDIA driver (no kernel module: a build host, or a container started without GPUs)";
+    DRIVER_LIBRARIES = /* @__PURE__ */ new Set(["libcuda.so.1", "libnvidia-ml.so.1"]);
+    DRIVER_LIBRARY_SYMBOLS = /* @__PURE__ */ new Map([["libcuda.so.1", /^cu/]]);
+    DRIVER = { what: "the NVIDIA driver's libcuda", when: "at the first CUDA call", impact: "library" };
+    DLOPEN_WRAPPERS = [/^_ZN2at14DynamicLibraryC[12]EPKcS2_b$/];
+    STATIC_CUDART_MARKER = "CUDA driver version is insufficient for CUDA runtime version";
+    CALLER_FACTS = [
+      {
+        // libcudart.so.12 of CUDA 12.4.1 dlopens "libcuda.so.1" at the first CUDA call and every call
+        // fails without it (runtime-loads.test.ts: cudaGetDeviceCount returns cudaErrorInsufficientDriver
+        // or cudaErrorStubLibrary; the torch image: libcudart.so.12 dlopens libcuda.so.1 at
+        // torch.cuda.is_available(), not at import).
+        stem: /^libcudart$/,
+        facts: [{ name: /^libcuda\.so\.1$/, role: () => DRIVER }]
+      },
+      {
+        // libnvrtc.so.12 dlopens its builtins at the first nvrtcCompileProgram and the compilation fails
+        // without them (runtime-loads.test.ts: NVRTC_ERROR_BUILTIN_OPERATION_FAILURE with another release's).
+        stem: /^libnvrtc$/,
+        facts: [{ name: /^libnvrtc-builtins\.so\.\d+\.\d+$/, role: () => ({ what: "NVRTC's builtins (its headers and per-architecture tables)", when: "at the first nvrtcCompileProgram, the first JIT compilation", impact: "library" }) }]
+      },
+      {
+        // The torch image, `import torch` alone: libcublasLt.so.12's initializer dlopens libcuda.so.1
+        // twice, before any CUDA call, and import goes on when it fails (no GPU there; with libcuda
+        // absent the import works too). libcudart's own load of libcuda is the one that fails the calls.
+        stem: /^libcublasLt$/,
+        facts: [{ name: /^libcuda\.so\.1$/, role: () => ({ what: "the NVIDIA driver's libcuda", when: "in its initializer, when it is loaded (failure ignored)", impact: "optional", feature: "nothing: cuBLASLt goes on without it, and libcudart's load of libcuda.so.1 is the one CUDA calls need" }) }]
+      },
+      {
+        // nvJitLink 12.4 (Debian trixie's libnvjitlink12; its strings name "libcuda.so" and
+        // "libnvvm.so"), run in a trixie root under the dlopen spy linking inputs NVRTC 12.4 made
+        // (a relocatable cubin, PTX, LTO-IR with -lto; test/core/elf/runtime/corpus.test.ts):
+        // nvJitLinkCreate dlopens "libcuda.so" (cuInit, cuGetExportTable: its cache of compiled code);
+        // without one anywhere every input links all the same ("no driver so no cache"), and with the
+        // toolkit's stub first nvJitLinkCreate fails (NVJITLINK_ERROR_INTERNAL), which the stub check
+        // says. "libnvvm.so" was never loaded, for any input: nvJitLink has NVVM built in, and the name
+        // belongs to the device linker it embeds ("elfLink nvvm error", "__nvvmHandle"), which it hands
+        // its own NVVM.
+        stem: /^libnvJitLink$/,
+        facts: [
+          { name: /^libcuda\.so$/, role: () => ({ what: "the NVIDIA driver's libcuda", when: "at nvJitLinkCreate, for its cache of compiled code (without one it links all the same, uncached)", impact: "optional", feature: "nvJitLink's cache of compiled code (it links without it)" }) },
+          { name: /^libnvvm\.so(?:\.\d+)*$/, role: () => ({ what: "libnvvm", when: "never in a real run: nvJitLink has NVVM built in (the name is its embedded device linker's)", impact: "optional", feature: "nothing: nvJitLink compiles LTO-IR with the NVVM built into it" }) }
+        ]
+      },
+      {
+        // cuDNN 8 and 9 load their parts by name when first needed. NVIDIA's documented file sets
+        // (cuDNN 8: ops/cnn/adv, each _infer and _train; cuDNN 9: graph, engines_precompiled,
+        // engines_runtime_compiled, heuristic, ops, cnn, adv): not verified against a real cuDNN, which
+        // no Debian archive carries (the torch image's libcudnn.so.9 is a 23 KB stand-in).
+        stem: /^libcudnn$/,
+        facts: [
+          { name: /^libcudnn_(?:ops|cnn|adv)_(?:infer|train)\.so\.8$/, role: (name) => name.includes("_train") ? { what: `cuDNN 8's ${part(name)} part`, when: "when cuDNN first needs it (the first backward pass)", impact: "feature", feature: "training (backward passes)" } : { what: `cuDNN 8's ${part(name)} part`, when: "when cuDNN first needs it (the first convolution, RNN or normalisation)", impact: "library" } },
+          { name: /^libcudnn_(?:graph|engines_precompiled|engines_runtime_compiled|heuristic|ops|cnn|adv)\.so\.9$/, role: (name) => {
+            const which2 = part(name);
+            const when = "when cuDNN first needs it (cudnnCreate, the first operation graph)";
+            if (which2 === "engines_runtime_compiled") return { what: "cuDNN 9's runtime-compiled engines", when, impact: "feature", feature: "runtime-compiled engines (fusions built with NVRTC)" };
+            if (which2 === "cnn") return { what: "cuDNN 9's convolution part", when, impact: "feature", feature: "convolutions" };
+            if (which2 === "adv") return { what: "cuDNN 9's advanced part", when, impact: "feature", feature: "RNNs and multi-head attention" };
+            return { what: `cuDNN 9's ${which2} part`, when, impact: "library" };
+          } }
+        ]
+      },
+      {
+        // cuDNN 9's runtime-compiled engines build fusions with NVRTC (NVIDIA's cuDNN 9 documentation).
+        stem: /^libcudnn_engines_runtime_compiled$/,
+        facts: [{ name: /^libnvrtc\.so\.\d+(?:\.\d+)?$/, role: () => ({ what: "NVRTC", when: "when cuDNN first compiles an engine at run time", impact: "feature", feature: "runtime-compiled engines (fusions built with NVRTC)" }) }]
+      },
+      {
+        // PyTorch (the torch image: libtorch_cuda.so.2.6's strings "libnvrtc.so.", "libcuda.so.1",
+        // "libtorch_cuda_linalg.so"; none is loaded by import or torch.cuda.is_available() there).
+        // From PyTorch 2.6's sources, not a real run (each needs a GPU): LazyNVRTC loads NVRTC and
+        // the driver at the first JIT-compiled kernel; the CUDA linear algebra library is loaded at the
+        // first CUDA linalg call; CUPTI when the profiler starts.
+        stem: /^(?:libtorch_cuda|libcaffe2_nvrtc|libtorch_cuda_linalg)$/,
+        facts: [
+          { name: /^libcuda\.so\.1$/, role: () => ({ ...DRIVER, when: "at the first CUDA call (import torch still works)" }) },
+          { name: /^libnvrtc\.so\.\d+(?:\.\d+)?$/, role: () => ({ what: "NVRTC", when: "at the first JIT-compiled kernel", impact: "feature", feature: "JIT-compiled kernels (fusion, torch.compile, jiterator)" }) },
+          { name: /^libcupti\.so\.\d+(?:\.\d+)?$/, role: () => ({ what: "CUPTI", when: "when the profiler starts", impact: "feature", feature: "the profiler (torch.profiler, Kineto)" }) },
+          { name: /^libtorch_cuda_linalg\.so$/, role: () => ({ what: "PyTorch's CUDA linear algebra library", when: "at the first linear algebra call on a CUDA tensor", impact: "feature", feature: "linear algebra on CUDA tensors (torch.linalg: cuSOLVER, MAGMA)" }) }
+        ]
+      },
+      {
+        // c10_cuda's DriverAPI dlopens NVML for the caching allocator's expandable segments and memory
+        // queries, and goes on without it (PyTorch 2.6's c10/cuda/driver_api.cpp; the torch image:
+        // not loaded by import or torch.cuda.is_available()). Not a real run: it needs a GPU.
+        stem: /^libc10_cuda$/,
+        facts: [
+          { name: /^libnvidia-ml\.so\.1$/, role: () => ({ what: "NVML, the driver's management library", when: "when the CUDA caching allocator first needs the driver API (expandable segments, memory queries)", impact: "optional", feature: "NVML queries of the caching allocator" }) },
+          { name: /^libcuda\.so\.1$/, role: () => ({ ...DRIVER, when: "when the CUDA caching allocator first needs the driver API" }) }
+        ]
+      },
+      {
+        // NCCL 2.22.3 (Debian's libnccl2, trixie; the CUDA runtime linked in statically), from its sources
+        // (src/misc/{cudawrap,nvmlwrap,ibvwrap,gdrwrap}.cc, src/plugin/net.cc) and, up to its first CUDA
+        // call, a real run without a GPU (test/core/elf/runtime/corpus.test.ts, in a trixie root under the
+        // dlopen spy): ncclGetUniqueId runs ncclInit, which dlopens "libgdrapi.so" only with
+        // NCCL_GDRCOPY_ENABLE=1 and goes on without it; ncclCommInitAll dlopens "libcuda.so.1" (its cudart)
+        // and fails at that first call (1, "unhandled cuda error": the driver's without the NVIDIA kernel
+        // module, the stub, or none). NVML, verbs and the plugins come later in a communicator's
+        // initialization, which needs a GPU: those stay from its sources. The network plugin's name is a
+        // template ("libnccl-net-%s.so": %s is NCCL_NET_PLUGIN), reported as a declared-shape load and
+        // never searched.
+        stem: /^libnccl$/,
+        facts: [
+          { name: /^libcuda\.so\.1$/, role: () => ({ ...DRIVER, when: "at the first communicator (ncclCommInitRank)" }) },
+          { name: /^libnvidia-ml\.so\.1$/, role: () => ({ what: "NVML, the driver's management library", when: 'at the first communicator (ncclCommInitRank): "Failed to open libnvidia-ml.so.1" and the communicator fails', impact: "library" }) },
+          { name: /^libibverbs\.so(?:\.1)?$/, role: () => ({ what: "InfiniBand verbs (rdma-core)", when: 'at the first communicator (ncclCommInitRank): "Failed to open libibverbs.so[.1]" and NCCL uses sockets', impact: "optional", feature: "the InfiniBand/RoCE transport (NCCL falls back to TCP sockets)" }) },
+          { name: /^libgdrapi\.so$/, role: () => ({ what: "GDRCopy", when: "at NCCL's initialization (ncclInit: the first ncclGetUniqueId or communicator), only with NCCL_GDRCOPY_ENABLE=1", impact: "optional", feature: "GDRCopy (NCCL_GDRCOPY_ENABLE)" }) },
+          { name: /^libnccl-(?:net|tuner)(?:-[^/]*)?\.so$/, role: (name) => ({ what: name.includes("tuner") ? "an NCCL tuner plugin" : "an NCCL network plugin", when: "at the first communicator (ncclCommInitRank)", impact: "optional", feature: name.includes("tuner") ? "a tuner plugin (NCCL_TUNER_PLUGIN)" : "a network plugin (NCCL_NET_PLUGIN: InfiniBand, AWS EFA); NCCL uses its own sockets and IB transport without one" }) }
+        ]
+      },
+      {
+        // StarPU 1.4 (Debian trixie's libstarpu-contrib-1.4-6: libstarpu-1.4.so.6, its strings name
+        // "libnvidia-ml.so.1"): starpu_init dlopens libnvidia-ml.so.1 while it discovers the CUDA
+        // devices, and goes on without it (test/core/elf/runtime/corpus.test.ts, in a trixie root
+        // under the dlopen spy: with no NVML there, with and without the driver's libcuda,
+        // starpu_init returns 0 and its CPU workers run).
+        stem: /^libstarpu(?:-\d+(?:\.\d+)*)?$/,
+        facts: [{ name: /^libnvidia-ml\.so\.1$/, role: () => ({ what: "NVML, the driver's management library", when: "at starpu_init, while it discovers the CUDA devices (failure ignored)", impact: "optional", feature: "NVML's view of the GPUs (StarPU goes on without it)" }) }]
+      },
+      {
+        // Any other object the CUDA runtime is linked into (cudart_static): libcuda.so.1 as libcudart
+        // loads it, at the first CUDA call. A library nvcc built (test/commands/check-gpu.test.ts's
+        // libk.so) holds "libcuda.so.1", imports dlopen and carries the runtime's messages.
+        carries: STATIC_CUDART_MARKER,
+        facts: [{ name: /^libcuda\.so\.1$/, role: () => DRIVER }]
+      }
+    ];
+    CUDA_STACK = /^lib(?:cuda|cudart|cudnn(?:_\w+)?|cublas(?:Lt)?|cufftw?|curand|cusparse(?:Lt)?|cusolver(?:Mg)?|nvrtc(?:-builtins)?|nvJitLink|nvjpeg|nvidia-(?:ml|ptxjitcompiler|nvvm)|nccl(?:-[\w%-]+)?|cupti|nvToolsExt|nvperf_\w+|npp\w*|nvinfer\w*|nvonnxparser|cufile\w*|cudla|nvptxcompiler\w*)\.so(?:\.\d+)*\.?$/;
+    FACT_MARKERS = CALLER_FACTS.flatMap((c) => c.carries ? [c.carries] : []);
+    GGML_NAMES = /^(?:blas|zendnn|cann|cuda|hip|metal|rpc|sycl|vulkan|virtgpu|opencl|hexagon|musa|openvino|cpu|kompute|webgpu|zdnn)$/;
+    PLUGIN_DIRECTORIES = [
+      {
+        // ggml's backend registry (llama.cpp's libggml; node-llama-cpp 3.22.1 ships it as
+        // libggml.cuda.v0.5.0.so): ggml_backend_load_all() lists the directory of the program
+        // (readlink /proc/self/exe) and the working directory, and dlopens each regular file named
+        // "libggml-NAME.so" or "libggml-NAME-VARIANT.so" for each backend NAME its strings list ("cuda",
+        // "cpu", "vulkan"...); every CPU variant is opened for its score. GGML_BACKEND_PATH names one more
+        // backend file. The prefix "libggml-" is an 8-byte immediate in its code (movabs), no string. A
+        // backend that cannot be loaded is passed over ("failed to load", only in debug builds): without
+        // libggml-cuda.so llama.cpp runs on the CPU. node-llama-cpp passes its own directory instead
+        // (ggml_backend_load_all_from_path): the model takes the program's directory, and the
+        // working directory is not modelled (a check would depend on where it runs).
+        // Real runs: plugin-dirs.test.ts, a program calling ggml_backend_load_all() under the dlopen spy.
+        what: "ggml's backend registry (llama.cpp)",
+        carries: ["GGML_BACKEND_PATH", "ggml_backend_init"],
+        prefix: "libggml-",
+        suffix: ".so",
+        prefixIn: "code",
+        env: "GGML_BACKEND_PATH",
+        envNamesFile: true,
+        stringsPattern: /[a-z]{3,9}/,
+        directories: ({ programDir }) => [{ dir: programDir, from: "the program's directory (ggml_backend_load_all)" }],
+        accepts: (middle, strings) => {
+          const name = middle.split("-", 1)[0];
+          return GGML_NAMES.test(name) && strings.includes(name);
+        },
+        cuda: /^libggml-cuda(?:-[^/]*)?\.so$/,
+        role: (file, cuda) => cuda ? { what: "ggml's CUDA backend", when: "when the program loads its backends (ggml_backend_load_all), before any model", impact: "feature", feature: "the CUDA backend: without it llama.cpp runs on the CPU" } : { what: `ggml's ${file.replace(/^libggml-|\.so$/g, "")} backend`, when: "when the program loads its backends (ggml_backend_load_all), before any model", impact: "feature", feature: `the ${file.replace(/^libggml-|\.so$/g, "").split("-", 1)[0]} backend of ggml` }
+      },
+      {
+        // hwloc 2.12 (Debian trixie's libhwloc15): hwloc_topology_init() lists each directory of
+        // HWLOC_PLUGINS_PATH (colon-separated), else the one compiled in ("/usr/lib/x86_64-linux-gnu/hwloc",
+        // a string of the file), and dlopens each "hwloc_*.so" (its strings: "hwloc_", "%s.so",
+        // "HWLOC_PLUGINS_PATH", "hwloc:  Looking under %s\n"). A plugin that cannot be loaded is passed
+        // over (said only with HWLOC_PLUGINS_VERBOSE=1): without hwloc_cuda.so (libcudart.so.12) and
+        // hwloc_nvml.so (libnvidia-ml.so.1, the driver's) the topology has no CUDA or NVML devices.
+        // Real runs: plugin-dirs.test.ts, hwloc_topology_init/load in a trixie image under the dlopen spy.
+        what: "hwloc's plugin loader",
+        carries: ["HWLOC_PLUGINS_PATH", "hwloc_"],
+        prefix: "hwloc_",
+        suffix: ".so",
+        prefixIn: "strings",
+        env: "HWLOC_PLUGINS_PATH",
+        envNamesFile: false,
+        stringsPattern: /\/[^\0]*\/hwloc/,
+        directories: ({ env, strings }) => {
+          const set = env.HWLOC_PLUGINS_PATH;
+          if (set !== void 0) return set.split(":").filter((d) => d.startsWith("/")).map((dir) => ({ dir, from: "HWLOC_PLUGINS_PATH" }));
+          return strings.filter((s) => s.startsWith("/")).map((dir) => ({ dir, from: "the plugin directory compiled into it", compiledIn: true }));
+        },
+        accepts: () => true,
+        cuda: /^hwloc_(?:cuda|nvml|opencl)\.so$/,
+        role: (file, cuda) => {
+          const name = file.replace(/^hwloc_|\.so$/g, "");
+          return {
+            what: `hwloc's ${name} plugin`,
+            when: "at hwloc_topology_init, when it loads its plugins",
+            impact: "feature",
+            feature: cuda ? `${name === "nvml" ? "NVML" : name.toUpperCase()} devices in hwloc's topology (its ${file} plugin)` : `hwloc's ${name} plugin`
+          };
+        }
+      }
+    ];
+  }
+});
+
+// src/core/elf/explain/explain-finding.ts
+import { closeSync as closeSync7, existsSync as existsSync4, openSync as openSync7, readdirSync as readdirSync4, readFileSync as readFileSync9, readSync as readSync5, statSync as statSync7 } from "node:fs";
+import { basename as basename7, dirname as dirname8, join as join9 } from "node:path";
+function describeObject(path13) {
+  const m = /\/site-packages\/(?:nvidia\/([^/]+)|([^/]+))\//.exec(path13);
+  if (m?.[1]) return `the nvidia-${m[1]} wheel's ${basename7(path13)}`;
+  if (m?.[2]) return `${m[2]}'s ${basename7(path13)}`;
+  return basename7(path13);
+}
+function cudaMajorOf(name) {
+  const m = /^lib(cudart|cupti|cublas|cublasLt|cusparse|nvJitLink|nvrtc|cusolver|cufft|curand|npp\w*|nvToolsExt)\.so\.(\d+)/.exec(name);
+  if (!m) return void 0;
+  const soMajor = m[2];
+  if (m[1] === "cusparse" && soMajor === "12") return { component: m[1], majors: ["12", "13"] };
+  if (["cudart", "cupti", "cublas", "cublasLt", "cusparse", "nvJitLink", "nvrtc"].includes(m[1]) || m[1].startsWith("npp")) {
+    return { component: m[1], majors: [soMajor] };
+  }
+  return void 0;
+}
+function pipWheel(component, major) {
+  const base = component.startsWith("npp") ? "nvidia-npp" : { cudart: "nvidia-cuda-runtime", cupti: "nvidia-cuda-cupti", nvrtc: "nvidia-cuda-nvrtc", nvJitLink: "nvidia-nvjitlink", cublasLt: "nvidia-cublas" }[component] ?? `nvidia-${component.toLowerCase()}`;
+  if (Number(major) < 13) return `${base}-cu${major}`;
+  return component === "cusparse" ? base : `'${base}==${major}.*'`;
+}
+function storeVersionsWith(name, storeVersionsDir) {
+  if (!storeVersionsDir || name.includes("/")) return [];
+  let labels;
+  try {
+    labels = readdirSync4(storeVersionsDir).filter((l) => !l.startsWith("."));
+  } catch {
+    return [];
+  }
+  const zero = { major: 0, minor: 0, patch: 0 };
+  const newer = (a, b) => compareVersions(parseVersion(b) ?? zero, parseVersion(a) ?? zero);
+  return labels.filter((l) => ["lib64", "lib"].some((d) => existsSync4(join9(storeVersionsDir, l, d, name)))).sort(newer);
+}
+function cudaReleaseInSymbol(symbol) {
+  const m = symbol ? /_(\d{2})_(\d)$/.exec(symbol) : null;
+  return m ? `${Number(m[1])}.${m[2]}` : void 0;
+}
+function storeLabel(dir, storeVersionsDir) {
+  if (!storeVersionsDir) return void 0;
+  const prefix2 = storeVersionsDir.replace(/\/+$/, "") + "/";
+  if (!dir.startsWith(prefix2)) return void 0;
+  return dir.slice(prefix2.length).split("/")[0] || void 0;
+}
+function entryWords(entry2, ctx) {
+  return entry2 === "" ? `the empty entry (it means the current directory${ctx.cwd ? `, ${ctx.cwd}` : ""})` : entry2;
+}
+function dropEntryFix(entry2, ctx) {
+  const label = storeLabel(entry2, ctx.storeVersionsDir);
+  if (label) return `run \`cudaenv use ${label} --ld-library-path none\` (keeps CUDA ${label} without putting its libraries first)`;
+  const all = splitLdLibraryPath(ctx.ldLibraryPath);
+  const norm = (e) => e === "" ? "" : e.replace(/\/+$/, "") || "/";
+  const rest = all.filter((e) => norm(e) !== norm(entry2));
+  const what = entry2 === "" ? "remove the empty entry from LD_LIBRARY_PATH (an empty entry makes the loader search the current directory)" : `drop ${entry2} from LD_LIBRARY_PATH`;
+  if (rest.length === 0) return `run \`unset LD_LIBRARY_PATH\` (it only holds ${entryWords(entry2, ctx)})`;
+  return `${what}: \`export LD_LIBRARY_PATH=${quoteSh(rest.join(":"))}\``;
+}
+async function satisfies(c, f) {
+  try {
+    const info2 = await cachedElf(c.file ?? c.path, c.stat);
+    if (f.kind === "version-not-found") return definesVersion(info2, f.version);
+    if (f.ref) return defines(info2, f.ref);
+  } catch {
+  }
+  return false;
+}
+async function laterCandidates(p, edge, chosen) {
+  const out = [];
+  let after = false;
+  for (const c of p.candidates(edge.owner, edge.name)) {
+    if (c.status !== "ok") continue;
+    if (!after) {
+      if (c.path === chosen.path || c.stat && `${c.stat.dev}:${c.stat.ino}` === chosen.inode) after = true;
+      continue;
+    }
+    if (`${c.stat.dev}:${c.stat.ino}` === chosen.inode) continue;
+    out.push(c);
+    if (out.length >= 8) break;
+  }
+  return out;
+}
+function howPicked(edge, path13) {
+  const rule = ruleOf(edge, path13);
+  if (rule.startsWith("already loaded")) return `${path13} is ${rule.replace(/^already loaded[:,] (.*)$/, "already loaded ($1)")}, so the loader takes it without a search`;
+  if (edge.preloadFrom && edge.preloadName === path13) return `${path13} is ${rule}, loaded before anything else`;
+  return `The loader picks ${path13} by ${rule}`;
+}
+function ruleOf(edge, path13) {
+  const rule = edge.rule ?? "the search";
+  return edge.preloadFrom && edge.preloadName === path13 ? rule.replace(`the ${edge.preloadFrom} entry ${path13}`, `an entry of ${edge.preloadFrom}`) : rule;
+}
+async function explain(p, f, ctx) {
+  const problem = await explainFinding(p, f, ctx);
+  const program = basename7(p.main.path);
+  if (f.when) problem.when = f.when;
+  if (f.copy) {
+    problem.explanation += ` ${basename7(f.object.path)} holds its own copy of this data object (a copy relocation), which ld.so fills from the library's definition while the program starts, lazy binding or not${f.when === "start" ? `: ${program} stops there, before it dlopens anything` : ""}.`;
+    return problem;
+  }
+  if (!f.when) return problem;
+  const loaded2 = p.target === p.main ? "" : ` and dlopens ${basename7(p.target.path)}`;
+  problem.explanation += f.when === "start" ? ` ${basename7(f.object.path)} binds ${f.symbol} while ${program} starts (${whyAtStart(p, f.object)}), so ${program} stops there, before it dlopens anything.` : ` ${basename7(f.object.path)} binds ${f.symbol} lazily, through a PLT slot at its first call: ${program} starts${loaded2}, and stops with "symbol lookup error" only if it calls ${f.symbol}.`;
+  if (f.when === "first-call") problem.summary += ` (bound at its first call)`;
+  return problem;
+}
+function whyAtStart(p, obj) {
+  if (obj.info.bindNow) return "it is linked with -z now";
+  if (p.ctx.bindNow) return "LD_BIND_NOW is set";
+  return "a GOT or data relocation names it, which ld.so binds when it relocates the object";
+}
+function explainVersionFileStop(problem, p, f, who, provider, stop) {
+  const glibc = p.platform.glibc ? `glibc ${p.platform.glibc.join(".")}` : "this glibc";
+  const message = `symbol ${f.symbol} version ${f.version} not defined in file ${f.library} with link time reference`;
+  const ref = `${f.symbol}@${f.version}`;
+  problem.summary = stop.later ? `${who} needs ${ref} from ${f.library}, which lacks it: ${glibc} stops there, before ${stop.later.path}, which defines it` : `${who} has a weak reference to ${ref}, and ${glibc} fails it at ${f.library}, which lacks it`;
+  problem.explanation = `${f.object.path} was linked against a ${f.library} that defined ${ref}, so its reference names that library. The loader looks the symbol up in the global scope, in order, and reaches ${provider.path} first, which lacks it. Before glibc 2.30 the lookup stops there with "${message}"${stop.weak ? ", although the reference is weak" : ""}; 2.30 and later go on${stop.later ? ` and bind ${stop.later.path}` : " and leave a weak reference unbound"}. The loader here is ${glibc}.`;
+  const relink = `relink ${basename7(f.object.path)} against the libraries it runs with`;
+  problem.fix = stop.later ? `${relink}, so that its reference names the one that defines ${f.symbol}; or load ${stop.later.path} before ${f.library}: LD_PRELOAD=${quoteSh(stop.later.path)} (a preloaded object is searched first); or run it with glibc 2.30 or later` : `use a ${f.library} that still defines ${ref}, or ${relink} (its reference then asks for no version); or run it with glibc 2.30 or later`;
+  return problem;
+}
+async function explainFinding(p, f, ctx) {
+  const problem = {
+    kind: f.kind,
+    object: f.object.path,
+    library: f.library,
+    version: f.version,
+    symbol: f.symbol,
+    chosen: null,
+    shadowed: null,
+    explanation: "",
+    fix: null,
+    summary: ""
+  };
+  const who = describeObject(f.object.path);
+  if (f.kind === "not-found") return explainNotFound(problem, p, f, who, ctx);
+  if (f.kind === "noexec-mount") return explainNoexec(problem, p, f, who, ctx);
+  if (f.kind === "loader-abort" && f.filterLoop) {
+    const names = f.filterLoop.map((o) => o.path);
+    problem.summary = `ld.so never finishes loading: the filter libraries ${[...new Set(names.map((n) => basename7(n)))].join(", ")} name each other as filtees`;
+    problem.explanation = `${f.reason}. Each DT_FILTER or DT_AUXILIARY object is put before the object that names it, and one already further on is moved up and walked again: objects that name each other are moved before one another until ld.so runs out of stack and dies of SIGSEGV (or, for \`ldd\` of a filter library, loads copies until "failed to map segment").`;
+    problem.fix = `relink one of ${[...new Set(names)].join(", ")} without its -F/-f (DT_FILTER/DT_AUXILIARY) entry, so that the filters no longer form a cycle`;
+    return problem;
+  }
+  if (f.kind === "loader-abort") {
+    const rebuilt = f.symbol !== null;
+    problem.chosen = f.provider ? `${f.provider.path}${f.edge?.rule ? ` (${f.edge.rule})` : ""}` : null;
+    problem.summary = rebuilt ? `ld.so aborts: ${who} asks for ${f.symbol}@${f.version} and ${f.provider.path} has no symbol versions` : `ld.so aborts: ${who} requires versions from ${f.library}, which names no loaded object`;
+    problem.explanation = `ld.so stops with "Inconsistency detected by ld.so: ${f.reason}".`;
+    problem.fix = rebuilt ? `use a ${f.library} built with its symbol versions (the one the program was linked against), or run it with glibc 2.41 or later` : `relink ${basename7(f.object.path)} with a plain DT_NEEDED name (-l or the soname) and an RPATH/RUNPATH instead of a path in DT_NEEDED (its version requirements are recorded under the path as written)`;
+    return problem;
+  }
+  if (f.kind === "executable-stack") {
+    const header = f.object.info.stackFlags === null ? "has no PT_GNU_STACK program header (it was linked from an assembler file without a .note.GNU-stack section, or with an old toolchain), which the loader reads as asking for an executable stack" : "has a PT_GNU_STACK program header with PF_X (linked with -z execstack): it asks for an executable stack";
+    const glibc = p.platform.glibc ? `glibc ${p.platform.glibc.join(".")}` : "glibc 2.41 and later";
+    const how = f.edge === p.dlopenEdge ? `dlopened by ${p.main.path}` : f.edge?.rule;
+    problem.chosen = how ? `${f.object.path} (${how})` : f.object.path;
+    const rebuild = `rebuild ${basename7(f.object.path)} with -Wl,-z,noexecstack (or give its assembler sources a .note.GNU-stack section); if it does not really run code on the stack, clear the mark: patchelf --clear-execstack ${f.object.path} (patchelf 0.18 or later) or execstack -c ${f.object.path}`;
+    if (f.execStack === "forbidden") {
+      const program = f.object === p.main && p.main !== p.target;
+      problem.summary = `${who} asks for an executable stack, which GLIBC_TUNABLES=glibc.rtld.execstack=0 forbids: ` + (program ? '"Fatal glibc error: executable stack is not allowed"' : '"cannot enable executable stack as shared object requires"');
+      problem.explanation = `${f.object.path} ${header}. GLIBC_TUNABLES sets glibc.rtld.execstack=0, so the loader (${glibc}) refuses every object that asks for one: the program, the libraries it starts with and the ones it dlopens.`;
+      problem.fix = `${rebuild}; or take glibc.rtld.execstack=0 out of GLIBC_TUNABLES`;
+      return problem;
+    }
+    problem.summary = `${who} asks for an executable stack, which a dlopen no longer makes: "cannot enable executable stack as shared object requires"`;
+    problem.explanation = `${f.object.path} ${header}. Since glibc 2.41, dlopen no longer makes the stack of a running program executable: loading such an object fails, unless the program already started with an executable stack. The loader here is ${glibc}, and ${basename7(p.main.path)} did not start with one.`;
+    problem.fix = `${rebuild}; or allow it for this program: GLIBC_TUNABLES=glibc.rtld.execstack=2 (glibc 2.42 and later, and Debian's 2.41)`;
+    return problem;
+  }
+  if (f.kind === "static-tls") return explainStaticTls(problem, p, f, who);
+  if (f.kind === "cpu-isa-level") {
+    const need = isaLevelName(f.object.info.x86IsaNeeded);
+    const have = isaLevelName(p.platform.x86IsaBits ?? 1);
+    problem.chosen = f.edge?.rule ? `${f.object.path} (${f.edge.rule})` : f.object.path;
+    problem.summary = `${who} is built for ${need}, and this CPU has only ${have}: the loader stops with "CPU ISA level is lower than required"`;
+    problem.explanation = `${f.object.path} says in its GNU property note (GNU_PROPERTY_X86_ISA_1_NEEDED) that it needs ${need}. glibc's loader (2.33 and later) checks that mark against the CPU before relocating and refuses the object: "${f.object.path}: CPU ISA level is lower than required". The loader reports ${have} for this CPU.`;
+    problem.fix = f.object.info.x86IsaNeeded & ~15 ? `reinstall or rebuild ${basename7(f.object.path)}: its mark names ISA bits no glibc knows, so no CPU can load it` : `install a build of ${basename7(f.object.path)} for ${have} or lower (builds for higher levels belong in glibc-hwcaps/x86-64-vN subdirectories, which the loader searches only on CPUs that have the level), or run it on a CPU with ${need}`;
+    return problem;
+  }
+  if (f.kind === "unversioned-undefined-symbol") {
+    const missing = missingDefiner(f);
+    if (missing) {
+      problem.kind = "undefined-symbol";
+      problem.library = missing;
+      problem.summary = `${who} needs ${f.symbol}, which ${missing} would define, and ${missing} is not found`;
+      problem.explanation = `${f.object.path} references ${f.symbol} without a version; it is an export of ${missing}, which ${f.object.path} needs and the loader cannot find.`;
+      problem.fix = null;
+      return problem;
+    }
+    const shadowed = await shadowedOwnCopy(p, f);
+    if (shadowed) return explainShadowedUnversioned(problem, p, f, who, shadowed, ctx);
+    problem.summary = `${who} needs symbol ${f.symbol}, which no loaded object defines`;
+    problem.explanation = `${f.object.path} references ${f.symbol} without a version and nothing in the global scope (${p.scope.length} objects) defines it. This is normal for plugins and Python extension modules, which get such symbols from the program that loads them; it fails only if that program does not define it either.`;
+    problem.fix = "check with the program that loads it first in the scope (`--exe /path/to/python`), or link the library against the one that defines it";
+    return problem;
+  }
+  const provider = f.provider;
+  const edge = f.edge;
+  const what = f.kind === "version-not-found" ? `version ${f.version}` : `${f.symbol}${f.version ? ` (version ${f.version})` : ""}`;
+  if (!provider || !edge) {
+    problem.summary = `${who} needs ${what}, which no loaded object defines`;
+    problem.explanation = `${f.object.path} requires ${what}${f.library ? ` from ${f.library}` : ""}, and nothing in the global scope defines it.`;
+    problem.fix = f.library ? `make a ${f.library} that defines ${f.symbol ?? f.version} the one the loader finds` : null;
+    return problem;
+  }
+  const rule = ruleOf(edge, provider.path);
+  problem.chosen = `${provider.path} (${rule})`;
+  const stop = f.versionFileStop;
+  if (stop && (stop.later || stop.weak)) return explainVersionFileStop(problem, p, f, who, provider, stop);
+  const later = edge.via === "loaded" || edge.via === "preload" ? [] : await laterCandidates(p, edge, provider);
+  let better;
+  for (const c of later) {
+    if (await satisfies(c, f)) {
+      better = c;
+      break;
+    }
+  }
+  const shadowedCandidate = better ?? later[0];
+  if (shadowedCandidate) {
+    problem.shadowed = `${shadowedCandidate.path} (${shadowedCandidate.rule}), which ${better ? "would satisfy it" : "lacks it too"}`;
+  }
+  const lacks = f.kind === "version-not-found" ? `does not define version ${f.version}` : `lacks ${f.symbol}${f.version ? `@${f.version}` : ""}`;
+  const entry2 = edge.via === "ld_library_path" ? edge.ldEntry : void 0;
+  const release = cudaReleaseInSymbol(f.symbol);
+  const preloadFrom = edge.via === "preload" ? edge.preloadFrom : void 0;
+  problem.summary = preloadFrom ? `${preloadFrom} makes ${who} bind ${provider.path}, which ${lacks.replace(/@.*$/, "")}` : entry2 === "" ? `LD_LIBRARY_PATH's empty entry (the current directory) makes ${who} bind ${provider.path}, which ${lacks.replace(/@.*$/, "")}` : entry2 !== void 0 ? `this LD_LIBRARY_PATH makes ${who} bind ${provider.path}, which ${lacks.replace(/@.*$/, "")}` : `${who} binds ${provider.path}, which ${lacks}`;
+  problem.explanation = `${f.object.path} needs ${what} from ${f.library}. ${howPicked(edge, provider.path)}; that file ${lacks}.` + (shadowedCandidate ? ` It is found before ${shadowedCandidate.path} (${shadowedCandidate.rule}), which ${better ? "defines it and would be used without that entry" : "lacks it as well"}.` : "") + (preloadFrom ? ` A preloaded object is loaded before anything else, and every later need of ${f.library} binds it without a search.` : "");
+  if (preloadFrom) {
+    problem.fix = preloadFrom === "LD_PRELOAD" ? `take ${edge.preloadName ?? edge.name} out of LD_PRELOAD (\`unset LD_PRELOAD\` if it is the only entry)` : `take ${edge.preloadName ?? edge.name} out of /etc/ld.so.preload (as root): it is preloaded into every program`;
+    if (release) problem.fix += `, or preload a ${f.library} from CUDA ${release} or newer`;
+  } else if (entry2 !== void 0 && (better || entry2 === "")) {
+    problem.fix = dropEntryFix(entry2, ctx);
+    if (!better) problem.fix += `; no other ${f.library} on the search path defines ${f.kind === "version-not-found" ? f.version : f.symbol}, so also install one that does`;
+    if (release) problem.fix += `, or \`cudaenv use ${release}\` (CUDA ${release} or newer provides it)`;
+  } else if (entry2 !== void 0) {
+    const need = f.kind === "version-not-found" ? `version ${f.version}` : f.symbol;
+    problem.fix = release ? `\`cudaenv use ${release}\` (CUDA ${release} or newer provides it), or put a directory holding a newer ${f.library} before ${entry2} on LD_LIBRARY_PATH` : `put a directory holding a ${f.library} that defines ${need} before ${entry2} on LD_LIBRARY_PATH (no other ${f.library} on the search path has it), or \`cudaenv use\` a toolkit whose ${f.library} is new enough`;
+  } else if (edge.via === "ld.so.cache" && better) {
+    problem.fix = `${cacheEntryFix(provider.path, p.platform.sysroot)}, so that ${better.path} is found`;
+  } else if (release) {
+    problem.fix = `use a ${f.library} from CUDA ${release} or newer (\`cudaenv use ${release}\`, or upgrade the package that ships ${provider.path})`;
+  } else {
+    problem.fix = `install a newer ${f.library} that defines ${f.kind === "version-not-found" ? f.version : f.symbol}, or put the directory of one first on LD_LIBRARY_PATH`;
+  }
+  return problem;
+}
+function missingDefiner(f) {
+  for (const edge of f.object.edges) {
+    if (edge.object || edge.ignored || edge.kind !== "needed") continue;
+    if (DRIVER_LIBRARY_SYMBOLS.get(edge.name)?.test(f.symbol ?? "")) return edge.name;
+  }
+  return null;
+}
+function ownPick(p, edge, provider) {
+  let pick = ownPicks.get(edge);
+  if (pick === void 0) {
+    pick = null;
+    for (const c of p.candidates(edge.owner, edge.name)) {
+      if (c.status !== "ok") continue;
+      if (!c.stat || `${c.stat.dev}:${c.stat.ino}` !== provider.inode) pick = c;
+      break;
+    }
+    ownPicks.set(edge, pick);
+  }
+  return pick;
+}
+async function shadowedOwnCopy(p, f) {
+  if (!f.ref) return null;
+  for (const edge of f.object.edges) {
+    const provider = edge.object;
+    if (!provider || edge.kind !== "needed") continue;
+    if (edge.via === "ld_library_path") {
+      for (const c of await laterCandidates(p, edge, provider)) {
+        if ((c.via === "runpath" || c.via === "rpath") && await satisfies(c, f)) return { edge, provider, own: c, by: "ld_library_path" };
+      }
+    } else if ((edge.via === "preload" || edge.via === "loaded") && provider.role !== "interp" && provider !== p.main) {
+      const own = ownPick(p, edge, provider);
+      if (own && await satisfies(own, f)) return { edge, provider, own, by: provider.role === "preload" ? "preload" : "loaded" };
+    }
+  }
+  return null;
+}
+function explainShadowedUnversioned(problem, p, f, who, s, ctx) {
+  problem.kind = "undefined-symbol";
+  problem.library = s.edge.name;
+  problem.shadowed = `${s.own.path} (${s.own.rule}), which would satisfy it`;
+  const fails = `loading fails with "undefined symbol: ${f.symbol}" (a dlopen with RTLD_NOW, \`ldd -r\`), or at its first call.`;
+  if (s.by === "ld_library_path") {
+    const entry2 = s.edge.ldEntry;
+    const rule = ruleOf(s.edge, s.provider.path);
+    problem.chosen = `${s.provider.path} (${rule})`;
+    problem.summary = `${entry2 === "" ? "LD_LIBRARY_PATH's empty entry (the current directory)" : "this LD_LIBRARY_PATH"} makes ${who} bind ${s.provider.path}, which lacks ${f.symbol}`;
+    problem.explanation = `${f.object.path} needs ${f.symbol} (unversioned) and ${s.edge.name}. The loader picks ${s.provider.path} by ${rule}, which it searches before ${f.object.path}'s own ${s.own.via === "runpath" ? "DT_RUNPATH" : "DT_RPATH"}; that file lacks ${f.symbol}, and nothing else loaded defines it. ${s.own.path} (${s.own.rule}) defines it and would be used without that entry: ${fails}`;
+    problem.fix = entry2 !== void 0 ? `${dropEntryFix(entry2, ctx)}, so that ${s.own.path} is found` : `remove ${s.provider.path}, so that ${s.own.path} is found`;
+    return problem;
+  }
+  const first = p.edgeTo(s.provider);
+  if (s.by === "preload") {
+    const from = first?.preloadFrom ?? s.edge.preloadFrom ?? "LD_PRELOAD";
+    const name = first?.preloadName ?? s.edge.preloadName ?? s.provider.path;
+    problem.chosen = `${s.provider.path} (the ${from} entry ${name})`;
+    problem.summary = `${from === "LD_PRELOAD" ? "LD_PRELOAD" : "/etc/ld.so.preload"} makes ${who} bind ${s.provider.path}, which lacks ${f.symbol}`;
+    problem.explanation = `${f.object.path} needs ${f.symbol} (unversioned) and ${s.edge.name}. ${s.provider.path} is preloaded (the ${from} entry ${name}) with the SONAME ${s.edge.name}, so every later need of ${s.edge.name} binds it without a search; it lacks ${f.symbol}, and nothing else loaded defines it. ${f.object.path}'s own search would load ${s.own.path} (${s.own.rule}), which defines it: ${fails}`;
+    problem.fix = `${from === "LD_PRELOAD" ? `take ${name} out of LD_PRELOAD (\`unset LD_PRELOAD\` if it is the only entry)` : `take ${name} out of /etc/ld.so.preload (as root)`}, so that ${s.own.path} is found`;
+    return problem;
+  }
+  const byProgram = p.dlopenEdge !== null && p.scope.slice(0, p.startupScopeLength).includes(s.provider);
+  const loader = first ? first.owner === p.main && byProgram ? `the program ${p.main.path}` : first.owner.path : p.main.path;
+  const how = first?.rule ? `, found by ${first.rule}` : "";
+  problem.chosen = `${s.provider.path} (already loaded by ${loader}${how})`;
+  problem.summary = `${who} binds the ${s.edge.name} ${byProgram ? `${basename7(p.main.path)} loaded as it started` : `that ${basename7(first?.owner.path ?? p.main.path)} loaded first`}, ${s.provider.path}, which lacks ${f.symbol}`;
+  problem.explanation = `${f.object.path} needs ${f.symbol} (unversioned) and ${s.edge.name}. ${loader} loaded ${s.provider.path}${how}${byProgram ? " before dlopening it" : " before this need was searched"}, so the loader takes it by name without a search; it lacks ${f.symbol}, and nothing else loaded defines it. ${f.object.path}'s own search would load ${s.own.path} (${s.own.rule}), which defines it: ${fails}`;
+  problem.fix = `load ${s.own.path} first: LD_PRELOAD=${quoteSh(s.own.path)} (every need of ${s.edge.name} then binds it), or make ${loader} find a ${s.edge.name} that defines ${f.symbol}${first?.rule ? ` (${first.rule} gives it ${s.provider.path})` : ""}`;
+  return problem;
+}
+function explainStaticTls(problem, p, f, who) {
+  const t = f.staticTls;
+  const tls = f.object.info.tls;
+  const program = basename7(p.main.path);
+  const via = t.referrer === f.object ? `${basename7(f.object.path)} accesses it` : `${basename7(t.referrer.path)} accesses it (${f.symbol})`;
+  const fits = tls.align > t.blockAlign;
+  problem.summary = `${who} needs ${tls.size} bytes of static TLS, and ${fits ? `its alignment (${tls.align}) exceeds the static TLS block's (${t.blockAlign})` : `only ${t.free} are left after ${program} started`}: "cannot allocate memory in static TLS block"`;
+  problem.explanation = `${f.object.path} has a ${tls.size}-byte thread-local block (PT_TLS, aligned to ${tls.align}), and ${via} with the initial-exec model (a static TLS offset in its relocations), so the block must lie at a fixed offset in the static TLS block every thread got when ${program} started. A dlopen can only place it in what that block has left: the surplus glibc adds (${t.surplus} bytes${t.tunable ? "" : ", fixed before glibc 2.32"}) with its alignment padding, less what objects dlopened before it took; ${t.free} bytes here.`;
+  const preload = `start the program with it: LD_PRELOAD=${quoteSh(f.object.path)} ${program} (its TLS is then part of the static block)`;
+  problem.fix = fits || !t.tunable ? preload : `${preload}, or enlarge the surplus: add glibc.rtld.optional_static_tls=${t.optional + t.shortfall} to GLIBC_TUNABLES (now ${t.optional})`;
+  return problem;
+}
+function isaLevelName(bits) {
+  if (bits & ~15) return `ISA level bits 0x${bits.toString(16)} (beyond x86-64-v4: unknown to glibc)`;
+  if (bits & 8) return "x86-64-v4";
+  if (bits & 4) return "x86-64-v3";
+  if (bits & 2) return "x86-64-v2";
+  return "the x86-64 baseline";
+}
+function readElfDynamic(path13) {
+  try {
+    return readElfSync(path13).dynamic;
+  } catch {
+    return null;
+  }
+}
+function describeBadFile(path13, reason) {
+  let st;
+  try {
+    st = statSync7(path13);
+  } catch {
+    return "a file that cannot be read";
+  }
+  if (st.isDirectory()) return "a directory";
+  if (st.size === 0) return "an empty file, 0 bytes";
+  let head = Buffer.alloc(0);
+  try {
+    const fd = openSync7(path13, "r");
+    try {
+      head = Buffer.alloc(4);
+      head = head.subarray(0, readSync5(fd, head, 0, 4, 0));
+    } finally {
+      closeSync7(fd);
+    }
+  } catch {
+    return "a file that cannot be read";
+  }
+  if (head.toString("latin1") === "ELF") {
+    if (reason === MISALIGNED) return "an ELF file whose segments are laid out for smaller memory pages than this machine's";
+    if (/no dynamic section/.test(reason)) {
+      return readElfDynamic(path13) === "debug-info" ? "a separate debug-info file (objcopy --only-keep-debug), not a loadable library" : "an ELF shared object without a dynamic section";
+    }
+    if (/ET_DYN|position-independent|endian/.test(reason)) return "an ELF file, but not a shared object the loader can load";
+    return `a truncated or damaged ELF file of ${st.size} bytes`;
+  }
+  const kind = describeNonElf(path13);
+  return kind === "not an ELF file" ? `not a shared object: ${st.size} bytes without the ELF magic` : kind;
+}
+function explainNoexec(problem, p, f, who, ctx) {
+  const edge = f.edge;
+  const mount = edge.noexecMount;
+  const remount = `or, if the file system may hold programs, remount it: sudo mount -o remount,exec ${quoteSh(mount)}`;
+  if (edge === p.mainStop) {
+    const program = p.main !== p.target || p.main.info.interp !== null;
+    problem.summary = program ? `${who} lies on ${mount}, a file system mounted noexec: the kernel refuses to start it ("Permission denied")` : `the loader cannot map ${f.object.path}: "failed to map segment from shared object" (${mount} is mounted noexec)`;
+    problem.explanation = `${f.object.path} lies on ${mount}, which is mounted noexec: the kernel refuses to ${program ? "execute a program" : "map the code of a library"} from it, whatever its permissions. ${program ? "Nothing of it runs." : "Every program that loads it fails there."}`;
+    problem.fix = `move ${program ? "it" : "the library (or its environment)"} to a file system mounted with exec, ${remount}`;
+    return problem;
+  }
+  const bad = edge.errorPath;
+  const name = f.library;
+  problem.chosen = edge.rule ? `${bad} (${edge.rule})` : bad;
+  problem.summary = `${who} needs ${dependencyName(edge, name)}, and the loader cannot map ${bad}: "failed to map segment from shared object" (${mount} is mounted noexec)`;
+  const next = candidateAfter(p, edge, name, bad, (c) => !p.ctx.noexecMount?.(c.file ?? c.path));
+  if (next) problem.shadowed = `${next.path} (${next.rule}), which the loader never reaches`;
+  problem.explanation = `${f.object.path} needs ${name}. The loader finds ${bad}${edge.rule ? ` by ${edge.rule}` : ""}, which lies on ${mount}, a file system mounted noexec: the kernel refuses to map its code, so the load fails there without looking further.${next ? ` ${next.path} (${next.rule}) would be loaded without it.` : ""}`;
+  const move = `move ${basename7(bad)} (or the environment that holds it) to a file system mounted with exec, ${remount}`;
+  problem.fix = edge.ldEntry !== void 0 && next ? `${dropEntryFix(edge.ldEntry, ctx)}, or ${move}` : move;
+  return problem;
+}
+function candidateAfter(p, edge, name, bad, usable = () => true) {
+  if (name.includes("/")) return void 0;
+  let after = false;
+  for (const c of p.candidates(edge.owner, name)) {
+    if (c.path === bad) after = true;
+    else if (after && c.status === "ok" && usable(c)) return c;
+  }
+  return void 0;
+}
+function dependencyName(edge, name) {
+  return edge.kind === "filter" ? `${name} (its DT_FILTER filtee)` : name;
+}
+function explainStop(problem, p, f, who, ctx) {
+  const edge = f.edge;
+  const name = f.library;
+  const bad = edge.errorPath;
+  const reason = edge.error.startsWith(`${bad}: `) ? edge.error.slice(bad.length + 2) : edge.error;
+  const what = describeBadFile(p.ctx.view.hostPath(bad) ?? bad, reason);
+  const itself = edge === p.mainStop;
+  problem.summary = itself ? `the loader cannot map ${bad}: "${reason}": it is ${what}` : `${who} needs ${dependencyName(edge, name)}, and the loader stops at ${bad} with "${reason}": it is ${what}`;
+  problem.chosen = edge.rule ? `${bad} (${edge.rule})` : bad;
+  const next = candidateAfter(p, edge, name, bad);
+  if (next) problem.shadowed = `${next.path} (${next.rule}), which the loader never reaches`;
+  problem.explanation = (itself ? `ld.so maps ${bad} itself, which is ${what}: it fails with "${edge.error}", so every program that loads it does.` : `${f.object.path} needs ${name}. The loader finds ${bad}${edge.rule ? ` by ${edge.rule}` : ""}, which is ${what}: it fails there with "${edge.error}" instead of loading ${name}, without looking further.`) + (next ? ` ${next.path} (${next.rule}) would be loaded without it.` : "");
+  let replace = `remove or replace ${bad} (it is ${what}; if a package installed it, reinstall that package)`;
+  if (reason === MISALIGNED) {
+    const pageSize = p.platform.pageSize;
+    problem.explanation += ` ${p.ctx.pageSizeGiven ? `The kernel's pages are ${pageSize} bytes (--page-size)` : `This machine's pages are ${pageSize} bytes`}: each PT_LOAD segment's file offset and address must differ by a multiple of that, and segments must not share a page across a gap. A library built for smaller pages (-z max-page-size) does not load here, nor one that strip rewrote after patchelf had moved its segments (manylinux wheels).`;
+    replace = `rebuild ${basename7(bad)} with -Wl,-z,max-page-size=${pageSize} (or larger), or reinstall the package it came from: if its files were stripped after patchelf, install them unstripped`;
+  }
+  const entry2 = edge.ldEntry;
+  if (entry2 !== void 0 && next) problem.fix = `${dropEntryFix(entry2, ctx)}, or ${replace}`;
+  else if (edge.via === "ld.so.cache" || edge.rule === p.ctx.cacheLabel) problem.fix = `${cacheEntryFix(bad, p.platform.sysroot)}${next ? `, so that ${next.path} is found` : ""}, or ${replace}`;
+  else problem.fix = replace;
+  return problem;
+}
+function confFilesListing(dir, sysroot) {
+  const files = [`${sysroot}/etc/ld.so.conf`];
+  try {
+    files.push(...readdirSync4(`${sysroot}/etc/ld.so.conf.d`).filter((n) => n.endsWith(".conf")).sort().map((n) => `${sysroot}/etc/ld.so.conf.d/${n}`));
+  } catch {
+  }
+  const listed = imageDir(dir, sysroot);
+  return files.filter((f) => {
+    try {
+      return existsSync4(f) && readFileSync9(f, "utf8").split("\n").some((l) => l.replace(/#.*/, "").trim().replace(/\/+$/, "") === listed);
+    } catch {
+      return false;
+    }
+  });
+}
+function imageDir(dir, sysroot) {
+  const host = dir.replace(/\/+$/, "");
+  return sysroot !== "" && host.startsWith(`${sysroot}/`) ? host.slice(sysroot.length) : host;
+}
+function cacheEntryFix(path13, sysroot) {
+  const dir = imageDir(dirname8(path13), sysroot);
+  const files = confFilesListing(dirname8(path13), sysroot);
+  return files.length > 0 ? `remove ${dir} from ${files.join(" and ")} and run \`sudo ldconfig${sysroot ? ` -r ${sysroot}` : ""}\`` : `remove ${dir} from the loader's configuration (${sysroot}/etc/ld.so.conf and ${sysroot}/etc/ld.so.conf.d/) and run \`sudo ldconfig${sysroot ? ` -r ${sysroot}` : ""}\``;
+}
+function explainDriverNotFound(problem, p, f) {
+  const kernel = kernelDriverVersion(p.platform.sysroot);
+  const module = nvidiaModuleLoaded(p.platform.sysroot);
+  problem.explanation += ` ${DRIVER_ONLY}` + (module ? ` The NVIDIA kernel module ${kernel ?? "(/sys/module/nvidia)"} is loaded, but its libcuda.so.1 is in none of those directories.` : ` No NVIDIA kernel module is loaded here (no /proc/driver/nvidia/version, no /sys/module/nvidia): this machine has no driver, so ${basename7(f.object.path)} cannot load here whatever the search; it is a warning, failing only with --strict.`);
+  if (!module) {
+    problem.impact = "feature";
+    problem.feature = NO_DRIVER_FEATURE;
+  }
+  if (/^libcaffe2_nvrtc\.so/.test(basename7(f.object.path))) {
+    problem.explanation += ` PyTorch does not load ${basename7(f.object.path)} when it is imported (no library torch starts with needs it; it is the shim of NVRTC, run-time compilation): \`import torch\` works without the driver, torch.cuda.is_available() is False, and whatever loads this library fails.`;
+  }
+  problem.fix = module && kernel ? `install the driver's user-space libraries of ${kernel} (the libcuda1/nvidia-driver package of that version), or add the directory that holds libcuda.so.${kernel} to /etc/ld.so.conf.d/ and run \`ldconfig\`` : module ? "install the user-space libraries of the driver this machine runs (`modinfo nvidia` names its version), or add the directory that holds its libcuda.so.1 to /etc/ld.so.conf.d/ and run `ldconfig`" : "install the NVIDIA driver (on a machine with an NVIDIA GPU: `nvidia-smi` then works), or run this in a container with the NVIDIA Container Toolkit (`docker run --gpus all`); on a build host without a GPU, nothing needs fixing";
+}
+function markNoDriverConsequences(problems) {
+  const missing = new Set(problems.filter((q) => q.kind === "not-found" && q.library === "libcuda.so.1" && q.feature === NO_DRIVER_FEATURE).map((q) => q.object));
+  if (missing.size === 0) return;
+  for (const q of problems) {
+    if (q.library === "libcuda.so.1" && missing.has(q.object) && (q.kind === "undefined-symbol" || q.kind === "version-not-found")) {
+      q.impact = "feature";
+      q.feature = NO_DRIVER_FEATURE;
+    }
+  }
+}
+function explainNotFound(problem, p, f, who, ctx) {
+  const edge = f.edge;
+  const name = f.library;
+  if (edge.errorPath) return explainStop(problem, p, f, who, ctx);
+  if (edge.kind === "auxiliary") {
+    problem.summary = `${who} names ${name} as DT_AUXILIARY, and its dynamic string tokens expand to nothing`;
+    problem.explanation = `${f.object.path} has DT_AUXILIARY ${name}. A DT_AUXILIARY object that cannot be loaded is skipped, but one whose tokens expand to nothing stops the load with "empty dynamic string token substitution" (elf/dl-deps.c).`;
+    problem.fix = `relink ${basename7(f.object.path)} with a DT_AUXILIARY name (-Wl,-f,NAME) the loader can expand`;
+    return problem;
+  }
+  problem.summary = `${who} needs ${dependencyName(edge, name)}, which the loader cannot find`;
+  const wrongClass = edge.passedOver.filter((c) => c.status !== "ok");
+  if (edge.error) {
+    problem.explanation = `${f.object.path} needs ${name}, and every candidate is built for another ELF class or machine (the loader says "${edge.error}").`;
+  } else {
+    problem.explanation = `${f.object.path} needs ${name}, and no directory on its search path holds it: its DT_RPATH/DT_RUNPATH, LD_LIBRARY_PATH, ld.so.cache and the system directories.`;
+  }
+  if (wrongClass.length > 0) {
+    problem.explanation += ` Passed over: ${wrongClass.map((c) => `${c.path} (${c.reason})`).join(", ")}.`;
+  }
+  const cuda = cudaMajorOf(name);
+  const cudnn = /^libcudnn\w*\.so\.(\d+)/.exec(name)?.[1];
+  const stored = storeVersionsWith(name, ctx.storeVersionsDir);
+  if (name === "libcuda.so.1" && !edge.error) {
+    explainDriverNotFound(problem, p, f);
+  } else if (stored.length > 0) {
+    problem.fix = `CUDA ${stored.join(", ")} in the cudaenv store ${stored.length === 1 ? "has" : "have"} ${name}: \`cudaenv use ${stored[0]} --ld-library-path prepend\` puts its libraries on LD_LIBRARY_PATH`;
+  } else if (cuda) {
+    const [major, other] = cuda.majors;
+    problem.fix = other === void 0 ? `${name} belongs to CUDA ${major}: \`cudaenv install ${major}\` then \`cudaenv use ${major}\`, or \`pip install ${pipWheel(cuda.component, major)}\` in a Python environment` : `${name} belongs to CUDA ${major} and ${other}: \`cudaenv install ${major}\` then \`cudaenv use ${major}\` (or ${other}), or in a Python environment \`pip install ${pipWheel(cuda.component, major)}\` (CUDA ${other}: \`pip install ${pipWheel(cuda.component, other)}\`)`;
+  } else if (cudnn) {
+    problem.fix = `${name} is cuDNN ${cudnn}: \`cudaenv install VERSION --cudnn ${cudnn}\` for the CUDA version you use, or \`pip install 'nvidia-cudnn-cu12==${cudnn}.*'\` in a Python environment (nvidia-cudnn-cu13 for CUDA 13, cu11 for CUDA 11)`;
+  } else {
+    problem.fix = `install the package that provides ${name}, or add the directory that holds it to LD_LIBRARY_PATH`;
+  }
+  const ownDir = dirname8(f.object.path);
+  if (!name.includes("/") && !edge.error && existsSync4(join9(ownDir, name))) {
+    problem.explanation += ` ${join9(ownDir, name)} is next to it, but the loader does not search an object's own directory unless its DT_RUNPATH or DT_RPATH says $ORIGIN.`;
+    const current = splitLdLibraryPath(ctx.ldLibraryPath);
+    problem.fix = `add ${ownDir} to LD_LIBRARY_PATH (\`export LD_LIBRARY_PATH=${quoteSh([ownDir, ...current].join(":"))}\`), or relink ${basename7(f.object.path)} with -Wl,-rpath,'$ORIGIN'`;
+  }
+  return problem;
+}
+var ownPicks, DRIVER_ONLY;
+var init_explain_finding = __esm({
+  "src/core/elf/explain/explain-finding.ts"() {
+    "use strict";
+    init_file_cache();
+    init_elf();
+    init_quote();
+    init_symbols2();
+    init_check_targets();
+    init_search_path();
+    init_segments();
+    init_version();
+    init_nvidia_driver();
+    init_families();
+    ownPicks = /* @__PURE__ */ new WeakMap();
+    DRIVER_ONLY = `libcuda.so.1 is the NVIDIA driver's own library: it comes only with the driver (Debian's libcuda1, the nvidia-driver packages, NVIDIA's .run installer; in a container, the NVIDIA Container Toolkit mounts the host's), never with a CUDA toolkit, a cudaenv version or a pip wheel (the toolkit's stubs/libcuda.so only links programs: loaded in its place, every CUDA call fails with "CUDA driver is a stub library").`;
+  }
+});
+
+// src/core/elf/read/elf/dlopen-notes.ts
+function readDlopenNotes(path13) {
+  const file = ElfFile.open(path13);
+  try {
+    const h = parseHeader(file);
+    const sections = sectionHeaders(file, h);
+    const ranges = sections.length > 0 ? sections.filter((s) => s.name === ".note.dlopen" && s.size > 0).map((s) => [s.offset, s.size]) : readProgramHeaders(file, h).filter((p) => p.type === PT_NOTE && p.filesz > 0).map((p) => [p.offset, p.filesz]);
+    const notes = [];
+    for (const [offset, size] of ranges) {
+      const len = Math.min(size, MAX_NOTES_BYTES, Math.max(0, file.size - offset));
+      if (len < 12) continue;
+      notes.push(...notesIn(file.read(offset, len, ".note.dlopen"), h, path13));
+    }
+    return notes;
+  } catch (error2) {
+    if (error2 instanceof ElfError) throw error2;
+    throw new ElfError(path13, "malformed", `cannot read its dlopen notes: ${error2.message}`, { cause: error2 });
+  } finally {
+    file.close();
+  }
+}
+function notesIn(buf, h, path13) {
+  const u322 = (at) => h.littleEndian ? buf.readUInt32LE(at) : buf.readUInt32BE(at);
+  const pad4 = (n) => Math.ceil(n / 4) * 4;
+  const out = [];
+  for (let at = 0; at + 12 <= buf.length; ) {
+    const namesz = u322(at);
+    const descsz = u322(at + 4);
+    const type = u322(at + 8);
+    const desc = at + 12 + pad4(namesz);
+    if (desc + descsz > buf.length) break;
+    const owner = buf.toString("latin1", at + 12, at + 12 + namesz).replace(/\0+$/, "");
+    if (owner === DLOPEN_NOTE_OWNER && type === NT_FDO_DLOPEN_METADATA) {
+      out.push(...parseEntries(buf.toString("utf8", desc, desc + descsz).replace(/\0+$/, ""), path13));
+    }
+    at = desc + pad4(descsz);
+  }
+  return out;
+}
+function parseEntries(json, path13) {
+  const bad = (what) => {
+    throw new ElfError(
+      path13,
+      "malformed",
+      `its .note.dlopen note (owner FDO, type 0x407c0c0a) ${what}: ${json.length > 200 ? `${json.slice(0, 200)}...` : json}`,
+      { hint: `The library's dlopen metadata does not follow the ELF dlopen metadata specification (a JSON array of objects with a "soname" array); report it to whoever built the library.` }
+    );
+  };
+  let value;
+  try {
+    value = JSON.parse(json);
+  } catch (error2) {
+    return bad(`is not JSON (${error2.message})`);
+  }
+  if (!Array.isArray(value)) return bad("is not a JSON array");
+  return value.map((entry2, i) => {
+    if (typeof entry2 !== "object" || entry2 === null || Array.isArray(entry2)) return bad(`entry ${i} is not an object`);
+    const e = entry2;
+    const soname = e.soname;
+    if (!Array.isArray(soname) || soname.length === 0 || !soname.every((s) => typeof s === "string" && s.length > 0)) {
+      return bad(`entry ${i} has no "soname" array of names`);
+    }
+    const text = (k) => {
+      if (e[k] === void 0) return null;
+      return typeof e[k] === "string" ? e[k] : bad(`entry ${i}'s "${k}" is not a string`);
+    };
+    const priority = e.priority === void 0 ? "recommended" : e.priority;
+    if (!PRIORITIES.includes(priority)) return bad(`entry ${i}'s "priority" is ${JSON.stringify(priority)}, not one of ${PRIORITIES.join(", ")}`);
+    return { soname, feature: text("feature"), description: text("description"), priority };
+  });
+}
+var NT_FDO_DLOPEN_METADATA, DLOPEN_NOTE_OWNER, MAX_NOTES_BYTES, PRIORITIES;
+var init_dlopen_notes = __esm({
+  "src/core/elf/read/elf/dlopen-notes.ts"() {
+    "use strict";
+    init_errors2();
+    init_file();
+    init_header();
+    init_properties();
+    init_sections();
+    NT_FDO_DLOPEN_METADATA = 1081871370;
+    DLOPEN_NOTE_OWNER = "FDO";
+    MAX_NOTES_BYTES = 256 * 1024;
+    PRIORITIES = ["required", "recommended", "suggested"];
+  }
+});
+
+// src/core/elf/runtime/callers.ts
+import { basename as basename8 } from "node:path";
+function importsDlopen(info2) {
+  let known2 = dlopenImporters.get(info2);
+  if (known2 === void 0) {
+    known2 = info2.symbols.some((s) => !s.defined && (s.name === "dlopen" || s.name === "dlmopen" || s.name.startsWith("_ZN") && DLOPEN_WRAPPERS.some((w) => w.test(s.name))));
+    dlopenImporters.set(info2, known2);
+  }
+  return known2;
+}
+function reading(info2, hostPath, inode, callerName) {
+  let r = readings.get(inode);
+  if (r) return r;
+  if (isDriverLibrary(info2.soname ?? callerName)) {
+    r = { notes: [], names: [], markers: [], plugins: [] };
+    readings.set(inode, r);
+    return r;
+  }
+  let notes = [];
+  try {
+    notes = readDlopenNotes(hostPath);
+  } catch {
+  }
+  let names = [];
+  let markers = [];
+  if (notes.length === 0) {
+    try {
+      const firstPluginMarkers = listsAnyDirectory(info2) ? PLUGIN_DIRECTORIES.map((f) => f.carries[0]) : [];
+      ({ names, markers } = constantLibraryStrings(hostPath, [...FACT_MARKERS, ...firstPluginMarkers]));
+    } catch {
+    }
+  }
+  r = { notes, names, markers, plugins: notes.length === 0 ? pluginFacts(info2, hostPath, markers) : [] };
+  readings.set(inode, r);
+  return r;
+}
+function callerLoads(info2, hostPath, inode, callerName, cudaMajor, env = {}) {
+  if (!importsDlopen(info2)) return [];
+  const { notes, names, markers } = reading(info2, hostPath, inode, callerName);
+  if (notes.length > 0) return notes.map((n) => declared(n));
+  if (!names.some(isCudaStackName)) return [];
+  const own = /* @__PURE__ */ new Set([info2.soname, ...info2.needed]);
+  const loads = [];
+  const seen = /* @__PURE__ */ new Set();
+  for (const raw of names) {
+    let name = raw;
+    const completed = ncclNetPluginNames(raw, env);
+    if (completed && !seen.has(raw)) {
+      seen.add(raw);
+      const role2 = ncclNetPluginRole(env);
+      loads.push({ names: completed, role: role2, source: "strings", priority: PRIORITY_OF[role2.impact], description: `${role2.what}, ${role2.when}`, ...role2.feature ? { feature: role2.feature } : {} });
+      continue;
+    }
+    if (name.endsWith(".")) {
+      if (cudaMajor === null) continue;
+      name = `${name}${cudaMajor}`;
+    }
+    if (own.has(name) || seen.has(name)) continue;
+    seen.add(name);
+    const role = roleOf(name, callerName, markers);
+    loads.push({ names: [name], role, source: "strings", priority: PRIORITY_OF[role.impact], description: `${role.what}, ${role.when}`, ...role.feature ? { feature: role.feature } : {}, ...name.includes("%") ? { template: true } : {} });
+  }
+  return loads;
+}
+function isDriverLibrary(soname) {
+  return /^libcuda\.so(\.|$)/.test(soname) || /^libnvidia-[a-z0-9-]+\.so(\.|$)/.test(soname) || /^libcudadebugger\.so(\.|$)/.test(soname);
+}
+function declared(n) {
+  const first = n.soname[0];
+  const what = n.description ?? first;
+  const role = n.priority === "required" ? { what, when: "when it needs it (declared required in its .note.dlopen)", impact: "library" } : { what, when: `when it needs it (declared ${n.priority} in its .note.dlopen)`, impact: "feature", feature: n.feature ?? n.description ?? first };
+  return { names: n.soname, role, source: "note", priority: n.priority, description: n.description ?? "", ...n.feature ? { feature: n.feature } : {} };
+}
+function cudaMajorOf2(info2, loadedSonames) {
+  for (const name of [...info2.needed, ...loadedSonames]) {
+    const m = /^libcudart\.so\.(\d+)$/.exec(name ?? "");
+    if (m) return m[1];
+  }
+  return null;
+}
+function pluginCallers(info2, hostPath, inode) {
+  if (!importsDlopen(info2)) return [];
+  return reading(info2, hostPath, inode, info2.soname ?? basename8(hostPath)).plugins;
+}
+function listsAnyDirectory(info2) {
+  let known2 = directoryListers.get(info2);
+  if (known2 === void 0) directoryListers.set(info2, known2 = info2.symbols.some((s) => !s.defined && listsDirectories(s.name)));
+  return known2;
+}
+function pluginFacts(info2, hostPath, markers) {
+  if (!importsDlopen(info2) || !listsAnyDirectory(info2)) return [];
+  const out = [];
+  for (const fact of PLUGIN_DIRECTORIES) {
+    if (!markers.includes(fact.carries[0])) continue;
+    try {
+      const rest = fact.carries.slice(1);
+      if (constantMarkers(hostPath, rest).length < rest.length) continue;
+      const prefixThere = fact.prefixIn === "code" ? codeContains(hostPath, Buffer.from(fact.prefix, "latin1")) : constantStrings(hostPath, new RegExp(fact.prefix.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))).length > 0;
+      if (!prefixThere) continue;
+      out.push({ fact, strings: fact.stringsPattern ? constantStrings(hostPath, fact.stringsPattern) : [] });
+    } catch {
+    }
+  }
+  return out;
+}
+var readings, dlopenImporters, PRIORITY_OF, directoryListers;
+var init_callers = __esm({
+  "src/core/elf/runtime/callers.ts"() {
+    "use strict";
+    init_dlopen_notes();
+    init_rodata_strings();
+    init_families();
+    readings = /* @__PURE__ */ new Map();
+    dlopenImporters = /* @__PURE__ */ new WeakMap();
+    PRIORITY_OF = { library: "required", feature: "recommended", optional: "suggested" };
+    directoryListers = /* @__PURE__ */ new WeakMap();
+  }
+});
+
+// src/core/elf/runtime/release-checks.ts
+import { realpathSync as realpathSync5 } from "node:fs";
+import { basename as basename9 } from "node:path";
+function realName(p, path13) {
+  try {
+    return basename9(realpathSync5(p.ctx.view.hostPath(path13) ?? path13));
+  } catch {
+    return basename9(path13);
+  }
+}
+function fileVersion(name) {
+  return /\.so\.(\d+(?:\.\d+){1,3})$/.exec(name)?.[1] ?? null;
+}
+function isCudaStub(obj) {
+  return obj.info.soname === "libcuda.so.1" && obj.info.needed.length === 0 && obj.info.versionNeeds.length === 0;
+}
+function definesName(obj, name) {
+  const lookup = obj.info.lookup;
+  if (lookup) return lookup.find(name).length > 0;
+  return (obj.info.symbols ?? []).some((s) => s.name === name && s.defined);
+}
+function libcudaRelease(p, loaded2) {
+  return libcudaContentsVersion(p.ctx.view.hostPath(loaded2.path) ?? loaded2.path, loaded2.inode) ?? libcudaVersion(realName(p, loaded2.path)) ?? null;
+}
+function libcudaChecks(p, loaded2) {
+  if (isCudaStub(loaded2)) {
+    return [{ kind: "cuda-stub", object: loaded2, detail: `${loaded2.path} is the CUDA toolkit's link-time stub of libcuda.so.1 (it imports nothing: no DT_NEEDED, no symbol versions), not the NVIDIA driver's library` }];
+  }
+  const version3 = libcudaRelease(p, loaded2);
+  const kernel = kernelDriverVersion(p.platform.sysroot);
+  if (version3 && kernel && version3 !== kernel) {
+    const compat = /\/compat\//.test(loaded2.path) || /\/compat\//.test(realName(p, loaded2.path));
+    if (!compat || compareDriverVersions(version3, kernel) < 0) {
+      return [{ kind: "driver-mismatch", object: loaded2, detail: compat ? `${loaded2.path} is a cuda-compat libcuda ${version3}, made for kernel modules older than itself; this machine runs module ${kernel}, which is newer` : `${loaded2.path} is libcuda ${version3}; this machine's kernel module is ${kernel}: the two must be one release` }];
+    }
+  }
+  return [];
+}
+function startLibcudaChecks(p, said = /* @__PURE__ */ new Set()) {
+  return p.scope.slice(0, p.startupScopeLength).filter((o) => o.info.soname === "libcuda.so.1" && o.role !== "interp" && o.role !== "main" && !said.has(o.inode)).flatMap((o) => libcudaChecks(p, o));
+}
+function releaseChecks(p, caller, loaded2) {
+  const checks = [];
+  const callerName = caller.info.soname ?? basename9(caller.path);
+  if (loaded2.info.soname === "libcuda.so.1") {
+    if (isCudaStub(loaded2)) return libcudaChecks(p, loaded2);
+    checks.push(...libcudaChecks(p, loaded2));
+    const version3 = libcudaRelease(p, loaded2);
+    const cudart = /^libcudart\.so\.(\d+)\.(\d+)\./.exec(realName(p, caller.path));
+    if (version3 && cudart) {
+      const toolkit = `${cudart[1]}.${cudart[2]}.0`;
+      const support = driverSupport(version3, toolkit);
+      if (support.kind === "too-old") {
+        checks.push({ kind: "driver-too-old", object: loaded2, detail: `${loaded2.path} is libcuda ${version3}; ${callerName} of CUDA ${cudart[1]}.${cudart[2]} needs driver ${support.required.driver} or later${support.floor ? ` (${support.floor} through minor-version compatibility)` : ""}` });
+      }
+    }
+  }
+  const builtins = /^libnvrtc-builtins\.so\.(\d+)\.(\d+)$/.exec(loaded2.names[0] ?? "");
+  if (builtins && /^libnvrtc\.so\./.test(callerName)) {
+    const entry2 = `__nvrtc_builtins__${builtins[1]}_${builtins[2]}_getBuiltinHeader`;
+    if (!definesName(loaded2, entry2)) {
+      checks.push({
+        kind: "mixed-release",
+        object: loaded2,
+        detail: `${callerName} asks ${loaded2.path} for ${entry2}, which it does not define: it is not the builtins of NVRTC ${builtins[1]}.${builtins[2]}`,
+        sides: [{ path: caller.path, version: `${builtins[1]}.${builtins[2]}` }, { path: loaded2.path, version: builtinsRelease(p, loaded2) ?? "another release" }]
+      });
+    }
+  }
+  const mixed = sameReleaseSides(p, caller, loaded2);
+  if (mixed) checks.push(mixed);
+  return checks;
+}
+function builtinsRelease(p, obj) {
+  try {
+    const { symbols } = readElfSync(p.ctx.view.hostPath(obj.path) ?? obj.path, { symbols: true });
+    const m = symbols.map((s) => s.defined ? /^__nvrtc_builtins__(\d+)_(\d+)_/.exec(s.name) : null).find((x) => x !== null);
+    return m ? `${m[1]}.${m[2]}` : null;
+  } catch {
+    return null;
+  }
+}
+function sameReleaseSides(p, caller, loaded2) {
+  const pairs = [
+    [/^libcudnn\.so\./, /^libcudnn_/],
+    [/^libnvrtc\.so\./, /^libnvrtc-builtins\.so\./]
+  ];
+  const a = realName(p, caller.path);
+  const b = realName(p, loaded2.path);
+  if (!pairs.some(([x, y]) => x.test(a) && y.test(b))) return null;
+  const va = fileVersion(a);
+  const vb = fileVersion(b);
+  if (!va || !vb || va === vb) return null;
+  return {
+    kind: "mixed-release",
+    object: loaded2,
+    detail: `${basename9(caller.path)} is ${va} and ${basename9(loaded2.path)} is ${vb}: they must come from one release`,
+    sides: [{ path: caller.path, version: va }, { path: loaded2.path, version: vb }]
+  };
+}
+function pinnedPairs(p) {
+  const checks = [];
+  const loaded2 = p.scope.slice(0, p.startupScopeLength);
+  for (const [first, second] of PINNED) {
+    const a = loaded2.find((o) => first.test(o.info.soname ?? ""));
+    const b = loaded2.find((o) => second.test(o.info.soname ?? ""));
+    if (!a || !b) continue;
+    const va = fileVersion(realName(p, a.path));
+    const vb = fileVersion(realName(p, b.path));
+    if (!va || !vb || va === vb) continue;
+    checks.push({
+      kind: "mixed-release",
+      object: b,
+      detail: `${basename9(a.path)} is ${va} and ${basename9(b.path)} is ${vb}: NVIDIA ships them as one build, and one needs the other of its own version`,
+      sides: [{ path: a.path, version: va }, { path: b.path, version: vb }]
+    });
+  }
+  return checks;
+}
+var PINNED;
+var init_release_checks = __esm({
+  "src/core/elf/runtime/release-checks.ts"() {
+    "use strict";
+    init_nvidia_driver();
+    init_elf();
+    init_driver_version();
+    init_driver_table();
+    PINNED = [
+      [/^libcublas\.so\.\d+$/, /^libcublasLt\.so\.\d+$/],
+      [/^libcufftw\.so\.\d+$/, /^libcufft\.so\.\d+$/]
+    ];
+  }
+});
+
+// src/core/elf/runtime/runtime-loads.ts
+import { basename as basename10, dirname as dirname9, join as join10 } from "node:path";
+function loadsOf(p, caller) {
+  const sonames = p.scope.map((o) => o.info.soname);
+  const env = p.ctx.runtimeEnv ?? {};
+  const host = p.ctx.view.hostPath(caller.path) ?? caller.path;
+  return [...callerLoads(caller.info, host, caller.inode, caller.info.soname ?? basename10(caller.path), cudaMajorOf2(caller.info, sonames), env), ...pluginLoads(p, caller, host, env)];
+}
+function pluginLoads(p, caller, host, env) {
+  const loads = [];
+  for (const { fact, strings } of pluginCallers(caller.info, host, caller.inode)) {
+    const seen = /* @__PURE__ */ new Set();
+    for (const { dir: named3, from, compiledIn } of fact.directories({ env, strings, programDir: dirname9(p.main.path) })) {
+      const dir = compiledIn ? `${p.platform.sysroot}${named3}` : named3;
+      const names = [...p.ctx.view.list(dir.endsWith("/") ? dir : `${dir}/`) ?? []].sort();
+      for (const file of names) {
+        if (!file.startsWith(fact.prefix) || !file.endsWith(fact.suffix) || file.length <= fact.prefix.length + fact.suffix.length) continue;
+        if (!fact.accepts(file.slice(fact.prefix.length, file.length - fact.suffix.length), strings)) continue;
+        const path13 = join10(dir, file);
+        if (seen.has(path13) || !p.ctx.view.stat(path13)?.isFile()) continue;
+        seen.add(path13);
+        loads.push(plugin(fact.role(file, fact.cuda.test(file)), path13, dir, from, fact.cuda.test(file)));
+      }
+    }
+    const named2 = env[fact.env];
+    if (fact.envNamesFile && named2) {
+      const file = basename10(named2);
+      loads.push(plugin(fact.role(file, fact.cuda.test(file)), named2, dirname9(named2), fact.env, fact.cuda.test(file)));
+    }
+  }
+  return loads;
+}
+function plugin(role, path13, directory, from, cuda) {
+  return {
+    names: [path13],
+    role,
+    source: "strings",
+    priority: role.impact === "library" ? "required" : role.impact === "feature" ? "recommended" : "suggested",
+    description: `${role.what}, ${role.when}`,
+    ...role.feature ? { feature: role.feature } : {},
+    plugin: { directory, from, cuda }
+  };
+}
+function declaredLoads(p) {
+  const out = [];
+  for (const caller of p.scope.slice(0, p.startupScopeLength)) {
+    if (caller.role === "interp") continue;
+    const loads = loadsOf(p, caller);
+    if (loads.length > 0) out.push({ caller, loads });
+  }
+  return out;
+}
+function runtimeLoads(p, fresh, memo) {
+  const loads = [];
+  const seen = /* @__PURE__ */ new Set();
+  for (const { caller, loads: wanted } of declaredLoads(p)) {
+    for (const want of wanted) {
+      if (want.template) continue;
+      const key = `${caller.inode}\0${want.names.join("\0")}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      let modelled = null;
+      for (const name of want.names) {
+        const load = modelLoad(fresh, caller, name, want.role, memo);
+        if (load && (modelled === null || !modelled.edge.object && load.edge.object)) modelled = load;
+        if (modelled?.edge.object) break;
+      }
+      if (!modelled) continue;
+      const missing = !modelled.edge.object && modelled.findings.some((f) => f.kind === "not-found" && f.edge === modelled.edge);
+      if (modelled.role.impact === "optional" && missing) continue;
+      loads.push(modelled);
+    }
+  }
+  sayOnce(loads);
+  return loads;
+}
+function modelLoad(fresh, caller, name, declared2, memo) {
+  const q = fresh();
+  const twin = q.scope.find((o) => o.inode === caller.inode && o.role !== "interp");
+  if (!twin || q.mainStop) return null;
+  const startup = new Set(q.scope.slice(0, q.startupScopeLength));
+  const before = new Set(q.objects);
+  const edge = q.loadAtRunTime(twin, name);
+  const role = noDriverRole(declared2, name, edge, q.platform.sysroot);
+  const findings = findProblems(q, memo).filter((f) => f.edge === edge || !startup.has(f.object));
+  const brought = edge.object ? q.objects.filter((o) => o !== edge.object && !before.has(o) && o.info.soname === "libcuda.so.1") : [];
+  const checks = edge.object ? [...releaseChecks(q, twin, edge.object), ...brought.flatMap((o) => libcudaChecks(q, o))] : [];
+  return { caller: twin, name, role, process: q, edge, findings, checks };
+}
+function sayOnce(loads) {
+  const best = /* @__PURE__ */ new Map();
+  const outcome = (l) => `${l.name}\0${l.edge.object?.inode ?? l.edge.errorPath ?? ""}`;
+  for (const l of loads) {
+    const k = outcome(l);
+    const b = best.get(k);
+    if (!b || IMPACT_RANK[l.role.impact] > IMPACT_RANK[b.role.impact]) best.set(k, l);
+  }
+  for (const l of loads) {
+    if (best.get(outcome(l)) === l) continue;
+    l.findings = [];
+    l.checks = [];
+  }
+}
+function noDriverRole(role, name, edge, sysroot) {
+  if (!DRIVER_LIBRARIES.has(name) || role.impact === "optional" || edge.object || edge.errorPath || nvidiaModuleLoaded(sysroot)) return role;
+  return { ...role, impact: "feature", feature: NO_DRIVER_FEATURE };
+}
+function describeLoad(load) {
+  return `${basename10(load.caller.path)} dlopens ${load.name} ${load.role.when}`;
+}
+var IMPACT_RANK;
+var init_runtime_loads = __esm({
+  "src/core/elf/runtime/runtime-loads.ts"() {
+    "use strict";
+    init_find_problems();
+    init_nvidia_driver();
+    init_families();
+    init_callers();
+    init_release_checks();
+    IMPACT_RANK = { library: 2, feature: 1, optional: 0 };
+  }
+});
+
+// src/core/elf/explain/runtime-problems.ts
+import { realpathSync as realpathSync6 } from "node:fs";
+import { basename as basename11, dirname as dirname10 } from "node:path";
+async function explainRuntimeLoads(loads, ctx, sysroot) {
+  const problems = [];
+  for (const load of loads) {
+    const mark = (problem, impact = load.role.impact) => ({
+      ...problem,
+      edge: "dlopen",
+      loadedBy: { object: load.caller.path, when: load.role.when },
+      impact: impact === "library" ? "library" : "feature",
+      ...impact !== "library" && load.role.feature ? { feature: load.role.feature } : {}
+    });
+    const how = describeLoad(load);
+    for (const f of load.findings) {
+      const problem = await explain(load.process, f, ctx);
+      if (f.kind === "not-found" && f.edge === load.edge && !load.edge.errorPath) {
+        problems.push(notFound(problem, load, how, sysroot, mark));
+        continue;
+      }
+      problem.explanation = `${how}. ${problem.explanation}${consequence(load)}`;
+      problems.push(mark(problem));
+    }
+    for (const check of load.checks) {
+      const impact = check.kind === "mixed-release" || check.object !== load.edge.object ? load.role.impact : "library";
+      problems.push(mark(explainCheck(check, load, how, ctx, sysroot), impact));
+    }
+  }
+  return problems;
+}
+function consequence(load) {
+  const caller = basename11(load.caller.path);
+  return load.role.impact === "library" ? ` Without it ${caller} cannot work: the call that loads it fails.` : ` Only ${load.role.feature ?? "the feature that needs it"} fails; the rest of ${caller} works.`;
+}
+function notFound(problem, load, how, sysroot, mark) {
+  const caller = basename11(load.caller.path);
+  const searched = `the search dlopen makes from ${load.caller.path} (its DT_RUNPATH, or the DT_RPATH of it and what loaded it; LD_LIBRARY_PATH; ld.so.cache; the system directories)`;
+  if (load.name === "libcuda.so.1") {
+    const kernel = kernelDriverVersion(sysroot);
+    const driverOnly = DRIVER_ONLY;
+    if (!nvidiaModuleLoaded(sysroot)) {
+      problem.summary = `${how}, and this machine has no NVIDIA driver to provide it`;
+      problem.explanation = `${driverOnly} Nothing on ${searched} is one, and no NVIDIA kernel module is loaded (no /proc/driver/nvidia/version, no /sys/module/nvidia). Loading works; every CUDA call here fails with cudaErrorInsufficientDriver ("CUDA driver version is insufficient for CUDA runtime version"). Fine on a build host.`;
+      problem.fix = "run it on a machine with the NVIDIA driver (`nvidia-smi` there shows it), or install the driver here";
+      return mark(problem, load.role.impact);
+    }
+    const module = kernel ?? "(its version unread: /sys/module/nvidia)";
+    problem.summary = `${how}, and the loader cannot find the libcuda.so.1 of the driver ${module} this machine runs`;
+    problem.explanation = `${driverOnly} The kernel module ${module} is loaded, but no libcuda.so.1 is on ${searched}. Every CUDA call fails with cudaErrorInsufficientDriver.`;
+    problem.fix = kernel ? `install the driver's user-space libraries of ${kernel} (the libcuda1/nvidia-driver package of that version), or add the directory that holds libcuda.so.${kernel} to /etc/ld.so.conf.d/ and run \`ldconfig\`` : "install the user-space libraries of the driver this machine runs (`modinfo nvidia` names its version), or add the directory that holds its libcuda.so.1 to /etc/ld.so.conf.d/ and run `ldconfig`";
+    return mark(problem, "library");
+  }
+  problem.summary = `${how}, and the loader cannot find it`;
+  problem.explanation = `${load.caller.path} loads ${load.name} with dlopen ${load.role.when}; nothing on ${searched} holds it.${consequence(load)}`;
+  if (problem.fix?.startsWith("install the package that provides")) {
+    problem.fix = `install ${load.role.what} from the same release as ${caller}, or add the directory that holds ${load.name} to LD_LIBRARY_PATH`;
+  }
+  return mark(problem);
+}
+function fixForEntry(found, path13, ctx, sysroot, instead, p) {
+  const edge = found.via === "loaded" && found.object && p ? p.edgeTo(found.object) ?? found : found;
+  if (edge.preloadFrom === "LD_PRELOAD") return `take ${edge.preloadName ?? path13} out of LD_PRELOAD (\`unset LD_PRELOAD\` if it is the only entry), so that ${instead}`;
+  if (edge.preloadFrom) return `take ${edge.preloadName ?? path13} out of ${edge.preloadFrom} (as root), so that ${instead}`;
+  if (edge.ldEntry !== void 0) return `${dropEntryFix(edge.ldEntry, ctx)}, so that ${instead}`;
+  if (edge.via === "ld.so.cache") return `${cacheEntryFix(path13, sysroot)}, so that ${instead}`;
+  if (edge.via === "rpath" || edge.via === "runpath") return `remove ${dirname10(path13)} from the ${edge.via === "rpath" ? "DT_RPATH" : "DT_RUNPATH"} named in "${edge.rule}" (\`patchelf --set-rpath\`), so that ${instead}`;
+  return `remove ${path13}, so that ${instead}`;
+}
+function explainCheck(check, load, how, ctx, sysroot) {
+  const path13 = check.object.path;
+  const base = {
+    kind: check.kind,
+    object: load.caller.path,
+    library: load.name,
+    version: null,
+    symbol: null,
+    chosen: `${path13} (${ruleOf(load.edge, path13)})`,
+    shadowed: null,
+    explanation: "",
+    fix: null,
+    summary: ""
+  };
+  switch (check.kind) {
+    case "cuda-stub":
+      base.summary = `${how} and gets the CUDA toolkit's stub ${path13}: every CUDA call fails with "CUDA driver is a stub library"`;
+      base.explanation = `${how}. ${howPicked(load.edge, path13)}. ${check.detail}: it exists only for linking, and every entry point returns CUDA_ERROR_STUB_LIBRARY, so the first CUDA call fails with cudaErrorStubLibrary ("CUDA driver is a stub library").`;
+      base.fix = fixForEntry(load.edge, path13, ctx, sysroot, "the driver's libcuda.so.1 is found", load.process);
+      return base;
+    case "driver-mismatch":
+      base.summary = `${how} and gets a libcuda that does not match the kernel module: CUDA calls fail with "system has unsupported display driver / cuda driver combination"`;
+      base.explanation = `${how}. ${howPicked(load.edge, path13)}. ${check.detail}; CUDA then fails with cudaErrorSystemDriverMismatch.`;
+      base.fix = fixForEntry(load.edge, path13, ctx, sysroot, "the libcuda of the running driver is found", load.process);
+      return base;
+    case "driver-too-old":
+      base.summary = `${how} and gets a libcuda too old for it: CUDA calls fail with cudaErrorInsufficientDriver`;
+      base.explanation = `${how}. ${howPicked(load.edge, path13)}. ${check.detail}.`;
+      base.fix = "upgrade the NVIDIA driver, or use a CUDA release this driver supports (`cudaenv doctor` names them)";
+      return base;
+    case "mixed-release": {
+      const [a, b] = check.sides ?? [];
+      base.summary = `${how}, and gets ${basename11(path13)} of another release: ${a ? `${basename11(a.path)} is ${a.version} (${dirname10(a.path)})` : ""}${b ? `, ${basename11(b.path)} is ${b.version} (${dirname10(b.path)})` : ""}`;
+      const builtins = /^libnvrtc-builtins\.so\./.test(load.name);
+      base.explanation = `${how}. ${howPicked(load.edge, path13)}. ${check.detail}.${builtins ? ` The dlopen itself works (the file bears the name NVRTC asks for), but NVRTC finds none of its own release's entry points in it: nvrtcCompileProgram returns NVRTC_ERROR_BUILTIN_OPERATION_FAILURE (7), so every run-time compilation fails (PyTorch's jiterator and fusions, CuPy's kernels); the rest of ${basename11(load.caller.path)} loads and works.` : consequence(load)}`;
+      if (builtins) base.summary += ": nvrtcCompileProgram returns NVRTC_ERROR_BUILTIN_OPERATION_FAILURE";
+      base.fix = besideCaller(load, path13) ? `install ${load.name} of ${a ? `release ${a.version}` : "the same release"} (that of ${basename11(load.caller.path)}) in ${dirname10(path13)} in place of the ${b?.version ?? "other"} one there: reinstall the package or wheel both came from (Debian's ${builtins ? "libnvrtc-builtins" : "libcudnn"} of that version, pip's ${builtins ? "nvidia-cuda-nvrtc-cuXX" : "nvidia-cudnn-cuXX"} of the same version)` : fixForEntry(load.edge, path13, ctx, sysroot, `${load.name} of the same release as ${basename11(load.caller.path)} is found`, load.process);
+      return base;
+    }
+  }
+}
+function besideCaller(load, path13) {
+  if (dirname10(path13) === dirname10(load.caller.path)) return true;
+  const real = (f) => {
+    try {
+      return dirname10(realpathSync6(load.process.ctx.view.hostPath(f) ?? f));
+    } catch {
+      return null;
+    }
+  };
+  const a = real(path13);
+  return a !== null && a === real(load.caller.path);
+}
+function explainStartLibcuda(p, checks, ctx, sysroot) {
+  return checks.map((check) => {
+    const path13 = check.object.path;
+    const edge = p.edgeTo(check.object);
+    const owner = edge?.owner.path ?? p.target.path;
+    const how = edge?.preloadFrom ? `${edge.preloadFrom} brings libcuda.so.1 at the start` : `${owner} needs libcuda.so.1 (DT_NEEDED)`;
+    const picked = edge ? howPicked(edge, path13) : `The loader finds ${path13}`;
+    const base = {
+      kind: check.kind,
+      object: owner,
+      library: "libcuda.so.1",
+      version: null,
+      symbol: null,
+      chosen: `${path13} (${edge ? ruleOf(edge, path13) : "already loaded"})`,
+      shadowed: null,
+      explanation: "",
+      fix: null,
+      summary: "",
+      impact: "library"
+    };
+    if (check.kind === "cuda-stub") {
+      base.summary = `${how} and gets the CUDA toolkit's stub ${path13}: every CUDA call fails with "CUDA driver is a stub library"`;
+      base.explanation = `${how}. ${picked}. ${check.detail}: it exists only for linking, and every entry point returns CUDA_ERROR_STUB_LIBRARY, so the first CUDA call fails with cudaErrorStubLibrary ("CUDA driver is a stub library").`;
+      base.fix = edge ? fixForEntry(edge, path13, ctx, sysroot, "the driver's libcuda.so.1 is found", p) : null;
+    } else {
+      base.summary = `${how} and gets a libcuda that does not match the kernel module: CUDA calls fail with "system has unsupported display driver / cuda driver combination"`;
+      base.explanation = `${how}. ${picked}. ${check.detail}; CUDA then fails with cudaErrorSystemDriverMismatch.`;
+      base.fix = edge ? fixForEntry(edge, path13, ctx, sysroot, "the libcuda of the running driver is found", p) : null;
+    }
+    return base;
+  });
+}
+function explainPinnedPairs(p, checks, ctx, sysroot) {
+  return checks.map((check) => {
+    const [a, b] = check.sides ?? [];
+    const edge = p.edgeTo(check.object);
+    const how = edge?.rule ?? "a name already loaded";
+    return {
+      kind: check.kind,
+      object: a?.path ?? check.object.path,
+      library: check.object.info.soname,
+      version: null,
+      symbol: null,
+      chosen: `${check.object.path} (${how})`,
+      shadowed: null,
+      summary: `${a ? `${basename11(a.path)} is ${a.version} (${dirname10(a.path)})` : ""}${b ? ` and ${basename11(b.path)} is ${b.version} (${dirname10(b.path)})` : ""}: one release ships them together`,
+      explanation: `${edge ? `${howPicked(edge, check.object.path)}.` : `The loader finds ${check.object.path} by ${how}.`} ${check.detail}; the pair from two releases fails with undefined symbols or wrong results at the first call that crosses them.`,
+      fix: edge ? fixForEntry(edge, check.object.path, ctx, sysroot, `the ${basename11(check.object.path)} of the same release as ${a ? basename11(a.path) : "its pair"} is found`, p) : null
+    };
+  });
+}
+var init_runtime_problems = __esm({
+  "src/core/elf/explain/runtime-problems.ts"() {
+    "use strict";
+    init_nvidia_driver();
+    init_runtime_loads();
+    init_explain_finding();
+  }
+});
+
+// src/core/elf/check-one.ts
+var check_one_exports = {};
+__export(check_one_exports, {
+  SymbolMemo: () => SymbolMemo,
+  checkOne: () => checkOne,
+  readExe: () => readExe,
+  readListedSync: () => readListedSync
+});
+import { resolve as resolve3 } from "node:path";
+async function readExe(options, cwd, recorder = null) {
+  if (!options.exe) return void 0;
+  const root = normalRoot(options.sysroot);
+  const path13 = options.exe.startsWith("/") ? inImage(root, options.exe) : resolve3(cwd, options.exe);
+  const view = new FileView(cwd, root);
+  view.recorder = recorder;
+  const st = view.statSync(path13);
+  if (!st || !st.isFile()) {
+    throw new UsageError(
+      `--exe ${options.exe}: no such file${path13 !== options.exe && isInside(root, path13) ? ` in the image (${path13})` : ""}`,
+      'Give the program that loads the libraries, e.g. --exe "$(command -v python3)".'
+    );
+  }
+  try {
+    return { path: path13, stat: st, info: await cachedElf(view.hostPath(path13) ?? path13, st) };
+  } catch (error2) {
+    throw new UsageError(`--exe ${options.exe} is not an ELF program: ${error2 instanceof Error ? error2.message : String(error2)}`, "Give the interpreter binary itself, not a wrapper script.");
+  }
+}
+function toCheckedObject(obj, stop) {
+  const needed = obj.edges.map((e) => {
+    if (stop && !stop.reached.has(e)) {
+      const never = { name: e.name, path: null, via: null, rule: null, reached: false };
+      if (e.kind !== "needed") never.filter = e.kind;
+      return never;
+    }
+    const edge = { name: e.name, path: e.object?.path ?? null, via: e.via, rule: e.rule };
+    if (e.passedOver.length > 0) edge.passedOver = e.passedOver.map((c) => ({ path: c.path, reason: c.reason ?? c.status }));
+    if (e.kind !== "needed") edge.filter = e.kind;
+    if (stop && e === stop.edge) edge.error = stop.error;
+    return edge;
+  });
+  return { path: obj.path, soname: obj.info.soname, needed };
+}
+function checkedObjects(p, stop) {
+  const mapped = stop && !p.mainStop && stop.at >= 0 ? /* @__PURE__ */ new Set([p.main, ...p.preloadEdges.map((e) => e.object), ...[...stop.reached].filter((e) => e !== stop.edge).map((e) => e.object)]) : stop ? /* @__PURE__ */ new Set([p.main]) : null;
+  const objects = [];
+  let startup = 0;
+  p.scope.forEach((o, i) => {
+    if (o.role === "interp" || mapped && !mapped.has(o)) return;
+    objects.push(toCheckedObject(o, stop));
+    if (i < p.startupScopeLength) startup++;
+  });
+  return { objects, startup };
+}
+function startOf(ctx, platform2, target, exe) {
+  if (!exe) {
+    const q2 = new LoaderProcess(ctx, platform2);
+    q2.run(target);
+    return q2;
+  }
+  const q = new LoaderProcess({ ...ctx, preload: [...ctx.preload, { name: target.path, from: "LD_PRELOAD" }] }, platform2);
+  q.run(exe);
+  return q;
+}
+function addRuntimeEdges(objects, loads, declared2) {
+  for (const { caller, loads: theirs } of declared2) {
+    const object = objects.find((o) => o.path === caller.path);
+    if (!object) continue;
+    object.runtimeLoads = theirs.map((l) => ({ soname: l.names, ...l.feature ? { feature: l.feature } : {}, description: l.description, priority: l.priority, source: l.source, ...l.template ? { template: true } : {}, ...l.plugin ? { plugin: l.plugin } : {} }));
+  }
+  for (const load of loads) {
+    const caller = objects.find((o) => o.path === load.caller.path);
+    if (!caller) continue;
+    const e = load.edge;
+    caller.needed.push({
+      name: load.name,
+      path: e.object?.path ?? null,
+      via: e.via,
+      rule: e.rule,
+      ...e.error ? { error: e.error } : {},
+      dlopen: { when: load.role.when, impact: load.role.impact }
+    });
+  }
+}
+async function checkOne(file, ctx, exe, memo, explainCtx, recorder, followRuntimeLoads) {
+  const base = { objects: [], problems: [], failedPreloads: [] };
+  recorder?.statNow(file.file ?? file.path);
+  const r = readListedSync(file);
+  if ("skip" in r) return { ...base, skipped: { path: file.path, reason: r.skip } };
+  const head = exe?.info ?? r.info;
+  const platform2 = ctx.platformFor(head.elfClass, head.machine);
+  if (!platform2) return { ...base, skipped: { path: file.path, reason: `no loader model for ELF class ${head.elfClass}, machine ${head.machine}` } };
+  if (exe && (r.info.elfClass !== exe.info.elfClass || r.info.machine !== exe.info.machine)) {
+    return { ...base, skipped: { path: file.path, reason: `built for another ELF class or machine than ${exe.path}` } };
+  }
+  const p = new LoaderProcess(ctx, platform2);
+  p.run(r, exe);
+  const stop = loadStop(p);
+  const found = findProblems(p, memo, stop);
+  const { objects, startup } = checkedObjects(p, stop);
+  const problems = await Promise.all(found.map((f) => explain(p, f, explainCtx)));
+  markNoDriverConsequences(problems);
+  if (stop === null && followRuntimeLoads) {
+    const started = exe ? startOf(ctx, platform2, r, exe) : p;
+    const loads = runtimeLoads(started, () => startOf(ctx, platform2, r, exe), memo);
+    addRuntimeEdges(objects, loads, declaredLoads(started));
+    problems.push(...explainPinnedPairs(p, pinnedPairs(p), explainCtx, platform2.sysroot));
+    const judged = new Set(loads.flatMap((l) => l.checks.filter((c) => c.kind === "cuda-stub" || c.kind === "driver-mismatch").map((c) => c.object.inode)));
+    problems.push(...explainStartLibcuda(p, startLibcudaChecks(p, judged), explainCtx, platform2.sysroot));
+    problems.push(...await explainRuntimeLoads(loads, explainCtx, platform2.sysroot));
+  }
+  return {
+    checked: p.target.path,
+    objects,
+    ...p.dlopenEdge ? { startup } : {},
+    problems,
+    // "NAME: REASON"; an entry of /etc/ld.so.preload carries that file before a NUL (mergeResults words it).
+    failedPreloads: p.failedPreloads.map((f) => `${f.from === "LD_PRELOAD" ? "" : `${f.from}\0`}${f.name}: ${f.reason}`)
+  };
+}
+var init_check_one = __esm({
+  "src/core/elf/check-one.ts"() {
+    "use strict";
+    init_errors();
+    init_find_problems();
+    init_symbol_memo();
+    init_explain_finding();
+    init_runtime_problems();
+    init_release_checks();
+    init_runtime_loads();
+    init_file_cache();
+    init_loader_process();
+    init_check_targets();
+    init_sysroot();
+  }
+});
+
+// src/core/elf/read/device-code/fatbin.ts
+var DEVICE_CODE_SECTIONS, FLAG_COMPRESSED, MAX_CODE, PTX_CHUNK;
+var init_fatbin = __esm({
+  "src/core/elf/read/device-code/fatbin.ts"() {
+    "use strict";
+    DEVICE_CODE_SECTIONS = [".nv_fatbin", "__nv_relfatbin"];
+    FLAG_COMPRESSED = 8192 | 32768;
+    MAX_CODE = 256 * 1024 * 1024;
+    PTX_CHUNK = 256 * 1024;
+  }
+});
+
+// src/core/elf/read/device-code/sections.ts
+var MAX_SHSTRTAB;
+var init_sections2 = __esm({
+  "src/core/elf/read/device-code/sections.ts"() {
+    "use strict";
+    init_errors2();
+    init_fields();
+    MAX_SHSTRTAB = 16 * 1024 * 1024;
+  }
+});
+
+// src/core/elf/read/device-code/index.ts
+var NAMES;
+var init_device_code = __esm({
+  "src/core/elf/read/device-code/index.ts"() {
+    "use strict";
+    init_errors2();
+    init_file();
+    init_header();
+    init_fatbin();
+    init_sections2();
+    init_fatbin();
+    NAMES = new Set(DEVICE_CODE_SECTIONS);
+  }
+});
+
+// src/core/elf/cache/device-code-cache.ts
+var init_device_code_cache = __esm({
+  "src/core/elf/cache/device-code-cache.ts"() {
+    "use strict";
+    init_device_code();
+    init_inputs();
+    init_verdict_cache();
+    init_safe_fs();
+  }
+});
+
+// src/core/versions/gpu-targets.ts
+var KEPLER_TO_AMPERE, MAXWELL_TO_HOPPER, CUDA_GPU_FACTS;
+var init_gpu_targets = __esm({
+  "src/core/versions/gpu-targets.ts"() {
+    "use strict";
+    init_version();
+    KEPLER_TO_AMPERE = ["3.5", "3.7", "5.0", "5.2", "5.3", "6.0", "6.1", "6.2", "7.0", "7.2", "7.5", "8.0"];
+    MAXWELL_TO_HOPPER = ["5.0", "5.2", "5.3", "6.0", "6.1", "6.2", "7.0", "7.2", "7.5", "8.0", "8.6", "8.7", "8.9", "9.0"];
+    CUDA_GPU_FACTS = [
+      { cuda: "11.0", ptx: "7.0", driver: "450.36.06", sass: KEPLER_TO_AMPERE },
+      { cuda: "11.1", ptx: "7.1", driver: "455.23", sass: [...KEPLER_TO_AMPERE, "8.6"] },
+      { cuda: "11.2", ptx: "7.2", driver: "460.27.03", sass: [...KEPLER_TO_AMPERE, "8.6"] },
+      { cuda: "11.3", ptx: "7.3", driver: "465.19.01", sass: [...KEPLER_TO_AMPERE, "8.6"] },
+      { cuda: "11.4", ptx: "7.4", driver: "470.42.01", sass: [...KEPLER_TO_AMPERE, "8.6", "8.7"] },
+      { cuda: "11.5", ptx: "7.5", driver: "495.29.05", sass: [...KEPLER_TO_AMPERE, "8.6", "8.7"] },
+      { cuda: "11.6", ptx: "7.6", driver: "510.39.01", sass: [...KEPLER_TO_AMPERE, "8.6", "8.7"] },
+      { cuda: "11.7", ptx: "7.7", driver: "515.43.04", sass: [...KEPLER_TO_AMPERE, "8.6", "8.7"] },
+      { cuda: "11.8", ptx: "7.8", driver: "520.61.05", sass: [...KEPLER_TO_AMPERE, "8.6", "8.7", "8.9", "9.0"] },
+      { cuda: "12.0", ptx: "8.0", driver: "525.60.13", sass: MAXWELL_TO_HOPPER },
+      { cuda: "12.1", ptx: "8.1", driver: "530.30.02", sass: MAXWELL_TO_HOPPER },
+      { cuda: "12.2", ptx: "8.2", driver: "535.54.03", sass: MAXWELL_TO_HOPPER },
+      { cuda: "12.3", ptx: "8.3", driver: "545.23.06", sass: MAXWELL_TO_HOPPER },
+      { cuda: "12.4", ptx: "8.4", driver: "550.54.14", sass: MAXWELL_TO_HOPPER },
+      { cuda: "12.5", ptx: "8.5", driver: "555.42.02", sass: MAXWELL_TO_HOPPER },
+      { cuda: "12.6", ptx: "8.5", driver: "560.28.03", sass: MAXWELL_TO_HOPPER },
+      { cuda: "12.8", ptx: "8.7", driver: "570.26", sass: [...MAXWELL_TO_HOPPER, "10.0", "10.1", "12.0"] },
+      { cuda: "12.9", ptx: "8.8", driver: "575.51.03", sass: [...MAXWELL_TO_HOPPER, "10.0", "10.1", "10.3", "12.0", "12.1"] },
+      { cuda: "13.0", ptx: "9.0", driver: "580.65.06", sass: ["7.5", "8.0", "8.6", "8.7", "8.8", "8.9", "9.0", "10.0", "10.3", "11.0", "12.0", "12.1"] },
+      { cuda: "13.1", ptx: "9.1", driver: "590.44.01", sass: ["7.5", "8.0", "8.6", "8.7", "8.8", "8.9", "9.0", "10.0", "10.3", "11.0", "12.0", "12.1"] }
+    ];
+  }
+});
+
+// src/core/elf/gpu/pytorch-wheels.ts
+var init_pytorch_wheels = __esm({
+  "src/core/elf/gpu/pytorch-wheels.ts"() {
+    "use strict";
+  }
+});
+
+// src/core/elf/gpu/coverage.ts
+var init_coverage = __esm({
+  "src/core/elf/gpu/coverage.ts"() {
+    "use strict";
+    init_gpu_targets();
+    init_version();
+    init_pytorch_wheels();
+  }
+});
+
+// src/core/elf/gpu/gpu-targets.ts
+var init_gpu_targets2 = __esm({
+  "src/core/elf/gpu/gpu-targets.ts"() {
+    "use strict";
+    init_errors();
+  }
+});
+
+// src/core/elf/gpu/check-gpu.ts
+var init_check_gpu = __esm({
+  "src/core/elf/gpu/check-gpu.ts"() {
+    "use strict";
+    init_device_code_cache();
+    init_coverage();
+    init_gpu_targets2();
+  }
+});
+
 // node_modules/@actions/glob/lib/internal-glob-options-helper.js
 function getOptions(copy) {
   const result = {
@@ -23441,8 +29527,8 @@ var init_internal_path = __esm({
             let remaining = itemPath;
             let dir = dirname12(remaining);
             while (dir !== remaining) {
-              const basename15 = path7.basename(remaining);
-              this.segments.unshift(basename15);
+              const basename16 = path7.basename(remaining);
+              this.segments.unshift(basename16);
               remaining = dir;
               dir = dirname12(remaining);
             }
@@ -30411,7 +36497,7 @@ function getRawContent(blob) {
   }
 }
 var rawContent;
-var init_file = __esm({
+var init_file2 = __esm({
   "node_modules/@azure/core-rest-pipeline/dist/esm/util/file.js"() {
     init_esm7();
     rawContent = /* @__PURE__ */ Symbol("rawContent");
@@ -30439,7 +36525,7 @@ var multipartPolicyName2;
 var init_multipartPolicy2 = __esm({
   "node_modules/@azure/core-rest-pipeline/dist/esm/policies/multipartPolicy.js"() {
     init_internal2();
-    init_file();
+    init_file2();
     multipartPolicyName2 = multipartPolicyName;
   }
 });
@@ -31340,7 +37426,7 @@ var init_esm9 = __esm({
     init_ndJsonPolicy();
     init_auxiliaryAuthenticationHeaderPolicy();
     init_agentPolicy2();
-    init_file();
+    init_file2();
   }
 });
 
@@ -41783,12 +47869,12 @@ var init_userAgentPolicy3 = __esm({
 // node_modules/@azure/storage-common/node_modules/@azure/core-rest-pipeline/dist/esm/util/createFile.js
 var init_createFile = __esm({
   "node_modules/@azure/storage-common/node_modules/@azure/core-rest-pipeline/dist/esm/util/createFile.js"() {
-    init_file2();
+    init_file3();
   }
 });
 
 // node_modules/@azure/storage-common/node_modules/@azure/core-rest-pipeline/dist/esm/util/file.js
-var init_file2 = __esm({
+var init_file3 = __esm({
   "node_modules/@azure/storage-common/node_modules/@azure/core-rest-pipeline/dist/esm/util/file.js"() {
     init_createFile();
   }
@@ -41798,7 +47884,7 @@ var init_file2 = __esm({
 var init_multipartPolicy3 = __esm({
   "node_modules/@azure/storage-common/node_modules/@azure/core-rest-pipeline/dist/esm/policies/multipartPolicy.js"() {
     init_internal2();
-    init_file2();
+    init_file3();
   }
 });
 
@@ -42068,7 +48154,7 @@ var init_esm14 = __esm({
     init_ndJsonPolicy2();
     init_auxiliaryAuthenticationHeaderPolicy2();
     init_agentPolicy3();
-    init_file2();
+    init_file3();
   }
 });
 
@@ -64702,7 +70788,7 @@ var init_esm17 = __esm({
 
 // node_modules/@actions/cache/lib/internal/shared/errors.js
 var InvalidResponseError, NetworkError, UsageError2, RateLimitError;
-var init_errors = __esm({
+var init_errors3 = __esm({
   "node_modules/@actions/cache/lib/internal/shared/errors.js"() {
     InvalidResponseError = class extends Error {
       constructor(message) {
@@ -64788,7 +70874,7 @@ var init_uploadUtils = __esm({
   "node_modules/@actions/cache/lib/internal/uploadUtils.js"() {
     init_core();
     init_esm17();
-    init_errors();
+    init_errors3();
     __awaiter11 = function(thisArg, _arguments, P, generator) {
       function adopt(value) {
         return value instanceof P ? value : new P(function(resolve9) {
@@ -70740,7 +76826,7 @@ var init_cacheTwirpClient = __esm({
   "node_modules/@actions/cache/lib/internal/shared/cacheTwirpClient.js"() {
     init_core();
     init_user_agent();
-    init_errors();
+    init_errors3();
     init_config();
     init_cacheUtils();
     init_auth();
@@ -71608,46 +77694,7 @@ var init_cache3 = __esm({
 
 // src/action/main.ts
 init_core();
-
-// src/core/text/redact.ts
-var USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)([^\s/?#@]*)@/gi;
-function redactCredentials(text) {
-  return text.replace(USERINFO, (m, scheme, userinfo) => {
-    if (/^[A-Z]+:PASSWORD$/.test(userinfo)) return m;
-    const colon = userinfo.indexOf(":");
-    return colon < 0 ? `${scheme}****@` : `${scheme}${userinfo.slice(0, colon)}:****@`;
-  });
-}
-
-// src/core/errors.ts
-var EXIT_FAILED = 1;
-var EXIT_USAGE = 2;
-var CudaenvError = class extends Error {
-  hint;
-  exitCode;
-  code;
-  constructor(message, options = {}) {
-    super(redactCredentials(message), options.cause === void 0 ? void 0 : { cause: options.cause });
-    this.name = "CudaenvError";
-    this.hint = options.hint === void 0 ? void 0 : redactCredentials(options.hint);
-    this.exitCode = options.exitCode ?? EXIT_FAILED;
-    this.code = options.code ?? "failed";
-  }
-};
-var UsageError = class extends CudaenvError {
-  constructor(message, hint) {
-    super(message, { hint, exitCode: EXIT_USAGE, code: "usage" });
-  }
-};
-function isErrno(error2, code) {
-  return typeof error2 === "object" && error2 !== null && typeof error2.code === "string" && (code === void 0 || error2.code === code);
-}
-function formatError(error2) {
-  if (error2 instanceof CudaenvError) return error2.hint ? `${error2.message}
-${error2.hint}` : error2.message;
-  if (error2 instanceof Error) return redactCredentials(error2.message);
-  return redactCredentials(String(error2));
-}
+init_errors();
 
 // src/action/messages.ts
 var TERMS = [
@@ -71668,126 +77715,12 @@ init_core();
 import { existsSync as existsSync20, mkdirSync as mkdirSync12, rmSync as rmSync10 } from "node:fs";
 import { join as join32 } from "node:path";
 
-// src/core/elf/report-types.ts
-function isFailing(problem, strict) {
-  return strict || problem.kind !== "unversioned-undefined-symbol" && problem.impact !== "feature";
-}
-
-// src/core/elf/read/machine/sysroot.ts
-import { lstatSync, readlinkSync } from "node:fs";
-import { dirname as dirname3, isAbsolute, join as join3 } from "node:path";
-function normalRoot(root) {
-  return (root ?? "").replace(/\/+$/, "");
-}
-function isInside(root, path13) {
-  return root !== "" && (path13 === root || path13.startsWith(`${root}/`));
-}
-function inImage(root, path13) {
-  return root === "" || isInside(root, path13) ? path13 : root + path13;
-}
-function realpathIn(root, path13) {
-  const r = normalRoot(root);
-  let parts = path13.slice(r.length).split("/").filter(Boolean);
-  let current = r;
-  let hops = 0;
-  while (parts.length > 0) {
-    const part2 = parts.shift();
-    if (part2 === ".") continue;
-    if (part2 === "..") {
-      if (current !== r) current = dirname3(current);
-      continue;
-    }
-    const next = join3(current, part2);
-    let isLink;
-    try {
-      isLink = lstatSync(next).isSymbolicLink();
-    } catch {
-      return void 0;
-    }
-    if (!isLink) {
-      current = next;
-      continue;
-    }
-    if (++hops > 40) return void 0;
-    const target = readlinkSync(next);
-    if (isAbsolute(target)) current = r;
-    parts = [...target.split("/").filter(Boolean), ...parts];
-  }
-  return current || "/";
-}
-
-// src/core/elf/search/search-path.ts
-var TOKENS = ["ORIGIN", "PLATFORM", "LIB"];
-function tokenValue(token, values) {
-  if (token === "ORIGIN") return values.origin;
-  if (token === "PLATFORM") return values.platform;
-  return values.lib;
-}
-function expandDst(text, values) {
-  if (!text.includes("$")) return { value: text, hadToken: false };
-  let out = "";
-  let hadToken = false;
-  let i = 0;
-  while (i < text.length) {
-    const c = text[i];
-    if (c !== "$") {
-      out += c;
-      i++;
-      continue;
-    }
-    let matched;
-    for (const token of TOKENS) {
-      if (text.startsWith(`{${token}}`, i + 1)) {
-        matched = { token, length: token.length + 3 };
-        break;
-      }
-      if (text.startsWith(token, i + 1) && !/[A-Za-z0-9_]/.test(text[i + 1 + token.length] ?? "")) {
-        matched = { token, length: token.length + 1 };
-        break;
-      }
-    }
-    if (!matched) {
-      out += c;
-      i++;
-      continue;
-    }
-    hadToken = true;
-    const value = tokenValue(matched.token, values);
-    if (value === null) return { value: null, hadToken };
-    out += value;
-    i += matched.length;
-  }
-  return { value: out, hadToken };
-}
-function splitLdLibraryPath(value) {
-  return value === void 0 || value === "" ? [] : value.split(/[:;]/);
-}
-function describeElement(element, cwd) {
-  return element === "" ? `"" (empty: the current directory, ${cwd})` : element;
-}
-function parseSearchList(value, values, kind, root = "") {
-  if (value === null || value === void 0 || value === "") return [];
-  const elements = value.split(kind === "env" ? /[:;]/ : ":");
-  const out = [];
-  const seen = /* @__PURE__ */ new Set();
-  for (const element of elements) {
-    let dir;
-    if (element === "") {
-      dir = "";
-    } else {
-      const { value: expanded } = expandDst(element, values);
-      if (expanded === null || expanded === "") continue;
-      const trimmed = expanded.replace(/\/+$/, "");
-      dir = trimmed === "" ? `${root}/` : `${trimmed.startsWith("/") ? inImage(root, trimmed) : trimmed}/`;
-    }
-    if (seen.has(dir)) continue;
-    seen.add(dir);
-    out.push({ dir, element });
-  }
-  return out;
-}
+// src/core/elf/api.ts
+init_report_types();
+init_search_path();
 
 // src/core/elf/read/ldcache/load.ts
+init_errors();
 import { createRequire } from "node:module";
 import { readFileSync, statSync } from "node:fs";
 
@@ -72047,138 +77980,9 @@ function viaLdconfig(file, ldconfig) {
 }
 
 // src/core/elf/read/ldcache/isa.ts
+init_host_loader();
 import { readFileSync as readFileSync2 } from "node:fs";
 import { arch as arch2 } from "node:os";
-
-// src/core/elf/read/ldcache/host-loader.ts
-import { closeSync, openSync, readSync, fstatSync } from "node:fs";
-var factsCache = /* @__PURE__ */ new Map();
-function run(interp, arg) {
-  const r = process.getBuiltinModule("node:child_process").spawnSync(interp, [arg], { encoding: "utf8", timeout: 5e3, stdio: ["ignore", "pipe", "ignore"] });
-  return r.status === 0 && typeof r.stdout === "string" ? r.stdout : null;
-}
-function parseLoaderHelp(help, diagnostics) {
-  const section = (title) => {
-    const lines = help.split("\n");
-    const at = lines.findIndex((l) => title.test(l));
-    if (at < 0) return [];
-    const out = [];
-    for (const l of lines.slice(at + 1)) {
-      if (!/^\s+\S/.test(l)) break;
-      out.push(l.trim());
-    }
-    return out;
-  };
-  const hw = section(/^Subdirectories of glibc-hwcaps directories/);
-  if (hw.length === 0 && !/glibc-hwcaps/.test(help)) return null;
-  const searched = (l) => /\(.*searched\)$/.test(l) && !/not searched/.test(l);
-  const name = (l) => l.replace(/\s*\(.*\)$/, "");
-  const legacyLines = section(/^Legacy HWCAP subdirectories/);
-  const platformLine = legacyLines.find((l) => /AT_PLATFORM/.test(l));
-  const diag = (key) => diagnostics ? diagnosticValue(diagnostics, key) : null;
-  const platformName = quoted(diag("dl_platform")) ?? (platformLine ? name(platformLine) : null);
-  const important = diag("dl_hwcap_important");
-  const dlHwcap = diag("dl_hwcap");
-  const platformBit = platformBitOf(diag("dl_string_platform"));
-  return {
-    hwcaps: hw.filter(searched).map(name),
-    hwcapsKnown: hw.map(name),
-    legacy: legacyLines.filter((l) => searched(l) && !/AT_PLATFORM/.test(l) && name(l) !== "tls").map(name),
-    platform: platformName,
-    hwcapImportant: important !== null && dlHwcap !== null ? BigInt(important) & BigInt(dlHwcap) : null,
-    platformBit,
-    isa1: isa1Of(diagnostics)
-  };
-}
-function diagnosticValue(diagnostics, key) {
-  return new RegExp(`^${key.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}=(.*)$`, "m").exec(diagnostics)?.[1] ?? null;
-}
-function quoted(value) {
-  return value !== null && /^".*"$/.test(value) ? value.slice(1, -1) : null;
-}
-function platformBitOf(value) {
-  if (value === null) return null;
-  const v = BigInt.asIntN(64, BigInt(value));
-  return v < 0n ? null : 1n << v;
-}
-var X86_HWCAP_NAMES = ["sse2", "x86_64", "avx512_1"];
-function parseLoaderDiagnostics(diagnostics) {
-  const value = (key) => diagnosticValue(diagnostics, key);
-  const subdirs = value("dl_hwcaps_subdirs");
-  const active = value("dl_hwcaps_subdirs_active");
-  if (subdirs === null || active === null || !/^".*"$/.test(subdirs)) return null;
-  const known2 = subdirs.slice(1, -1).split(":").filter(Boolean);
-  const mask = Number(BigInt(active));
-  const platform2 = value("dl_platform");
-  const important = value("dl_hwcap_important");
-  const hwcap = value("dl_hwcap");
-  const bits = important !== null && hwcap !== null ? BigInt(important) & BigInt(hwcap) : null;
-  const version3 = /^"?(\d+)\.(\d+)/.exec(value("version.version") ?? "");
-  const legacyEra = version3 !== null && versionAtMost([Number(version3[1]), Number(version3[2])], 2, 36);
-  const platformBit = platformBitOf(value("dl_string_platform"));
-  return {
-    hwcaps: known2.filter((_, i) => (mask & 1 << i) !== 0),
-    hwcapsKnown: known2,
-    legacy: legacyEra && bits !== null ? X86_HWCAP_NAMES.filter((_, i) => (bits & 1n << BigInt(i)) !== 0n) : [],
-    platform: quoted(platform2),
-    hwcapImportant: bits,
-    platformBit,
-    isa1: isa1Of(diagnostics)
-  };
-}
-function isa1Of(diagnostics) {
-  const value = diagnostics === null ? null : diagnosticValue(diagnostics, "x86.cpu_features.isa_1");
-  return value !== null && /^0x[0-9a-f]+$/i.test(value) ? Number(value) : null;
-}
-function hostLoaderFacts(interp, store) {
-  if (factsCache.has(interp)) return factsCache.get(interp);
-  let facts = store?.get(interp);
-  if (facts === void 0) {
-    facts = askLoader(interp);
-    store?.set(interp, facts);
-  }
-  factsCache.set(interp, facts);
-  return facts;
-}
-function askLoader(interp) {
-  const diagnostics = run(interp, "--list-diagnostics");
-  let facts = diagnostics === null ? null : parseLoaderDiagnostics(diagnostics);
-  if (!facts) {
-    const help = run(interp, "--help");
-    if (help !== null) facts = parseLoaderHelp(help, diagnostics);
-  }
-  return facts;
-}
-var fileFactsCache = /* @__PURE__ */ new Map();
-function loaderFileFacts(path13) {
-  if (fileFactsCache.has(path13)) return fileFactsCache.get(path13);
-  let result = null;
-  let fd;
-  try {
-    fd = openSync(path13, "r");
-    const size = fstatSync(fd).size;
-    const buf = Buffer.alloc(Math.min(size, 8 << 20));
-    readSync(fd, buf, 0, buf.length, 0);
-    let m = null;
-    for (let at = buf.indexOf("release version "); at >= 0 && !m; at = buf.indexOf("release version ", at + 1)) {
-      m = /^release version (\d+)\.(\d+)/.exec(buf.toString("latin1", at, at + 40));
-    }
-    result = { version: m ? [Number(m[1]), Number(m[2])] : null, dynamicSortTunable: buf.includes("glibc.rtld.dynamic_sort") };
-  } catch {
-  } finally {
-    if (fd !== void 0) closeSync(fd);
-  }
-  fileFactsCache.set(path13, result);
-  return result;
-}
-function glibcVersionOfFile(path13) {
-  return loaderFileFacts(path13)?.version ?? null;
-}
-function versionAtMost(v, major, minor) {
-  return v[0] < major || v[0] === major && v[1] <= minor;
-}
-
-// src/core/elf/read/ldcache/isa.ts
 var LEVELS = [
   ["cx16", "lahf_lm", "popcnt", "pni", "sse4_1", "sse4_2", "ssse3"],
   ["avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"],
@@ -72271,4524 +78075,22 @@ function lookupCacheEntry(cache2, name, options) {
   return best;
 }
 
+// src/core/elf/api.ts
+init_sysroot();
+
 // src/core/elf/check.ts
-import { existsSync as existsSync6, statSync as statSync7 } from "node:fs";
+init_sysroot();
+init_report_types();
+import { existsSync as existsSync6, statSync as statSync8 } from "node:fs";
 
 // src/core/elf/check-files.ts
+init_runtime_env();
 import { existsSync as existsSync5, readFileSync as readFileSync10 } from "node:fs";
-import { resolve as resolve3 } from "node:path";
-
-// src/core/elf/bind/symbols.ts
-var STB_LOCAL = 0;
-var STB_WEAK = 2;
-var STV_INTERNAL = 1;
-var STV_HIDDEN = 2;
-var SHN_ABS = 65521;
-var STT_TLS = 6;
-var DEFINABLE_TYPES = /* @__PURE__ */ new Set([0, 1, 2, 5, 6, 10]);
-var DEFINING_BINDINGS = /* @__PURE__ */ new Set([1, 2, 10]);
-var definitionIndex = /* @__PURE__ */ new WeakMap();
-var referenceList = /* @__PURE__ */ new WeakMap();
-function buildDefinitions(info2, wanted) {
-  if (info2.lookup) throw new Error("buildDefinitions needs every symbol: read the object with {symbols: true}, or use defines()");
-  const index = /* @__PURE__ */ new Map();
-  if (info2.hashTable === "none") return index;
-  for (const s of info2.symbols) {
-    if (!s.hashed || !isDefinition(s)) continue;
-    if (wanted && !wanted.has(s.name)) continue;
-    const prev = index.get(s.name);
-    if (prev === void 0) index.set(s.name, s);
-    else if (Array.isArray(prev)) prev.push(s);
-    else index.set(s.name, [prev, s]);
-  }
-  return index;
-}
-function isDefinition(s) {
-  if (!s.defined || !DEFINABLE_TYPES.has(s.type) || !DEFINING_BINDINGS.has(s.binding)) return false;
-  if (s.visibility === STV_HIDDEN || s.visibility === STV_INTERNAL) return false;
-  return s.value !== 0 || s.shndx === SHN_ABS || s.type === STT_TLS;
-}
-function definitions(info2) {
-  let index = definitionIndex.get(info2);
-  if (!index) {
-    index = buildDefinitions(info2);
-    definitionIndex.set(info2, index);
-  }
-  return index;
-}
-function references(info2) {
-  let refs = referenceList.get(info2);
-  if (refs) return refs;
-  refs = info2.symbols.filter((s) => !s.defined && s.unreferenced !== true && s.binding !== STB_LOCAL && s.binding !== STB_WEAK && s.visibility !== STV_HIDDEN && s.visibility !== STV_INTERNAL && s.name !== "");
-  referenceList.set(info2, refs);
-  return refs;
-}
-var versionedList = /* @__PURE__ */ new WeakMap();
-function versionedReferences(info2) {
-  let refs = versionedList.get(info2);
-  if (refs) return refs;
-  refs = info2.symbols.filter((s) => !s.defined && s.unreferenced !== true && s.binding !== STB_LOCAL && s.version !== null && s.versionFile !== null && s.visibility !== STV_HIDDEN && s.visibility !== STV_INTERNAL && s.name !== "");
-  versionedList.set(info2, refs);
-  return refs;
-}
-function defines(info2, ref, index) {
-  let found;
-  let filter2 = false;
-  if (index) found = index.get(ref.name);
-  else if (!info2.lookup) found = definitions(info2).get(ref.name);
-  else if (info2.hashTable === "none") return false;
-  else {
-    found = info2.lookup.find(ref.name, ref.nameHash);
-    filter2 = true;
-  }
-  if (found === void 0) return false;
-  const many = Array.isArray(found);
-  const n = many ? found.length : 1;
-  if (ref.version !== null) {
-    for (let k = 0; k < n; k++) {
-      const d = many ? found[k] : found;
-      if (filter2 && !isDefinition(d)) continue;
-      if (!info2.hasVersym) return true;
-      if (d.version === ref.version) return true;
-      if (d.versionIndex <= 1 && !d.hidden && !ref.hidden) return true;
-    }
-    return false;
-  }
-  let laterVersions = 0;
-  for (let k = 0; k < n; k++) {
-    const d = many ? found[k] : found;
-    if (filter2 && !isDefinition(d)) continue;
-    if (!info2.hasVersym || d.versionIndex <= 2) return true;
-    if (!d.hidden) laterVersions++;
-  }
-  return laterVersions === 1;
-}
-function definesVersion(info2, name) {
-  return info2.versionDefinitions.some((d) => d.name === name);
-}
-
-// src/core/elf/cache/file-cache.ts
-import { readdirSync } from "node:fs";
-
-// src/core/elf/read/elf/errors.ts
-var HINTS = {
-  "not-elf": "Only ELF shared objects and executables can be checked; pass the real library instead.",
-  truncated: "The file is shorter than its own headers say: it was probably cut off while downloading or unpacking. Reinstall it.",
-  malformed: "The file is corrupt or was damaged by a tool that rewrote it. Reinstall it.",
-  unsupported: "This ELF variant is not supported by cudaenv; the loader model cannot reason about it.",
-  io: "Check that the path exists, is a regular file and is readable."
-};
-var ElfError = class extends CudaenvError {
-  path;
-  reason;
-  /** The errno code for reason 'io' (ENOENT, EISDIR, EACCES, ...). */
-  errno;
-  constructor(path13, reason, detail, options = {}) {
-    super(`${path13}: ${detail}`, { hint: options.hint ?? HINTS[reason], code: `elf-${reason}`, cause: options.cause });
-    this.name = "ElfError";
-    this.path = path13;
-    this.reason = reason;
-    this.errno = options.errno;
-  }
-};
-
-// src/core/elf/read/elf/fields.ts
-var Fields = class {
-  constructor(buf, littleEndian, is64) {
-    this.buf = buf;
-    this.littleEndian = littleEndian;
-    this.is64 = is64;
-    this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
-  }
-  buf;
-  littleEndian;
-  is64;
-  view;
-  u8(off) {
-    return this.view.getUint8(off);
-  }
-  u16(off) {
-    return this.view.getUint16(off, this.littleEndian);
-  }
-  u32(off) {
-    return this.view.getUint32(off, this.littleEndian);
-  }
-  i32(off) {
-    return this.view.getInt32(off, this.littleEndian);
-  }
-  u64(off) {
-    const lo = this.view.getUint32(off + (this.littleEndian ? 0 : 4), this.littleEndian);
-    const hi = this.view.getUint32(off + (this.littleEndian ? 4 : 0), this.littleEndian);
-    return hi >= 2097152 ? Number.NaN : hi * 4294967296 + lo;
-  }
-  i64(off) {
-    const lo = this.view.getUint32(off + (this.littleEndian ? 0 : 4), this.littleEndian);
-    const hi = this.view.getInt32(off + (this.littleEndian ? 4 : 0), this.littleEndian);
-    if (hi >= 2097152 || hi < -2097152 || hi === -2097152 && lo === 0) return Number.NaN;
-    return hi * 4294967296 + lo;
-  }
-  /** An address/offset-sized word: 8 bytes in ELF64, 4 in ELF32. */
-  word(off) {
-    return this.is64 ? this.u64(off) : this.u32(off);
-  }
-  /** A signed word (d_tag). */
-  sword(off) {
-    return this.is64 ? this.i64(off) : this.i32(off);
-  }
-  /** The low 32 bits of a word, for flag fields whose upper half is unused. */
-  lowWord(off) {
-    return this.is64 ? this.u32(off + (this.littleEndian ? 0 : 4)) : this.u32(off);
-  }
-};
-
-// src/core/elf/read/elf/dynamic.ts
-var DT = {
-  NULL: 0,
-  NEEDED: 1,
-  HASH: 4,
-  STRTAB: 5,
-  SYMTAB: 6,
-  STRSZ: 10,
-  SYMENT: 11,
-  SONAME: 14,
-  RPATH: 15,
-  SYMBOLIC: 16,
-  BIND_NOW: 24,
-  RUNPATH: 29,
-  FLAGS: 30,
-  GNU_HASH: 1879047925,
-  VERSYM: 1879048176,
-  FLAGS_1: 1879048187,
-  VERDEF: 1879048188,
-  VERDEFNUM: 1879048189,
-  VERNEED: 1879048190,
-  VERNEEDNUM: 1879048191,
-  AUXILIARY: 2147483645,
-  FILTER: 2147483647
-};
-var MAX_DYNAMIC_BYTES = 1024 * 1024;
-function readDynamic(file, h, dyn) {
-  const entsize = h.is64 ? 16 : 8;
-  if (dyn.filesz > MAX_DYNAMIC_BYTES) {
-    throw new ElfError(file.path, "malformed", `PT_DYNAMIC is ${dyn.filesz} bytes, far larger than any dynamic section`);
-  }
-  const buf = file.read(dyn.offset, dyn.filesz, "dynamic section (PT_DYNAMIC)");
-  const f = new Fields(buf, h.littleEndian, h.is64);
-  const info2 = { needed: [], filtees: [], values: /* @__PURE__ */ new Map() };
-  let terminated = false;
-  for (let b = 0; b + entsize <= buf.length; b += entsize) {
-    const tag = f.sword(b);
-    if (tag === DT.NULL) {
-      terminated = true;
-      break;
-    }
-    const value = f.word(b + (h.is64 ? 8 : 4));
-    if (tag === DT.NEEDED) info2.needed.push(value);
-    else if (tag === DT.FILTER || tag === DT.AUXILIARY) info2.filtees.push({ offset: value, auxiliary: tag === DT.AUXILIARY, neededBefore: info2.needed.length });
-    else if (tag === DT.FLAGS || tag === DT.FLAGS_1) info2.values.set(tag, f.lowWord(b + (h.is64 ? 8 : 4)));
-    else info2.values.set(tag, value);
-  }
-  if (!terminated) throw new ElfError(file.path, "malformed", "the dynamic section has no DT_NULL terminator");
-  return info2;
-}
-
-// src/core/elf/read/elf/file.ts
-import { closeSync as closeSync2, constants as constants3, fstatSync as fstatSync2, openSync as openSync2, readSync as readSync2 } from "node:fs";
-var BLOCK = 4096;
-var MAX_TABLE_BYTES = 256 * 1024 * 1024;
-var stats = { reads: 0, bytes: 0 };
-var ElfFile = class _ElfFile {
-  constructor(path13, fd, size) {
-    this.path = path13;
-    this.fd = fd;
-    this.size = size;
-  }
-  path;
-  fd;
-  size;
-  blocks = /* @__PURE__ */ new Map();
-  closed = false;
-  static open(path13) {
-    let fd;
-    try {
-      fd = openSync2(path13, constants3.O_RDONLY | constants3.O_NONBLOCK);
-    } catch (error2) {
-      throw ioError(path13, error2);
-    }
-    try {
-      const st = fstatSync2(fd);
-      if (st.isDirectory()) throw new ElfError(path13, "io", "is a directory, not an ELF file", { errno: "EISDIR" });
-      if (!st.isFile()) throw new ElfError(path13, "io", "is not a regular file", { errno: "EINVAL" });
-      return new _ElfFile(path13, fd, st.size);
-    } catch (error2) {
-      try {
-        closeSync2(fd);
-      } catch {
-      }
-      throw error2 instanceof ElfError ? error2 : ioError(path13, error2);
-    }
-  }
-  close() {
-    if (this.closed) return;
-    this.closed = true;
-    this.blocks.clear();
-    try {
-      closeSync2(this.fd);
-    } catch {
-    }
-  }
-  /** `len` bytes at `off`; throws 'truncated' when they are not all in the file. */
-  read(off, len, what) {
-    this.check(off, len, what);
-    if (len === 0) return Buffer.alloc(0);
-    const first = Math.floor(off / BLOCK);
-    if (len <= BLOCK && Math.floor((off + len - 1) / BLOCK) === first) {
-      const block = this.block(first);
-      return block.subarray(off - first * BLOCK, off - first * BLOCK + len);
-    }
-    return this.readDirect(off, len);
-  }
-  /** Throws unless [off, off+len) lies inside the file. */
-  check(off, len, what) {
-    if (!Number.isSafeInteger(off) || !Number.isSafeInteger(len) || off < 0 || len < 0) {
-      throw new ElfError(this.path, "malformed", `${what}: impossible offset ${off} or size ${len}`);
-    }
-    if (len > MAX_TABLE_BYTES) {
-      throw new ElfError(this.path, "malformed", `${what}: absurd size ${len} bytes`);
-    }
-    if (off + len > this.size) {
-      throw new ElfError(
-        this.path,
-        "truncated",
-        `${what} (offset ${off}, ${len} bytes) lies past the end of the file (${this.size} bytes)`
-      );
-    }
-  }
-  block(index) {
-    let block = this.blocks.get(index);
-    if (!block) {
-      const start = index * BLOCK;
-      block = this.readDirect(start, Math.min(BLOCK, this.size - start));
-      this.blocks.set(index, block);
-    }
-    return block;
-  }
-  readDirect(off, len) {
-    const buf = Buffer.allocUnsafeSlow(len);
-    let done = 0;
-    try {
-      while (done < len) {
-        const bytesRead = readSync2(this.fd, buf, done, len - done, off + done);
-        if (bytesRead === 0) break;
-        done += bytesRead;
-      }
-    } catch (error2) {
-      throw ioError(this.path, error2);
-    }
-    stats.reads++;
-    stats.bytes += done;
-    if (done < len) throw new ElfError(this.path, "truncated", `could read only ${done} of ${len} bytes at offset ${off}`);
-    return buf;
-  }
-};
-function ioError(path13, error2) {
-  if (isErrno(error2)) {
-    const detail = error2.code === "ENOENT" ? "no such file" : error2.code === "EISDIR" ? "is a directory, not an ELF file" : error2.code === "EACCES" ? "permission denied" : `cannot read (${error2.code})`;
-    return new ElfError(path13, "io", detail, { errno: error2.code, cause: error2 });
-  }
-  return new ElfError(path13, "io", `cannot read: ${error2 instanceof Error ? error2.message : String(error2)}`, { cause: error2 });
-}
-
-// src/core/elf/read/elf/header.ts
-var PT_LOAD = 1;
-var PT_DYNAMIC = 2;
-var PT_INTERP = 3;
-var PT_TLS = 7;
-var PT_GNU_STACK = 1685382481;
-var PF_X = 1;
-var MAGIC = Buffer.from([127, 69, 76, 70]);
-var EHDR_SIZE = { 32: 52, 64: 64 };
-var PHDR_SIZE = { 32: 32, 64: 56 };
-function parseHeader(file) {
-  const { path: path13 } = file;
-  const head = file.read(0, Math.min(64, file.size), "ELF header");
-  const magicLen = Math.min(4, head.length);
-  if (!head.subarray(0, magicLen).equals(MAGIC.subarray(0, magicLen))) {
-    const detail = notElfDetail(head);
-    throw new ElfError(path13, "not-elf", detail, detail.includes("linker script") ? { hint: "Linker scripts such as libc.so are read by the link editor (ld) only; the dynamic loader never loads them. Point at the library they name instead." } : {});
-  }
-  if (head.length < 16) {
-    throw new ElfError(path13, "truncated", `file too short for an ELF header (${file.size} bytes)`);
-  }
-  const klass = head[4];
-  if (klass !== 1 && klass !== 2) throw new ElfError(path13, "malformed", `invalid ELF class ${klass} in e_ident[EI_CLASS]`);
-  const data = head[5];
-  if (data !== 1 && data !== 2) throw new ElfError(path13, "malformed", `invalid byte order ${data} in e_ident[EI_DATA]`);
-  if (head[6] !== 1) throw new ElfError(path13, "unsupported", `unknown ELF version ${head[6]} in e_ident[EI_VERSION]`);
-  const elfClass = klass === 2 ? 64 : 32;
-  if (head.length < EHDR_SIZE[elfClass]) {
-    throw new ElfError(path13, "truncated", `file too short for an ELF${elfClass} header (${file.size} bytes)`);
-  }
-  const f = new Fields(head, data === 1, elfClass === 64);
-  const is64 = elfClass === 64;
-  const header = {
-    path: path13,
-    elfClass,
-    littleEndian: data === 1,
-    machine: f.u16(18),
-    type: f.u16(16),
-    osabi: head[7],
-    is64,
-    phoff: f.word(is64 ? 32 : 28),
-    shoff: f.word(is64 ? 40 : 32),
-    phentsize: f.u16(is64 ? 54 : 42),
-    phnum: f.u16(is64 ? 56 : 44),
-    shentsize: f.u16(is64 ? 58 : 46),
-    shnum: f.u16(is64 ? 60 : 48)
-  };
-  return header;
-}
-function notElfDetail(head) {
-  if (head.length === 0) return "empty file, not an ELF file";
-  const text = head.toString("latin1").trimStart();
-  if (/^\/\*\s*GNU ld script/.test(text) || /^(INPUT|GROUP|OUTPUT_FORMAT)\s*\(/.test(text)) {
-    return "is a linker script (used by the link editor only), not an ELF shared object";
-  }
-  return "not an ELF file (no ELF magic number)";
-}
-function readProgramHeaders(file, h) {
-  if (h.phnum === 0) return [];
-  const expected = PHDR_SIZE[h.elfClass];
-  if (h.phentsize !== expected) {
-    throw new ElfError(file.path, "malformed", `e_phentsize is ${h.phentsize}, expected ${expected} for ELF${h.elfClass}`);
-  }
-  const buf = file.read(h.phoff, h.phnum * h.phentsize, "program header table");
-  const f = new Fields(buf, h.littleEndian, h.is64);
-  const headers = [];
-  for (let i = 0; i < h.phnum; i++) {
-    const b = i * h.phentsize;
-    headers.push(h.is64 ? { type: f.u32(b), flags: f.u32(b + 4), offset: f.u64(b + 8), vaddr: f.u64(b + 16), filesz: f.u64(b + 32), memsz: f.u64(b + 40), align: f.u64(b + 48) } : { type: f.u32(b), flags: f.u32(b + 24), offset: f.u32(b + 4), vaddr: f.u32(b + 8), filesz: f.u32(b + 16), memsz: f.u32(b + 20), align: f.u32(b + 28) });
-  }
-  return headers;
-}
-function checkSegmentsInFile(file, phdrs) {
-  for (let i = 0; i < phdrs.length; i++) {
-    const p = phdrs[i];
-    if (p.type !== PT_LOAD || p.filesz === 0) continue;
-    const end = p.offset + p.filesz;
-    if (end <= file.size) continue;
-    const where2 = `loadable segment ${i} (PT_LOAD, file offset ${p.offset}, ${p.filesz} bytes)`;
-    const pages = Math.ceil(file.size / 4096) * 4096;
-    throw new ElfError(file.path, "truncated", !(end <= pages) ? `${where2} ends past the end of the file (${file.size} bytes): the loader maps it without checking, and the process dies of SIGBUS ("Bus error") when it touches the missing part` : `${where2} ends ${end - file.size} bytes past the end of the file (${file.size} bytes): the loader reads the missing bytes as zeros`);
-  }
-}
-function vaddrToOffset(file, loads, addr, len, what) {
-  if (Number.isNaN(addr)) throw new ElfError(file.path, "malformed", `${what}: address out of range`);
-  for (const p of loads) {
-    if (addr >= p.vaddr && addr < p.vaddr + p.filesz) {
-      const off = addr - p.vaddr + p.offset;
-      if (addr + len > p.vaddr + p.filesz) {
-        throw new ElfError(file.path, "malformed", `${what} at address 0x${addr.toString(16)} runs past the end of its segment`);
-      }
-      return off;
-    }
-  }
-  throw new ElfError(file.path, "malformed", `${what} at address 0x${addr.toString(16)} is not inside any loadable segment`);
-}
-
-// src/core/elf/read/elf/hash.ts
-function gnuHash(buf, start) {
-  let h = 5381;
-  for (let i = start; i < buf.length && buf[i] !== 0; i++) h = Math.imul(h, 33) + buf[i] >>> 0;
-  return h;
-}
-function gnuHashOf(name) {
-  let h = 5381;
-  for (let i = 0; i < name.length; i++) {
-    const c = name.charCodeAt(i);
-    if (c >= 128) return gnuHash(Buffer.from(`${name}\0`, "utf8"), 0);
-    h = Math.imul(h, 33) + c >>> 0;
-  }
-  return h;
-}
-var CHAIN_CHUNK = 1024;
-function countFromGnuHash(file, h, off) {
-  const f = new Fields(file.read(off, 16, "GNU hash header"), h.littleEndian, h.is64);
-  const nbuckets = f.u32(0);
-  const symoffset = f.u32(4);
-  const bloomSize = f.u32(8);
-  const bloomBytes = bloomSize * (h.is64 ? 8 : 4);
-  const bucketsOff = off + 16 + bloomBytes;
-  file.check(bucketsOff, nbuckets * 4, "GNU hash buckets");
-  const chainOff = bucketsOff + nbuckets * 4;
-  const buckets = new Fields(file.read(bucketsOff, nbuckets * 4, "GNU hash buckets"), h.littleEndian, h.is64);
-  let max = 0;
-  for (let i2 = 0; i2 < nbuckets; i2++) max = Math.max(max, buckets.u32(i2 * 4));
-  if (max < symoffset) return { count: symoffset, table: "gnu", symoffset, chainOff, buckets };
-  let i = max;
-  for (; ; ) {
-    const wordOff = chainOff + (i - symoffset) * 4;
-    if (wordOff + 4 > file.size) {
-      throw new ElfError(file.path, "malformed", `GNU hash chain starting at symbol ${max} has no end marker before the end of the file`);
-    }
-    const words = Math.min(CHAIN_CHUNK, Math.floor((file.size - wordOff) / 4));
-    const chunk = new Fields(file.read(wordOff, words * 4, "GNU hash chain"), h.littleEndian, h.is64);
-    for (let w = 0; w < words; w++, i++) {
-      if (chunk.u32(w * 4) & 1) return { count: i + 1, table: "gnu", symoffset, chainOff, buckets };
-    }
-  }
-}
-function countFromSysvHash(file, h, off) {
-  const wide = h.is64 && (h.machine === 22 || h.machine === 36902);
-  const size = wide ? 8 : 4;
-  const f = new Fields(file.read(off, 2 * size, "SysV hash header (DT_HASH)"), h.littleEndian, h.is64);
-  const nbucket = wide ? f.u64(0) : f.u32(0);
-  const nchain = wide ? f.u64(8) : f.u32(4);
-  file.check(off + 2 * size, (nbucket + nchain) * size, "SysV hash table (DT_HASH)");
-  return { count: nchain, table: "sysv", symoffset: 0 };
-}
-var SHT_DYNSYM = 11;
-function countFromSections(file, h) {
-  const none = { count: 0, table: "none", symoffset: 0 };
-  if (h.shnum === 0 || h.shoff === 0) return none;
-  const expected = h.is64 ? 64 : 40;
-  if (h.shentsize !== expected) return none;
-  const f = new Fields(file.read(h.shoff, h.shnum * h.shentsize, "section header table"), h.littleEndian, h.is64);
-  for (let i = 0; i < h.shnum; i++) {
-    const b = i * h.shentsize;
-    if (f.u32(b + 4) !== SHT_DYNSYM) continue;
-    const size = h.is64 ? f.u64(b + 32) : f.u32(b + 20);
-    const entsize = h.is64 ? f.u64(b + 56) : f.u32(b + 36);
-    if (!entsize) return none;
-    return { count: Math.floor(size / entsize), table: "none", symoffset: 0 };
-  }
-  return none;
-}
-
-// src/core/elf/read/elf/strings.ts
-var StringTable = class {
-  constructor(file, offset, size) {
-    this.file = file;
-    this.offset = offset;
-    this.size = size;
-    file.check(offset, size, "dynamic string table (DT_STRTAB/DT_STRSZ)");
-  }
-  file;
-  offset;
-  size;
-  whole = null;
-  loadAll() {
-    this.whole ??= this.file.read(this.offset, this.size, "dynamic string table");
-  }
-  get(index, what) {
-    if (!Number.isSafeInteger(index) || index < 0 || index >= this.size) {
-      throw new ElfError(this.file.path, "malformed", `${what}: string offset ${index} is outside the string table (${this.size} bytes)`);
-    }
-    if (this.whole) return this.cstring(this.whole, index, what);
-    let chunk = 256;
-    for (; ; ) {
-      const len = Math.min(chunk, this.size - index);
-      const buf = this.file.read(this.offset + index, len, `${what} string`);
-      const nul = buf.indexOf(0);
-      if (nul >= 0) return buf.toString("utf8", 0, nul);
-      if (index + len >= this.size) break;
-      chunk *= 4;
-    }
-    throw new ElfError(this.file.path, "malformed", `${what}: string at offset ${index} is not NUL-terminated inside the string table`);
-  }
-  /** Synchronous access once loadAll() ran (symbol names: tens of thousands of them). */
-  getLoaded(index, what) {
-    if (!this.whole) throw new Error("StringTable.loadAll() was not called");
-    if (index >= this.size) {
-      throw new ElfError(this.file.path, "malformed", `${what}: string offset ${index} is outside the string table (${this.size} bytes)`);
-    }
-    return this.cstring(this.whole, index, what);
-  }
-  /** The loaded table itself (for hashing names without re-encoding them). */
-  get loaded() {
-    if (!this.whole) throw new Error("StringTable.loadAll() was not called");
-    return this.whole;
-  }
-  cstring(buf, index, what) {
-    const nul = buf.indexOf(0, index);
-    if (nul < 0) throw new ElfError(this.file.path, "malformed", `${what}: string at offset ${index} is not NUL-terminated inside the string table`);
-    return buf.toString("utf8", index, nul);
-  }
-};
-
-// src/core/elf/read/elf/properties.ts
-var PT_NOTE = 4;
-var PT_GNU_PROPERTY = 1685382483;
-var NT_GNU_PROPERTY_TYPE_0 = 5;
-var GNU_PROPERTY_X86_ISA_1_NEEDED = 3221258242;
-var EM_386 = 3;
-var EM_X86_64 = 62;
-var MAX_NOTE_BYTES = 64 * 1024;
-function x86IsaNeeded(file, h, phdrs) {
-  if (h.machine !== EM_X86_64 && h.machine !== EM_386) return 0;
-  const property = phdrs.filter((p) => p.type === PT_GNU_PROPERTY);
-  const segments = property.length > 0 ? property : phdrs.filter((p) => p.type === PT_NOTE);
-  const align = h.is64 ? 8 : 4;
-  for (const p of segments) {
-    const len = Math.min(p.filesz, MAX_NOTE_BYTES);
-    if (!(len >= 16) || !(p.offset + len <= file.size)) continue;
-    const f = new Fields(file.read(p.offset, len, "note segment"), h.littleEndian, h.is64);
-    const found = isaInNotes(f, len, align);
-    if (found !== null) return found;
-  }
-  return 0;
-}
-function isaInNotes(f, len, align) {
-  const pad = (n, a) => Math.ceil(n / a) * a;
-  for (let at = 0; at + 12 <= len; ) {
-    const namesz = f.u32(at);
-    const descsz = f.u32(at + 4);
-    const type = f.u32(at + 8);
-    const desc = at + 12 + pad(namesz, 4);
-    if (desc + descsz > len) return null;
-    const isGnu = namesz === 4 && f.buf.toString("latin1", at + 12, at + 16) === "GNU\0";
-    if (type === NT_GNU_PROPERTY_TYPE_0 && isGnu) {
-      for (let q = desc; q + 8 <= desc + descsz; ) {
-        const prType = f.u32(q);
-        const size = f.u32(q + 4);
-        if (q + 8 + size > desc + descsz) return 0;
-        if (prType === GNU_PROPERTY_X86_ISA_1_NEEDED) return size === 4 ? f.u32(q + 8) : 0;
-        q += 8 + pad(size, align);
-      }
-      return 0;
-    }
-    at = desc + pad(descsz, align === 8 && type === NT_GNU_PROPERTY_TYPE_0 ? 8 : 4);
-  }
-  return null;
-}
-
-// src/core/elf/read/elf/relocations.ts
-var DT_REL = {
-  PLTRELSZ: 2,
-  RELA: 7,
-  RELASZ: 8,
-  RELAENT: 9,
-  REL: 17,
-  RELSZ: 18,
-  RELENT: 19,
-  PLTREL: 20,
-  JMPREL: 23,
-  RELACOUNT: 1879048185,
-  RELCOUNT: 1879048186
-};
-var CHUNK = 1 << 20;
-var JUMP_SLOT = /* @__PURE__ */ new Map([
-  [62, 7],
-  // x86-64: R_X86_64_JUMP_SLOT
-  [3, 7],
-  // i386: R_386_JMP_SLOT
-  [183, 1026],
-  // AArch64: R_AARCH64_JUMP_SLOT
-  [40, 22],
-  // ARM: R_ARM_JUMP_SLOT
-  [20, 21],
-  // PowerPC: R_PPC_JMP_SLOT
-  [21, 21],
-  // PowerPC64: R_PPC64_JMP_SLOT
-  [22, 22],
-  // s390: R_390_JMP_SLOT
-  [243, 5],
-  // RISC-V: R_RISCV_JUMP_SLOT
-  [258, 5]
-  // LoongArch: R_LARCH_JUMP_SLOT
-]);
-var COPY = /* @__PURE__ */ new Map([
-  [62, 5],
-  // R_X86_64_COPY
-  [3, 5],
-  // R_386_COPY
-  [183, 1024],
-  // R_AARCH64_COPY
-  [40, 20],
-  // R_ARM_COPY
-  [20, 19],
-  // R_PPC_COPY
-  [21, 19],
-  // R_PPC64_COPY
-  [22, 19],
-  // R_390_COPY
-  [243, 4],
-  // R_RISCV_COPY
-  [258, 4]
-  // R_LARCH_COPY
-]);
-var TPOFF = /* @__PURE__ */ new Map([
-  [62, [18, 23]],
-  // R_X86_64_TPOFF64, R_X86_64_TPOFF32
-  [3, [14, 37]],
-  // R_386_TLS_TPOFF, R_386_TLS_TPOFF32
-  [183, [1030]]
-  // R_AARCH64_TLS_TPREL64
-]);
-var TLSDESC = /* @__PURE__ */ new Map([
-  [62, 36],
-  // R_X86_64_TLSDESC
-  [183, 1031]
-  // R_AARCH64_TLSDESC
-]);
-function relocatedSymbols(file, h, values, count, toOffset) {
-  const marks = new Uint32Array(count);
-  const eager = new Uint8Array(count);
-  const copy = new Uint32Array(count);
-  const jumpSlot = JUMP_SLOT.get(h.machine);
-  const copyType = COPY.get(h.machine);
-  const tpoffTypes = TPOFF.get(h.machine) ?? [];
-  const tlsdescType = TLSDESC.get(h.machine);
-  const tpoff = [];
-  const tpoffSeen = /* @__PURE__ */ new Set();
-  const noteTls = (sym, type, at) => {
-    const optional = type === tlsdescType;
-    if (!optional && !tpoffTypes.includes(type)) return;
-    const key = sym * 2 + (optional ? 1 : 0);
-    if (tpoffSeen.has(key)) return;
-    tpoffSeen.add(key);
-    tpoff.push({ sym, at, optional });
-  };
-  let rank = 0;
-  const tables = [
-    { addr: values.get(DT_REL.RELA), size: values.get(DT_REL.RELASZ), rela: true, skip: values.get(DT_REL.RELACOUNT) ?? 0, what: "DT_RELA" },
-    { addr: values.get(DT_REL.REL), size: values.get(DT_REL.RELSZ), rela: false, skip: values.get(DT_REL.RELCOUNT) ?? 0, what: "DT_REL" },
-    { addr: values.get(DT_REL.JMPREL), size: values.get(DT_REL.PLTRELSZ), rela: values.get(DT_REL.PLTREL) !== DT_REL.REL, skip: 0, what: "DT_JMPREL" }
-  ];
-  for (const t of tables) {
-    if (t.addr === void 0 || !t.size) continue;
-    const ent = t.rela ? h.is64 ? 24 : 12 : h.is64 ? 16 : 8;
-    let off;
-    try {
-      off = toOffset(t.addr, t.size, `relocations (${t.what})`);
-    } catch {
-      return null;
-    }
-    let start = Math.min(t.skip, Math.floor(t.size / ent)) * ent;
-    const end = Math.floor(t.size / ent) * ent;
-    while (start < end) {
-      const len = Math.min(end - start, Math.floor(CHUNK / ent) * ent);
-      const buf = file.read(off + start, len, `relocations (${t.what})`);
-      const plt = t.what === "DT_JMPREL";
-      for (let b = 0; b + ent <= len; b += ent) {
-        const info32 = h.is64 ? 0 : h.littleEndian ? buf.readUInt32LE(b + 4) : buf.readUInt32BE(b + 4);
-        const sym = h.is64 ? h.littleEndian ? buf.readUInt32LE(b + 12) : buf.readUInt32BE(b + 8) : info32 >>> 8;
-        if (sym >= count) continue;
-        const type = h.is64 ? h.littleEndian ? buf.readUInt32LE(b + 8) : buf.readUInt32BE(b + 12) : info32 & 255;
-        if (sym === 0) {
-          noteTls(0, type, rank + 0.5);
-          continue;
-        }
-        if (marks[sym] === 0) marks[sym] = ++rank;
-        noteTls(sym, type, rank + 0.5);
-        if (eager[sym] === 0 && (!plt || jumpSlot !== void 0 && type !== jumpSlot)) eager[sym] = 1;
-        if (type === copyType) copy[sym] = marks[sym];
-      }
-      start += len;
-    }
-  }
-  return { rank: marks, eager, copy, tpoff };
-}
-
-// src/core/elf/read/elf/symbols.ts
-function readSymbols(file, h, t, strings, versions, relocated = null) {
-  if (t.count <= 1) return [];
-  const table2 = new DynamicSymbols(file, h, t, strings, versions);
-  const out = [];
-  for (let i = 1; i < t.count; i++) {
-    table2.validate(i);
-    const s = table2.symbol(i);
-    if (relocated && !s.defined && relocated[i] === 0) s.unreferenced = true;
-    out.push(s);
-  }
-  return out;
-}
-function readUndefinedSymbols(file, h, t, strings, versions, relocated = null) {
-  if (t.count <= 1) return { symbols: [], lookup: NO_LOOKUP };
-  const table2 = new DynamicSymbols(file, h, t, strings, versions);
-  const symbols = [];
-  for (let i = 1; i < t.count; i++) {
-    table2.validate(i);
-    if (table2.shndx(i) !== 0) continue;
-    const s = table2.symbol(i, void 0, gnuHash(table2.names, table2.nameOffset(i)));
-    if (relocated && relocated[i] === 0) s.unreferenced = true;
-    symbols.push(s);
-  }
-  return { symbols, lookup: table2 };
-}
-var NONE = Object.freeze([]);
-var NO_LOOKUP = { find: () => NONE };
-var DynamicSymbols = class {
-  constructor(file, h, t, strings, versions) {
-    this.file = file;
-    this.h = h;
-    this.t = t;
-    this.versions = versions;
-    this.syms = new Fields(file.read(t.symtabOff, t.count * t.entsize, "dynamic symbol table (DT_SYMTAB)"), h.littleEndian, h.is64);
-    this.versym = t.versymOff === null ? null : new Fields(file.read(t.versymOff, t.count * 2, "symbol version table (DT_VERSYM)"), h.littleEndian, h.is64);
-    strings.loadAll();
-    this.names = strings.loaded;
-    this.strtabSize = strings.size;
-    this.terminated = this.names.length > 0 && this.names[this.names.length - 1] === 0;
-    this.chain = t.gnuChainOff === void 0 || t.count <= t.hashedFrom ? null : new Fields(file.read(t.gnuChainOff, (t.count - t.hashedFrom) * 4, "GNU hash chain"), h.littleEndian, h.is64);
-    this.o = h.is64 ? { info: 4, other: 5, shndx: 6, value: 8 } : { info: 12, other: 13, shndx: 14, value: 4 };
-  }
-  file;
-  h;
-  t;
-  versions;
-  syms;
-  versym;
-  chain;
-  strtabSize;
-  /** Every name offset below the string table size ends at a NUL: the table's last byte is one. */
-  terminated;
-  o;
-  /** SysV hash only: indexes by name, built on the first lookup. */
-  byName = null;
-  made = /* @__PURE__ */ new Map();
-  answers = /* @__PURE__ */ new Map();
-  names;
-  nameOffset(i) {
-    return this.syms.u32(i * this.t.entsize);
-  }
-  shndx(i) {
-    return this.syms.u16(i * this.t.entsize + this.o.shndx);
-  }
-  /** The checks readSymbols always made, in its order: name in the table, hash chain word, version index. */
-  validate(i) {
-    const nameOff = this.nameOffset(i);
-    if (nameOff >= this.strtabSize || !this.terminated && this.names.indexOf(0, nameOff) < 0) {
-      const what = `name of dynamic symbol ${i} of ${this.t.count} (the count the hash table gives)`;
-      throw new ElfError(this.file.path, "malformed", nameOff >= this.strtabSize ? `${what}: string offset ${nameOff} is outside the string table (${this.strtabSize} bytes)` : `${what}: string at offset ${nameOff} is not NUL-terminated inside the string table`);
-    }
-    if (this.chain && i >= this.t.hashedFrom && (this.chain.u32((i - this.t.hashedFrom) * 4) | 1) !== (gnuHash(this.names, nameOff) | 1)) {
-      throw new ElfError(this.file.path, "malformed", `the GNU hash table does not match dynamic symbol ${i} (corrupt DT_GNU_HASH)`);
-    }
-    if (this.versym) {
-      const index = this.versym.u16(i * 2) & 32767;
-      if (index >= 2 && !this.versions.has(index)) {
-        throw new ElfError(this.file.path, "malformed", `dynamic symbol ${i} uses version index ${index}, which no verdef or verneed entry defines`);
-      }
-    }
-  }
-  /** Symbol i as an object (validate(i) passed), with `nameHash` when given. */
-  symbol(i, knownName, nameHash) {
-    const b = i * this.t.entsize;
-    const syms = this.syms;
-    const nameOff = syms.u32(b);
-    const name = knownName ?? this.names.toString("utf8", nameOff, this.names.indexOf(0, nameOff));
-    const info2 = syms.u8(b + this.o.info);
-    const other = syms.u8(b + this.o.other);
-    const shndx = syms.u16(b + this.o.shndx);
-    const value = this.h.is64 ? syms.u64(b + this.o.value) : syms.u32(b + this.o.value);
-    const raw = this.versym ? this.versym.u16(i * 2) : 0;
-    const index = raw & 32767;
-    let version3 = null;
-    let versionFile = null;
-    if (this.versym && index >= 2) {
-      const entry2 = this.versions.get(index);
-      version3 = entry2.name;
-      versionFile = entry2.file;
-    }
-    const clamped = Number.isNaN(value) ? Number.MAX_SAFE_INTEGER : value;
-    const hashed = this.t.hashed && i >= this.t.hashedFrom;
-    const hidden = (raw & 32768) !== 0;
-    return nameHash === void 0 ? { name, defined: shndx !== 0, binding: info2 >> 4, type: info2 & 15, visibility: other & 3, version: version3, versionFile, hidden, versionIndex: index, shndx, value: clamped, hashed } : { name, defined: shndx !== 0, binding: info2 >> 4, type: info2 & 15, visibility: other & 3, version: version3, versionFile, hidden, versionIndex: index, shndx, value: clamped, hashed, nameHash };
-  }
-  /**
-   * The symbols named `name` the hash table leads to (do_lookup_x before check_match): for
-   * DT_GNU_HASH the bucket of the name's hash and its chain, for DT_HASH every symbol of that name.
-   */
-  find(name, nameHash) {
-    let found = this.answers.get(name);
-    if (found === void 0) {
-      found = this.lookUp(name, nameHash);
-      this.answers.set(name, found);
-    }
-    return found;
-  }
-  lookUp(name, nameHash) {
-    if (!this.t.hashed) return NONE;
-    if (!this.chain || !this.t.gnuBuckets) return this.t.gnuChainOff === void 0 ? this.findSysv(name) : NONE;
-    const nbuckets = this.t.gnuBuckets.buf.length / 4;
-    if (nbuckets === 0) return NONE;
-    const hash = nameHash ?? gnuHashOf(name);
-    const first = this.t.gnuBuckets.u32(hash % nbuckets * 4);
-    if (first < this.t.hashedFrom || first >= this.t.count) return NONE;
-    let out = null;
-    for (let i = first; i < this.t.count; i++) {
-      const word = this.chain.u32((i - this.t.hashedFrom) * 4);
-      if ((word ^ hash) >>> 1 === 0 && this.nameIs(this.nameOffset(i), name)) (out ??= []).push(this.cached(i, name));
-      if (word & 1) break;
-    }
-    return out ?? NONE;
-  }
-  /** Is the string at `off` exactly `name`? Compared in place: no string is made for the table's side. */
-  nameIs(off, name) {
-    const names = this.names;
-    const n = name.length;
-    if (off + n >= names.length) return this.names.toString("utf8", off, this.names.indexOf(0, off)) === name;
-    for (let k = 0; k < n; k++) {
-      const c = name.charCodeAt(k);
-      if (c >= 128) return this.names.toString("utf8", off, this.names.indexOf(0, off)) === name;
-      if (names[off + k] !== c) return false;
-    }
-    return names[off + n] === 0;
-  }
-  /** Symbol i as an object, made once: a libc symbol is found by hundreds of references. */
-  cached(i, name) {
-    let s = this.made.get(i);
-    if (!s) {
-      s = this.symbol(i, name);
-      this.made.set(i, s);
-    }
-    return s;
-  }
-  /** DT_HASH objects are rare: every symbol by name, indexed once. */
-  findSysv(name) {
-    if (!this.byName) {
-      this.byName = /* @__PURE__ */ new Map();
-      for (let i = 1; i < this.t.count; i++) {
-        const nameOff = this.nameOffset(i);
-        const n = this.names.toString("utf8", nameOff, this.names.indexOf(0, nameOff));
-        const list = this.byName.get(n);
-        if (list) list.push(i);
-        else this.byName.set(n, [i]);
-      }
-    }
-    return this.byName.get(name)?.map((i) => this.cached(i, name)) ?? NONE;
-  }
-};
-
-// src/core/elf/read/elf/versions.ts
-var MAX_CHAIN = 32768;
-var VER_FLG_BASE = 1;
-var VER_FLG_WEAK = 2;
-function* chain(file, start, size, nextAt, what, h) {
-  let off = start;
-  for (let n = 0; ; n++) {
-    if (n >= MAX_CHAIN) throw new ElfError(file.path, "malformed", `${what} chain has more than ${MAX_CHAIN} entries`);
-    const f = new Fields(file.read(off, size, what), h.littleEndian, h.is64);
-    yield [off, f];
-    const next = f.u32(nextAt);
-    if (next === 0) return;
-    off += next;
-  }
-}
-function readVersionDefinitions(file, h, off, strings) {
-  const defs = [];
-  for (const [at, f] of chain(file, off, 20, 16, "version definition (verdef)", h)) {
-    const version3 = f.u16(0);
-    if (version3 !== 1) throw new ElfError(file.path, "unsupported", `unsupported version ${version3} of a Verdef record`);
-    const count = f.u16(6);
-    const names = [];
-    if (count > 0) {
-      let n = 0;
-      for (const [, aux] of chain(file, at + f.u32(12), 8, 4, "version definition name (verdaux)", h)) {
-        names.push(strings.get(aux.u32(0), "verdaux name"));
-        if (++n >= count) break;
-      }
-    }
-    defs.push({ index: f.u16(4), flags: f.u16(2), hash: f.u32(8), name: names[0] ?? "", parents: names.slice(1) });
-  }
-  return defs;
-}
-function readVersionNeeds(file, h, off, strings) {
-  const needs = [];
-  for (const [at, f] of chain(file, off, 16, 12, "version requirement (verneed)", h)) {
-    const version3 = f.u16(0);
-    if (version3 !== 1) throw new ElfError(file.path, "unsupported", `unsupported version ${version3} of a Verneed record`);
-    const count = f.u16(2);
-    const need = { file: strings.get(f.u32(4), "verneed file name"), versions: [] };
-    if (count > 0) {
-      for (const [, aux] of chain(file, at + f.u32(8), 16, 12, "version requirement entry (vernaux)", h)) {
-        const flags = aux.u16(4);
-        need.versions.push({
-          name: strings.get(aux.u32(8), "vernaux name"),
-          hash: aux.u32(0),
-          flags,
-          weak: (flags & VER_FLG_WEAK) !== 0,
-          index: aux.u16(6)
-        });
-        if (need.versions.length >= count) break;
-      }
-    }
-    needs.push(need);
-  }
-  return needs;
-}
-function versionTable(defs, needs) {
-  const table2 = /* @__PURE__ */ new Map();
-  for (const need of needs) {
-    for (const v of need.versions) table2.set(v.index & 32767, { name: v.name, file: need.file });
-  }
-  for (const def of defs) {
-    if (def.flags & VER_FLG_BASE) continue;
-    table2.set(def.index & 32767, { name: def.name, file: null });
-  }
-  return table2;
-}
-
-// src/core/elf/read/elf/index.ts
-var DF_SYMBOLIC = 2;
-var DF_BIND_NOW = 8;
-var DF_1_NOW = 1;
-function readElfHeaderSync(path13) {
-  const file = ElfFile.open(path13);
-  try {
-    return publicHeader(parseHeader(file));
-  } catch (error2) {
-    throw wrap(path13, error2);
-  } finally {
-    file.close();
-  }
-}
-function readElfSync(path13, options = {}) {
-  const file = ElfFile.open(path13);
-  try {
-    return parse(file, options);
-  } catch (error2) {
-    throw wrap(path13, error2);
-  } finally {
-    file.close();
-  }
-}
-function parse(file, options) {
-  const h = parseHeader(file);
-  const phdrs = readProgramHeaders(file, h);
-  checkSegmentsInFile(file, phdrs);
-  const info2 = {
-    ...publicHeader(h),
-    interp: null,
-    soname: null,
-    needed: [],
-    rpath: null,
-    runpath: null,
-    flags1: 0,
-    versionDefinitions: [],
-    versionNeeds: [],
-    symbols: [],
-    symbolCount: 0,
-    hashTable: "none",
-    hasVersym: false,
-    dtFlags: 0,
-    symbolic: false,
-    bindNow: false,
-    filtees: [],
-    dynamic: "none",
-    x86IsaNeeded: x86IsaNeeded(file, h, phdrs),
-    stackFlags: phdrs.find((p) => p.type === PT_GNU_STACK)?.flags ?? null,
-    tls: tlsBlock(phdrs),
-    loads: phdrs.filter((p) => p.type === PT_LOAD).map((p) => ({ offset: p.offset, vaddr: p.vaddr, filesz: p.filesz }))
-  };
-  if (options.symbols === "undefined") info2.lookup = NO_LOOKUP;
-  const interp = phdrs.find((p) => p.type === PT_INTERP);
-  if (interp) info2.interp = readInterp(file, interp);
-  const dynamic = locateDynamic(file, h, phdrs);
-  if (!dynamic) {
-    if (phdrs.some((p) => p.type === PT_DYNAMIC)) info2.dynamic = "debug-info";
-    return info2;
-  }
-  info2.dynamic = "yes";
-  const { dyn, value, toOffset } = dynamic;
-  const strtabAddr = value(DT.STRTAB);
-  const strsz = value(DT.STRSZ) ?? 0;
-  const strings = strtabAddr === void 0 ? null : new StringTable(file, toOffset(strtabAddr, strsz, "dynamic string table (DT_STRTAB)"), strsz);
-  const str = (offset, what) => {
-    if (!strings) throw new ElfError(file.path, "malformed", `${what} is present but the dynamic section has no DT_STRTAB`);
-    return strings.get(offset, what);
-  };
-  for (const n of dyn.needed) info2.needed.push(str(n, "DT_NEEDED"));
-  for (const f of dyn.filtees) info2.filtees.push({ name: str(f.offset, f.auxiliary ? "DT_AUXILIARY" : "DT_FILTER"), auxiliary: f.auxiliary, neededBefore: f.neededBefore });
-  const soname = value(DT.SONAME);
-  if (soname !== void 0) info2.soname = str(soname, "DT_SONAME");
-  const rpath = value(DT.RPATH);
-  if (rpath !== void 0) info2.rpath = str(rpath, "DT_RPATH");
-  const runpath = value(DT.RUNPATH);
-  if (runpath !== void 0) info2.runpath = str(runpath, "DT_RUNPATH");
-  info2.flags1 = value(DT.FLAGS_1) ?? 0;
-  info2.dtFlags = value(DT.FLAGS) ?? 0;
-  info2.symbolic = dyn.values.has(DT.SYMBOLIC) || (info2.dtFlags & DF_SYMBOLIC) !== 0;
-  info2.bindNow = dyn.values.has(DT.BIND_NOW) || (info2.dtFlags & DF_BIND_NOW) !== 0 || (info2.flags1 & DF_1_NOW) !== 0;
-  const verdef = value(DT.VERDEF);
-  const verneed = value(DT.VERNEED);
-  if ((verdef !== void 0 || verneed !== void 0) && !strings) {
-    throw new ElfError(file.path, "malformed", "version sections are present but the dynamic section has no DT_STRTAB");
-  }
-  if (verdef !== void 0) info2.versionDefinitions = readVersionDefinitions(file, h, toOffset(verdef, 20, "version definitions (DT_VERDEF)"), strings);
-  if (verneed !== void 0) info2.versionNeeds = readVersionNeeds(file, h, toOffset(verneed, 16, "version requirements (DT_VERNEED)"), strings);
-  const count = symbolCount(file, h, value(DT.GNU_HASH), value(DT.HASH), toOffset);
-  info2.symbolCount = count.count;
-  info2.hashTable = count.table;
-  const versym = value(DT.VERSYM);
-  info2.hasVersym = versym !== void 0;
-  const symtab = value(DT.SYMTAB);
-  if (symtab === void 0 || count.count === 0) return info2;
-  const entsize = value(DT.SYMENT) ?? (h.is64 ? 24 : 16);
-  if (entsize < (h.is64 ? 24 : 16)) throw new ElfError(file.path, "malformed", `DT_SYMENT ${entsize} is smaller than a symbol`);
-  const symtabOff = toOffset(symtab, 0, "dynamic symbol table (DT_SYMTAB)");
-  if (count.count * entsize > file.size - symtabOff) {
-    throw new ElfError(
-      file.path,
-      "malformed",
-      `the hash table says ${count.count} dynamic symbols, more than fit between DT_SYMTAB and the end of the file`
-    );
-  }
-  if (options.symbols) {
-    if (!strings) throw new ElfError(file.path, "malformed", "dynamic symbols are present but the dynamic section has no DT_STRTAB");
-    const versymOff = versym === void 0 ? null : toOffset(versym, count.count * 2, "symbol versions (DT_VERSYM)");
-    const tables = {
-      symtabOff,
-      entsize,
-      count: count.count,
-      versymOff,
-      hashedFrom: count.symoffset,
-      hashed: count.table !== "none",
-      gnuChainOff: count.chainOff,
-      gnuBuckets: count.buckets
-    };
-    const versions = versionTable(info2.versionDefinitions, info2.versionNeeds);
-    const relocated = options.relocations ? relocatedSymbols(file, h, dyn.values, count.count, toOffset)?.rank ?? null : null;
-    if (options.symbols === "undefined") {
-      const { symbols, lookup } = readUndefinedSymbols(file, h, tables, strings, versions, relocated);
-      info2.symbols = symbols;
-      info2.lookup = lookup;
-    } else {
-      info2.symbols = readSymbols(file, h, tables, strings, versions, relocated);
-    }
-  }
-  return info2;
-}
-function relocatedUndefinedNames(path13) {
-  return withRelocations(path13, (t) => {
-    const names = /* @__PURE__ */ new Map();
-    for (let i = 1; i < t.count; i++) {
-      if (t.marks.rank[i] === 0 || t.shndx(i) !== 0) continue;
-      const name = t.name(i);
-      const known2 = names.get(name);
-      names.set(name, { rank: Math.min(t.marks.rank[i], known2?.rank ?? Infinity), eager: t.marks.eager[i] === 1 || (known2?.eager ?? false) });
-    }
-    return names;
-  });
-}
-function copyRelocations(path13) {
-  return withRelocations(path13, (t) => {
-    const out = [];
-    for (let i = 1; i < t.count; i++) {
-      if (t.marks.copy[i] !== 0) out.push({ ...t.symbol(i), weak: t.binding(i) === STB_WEAK2, rank: t.marks.copy[i] });
-    }
-    return out;
-  });
-}
-var STB_LOCAL2 = 0;
-var STB_WEAK2 = 2;
-function staticTlsReferences(path13) {
-  return withRelocations(path13, (t) => t.marks.tpoff.map(({ sym, at, optional }) => ({ symbol: sym === 0 || t.binding(sym) === STB_LOCAL2 ? null : t.symbol(sym), at, optional })));
-}
-function withRelocations(path13, use) {
-  const file = ElfFile.open(path13);
-  try {
-    const h = parseHeader(file);
-    const phdrs = readProgramHeaders(file, h);
-    const dynamic = locateDynamic(file, h, phdrs);
-    if (!dynamic) return null;
-    const { dyn, value, toOffset } = dynamic;
-    const strtab = value(DT.STRTAB);
-    const symtab = value(DT.SYMTAB);
-    if (strtab === void 0 || symtab === void 0) return null;
-    const strings = new StringTable(file, toOffset(strtab, value(DT.STRSZ) ?? 0, "DT_STRTAB"), value(DT.STRSZ) ?? 0);
-    const count = symbolCount(file, h, value(DT.GNU_HASH), value(DT.HASH), toOffset).count;
-    const marks = relocatedSymbols(file, h, dyn.values, count, toOffset);
-    if (!marks) return null;
-    const entsize = value(DT.SYMENT) ?? (h.is64 ? 24 : 16);
-    const syms = file.read(toOffset(symtab, 0, "DT_SYMTAB"), count * entsize, "dynamic symbol table (DT_SYMTAB)");
-    const versymAt = value(DT.VERSYM);
-    const versym = versymAt === void 0 ? null : file.read(toOffset(versymAt, count * 2, "DT_VERSYM"), count * 2, "symbol versions (DT_VERSYM)");
-    const u16 = (buf, at) => h.littleEndian ? buf.readUInt16LE(at) : buf.readUInt16BE(at);
-    let versions = null;
-    const versionsOnce = () => {
-      if (versions) return versions;
-      const verdef = value(DT.VERDEF);
-      const verneed = value(DT.VERNEED);
-      return versions = versionTable(
-        verdef === void 0 ? [] : readVersionDefinitions(file, h, toOffset(verdef, 20, "version definitions (DT_VERDEF)"), strings),
-        verneed === void 0 ? [] : readVersionNeeds(file, h, toOffset(verneed, 16, "version requirements (DT_VERNEED)"), strings)
-      );
-    };
-    const name = (i) => strings.get(h.littleEndian ? syms.readUInt32LE(i * entsize) : syms.readUInt32BE(i * entsize), `name of dynamic symbol ${i}`);
-    return use({
-      count,
-      marks,
-      name,
-      shndx: (i) => u16(syms, i * entsize + (h.is64 ? 6 : 14)),
-      binding: (i) => syms[i * entsize + (h.is64 ? 4 : 12)] >> 4,
-      symbol: (i) => {
-        const raw = versym ? u16(versym, i * 2) : 0;
-        const entry2 = (raw & 32767) >= 2 ? versionsOnce().get(raw & 32767) : void 0;
-        return { name: name(i), version: entry2?.name ?? null, versionFile: entry2?.file ?? null, hidden: (raw & 32768) !== 0 };
-      }
-    });
-  } catch (error2) {
-    throw wrap(path13, error2);
-  } finally {
-    file.close();
-  }
-}
-function locateDynamic(file, h, phdrs) {
-  const dynamicHeader = phdrs.find((p) => p.type === PT_DYNAMIC && p.filesz > 0);
-  if (!dynamicHeader) return null;
-  const loads = phdrs.filter((p) => p.type === PT_LOAD);
-  const mapped = loads.find((p) => dynamicHeader.vaddr >= p.vaddr && dynamicHeader.vaddr + dynamicHeader.filesz <= p.vaddr + p.filesz);
-  const dyn = readDynamic(file, h, mapped ? { ...dynamicHeader, offset: dynamicHeader.vaddr - mapped.vaddr + mapped.offset } : dynamicHeader);
-  return {
-    dyn,
-    value: (tag) => dyn.values.get(tag),
-    toOffset: (addr, len, what) => vaddrToOffset(file, loads, addr, len, what)
-  };
-}
-function symbolCount(file, h, gnu, sysv, toOffset) {
-  if (gnu !== void 0) return countFromGnuHash(file, h, toOffset(gnu, 16, "GNU hash table (DT_GNU_HASH)"));
-  if (sysv !== void 0) return countFromSysvHash(file, h, toOffset(sysv, 8, "SysV hash table (DT_HASH)"));
-  return countFromSections(file, h);
-}
-function tlsBlock(phdrs) {
-  const tls = phdrs.find((p) => p.type === PT_TLS);
-  if (!tls || tls.memsz === 0) return null;
-  const align = Math.max(tls.align, 1);
-  return { size: tls.memsz, align, firstByte: tls.align === 0 ? 0 : tls.vaddr % align };
-}
-function readInterp(file, p) {
-  const buf = file.read(p.offset, Math.min(p.filesz, 4096), "interpreter path (PT_INTERP)");
-  const nul = buf.indexOf(0);
-  return buf.toString("utf8", 0, nul < 0 ? buf.length : nul);
-}
-function publicHeader(h) {
-  return { path: h.path, elfClass: h.elfClass, littleEndian: h.littleEndian, machine: h.machine, type: h.type, osabi: h.osabi };
-}
-function wrap(path13, error2) {
-  if (error2 instanceof ElfError) return error2;
-  return new ElfError(path13, "malformed", `cannot be parsed: ${error2 instanceof Error ? error2.message : String(error2)}`, { cause: error2 });
-}
-
-// src/core/elf/cache/inputs.ts
-import { realpathSync, statSync as statSync2 } from "node:fs";
-function identity(st) {
-  return `${st.dev}:${st.ino}:${st.size}:${st.mode}:${st.mtimeMs}:${st.ctimeMs}`;
-}
-function inputKey(kind, path13) {
-  return `${kind}\0${path13}`;
-}
-function emptySet() {
-  return { values: /* @__PURE__ */ new Map(), newest: 0, devices: /* @__PURE__ */ new Map() };
-}
-var InputRecorder = class {
-  /** Facts every file's check depends on (ld.so.cache, /etc/ld.so.preload, --exe). */
-  shared = emptySet();
-  current = this.shared;
-  /** Starts the facts of one file; until end(), everything recorded is its own. */
-  begin() {
-    this.current = emptySet();
-  }
-  end() {
-    const set = this.current;
-    this.current = this.shared;
-    return set;
-  }
-  /** A stat the model made of host path `path` (null: nothing there or not reachable). */
-  stat(path13, st, id) {
-    const set = this.current;
-    if (st === null) {
-      set.values.set(inputKey("s", path13), "-");
-      return;
-    }
-    set.values.set(inputKey("s", path13), id ?? identity(st));
-    const t = st.mtimeMs > st.ctimeMs ? st.mtimeMs : st.ctimeMs;
-    if (t > set.newest) set.newest = t;
-    if (!set.devices.has(st.dev)) set.devices.set(st.dev, path13);
-  }
-  /** A fact already in value form (a stat's identity recorded earlier, an lstat, a realpath, a platform). */
-  fact(kind, path13, value) {
-    this.current.values.set(inputKey(kind, path13), value);
-  }
-  /** stat(2) of `path` now, recorded, for callers outside the FileView (ld.so.cache, the checked file itself). */
-  statNow(path13) {
-    const st = statOrNull(path13);
-    this.stat(path13, st);
-    return st;
-  }
-};
-function statOrNull(path13) {
-  try {
-    return statSync2(path13, { throwIfNoEntry: false }) ?? null;
-  } catch {
-    return null;
-  }
-}
-function currentValue(kind, path13, sysroot, platform2, cwd = process.cwd()) {
-  switch (kind) {
-    case "s": {
-      const st = statOrNull(path13);
-      return st ? identity(st) : "-";
-    }
-    case "r":
-      try {
-        return realpathSync.native(path13);
-      } catch {
-        return "-";
-      }
-    case "h":
-      return realpathIn(sysroot, path13) ?? "-";
-    case "p":
-      return platform2(path13);
-    case "w":
-      return cwd;
-    default:
-      return "\0unknown";
-  }
-}
-
-// src/core/elf/cache/file-cache.ts
-var MAX_ENTRIES = 8192;
-var elfCache = /* @__PURE__ */ new Map();
-var headerCache = /* @__PURE__ */ new Map();
-function fileKey(path13, st) {
-  void path13;
-  return `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
-}
-function inodeKey(st) {
-  return `${st.dev}:${st.ino}`;
-}
-function remember(map, key, make) {
-  let entry2 = map.get(key);
-  if (entry2 === void 0) {
-    entry2 = make();
-    if (map.size >= MAX_ENTRIES) map.delete(map.keys().next().value);
-    map.set(key, entry2);
-  }
-  return entry2;
-}
-function cachedElfSync(path13, st) {
-  return remember(elfCache, fileKey(path13, st), () => readElfSync(path13, { symbols: "undefined" }));
-}
-var lookedUp = /* @__PURE__ */ new WeakMap();
-function lookedUpNames(info2) {
-  if (lookedUp.has(info2)) return lookedUp.get(info2);
-  let names = null;
-  try {
-    names = relocatedUndefinedNames(info2.path);
-  } catch {
-    names = null;
-  }
-  lookedUp.set(info2, names);
-  return names;
-}
-function readOnce(read3, empty) {
-  const memo = /* @__PURE__ */ new WeakMap();
-  return (info2) => {
-    let value = memo.get(info2);
-    if (value === void 0) {
-      try {
-        value = read3(info2.path) ?? empty;
-      } catch {
-        value = empty;
-      }
-      memo.set(info2, value);
-    }
-    return value;
-  };
-}
-var copyReferences = readOnce(copyRelocations, []);
-var staticTlsOf = readOnce(staticTlsReferences, []);
-async function cachedElf(path13, st) {
-  return cachedElfSync(path13, st);
-}
-function cachedHeaderSync(path13, st) {
-  const key = fileKey(path13, st);
-  const full = elfCache.get(key);
-  if (full) return full;
-  return remember(headerCache, key, () => {
-    try {
-      return cachedElfSync(path13, st);
-    } catch {
-      return readElfHeaderSync(path13);
-    }
-  });
-}
-var FileView = class {
-  /** @param sysroot CUDAENV_SYSROOT: links inside it resolve inside it (./sysroot.ts). */
-  constructor(cwd, sysroot = "") {
-    this.cwd = cwd;
-    this.root = normalRoot(sysroot);
-  }
-  cwd;
-  listings = /* @__PURE__ */ new Map();
-  /** Per directory key: the host path listed and the identity of that directory before it was listed. */
-  listedAs = /* @__PURE__ */ new Map();
-  stats = /* @__PURE__ */ new Map();
-  subdirs = /* @__PURE__ */ new Map();
-  root;
-  hosts = /* @__PURE__ */ new Map();
-  /**
-   * Set while a persistent verdict cache is in use: every answer this view gives is recorded
-   * (cached or not), so each checked file's result carries exactly what it depended on.
-   */
-  recorder = null;
-  /**
-   * The host path to open for `path`: itself, or inside the sysroot with the image's links
-   * resolved in the image (null: nothing there). ld.so in the image would see the same file.
-   */
-  hostPath(path13) {
-    if (!isInside(this.root, path13)) return path13;
-    let host = this.hosts.get(path13);
-    if (host === void 0) {
-      host = realpathIn(this.root, path13) ?? null;
-      this.hosts.set(path13, host);
-    }
-    this.recorder?.fact("h", path13, host ?? "-");
-    return host;
-  }
-  /**
-   * The check's working directory, for a path the loader resolves against it: recorded, since
-   * the result then depends on it (a check from another directory must not reuse it).
-   */
-  workingDir() {
-    this.recorder?.fact("w", "", this.cwd);
-    return this.cwd;
-  }
-  /** Names in a directory ('' = cwd), or null when it cannot be listed. */
-  list(dir) {
-    const key = dir.startsWith("/") ? dir : dir === "" ? this.workingDir() : `${this.workingDir()}/${dir}`;
-    let names = this.listings.get(key);
-    if (names === void 0) {
-      const host = this.hostPath(key);
-      names = null;
-      if (host !== null) {
-        if (this.recorder) {
-          const st = statOrNull(host);
-          const id = st ? identity(st) : "-";
-          this.listedAs.set(key, { host, id });
-          if (st) this.recorder.stat(host, st, id);
-          else this.recorder.fact("s", host, "-");
-        }
-        try {
-          names = new Set(readdirSync(host));
-        } catch {
-          names = null;
-        }
-      }
-      this.listings.set(key, names);
-    } else if (this.recorder) {
-      this.hostPath(key);
-      const seen = this.listedAs.get(key);
-      if (seen) this.recorder.fact("s", seen.host, seen.id);
-    }
-    return names;
-  }
-  /**
-   * The subdirectories `${dir}${sub}/` among `subs` that can be listed, in order. Most search
-   * directories have none of the eight hwcaps/tls subdirectories: asking once per directory
-   * spares every search of every name eight probes there (has() is false for them anyway).
-   */
-  listableSubdirs(dir, subs) {
-    let bySubs = this.subdirs.get(dir);
-    if (!bySubs) this.subdirs.set(dir, bySubs = /* @__PURE__ */ new Map());
-    let found = bySubs.get(subs);
-    if (!found) {
-      found = subs.filter((sub) => this.list(`${dir}${sub}/`) !== null);
-      bySubs.set(subs, found);
-    } else if (this.recorder) {
-      for (const sub of subs) this.list(`${dir}${sub}/`);
-    }
-    return found;
-  }
-  /** Does `dir` hold an entry `name` (without following it)? */
-  has(dir, name) {
-    return this.list(dir)?.has(name) ?? false;
-  }
-  /** stat (following links), null when it fails. Synchronous and cached: probes are many and small. */
-  stat(path13) {
-    let entry2 = this.stats.get(path13);
-    if (entry2 === void 0) {
-      entry2 = this.statSync(path13);
-      this.stats.set(path13, entry2);
-    } else if (this.recorder) {
-      const host = this.hostPath(path13);
-      if (host !== null) this.recordStat(host, entry2);
-    }
-    return entry2;
-  }
-  statSync(path13) {
-    const host = this.hostPath(path13);
-    const st = host === null ? null : statOrNull(host);
-    if (this.recorder && host !== null) this.recordStat(host, st);
-    return st;
-  }
-  /** The identity string is made once per Stats object: a library's stat is recorded by hundreds of checked files. */
-  ids = /* @__PURE__ */ new WeakMap();
-  recordStat(host, st) {
-    if (st === null) {
-      this.recorder.fact("s", host, "-");
-      return;
-    }
-    let id = this.ids.get(st);
-    if (id === void 0) this.ids.set(st, id = identity(st));
-    this.recorder.stat(host, st, id);
-  }
-};
-
-// src/core/elf/read/machine/tunables.ts
-function tunableSettings(tunables, name) {
-  const out = [];
-  for (const item of (tunables ?? "").split(":")) {
-    const eq = item.indexOf("=");
-    if (eq < 0 || item.slice(0, eq) !== name) continue;
-    const m = /^[ \t\n\v\f\r]*(?:0x([0-9a-f]+)|(0[0-7]*)|([1-9]\d*))$/i.exec(item.slice(eq + 1));
-    out.push(!m ? null : m[1] !== void 0 ? parseInt(m[1], 16) : m[2] !== void 0 ? parseInt(m[2], 8) : Number(m[3]));
-  }
-  return out;
-}
-function tunableInEffect(tunables, name, valid, glibc) {
-  const settings = tunableSettings(tunables, name);
-  const lastOnly = glibc === null || glibc[0] > 2 || glibc[0] === 2 && glibc[1] >= 41;
-  for (const n of lastOnly ? settings.slice(-1) : settings.reverse()) if (n !== null && valid(n)) return n;
-  return null;
-}
-
-// src/core/elf/bind/static-tls.ts
-var IE_TLS = 144;
-var LEGACY_TLS = 144;
-var DL_NNS = 16;
-function layoutOf(machine, glibc) {
-  if (machine === 62) return { atTp: "tcb", tcbAlign: 64 };
-  if (machine === 183) return { atTp: "dtv", tcbSize: 16, tcbAlign: glibc !== null && versionAtMost(glibc, 2, 34) ? 16 : 32 };
-  return null;
-}
-function staticTlsModelled(machine) {
-  return layoutOf(machine, null) !== null;
-}
-function staticTlsSurplus(tunables, glibc) {
-  if (glibc !== null && versionAtMost(glibc, 2, 30)) return { surplus: 1664, optional: 0, tunable: false };
-  const nns = Math.min(tunableInEffect(tunables, "glibc.rtld.nns", (n) => n >= 1 && n <= DL_NNS, glibc) ?? 4, DL_NNS);
-  const optional = tunableInEffect(tunables, "glibc.rtld.optional_static_tls", (n) => n >= 0, glibc) ?? 512;
-  return { surplus: (nns - 1) * IE_TLS + nns * IE_TLS + optional + LEGACY_TLS, optional, tunable: true };
-}
-var roundUp = (n, align) => Math.ceil(n / align) * align;
-function rseqArea(glibc, kernel) {
-  if (glibc !== null && versionAtMost(glibc, 2, 40)) return null;
-  const a = Math.max(32, kernel.align ?? 0);
-  return { size: roundUp(Math.max(32, kernel.featureSize ?? 0), a), align: a };
-}
-var StaticTlsBlock = class {
-  /**
-   * `startup`: the objects the program starts with, in load order (the order ld.so numbers their
-   * TLS modules); `extra`: a block after theirs (the rseq area of glibc 2.41 and later).
-   */
-  constructor(machine, glibc, startup, settings, extra = null) {
-    this.settings = settings;
-    const layout = layoutOf(machine, glibc);
-    if (!layout) throw new Error(`no static TLS layout for machine ${machine}`);
-    this.layout = layout;
-    this.optionalLeft = settings.tunable ? settings.optional : Infinity;
-    const blocks2 = startup.filter((info2) => info2.tls !== null);
-    for (const info2 of blocks2) this.placed.add(info2);
-    const { offset, maxAlign } = layout.atTp === "tcb" ? layoutBelowTp(blocks2.map((i) => i.tls), layout.tcbAlign, extra) : layoutAfterTcb(blocks2.map((i) => i.tls), layout, extra);
-    this.used = offset;
-    this.startUsed = offset;
-    this.size = roundUp(offset + settings.surplus, layout.atTp === "tcb" ? maxAlign : layout.tcbAlign);
-    this.align = maxAlign;
-  }
-  settings;
-  /** dl_tls_static_used: bytes taken so far (with TLS_DTV_AT_TP, the TCB's included). */
-  used = 0;
-  /** dl_tls_static_size (with TLS_TCB_AT_TP, without the TCB). */
-  size;
-  /** dl_tls_static_align. */
-  align;
-  /** dl_tls_static_optional: what is left of the surplus's optional part for TLS descriptors. */
-  optionalLeft;
-  /** dl_tls_static_used when the program had started (the block's size was fixed from it). */
-  startUsed;
-  layout;
-  placed = /* @__PURE__ */ new Set();
-  /** Whether the object's block already has its static offset (it came with the program's start, or a dlopen placed it). */
-  has(info2) {
-    return this.placed.has(info2);
-  }
-  /** Bytes still free for a dlopened object. */
-  get free() {
-    return this.size - this.used;
-  }
-  /**
-   * _dl_try_allocate_static_tls for a dlopened object's block: true and the block placed, or false
-   * (its alignment exceeds the block's, or it does not fit in what is left; for a TLS descriptor,
-   * `optional`, in what is left of the optional part).
-   */
-  place(info2, optional = false) {
-    const b = info2.tls;
-    if (b.align > this.align) return false;
-    const end = this.endAfter(b);
-    if (end === null) return false;
-    const use = end - this.used;
-    if (optional && use > this.optionalLeft) return false;
-    if (optional) this.optionalLeft -= use;
-    this.used = end;
-    this.placed.add(info2);
-    return true;
-  }
-  /** dl_tls_static_used once `b` is placed, or null when it does not fit. */
-  endAfter(b) {
-    if (this.layout.atTp === "dtv") {
-      const offset = roundUp(this.used - b.firstByte, b.align) + b.firstByte;
-      return offset + b.size > this.size ? null : offset + b.size;
-    }
-    const free = this.size - this.used;
-    const needed = b.size + b.firstByte;
-    if (free < needed) return null;
-    const n = Math.floor((free - needed) / b.align);
-    return this.used + free - n * b.align - b.firstByte;
-  }
-  /**
-   * How much more surplus would let `info` be placed now: with TLS_TCB_AT_TP a multiple of the
-   * block's alignment; with TLS_DTV_AT_TP the least that makes the rounded size reach its end.
-   */
-  shortfall(info2) {
-    const b = info2.tls;
-    if (this.layout.atTp === "dtv") {
-      const end = roundUp(this.used - b.firstByte, b.align) + b.firstByte + b.size;
-      const a = this.layout.tcbAlign;
-      return Math.max(0, roundUp(end, a) - a + 1 - (this.startUsed + this.settings.surplus));
-    }
-    return roundUp(Math.max(0, b.size + b.firstByte - this.free), this.align);
-  }
-};
-function layoutBelowTp(blocks2, tcbAlign, extra) {
-  let offset = 0;
-  let freeTop = 0;
-  let freeBottom = 0;
-  let maxAlign = tcbAlign;
-  for (const b of blocks2) {
-    const firstByte = (b.align - b.firstByte % b.align) % b.align;
-    maxAlign = Math.max(maxAlign, b.align);
-    if (freeBottom - freeTop >= b.size) {
-      const off2 = roundUp(freeTop + b.size - firstByte, b.align) + firstByte;
-      if (off2 <= freeBottom) {
-        freeTop = off2;
-        continue;
-      }
-    }
-    const off = roundUp(offset + b.size - firstByte, b.align) + firstByte;
-    if (off > offset + b.size + (freeBottom - freeTop)) {
-      freeTop = offset;
-      freeBottom = off - b.size;
-    }
-    offset = off;
-  }
-  if (extra) {
-    offset = roundUp(offset + extra.size, extra.align);
-    maxAlign = Math.max(maxAlign, extra.align);
-  }
-  return { offset, maxAlign };
-}
-function layoutAfterTcb(blocks2, layout, extra) {
-  let offset = layout.tcbSize;
-  let freeTop = 0;
-  let freeBottom = 0;
-  let maxAlign = layout.tcbAlign;
-  for (const b of blocks2) {
-    const firstByte = (b.align - b.firstByte % b.align) % b.align;
-    maxAlign = Math.max(maxAlign, b.align);
-    if (b.size <= freeTop - freeBottom) {
-      let off2 = roundUp(freeBottom, b.align);
-      if (off2 - freeBottom < firstByte) off2 += b.align;
-      if (off2 + b.size - firstByte <= freeTop) {
-        freeBottom = off2 + b.size - firstByte;
-        continue;
-      }
-    }
-    let off = roundUp(offset, b.align);
-    if (off - offset < firstByte) off += b.align;
-    if (off - firstByte - offset > freeTop - freeBottom) {
-      freeBottom = offset;
-      freeTop = off - firstByte;
-    }
-    offset = off + b.size - firstByte;
-  }
-  if (extra) {
-    offset = roundUp(offset, extra.align) + extra.size;
-    maxAlign = Math.max(maxAlign, extra.align);
-  }
-  return { offset, maxAlign };
-}
-
-// src/core/elf/bind/version-file-stop.ts
-function stopsAtVersionFile(glibc) {
-  return glibc !== null && versionAtMost(glibc, 2, 29);
-}
-function versionFileStop(scope, ref, memo, skip = null, firstNamed = /* @__PURE__ */ new Map()) {
-  const file = ref.versionFile;
-  if (ref.version === null || file === null) return null;
-  let at = firstNamed.get(file);
-  if (at === void 0) {
-    at = scope.findIndex((o) => o !== skip && o.info.hashTable !== "none" && (o.path === file || o.names.includes(file)));
-    firstNamed.set(file, at);
-  }
-  if (at < 0) return null;
-  const named2 = scope[at];
-  if (memo.defines(named2.info, ref)) return null;
-  for (let i = 0; i < at; i++) {
-    const o = scope[i];
-    if (o !== skip && memo.defines(o.info, ref)) return null;
-  }
-  const later = scope.slice(at + 1).find((o) => o !== skip && memo.defines(o.info, ref)) ?? null;
-  return { named: named2, later };
-}
-var STB_WEAK3 = 2;
-function versionFileStops(p, obj, memo, scopeFor) {
-  const out = [];
-  const firstNamed = /* @__PURE__ */ new Map();
-  for (const ref of versionedReferences(obj.info)) {
-    const scope = scopeFor(ref.name);
-    let named2 = firstNamed.get(scope);
-    if (!named2) firstNamed.set(scope, named2 = /* @__PURE__ */ new Map());
-    const stop = versionFileStop(scope, ref, memo, null, named2);
-    if (!stop) continue;
-    const weak = ref.binding === STB_WEAK3;
-    if (!weak && stop.later === null) continue;
-    if (!(lookedUpNames(obj.info)?.has(ref.name) ?? true)) continue;
-    out.push({
-      kind: "undefined-symbol",
-      object: obj,
-      library: ref.versionFile,
-      version: ref.version,
-      symbol: ref.name,
-      provider: stop.named,
-      edge: p.edgeTo(stop.named) ?? null,
-      ref,
-      versionFileStop: { later: stop.later, weak }
-    });
-  }
-  return out;
-}
-
-// src/core/elf/bind/check-match.ts
-function checkMatchAbort(p, obj, ref, memo, glibc, scope = p.scope) {
-  if (ref.version === null || ref.versionFile === null) return null;
-  const named2 = p.objectMatching(ref.versionFile);
-  if (!named2 || named2 === obj || named2.info.hasVersym || named2.role === "interp" || !memo.defines(named2.info, ref)) return null;
-  const at = scope.indexOf(named2);
-  if (at < 0 || scope.slice(0, at).some((o) => o !== obj && memo.defines(o.info, ref))) return null;
-  return {
-    kind: "loader-abort",
-    object: obj,
-    library: ref.versionFile,
-    version: ref.version,
-    symbol: ref.name,
-    provider: named2,
-    edge: p.edgeTo(named2) ?? null,
-    ref,
-    reason: `check_match: Assertion \`version->filename == NULL || ! _dl_name_match_p (version->filename, map)' failed: ${obj.path} asks for ${ref.name}@${ref.version} and ${named2.path}, the ${ref.versionFile} it names, defines it without any symbol versioning (glibc ${glibc.join(".")} aborts; 2.41 and later accept it)`
-  };
-}
-function checkMatchAborts(p, obj, memo, glibc) {
-  const out = [];
-  for (const ref of references(obj.info)) {
-    const abort = checkMatchAbort(p, obj, ref, memo, glibc);
-    if (abort && (lookedUpNames(obj.info)?.has(ref.name) ?? true)) out.push(abort);
-  }
-  return out;
-}
-
-// src/core/elf/bind/relocation-problems.ts
-var ET_EXEC = 2;
-var DF_STATIC_TLS = 16;
-var STT_TLS2 = 6;
-function staticTlsBlockOf(p, startup) {
-  return new StaticTlsBlock(
-    p.main.info.machine,
-    p.platform.glibc,
-    p.objects.filter((o) => startup.has(o) && o.role !== "interp").map((o) => o.info),
-    staticTlsSurplus(p.ctx.tunables, p.platform.glibc),
-    rseqArea(p.platform.glibc, p.platform.rseq)
-  );
-}
-function staticTlsProblems(p, obj, memo, block) {
-  const out = [];
-  if ((obj.info.dtFlags & DF_STATIC_TLS) === 0 && obj.info.tls === null && !obj.info.symbols.some((s) => !s.defined && s.type === STT_TLS2)) return out;
-  const tls = block();
-  for (const ref of staticTlsOf(obj.info)) {
-    const owner = ref.symbol === null ? obj : p.scope.find((o) => memo.defines(o.info, ref.symbol));
-    if (!owner?.info.tls || tls.has(owner.info)) continue;
-    const free = tls.free;
-    const shortfall = tls.shortfall(owner.info);
-    if (tls.place(owner.info, ref.optional) || ref.optional) continue;
-    const { surplus, optional, tunable } = tls.settings;
-    out.push({
-      kind: "static-tls",
-      object: owner,
-      library: null,
-      version: null,
-      symbol: ref.symbol?.name ?? null,
-      provider: null,
-      edge: p.edgeTo(owner) ?? null,
-      rank: ref.at,
-      staticTls: { referrer: obj, free, shortfall, surplus, optional, tunable, blockAlign: tls.align }
-    });
-  }
-  return out;
-}
-function copyProblems(p, obj, memo, startup, rules = {}) {
-  const out = [];
-  if (obj.info.type !== ET_EXEC && obj.info.interp === null) return out;
-  const scope = startup === null ? p.scope : p.scope.filter((o) => startup.has(o));
-  const when = startup ? { when: "start" } : {};
-  for (const c of copyReferences(obj.info)) {
-    const ref = { name: c.name, version: c.version, versionFile: c.versionFile, hidden: c.hidden };
-    const abort = rules.checkMatch ? checkMatchAbort(p, obj, ref, memo, rules.checkMatch, scope) : null;
-    if (abort) {
-      out.push({ ...abort, copy: true, rank: c.rank, ...when });
-      continue;
-    }
-    const stop = rules.stopAtVersionFile ? versionFileStop(scope, ref, memo, obj) : null;
-    if (stop) {
-      out.push({
-        kind: "undefined-symbol",
-        object: obj,
-        library: ref.versionFile,
-        version: ref.version,
-        symbol: ref.name,
-        provider: stop.named,
-        edge: p.edgeTo(stop.named) ?? null,
-        ref,
-        copy: true,
-        rank: c.rank,
-        versionFileStop: { later: stop.later, weak: c.weak },
-        ...when
-      });
-      continue;
-    }
-    if (c.weak) continue;
-    if (scope.some((o) => o !== obj && memo.defines(o.info, ref))) continue;
-    const provider = ref.versionFile ? p.objectNamed(ref.versionFile) ?? null : null;
-    out.push({
-      kind: ref.version ? "undefined-symbol" : "unversioned-undefined-symbol",
-      object: obj,
-      library: ref.versionFile,
-      version: ref.version,
-      symbol: ref.name,
-      provider,
-      edge: provider ? p.edgeTo(provider) ?? null : null,
-      ref,
-      copy: true,
-      rank: c.rank,
-      ...when
-    });
-  }
-  return out;
-}
-
-// src/core/elf/search/dependency-list.ts
-function dependencyList(start, dependencies) {
-  return walkDependencies(start, dependencies).list;
-}
-function walkDependencies(start, dependencies, placed) {
-  const list = [...start];
-  const done = start.map(() => false);
-  const listed = new Set(start);
-  const times = /* @__PURE__ */ new Map();
-  let i = 0;
-  while (i < list.length) {
-    done[i] = true;
-    const count = (times.get(list[i]) ?? 0) + 1;
-    times.set(list[i], count);
-    if (count > list.length + 2) return { list, loop: [...times].filter(([, n]) => n > 2).map(([o]) => o) };
-    const deps = dependencies(list[i]);
-    if (deps === null) return { list, loop: [...times].filter(([, n]) => n > 1).map(([o]) => o) };
-    let at = i;
-    for (const dep of deps) {
-      const o = dep.object;
-      if (o === null) continue;
-      if (dep.kind === "needed") {
-        if (!listed.has(o)) {
-          listed.add(o);
-          list.push(o);
-          done.push(false);
-        }
-        continue;
-      }
-      if (listed.has(o)) {
-        const where2 = list.indexOf(o);
-        if (where2 <= at) continue;
-        list.splice(where2, 1);
-        done.splice(where2, 1);
-      } else {
-        listed.add(o);
-      }
-      list.splice(at, 0, o);
-      done.splice(at, 0, false);
-      at++;
-      placed?.(o, list[at]);
-    }
-    while (i < list.length && done[i]) i++;
-  }
-  return { list, loop: null };
-}
-
-// src/core/elf/bind/relocation-order.ts
-function relocationOrder(p, tunables) {
-  const algorithm = dsoSortAlgorithm(p.platform, tunables);
-  const startup = p.scope.slice(0, p.startupScopeLength);
-  const order = sortMaps(rootFirst(startup, p.main), algorithm, p.main).reverse();
-  if (p.target !== p.main) {
-    const done = new Set(startup);
-    for (const o of sortMaps(rootFirst(searchList(p.target), p.target), algorithm, p.main).reverse()) if (!done.has(o)) order.push(o);
-  }
-  return order;
-}
-function dsoSortAlgorithm(platform2, tunables) {
-  const chosen = platform2.dsoSort.default;
-  if (!platform2.dsoSort.tunable) return chosen;
-  const n = tunableInEffect(tunables, "glibc.rtld.dynamic_sort", (v) => v === 1 || v === 2, platform2.glibc);
-  return n === 1 ? "original" : n === 2 ? "dfs" : chosen;
-}
-function searchList(root) {
-  return dependencyList([root], (o) => o.edges);
-}
-function rootFirst(list, root) {
-  const at = list.indexOf(root);
-  return at <= 0 ? list : [root, ...list.slice(0, at), ...list.slice(at + 1)];
-}
-function sortMaps(maps, algorithm, main) {
-  const root = maps[0];
-  const deps = (o) => {
-    if (o === root) return [];
-    const out = [];
-    for (const e of o.edges) if (e.object) out.push(e.object);
-    return out;
-  };
-  return algorithm === "dfs" ? sortDfs(maps, deps, main) : sortOriginal(maps, deps);
-}
-function sortDfs(maps, deps, main) {
-  const inList = new Set(maps);
-  const visited = /* @__PURE__ */ new Set();
-  const rpo = [];
-  const walk = (start) => {
-    const stack = [];
-    visited.add(start);
-    stack.push({ o: start, deps: deps(start), next: 0 });
-    while (stack.length > 0) {
-      const top = stack[stack.length - 1];
-      if (top.next < top.deps.length) {
-        const d = top.deps[top.next++];
-        if (!visited.has(d) && d !== main && inList.has(d)) {
-          visited.add(d);
-          stack.push({ o: d, deps: deps(d), next: 0 });
-        }
-        continue;
-      }
-      stack.pop();
-      rpo.push(top.o);
-    }
-  };
-  for (let i = maps.length - 1; i >= 0 && visited.size < maps.length; i--) {
-    if (!visited.has(maps[i])) walk(maps[i]);
-  }
-  const sorted = rpo.reverse();
-  const at = sorted.indexOf(maps[0]);
-  if (at > 0) {
-    sorted.splice(at, 1);
-    sorted.unshift(maps[0]);
-  }
-  return sorted;
-}
-function sortOriginal(all, deps) {
-  const maps = all.slice(1);
-  const n = maps.length;
-  if (n <= 1) return all.slice();
-  const depsOf = new Map(maps.map((o) => [o, deps(o)]));
-  const seen = new Array(n).fill(0);
-  let i = 0;
-  for (; ; ) {
-    ++seen[i];
-    const thisp = maps[i];
-    let moved = false;
-    for (let k = n - 1; k > i; k--) {
-      if (!depsOf.get(maps[k]).includes(thisp)) continue;
-      maps.splice(i, 1);
-      maps.splice(k, 0, thisp);
-      if (seen[i + 1] > n - i) {
-        ++i;
-        seen.fill(0, i);
-      } else {
-        const thisSeen = seen[i];
-        seen.splice(i, 1);
-        seen.splice(k, 0, thisSeen);
-      }
-      moved = true;
-      break;
-    }
-    if (moved) continue;
-    if (++i === n) break;
-    seen.fill(0, i);
-  }
-  return [all[0], ...maps];
-}
-
-// src/core/elf/search/exec-stack.ts
-var NON_EXEC_DEFAULT = /* @__PURE__ */ new Set([183, 243, 258]);
-function asksExecStack(info2) {
-  return info2.stackFlags === null ? !NON_EXEC_DEFAULT.has(info2.machine) : (info2.stackFlags & PF_X) !== 0;
-}
-function execStackTunable(tunables, glibc) {
-  return tunableInEffect(tunables, "glibc.rtld.execstack", (n) => n <= 2, glibc);
-}
-function execStackForbidden(tunables, glibc) {
-  if (glibc !== null && versionAtMost(glibc, 2, 40)) return false;
-  return execStackTunable(tunables, glibc) === 0;
-}
-
-// src/core/elf/bind/find-problems.ts
-function mappingOrder(p) {
-  return p.dlopenEdge ? [...p.edgeOrder.slice(0, p.dlopenAt), p.dlopenEdge, ...p.edgeOrder.slice(p.dlopenAt)] : p.edgeOrder;
-}
-function loadStop(p) {
-  if (p.mainStop) return { reached: /* @__PURE__ */ new Set(), edge: null, error: p.mainStop.error ?? "", at: -1 };
-  const forbid = execStackForbidden(p.ctx.tunables, p.platform.glibc);
-  if (forbid && asksExecStack(p.main.info)) {
-    return { reached: /* @__PURE__ */ new Set(), edge: null, error: p.dlopenEdge ? "Fatal glibc error: executable stack is not allowed" : `${p.main.path}: ${EXEC_STACK_ERROR}`, at: -1 };
-  }
-  const refuse2 = forbid || execStackRefused(p);
-  const mapping = mappingOrder(p);
-  for (const [i, edge] of mapping.entries()) {
-    let error2;
-    if (!edge.object) {
-      if (!edge.ignored && edge.errorPath !== void 0) error2 = edge.error ?? `${edge.errorPath}: cannot load it`;
-    } else if ((forbid || refuse2 && p.dlopenEdge !== null && i >= p.dlopenAt) && edge.via !== "loaded" && edge.object.role !== "interp" && asksExecStack(edge.object.info)) {
-      error2 = `${edge.name}: ${EXEC_STACK_ERROR}`;
-    }
-    if (error2 !== void 0) return { reached: new Set(mapping.slice(0, i + 1)), edge, error: error2, at: i };
-  }
-  return null;
-}
-var EXEC_STACK_ERROR = "cannot enable executable stack as shared object requires: Invalid argument";
-function findProblems(p, memo, stop = loadStop(p)) {
-  const findings = [];
-  if (p.mainStop) return [{ kind: p.mainStop.noexecMount ? "noexec-mount" : "not-found", object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: p.mainStop }];
-  if (stop && stop.at < 0) return [{ kind: "executable-stack", object: p.main, library: p.main.path, version: null, symbol: null, provider: null, edge: null, execStack: "forbidden" }];
-  const forbidExecStack = execStackForbidden(p.ctx.tunables, p.platform.glibc);
-  const mapping = mappingOrder(p);
-  const stoppedAt = stop?.at ?? -1;
-  for (const [i, edge] of mapping.entries()) {
-    if (stoppedAt >= 0 && i > stoppedAt) break;
-    if (!edge.object) {
-      if (edge.ignored) continue;
-      findings.push({ kind: edge.noexecMount ? "noexec-mount" : "not-found", object: edge.owner, library: edge.name, version: null, symbol: null, provider: null, edge });
-    } else if (i === stoppedAt) {
-      findings.push({
-        kind: "executable-stack",
-        object: edge.object,
-        library: edge.name,
-        version: null,
-        symbol: null,
-        provider: null,
-        edge,
-        execStack: forbidExecStack ? "forbidden" : "dlopen"
-      });
-    }
-  }
-  if (stoppedAt >= 0 && (p.dlopenEdge === null || stoppedAt < p.dlopenAt)) return findings;
-  const reached = stoppedAt >= 0 ? new Set(p.scope.slice(0, p.startupScopeLength)) : null;
-  if (p.filterLoop) {
-    const [first, second] = p.filterLoop;
-    const names = [...new Set(p.filterLoop.map((o) => o.info.soname ?? o.path))].join(", ");
-    findings.push({
-      kind: "loader-abort",
-      object: first,
-      library: second?.info.soname ?? second?.path ?? null,
-      version: null,
-      symbol: null,
-      provider: null,
-      edge: null,
-      reason: `the DT_FILTER/DT_AUXILIARY entries of ${names} name each other, and dl-deps.c moves each before the other without end`,
-      filterLoop: p.filterLoop
-    });
-    return findings;
-  }
-  const missingNames = /* @__PURE__ */ new Set();
-  for (const o of p.objects) for (const e of o.edges) if (!e.object) missingNames.add(e.name);
-  const standIns = missingNames.size > 0 ? standInsFirst(p) : null;
-  for (const obj of p.scope) {
-    if (obj.role === "interp" || reached && !reached.has(obj)) continue;
-    for (const need of obj.info.versionNeeds) {
-      const provider = p.objectMatching(need.file);
-      if (provider && standIns?.(need.file, provider)) continue;
-      if (!provider) {
-        if (missingNames.has(need.file)) continue;
-        findings.push({
-          kind: "loader-abort",
-          object: obj,
-          library: need.file,
-          version: need.versions[0]?.name ?? null,
-          symbol: null,
-          provider: null,
-          edge: null,
-          reason: `_dl_check_map_versions: Assertion \`needed != NULL' failed: ${obj.path} requires versions from ${need.file}, which is no name of a loaded object`
-        });
-        continue;
-      }
-      if (provider.info.versionDefinitions.length === 0) continue;
-      for (const v of need.versions) {
-        if (v.weak || definesVersion(provider.info, v.name)) continue;
-        findings.push({ kind: "version-not-found", object: obj, library: need.file, version: v.name, symbol: null, provider, edge: p.edgeTo(provider) ?? null });
-      }
-    }
-  }
-  const glibc = p.platform.glibc;
-  const assertions = glibc !== null && versionAtMost(glibc, 2, 40) && p.objects.some((o) => !o.info.hasVersym && o.role !== "interp" && o.info.symbolCount > 0);
-  const order = relocationOrder(p, p.ctx.tunables).filter((o) => !reached || reached.has(o));
-  const cpu = p.platform.x86IsaBits;
-  if (cpu !== null) {
-    for (const obj of order) {
-      const needed = obj.info.x86IsaNeeded;
-      if (obj.role === "interp" || (needed & cpu) === needed) continue;
-      findings.push({
-        kind: "cpu-isa-level",
-        object: obj,
-        library: null,
-        version: null,
-        symbol: null,
-        provider: null,
-        edge: p.edgeTo(obj) ?? null,
-        reason: `needs ISA bits 0x${needed.toString(16)}, the CPU has 0x${cpu.toString(16)}`
-      });
-    }
-  }
-  const startup = p.dlopenEdge ? new Set(p.scope.slice(0, p.startupScopeLength)) : null;
-  let tlsBlock2;
-  const tls = startup && staticTlsModelled(p.main.info.machine) ? () => tlsBlock2 ??= staticTlsBlockOf(p, startup) : null;
-  const versionFileScope = stopsAtVersionFile(glibc) ? lookupScopes(p, reached, startup) : null;
-  for (const obj of order) {
-    if (obj.role === "interp") continue;
-    const other = obj === p.main ? copyProblems(p, obj, memo, startup, { stopAtVersionFile: versionFileScope !== null, checkMatch: assertions ? glibc : null }) : [];
-    if (tls && !startup.has(obj)) other.push(...staticTlsProblems(p, obj, memo, tls));
-    let binding;
-    const bindingOf = () => binding === void 0 ? binding = startup?.has(obj) ? bindingTime(p, obj) : null : binding;
-    if (versionFileScope) {
-      const when2 = bindingOf();
-      other.push(...versionFileStops(p, obj, memo, (name) => when2?.(name) === "start" ? versionFileScope.start : versionFileScope.all));
-    }
-    if (references(obj.info).length === 0) {
-      findings.push(...inRelocationOrder(obj, other));
-      continue;
-    }
-    const own = assertions ? checkMatchAborts(p, obj, memo, glibc) : [];
-    own.push(...other);
-    const closure = searchList(obj);
-    const unbound = memo.unboundWithin(obj, closure);
-    const rest = unbound.length === 0 ? [] : p.scope.filter((o) => !closure.includes(o) && (!reached || reached.has(o)));
-    const when = bindingOf();
-    for (const ref of unbound) {
-      const at = when?.(ref.name);
-      if ((at === "start" ? rest.filter((o) => startup.has(o)) : rest).some((o) => memo.defines(o.info, ref))) continue;
-      const provider = ref.versionFile ? p.objectNamed(ref.versionFile) ?? null : null;
-      own.push({
-        kind: ref.version ? "undefined-symbol" : "unversioned-undefined-symbol",
-        object: obj,
-        library: ref.versionFile,
-        version: ref.version,
-        symbol: ref.name,
-        provider,
-        edge: provider ? p.edgeTo(provider) ?? null : null,
-        ref,
-        ...at ? { when: at } : {}
-      });
-    }
-    if (when) {
-      for (const f of own) if (f.when === void 0 && f.symbol !== null) f.when = when(f.symbol);
-    }
-    findings.push(...inRelocationOrder(obj, own));
-  }
-  return findings;
-}
-function lookupScopes(p, reached, startup) {
-  const all = reached ? p.scope.filter((o) => reached.has(o)) : p.scope;
-  return { all, start: startup ? all.filter((o) => startup.has(o)) : all };
-}
-function bindingTime(p, obj) {
-  if (obj.info.bindNow || p.ctx.bindNow) return () => "start";
-  const names = lookedUpNames(obj.info);
-  return (name) => names?.get(name)?.eager ?? true ? "start" : "first-call";
-}
-function inRelocationOrder(obj, own) {
-  if (own.length < 2) return own;
-  const ranks = lookedUpNames(obj.info);
-  if (!ranks) return own;
-  const rank = (f) => f.rank ?? ranks.get(f.symbol ?? "")?.rank ?? Infinity;
-  return own.map((f, i) => ({ f, i })).sort((a, b) => rank(a.f) - rank(b.f) || a.i - b.i).map(({ f }) => f);
-}
-function execStackRefused(p) {
-  const glibc = p.platform.glibc;
-  if (!p.dlopenEdge || glibc !== null && versionAtMost(glibc, 2, 40)) return false;
-  if (execStackTunable(p.ctx.tunables, glibc) === 2) return false;
-  return !p.scope.slice(0, p.startupScopeLength).some((o) => o.role !== "interp" && asksExecStack(o.info));
-}
-function standInsFirst(p) {
-  const failedAt = /* @__PURE__ */ new Map();
-  const mappedAt = /* @__PURE__ */ new Map();
-  p.edgeOrder.forEach((e, i) => {
-    if (!e.object) {
-      if (!e.ignored && !failedAt.has(e.name)) failedAt.set(e.name, i);
-    } else if (e.via !== "loaded" && e.via !== "preload" && !mappedAt.has(e.object)) {
-      mappedAt.set(e.object, i);
-    }
-  });
-  return (name, provider) => failedAt.has(name) && failedAt.get(name) < (mappedAt.get(provider) ?? -1);
-}
-
-// src/core/elf/bind/symbol-memo.ts
-var SymbolMemo = class {
-  /**
-   * @param wantedOf every name referenced in the processes this memo serves (null: index all);
-   * asked for only when an object read with all its symbols must be indexed.
-   */
-  constructor(wantedOf = null) {
-    this.wantedOf = wantedOf;
-  }
-  wantedOf;
-  ids = /* @__PURE__ */ new WeakMap();
-  next = 0;
-  memo = /* @__PURE__ */ new Map();
-  indexes = /* @__PURE__ */ new WeakMap();
-  /** The object a name was last found in: the first to ask for the next reference to it. */
-  lastDefiner = /* @__PURE__ */ new Map();
-  wanted;
-  /** Does `info` define `ref`? Through an index of only the wanted names. */
-  defines(info2, ref) {
-    if (info2.lookup) return defines(info2, ref);
-    let index = this.indexes.get(info2);
-    if (!index) {
-      if (this.wanted === void 0) this.wanted = this.wantedOf ? this.wantedOf() : null;
-      index = buildDefinitions(info2, this.wanted ?? void 0);
-      this.indexes.set(info2, index);
-    }
-    return defines(info2, ref, index);
-  }
-  id(info2) {
-    let id = this.ids.get(info2);
-    if (id === void 0) {
-      id = this.next++;
-      this.ids.set(info2, id);
-    }
-    return id;
-  }
-  unboundWithin(obj, closure) {
-    const ids = new Int32Array(closure.length);
-    for (let k = 0; k < closure.length; k++) ids[k] = this.id(closure[k].info);
-    const key = `${this.id(obj.info)}|${ids.sort().join(",")}`;
-    let unbound = this.memo.get(key);
-    if (!unbound) {
-      const named2 = /* @__PURE__ */ new Map();
-      for (const o of closure) {
-        for (const n of o.names) if (!named2.has(n)) named2.set(n, o);
-        if (o.info.soname !== null && !named2.has(o.info.soname)) named2.set(o.info.soname, o);
-      }
-      const present = /* @__PURE__ */ new Map();
-      for (const o of closure) if (!present.has(o.info)) present.set(o.info, o);
-      unbound = references(obj.info).filter((ref) => {
-        let likely = ref.versionFile === null ? void 0 : named2.get(ref.versionFile);
-        if (likely === void 0) {
-          const last = this.lastDefiner.get(ref.name);
-          likely = last === void 0 ? void 0 : present.get(last);
-        }
-        if (likely !== void 0 && likely !== obj && this.defines(likely.info, ref)) return false;
-        const definer = closure.find((o) => o !== obj && o !== likely && this.defines(o.info, ref));
-        if (definer === void 0) return true;
-        this.lastDefiner.set(ref.name, definer.info);
-        return false;
-      });
-      if (unbound.length > 0) {
-        const names = lookedUpNames(obj.info);
-        if (names) unbound = unbound.filter((ref) => names.has(ref.name));
-      }
-      this.memo.set(key, unbound);
-    }
-    return unbound;
-  }
-};
-
-// src/core/elf/explain/explain-finding.ts
-import { closeSync as closeSync4, existsSync as existsSync3, openSync as openSync4, readdirSync as readdirSync3, readFileSync as readFileSync4, readSync as readSync4, statSync as statSync4 } from "node:fs";
-import { basename as basename3, dirname as dirname5, join as join5 } from "node:path";
-
-// src/core/text/quote.ts
-function quoteSh(value) {
-  if (value !== "" && /^[A-Za-z0-9_@%+=:,./-]+$/.test(value)) return value;
-  return `'${value.replaceAll("'", `'\\''`)}'`;
-}
-
-// src/core/elf/search/check-targets.ts
-import { closeSync as closeSync3, constants as constants4, openSync as openSync3, readdirSync as readdirSync2, readSync as readSync3, realpathSync as realpathSync3, statSync as statSync3 } from "node:fs";
-import { join as join4 } from "node:path";
-
-// src/core/elf/read/machine/kernel-path.ts
-import { lstatSync as lstatSync2 } from "node:fs";
-function kernelPath(path13, cwd) {
-  const full = path13.startsWith("/") ? path13 : `${cwd}/${path13}`;
-  const parts = full.split("/");
-  const out = [];
-  let raw = false;
-  for (const part2 of parts) {
-    if (raw) {
-      out.push(part2);
-      continue;
-    }
-    if (part2 === "" || part2 === ".") continue;
-    if (part2 !== "..") {
-      out.push(part2);
-      continue;
-    }
-    if (out.length === 0) continue;
-    let link = false;
-    try {
-      link = lstatSync2(`/${out.join("/")}`).isSymbolicLink();
-    } catch {
-    }
-    if (link) {
-      out.push("..");
-      raw = true;
-    } else {
-      out.pop();
-    }
-  }
-  return `/${out.join("/")}`;
-}
-
-// src/core/elf/search/loader-process.ts
-import { realpathSync as realpathSync2 } from "node:fs";
-import { dirname as dirname4 } from "node:path";
-
-// src/core/elf/read/elf/segments.ts
-var MISALIGNED = "ELF load command address/offset not page-aligned";
-function segmentsMisaligned(info2, pageSize) {
-  const loads = info2.loads;
-  if (loads.some((l) => (l.vaddr - l.offset) % pageSize !== 0)) return true;
-  if (loads.length < 2) return false;
-  const start = (addr) => Math.floor(addr / pageSize) * pageSize;
-  const end = (l) => Math.ceil((l.vaddr + l.filesz) / pageSize) * pageSize;
-  const holes = loads.some((l, i) => i > 0 && end(loads[i - 1]) !== start(l.vaddr));
-  return holes && start(loads[loads.length - 1].vaddr) < end(loads[0]);
-}
-
-// src/core/elf/search/loader-process.ts
-var DF_1_NODEFLIB = 2048;
-var DF_1_PIE = 134217728;
-var misaligned = (info2, platform2) => (platform2.glibc === null || !versionAtMost(platform2.glibc, 2, 34)) && segmentsMisaligned(info2, platform2.pageSize);
-var ET_EXEC2 = 2;
-var ET_DYN = 3;
-var LoaderProcess = class {
-  constructor(ctx, platform2) {
-    this.ctx = ctx;
-    this.platform = platform2;
-  }
-  ctx;
-  platform;
-  objects = [];
-  /** The global search list: main, preloads, then breadth-first order. */
-  scope = [];
-  failedPreloads = [];
-  preloadEdges = [];
-  main;
-  /** How many objects of `scope` the program starts with (the rest come with --exe's dlopen). */
-  startupScopeLength = 0;
-  /** The checked library (the main object, or the one dlopened by --exe). */
-  target;
-  /** Every dependency edge, in the order ld.so maps them (its first failure is the one a run reports). */
-  edgeOrder = [];
-  /** --exe: the dlopen of the target (mapped after edgeOrder's first `dlopenAt` edges, before the rest). */
-  dlopenEdge = null;
-  dlopenAt = 0;
-  /** Filtees that move each other up without end: ld.so crashes there (./dependency-list.ts). */
-  filterLoop = null;
-  /**
-   * The main object itself cannot be loaded: its segments do not fit the page size (without --exe,
-   * ld.so maps the checked library), or it lies on a noexec mount (`noexecMount`: the kernel does
-   * not start the program, or ld.so cannot map the library). Nothing else happens then.
-   */
-  mainStop = null;
-  ldDirs = [];
-  mapped = /* @__PURE__ */ new Set();
-  /**
-   * Filtees dl-deps.c linked in before the head of the namespace's list (the main object has no
-   * predecessor, so a filtee of the main object becomes one, and the list's head pointer never
-   * learns of it): no lookup by name or by file reaches them, and a later DT_NEEDED of the same
-   * library loads a second copy. Only a main object with DT_FILTER/DT_AUXILIARY (`ldd` of a filter
-   * library, which check models) meets this.
-   */
-  unlisted = /* @__PURE__ */ new Set();
-  /** Set once a library is loaded a third time that way: ld.so keeps loading copies until mapping fails. */
-  runaway = null;
-  /**
-   * Loads `target` as ld.so would: as the main object, or dlopened by `exe` when given.
-   * `target.info` must already be read (the caller decides which files are ELF at all).
-   */
-  run(target, exe) {
-    const mainFile = exe ?? target;
-    let mainOrigin = dirname4(mainFile.path);
-    if (exe) {
-      try {
-        const real = realpathSync2.native(exe.path);
-        this.ctx.view.recorder?.fact("r", exe.path, real);
-        mainOrigin = dirname4(real);
-      } catch {
-        this.ctx.view.recorder?.fact("r", exe.path, "-");
-      }
-    }
-    this.main = this.newObject(mainFile.path, mainFile.path, mainFile.info, mainFile.stat, null, "main", mainOrigin);
-    const badSegments = !exe && misaligned(mainFile.info, this.platform);
-    const noexec = badSegments ? null : this.ctx.noexecMount?.(mainFile.path) ?? null;
-    if (badSegments || noexec !== null) {
-      this.mainStop = {
-        name: mainFile.path,
-        kind: "needed",
-        owner: this.main,
-        object: null,
-        via: null,
-        rule: null,
-        passedOver: [],
-        error: `${mainFile.path}: ${noexec !== null ? "failed to map segment from shared object" : MISALIGNED}`,
-        errorPath: mainFile.path,
-        ...noexec !== null ? { noexecMount: noexec } : {}
-      };
-    }
-    this.seedInterpreter(mainFile.info);
-    this.ensureInterp();
-    this.ldDirs = parseSearchList(this.ctx.ldLibraryPath, this.dst(this.main), "env", this.imageOf(this.main.path));
-    this.scope.push(this.main);
-    for (const { name, from } of this.ctx.preload) {
-      const edge = this.mapObject(this.main, name, true, "preload", from);
-      this.preloadEdges.push(edge);
-      if (!edge.object) {
-        const file = name.startsWith("/") ? inImage(this.imageOf(this.main.path), name) : name;
-        const own = (edge.errorPath === name || edge.errorPath === file) && edge.error?.startsWith(`${edge.errorPath}: `);
-        this.failedPreloads.push({ name, from, reason: own ? edge.error.slice(edge.errorPath.length + 2) : edge.error ?? "cannot open shared object file" });
-      } else if (!this.scope.includes(edge.object)) {
-        this.scope.push(edge.object);
-      }
-    }
-    this.scope.splice(0, this.scope.length, ...this.walk(this.scope));
-    this.startupScopeLength = this.scope.length;
-    this.target = this.main;
-    if (exe && !this.filterLoop) {
-      const edge = this.mapObject(this.main, target.path, false, "dlopen");
-      this.dlopenEdge = edge;
-      this.dlopenAt = this.edgeOrder.length;
-      if (edge.object) {
-        this.target = edge.object;
-        for (const o of this.walk([edge.object])) if (!this.scope.includes(o)) this.scope.push(o);
-      }
-    }
-  }
-  /**
-   * A dlopen of `name` by `caller` once the process has started (what libcudart does for
-   * libcuda.so.1 at the first CUDA call): an object already loaded under that name or SONAME is
-   * reused; otherwise the search is `caller`'s (dl-open.c passes the calling object as loader:
-   * its DT_RUNPATH, or the DT_RPATH of it and its loaders and of the program, then
-   * LD_LIBRARY_PATH, the cache, the default directories). The new object has no loader, and its
-   * search list joins the scope as --exe's dlopen does. Only for a process run without --exe.
-   */
-  loadAtRunTime(caller, name) {
-    if (this.dlopenEdge) throw new Error("loadAtRunTime: the process already has a dlopen");
-    const edge = this.mapObject(caller, name, false, "dlopen");
-    this.dlopenEdge = edge;
-    this.dlopenAt = this.edgeOrder.length;
-    if (edge.object && !this.filterLoop) {
-      for (const o of this.walk([edge.object])) if (!this.scope.includes(o)) this.scope.push(o);
-    }
-    return edge;
-  }
-  /** _dl_map_object_deps from `start`: its search list; sets `filterLoop` when ld.so would never finish. */
-  walk(start) {
-    const { list, loop } = walkDependencies(start, (o) => this.dependenciesOf(o), (filtee, before) => {
-      if (before === this.main || this.unlisted.has(before)) this.unlisted.add(filtee);
-      else this.unlisted.delete(filtee);
-    });
-    if (loop) this.filterLoop = this.runaway ?? loop;
-    return list;
-  }
-  /** The object known by `name` (l_name, a name it was loaded under, or its soname), as _dl_name_match_p sees it. */
-  objectNamed(name) {
-    return this.objects.find((o) => o.path === name || o.names.includes(name)) ?? this.objects.find((o) => o.info.soname === name);
-  }
-  /**
-   * _dl_name_match_p over every loaded object: l_name or a name it was loaded under (a soname
-   * counts only once a DT_NEEDED search matched it). What find_needed (dl-version.c) uses.
-   */
-  objectMatching(name) {
-    return this.objects.find((o) => o.path === name || o.names.includes(name));
-  }
-  /** The edge that first loaded `object` (its rule), if any. */
-  edgeTo(object) {
-    for (const o of this.scope) {
-      for (const e of o.edges) if (e.object === object && e.via !== "loaded" && e.via !== "preload") return e;
-    }
-    return this.preloadEdges.find((e) => e.object === object);
-  }
-  /**
-   * The dependency edges of `obj`, mapped the first time the list walk reaches it (dl-deps.c):
-   * DT_NEEDED, DT_FILTER and DT_AUXILIARY entries in dynamic-array order. ld.so itself is
-   * never walked.
-   */
-  dependenciesOf(obj) {
-    if (this.runaway) return null;
-    if (this.mapped.has(obj)) return obj.edges;
-    this.mapped.add(obj);
-    if (obj.role === "interp") return obj.edges;
-    const { needed, filtees } = obj.info;
-    let f = 0;
-    for (let n = 0; n <= needed.length; n++) {
-      for (; f < filtees.length && filtees[f].neededBefore <= n; f++) {
-        this.mapDependency(obj, filtees[f].name, filtees[f].auxiliary ? "auxiliary" : "filter");
-      }
-      if (n < needed.length) this.mapDependency(obj, needed[n], "needed");
-    }
-    return obj.edges;
-  }
-  mapDependency(obj, raw, kind) {
-    const { value, hadToken } = expandDst(raw, this.dst(obj));
-    let edge;
-    if (hadToken && (value === null || value === "")) {
-      if (kind !== "auxiliary") return;
-      edge = { name: raw, kind, owner: obj, object: null, via: null, rule: null, passedOver: [], error: `${raw}: empty dynamic string token substitution` };
-    } else {
-      edge = this.mapObject(obj, value ?? raw, false);
-      edge.kind = kind;
-      if (kind === "auxiliary" && !edge.object) edge.ignored = true;
-    }
-    obj.edges.push(edge);
-    this.edgeOrder.push(edge);
-  }
-  dst(obj) {
-    return { origin: obj.origin, platform: this.platform.platform, lib: this.platform.lib };
-  }
-  seedInterpreter(mainInfo) {
-    const interp = mainInfo.interp ?? this.platform.interp;
-    if (!interp) return;
-    const path13 = this.platform.sysroot + interp;
-    const st = this.ctx.view.statSync(path13);
-    if (!st) return;
-    const file = this.ctx.view.hostPath(path13) ?? path13;
-    this.pendingInterp = { path: path13, file, interp, st };
-  }
-  pendingInterp;
-  ensureInterp() {
-    const p = this.pendingInterp;
-    if (!p) return;
-    this.pendingInterp = void 0;
-    try {
-      const info2 = cachedElfSync(p.file, p.st);
-      const obj = this.newObject(p.path, p.interp, info2, p.st, null, "interp", dirname4(p.path));
-      if (info2.soname) obj.names.push(info2.soname);
-    } catch {
-    }
-  }
-  newObject(path13, name, info2, st, loader, role, origin = dirname4(path13)) {
-    const values = { origin, platform: this.platform.platform, lib: this.platform.lib };
-    const obj = {
-      id: this.objects.length,
-      path: path13,
-      names: [name],
-      inode: inodeKey(st),
-      loader,
-      origin,
-      info: info2,
-      role,
-      edges: [],
-      // An object with both keeps only DT_RUNPATH (get-dynamic-info.h), for itself and its descendants.
-      // An object of a system image: an absolute entry is a directory of the image, as on that system (inImage).
-      rpathDirs: info2.runpath !== null ? [] : parseSearchList(info2.rpath, values, "dt", this.imageOf(path13)),
-      runpathDirs: info2.runpath !== null ? parseSearchList(info2.runpath, values, "dt", this.imageOf(path13)) : null
-    };
-    this.objects.push(obj);
-    return obj;
-  }
-  /** _dl_map_object: an already loaded object by name, else the first acceptable file of the search. */
-  mapObject(loader, name, preload, role = preload ? "preload" : "dep", preloadFrom) {
-    const edge = { name, kind: "needed", owner: loader, object: null, via: null, rule: null, passedOver: [], error: null };
-    const listed = this.unlisted.size === 0 ? this.objects : this.objects.filter((o) => !this.unlisted.has(o));
-    const known2 = listed.find((o) => o.path === name || o.names.includes(name));
-    const bySoname = known2 ?? listed.find((o) => o.info.soname === name);
-    if (bySoname) {
-      if (!known2) bySoname.names.push(name);
-      edge.object = bySoname;
-      edge.via = bySoname.role === "preload" ? "preload" : "loaded";
-      const preloaded = bySoname.role === "preload" ? this.preloadEdges.find((e) => e.object === bySoname) : void 0;
-      if (preloaded?.preloadFrom) Object.assign(edge, { preloadFrom: preloaded.preloadFrom, preloadName: preloaded.name });
-      edge.rule = preloaded?.preloadFrom ? `already loaded: the ${preloaded.preloadFrom} entry ${preloaded.name}` : known2 ? "already loaded" : `already loaded, with the SONAME ${name}`;
-      return edge;
-    }
-    for (const c of this.candidates(loader, name)) {
-      if (c.status === "wrong-class" || c.status === "wrong-machine") {
-        edge.passedOver.push(c);
-        continue;
-      }
-      const stop = (reason) => {
-        edge.error = reason.startsWith(`${c.path}:`) ? reason : `${c.path}: ${reason}`;
-        edge.errorPath = c.path;
-        edge.rule = c.rule;
-        if (c.ldEntry !== void 0) edge.ldEntry = c.ldEntry;
-        return edge;
-      };
-      if (c.status === "fatal") return stop(c.reason ?? "cannot load it");
-      let info2;
-      try {
-        info2 = cachedElfSync(c.file ?? c.path, c.stat);
-      } catch (error2) {
-        return stop(error2 instanceof Error ? error2.message : String(error2));
-      }
-      if (info2.type === ET_DYN && info2.dynamic !== "yes") return stop("object file has no dynamic section");
-      if ((info2.flags1 & DF_1_PIE) !== 0 && !(this.platform.glibc && versionAtMost(this.platform.glibc, 2, 29))) {
-        return stop("cannot dynamically load position-independent executable");
-      }
-      edge.via = preload ? "preload" : c.via;
-      edge.rule = preload && preloadFrom ? `the ${preloadFrom} entry ${name}${name.includes("/") ? "" : `, found by ${c.rule}`}` : c.rule;
-      if (preload && preloadFrom) Object.assign(edge, { preloadFrom, preloadName: name });
-      if (c.ldEntry !== void 0) edge.ldEntry = c.ldEntry;
-      const inode = inodeKey(c.stat);
-      const same = listed.find((o) => o.inode === inode && o.role !== "interp") ?? listed.find((o) => o.inode === inode);
-      if (same) {
-        same.names.push(name);
-        edge.object = same;
-        return edge;
-      }
-      if (misaligned(info2, this.platform)) return stop(MISALIGNED);
-      const noexec = this.ctx.noexecMount?.(c.file ?? c.path) ?? null;
-      if (noexec !== null) {
-        edge.noexecMount = noexec;
-        return stop("failed to map segment from shared object");
-      }
-      if (preload && execStackForbidden(this.ctx.tunables, this.platform.glibc) && asksExecStack(info2)) {
-        return stop("cannot enable executable stack as shared object requires");
-      }
-      edge.object = this.newObject(c.path, name, info2, c.stat, role === "dlopen" ? null : loader, role);
-      if (this.unlisted.size > 0) {
-        const copies = this.objects.filter((o) => o.inode === inode);
-        if (copies.length >= 3) this.runaway = copies;
-      }
-      return edge;
-    }
-    if (edge.passedOver.length > 0) {
-      const wrongClass = edge.passedOver.find((c) => c.status === "wrong-class");
-      edge.error = wrongClass ? `wrong ELF class: ELFCLASS${wrongClass.reason?.includes("32") ? 32 : 64}` : null;
-    }
-    return edge;
-  }
-  /**
-   * Every file the search for `name` by `loader` would consider, in ld.so's order (§1.3 step C),
-   * each with its verdict. mapObject takes the first acceptable one; the explainer looks further.
-   */
-  *candidates(loader, name) {
-    if (name.includes("/")) {
-      const path13 = name.startsWith("/") ? inImage(this.imageOf(loader.path), name) : this.absolute(name);
-      const c = this.probe(path13, "default", `the path ${name} written in DT_NEEDED`);
-      if (c) yield c;
-      return;
-    }
-    for (const { dir, via, rule, ldEntry } of this.searchDirs(loader)) {
-      if (via === "ld.so.cache") {
-        const hit = this.ctx.cacheLookup(name, this.platform);
-        if (!hit || (loader.info.flags1 & DF_1_NODEFLIB) !== 0 && this.platform.systemDirs.some((d) => hit.startsWith(d))) continue;
-        const c2 = this.probe(hit, via, rule);
-        if (c2) yield c2;
-        continue;
-      }
-      for (const sub of this.ctx.view.listableSubdirs(dir, this.platform.hwcapsSubdirs)) {
-        const subdir = `${dir}${sub}/`;
-        if (!this.ctx.view.has(subdir, name)) continue;
-        const c2 = this.probe(this.absolute(subdir + name), via, `${rule} (${sub})`);
-        if (c2 && ldEntry !== void 0) c2.ldEntry = ldEntry;
-        if (c2) yield c2;
-      }
-      if (!this.ctx.view.has(dir, name)) continue;
-      const c = this.probe(this.absolute(dir + name), via, rule);
-      if (c && ldEntry !== void 0) c.ldEntry = ldEntry;
-      if (c) yield c;
-    }
-  }
-  /**
-   * The root of the system image (CUDAENV_SYSROOT) a file lies in, whose absolute paths its search
-   * names (and, for the main object, LD_LIBRARY_PATH and LD_PRELOAD name) are; '' for a file outside
-   * it, checked by the image's loader rules but read where it is.
-   */
-  imageOf(path13) {
-    return isInside(this.platform.sysroot, path13) ? this.platform.sysroot : "";
-  }
-  /** A relative name as dl-object.c makes l_origin of it: the working directory (getcwd), a slash, the name. */
-  absolute(path13) {
-    return path13.startsWith("/") ? path13 : `${this.ctx.view.workingDir().replace(/\/$/, "")}/${path13}`;
-  }
-  /** The directories of steps 1-6, with the cache between RUNPATH and the system directories. */
-  *searchDirs(loader) {
-    const cwd = this.ctx.view.cwd;
-    if (loader.runpathDirs === null) {
-      let didMain = false;
-      for (let l = loader; l; l = l.loader) {
-        if (l === this.main) didMain = true;
-        for (const d of l.rpathDirs) yield { dir: d.dir, via: "rpath", rule: `DT_RPATH entry ${describeElement(d.element, cwd)} of ${l.path}` };
-      }
-      if (!didMain) for (const d of this.main.rpathDirs) yield { dir: d.dir, via: "rpath", rule: `DT_RPATH entry ${describeElement(d.element, cwd)} of ${this.main.path}` };
-    }
-    for (const d of this.ldDirs) yield { dir: d.dir, via: "ld_library_path", rule: `LD_LIBRARY_PATH entry ${describeElement(d.element, cwd)}`, ldEntry: d.element };
-    if (loader.runpathDirs) for (const d of loader.runpathDirs) yield { dir: d.dir, via: "runpath", rule: `DT_RUNPATH entry ${describeElement(d.element, cwd)} of ${loader.path}` };
-    yield { dir: "\0cache", via: "ld.so.cache", rule: this.ctx.cacheLabel };
-    if ((loader.info.flags1 & DF_1_NODEFLIB) === 0) {
-      for (const d of this.platform.systemDirs) yield { dir: d, via: "default", rule: `system directory ${d.replace(/\/$/, "")}` };
-    }
-  }
-  /** Checks one file as open_verify does (§1.8); null when there is nothing there. */
-  probe(path13, via, rule) {
-    const st = this.ctx.view.stat(path13);
-    if (!st) return null;
-    if (st.isDirectory()) return { path: path13, via, rule, status: "fatal", reason: "cannot read file data: Is a directory" };
-    if (st.size < (this.platform.elfClass === 64 ? 64 : 52)) return { path: path13, via, rule, status: "fatal", reason: "file too short" };
-    const file = this.ctx.view.hostPath(path13) ?? path13;
-    let header;
-    try {
-      header = cachedHeaderSync(file, st);
-    } catch (error2) {
-      if (error2 instanceof ElfError) {
-        if (error2.reason === "io") return null;
-        const reason = error2.reason === "not-elf" ? "invalid ELF header" : error2.reason === "truncated" ? "file too short" : error2.message;
-        return { path: path13, via, rule, status: "fatal", reason };
-      }
-      throw error2;
-    }
-    if (header.elfClass !== this.platform.elfClass) return { path: path13, via, rule, status: "wrong-class", reason: `wrong ELF class: ELFCLASS${header.elfClass}`, stat: st };
-    if (header.machine !== this.platform.machine) return { path: path13, via, rule, status: "wrong-machine", reason: `built for machine ${header.machine}`, stat: st };
-    if (!header.littleEndian) return { path: path13, via, rule, status: "fatal", reason: "ELF file data encoding not little-endian" };
-    if (header.type !== ET_DYN && header.type !== ET_EXEC2) return { path: path13, via, rule, status: "fatal", reason: "only ET_DYN and ET_EXEC can be loaded" };
-    return { path: path13, via, rule, status: "ok", reason: null, stat: st, file };
-  }
-};
-
-// src/core/elf/search/check-targets.ts
-var ET_EXEC3 = 2;
-var ET_DYN2 = 3;
-function describeNonElf(path13) {
-  let head = "";
-  try {
-    const fd = openSync3(path13, constants4.O_RDONLY | constants4.O_NONBLOCK);
-    try {
-      const buf = Buffer.alloc(512);
-      const bytesRead = readSync3(fd, buf, 0, 512, 0);
-      head = buf.toString("latin1", 0, bytesRead);
-    } finally {
-      closeSync3(fd);
-    }
-  } catch {
-    return "not readable";
-  }
-  if (head.startsWith("!<arch>")) return "a static archive, not a shared object";
-  if (/GNU ld script|\b(GROUP|INPUT|OUTPUT_FORMAT)\s*\(/.test(head)) return "a linker script (used only when linking), not a shared object";
-  return "not an ELF file";
-}
-var DAMAGED = "a damaged ELF file: ";
-var DEBUG_INFO = 'a separate debug-info file (objcopy --only-keep-debug): it holds what a debugger reads, no code or tables, and the loader refuses it ("object file has no dynamic section")';
-var EMPTY = "an empty file (0 bytes), not a shared object";
-function classify(path13, st, explicit = false, file = path13) {
-  if (st.size === 0) return { skip: EMPTY };
-  try {
-    const info2 = cachedElfSync(file, st);
-    if (explicit && info2.type === ET_EXEC3) return { path: path13, info: info2, stat: st };
-    if (info2.type !== ET_DYN2) return { skip: `an ELF ${info2.type === 2 ? "executable" : info2.type === 1 ? "relocatable object" : `file of type ${info2.type}`}, not a shared object` };
-    if (info2.dynamic === "debug-info") return { skip: DEBUG_INFO };
-    if (info2.dynamic === "none") return { skip: 'an ELF shared object without a dynamic section: the loader refuses it ("object file has no dynamic section")' };
-    if ((info2.flags1 & DF_1_PIE) !== 0 && !explicit) return { skip: "a position-independent executable, not a shared object" };
-    return { path: path13, info: info2, stat: st };
-  } catch (error2) {
-    if (error2 instanceof ElfError) {
-      if (error2.reason === "not-elf") return { skip: describeNonElf(file) };
-      return { skip: `${DAMAGED}${error2.message.startsWith(file) ? error2.message.slice(file.length + 2) : error2.message}` };
-    }
-    throw error2;
-  }
-}
-function listTargets(targets, options = {}) {
-  const cwd = options.cwd ?? process.cwd();
-  const root = normalRoot(options.sysroot);
-  const host = (path13) => isInside(root, path13) ? realpathIn(root, path13) ?? `${path13}\0missing` : path13;
-  const statHost = (path13) => statSync3(host(path13));
-  const out = [];
-  const seenFiles = /* @__PURE__ */ new Set();
-  const seenDirs = /* @__PURE__ */ new Set();
-  const visitDir = (dir, depth) => {
-    const dst = statHost(dir);
-    if (seenDirs.has(inodeKey(dst))) return;
-    seenDirs.add(inodeKey(dst));
-    const subdirs = [];
-    for (const name of readdirSync2(host(dir)).sort()) {
-      const path13 = join4(dir, name);
-      let st;
-      try {
-        st = statHost(path13);
-      } catch {
-        continue;
-      }
-      if (st.isDirectory()) {
-        if (options.recursive && depth < 32) subdirs.push(path13);
-        continue;
-      }
-      if (!st.isFile() || seenFiles.has(inodeKey(st))) continue;
-      seenFiles.add(inodeKey(st));
-      out.push(host(path13) === path13 ? { path: path13, explicit: false } : { path: path13, explicit: false, file: host(path13) });
-    }
-    for (const sub of subdirs) visitDir(sub, depth + 1);
-  };
-  for (const target of targets) {
-    const path13 = kernelPath(target, cwd);
-    let st;
-    try {
-      st = statHost(path13);
-    } catch (error2) {
-      const code = isErrno(error2) ? error2.code : void 0;
-      const why = code === "ELOOP" ? "too many levels of symbolic links (a link that leads back to itself)" : code === "EACCES" ? "permission denied (a directory on the way cannot be searched)" : code === "ENOTDIR" ? "a component of the path is not a directory" : code === "ENOENT" || code === void 0 ? "no such file or directory" : `cannot be read (${code})`;
-      throw new UsageError(`${target}: ${why}`, code === "ELOOP" ? "Fix the link, or give the file it should lead to." : "Give shared objects or directories that hold them.");
-    }
-    if (st.isDirectory()) {
-      visitDir(path13, 0);
-      continue;
-    }
-    if (seenFiles.has(inodeKey(st))) continue;
-    seenFiles.add(inodeKey(st));
-    out.push(host(path13) === path13 ? { path: path13, explicit: true } : { path: path13, explicit: true, file: host(path13) });
-  }
-  return out;
-}
-function readListedSync(file) {
-  let st;
-  try {
-    st = statSync3(file.file ?? file.path);
-  } catch {
-    return { skip: "disappeared while being checked" };
-  }
-  const r = classify(file.path, st, file.explicit, file.file ?? file.path);
-  if (file.explicit && "skip" in r) {
-    throw new UsageError(`${file.path} is ${r.skip}`, r.skip.startsWith(DAMAGED) ? "The file is truncated or corrupt: reinstall the package it came from." : r.skip === EMPTY ? 'The loader would stop at it with "file too short". If it should be a library, the copy was cut short: reinstall the package it came from.' : r.skip === DEBUG_INFO ? "Check the library it was split from instead (the one whose build ID names this file)." : "Give an ELF shared object (a .so file), a program, or a directory of them.");
-  }
-  return r;
-}
-
-// src/core/versions/version.ts
-var VERSION_RE = /^(0|[1-9]\d{0,3})\.(0|[1-9]\d{0,3})\.(0|[1-9]\d{0,5})$/;
-function parseVersion(text) {
-  const m = VERSION_RE.exec(text);
-  if (!m) return void 0;
-  return { major: Number(m[1]), minor: Number(m[2]), patch: Number(m[3]) };
-}
-function isVersion(text) {
-  return VERSION_RE.test(text);
-}
-var LABEL_RE = /^((?:0|[1-9]\d{0,3})\.(?:0|[1-9]\d{0,3})\.(?:0|[1-9]\d{0,5}))(?:-([a-z][a-z0-9]{0,15}))?$/;
-function isLabel(text) {
-  return LABEL_RE.test(text);
-}
-function parseLabel(text) {
-  const m = LABEL_RE.exec(text);
-  return m ? { release: m[1], suffix: m[2] } : void 0;
-}
-function compareVersions(a, b) {
-  return a.major - b.major || a.minor - b.minor || a.patch - b.patch;
-}
-function sortVersionLabels(labels) {
-  return [...labels].sort((x, y) => {
-    const lx = parseLabel(x);
-    const ly = parseLabel(y);
-    const a = lx && parseVersion(lx.release);
-    const b = ly && parseVersion(ly.release);
-    if (!a || !b) return a ? 1 : b ? -1 : x.localeCompare(y);
-    return compareVersions(a, b) || (lx.suffix === void 0 ? -1 : 0) - (ly.suffix === void 0 ? -1 : 0) || x.localeCompare(y);
-  });
-}
-function compareDotted(a, b) {
-  const x = a.split(".").map(Number);
-  const y = b.split(".").map(Number);
-  for (let i = 0; i < Math.max(x.length, y.length); i++) {
-    const d = (x[i] ?? 0) - (y[i] ?? 0);
-    if (d !== 0) return d;
-  }
-  return 0;
-}
-
-// src/core/elf/read/machine/nvidia-driver.ts
-import { existsSync as existsSync2, readFileSync as readFileSync3 } from "node:fs";
-
-// src/core/versions/driver-table.ts
-var TABLE = [
-  ["13.3.1", "610.43.02"],
-  ["13.3.0", "610.43.02"],
-  ["13.2.1", "595.58.03"],
-  ["13.2.0", "595.45.04"],
-  ["13.1.1", "590.48.01"],
-  ["13.1.0", "590.44.01"],
-  ["13.0.2", "580.95.05"],
-  ["13.0.1", "580.82.07"],
-  ["13.0.0", "580.65.06"],
-  ["12.9.1", "575.57.08"],
-  ["12.9.0", "575.51.03"],
-  ["12.8.1", "570.124.06"],
-  ["12.8.0", "570.26"],
-  ["12.6.3", "560.35.05"],
-  ["12.6.2", "560.35.03"],
-  ["12.6.1", "560.35.03"],
-  ["12.6.0", "560.28.03"],
-  ["12.5.1", "555.42.06"],
-  ["12.5.0", "555.42.02"],
-  ["12.4.1", "550.54.15"],
-  ["12.4.0", "550.54.14"],
-  ["12.3.2", "545.23.08"],
-  ["12.3.1", "545.23.08"],
-  ["12.3.0", "545.23.06"],
-  ["12.2.2", "535.104.05"],
-  ["12.2.1", "535.86.09"],
-  ["12.2.0", "535.54.03"],
-  ["12.1.1", "530.30.02"],
-  ["12.1.0", "530.30.02"],
-  ["12.0.1", "525.85.11"],
-  ["12.0.0", "525.60.13"],
-  ["11.8.0", "520.61.05"],
-  ["11.7.1", "515.48.07"],
-  ["11.7.0", "515.43.04"],
-  ["11.6.2", "510.47.03"],
-  ["11.6.1", "510.47.03"],
-  ["11.6.0", "510.39.01"],
-  ["11.5.2", "495.29.05"],
-  ["11.5.1", "495.29.05"],
-  ["11.5.0", "495.29.05"],
-  ["11.4.4", "470.82.01"],
-  ["11.4.3", "470.82.01"],
-  ["11.4.2", "470.57.02"],
-  ["11.4.1", "470.57.02"],
-  ["11.4.0", "470.42.01"],
-  ["11.3.1", "465.19.01"],
-  ["11.3.0", "465.19.01"],
-  ["11.2.2", "460.32.03"],
-  ["11.2.1", "460.32.03"],
-  ["11.2.0", "460.27.03"],
-  ["11.1.1", "455.32"],
-  ["11.1.0", "455.23"],
-  ["11.0.3", "450.51.06"],
-  ["11.0.2", "450.51.05"],
-  ["11.0.1", "450.36.06"],
-  ["10.2.0", "440.33"],
-  ["10.1.0", "418.39"],
-  ["10.0.0", "410.48"]
-];
-var MVC_FLOOR = { 11: "450.80.02", 12: "525.60.13", 13: "580.65.06" };
-function compareDriverVersions(a, b) {
-  return compareDotted(a, b);
-}
-function isDriverVersion(text) {
-  return /^\d{2,4}\.\d{1,4}(\.\d{1,4})?$/.test(text);
-}
-function parseToolkit(text) {
-  const m = /^(\d+)\.(\d+)(?:\.(\d+))?$/.exec(text);
-  return m ? { major: Number(m[1]), minor: Number(m[2]), patch: Number(m[3] ?? 0) } : void 0;
-}
-function newerThanDriverTable(toolkit) {
-  const v = parseToolkit(toolkit);
-  return v !== void 0 && compareDotted(`${v.major}.${v.minor}.${v.patch}`, TABLE[0][0]) > 0;
-}
-function minimumDriver(toolkit) {
-  const v = parseToolkit(toolkit);
-  if (!v) return void 0;
-  if (newerThanDriverTable(toolkit)) return { driver: TABLE[0][1], row: TABLE[0][0], atLeast: true };
-  for (const [row, driver] of TABLE) {
-    const r = parseToolkit(row);
-    if (r.major === v.major && r.minor === v.minor && r.patch <= v.patch) return { driver, row };
-  }
-  return void 0;
-}
-function mvcFloor(major) {
-  return MVC_FLOOR[major];
-}
-function driverSupport(driver, toolkit) {
-  const required2 = minimumDriver(toolkit);
-  const major = parseToolkit(toolkit)?.major;
-  const floor = major === void 0 ? void 0 : mvcFloor(major);
-  if (!required2) return { kind: "unknown", floor };
-  if (compareDriverVersions(driver, required2.driver) >= 0) return required2.atLeast ? { kind: "unknown", floor, required: required2 } : { kind: "full", required: required2 };
-  if (floor && compareDriverVersions(driver, floor) >= 0) return { kind: "minor-version-compatibility", required: required2, floor };
-  return { kind: "too-old", required: required2, floor };
-}
-
-// src/core/versions/driver-version.ts
-function parseProcDriverVersion(text) {
-  const line = text.split("\n").find((l) => l.startsWith("NVRM version:"));
-  if (!line) return void 0;
-  const m = /\b(Open )?Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)\b/.exec(line);
-  if (!m || !isDriverVersion(m[2])) return void 0;
-  return { version: m[2], kernelModule: m[1] ? "open" : "proprietary" };
-}
-function libcudaVersion(fileName) {
-  const m = /^libcuda\.so\.(\d+\.\d+(?:\.\d+)?)$/.exec(fileName);
-  return m && isDriverVersion(m[1]) ? m[1] : void 0;
-}
-
-// src/core/elf/read/elf/sections.ts
-var SHT_PROGBITS = 1;
-var NAMES_LIMIT = 1024 * 1024;
-function sectionHeaders(file, h) {
-  const entsize = h.is64 ? 64 : 40;
-  if (h.shnum === 0 || h.shoff === 0 || h.shentsize !== entsize) return [];
-  const ehdr = new Fields(file.read(0, h.is64 ? 64 : 52, "ELF header"), h.littleEndian, h.is64);
-  const shstrndx = ehdr.u16(h.is64 ? 62 : 50);
-  if (shstrndx === 0 || shstrndx >= h.shnum) return [];
-  const table2 = new Fields(file.read(h.shoff, h.shnum * entsize, "section header table"), h.littleEndian, h.is64);
-  const offsetOf = (i) => h.is64 ? table2.u64(i * entsize + 24) : table2.u32(i * entsize + 16);
-  const sizeOf2 = (i) => h.is64 ? table2.u64(i * entsize + 32) : table2.u32(i * entsize + 20);
-  const names = file.read(offsetOf(shstrndx), Math.min(sizeOf2(shstrndx), NAMES_LIMIT), "section name table");
-  const out = [];
-  for (let i = 0; i < h.shnum; i++) {
-    const at = table2.u32(i * entsize);
-    if (at >= names.length) continue;
-    const end = names.indexOf(0, at);
-    out.push({ name: names.toString("latin1", at, end < 0 ? names.length : end), type: table2.u32(i * entsize + 4), offset: offsetOf(i), size: sizeOf2(i) });
-  }
-  return out;
-}
-
-// src/core/elf/read/elf/rodata-strings.ts
-var PF_W = 2;
-var CHUNK2 = 4 * 1024 * 1024;
-var SEGMENT_LIMIT = 64 * 1024 * 1024;
-function constantRanges(file, h) {
-  if (sectionHeaders(file, h).length > 0) return rodataSections(file, h);
-  const ranges = [];
-  let total = 0;
-  for (const ph of readProgramHeaders(file, h)) {
-    if (ph.type !== PT_LOAD || (ph.flags & (PF_X | PF_W)) !== 0 || ph.filesz === 0) continue;
-    const size = Math.min(ph.filesz, SEGMENT_LIMIT - total, file.size - ph.offset);
-    if (size <= 0) break;
-    ranges.push([ph.offset, size]);
-    total += size;
-  }
-  return ranges;
-}
-function rodataSections(file, h) {
-  const ranges = [];
-  for (const s of sectionHeaders(file, h)) {
-    if (s.type !== SHT_PROGBITS || s.name !== ".rodata" && !s.name.startsWith(".rodata.")) continue;
-    file.check(s.offset, s.size, `section ${s.name}`);
-    ranges.push([s.offset, s.size]);
-  }
-  return ranges;
-}
-function constantStrings(path13, pattern) {
-  const whole = new RegExp(`(?<=\\0)(?:${pattern.source})(?=\\0)`, `g${pattern.flags.replace(/[gy]/g, "")}`);
-  const found = /* @__PURE__ */ new Set();
-  const file = ElfFile.open(path13);
-  try {
-    const h = parseHeader(file);
-    for (const [start, size] of constantRanges(file, h)) {
-      const overlap = 4096;
-      for (let off = start; off < start + size; off += CHUNK2) {
-        const from = Math.max(start, off - overlap);
-        const len = Math.min(start + size, off + CHUNK2) - from;
-        const text = "\0" + file.read(from, len, "constant strings").toString("latin1");
-        for (const m of text.matchAll(whole)) found.add(m[0]);
-      }
-    }
-  } catch (error2) {
-    if (error2 instanceof ElfError) throw error2;
-    throw new ElfError(path13, "io", `cannot read its constant strings: ${error2.message}`);
-  } finally {
-    file.close();
-  }
-  return [...found];
-}
-var LIBRARY_NAME = /^lib[A-Za-z0-9_+%-][A-Za-z0-9_+%.-]*\.so(?:\.\d+)*\.?$/;
-var NAME_MAX = 255;
-var LIBRARY_NAMES_SCAN_LIMIT = 128 * 1024 * 1024;
-function constantLibraryStrings(path13, markers) {
-  const found = /* @__PURE__ */ new Set();
-  const wanted = markers.map((m) => ({ text: m, bytes: Buffer.from(m, "latin1") }));
-  const seenMarkers = /* @__PURE__ */ new Set();
-  const file = ElfFile.open(path13);
-  const needle = Buffer.from(".so", "latin1");
-  try {
-    const h = parseHeader(file);
-    let budget = LIBRARY_NAMES_SCAN_LIMIT;
-    for (const [start, whole] of constantRanges(file, h)) {
-      const size = Math.min(whole, budget);
-      budget -= size;
-      for (let off = start; off < start + size; off += CHUNK2) {
-        const from = Math.max(start, off - NAME_MAX);
-        const to = Math.min(start + size, off + CHUNK2 + NAME_MAX);
-        const buf = file.read(from, to - from, "constant strings");
-        const coreEnd = Math.min(start + size, off + CHUNK2) - from;
-        for (const m of wanted) {
-          if (!seenMarkers.has(m.text) && buf.indexOf(m.bytes) >= 0) seenMarkers.add(m.text);
-        }
-        for (let at = buf.indexOf(needle, off - from); at >= 0 && at < coreEnd; at = buf.indexOf(needle, at + 1)) {
-          const s = buf.lastIndexOf(0, at) + 1;
-          const e = buf.indexOf(0, at);
-          if (s === 0 && from > start || e < 0 && to < start + size) continue;
-          const end = e < 0 ? buf.length : e;
-          if (end - s > NAME_MAX || at - s < 4) continue;
-          const text = buf.toString("latin1", s, end);
-          if (LIBRARY_NAME.test(text)) found.add(text);
-          at = end;
-        }
-      }
-      if (budget <= 0) break;
-    }
-  } catch (error2) {
-    if (error2 instanceof ElfError) throw error2;
-    throw new ElfError(path13, "io", `cannot read its constant strings: ${error2.message}`);
-  } finally {
-    file.close();
-  }
-  return { names: [...found], markers: markers.filter((m) => seenMarkers.has(m)) };
-}
-var CODE_SCAN_LIMIT = 16 * 1024 * 1024;
-function codeContains(path13, bytes) {
-  const file = ElfFile.open(path13);
-  try {
-    const h = parseHeader(file);
-    let budget = CODE_SCAN_LIMIT;
-    for (const ph of readProgramHeaders(file, h)) {
-      if (ph.type !== PT_LOAD || (ph.flags & PF_X) === 0 || ph.filesz === 0) continue;
-      const size = Math.min(ph.filesz, budget, Math.max(0, file.size - ph.offset));
-      budget -= size;
-      for (let off = ph.offset; off < ph.offset + size; off += CHUNK2) {
-        const from = Math.max(ph.offset, off - bytes.length);
-        const len = Math.min(ph.offset + size, off + CHUNK2) - from;
-        if (file.read(from, len, "code").indexOf(bytes) >= 0) return true;
-      }
-      if (budget <= 0) break;
-    }
-    return false;
-  } catch (error2) {
-    if (error2 instanceof ElfError) throw error2;
-    throw new ElfError(path13, "io", `cannot read its code: ${error2.message}`);
-  } finally {
-    file.close();
-  }
-}
-
-// src/core/elf/read/machine/nvidia-driver.ts
-var known = /* @__PURE__ */ new Map();
-function kernelDriverVersion(sysroot) {
-  let version3 = known.get(sysroot);
-  if (version3 === void 0) {
-    try {
-      version3 = parseProcDriverVersion(readFileSync3(`${sysroot}/proc/driver/nvidia/version`, "utf8"))?.version ?? null;
-    } catch {
-      version3 = null;
-    }
-    known.set(sysroot, version3);
-  }
-  return version3;
-}
-var loadedModule = /* @__PURE__ */ new Map();
-function nvidiaModuleLoaded(sysroot) {
-  let loaded2 = loadedModule.get(sysroot);
-  if (loaded2 === void 0) {
-    loaded2 = kernelDriverVersion(sysroot) !== null || existsSync2(`${sysroot}/proc/driver/nvidia/version`) || existsSync2(`${sysroot}/sys/module/nvidia`);
-    loadedModule.set(sysroot, loaded2);
-  }
-  return loaded2;
-}
-var fileVersions = /* @__PURE__ */ new Map();
-function libcudaContentsVersion(path13, key) {
-  let version3 = fileVersions.get(key);
-  if (version3 === void 0) {
-    version3 = null;
-    try {
-      for (const s of constantStrings(path13, /[^\0]*(?:nvidia-application-profiles-\d+\.\d+(?:\.\d+)?-rc|Version \d+\.\d+(?:\.\d+)?\. Copyright)[^\0]*/)) {
-        const m = /nvidia-application-profiles-(\d+\.\d+(?:\.\d+)?)-rc/.exec(s) ?? /Version (\d+\.\d+(?:\.\d+)?)\. Copyright/.exec(s);
-        if (m && isDriverVersion(m[1])) {
-          version3 = m[1];
-          break;
-        }
-      }
-    } catch {
-    }
-    fileVersions.set(key, version3);
-  }
-  return version3;
-}
-
-// src/core/elf/runtime/families.ts
-var NO_DRIVER_FEATURE = "CUDA on this machine, which has no NVIDIA driver (no kernel module: a build host, or a container started without GPUs)";
-var DRIVER_LIBRARIES = /* @__PURE__ */ new Set(["libcuda.so.1", "libnvidia-ml.so.1"]);
-var DRIVER_LIBRARY_SYMBOLS = /* @__PURE__ */ new Map([["libcuda.so.1", /^cu/]]);
-var DRIVER = { what: "the NVIDIA driver's libcuda", when: "at the first CUDA call", impact: "library" };
-var DLOPEN_WRAPPERS = [/^_ZN2at14DynamicLibraryC[12]EPKcS2_b$/];
-var STATIC_CUDART_MARKER = "CUDA driver version is insufficient for CUDA runtime version";
-var CALLER_FACTS = [
-  {
-    // libcudart.so.12 of CUDA 12.4.1 dlopens "libcuda.so.1" at the first CUDA call and every call
-    // fails without it (runtime-loads.test.ts: cudaGetDeviceCount returns cudaErrorInsufficientDriver
-    // or cudaErrorStubLibrary; the torch image: libcudart.so.12 dlopens libcuda.so.1 at
-    // torch.cuda.is_available(), not at import).
-    stem: /^libcudart$/,
-    facts: [{ name: /^libcuda\.so\.1$/, role: () => DRIVER }]
-  },
-  {
-    // libnvrtc.so.12 dlopens its builtins at the first nvrtcCompileProgram and the compilation fails
-    // without them (runtime-loads.test.ts: NVRTC_ERROR_BUILTIN_OPERATION_FAILURE with another release's).
-    stem: /^libnvrtc$/,
-    facts: [{ name: /^libnvrtc-builtins\.so\.\d+\.\d+$/, role: () => ({ what: "NVRTC's builtins (its headers and per-architecture tables)", when: "at the first nvrtcCompileProgram, the first JIT compilation", impact: "library" }) }]
-  },
-  {
-    // The torch image, `import torch` alone: libcublasLt.so.12's initializer dlopens libcuda.so.1
-    // twice, before any CUDA call, and import goes on when it fails (no GPU there; with libcuda
-    // absent the import works too). libcudart's own load of libcuda is the one that fails the calls.
-    stem: /^libcublasLt$/,
-    facts: [{ name: /^libcuda\.so\.1$/, role: () => ({ what: "the NVIDIA driver's libcuda", when: "in its initializer, when it is loaded (failure ignored)", impact: "optional", feature: "nothing: cuBLASLt goes on without it, and libcudart's load of libcuda.so.1 is the one CUDA calls need" }) }]
-  },
-  {
-    // nvJitLink 12.4 (Debian trixie's libnvjitlink12; its strings name "libcuda.so" and
-    // "libnvvm.so"), run in a trixie root under the dlopen spy linking inputs NVRTC 12.4 made
-    // (a relocatable cubin, PTX, LTO-IR with -lto; test/core/elf/runtime/corpus.test.ts):
-    // nvJitLinkCreate dlopens "libcuda.so" (cuInit, cuGetExportTable: its cache of compiled code);
-    // without one anywhere every input links all the same ("no driver so no cache"), and with the
-    // toolkit's stub first nvJitLinkCreate fails (NVJITLINK_ERROR_INTERNAL), which the stub check
-    // says. "libnvvm.so" was never loaded, for any input: nvJitLink has NVVM built in, and the name
-    // belongs to the device linker it embeds ("elfLink nvvm error", "__nvvmHandle"), which it hands
-    // its own NVVM.
-    stem: /^libnvJitLink$/,
-    facts: [
-      { name: /^libcuda\.so$/, role: () => ({ what: "the NVIDIA driver's libcuda", when: "at nvJitLinkCreate, for its cache of compiled code (without one it links all the same, uncached)", impact: "optional", feature: "nvJitLink's cache of compiled code (it links without it)" }) },
-      { name: /^libnvvm\.so(?:\.\d+)*$/, role: () => ({ what: "libnvvm", when: "never in a real run: nvJitLink has NVVM built in (the name is its embedded device linker's)", impact: "optional", feature: "nothing: nvJitLink compiles LTO-IR with the NVVM built into it" }) }
-    ]
-  },
-  {
-    // cuDNN 8 and 9 load their parts by name when first needed. NVIDIA's documented file sets
-    // (cuDNN 8: ops/cnn/adv, each _infer and _train; cuDNN 9: graph, engines_precompiled,
-    // engines_runtime_compiled, heuristic, ops, cnn, adv): not verified against a real cuDNN, which
-    // no Debian archive carries (the torch image's libcudnn.so.9 is a 23 KB stand-in).
-    stem: /^libcudnn$/,
-    facts: [
-      { name: /^libcudnn_(?:ops|cnn|adv)_(?:infer|train)\.so\.8$/, role: (name) => name.includes("_train") ? { what: `cuDNN 8's ${part(name)} part`, when: "when cuDNN first needs it (the first backward pass)", impact: "feature", feature: "training (backward passes)" } : { what: `cuDNN 8's ${part(name)} part`, when: "when cuDNN first needs it (the first convolution, RNN or normalisation)", impact: "library" } },
-      { name: /^libcudnn_(?:graph|engines_precompiled|engines_runtime_compiled|heuristic|ops|cnn|adv)\.so\.9$/, role: (name) => {
-        const which2 = part(name);
-        const when = "when cuDNN first needs it (cudnnCreate, the first operation graph)";
-        if (which2 === "engines_runtime_compiled") return { what: "cuDNN 9's runtime-compiled engines", when, impact: "feature", feature: "runtime-compiled engines (fusions built with NVRTC)" };
-        if (which2 === "cnn") return { what: "cuDNN 9's convolution part", when, impact: "feature", feature: "convolutions" };
-        if (which2 === "adv") return { what: "cuDNN 9's advanced part", when, impact: "feature", feature: "RNNs and multi-head attention" };
-        return { what: `cuDNN 9's ${which2} part`, when, impact: "library" };
-      } }
-    ]
-  },
-  {
-    // cuDNN 9's runtime-compiled engines build fusions with NVRTC (NVIDIA's cuDNN 9 documentation).
-    stem: /^libcudnn_engines_runtime_compiled$/,
-    facts: [{ name: /^libnvrtc\.so\.\d+(?:\.\d+)?$/, role: () => ({ what: "NVRTC", when: "when cuDNN first compiles an engine at run time", impact: "feature", feature: "runtime-compiled engines (fusions built with NVRTC)" }) }]
-  },
-  {
-    // PyTorch (the torch image: libtorch_cuda.so.2.6's strings "libnvrtc.so.", "libcuda.so.1",
-    // "libtorch_cuda_linalg.so"; none is loaded by import or torch.cuda.is_available() there).
-    // From PyTorch 2.6's sources, not a real run (each needs a GPU): LazyNVRTC loads NVRTC and
-    // the driver at the first JIT-compiled kernel; the CUDA linear algebra library is loaded at the
-    // first CUDA linalg call; CUPTI when the profiler starts.
-    stem: /^(?:libtorch_cuda|libcaffe2_nvrtc|libtorch_cuda_linalg)$/,
-    facts: [
-      { name: /^libcuda\.so\.1$/, role: () => ({ ...DRIVER, when: "at the first CUDA call (import torch still works)" }) },
-      { name: /^libnvrtc\.so\.\d+(?:\.\d+)?$/, role: () => ({ what: "NVRTC", when: "at the first JIT-compiled kernel", impact: "feature", feature: "JIT-compiled kernels (fusion, torch.compile, jiterator)" }) },
-      { name: /^libcupti\.so\.\d+(?:\.\d+)?$/, role: () => ({ what: "CUPTI", when: "when the profiler starts", impact: "feature", feature: "the profiler (torch.profiler, Kineto)" }) },
-      { name: /^libtorch_cuda_linalg\.so$/, role: () => ({ what: "PyTorch's CUDA linear algebra library", when: "at the first linear algebra call on a CUDA tensor", impact: "feature", feature: "linear algebra on CUDA tensors (torch.linalg: cuSOLVER, MAGMA)" }) }
-    ]
-  },
-  {
-    // c10_cuda's DriverAPI dlopens NVML for the caching allocator's expandable segments and memory
-    // queries, and goes on without it (PyTorch 2.6's c10/cuda/driver_api.cpp; the torch image:
-    // not loaded by import or torch.cuda.is_available()). Not a real run: it needs a GPU.
-    stem: /^libc10_cuda$/,
-    facts: [
-      { name: /^libnvidia-ml\.so\.1$/, role: () => ({ what: "NVML, the driver's management library", when: "when the CUDA caching allocator first needs the driver API (expandable segments, memory queries)", impact: "optional", feature: "NVML queries of the caching allocator" }) },
-      { name: /^libcuda\.so\.1$/, role: () => ({ ...DRIVER, when: "when the CUDA caching allocator first needs the driver API" }) }
-    ]
-  },
-  {
-    // NCCL 2.22.3 (Debian's libnccl2, trixie), from its sources (src/misc/{cudawrap,nvmlwrap,ibvwrap,
-    // gdrwrap}.cc, src/plugin/net.cc); not a real run: NCCL loads them at the first communicator,
-    // which needs a GPU. The network plugin's name is a template ("libnccl-net-%s.so": %s is
-    // NCCL_NET_PLUGIN), reported as a declared-shape load and never searched.
-    stem: /^libnccl$/,
-    facts: [
-      { name: /^libcuda\.so\.1$/, role: () => ({ ...DRIVER, when: "at the first communicator (ncclCommInitRank)" }) },
-      { name: /^libnvidia-ml\.so\.1$/, role: () => ({ what: "NVML, the driver's management library", when: 'at the first communicator (ncclCommInitRank): "Failed to open libnvidia-ml.so.1" and the communicator fails', impact: "library" }) },
-      { name: /^libibverbs\.so(?:\.1)?$/, role: () => ({ what: "InfiniBand verbs (rdma-core)", when: 'at the first communicator (ncclCommInitRank): "Failed to open libibverbs.so[.1]" and NCCL uses sockets', impact: "optional", feature: "the InfiniBand/RoCE transport (NCCL falls back to TCP sockets)" }) },
-      { name: /^libgdrapi\.so$/, role: () => ({ what: "GDRCopy", when: "at the first communicator, only with NCCL_GDRCOPY_ENABLE=1", impact: "optional", feature: "GDRCopy (NCCL_GDRCOPY_ENABLE)" }) },
-      { name: /^libnccl-(?:net|tuner)(?:-[^/]*)?\.so$/, role: (name) => ({ what: name.includes("tuner") ? "an NCCL tuner plugin" : "an NCCL network plugin", when: "at the first communicator (ncclCommInitRank)", impact: "optional", feature: name.includes("tuner") ? "a tuner plugin (NCCL_TUNER_PLUGIN)" : "a network plugin (NCCL_NET_PLUGIN: InfiniBand, AWS EFA); NCCL uses its own sockets and IB transport without one" }) }
-    ]
-  },
-  {
-    // StarPU 1.4 (Debian trixie's libstarpu-contrib-1.4-6: libstarpu-1.4.so.6, its strings name
-    // "libnvidia-ml.so.1"): starpu_init dlopens libnvidia-ml.so.1 while it discovers the CUDA
-    // devices, and goes on without it (test/core/elf/runtime/corpus.test.ts, in a trixie root
-    // under the dlopen spy: with no NVML there, with and without the driver's libcuda,
-    // starpu_init returns 0 and its CPU workers run).
-    stem: /^libstarpu(?:-\d+(?:\.\d+)*)?$/,
-    facts: [{ name: /^libnvidia-ml\.so\.1$/, role: () => ({ what: "NVML, the driver's management library", when: "at starpu_init, while it discovers the CUDA devices (failure ignored)", impact: "optional", feature: "NVML's view of the GPUs (StarPU goes on without it)" }) }]
-  },
-  {
-    // Any other object the CUDA runtime is linked into (cudart_static): libcuda.so.1 as libcudart
-    // loads it, at the first CUDA call. A library nvcc built (test/commands/check-gpu.test.ts's
-    // libk.so) holds "libcuda.so.1", imports dlopen and carries the runtime's messages.
-    carries: STATIC_CUDART_MARKER,
-    facts: [{ name: /^libcuda\.so\.1$/, role: () => DRIVER }]
-  }
-];
-function part(name) {
-  return name.replace(/^libcudnn_/, "").replace(/\.so\.\d+$/, "");
-}
-function stemOf(name) {
-  return name.replace(/\.so(?:\..*)?$/, "");
-}
-var CUDA_STACK = /^lib(?:cuda|cudart|cudnn(?:_\w+)?|cublas(?:Lt)?|cufftw?|curand|cusparse(?:Lt)?|cusolver(?:Mg)?|nvrtc(?:-builtins)?|nvJitLink|nvjpeg|nvidia-(?:ml|ptxjitcompiler|nvvm)|nccl(?:-[\w%-]+)?|cupti|nvToolsExt|nvperf_\w+|npp\w*|nvinfer\w*|nvonnxparser|cufile\w*|cudla|nvptxcompiler\w*)\.so(?:\.\d+)*\.?$/;
-function isCudaStackName(name) {
-  return CUDA_STACK.test(name);
-}
-function whatIs(name) {
-  if (name === "libcuda.so.1") return DRIVER.what;
-  if (name === "libnvidia-ml.so.1") return "NVML, the driver's management library";
-  if (/^libnvrtc\.so/.test(name)) return "NVRTC";
-  if (/^libnvrtc-builtins\.so/.test(name)) return "NVRTC's builtins";
-  if (/^libnvJitLink\.so/.test(name)) return "nvJitLink";
-  if (/^libcupti\.so/.test(name)) return "CUPTI";
-  return name;
-}
-function defaultRole(name, caller) {
-  return { what: whatIs(name), when: "at run time (its file does not say when)", impact: "feature", feature: `what ${caller} uses ${name} for (its file does not say which feature)` };
-}
-var FACT_MARKERS = CALLER_FACTS.flatMap((c) => c.carries ? [c.carries] : []);
-function roleOf(name, caller, markers = []) {
-  const stem = stemOf(caller);
-  const facts = [...CALLER_FACTS.filter((c) => c.stem?.test(stem)), ...CALLER_FACTS.filter((c) => c.carries !== void 0 && markers.includes(c.carries))];
-  for (const c of facts) {
-    const fact = c.facts.find((f) => f.name.test(name));
-    if (fact) return fact.role(name, caller);
-  }
-  return defaultRole(name, caller);
-}
-var RUNTIME_ENV_VARIABLES = ["NCCL_NET_PLUGIN", "GGML_BACKEND_PATH", "HWLOC_PLUGINS_PATH"];
-function runtimeEnvOf(env) {
-  const out = {};
-  for (const name of RUNTIME_ENV_VARIABLES) {
-    const value = env[name];
-    if (value !== void 0) out[name] = value;
-  }
-  return out;
-}
-function ncclNetPluginNames(template, env) {
-  if (!/^libnccl-net-%s\.so$/.test(template)) return null;
-  const value = env.NCCL_NET_PLUGIN;
-  if (value === void 0 || value === "") return ["libnccl-net.so"];
-  return [value, template.replace("%s", value)];
-}
-function ncclNetPluginRole(env) {
-  const value = env.NCCL_NET_PLUGIN;
-  const when = "at the first communicator (ncclCommInitRank)";
-  if (value === void 0 || value === "") {
-    return { what: "the default NCCL network plugin (libnccl-net.so)", when, impact: "optional", feature: "a network plugin (NCCL uses its own sockets and InfiniBand transport without one)" };
-  }
-  return {
-    what: `the NCCL network plugin NCCL_NET_PLUGIN=${value} names`,
-    when,
-    impact: "feature",
-    feature: `the network plugin NCCL_NET_PLUGIN=${value} asks for (without it NCCL says "NET/Plugin: Could not find" and uses its own sockets and InfiniBand transport)`
-  };
-}
-var GGML_NAMES = /^(?:blas|zendnn|cann|cuda|hip|metal|rpc|sycl|vulkan|virtgpu|opencl|hexagon|musa|openvino|cpu|kompute|webgpu|zdnn)$/;
-var PLUGIN_DIRECTORIES = [
-  {
-    // ggml's backend registry (llama.cpp's libggml; node-llama-cpp 3.22.1 ships it as
-    // libggml.cuda.v0.5.0.so): ggml_backend_load_all() lists the directory of the program
-    // (readlink /proc/self/exe) and the working directory, and dlopens each regular file named
-    // "libggml-NAME.so" or "libggml-NAME-VARIANT.so" for each backend NAME its strings list ("cuda",
-    // "cpu", "vulkan"...); every CPU variant is opened for its score. GGML_BACKEND_PATH names one more
-    // backend file. The prefix "libggml-" is an 8-byte immediate in its code (movabs), no string. A
-    // backend that cannot be loaded is passed over ("failed to load", only in debug builds): without
-    // libggml-cuda.so llama.cpp runs on the CPU. node-llama-cpp passes its own directory instead
-    // (ggml_backend_load_all_from_path): the model takes the program's directory, and the
-    // working directory is not modelled (a check would depend on where it runs).
-    // Real runs: plugin-dirs.test.ts, a program calling ggml_backend_load_all() under the dlopen spy.
-    what: "ggml's backend registry (llama.cpp)",
-    carries: ["GGML_BACKEND_PATH", "ggml_backend_init"],
-    prefix: "libggml-",
-    suffix: ".so",
-    prefixIn: "code",
-    env: "GGML_BACKEND_PATH",
-    envNamesFile: true,
-    stringsPattern: /[a-z]{3,9}/,
-    directories: ({ programDir }) => [{ dir: programDir, from: "the program's directory (ggml_backend_load_all)" }],
-    accepts: (middle, strings) => {
-      const name = middle.split("-", 1)[0];
-      return GGML_NAMES.test(name) && strings.includes(name);
-    },
-    cuda: /^libggml-cuda(?:-[^/]*)?\.so$/,
-    role: (file, cuda) => cuda ? { what: "ggml's CUDA backend", when: "when the program loads its backends (ggml_backend_load_all), before any model", impact: "feature", feature: "the CUDA backend: without it llama.cpp runs on the CPU" } : { what: `ggml's ${file.replace(/^libggml-|\.so$/g, "")} backend`, when: "when the program loads its backends (ggml_backend_load_all), before any model", impact: "feature", feature: `the ${file.replace(/^libggml-|\.so$/g, "").split("-", 1)[0]} backend of ggml` }
-  },
-  {
-    // hwloc 2.12 (Debian trixie's libhwloc15): hwloc_topology_init() lists each directory of
-    // HWLOC_PLUGINS_PATH (colon-separated), else the one compiled in ("/usr/lib/x86_64-linux-gnu/hwloc",
-    // a string of the file), and dlopens each "hwloc_*.so" (its strings: "hwloc_", "%s.so",
-    // "HWLOC_PLUGINS_PATH", "hwloc:  Looking under %s\n"). A plugin that cannot be loaded is passed
-    // over (said only with HWLOC_PLUGINS_VERBOSE=1): without hwloc_cuda.so (libcudart.so.12) and
-    // hwloc_nvml.so (libnvidia-ml.so.1, the driver's) the topology has no CUDA or NVML devices.
-    // Real runs: plugin-dirs.test.ts, hwloc_topology_init/load in a trixie image under the dlopen spy.
-    what: "hwloc's plugin loader",
-    carries: ["HWLOC_PLUGINS_PATH", "hwloc_"],
-    prefix: "hwloc_",
-    suffix: ".so",
-    prefixIn: "strings",
-    env: "HWLOC_PLUGINS_PATH",
-    envNamesFile: false,
-    stringsPattern: /\/[^\0]*\/hwloc/,
-    directories: ({ env, strings }) => {
-      const set = env.HWLOC_PLUGINS_PATH;
-      if (set !== void 0) return set.split(":").filter((d) => d.startsWith("/")).map((dir) => ({ dir, from: "HWLOC_PLUGINS_PATH" }));
-      return strings.filter((s) => s.startsWith("/")).map((dir) => ({ dir, from: "the plugin directory compiled into it", compiledIn: true }));
-    },
-    accepts: () => true,
-    cuda: /^hwloc_(?:cuda|nvml|opencl)\.so$/,
-    role: (file, cuda) => {
-      const name = file.replace(/^hwloc_|\.so$/g, "");
-      return {
-        what: `hwloc's ${name} plugin`,
-        when: "at hwloc_topology_init, when it loads its plugins",
-        impact: "feature",
-        feature: cuda ? `${name === "nvml" ? "NVML" : name.toUpperCase()} devices in hwloc's topology (its ${file} plugin)` : `hwloc's ${name} plugin`
-      };
-    }
-  }
-];
-var PLUGIN_MARKERS = PLUGIN_DIRECTORIES.flatMap((f) => f.carries);
-function listsDirectories(name) {
-  return /^(?:opendir|fdopendir|readdir|readdir64|scandir|scandir64|glob|glob64|nftw|nftw64)$/.test(name) || /^_ZNSt10filesystem\d*\w*(?:recursive_)?directory_iterator/.test(name);
-}
-
-// src/core/elf/explain/explain-finding.ts
-function describeObject(path13) {
-  const m = /\/site-packages\/(?:nvidia\/([^/]+)|([^/]+))\//.exec(path13);
-  if (m?.[1]) return `the nvidia-${m[1]} wheel's ${basename3(path13)}`;
-  if (m?.[2]) return `${m[2]}'s ${basename3(path13)}`;
-  return basename3(path13);
-}
-function cudaMajorOf(name) {
-  const m = /^lib(cudart|cupti|cublas|cublasLt|cusparse|nvJitLink|nvrtc|cusolver|cufft|curand|npp\w*|nvToolsExt)\.so\.(\d+)/.exec(name);
-  if (!m) return void 0;
-  const soMajor = m[2];
-  if (m[1] === "cusparse" && soMajor === "12") return { component: m[1], majors: ["12", "13"] };
-  if (["cudart", "cupti", "cublas", "cublasLt", "cusparse", "nvJitLink", "nvrtc"].includes(m[1]) || m[1].startsWith("npp")) {
-    return { component: m[1], majors: [soMajor] };
-  }
-  return void 0;
-}
-function pipWheel(component, major) {
-  const base = component.startsWith("npp") ? "nvidia-npp" : { cudart: "nvidia-cuda-runtime", cupti: "nvidia-cuda-cupti", nvrtc: "nvidia-cuda-nvrtc", nvJitLink: "nvidia-nvjitlink", cublasLt: "nvidia-cublas" }[component] ?? `nvidia-${component.toLowerCase()}`;
-  if (Number(major) < 13) return `${base}-cu${major}`;
-  return component === "cusparse" ? base : `'${base}==${major}.*'`;
-}
-function storeVersionsWith(name, storeVersionsDir) {
-  if (!storeVersionsDir || name.includes("/")) return [];
-  let labels;
-  try {
-    labels = readdirSync3(storeVersionsDir).filter((l) => !l.startsWith("."));
-  } catch {
-    return [];
-  }
-  const zero = { major: 0, minor: 0, patch: 0 };
-  const newer = (a, b) => compareVersions(parseVersion(b) ?? zero, parseVersion(a) ?? zero);
-  return labels.filter((l) => ["lib64", "lib"].some((d) => existsSync3(join5(storeVersionsDir, l, d, name)))).sort(newer);
-}
-function cudaReleaseInSymbol(symbol) {
-  const m = symbol ? /_(\d{2})_(\d)$/.exec(symbol) : null;
-  return m ? `${Number(m[1])}.${m[2]}` : void 0;
-}
-function storeLabel(dir, storeVersionsDir) {
-  if (!storeVersionsDir) return void 0;
-  const prefix2 = storeVersionsDir.replace(/\/+$/, "") + "/";
-  if (!dir.startsWith(prefix2)) return void 0;
-  return dir.slice(prefix2.length).split("/")[0] || void 0;
-}
-function entryWords(entry2, ctx) {
-  return entry2 === "" ? `the empty entry (it means the current directory${ctx.cwd ? `, ${ctx.cwd}` : ""})` : entry2;
-}
-function dropEntryFix(entry2, ctx) {
-  const label = storeLabel(entry2, ctx.storeVersionsDir);
-  if (label) return `run \`cudaenv use ${label} --ld-library-path none\` (keeps CUDA ${label} without putting its libraries first)`;
-  const all = splitLdLibraryPath(ctx.ldLibraryPath);
-  const norm = (e) => e === "" ? "" : e.replace(/\/+$/, "") || "/";
-  const rest = all.filter((e) => norm(e) !== norm(entry2));
-  const what = entry2 === "" ? "remove the empty entry from LD_LIBRARY_PATH (an empty entry makes the loader search the current directory)" : `drop ${entry2} from LD_LIBRARY_PATH`;
-  if (rest.length === 0) return `run \`unset LD_LIBRARY_PATH\` (it only holds ${entryWords(entry2, ctx)})`;
-  return `${what}: \`export LD_LIBRARY_PATH=${quoteSh(rest.join(":"))}\``;
-}
-async function satisfies(c, f) {
-  try {
-    const info2 = await cachedElf(c.file ?? c.path, c.stat);
-    if (f.kind === "version-not-found") return definesVersion(info2, f.version);
-    if (f.ref) return defines(info2, f.ref);
-  } catch {
-  }
-  return false;
-}
-async function laterCandidates(p, edge, chosen) {
-  const out = [];
-  let after = false;
-  for (const c of p.candidates(edge.owner, edge.name)) {
-    if (c.status !== "ok") continue;
-    if (!after) {
-      if (c.path === chosen.path || c.stat && `${c.stat.dev}:${c.stat.ino}` === chosen.inode) after = true;
-      continue;
-    }
-    if (`${c.stat.dev}:${c.stat.ino}` === chosen.inode) continue;
-    out.push(c);
-    if (out.length >= 8) break;
-  }
-  return out;
-}
-function howPicked(edge, path13) {
-  const rule = ruleOf(edge, path13);
-  if (rule.startsWith("already loaded")) return `${path13} is ${rule.replace(/^already loaded[:,] (.*)$/, "already loaded ($1)")}, so the loader takes it without a search`;
-  if (edge.preloadFrom && edge.preloadName === path13) return `${path13} is ${rule}, loaded before anything else`;
-  return `The loader picks ${path13} by ${rule}`;
-}
-function ruleOf(edge, path13) {
-  const rule = edge.rule ?? "the search";
-  return edge.preloadFrom && edge.preloadName === path13 ? rule.replace(`the ${edge.preloadFrom} entry ${path13}`, `an entry of ${edge.preloadFrom}`) : rule;
-}
-async function explain(p, f, ctx) {
-  const problem = await explainFinding(p, f, ctx);
-  const program = basename3(p.main.path);
-  if (f.when) problem.when = f.when;
-  if (f.copy) {
-    problem.explanation += ` ${basename3(f.object.path)} holds its own copy of this data object (a copy relocation), which ld.so fills from the library's definition while the program starts, lazy binding or not${f.when === "start" ? `: ${program} stops there, before it dlopens anything` : ""}.`;
-    return problem;
-  }
-  if (!f.when) return problem;
-  const loaded2 = p.target === p.main ? "" : ` and dlopens ${basename3(p.target.path)}`;
-  problem.explanation += f.when === "start" ? ` ${basename3(f.object.path)} binds ${f.symbol} while ${program} starts (${whyAtStart(p, f.object)}), so ${program} stops there, before it dlopens anything.` : ` ${basename3(f.object.path)} binds ${f.symbol} lazily, through a PLT slot at its first call: ${program} starts${loaded2}, and stops with "symbol lookup error" only if it calls ${f.symbol}.`;
-  if (f.when === "first-call") problem.summary += ` (bound at its first call)`;
-  return problem;
-}
-function whyAtStart(p, obj) {
-  if (obj.info.bindNow) return "it is linked with -z now";
-  if (p.ctx.bindNow) return "LD_BIND_NOW is set";
-  return "a GOT or data relocation names it, which ld.so binds when it relocates the object";
-}
-function explainVersionFileStop(problem, p, f, who, provider, stop) {
-  const glibc = p.platform.glibc ? `glibc ${p.platform.glibc.join(".")}` : "this glibc";
-  const message = `symbol ${f.symbol} version ${f.version} not defined in file ${f.library} with link time reference`;
-  const ref = `${f.symbol}@${f.version}`;
-  problem.summary = stop.later ? `${who} needs ${ref} from ${f.library}, which lacks it: ${glibc} stops there, before ${stop.later.path}, which defines it` : `${who} has a weak reference to ${ref}, and ${glibc} fails it at ${f.library}, which lacks it`;
-  problem.explanation = `${f.object.path} was linked against a ${f.library} that defined ${ref}, so its reference names that library. The loader looks the symbol up in the global scope, in order, and reaches ${provider.path} first, which lacks it. Before glibc 2.30 the lookup stops there with "${message}"${stop.weak ? ", although the reference is weak" : ""}; 2.30 and later go on${stop.later ? ` and bind ${stop.later.path}` : " and leave a weak reference unbound"}. The loader here is ${glibc}.`;
-  const relink = `relink ${basename3(f.object.path)} against the libraries it runs with`;
-  problem.fix = stop.later ? `${relink}, so that its reference names the one that defines ${f.symbol}; or load ${stop.later.path} before ${f.library}: LD_PRELOAD=${quoteSh(stop.later.path)} (a preloaded object is searched first); or run it with glibc 2.30 or later` : `use a ${f.library} that still defines ${ref}, or ${relink} (its reference then asks for no version); or run it with glibc 2.30 or later`;
-  return problem;
-}
-async function explainFinding(p, f, ctx) {
-  const problem = {
-    kind: f.kind,
-    object: f.object.path,
-    library: f.library,
-    version: f.version,
-    symbol: f.symbol,
-    chosen: null,
-    shadowed: null,
-    explanation: "",
-    fix: null,
-    summary: ""
-  };
-  const who = describeObject(f.object.path);
-  if (f.kind === "not-found") return explainNotFound(problem, p, f, who, ctx);
-  if (f.kind === "noexec-mount") return explainNoexec(problem, p, f, who, ctx);
-  if (f.kind === "loader-abort" && f.filterLoop) {
-    const names = f.filterLoop.map((o) => o.path);
-    problem.summary = `ld.so never finishes loading: the filter libraries ${[...new Set(names.map((n) => basename3(n)))].join(", ")} name each other as filtees`;
-    problem.explanation = `${f.reason}. Each DT_FILTER or DT_AUXILIARY object is put before the object that names it, and one already further on is moved up and walked again: objects that name each other are moved before one another until ld.so runs out of stack and dies of SIGSEGV (or, for \`ldd\` of a filter library, loads copies until "failed to map segment").`;
-    problem.fix = `relink one of ${[...new Set(names)].join(", ")} without its -F/-f (DT_FILTER/DT_AUXILIARY) entry, so that the filters no longer form a cycle`;
-    return problem;
-  }
-  if (f.kind === "loader-abort") {
-    const rebuilt = f.symbol !== null;
-    problem.chosen = f.provider ? `${f.provider.path}${f.edge?.rule ? ` (${f.edge.rule})` : ""}` : null;
-    problem.summary = rebuilt ? `ld.so aborts: ${who} asks for ${f.symbol}@${f.version} and ${f.provider.path} has no symbol versions` : `ld.so aborts: ${who} requires versions from ${f.library}, which names no loaded object`;
-    problem.explanation = `ld.so stops with "Inconsistency detected by ld.so: ${f.reason}".`;
-    problem.fix = rebuilt ? `use a ${f.library} built with its symbol versions (the one the program was linked against), or run it with glibc 2.41 or later` : `relink ${basename3(f.object.path)} with a plain DT_NEEDED name (-l or the soname) and an RPATH/RUNPATH instead of a path in DT_NEEDED (its version requirements are recorded under the path as written)`;
-    return problem;
-  }
-  if (f.kind === "executable-stack") {
-    const header = f.object.info.stackFlags === null ? "has no PT_GNU_STACK program header (it was linked from an assembler file without a .note.GNU-stack section, or with an old toolchain), which the loader reads as asking for an executable stack" : "has a PT_GNU_STACK program header with PF_X (linked with -z execstack): it asks for an executable stack";
-    const glibc = p.platform.glibc ? `glibc ${p.platform.glibc.join(".")}` : "glibc 2.41 and later";
-    const how = f.edge === p.dlopenEdge ? `dlopened by ${p.main.path}` : f.edge?.rule;
-    problem.chosen = how ? `${f.object.path} (${how})` : f.object.path;
-    const rebuild = `rebuild ${basename3(f.object.path)} with -Wl,-z,noexecstack (or give its assembler sources a .note.GNU-stack section); if it does not really run code on the stack, clear the mark: patchelf --clear-execstack ${f.object.path} (patchelf 0.18 or later) or execstack -c ${f.object.path}`;
-    if (f.execStack === "forbidden") {
-      const program = f.object === p.main && p.main !== p.target;
-      problem.summary = `${who} asks for an executable stack, which GLIBC_TUNABLES=glibc.rtld.execstack=0 forbids: ` + (program ? '"Fatal glibc error: executable stack is not allowed"' : '"cannot enable executable stack as shared object requires"');
-      problem.explanation = `${f.object.path} ${header}. GLIBC_TUNABLES sets glibc.rtld.execstack=0, so the loader (${glibc}) refuses every object that asks for one: the program, the libraries it starts with and the ones it dlopens.`;
-      problem.fix = `${rebuild}; or take glibc.rtld.execstack=0 out of GLIBC_TUNABLES`;
-      return problem;
-    }
-    problem.summary = `${who} asks for an executable stack, which a dlopen no longer makes: "cannot enable executable stack as shared object requires"`;
-    problem.explanation = `${f.object.path} ${header}. Since glibc 2.41, dlopen no longer makes the stack of a running program executable: loading such an object fails, unless the program already started with an executable stack. The loader here is ${glibc}, and ${basename3(p.main.path)} did not start with one.`;
-    problem.fix = `${rebuild}; or allow it for this program: GLIBC_TUNABLES=glibc.rtld.execstack=2 (glibc 2.42 and later, and Debian's 2.41)`;
-    return problem;
-  }
-  if (f.kind === "static-tls") return explainStaticTls(problem, p, f, who);
-  if (f.kind === "cpu-isa-level") {
-    const need = isaLevelName(f.object.info.x86IsaNeeded);
-    const have = isaLevelName(p.platform.x86IsaBits ?? 1);
-    problem.chosen = f.edge?.rule ? `${f.object.path} (${f.edge.rule})` : f.object.path;
-    problem.summary = `${who} is built for ${need}, and this CPU has only ${have}: the loader stops with "CPU ISA level is lower than required"`;
-    problem.explanation = `${f.object.path} says in its GNU property note (GNU_PROPERTY_X86_ISA_1_NEEDED) that it needs ${need}. glibc's loader (2.33 and later) checks that mark against the CPU before relocating and refuses the object: "${f.object.path}: CPU ISA level is lower than required". The loader reports ${have} for this CPU.`;
-    problem.fix = f.object.info.x86IsaNeeded & ~15 ? `reinstall or rebuild ${basename3(f.object.path)}: its mark names ISA bits no glibc knows, so no CPU can load it` : `install a build of ${basename3(f.object.path)} for ${have} or lower (builds for higher levels belong in glibc-hwcaps/x86-64-vN subdirectories, which the loader searches only on CPUs that have the level), or run it on a CPU with ${need}`;
-    return problem;
-  }
-  if (f.kind === "unversioned-undefined-symbol") {
-    const missing = missingDefiner(f);
-    if (missing) {
-      problem.kind = "undefined-symbol";
-      problem.library = missing;
-      problem.summary = `${who} needs ${f.symbol}, which ${missing} would define, and ${missing} is not found`;
-      problem.explanation = `${f.object.path} references ${f.symbol} without a version; it is an export of ${missing}, which ${f.object.path} needs and the loader cannot find.`;
-      problem.fix = null;
-      return problem;
-    }
-    const shadowed = await shadowedOwnCopy(p, f);
-    if (shadowed) return explainShadowedUnversioned(problem, p, f, who, shadowed, ctx);
-    problem.summary = `${who} needs symbol ${f.symbol}, which no loaded object defines`;
-    problem.explanation = `${f.object.path} references ${f.symbol} without a version and nothing in the global scope (${p.scope.length} objects) defines it. This is normal for plugins and Python extension modules, which get such symbols from the program that loads them; it fails only if that program does not define it either.`;
-    problem.fix = "check with the program that loads it first in the scope (`--exe /path/to/python`), or link the library against the one that defines it";
-    return problem;
-  }
-  const provider = f.provider;
-  const edge = f.edge;
-  const what = f.kind === "version-not-found" ? `version ${f.version}` : `${f.symbol}${f.version ? ` (version ${f.version})` : ""}`;
-  if (!provider || !edge) {
-    problem.summary = `${who} needs ${what}, which no loaded object defines`;
-    problem.explanation = `${f.object.path} requires ${what}${f.library ? ` from ${f.library}` : ""}, and nothing in the global scope defines it.`;
-    problem.fix = f.library ? `make a ${f.library} that defines ${f.symbol ?? f.version} the one the loader finds` : null;
-    return problem;
-  }
-  const rule = ruleOf(edge, provider.path);
-  problem.chosen = `${provider.path} (${rule})`;
-  const stop = f.versionFileStop;
-  if (stop && (stop.later || stop.weak)) return explainVersionFileStop(problem, p, f, who, provider, stop);
-  const later = edge.via === "loaded" || edge.via === "preload" ? [] : await laterCandidates(p, edge, provider);
-  let better;
-  for (const c of later) {
-    if (await satisfies(c, f)) {
-      better = c;
-      break;
-    }
-  }
-  const shadowedCandidate = better ?? later[0];
-  if (shadowedCandidate) {
-    problem.shadowed = `${shadowedCandidate.path} (${shadowedCandidate.rule}), which ${better ? "would satisfy it" : "lacks it too"}`;
-  }
-  const lacks = f.kind === "version-not-found" ? `does not define version ${f.version}` : `lacks ${f.symbol}${f.version ? `@${f.version}` : ""}`;
-  const entry2 = edge.via === "ld_library_path" ? edge.ldEntry : void 0;
-  const release = cudaReleaseInSymbol(f.symbol);
-  const preloadFrom = edge.via === "preload" ? edge.preloadFrom : void 0;
-  problem.summary = preloadFrom ? `${preloadFrom} makes ${who} bind ${provider.path}, which ${lacks.replace(/@.*$/, "")}` : entry2 === "" ? `LD_LIBRARY_PATH's empty entry (the current directory) makes ${who} bind ${provider.path}, which ${lacks.replace(/@.*$/, "")}` : entry2 !== void 0 ? `this LD_LIBRARY_PATH makes ${who} bind ${provider.path}, which ${lacks.replace(/@.*$/, "")}` : `${who} binds ${provider.path}, which ${lacks}`;
-  problem.explanation = `${f.object.path} needs ${what} from ${f.library}. ${howPicked(edge, provider.path)}; that file ${lacks}.` + (shadowedCandidate ? ` It is found before ${shadowedCandidate.path} (${shadowedCandidate.rule}), which ${better ? "defines it and would be used without that entry" : "lacks it as well"}.` : "") + (preloadFrom ? ` A preloaded object is loaded before anything else, and every later need of ${f.library} binds it without a search.` : "");
-  if (preloadFrom) {
-    problem.fix = preloadFrom === "LD_PRELOAD" ? `take ${edge.preloadName ?? edge.name} out of LD_PRELOAD (\`unset LD_PRELOAD\` if it is the only entry)` : `take ${edge.preloadName ?? edge.name} out of /etc/ld.so.preload (as root): it is preloaded into every program`;
-    if (release) problem.fix += `, or preload a ${f.library} from CUDA ${release} or newer`;
-  } else if (entry2 !== void 0 && (better || entry2 === "")) {
-    problem.fix = dropEntryFix(entry2, ctx);
-    if (!better) problem.fix += `; no other ${f.library} on the search path defines ${f.kind === "version-not-found" ? f.version : f.symbol}, so also install one that does`;
-    if (release) problem.fix += `, or \`cudaenv use ${release}\` (CUDA ${release} or newer provides it)`;
-  } else if (entry2 !== void 0) {
-    const need = f.kind === "version-not-found" ? `version ${f.version}` : f.symbol;
-    problem.fix = release ? `\`cudaenv use ${release}\` (CUDA ${release} or newer provides it), or put a directory holding a newer ${f.library} before ${entry2} on LD_LIBRARY_PATH` : `put a directory holding a ${f.library} that defines ${need} before ${entry2} on LD_LIBRARY_PATH (no other ${f.library} on the search path has it), or \`cudaenv use\` a toolkit whose ${f.library} is new enough`;
-  } else if (edge.via === "ld.so.cache" && better) {
-    problem.fix = `${cacheEntryFix(provider.path, p.platform.sysroot)}, so that ${better.path} is found`;
-  } else if (release) {
-    problem.fix = `use a ${f.library} from CUDA ${release} or newer (\`cudaenv use ${release}\`, or upgrade the package that ships ${provider.path})`;
-  } else {
-    problem.fix = `install a newer ${f.library} that defines ${f.kind === "version-not-found" ? f.version : f.symbol}, or put the directory of one first on LD_LIBRARY_PATH`;
-  }
-  return problem;
-}
-function missingDefiner(f) {
-  for (const edge of f.object.edges) {
-    if (edge.object || edge.ignored || edge.kind !== "needed") continue;
-    if (DRIVER_LIBRARY_SYMBOLS.get(edge.name)?.test(f.symbol ?? "")) return edge.name;
-  }
-  return null;
-}
-var ownPicks = /* @__PURE__ */ new WeakMap();
-function ownPick(p, edge, provider) {
-  let pick = ownPicks.get(edge);
-  if (pick === void 0) {
-    pick = null;
-    for (const c of p.candidates(edge.owner, edge.name)) {
-      if (c.status !== "ok") continue;
-      if (!c.stat || `${c.stat.dev}:${c.stat.ino}` !== provider.inode) pick = c;
-      break;
-    }
-    ownPicks.set(edge, pick);
-  }
-  return pick;
-}
-async function shadowedOwnCopy(p, f) {
-  if (!f.ref) return null;
-  for (const edge of f.object.edges) {
-    const provider = edge.object;
-    if (!provider || edge.kind !== "needed") continue;
-    if (edge.via === "ld_library_path") {
-      for (const c of await laterCandidates(p, edge, provider)) {
-        if ((c.via === "runpath" || c.via === "rpath") && await satisfies(c, f)) return { edge, provider, own: c, by: "ld_library_path" };
-      }
-    } else if ((edge.via === "preload" || edge.via === "loaded") && provider.role !== "interp" && provider !== p.main) {
-      const own = ownPick(p, edge, provider);
-      if (own && await satisfies(own, f)) return { edge, provider, own, by: provider.role === "preload" ? "preload" : "loaded" };
-    }
-  }
-  return null;
-}
-function explainShadowedUnversioned(problem, p, f, who, s, ctx) {
-  problem.kind = "undefined-symbol";
-  problem.library = s.edge.name;
-  problem.shadowed = `${s.own.path} (${s.own.rule}), which would satisfy it`;
-  const fails = `loading fails with "undefined symbol: ${f.symbol}" (a dlopen with RTLD_NOW, \`ldd -r\`), or at its first call.`;
-  if (s.by === "ld_library_path") {
-    const entry2 = s.edge.ldEntry;
-    const rule = ruleOf(s.edge, s.provider.path);
-    problem.chosen = `${s.provider.path} (${rule})`;
-    problem.summary = `${entry2 === "" ? "LD_LIBRARY_PATH's empty entry (the current directory)" : "this LD_LIBRARY_PATH"} makes ${who} bind ${s.provider.path}, which lacks ${f.symbol}`;
-    problem.explanation = `${f.object.path} needs ${f.symbol} (unversioned) and ${s.edge.name}. The loader picks ${s.provider.path} by ${rule}, which it searches before ${f.object.path}'s own ${s.own.via === "runpath" ? "DT_RUNPATH" : "DT_RPATH"}; that file lacks ${f.symbol}, and nothing else loaded defines it. ${s.own.path} (${s.own.rule}) defines it and would be used without that entry: ${fails}`;
-    problem.fix = entry2 !== void 0 ? `${dropEntryFix(entry2, ctx)}, so that ${s.own.path} is found` : `remove ${s.provider.path}, so that ${s.own.path} is found`;
-    return problem;
-  }
-  const first = p.edgeTo(s.provider);
-  if (s.by === "preload") {
-    const from = first?.preloadFrom ?? s.edge.preloadFrom ?? "LD_PRELOAD";
-    const name = first?.preloadName ?? s.edge.preloadName ?? s.provider.path;
-    problem.chosen = `${s.provider.path} (the ${from} entry ${name})`;
-    problem.summary = `${from === "LD_PRELOAD" ? "LD_PRELOAD" : "/etc/ld.so.preload"} makes ${who} bind ${s.provider.path}, which lacks ${f.symbol}`;
-    problem.explanation = `${f.object.path} needs ${f.symbol} (unversioned) and ${s.edge.name}. ${s.provider.path} is preloaded (the ${from} entry ${name}) with the SONAME ${s.edge.name}, so every later need of ${s.edge.name} binds it without a search; it lacks ${f.symbol}, and nothing else loaded defines it. ${f.object.path}'s own search would load ${s.own.path} (${s.own.rule}), which defines it: ${fails}`;
-    problem.fix = `${from === "LD_PRELOAD" ? `take ${name} out of LD_PRELOAD (\`unset LD_PRELOAD\` if it is the only entry)` : `take ${name} out of /etc/ld.so.preload (as root)`}, so that ${s.own.path} is found`;
-    return problem;
-  }
-  const byProgram = p.dlopenEdge !== null && p.scope.slice(0, p.startupScopeLength).includes(s.provider);
-  const loader = first ? first.owner === p.main && byProgram ? `the program ${p.main.path}` : first.owner.path : p.main.path;
-  const how = first?.rule ? `, found by ${first.rule}` : "";
-  problem.chosen = `${s.provider.path} (already loaded by ${loader}${how})`;
-  problem.summary = `${who} binds the ${s.edge.name} ${byProgram ? `${basename3(p.main.path)} loaded as it started` : `that ${basename3(first?.owner.path ?? p.main.path)} loaded first`}, ${s.provider.path}, which lacks ${f.symbol}`;
-  problem.explanation = `${f.object.path} needs ${f.symbol} (unversioned) and ${s.edge.name}. ${loader} loaded ${s.provider.path}${how}${byProgram ? " before dlopening it" : " before this need was searched"}, so the loader takes it by name without a search; it lacks ${f.symbol}, and nothing else loaded defines it. ${f.object.path}'s own search would load ${s.own.path} (${s.own.rule}), which defines it: ${fails}`;
-  problem.fix = `load ${s.own.path} first: LD_PRELOAD=${quoteSh(s.own.path)} (every need of ${s.edge.name} then binds it), or make ${loader} find a ${s.edge.name} that defines ${f.symbol}${first?.rule ? ` (${first.rule} gives it ${s.provider.path})` : ""}`;
-  return problem;
-}
-function explainStaticTls(problem, p, f, who) {
-  const t = f.staticTls;
-  const tls = f.object.info.tls;
-  const program = basename3(p.main.path);
-  const via = t.referrer === f.object ? `${basename3(f.object.path)} accesses it` : `${basename3(t.referrer.path)} accesses it (${f.symbol})`;
-  const fits = tls.align > t.blockAlign;
-  problem.summary = `${who} needs ${tls.size} bytes of static TLS, and ${fits ? `its alignment (${tls.align}) exceeds the static TLS block's (${t.blockAlign})` : `only ${t.free} are left after ${program} started`}: "cannot allocate memory in static TLS block"`;
-  problem.explanation = `${f.object.path} has a ${tls.size}-byte thread-local block (PT_TLS, aligned to ${tls.align}), and ${via} with the initial-exec model (a static TLS offset in its relocations), so the block must lie at a fixed offset in the static TLS block every thread got when ${program} started. A dlopen can only place it in what that block has left: the surplus glibc adds (${t.surplus} bytes${t.tunable ? "" : ", fixed before glibc 2.32"}) with its alignment padding, less what objects dlopened before it took; ${t.free} bytes here.`;
-  const preload = `start the program with it: LD_PRELOAD=${quoteSh(f.object.path)} ${program} (its TLS is then part of the static block)`;
-  problem.fix = fits || !t.tunable ? preload : `${preload}, or enlarge the surplus: add glibc.rtld.optional_static_tls=${t.optional + t.shortfall} to GLIBC_TUNABLES (now ${t.optional})`;
-  return problem;
-}
-function isaLevelName(bits) {
-  if (bits & ~15) return `ISA level bits 0x${bits.toString(16)} (beyond x86-64-v4: unknown to glibc)`;
-  if (bits & 8) return "x86-64-v4";
-  if (bits & 4) return "x86-64-v3";
-  if (bits & 2) return "x86-64-v2";
-  return "the x86-64 baseline";
-}
-function readElfDynamic(path13) {
-  try {
-    return readElfSync(path13).dynamic;
-  } catch {
-    return null;
-  }
-}
-function describeBadFile(path13, reason) {
-  let st;
-  try {
-    st = statSync4(path13);
-  } catch {
-    return "a file that cannot be read";
-  }
-  if (st.isDirectory()) return "a directory";
-  if (st.size === 0) return "an empty file, 0 bytes";
-  let head = Buffer.alloc(0);
-  try {
-    const fd = openSync4(path13, "r");
-    try {
-      head = Buffer.alloc(4);
-      head = head.subarray(0, readSync4(fd, head, 0, 4, 0));
-    } finally {
-      closeSync4(fd);
-    }
-  } catch {
-    return "a file that cannot be read";
-  }
-  if (head.toString("latin1") === "ELF") {
-    if (reason === MISALIGNED) return "an ELF file whose segments are laid out for smaller memory pages than this machine's";
-    if (/no dynamic section/.test(reason)) {
-      return readElfDynamic(path13) === "debug-info" ? "a separate debug-info file (objcopy --only-keep-debug), not a loadable library" : "an ELF shared object without a dynamic section";
-    }
-    if (/ET_DYN|position-independent|endian/.test(reason)) return "an ELF file, but not a shared object the loader can load";
-    return `a truncated or damaged ELF file of ${st.size} bytes`;
-  }
-  const kind = describeNonElf(path13);
-  return kind === "not an ELF file" ? `not a shared object: ${st.size} bytes without the ELF magic` : kind;
-}
-function explainNoexec(problem, p, f, who, ctx) {
-  const edge = f.edge;
-  const mount = edge.noexecMount;
-  const remount = `or, if the file system may hold programs, remount it: sudo mount -o remount,exec ${quoteSh(mount)}`;
-  if (edge === p.mainStop) {
-    const program = p.main !== p.target || p.main.info.interp !== null;
-    problem.summary = program ? `${who} lies on ${mount}, a file system mounted noexec: the kernel refuses to start it ("Permission denied")` : `the loader cannot map ${f.object.path}: "failed to map segment from shared object" (${mount} is mounted noexec)`;
-    problem.explanation = `${f.object.path} lies on ${mount}, which is mounted noexec: the kernel refuses to ${program ? "execute a program" : "map the code of a library"} from it, whatever its permissions. ${program ? "Nothing of it runs." : "Every program that loads it fails there."}`;
-    problem.fix = `move ${program ? "it" : "the library (or its environment)"} to a file system mounted with exec, ${remount}`;
-    return problem;
-  }
-  const bad = edge.errorPath;
-  const name = f.library;
-  problem.chosen = edge.rule ? `${bad} (${edge.rule})` : bad;
-  problem.summary = `${who} needs ${dependencyName(edge, name)}, and the loader cannot map ${bad}: "failed to map segment from shared object" (${mount} is mounted noexec)`;
-  const next = candidateAfter(p, edge, name, bad, (c) => !p.ctx.noexecMount?.(c.file ?? c.path));
-  if (next) problem.shadowed = `${next.path} (${next.rule}), which the loader never reaches`;
-  problem.explanation = `${f.object.path} needs ${name}. The loader finds ${bad}${edge.rule ? ` by ${edge.rule}` : ""}, which lies on ${mount}, a file system mounted noexec: the kernel refuses to map its code, so the load fails there without looking further.${next ? ` ${next.path} (${next.rule}) would be loaded without it.` : ""}`;
-  const move = `move ${basename3(bad)} (or the environment that holds it) to a file system mounted with exec, ${remount}`;
-  problem.fix = edge.ldEntry !== void 0 && next ? `${dropEntryFix(edge.ldEntry, ctx)}, or ${move}` : move;
-  return problem;
-}
-function candidateAfter(p, edge, name, bad, usable = () => true) {
-  if (name.includes("/")) return void 0;
-  let after = false;
-  for (const c of p.candidates(edge.owner, name)) {
-    if (c.path === bad) after = true;
-    else if (after && c.status === "ok" && usable(c)) return c;
-  }
-  return void 0;
-}
-function dependencyName(edge, name) {
-  return edge.kind === "filter" ? `${name} (its DT_FILTER filtee)` : name;
-}
-function explainStop(problem, p, f, who, ctx) {
-  const edge = f.edge;
-  const name = f.library;
-  const bad = edge.errorPath;
-  const reason = edge.error.startsWith(`${bad}: `) ? edge.error.slice(bad.length + 2) : edge.error;
-  const what = describeBadFile(p.ctx.view.hostPath(bad) ?? bad, reason);
-  const itself = edge === p.mainStop;
-  problem.summary = itself ? `the loader cannot map ${bad}: "${reason}": it is ${what}` : `${who} needs ${dependencyName(edge, name)}, and the loader stops at ${bad} with "${reason}": it is ${what}`;
-  problem.chosen = edge.rule ? `${bad} (${edge.rule})` : bad;
-  const next = candidateAfter(p, edge, name, bad);
-  if (next) problem.shadowed = `${next.path} (${next.rule}), which the loader never reaches`;
-  problem.explanation = (itself ? `ld.so maps ${bad} itself, which is ${what}: it fails with "${edge.error}", so every program that loads it does.` : `${f.object.path} needs ${name}. The loader finds ${bad}${edge.rule ? ` by ${edge.rule}` : ""}, which is ${what}: it fails there with "${edge.error}" instead of loading ${name}, without looking further.`) + (next ? ` ${next.path} (${next.rule}) would be loaded without it.` : "");
-  let replace = `remove or replace ${bad} (it is ${what}; if a package installed it, reinstall that package)`;
-  if (reason === MISALIGNED) {
-    const pageSize = p.platform.pageSize;
-    problem.explanation += ` ${p.ctx.pageSizeGiven ? `The kernel's pages are ${pageSize} bytes (--page-size)` : `This machine's pages are ${pageSize} bytes`}: each PT_LOAD segment's file offset and address must differ by a multiple of that, and segments must not share a page across a gap. A library built for smaller pages (-z max-page-size) does not load here, nor one that strip rewrote after patchelf had moved its segments (manylinux wheels).`;
-    replace = `rebuild ${basename3(bad)} with -Wl,-z,max-page-size=${pageSize} (or larger), or reinstall the package it came from: if its files were stripped after patchelf, install them unstripped`;
-  }
-  const entry2 = edge.ldEntry;
-  if (entry2 !== void 0 && next) problem.fix = `${dropEntryFix(entry2, ctx)}, or ${replace}`;
-  else if (edge.via === "ld.so.cache" || edge.rule === p.ctx.cacheLabel) problem.fix = `${cacheEntryFix(bad, p.platform.sysroot)}${next ? `, so that ${next.path} is found` : ""}, or ${replace}`;
-  else problem.fix = replace;
-  return problem;
-}
-function confFilesListing(dir, sysroot) {
-  const files = [`${sysroot}/etc/ld.so.conf`];
-  try {
-    files.push(...readdirSync3(`${sysroot}/etc/ld.so.conf.d`).filter((n) => n.endsWith(".conf")).sort().map((n) => `${sysroot}/etc/ld.so.conf.d/${n}`));
-  } catch {
-  }
-  const listed = imageDir(dir, sysroot);
-  return files.filter((f) => {
-    try {
-      return existsSync3(f) && readFileSync4(f, "utf8").split("\n").some((l) => l.replace(/#.*/, "").trim().replace(/\/+$/, "") === listed);
-    } catch {
-      return false;
-    }
-  });
-}
-function imageDir(dir, sysroot) {
-  const host = dir.replace(/\/+$/, "");
-  return sysroot !== "" && host.startsWith(`${sysroot}/`) ? host.slice(sysroot.length) : host;
-}
-function cacheEntryFix(path13, sysroot) {
-  const dir = imageDir(dirname5(path13), sysroot);
-  const files = confFilesListing(dirname5(path13), sysroot);
-  return files.length > 0 ? `remove ${dir} from ${files.join(" and ")} and run \`sudo ldconfig${sysroot ? ` -r ${sysroot}` : ""}\`` : `remove ${dir} from the loader's configuration (${sysroot}/etc/ld.so.conf and ${sysroot}/etc/ld.so.conf.d/) and run \`sudo ldconfig${sysroot ? ` -r ${sysroot}` : ""}\``;
-}
-var DRIVER_ONLY = `libcuda.so.1 is the NVIDIA driver's own library: it comes only with the driver (Debian's libcuda1, the nvidia-driver packages, NVIDIA's .run installer; in a container, the NVIDIA Container Toolkit mounts the host's), never with a CUDA toolkit, a cudaenv version or a pip wheel (the toolkit's stubs/libcuda.so only links programs: loaded in its place, every CUDA call fails with "CUDA driver is a stub library").`;
-function explainDriverNotFound(problem, p, f) {
-  const kernel = kernelDriverVersion(p.platform.sysroot);
-  const module = nvidiaModuleLoaded(p.platform.sysroot);
-  problem.explanation += ` ${DRIVER_ONLY}` + (module ? ` The NVIDIA kernel module ${kernel ?? "(/sys/module/nvidia)"} is loaded, but its libcuda.so.1 is in none of those directories.` : ` No NVIDIA kernel module is loaded here (no /proc/driver/nvidia/version, no /sys/module/nvidia): this machine has no driver, so ${basename3(f.object.path)} cannot load here whatever the search; it is a warning, failing only with --strict.`);
-  if (!module) {
-    problem.impact = "feature";
-    problem.feature = NO_DRIVER_FEATURE;
-  }
-  if (/^libcaffe2_nvrtc\.so/.test(basename3(f.object.path))) {
-    problem.explanation += ` PyTorch does not load ${basename3(f.object.path)} when it is imported (no library torch starts with needs it; it is the shim of NVRTC, run-time compilation): \`import torch\` works without the driver, torch.cuda.is_available() is False, and whatever loads this library fails.`;
-  }
-  problem.fix = module && kernel ? `install the driver's user-space libraries of ${kernel} (the libcuda1/nvidia-driver package of that version), or add the directory that holds libcuda.so.${kernel} to /etc/ld.so.conf.d/ and run \`ldconfig\`` : module ? "install the user-space libraries of the driver this machine runs (`modinfo nvidia` names its version), or add the directory that holds its libcuda.so.1 to /etc/ld.so.conf.d/ and run `ldconfig`" : "install the NVIDIA driver (on a machine with an NVIDIA GPU: `nvidia-smi` then works), or run this in a container with the NVIDIA Container Toolkit (`docker run --gpus all`); on a build host without a GPU, nothing needs fixing";
-}
-function markNoDriverConsequences(problems) {
-  const missing = new Set(problems.filter((q) => q.kind === "not-found" && q.library === "libcuda.so.1" && q.feature === NO_DRIVER_FEATURE).map((q) => q.object));
-  if (missing.size === 0) return;
-  for (const q of problems) {
-    if (q.library === "libcuda.so.1" && missing.has(q.object) && (q.kind === "undefined-symbol" || q.kind === "version-not-found")) {
-      q.impact = "feature";
-      q.feature = NO_DRIVER_FEATURE;
-    }
-  }
-}
-function explainNotFound(problem, p, f, who, ctx) {
-  const edge = f.edge;
-  const name = f.library;
-  if (edge.errorPath) return explainStop(problem, p, f, who, ctx);
-  if (edge.kind === "auxiliary") {
-    problem.summary = `${who} names ${name} as DT_AUXILIARY, and its dynamic string tokens expand to nothing`;
-    problem.explanation = `${f.object.path} has DT_AUXILIARY ${name}. A DT_AUXILIARY object that cannot be loaded is skipped, but one whose tokens expand to nothing stops the load with "empty dynamic string token substitution" (elf/dl-deps.c).`;
-    problem.fix = `relink ${basename3(f.object.path)} with a DT_AUXILIARY name (-Wl,-f,NAME) the loader can expand`;
-    return problem;
-  }
-  problem.summary = `${who} needs ${dependencyName(edge, name)}, which the loader cannot find`;
-  const wrongClass = edge.passedOver.filter((c) => c.status !== "ok");
-  if (edge.error) {
-    problem.explanation = `${f.object.path} needs ${name}, and every candidate is built for another ELF class or machine (the loader says "${edge.error}").`;
-  } else {
-    problem.explanation = `${f.object.path} needs ${name}, and no directory on its search path holds it: its DT_RPATH/DT_RUNPATH, LD_LIBRARY_PATH, ld.so.cache and the system directories.`;
-  }
-  if (wrongClass.length > 0) {
-    problem.explanation += ` Passed over: ${wrongClass.map((c) => `${c.path} (${c.reason})`).join(", ")}.`;
-  }
-  const cuda = cudaMajorOf(name);
-  const cudnn = /^libcudnn\w*\.so\.(\d+)/.exec(name)?.[1];
-  const stored = storeVersionsWith(name, ctx.storeVersionsDir);
-  if (name === "libcuda.so.1" && !edge.error) {
-    explainDriverNotFound(problem, p, f);
-  } else if (stored.length > 0) {
-    problem.fix = `CUDA ${stored.join(", ")} in the cudaenv store ${stored.length === 1 ? "has" : "have"} ${name}: \`cudaenv use ${stored[0]} --ld-library-path prepend\` puts its libraries on LD_LIBRARY_PATH`;
-  } else if (cuda) {
-    const [major, other] = cuda.majors;
-    problem.fix = other === void 0 ? `${name} belongs to CUDA ${major}: \`cudaenv install ${major}\` then \`cudaenv use ${major}\`, or \`pip install ${pipWheel(cuda.component, major)}\` in a Python environment` : `${name} belongs to CUDA ${major} and ${other}: \`cudaenv install ${major}\` then \`cudaenv use ${major}\` (or ${other}), or in a Python environment \`pip install ${pipWheel(cuda.component, major)}\` (CUDA ${other}: \`pip install ${pipWheel(cuda.component, other)}\`)`;
-  } else if (cudnn) {
-    problem.fix = `${name} is cuDNN ${cudnn}: \`cudaenv install VERSION --cudnn ${cudnn}\` for the CUDA version you use, or \`pip install 'nvidia-cudnn-cu12==${cudnn}.*'\` in a Python environment (nvidia-cudnn-cu13 for CUDA 13, cu11 for CUDA 11)`;
-  } else {
-    problem.fix = `install the package that provides ${name}, or add the directory that holds it to LD_LIBRARY_PATH`;
-  }
-  const ownDir = dirname5(f.object.path);
-  if (!name.includes("/") && !edge.error && existsSync3(join5(ownDir, name))) {
-    problem.explanation += ` ${join5(ownDir, name)} is next to it, but the loader does not search an object's own directory unless its DT_RUNPATH or DT_RPATH says $ORIGIN.`;
-    const current = splitLdLibraryPath(ctx.ldLibraryPath);
-    problem.fix = `add ${ownDir} to LD_LIBRARY_PATH (\`export LD_LIBRARY_PATH=${quoteSh([ownDir, ...current].join(":"))}\`), or relink ${basename3(f.object.path)} with -Wl,-rpath,'$ORIGIN'`;
-  }
-  return problem;
-}
-
-// src/core/elf/explain/runtime-problems.ts
-import { realpathSync as realpathSync5 } from "node:fs";
-import { basename as basename6, dirname as dirname7 } from "node:path";
-
-// src/core/elf/runtime/runtime-loads.ts
-import { basename as basename5, dirname as dirname6, join as join6 } from "node:path";
-
-// src/core/elf/read/elf/dlopen-notes.ts
-var NT_FDO_DLOPEN_METADATA = 1081871370;
-var DLOPEN_NOTE_OWNER = "FDO";
-var MAX_NOTES_BYTES = 256 * 1024;
-var PRIORITIES = ["required", "recommended", "suggested"];
-function readDlopenNotes(path13) {
-  const file = ElfFile.open(path13);
-  try {
-    const h = parseHeader(file);
-    const sections = sectionHeaders(file, h);
-    const ranges = sections.length > 0 ? sections.filter((s) => s.name === ".note.dlopen" && s.size > 0).map((s) => [s.offset, s.size]) : readProgramHeaders(file, h).filter((p) => p.type === PT_NOTE && p.filesz > 0).map((p) => [p.offset, p.filesz]);
-    const notes = [];
-    for (const [offset, size] of ranges) {
-      const len = Math.min(size, MAX_NOTES_BYTES, Math.max(0, file.size - offset));
-      if (len < 12) continue;
-      notes.push(...notesIn(file.read(offset, len, ".note.dlopen"), h, path13));
-    }
-    return notes;
-  } catch (error2) {
-    if (error2 instanceof ElfError) throw error2;
-    throw new ElfError(path13, "malformed", `cannot read its dlopen notes: ${error2.message}`, { cause: error2 });
-  } finally {
-    file.close();
-  }
-}
-function notesIn(buf, h, path13) {
-  const u322 = (at) => h.littleEndian ? buf.readUInt32LE(at) : buf.readUInt32BE(at);
-  const pad4 = (n) => Math.ceil(n / 4) * 4;
-  const out = [];
-  for (let at = 0; at + 12 <= buf.length; ) {
-    const namesz = u322(at);
-    const descsz = u322(at + 4);
-    const type = u322(at + 8);
-    const desc = at + 12 + pad4(namesz);
-    if (desc + descsz > buf.length) break;
-    const owner = buf.toString("latin1", at + 12, at + 12 + namesz).replace(/\0+$/, "");
-    if (owner === DLOPEN_NOTE_OWNER && type === NT_FDO_DLOPEN_METADATA) {
-      out.push(...parseEntries(buf.toString("utf8", desc, desc + descsz).replace(/\0+$/, ""), path13));
-    }
-    at = desc + pad4(descsz);
-  }
-  return out;
-}
-function parseEntries(json, path13) {
-  const bad = (what) => {
-    throw new ElfError(
-      path13,
-      "malformed",
-      `its .note.dlopen note (owner FDO, type 0x407c0c0a) ${what}: ${json.length > 200 ? `${json.slice(0, 200)}...` : json}`,
-      { hint: `The library's dlopen metadata does not follow the ELF dlopen metadata specification (a JSON array of objects with a "soname" array); report it to whoever built the library.` }
-    );
-  };
-  let value;
-  try {
-    value = JSON.parse(json);
-  } catch (error2) {
-    return bad(`is not JSON (${error2.message})`);
-  }
-  if (!Array.isArray(value)) return bad("is not a JSON array");
-  return value.map((entry2, i) => {
-    if (typeof entry2 !== "object" || entry2 === null || Array.isArray(entry2)) return bad(`entry ${i} is not an object`);
-    const e = entry2;
-    const soname = e.soname;
-    if (!Array.isArray(soname) || soname.length === 0 || !soname.every((s) => typeof s === "string" && s.length > 0)) {
-      return bad(`entry ${i} has no "soname" array of names`);
-    }
-    const text = (k) => {
-      if (e[k] === void 0) return null;
-      return typeof e[k] === "string" ? e[k] : bad(`entry ${i}'s "${k}" is not a string`);
-    };
-    const priority = e.priority === void 0 ? "recommended" : e.priority;
-    if (!PRIORITIES.includes(priority)) return bad(`entry ${i}'s "priority" is ${JSON.stringify(priority)}, not one of ${PRIORITIES.join(", ")}`);
-    return { soname, feature: text("feature"), description: text("description"), priority };
-  });
-}
-
-// src/core/elf/runtime/callers.ts
-var MARKERS = [...FACT_MARKERS, ...PLUGIN_MARKERS];
-var readings = /* @__PURE__ */ new Map();
-var dlopenImporters = /* @__PURE__ */ new WeakMap();
-function importsDlopen(info2) {
-  let known2 = dlopenImporters.get(info2);
-  if (known2 === void 0) {
-    known2 = info2.symbols.some((s) => !s.defined && (s.name === "dlopen" || s.name === "dlmopen" || s.name.startsWith("_ZN") && DLOPEN_WRAPPERS.some((w) => w.test(s.name))));
-    dlopenImporters.set(info2, known2);
-  }
-  return known2;
-}
-function reading(info2, hostPath, inode) {
-  let r = readings.get(inode);
-  if (r) return r;
-  let notes = [];
-  try {
-    notes = readDlopenNotes(hostPath);
-  } catch {
-  }
-  let names = [];
-  let markers = [];
-  if (notes.length === 0) {
-    try {
-      ({ names, markers } = constantLibraryStrings(hostPath, listsAnyDirectory(info2) ? MARKERS : FACT_MARKERS));
-    } catch {
-    }
-  }
-  r = { notes, names, markers, plugins: notes.length === 0 ? pluginFacts(info2, hostPath, markers) : [] };
-  readings.set(inode, r);
-  return r;
-}
-var PRIORITY_OF = { library: "required", feature: "recommended", optional: "suggested" };
-function callerLoads(info2, hostPath, inode, callerName, cudaMajor, env = {}) {
-  if (!importsDlopen(info2)) return [];
-  const { notes, names, markers } = reading(info2, hostPath, inode);
-  if (notes.length > 0) return notes.map((n) => declared(n));
-  if (isDriverLibrary(info2.soname ?? callerName)) return [];
-  if (!names.some(isCudaStackName)) return [];
-  const own = /* @__PURE__ */ new Set([info2.soname, ...info2.needed]);
-  const loads = [];
-  const seen = /* @__PURE__ */ new Set();
-  for (const raw of names) {
-    let name = raw;
-    const completed = ncclNetPluginNames(raw, env);
-    if (completed && !seen.has(raw)) {
-      seen.add(raw);
-      const role2 = ncclNetPluginRole(env);
-      loads.push({ names: completed, role: role2, source: "strings", priority: PRIORITY_OF[role2.impact], description: `${role2.what}, ${role2.when}`, ...role2.feature ? { feature: role2.feature } : {} });
-      continue;
-    }
-    if (name.endsWith(".")) {
-      if (cudaMajor === null) continue;
-      name = `${name}${cudaMajor}`;
-    }
-    if (own.has(name) || seen.has(name)) continue;
-    seen.add(name);
-    const role = roleOf(name, callerName, markers);
-    loads.push({ names: [name], role, source: "strings", priority: PRIORITY_OF[role.impact], description: `${role.what}, ${role.when}`, ...role.feature ? { feature: role.feature } : {}, ...name.includes("%") ? { template: true } : {} });
-  }
-  return loads;
-}
-function isDriverLibrary(soname) {
-  return /^libcuda\.so(\.|$)/.test(soname) || /^libnvidia-[a-z0-9-]+\.so(\.|$)/.test(soname) || /^libcudadebugger\.so(\.|$)/.test(soname);
-}
-function declared(n) {
-  const first = n.soname[0];
-  const what = n.description ?? first;
-  const role = n.priority === "required" ? { what, when: "when it needs it (declared required in its .note.dlopen)", impact: "library" } : { what, when: `when it needs it (declared ${n.priority} in its .note.dlopen)`, impact: "feature", feature: n.feature ?? n.description ?? first };
-  return { names: n.soname, role, source: "note", priority: n.priority, description: n.description ?? "", ...n.feature ? { feature: n.feature } : {} };
-}
-function cudaMajorOf2(info2, loadedSonames) {
-  for (const name of [...info2.needed, ...loadedSonames]) {
-    const m = /^libcudart\.so\.(\d+)$/.exec(name ?? "");
-    if (m) return m[1];
-  }
-  return null;
-}
-function pluginCallers(info2, hostPath, inode) {
-  if (!importsDlopen(info2)) return [];
-  return reading(info2, hostPath, inode).plugins;
-}
-var directoryListers = /* @__PURE__ */ new WeakMap();
-function listsAnyDirectory(info2) {
-  let known2 = directoryListers.get(info2);
-  if (known2 === void 0) directoryListers.set(info2, known2 = info2.symbols.some((s) => !s.defined && listsDirectories(s.name)));
-  return known2;
-}
-function pluginFacts(info2, hostPath, markers) {
-  if (!importsDlopen(info2) || !listsAnyDirectory(info2)) return [];
-  const out = [];
-  for (const fact of PLUGIN_DIRECTORIES) {
-    if (!fact.carries.every((m) => markers.includes(m))) continue;
-    try {
-      const prefixThere = fact.prefixIn === "code" ? codeContains(hostPath, Buffer.from(fact.prefix, "latin1")) : constantStrings(hostPath, new RegExp(fact.prefix.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))).length > 0;
-      if (!prefixThere) continue;
-      out.push({ fact, strings: fact.stringsPattern ? constantStrings(hostPath, fact.stringsPattern) : [] });
-    } catch {
-    }
-  }
-  return out;
-}
-
-// src/core/elf/runtime/release-checks.ts
-import { realpathSync as realpathSync4 } from "node:fs";
-import { basename as basename4 } from "node:path";
-function realName(p, path13) {
-  try {
-    return basename4(realpathSync4(p.ctx.view.hostPath(path13) ?? path13));
-  } catch {
-    return basename4(path13);
-  }
-}
-function fileVersion(name) {
-  return /\.so\.(\d+(?:\.\d+){1,3})$/.exec(name)?.[1] ?? null;
-}
-function isCudaStub(obj) {
-  return obj.info.soname === "libcuda.so.1" && obj.info.needed.length === 0 && obj.info.versionNeeds.length === 0;
-}
-function definesName(obj, name) {
-  const lookup = obj.info.lookup;
-  if (lookup) return lookup.find(name).length > 0;
-  return (obj.info.symbols ?? []).some((s) => s.name === name && s.defined);
-}
-function libcudaRelease(p, loaded2) {
-  return libcudaContentsVersion(p.ctx.view.hostPath(loaded2.path) ?? loaded2.path, loaded2.inode) ?? libcudaVersion(realName(p, loaded2.path)) ?? null;
-}
-function libcudaChecks(p, loaded2) {
-  if (isCudaStub(loaded2)) {
-    return [{ kind: "cuda-stub", object: loaded2, detail: `${loaded2.path} is the CUDA toolkit's link-time stub of libcuda.so.1 (it imports nothing: no DT_NEEDED, no symbol versions), not the NVIDIA driver's library` }];
-  }
-  const version3 = libcudaRelease(p, loaded2);
-  const kernel = kernelDriverVersion(p.platform.sysroot);
-  if (version3 && kernel && version3 !== kernel) {
-    const compat = /\/compat\//.test(loaded2.path) || /\/compat\//.test(realName(p, loaded2.path));
-    if (!compat || compareDriverVersions(version3, kernel) < 0) {
-      return [{ kind: "driver-mismatch", object: loaded2, detail: compat ? `${loaded2.path} is a cuda-compat libcuda ${version3}, made for kernel modules older than itself; this machine runs module ${kernel}, which is newer` : `${loaded2.path} is libcuda ${version3}; this machine's kernel module is ${kernel}: the two must be one release` }];
-    }
-  }
-  return [];
-}
-function startLibcudaChecks(p, said = /* @__PURE__ */ new Set()) {
-  return p.scope.slice(0, p.startupScopeLength).filter((o) => o.info.soname === "libcuda.so.1" && o.role !== "interp" && o.role !== "main" && !said.has(o.inode)).flatMap((o) => libcudaChecks(p, o));
-}
-function releaseChecks(p, caller, loaded2) {
-  const checks = [];
-  const callerName = caller.info.soname ?? basename4(caller.path);
-  if (loaded2.info.soname === "libcuda.so.1") {
-    if (isCudaStub(loaded2)) return libcudaChecks(p, loaded2);
-    checks.push(...libcudaChecks(p, loaded2));
-    const version3 = libcudaRelease(p, loaded2);
-    const cudart = /^libcudart\.so\.(\d+)\.(\d+)\./.exec(realName(p, caller.path));
-    if (version3 && cudart) {
-      const toolkit = `${cudart[1]}.${cudart[2]}.0`;
-      const support = driverSupport(version3, toolkit);
-      if (support.kind === "too-old") {
-        checks.push({ kind: "driver-too-old", object: loaded2, detail: `${loaded2.path} is libcuda ${version3}; ${callerName} of CUDA ${cudart[1]}.${cudart[2]} needs driver ${support.required.driver} or later${support.floor ? ` (${support.floor} through minor-version compatibility)` : ""}` });
-      }
-    }
-  }
-  const builtins = /^libnvrtc-builtins\.so\.(\d+)\.(\d+)$/.exec(loaded2.names[0] ?? "");
-  if (builtins && /^libnvrtc\.so\./.test(callerName)) {
-    const entry2 = `__nvrtc_builtins__${builtins[1]}_${builtins[2]}_getBuiltinHeader`;
-    if (!definesName(loaded2, entry2)) {
-      checks.push({
-        kind: "mixed-release",
-        object: loaded2,
-        detail: `${callerName} asks ${loaded2.path} for ${entry2}, which it does not define: it is not the builtins of NVRTC ${builtins[1]}.${builtins[2]}`,
-        sides: [{ path: caller.path, version: `${builtins[1]}.${builtins[2]}` }, { path: loaded2.path, version: builtinsRelease(p, loaded2) ?? "another release" }]
-      });
-    }
-  }
-  const mixed = sameReleaseSides(p, caller, loaded2);
-  if (mixed) checks.push(mixed);
-  return checks;
-}
-function builtinsRelease(p, obj) {
-  try {
-    const { symbols } = readElfSync(p.ctx.view.hostPath(obj.path) ?? obj.path, { symbols: true });
-    const m = symbols.map((s) => s.defined ? /^__nvrtc_builtins__(\d+)_(\d+)_/.exec(s.name) : null).find((x) => x !== null);
-    return m ? `${m[1]}.${m[2]}` : null;
-  } catch {
-    return null;
-  }
-}
-function sameReleaseSides(p, caller, loaded2) {
-  const pairs = [
-    [/^libcudnn\.so\./, /^libcudnn_/],
-    [/^libnvrtc\.so\./, /^libnvrtc-builtins\.so\./]
-  ];
-  const a = realName(p, caller.path);
-  const b = realName(p, loaded2.path);
-  if (!pairs.some(([x, y]) => x.test(a) && y.test(b))) return null;
-  const va = fileVersion(a);
-  const vb = fileVersion(b);
-  if (!va || !vb || va === vb) return null;
-  return {
-    kind: "mixed-release",
-    object: loaded2,
-    detail: `${basename4(caller.path)} is ${va} and ${basename4(loaded2.path)} is ${vb}: they must come from one release`,
-    sides: [{ path: caller.path, version: va }, { path: loaded2.path, version: vb }]
-  };
-}
-var PINNED = [
-  [/^libcublas\.so\.\d+$/, /^libcublasLt\.so\.\d+$/],
-  [/^libcufftw\.so\.\d+$/, /^libcufft\.so\.\d+$/]
-];
-function pinnedPairs(p) {
-  const checks = [];
-  const loaded2 = p.scope.slice(0, p.startupScopeLength);
-  for (const [first, second] of PINNED) {
-    const a = loaded2.find((o) => first.test(o.info.soname ?? ""));
-    const b = loaded2.find((o) => second.test(o.info.soname ?? ""));
-    if (!a || !b) continue;
-    const va = fileVersion(realName(p, a.path));
-    const vb = fileVersion(realName(p, b.path));
-    if (!va || !vb || va === vb) continue;
-    checks.push({
-      kind: "mixed-release",
-      object: b,
-      detail: `${basename4(a.path)} is ${va} and ${basename4(b.path)} is ${vb}: NVIDIA ships them as one build, and one needs the other of its own version`,
-      sides: [{ path: a.path, version: va }, { path: b.path, version: vb }]
-    });
-  }
-  return checks;
-}
-
-// src/core/elf/runtime/runtime-loads.ts
-function loadsOf(p, caller) {
-  const sonames = p.scope.map((o) => o.info.soname);
-  const env = p.ctx.runtimeEnv ?? {};
-  const host = p.ctx.view.hostPath(caller.path) ?? caller.path;
-  return [...callerLoads(caller.info, host, caller.inode, caller.info.soname ?? basename5(caller.path), cudaMajorOf2(caller.info, sonames), env), ...pluginLoads(p, caller, host, env)];
-}
-function pluginLoads(p, caller, host, env) {
-  const loads = [];
-  for (const { fact, strings } of pluginCallers(caller.info, host, caller.inode)) {
-    const seen = /* @__PURE__ */ new Set();
-    for (const { dir: named3, from, compiledIn } of fact.directories({ env, strings, programDir: dirname6(p.main.path) })) {
-      const dir = compiledIn ? `${p.platform.sysroot}${named3}` : named3;
-      const names = [...p.ctx.view.list(dir.endsWith("/") ? dir : `${dir}/`) ?? []].sort();
-      for (const file of names) {
-        if (!file.startsWith(fact.prefix) || !file.endsWith(fact.suffix) || file.length <= fact.prefix.length + fact.suffix.length) continue;
-        if (!fact.accepts(file.slice(fact.prefix.length, file.length - fact.suffix.length), strings)) continue;
-        const path13 = join6(dir, file);
-        if (seen.has(path13) || !p.ctx.view.stat(path13)?.isFile()) continue;
-        seen.add(path13);
-        loads.push(plugin(fact.role(file, fact.cuda.test(file)), path13, dir, from, fact.cuda.test(file)));
-      }
-    }
-    const named2 = env[fact.env];
-    if (fact.envNamesFile && named2) {
-      const file = basename5(named2);
-      loads.push(plugin(fact.role(file, fact.cuda.test(file)), named2, dirname6(named2), fact.env, fact.cuda.test(file)));
-    }
-  }
-  return loads;
-}
-function plugin(role, path13, directory, from, cuda) {
-  return {
-    names: [path13],
-    role,
-    source: "strings",
-    priority: role.impact === "library" ? "required" : role.impact === "feature" ? "recommended" : "suggested",
-    description: `${role.what}, ${role.when}`,
-    ...role.feature ? { feature: role.feature } : {},
-    plugin: { directory, from, cuda }
-  };
-}
-function declaredLoads(p) {
-  const out = [];
-  for (const caller of p.scope.slice(0, p.startupScopeLength)) {
-    if (caller.role === "interp") continue;
-    const loads = loadsOf(p, caller);
-    if (loads.length > 0) out.push({ caller, loads });
-  }
-  return out;
-}
-var IMPACT_RANK = { library: 2, feature: 1, optional: 0 };
-function runtimeLoads(p, fresh, memo) {
-  const loads = [];
-  const seen = /* @__PURE__ */ new Set();
-  for (const { caller, loads: wanted } of declaredLoads(p)) {
-    for (const want of wanted) {
-      if (want.template) continue;
-      const key = `${caller.inode}\0${want.names.join("\0")}`;
-      if (seen.has(key)) continue;
-      seen.add(key);
-      let modelled = null;
-      for (const name of want.names) {
-        const load = modelLoad(fresh, caller, name, want.role, memo);
-        if (load && (modelled === null || !modelled.edge.object && load.edge.object)) modelled = load;
-        if (modelled?.edge.object) break;
-      }
-      if (!modelled) continue;
-      const missing = !modelled.edge.object && modelled.findings.some((f) => f.kind === "not-found" && f.edge === modelled.edge);
-      if (modelled.role.impact === "optional" && missing) continue;
-      loads.push(modelled);
-    }
-  }
-  sayOnce(loads);
-  return loads;
-}
-function modelLoad(fresh, caller, name, declared2, memo) {
-  const q = fresh();
-  const twin = q.scope.find((o) => o.inode === caller.inode && o.role !== "interp");
-  if (!twin || q.mainStop) return null;
-  const startup = new Set(q.scope.slice(0, q.startupScopeLength));
-  const before = new Set(q.objects);
-  const edge = q.loadAtRunTime(twin, name);
-  const role = noDriverRole(declared2, name, edge, q.platform.sysroot);
-  const findings = findProblems(q, memo).filter((f) => f.edge === edge || !startup.has(f.object));
-  const brought = edge.object ? q.objects.filter((o) => o !== edge.object && !before.has(o) && o.info.soname === "libcuda.so.1") : [];
-  const checks = edge.object ? [...releaseChecks(q, twin, edge.object), ...brought.flatMap((o) => libcudaChecks(q, o))] : [];
-  return { caller: twin, name, role, process: q, edge, findings, checks };
-}
-function sayOnce(loads) {
-  const best = /* @__PURE__ */ new Map();
-  const outcome = (l) => `${l.name}\0${l.edge.object?.inode ?? l.edge.errorPath ?? ""}`;
-  for (const l of loads) {
-    const k = outcome(l);
-    const b = best.get(k);
-    if (!b || IMPACT_RANK[l.role.impact] > IMPACT_RANK[b.role.impact]) best.set(k, l);
-  }
-  for (const l of loads) {
-    if (best.get(outcome(l)) === l) continue;
-    l.findings = [];
-    l.checks = [];
-  }
-}
-function noDriverRole(role, name, edge, sysroot) {
-  if (!DRIVER_LIBRARIES.has(name) || role.impact === "optional" || edge.object || edge.errorPath || nvidiaModuleLoaded(sysroot)) return role;
-  return { ...role, impact: "feature", feature: NO_DRIVER_FEATURE };
-}
-function describeLoad(load) {
-  return `${basename5(load.caller.path)} dlopens ${load.name} ${load.role.when}`;
-}
-
-// src/core/elf/explain/runtime-problems.ts
-async function explainRuntimeLoads(loads, ctx, sysroot) {
-  const problems = [];
-  for (const load of loads) {
-    const mark = (problem, impact = load.role.impact) => ({
-      ...problem,
-      edge: "dlopen",
-      loadedBy: { object: load.caller.path, when: load.role.when },
-      impact: impact === "library" ? "library" : "feature",
-      ...impact !== "library" && load.role.feature ? { feature: load.role.feature } : {}
-    });
-    const how = describeLoad(load);
-    for (const f of load.findings) {
-      const problem = await explain(load.process, f, ctx);
-      if (f.kind === "not-found" && f.edge === load.edge && !load.edge.errorPath) {
-        problems.push(notFound(problem, load, how, sysroot, mark));
-        continue;
-      }
-      problem.explanation = `${how}. ${problem.explanation}${consequence(load)}`;
-      problems.push(mark(problem));
-    }
-    for (const check of load.checks) {
-      const impact = check.kind === "mixed-release" || check.object !== load.edge.object ? load.role.impact : "library";
-      problems.push(mark(explainCheck(check, load, how, ctx, sysroot), impact));
-    }
-  }
-  return problems;
-}
-function consequence(load) {
-  const caller = basename6(load.caller.path);
-  return load.role.impact === "library" ? ` Without it ${caller} cannot work: the call that loads it fails.` : ` Only ${load.role.feature ?? "the feature that needs it"} fails; the rest of ${caller} works.`;
-}
-function notFound(problem, load, how, sysroot, mark) {
-  const caller = basename6(load.caller.path);
-  const searched = `the search dlopen makes from ${load.caller.path} (its DT_RUNPATH, or the DT_RPATH of it and what loaded it; LD_LIBRARY_PATH; ld.so.cache; the system directories)`;
-  if (load.name === "libcuda.so.1") {
-    const kernel = kernelDriverVersion(sysroot);
-    const driverOnly = DRIVER_ONLY;
-    if (!nvidiaModuleLoaded(sysroot)) {
-      problem.summary = `${how}, and this machine has no NVIDIA driver to provide it`;
-      problem.explanation = `${driverOnly} Nothing on ${searched} is one, and no NVIDIA kernel module is loaded (no /proc/driver/nvidia/version, no /sys/module/nvidia). Loading works; every CUDA call here fails with cudaErrorInsufficientDriver ("CUDA driver version is insufficient for CUDA runtime version"). Fine on a build host.`;
-      problem.fix = "run it on a machine with the NVIDIA driver (`nvidia-smi` there shows it), or install the driver here";
-      return mark(problem, load.role.impact);
-    }
-    const module = kernel ?? "(its version unread: /sys/module/nvidia)";
-    problem.summary = `${how}, and the loader cannot find the libcuda.so.1 of the driver ${module} this machine runs`;
-    problem.explanation = `${driverOnly} The kernel module ${module} is loaded, but no libcuda.so.1 is on ${searched}. Every CUDA call fails with cudaErrorInsufficientDriver.`;
-    problem.fix = kernel ? `install the driver's user-space libraries of ${kernel} (the libcuda1/nvidia-driver package of that version), or add the directory that holds libcuda.so.${kernel} to /etc/ld.so.conf.d/ and run \`ldconfig\`` : "install the user-space libraries of the driver this machine runs (`modinfo nvidia` names its version), or add the directory that holds its libcuda.so.1 to /etc/ld.so.conf.d/ and run `ldconfig`";
-    return mark(problem, "library");
-  }
-  problem.summary = `${how}, and the loader cannot find it`;
-  problem.explanation = `${load.caller.path} loads ${load.name} with dlopen ${load.role.when}; nothing on ${searched} holds it.${consequence(load)}`;
-  if (problem.fix?.startsWith("install the package that provides")) {
-    problem.fix = `install ${load.role.what} from the same release as ${caller}, or add the directory that holds ${load.name} to LD_LIBRARY_PATH`;
-  }
-  return mark(problem);
-}
-function fixForEntry(found, path13, ctx, sysroot, instead, p) {
-  const edge = found.via === "loaded" && found.object && p ? p.edgeTo(found.object) ?? found : found;
-  if (edge.preloadFrom === "LD_PRELOAD") return `take ${edge.preloadName ?? path13} out of LD_PRELOAD (\`unset LD_PRELOAD\` if it is the only entry), so that ${instead}`;
-  if (edge.preloadFrom) return `take ${edge.preloadName ?? path13} out of ${edge.preloadFrom} (as root), so that ${instead}`;
-  if (edge.ldEntry !== void 0) return `${dropEntryFix(edge.ldEntry, ctx)}, so that ${instead}`;
-  if (edge.via === "ld.so.cache") return `${cacheEntryFix(path13, sysroot)}, so that ${instead}`;
-  if (edge.via === "rpath" || edge.via === "runpath") return `remove ${dirname7(path13)} from the ${edge.via === "rpath" ? "DT_RPATH" : "DT_RUNPATH"} named in "${edge.rule}" (\`patchelf --set-rpath\`), so that ${instead}`;
-  return `remove ${path13}, so that ${instead}`;
-}
-function explainCheck(check, load, how, ctx, sysroot) {
-  const path13 = check.object.path;
-  const base = {
-    kind: check.kind,
-    object: load.caller.path,
-    library: load.name,
-    version: null,
-    symbol: null,
-    chosen: `${path13} (${ruleOf(load.edge, path13)})`,
-    shadowed: null,
-    explanation: "",
-    fix: null,
-    summary: ""
-  };
-  switch (check.kind) {
-    case "cuda-stub":
-      base.summary = `${how} and gets the CUDA toolkit's stub ${path13}: every CUDA call fails with "CUDA driver is a stub library"`;
-      base.explanation = `${how}. ${howPicked(load.edge, path13)}. ${check.detail}: it exists only for linking, and every entry point returns CUDA_ERROR_STUB_LIBRARY, so the first CUDA call fails with cudaErrorStubLibrary ("CUDA driver is a stub library").`;
-      base.fix = fixForEntry(load.edge, path13, ctx, sysroot, "the driver's libcuda.so.1 is found", load.process);
-      return base;
-    case "driver-mismatch":
-      base.summary = `${how} and gets a libcuda that does not match the kernel module: CUDA calls fail with "system has unsupported display driver / cuda driver combination"`;
-      base.explanation = `${how}. ${howPicked(load.edge, path13)}. ${check.detail}; CUDA then fails with cudaErrorSystemDriverMismatch.`;
-      base.fix = fixForEntry(load.edge, path13, ctx, sysroot, "the libcuda of the running driver is found", load.process);
-      return base;
-    case "driver-too-old":
-      base.summary = `${how} and gets a libcuda too old for it: CUDA calls fail with cudaErrorInsufficientDriver`;
-      base.explanation = `${how}. ${howPicked(load.edge, path13)}. ${check.detail}.`;
-      base.fix = "upgrade the NVIDIA driver, or use a CUDA release this driver supports (`cudaenv doctor` names them)";
-      return base;
-    case "mixed-release": {
-      const [a, b] = check.sides ?? [];
-      base.summary = `${how}, and gets ${basename6(path13)} of another release: ${a ? `${basename6(a.path)} is ${a.version} (${dirname7(a.path)})` : ""}${b ? `, ${basename6(b.path)} is ${b.version} (${dirname7(b.path)})` : ""}`;
-      const builtins = /^libnvrtc-builtins\.so\./.test(load.name);
-      base.explanation = `${how}. ${howPicked(load.edge, path13)}. ${check.detail}.${builtins ? ` The dlopen itself works (the file bears the name NVRTC asks for), but NVRTC finds none of its own release's entry points in it: nvrtcCompileProgram returns NVRTC_ERROR_BUILTIN_OPERATION_FAILURE (7), so every run-time compilation fails (PyTorch's jiterator and fusions, CuPy's kernels); the rest of ${basename6(load.caller.path)} loads and works.` : consequence(load)}`;
-      if (builtins) base.summary += ": nvrtcCompileProgram returns NVRTC_ERROR_BUILTIN_OPERATION_FAILURE";
-      base.fix = besideCaller(load, path13) ? `install ${load.name} of ${a ? `release ${a.version}` : "the same release"} (that of ${basename6(load.caller.path)}) in ${dirname7(path13)} in place of the ${b?.version ?? "other"} one there: reinstall the package or wheel both came from (Debian's ${builtins ? "libnvrtc-builtins" : "libcudnn"} of that version, pip's ${builtins ? "nvidia-cuda-nvrtc-cuXX" : "nvidia-cudnn-cuXX"} of the same version)` : fixForEntry(load.edge, path13, ctx, sysroot, `${load.name} of the same release as ${basename6(load.caller.path)} is found`, load.process);
-      return base;
-    }
-  }
-}
-function besideCaller(load, path13) {
-  if (dirname7(path13) === dirname7(load.caller.path)) return true;
-  const real = (f) => {
-    try {
-      return dirname7(realpathSync5(load.process.ctx.view.hostPath(f) ?? f));
-    } catch {
-      return null;
-    }
-  };
-  const a = real(path13);
-  return a !== null && a === real(load.caller.path);
-}
-function explainStartLibcuda(p, checks, ctx, sysroot) {
-  return checks.map((check) => {
-    const path13 = check.object.path;
-    const edge = p.edgeTo(check.object);
-    const owner = edge?.owner.path ?? p.target.path;
-    const how = edge?.preloadFrom ? `${edge.preloadFrom} brings libcuda.so.1 at the start` : `${owner} needs libcuda.so.1 (DT_NEEDED)`;
-    const picked = edge ? howPicked(edge, path13) : `The loader finds ${path13}`;
-    const base = {
-      kind: check.kind,
-      object: owner,
-      library: "libcuda.so.1",
-      version: null,
-      symbol: null,
-      chosen: `${path13} (${edge ? ruleOf(edge, path13) : "already loaded"})`,
-      shadowed: null,
-      explanation: "",
-      fix: null,
-      summary: "",
-      impact: "library"
-    };
-    if (check.kind === "cuda-stub") {
-      base.summary = `${how} and gets the CUDA toolkit's stub ${path13}: every CUDA call fails with "CUDA driver is a stub library"`;
-      base.explanation = `${how}. ${picked}. ${check.detail}: it exists only for linking, and every entry point returns CUDA_ERROR_STUB_LIBRARY, so the first CUDA call fails with cudaErrorStubLibrary ("CUDA driver is a stub library").`;
-      base.fix = edge ? fixForEntry(edge, path13, ctx, sysroot, "the driver's libcuda.so.1 is found", p) : null;
-    } else {
-      base.summary = `${how} and gets a libcuda that does not match the kernel module: CUDA calls fail with "system has unsupported display driver / cuda driver combination"`;
-      base.explanation = `${how}. ${picked}. ${check.detail}; CUDA then fails with cudaErrorSystemDriverMismatch.`;
-      base.fix = edge ? fixForEntry(edge, path13, ctx, sysroot, "the libcuda of the running driver is found", p) : null;
-    }
-    return base;
-  });
-}
-function explainPinnedPairs(p, checks, ctx, sysroot) {
-  return checks.map((check) => {
-    const [a, b] = check.sides ?? [];
-    const edge = p.edgeTo(check.object);
-    const how = edge?.rule ?? "a name already loaded";
-    return {
-      kind: check.kind,
-      object: a?.path ?? check.object.path,
-      library: check.object.info.soname,
-      version: null,
-      symbol: null,
-      chosen: `${check.object.path} (${how})`,
-      shadowed: null,
-      summary: `${a ? `${basename6(a.path)} is ${a.version} (${dirname7(a.path)})` : ""}${b ? ` and ${basename6(b.path)} is ${b.version} (${dirname7(b.path)})` : ""}: one release ships them together`,
-      explanation: `${edge ? `${howPicked(edge, check.object.path)}.` : `The loader finds ${check.object.path} by ${how}.`} ${check.detail}; the pair from two releases fails with undefined symbols or wrong results at the first call that crosses them.`,
-      fix: edge ? fixForEntry(edge, check.object.path, ctx, sysroot, `the ${basename6(check.object.path)} of the same release as ${a ? basename6(a.path) : "its pair"} is found`, p) : null
-    };
-  });
-}
 
 // src/core/elf/explain/found-elsewhere.ts
-import { realpathSync as realpathSync6 } from "node:fs";
-import { basename as basename7 } from "node:path";
+init_sysroot();
+import { realpathSync } from "node:fs";
+import { basename as basename3 } from "node:path";
 function noteFoundElsewhere(results, sysroot = "") {
   const root = normalRoot(sysroot);
   const wanted = /* @__PURE__ */ new Set();
@@ -76801,7 +78103,7 @@ function noteFoundElsewhere(results, sysroot = "") {
       if (o.path === r.checked) continue;
       for (const edge of o.needed) {
         if (edge.reached === false || !wanted.has(edge.name)) continue;
-        const key = `${basename7(o.path)}\0${edge.name}`;
+        const key = `${basename3(o.path)}\0${edge.name}`;
         const list = loads.get(key) ?? [];
         list.push(edge.path !== null && edge.rule !== null ? { root: r.checked, object: o.path, edge } : { root: r.checked, object: o.path, edge: null });
         loads.set(key, list);
@@ -76813,7 +78115,7 @@ function noteFoundElsewhere(results, sysroot = "") {
   const file = (path13) => {
     if (!real.has(path13)) {
       try {
-        real.set(path13, isInside(root, path13) ? realpathIn(root, path13) ?? null : realpathSync6(path13));
+        real.set(path13, isInside(root, path13) ? realpathIn(root, path13) ?? null : realpathSync(path13));
       } catch {
         real.set(path13, null);
       }
@@ -76823,7 +78125,7 @@ function noteFoundElsewhere(results, sysroot = "") {
   const foundBy = (object, library2, root2) => {
     const self2 = file(object);
     if (self2 === null) return void 0;
-    const others = (loads.get(`${basename7(object)}\0${library2}`) ?? []).filter((l) => l.root !== root2 && file(l.object) === self2);
+    const others = (loads.get(`${basename3(object)}\0${library2}`) ?? []).filter((l) => l.root !== root2 && file(l.object) === self2);
     if (others.some((l) => l.edge === null)) return void 0;
     return others[0];
   };
@@ -76843,14 +78145,14 @@ function noteFoundElsewhere(results, sysroot = "") {
   });
 }
 function amend(p, by) {
-  const name = basename7(p.object);
+  const name = basename3(p.object);
   const how = `${by.root} loads it and finds ${p.library} as ${by.edge.path} (${by.edge.rule})`;
   if (p.kind === "not-found") {
     return {
       ...p,
       explanation: `${p.explanation} Loaded the way another checked file loads it, it does find it: ${how}. If only such files load ${name} (a library vendored for them), this is harmless; a program that loads ${name} by itself fails as described.`,
-      fix: `nothing, if only the files it ships with load ${name} (${basename7(by.root)} does); for a program that loads it by itself: ${p.fix ?? "make the library findable"}`,
-      summary: `${p.summary} when it is loaded on its own (loaded by ${basename7(by.root)}, it is found)`,
+      fix: `nothing, if only the files it ships with load ${name} (${basename3(by.root)} does); for a program that loads it by itself: ${p.fix ?? "make the library findable"}`,
+      summary: `${p.summary} when it is loaded on its own (loaded by ${basename3(by.root)}, it is found)`,
       foundWhenLoadedBy: { object: by.root, path: by.edge.path, rule: by.edge.rule }
     };
   }
@@ -76861,8 +78163,11 @@ function amend(p, by) {
   };
 }
 
+// src/core/elf/check-files.ts
+init_file_cache();
+
 // src/core/elf/read/machine/auxv.ts
-import { readFileSync as readFileSync5 } from "node:fs";
+import { readFileSync as readFileSync3 } from "node:fs";
 var entries;
 var AT_PAGESZ = 6;
 var AT_HWCAP = 16;
@@ -76873,7 +78178,7 @@ function auxv(type) {
   if (!entries) {
     entries = /* @__PURE__ */ new Map();
     try {
-      const aux = readFileSync5("/proc/self/auxv");
+      const aux = readFileSync3("/proc/self/auxv");
       for (let i = 0; i + 16 <= aux.length; i += 16) {
         const t = Number(aux.readBigUInt64LE(i));
         if (t === 0) break;
@@ -76886,8 +78191,10 @@ function auxv(type) {
 }
 
 // src/core/elf/read/machine/platform.ts
-import { existsSync as existsSync4, readFileSync as readFileSync6 } from "node:fs";
-import { join as join7 } from "node:path";
+init_host_loader();
+init_sysroot();
+import { existsSync as existsSync2, readFileSync as readFileSync4 } from "node:fs";
+import { join as join4 } from "node:path";
 function dsoSortOf(interpPath, glibc) {
   if (!glibc || !versionAtMost(glibc, 2, 34)) return { default: "dfs", tunable: true };
   const backported = loaderFileFacts(interpPath)?.dynamicSortTunable ?? false;
@@ -76920,7 +78227,7 @@ function cpuFlags() {
   if (cpuFlagsCache) return cpuFlagsCache;
   let text = "";
   try {
-    text = readFileSync6("/proc/cpuinfo", "utf8");
+    text = readFileSync4("/proc/cpuinfo", "utf8");
   } catch {
   }
   const flags = new Set((/^flags\s*:(.*)$/m.exec(text)?.[1] ?? "").trim().split(/\s+/));
@@ -76980,7 +78287,7 @@ function loaderPlatform(elfClass, machine, sysroot = "", cacheGenerator, store) 
   let result = null;
   if (facts) {
     const root = sysroot.replace(/\/+$/, "");
-    const multiarch = existsSync4(join7(root || "/", "lib", facts.triplet)) || existsSync4(join7(root || "/", "usr", "lib", facts.triplet));
+    const multiarch = existsSync2(join4(root || "/", "lib", facts.triplet)) || existsSync2(join4(root || "/", "usr", "lib", facts.triplet));
     const dirs = multiarch ? [`/lib/${facts.triplet}/`, `/usr/lib/${facts.triplet}/`, "/lib/", "/usr/lib/"] : [`/${facts.lib64}/`, `/usr/${facts.lib64}/`];
     const inImage2 = (path13) => root === "" ? path13 : realpathIn(root, root + path13) ?? root + path13;
     const interpFile = inImage2(facts.interp);
@@ -77035,8 +78342,12 @@ function loaderPlatform(elfClass, machine, sysroot = "", cacheGenerator, store) 
   return result;
 }
 
+// src/core/elf/check-files.ts
+init_inputs();
+init_sysroot();
+
 // src/core/elf/read/machine/mounts.ts
-import { readFileSync as readFileSync7, realpathSync as realpathSync7 } from "node:fs";
+import { readFileSync as readFileSync5, realpathSync as realpathSync3 } from "node:fs";
 var mounts;
 var unescape = (s) => s.replace(/\\([0-7]{3})/g, (_m, o) => String.fromCharCode(parseInt(o, 8)));
 function parseMountinfo(text) {
@@ -77051,7 +78362,7 @@ function parseMountinfo(text) {
 function readMounts() {
   if (mounts) return mounts;
   try {
-    mounts = parseMountinfo(readFileSync7("/proc/self/mountinfo", "utf8"));
+    mounts = parseMountinfo(readFileSync5("/proc/self/mountinfo", "utf8"));
   } catch {
     mounts = [];
   }
@@ -77102,7 +78413,7 @@ function noexecMountOf(path13) {
 function lookUp(path13) {
   let real;
   try {
-    real = realpathSync7.native(path13);
+    real = realpathSync3.native(path13);
   } catch {
     return null;
   }
@@ -77113,508 +78424,19 @@ function noexecMountPoints() {
   return readMounts().filter((m) => m.noexec).map((m) => m.point);
 }
 
-// src/core/elf/cache/verdict-cache.ts
-import { readdirSync as readdirSync4, readFileSync as readFileSync8, statfsSync, statSync as statSync6, unlinkSync as unlinkSync2 } from "node:fs";
-import { basename as basename10, dirname as dirname10, join as join9 } from "node:path";
-import { fileURLToPath } from "node:url";
-
-// src/core/safe-fs/dir.ts
-import { closeSync as closeSync5, constants as constants5, fstatSync as fstatSync3, lstatSync as lstatSync3, mkdirSync, openSync as openSync5, readlinkSync as readlinkSync2, statSync as statSync5 } from "node:fs";
-import { isAbsolute as isAbsolute2, join as join8, resolve as resolve2 } from "node:path";
-
-// src/core/safe-fs/trust.ts
-function runningAsRoot() {
-  return process.getuid?.() === 0;
-}
-function whyUntrusted(st, options = {}) {
-  if (st.uid !== 0) return `it is owned by uid ${st.uid}, not root`;
-  if (st.isSymbolicLink()) return void 0;
-  const sticky = (st.mode & 512) !== 0 && !options.strict;
-  if ((st.mode & 2) !== 0 && !(st.isDirectory() && sticky)) return "it is writable by every user";
-  if ((st.mode & 16) !== 0 && st.gid !== 0 && !(st.isDirectory() && sticky)) return `it is writable by group ${st.gid}`;
-  return void 0;
-}
-
-// src/core/safe-fs/dir.ts
-var DIR_FLAGS = constants5.O_RDONLY | constants5.O_DIRECTORY | constants5.O_NOFOLLOW;
-var MAX_LINKS = 40;
-var procFd;
-function viaProc() {
-  if (procFd === void 0) {
-    try {
-      procFd = statSync5("/proc/self/fd").isDirectory();
-    } catch {
-      procFd = false;
-    }
-  }
-  return procFd;
-}
-function entryOf(fd, real, name) {
-  return viaProc() ? `/proc/self/fd/${fd}/${name}` : join8(real, name);
-}
-function holder(path13, fd, real = path13) {
-  let open3 = true;
-  return {
-    path: path13,
-    fd,
-    entry(name) {
-      if (name === "" || name.includes("/") || name === "." || name === "..") throw new Error(`not an entry name: ${JSON.stringify(name)}`);
-      return entryOf(fd, real, name);
-    },
-    close() {
-      if (open3) closeSync5(fd);
-      open3 = false;
-    }
-  };
-}
-function refuse(path13, at, why, purpose) {
-  return new CudaenvError(`refusing to ${purpose ?? `write ${path13}`} as root: ${at} is not safe (${why}); another user could change what root finds there`, {
-    hint: `Make ${at} and every directory above it owned by root and writable by no one else (chown root:root, chmod go-w), or run the command as the user who owns it.`,
-    code: "unsafe-path"
-  });
-}
-function openDir(path13, options = {}) {
-  const absolute = resolve2(path13);
-  if (!runningAsRoot()) return openAsUser(absolute, options);
-  return walkAsRoot(absolute, options);
-}
-function openAsUser(path13, options) {
-  if (options.create !== void 0) mkdirSync(path13, { recursive: true, mode: options.create });
-  return holder(path13, openSync5(path13, constants5.O_RDONLY | constants5.O_DIRECTORY));
-}
-function walkAsRoot(path13, options) {
-  let fd = openSync5("/", DIR_FLAGS);
-  let here = "/";
-  const pending = path13.split("/").filter((c) => c !== "" && c !== ".");
-  let links = 0;
-  try {
-    const why0 = whyUntrusted(fstatSync3(fd));
-    if (why0) throw refuse(path13, "/", why0, options.purpose);
-    while (pending.length > 0) {
-      const name = pending.shift();
-      const at = entryOf(fd, here, name);
-      let st;
-      try {
-        st = lstatSync3(at);
-      } catch (error2) {
-        if (!isErrno(error2, "ENOENT") || options.create === void 0) throw error2;
-        try {
-          mkdirSync(at, { mode: options.create });
-        } catch (mkdirError) {
-          if (!isErrno(mkdirError, "EEXIST")) throw mkdirError;
-        }
-        st = lstatSync3(at);
-      }
-      const shown = name === ".." ? resolve2(here, "..") : resolve2(here, name);
-      if (st.isSymbolicLink()) {
-        if (++links > MAX_LINKS) throw new CudaenvError(`too many levels of symbolic links in ${path13}`, { code: "unsafe-path" });
-        const value = readlinkSync2(at);
-        pending.unshift(...value.split("/").filter((c) => c !== "" && c !== "."));
-        if (isAbsolute2(value)) {
-          const root = openSync5("/", DIR_FLAGS);
-          closeSync5(fd);
-          fd = root;
-          here = "/";
-        }
-        continue;
-      }
-      if (!st.isDirectory()) throw new CudaenvError(`cannot use ${path13} as a directory: ${shown} is not a directory`, { hint: `Move ${shown} aside or choose another path.`, code: "not-a-directory" });
-      const next = openSync5(at, DIR_FLAGS);
-      closeSync5(fd);
-      fd = next;
-      here = shown;
-      const why = whyUntrusted(fstatSync3(fd));
-      if (why) throw refuse(path13, here, why, options.purpose);
-    }
-    return holder(path13, fd, here);
-  } catch (error2) {
-    closeSync5(fd);
-    throw error2;
-  }
-}
-function named(error2, dir, name) {
-  if (!isErrno(error2)) return error2;
-  const proc = `/proc/self/fd/${dir.fd}`;
-  const real = (text) => text.split(proc).join(dir.path.replace(/\/+$/, "") || "/");
-  const shown = name === void 0 ? void 0 : `${dir.path.replace(/\/+$/, "")}/${name}`;
-  const fix = (text) => shown ? text.replace(new RegExp(`'${escape(proc)}/[^']*'`, "g"), `'${shown}'`) : text;
-  error2.message = real(fix(error2.message));
-  if (typeof error2.path === "string") error2.path = shown && error2.path.startsWith(`${proc}/`) ? shown : real(error2.path);
-  else {
-    error2.path = shown ?? (dir.path.replace(/\/+$/, "") || "/");
-    error2.message = `${error2.message} '${error2.path}'`;
-  }
-  const withDest = error2;
-  if (typeof withDest.dest === "string") withDest.dest = shown ?? real(withDest.dest);
-  return error2;
-}
-function escape(text) {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-}
-function withDir(path13, options, use) {
-  const dir = openDir(path13, options);
-  try {
-    return use(dir);
-  } catch (error2) {
-    throw named(error2, dir);
-  } finally {
-    dir.close();
-  }
-}
-
-// src/core/safe-fs/write.ts
-import { closeSync as closeSync6, constants as constants6, fchmodSync, fchownSync, fsyncSync, linkSync, openSync as openSync6, renameSync, rmSync, symlinkSync, unlinkSync, writeSync } from "node:fs";
-import { basename as basename8, dirname as dirname8 } from "node:path";
-function temporaryName(name) {
-  const { randomBytes } = process.getBuiltinModule("node:crypto");
-  return `.${name}.${randomBytes(8).toString("hex")}.tmp`;
-}
-var CREATE = constants6.O_WRONLY | constants6.O_CREAT | constants6.O_EXCL | constants6.O_NOFOLLOW;
-function writeFileSafely(path13, content, options = {}) {
-  return withDir(dirname8(path13), { create: options.dirMode ?? 493, purpose: `write ${path13}` }, (dir) => writeIn(dir, basename8(path13), content, options));
-}
-function writeIn(dir, name, content, options = {}) {
-  try {
-    return writeEntry(dir, name, content, options);
-  } catch (error2) {
-    throw named(error2, dir, name);
-  }
-}
-function writeEntry(dir, name, content, options) {
-  const mode = options.mode ?? 420;
-  const tmp = temporaryName(name);
-  const fd = openSync6(dir.entry(tmp), CREATE, mode);
-  let placed = false;
-  try {
-    try {
-      writeSync(fd, typeof content === "string" ? Buffer.from(content) : content);
-      fchmodSync(fd, mode);
-      if (options.owner) fchownSync(fd, options.owner.uid, options.owner.gid);
-      if (options.durable !== false) fsyncSync(fd);
-    } finally {
-      closeSync6(fd);
-    }
-    if (options.exclusive) {
-      try {
-        linkSync(dir.entry(tmp), dir.entry(name));
-      } catch (error2) {
-        if (isErrno(error2, "EEXIST")) return false;
-        throw error2;
-      }
-      return true;
-    }
-    renameSync(dir.entry(tmp), dir.entry(name));
-    placed = true;
-    return true;
-  } finally {
-    if (!placed) rmSync(dir.entry(tmp), { force: true });
-  }
-}
-function symlinkSafely(path13, value, options = {}) {
-  withDir(dirname8(path13), { create: options.dirMode ?? 493, purpose: `write ${path13}` }, (dir) => symlinkIn(dir, basename8(path13), value));
-}
-function symlinkIn(dir, name, value) {
-  const tmp = temporaryName(name);
-  try {
-    symlinkSync(value, dir.entry(tmp));
-  } catch (error2) {
-    throw named(error2, dir, name);
-  }
-  try {
-    renameSync(dir.entry(tmp), dir.entry(name));
-  } catch (error2) {
-    rmSync(dir.entry(tmp), { force: true });
-    throw named(error2, dir, name);
-  }
-}
-function removeSafely(path13, options = {}) {
-  try {
-    withDir(dirname8(path13), { purpose: `remove ${path13}` }, (dir) => {
-      if (options.recursive) rmSync(dir.entry(basename8(path13)), { recursive: true, force: true });
-      else {
-        try {
-          unlinkSync(dir.entry(basename8(path13)));
-        } catch (error2) {
-          if (!isErrno(error2, "ENOENT")) throw error2;
-        }
-      }
-    });
-  } catch (error2) {
-    if (isErrno(error2, "ENOENT")) return;
-    throw error2;
-  }
-}
-
-// src/core/safe-fs/read.ts
-import { closeSync as closeSync7, constants as constants7, fstatSync as fstatSync4, openSync as openSync7, readSync as readSync5 } from "node:fs";
-import { basename as basename9, dirname as dirname9 } from "node:path";
-var READ = constants7.O_RDONLY | constants7.O_NOFOLLOW | constants7.O_NONBLOCK | constants7.O_NOCTTY;
-function readFileSafely(path13, maxBytes) {
-  const open3 = (at) => {
-    const fd = openSync7(at, READ);
-    try {
-      const st = fstatSync4(fd);
-      if (!st.isFile()) throw new CudaenvError(`${path13} is not a regular file`, { hint: `Remove ${path13}; cudaenv writes it anew.`, code: "not-a-file" });
-      if (st.size > maxBytes) throw new CudaenvError(`${path13} is ${st.size} bytes, more than the ${maxBytes} cudaenv reads from it`, { hint: `Remove ${path13}; cudaenv writes it anew.`, code: "too-large" });
-      const buf = Buffer.alloc(Math.min(st.size, maxBytes) + 1);
-      let n = 0;
-      for (let got = -1; got !== 0 && n < buf.length; n += got) got = readSync5(fd, buf, n, buf.length - n, null);
-      if (n > maxBytes) throw new CudaenvError(`${path13} grew past the ${maxBytes} bytes cudaenv reads from it`, { hint: `Remove ${path13}; cudaenv writes it anew.`, code: "too-large" });
-      return buf.subarray(0, n);
-    } finally {
-      closeSync7(fd);
-    }
-  };
-  if (!runningAsRoot()) return open3(path13);
-  return withDir(dirname9(path13), {}, (dir) => open3(dir.entry(basename9(path13))));
-}
-
-// src/core/elf/cache/verdict-cache.ts
-var SETTLE_MS = 2e3;
-var FORMAT = 1;
-var MAX_ROOTS = 2e4;
-var MAX_FILES = 16;
-var NETWORK_FS = /* @__PURE__ */ new Set([
-  26985,
-  // NFS
-  4283649346,
-  // CIFS
-  4266872130,
-  // SMB2
-  20859,
-  // SMB
-  1702057286,
-  // FUSE (sshfs, s3fs, ...)
-  16914839,
-  // 9P (WSL2 /mnt, virtio shares)
-  1397113167,
-  // AFS
-  1799439955
-  // kAFS
-]);
-var VerdictCache = class {
-  constructor(options) {
-    this.options = options;
-    this.keyText = JSON.stringify({ format: FORMAT, code: codeStamp(), ...options.key });
-    this.file = join9(options.dir, `${keyHash(this.keyText)}.json`);
-    try {
-      const data = JSON.parse(readFileSync8(this.file, "utf8"));
-      if (data?.format === FORMAT && data.key === this.keyText && Array.isArray(data.inputs) && Array.isArray(data.objects) && data.files && typeof data.files === "object") {
-        this.loaded = data;
-      }
-    } catch {
-    }
-  }
-  options;
-  file;
-  keyText;
-  startedAt = Date.now();
-  loaded = null;
-  /** Per input index of the loaded file: does it still read the same (memoised for this run). */
-  holds = /* @__PURE__ */ new Map();
-  fresh = /* @__PURE__ */ new Map();
-  stale = /* @__PURE__ */ new Set();
-  fsTypes = /* @__PURE__ */ new Map();
-  /**
-   * The stored result for `name` when everything it depended on still holds, and it was stored
-   * for a file named the same way (`named`: on its own, not found in a directory).
-   */
-  lookup(name, named2 = false) {
-    const entry2 = this.loaded && Object.hasOwn(this.loaded.files, name) ? this.loaded.files[name] : void 0;
-    if (!entry2 || !Array.isArray(entry2.i) || !Array.isArray(entry2.o) || !Array.isArray(entry2.problems) || !Array.isArray(entry2.failedPreloads)) return void 0;
-    if (entry2.n === 1 !== named2) return void 0;
-    try {
-      for (const i of entry2.i) {
-        if (!this.holdsNow(i)) {
-          this.stale.add(name);
-          return void 0;
-        }
-      }
-      const objects = entry2.o.map((i) => this.loaded.objects[i]);
-      if (objects.some((o) => !o || typeof o.path !== "string")) return void 0;
-      return {
-        ...entry2.skipped ? { skipped: entry2.skipped } : {},
-        ...entry2.checked !== void 0 ? { checked: entry2.checked } : {},
-        objects,
-        ...typeof entry2.s === "number" ? { startup: entry2.s } : {},
-        problems: entry2.problems,
-        failedPreloads: entry2.failedPreloads
-      };
-    } catch {
-      return void 0;
-    }
-  }
-  holdsNow(i) {
-    let holds = this.holds.get(i);
-    if (holds === void 0) {
-      const input = this.loaded.inputs[i];
-      holds = Array.isArray(input) && currentValue(input[0], input[1], this.options.sysroot, this.options.platform, this.options.cwd) === input[2];
-      this.holds.set(i, holds);
-    }
-    return holds;
-  }
-  /** A result just computed from `inputs` (and the check's shared facts); kept when it may be. */
-  store(name, inputs, shared, result, named2 = false) {
-    if (result.problems.some((p) => isFailing(p, false))) return;
-    const settled = this.startedAt - SETTLE_MS;
-    if (inputs.newest >= settled || shared.newest >= settled) return;
-    for (const [dev, path13] of [...inputs.devices, ...shared.devices]) if (this.onNetworkFs(dev, path13)) return;
-    this.fresh.set(name, { inputs, shared, result, named: named2 });
-  }
-  onNetworkFs(dev, path13) {
-    let network = this.fsTypes.get(dev);
-    if (network === void 0) {
-      try {
-        network = NETWORK_FS.has(Number(statfsSync(path13).type) >>> 0);
-      } catch {
-        network = true;
-      }
-      this.fsTypes.set(dev, network);
-    }
-    return network;
-  }
-  /**
-   * Writes the cache file when this run added results: the old ones still valid as far as this
-   * run knows, and the new ones, atomically (a reader sees the old file or the new one).
-   * A read-only store is not an error: the check just is not cached.
-   */
-  save() {
-    if (this.fresh.size === 0 && this.stale.size === 0) return;
-    const inputs = [];
-    const inputIndex = /* @__PURE__ */ new Map();
-    const objects = [];
-    const objectIndex = /* @__PURE__ */ new Map();
-    const input = (kind, path13, value) => {
-      const k = `${inputKey(kind, path13)}\0${value}`;
-      let i = inputIndex.get(k);
-      if (i === void 0) {
-        inputIndex.set(k, i = inputs.length);
-        inputs.push([kind, path13, value]);
-      }
-      return i;
-    };
-    const object = (o) => {
-      const k = JSON.stringify(o);
-      let i = objectIndex.get(k);
-      if (i === void 0) {
-        objectIndex.set(k, i = objects.length);
-        objects.push(o);
-      }
-      return i;
-    };
-    const files = {};
-    let count = 0;
-    const add = (name, idx, r, named2) => {
-      files[name] = {
-        i: idx,
-        ...named2 ? { n: 1 } : {},
-        ...r.skipped ? { skipped: r.skipped } : {},
-        ...r.checked !== void 0 ? { checked: r.checked } : {},
-        o: r.objects.map(object),
-        ...r.startup !== void 0 ? { s: r.startup } : {},
-        problems: r.problems,
-        failedPreloads: r.failedPreloads
-      };
-      count++;
-    };
-    for (const [name, { inputs: own, shared, result, named: named2 }] of this.fresh) {
-      const idx = [];
-      for (const set of [shared, own]) {
-        for (const [k, value] of set.values) {
-          const sep9 = k.indexOf("\0");
-          idx.push(input(k.slice(0, sep9), k.slice(sep9 + 1), value));
-        }
-      }
-      add(name, idx, result, named2);
-    }
-    if (this.loaded) {
-      for (const [name, entry2] of Object.entries(this.loaded.files)) {
-        if (count >= MAX_ROOTS) break;
-        if (this.fresh.has(name) || this.stale.has(name)) continue;
-        const old = this.loaded.inputs;
-        if (!Array.isArray(entry2.i) || !Array.isArray(entry2.o) || !entry2.i.every((i) => Array.isArray(old[i]))) continue;
-        add(name, entry2.i.map((i) => input(old[i][0], old[i][1], old[i][2])), {
-          skipped: entry2.skipped,
-          checked: entry2.checked,
-          objects: entry2.o.map((i) => this.loaded.objects[i]),
-          ...typeof entry2.s === "number" ? { startup: entry2.s } : {},
-          problems: entry2.problems,
-          failedPreloads: entry2.failedPreloads
-        }, entry2.n === 1);
-      }
-    }
-    const data = { format: FORMAT, key: this.keyText, inputs, objects, files };
-    try {
-      writeFileSafely(this.file, JSON.stringify(data), { durable: false });
-      prune(this.options.dir, this.file);
-    } catch {
-    }
-  }
-};
-function keyHash(text) {
-  const lanes = [2166136261, 84696351, 461845907, 1799596469];
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    for (let l = 0; l < 4; l++) lanes[l] = Math.imul(lanes[l] ^ c + l, 16777619);
-  }
-  return lanes.map((h) => (h >>> 0).toString(16).padStart(8, "0")).join("");
-}
-function prune(dir, keep) {
-  const entries2 = readdirSync4(dir).filter((n) => n.endsWith(".json")).map((n) => {
-    const path13 = join9(dir, n);
-    try {
-      return { path: path13, mtime: statSync6(path13).mtimeMs };
-    } catch {
-      return { path: path13, mtime: 0 };
-    }
-  });
-  if (entries2.length <= MAX_FILES) return;
-  entries2.sort((a, b) => b.mtime - a.mtime);
-  for (const e of entries2.slice(MAX_FILES)) {
-    if (e.path === keep) continue;
-    try {
-      unlinkSync2(e.path);
-    } catch {
-    }
-  }
-}
-var stamp;
-function codeStamp() {
-  if (stamp !== void 0) return stamp;
-  const self2 = fileURLToPath(import.meta.url);
-  const files = [];
-  if (basename10(self2).includes("bundle")) {
-    files.push(self2);
-  } else {
-    const walk = (dir) => {
-      for (const entry2 of readdirSync4(dir, { withFileTypes: true })) {
-        const path13 = join9(dir, entry2.name);
-        if (entry2.isDirectory()) walk(path13);
-        else if (entry2.name.endsWith(".js") || entry2.name.endsWith(".ts")) files.push(path13);
-      }
-    };
-    try {
-      walk(dirname10(dirname10(self2)));
-    } catch {
-    }
-    if (files.length === 0) files.push(self2);
-  }
-  stamp = files.sort().map((f) => {
-    try {
-      return `${f}=${identity(statSync6(f))}`;
-    } catch {
-      return `${f}=-`;
-    }
-  }).join("\n");
-  return stamp;
-}
+// src/core/elf/check-files.ts
+init_nvidia_driver();
+init_verdict_cache();
 
 // src/core/elf/cache/loader-facts.ts
-import { readFileSync as readFileSync9 } from "node:fs";
-import { join as join10 } from "node:path";
+import { readFileSync as readFileSync8 } from "node:fs";
+import { join as join7 } from "node:path";
+init_inputs();
+init_verdict_cache();
+init_safe_fs();
 function bootId() {
   try {
-    return readFileSync9("/proc/sys/kernel/random/boot_id", "utf8").trim();
+    return readFileSync8("/proc/sys/kernel/random/boot_id", "utf8").trim();
   } catch {
     return "-";
   }
@@ -77645,7 +78467,7 @@ var LoaderFactsFile = class {
   dir;
   startedAt = Date.now();
   fileFor(interp) {
-    return join10(this.dir, "loader", `${interp.replace(/^\/+/, "").replace(/[^\w.-]/g, "_")}.json`);
+    return join7(this.dir, "loader", `${interp.replace(/^\/+/, "").replace(/[^\w.-]/g, "_")}.json`);
   }
   /** What the loader's answer rests on, now; null when the loader cannot be stat'ed or changed just now. */
   stamp(interp) {
@@ -77658,7 +78480,7 @@ var LoaderFactsFile = class {
     const stamp2 = this.stamp(interp);
     if (stamp2 === null) return void 0;
     try {
-      const data = JSON.parse(readFileSync9(this.fileFor(interp), "utf8"));
+      const data = JSON.parse(readFileSync8(this.fileFor(interp), "utf8"));
       return data.interp === interp && data.stamp === stamp2 ? decode(data.facts) : void 0;
     } catch {
       return void 0;
@@ -77676,6 +78498,7 @@ var LoaderFactsFile = class {
 };
 
 // src/core/elf/check-files.ts
+init_search_path();
 function preloadList(options, recorder) {
   const list = (options.preload ?? []).flatMap((p) => p.split(/[ :]/)).filter(Boolean).map((name) => ({ name, from: "LD_PRELOAD" }));
   const file = `${normalRoot(options.sysroot)}/etc/ld.so.preload`;
@@ -77742,52 +78565,7 @@ function makeContext(options, cwd, recorder = null) {
     }
   };
 }
-async function readExe(options, cwd, recorder = null) {
-  if (!options.exe) return void 0;
-  const root = normalRoot(options.sysroot);
-  const path13 = options.exe.startsWith("/") ? inImage(root, options.exe) : resolve3(cwd, options.exe);
-  const view = new FileView(cwd, root);
-  view.recorder = recorder;
-  const st = view.statSync(path13);
-  if (!st || !st.isFile()) {
-    throw new UsageError(
-      `--exe ${options.exe}: no such file${path13 !== options.exe && isInside(root, path13) ? ` in the image (${path13})` : ""}`,
-      'Give the program that loads the libraries, e.g. --exe "$(command -v python3)".'
-    );
-  }
-  try {
-    return { path: path13, stat: st, info: await cachedElf(view.hostPath(path13) ?? path13, st) };
-  } catch (error2) {
-    throw new UsageError(`--exe ${options.exe} is not an ELF program: ${error2 instanceof Error ? error2.message : String(error2)}`, "Give the interpreter binary itself, not a wrapper script.");
-  }
-}
-function toCheckedObject(obj, stop) {
-  const needed = obj.edges.map((e) => {
-    if (stop && !stop.reached.has(e)) {
-      const never = { name: e.name, path: null, via: null, rule: null, reached: false };
-      if (e.kind !== "needed") never.filter = e.kind;
-      return never;
-    }
-    const edge = { name: e.name, path: e.object?.path ?? null, via: e.via, rule: e.rule };
-    if (e.passedOver.length > 0) edge.passedOver = e.passedOver.map((c) => ({ path: c.path, reason: c.reason ?? c.status }));
-    if (e.kind !== "needed") edge.filter = e.kind;
-    if (stop && e === stop.edge) edge.error = stop.error;
-    return edge;
-  });
-  return { path: obj.path, soname: obj.info.soname, needed };
-}
-function checkedObjects(p, stop) {
-  const mapped = stop && !p.mainStop && stop.at >= 0 ? /* @__PURE__ */ new Set([p.main, ...p.preloadEdges.map((e) => e.object), ...[...stop.reached].filter((e) => e !== stop.edge).map((e) => e.object)]) : stop ? /* @__PURE__ */ new Set([p.main]) : null;
-  const objects = [];
-  let startup = 0;
-  p.scope.forEach((o, i) => {
-    if (o.role === "interp" || mapped && !mapped.has(o)) return;
-    objects.push(toCheckedObject(o, stop));
-    if (i < p.startupScopeLength) startup++;
-  });
-  return { objects, startup };
-}
-async function checkFiles(options, files) {
+async function checkFiles(options, files, unchanged) {
   const cwd = options.cwd ?? process.cwd();
   const recorder = options.cacheDir ? new InputRecorder() : null;
   const ctx = makeContext(options, cwd, recorder);
@@ -77802,9 +78580,10 @@ async function checkFiles(options, files) {
     }
   }
   const misses = ordered.filter((f) => !hits.has(f));
-  for (const file of misses) if (file.explicit) readListedSync(file);
-  const exe = misses.length > 0 || ordered.length === 0 ? await readExe(options, cwd, recorder) : void 0;
-  const memo = new SymbolMemo(null);
+  const model = misses.length > 0 || ordered.length === 0 ? await Promise.resolve().then(() => (init_check_one(), check_one_exports)) : null;
+  for (const file of misses) if (file.explicit) model.readListedSync(file);
+  const exe = model ? await model.readExe(options, cwd, recorder) : void 0;
+  const memo = model ? new model.SymbolMemo(null) : null;
   const explainCtx = { ldLibraryPath: options.ldLibraryPath, storeVersionsDir: options.storeVersionsDir, cwd };
   const own = [];
   for (const file of ordered) {
@@ -77815,11 +78594,12 @@ async function checkFiles(options, files) {
       continue;
     }
     recorder?.begin();
-    const result = await checkOne(file, ctx, exe, memo, explainCtx, recorder, options.runtimeLoads !== false);
+    const result = await model.checkOne(file, ctx, exe, memo, explainCtx, recorder, options.runtimeLoads !== false);
     const inputs = recorder?.end();
     if (cache2 && inputs) cache2.store(name, inputs, recorder.shared, result, file.explicit);
     own.push({ index: file.index, ...result });
   }
+  if (cache2 && unchanged) for (const [path13, id] of cache2.unchangedFiles()) unchanged.set(path13, id);
   cache2?.save();
   const results = noteFoundElsewhere(own, options.sysroot);
   const described = /* @__PURE__ */ new Set();
@@ -77885,74 +78665,9 @@ function openCache(options, cwd, ctx) {
     }
   });
 }
-function startOf(ctx, platform2, target, exe) {
-  if (!exe) {
-    const q2 = new LoaderProcess(ctx, platform2);
-    q2.run(target);
-    return q2;
-  }
-  const q = new LoaderProcess({ ...ctx, preload: [...ctx.preload, { name: target.path, from: "LD_PRELOAD" }] }, platform2);
-  q.run(exe);
-  return q;
-}
-function addRuntimeEdges(objects, loads, declared2) {
-  for (const { caller, loads: theirs } of declared2) {
-    const object = objects.find((o) => o.path === caller.path);
-    if (!object) continue;
-    object.runtimeLoads = theirs.map((l) => ({ soname: l.names, ...l.feature ? { feature: l.feature } : {}, description: l.description, priority: l.priority, source: l.source, ...l.template ? { template: true } : {}, ...l.plugin ? { plugin: l.plugin } : {} }));
-  }
-  for (const load of loads) {
-    const caller = objects.find((o) => o.path === load.caller.path);
-    if (!caller) continue;
-    const e = load.edge;
-    caller.needed.push({
-      name: load.name,
-      path: e.object?.path ?? null,
-      via: e.via,
-      rule: e.rule,
-      ...e.error ? { error: e.error } : {},
-      dlopen: { when: load.role.when, impact: load.role.impact }
-    });
-  }
-}
-async function checkOne(file, ctx, exe, memo, explainCtx, recorder, followRuntimeLoads) {
-  const base = { objects: [], problems: [], failedPreloads: [] };
-  recorder?.statNow(file.file ?? file.path);
-  const r = readListedSync(file);
-  if ("skip" in r) return { ...base, skipped: { path: file.path, reason: r.skip } };
-  const head = exe?.info ?? r.info;
-  const platform2 = ctx.platformFor(head.elfClass, head.machine);
-  if (!platform2) return { ...base, skipped: { path: file.path, reason: `no loader model for ELF class ${head.elfClass}, machine ${head.machine}` } };
-  if (exe && (r.info.elfClass !== exe.info.elfClass || r.info.machine !== exe.info.machine)) {
-    return { ...base, skipped: { path: file.path, reason: `built for another ELF class or machine than ${exe.path}` } };
-  }
-  const p = new LoaderProcess(ctx, platform2);
-  p.run(r, exe);
-  const stop = loadStop(p);
-  const found = findProblems(p, memo, stop);
-  const { objects, startup } = checkedObjects(p, stop);
-  const problems = await Promise.all(found.map((f) => explain(p, f, explainCtx)));
-  markNoDriverConsequences(problems);
-  if (stop === null && followRuntimeLoads) {
-    const started = exe ? startOf(ctx, platform2, r, exe) : p;
-    const loads = runtimeLoads(started, () => startOf(ctx, platform2, r, exe), memo);
-    addRuntimeEdges(objects, loads, declaredLoads(started));
-    problems.push(...explainPinnedPairs(p, pinnedPairs(p), explainCtx, platform2.sysroot));
-    const judged = new Set(loads.flatMap((l) => l.checks.filter((c) => c.kind === "cuda-stub" || c.kind === "driver-mismatch").map((c) => c.object.inode)));
-    problems.push(...explainStartLibcuda(p, startLibcudaChecks(p, judged), explainCtx, platform2.sysroot));
-    problems.push(...await explainRuntimeLoads(loads, explainCtx, platform2.sysroot));
-  }
-  return {
-    checked: p.target.path,
-    objects,
-    ...p.dlopenEdge ? { startup } : {},
-    problems,
-    // "NAME: REASON"; an entry of /etc/ld.so.preload carries that file before a NUL (mergeResults words it).
-    failedPreloads: p.failedPreloads.map((f) => `${f.from === "LD_PRELOAD" ? "" : `${f.from}\0`}${f.name}: ${f.reason}`)
-  };
-}
 
 // src/core/elf/check.ts
+init_list_targets();
 function stageOf(p) {
   if (p.kind === "not-found" || p.kind === "noexec-mount" || p.kind === "executable-stack") return 0;
   if (p.kind === "version-not-found" || p.kind === "loader-abort" && p.symbol === null) return 1;
@@ -77962,8 +78677,9 @@ function stageOf(p) {
 async function checkLibraries(options) {
   const cwd = options.cwd ?? process.cwd();
   const listed = listTargets(options.targets, { recursive: options.recursive, cwd, sysroot: options.sysroot });
-  const results = await checkFiles({ ...options, cwd }, listed.map((f, index) => ({ ...f, index })));
-  const report = mergeResults(results.sort((a, b) => a.index - b.index), options.strict ?? false, options.sysroot);
+  const unchanged = /* @__PURE__ */ new Map();
+  const results = await checkFiles({ ...options, cwd }, listed.map((f, index) => ({ ...f, index })), unchanged);
+  const report = mergeResults(results.sort((a, b) => a.index - b.index), options.strict ?? false, options.sysroot, options.sysroot ? void 0 : unchanged);
   if (options.sysroot) for (const o of report.objects) withImageFile(o, options.sysroot);
   return report;
 }
@@ -77973,21 +78689,28 @@ function withImageFile(o, sysroot) {
   if (file && file !== o.path) o.file = file;
 }
 var FileNames = class {
-  /** `sysroot`: an image whose absolute links (/lib -> /usr/lib) lead nowhere on the host are followed in it. */
-  constructor(sysroot) {
+  /**
+   * `sysroot`: an image whose absolute links (/lib -> /usr/lib) lead nowhere on the host are followed in it.
+   * `known`: (device, inode) of paths already stat'ed in this check, as stat(2) follows links.
+   */
+  constructor(sysroot, known2) {
     this.sysroot = sysroot;
+    this.known = known2;
   }
   sysroot;
+  known;
   byName = /* @__PURE__ */ new Map();
   byId = /* @__PURE__ */ new Map();
   canonical(path13) {
     let name = this.byName.get(path13);
     if (name !== void 0) return name;
-    let id = null;
-    try {
-      const st = statSync7(path13, { throwIfNoEntry: false }) ?? (this.sysroot ? statSync7(realpathIn(this.sysroot, path13) ?? path13) : void 0);
-      if (st) id = `${st.dev}:${st.ino}`;
-    } catch {
+    let id = this.known?.get(path13) ?? null;
+    if (id === null) {
+      try {
+        const st = statSync8(path13, { throwIfNoEntry: false }) ?? (this.sysroot ? statSync8(realpathIn(this.sysroot, path13) ?? path13) : void 0);
+        if (st) id = `${st.dev}:${st.ino}`;
+      } catch {
+      }
     }
     name = id === null ? path13 : this.byId.get(id) ?? path13;
     if (id !== null && !this.byId.has(id)) this.byId.set(id, path13);
@@ -78008,8 +78731,8 @@ var FileNames = class {
     return object === p.object ? p : { ...p, object };
   }
 };
-function mergeResults(results, strict, sysroot) {
-  const names = new FileNames(sysroot);
+function mergeResults(results, strict, sysroot, known2) {
+  const names = new FileNames(sysroot, known2);
   for (const r of results) if (r.checked) names.canonical(r.checked);
   const checked = [];
   const skipped = [];
@@ -78060,48 +78783,32 @@ function firstProblemLine(report, options = {}) {
   return first.fix ? `${first.summary}; ${first.fix}` : first.summary;
 }
 
-// src/core/elf/read/device-code/fatbin.ts
-var DEVICE_CODE_SECTIONS = [".nv_fatbin", "__nv_relfatbin"];
-var FLAG_COMPRESSED = 8192 | 32768;
-var MAX_CODE = 256 * 1024 * 1024;
-var PTX_CHUNK = 256 * 1024;
+// src/core/elf/check-cli.ts
+init_errors();
 
-// src/core/elf/read/device-code/sections.ts
-var MAX_SHSTRTAB = 16 * 1024 * 1024;
+// src/core/elf/explain/format-report.ts
+init_report_types();
+init_list_targets();
 
-// src/core/elf/read/device-code/index.ts
-var NAMES = new Set(DEVICE_CODE_SECTIONS);
+// src/core/elf/api.ts
+init_dynamic_program();
 
-// src/core/versions/gpu-targets.ts
-var KEPLER_TO_AMPERE = ["3.5", "3.7", "5.0", "5.2", "5.3", "6.0", "6.1", "6.2", "7.0", "7.2", "7.5", "8.0"];
-var MAXWELL_TO_HOPPER = ["5.0", "5.2", "5.3", "6.0", "6.1", "6.2", "7.0", "7.2", "7.5", "8.0", "8.6", "8.7", "8.9", "9.0"];
-var CUDA_GPU_FACTS = [
-  { cuda: "11.0", ptx: "7.0", driver: "450.36.06", sass: KEPLER_TO_AMPERE },
-  { cuda: "11.1", ptx: "7.1", driver: "455.23", sass: [...KEPLER_TO_AMPERE, "8.6"] },
-  { cuda: "11.2", ptx: "7.2", driver: "460.27.03", sass: [...KEPLER_TO_AMPERE, "8.6"] },
-  { cuda: "11.3", ptx: "7.3", driver: "465.19.01", sass: [...KEPLER_TO_AMPERE, "8.6"] },
-  { cuda: "11.4", ptx: "7.4", driver: "470.42.01", sass: [...KEPLER_TO_AMPERE, "8.6", "8.7"] },
-  { cuda: "11.5", ptx: "7.5", driver: "495.29.05", sass: [...KEPLER_TO_AMPERE, "8.6", "8.7"] },
-  { cuda: "11.6", ptx: "7.6", driver: "510.39.01", sass: [...KEPLER_TO_AMPERE, "8.6", "8.7"] },
-  { cuda: "11.7", ptx: "7.7", driver: "515.43.04", sass: [...KEPLER_TO_AMPERE, "8.6", "8.7"] },
-  { cuda: "11.8", ptx: "7.8", driver: "520.61.05", sass: [...KEPLER_TO_AMPERE, "8.6", "8.7", "8.9", "9.0"] },
-  { cuda: "12.0", ptx: "8.0", driver: "525.60.13", sass: MAXWELL_TO_HOPPER },
-  { cuda: "12.1", ptx: "8.1", driver: "530.30.02", sass: MAXWELL_TO_HOPPER },
-  { cuda: "12.2", ptx: "8.2", driver: "535.54.03", sass: MAXWELL_TO_HOPPER },
-  { cuda: "12.3", ptx: "8.3", driver: "545.23.06", sass: MAXWELL_TO_HOPPER },
-  { cuda: "12.4", ptx: "8.4", driver: "550.54.14", sass: MAXWELL_TO_HOPPER },
-  { cuda: "12.5", ptx: "8.5", driver: "555.42.02", sass: MAXWELL_TO_HOPPER },
-  { cuda: "12.6", ptx: "8.5", driver: "560.28.03", sass: MAXWELL_TO_HOPPER },
-  { cuda: "12.8", ptx: "8.7", driver: "570.26", sass: [...MAXWELL_TO_HOPPER, "10.0", "10.1", "12.0"] },
-  { cuda: "12.9", ptx: "8.8", driver: "575.51.03", sass: [...MAXWELL_TO_HOPPER, "10.0", "10.1", "10.3", "12.0", "12.1"] },
-  { cuda: "13.0", ptx: "9.0", driver: "580.65.06", sass: ["7.5", "8.0", "8.6", "8.7", "8.8", "8.9", "9.0", "10.0", "10.3", "11.0", "12.0", "12.1"] },
-  { cuda: "13.1", ptx: "9.1", driver: "590.44.01", sass: ["7.5", "8.0", "8.6", "8.7", "8.8", "8.9", "9.0", "10.0", "10.3", "11.0", "12.0", "12.1"] }
-];
+// src/core/elf/index.ts
+init_check_targets();
+init_explain_finding();
+init_check_gpu();
+init_gpu_targets2();
+init_pytorch_wheels();
+
+// src/action/run.ts
+init_errors();
 
 // src/core/remote/catalog.ts
+init_errors();
 import { createHash } from "node:crypto";
 
 // src/core/remote/fetch-text.ts
+init_errors();
 import { readFile, readdir as readdir2 } from "node:fs/promises";
 
 // src/core/remote/http.ts
@@ -78130,6 +78837,7 @@ function extraCaOption(rootCertificates, warn) {
 }
 
 // src/core/remote/proxy.ts
+init_errors();
 import { BlockList, isIP } from "node:net";
 
 // src/core/remote/basic-auth.ts
@@ -78215,6 +78923,8 @@ function bypassed(target, noProxy) {
 }
 
 // src/core/remote/http.ts
+init_errors();
+init_redact();
 var MAX_REDIRECTS = 5;
 var CONNECT_TIMEOUT_MS = 3e4;
 var HEADERS_TIMEOUT_MS = 6e4;
@@ -78459,6 +79169,8 @@ function networkHint(error2, fallback) {
 }
 
 // src/core/remote/mirror.ts
+init_errors();
+init_redact();
 import { existsSync as existsSync7 } from "node:fs";
 import { isAbsolute as isAbsolute3, resolve as resolve4 } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -78516,6 +79228,7 @@ function mirrorLocation(mirror, rel) {
 }
 
 // src/core/remote/retry.ts
+init_errors();
 function retryDelayMs(attempt, env = process.env) {
   const base = Number(env.CUDAENV_RETRY_DELAY_MS ?? 250);
   const step = Number.isFinite(base) && base >= 0 ? base : 250;
@@ -78669,6 +79382,9 @@ function parseIndexPage(text) {
   return [...labels].sort(compareLabels);
 }
 
+// src/core/remote/manifest.ts
+init_errors();
+
 // src/core/text/control.ts
 var CONTROL = /[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 var NAMED = { "\n": "\\n", "	": "\\t", "\r": "\\r" };
@@ -78766,6 +79482,8 @@ function artifactFor(component, platform2, variant) {
 }
 
 // src/core/versions/spec.ts
+init_errors();
+init_version();
 var PARTIAL_RE = /^(0|[1-9]\d{0,3})(?:\.(0|[1-9]\d{0,3})(?:\.(0|[1-9]\d{0,5}))?)?$/;
 var ALIAS_RE = /^[A-Za-z][A-Za-z0-9_.-]{0,62}$/;
 var RESERVED = /* @__PURE__ */ new Set(["latest", "system", "default"]);
@@ -78798,6 +79516,7 @@ function prefixedVersion(text) {
 }
 
 // src/core/remote/catalog.ts
+init_version();
 async function listReleases(mirror, signal) {
   return parseIndexPage(await fetchIndexText(mirror, signal));
 }
@@ -78861,6 +79580,7 @@ function nearReleases(labels, spec) {
 }
 
 // src/core/remote/cudnn.ts
+init_errors();
 function archiveMajor(artifact) {
   const m = /_cuda(\d+)-archive\.[a-z.]+$/.exec(artifact.relativePath);
   return m ? Number(m[1]) : void 0;
@@ -78913,6 +79633,7 @@ async function chooseCudnn(mirror, spec, cudaMajor, platform2, signal) {
 }
 
 // src/core/remote/install.ts
+init_errors();
 import { cpus } from "node:os";
 import { existsSync as existsSync14, mkdirSync as mkdirSync10, readFileSync as readFileSync19, renameSync as renameSync5, rmSync as rmSync8 } from "node:fs";
 import { join as join22 } from "node:path";
@@ -78928,8 +79649,12 @@ function onFatalExit(action5) {
   };
 }
 
+// src/core/remote/install.ts
+init_safe_fs();
+
 // src/core/store/lock.ts
-import { closeSync as closeSync8, mkdirSync as mkdirSync2, openSync as openSync8, readFileSync as readFileSync12, readdirSync as readdirSync5, rmSync as rmSync2, statSync as statSync8, utimesSync, writeSync as writeSync2 } from "node:fs";
+init_errors();
+import { closeSync as closeSync8, mkdirSync as mkdirSync2, openSync as openSync8, readFileSync as readFileSync12, readdirSync as readdirSync5, rmSync as rmSync2, statSync as statSync9, utimesSync, writeSync as writeSync2 } from "node:fs";
 import { hostname } from "node:os";
 import { join as join11 } from "node:path";
 var DEFAULT_STALE_MS = 10 * 60 * 1e3;
@@ -78974,7 +79699,7 @@ function readLockOwner(path13) {
 function isStale(path13, owner, staleMs = DEFAULT_STALE_MS) {
   let mtimeMs;
   try {
-    mtimeMs = statSync8(path13).mtimeMs;
+    mtimeMs = statSync9(path13).mtimeMs;
   } catch {
     return false;
   }
@@ -79012,7 +79737,7 @@ function tryCreate(path13, owner) {
 function takeOver(path13, seen, staleMs) {
   const guard = `${path13}.takeover`;
   try {
-    if (Date.now() - statSync8(guard).mtimeMs > TAKEOVER_STALE_MS) rmSync2(guard, { force: true });
+    if (Date.now() - statSync9(guard).mtimeMs > TAKEOVER_STALE_MS) rmSync2(guard, { force: true });
   } catch {
   }
   let fd;
@@ -79043,7 +79768,7 @@ function reclaimStaleLocks(locksDir, staleMs = DEFAULT_STALE_MS) {
     const path13 = join11(locksDir, name);
     try {
       if (name.endsWith(".lock.takeover")) {
-        if (Date.now() - statSync8(path13).mtimeMs > TAKEOVER_STALE_MS) {
+        if (Date.now() - statSync9(path13).mtimeMs > TAKEOVER_STALE_MS) {
           rmSync2(path13, { force: true });
           removed.push(name);
         }
@@ -79054,7 +79779,7 @@ function reclaimStaleLocks(locksDir, staleMs = DEFAULT_STALE_MS) {
       if (!isStale(path13, owner, staleMs)) continue;
       takeOver(path13, owner, staleMs);
       try {
-        statSync8(path13);
+        statSync9(path13);
       } catch {
         removed.push(name);
       }
@@ -79140,6 +79865,9 @@ function heldLock(path13, owner, staleMs) {
 }
 
 // src/core/store/registry.ts
+init_errors();
+init_version();
+init_safe_fs();
 import { existsSync as existsSync9, lstatSync as lstatSync5, mkdirSync as mkdirSync4, readFileSync as readFileSync13, readdirSync as readdirSync7, readlinkSync as readlinkSync4, rmSync as rmSync3 } from "node:fs";
 import { join as join14, resolve as resolve7 } from "node:path";
 
@@ -79162,6 +79890,9 @@ function pathsFor(root) {
 }
 
 // src/core/store/site.ts
+init_errors();
+init_safe_fs();
+init_version();
 import { existsSync as existsSync8, lstatSync as lstatSync4, mkdirSync as mkdirSync3, readdirSync as readdirSync6, readlinkSync as readlinkSync3 } from "node:fs";
 import { join as join13, resolve as resolve6 } from "node:path";
 var SITE_DIRS_FILE = "/etc/cudaenv/site-dirs";
@@ -79422,6 +80153,7 @@ function syncSiteMirror(paths, env = process.env, force = false) {
 }
 
 // src/core/store/registry.ts
+init_safe_fs();
 var RECEIPT_FILE = ".cudaenv-receipt.json";
 function listVersions(paths) {
   let names;
@@ -79549,8 +80281,11 @@ function refreshResolveIndex(paths) {
 }
 
 // src/core/shell/shims.ts
-import { chmodSync, existsSync as existsSync10, mkdirSync as mkdirSync5, readFileSync as readFileSync14, readdirSync as readdirSync8, rmSync as rmSync4, statSync as statSync9 } from "node:fs";
+init_errors();
+init_safe_fs();
+import { chmodSync, existsSync as existsSync10, mkdirSync as mkdirSync5, readFileSync as readFileSync14, readdirSync as readdirSync8, rmSync as rmSync4, statSync as statSync10 } from "node:fs";
 import { join as join15 } from "node:path";
+init_quote();
 var SHIM_MARKER = "# cudaenv shim: generated by `cudaenv rehash`";
 var SETTINGS_LINE = /^# @CUDAENV_SETTINGS@.*$/m;
 var CONTROL_CHARS = String.fromCharCode(...[...Array(32).keys()].filter((c) => c !== 9 && c !== 10 && c !== 13 && c !== 0), 127);
@@ -79585,7 +80320,7 @@ function toolkitPrograms(paths) {
     for (const name of entries2) {
       if (!PROGRAM_RE.test(name)) continue;
       try {
-        const st = statSync9(join15(bin, name));
+        const st = statSync10(join15(bin, name));
         if (st.isFile() && (st.mode & 73) !== 0) names.add(name);
       } catch {
       }
@@ -79619,7 +80354,7 @@ function writeShims(paths) {
     if (wanted.has(name) || name.startsWith(".")) continue;
     const file = join15(paths.shims, name);
     try {
-      if (statSync9(file).isFile() && readFileSync14(file, "utf8").includes(SHIM_MARKER)) {
+      if (statSync10(file).isFile() && readFileSync14(file, "utf8").includes(SHIM_MARKER)) {
         rmSync4(file, { force: true });
         removed.push(name);
       }
@@ -79630,8 +80365,10 @@ function writeShims(paths) {
 }
 
 // src/core/shell/switch-index.ts
+init_safe_fs();
 import { existsSync as existsSync11, mkdirSync as mkdirSync6, readdirSync as readdirSync9, readlinkSync as readlinkSync5 } from "node:fs";
-import { basename as basename11, join as join16 } from "node:path";
+import { basename as basename12, join as join16 } from "node:path";
+init_version();
 function switchDir(paths) {
   return join16(paths.root, "switch");
 }
@@ -79651,7 +80388,7 @@ function writeSwitchIndex(paths) {
   for (const name of names.sort()) {
     if (name.startsWith(".")) continue;
     try {
-      const label = basename11(readlinkSync5(join16(paths.resolve, name)));
+      const label = basename12(readlinkSync5(join16(paths.resolve, name)));
       if (isLabel(label)) pairs.push(`${name}=${label}`);
     } catch {
     }
@@ -79705,15 +80442,20 @@ async function afterVersionsChanged(paths) {
   rehash(paths);
 }
 
+// src/core/remote/install.ts
+init_version();
+
 // src/core/remote/archive.ts
+init_errors();
 import { spawn as spawn2 } from "node:child_process";
 import { createHash as createHash2 } from "node:crypto";
-import { constants as constants8, createReadStream as createReadStream2, mkdirSync as mkdirSync7, renameSync as renameSync3, rmSync as rmSync6, statSync as statSync10, statfsSync as statfsSync2 } from "node:fs";
+import { constants as constants8, createReadStream as createReadStream2, mkdirSync as mkdirSync7, renameSync as renameSync3, rmSync as rmSync6, statSync as statSync11, statfsSync as statfsSync2 } from "node:fs";
 import { open as open2 } from "node:fs/promises";
-import { basename as basename12, join as join19 } from "node:path";
+import { basename as basename13, join as join19 } from "node:path";
 import { finished } from "node:stream/promises";
 
 // src/core/remote/source.ts
+init_errors();
 import { createReadStream } from "node:fs";
 var PermanentDownloadError = class extends CudaenvError {
 };
@@ -79843,7 +80585,11 @@ async function* remoteBytes(mirror, rel, offset, signal, events2 = {}) {
   }
 }
 
+// src/core/remote/cache.ts
+init_errors();
+
 // src/core/remote/staging.ts
+init_errors();
 import { lstatSync as lstatSync6, mkdtempSync, readdirSync as readdirSync10, renameSync as renameSync2, rmSync as rmSync5 } from "node:fs";
 import { join as join17 } from "node:path";
 var LEFTOVER_RE = /^(stage|old|rm)-(\d+\.\d+\.\d+)-\d+-[A-Za-z0-9]{6}$/;
@@ -79924,6 +80670,7 @@ function archiveLockName(sha256) {
 }
 
 // src/core/remote/checkpoint.ts
+init_safe_fs();
 import { existsSync as existsSync12, readFileSync as readFileSync15 } from "node:fs";
 import { join as join18 } from "node:path";
 async function checkpoint(name, env = process.env) {
@@ -80388,11 +81135,11 @@ function formatBytes(n) {
 var VerifyError = class extends CudaenvError {
 };
 function cacheFileName(artifact) {
-  return `${artifact.sha256.slice(0, 16)}-${basename12(artifact.relativePath).replace(/[^A-Za-z0-9._+-]/g, "_")}`;
+  return `${artifact.sha256.slice(0, 16)}-${basename13(artifact.relativePath).replace(/[^A-Za-z0-9._+-]/g, "_")}`;
 }
 function sizeOf(path13) {
   try {
-    return statSync10(path13).size;
+    return statSync11(path13).size;
   } catch {
     return void 0;
   }
@@ -80401,7 +81148,7 @@ async function fetchAndExtract(job) {
   const { artifact } = job;
   mkdirSync7(job.cacheDir, { recursive: true });
   const cacheFile = join19(job.cacheDir, cacheFileName(artifact));
-  const lock = await acquireLock(job.locksDir, archiveLockName(artifact.sha256), { purpose: `download of ${basename12(artifact.relativePath)}`, signal: job.signal });
+  const lock = await acquireLock(job.locksDir, archiveLockName(artifact.sha256), { purpose: `download of ${basename13(artifact.relativePath)}`, signal: job.signal });
   try {
     for (let round = 0; ; round++) {
       const fromCache = sizeOf(cacheFile) !== void 0;
@@ -80701,6 +81448,7 @@ function relay(from, guard, to) {
 }
 
 // src/core/remote/merge.ts
+init_errors();
 import { lstatSync as lstatSync7, mkdirSync as mkdirSync8, readdirSync as readdirSync11, renameSync as renameSync4, rmSync as rmSync7, symlinkSync as symlinkSync2 } from "node:fs";
 import { join as join20 } from "node:path";
 function mergeComponent(partDir, root, component) {
@@ -80756,6 +81504,7 @@ function linkLib(root) {
 }
 
 // src/core/remote/pkgconfig.ts
+init_safe_fs();
 import { existsSync as existsSync13, lstatSync as lstatSync8, mkdirSync as mkdirSync9, readFileSync as readFileSync16, readdirSync as readdirSync12, rmdirSync, symlinkSync as symlinkSync3, unlinkSync as unlinkSync3 } from "node:fs";
 import { join as join21 } from "node:path";
 var PKGCONFIG_DIR = join21("lib64", "pkgconfig");
@@ -80802,6 +81551,7 @@ function relocatePkgConfig(root, installedRoot) {
 }
 
 // src/core/remote/platform.ts
+init_errors();
 import { readFileSync as readFileSync17 } from "node:fs";
 import { arch as osArch } from "node:os";
 var PLATFORMS = ["linux-x86_64", "linux-sbsa", "linux-aarch64"];
@@ -80862,7 +81612,11 @@ function platformForRelease(manifest, options = {}) {
   return { platform: platform2, why: KIND_WHY[kind] };
 }
 
+// src/core/remote/profiles.ts
+init_errors();
+
 // src/core/versions/releases.ts
+init_version();
 import { readFileSync as readFileSync18 } from "node:fs";
 var table;
 function releaseTable() {
@@ -80874,6 +81628,7 @@ function knownComponent(name, releases = releaseTable()) {
 }
 
 // src/core/remote/profiles.ts
+init_version();
 var PROFILES = ["minimal", "devel", "full"];
 var MINIMAL = [
   { id: "nvcc", what: "the compiler nvcc", names: ["cuda_nvcc"] },
@@ -81001,6 +81756,8 @@ function describeUnknown(label, profile, unknown) {
 }
 
 // src/core/remote/installable.ts
+init_safe_fs();
+init_errors();
 var ALLOW_MISSING_FLAG = "--allow-missing-parts";
 function missingPartsRefusal(label, platform2, plan, allowMissingParts = false) {
   const { missing } = plan;
@@ -81254,7 +82011,8 @@ function toolkitEnvironment(env, versionDir, storeVersionsDir, policy) {
 }
 
 // src/action/cache-service.ts
-import { cpSync, existsSync as existsSync18, mkdirSync as mkdirSync11, readdirSync as readdirSync13, renameSync as renameSync6, rmSync as rmSync9, statSync as statSync12 } from "node:fs";
+init_safe_fs();
+import { cpSync, existsSync as existsSync18, mkdirSync as mkdirSync11, readdirSync as readdirSync13, renameSync as renameSync6, rmSync as rmSync9, statSync as statSync13 } from "node:fs";
 import { join as join28 } from "node:path";
 var ReportedCacheFailure = class extends Error {
 };
@@ -81301,7 +82059,7 @@ function directoryCacheService(root) {
     name: `the cache directory ${root}`,
     unavailable: async () => existsSync18(root) ? void 0 : `the cache directory ${root} (CUDAENV_ACTION_CACHE_DIR) does not exist`,
     async restore(dir, key, restoreKeys) {
-      const entries2 = readdirSync13(root).filter((n) => !n.startsWith(".")).map((n) => ({ key: keyOf(n), path: join28(root, n), time: statSync12(join28(root, n)).mtimeMs }));
+      const entries2 = readdirSync13(root).filter((n) => !n.startsWith(".")).map((n) => ({ key: keyOf(n), path: join28(root, n), time: statSync13(join28(root, n)).mtimeMs }));
       const hit = entries2.find((e) => e.key === key) ?? restoreKeys.map((p) => entries2.filter((e) => e.key.startsWith(p)).sort((a, b) => b.time - a.time)[0]).find(Boolean);
       if (!hit) return void 0;
       rmSync9(dir, { recursive: true, force: true });
@@ -81329,11 +82087,13 @@ function cacheServiceFor(env) {
 }
 
 // src/action/inputs.ts
+init_errors();
 import { join as join29 } from "node:path";
 import { existsSync as existsSync19 } from "node:fs";
 
 // src/core/versions/version-file.ts
-import { closeSync as closeSync11, constants as constants10, fstatSync as fstatSync5, lstatSync as lstatSync9, openSync as openSync11, readSync as readSync6, statSync as statSync13 } from "node:fs";
+import { closeSync as closeSync11, constants as constants10, fstatSync as fstatSync5, lstatSync as lstatSync9, openSync as openSync11, readSync as readSync6, statSync as statSync14 } from "node:fs";
+init_errors();
 var VERSION_FILE = ".cuda-version";
 var MAX_VERSION_FILE_BYTES = 4096;
 var KNOWN_KEYS = /* @__PURE__ */ new Set(["cudnn"]);
@@ -81423,7 +82183,7 @@ function isUnfollowableLink(path13) {
     return false;
   }
   try {
-    statSync13(path13);
+    statSync14(path13);
     return false;
   } catch {
     return true;
@@ -81498,6 +82258,7 @@ function readInputs(env, workspace) {
 }
 
 // src/action/plan.ts
+init_safe_fs();
 import { createHash as createHash4 } from "node:crypto";
 import { readFileSync as readFileSync20 } from "node:fs";
 import { join as join30 } from "node:path";
@@ -81553,6 +82314,7 @@ function planDifference(plan, archives) {
 }
 
 // src/action/runner-platform.ts
+init_errors();
 var OS_NAMES2 = { darwin: "macOS", win32: "Windows", linux: "Linux" };
 function runnerPlatform(os8 = process.platform, arch3 = process.arch, isTegra) {
   if (os8 !== "linux" || arch3 !== "x64" && arch3 !== "arm64") {
@@ -81567,6 +82329,7 @@ function runnerPlatform(os8 = process.platform, arch3 = process.arch, isTegra) {
 // src/action/selection.ts
 import { readFileSync as readFileSync21, readdirSync as readdirSync14 } from "node:fs";
 import { join as join31 } from "node:path";
+init_version();
 function candidates(name) {
   return [name, `cuda_${name}`, `lib${name}`];
 }
