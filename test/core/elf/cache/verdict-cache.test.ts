@@ -3,7 +3,7 @@ import {execFileSync} from 'node:child_process';
 import {existsSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, unlinkSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {checkLibraries, type CheckOptions, type CheckReport} from '../../../../src/core/elf/index.js';
-import {SETTLE_MS} from '../../../../src/core/elf/cache/verdict-cache.js';
+import {keyHash, SETTLE_MS} from '../../../../src/core/elf/cache/verdict-cache.js';
 import {cliEnv, runCli} from '../../../helpers/cli.js';
 import {makeTempDir} from '../../../helpers/tmp.js';
 import {describeIf} from '../../../helpers/skip.js';
@@ -323,4 +323,11 @@ d('the CLI: $CUDAENV_DIR/cache/check, --no-cache, and the start-up path agree', 
     expect(existsSync(join(store, 'cache', 'check'))).toBe(false);
     expect(runCli(['check', dir], {env}).stdout).toBe(plain.stdout);
   });
+});
+
+test('the cache file\'s name is the four-lane FNV-1a of its key, as before its rewrite for the interpreter', () => {
+  // Values computed with the array form it replaced.
+  expect(keyHash('')).toBe('811c9dc5050c5d1f1b8735936b43a9b5');
+  expect(keyHash(JSON.stringify({format: 1, code: '/mnt/cudaenv/dist/fast-path.bundle.cjs=65024:5349727:494877:33188:1796554916120.02:1796554916120.02', x: 'y'.repeat(200)}))).toBe('ca5cf2a2f057d9d6c727759c62c23c38');
+  expect(keyHash('é\u{1F600}')).toMatch(/^[0-9a-f]{32}$/);
 });
