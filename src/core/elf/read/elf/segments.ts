@@ -13,7 +13,15 @@ import type {ElfInfo} from './types.js';
 export const MISALIGNED = 'ELF load command address/offset not page-aligned';
 
 export function segmentsMisaligned(info: ElfInfo, pageSize: number): boolean {
-  const loads = info.loads;
+  // Asked for every object each modelled process maps: once per parsed object and page size.
+  let known = answers.get(info);
+  if (known === undefined || known.pageSize !== pageSize) answers.set(info, known = {pageSize, misaligned: misalignedIn(info.loads, pageSize)});
+  return known.misaligned;
+}
+
+const answers = new WeakMap<ElfInfo, {pageSize: number; misaligned: boolean}>();
+
+function misalignedIn(loads: ElfInfo['loads'], pageSize: number): boolean {
   if (loads.some((l) => (l.vaddr - l.offset) % pageSize !== 0)) return true;
   if (loads.length < 2) return false;
   const start = (addr: number): number => Math.floor(addr / pageSize) * pageSize;
