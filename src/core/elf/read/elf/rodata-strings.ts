@@ -117,13 +117,23 @@ function eachPiece(file: ElfFile, ranges: Array<[number, number]>, limit: number
 /**
  * libraryNameStrings, and which of `markers` (byte strings of at most 255 bytes: a distinctive
  * message a library carries) occur anywhere in the same ranges, in the same single pass.
+ * `ifNamed.markers` are looked for the same way, but only in an object one of whose names passes
+ * `ifNamed.when` (answered absent otherwise): a marker that matters only for such names costs the
+ * others nothing (libLLVM's 35 MB of constant data named no CUDA library, and each marker is one
+ * more look at every byte). The pieces read before the first such name are read again for them.
  */
-export function constantLibraryStrings(path: string, markers: readonly string[]): {names: string[]; markers: string[]} {
+export function constantLibraryStrings(
+  path: string, markers: readonly string[], ifNamed?: {markers: readonly string[]; when: (name: string) => boolean},
+): {names: string[]; markers: string[]} {
   const found = new Set<string>();
   const wanted = markers.map((m) => ({text: m, bytes: Buffer.from(m, 'latin1')}));
+  const later = (ifNamed?.markers ?? []).map((m) => ({text: m, bytes: Buffer.from(m, 'latin1')}));
   const seenMarkers = new Set<string>();
   const file = ElfFile.open(path);
   const needle = Buffer.from('.so', 'latin1');
+  // The pieces read before a name passed ifNamed.when: [from, length].
+  const before: Array<[number, number]> = [];
+  let named = false;
   try {
     const h = parseHeader(file);
     eachPiece(file, constantRanges(file, h), LIBRARY_NAMES_SCAN_LIMIT, NAME_MAX, (buf, coreStart, coreEnd, from, start, end) => {
@@ -138,17 +148,36 @@ export function constantLibraryStrings(path: string, markers: readonly string[])
         const stop = e < 0 ? buf.length : e;
         if (stop - s > NAME_MAX || at - s < 4) continue;
         const text = buf.toString('latin1', s, stop);
-        if (LIBRARY_NAME.test(text)) found.add(text);
+        if (LIBRARY_NAME.test(text)) {
+          found.add(text);
+          if (!named && ifNamed?.when(text)) named = true;
+        }
         at = stop;
       }
+      if (later.length === 0) return;
+      if (!named) {
+        before.push([from, buf.length]);
+        return;
+      }
+      for (const m of later) {
+        if (!seenMarkers.has(m.text) && buf.indexOf(m.bytes) >= 0) seenMarkers.add(m.text);
+      }
     });
+    if (named) {
+      for (const [from, length] of before) {
+        const unseen = later.filter((m) => !seenMarkers.has(m.text));
+        if (unseen.length === 0) break;
+        const buf = file.scan(from, length, scanBuffer(), 'constant strings');
+        for (const m of unseen) if (buf.indexOf(m.bytes) >= 0) seenMarkers.add(m.text);
+      }
+    }
   } catch (error) {
     if (error instanceof ElfError) throw error;
     throw new ElfError(path, 'io', `cannot read its constant strings: ${(error as Error).message}`);
   } finally {
     file.close();
   }
-  return {names: [...found], markers: markers.filter((m) => seenMarkers.has(m))};
+  return {names: [...found], markers: [...markers, ...(ifNamed?.markers ?? [])].filter((m) => seenMarkers.has(m))};
 }
 
 /**
