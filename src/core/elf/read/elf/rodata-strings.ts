@@ -4,8 +4,13 @@ import {parseHeader, PF_X, readProgramHeaders, PT_LOAD, type ParsedHeader} from 
 import {sectionHeaders, SHT_PROGBITS} from './sections.js';
 
 const PF_W = 2;
-/** Read in pieces: a library's .rodata reaches tens of MB (libnvrtc 8 MB, libcuda 20 MB). */
-const CHUNK = 4 * 1024 * 1024;
+/**
+ * Read in pieces: a library's .rodata reaches tens of MB (libnvrtc 8 MB, libcuda 20 MB). Small
+ * ones, so that a piece read is still in the CPU's cache for the searches over it (the names,
+ * then each marker): over the 98 MB a first check of /usr/lib/x86_64-linux-gnu scans, 128 KB
+ * pieces took 51-61 ms where 4 MB pieces took 93-98 ms, the read alone 16-21 ms against 32-50.
+ */
+const CHUNK = 128 * 1024;
 /** Without section headers the read-only segments are scanned instead, up to this much. */
 const SEGMENT_LIMIT = 64 * 1024 * 1024;
 
@@ -79,7 +84,7 @@ export const LIBRARY_NAMES_SCAN_LIMIT = 128 * 1024 * 1024;
  * Every whole constant string of an ELF object that has the shape of a library name (lib*.so,
  * lib*.so.N..., a prefix ending in ".so." and a printf template such as "libnccl-net-%s.so"), each
  * once, in file order. The same ranges as constantStrings (`.rodata` and `.rodata.*`, else the
- * read-only segments), read in 4 MB pieces, and at most LIBRARY_NAMES_SCAN_LIMIT bytes: the
+ * read-only segments), read in pieces (CHUNK), and at most LIBRARY_NAMES_SCAN_LIMIT bytes: the
  * bytes ".so" are found with Buffer.indexOf (memchr speed), and only the string around each is
  * decoded, so a library's tens of MB of tables cost a scan, not a regular expression over text.
  */
@@ -213,7 +218,7 @@ export const CODE_SCAN_LIMIT = 16 * 1024 * 1024;
 /**
  * Whether the executable segments of an ELF object hold `bytes` (a short string the compiler put
  * in an instruction as an immediate: ggml's "libggml-" is a movabs operand, no constant string).
- * Read in 4 MB pieces, at most CODE_SCAN_LIMIT bytes; a larger object is not scanned past that.
+ * Read in pieces (CHUNK), at most CODE_SCAN_LIMIT bytes; a larger object is not scanned past that.
  */
 export function codeContains(path: string, bytes: Buffer): boolean {
   const file = ElfFile.open(path);

@@ -11,7 +11,7 @@ import {buildLib, HAVE_GCC} from '../../fixtures.js';
  * constantLibraryStrings' markers that count only where a name passes a test (`ifNamed`): looked
  * for in the same pass once such a name is seen, and in the pieces read before it by a second
  * read. A library built here holds the marker and the name 6 MB apart in .rodata (the scan reads
- * 4 MB pieces), in either order, so both the second read and the same-pass search are used.
+ * pieces of 128 KB), in either order, so both the second read and the same-pass search are used.
  */
 const MARKER = 'a distinctive message this library carries';
 const SPREAD = 6 * 1024 * 1024;
@@ -36,7 +36,7 @@ describeIf(HAVE_GCC, NEEDS.tool('gcc'))('constantLibraryStrings: markers that co
   });
   afterAll(() => tmp.cleanup());
 
-  test('the layout the test needs: the marker and the name in different 4 MB pieces, in both orders', () => {
+  test('the layout the test needs: the marker and the name in different pieces, in both orders', () => {
     for (const [lib, before, after] of [[markerFirst, MARKER, 'libwanted.so.1'], [nameFirst, 'libwanted.so.1', MARKER]] as const) {
       const bytes = readFileSync(lib);
       const at = bytes.indexOf(`\0${before}\0`);
