@@ -22,24 +22,13 @@ const headerCache = new Map<string, ElfHeaderInfo>();
  */
 export function fileKey(path: string, st: Stats): string {
   void path;
-  let key = fileKeys.get(st);
-  if (key === undefined) fileKeys.set(st, key = `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`);
-  return key;
+  return `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
 }
 
 /** The file's identity for ld.so's "already loaded" check (st_dev, st_ino). */
 export function inodeKey(st: Stats): string {
-  let key = inodeKeys.get(st);
-  if (key === undefined) inodeKeys.set(st, key = `${st.dev}:${st.ino}`);
-  return key;
+  return `${st.dev}:${st.ino}`;
 }
-
-/**
- * The keys of each Stats object, made once: a check's view stats each path once, and every
- * process that maps the file asks its keys again (a first check made ~20k such strings).
- */
-const fileKeys = new WeakMap<Stats, string>();
-const inodeKeys = new WeakMap<Stats, string>();
 
 /** A failed read throws and is not cached: the next run may find the file repaired. */
 function remember<T>(map: Map<string, T>, key: string, make: () => T): T {

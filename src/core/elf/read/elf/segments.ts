@@ -13,15 +13,7 @@ import type {ElfInfo} from './types.js';
 export const MISALIGNED = 'ELF load command address/offset not page-aligned';
 
 export function segmentsMisaligned(info: ElfInfo, pageSize: number): boolean {
-  // Asked for every object each modelled process maps: once per parsed object and page size.
-  let known = answers.get(info);
-  if (known === undefined || known.pageSize !== pageSize) answers.set(info, known = {pageSize, misaligned: misalignedIn(info.loads, pageSize)});
-  return known.misaligned;
-}
-
-const answers = new WeakMap<ElfInfo, {pageSize: number; misaligned: boolean}>();
-
-function misalignedIn(loads: ElfInfo['loads'], pageSize: number): boolean {
+  const loads = info.loads;
   if (loads.some((l) => (l.vaddr - l.offset) % pageSize !== 0)) return true;
   if (loads.length < 2) return false;
   const start = (addr: number): number => Math.floor(addr / pageSize) * pageSize;
