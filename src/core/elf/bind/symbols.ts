@@ -10,8 +10,9 @@ const STV_INTERNAL = 1;
 const STV_HIDDEN = 2;
 const SHN_ABS = 0xfff1;
 const STT_TLS = 6;
-const DEFINABLE_TYPES = new Set([0, 1, 2, 5, 6, 10]);
-const DEFINING_BINDINGS = new Set([1, 2, 10]);
+/** Symbol types (STT_NOTYPE, OBJECT, FUNC, COMMON, TLS, GNU_IFUNC) and bindings (GLOBAL, WEAK, GNU_UNIQUE) a definition can have, as bit masks: asked for every candidate of every lookup. */
+const DEFINABLE_TYPES = (1 << 0) | (1 << 1) | (1 << 2) | (1 << 5) | (1 << 6) | (1 << 10);
+const DEFINING_BINDINGS = (1 << 1) | (1 << 2) | (1 << 10);
 
 /** A reference the loader must bind: an undefined, non-weak, default-visibility dynamic symbol. */
 export interface SymbolRef {
@@ -53,7 +54,8 @@ export function buildDefinitions(info: ElfInfo, wanted?: Set<string>): Map<strin
 
 /** A symbol check_match can bind a reference to (any name and version). */
 function isDefinition(s: ElfSymbol): boolean {
-  if (!s.defined || !DEFINABLE_TYPES.has(s.type) || !DEFINING_BINDINGS.has(s.binding)) return false;
+  // type and binding are 4-bit fields (st_info), so the shifts stay inside the masks.
+  if (!s.defined || ((DEFINABLE_TYPES >> s.type) & 1) === 0 || ((DEFINING_BINDINGS >> s.binding) & 1) === 0) return false;
   if (s.visibility === STV_HIDDEN || s.visibility === STV_INTERNAL) return false;
   return s.value !== 0 || s.shndx === SHN_ABS || s.type === STT_TLS;
 }
@@ -142,5 +144,10 @@ export function defines(info: ElfInfo, ref: SymbolRef, index?: Map<string, Defs>
 
 /** Does the object define version node `name` (VERDEF, §3.3)? */
 export function definesVersion(info: ElfInfo, name: string): boolean {
-  return info.versionDefinitions.some((d) => d.name === name);
+  // Asked for every version every object needs, in every process: libc's forty, as a set, once.
+  let names = versionNames.get(info);
+  if (names === undefined) versionNames.set(info, names = new Set(info.versionDefinitions.map((d) => d.name)));
+  return names.has(name);
 }
+
+const versionNames = new WeakMap<ElfInfo, Set<string>>();

@@ -90,8 +90,10 @@ function reading(info: ElfInfo, hostPath: string, inode: string, callerName: str
       // is 67 MB), so the plugin directories' are looked for only in objects that list directories,
       // and of each fact only its first marker here: pluginFacts looks for the others only where
       // that one is (a first check of 473 libraries spent a fifth of its time on markers).
+      // The callers' facts' markers (families.ts FACT_MARKERS) only choose the role of a CUDA
+      // library the object names (callerLoads): looked for only where it names one.
       const firstPluginMarkers = listsAnyDirectory(info) ? PLUGIN_DIRECTORIES.map((f) => f.carries[0]!) : [];
-      ({names, markers} = constantLibraryStrings(hostPath, [...FACT_MARKERS, ...firstPluginMarkers]));
+      ({names, markers} = constantLibraryStrings(hostPath, firstPluginMarkers, {markers: FACT_MARKERS, when: isCudaStackName}));
     } catch {
       // A file the loader mapped but whose strings cannot be read: nothing known to be loaded.
     }

@@ -5,7 +5,7 @@ import type {Finding} from '../bind/finding.js';
 import type {SymbolMemo} from '../bind/symbol-memo.js';
 import {nvidiaModuleLoaded} from '../read/machine/nvidia-driver.js';
 import {DRIVER_LIBRARIES, NO_DRIVER_FEATURE, type RuntimeEnv, type RuntimeLoadRole} from './families.js';
-import {callerLoads, cudaMajorOf, pluginCallers, type CallerLoad} from './callers.js';
+import {callerLoads, cudaMajorOf, importsDlopen, pluginCallers, type CallerLoad} from './callers.js';
 import {libcudaChecks, releaseChecks, type ReleaseCheck} from './release-checks.js';
 
 /** One library a loaded object will dlopen, modelled in a process of its own. */
@@ -26,6 +26,9 @@ export interface RuntimeLoad {
 
 /** The loads an object of `p` makes, read from its file (runtime/callers.ts). */
 function loadsOf(p: LoaderProcess, caller: LoadedObject): CallerLoad[] {
+  // What cannot call dlopen loads nothing, by its strings or from a directory (callerLoads and
+  // pluginCallers say so too): nine objects in ten of a process, spared the rest.
+  if (!importsDlopen(caller.info)) return [];
   const sonames = p.scope.map((o) => o.info.soname);
   const env = (p.ctx.runtimeEnv ?? {}) as RuntimeEnv;
   const host = p.ctx.view.hostPath(caller.path) ?? caller.path;
@@ -71,14 +74,21 @@ function plugin(role: RuntimeLoadRole, path: string, directory: string, from: st
 
 /** Every object of `p`'s start with the loads its file declares or names, templates included (for `check --json`). */
 export function declaredLoads(p: LoaderProcess): Array<{caller: LoadedObject; loads: CallerLoad[]}> {
-  const out: Array<{caller: LoadedObject; loads: CallerLoad[]}> = [];
+  // Asked twice of each checked file's process (its loads modelled, then listed in the report):
+  // the start of a process does not change once run, so it is read once.
+  let out = declared.get(p);
+  if (out && out.startup === p.startupScopeLength) return out.loads;
+  const loads: Array<{caller: LoadedObject; loads: CallerLoad[]}> = [];
   for (const caller of p.scope.slice(0, p.startupScopeLength)) {
     if (caller.role === 'interp') continue;
-    const loads = loadsOf(p, caller);
-    if (loads.length > 0) out.push({caller, loads});
+    const theirs = loadsOf(p, caller);
+    if (theirs.length > 0) loads.push({caller, loads: theirs});
   }
-  return out;
+  declared.set(p, out = {startup: p.startupScopeLength, loads});
+  return loads;
 }
+
+const declared = new WeakMap<LoaderProcess, {startup: number; loads: Array<{caller: LoadedObject; loads: CallerLoad[]}>}>();
 
 const IMPACT_RANK: Record<RuntimeLoadRole['impact'], number> = {library: 2, feature: 1, optional: 0};
 

@@ -87,6 +87,20 @@ export interface SearchDir {
  */
 export function parseSearchList(value: string | null | undefined, values: DstValues, kind: 'dt' | 'env', root = ''): SearchDir[] {
   if (value === null || value === undefined || value === '') return [];
+  // Every process of a check maps the same libraries with the same RUNPATH and origin: each list
+  // is parsed once (the lists are shared, and no caller changes them).
+  const key = `${kind}\0${root}\0${values.origin ?? '\u0001'}\0${values.platform}\0${values.lib}\0${value}`;
+  let out = parsedLists.get(key);
+  if (out === undefined) {
+    if (parsedLists.size >= 4096) parsedLists.clear();
+    parsedLists.set(key, out = parse(value, values, kind, root));
+  }
+  return out;
+}
+
+const parsedLists = new Map<string, SearchDir[]>();
+
+function parse(value: string, values: DstValues, kind: 'dt' | 'env', root: string): SearchDir[] {
   const elements = value.split(kind === 'env' ? /[:;]/ : ':');
   const out: SearchDir[] = [];
   const seen = new Set<string>();

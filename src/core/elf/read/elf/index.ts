@@ -128,6 +128,10 @@ function parse(file: ElfFile, options: ReadElfOptions): ElfInfo {
   const strsz = value(DT.STRSZ) ?? 0;
   const strings = strtabAddr === undefined ? null
     : new StringTable(file, toOffset(strtabAddr, strsz, 'dynamic string table (DT_STRTAB)'), strsz);
+  // The symbols' names load the whole table anyway: loaded first, the DT_NEEDED, SONAME, RUNPATH
+  // and version names come from it, not from reads of its pieces (the same bytes read twice,
+  // one 4 KB block or more per name that crosses one).
+  if (options.symbols && strings) strings.loadAll();
   const str = (offset: number, what: string): string => {
     if (!strings) throw new ElfError(file.path, 'malformed', `${what} is present but the dynamic section has no DT_STRTAB`);
     return strings.get(offset, what);

@@ -52,6 +52,10 @@ export function readUndefinedSymbols(
   if (t.count <= 1) return {symbols: [], lookup: NO_LOOKUP};
   const table = new DynamicSymbols(file, h, t, strings, versions);
   const symbols: ElfSymbol[] = [];
+  if (h.littleEndian && h.is64 && table.terminated) {
+    undefinedSymbolsLE64(table, t, versions, relocated, symbols);
+    return {symbols, lookup: table};
+  }
   for (let i = 1; i < t.count; i++) {
     table.validate(i);
     if (table.shndx(i) !== 0) continue;
@@ -62,6 +66,61 @@ export function readUndefinedSymbols(
   return {symbols, lookup: table};
 }
 
+/**
+ * readUndefinedSymbols' loop for ELF64 little-endian with a NUL-terminated string table (every
+ * x86-64 and aarch64 library): the same checks as DynamicSymbols.validate, on the raw bytes in one
+ * loop with the GNU hash of each name computed inline. A first check runs this once per file, over
+ * ~650k symbols and 30 MB of names: method calls, DataView reads and a Map probe per symbol were
+ * most of its reading. Any check that fails hands the symbol to validate(), which throws its own
+ * error (the same text and order as readSymbols).
+ */
+function undefinedSymbolsLE64(
+  table: DynamicSymbols, t: SymbolTables, versions: VersionTable, relocated: Uint32Array | null, out: ElfSymbol[],
+): void {
+  const syms = table.symbolBytes;
+  const names = table.names;
+  const size = table.strtabSize;
+  const entsize = t.entsize;
+  const count = t.count;
+  const hashedFrom = t.hashedFrom;
+  const chain = table.chainBytes;
+  const versym = table.versymBytes;
+  // The version indexes the tables define, as flags (versions.has per symbol cost a Map probe).
+  let known = new Uint8Array(0);
+  if (versym) {
+    let max = 0;
+    for (const k of versions.keys()) if (k > max) max = k;
+    known = new Uint8Array(max + 1);
+    for (const k of versions.keys()) known[k] = 1;
+  }
+  for (let i = 1; i < count; i++) {
+    const b = i * entsize;
+    const nameOff = (syms[b] | (syms[b + 1] << 8) | (syms[b + 2] << 16) | (syms[b + 3] << 24)) >>> 0;
+    if (nameOff >= size) table.validate(i);
+    const undef = syms[b + 6] === 0 && syms[b + 7] === 0;
+    const chained = chain !== null && i >= hashedFrom;
+    // dl_new_hash (h * 33 + c, as shift and add: cheaper than Math.imul here), kept as an int32.
+    let hash = 5381;
+    if (undef || chained) {
+      // The table ends with a NUL, so every name ends inside it.
+      for (let k = nameOff, c = names[k]; c !== 0; c = names[++k]) hash = ((hash << 5) + hash + c) | 0;
+    }
+    if (chained) {
+      const w = (i - hashedFrom) * 4;
+      const word = chain[w] | (chain[w + 1] << 8) | (chain[w + 2] << 16) | (chain[w + 3] << 24);
+      if (((word ^ hash) >>> 1) !== 0) table.validate(i);
+    }
+    if (versym) {
+      const index = (versym[i * 2] | (versym[i * 2 + 1] << 8)) & 0x7fff;
+      if (index >= 2 && (index >= known.length || known[index] === 0)) table.validate(i);
+    }
+    if (!undef) continue;
+    const s = table.symbol(i, undefined, hash >>> 0);
+    if (relocated && relocated[i] === 0) s.unreferenced = true;
+    out.push(s);
+  }
+}
+
 const NONE: readonly ElfSymbol[] = Object.freeze([]);
 export const NO_LOOKUP: SymbolLookup = {find: () => NONE};
 
@@ -70,9 +129,9 @@ class DynamicSymbols implements SymbolLookup {
   private readonly syms: Fields;
   private readonly versym: Fields | null;
   private readonly chain: Fields | null;
-  private readonly strtabSize: number;
+  readonly strtabSize: number;
   /** Every name offset below the string table size ends at a NUL: the table's last byte is one. */
-  private readonly terminated: boolean;
+  readonly terminated: boolean;
   private readonly o: {info: number; other: number; shndx: number; value: number};
   /** SysV hash only: indexes by name, built on the first lookup. */
   private byName: Map<string, number[]> | null = null;
@@ -94,6 +153,19 @@ class DynamicSymbols implements SymbolLookup {
     this.chain = t.gnuChainOff === undefined || t.count <= t.hashedFrom ? null
       : new Fields(file.read(t.gnuChainOff, (t.count - t.hashedFrom) * 4, 'GNU hash chain'), h.littleEndian, h.is64);
     this.o = h.is64 ? {info: 4, other: 5, shndx: 6, value: 8} : {info: 12, other: 13, shndx: 14, value: 4};
+  }
+
+  /** The raw .dynsym, .gnu.version (null: none) and GNU hash chain (null: none) bytes. */
+  get symbolBytes(): Buffer {
+    return this.syms.buf;
+  }
+
+  get versymBytes(): Buffer | null {
+    return this.versym?.buf ?? null;
+  }
+
+  get chainBytes(): Buffer | null {
+    return this.chain?.buf ?? null;
   }
 
   nameOffset(i: number): number {

@@ -1,0 +1,63 @@
+import {afterAll, beforeAll, expect, test} from '@jest/globals';
+import {readFileSync} from 'node:fs';
+import {join} from 'node:path';
+import {constantLibraryStrings, constantMarkers} from '../../../../../src/core/elf/read/elf/rodata-strings.js';
+import {makeTempDir, type TempDir} from '../../../../helpers/tmp.js';
+import {describeIf} from '../../../../helpers/skip.js';
+import {NEEDS} from '../../../../helpers/capabilities.js';
+import {buildLib, HAVE_GCC} from '../../fixtures.js';
+
+/**
+ * constantLibraryStrings' markers that count only where a name passes a test (`ifNamed`): looked
+ * for in the same pass once such a name is seen, and in the pieces read before it by a second
+ * read. A library built here holds the marker and the name 6 MB apart in .rodata (the scan reads
+ * pieces of 128 KB), in either order, so both the second read and the same-pass search are used.
+ */
+const MARKER = 'a distinctive message this library carries';
+const SPREAD = 6 * 1024 * 1024;
+
+/** A library whose .rodata holds `first`, 6 MB of other constants, then `second` (as whole strings). */
+function spreadLib(out: string, first: string, second: string): string {
+  return buildLib({out, extra: ['-fno-toplevel-reorder'], source: `
+__attribute__((used, section(".rodata.a"))) static const char a[] = "\\0${first}";
+__attribute__((used, section(".rodata.b"))) static const char b[${SPREAD}] = {1};
+__attribute__((used, section(".rodata.c"))) static const char c[] = "\\0${second}";
+`});
+}
+
+describeIf(HAVE_GCC, NEEDS.tool('gcc'))('constantLibraryStrings: markers that count where a name passes a test', () => {
+  let tmp: TempDir;
+  let markerFirst: string;
+  let nameFirst: string;
+  beforeAll(() => {
+    tmp = makeTempDir('cudaenv-rodata-');
+    markerFirst = spreadLib(join(tmp.dir, 'libmarkerfirst.so'), MARKER, 'libwanted.so.1');
+    nameFirst = spreadLib(join(tmp.dir, 'libnamefirst.so'), 'libwanted.so.1', MARKER);
+  });
+  afterAll(() => tmp.cleanup());
+
+  test('the layout the test needs: the marker and the name in different pieces, in both orders', () => {
+    for (const [lib, before, after] of [[markerFirst, MARKER, 'libwanted.so.1'], [nameFirst, 'libwanted.so.1', MARKER]] as const) {
+      const bytes = readFileSync(lib);
+      const at = bytes.indexOf(`\0${before}\0`);
+      const later = bytes.indexOf(`\0${after}\0`);
+      expect(at).toBeGreaterThan(0);
+      expect(later - at).toBeGreaterThan(SPREAD);
+    }
+  });
+
+  test.each([['marker first (read again)', () => markerFirst], ['name first (the same pass)', () => nameFirst]])('%s: found where a name passes', (_what, lib) => {
+    const r = constantLibraryStrings(lib(), [], {markers: [MARKER, 'a message it does not carry'], when: (n) => n.startsWith('libwanted')});
+    expect(r.names).toEqual(['libwanted.so.1']);
+    expect(r.markers).toEqual([MARKER]);
+    // What a search for the marker alone finds.
+    expect(constantMarkers(lib(), [MARKER])).toEqual([MARKER]);
+  });
+
+  test('absent where no name passes, and the markers always looked for are found as before', () => {
+    for (const lib of [markerFirst, nameFirst]) {
+      expect(constantLibraryStrings(lib, [], {markers: [MARKER], when: (n) => n.startsWith('libother')})).toEqual({names: ['libwanted.so.1'], markers: []});
+      expect(constantLibraryStrings(lib, [MARKER])).toEqual({names: ['libwanted.so.1'], markers: [MARKER]});
+    }
+  });
+});
