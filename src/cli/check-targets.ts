@@ -97,10 +97,11 @@ export async function chooseCheckTargets(store: StorePaths, req: CheckRequest, e
     const [{pythonCudaLibDirs, wheelInterpreter}, {inspectPythonCached}, {dynamicProgram}] = await Promise.all([
       import('../core/system/python-env.js'), import('../core/system/python-env-cache.js'), import('../core/elf/api.js'),
     ]);
-    // Kept under the interpreter's identity: a check of an unchanged machine starts no python3 (issue 42).
-    const py = inspectPythonCached({env, cacheDir: req.cache ? store.checkCache : undefined});
+    // Kept under the interpreter's identity: a check of an unchanged machine starts no python3 (issue 42),
+    // nor reads the interpreter's program headers again (dynamicProgram, 1-2 ms: its verdict is kept too).
+    const py = inspectPythonCached({env, cacheDir: req.cache ? store.checkCache : undefined, program: dynamicProgram});
     const interpreter = wheelInterpreter(py, env);
-    const program = interpreter ? dynamicProgram(interpreter) : null;
+    const program = !interpreter ? null : interpreter === py.executable && py.program !== undefined ? py.program : dynamicProgram(interpreter);
     python = {targets: pythonCudaLibDirs(py.sitePackages), ...(program ? {exe: program} : {})};
   }
   if (targets.length === 0 && !python?.targets.length) {

@@ -1,6 +1,6 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
-import {existsSync, mkdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync} from 'node:fs';
-import {join} from 'node:path';
+import {existsSync, mkdirSync, readFileSync, realpathSync, statSync, symlinkSync, writeFileSync} from 'node:fs';
+import {dirname, join} from 'node:path';
 import {cliEnv, runCli} from '../helpers/cli.js';
 import {makeTempDir} from '../helpers/tmp.js';
 import {buildLib, HAVE_GCC} from '../core/elf/fixtures.js';
@@ -149,6 +149,30 @@ d('cudaenv check', () => {
     expect(json.problems.map((p: {kind: string; object: string}) => [p.kind, p.object])).toEqual([['static-tls', lib]]);
     // The toolkit's own libraries are still checked as `ldd` loads them: the interpreter is no object of theirs.
     expect(json.objects.find((o: {path: string}) => o.path === `${oldDir}/libnvJitLink.so.12`)).toBeDefined();
+  });
+
+  testIf(PYTHON_EXE !== null, NEEDS.tool('python3'))('without PATH and no venv, python3 on PATH is asked once: the cached answer, and its interpreter verdict, check the same', () => {
+    // pip install --target DIR on PYTHONPATH: python3 finds the wheel there (no VIRTUAL_ENV shortcut).
+    const target = join(tmp.dir, 'target-tls');
+    const lib = buildLib({out: join(target, 'nvidia', 'tlsheavy', 'lib', 'libtlsheavy.so'), soname: 'libtlsheavy.so',
+      source: '__thread char big[65536] __attribute__((tls_model("initial-exec")));\nchar *get_big(void){return big;}\n'});
+    const pyEnv: NodeJS.ProcessEnv = {...env, PATH: `${dirname(PYTHON_EXE!)}:${env.PATH}`, PYTHONPATH: target, HOME: tmp.dir};
+    delete pyEnv.VIRTUAL_ENV;
+    const cwd = join(tmp.dir, 'project');
+    mkdirSync(cwd);
+    const first = runCli(['check', '--cuda', '12.3'], {env: pyEnv, cwd});
+    expect(first.status).toBe(1);
+    expect(first.stdout.split('\n')[0]).toBe(`checking CUDA 12.3.2: ${oldDir}; the Python environment's CUDA libraries: 1 directory, as ${realpathSync(PYTHON_EXE!)} loads them`);
+    expect(first.stdout).toContain('static TLS');
+    expect(first.stdout).toContain(lib);
+    const file = join(store, 'cache', 'check', 'python-env.json');
+    expect(JSON.parse(readFileSync(file, 'utf8')).entries[0].program).toEqual([expect.any(String), realpathSync(PYTHON_EXE!)]);
+    const written = statSync(file);
+    // A file created in the working directory changes nothing: a hit (the file is not written again), the same text.
+    writeFileSync(join(cwd, 'notes.txt'), '');
+    const again = runCli(['check', '--cuda', '12.3'], {env: pyEnv, cwd});
+    expect({status: again.status, stdout: again.stdout}).toEqual({status: first.status, stdout: first.stdout});
+    expect([statSync(file).ino, statSync(file).mtimeMs]).toEqual([written.ino, written.mtimeMs]);
   });
 
   test('a truncated library: a line of its own in a directory, a clear usage error when named', () => {

@@ -23,7 +23,17 @@ export interface PythonEnv {
    * the user site, present or not), for python-env-cache.ts to see when it must ask again.
    */
   watched?: string[];
+  /**
+   * When the interpreter was asked and its sys.path began with '' (`python3 -c` puts the directory it
+   * runs in first: the working directory): that directory, and the suffixes a module file may have
+   * (importlib.machinery.all_suffixes()). Of its entries only those `import torch` or `import nvidia`
+   * would take decide the answer (importStamp in python-env-cache.ts), not every file created there.
+   */
+  cwdImports?: {dir: string; suffixes: string[]};
 }
+
+/** The top-level modules FIND_PACKAGES_PY asks about: where they are found is the answer. */
+export const PROBED_MODULES = ['torch', 'nvidia'] as const;
 
 /** findSitePackages, and the interpreter binary itself when the interpreter is asked. */
 export function inspectPython(options: {env?: NodeJS.ProcessEnv; python?: string; cwd?: string} = {}): PythonEnv {
@@ -39,22 +49,34 @@ export function inspectPython(options: {env?: NodeJS.ProcessEnv; python?: string
   if (!python) return {sitePackages: [], executable: null};
   try {
     // node:child_process on first use (the fast path loads this module without running python).
+    // Run in the working directory the answer is for: `python3 -c` puts it first on sys.path (''), where
+    // a torch/ or torch.py shadows the installed torch (python-env-cache.ts keys the answer by it).
+    const cwd = options.cwd ?? process.cwd();
     const out = process.getBuiltinModule('node:child_process').execFileSync(python, ['-c', FIND_PACKAGES_PY], {
-      encoding: 'utf8', timeout: 20000, stdio: ['ignore', 'pipe', 'ignore'], env: {...env, PYTHONNOUSERSITE: env.PYTHONNOUSERSITE}, cwd: options.cwd,
+      encoding: 'utf8', timeout: 20000, stdio: ['ignore', 'pipe', 'ignore'], env: {...env, PYTHONNOUSERSITE: env.PYTHONNOUSERSITE}, cwd,
     });
     const data = JSON.parse(out.trim().split('\n').pop() ?? '{}') as unknown;
     const executable = typeof data === 'object' && data !== null && !Array.isArray(data) ? (data as {executable?: unknown}).executable : undefined;
     // sys.executable is '' (or None) when Python cannot tell.
-    return {sitePackages: packageDirsFrom(data), executable: typeof executable === 'string' && executable.startsWith('/') ? executable : null, watched: watchedFrom(data, options.cwd ?? process.cwd())};
+    return {sitePackages: packageDirsFrom(data, cwd), executable: typeof executable === 'string' && executable.startsWith('/') ? executable : null, ...watchedFrom(data, cwd)};
   } catch {
     return {sitePackages: [], executable: null};
   }
 }
 
-/** Prints sys.path, sys.executable and the directories `torch` and `nvidia` would be imported from; imports neither. */
+/**
+ * Prints sys.path, sys.executable, the module suffixes and the directories `torch` and `nvidia` would be
+ * imported from; imports neither. Its own modules are imported without sys.path's '' (the working
+ * directory): a json.py or re.py there cannot change or break the answer, which then depends on the
+ * working directory only through what `import torch` and `import nvidia` would take from it.
+ */
 const FIND_PACKAGES_PY = `
-import sys, json, os, importlib.util
-out = {"path": [p for p in sys.path if isinstance(p, str)], "executable": sys.executable, "torch": None, "nvidia": [], "usersite": None}
+import sys
+_path = sys.path[:]
+sys.path[:] = [p for p in _path if p != ""]
+import json, os, importlib.util, importlib.machinery
+sys.path[:] = _path
+out = {"path": [p for p in sys.path if isinstance(p, str)], "executable": sys.executable, "torch": None, "nvidia": [], "usersite": None, "suffixes": importlib.machinery.all_suffixes()}
 try:
     import site
     out["usersite"] = site.getusersitepackages() if site.ENABLE_USER_SITE else None
@@ -63,7 +85,9 @@ except Exception:
 try:
     s = importlib.util.find_spec("torch")
     if s is not None and s.origin:
-        out["torch"] = os.path.dirname(os.path.dirname(os.path.abspath(s.origin)))
+        d = os.path.dirname(os.path.abspath(s.origin))
+        # a package's origin is torch/__init__.py; a module (torch.py) lies in the directory itself
+        out["torch"] = os.path.dirname(d) if s.submodule_search_locations is not None else d
 except Exception:
     pass
 try:
@@ -75,18 +99,27 @@ except Exception:
 print(json.dumps(out))
 `;
 
-/** sys.path's directories ('' is the working directory) and the user site, which may not exist yet. */
-function watchedFrom(data: unknown, cwd: string): string[] {
-  if (typeof data !== 'object' || data === null || Array.isArray(data)) return [];
-  const d = data as {path?: unknown; usersite?: unknown};
+/**
+ * sys.path's directories and the user site, which may not exist yet; sys.path's '' (the working
+ * directory) apart, as cwdImports, when the interpreter said its module suffixes (else watched too).
+ */
+function watchedFrom(data: unknown, cwd: string): Pick<PythonEnv, 'watched' | 'cwdImports'> {
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) return {watched: []};
+  const d = data as {path?: unknown; usersite?: unknown; suffixes?: unknown};
   const path = Array.isArray(d.path) ? d.path.filter((e): e is string => typeof e === 'string') : [];
-  const dirs = path.map((e) => (e === '' ? cwd : e)).filter((e) => e.startsWith('/'));
+  const suffixes = Array.isArray(d.suffixes) && d.suffixes.length > 0 && d.suffixes.every((e) => typeof e === 'string' && e.startsWith('.') && !e.includes('/'))
+    ? d.suffixes as string[] : undefined;
+  const cwdImports = path.includes('') && suffixes && cwd.startsWith('/') ? {dir: cwd, suffixes} : undefined;
+  const dirs = path.flatMap((e) => (e !== '' ? [e] : cwdImports ? [] : [cwd])).filter((e) => e.startsWith('/'));
   if (typeof d.usersite === 'string' && d.usersite.startsWith('/')) dirs.push(d.usersite);
-  return [...new Set(dirs)];
+  return {watched: [...new Set(dirs)], ...(cwdImports ? {cwdImports} : {})};
 }
 
-/** The package directories to look in: where torch and nvidia are, then the other site-packages, in sys.path's order. */
-export function packageDirsFrom(data: unknown): string[] {
+/**
+ * The package directories to look in: where torch and nvidia are, then the other site-packages, in
+ * sys.path's order ('' is `cwd`, the directory the interpreter ran in, when known).
+ */
+export function packageDirsFrom(data: unknown, cwd?: string): string[] {
   // A bare list is sys.path alone (what this asked before find_spec): its site-packages then.
   if (Array.isArray(data)) data = {path: data};
   if (typeof data !== 'object' || data === null) return [];
@@ -95,7 +128,7 @@ export function packageDirsFrom(data: unknown): string[] {
   const found = [...(typeof d.torch === 'string' ? [d.torch] : []), ...(Array.isArray(d.nvidia) ? d.nvidia.filter((e): e is string => typeof e === 'string') : [])];
   const site = path.filter((e) => /(site|dist)-packages\/?$/.test(e));
   const rank = (dir: string): number => {
-    const i = path.findIndex((e) => e.replace(/\/+$/, '') === dir);
+    const i = path.findIndex((e) => (e === '' ? cwd : e.replace(/\/+$/, '')) === dir);
     return i < 0 ? path.length : i;
   };
   const ordered = [...new Set(found)].sort((a, b) => rank(a) - rank(b));
