@@ -21360,6 +21360,15 @@ function describeElement(element, cwd) {
 }
 function parseSearchList(value, values, kind, root = "") {
   if (value === null || value === void 0 || value === "") return [];
+  const key = `${kind}\0${root}\0${values.origin ?? ""}\0${values.platform}\0${values.lib}\0${value}`;
+  let out = parsedLists.get(key);
+  if (out === void 0) {
+    if (parsedLists.size >= 4096) parsedLists.clear();
+    parsedLists.set(key, out = parse(value, values, kind, root));
+  }
+  return out;
+}
+function parse(value, values, kind, root) {
   const elements = value.split(kind === "env" ? /[:;]/ : ":");
   const out = [];
   const seen = /* @__PURE__ */ new Set();
@@ -21379,12 +21388,13 @@ function parseSearchList(value, values, kind, root = "") {
   }
   return out;
 }
-var TOKENS;
+var TOKENS, parsedLists;
 var init_search_path = __esm({
   "src/core/elf/search/search-path.ts"() {
     "use strict";
     init_sysroot();
     TOKENS = ["ORIGIN", "PLATFORM", "LIB"];
+    parsedLists = /* @__PURE__ */ new Map();
   }
 });
 
@@ -21929,17 +21939,17 @@ var init_header = __esm({
 // src/core/elf/read/elf/hash.ts
 function gnuHash(buf, start) {
   let h = 5381;
-  for (let i = start; i < buf.length && buf[i] !== 0; i++) h = Math.imul(h, 33) + buf[i] >>> 0;
-  return h;
+  for (let i = start; i < buf.length && buf[i] !== 0; i++) h = (h << 5) + h + buf[i] | 0;
+  return h >>> 0;
 }
 function gnuHashOf(name) {
   let h = 5381;
   for (let i = 0; i < name.length; i++) {
     const c = name.charCodeAt(i);
     if (c >= 128) return gnuHash(Buffer.from(`${name}\0`, "utf8"), 0);
-    h = Math.imul(h, 33) + c >>> 0;
+    h = (h << 5) + h + c | 0;
   }
-  return h;
+  return h >>> 0;
 }
 function countFromGnuHash(file, h, off) {
   const f = new Fields(file.read(off, 16, "GNU hash header"), h.littleEndian, h.is64);
@@ -22265,6 +22275,10 @@ function readUndefinedSymbols(file, h, t, strings, versions, relocated = null) {
   if (t.count <= 1) return { symbols: [], lookup: NO_LOOKUP };
   const table2 = new DynamicSymbols(file, h, t, strings, versions);
   const symbols = [];
+  if (h.littleEndian && h.is64 && table2.terminated) {
+    undefinedSymbolsLE64(table2, t, versions, relocated, symbols);
+    return { symbols, lookup: table2 };
+  }
   for (let i = 1; i < t.count; i++) {
     table2.validate(i);
     if (table2.shndx(i) !== 0) continue;
@@ -22273,6 +22287,47 @@ function readUndefinedSymbols(file, h, t, strings, versions, relocated = null) {
     symbols.push(s);
   }
   return { symbols, lookup: table2 };
+}
+function undefinedSymbolsLE64(table2, t, versions, relocated, out) {
+  const syms = table2.symbolBytes;
+  const names = table2.names;
+  const size = table2.strtabSize;
+  const entsize = t.entsize;
+  const count = t.count;
+  const hashedFrom = t.hashedFrom;
+  const chain2 = table2.chainBytes;
+  const versym = table2.versymBytes;
+  let known2 = new Uint8Array(0);
+  if (versym) {
+    let max = 0;
+    for (const k of versions.keys()) if (k > max) max = k;
+    known2 = new Uint8Array(max + 1);
+    for (const k of versions.keys()) known2[k] = 1;
+  }
+  for (let i = 1; i < count; i++) {
+    const b = i * entsize;
+    const nameOff = (syms[b] | syms[b + 1] << 8 | syms[b + 2] << 16 | syms[b + 3] << 24) >>> 0;
+    if (nameOff >= size) table2.validate(i);
+    const undef = syms[b + 6] === 0 && syms[b + 7] === 0;
+    const chained = chain2 !== null && i >= hashedFrom;
+    let hash = 5381;
+    if (undef || chained) {
+      for (let k = nameOff, c = names[k]; c !== 0; c = names[++k]) hash = (hash << 5) + hash + c | 0;
+    }
+    if (chained) {
+      const w = (i - hashedFrom) * 4;
+      const word = chain2[w] | chain2[w + 1] << 8 | chain2[w + 2] << 16 | chain2[w + 3] << 24;
+      if ((word ^ hash) >>> 1 !== 0) table2.validate(i);
+    }
+    if (versym) {
+      const index = (versym[i * 2] | versym[i * 2 + 1] << 8) & 32767;
+      if (index >= 2 && (index >= known2.length || known2[index] === 0)) table2.validate(i);
+    }
+    if (!undef) continue;
+    const s = table2.symbol(i, void 0, hash >>> 0);
+    if (relocated && relocated[i] === 0) s.unreferenced = true;
+    out.push(s);
+  }
 }
 var NONE, NO_LOOKUP, DynamicSymbols;
 var init_symbols = __esm({
@@ -22314,6 +22369,16 @@ var init_symbols = __esm({
       made = /* @__PURE__ */ new Map();
       answers = /* @__PURE__ */ new Map();
       names;
+      /** The raw .dynsym, .gnu.version (null: none) and GNU hash chain (null: none) bytes. */
+      get symbolBytes() {
+        return this.syms.buf;
+      }
+      get versymBytes() {
+        return this.versym?.buf ?? null;
+      }
+      get chainBytes() {
+        return this.chain?.buf ?? null;
+      }
       nameOffset(i) {
         return this.syms.u32(i * this.t.entsize);
       }
@@ -22519,14 +22584,14 @@ function readElfHeaderSync(path13) {
 function readElfSync(path13, options = {}) {
   const file = ElfFile.open(path13);
   try {
-    return parse(file, options);
+    return parse2(file, options);
   } catch (error2) {
     throw wrap(path13, error2);
   } finally {
     file.close();
   }
 }
-function parse(file, options) {
+function parse2(file, options) {
   const h = parseHeader(file);
   const phdrs = readProgramHeaders(file, h);
   checkSegmentsInFile(file, phdrs);
@@ -22567,6 +22632,7 @@ function parse(file, options) {
   const strtabAddr = value(DT.STRTAB);
   const strsz = value(DT.STRSZ) ?? 0;
   const strings = strtabAddr === void 0 ? null : new StringTable(file, toOffset(strtabAddr, strsz, "dynamic string table (DT_STRTAB)"), strsz);
+  if (options.symbols && strings) strings.loadAll();
   const str = (offset, what) => {
     if (!strings) throw new ElfError(file.path, "malformed", `${what} is present but the dynamic section has no DT_STRTAB`);
     return strings.get(offset, what);
@@ -23314,12 +23380,15 @@ function eachPiece(file, ranges, limit, margin, fn) {
     if (budget <= 0) break;
   }
 }
-function constantLibraryStrings(path13, markers) {
+function constantLibraryStrings(path13, markers, ifNamed) {
   const found = /* @__PURE__ */ new Set();
   const wanted = markers.map((m) => ({ text: m, bytes: Buffer.from(m, "latin1") }));
+  const later = (ifNamed?.markers ?? []).map((m) => ({ text: m, bytes: Buffer.from(m, "latin1") }));
   const seenMarkers = /* @__PURE__ */ new Set();
   const file = ElfFile.open(path13);
   const needle = Buffer.from(".so", "latin1");
+  const before = [];
+  let named2 = false;
   try {
     const h = parseHeader(file);
     eachPiece(file, constantRanges(file, h), LIBRARY_NAMES_SCAN_LIMIT, NAME_MAX, (buf, coreStart, coreEnd, from, start, end) => {
@@ -23333,17 +23402,36 @@ function constantLibraryStrings(path13, markers) {
         const stop = e < 0 ? buf.length : e;
         if (stop - s > NAME_MAX || at - s < 4) continue;
         const text = buf.toString("latin1", s, stop);
-        if (LIBRARY_NAME.test(text)) found.add(text);
+        if (LIBRARY_NAME.test(text)) {
+          found.add(text);
+          if (!named2 && ifNamed?.when(text)) named2 = true;
+        }
         at = stop;
       }
+      if (later.length === 0) return;
+      if (!named2) {
+        before.push([from, buf.length]);
+        return;
+      }
+      for (const m of later) {
+        if (!seenMarkers.has(m.text) && buf.indexOf(m.bytes) >= 0) seenMarkers.add(m.text);
+      }
     });
+    if (named2) {
+      for (const [from, length] of before) {
+        const unseen = later.filter((m) => !seenMarkers.has(m.text));
+        if (unseen.length === 0) break;
+        const buf = file.scan(from, length, scanBuffer(), "constant strings");
+        for (const m of unseen) if (buf.indexOf(m.bytes) >= 0) seenMarkers.add(m.text);
+      }
+    }
   } catch (error2) {
     if (error2 instanceof ElfError) throw error2;
     throw new ElfError(path13, "io", `cannot read its constant strings: ${error2.message}`);
   } finally {
     file.close();
   }
-  return { names: [...found], markers: markers.filter((m) => seenMarkers.has(m)) };
+  return { names: [...found], markers: [...markers, ...ifNamed?.markers ?? []].filter((m) => seenMarkers.has(m)) };
 }
 function constantMarkers(path13, markers) {
   if (markers.length === 0) return [];
@@ -23399,7 +23487,7 @@ var init_rodata_strings = __esm({
     init_header();
     init_sections();
     PF_W = 2;
-    CHUNK2 = 4 * 1024 * 1024;
+    CHUNK2 = 128 * 1024;
     SEGMENT_LIMIT = 64 * 1024 * 1024;
     LIBRARY_NAME = /^lib[A-Za-z0-9_+%-][A-Za-z0-9_+%.-]*\.so(?:\.\d+)*\.?$/;
     NAME_MAX = 255;
@@ -23756,12 +23844,18 @@ import { readdirSync as readdirSync2, readFileSync as readFileSync7, statfsSync,
 import { basename as basename6, dirname as dirname6, join as join6 } from "node:path";
 import { fileURLToPath } from "node:url";
 function keyHash(text) {
-  const lanes = [2166136261, 84696351, 461845907, 1799596469];
+  let a = 2166136261;
+  let b = 84696351;
+  let c = 461845907;
+  let d = 1799596469;
   for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    for (let l = 0; l < 4; l++) lanes[l] = Math.imul(lanes[l] ^ c + l, 16777619);
+    const ch = text.charCodeAt(i);
+    a = Math.imul(a ^ ch, 16777619);
+    b = Math.imul(b ^ ch + 1, 16777619);
+    c = Math.imul(c ^ ch + 2, 16777619);
+    d = Math.imul(d ^ ch + 3, 16777619);
   }
-  return lanes.map((h) => (h >>> 0).toString(16).padStart(8, "0")).join("");
+  return [a, b, c, d].map((h) => (h >>> 0).toString(16).padStart(8, "0")).join("");
 }
 function prune(dir, keep) {
   const entries2 = readdirSync2(dir).filter((n) => n.endsWith(".json")).map((n) => {
@@ -24032,7 +24126,7 @@ function buildDefinitions(info2, wanted) {
   return index;
 }
 function isDefinition(s) {
-  if (!s.defined || !DEFINABLE_TYPES.has(s.type) || !DEFINING_BINDINGS.has(s.binding)) return false;
+  if (!s.defined || (DEFINABLE_TYPES >> s.type & 1) === 0 || (DEFINING_BINDINGS >> s.binding & 1) === 0) return false;
   if (s.visibility === STV_HIDDEN || s.visibility === STV_INTERNAL) return false;
   return s.value !== 0 || s.shndx === SHN_ABS || s.type === STT_TLS;
 }
@@ -24091,9 +24185,11 @@ function defines(info2, ref, index) {
   return laterVersions === 1;
 }
 function definesVersion(info2, name) {
-  return info2.versionDefinitions.some((d) => d.name === name);
+  let names = versionNames.get(info2);
+  if (names === void 0) versionNames.set(info2, names = new Set(info2.versionDefinitions.map((d) => d.name)));
+  return names.has(name);
 }
-var STB_LOCAL2, STB_WEAK2, STV_INTERNAL, STV_HIDDEN, SHN_ABS, STT_TLS, DEFINABLE_TYPES, DEFINING_BINDINGS, definitionIndex, referenceList, versionedList;
+var STB_LOCAL2, STB_WEAK2, STV_INTERNAL, STV_HIDDEN, SHN_ABS, STT_TLS, DEFINABLE_TYPES, DEFINING_BINDINGS, definitionIndex, referenceList, versionedList, versionNames;
 var init_symbols2 = __esm({
   "src/core/elf/bind/symbols.ts"() {
     "use strict";
@@ -24103,11 +24199,12 @@ var init_symbols2 = __esm({
     STV_HIDDEN = 2;
     SHN_ABS = 65521;
     STT_TLS = 6;
-    DEFINABLE_TYPES = /* @__PURE__ */ new Set([0, 1, 2, 5, 6, 10]);
-    DEFINING_BINDINGS = /* @__PURE__ */ new Set([1, 2, 10]);
+    DEFINABLE_TYPES = 1 << 0 | 1 << 1 | 1 << 2 | 1 << 5 | 1 << 6 | 1 << 10;
+    DEFINING_BINDINGS = 1 << 1 | 1 << 2 | 1 << 10;
     definitionIndex = /* @__PURE__ */ new WeakMap();
     referenceList = /* @__PURE__ */ new WeakMap();
     versionedList = /* @__PURE__ */ new WeakMap();
+    versionNames = /* @__PURE__ */ new WeakMap();
   }
 });
 
@@ -25211,7 +25308,7 @@ var init_loader_process = __esm({
         const interp = mainInfo.interp ?? this.platform.interp;
         if (!interp) return;
         const path13 = this.platform.sysroot + interp;
-        const st = this.ctx.view.statSync(path13);
+        const st = this.ctx.view.stat(path13);
         if (!st) return;
         const file = this.ctx.view.hostPath(path13) ?? path13;
         this.pendingInterp = { path: path13, file, interp, st };
@@ -26502,7 +26599,7 @@ function reading(info2, hostPath, inode, callerName) {
   if (notes.length === 0) {
     try {
       const firstPluginMarkers = listsAnyDirectory(info2) ? PLUGIN_DIRECTORIES.map((f) => f.carries[0]) : [];
-      ({ names, markers } = constantLibraryStrings(hostPath, [...FACT_MARKERS, ...firstPluginMarkers]));
+      ({ names, markers } = constantLibraryStrings(hostPath, firstPluginMarkers, { markers: FACT_MARKERS, when: isCudaStackName }));
     } catch {
     }
   }
@@ -26730,6 +26827,7 @@ var init_release_checks = __esm({
 // src/core/elf/runtime/runtime-loads.ts
 import { basename as basename10, dirname as dirname9, join as join10 } from "node:path";
 function loadsOf(p, caller) {
+  if (!importsDlopen(caller.info)) return [];
   const sonames = p.scope.map((o) => o.info.soname);
   const env = p.ctx.runtimeEnv ?? {};
   const host = p.ctx.view.hostPath(caller.path) ?? caller.path;
@@ -26771,13 +26869,16 @@ function plugin(role, path13, directory, from, cuda) {
   };
 }
 function declaredLoads(p) {
-  const out = [];
+  let out = declared2.get(p);
+  if (out && out.startup === p.startupScopeLength) return out.loads;
+  const loads = [];
   for (const caller of p.scope.slice(0, p.startupScopeLength)) {
     if (caller.role === "interp") continue;
-    const loads = loadsOf(p, caller);
-    if (loads.length > 0) out.push({ caller, loads });
+    const theirs = loadsOf(p, caller);
+    if (theirs.length > 0) loads.push({ caller, loads: theirs });
   }
-  return out;
+  declared2.set(p, out = { startup: p.startupScopeLength, loads });
+  return loads;
 }
 function runtimeLoads(p, fresh, memo) {
   const loads = [];
@@ -26803,14 +26904,14 @@ function runtimeLoads(p, fresh, memo) {
   sayOnce(loads);
   return loads;
 }
-function modelLoad(fresh, caller, name, declared2, memo) {
+function modelLoad(fresh, caller, name, declared3, memo) {
   const q = fresh();
   const twin = q.scope.find((o) => o.inode === caller.inode && o.role !== "interp");
   if (!twin || q.mainStop) return null;
   const startup = new Set(q.scope.slice(0, q.startupScopeLength));
   const before = new Set(q.objects);
   const edge = q.loadAtRunTime(twin, name);
-  const role = noDriverRole(declared2, name, edge, q.platform.sysroot);
+  const role = noDriverRole(declared3, name, edge, q.platform.sysroot);
   const findings = findProblems(q, memo).filter((f) => f.edge === edge || !startup.has(f.object));
   const brought = edge.object ? q.objects.filter((o) => o !== edge.object && !before.has(o) && o.info.soname === "libcuda.so.1") : [];
   const checks = edge.object ? [...releaseChecks(q, twin, edge.object), ...brought.flatMap((o) => libcudaChecks(q, o))] : [];
@@ -26837,7 +26938,7 @@ function noDriverRole(role, name, edge, sysroot) {
 function describeLoad(load) {
   return `${basename10(load.caller.path)} dlopens ${load.name} ${load.role.when}`;
 }
-var IMPACT_RANK;
+var declared2, IMPACT_RANK;
 var init_runtime_loads = __esm({
   "src/core/elf/runtime/runtime-loads.ts"() {
     "use strict";
@@ -26846,6 +26947,7 @@ var init_runtime_loads = __esm({
     init_families();
     init_callers();
     init_release_checks();
+    declared2 = /* @__PURE__ */ new WeakMap();
     IMPACT_RANK = { library: 2, feature: 1, optional: 0 };
   }
 });
@@ -27095,8 +27197,8 @@ function startOf(ctx, platform2, target, exe) {
   q.run(exe);
   return q;
 }
-function addRuntimeEdges(objects, loads, declared2) {
-  for (const { caller, loads: theirs } of declared2) {
+function addRuntimeEdges(objects, loads, declared3) {
+  for (const { caller, loads: theirs } of declared3) {
     const object = objects.find((o) => o.path === caller.path);
     if (!object) continue;
     object.runtimeLoads = theirs.map((l) => ({ soname: l.names, ...l.feature ? { feature: l.feature } : {}, description: l.description, priority: l.priority, source: l.source, ...l.template ? { template: true } : {}, ...l.plugin ? { plugin: l.plugin } : {} }));
@@ -30553,7 +30655,7 @@ var require_parse2 = __commonJS({
   "node_modules/semver/functions/parse.js"(exports2, module) {
     "use strict";
     var SemVer = require_semver();
-    var parse3 = (version3, options, throwErrors = false) => {
+    var parse4 = (version3, options, throwErrors = false) => {
       if (version3 instanceof SemVer) {
         return version3;
       }
@@ -30566,7 +30668,7 @@ var require_parse2 = __commonJS({
         throw er;
       }
     };
-    module.exports = parse3;
+    module.exports = parse4;
   }
 });
 
@@ -30574,9 +30676,9 @@ var require_parse2 = __commonJS({
 var require_valid = __commonJS({
   "node_modules/semver/functions/valid.js"(exports2, module) {
     "use strict";
-    var parse3 = require_parse2();
+    var parse4 = require_parse2();
     var valid = (version3, options) => {
-      const v = parse3(version3, options);
+      const v = parse4(version3, options);
       return v ? v.version : null;
     };
     module.exports = valid;
@@ -30587,9 +30689,9 @@ var require_valid = __commonJS({
 var require_clean = __commonJS({
   "node_modules/semver/functions/clean.js"(exports2, module) {
     "use strict";
-    var parse3 = require_parse2();
+    var parse4 = require_parse2();
     var clean2 = (version3, options) => {
-      const s = parse3(version3.trim().replace(/^[=v]+/, ""), options);
+      const s = parse4(version3.trim().replace(/^[=v]+/, ""), options);
       return s ? s.version : null;
     };
     module.exports = clean2;
@@ -30624,10 +30726,10 @@ var require_inc = __commonJS({
 var require_diff = __commonJS({
   "node_modules/semver/functions/diff.js"(exports2, module) {
     "use strict";
-    var parse3 = require_parse2();
+    var parse4 = require_parse2();
     var diff = (version1, version22) => {
-      const v1 = parse3(version1, null, true);
-      const v2 = parse3(version22, null, true);
+      const v1 = parse4(version1, null, true);
+      const v2 = parse4(version22, null, true);
       const comparison = v1.compare(v2);
       if (comparison === 0) {
         return null;
@@ -30698,9 +30800,9 @@ var require_patch = __commonJS({
 var require_prerelease = __commonJS({
   "node_modules/semver/functions/prerelease.js"(exports2, module) {
     "use strict";
-    var parse3 = require_parse2();
+    var parse4 = require_parse2();
     var prerelease = (version3, options) => {
-      const parsed = parse3(version3, options);
+      const parsed = parse4(version3, options);
       return parsed && parsed.prerelease.length ? parsed.prerelease : null;
     };
     module.exports = prerelease;
@@ -30886,7 +30988,7 @@ var require_coerce = __commonJS({
   "node_modules/semver/functions/coerce.js"(exports2, module) {
     "use strict";
     var SemVer = require_semver();
-    var parse3 = require_parse2();
+    var parse4 = require_parse2();
     var { safeRe: re, t } = require_re();
     var coerce = (version3, options) => {
       if (version3 instanceof SemVer) {
@@ -30921,7 +31023,7 @@ var require_coerce = __commonJS({
       const patch = match3[4] || "0";
       const prerelease = options.includePrerelease && match3[5] ? `-${match3[5]}` : "";
       const build = options.includePrerelease && match3[6] ? `+${match3[6]}` : "";
-      return parse3(`${major}.${minor}.${patch}${prerelease}${build}`, options);
+      return parse4(`${major}.${minor}.${patch}${prerelease}${build}`, options);
     };
     module.exports = coerce;
   }
@@ -30931,7 +31033,7 @@ var require_coerce = __commonJS({
 var require_truncate = __commonJS({
   "node_modules/semver/functions/truncate.js"(exports2, module) {
     "use strict";
-    var parse3 = require_parse2();
+    var parse4 = require_parse2();
     var constants11 = require_constants6();
     var SemVer = require_semver();
     var truncate2 = (version3, truncation, options) => {
@@ -30943,7 +31045,7 @@ var require_truncate = __commonJS({
     };
     var cloneInputVersion = (version3, options) => {
       const versionStringToParse = version3 instanceof SemVer ? version3.version : version3;
-      return parse3(versionStringToParse, options);
+      return parse4(versionStringToParse, options);
     };
     var doTruncation = (version3, truncation) => {
       if (isPrerelease(truncation)) {
@@ -32178,7 +32280,7 @@ var require_semver2 = __commonJS({
     var constants11 = require_constants6();
     var SemVer = require_semver();
     var identifiers = require_identifiers();
-    var parse3 = require_parse2();
+    var parse4 = require_parse2();
     var valid = require_valid();
     var clean2 = require_clean();
     var inc = require_inc();
@@ -32217,7 +32319,7 @@ var require_semver2 = __commonJS({
     var simplifyRange = require_simplify();
     var subset = require_subset();
     module.exports = {
-      parse: parse3,
+      parse: parse4,
       valid,
       clean: clean2,
       inc,
@@ -34218,7 +34320,7 @@ var require_ms = __commonJS({
       options = options || {};
       var type = typeof val;
       if (type === "string" && val.length > 0) {
-        return parse3(val);
+        return parse4(val);
       } else if (type === "number" && isFinite(val)) {
         return options.long ? fmtLong(val) : fmtShort(val);
       }
@@ -34226,7 +34328,7 @@ var require_ms = __commonJS({
         "val is not a non-empty string or a valid number. val=" + JSON.stringify(val)
       );
     };
-    function parse3(str) {
+    function parse4(str) {
       str = String(str);
       if (str.length > 100) {
         return;
@@ -38519,7 +38621,7 @@ function shouldDeserializeResponse(parsedResponse) {
   return result;
 }
 async function deserializeResponseBody(jsonContentTypes, xmlContentTypes, response, options, parseXML2) {
-  const parsedResponse = await parse2(jsonContentTypes, xmlContentTypes, response, options, parseXML2);
+  const parsedResponse = await parse3(jsonContentTypes, xmlContentTypes, response, options, parseXML2);
   if (!shouldDeserializeResponse(parsedResponse)) {
     return parsedResponse;
   }
@@ -38620,7 +38722,7 @@ function handleErrorResponse(parsedResponse, operationSpec, responseSpec, option
   }
   return { error: error2, shouldReturnResponse: false };
 }
-async function parse2(jsonContentTypes, xmlContentTypes, operationResponse, opts, parseXML2) {
+async function parse3(jsonContentTypes, xmlContentTypes, operationResponse, opts, parseXML2) {
   if (!operationResponse.request.streamResponseStatusCodes?.has(operationResponse.status) && operationResponse.bodyAsText) {
     const text = operationResponse.bodyAsText;
     const contentType2 = operationResponse.headers.get("Content-Type") || "";
