@@ -82,15 +82,25 @@ export function importStamp(dir: string, suffixes: string[]): string {
   return parts.join(' ');
 }
 
+/**
+ * The entry's key: the interpreter by its real path and identity, the working directory and the
+ * variables. Whether it is an ELF binary (a script chooses the real interpreter itself, so its
+ * answer is never kept) is asked only before an entry is written: an entry of the same identity
+ * was an ELF binary when it was written, and is one still (one stat, no read, on a hit).
+ */
 function keyFor(python: string, env: NodeJS.ProcessEnv, cwd: string): {key: string; real: string} | undefined {
   let real: string;
+  let id: string;
+  let size: number;
   try {
     real = realpathSync(python);
+    const st = statSync(real);
+    id = `${st.dev}:${st.ino}:${st.mtimeMs}:${st.ctimeMs}`;
+    size = st.size;
   } catch {
     return undefined;
   }
-  if (!startsWith(real, '\x7fELF')) return undefined;
-  return {key: JSON.stringify({python, real, id: stamp(real), size: statSync(real).size, cwd, vars: VARS.map((v) => env[v] ?? null)}), real};
+  return {key: JSON.stringify({python, real, id, size, cwd, vars: VARS.map((v) => env[v] ?? null)}), real};
 }
 
 /** Is `path` the binary at `real` (the key's interpreter, whose identity the key holds)? */
@@ -148,6 +158,7 @@ export function inspectPythonCached(options: {env?: NodeJS.ProcessEnv; python?: 
     save(file, entries);
     return {...hit.result, program: hit.program[1]};
   }
+  if (!startsWith(real, '\x7fELF')) return inspectPython(options);
   // In the working directory the answer is keyed by (inspectPython's default too, said here).
   const result: CachedPythonEnv = inspectPython({...options, python, cwd});
   // An interpreter that did not answer is asked again next time.
