@@ -289,7 +289,11 @@ async function streamOnce(job: ArchiveJob, cacheFile: string, fromCache: boolean
       });
     }
     if (cause instanceof ArchiveRefused) {
-      rmSync(partFile, {force: true}); // a hostile archive is worth nothing, even half of it
+      // A hostile archive is worth nothing, even half of it; nor whole: a small one (an xz bomb
+      // of 300 KB) is often downloaded, verified and moved into the cache before the extraction
+      // meets the entry that is refused (the CI machine under load did), or came from the cache.
+      rmSync(partFile, {force: true});
+      rmSync(cacheFile, {force: true});
       throw new CudaenvError(`${component}: the archive ${url} is unsafe: ${cause.message}`, {
         hint: 'Nothing was installed. The mirror serves a tampered or broken archive; use another mirror.', code: 'archive-refused',
       });

@@ -1,9 +1,10 @@
 import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {execFileSync, spawnSync} from 'node:child_process';
-import {randomBytes} from 'node:crypto';
+import {createHash, randomBytes} from 'node:crypto';
 import {existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, statSync, symlinkSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {pathToFileURL} from 'node:url';
+import {cacheFileName} from '../../../src/core/remote/archive.js';
 import {installRelease, type InstallRequest} from '../../../src/core/remote/install.js';
 import {parseMirror} from '../../../src/core/remote/mirror.js';
 import {pathsFor, type StorePaths} from '../../../src/core/store/paths.js';
@@ -424,6 +425,25 @@ describe('install from a loopback mirror', () => {
     expect(listVersions(paths)).toEqual([]);
     expect(readdirSync(paths.tmp)).toEqual([]);
     expect(readdirSync(paths.cache)).toEqual([]); // a hostile archive is not kept, not even as a .part
+  });
+
+  test('an xz bomb already whole in the download cache (as a slow extraction leaves it: downloaded and verified before the refused entry) is refused and removed', async () => {
+    const paths = store();
+    const rel = archiveRelPath({name: 'cuda_cudart', version: '92.0.1'});
+    const bytes = readFileSync(join(root, rel));
+    const sha256 = createHash('sha256').update(bytes).digest('hex');
+    mkdirSync(paths.cache, {recursive: true});
+    const cached = join(paths.cache, cacheFileName({sha256, relativePath: rel, size: bytes.length}));
+    writeFileSync(cached, bytes);
+    const start = server.log.length;
+    const err = await installRelease(req(paths, '92.0.1', {profile: 'minimal'})).catch((e: Error) => e);
+    expect(err).toMatchObject({code: 'archive-refused'});
+    // Taken from the cache (not asked for again), refused, and not kept for the next install.
+    expect(server.log.slice(start).filter((l) => l.path === rel)).toEqual([]);
+    expect(existsSync(cached)).toBe(false);
+    expect(readdirSync(paths.cache)).toEqual([]);
+    expect(listVersions(paths)).toEqual([]);
+    expect(readdirSync(paths.tmp)).toEqual([]);
   });
 
   test('files that add up past the limit are refused at the one that crosses it; the files before it are removed with the stage', async () => {
