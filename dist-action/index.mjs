@@ -81443,6 +81443,7 @@ async function streamOnce(job, cacheFile, fromCache) {
     }
     if (cause instanceof ArchiveRefused) {
       rmSync6(partFile, { force: true });
+      rmSync6(cacheFile, { force: true });
       throw new CudaenvError(`${component}: the archive ${url2} is unsafe: ${cause.message}`, {
         hint: "Nothing was installed. The mirror serves a tampered or broken archive; use another mirror.",
         code: "archive-refused"
