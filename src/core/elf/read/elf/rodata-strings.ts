@@ -73,6 +73,43 @@ export function constantStrings(path: string, pattern: RegExp): string[] {
   return [...found];
 }
 
+/** How far constantStringsContaining reads around a needle for its string: constantStrings' overlap. */
+const STRING_REACH = 4096;
+
+/**
+ * The whole NUL-terminated constant strings (of at most STRING_REACH bytes on each side of the
+ * needle) that contain any of `needles`, each once, in file order: constantStrings for a test a regular
+ * expression need not run over every byte of (a driver's 28 MB of .rodata cost 0.15-0.6 s so),
+ * since the needles are found with Buffer.indexOf and only the strings around them decoded.
+ */
+export function constantStringsContaining(path: string, needles: readonly string[]): string[] {
+  const wanted = needles.map((n) => Buffer.from(n, 'latin1'));
+  const found = new Map<string, number>();
+  const file = ElfFile.open(path);
+  try {
+    const h = parseHeader(file);
+    eachPiece(file, constantRanges(file, h), LIBRARY_NAMES_SCAN_LIMIT, STRING_REACH, (buf, coreStart, coreEnd, from, start, end) => {
+      for (const needle of wanted) {
+        for (let at = buf.indexOf(needle, coreStart); at >= 0 && at < coreEnd; at = buf.indexOf(needle, at + 1)) {
+          const s = buf.lastIndexOf(0, at) + 1;
+          const e = buf.indexOf(0, at + needle.length);
+          // Cut by the margin (no NUL within reach): longer than this reads.
+          if ((s === 0 && from > start) || (e < 0 && from + buf.length < end)) continue;
+          const stop = e < 0 ? buf.length : e;
+          const text = buf.toString('latin1', s, stop);
+          if (!found.has(text)) found.set(text, from + s);
+        }
+      }
+    });
+  } catch (error) {
+    if (error instanceof ElfError) throw error;
+    throw new ElfError(path, 'io', `cannot read its constant strings: ${(error as Error).message}`);
+  } finally {
+    file.close();
+  }
+  return [...found].sort((a, b) => a[1] - b[1]).map(([text]) => text);
+}
+
 /** A library name, whole: "libcuda.so.1", "libnvrtc.so." (completed at run time), "libnccl-net-%s.so" (a template). */
 const LIBRARY_NAME = /^lib[A-Za-z0-9_+%-][A-Za-z0-9_+%.-]*\.so(?:\.\d+)*\.?$/;
 /** The longest string taken for a library name; longer ones are text that mentions one. */

@@ -1,10 +1,10 @@
 import {afterAll, beforeAll, expect, test} from '@jest/globals';
-import {readFileSync} from 'node:fs';
+import {existsSync, readFileSync} from 'node:fs';
 import {join} from 'node:path';
-import {constantLibraryStrings, constantMarkers} from '../../../../../src/core/elf/read/elf/rodata-strings.js';
+import {constantLibraryStrings, constantMarkers, constantStrings, constantStringsContaining} from '../../../../../src/core/elf/read/elf/rodata-strings.js';
 import {makeTempDir, type TempDir} from '../../../../helpers/tmp.js';
-import {describeIf} from '../../../../helpers/skip.js';
-import {NEEDS} from '../../../../helpers/capabilities.js';
+import {describeIf, testIf} from '../../../../helpers/skip.js';
+import {DOWNLOADED, NEEDS} from '../../../../helpers/capabilities.js';
 import {buildLib, HAVE_GCC} from '../../fixtures.js';
 
 /**
@@ -60,4 +60,17 @@ describeIf(HAVE_GCC, NEEDS.tool('gcc'))('constantLibraryStrings: markers that co
       expect(constantLibraryStrings(lib, [MARKER])).toEqual({names: ['libwanted.so.1'], markers: [MARKER]});
     }
   });
+});
+
+// The driver's real libcuda (Debian's libcuda1 550, test/fixtures/fetch-cuda-libs.sh): its release is read from the
+// strings around two needles (read/machine/nvidia-driver.ts), which must be every string a regular expression over
+// all of its constant strings finds, in the same order.
+const LIBCUDA = join(DOWNLOADED, 'trixie-driver', 'usr', 'lib', 'x86_64-linux-gnu', 'nvidia', 'current', 'libcuda.so.550.163.01');
+testIf(existsSync(LIBCUDA), NEEDS.realCudaLibs)('constantStringsContaining finds in the real libcuda 550 the strings a regular expression over all of them finds', () => {
+  const needles = ['nvidia-application-profiles-', '. Copyright'];
+  const all = constantStrings(LIBCUDA, /[^\0]*(?:nvidia-application-profiles-|\. Copyright)[^\0]*/);
+  const found = constantStringsContaining(LIBCUDA, needles);
+  expect(found).toEqual(all);
+  expect(found.some((s) => s.includes('nvidia-application-profiles-550.163.01-rc'))).toBe(true);
+  expect(found.some((s) => s.includes('Version 550.163.01. Copyright'))).toBe(true);
 });
