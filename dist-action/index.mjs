@@ -23362,6 +23362,32 @@ function constantStrings(path13, pattern) {
   }
   return [...found];
 }
+function constantStringsContaining(path13, needles) {
+  const wanted = needles.map((n) => Buffer.from(n, "latin1"));
+  const found = /* @__PURE__ */ new Map();
+  const file = ElfFile.open(path13);
+  try {
+    const h = parseHeader(file);
+    eachPiece(file, constantRanges(file, h), LIBRARY_NAMES_SCAN_LIMIT, STRING_REACH, (buf, coreStart, coreEnd, from, start, end) => {
+      for (const needle of wanted) {
+        for (let at = buf.indexOf(needle, coreStart); at >= 0 && at < coreEnd; at = buf.indexOf(needle, at + 1)) {
+          const s = buf.lastIndexOf(0, at) + 1;
+          const e = buf.indexOf(0, at + needle.length);
+          if (s === 0 && from > start || e < 0 && from + buf.length < end) continue;
+          const stop = e < 0 ? buf.length : e;
+          const text = buf.toString("latin1", s, stop);
+          if (!found.has(text)) found.set(text, from + s);
+        }
+      }
+    });
+  } catch (error2) {
+    if (error2 instanceof ElfError) throw error2;
+    throw new ElfError(path13, "io", `cannot read its constant strings: ${error2.message}`);
+  } finally {
+    file.close();
+  }
+  return [...found].sort((a, b) => a[1] - b[1]).map(([text]) => text);
+}
 function scanBuffer() {
   scratch ??= Buffer.allocUnsafeSlow(CHUNK2 + 8192);
   return scratch;
@@ -23478,7 +23504,7 @@ function codeContains(path13, bytes) {
     file.close();
   }
 }
-var PF_W, CHUNK2, SEGMENT_LIMIT, LIBRARY_NAME, NAME_MAX, LIBRARY_NAMES_SCAN_LIMIT, scratch, CODE_SCAN_LIMIT;
+var PF_W, CHUNK2, SEGMENT_LIMIT, STRING_REACH, LIBRARY_NAME, NAME_MAX, LIBRARY_NAMES_SCAN_LIMIT, scratch, CODE_SCAN_LIMIT;
 var init_rodata_strings = __esm({
   "src/core/elf/read/elf/rodata-strings.ts"() {
     "use strict";
@@ -23489,6 +23515,7 @@ var init_rodata_strings = __esm({
     PF_W = 2;
     CHUNK2 = 128 * 1024;
     SEGMENT_LIMIT = 64 * 1024 * 1024;
+    STRING_REACH = 4096;
     LIBRARY_NAME = /^lib[A-Za-z0-9_+%-][A-Za-z0-9_+%.-]*\.so(?:\.\d+)*\.?$/;
     NAME_MAX = 255;
     LIBRARY_NAMES_SCAN_LIMIT = 128 * 1024 * 1024;
@@ -23524,7 +23551,7 @@ function libcudaContentsVersion(path13, key) {
   if (version3 === void 0) {
     version3 = null;
     try {
-      for (const s of constantStrings(path13, /[^\0]*(?:nvidia-application-profiles-\d+\.\d+(?:\.\d+)?-rc|Version \d+\.\d+(?:\.\d+)?\. Copyright)[^\0]*/)) {
+      for (const s of constantStringsContaining(path13, ["nvidia-application-profiles-", ". Copyright"])) {
         const m = /nvidia-application-profiles-(\d+\.\d+(?:\.\d+)?)-rc/.exec(s) ?? /Version (\d+\.\d+(?:\.\d+)?)\. Copyright/.exec(s);
         if (m && isDriverVersion(m[1])) {
           version3 = m[1];
