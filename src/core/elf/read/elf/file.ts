@@ -89,19 +89,7 @@ export class ElfFile {
   scan(off: number, len: number, into: Buffer, what: string): Buffer {
     this.check(off, len, what);
     if (len > into.length) throw new RangeError(`scan of ${len} bytes into a buffer of ${into.length}`);
-    let done = 0;
-    try {
-      while (done < len) {
-        const bytesRead = readSync(this.fd, into, done, len - done, off + done);
-        if (bytesRead === 0) break;
-        done += bytesRead;
-      }
-    } catch (error) {
-      throw ioError(this.path, error);
-    }
-    stats.reads++;
-    stats.bytes += done;
-    if (done < len) throw new ElfError(this.path, 'truncated', `could read only ${done} of ${len} bytes at offset ${off}`);
+    this.readInto(into, off, len);
     return into.subarray(0, len);
   }
 
@@ -133,6 +121,12 @@ export class ElfFile {
     // Never from the shared pool: tables are kept as long as the parsed file is cached, and a
     // pool slice would keep its whole 8 KB slab alive with it.
     const buf = Buffer.allocUnsafeSlow(len);
+    this.readInto(buf, off, len);
+    return buf;
+  }
+
+  /** `len` bytes at `off` into the start of `buf`, all of them or an error. */
+  private readInto(buf: Buffer, off: number, len: number): void {
     let done = 0;
     try {
       while (done < len) {
@@ -147,7 +141,6 @@ export class ElfFile {
     stats.bytes += done;
     // The file shrank under us (or a special file lied about its size).
     if (done < len) throw new ElfError(this.path, 'truncated', `could read only ${done} of ${len} bytes at offset ${off}`);
-    return buf;
   }
 }
 

@@ -73,6 +73,18 @@ export function constantStrings(path: string, pattern: RegExp): string[] {
   return [...found];
 }
 
+/**
+ * The NUL-terminated string of a piece (`buf`, read at file offset `from` of a range [start, end))
+ * that holds byte `at`, as [first, past-the-end] in `buf`; null when the piece's margin cuts it
+ * (no NUL within reach on a side where the range goes on): the neighbouring piece has it whole.
+ */
+function stringAround(buf: Buffer, at: number, from: number, start: number, end: number): [number, number] | null {
+  const s = buf.lastIndexOf(0, at) + 1;
+  const e = buf.indexOf(0, at);
+  if ((s === 0 && from > start) || (e < 0 && from + buf.length < end)) return null;
+  return [s, e < 0 ? buf.length : e];
+}
+
 /** How far constantStringsContaining reads around a needle for its string: constantStrings' overlap. */
 const STRING_REACH = 4096;
 
@@ -91,13 +103,10 @@ export function constantStringsContaining(path: string, needles: readonly string
     eachPiece(file, constantRanges(file, h), LIBRARY_NAMES_SCAN_LIMIT, STRING_REACH, (buf, coreStart, coreEnd, from, start, end) => {
       for (const needle of wanted) {
         for (let at = buf.indexOf(needle, coreStart); at >= 0 && at < coreEnd; at = buf.indexOf(needle, at + 1)) {
-          const s = buf.lastIndexOf(0, at) + 1;
-          const e = buf.indexOf(0, at + needle.length);
-          // Cut by the margin (no NUL within reach): longer than this reads.
-          if ((s === 0 && from > start) || (e < 0 && from + buf.length < end)) continue;
-          const stop = e < 0 ? buf.length : e;
-          const text = buf.toString('latin1', s, stop);
-          if (!found.has(text)) found.set(text, from + s);
+          const span = stringAround(buf, at, from, start, end);
+          if (!span) continue;
+          const text = buf.toString('latin1', span[0], span[1]);
+          if (!found.has(text)) found.set(text, from + span[0]);
         }
       }
     });
@@ -183,11 +192,9 @@ export function constantLibraryStrings(
         if (!seenMarkers.has(m.text) && buf.indexOf(m.bytes) >= 0) seenMarkers.add(m.text);
       }
       for (let at = buf.indexOf(needle, coreStart); at >= 0 && at < coreEnd; at = buf.indexOf(needle, at + 1)) {
-        const s = buf.lastIndexOf(0, at) + 1;
-        const e = buf.indexOf(0, at);
-        // Cut by the margin (no NUL within reach): not a name this short.
-        if ((s === 0 && from > start) || (e < 0 && from + buf.length < end)) continue;
-        const stop = e < 0 ? buf.length : e;
+        const span = stringAround(buf, at, from, start, end);
+        if (!span) continue;
+        const [s, stop] = span;
         if (stop - s > NAME_MAX || at - s < 4) continue;
         const text = buf.toString('latin1', s, stop);
         if (LIBRARY_NAME.test(text)) {
