@@ -15,7 +15,8 @@ import {declaredLoads, runtimeLoads, type RuntimeLoad} from './runtime/runtime-l
 import {cachedElf, FileView} from './cache/file-cache.js';
 import type {LoaderPlatform} from './read/machine/platform.js';
 import {LoaderProcess, type LoadedObject, type LoaderContext} from './search/loader-process.js';
-import {readListedSync, type ListedFile, type TargetFile} from './search/check-targets.js';
+import {readListedSync, type TargetFile} from './search/check-targets.js';
+import type {ListedFile} from './search/list-targets.js';
 import type {InputRecorder} from './cache/inputs.js';
 import {inImage, isInside, normalRoot} from './read/machine/sysroot.js';
 

@@ -7,9 +7,6 @@ import {DF_1_PIE} from './loader-process.js';
 import type {ElfInfo} from '../read/elf/types.js';
 import {DAMAGED, DEBUG_INFO, EMPTY, listTargets, type ListedFile} from './list-targets.js';
 
-export {DAMAGED, DEBUG_INFO, EMPTY, listTargets, type ListedFile} from './list-targets.js';
-export {dynamicProgram} from './dynamic-program.js';
-
 /**
  * Which files a check covers: named shared objects, and every ELF shared object in named
  * directories. Anything else found in a directory (linker scripts such as libc.so, static
