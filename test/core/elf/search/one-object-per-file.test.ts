@@ -1,10 +1,10 @@
 import {afterAll, beforeAll, expect} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
-import {mkdirSync, realpathSync, symlinkSync, utimesSync} from 'node:fs';
+import {mkdirSync, readdirSync, realpathSync, statSync, symlinkSync} from 'node:fs';
 import {join} from 'node:path';
 import {checkLibraries} from '../../../../src/core/elf/index.js';
 import {formatProblems} from '../../../../src/core/elf/explain/format-report.js';
-import {readStats} from '../../../../src/core/elf/read/elf/file.js';
+import {SETTLE_MS} from '../../../../src/core/elf/cache/verdict-cache.js';
 import {makeTempDir, type TempDir} from '../../../helpers/tmp.js';
 import {testIf} from '../../../helpers/skip.js';
 import {buildLib, HAVE_GCC, HAVE_PYTHON} from '../fixtures.js';
@@ -58,16 +58,22 @@ t('named by usr/lib and reached through lib/: one object, under the name given, 
 });
 
 t('answered from the verdict cache, the same one object per file: the identities the cache found unchanged key them', async () => {
-  // Older than the cache's settling time, so that the first check is kept.
-  const past = new Date(Date.now() - 3_600_000);
-  for (const p of [join(usrlib, 'libgood.so.1'), join(usrlib, 'libuser.so.1'), usrlib, join(usrlib, '..'), join(usrlib, '..', '..')]) utimesSync(p, past, past);
-  const options = {targets: [join(usrlib, 'libgood.so.1'), join(usrlib, 'libuser.so.1')], ldLibraryPath: '', cacheDir: join(tmp.dir, 'cache')};
+  // Results resting on files younger than SETTLE_MS are not kept (the ctime counts: utimes cannot age a file).
+  await new Promise((resolve) => setTimeout(resolve, SETTLE_MS + 200));
+  const cacheDir = join(tmp.dir, 'cache');
+  const options = {targets: [join(usrlib, 'libgood.so.1'), join(usrlib, 'libuser.so.1')], ldLibraryPath: '', cacheDir};
   const first = await checkLibraries(options);
-  const before = readStats().bytes;
+  const files = () => readdirSync(cacheDir).filter((n) => n.endsWith('.json')).map((n) => {
+    const st = statSync(join(cacheDir, n));
+    return `${n}:${st.ino}:${st.mtimeMs}`;
+  });
+  const kept = files();
+  expect(kept).toHaveLength(1);
   const cached = await checkLibraries(options);
-  // Nothing was read: every file was answered from the cache.
-  expect(readStats().bytes).toBe(before);
+  // Every file was answered from the cache: it had nothing new to write.
+  expect(files()).toEqual(kept);
   expect(cached).toEqual(first);
+  // libuser's process reached libgood through lib/: one object, under the name given.
   expect(cached.objects.map((o) => o.path).filter((p) => /lib(good|user)\.so\.1$/.test(p)).sort()).toEqual([join(usrlib, 'libgood.so.1'), join(usrlib, 'libuser.so.1')]);
   expect(cached.objects.find((o) => o.path === join(usrlib, 'libuser.so.1'))!.needed.find((e) => e.name === 'libgood.so.1')!.path).toBe(join(usrlib, 'libgood.so.1'));
-});
+}, 30_000);
