@@ -1,4 +1,4 @@
-import {existsSync, realpathSync, statSync} from 'node:fs';
+import {existsSync, realpathSync, statSync, type Stats} from 'node:fs';
 import {startsWith} from '../fs-kind.js';
 import {join} from 'node:path';
 import {readFileSafely, writeFileSafely} from '../safe-fs/index.js';
@@ -38,10 +38,13 @@ interface Entry {
 /** inspectPythonCached's answer: with `program` when options.program was given and its verdict on `executable` is known. */
 export type CachedPythonEnv = PythonEnv & {program?: string | null};
 
+function stampOf(st: Stats): string {
+  return `${st.dev}:${st.ino}:${st.mtimeMs}:${st.ctimeMs}`;
+}
+
 function stamp(path: string): string {
   try {
-    const st = statSync(path);
-    return `${st.dev}:${st.ino}:${st.mtimeMs}:${st.ctimeMs}`;
+    return stampOf(statSync(path));
   } catch {
     return '-';
   }
@@ -95,7 +98,7 @@ function keyFor(python: string, env: NodeJS.ProcessEnv, cwd: string): {key: stri
   try {
     real = realpathSync(python);
     const st = statSync(real);
-    id = `${st.dev}:${st.ino}:${st.mtimeMs}:${st.ctimeMs}`;
+    id = stampOf(st);
     size = st.size;
   } catch {
     return undefined;
