@@ -21770,19 +21770,7 @@ var init_file = __esm({
       scan(off, len, into, what) {
         this.check(off, len, what);
         if (len > into.length) throw new RangeError(`scan of ${len} bytes into a buffer of ${into.length}`);
-        let done = 0;
-        try {
-          while (done < len) {
-            const bytesRead = readSync2(this.fd, into, done, len - done, off + done);
-            if (bytesRead === 0) break;
-            done += bytesRead;
-          }
-        } catch (error2) {
-          throw ioError(this.path, error2);
-        }
-        stats.reads++;
-        stats.bytes += done;
-        if (done < len) throw new ElfError(this.path, "truncated", `could read only ${done} of ${len} bytes at offset ${off}`);
+        this.readInto(into, off, len);
         return into.subarray(0, len);
       }
       /** Throws unless [off, off+len) lies inside the file. */
@@ -21812,6 +21800,11 @@ var init_file = __esm({
       }
       readDirect(off, len) {
         const buf = Buffer.allocUnsafeSlow(len);
+        this.readInto(buf, off, len);
+        return buf;
+      }
+      /** `len` bytes at `off` into the start of `buf`, all of them or an error. */
+      readInto(buf, off, len) {
         let done = 0;
         try {
           while (done < len) {
@@ -21825,7 +21818,6 @@ var init_file = __esm({
         stats.reads++;
         stats.bytes += done;
         if (done < len) throw new ElfError(this.path, "truncated", `could read only ${done} of ${len} bytes at offset ${off}`);
-        return buf;
       }
     };
   }
@@ -23362,6 +23354,12 @@ function constantStrings(path13, pattern) {
   }
   return [...found];
 }
+function stringAround(buf, at, from, start, end) {
+  const s = buf.lastIndexOf(0, at) + 1;
+  const e = buf.indexOf(0, at);
+  if (s === 0 && from > start || e < 0 && from + buf.length < end) return null;
+  return [s, e < 0 ? buf.length : e];
+}
 function constantStringsContaining(path13, needles) {
   const wanted = needles.map((n) => Buffer.from(n, "latin1"));
   const found = /* @__PURE__ */ new Map();
@@ -23371,12 +23369,10 @@ function constantStringsContaining(path13, needles) {
     eachPiece(file, constantRanges(file, h), LIBRARY_NAMES_SCAN_LIMIT, STRING_REACH, (buf, coreStart, coreEnd, from, start, end) => {
       for (const needle of wanted) {
         for (let at = buf.indexOf(needle, coreStart); at >= 0 && at < coreEnd; at = buf.indexOf(needle, at + 1)) {
-          const s = buf.lastIndexOf(0, at) + 1;
-          const e = buf.indexOf(0, at + needle.length);
-          if (s === 0 && from > start || e < 0 && from + buf.length < end) continue;
-          const stop = e < 0 ? buf.length : e;
-          const text = buf.toString("latin1", s, stop);
-          if (!found.has(text)) found.set(text, from + s);
+          const span = stringAround(buf, at, from, start, end);
+          if (!span) continue;
+          const text = buf.toString("latin1", span[0], span[1]);
+          if (!found.has(text)) found.set(text, from + span[0]);
         }
       }
     });
@@ -23422,10 +23418,9 @@ function constantLibraryStrings(path13, markers, ifNamed) {
         if (!seenMarkers.has(m.text) && buf.indexOf(m.bytes) >= 0) seenMarkers.add(m.text);
       }
       for (let at = buf.indexOf(needle, coreStart); at >= 0 && at < coreEnd; at = buf.indexOf(needle, at + 1)) {
-        const s = buf.lastIndexOf(0, at) + 1;
-        const e = buf.indexOf(0, at);
-        if (s === 0 && from > start || e < 0 && from + buf.length < end) continue;
-        const stop = e < 0 ? buf.length : e;
+        const span = stringAround(buf, at, from, start, end);
+        if (!span) continue;
+        const [s, stop] = span;
         if (stop - s > NAME_MAX || at - s < 4) continue;
         const text = buf.toString("latin1", s, stop);
         if (LIBRARY_NAME.test(text)) {
@@ -25639,14 +25634,6 @@ var init_list_targets = __esm({
   }
 });
 
-// src/core/elf/search/dynamic-program.ts
-var init_dynamic_program = __esm({
-  "src/core/elf/search/dynamic-program.ts"() {
-    "use strict";
-    init_file_cache();
-  }
-});
-
 // src/core/elf/search/check-targets.ts
 import { closeSync as closeSync6, constants as constants7, openSync as openSync6, readSync as readSync4, statSync as statSync6 } from "node:fs";
 function describeNonElf(path13) {
@@ -25707,8 +25694,6 @@ var init_check_targets = __esm({
     init_elf();
     init_loader_process();
     init_list_targets();
-    init_list_targets();
-    init_dynamic_program();
     ET_EXEC3 = 2;
     ET_DYN2 = 3;
   }
@@ -78919,8 +78904,8 @@ init_errors();
 init_report_types();
 init_list_targets();
 
-// src/core/elf/api.ts
-init_dynamic_program();
+// src/core/elf/search/dynamic-program.ts
+init_file_cache();
 
 // src/core/elf/index.ts
 init_check_targets();
