@@ -42,9 +42,13 @@ export function readSymbols(
 /**
  * The undefined dynamic symbols only (what the object references), in table order, each carrying
  * the GNU hash of its name, and a lookup that answers "which symbols named N can ld.so find here"
- * from the raw tables, the way do_lookup_x does. Every symbol is validated exactly as readSymbols
- * does (same errors, same order), but the defined ones (84% of the 650k symbols of a library
- * directory) never become objects or strings unless a lookup hits them.
+ * from the raw tables, the way do_lookup_x does. Every symbol is validated as readSymbols does (same
+ * errors, same order) but for one check: a GNU hash chain word that does not match its symbol's
+ * name. readSymbols must reject that (its index would find a symbol ld.so cannot reach); here the
+ * lookup walks the chain as do_lookup_x does and, like ld.so, does not find that symbol, so the
+ * verdict holds without hashing the 30 MB of names of a library directory's definitions (issue 43:
+ * 5% of a first check). The defined ones (84% of the 650k symbols) never become objects or strings
+ * unless a lookup hits them.
  */
 export function readUndefinedSymbols(
   file: ElfFile, h: ParsedHeader, t: SymbolTables, strings: StringTable, versions: VersionTable, relocated: Uint32Array | null = null,
@@ -57,7 +61,7 @@ export function readUndefinedSymbols(
     return {symbols, lookup: table};
   }
   for (let i = 1; i < t.count; i++) {
-    table.validate(i);
+    table.validate(i, false);
     if (table.shndx(i) !== 0) continue;
     const s = table.symbol(i, undefined, gnuHash(table.names, table.nameOffset(i)));
     if (relocated && relocated[i] === 0) s.unreferenced = true;
@@ -68,8 +72,8 @@ export function readUndefinedSymbols(
 
 /**
  * readUndefinedSymbols' loop for ELF64 little-endian with a NUL-terminated string table (every
- * x86-64 and aarch64 library): the same checks as DynamicSymbols.validate, on the raw bytes in one
- * loop with the GNU hash of each name computed inline. A first check runs this once per file, over
+ * x86-64 and aarch64 library): the same checks as DynamicSymbols.validate(i, false), on the raw
+ * bytes in one loop with the GNU hash of each undefined name computed inline. A first check runs this once per file, over
  * ~650k symbols and 30 MB of names: method calls, DataView reads and a Map probe per symbol were
  * most of its reading. Any check that fails hands the symbol to validate(), which throws its own
  * error (the same text and order as readSymbols).
@@ -82,8 +86,6 @@ function undefinedSymbolsLE64(
   const size = table.strtabSize;
   const entsize = t.entsize;
   const count = t.count;
-  const hashedFrom = t.hashedFrom;
-  const chain = table.chainBytes;
   const versym = table.versymBytes;
   // The version indexes the tables define, as flags (versions.has per symbol cost a Map probe).
   let known = new Uint8Array(0);
@@ -96,25 +98,16 @@ function undefinedSymbolsLE64(
   for (let i = 1; i < count; i++) {
     const b = i * entsize;
     const nameOff = (syms[b] | (syms[b + 1] << 8) | (syms[b + 2] << 16) | (syms[b + 3] << 24)) >>> 0;
-    if (nameOff >= size) table.validate(i);
-    const undef = syms[b + 6] === 0 && syms[b + 7] === 0;
-    const chained = chain !== null && i >= hashedFrom;
-    // dl_new_hash (h * 33 + c, as shift and add: cheaper than Math.imul here), kept as an int32.
-    let hash = 5381;
-    if (undef || chained) {
-      // The table ends with a NUL, so every name ends inside it.
-      for (let k = nameOff, c = names[k]; c !== 0; c = names[++k]) hash = ((hash << 5) + hash + c) | 0;
-    }
-    if (chained) {
-      const w = (i - hashedFrom) * 4;
-      const word = chain[w] | (chain[w + 1] << 8) | (chain[w + 2] << 16) | (chain[w + 3] << 24);
-      if (((word ^ hash) >>> 1) !== 0) table.validate(i);
-    }
+    if (nameOff >= size) table.validate(i, false);
     if (versym) {
       const index = (versym[i * 2] | (versym[i * 2 + 1] << 8)) & 0x7fff;
-      if (index >= 2 && (index >= known.length || known[index] === 0)) table.validate(i);
+      if (index >= 2 && (index >= known.length || known[index] === 0)) table.validate(i, false);
     }
-    if (!undef) continue;
+    if (syms[b + 6] !== 0 || syms[b + 7] !== 0) continue;
+    // dl_new_hash (h * 33 + c, as shift and add: cheaper than Math.imul here), kept as an int32.
+    // The table ends with a NUL, so every name ends inside it.
+    let hash = 5381;
+    for (let k = nameOff, c = names[k]; c !== 0; c = names[++k]) hash = ((hash << 5) + hash + c) | 0;
     const s = table.symbol(i, undefined, hash >>> 0);
     if (relocated && relocated[i] === 0) s.unreferenced = true;
     out.push(s);
@@ -155,7 +148,7 @@ class DynamicSymbols implements SymbolLookup {
     this.o = h.is64 ? {info: 4, other: 5, shndx: 6, value: 8} : {info: 12, other: 13, shndx: 14, value: 4};
   }
 
-  /** The raw .dynsym, .gnu.version (null: none) and GNU hash chain (null: none) bytes. */
+  /** The raw .dynsym and .gnu.version (null: none) bytes. */
   get symbolBytes(): Buffer {
     return this.syms.buf;
   }
@@ -164,9 +157,6 @@ class DynamicSymbols implements SymbolLookup {
     return this.versym?.buf ?? null;
   }
 
-  get chainBytes(): Buffer | null {
-    return this.chain?.buf ?? null;
-  }
 
   nameOffset(i: number): number {
     return this.syms.u32(i * this.t.entsize);
@@ -176,8 +166,11 @@ class DynamicSymbols implements SymbolLookup {
     return this.syms.u16(i * this.t.entsize + this.o.shndx);
   }
 
-  /** The checks readSymbols always made, in its order: name in the table, hash chain word, version index. */
-  validate(i: number): void {
+  /**
+   * The checks readSymbols always made, in its order: name in the table, hash chain word (unless
+   * `chainWord` is false: see readUndefinedSymbols), version index.
+   */
+  validate(i: number, chainWord = true): void {
     const nameOff = this.nameOffset(i);
     if (nameOff >= this.strtabSize || (!this.terminated && this.names.indexOf(0, nameOff) < 0)) {
       const what = `name of dynamic symbol ${i} of ${this.t.count} (the count the hash table gives)`;
@@ -187,7 +180,7 @@ class DynamicSymbols implements SymbolLookup {
     }
     // A chain word that does not match the name's hash means a corrupt table (ld.so would not find
     // the symbol, or would walk into garbage): reject the file rather than report made-up symbols.
-    if (this.chain && i >= this.t.hashedFrom && ((this.chain.u32((i - this.t.hashedFrom) * 4) | 1) !== (gnuHash(this.names, nameOff) | 1))) {
+    if (chainWord && this.chain && i >= this.t.hashedFrom && ((this.chain.u32((i - this.t.hashedFrom) * 4) | 1) !== (gnuHash(this.names, nameOff) | 1))) {
       throw new ElfError(this.file.path, 'malformed', `the GNU hash table does not match dynamic symbol ${i} (corrupt DT_GNU_HASH)`);
     }
     if (this.versym) {
