@@ -129,7 +129,6 @@ class DynamicSymbols implements SymbolLookup {
   /** SysV hash only: indexes by name, built on the first lookup. */
   private byName: Map<string, number[]> | null = null;
   private readonly made = new Map<number, ElfSymbol>();
-  private readonly answers = new Map<string, readonly ElfSymbol[]>();
   readonly names: Buffer;
 
   constructor(
@@ -223,16 +222,12 @@ class DynamicSymbols implements SymbolLookup {
   /**
    * The symbols named `name` the hash table leads to (do_lookup_x before check_match): for
    * DT_GNU_HASH the bucket of the name's hash and its chain, for DT_HASH every symbol of that name.
+   * Not memoised by name: a walk of one short chain, comparing hash words and then the bytes of
+   * one name, costs less than hashing the name's string into a map (a first check asks 100k
+   * names, most of them once per library; issue 43). The symbols found are made once (cached).
    */
   find(name: string, nameHash?: number): readonly ElfSymbol[] {
-    // A check asks a library like libc for the same names hundreds of times (once per object
-    // that references them): each name is looked up in the tables once.
-    let found = this.answers.get(name);
-    if (found === undefined) {
-      found = this.lookUp(name, nameHash);
-      this.answers.set(name, found);
-    }
-    return found;
+    return this.lookUp(name, nameHash);
   }
 
   private lookUp(name: string, nameHash?: number): readonly ElfSymbol[] {
