@@ -10,6 +10,7 @@ import {asksExecStack, execStackForbidden, execStackTunable} from '../search/exe
 import {stopsAtVersionFile, versionFileStops} from './version-file-stop.js';
 import {checkMatchAborts} from './check-match.js';
 import type {Finding} from './finding.js';
+import type {ElfInfo, ElfVersionNeed} from '../read/elf/types.js';
 import type {SymbolMemo} from './symbol-memo.js';
 
 /** Every edge in the order ld.so maps it: with --exe, the dlopen's after the program's start-up ones. */
@@ -46,7 +47,8 @@ export function loadStop(p: LoaderProcess): LoadStop | null {
   }
   const refuse = forbid || execStackRefused(p);
   const mapping = mappingOrder(p);
-  for (const [i, edge] of mapping.entries()) {
+  for (let i = 0; i < mapping.length; i++) {
+    const edge = mapping[i];
     let error: string | undefined;
     if (!edge.object) {
       if (!edge.ignored && edge.errorPath !== undefined) error = edge.error ?? `${edge.errorPath}: cannot load it`;
@@ -74,7 +76,8 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo, stop: LoadStop 
   const forbidExecStack = execStackForbidden(p.ctx.tunables, p.platform.glibc);
   const mapping = mappingOrder(p);
   const stoppedAt = stop?.at ?? -1;
-  for (const [i, edge] of mapping.entries()) {
+  for (let i = 0; i < mapping.length; i++) {
+    const edge = mapping[i];
     if (stoppedAt >= 0 && i > stoppedAt) break;
     if (!edge.object) {
       if (edge.ignored) continue;
@@ -120,8 +123,7 @@ export function findProblems(p: LoaderProcess, memo: SymbolMemo, stop: LoadStop 
       }
       // No VERDEF: only a warning in ld.so.
       if (provider.info.versionDefinitions.length === 0) continue;
-      for (const v of need.versions) {
-        if (v.weak || definesVersion(provider.info, v.name)) continue;
+      for (const v of missingVersions(need, provider.info)) {
         findings.push({kind: 'version-not-found', object: obj, library: need.file, version: v.name, symbol: null, provider, edge: p.edgeTo(provider) ?? null});
       }
     }
@@ -266,3 +268,17 @@ function standInsFirst(p: LoaderProcess): (name: string, provider: LoadedObject)
 }
 
 /** Failures that stop the program; unversioned ones count only under --strict. */
+
+const missing = new WeakMap<ElfInfo, Map<ElfVersionNeed, ElfVersionNeed['versions']>>();
+
+/**
+ * The versions of `need` that `provider` does not define (weak ones aside): the same pair meets in
+ * every process that loads both (libstdc++ and libc in most of a directory's), so it is asked once.
+ */
+function missingVersions(need: ElfVersionNeed, provider: ElfInfo): ElfVersionNeed['versions'] {
+  let byNeed = missing.get(provider);
+  if (!byNeed) missing.set(provider, byNeed = new Map());
+  let out = byNeed.get(need);
+  if (!out) byNeed.set(need, out = need.versions.filter((v) => !v.weak && !definesVersion(provider, v.name)));
+  return out;
+}
