@@ -6,6 +6,7 @@ import {FileView} from './cache/file-cache.js';
 import {loadLdCache} from './read/ldcache/load.js';
 import {lookupCache} from './read/ldcache/lookup.js';
 import {loaderPlatform, type LoaderPlatform} from './read/machine/platform.js';
+import {loaderFactsSettled} from './read/ldcache/host-loader.js';
 import type {LoaderContext, PreloadEntry} from './search/loader-process.js';
 import type {ListedFile} from './search/list-targets.js';
 import {InputRecorder} from './cache/inputs.js';
@@ -139,6 +140,8 @@ export async function checkFiles(options: CheckOptions, files: IndexedFile[], un
   // Objects read with {symbols: 'undefined'} (all of them here) are looked up through their own
   // hash tables: no index of referenced names is needed (null: objects without one index all).
   const memo = model ? new model.SymbolMemo(null) : null;
+  // The host loader's answer, asked while the targets were listed (check.ts), before the first process needs it.
+  if (model) await loaderFactsSettled();
   const explainCtx = {ldLibraryPath: options.ldLibraryPath, storeVersionsDir: options.storeVersionsDir, cwd};
   const own: FileResult[] = [];
   // Each file read, loaded as a process, checked and explained before the next one, so that its

@@ -10,6 +10,8 @@ import {realpathIn} from './read/machine/sysroot.js';
 import {isFailing, type CheckedObject, type CheckOptions, type CheckReport, type Problem} from './report-types.js';
 import {checkFiles, type FileResult} from './check-files.js';
 import {listTargets} from './search/list-targets.js';
+import {hostLoaderPath} from './read/machine/platform.js';
+import {prefetchHostLoaderFacts} from './read/ldcache/host-loader.js';
 
 /**
  * The loader's stages, in the order a real run meets them: mapping the dependencies, checking their
@@ -26,6 +28,12 @@ function stageOf(p: Problem): number {
 /** Models the loader for every target and reports what would fail, with explanations. */
 export async function checkLibraries(options: CheckOptions): Promise<CheckReport> {
   const cwd = options.cwd ?? process.cwd();
+  // Without a store every file is checked, and the host's loader asked first: asked now, it
+  // answers while the targets are listed.
+  if (!options.cacheDir) {
+    const interp = hostLoaderPath();
+    if (interp) prefetchHostLoaderFacts(interp);
+  }
   const listed = listTargets(options.targets, {recursive: options.recursive, cwd, sysroot: options.sysroot});
   // Bad usage (a file named explicitly that is not ELF, an --exe that is no program) fails in
   // checkFiles before any file is checked, once the verdict cache has answered what it can.

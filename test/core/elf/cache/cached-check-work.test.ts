@@ -114,6 +114,8 @@ traced('the cached check of an unchanged tree starts no process and opens no che
   const cold = traceCli(['check', '--no-cache', fx.lib, fx.dir, '--exe', fx.exe], tmp.dir, join(tmp.dir, 'unused-store'));
   expect(cold.status).toBe(0);
   expect(openedOf(cold, watched).sort()).toEqual(watched.sort());
+  // Without a store the loader is asked once (in the background, while the targets are listed).
+  expect(cold.started.filter((p) => /ld-linux/.test(p))).toHaveLength(1);
   const first = traceCli(args, tmp.dir);
   expect(first.status).toBe(0);
   expect(first.started.some((p) => /ld-linux/.test(p))).toBe(true); // the loader asked once, its facts kept

@@ -153,8 +153,34 @@ export function hostLoaderFacts(interp: string, store?: LoaderFactsStore): HostL
   return facts;
 }
 
+/** `--list-diagnostics` output asked in the background (prefetchHostLoaderFacts), by loader path; null: it failed. */
+const prefetched = new Map<string, string | null>();
+const pending = new Map<string, Promise<void>>();
+
+/**
+ * Starts `ld.so --list-diagnostics` of the loader at `interp` without waiting for it: a first
+ * check (no store of loader facts) would otherwise wait for the loader (10-15 ms) after listing
+ * its targets instead of during it (issue 43). hostLoaderFacts takes the answer once
+ * loaderFactsSettled() has resolved; asked before, it runs the loader itself, as it always did.
+ */
+export function prefetchHostLoaderFacts(interp: string): void {
+  if (factsCache.has(interp) || pending.has(interp)) return;
+  pending.set(interp, new Promise((resolve) => {
+    process.getBuiltinModule('node:child_process').execFile(interp, ['--list-diagnostics'], {encoding: 'utf8', timeout: 5000}, (error, stdout) => {
+      prefetched.set(interp, error ? null : stdout);
+      pending.delete(interp);
+      resolve();
+    });
+  }));
+}
+
+/** Resolves once every prefetchHostLoaderFacts has its answer. */
+export async function loaderFactsSettled(): Promise<void> {
+  await Promise.all(pending.values());
+}
+
 function askLoader(interp: string): HostLoaderFacts | null {
-  const diagnostics = run(interp, '--list-diagnostics');
+  const diagnostics = prefetched.has(interp) ? prefetched.get(interp)! : run(interp, '--list-diagnostics');
   let facts = diagnostics === null ? null : parseLoaderDiagnostics(diagnostics);
   if (!facts) {
     const help = run(interp, '--help');

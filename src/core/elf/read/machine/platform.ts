@@ -80,6 +80,12 @@ function machineFacts(elfClass: 32 | 64, machine: number): MachineFacts | undefi
   return undefined;
 }
 
+/** The loader of this machine's own programs (the one hostLoaderFacts asks), or null for an architecture without a model. */
+export function hostLoaderPath(): string | null {
+  const machine = process.arch === 'x64' ? EM_X86_64 : process.arch === 'arm64' ? EM_AARCH64 : null;
+  return machine === null ? null : machineFacts(64, machine)?.interp ?? null;
+}
+
 /**
  * The glibc version of the target: read from its loader's bytes (the sysroot's when there is
  * one; glibc 2.33 and later carry their release there), else from its libc.so.6's (every
