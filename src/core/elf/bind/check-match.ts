@@ -28,9 +28,33 @@ export function checkMatchAbort(p: LoaderProcess, obj: LoadedObject, ref: Symbol
 /** The check_match assertions relocating `obj` would hit (glibc < 2.41; see find-problems.ts). */
 export function checkMatchAborts(p: LoaderProcess, obj: LoadedObject, memo: SymbolMemo, glibc: [number, number]): Finding[] {
   const out: Finding[] = [];
+  const unversioned = unversionedNames(p);
   for (const ref of references(obj.info)) {
+    // Only a version naming an object without DT_VERSYM can meet the assertion: the others are
+    // passed over without a search of the process's objects by name (every reference of every
+    // object, in each process of a check where one object lacks versioning).
+    if (ref.versionFile === null || !unversioned.has(ref.versionFile)) continue;
     const abort = checkMatchAbort(p, obj, ref, memo, glibc);
     if (abort && (lookedUpNames(obj.info)?.has(ref.name) ?? true)) out.push(abort);
   }
   return out;
+}
+
+const namesWithoutVersym = new WeakMap<LoaderProcess, {objects: number; names: Set<string>}>();
+
+/** Every name (path, names loaded under, SONAME) of `p`'s objects without DT_VERSYM: what objectMatching could answer with one. */
+function unversionedNames(p: LoaderProcess): Set<string> {
+  // Objects are added, and names to them, while a process loads: the answer is kept for as many.
+  let count = p.objects.length;
+  for (const o of p.objects) count += o.names.length;
+  const known = namesWithoutVersym.get(p);
+  if (known && known.objects === count) return known.names;
+  const names = new Set<string>();
+  for (const o of p.objects) {
+    if (o.info.hasVersym) continue;
+    names.add(o.path);
+    for (const n of o.names) names.add(n);
+  }
+  namesWithoutVersym.set(p, {objects: count, names});
+  return names;
 }
