@@ -107,10 +107,11 @@ const PRIORITY_OF: Record<RuntimeLoadRole['impact'], DlopenPriority> = {library:
 
 /**
  * The loads of one object of the modelled process. `hostPath` is where its bytes are read,
- * `inode` its identity, `cudaMajor` the CUDA major its prefixes are completed with (null: none
- * known, and a prefix is not completed).
+ * `inode` its identity, `cudaMajorGiven` the CUDA major its prefixes are completed with (null: none
+ * known, and a prefix is not completed), or how to find it: found only for a caller with a prefix
+ * (every object that can call dlopen is asked, in every process of a check).
  */
-export function callerLoads(info: ElfInfo, hostPath: string, inode: string, callerName: string, cudaMajor: string | null, env: RuntimeEnv = {}): CallerLoad[] {
+export function callerLoads(info: ElfInfo, hostPath: string, inode: string, callerName: string, cudaMajorGiven: string | null | (() => string | null), env: RuntimeEnv = {}): CallerLoad[] {
   if (!importsDlopen(info)) return [];
   const {notes, names, markers} = reading(info, hostPath, inode, callerName);
   if (notes.length > 0) return notes.map((n) => declared(n));
@@ -129,6 +130,8 @@ export function callerLoads(info: ElfInfo, hostPath: string, inode: string, call
       continue;
     }
     if (name.endsWith('.')) {
+      if (typeof cudaMajorGiven === 'function') cudaMajorGiven = cudaMajorGiven();
+      const cudaMajor = cudaMajorGiven;
       if (cudaMajor === null) continue;
       name = `${name}${cudaMajor}`;
     }

@@ -29,10 +29,10 @@ function loadsOf(p: LoaderProcess, caller: LoadedObject): CallerLoad[] {
   // What cannot call dlopen loads nothing, by its strings or from a directory (callerLoads and
   // pluginCallers say so too): nine objects in ten of a process, spared the rest.
   if (!importsDlopen(caller.info)) return [];
-  const sonames = p.scope.map((o) => o.info.soname);
   const env = (p.ctx.runtimeEnv ?? {}) as RuntimeEnv;
   const host = p.ctx.view.hostPath(caller.path) ?? caller.path;
-  return [...callerLoads(caller.info, host, caller.inode, caller.info.soname ?? basename(caller.path), cudaMajorOf(caller.info, sonames), env), ...pluginLoads(p, caller, host, env)];
+  const cudaMajor = () => cudaMajorOf(caller.info, p.scope.map((o) => o.info.soname));
+  return [...callerLoads(caller.info, host, caller.inode, caller.info.soname ?? basename(caller.path), cudaMajor, env), ...pluginLoads(p, caller, host, env)];
 }
 
 /**
