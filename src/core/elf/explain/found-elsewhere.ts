@@ -60,7 +60,7 @@ export function noteFoundElsewhere<R extends ProcessResult>(results: R[], sysroo
     if (!real.has(path)) {
       try {
         // In an image an absolute link points into the image, not at the host's file of that name.
-        real.set(path, isInside(root, path) ? realpathIn(root, path) ?? null : realpathSync(path));
+        real.set(path, isInside(root, path) ? realpathIn(root, path) ?? null : realpathSync.native(path));
       } catch {
         real.set(path, null);
       }

@@ -138,7 +138,7 @@ function besideCaller(load: RuntimeLoad, path: string): boolean {
   if (dirname(path) === dirname(load.caller.path)) return true;
   const real = (f: string) => {
     try {
-      return dirname(realpathSync(load.process.ctx.view.hostPath(f) ?? f));
+      return dirname(realpathSync.native(load.process.ctx.view.hostPath(f) ?? f));
     } catch {
       return null;
     }

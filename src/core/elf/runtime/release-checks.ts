@@ -26,10 +26,10 @@ export interface ReleaseCheck {
   sides?: Array<{path: string; version: string}>;
 }
 
-/** The real file's name: a SONAME link (libcuda.so.1) leads to libcuda.so.550.54.15. */
+/** The real file's name: a SONAME link (libcuda.so.1) leads to libcuda.so.550.54.15 (realpath(3): one call, not an lstat per component). */
 function realName(p: LoaderProcess, path: string): string {
   try {
-    return basename(realpathSync(p.ctx.view.hostPath(path) ?? path));
+    return basename(realpathSync.native(p.ctx.view.hostPath(path) ?? path));
   } catch {
     return basename(path);
   }
