@@ -84,6 +84,8 @@ export function makeContext(options: CheckOptions, cwd: string, recorder: InputR
       return platform;
     },
     ldLibraryPath: options.ldLibraryPath,
+    // Every process of the check searches the same lists for the same names (search/loader-process.ts search).
+    searchMemo: new Map(),
     runtimeEnv: runtimeEnvOf(options.runtimeEnv ?? process.env),
     tunables: tunablesOf(options),
     bindNow: bindNowOf(options),
