@@ -239,6 +239,11 @@ export class FileView {
     return entry;
   }
 
+  /** Each path this view stat'ed that exists, outside the sysroot (where the path is the host's), with its stat. */
+  *statsMade(): Generator<[string, Stats]> {
+    for (const [path, st] of this.stats) if (st !== null && !isInside(this.root, path)) yield [path, st];
+  }
+
   statSync(path: string): Stats | null {
     const host = this.hostPath(path);
     const st = host === null ? null : statOrNull(host);
