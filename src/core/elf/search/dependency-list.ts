@@ -34,19 +34,23 @@ export function walkDependencies<T>(
   start: readonly T[], dependencies: (o: T) => ReadonlyArray<DependencyLink<T>> | null, placed?: (filtee: T, before: T) => void,
 ): {list: T[]; loop: T[] | null} {
   const list: T[] = [...start];
-  const done: boolean[] = start.map(() => false);
   const listed = new Set<T>(start);
-  const times = new Map<T, number>();
+  // Until a filtee moves an entry, entries are processed once each, in list order: how many times
+  // each was processed, and which are done, are kept only from then on (most walks have no filtee).
+  let done = null as boolean[] | null;
+  let times = null as Map<T, number> | null;
   let i = 0;
   while (i < list.length) {
-    done[i] = true;
-    const count = (times.get(list[i]) ?? 0) + 1;
-    times.set(list[i], count);
-    // Without such a cycle an object is moved up (and processed again) far fewer times than this.
-    if (count > list.length + 2) return {list, loop: [...times].filter(([, n]) => n > 2).map(([o]) => o)};
+    if (done !== null && times !== null) {
+      done[i] = true;
+      const count = (times.get(list[i]) ?? 0) + 1;
+      times.set(list[i], count);
+      // Without such a cycle an object is moved up (and processed again) far fewer times than this.
+      if (count > list.length + 2) return {list, loop: [...times].filter(([, n]) => n > 2).map(([o]) => o)};
+    }
     const deps = dependencies(list[i]);
     // The caller saw it go on without end another way (copies of one library loaded over and over).
-    if (deps === null) return {list, loop: [...times].filter(([, n]) => n > 1).map(([o]) => o)};
+    if (deps === null) return {list, loop: times ? [...times].filter(([, n]) => n > 1).map(([o]) => o) : []};
     // Where the processed object sits now: each filtee is inserted here, pushing it one further.
     let at = i;
     for (const dep of deps) {
@@ -56,9 +60,14 @@ export function walkDependencies<T>(
         if (!listed.has(o)) {
           listed.add(o);
           list.push(o);
-          done.push(false);
+          done?.push(false);
         }
         continue;
+      }
+      if (done === null || times === null) {
+        // The first filtee: entries 0..i were processed once each, in order.
+        done = list.map((_, j) => j <= i);
+        times = new Map(list.slice(0, i + 1).map((e) => [e, 1]));
       }
       if (listed.has(o)) {
         const where = list.indexOf(o);
@@ -74,7 +83,8 @@ export function walkDependencies<T>(
       at++;
       placed?.(o, list[at]);
     }
-    while (i < list.length && done[i]) i++;
+    if (done === null) i++;
+    else while (i < list.length && done[i]) i++;
   }
   return {list, loop: null};
 }

@@ -123,10 +123,10 @@ interface ObjectLists {
 }
 
 /**
- * The searches of one check per platform, by the search list's key (LoaderProcess.listKey) and the
- * name. Shared by contexts that differ only in what they preload (check-one.ts startOf).
+ * The searches of one check per platform, by the search list's key (LoaderProcess.listKey), then
+ * by name. Shared by contexts that differ only in what they preload (check-one.ts startOf).
  */
-export type SearchMemo = Map<LoaderPlatform, Map<string, Found>>;
+export type SearchMemo = Map<LoaderPlatform, Map<string, Map<string, Found>>>;
 
 /** Identities of search lists (parseSearchList hands out one array per list): a memo key names a list by its number. */
 const listIds = new WeakMap<readonly SearchDir[], number>();
@@ -207,8 +207,8 @@ export class LoaderProcess {
   private readonly bySoname = new Map<string, LoadedObject>();
   private readonly byInode = new Map<string, LoadedObject>();
   private readonly byInodeNotInterp = new Map<string, LoadedObject>();
-  /** Each loader's search-list key (listKey). */
-  private readonly listKeys = new Map<LoadedObject, string>();
+  /** Each loader's searches (the memo's table for its search list). */
+  private readonly searchesOf = new Map<LoadedObject, Map<string, Found>>();
 
   constructor(readonly ctx: LoaderContext, readonly platform: LoaderPlatform) {}
 
@@ -351,7 +351,7 @@ export class LoaderProcess {
   }
 
   private mapDependency(obj: LoadedObject, raw: string, kind: DependencyKind): void {
-    const {value, hadToken} = expandDst(raw, this.dst(obj));
+    const {value, hadToken} = raw.includes('$') ? expandDst(raw, this.dst(obj)) : {value: raw, hadToken: false};
     let edge: Edge;
     if (hadToken && (value === null || value === '')) {
       // A name whose tokens expand to nothing is skipped silently, except in DT_AUXILIARY: dl-deps.c
@@ -513,11 +513,17 @@ export class LoaderProcess {
     const memo = this.ctx.searchMemo;
     // A name with a slash is opened as written, relative to the working directory or the image.
     if (!memo || name.includes('/')) return this.searchNow(loader, name);
-    let table = memo.get(this.platform);
-    if (!table) memo.set(this.platform, table = new Map());
-    const key = `${this.listKey(loader)}\0${name}`;
+    let table = this.searchesOf.get(loader);
+    if (!table) {
+      let lists = memo.get(this.platform);
+      if (!lists) memo.set(this.platform, lists = new Map());
+      const key = this.listKey(loader);
+      table = lists.get(key);
+      if (!table) lists.set(key, table = new Map());
+      this.searchesOf.set(loader, table);
+    }
     const recorder = this.ctx.view.recorder;
-    let found = table.get(key);
+    let found = table.get(name);
     if (found !== undefined && (recorder === null || found.facts !== null)) {
       if (recorder && found.facts) recorder.replay(found.facts);
       return found;
@@ -529,7 +535,7 @@ export class LoaderProcess {
       const facts = captured?.();
       if (found) found.facts = facts ?? null;
     }
-    table.set(key, found);
+    table.set(name, found);
     return found;
   }
 
@@ -539,9 +545,7 @@ export class LoaderProcess {
    * program; LD_LIBRARY_PATH's as this process expands it; DT_RUNPATH's), and DF_1_NODEFLIB.
    */
   private listKey(loader: LoadedObject): string {
-    let key = this.listKeys.get(loader);
-    if (key !== undefined) return key;
-    key = '';
+    let key = '';
     if (loader.runpathDirs === null) {
       let didMain = false;
       for (let l: LoadedObject | null = loader; l; l = l.loader) {
@@ -553,7 +557,6 @@ export class LoaderProcess {
     if (this.ldDirs.length > 0) key += `L${listId(this.ldDirs)}\0`;
     if (loader.runpathDirs !== null) key += `R${listId(loader.runpathDirs)}:${loader.path}\0`;
     if ((loader.info.flags1 & DF_1_NODEFLIB) !== 0) key += 'N';
-    this.listKeys.set(loader, key);
     return key;
   }
 
