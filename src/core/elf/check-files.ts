@@ -9,7 +9,7 @@ import {loaderPlatform, type LoaderPlatform} from './read/machine/platform.js';
 import {loaderFactsSettled} from './read/ldcache/host-loader.js';
 import type {LoaderContext, PreloadEntry} from './search/loader-process.js';
 import type {ListedFile} from './search/list-targets.js';
-import {InputRecorder} from './cache/inputs.js';
+import {InputRecorder, inodeKey} from './cache/inputs.js';
 import {normalRoot} from './read/machine/sysroot.js';
 import {noexecMountOf, noexecMountPoints} from './read/machine/mounts.js';
 import {kernelDriverVersion, nvidiaModuleLoaded} from './read/machine/nvidia-driver.js';
@@ -85,6 +85,8 @@ export function makeContext(options: CheckOptions, cwd: string, recorder: InputR
       return platform;
     },
     ldLibraryPath: options.ldLibraryPath,
+    // Every process of the check searches the same lists for the same names (search/loader-process.ts search).
+    searchMemo: new Map(),
     runtimeEnv: runtimeEnvOf(options.runtimeEnv ?? process.env),
     tunables: tunablesOf(options),
     bindNow: bindNowOf(options),
@@ -115,7 +117,7 @@ export function makeContext(options: CheckOptions, cwd: string, recorder: InputR
  * explicitly that is not a library, an --exe that is no program) fails before any file is
  * checked; a file answered from the cache was one, and is one still (its identity is unchanged).
  */
-export async function checkFiles(options: CheckOptions, files: IndexedFile[], unchanged?: Map<string, string>): Promise<FileResult[]> {
+export async function checkFiles(options: CheckOptions, files: IndexedFile[], known?: Map<string, string>): Promise<FileResult[]> {
   const cwd = options.cwd ?? process.cwd();
   const recorder = options.cacheDir ? new InputRecorder() : null;
   const ctx = makeContext(options, cwd, recorder);
@@ -162,8 +164,13 @@ export async function checkFiles(options: CheckOptions, files: IndexedFile[], un
     if (cache && inputs) cache.store(name, inputs, recorder!.shared, result, file.explicit);
     own.push({index: file.index, ...result});
   }
-  // What the cache found unchanged, by (device, inode), for the report's one object per file.
-  if (cache && unchanged) for (const [path, id] of cache.unchangedFiles()) unchanged.set(path, id);
+  // For the report's one object per file, by (device, inode): what the cache found unchanged, the
+  // files listed and every file the search stat'ed (outside a sysroot, the paths the report names).
+  if (known) {
+    if (cache) for (const [path, id] of cache.unchangedFiles()) known.set(path, id);
+    for (const f of files) if (f.stat && f.file === undefined) known.set(f.path, inodeKey(f.stat));
+    for (const [path, st] of ctx.view.statsMade()) known.set(path, inodeKey(st));
+  }
   cache?.save();
   // After the cache has what each file's own process gave: this depends on the other files checked.
   const results = noteFoundElsewhere(own, options.sysroot);

@@ -123,9 +123,8 @@ export async function checkOne(
   explainCtx: {ldLibraryPath?: string; storeVersionsDir?: string; cwd: string}, recorder: InputRecorder | null, followRuntimeLoads: boolean,
 ): Promise<FileVerdict> {
   const base = {objects: [], problems: [], failedPreloads: []};
-  // The file's identity before it is read.
-  recorder?.statNow(file.file ?? file.path);
-  const r = readListedSync(file);
+  // The file's identity before it is read (recorded).
+  const r = readListedSync(file, recorder);
   if ('skip' in r) return {...base, skipped: {path: file.path, reason: r.skip}};
   const head = exe?.info ?? r.info;
   const platform = ctx.platformFor(head.elfClass, head.machine);

@@ -39,11 +39,12 @@ export async function checkLibraries(options: CheckOptions): Promise<CheckReport
   // checkFiles before any file is checked, once the verdict cache has answered what it can.
   // Per-file results merged in listing order (checkFiles could as well run on shares of the list:
   // worker threads were measured, and re-reading shared dependencies in each cost more than they saved).
-  // The identities of the files the verdict cache found unchanged: the merge keys objects by them
-  // without a stat each (a cached check of the PyTorch environment stat'ed 96 files again).
-  const unchanged = new Map<string, string>();
-  const results: FileResult[] = await checkFiles({...options, cwd}, listed.map((f, index) => ({...f, index})), unchanged);
-  const report = mergeResults(results.sort((a, b) => a.index - b.index), options.strict ?? false, options.sysroot, options.sysroot ? undefined : unchanged);
+  // The identities of the files the check stat'ed or the verdict cache found unchanged: the merge
+  // keys objects by them without a stat each (a cached check of the PyTorch environment stat'ed
+  // 96 files again, a first check of /usr/lib/x86_64-linux-gnu 731).
+  const known = new Map<string, string>();
+  const results: FileResult[] = await checkFiles({...options, cwd}, listed.map((f, index) => ({...f, index})), known);
+  const report = mergeResults(results.sort((a, b) => a.index - b.index), options.strict ?? false, options.sysroot, options.sysroot ? undefined : known);
   if (options.sysroot) for (const o of report.objects) withImageFile(o, options.sysroot);
   return report;
 }

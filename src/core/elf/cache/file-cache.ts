@@ -22,8 +22,17 @@ const headerCache = new Map<string, ElfHeaderInfo>();
  */
 export function fileKey(path: string, st: Stats): string {
   void path;
-  return `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
+  let key = fileKeys.get(st);
+  if (key === undefined) fileKeys.set(st, key = `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`);
+  return key;
 }
+
+/**
+ * Each Stats object's key, made once: the FileView hands out one Stats object per path, and ld.so
+ * (read again for every process of a check) or a library the search finds is asked for by it
+ * hundreds of times; a fractional mtime costs a float-to-string conversion each time.
+ */
+const fileKeys = new WeakMap<Stats, string>();
 
 export {inodeKey} from './inputs.js';
 
@@ -237,6 +246,11 @@ export class FileView {
       if (host !== null) this.recordStat(host, entry);
     }
     return entry;
+  }
+
+  /** Each path this view stat'ed that exists, outside the sysroot (where the path is the host's), with its stat. */
+  *statsMade(): Generator<[string, Stats]> {
+    for (const [path, st] of this.stats) if (st !== null && !isInside(this.root, path)) yield [path, st];
   }
 
   statSync(path: string): Stats | null {

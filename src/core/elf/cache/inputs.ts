@@ -49,10 +49,17 @@ function emptySet(): InputSet {
   return {values: new Map(), newest: 0, devices: new Map()};
 }
 
+/**
+ * The facts recorded while a capture was open (InputRecorder.capture), in the order they were
+ * recorded: [input key, value, the stat's newest time (0: none), its device (-1: none), its path].
+ */
+export type CapturedFacts = ReadonlyArray<readonly [string, string, number, number, string]>;
+
 export class InputRecorder {
   /** Facts every file's check depends on (ld.so.cache, /etc/ld.so.preload, --exe). */
   readonly shared: InputSet = emptySet();
   private current: InputSet = this.shared;
+  private captured: Array<[string, string, number, number, string]> | null = null;
 
   /** Starts the facts of one file; until end(), everything recorded is its own. */
   begin(): void {
@@ -67,20 +74,47 @@ export class InputRecorder {
 
   /** A stat the model made of host path `path` (null: nothing there or not reachable). */
   stat(path: string, st: Stats | null, id?: string): void {
-    const set = this.current;
     if (st === null) {
-      set.values.set(inputKey('s', path), '-');
+      this.put(inputKey('s', path), '-', 0, -1, path);
       return;
     }
-    set.values.set(inputKey('s', path), id ?? identity(st));
-    const t = st.mtimeMs > st.ctimeMs ? st.mtimeMs : st.ctimeMs;
-    if (t > set.newest) set.newest = t;
-    if (!set.devices.has(st.dev)) set.devices.set(st.dev, path);
+    this.put(inputKey('s', path), id ?? identity(st), st.mtimeMs > st.ctimeMs ? st.mtimeMs : st.ctimeMs, st.dev, path);
   }
 
   /** A fact already in value form (a stat's identity recorded earlier, an lstat, a realpath, a platform). */
   fact(kind: InputKind, path: string, value: string): void {
-    this.current.values.set(inputKey(kind, path), value);
+    this.put(inputKey(kind, path), value, 0, -1, path);
+  }
+
+  private put(key: string, value: string, newest: number, dev: number, path: string): void {
+    const set = this.current;
+    set.values.set(key, value);
+    if (newest > set.newest) set.newest = newest;
+    if (dev >= 0 && !set.devices.has(dev)) set.devices.set(dev, path);
+    this.captured?.push([key, value, newest, dev, path]);
+  }
+
+  /**
+   * Starts keeping a copy of every fact recorded from now on, until the returned function is
+   * called; it gives them back. For an answer computed once and reused by later files' checks
+   * (the loader model's search, ../search/search-memo.ts): each file that reuses it must depend
+   * on the same facts as the file that computed it, so they are replayed into its record. A
+   * capture opened inside another passes its facts on to the outer one as well.
+   */
+  capture(): () => CapturedFacts {
+    const outer = this.captured;
+    const mine: Array<[string, string, number, number, string]> = [];
+    this.captured = mine;
+    return () => {
+      this.captured = outer;
+      if (outer) outer.push(...mine);
+      return mine;
+    };
+  }
+
+  /** Records again, in the current file's set, facts captured while another file was checked. */
+  replay(facts: CapturedFacts): void {
+    for (const [key, value, newest, dev, path] of facts) this.put(key, value, newest, dev, path);
   }
 
   /** stat(2) of `path` now, recorded, for callers outside the FileView (ld.so.cache, the checked file itself). */

@@ -1,7 +1,8 @@
 import type {Stats} from 'node:fs';
-import {closeSync, constants, openSync, readSync, statSync} from 'node:fs';
+import {closeSync, constants, openSync, readSync} from 'node:fs';
 import {UsageError} from '../../errors.js';
 import {cachedElfSync} from '../cache/file-cache.js';
+import {statOrNull, type InputRecorder} from '../cache/inputs.js';
 import {ElfError} from '../read/elf/index.js';
 import {DF_1_PIE} from './loader-process.js';
 import type {ElfInfo} from '../read/elf/types.js';
@@ -25,6 +26,7 @@ export interface Targets {
 
 const ET_EXEC = 2;
 const ET_DYN = 3;
+const GONE = 'disappeared while being checked';
 
 /**
  * Why a non-ELF file is not a library, in a word a user recognises. Synchronous: a library
@@ -66,6 +68,8 @@ function classify(path: string, st: Stats, explicit = false, file = path): Targe
   } catch (error) {
     if (error instanceof ElfError) {
       if (error.reason === 'not-elf') return {skip: describeNonElf(file)};
+      // Removed since it was listed (and stat'ed).
+      if (error.reason === 'io' && error.errno === 'ENOENT') return {skip: GONE};
       // Starts like ELF but does not parse: say so, or "X is <reason>" reads as nonsense and a directory hides it in a count.
       return {skip: `${DAMAGED}${error.message.startsWith(file) ? error.message.slice(file.length + 2) : error.message}`};
     }
@@ -84,15 +88,16 @@ export async function readListed(file: ListedFile): Promise<TargetFile | {skip: 
   return readListedSync(file);
 }
 
-/** readListed without a promise (the reader is synchronous). */
-export function readListedSync(file: ListedFile): TargetFile | {skip: string} {
-  let st: Stats;
-  try {
-    st = statSync(file.file ?? file.path);
-  } catch {
-    return {skip: 'disappeared while being checked'};
-  }
-  const r = classify(file.path, st, file.explicit, file.file ?? file.path);
+/**
+ * readListed without a promise (the reader is synchronous). The file's identity is the stat made
+ * when it was listed (or one made now), taken before it is read; `recorder` records it.
+ */
+export function readListedSync(file: ListedFile, recorder?: InputRecorder | null): TargetFile | {skip: string} {
+  const host = file.file ?? file.path;
+  const st = file.stat ?? statOrNull(host);
+  recorder?.stat(host, st);
+  if (!st) return {skip: GONE};
+  const r = classify(file.path, st, file.explicit, host);
   if (file.explicit && 'skip' in r) {
     throw new UsageError(`${file.path} is ${r.skip}`, r.skip.startsWith(DAMAGED)
       ? 'The file is truncated or corrupt: reinstall the package it came from.'

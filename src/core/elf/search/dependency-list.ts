@@ -35,21 +35,19 @@ export function walkDependencies<T>(
 ): {list: T[]; loop: T[] | null} {
   const list: T[] = [...start];
   const listed = new Set<T>(start);
-  // Until a filtee moves an entry, every entry is processed once, in list order: `done` and the
-  // counts are made only then (most processes have no filtee: two allocations and a map update per
-  // object saved in each of a check's 5000 walks, issue 43).
-  let done: boolean[] | null = null;
-  let times: Map<T, number> | null = null;
+  // Until a filtee moves an entry, entries are processed once each, in list order: how many times
+  // each was processed, and which are done, are kept only from then on (most walks have no filtee).
+  let done = null as boolean[] | null;
+  let times = null as Map<T, number> | null;
   let i = 0;
   while (i < list.length) {
-    if (done) done[i] = true;
-    let count = 1;
-    if (times) {
-      count = (times.get(list[i]) ?? 0) + 1;
+    if (done !== null && times !== null) {
+      done[i] = true;
+      const count = (times.get(list[i]) ?? 0) + 1;
       times.set(list[i], count);
+      // Without such a cycle an object is moved up (and processed again) far fewer times than this.
+      if (count > list.length + 2) return {list, loop: [...times].filter(([, n]) => n > 2).map(([o]) => o)};
     }
-    // Without such a cycle an object is moved up (and processed again) far fewer times than this.
-    if (count > list.length + 2) return {list, loop: [...times!].filter(([, n]) => n > 2).map(([o]) => o)};
     const deps = dependencies(list[i]);
     // The caller saw it go on without end another way (copies of one library loaded over and over).
     if (deps === null) return {list, loop: times ? [...times].filter(([, n]) => n > 1).map(([o]) => o) : []};
@@ -66,9 +64,10 @@ export function walkDependencies<T>(
         }
         continue;
       }
-      if (!done) {
-        done = list.map((_, k) => k <= i);
-        times = new Map(list.slice(0, i + 1).map((x) => [x, 1]));
+      if (done === null || times === null) {
+        // The first filtee: entries 0..i were processed once each, in order.
+        done = list.map((_, j) => j <= i);
+        times = new Map(list.slice(0, i + 1).map((e) => [e, 1]));
       }
       if (listed.has(o)) {
         const where = list.indexOf(o);
@@ -84,11 +83,8 @@ export function walkDependencies<T>(
       at++;
       placed?.(o, list[at]);
     }
-    if (done) {
-      while (i < list.length && done[i]) i++;
-    } else {
-      i++;
-    }
+    if (done === null) i++;
+    else while (i < list.length && done[i]) i++;
   }
   return {list, loop: null};
 }

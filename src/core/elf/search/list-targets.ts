@@ -28,6 +28,11 @@ export interface ListedFile {
   explicit: boolean;
   /** The host path to read, when it differs (inside a sysroot, the image's links followed in the image). */
   file?: string;
+  /**
+   * The file's stat (following links) when it was listed: its identity before it is read, so
+   * that the check stats each file once (check-targets.ts readListedSync).
+   */
+  stat?: Stats;
 }
 
 /**
@@ -64,7 +69,7 @@ export function listTargets(targets: string[], options: {recursive?: boolean; cw
       }
       if (!st.isFile() || seenFiles.has(inodeKey(st))) continue;
       seenFiles.add(inodeKey(st));
-      out.push(host(path) === path ? {path, explicit: false} : {path, explicit: false, file: host(path)});
+      out.push(host(path) === path ? {path, explicit: false, stat: st} : {path, explicit: false, file: host(path), stat: st});
     }
     for (const sub of subdirs) visitDir(sub, depth + 1);
   };
@@ -89,7 +94,7 @@ export function listTargets(targets: string[], options: {recursive?: boolean; cw
     }
     if (seenFiles.has(inodeKey(st))) continue;
     seenFiles.add(inodeKey(st));
-    out.push(host(path) === path ? {path, explicit: true} : {path, explicit: true, file: host(path)});
+    out.push(host(path) === path ? {path, explicit: true, stat: st} : {path, explicit: true, file: host(path), stat: st});
   }
   return out;
 }

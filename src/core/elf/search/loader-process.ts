@@ -5,6 +5,7 @@ import type {Via} from '../report-types.js';
 import {walkDependencies, type DependencyKind} from './dependency-list.js';
 import {asksExecStack, execStackForbidden} from './exec-stack.js';
 import {cachedElfSync, cachedHeaderSync, FileView, inodeKey} from '../cache/file-cache.js';
+import type {CapturedFacts} from '../cache/inputs.js';
 import {versionAtMost} from '../read/ldcache/host-loader.js';
 import type {LoaderPlatform} from '../read/machine/platform.js';
 import {ElfError} from '../read/elf/index.js';
@@ -92,6 +93,50 @@ export interface PreloadEntry {
   from: 'LD_PRELOAD' | '/etc/ld.so.preload';
 }
 
+/**
+ * What a search for a name (mapObject) came to: the same in every process whose loader searches
+ * the same list (most objects have no RPATH or RUNPATH: the search for libc.so.6 is the same from
+ * every object of every process of a check). Candidates and all are shared, and never changed.
+ */
+export interface Found {
+  /** Candidates passed over (wrong class or machine) before `chosen`. */
+  passedOver: Candidate[];
+  /** The file the loader stops at or maps; null: the search found none. */
+  chosen: Candidate | null;
+  /** Why the loader stops at `chosen` before it compares inodes with the loaded objects' (null: it does not). */
+  stop: string | null;
+  info: ElfInfo | null;
+  inode: string;
+  /** Why mapping `chosen` fails (segments, a noexec mount), once asked; null: it maps. */
+  mapStop?: {reason: string; noexecMount?: string} | null;
+  /** The new object's own search lists, once made. */
+  lists?: ObjectLists;
+  /** With a verdict cache: what the search asked the file system, recorded again for each file that reuses it. */
+  facts: CapturedFacts | null;
+}
+
+/** An object's $ORIGIN and its own search lists (newObject). */
+interface ObjectLists {
+  origin: string;
+  rpathDirs: SearchDir[];
+  runpathDirs: SearchDir[] | null;
+}
+
+/**
+ * The searches of one check per platform, by the search list's key (LoaderProcess.listKey), then
+ * by name. Shared by contexts that differ only in what they preload (check-one.ts startOf).
+ */
+export type SearchMemo = Map<LoaderPlatform, Map<string, Map<string, Found>>>;
+
+/** Identities of search lists (parseSearchList hands out one array per list): a memo key names a list by its number. */
+const listIds = new WeakMap<readonly SearchDir[], number>();
+let nextListId = 0;
+function listId(dirs: readonly SearchDir[]): number {
+  let id = listIds.get(dirs);
+  if (id === undefined) listIds.set(dirs, id = nextListId++);
+  return id;
+}
+
 /** What all processes of one check share. */
 export interface LoaderContext {
   view: FileView;
@@ -113,6 +158,8 @@ export interface LoaderContext {
   pageSizeGiven?: boolean;
   /** The variables that change what libraries dlopen later (NCCL_NET_PLUGIN, plugin directories): runtime/families.ts RUNTIME_ENV_VARIABLES. */
   runtimeEnv?: Readonly<Record<string, string>>;
+  /** Searches made once for the whole check (absent: each process searches for itself). */
+  searchMemo?: SearchMemo;
 }
 
 export class LoaderProcess {
@@ -151,6 +198,17 @@ export class LoaderProcess {
   private readonly unlisted = new Set<LoadedObject>();
   /** Set once a library is loaded a third time that way: ld.so keeps loading copies until mapping fails. */
   private runaway: LoadedObject[] | null = null;
+  /**
+   * The first object (in `objects` order) by each name it is known by (l_name or a name in
+   * `names`), by soname, and by inode (the first not ld.so, the first at all): what the scans of
+   * _dl_name_match_p and of "Look again" would find, without scanning.
+   */
+  private readonly byName = new Map<string, LoadedObject>();
+  private readonly bySoname = new Map<string, LoadedObject>();
+  private readonly byInode = new Map<string, LoadedObject>();
+  private readonly byInodeNotInterp = new Map<string, LoadedObject>();
+  /** Each loader's searches (the memo's table for its search list). */
+  private readonly searchesOf = new Map<LoadedObject, Map<string, Found>>();
 
   constructor(readonly ctx: LoaderContext, readonly platform: LoaderPlatform) {}
 
@@ -172,7 +230,7 @@ export class LoaderProcess {
         this.ctx.view.recorder?.fact('r', exe.path, '-');
       }
     }
-    this.main = this.newObject(mainFile.path, mainFile.path, mainFile.info, mainFile.stat, null, 'main', mainOrigin);
+    this.main = this.newObject(mainFile.path, mainFile.path, mainFile.info, inodeKey(mainFile.stat), null, 'main', this.listsOf(mainFile.path, mainFile.info, mainOrigin));
     // In the order ld.so meets them for a dependency (see mapObject): the segments, then the mount.
     const badSegments = !exe && misaligned(mainFile.info, this.platform);
     const noexec = badSegments ? null : this.ctx.noexecMount?.(mainFile.path) ?? null;
@@ -245,8 +303,7 @@ export class LoaderProcess {
 
   /** The object known by `name` (l_name, a name it was loaded under, or its soname), as _dl_name_match_p sees it. */
   objectNamed(name: string): LoadedObject | undefined {
-    return this.objects.find((o) => o.path === name || o.names.includes(name)) ??
-      this.objects.find((o) => o.info.soname === name);
+    return this.byName.get(name) ?? this.bySoname.get(name);
   }
 
   /**
@@ -254,7 +311,14 @@ export class LoaderProcess {
    * counts only once a DT_NEEDED search matched it). What find_needed (dl-version.c) uses.
    */
   objectMatching(name: string): LoadedObject | undefined {
-    return this.objects.find((o) => o.path === name || o.names.includes(name));
+    return this.byName.get(name);
+  }
+
+  /** Adds a name `obj` is known by. */
+  private addName(obj: LoadedObject, name: string): void {
+    obj.names.push(name);
+    const first = this.byName.get(name);
+    if (first === undefined || first.id > obj.id) this.byName.set(name, obj);
   }
 
   /** The edge that first loaded `object` (its rule), if any. */
@@ -287,7 +351,7 @@ export class LoaderProcess {
   }
 
   private mapDependency(obj: LoadedObject, raw: string, kind: DependencyKind): void {
-    const {value, hadToken} = expandDst(raw, this.dst(obj));
+    const {value, hadToken} = raw.includes('$') ? expandDst(raw, this.dst(obj)) : {value: raw, hadToken: false};
     let edge: Edge;
     if (hadToken && (value === null || value === '')) {
       // A name whose tokens expand to nothing is skipped silently, except in DT_AUXILIARY: dl-deps.c
@@ -329,34 +393,50 @@ export class LoaderProcess {
     this.pendingInterp = undefined;
     try {
       const info = cachedElfSync(p.file, p.st);
-      const obj = this.newObject(p.path, p.interp, info, p.st, null, 'interp', dirname(p.path));
-      if (info.soname) obj.names.push(info.soname);
+      const obj = this.newObject(p.path, p.interp, info, inodeKey(p.st), null, 'interp', this.listsOf(p.path, info, dirname(p.path)));
+      if (info.soname) this.addName(obj, info.soname);
     } catch {
       // an unreadable interpreter is not registered; its soname is then searched like any name
     }
   }
 
-  private newObject(path: string, name: string, info: ElfInfo, st: Stats, loader: LoadedObject | null, role: LoadedObject['role'], origin = dirname(path)): LoadedObject {
+  /** The $ORIGIN and own search lists of an object at `path`: the same for each object made of one search's answer. */
+  private listsOf(path: string, info: ElfInfo, origin = dirname(path)): ObjectLists {
+    if (info.runpath === null && info.rpath === null) return {origin, rpathDirs: [], runpathDirs: null};
     const values: DstValues = {origin, platform: this.platform.platform, lib: this.platform.lib};
-    const obj: LoadedObject = {
-      id: this.objects.length, path, names: [name], inode: inodeKey(st), loader, origin, info, role, edges: [],
+    return {
+      origin,
       // An object with both keeps only DT_RUNPATH (get-dynamic-info.h), for itself and its descendants.
       // An object of a system image: an absolute entry is a directory of the image, as on that system (inImage).
       rpathDirs: info.runpath !== null ? [] : parseSearchList(info.rpath, values, 'dt', this.imageOf(path)),
       runpathDirs: info.runpath !== null ? parseSearchList(info.runpath, values, 'dt', this.imageOf(path)) : null,
     };
+  }
+
+  private newObject(path: string, name: string, info: ElfInfo, inode: string, loader: LoadedObject | null, role: LoadedObject['role'], lists: ObjectLists): LoadedObject {
+    const obj: LoadedObject = {
+      id: this.objects.length, path, names: [], inode, loader, origin: lists.origin, info, role, edges: [],
+      rpathDirs: lists.rpathDirs, runpathDirs: lists.runpathDirs,
+    };
     this.objects.push(obj);
+    // Kept first by id: a later object never displaces an earlier one of the same name.
+    if (!this.byName.has(path)) this.byName.set(path, obj);
+    this.addName(obj, name);
+    if (info.soname !== null && !this.bySoname.has(info.soname)) this.bySoname.set(info.soname, obj);
+    if (!this.byInode.has(inode)) this.byInode.set(inode, obj);
+    if (role !== 'interp' && !this.byInodeNotInterp.has(inode)) this.byInodeNotInterp.set(inode, obj);
     return obj;
   }
 
   /** _dl_map_object: an already loaded object by name, else the first acceptable file of the search. */
   mapObject(loader: LoadedObject, name: string, preload: boolean, role: LoadedObject['role'] = preload ? 'preload' : 'dep', preloadFrom?: PreloadEntry['from']): Edge {
     const edge: Edge = {name, kind: 'needed', owner: loader, object: null, via: null, rule: null, passedOver: [], error: null};
-    const listed = this.unlisted.size === 0 ? this.objects : this.objects.filter((o) => !this.unlisted.has(o));
-    const known = listed.find((o) => o.path === name || o.names.includes(name));
-    const bySoname = known ?? listed.find((o) => o.info.soname === name);
+    // Objects no lookup reaches (see `unlisted`) are left out by scanning; otherwise the indexes answer.
+    const listed = this.unlisted.size === 0 ? null : this.objects.filter((o) => !this.unlisted.has(o));
+    const known = listed ? listed.find((o) => o.path === name || o.names.includes(name)) : this.byName.get(name);
+    const bySoname = known ?? (listed ? listed.find((o) => o.info.soname === name) : this.bySoname.get(name));
     if (bySoname) {
-      if (!known) bySoname.names.push(name);
+      if (!known) this.addName(bySoname, name);
       edge.object = bySoname;
       edge.via = bySoname.role === 'preload' ? 'preload' : 'loaded';
       // The edge shows the object's path already: the rule says how it came to be loaded, not the path again.
@@ -366,74 +446,153 @@ export class LoaderProcess {
         : known ? 'already loaded' : `already loaded, with the SONAME ${name}`;
       return edge;
     }
-    for (const c of this.candidates(loader, name)) {
-      if (c.status === 'wrong-class' || c.status === 'wrong-machine') {
-        edge.passedOver.push(c);
-        continue;
-      }
-      // The loader stops at this file, with this reason: the search goes no further.
-      const stop = (reason: string): Edge => {
-        edge.error = reason.startsWith(`${c.path}:`) ? reason : `${c.path}: ${reason}`;
-        edge.errorPath = c.path;
-        edge.rule = c.rule;
-        if (c.ldEntry !== undefined) edge.ldEntry = c.ldEntry;
-        return edge;
-      };
-      if (c.status === 'fatal') return stop(c.reason ?? 'cannot load it');
-      let info: ElfInfo;
-      try {
-        info = cachedElfSync(c.file ?? c.path, c.stat!);
-      } catch (error) {
-        return stop(error instanceof Error ? error.message : String(error));
-      }
-      // ld.so maps it, then finds no dynamic section to use: fatal for a shared object (dl-load.c).
-      if (info.type === ET_DYN && info.dynamic !== 'yes') return stop('object file has no dynamic section');
-      // glibc 2.30 started refusing PIE objects as dependencies (2c75b545de).
-      if ((info.flags1 & DF_1_PIE) !== 0 && !(this.platform.glibc && versionAtMost(this.platform.glibc, 2, 29))) {
-        return stop('cannot dynamically load position-independent executable');
-      }
-      edge.via = preload ? 'preload' : c.via;
-      // A preload names a file itself (a path) or has it searched like a DT_NEEDED entry of the program.
-      edge.rule = preload && preloadFrom ? `the ${preloadFrom} entry ${name}${name.includes('/') ? '' : `, found by ${c.rule}`}` : c.rule;
-      if (preload && preloadFrom) Object.assign(edge, {preloadFrom, preloadName: name});
-      if (c.ldEntry !== undefined) edge.ldEntry = c.ldEntry;
-      const inode = inodeKey(c.stat!);
-      const same = listed.find((o) => o.inode === inode && o.role !== 'interp') ?? listed.find((o) => o.inode === inode);
-      if (same) {
-        // The same file under another name is one object (dl-load.c "Look again").
-        same.names.push(name);
-        edge.object = same;
-        return edge;
-      }
-      // Mapping it fails (dl-load.c); for a preload ld.so says so and goes on without it (rtld.c
-      // do_preload), elsewhere the checker reports the stop.
-      if (misaligned(info, this.platform)) return stop(MISALIGNED);
-      const noexec = this.ctx.noexecMount?.(c.file ?? c.path) ?? null;
-      if (noexec !== null) {
-        edge.noexecMount = noexec;
-        return stop('failed to map segment from shared object');
-      }
-      if (preload && execStackForbidden(this.ctx.tunables, this.platform.glibc) && asksExecStack(info)) {
-        return stop('cannot enable executable stack as shared object requires');
-      }
-      edge.object = this.newObject(c.path, name, info, c.stat!, role === 'dlopen' ? null : loader, role);
-      // Only an object no lookup reaches can be loaded again (see `unlisted`).
-      if (this.unlisted.size > 0) {
-        const copies = this.objects.filter((o) => o.inode === inode);
-        if (copies.length >= 3) this.runaway = copies;
+    const found = this.search(loader, name);
+    for (const c of found.passedOver) edge.passedOver.push(c);
+    const c = found.chosen;
+    if (c === null) {
+      if (edge.passedOver.length > 0) {
+        const wrongClass = edge.passedOver.find((p) => p.status === 'wrong-class');
+        edge.error = wrongClass ? `wrong ELF class: ELFCLASS${wrongClass.reason?.includes('32') ? 32 : 64}` : null;
       }
       return edge;
     }
-    if (edge.passedOver.length > 0) {
-      const wrongClass = edge.passedOver.find((c) => c.status === 'wrong-class');
-      edge.error = wrongClass ? `wrong ELF class: ELFCLASS${wrongClass.reason?.includes('32') ? 32 : 64}` : null;
+    // The loader stops at this file, with this reason: the search goes no further.
+    const stop = (reason: string): Edge => {
+      edge.error = reason.startsWith(`${c.path}:`) ? reason : `${c.path}: ${reason}`;
+      edge.errorPath = c.path;
+      edge.rule = c.rule;
+      if (c.ldEntry !== undefined) edge.ldEntry = c.ldEntry;
+      return edge;
+    };
+    if (found.stop !== null) return stop(found.stop);
+    const info = found.info!;
+    edge.via = preload ? 'preload' : c.via;
+    // A preload names a file itself (a path) or has it searched like a DT_NEEDED entry of the program.
+    edge.rule = preload && preloadFrom ? `the ${preloadFrom} entry ${name}${name.includes('/') ? '' : `, found by ${c.rule}`}` : c.rule;
+    if (preload && preloadFrom) Object.assign(edge, {preloadFrom, preloadName: name});
+    if (c.ldEntry !== undefined) edge.ldEntry = c.ldEntry;
+    const inode = found.inode;
+    const same = listed
+      ? listed.find((o) => o.inode === inode && o.role !== 'interp') ?? listed.find((o) => o.inode === inode)
+      : this.byInodeNotInterp.get(inode) ?? this.byInode.get(inode);
+    if (same) {
+      // The same file under another name is one object (dl-load.c "Look again").
+      this.addName(same, name);
+      edge.object = same;
+      return edge;
+    }
+    // Mapping it fails (dl-load.c); for a preload ld.so says so and goes on without it (rtld.c
+    // do_preload), elsewhere the checker reports the stop.
+    if (found.mapStop === undefined) {
+      const noexec = misaligned(info, this.platform) ? undefined : this.ctx.noexecMount?.(c.file ?? c.path) ?? null;
+      found.mapStop = noexec === undefined ? {reason: MISALIGNED}
+        : noexec !== null ? {reason: 'failed to map segment from shared object', noexecMount: noexec} : null;
+    }
+    if (found.mapStop !== null) {
+      if (found.mapStop.noexecMount !== undefined) edge.noexecMount = found.mapStop.noexecMount;
+      return stop(found.mapStop.reason);
+    }
+    if (preload && execStackForbidden(this.ctx.tunables, this.platform.glibc) && asksExecStack(info)) {
+      return stop('cannot enable executable stack as shared object requires');
+    }
+    edge.object = this.newObject(c.path, name, info, inode, role === 'dlopen' ? null : loader, role, found.lists ??= this.listsOf(c.path, info));
+    // Only an object no lookup reaches can be loaded again (see `unlisted`).
+    if (this.unlisted.size > 0) {
+      const copies = this.objects.filter((o) => o.inode === inode);
+      if (copies.length >= 3) this.runaway = copies;
     }
     return edge;
   }
 
   /**
+   * The search for `name` by `loader`, made once per check for each search list (the memo's key
+   * names every directory searched, in order, and each object whose path a rule names), and
+   * with a verdict cache the facts it asked recorded again for each file that reuses it.
+   */
+  private search(loader: LoadedObject, name: string): Found {
+    const memo = this.ctx.searchMemo;
+    // A name with a slash is opened as written, relative to the working directory or the image.
+    if (!memo || name.includes('/')) return this.searchNow(loader, name);
+    let table = this.searchesOf.get(loader);
+    if (!table) {
+      let lists = memo.get(this.platform);
+      if (!lists) memo.set(this.platform, lists = new Map());
+      const key = this.listKey(loader);
+      table = lists.get(key);
+      if (!table) lists.set(key, table = new Map());
+      this.searchesOf.set(loader, table);
+    }
+    const recorder = this.ctx.view.recorder;
+    let found = table.get(name);
+    if (found !== undefined && (recorder === null || found.facts !== null)) {
+      if (recorder && found.facts) recorder.replay(found.facts);
+      return found;
+    }
+    const captured = recorder?.capture();
+    try {
+      found = this.searchNow(loader, name);
+    } finally {
+      const facts = captured?.();
+      if (found) found.facts = facts ?? null;
+    }
+    table.set(name, found);
+    return found;
+  }
+
+  /**
+   * What the search list of `loader` is made of, as searchDirs walks it: each list by its identity,
+   * with the path of the object a rule names (DT_RPATH's of the loader, its loaders and the
+   * program; LD_LIBRARY_PATH's as this process expands it; DT_RUNPATH's), and DF_1_NODEFLIB.
+   */
+  private listKey(loader: LoadedObject): string {
+    let key = '';
+    if (loader.runpathDirs === null) {
+      let didMain = false;
+      for (let l: LoadedObject | null = loader; l; l = l.loader) {
+        if (l === this.main) didMain = true;
+        if (l.rpathDirs.length > 0) key += `P${listId(l.rpathDirs)}:${l.path}\0`;
+      }
+      if (!didMain && this.main.rpathDirs.length > 0) key += `P${listId(this.main.rpathDirs)}:${this.main.path}\0`;
+    }
+    if (this.ldDirs.length > 0) key += `L${listId(this.ldDirs)}\0`;
+    if (loader.runpathDirs !== null) key += `R${listId(loader.runpathDirs)}:${loader.path}\0`;
+    if ((loader.info.flags1 & DF_1_NODEFLIB) !== 0) key += 'N';
+    return key;
+  }
+
+  /** The search itself: candidates in order up to the first the loader does not pass over, and what it finds there. */
+  private searchNow(loader: LoadedObject, name: string): Found {
+    const passedOver: Candidate[] = [];
+    const at = (c: Candidate, stop: string | null, info: ElfInfo | null = null): Found =>
+      ({passedOver, chosen: c, stop, info, inode: stop === null ? inodeKey(c.stat!) : '', facts: null});
+    for (const c of this.candidates(loader, name)) {
+      if (c.status === 'wrong-class' || c.status === 'wrong-machine') {
+        passedOver.push(c);
+        continue;
+      }
+      if (c.status === 'fatal') return at(c, c.reason ?? 'cannot load it');
+      let info: ElfInfo;
+      try {
+        info = cachedElfSync(c.file ?? c.path, c.stat!);
+      } catch (error) {
+        return at(c, error instanceof Error ? error.message : String(error));
+      }
+      // ld.so maps it, then finds no dynamic section to use: fatal for a shared object (dl-load.c).
+      if (info.type === ET_DYN && info.dynamic !== 'yes') return at(c, 'object file has no dynamic section');
+      // glibc 2.30 started refusing PIE objects as dependencies (2c75b545de).
+      if ((info.flags1 & DF_1_PIE) !== 0 && !(this.platform.glibc && versionAtMost(this.platform.glibc, 2, 29))) {
+        return at(c, 'cannot dynamically load position-independent executable');
+      }
+      return at(c, null, info);
+    }
+    return {passedOver, chosen: null, stop: null, info: null, inode: '', facts: null};
+  }
+
+  /**
    * Every file the search for `name` by `loader` would consider, in ld.so's order (§1.3 step C),
    * each with its verdict. mapObject takes the first acceptable one; the explainer looks further.
+   * The directories of steps 1-6, with the cache between RUNPATH and the system directories; a
+   * rule's words are made only for a file found.
    */
   *candidates(loader: LoadedObject, name: string): Generator<Candidate> {
     if (name.includes('/')) {
@@ -445,27 +604,52 @@ export class LoaderProcess {
       if (c) yield c;
       return;
     }
-    for (const {dir, via, rule, ldEntry} of this.searchDirs(loader)) {
-      if (via === 'ld.so.cache') {
-        const hit = this.ctx.cacheLookup(name, this.platform);
-        // DF_1_NODEFLIB rejects a cache answer inside a system directory (dl-load.c).
-        if (!hit || ((loader.info.flags1 & DF_1_NODEFLIB) !== 0 && this.platform.systemDirs.some((d) => hit.startsWith(d)))) continue;
-        const c = this.probe(hit, via, rule);
-        if (c) yield c;
-        continue;
+    if (loader.runpathDirs === null) {
+      let didMain = false;
+      for (let l: LoadedObject | null = loader; l; l = l.loader) {
+        if (l === this.main) didMain = true;
+        if (l.rpathDirs.length > 0) yield* this.inDirs(name, l.rpathDirs, 'rpath', l);
       }
-      for (const sub of this.ctx.view.listableSubdirs(dir, this.platform.hwcapsSubdirs)) {
+      if (!didMain && this.main.rpathDirs.length > 0) yield* this.inDirs(name, this.main.rpathDirs, 'rpath', this.main);
+    }
+    if (this.ldDirs.length > 0) yield* this.inDirs(name, this.ldDirs, 'ld_library_path', null);
+    if (loader.runpathDirs !== null && loader.runpathDirs.length > 0) yield* this.inDirs(name, loader.runpathDirs, 'runpath', loader);
+    const hit = this.ctx.cacheLookup(name, this.platform);
+    const nodeflib = (loader.info.flags1 & DF_1_NODEFLIB) !== 0;
+    // DF_1_NODEFLIB rejects a cache answer inside a system directory (dl-load.c).
+    if (hit && !(nodeflib && this.platform.systemDirs.some((d) => hit.startsWith(d)))) {
+      const c = this.probe(hit, 'ld.so.cache', this.ctx.cacheLabel);
+      if (c) yield c;
+    }
+    if (!nodeflib) yield* this.inDirs(name, this.platform.systemDirs, 'default', null);
+  }
+
+  /** `name` in each directory of a list and its hwcaps subdirectories, in order; `owner`: whose DT_RPATH or DT_RUNPATH. */
+  private *inDirs(name: string, dirs: readonly (SearchDir | string)[], via: Via, owner: LoadedObject | null): Generator<Candidate> {
+    const view = this.ctx.view;
+    for (const d of dirs) {
+      const dir = typeof d === 'string' ? d : d.dir;
+      const ldEntry = via === 'ld_library_path' ? (d as SearchDir).element : undefined;
+      for (const sub of view.listableSubdirs(dir, this.platform.hwcapsSubdirs)) {
         const subdir = `${dir}${sub}/`;
-        if (!this.ctx.view.has(subdir, name)) continue;
-        const c = this.probe(this.absolute(subdir + name), via, `${rule} (${sub})`);
+        if (!view.has(subdir, name)) continue;
+        const c = this.probe(this.absolute(subdir + name), via, `${this.ruleOf(d, via, owner)} (${sub})`);
         if (c && ldEntry !== undefined) c.ldEntry = ldEntry;
         if (c) yield c;
       }
-      if (!this.ctx.view.has(dir, name)) continue;
-      const c = this.probe(this.absolute(dir + name), via, rule);
+      if (!view.has(dir, name)) continue;
+      const c = this.probe(this.absolute(dir + name), via, this.ruleOf(d, via, owner));
       if (c && ldEntry !== undefined) c.ldEntry = ldEntry;
       if (c) yield c;
     }
+  }
+
+  /** The words of the rule that searches directory `d`. */
+  private ruleOf(d: SearchDir | string, via: Via, owner: LoadedObject | null): string {
+    if (typeof d === 'string') return `system directory ${d.replace(/\/$/, '')}`;
+    const element = describeElement(d.element, this.ctx.view.cwd);
+    return via === 'ld_library_path' ? `LD_LIBRARY_PATH entry ${element}`
+      : `${via === 'rpath' ? 'DT_RPATH' : 'DT_RUNPATH'} entry ${element} of ${owner!.path}`;
   }
 
   /**
@@ -480,25 +664,6 @@ export class LoaderProcess {
   /** A relative name as dl-object.c makes l_origin of it: the working directory (getcwd), a slash, the name. */
   private absolute(path: string): string {
     return path.startsWith('/') ? path : `${this.ctx.view.workingDir().replace(/\/$/, '')}/${path}`;
-  }
-
-  /** The directories of steps 1-6, with the cache between RUNPATH and the system directories. */
-  private *searchDirs(loader: LoadedObject): Generator<{dir: string; via: Via; rule: string; ldEntry?: string}> {
-    const cwd = this.ctx.view.cwd;
-    if (loader.runpathDirs === null) {
-      let didMain = false;
-      for (let l: LoadedObject | null = loader; l; l = l.loader) {
-        if (l === this.main) didMain = true;
-        for (const d of l.rpathDirs) yield {dir: d.dir, via: 'rpath', rule: `DT_RPATH entry ${describeElement(d.element, cwd)} of ${l.path}`};
-      }
-      if (!didMain) for (const d of this.main.rpathDirs) yield {dir: d.dir, via: 'rpath', rule: `DT_RPATH entry ${describeElement(d.element, cwd)} of ${this.main.path}`};
-    }
-    for (const d of this.ldDirs) yield {dir: d.dir, via: 'ld_library_path', rule: `LD_LIBRARY_PATH entry ${describeElement(d.element, cwd)}`, ldEntry: d.element};
-    if (loader.runpathDirs) for (const d of loader.runpathDirs) yield {dir: d.dir, via: 'runpath', rule: `DT_RUNPATH entry ${describeElement(d.element, cwd)} of ${loader.path}`};
-    yield {dir: '\0cache', via: 'ld.so.cache', rule: this.ctx.cacheLabel};
-    if ((loader.info.flags1 & DF_1_NODEFLIB) === 0) {
-      for (const d of this.platform.systemDirs) yield {dir: d, via: 'default', rule: `system directory ${d.replace(/\/$/, '')}`};
-    }
   }
 
   /** Checks one file as open_verify does (§1.8); null when there is nothing there. */

@@ -35,6 +35,7 @@ beforeAll(async () => {
   buildOld(join(ready[5].root, 'other', 'libv.so'));
   buildOld(join(ready[6].newDir, 'libv.so.2'));
   image = sysrootImage();
+  shared = sharedDependency();
   await settle();
 }, 120_000);
 afterAll(() => tmp?.cleanup());
@@ -82,6 +83,26 @@ function sysrootImage(): {img: string; app: string; alt: string} {
   symlinkSync('/etc/alternatives/libv.so', join(usrlib, 'libv.so'));
   const app = buildLib({out: join(img, 'app', 'libuses.so'), link: [v2], source: 'int a(void); int b(void); int u(void){return a() + b();}\n', extra: ['-nostdlib']});
   return {img, app, alt};
+}
+
+let shared: {dir: string; newDir: string; cacheDir: string; first: string; second: string};
+/**
+ * Two libraries in one directory that both need libv.so (V2), found by LD_LIBRARY_PATH: no rule
+ * of that search names either of them, so the check searches once for both (the search memo of
+ * src/core/elf/search/loader-process.ts).
+ */
+function sharedDependency(): typeof shared {
+  const root = join(tmp.dir, 'shared');
+  const newDir = join(root, 'new');
+  const real = buildLib({out: join(newDir, 'libv.so'), soname: 'libv.so', source: 'int a(void){return 1;}\nint b(void){return 2;}\n',
+    versionScript: 'V1 { global: a; local: *; };\nV2 { global: b; } V1;\n'});
+  const dir = join(root, 'app');
+  const uses = 'int a(void); int b(void); int u(void){return a() + b();}\n';
+  const first = buildLib({out: join(dir, 'liba.so'), link: [real], source: uses});
+  const second = buildLib({out: join(dir, 'libb.so'), link: [real], source: uses});
+  // Only the libraries in the directory: the sources and version script go elsewhere.
+  for (const f of ['liba.so.c', 'libb.so.c']) renameSync(join(dir, f), join(root, f));
+  return {dir, newDir, cacheDir: join(root, 'cache'), first, second};
 }
 
 /** libv.so without V2 (b missing): what an older build of the library looks like. */
@@ -180,6 +201,28 @@ d('check reuses a file\'s result only while everything it read is unchanged', ()
     expect(lddVerdict(f.app).versions).toEqual([`V2 ${f.app}`]);
     expect(after.ok).toBe(false);
     expect(after.problems.map((p) => `${p.kind} ${p.version}`)).toContain('version-not-found V2');
+    expect(after).toEqual(await truth(options));
+  });
+
+  test('a file whose search was made for another file\'s check depends on what that search read (libv.so rebuilt for both)', async () => {
+    const {dir, newDir, cacheDir, first, second} = shared;
+    const options: CheckOptions = {targets: [dir], cacheDir, ldLibraryPath: newDir};
+    const before = await checkLibraries(options);
+    expect(before.ok).toBe(true);
+    expect(before.checked).toEqual([first, second]);
+    // Both found libv.so the same way; the second file's record must hold libv.so all the same.
+    for (const o of before.objects.filter((x) => x.path === first || x.path === second)) {
+      expect(o.needed.find((n) => n.name === 'libv.so')).toMatchObject({path: join(newDir, 'libv.so'), via: 'ld_library_path'});
+    }
+    const stored = JSON.parse(readFileSync(join(cacheDir, readdirSync(cacheDir).find((n) => n.endsWith('.json'))!), 'utf8'));
+    const lib = stored.inputs.findIndex((i: string[]) => i[0] === 's' && i[1] === join(newDir, 'libv.so'));
+    expect(lib).toBeGreaterThanOrEqual(0);
+    expect(stored.files[first].i).toContain(lib);
+    expect(stored.files[second].i).toContain(lib);
+    buildOld(join(newDir, 'libv.so'));
+    const after = await checkLibraries(options);
+    expect(lddVerdict(second, newDir).versions).toEqual([`V2 ${second}`]);
+    expect(after.problems.filter((p) => p.kind === 'version-not-found').map((p) => p.object)).toEqual([first, second]);
     expect(after).toEqual(await truth(options));
   });
 
