@@ -8,7 +8,7 @@
 import {existsSync, statSync} from 'node:fs';
 import {realpathIn} from './read/machine/sysroot.js';
 import {isFailing, type CheckedObject, type CheckOptions, type CheckReport, type Problem} from './report-types.js';
-import {checkFiles, type FileResult} from './check-files.js';
+import {checkFiles, growYoungGenerationFast, type FileResult} from './check-files.js';
 import {listTargets} from './search/list-targets.js';
 import {hostLoaderPath} from './read/machine/platform.js';
 import {prefetchHostLoaderFacts} from './read/ldcache/host-loader.js';
@@ -29,10 +29,11 @@ function stageOf(p: Problem): number {
 export async function checkLibraries(options: CheckOptions): Promise<CheckReport> {
   const cwd = options.cwd ?? process.cwd();
   // Without a store every file is checked, and the host's loader asked first: asked now, it
-  // answers while the targets are listed.
+  // answers while the targets are listed; and the heap is sized for a long check from the start.
   if (!options.cacheDir) {
     const interp = hostLoaderPath();
     if (interp) prefetchHostLoaderFacts(interp);
+    growYoungGenerationFast();
   }
   const listed = listTargets(options.targets, {recursive: options.recursive, cwd, sysroot: options.sysroot});
   // Bad usage (a file named explicitly that is not ELF, an --exe that is no program) fails in
