@@ -1,11 +1,20 @@
 import {closeSync, constants, fstatSync, openSync, readSync} from 'node:fs';
 import {isErrno} from '../../../errors.js';
 import {ElfError} from './errors.js';
+import {Fields} from './fields.js';
 
 /**
  * Positioned reads over one open file. Nothing is read unless asked for, every request is
  * bounded by the file size, and small requests are served from aligned blocks kept only for
  * the lifetime of this object, so walking a verdef chain costs a few block reads.
+ *
+ * The first HEAD bytes come in one read, the first time anything there is asked for: the ELF
+ * header, the program headers and the notes always lie there, and in most libraries the dynamic
+ * symbols, their names, versions and hash table too (324 of the 473 objects of a CUDA and system
+ * library directory). That buffer is reused by the next file opened (one buffer for a whole check,
+ * not one per file and table: the garbage collector was a tenth of a first check's reading), so
+ * what lies there is handed out in two ways: `view` and `fields` for what is parsed at once and
+ * dropped, `read` (a copy) for what a parsed file keeps.
  *
  * Synchronous on purpose: a check reads about a thousand files of a few KB of tables each, from
  * the page cache. Measured on 985 libraries, the promise API's thread-pool round trip per
@@ -13,8 +22,17 @@ import {ElfError} from './errors.js';
  * main thread costs microseconds.
  */
 const BLOCK = 4096;
+/**
+ * Big enough for the tables of most libraries; small enough that a header-only read of a 1 GB
+ * library still costs kilobytes (test/core/elf/read/elf/large-file.test.ts).
+ */
+const HEAD = 16 * 1024;
 /** No single table this reader needs legitimately exceeds this (libtorch_cuda's .dynstr is a few MB). */
 export const MAX_TABLE_BYTES = 256 * 1024 * 1024;
+const EMPTY = Buffer.alloc(0);
+
+/** The head buffer of the last file closed, for the next one (a file opened while another is open gets its own). */
+let spareHead: Buffer | null = null;
 
 /** Process-wide counters of bytes read, so tests and benchmarks can prove reads stay small. */
 const stats = {reads: 0, bytes: 0};
@@ -27,8 +45,15 @@ export function resetReadStats(): void {
 }
 
 export class ElfFile {
-  private readonly blocks = new Map<number, Buffer>();
+  private blocks: Map<number, Buffer> | null = null;
   private closed = false;
+  /** Bytes [0, min(size, HEAD)) of the file once asked for; shared with later files after close(). */
+  private head: Buffer | null = null;
+  private headFields: Fields | null = null;
+  /** The block `fields` last served from (a chain walk outside the head stays in one block). */
+  private blockFields: Fields | null = null;
+  private littleEndian = true;
+  private is64 = true;
 
   private constructor(readonly path: string, private readonly fd: number, readonly size: number) {}
 
@@ -60,7 +85,11 @@ export class ElfFile {
     if (this.closed) return;
     this.closed = true;
     // Parsed results (a symbol lookup) may keep this object for its path: not its blocks.
-    this.blocks.clear();
+    this.blocks = null;
+    this.blockFields = null;
+    this.headFields = null;
+    if (this.head) spareHead = this.head;
+    this.head = null;
     try {
       closeSync(this.fd);
     } catch {
@@ -68,16 +97,51 @@ export class ElfFile {
     }
   }
 
-  /** `len` bytes at `off`; throws 'truncated' when they are not all in the file. */
+  /** The byte order and class `fields` reads with (parseHeader sets them from e_ident). */
+  format(littleEndian: boolean, is64: boolean): void {
+    this.littleEndian = littleEndian;
+    this.is64 = is64;
+    this.headFields = null;
+    this.blockFields = null;
+  }
+
+  /** `len` bytes at `off`, the caller's to keep; throws 'truncated' when they are not all in the file. */
   read(off: number, len: number, what: string): Buffer {
     this.check(off, len, what);
     if (len === 0) return Buffer.alloc(0);
+    if (off + len <= HEAD) {
+      const out = Buffer.allocUnsafeSlow(len);
+      this.loadHead().copy(out, 0, off, off + len);
+      return out;
+    }
+    return this.outside(off, len);
+  }
+
+  /**
+   * `len` bytes at `off` for a look at once: valid until this file is closed (the head buffer then
+   * serves the next file). Throws as `read` does.
+   */
+  view(off: number, len: number, what: string): Buffer {
+    this.check(off, len, what);
+    if (len === 0) return EMPTY;
+    if (off + len <= HEAD) return this.loadHead().subarray(off, off + len);
+    return this.outside(off, len);
+  }
+
+  /**
+   * Fields over a buffer that holds [off, off + len), addressed by file offsets (Fields.origin):
+   * for records parsed at once, valid until this file is closed. Throws as `read` does.
+   */
+  fields(off: number, len: number, what: string): Fields {
+    this.check(off, len, what);
+    if (off + len <= HEAD) return this.headFields ??= new Fields(this.loadHead(), this.littleEndian, this.is64, 0);
     const first = Math.floor(off / BLOCK);
     if (len <= BLOCK && Math.floor((off + len - 1) / BLOCK) === first) {
-      const block = this.block(first);
-      return block.subarray(off - first * BLOCK, off - first * BLOCK + len);
+      const cached = this.blockFields;
+      if (cached !== null && cached.origin === first * BLOCK) return cached;
+      return this.blockFields = new Fields(this.block(first), this.littleEndian, this.is64, first * BLOCK);
     }
-    return this.readDirect(off, len);
+    return new Fields(this.readDirect(off, len), this.littleEndian, this.is64, off);
   }
 
   /**
@@ -107,12 +171,36 @@ export class ElfFile {
     }
   }
 
+  /** The head, read on first need (only bytes below the file size are ever handed out: check()). */
+  private loadHead(): Buffer {
+    let head = this.head;
+    if (head === null) {
+      head = spareHead ?? Buffer.allocUnsafeSlow(HEAD);
+      spareHead = null;
+      // Kept before the read: a failed read still hands the buffer back at close().
+      this.head = head;
+      this.readInto(head, 0, Math.min(this.size, HEAD));
+    }
+    return head;
+  }
+
+  /** Bytes past the head: from a cached block when they lie in one, else read on their own. */
+  private outside(off: number, len: number): Buffer {
+    const first = Math.floor(off / BLOCK);
+    if (len <= BLOCK && Math.floor((off + len - 1) / BLOCK) === first) {
+      const block = this.block(first);
+      return block.subarray(off - first * BLOCK, off - first * BLOCK + len);
+    }
+    return this.readDirect(off, len);
+  }
+
   private block(index: number): Buffer {
-    let block = this.blocks.get(index);
+    const blocks = this.blocks ??= new Map();
+    let block = blocks.get(index);
     if (!block) {
       const start = index * BLOCK;
       block = this.readDirect(start, Math.min(BLOCK, this.size - start));
-      this.blocks.set(index, block);
+      blocks.set(index, block);
     }
     return block;
   }

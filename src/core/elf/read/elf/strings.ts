@@ -24,7 +24,7 @@ export class StringTable {
     let chunk = 256;
     for (;;) {
       const len = Math.min(chunk, this.size - index);
-      const buf = this.file.read(this.offset + index, len, `${what} string`);
+      const buf = this.file.view(this.offset + index, len, `${what} string`);
       const nul = buf.indexOf(0);
       if (nul >= 0) return buf.toString('utf8', 0, nul);
       if (index + len >= this.size) break;
