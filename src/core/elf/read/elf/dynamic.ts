@@ -27,7 +27,7 @@ export function readDynamic(file: ElfFile, h: ParsedHeader, dyn: ProgramHeader):
   if (dyn.filesz > MAX_DYNAMIC_BYTES) {
     throw new ElfError(file.path, 'malformed', `PT_DYNAMIC is ${dyn.filesz} bytes, far larger than any dynamic section`);
   }
-  const f = file.fields(dyn.offset, dyn.filesz, 'dynamic section (PT_DYNAMIC)');
+  const f = file.fields(dyn.offset, dyn.filesz, 'dynamic section (PT_DYNAMIC)', true);
   const info: DynamicInfo = {needed: [], filtees: [], values: new Map()};
   const valueAt = h.is64 ? 8 : 4;
   const end = dyn.offset + dyn.filesz;

@@ -12,6 +12,7 @@ import {checkSegmentsInFile, parseHeader, PT_DYNAMIC, PT_GNU_STACK, PT_INTERP, P
 import {countFromGnuHash, countFromSections, countFromSysvHash, type SymbolCount} from './hash.js';
 import {StringTable} from './strings.js';
 import {x86IsaNeeded} from './properties.js';
+import {preloadDynamicTables} from './preload.js';
 import {relocatedSymbols} from './relocations.js';
 import {NO_LOOKUP, readSymbols, readUndefinedSymbols} from './symbols.js';
 import {readVersionDefinitions, readVersionNeeds, versionTable} from './versions.js';
@@ -139,6 +140,7 @@ function parse(file: ElfFile, options: ReadElfOptions): ElfInfo {
   }
   info.dynamic = 'yes';
   const {dyn, value, toOffset} = dynamic;
+  if (options.symbols) preloadDynamicTables(file, h, value, loads);
 
   const strtabAddr = value(DT.STRTAB);
   const strsz = value(DT.STRSZ) ?? 0;
