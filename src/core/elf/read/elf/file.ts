@@ -150,6 +150,11 @@ export class ElfFile {
     }
   }
 
+  /** Whether [off, off + len) lies in the preloaded span (reading it costs no read). */
+  preloaded(off: number, len: number): boolean {
+    return this.span.length > 0 && this.inSpan(off, len);
+  }
+
   /** `len` bytes at `off`, the caller's to keep; throws 'truncated' when they are not all in the file. */
   read(off: number, len: number, what: string): Buffer {
     this.check(off, len, what);

@@ -306,13 +306,18 @@ function withRelocations<T>(path: string, use: (view: RelocationView) => T): T |
   try {
     const h = parseHeader(file);
     const phdrs = readProgramHeaders(file, h);
-    const dynamic = locateDynamic(file, h, phdrs);
+    const loads = phdrs.filter((p) => p.type === PT_LOAD);
+    const dynamic = locateDynamic(file, h, phdrs, loads);
     if (!dynamic) return null;
     const {dyn, value, toOffset} = dynamic;
     const strtab = value(DT.STRTAB);
     const symtab = value(DT.SYMTAB);
     if (strtab === undefined || symtab === undefined) return null;
+    // The names of every relocated symbol are read: with the tables in one read, from the whole
+    // string table rather than a piece (and a read or a block) per name.
+    preloadDynamicTables(file, h, value, loads);
     const strings = new StringTable(file, toOffset(strtab, value(DT.STRSZ) ?? 0, 'DT_STRTAB'), value(DT.STRSZ) ?? 0);
+    if (file.preloaded(strings.offset, strings.size)) strings.loadAll();
     const count = symbolCount(file, h, value(DT.GNU_HASH), value(DT.HASH), toOffset).count;
     const marks = relocatedSymbols(file, h, dyn.values, count, toOffset);
     if (!marks) return null;
