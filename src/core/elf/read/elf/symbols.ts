@@ -87,21 +87,22 @@ function undefinedSymbolsLE64(
   const entsize = t.entsize;
   const count = t.count;
   const versym = table.versymBytes;
-  const hashedFrom = t.hashed ? t.hashedFrom : Number.MAX_SAFE_INTEGER;
-  // The versions by index, in an array (versions.has and versions.get per symbol cost Map probes).
-  const byIndex: Array<{name: string; file: string | null} | undefined> = [];
+  // The version indexes the tables define, as flags (versions.has per symbol cost a Map probe).
+  let known = new Uint8Array(0);
   if (versym) {
     let max = 0;
     for (const k of versions.keys()) if (k > max) max = k;
-    for (let k = 0; k <= max; k++) byIndex.push(versions.get(k));
+    known = new Uint8Array(max + 1);
+    for (const k of versions.keys()) known[k] = 1;
   }
   for (let i = 1; i < count; i++) {
     const b = i * entsize;
     const nameOff = (syms[b] | (syms[b + 1] << 8) | (syms[b + 2] << 16) | (syms[b + 3] << 24)) >>> 0;
     if (nameOff >= size) table.validate(i, false);
-    const raw = versym ? versym[i * 2] | (versym[i * 2 + 1] << 8) : 0;
-    const index = raw & 0x7fff;
-    if (versym && index >= 2 && (index >= byIndex.length || byIndex[index] === undefined)) table.validate(i, false);
+    if (versym) {
+      const index = (versym[i * 2] | (versym[i * 2 + 1] << 8)) & 0x7fff;
+      if (index >= 2 && (index >= known.length || known[index] === 0)) table.validate(i, false);
+    }
     if (syms[b + 6] !== 0 || syms[b + 7] !== 0) continue;
     // dl_new_hash (h * 33 + c, as shift and add: cheaper than Math.imul here), kept as an int32.
     // The table ends with a NUL, so every name ends inside it.
@@ -114,18 +115,7 @@ function undefinedSymbolsLE64(
     }
     // ASCII (nearly every name): the same string without UTF-8 decoding.
     const name = bits < 0x80 ? names.toString('latin1', nameOff, k) : names.toString('utf8', nameOff, k);
-    const entry = versym && index >= 2 ? byIndex[index]! : null;
-    const info = syms[b + 4];
-    const lo = (syms[b + 8] | (syms[b + 9] << 8) | (syms[b + 10] << 16) | (syms[b + 11] << 24)) >>> 0;
-    const hi = (syms[b + 12] | (syms[b + 13] << 8) | (syms[b + 14] << 16) | (syms[b + 15] << 24)) >>> 0;
-    // DynamicSymbols.symbol's object for an undefined symbol, built from the bytes at hand: the
-    // same properties in the same order (one object shape for every symbol).
-    const s: ElfSymbol = {
-      name, defined: false, binding: info >> 4, type: info & 0xf, visibility: syms[b + 5] & 3,
-      version: entry ? entry.name : null, versionFile: entry ? entry.file : null, hidden: (raw & 0x8000) !== 0, versionIndex: index,
-      // st_value above 2^53 is clamped, as symbol() does.
-      shndx: 0, value: hi >= 0x200000 ? Number.MAX_SAFE_INTEGER : hi * 0x100000000 + lo, hashed: i >= hashedFrom, nameHash: hash >>> 0,
-    };
+    const s = table.symbol(i, name, hash >>> 0);
     if (relocated && relocated[i] === 0) s.unreferenced = true;
     out.push(s);
   }
