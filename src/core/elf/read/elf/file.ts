@@ -155,11 +155,15 @@ export class ElfFile {
     return this.span.length > 0 && this.inSpan(off, len);
   }
 
+  // read, view and fields are called for every record and table: each serves the head and the span
+  // in a few lines and leaves the rest to a method of its own, so that the walkers the compiler
+  // optimizes (a verneed chain, the dynamic array) take in only these lines, not the reads.
+
   /** `len` bytes at `off`, the caller's to keep; throws 'truncated' when they are not all in the file. */
   read(off: number, len: number, what: string): Buffer {
     this.check(off, len, what);
     if (len === 0) return Buffer.alloc(0);
-    if (off + len <= HEAD) return keepCopy(this.loadHead(), off, len);
+    if (off + len <= HEAD) return keepCopy(this.head ?? this.loadHead(), off, len);
     if (this.inSpan(off, len)) return this.span.subarray(off - this.spanStart, off - this.spanStart + len);
     return this.outside(off, len);
   }
@@ -171,7 +175,7 @@ export class ElfFile {
   view(off: number, len: number, what: string): Buffer {
     this.check(off, len, what);
     if (len === 0) return EMPTY;
-    if (off + len <= HEAD) return this.loadHead().subarray(off, off + len);
+    if (off + len <= HEAD) return (this.head ?? this.loadHead()).subarray(off, off + len);
     if (this.inSpan(off, len)) return this.span.subarray(off - this.spanStart, off - this.spanStart + len);
     return this.outside(off, len);
   }
@@ -183,15 +187,9 @@ export class ElfFile {
    */
   fields(off: number, len: number, what: string, exact = false): Fields {
     this.check(off, len, what);
-    if (off + len <= HEAD) return this.headFields ??= new Fields(this.loadHead(), this.littleEndian, this.is64, 0);
-    if (this.inSpan(off, len)) return this.spanFields ??= new Fields(this.span, this.littleEndian, this.is64, this.spanStart);
-    const first = Math.floor(off / BLOCK);
-    if (!exact && len <= BLOCK && Math.floor((off + len - 1) / BLOCK) === first) {
-      const cached = this.blockFields;
-      if (cached !== null && cached.origin === first * BLOCK) return cached;
-      return this.blockFields = new Fields(this.block(first), this.littleEndian, this.is64, first * BLOCK);
-    }
-    return new Fields(this.readDirect(off, len), this.littleEndian, this.is64, off);
+    if (off + len <= HEAD) return this.headFields ?? this.newHeadFields();
+    if (this.inSpan(off, len)) return this.spanFields ?? this.newSpanFields();
+    return this.fieldsOutside(off, len, exact);
   }
 
   /**
@@ -219,6 +217,24 @@ export class ElfFile {
       throw new ElfError(this.path, 'truncated',
         `${what} (offset ${off}, ${len} bytes) lies past the end of the file (${this.size} bytes)`);
     }
+  }
+
+  private newHeadFields(): Fields {
+    return this.headFields = new Fields(this.loadHead(), this.littleEndian, this.is64, 0);
+  }
+
+  private newSpanFields(): Fields {
+    return this.spanFields = new Fields(this.span, this.littleEndian, this.is64, this.spanStart);
+  }
+
+  private fieldsOutside(off: number, len: number, exact: boolean): Fields {
+    const first = Math.floor(off / BLOCK);
+    if (!exact && len <= BLOCK && Math.floor((off + len - 1) / BLOCK) === first) {
+      const cached = this.blockFields;
+      if (cached !== null && cached.origin === first * BLOCK) return cached;
+      return this.blockFields = new Fields(this.block(first), this.littleEndian, this.is64, first * BLOCK);
+    }
+    return new Fields(this.readDirect(off, len), this.littleEndian, this.is64, off);
   }
 
   private inSpan(off: number, len: number): boolean {

@@ -11,7 +11,7 @@ import {ElfFile} from './file.js';
 import {checkSegmentsInFile, parseHeader, PT_DYNAMIC, PT_GNU_STACK, PT_INTERP, PT_LOAD, PT_TLS, readProgramHeaders, vaddrToOffset, type ParsedHeader, type ProgramHeader} from './header.js';
 import {countFromGnuHash, countFromSections, countFromSysvHash, type SymbolCount} from './hash.js';
 import {StringTable} from './strings.js';
-import {x86IsaNeeded} from './properties.js';
+import {PT_GNU_PROPERTY, PT_NOTE, x86IsaNeeded} from './properties.js';
 import {preloadDynamicTables} from './preload.js';
 import {relocatedSymbols} from './relocations.js';
 import {NO_LOOKUP, readSymbols, readUndefinedSymbols} from './symbols.js';
@@ -108,6 +108,8 @@ function parse(file: ElfFile, options: ReadElfOptions): ElfInfo {
   let stackFlags: number | null = null;
   let tlsHeader: ProgramHeader | null = null;
   let anyDynamic = false;
+  let properties: ProgramHeader[] | null = null;
+  let notes: ProgramHeader[] | null = null;
   const loads: ProgramHeader[] = [];
   for (let i = 0; i < phdrs.length; i++) {
     const p = phdrs[i];
@@ -117,8 +119,10 @@ function parse(file: ElfFile, options: ReadElfOptions): ElfInfo {
     else if (type === PT_INTERP) interpHeader ??= p;
     else if (type === PT_GNU_STACK) stackFlags ??= p.flags;
     else if (type === PT_TLS) tlsHeader ??= p;
+    else if (type === PT_NOTE) (notes ??= []).push(p);
+    else if (type === PT_GNU_PROPERTY) (properties ??= []).push(p);
   }
-  const x86 = x86IsaNeeded(file, h, phdrs);
+  const x86 = x86IsaNeeded(file, h, properties, notes);
   const loadList: ElfInfo['loads'] = [];
   for (let i = 0; i < loads.length; i++) loadList.push({offset: loads[i].offset, vaddr: loads[i].vaddr, filesz: loads[i].filesz});
   // One literal, every property in place from the start: one object shape for every file.

@@ -18,20 +18,15 @@ const MAX_NOTE_BYTES = 64 * 1024;
  * ld.so reads them (sysdeps/x86/dl-prop.h: the first NT_GNU_PROPERTY_TYPE_0 note owned by "GNU",
  * aligned to the class's word size). A malformed note says nothing, as it does to ld.so.
  */
-export function x86IsaNeeded(file: ElfFile, h: ParsedHeader, phdrs: ProgramHeader[]): number {
+export function x86IsaNeeded(file: ElfFile, h: ParsedHeader, properties: ProgramHeader[] | null, notes: ProgramHeader[] | null): number {
   if (h.machine !== EM_X86_64 && h.machine !== EM_386) return 0;
-  // PT_GNU_PROPERTY when there is one, else every PT_NOTE.
-  let type = PT_NOTE;
-  for (let i = 0; i < phdrs.length; i++) {
-    if (phdrs[i].type === PT_GNU_PROPERTY) {
-      type = PT_GNU_PROPERTY;
-      break;
-    }
-  }
+  // The PT_GNU_PROPERTY segments when there are any, else every PT_NOTE (the caller sorted them
+  // out in its one pass over the program headers).
+  const segments = properties ?? notes;
+  if (segments === null) return 0;
   const align = h.is64 ? 8 : 4;
-  for (let i = 0; i < phdrs.length; i++) {
-    const p = phdrs[i];
-    if (p.type !== type) continue;
+  for (let i = 0; i < segments.length; i++) {
+    const p = segments[i];
     const len = Math.min(p.filesz, MAX_NOTE_BYTES);
     if (!(len >= 16) || !(p.offset + len <= file.size)) continue;
     const found = isaInNotes(file.fields(p.offset, len, 'note segment'), p.offset, len, align);
