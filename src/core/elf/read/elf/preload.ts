@@ -30,7 +30,8 @@ export function preloadDynamicTables(file: ElfFile, h: ParsedHeader, value: (tag
   const symtab = offsetOf(DT.SYMTAB);
   const strsz = value(DT.STRSZ) ?? 0;
   const entsize = h.is64 ? 24 : 16;
-  if (strtab < 0 || symtab < 0 || !(strsz >= 0)) return;
+  // A string table past the end of the file fails its own read: no speculative read before that.
+  if (strtab < 0 || symtab < 0 || !(strsz >= 0) || strtab + strsz > file.size) return;
   // .dynsym ends where .dynstr starts in GNU ld's layout; elsewhere this overestimates (more slack).
   const count = symtab < strtab ? Math.floor((strtab - symtab) / entsize) : 0;
   let start = Math.min(symtab, strtab);
@@ -41,7 +42,8 @@ export function preloadDynamicTables(file: ElfFile, h: ParsedHeader, value: (tag
     if (off + len > end) end = off + len;
   };
   // The hash table ld.so uses (DT_GNU_HASH when there are both); a DT_HASH beside it may still lie
-  // between the others (LLVM's libraries): room for it too, about two words a symbol (three for GNU hash: its bloom filter).
+  // between the others (LLVM's libraries). Room for each: about two words a symbol for DT_HASH,
+  // three for DT_GNU_HASH (its bloom filter).
   const gnu = offsetOf(DT.GNU_HASH);
   take(gnu >= 0 ? gnu : offsetOf(DT.HASH), 16);
   take(offsetOf(DT.VERSYM), count * 2);
