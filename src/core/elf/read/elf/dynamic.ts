@@ -1,5 +1,4 @@
 import {ElfError} from './errors.js';
-import {Fields} from './fields.js';
 import type {ElfFile} from './file.js';
 import type {ParsedHeader, ProgramHeader} from './header.js';
 
@@ -28,21 +27,22 @@ export function readDynamic(file: ElfFile, h: ParsedHeader, dyn: ProgramHeader):
   if (dyn.filesz > MAX_DYNAMIC_BYTES) {
     throw new ElfError(file.path, 'malformed', `PT_DYNAMIC is ${dyn.filesz} bytes, far larger than any dynamic section`);
   }
-  const buf = file.read(dyn.offset, dyn.filesz, 'dynamic section (PT_DYNAMIC)');
-  const f = new Fields(buf, h.littleEndian, h.is64);
+  const f = file.fields(dyn.offset, dyn.filesz, 'dynamic section (PT_DYNAMIC)', true);
   const info: DynamicInfo = {needed: [], filtees: [], values: new Map()};
+  const valueAt = h.is64 ? 8 : 4;
+  const end = dyn.offset + dyn.filesz;
   let terminated = false;
-  for (let b = 0; b + entsize <= buf.length; b += entsize) {
+  for (let b = dyn.offset; b + entsize <= end; b += entsize) {
     const tag = f.sword(b);
     if (tag === DT.NULL) {
       terminated = true;
       break;
     }
-    const value = f.word(b + (h.is64 ? 8 : 4));
+    const value = f.word(b + valueAt);
     if (tag === DT.NEEDED) info.needed.push(value);
     else if (tag === DT.FILTER || tag === DT.AUXILIARY) info.filtees.push({offset: value, auxiliary: tag === DT.AUXILIARY, neededBefore: info.needed.length});
     // Flag words: only the low 32 bits carry defined bits; keep them even if the upper half is garbage.
-    else if (tag === DT.FLAGS || tag === DT.FLAGS_1) info.values.set(tag, f.lowWord(b + (h.is64 ? 8 : 4)));
+    else if (tag === DT.FLAGS || tag === DT.FLAGS_1) info.values.set(tag, f.lowWord(b + valueAt));
     else info.values.set(tag, value);
   }
   if (!terminated) throw new ElfError(file.path, 'malformed', 'the dynamic section has no DT_NULL terminator');

@@ -34,36 +34,40 @@ export function gnuHashOf(name: string): number {
   return h >>> 0;
 }
 
-const CHAIN_CHUNK = 1024; // chain words per read
-
 /** The dynamic symbol count from DT_GNU_HASH (elf-loader-spec §4.6): max bucket, then walk its chain to the end bit. */
 export function countFromGnuHash(file: ElfFile, h: ParsedHeader, off: number): SymbolCount {
-  const f = new Fields(file.read(off, 16, 'GNU hash header'), h.littleEndian, h.is64);
-  const nbuckets = f.u32(0);
-  const symoffset = f.u32(4);
-  const bloomSize = f.u32(8);
+  const f = file.fields(off, 16, 'GNU hash header');
+  const nbuckets = f.u32(off);
+  const symoffset = f.u32(off + 4);
+  const bloomSize = f.u32(off + 8);
   const bloomBytes = bloomSize * (h.is64 ? 8 : 4);
   const bucketsOff = off + 16 + bloomBytes;
   file.check(bucketsOff, nbuckets * 4, 'GNU hash buckets');
   const chainOff = bucketsOff + nbuckets * 4;
+  // Kept: lookups by name start at a bucket.
   const buckets = new Fields(file.read(bucketsOff, nbuckets * 4, 'GNU hash buckets'), h.littleEndian, h.is64);
-  let max = 0;
-  for (let i = 0; i < nbuckets; i++) max = Math.max(max, buckets.u32(i * 4));
+  const max = maxWord(buckets, nbuckets);
   if (max < symoffset) return {count: symoffset, table: 'gnu', symoffset, chainOff, buckets};
   // Walk the last chain to its terminator (bit 0 set). The chain array is bounded by the end of the
-  // file: a chain without a terminator is malformed, never an endless loop.
-  let i = max;
-  for (;;) {
+  // file: a chain without a terminator is malformed, never an endless loop. Usually a word or
+  // two, read where they lie (the head, a cached block).
+  for (let i = max; ; i++) {
     const wordOff = chainOff + (i - symoffset) * 4;
     if (wordOff + 4 > file.size) {
       throw new ElfError(file.path, 'malformed', `GNU hash chain starting at symbol ${max} has no end marker before the end of the file`);
     }
-    const words = Math.min(CHAIN_CHUNK, Math.floor((file.size - wordOff) / 4));
-    const chunk = new Fields(file.read(wordOff, words * 4, 'GNU hash chain'), h.littleEndian, h.is64);
-    for (let w = 0; w < words; w++, i++) {
-      if (chunk.u32(w * 4) & 1) return {count: i + 1, table: 'gnu', symoffset, chainOff, buckets};
-    }
+    if (file.fields(wordOff, 4, 'GNU hash chain').u32(wordOff) & 1) return {count: i + 1, table: 'gnu', symoffset, chainOff, buckets};
   }
+}
+
+/** The largest of the first n 32-bit words (a small loop of its own: it runs over every bucket of every library). */
+function maxWord(words: Fields, n: number): number {
+  let max = 0;
+  for (let i = 0; i < n; i++) {
+    const w = words.u32(i * 4);
+    if (w > max) max = w;
+  }
+  return max;
 }
 
 /** DT_HASH: nchain is the number of symbols. */
@@ -71,9 +75,9 @@ export function countFromSysvHash(file: ElfFile, h: ParsedHeader, off: number): 
   // Elf_Symndx is 64-bit on 64-bit s390 and Alpha (glibc bits/elfclass.h), 32-bit everywhere else.
   const wide = h.is64 && (h.machine === 22 || h.machine === 0x9026);
   const size = wide ? 8 : 4;
-  const f = new Fields(file.read(off, 2 * size, 'SysV hash header (DT_HASH)'), h.littleEndian, h.is64);
-  const nbucket = wide ? f.u64(0) : f.u32(0);
-  const nchain = wide ? f.u64(8) : f.u32(4);
+  const f = file.fields(off, 2 * size, 'SysV hash header (DT_HASH)');
+  const nbucket = wide ? f.u64(off) : f.u32(off);
+  const nchain = wide ? f.u64(off + 8) : f.u32(off + 4);
   file.check(off + 2 * size, (nbucket + nchain) * size, 'SysV hash table (DT_HASH)');
   return {count: nchain, table: 'sysv', symoffset: 0};
 }
@@ -86,9 +90,9 @@ export function countFromSections(file: ElfFile, h: ParsedHeader): SymbolCount {
   if (h.shnum === 0 || h.shoff === 0) return none;
   const expected = h.is64 ? 64 : 40;
   if (h.shentsize !== expected) return none;
-  const f = new Fields(file.read(h.shoff, h.shnum * h.shentsize, 'section header table'), h.littleEndian, h.is64);
+  const f = file.fields(h.shoff, h.shnum * h.shentsize, 'section header table');
   for (let i = 0; i < h.shnum; i++) {
-    const b = i * h.shentsize;
+    const b = h.shoff + i * h.shentsize;
     if (f.u32(b + 4) !== SHT_DYNSYM) continue;
     const size = h.is64 ? f.u64(b + 32) : f.u32(b + 20);
     const entsize = h.is64 ? f.u64(b + 56) : f.u32(b + 36);

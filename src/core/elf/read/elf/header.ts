@@ -1,6 +1,5 @@
 import type {ElfHeaderInfo} from './types.js';
 import {ElfError} from './errors.js';
-import {Fields} from './fields.js';
 import type {ElfFile} from './file.js';
 
 export const PT_LOAD = 1;
@@ -38,7 +37,7 @@ const PHDR_SIZE = {32: 32, 64: 56} as const;
 
 export function parseHeader(file: ElfFile): ParsedHeader {
   const {path} = file;
-  const head = file.read(0, Math.min(64, file.size), 'ELF header');
+  const head = file.view(0, Math.min(64, file.size), 'ELF header');
   const magicLen = Math.min(4, head.length);
   if (!head.subarray(0, magicLen).equals(MAGIC.subarray(0, magicLen))) {
     const detail = notElfDetail(head);
@@ -58,8 +57,9 @@ export function parseHeader(file: ElfFile): ParsedHeader {
   if (head.length < EHDR_SIZE[elfClass]) {
     throw new ElfError(path, 'truncated', `file too short for an ELF${elfClass} header (${file.size} bytes)`);
   }
-  const f = new Fields(head, data === 1, elfClass === 64);
   const is64 = elfClass === 64;
+  file.format(data === 1, is64);
+  const f = file.fields(0, EHDR_SIZE[elfClass], 'ELF header');
   const header: ParsedHeader = {
     path,
     elfClass,
@@ -94,11 +94,10 @@ export function readProgramHeaders(file: ElfFile, h: ParsedHeader): ProgramHeade
   if (h.phentsize !== expected) {
     throw new ElfError(file.path, 'malformed', `e_phentsize is ${h.phentsize}, expected ${expected} for ELF${h.elfClass}`);
   }
-  const buf = file.read(h.phoff, h.phnum * h.phentsize, 'program header table');
-  const f = new Fields(buf, h.littleEndian, h.is64);
+  const f = file.fields(h.phoff, h.phnum * h.phentsize, 'program header table');
   const headers: ProgramHeader[] = [];
   for (let i = 0; i < h.phnum; i++) {
-    const b = i * h.phentsize;
+    const b = h.phoff + i * h.phentsize;
     headers.push(h.is64
       ? {type: f.u32(b), flags: f.u32(b + 4), offset: f.u64(b + 8), vaddr: f.u64(b + 16), filesz: f.u64(b + 32), memsz: f.u64(b + 40), align: f.u64(b + 48)}
       : {type: f.u32(b), flags: f.u32(b + 24), offset: f.u32(b + 4), vaddr: f.u32(b + 8), filesz: f.u32(b + 16), memsz: f.u32(b + 20), align: f.u32(b + 28)});

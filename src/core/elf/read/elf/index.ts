@@ -11,7 +11,8 @@ import {ElfFile} from './file.js';
 import {checkSegmentsInFile, parseHeader, PT_DYNAMIC, PT_GNU_STACK, PT_INTERP, PT_LOAD, PT_TLS, readProgramHeaders, vaddrToOffset, type ParsedHeader, type ProgramHeader} from './header.js';
 import {countFromGnuHash, countFromSections, countFromSysvHash, type SymbolCount} from './hash.js';
 import {StringTable} from './strings.js';
-import {x86IsaNeeded} from './properties.js';
+import {PT_GNU_PROPERTY, PT_NOTE, x86IsaNeeded} from './properties.js';
+import {preloadDynamicTables} from './preload.js';
 import {relocatedSymbols} from './relocations.js';
 import {NO_LOOKUP, readSymbols, readUndefinedSymbols} from './symbols.js';
 import {readVersionDefinitions, readVersionNeeds, versionTable} from './versions.js';
@@ -102,27 +103,48 @@ function parse(file: ElfFile, options: ReadElfOptions): ElfInfo {
   const h = parseHeader(file);
   const phdrs = readProgramHeaders(file, h);
   checkSegmentsInFile(file, phdrs);
+  // One pass over the program headers: the first of each kind, as the finds it replaces.
+  let interpHeader: ProgramHeader | null = null;
+  let stackFlags: number | null = null;
+  let tlsHeader: ProgramHeader | null = null;
+  let anyDynamic = false;
+  let properties: ProgramHeader[] | null = null;
+  let notes: ProgramHeader[] | null = null;
+  const loads: ProgramHeader[] = [];
+  for (let i = 0; i < phdrs.length; i++) {
+    const p = phdrs[i];
+    const type = p.type;
+    if (type === PT_LOAD) loads.push(p);
+    else if (type === PT_DYNAMIC) anyDynamic = true;
+    else if (type === PT_INTERP) interpHeader ??= p;
+    else if (type === PT_GNU_STACK) stackFlags ??= p.flags;
+    else if (type === PT_TLS) tlsHeader ??= p;
+    else if (type === PT_NOTE) (notes ??= []).push(p);
+    else if (type === PT_GNU_PROPERTY) (properties ??= []).push(p);
+  }
+  const x86 = x86IsaNeeded(file, h, properties, notes);
+  const loadList: ElfInfo['loads'] = [];
+  for (let i = 0; i < loads.length; i++) loadList.push({offset: loads[i].offset, vaddr: loads[i].vaddr, filesz: loads[i].filesz});
+  // One literal, every property in place from the start: one object shape for every file.
   const info: ElfInfo = {
-    ...publicHeader(h),
+    path: h.path, elfClass: h.elfClass, littleEndian: h.littleEndian, machine: h.machine, type: h.type, osabi: h.osabi,
     interp: null, soname: null, needed: [], rpath: null, runpath: null, flags1: 0,
-    versionDefinitions: [], versionNeeds: [], symbols: [], symbolCount: 0,
-    hashTable: 'none', hasVersym: false, dtFlags: 0, symbolic: false, bindNow: false, filtees: [],
-    dynamic: 'none', x86IsaNeeded: x86IsaNeeded(file, h, phdrs), stackFlags: phdrs.find((p) => p.type === PT_GNU_STACK)?.flags ?? null,
-    tls: tlsBlock(phdrs),
-    loads: phdrs.filter((p) => p.type === PT_LOAD).map((p) => ({offset: p.offset, vaddr: p.vaddr, filesz: p.filesz})),
+    versionDefinitions: [], versionNeeds: [], symbols: [],
+    // Until symbols are read: no symbol table (a static program, no DT_SYMTAB) finds nothing.
+    lookup: options.symbols === 'undefined' ? NO_LOOKUP : undefined,
+    symbolCount: 0, hashTable: 'none', hasVersym: false, dtFlags: 0, symbolic: false, bindNow: false, filtees: [],
+    dynamic: 'none', x86IsaNeeded: x86, stackFlags, tls: tlsBlock(tlsHeader), loads: loadList,
   };
-  // Until symbols are read: no symbol table (a static program, no DT_SYMTAB) finds nothing.
-  if (options.symbols === 'undefined') info.lookup = NO_LOOKUP;
-  const interp = phdrs.find((p) => p.type === PT_INTERP);
-  if (interp) info.interp = readInterp(file, interp);
-  const dynamic = locateDynamic(file, h, phdrs);
+  if (interpHeader) info.interp = readInterp(file, interpHeader);
+  const dynamic = locateDynamic(file, h, phdrs, loads);
   // A static executable or a relocatable object: nothing for the loader to resolve.
   if (!dynamic) {
-    if (phdrs.some((p) => p.type === PT_DYNAMIC)) info.dynamic = 'debug-info';
+    if (anyDynamic) info.dynamic = 'debug-info';
     return info;
   }
   info.dynamic = 'yes';
   const {dyn, value, toOffset} = dynamic;
+  if (options.symbols) preloadDynamicTables(file, h, value, loads);
 
   const strtabAddr = value(DT.STRTAB);
   const strsz = value(DT.STRSZ) ?? 0;
@@ -288,13 +310,18 @@ function withRelocations<T>(path: string, use: (view: RelocationView) => T): T |
   try {
     const h = parseHeader(file);
     const phdrs = readProgramHeaders(file, h);
-    const dynamic = locateDynamic(file, h, phdrs);
+    const loads = phdrs.filter((p) => p.type === PT_LOAD);
+    const dynamic = locateDynamic(file, h, phdrs, loads);
     if (!dynamic) return null;
     const {dyn, value, toOffset} = dynamic;
     const strtab = value(DT.STRTAB);
     const symtab = value(DT.SYMTAB);
     if (strtab === undefined || symtab === undefined) return null;
+    // The names of every relocated symbol are read: with the tables in one read, from the whole
+    // string table rather than a piece (and a read or a block) per name.
+    preloadDynamicTables(file, h, value, loads);
     const strings = new StringTable(file, toOffset(strtab, value(DT.STRSZ) ?? 0, 'DT_STRTAB'), value(DT.STRSZ) ?? 0);
+    if (file.preloaded(strings.offset, strings.size)) strings.loadAll();
     const count = symbolCount(file, h, value(DT.GNU_HASH), value(DT.HASH), toOffset).count;
     const marks = relocatedSymbols(file, h, dyn.values, count, toOffset);
     if (!marks) return null;
@@ -335,7 +362,7 @@ function withRelocations<T>(path: string, use: (view: RelocationView) => T): T |
  * dynamic array at its address (l_ld), i.e. through the PT_LOAD that maps it; p_offset says the
  * same in every sane file and is the fallback when no segment covers it.
  */
-function locateDynamic(file: ElfFile, h: ParsedHeader, phdrs: ProgramHeader[]): {
+function locateDynamic(file: ElfFile, h: ParsedHeader, phdrs: ProgramHeader[], loads = phdrs.filter((p) => p.type === PT_LOAD)): {
   dyn: ReturnType<typeof readDynamic>;
   value: (tag: number) => number | undefined;
   toOffset: (addr: number, len: number, what: string) => number;
@@ -344,7 +371,6 @@ function locateDynamic(file: ElfFile, h: ParsedHeader, phdrs: ProgramHeader[]): 
   // p_filesz == 0": ld.so skips such a segment (dl-load.c), and so does this reader.
   const dynamicHeader = phdrs.find((p) => p.type === PT_DYNAMIC && p.filesz > 0);
   if (!dynamicHeader) return null;
-  const loads = phdrs.filter((p) => p.type === PT_LOAD);
   const mapped = loads.find((p) => dynamicHeader.vaddr >= p.vaddr && dynamicHeader.vaddr + dynamicHeader.filesz <= p.vaddr + p.filesz);
   const dyn = readDynamic(file, h, mapped ? {...dynamicHeader, offset: dynamicHeader.vaddr - mapped.vaddr + mapped.offset} : dynamicHeader);
   return {
@@ -365,15 +391,14 @@ function symbolCount(
 }
 
 /** The PT_TLS block as _dl_map_object_from_fd records it (dl-load.c); an empty one is none. */
-function tlsBlock(phdrs: ProgramHeader[]): ElfInfo['tls'] {
-  const tls = phdrs.find((p) => p.type === PT_TLS);
+function tlsBlock(tls: ProgramHeader | null): ElfInfo['tls'] {
   if (!tls || tls.memsz === 0) return null;
   const align = Math.max(tls.align, 1);
   return {size: tls.memsz, align, firstByte: tls.align === 0 ? 0 : tls.vaddr % align};
 }
 
 function readInterp(file: ElfFile, p: ProgramHeader): string {
-  const buf = file.read(p.offset, Math.min(p.filesz, 4096), 'interpreter path (PT_INTERP)');
+  const buf = file.view(p.offset, Math.min(p.filesz, 4096), 'interpreter path (PT_INTERP)');
   const nul = buf.indexOf(0);
   return buf.toString('utf8', 0, nul < 0 ? buf.length : nul);
 }

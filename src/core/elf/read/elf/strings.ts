@@ -21,10 +21,15 @@ export class StringTable {
       throw new ElfError(this.file.path, 'malformed', `${what}: string offset ${index} is outside the string table (${this.size} bytes)`);
     }
     if (this.whole) return this.cstring(this.whole, index, what);
+    return this.piecewise(index, what);
+  }
+
+  /** A string read on its own, in growing pieces (a method of its own: see ElfFile.read). */
+  private piecewise(index: number, what: string): string {
     let chunk = 256;
     for (;;) {
       const len = Math.min(chunk, this.size - index);
-      const buf = this.file.read(this.offset + index, len, `${what} string`);
+      const buf = this.file.view(this.offset + index, len, `${what} string`);
       const nul = buf.indexOf(0);
       if (nul >= 0) return buf.toString('utf8', 0, nul);
       if (index + len >= this.size) break;

@@ -107,8 +107,15 @@ function undefinedSymbolsLE64(
     // dl_new_hash (h * 33 + c, as shift and add: cheaper than Math.imul here), kept as an int32.
     // The table ends with a NUL, so every name ends inside it.
     let hash = 5381;
-    for (let k = nameOff, c = names[k]; c !== 0; c = names[++k]) hash = ((hash << 5) + hash + c) | 0;
-    const s = table.symbol(i, undefined, hash >>> 0);
+    let bits = 0;
+    let k = nameOff;
+    for (let c = names[k]; c !== 0; c = names[++k]) {
+      hash = ((hash << 5) + hash + c) | 0;
+      bits |= c;
+    }
+    // ASCII (nearly every name): the same string without UTF-8 decoding.
+    const name = bits < 0x80 ? names.toString('latin1', nameOff, k) : names.toString('utf8', nameOff, k);
+    const s = table.symbol(i, name, hash >>> 0);
     if (relocated && relocated[i] === 0) s.unreferenced = true;
     out.push(s);
   }

@@ -1,6 +1,5 @@
 import type {ElfVersionDefinition, ElfVersionNeed} from './types.js';
 import {ElfError} from './errors.js';
-import {Fields} from './fields.js';
 import type {ElfFile} from './file.js';
 import type {ParsedHeader} from './header.js';
 import type {StringTable} from './strings.js';
@@ -10,64 +9,81 @@ const MAX_CHAIN = 0x8000;
 export const VER_FLG_BASE = 0x1;
 export const VER_FLG_WEAK = 0x2;
 
-/**
- * Walk a `*_next` chain (glibc follows the links and ignores the counts, elf-loader-spec §3.1).
- * Offsets only move forward, so the end of the file bounds it; the cap stops absurd chains early.
- */
-function* chain(file: ElfFile, start: number, size: number, nextAt: number, what: string, h: ParsedHeader): Generator<[number, Fields]> {
-  let off = start;
-  for (let n = 0; ; n++) {
-    if (n >= MAX_CHAIN) throw new ElfError(file.path, 'malformed', `${what} chain has more than ${MAX_CHAIN} entries`);
-    const f = new Fields(file.read(off, size, what), h.littleEndian, h.is64);
-    yield [off, f];
-    const next = f.u32(nextAt);
-    if (next === 0) return;
-    off += next;
-  }
+// Every chain is walked as glibc walks it: following the `*_next` links and ignoring the counts
+// (elf-loader-spec §3.1). Offsets only move forward, so the end of the file bounds a walk; the cap
+// stops absurd chains early. Plain loops over file.fields: a generator and a Fields per record
+// cost more than the records (they are parsed for every object a check reads).
+
+function tooLong(file: ElfFile, what: string): ElfError {
+  return new ElfError(file.path, 'malformed', `${what} chain has more than ${MAX_CHAIN} entries`);
 }
+
+const VERDEF = 'version definition (verdef)';
+const VERDAUX = 'version definition name (verdaux)';
+const VERNEED = 'version requirement (verneed)';
+const VERNAUX = 'version requirement entry (vernaux)';
 
 export function readVersionDefinitions(file: ElfFile, h: ParsedHeader, off: number, strings: StringTable): ElfVersionDefinition[] {
   const defs: ElfVersionDefinition[] = [];
-  for (const [at, f] of chain(file, off, 20, 16, 'version definition (verdef)', h)) {
-    const version = f.u16(0);
+  for (let at = off, n = 0; ; n++) {
+    if (n >= MAX_CHAIN) throw tooLong(file, VERDEF);
+    const f = file.fields(at, 20, VERDEF);
+    const version = f.u16(at);
     if (version !== 1) throw new ElfError(file.path, 'unsupported', `unsupported version ${version} of a Verdef record`);
-    const count = f.u16(6);
-    const names: string[] = [];
-    if (count > 0) {
-      let n = 0;
-      for (const [, aux] of chain(file, at + f.u32(12), 8, 4, 'version definition name (verdaux)', h)) {
-        names.push(strings.get(aux.u32(0), 'verdaux name'));
-        if (++n >= count) break;
-      }
+    const count = f.u16(at + 6);
+    const index = f.u16(at + 4);
+    const flags = f.u16(at + 2);
+    const hash = f.u32(at + 8);
+    const aux = f.u32(at + 12);
+    const next = f.u32(at + 16);
+    let name = '';
+    const parents: string[] = [];
+    for (let a = at + aux, k = 0; k < count; k++) {
+      if (k >= MAX_CHAIN) throw tooLong(file, VERDAUX);
+      const g = file.fields(a, 8, VERDAUX);
+      const s = strings.get(g.u32(a), 'verdaux name');
+      if (k === 0) name = s;
+      else parents.push(s);
+      const step = g.u32(a + 4);
+      if (step === 0) break;
+      a += step;
     }
-    defs.push({index: f.u16(4), flags: f.u16(2), hash: f.u32(8), name: names[0] ?? '', parents: names.slice(1)});
+    defs.push({index, flags, hash, name, parents});
+    if (next === 0) return defs;
+    at += next;
   }
-  return defs;
 }
 
 export function readVersionNeeds(file: ElfFile, h: ParsedHeader, off: number, strings: StringTable): ElfVersionNeed[] {
   const needs: ElfVersionNeed[] = [];
-  for (const [at, f] of chain(file, off, 16, 12, 'version requirement (verneed)', h)) {
-    const version = f.u16(0);
+  for (let at = off, n = 0; ; n++) {
+    if (n >= MAX_CHAIN) throw tooLong(file, VERNEED);
+    const f = file.fields(at, 16, VERNEED);
+    const version = f.u16(at);
     if (version !== 1) throw new ElfError(file.path, 'unsupported', `unsupported version ${version} of a Verneed record`);
-    const count = f.u16(2);
-    const need: ElfVersionNeed = {file: strings.get(f.u32(4), 'verneed file name'), versions: []};
-    if (count > 0) {
-      for (const [, aux] of chain(file, at + f.u32(8), 16, 12, 'version requirement entry (vernaux)', h)) {
-        const flags = aux.u16(4);
-        need.versions.push({
-          name: strings.get(aux.u32(8), 'vernaux name'),
-          hash: aux.u32(0),
-          flags,
-          weak: (flags & VER_FLG_WEAK) !== 0,
-          index: aux.u16(6),
-        });
-        if (need.versions.length >= count) break;
-      }
+    const count = f.u16(at + 2);
+    const need: ElfVersionNeed = {file: strings.get(f.u32(at + 4), 'verneed file name'), versions: []};
+    const aux = f.u32(at + 8);
+    const next = f.u32(at + 12);
+    for (let a = at + aux, k = 0; k < count; k++) {
+      if (k >= MAX_CHAIN) throw tooLong(file, VERNAUX);
+      const g = file.fields(a, 16, VERNAUX);
+      const flags = g.u16(a + 4);
+      need.versions.push({
+        name: strings.get(g.u32(a + 8), 'vernaux name'),
+        hash: g.u32(a),
+        flags,
+        weak: (flags & VER_FLG_WEAK) !== 0,
+        index: g.u16(a + 6),
+      });
+      const step = g.u32(a + 12);
+      if (step === 0) break;
+      a += step;
     }
     needs.push(need);
+    if (next === 0) return needs;
+    at += next;
   }
-  return needs;
 }
 
 /** versions[ndx] as `_dl_check_map_versions` builds it (§3.2): vernaux entries carry their file. */
