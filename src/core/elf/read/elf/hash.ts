@@ -13,6 +13,8 @@ export interface SymbolCount {
   chainOff?: number;
   /** GNU hash: the bucket array (nbuckets words), for lookups by name. */
   buckets?: Fields;
+  /** GNU hash: the Bloom filter (words of the class's size) and its second hash's shift, as do_lookup_x tests them first. */
+  bloom?: {words: Fields; count: number; shift: number};
 }
 
 /** The GNU hash function (dl_new_hash) over a NUL-terminated name in `buf` at `start`. */
@@ -40,14 +42,17 @@ export function countFromGnuHash(file: ElfFile, h: ParsedHeader, off: number): S
   const nbuckets = f.u32(off);
   const symoffset = f.u32(off + 4);
   const bloomSize = f.u32(off + 8);
+  const bloomShift = f.u32(off + 12);
   const bloomBytes = bloomSize * (h.is64 ? 8 : 4);
   const bucketsOff = off + 16 + bloomBytes;
   file.check(bucketsOff, nbuckets * 4, 'GNU hash buckets');
   const chainOff = bucketsOff + nbuckets * 4;
-  // Kept: lookups by name start at a bucket.
+  // Kept: lookups by name test the filter, then start at a bucket.
   const buckets = new Fields(file.read(bucketsOff, nbuckets * 4, 'GNU hash buckets'), h.littleEndian, h.is64);
+  // A table without a filter (never made by a linker) is looked up without one.
+  const bloom = bloomSize === 0 ? undefined : {words: new Fields(file.read(off + 16, bloomBytes, 'GNU hash Bloom filter'), h.littleEndian, h.is64), count: bloomSize, shift: bloomShift};
   const max = maxWord(buckets, nbuckets);
-  if (max < symoffset) return {count: symoffset, table: 'gnu', symoffset, chainOff, buckets};
+  if (max < symoffset) return {count: symoffset, table: 'gnu', symoffset, chainOff, buckets, bloom};
   // Walk the last chain to its terminator (bit 0 set). The chain array is bounded by the end of the
   // file: a chain without a terminator is malformed, never an endless loop. Usually a word or
   // two, read where they lie (the head, a cached block).
@@ -56,7 +61,7 @@ export function countFromGnuHash(file: ElfFile, h: ParsedHeader, off: number): S
     if (wordOff + 4 > file.size) {
       throw new ElfError(file.path, 'malformed', `GNU hash chain starting at symbol ${max} has no end marker before the end of the file`);
     }
-    if (file.fields(wordOff, 4, 'GNU hash chain').u32(wordOff) & 1) return {count: i + 1, table: 'gnu', symoffset, chainOff, buckets};
+    if (file.fields(wordOff, 4, 'GNU hash chain').u32(wordOff) & 1) return {count: i + 1, table: 'gnu', symoffset, chainOff, buckets, bloom};
   }
 }
 

@@ -200,7 +200,7 @@ function parse(file: ElfFile, options: ReadElfOptions): ElfInfo {
     const versymOff = versym === undefined ? null : toOffset(versym, count.count * 2, 'symbol versions (DT_VERSYM)');
     const tables = {
       symtabOff, entsize, count: count.count, versymOff, hashedFrom: count.symoffset, hashed: count.table !== 'none',
-      gnuChainOff: count.chainOff, gnuBuckets: count.buckets,
+      gnuChainOff: count.chainOff, gnuBuckets: count.buckets, gnuBloom: count.bloom,
     };
     const versions = versionTable(info.versionDefinitions, info.versionNeeds);
     const relocated = options.relocations ? relocatedSymbols(file, h, dyn.values, count.count, toOffset)?.rank ?? null : null;

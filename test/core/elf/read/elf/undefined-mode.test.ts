@@ -157,6 +157,35 @@ describeTools('readElf {symbols: \'undefined\'} on gcc-built libraries', () => {
     expect(chainOnly).toBeLessThan(failures);
   }, 30_000);
 
+  test('a Bloom filter without the name\'s bits: ld.so cannot find the symbol, and neither can the lookup', async () => {
+    const {dir: d, cleanup: done} = makeTempDir('cudaenv-elf-bloom-');
+    try {
+      const lib = join(d, 'libgnu.so');
+      writeFileSync(lib, readFileSync(join(dir, 'libgnu.so')));
+      gcc(d, 'app', 'extern int bar(void);\nint main(void) { return bar() == 3 ? 0 : 1; }\n', ['-L.', '-lgnu', '-Wl,-rpath,$ORIGIN', '-Wl,--allow-shlib-undefined']);
+      expect(execFileSync(join(d, 'app'), {encoding: 'utf8'})).toBe('bar\n');
+      expect((await readElf(lib, {symbols: 'undefined'})).lookup!.find('bar').length).toBe(1);
+      // Every filter word zeroed (readelf gives .gnu.hash's offset; its header the filter's size).
+      const sections = execFileSync('readelf', ['-SW', lib], {encoding: 'utf8', env: {...process.env, LC_ALL: 'C'}});
+      const hashOff = parseInt(/\]\s+\.gnu\.hash\s+\S+\s+[0-9a-f]+\s+([0-9a-f]+)/.exec(sections)![1], 16);
+      const bytes = readFileSync(lib);
+      bytes.fill(0, hashOff + 16, hashOff + 16 + bytes.readUInt32LE(hashOff + 8) * 8);
+      writeFileSync(lib, bytes);
+      let ran = '';
+      try {
+        execFileSync(join(d, 'app'), {encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe']});
+      } catch (error) {
+        ran = String((error as {stderr?: string}).stderr);
+      }
+      expect(ran).toMatch(/symbol lookup error: .*undefined symbol: bar, version VERS_2/);
+      const compact = await readElf(lib, {symbols: 'undefined'});
+      expect(compact.lookup!.find('bar')).toEqual([]);
+      expect(compact.lookup!.find('foo')).toEqual([]);
+    } finally {
+      done();
+    }
+  });
+
   test('a chain word that does not match its name: ld.so cannot find the symbol, and neither can the lookup', async () => {
     const {dir: d, cleanup: done} = makeTempDir('cudaenv-elf-chain-');
     try {
