@@ -290,10 +290,10 @@ var require_tunnel = __commonJS({
       self2.on("free", function onFree(socket, host, port, localAddress) {
         var options2 = toOptions(host, port, localAddress);
         for (var i = 0, len = self2.requests.length; i < len; ++i) {
-          var pending = self2.requests[i];
-          if (pending.host === options2.host && pending.port === options2.port) {
+          var pending2 = self2.requests[i];
+          if (pending2.host === options2.host && pending2.port === options2.port) {
             self2.requests.splice(i, 1);
-            pending.request.onSocket(socket);
+            pending2.request.onSocket(socket);
             return;
           }
         }
@@ -407,10 +407,10 @@ var require_tunnel = __commonJS({
         return;
       }
       this.sockets.splice(pos, 1);
-      var pending = this.requests.shift();
-      if (pending) {
-        this.createSocket(pending, function(socket2) {
-          pending.request.onSocket(socket2);
+      var pending2 = this.requests.shift();
+      if (pending2) {
+        this.createSocket(pending2, function(socket2) {
+          pending2.request.onSocket(socket2);
         });
       }
     };
@@ -8482,8 +8482,8 @@ var require_pool_base = __commonJS({
       }
       get [kPending]() {
         let ret = this[kQueued];
-        for (const { [kPending]: pending } of this[kClients]) {
-          ret += pending;
+        for (const { [kPending]: pending2 } of this[kClients]) {
+          ret += pending2;
         }
         return ret;
       }
@@ -11604,18 +11604,18 @@ var require_mock_agent = __commonJS({
       }
       pendingInterceptors() {
         const mockAgentClients = this[kClients];
-        return Array.from(mockAgentClients.entries()).flatMap(([origin, scope]) => scope[kDispatches].map((dispatch) => ({ ...dispatch, origin }))).filter(({ pending }) => pending);
+        return Array.from(mockAgentClients.entries()).flatMap(([origin, scope]) => scope[kDispatches].map((dispatch) => ({ ...dispatch, origin }))).filter(({ pending: pending2 }) => pending2);
       }
       assertNoPendingInterceptors({ pendingInterceptorsFormatter = new PendingInterceptorsFormatter() } = {}) {
-        const pending = this.pendingInterceptors();
-        if (pending.length === 0) {
+        const pending2 = this.pendingInterceptors();
+        if (pending2.length === 0) {
           return;
         }
-        const pluralizer = new Pluralizer("interceptor", "interceptors").pluralize(pending.length);
+        const pluralizer = new Pluralizer("interceptor", "interceptors").pluralize(pending2.length);
         throw new UndiciError(`
 ${pluralizer.count} ${pluralizer.noun} ${pluralizer.is} pending:
 
-${pendingInterceptorsFormatter.format(pending)}
+${pendingInterceptorsFormatter.format(pending2)}
 `.trim());
       }
     };
@@ -21486,8 +21486,21 @@ function hostLoaderFacts(interp, store) {
   factsCache.set(interp, facts);
   return facts;
 }
+function prefetchHostLoaderFacts(interp) {
+  if (factsCache.has(interp) || pending.has(interp)) return;
+  pending.set(interp, new Promise((resolve9) => {
+    process.getBuiltinModule("node:child_process").execFile(interp, ["--list-diagnostics"], { encoding: "utf8", timeout: 5e3 }, (error2, stdout) => {
+      prefetched.set(interp, error2 ? null : stdout);
+      pending.delete(interp);
+      resolve9();
+    });
+  }));
+}
+async function loaderFactsSettled() {
+  await Promise.all(pending.values());
+}
 function askLoader(interp) {
-  const diagnostics = run(interp, "--list-diagnostics");
+  const diagnostics = prefetched.has(interp) ? prefetched.get(interp) : run(interp, "--list-diagnostics");
   let facts = diagnostics === null ? null : parseLoaderDiagnostics(diagnostics);
   if (!facts) {
     const help = run(interp, "--help");
@@ -21522,12 +21535,14 @@ function glibcVersionOfFile(path13) {
 function versionAtMost(v, major, minor) {
   return v[0] < major || v[0] === major && v[1] <= minor;
 }
-var factsCache, X86_HWCAP_NAMES, fileFactsCache;
+var factsCache, X86_HWCAP_NAMES, prefetched, pending, fileFactsCache;
 var init_host_loader = __esm({
   "src/core/elf/read/ldcache/host-loader.ts"() {
     "use strict";
     factsCache = /* @__PURE__ */ new Map();
     X86_HWCAP_NAMES = ["sse2", "x86_64", "avx512_1"];
+    prefetched = /* @__PURE__ */ new Map();
+    pending = /* @__PURE__ */ new Map();
     fileFactsCache = /* @__PURE__ */ new Map();
   }
 });
@@ -21578,81 +21593,27 @@ var init_errors2 = __esm({
   }
 });
 
-// src/core/elf/read/elf/fields.ts
-var Fields;
-var init_fields = __esm({
-  "src/core/elf/read/elf/fields.ts"() {
-    "use strict";
-    Fields = class {
-      constructor(buf, littleEndian, is64) {
-        this.buf = buf;
-        this.littleEndian = littleEndian;
-        this.is64 = is64;
-        this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
-      }
-      buf;
-      littleEndian;
-      is64;
-      view;
-      u8(off) {
-        return this.view.getUint8(off);
-      }
-      u16(off) {
-        return this.view.getUint16(off, this.littleEndian);
-      }
-      u32(off) {
-        return this.view.getUint32(off, this.littleEndian);
-      }
-      i32(off) {
-        return this.view.getInt32(off, this.littleEndian);
-      }
-      u64(off) {
-        const lo = this.view.getUint32(off + (this.littleEndian ? 0 : 4), this.littleEndian);
-        const hi = this.view.getUint32(off + (this.littleEndian ? 4 : 0), this.littleEndian);
-        return hi >= 2097152 ? Number.NaN : hi * 4294967296 + lo;
-      }
-      i64(off) {
-        const lo = this.view.getUint32(off + (this.littleEndian ? 0 : 4), this.littleEndian);
-        const hi = this.view.getInt32(off + (this.littleEndian ? 4 : 0), this.littleEndian);
-        if (hi >= 2097152 || hi < -2097152 || hi === -2097152 && lo === 0) return Number.NaN;
-        return hi * 4294967296 + lo;
-      }
-      /** An address/offset-sized word: 8 bytes in ELF64, 4 in ELF32. */
-      word(off) {
-        return this.is64 ? this.u64(off) : this.u32(off);
-      }
-      /** A signed word (d_tag). */
-      sword(off) {
-        return this.is64 ? this.i64(off) : this.i32(off);
-      }
-      /** The low 32 bits of a word, for flag fields whose upper half is unused. */
-      lowWord(off) {
-        return this.is64 ? this.u32(off + (this.littleEndian ? 0 : 4)) : this.u32(off);
-      }
-    };
-  }
-});
-
 // src/core/elf/read/elf/dynamic.ts
 function readDynamic(file, h, dyn) {
   const entsize = h.is64 ? 16 : 8;
   if (dyn.filesz > MAX_DYNAMIC_BYTES) {
     throw new ElfError(file.path, "malformed", `PT_DYNAMIC is ${dyn.filesz} bytes, far larger than any dynamic section`);
   }
-  const buf = file.read(dyn.offset, dyn.filesz, "dynamic section (PT_DYNAMIC)");
-  const f = new Fields(buf, h.littleEndian, h.is64);
+  const f = file.fields(dyn.offset, dyn.filesz, "dynamic section (PT_DYNAMIC)", true);
   const info2 = { needed: [], filtees: [], values: /* @__PURE__ */ new Map() };
+  const valueAt = h.is64 ? 8 : 4;
+  const end = dyn.offset + dyn.filesz;
   let terminated = false;
-  for (let b = 0; b + entsize <= buf.length; b += entsize) {
+  for (let b = dyn.offset; b + entsize <= end; b += entsize) {
     const tag = f.sword(b);
     if (tag === DT.NULL) {
       terminated = true;
       break;
     }
-    const value = f.word(b + (h.is64 ? 8 : 4));
+    const value = f.word(b + valueAt);
     if (tag === DT.NEEDED) info2.needed.push(value);
     else if (tag === DT.FILTER || tag === DT.AUXILIARY) info2.filtees.push({ offset: value, auxiliary: tag === DT.AUXILIARY, neededBefore: info2.needed.length });
-    else if (tag === DT.FLAGS || tag === DT.FLAGS_1) info2.values.set(tag, f.lowWord(b + (h.is64 ? 8 : 4)));
+    else if (tag === DT.FLAGS || tag === DT.FLAGS_1) info2.values.set(tag, f.lowWord(b + valueAt));
     else info2.values.set(tag, value);
   }
   if (!terminated) throw new ElfError(file.path, "malformed", "the dynamic section has no DT_NULL terminator");
@@ -21663,7 +21624,6 @@ var init_dynamic = __esm({
   "src/core/elf/read/elf/dynamic.ts"() {
     "use strict";
     init_errors2();
-    init_fields();
     DT = {
       NULL: 0,
       NEEDED: 1,
@@ -21692,8 +21652,77 @@ var init_dynamic = __esm({
   }
 });
 
+// src/core/elf/read/elf/fields.ts
+var Fields;
+var init_fields = __esm({
+  "src/core/elf/read/elf/fields.ts"() {
+    "use strict";
+    Fields = class {
+      constructor(buf, littleEndian, is64, origin = 0) {
+        this.buf = buf;
+        this.littleEndian = littleEndian;
+        this.is64 = is64;
+        this.origin = origin;
+        this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+      }
+      buf;
+      littleEndian;
+      is64;
+      origin;
+      view;
+      u8(off) {
+        return this.view.getUint8(off - this.origin);
+      }
+      u16(off) {
+        return this.view.getUint16(off - this.origin, this.littleEndian);
+      }
+      u32(off) {
+        return this.view.getUint32(off - this.origin, this.littleEndian);
+      }
+      i32(off) {
+        return this.view.getInt32(off - this.origin, this.littleEndian);
+      }
+      u64(off) {
+        const at = off - this.origin;
+        const lo = this.view.getUint32(at + (this.littleEndian ? 0 : 4), this.littleEndian);
+        const hi = this.view.getUint32(at + (this.littleEndian ? 4 : 0), this.littleEndian);
+        return hi >= 2097152 ? Number.NaN : hi * 4294967296 + lo;
+      }
+      i64(off) {
+        const at = off - this.origin;
+        const lo = this.view.getUint32(at + (this.littleEndian ? 0 : 4), this.littleEndian);
+        const hi = this.view.getInt32(at + (this.littleEndian ? 4 : 0), this.littleEndian);
+        if (hi >= 2097152 || hi < -2097152 || hi === -2097152 && lo === 0) return Number.NaN;
+        return hi * 4294967296 + lo;
+      }
+      /** An address/offset-sized word: 8 bytes in ELF64, 4 in ELF32. */
+      word(off) {
+        return this.is64 ? this.u64(off) : this.u32(off);
+      }
+      /** A signed word (d_tag). */
+      sword(off) {
+        return this.is64 ? this.i64(off) : this.i32(off);
+      }
+      /** The low 32 bits of a word, for flag fields whose upper half is unused. */
+      lowWord(off) {
+        return this.is64 ? this.u32(off + (this.littleEndian ? 0 : 4)) : this.u32(off);
+      }
+    };
+  }
+});
+
 // src/core/elf/read/elf/file.ts
 import { closeSync as closeSync2, constants as constants3, fstatSync as fstatSync2, openSync as openSync2, readSync as readSync2 } from "node:fs";
+function keepCopy(head, off, len) {
+  if (slabUsed + len > slab.length) {
+    slab = Buffer.allocUnsafeSlow(SLAB);
+    slabUsed = 0;
+  }
+  const at = slabUsed;
+  slab.set(new Uint8Array(head.buffer, head.byteOffset + off, len), at);
+  slabUsed = at + len + 7 & ~7;
+  return slab.subarray(at, at + len);
+}
 function ioError(path13, error2) {
   if (isErrno(error2)) {
     const detail = error2.code === "ENOENT" ? "no such file" : error2.code === "EISDIR" ? "is a directory, not an ELF file" : error2.code === "EACCES" ? "permission denied" : `cannot read (${error2.code})`;
@@ -21701,14 +21730,21 @@ function ioError(path13, error2) {
   }
   return new ElfError(path13, "io", `cannot read: ${error2 instanceof Error ? error2.message : String(error2)}`, { cause: error2 });
 }
-var BLOCK, MAX_TABLE_BYTES, stats, ElfFile;
+var BLOCK, HEAD, MAX_TABLE_BYTES, EMPTY, spareHead, SLAB, slab, slabUsed, stats, ElfFile;
 var init_file = __esm({
   "src/core/elf/read/elf/file.ts"() {
     "use strict";
     init_errors();
     init_errors2();
+    init_fields();
     BLOCK = 4096;
+    HEAD = 1024;
     MAX_TABLE_BYTES = 256 * 1024 * 1024;
+    EMPTY = Buffer.alloc(0);
+    spareHead = null;
+    SLAB = 16 * 1024;
+    slab = EMPTY;
+    slabUsed = 0;
     stats = { reads: 0, bytes: 0 };
     ElfFile = class _ElfFile {
       constructor(path13, fd, size) {
@@ -21719,8 +21755,19 @@ var init_file = __esm({
       path;
       fd;
       size;
-      blocks = /* @__PURE__ */ new Map();
+      blocks = null;
       closed = false;
+      /** Bytes [0, min(size, HEAD)) of the file once asked for; handed to the next file at close(). */
+      head = null;
+      headFields = null;
+      /** Bytes [spanStart, spanStart + span.length) once preloaded: this file's own. */
+      span = EMPTY;
+      spanStart = 0;
+      spanFields = null;
+      /** The block `fields` last served from (a chain walk outside the head stays in one block). */
+      blockFields = null;
+      littleEndian = true;
+      is64 = true;
       static open(path13) {
         let fd;
         try {
@@ -21744,22 +21791,77 @@ var init_file = __esm({
       close() {
         if (this.closed) return;
         this.closed = true;
-        this.blocks.clear();
+        this.blocks = null;
+        this.blockFields = null;
+        this.headFields = null;
+        this.span = EMPTY;
+        this.spanFields = null;
+        if (this.head) spareHead = this.head;
+        this.head = null;
         try {
           closeSync2(this.fd);
         } catch {
         }
       }
-      /** `len` bytes at `off`; throws 'truncated' when they are not all in the file. */
+      /** The byte order and class `fields` reads with (parseHeader sets them from e_ident). */
+      format(littleEndian, is64) {
+        this.littleEndian = littleEndian;
+        this.is64 = is64;
+        this.headFields = null;
+        this.spanFields = null;
+        this.blockFields = null;
+      }
+      /**
+       * Reads [off, off + len) in one piece, for the reads of this file that fall inside it: a plan,
+       * not a request (nothing is checked or thrown; a range outside the file is ignored, and so is a
+       * failed read: each request then reads and fails on its own, as without the plan).
+       */
+      preload(off, len) {
+        if (!(off >= 0 && len > 0 && off + len <= this.size && len <= MAX_TABLE_BYTES) || this.closed) return;
+        try {
+          this.span = this.readDirect(off, len);
+          this.spanStart = off;
+          this.spanFields = null;
+        } catch {
+          this.span = EMPTY;
+        }
+      }
+      /** Whether [off, off + len) lies in the preloaded span (reading it costs no read). */
+      preloaded(off, len) {
+        return this.span.length > 0 && this.inSpan(off, len);
+      }
+      // read, view and fields are called for every record and table: each serves the head and the span
+      // in a few lines and leaves the rest to a method of its own, so that the walkers the compiler
+      // optimizes (a verneed chain, the dynamic array) take in only these lines, not the reads.
+      /** `len` bytes at `off`, the caller's to keep; throws 'truncated' when they are not all in the file. */
       read(off, len, what) {
         this.check(off, len, what);
         if (len === 0) return Buffer.alloc(0);
-        const first = Math.floor(off / BLOCK);
-        if (len <= BLOCK && Math.floor((off + len - 1) / BLOCK) === first) {
-          const block = this.block(first);
-          return block.subarray(off - first * BLOCK, off - first * BLOCK + len);
-        }
-        return this.readDirect(off, len);
+        if (off + len <= HEAD) return keepCopy(this.head ?? this.loadHead(), off, len);
+        if (this.inSpan(off, len)) return this.span.subarray(off - this.spanStart, off - this.spanStart + len);
+        return this.outside(off, len);
+      }
+      /**
+       * `len` bytes at `off` for a look at once: valid until this file is closed (the head buffer then
+       * serves the next file). Throws as `read` does.
+       */
+      view(off, len, what) {
+        this.check(off, len, what);
+        if (len === 0) return EMPTY;
+        if (off + len <= HEAD) return (this.head ?? this.loadHead()).subarray(off, off + len);
+        if (this.inSpan(off, len)) return this.span.subarray(off - this.spanStart, off - this.spanStart + len);
+        return this.outside(off, len);
+      }
+      /**
+       * Fields over a buffer that holds [off, off + len), addressed by file offsets (Fields.origin):
+       * for records parsed at once, valid until this file is closed. `exact`: a range read once
+       * (the dynamic array) is read alone rather than with the rest of its block. Throws as `read` does.
+       */
+      fields(off, len, what, exact = false) {
+        this.check(off, len, what);
+        if (off + len <= HEAD) return this.headFields ?? this.newHeadFields();
+        if (this.inSpan(off, len)) return this.spanFields ?? this.newSpanFields();
+        return this.fieldsOutside(off, len, exact);
       }
       /**
        * `len` bytes at `off` into `into` (from its start), for scans that look at a range once and
@@ -21789,12 +21891,51 @@ var init_file = __esm({
           );
         }
       }
+      newHeadFields() {
+        return this.headFields = new Fields(this.loadHead(), this.littleEndian, this.is64, 0);
+      }
+      newSpanFields() {
+        return this.spanFields = new Fields(this.span, this.littleEndian, this.is64, this.spanStart);
+      }
+      fieldsOutside(off, len, exact) {
+        const first = Math.floor(off / BLOCK);
+        if (!exact && len <= BLOCK && Math.floor((off + len - 1) / BLOCK) === first) {
+          const cached = this.blockFields;
+          if (cached !== null && cached.origin === first * BLOCK) return cached;
+          return this.blockFields = new Fields(this.block(first), this.littleEndian, this.is64, first * BLOCK);
+        }
+        return new Fields(this.readDirect(off, len), this.littleEndian, this.is64, off);
+      }
+      inSpan(off, len) {
+        return off >= this.spanStart && off + len <= this.spanStart + this.span.length;
+      }
+      /** The head, read on first need (only bytes below the file size are ever handed out: check()). */
+      loadHead() {
+        let head = this.head;
+        if (head === null) {
+          head = spareHead ?? Buffer.allocUnsafeSlow(HEAD);
+          spareHead = null;
+          this.head = head;
+          this.readInto(head, 0, Math.min(this.size, HEAD));
+        }
+        return head;
+      }
+      /** Bytes past the head: from a cached block when they lie in one, else read on their own. */
+      outside(off, len) {
+        const first = Math.floor(off / BLOCK);
+        if (len <= BLOCK && Math.floor((off + len - 1) / BLOCK) === first) {
+          const block = this.block(first);
+          return block.subarray(off - first * BLOCK, off - first * BLOCK + len);
+        }
+        return this.readDirect(off, len);
+      }
       block(index) {
-        let block = this.blocks.get(index);
+        const blocks2 = this.blocks ??= /* @__PURE__ */ new Map();
+        let block = blocks2.get(index);
         if (!block) {
           const start = index * BLOCK;
           block = this.readDirect(start, Math.min(BLOCK, this.size - start));
-          this.blocks.set(index, block);
+          blocks2.set(index, block);
         }
         return block;
       }
@@ -21826,7 +21967,7 @@ var init_file = __esm({
 // src/core/elf/read/elf/header.ts
 function parseHeader(file) {
   const { path: path13 } = file;
-  const head = file.read(0, Math.min(64, file.size), "ELF header");
+  const head = file.view(0, Math.min(64, file.size), "ELF header");
   const magicLen = Math.min(4, head.length);
   if (!head.subarray(0, magicLen).equals(MAGIC.subarray(0, magicLen))) {
     const detail = notElfDetail(head);
@@ -21844,8 +21985,9 @@ function parseHeader(file) {
   if (head.length < EHDR_SIZE[elfClass]) {
     throw new ElfError(path13, "truncated", `file too short for an ELF${elfClass} header (${file.size} bytes)`);
   }
-  const f = new Fields(head, data === 1, elfClass === 64);
   const is64 = elfClass === 64;
+  file.format(data === 1, is64);
+  const f = file.fields(0, EHDR_SIZE[elfClass], "ELF header");
   const header = {
     path: path13,
     elfClass,
@@ -21877,11 +22019,10 @@ function readProgramHeaders(file, h) {
   if (h.phentsize !== expected) {
     throw new ElfError(file.path, "malformed", `e_phentsize is ${h.phentsize}, expected ${expected} for ELF${h.elfClass}`);
   }
-  const buf = file.read(h.phoff, h.phnum * h.phentsize, "program header table");
-  const f = new Fields(buf, h.littleEndian, h.is64);
+  const f = file.fields(h.phoff, h.phnum * h.phentsize, "program header table");
   const headers = [];
   for (let i = 0; i < h.phnum; i++) {
-    const b = i * h.phentsize;
+    const b = h.phoff + i * h.phentsize;
     headers.push(h.is64 ? { type: f.u32(b), flags: f.u32(b + 4), offset: f.u64(b + 8), vaddr: f.u64(b + 16), filesz: f.u64(b + 32), memsz: f.u64(b + 40), align: f.u64(b + 48) } : { type: f.u32(b), flags: f.u32(b + 24), offset: f.u32(b + 4), vaddr: f.u32(b + 8), filesz: f.u32(b + 16), memsz: f.u32(b + 20), align: f.u32(b + 28) });
   }
   return headers;
@@ -21915,7 +22056,6 @@ var init_header = __esm({
   "src/core/elf/read/elf/header.ts"() {
     "use strict";
     init_errors2();
-    init_fields();
     PT_LOAD = 1;
     PT_DYNAMIC = 2;
     PT_INTERP = 3;
@@ -21944,37 +22084,41 @@ function gnuHashOf(name) {
   return h >>> 0;
 }
 function countFromGnuHash(file, h, off) {
-  const f = new Fields(file.read(off, 16, "GNU hash header"), h.littleEndian, h.is64);
-  const nbuckets = f.u32(0);
-  const symoffset = f.u32(4);
-  const bloomSize = f.u32(8);
+  const f = file.fields(off, 16, "GNU hash header");
+  const nbuckets = f.u32(off);
+  const symoffset = f.u32(off + 4);
+  const bloomSize = f.u32(off + 8);
+  const bloomShift = f.u32(off + 12);
   const bloomBytes = bloomSize * (h.is64 ? 8 : 4);
   const bucketsOff = off + 16 + bloomBytes;
   file.check(bucketsOff, nbuckets * 4, "GNU hash buckets");
   const chainOff = bucketsOff + nbuckets * 4;
   const buckets = new Fields(file.read(bucketsOff, nbuckets * 4, "GNU hash buckets"), h.littleEndian, h.is64);
-  let max = 0;
-  for (let i2 = 0; i2 < nbuckets; i2++) max = Math.max(max, buckets.u32(i2 * 4));
-  if (max < symoffset) return { count: symoffset, table: "gnu", symoffset, chainOff, buckets };
-  let i = max;
-  for (; ; ) {
+  const bloom = bloomSize === 0 ? void 0 : { words: new Fields(file.read(off + 16, bloomBytes, "GNU hash Bloom filter"), h.littleEndian, h.is64), count: bloomSize, shift: bloomShift };
+  const max = maxWord(buckets, nbuckets);
+  if (max < symoffset) return { count: symoffset, table: "gnu", symoffset, chainOff, buckets, bloom };
+  for (let i = max; ; i++) {
     const wordOff = chainOff + (i - symoffset) * 4;
     if (wordOff + 4 > file.size) {
       throw new ElfError(file.path, "malformed", `GNU hash chain starting at symbol ${max} has no end marker before the end of the file`);
     }
-    const words = Math.min(CHAIN_CHUNK, Math.floor((file.size - wordOff) / 4));
-    const chunk = new Fields(file.read(wordOff, words * 4, "GNU hash chain"), h.littleEndian, h.is64);
-    for (let w = 0; w < words; w++, i++) {
-      if (chunk.u32(w * 4) & 1) return { count: i + 1, table: "gnu", symoffset, chainOff, buckets };
-    }
+    if (file.fields(wordOff, 4, "GNU hash chain").u32(wordOff) & 1) return { count: i + 1, table: "gnu", symoffset, chainOff, buckets, bloom };
   }
+}
+function maxWord(words, n) {
+  let max = 0;
+  for (let i = 0; i < n; i++) {
+    const w = words.u32(i * 4);
+    if (w > max) max = w;
+  }
+  return max;
 }
 function countFromSysvHash(file, h, off) {
   const wide = h.is64 && (h.machine === 22 || h.machine === 36902);
   const size = wide ? 8 : 4;
-  const f = new Fields(file.read(off, 2 * size, "SysV hash header (DT_HASH)"), h.littleEndian, h.is64);
-  const nbucket = wide ? f.u64(0) : f.u32(0);
-  const nchain = wide ? f.u64(8) : f.u32(4);
+  const f = file.fields(off, 2 * size, "SysV hash header (DT_HASH)");
+  const nbucket = wide ? f.u64(off) : f.u32(off);
+  const nchain = wide ? f.u64(off + 8) : f.u32(off + 4);
   file.check(off + 2 * size, (nbucket + nchain) * size, "SysV hash table (DT_HASH)");
   return { count: nchain, table: "sysv", symoffset: 0 };
 }
@@ -21983,9 +22127,9 @@ function countFromSections(file, h) {
   if (h.shnum === 0 || h.shoff === 0) return none;
   const expected = h.is64 ? 64 : 40;
   if (h.shentsize !== expected) return none;
-  const f = new Fields(file.read(h.shoff, h.shnum * h.shentsize, "section header table"), h.littleEndian, h.is64);
+  const f = file.fields(h.shoff, h.shnum * h.shentsize, "section header table");
   for (let i = 0; i < h.shnum; i++) {
-    const b = i * h.shentsize;
+    const b = h.shoff + i * h.shentsize;
     if (f.u32(b + 4) !== SHT_DYNSYM) continue;
     const size = h.is64 ? f.u64(b + 32) : f.u32(b + 20);
     const entsize = h.is64 ? f.u64(b + 56) : f.u32(b + 36);
@@ -21994,13 +22138,12 @@ function countFromSections(file, h) {
   }
   return none;
 }
-var CHAIN_CHUNK, SHT_DYNSYM;
+var SHT_DYNSYM;
 var init_hash = __esm({
   "src/core/elf/read/elf/hash.ts"() {
     "use strict";
     init_errors2();
     init_fields();
-    CHAIN_CHUNK = 1024;
     SHT_DYNSYM = 11;
   }
 });
@@ -22030,10 +22173,14 @@ var init_strings = __esm({
           throw new ElfError(this.file.path, "malformed", `${what}: string offset ${index} is outside the string table (${this.size} bytes)`);
         }
         if (this.whole) return this.cstring(this.whole, index, what);
+        return this.piecewise(index, what);
+      }
+      /** A string read on its own, in growing pieces (a method of its own: see ElfFile.read). */
+      piecewise(index, what) {
         let chunk = 256;
         for (; ; ) {
           const len = Math.min(chunk, this.size - index);
-          const buf = this.file.read(this.offset + index, len, `${what} string`);
+          const buf = this.file.view(this.offset + index, len, `${what} string`);
           const nul = buf.indexOf(0);
           if (nul >= 0) return buf.toString("utf8", 0, nul);
           if (index + len >= this.size) break;
@@ -22064,48 +22211,50 @@ var init_strings = __esm({
 });
 
 // src/core/elf/read/elf/properties.ts
-function x86IsaNeeded(file, h, phdrs) {
+function x86IsaNeeded(file, h, properties, notes) {
   if (h.machine !== EM_X86_64 && h.machine !== EM_386) return 0;
-  const property = phdrs.filter((p) => p.type === PT_GNU_PROPERTY);
-  const segments = property.length > 0 ? property : phdrs.filter((p) => p.type === PT_NOTE);
+  const segments = properties ?? notes;
+  if (segments === null) return 0;
   const align = h.is64 ? 8 : 4;
-  for (const p of segments) {
+  for (let i = 0; i < segments.length; i++) {
+    const p = segments[i];
     const len = Math.min(p.filesz, MAX_NOTE_BYTES);
     if (!(len >= 16) || !(p.offset + len <= file.size)) continue;
-    const f = new Fields(file.read(p.offset, len, "note segment"), h.littleEndian, h.is64);
-    const found = isaInNotes(f, len, align);
+    const found = isaInNotes(file.fields(p.offset, len, "note segment"), p.offset, len, align);
     if (found !== null) return found;
   }
   return 0;
 }
-function isaInNotes(f, len, align) {
-  const pad = (n, a) => Math.ceil(n / a) * a;
-  for (let at = 0; at + 12 <= len; ) {
+function isaInNotes(f, start, len, align) {
+  for (let rel = 0; rel + 12 <= len; ) {
+    const at = start + rel;
     const namesz = f.u32(at);
     const descsz = f.u32(at + 4);
     const type = f.u32(at + 8);
-    const desc = at + 12 + pad(namesz, 4);
+    const desc = rel + 12 + pad(namesz, 4);
     if (desc + descsz > len) return null;
-    const isGnu = namesz === 4 && f.buf.toString("latin1", at + 12, at + 16) === "GNU\0";
+    const isGnu = namesz === 4 && f.u8(at + 12) === 71 && f.u8(at + 13) === 78 && f.u8(at + 14) === 85 && f.u8(at + 15) === 0;
     if (type === NT_GNU_PROPERTY_TYPE_0 && isGnu) {
       for (let q = desc; q + 8 <= desc + descsz; ) {
-        const prType = f.u32(q);
-        const size = f.u32(q + 4);
+        const prType = f.u32(start + q);
+        const size = f.u32(start + q + 4);
         if (q + 8 + size > desc + descsz) return 0;
-        if (prType === GNU_PROPERTY_X86_ISA_1_NEEDED) return size === 4 ? f.u32(q + 8) : 0;
+        if (prType === GNU_PROPERTY_X86_ISA_1_NEEDED) return size === 4 ? f.u32(start + q + 8) : 0;
         q += 8 + pad(size, align);
       }
       return 0;
     }
-    at = desc + pad(descsz, align === 8 && type === NT_GNU_PROPERTY_TYPE_0 ? 8 : 4);
+    rel = desc + pad(descsz, align === 8 && type === NT_GNU_PROPERTY_TYPE_0 ? 8 : 4);
   }
   return null;
+}
+function pad(n, a) {
+  return Math.ceil(n / a) * a;
 }
 var PT_NOTE, PT_GNU_PROPERTY, NT_GNU_PROPERTY_TYPE_0, GNU_PROPERTY_X86_ISA_1_NEEDED, EM_386, EM_X86_64, MAX_NOTE_BYTES;
 var init_properties = __esm({
   "src/core/elf/read/elf/properties.ts"() {
     "use strict";
-    init_fields();
     PT_NOTE = 4;
     PT_GNU_PROPERTY = 1685382483;
     NT_GNU_PROPERTY_TYPE_0 = 5;
@@ -22113,6 +22262,50 @@ var init_properties = __esm({
     EM_386 = 3;
     EM_X86_64 = 62;
     MAX_NOTE_BYTES = 64 * 1024;
+  }
+});
+
+// src/core/elf/read/elf/preload.ts
+function preloadDynamicTables(file, h, value, loads) {
+  const offsetOf = (tag) => {
+    const addr = value(tag);
+    if (addr === void 0) return -1;
+    for (let i = 0; i < loads.length; i++) {
+      const p = loads[i];
+      if (addr >= p.vaddr && addr < p.vaddr + p.filesz) return addr - p.vaddr + p.offset;
+    }
+    return -1;
+  };
+  const strtab = offsetOf(DT.STRTAB);
+  const symtab = offsetOf(DT.SYMTAB);
+  const strsz = value(DT.STRSZ) ?? 0;
+  const entsize = h.is64 ? 24 : 16;
+  if (strtab < 0 || symtab < 0 || !(strsz >= 0) || strtab + strsz > file.size) return;
+  const count = symtab < strtab ? Math.floor((strtab - symtab) / entsize) : 0;
+  let start = Math.min(symtab, strtab);
+  let end = Math.max(strtab + strsz, symtab + count * entsize);
+  const take = (off, len) => {
+    if (off < 0) return;
+    if (off < start) start = off;
+    if (off + len > end) end = off + len;
+  };
+  const gnu = offsetOf(DT.GNU_HASH);
+  take(gnu >= 0 ? gnu : offsetOf(DT.HASH), 16);
+  take(offsetOf(DT.VERSYM), count * 2);
+  take(offsetOf(DT.VERNEED), VERSIONS_GUESS);
+  take(offsetOf(DT.VERDEF), VERSIONS_GUESS);
+  end = Math.min(end, file.size);
+  const hashes = (value(DT.GNU_HASH) === void 0 ? 0 : 12) + (value(DT.HASH) === void 0 ? 0 : 9);
+  if (!(end - start <= strsz + count * (entsize + 2 + hashes) + 2 * VERSIONS_GUESS + SLACK)) return;
+  file.preload(start, end - start);
+}
+var VERSIONS_GUESS, SLACK;
+var init_preload = __esm({
+  "src/core/elf/read/elf/preload.ts"() {
+    "use strict";
+    init_dynamic();
+    VERSIONS_GUESS = 1024;
+    SLACK = 16 * 1024;
   }
 });
 
@@ -22272,7 +22465,7 @@ function readUndefinedSymbols(file, h, t, strings, versions, relocated = null) {
     return { symbols, lookup: table2 };
   }
   for (let i = 1; i < t.count; i++) {
-    table2.validate(i);
+    table2.validate(i, false);
     if (table2.shndx(i) !== 0) continue;
     const s = table2.symbol(i, void 0, gnuHash(table2.names, table2.nameOffset(i)));
     if (relocated && relocated[i] === 0) s.unreferenced = true;
@@ -22286,8 +22479,6 @@ function undefinedSymbolsLE64(table2, t, versions, relocated, out) {
   const size = table2.strtabSize;
   const entsize = t.entsize;
   const count = t.count;
-  const hashedFrom = t.hashedFrom;
-  const chain2 = table2.chainBytes;
   const versym = table2.versymBytes;
   let known2 = new Uint8Array(0);
   if (versym) {
@@ -22299,24 +22490,21 @@ function undefinedSymbolsLE64(table2, t, versions, relocated, out) {
   for (let i = 1; i < count; i++) {
     const b = i * entsize;
     const nameOff = (syms[b] | syms[b + 1] << 8 | syms[b + 2] << 16 | syms[b + 3] << 24) >>> 0;
-    if (nameOff >= size) table2.validate(i);
-    const undef = syms[b + 6] === 0 && syms[b + 7] === 0;
-    const chained = chain2 !== null && i >= hashedFrom;
-    let hash = 5381;
-    if (undef || chained) {
-      for (let k = nameOff, c = names[k]; c !== 0; c = names[++k]) hash = (hash << 5) + hash + c | 0;
-    }
-    if (chained) {
-      const w = (i - hashedFrom) * 4;
-      const word = chain2[w] | chain2[w + 1] << 8 | chain2[w + 2] << 16 | chain2[w + 3] << 24;
-      if ((word ^ hash) >>> 1 !== 0) table2.validate(i);
-    }
+    if (nameOff >= size) table2.validate(i, false);
     if (versym) {
       const index = (versym[i * 2] | versym[i * 2 + 1] << 8) & 32767;
-      if (index >= 2 && (index >= known2.length || known2[index] === 0)) table2.validate(i);
+      if (index >= 2 && (index >= known2.length || known2[index] === 0)) table2.validate(i, false);
     }
-    if (!undef) continue;
-    const s = table2.symbol(i, void 0, hash >>> 0);
+    if (syms[b + 6] !== 0 || syms[b + 7] !== 0) continue;
+    let hash = 5381;
+    let bits = 0;
+    let k = nameOff;
+    for (let c = names[k]; c !== 0; c = names[++k]) {
+      hash = (hash << 5) + hash + c | 0;
+      bits |= c;
+    }
+    const name = bits < 128 ? names.toString("latin1", nameOff, k) : names.toString("utf8", nameOff, k);
+    const s = table2.symbol(i, name, hash >>> 0);
     if (relocated && relocated[i] === 0) s.unreferenced = true;
     out.push(s);
   }
@@ -22359,17 +22547,14 @@ var init_symbols = __esm({
       /** SysV hash only: indexes by name, built on the first lookup. */
       byName = null;
       made = /* @__PURE__ */ new Map();
-      answers = /* @__PURE__ */ new Map();
+      lists = /* @__PURE__ */ new Map();
       names;
-      /** The raw .dynsym, .gnu.version (null: none) and GNU hash chain (null: none) bytes. */
+      /** The raw .dynsym and .gnu.version (null: none) bytes. */
       get symbolBytes() {
         return this.syms.buf;
       }
       get versymBytes() {
         return this.versym?.buf ?? null;
-      }
-      get chainBytes() {
-        return this.chain?.buf ?? null;
       }
       nameOffset(i) {
         return this.syms.u32(i * this.t.entsize);
@@ -22377,14 +22562,17 @@ var init_symbols = __esm({
       shndx(i) {
         return this.syms.u16(i * this.t.entsize + this.o.shndx);
       }
-      /** The checks readSymbols always made, in its order: name in the table, hash chain word, version index. */
-      validate(i) {
+      /**
+       * The checks readSymbols always made, in its order: name in the table, hash chain word (unless
+       * `chainWord` is false: see readUndefinedSymbols), version index.
+       */
+      validate(i, chainWord = true) {
         const nameOff = this.nameOffset(i);
         if (nameOff >= this.strtabSize || !this.terminated && this.names.indexOf(0, nameOff) < 0) {
           const what = `name of dynamic symbol ${i} of ${this.t.count} (the count the hash table gives)`;
           throw new ElfError(this.file.path, "malformed", nameOff >= this.strtabSize ? `${what}: string offset ${nameOff} is outside the string table (${this.strtabSize} bytes)` : `${what}: string at offset ${nameOff} is not NUL-terminated inside the string table`);
         }
-        if (this.chain && i >= this.t.hashedFrom && (this.chain.u32((i - this.t.hashedFrom) * 4) | 1) !== (gnuHash(this.names, nameOff) | 1)) {
+        if (chainWord && this.chain && i >= this.t.hashedFrom && (this.chain.u32((i - this.t.hashedFrom) * 4) | 1) !== (gnuHash(this.names, nameOff) | 1)) {
           throw new ElfError(this.file.path, "malformed", `the GNU hash table does not match dynamic symbol ${i} (corrupt DT_GNU_HASH)`);
         }
         if (this.versym) {
@@ -22421,14 +22609,12 @@ var init_symbols = __esm({
       /**
        * The symbols named `name` the hash table leads to (do_lookup_x before check_match): for
        * DT_GNU_HASH the bucket of the name's hash and its chain, for DT_HASH every symbol of that name.
+       * Not memoised by name: a walk of one short chain, comparing hash words and then the bytes of
+       * one name, costs less than hashing the name's string into a map (a first check asks 100k
+       * names, most of them once per library; issue 43). The symbols found are made once (cached).
        */
       find(name, nameHash) {
-        let found = this.answers.get(name);
-        if (found === void 0) {
-          found = this.lookUp(name, nameHash);
-          this.answers.set(name, found);
-        }
-        return found;
+        return this.lookUp(name, nameHash);
       }
       lookUp(name, nameHash) {
         if (!this.t.hashed) return NONE;
@@ -22436,15 +22622,36 @@ var init_symbols = __esm({
         const nbuckets = this.t.gnuBuckets.buf.length / 4;
         if (nbuckets === 0) return NONE;
         const hash = nameHash ?? gnuHashOf(name);
+        if (this.t.gnuBloom && !this.mayDefine(this.t.gnuBloom, hash)) return NONE;
         const first = this.t.gnuBuckets.u32(hash % nbuckets * 4);
         if (first < this.t.hashedFrom || first >= this.t.count) return NONE;
+        let one = -1;
         let out = null;
         for (let i = first; i < this.t.count; i++) {
           const word = this.chain.u32((i - this.t.hashedFrom) * 4);
-          if ((word ^ hash) >>> 1 === 0 && this.nameIs(this.nameOffset(i), name)) (out ??= []).push(this.cached(i, name));
+          if ((word ^ hash) >>> 1 === 0 && this.nameIs(this.nameOffset(i), name)) {
+            if (one < 0) one = i;
+            else (out ??= [this.cached(one, name)]).push(this.cached(i, name));
+          }
           if (word & 1) break;
         }
-        return out ?? NONE;
+        return out ?? (one < 0 ? NONE : this.alone(one, name));
+      }
+      /** dl-lookup.c's filter test: both bits of the name's hash set in its word (indexed with the mask ld.so uses). */
+      mayDefine(bloom, hash) {
+        const bits = this.h.is64 ? 64 : 32;
+        const at = (Math.floor(hash / bits) & bloom.count - 1) * (bits / 8);
+        return this.bitSet(bloom.words, at, hash % bits) && this.bitSet(bloom.words, at, (hash >>> (bloom.shift & 31)) % bits);
+      }
+      bitSet(words, at, bit) {
+        if (bit < 32) return (words.u32(at + (this.h.is64 && !this.h.littleEndian ? 4 : 0)) >>> bit & 1) === 1;
+        return (words.u32(at + (this.h.littleEndian ? 4 : 0)) >>> bit - 32 & 1) === 1;
+      }
+      /** [symbol i], made once. */
+      alone(i, name) {
+        let list = this.lists.get(i);
+        if (!list) this.lists.set(i, list = [this.cached(i, name)]);
+        return list;
       }
       /** Is the string at `off` exactly `name`? Compared in place: no string is made for the table's side. */
       nameIs(off, name) {
@@ -22486,58 +22693,69 @@ var init_symbols = __esm({
 });
 
 // src/core/elf/read/elf/versions.ts
-function* chain(file, start, size, nextAt, what, h) {
-  let off = start;
-  for (let n = 0; ; n++) {
-    if (n >= MAX_CHAIN) throw new ElfError(file.path, "malformed", `${what} chain has more than ${MAX_CHAIN} entries`);
-    const f = new Fields(file.read(off, size, what), h.littleEndian, h.is64);
-    yield [off, f];
-    const next = f.u32(nextAt);
-    if (next === 0) return;
-    off += next;
-  }
+function tooLong(file, what) {
+  return new ElfError(file.path, "malformed", `${what} chain has more than ${MAX_CHAIN} entries`);
 }
 function readVersionDefinitions(file, h, off, strings) {
   const defs = [];
-  for (const [at, f] of chain(file, off, 20, 16, "version definition (verdef)", h)) {
-    const version3 = f.u16(0);
+  for (let at = off, n = 0; ; n++) {
+    if (n >= MAX_CHAIN) throw tooLong(file, VERDEF);
+    const f = file.fields(at, 20, VERDEF);
+    const version3 = f.u16(at);
     if (version3 !== 1) throw new ElfError(file.path, "unsupported", `unsupported version ${version3} of a Verdef record`);
-    const count = f.u16(6);
-    const names = [];
-    if (count > 0) {
-      let n = 0;
-      for (const [, aux] of chain(file, at + f.u32(12), 8, 4, "version definition name (verdaux)", h)) {
-        names.push(strings.get(aux.u32(0), "verdaux name"));
-        if (++n >= count) break;
-      }
+    const count = f.u16(at + 6);
+    const index = f.u16(at + 4);
+    const flags = f.u16(at + 2);
+    const hash = f.u32(at + 8);
+    const aux = f.u32(at + 12);
+    const next = f.u32(at + 16);
+    let name = "";
+    const parents = [];
+    for (let a = at + aux, k = 0; k < count; k++) {
+      if (k >= MAX_CHAIN) throw tooLong(file, VERDAUX);
+      const g = file.fields(a, 8, VERDAUX);
+      const s = strings.get(g.u32(a), "verdaux name");
+      if (k === 0) name = s;
+      else parents.push(s);
+      const step = g.u32(a + 4);
+      if (step === 0) break;
+      a += step;
     }
-    defs.push({ index: f.u16(4), flags: f.u16(2), hash: f.u32(8), name: names[0] ?? "", parents: names.slice(1) });
+    defs.push({ index, flags, hash, name, parents });
+    if (next === 0) return defs;
+    at += next;
   }
-  return defs;
 }
 function readVersionNeeds(file, h, off, strings) {
   const needs = [];
-  for (const [at, f] of chain(file, off, 16, 12, "version requirement (verneed)", h)) {
-    const version3 = f.u16(0);
+  for (let at = off, n = 0; ; n++) {
+    if (n >= MAX_CHAIN) throw tooLong(file, VERNEED);
+    const f = file.fields(at, 16, VERNEED);
+    const version3 = f.u16(at);
     if (version3 !== 1) throw new ElfError(file.path, "unsupported", `unsupported version ${version3} of a Verneed record`);
-    const count = f.u16(2);
-    const need = { file: strings.get(f.u32(4), "verneed file name"), versions: [] };
-    if (count > 0) {
-      for (const [, aux] of chain(file, at + f.u32(8), 16, 12, "version requirement entry (vernaux)", h)) {
-        const flags = aux.u16(4);
-        need.versions.push({
-          name: strings.get(aux.u32(8), "vernaux name"),
-          hash: aux.u32(0),
-          flags,
-          weak: (flags & VER_FLG_WEAK) !== 0,
-          index: aux.u16(6)
-        });
-        if (need.versions.length >= count) break;
-      }
+    const count = f.u16(at + 2);
+    const need = { file: strings.get(f.u32(at + 4), "verneed file name"), versions: [] };
+    const aux = f.u32(at + 8);
+    const next = f.u32(at + 12);
+    for (let a = at + aux, k = 0; k < count; k++) {
+      if (k >= MAX_CHAIN) throw tooLong(file, VERNAUX);
+      const g = file.fields(a, 16, VERNAUX);
+      const flags = g.u16(a + 4);
+      need.versions.push({
+        name: strings.get(g.u32(a + 8), "vernaux name"),
+        hash: g.u32(a),
+        flags,
+        weak: (flags & VER_FLG_WEAK) !== 0,
+        index: g.u16(a + 6)
+      });
+      const step = g.u32(a + 12);
+      if (step === 0) break;
+      a += step;
     }
     needs.push(need);
+    if (next === 0) return needs;
+    at += next;
   }
-  return needs;
 }
 function versionTable(defs, needs) {
   const table2 = /* @__PURE__ */ new Map();
@@ -22550,15 +22768,18 @@ function versionTable(defs, needs) {
   }
   return table2;
 }
-var MAX_CHAIN, VER_FLG_BASE, VER_FLG_WEAK;
+var MAX_CHAIN, VER_FLG_BASE, VER_FLG_WEAK, VERDEF, VERDAUX, VERNEED, VERNAUX;
 var init_versions = __esm({
   "src/core/elf/read/elf/versions.ts"() {
     "use strict";
     init_errors2();
-    init_fields();
     MAX_CHAIN = 32768;
     VER_FLG_BASE = 1;
     VER_FLG_WEAK = 2;
+    VERDEF = "version definition (verdef)";
+    VERDAUX = "version definition name (verdaux)";
+    VERNEED = "version requirement (verneed)";
+    VERNAUX = "version requirement entry (vernaux)";
   }
 });
 
@@ -22587,8 +22808,34 @@ function parse2(file, options) {
   const h = parseHeader(file);
   const phdrs = readProgramHeaders(file, h);
   checkSegmentsInFile(file, phdrs);
+  let interpHeader = null;
+  let stackFlags = null;
+  let tlsHeader = null;
+  let anyDynamic = false;
+  let properties = null;
+  let notes = null;
+  const loads = [];
+  for (let i = 0; i < phdrs.length; i++) {
+    const p = phdrs[i];
+    const type = p.type;
+    if (type === PT_LOAD) loads.push(p);
+    else if (type === PT_DYNAMIC) anyDynamic = true;
+    else if (type === PT_INTERP) interpHeader ??= p;
+    else if (type === PT_GNU_STACK) stackFlags ??= p.flags;
+    else if (type === PT_TLS) tlsHeader ??= p;
+    else if (type === PT_NOTE) (notes ??= []).push(p);
+    else if (type === PT_GNU_PROPERTY) (properties ??= []).push(p);
+  }
+  const x86 = x86IsaNeeded(file, h, properties, notes);
+  const loadList = [];
+  for (let i = 0; i < loads.length; i++) loadList.push({ offset: loads[i].offset, vaddr: loads[i].vaddr, filesz: loads[i].filesz });
   const info2 = {
-    ...publicHeader(h),
+    path: h.path,
+    elfClass: h.elfClass,
+    littleEndian: h.littleEndian,
+    machine: h.machine,
+    type: h.type,
+    osabi: h.osabi,
     interp: null,
     soname: null,
     needed: [],
@@ -22598,6 +22845,8 @@ function parse2(file, options) {
     versionDefinitions: [],
     versionNeeds: [],
     symbols: [],
+    // Until symbols are read: no symbol table (a static program, no DT_SYMTAB) finds nothing.
+    lookup: options.symbols === "undefined" ? NO_LOOKUP : void 0,
     symbolCount: 0,
     hashTable: "none",
     hasVersym: false,
@@ -22606,21 +22855,20 @@ function parse2(file, options) {
     bindNow: false,
     filtees: [],
     dynamic: "none",
-    x86IsaNeeded: x86IsaNeeded(file, h, phdrs),
-    stackFlags: phdrs.find((p) => p.type === PT_GNU_STACK)?.flags ?? null,
-    tls: tlsBlock(phdrs),
-    loads: phdrs.filter((p) => p.type === PT_LOAD).map((p) => ({ offset: p.offset, vaddr: p.vaddr, filesz: p.filesz }))
+    x86IsaNeeded: x86,
+    stackFlags,
+    tls: tlsBlock(tlsHeader),
+    loads: loadList
   };
-  if (options.symbols === "undefined") info2.lookup = NO_LOOKUP;
-  const interp = phdrs.find((p) => p.type === PT_INTERP);
-  if (interp) info2.interp = readInterp(file, interp);
-  const dynamic = locateDynamic(file, h, phdrs);
+  if (interpHeader) info2.interp = readInterp(file, interpHeader);
+  const dynamic = locateDynamic(file, h, phdrs, loads);
   if (!dynamic) {
-    if (phdrs.some((p) => p.type === PT_DYNAMIC)) info2.dynamic = "debug-info";
+    if (anyDynamic) info2.dynamic = "debug-info";
     return info2;
   }
   info2.dynamic = "yes";
   const { dyn, value, toOffset } = dynamic;
+  if (options.symbols) preloadDynamicTables(file, h, value, loads);
   const strtabAddr = value(DT.STRTAB);
   const strsz = value(DT.STRSZ) ?? 0;
   const strings = strtabAddr === void 0 ? null : new StringTable(file, toOffset(strtabAddr, strsz, "dynamic string table (DT_STRTAB)"), strsz);
@@ -22676,7 +22924,8 @@ function parse2(file, options) {
       hashedFrom: count.symoffset,
       hashed: count.table !== "none",
       gnuChainOff: count.chainOff,
-      gnuBuckets: count.buckets
+      gnuBuckets: count.buckets,
+      gnuBloom: count.bloom
     };
     const versions = versionTable(info2.versionDefinitions, info2.versionNeeds);
     const relocated = options.relocations ? relocatedSymbols(file, h, dyn.values, count.count, toOffset)?.rank ?? null : null;
@@ -22719,13 +22968,16 @@ function withRelocations(path13, use) {
   try {
     const h = parseHeader(file);
     const phdrs = readProgramHeaders(file, h);
-    const dynamic = locateDynamic(file, h, phdrs);
+    const loads = phdrs.filter((p) => p.type === PT_LOAD);
+    const dynamic = locateDynamic(file, h, phdrs, loads);
     if (!dynamic) return null;
     const { dyn, value, toOffset } = dynamic;
     const strtab = value(DT.STRTAB);
     const symtab = value(DT.SYMTAB);
     if (strtab === void 0 || symtab === void 0) return null;
+    preloadDynamicTables(file, h, value, loads);
     const strings = new StringTable(file, toOffset(strtab, value(DT.STRSZ) ?? 0, "DT_STRTAB"), value(DT.STRSZ) ?? 0);
+    if (file.preloaded(strings.offset, strings.size)) strings.loadAll();
     const count = symbolCount(file, h, value(DT.GNU_HASH), value(DT.HASH), toOffset).count;
     const marks = relocatedSymbols(file, h, dyn.values, count, toOffset);
     if (!marks) return null;
@@ -22763,10 +23015,9 @@ function withRelocations(path13, use) {
     file.close();
   }
 }
-function locateDynamic(file, h, phdrs) {
+function locateDynamic(file, h, phdrs, loads = phdrs.filter((p) => p.type === PT_LOAD)) {
   const dynamicHeader = phdrs.find((p) => p.type === PT_DYNAMIC && p.filesz > 0);
   if (!dynamicHeader) return null;
-  const loads = phdrs.filter((p) => p.type === PT_LOAD);
   const mapped = loads.find((p) => dynamicHeader.vaddr >= p.vaddr && dynamicHeader.vaddr + dynamicHeader.filesz <= p.vaddr + p.filesz);
   const dyn = readDynamic(file, h, mapped ? { ...dynamicHeader, offset: dynamicHeader.vaddr - mapped.vaddr + mapped.offset } : dynamicHeader);
   return {
@@ -22780,14 +23031,13 @@ function symbolCount(file, h, gnu, sysv, toOffset) {
   if (sysv !== void 0) return countFromSysvHash(file, h, toOffset(sysv, 8, "SysV hash table (DT_HASH)"));
   return countFromSections(file, h);
 }
-function tlsBlock(phdrs) {
-  const tls = phdrs.find((p) => p.type === PT_TLS);
+function tlsBlock(tls) {
   if (!tls || tls.memsz === 0) return null;
   const align = Math.max(tls.align, 1);
   return { size: tls.memsz, align, firstByte: tls.align === 0 ? 0 : tls.vaddr % align };
 }
 function readInterp(file, p) {
-  const buf = file.read(p.offset, Math.min(p.filesz, 4096), "interpreter path (PT_INTERP)");
+  const buf = file.view(p.offset, Math.min(p.filesz, 4096), "interpreter path (PT_INTERP)");
   const nul = buf.indexOf(0);
   return buf.toString("utf8", 0, nul < 0 ? buf.length : nul);
 }
@@ -22809,6 +23059,7 @@ var init_elf = __esm({
     init_hash();
     init_strings();
     init_properties();
+    init_preload();
     init_relocations();
     init_symbols();
     init_versions();
@@ -22874,6 +23125,7 @@ var init_inputs = __esm({
       /** Facts every file's check depends on (ld.so.cache, /etc/ld.so.preload, --exe). */
       shared = emptySet();
       current = this.shared;
+      captured = null;
       /** Starts the facts of one file; until end(), everything recorded is its own. */
       begin() {
         this.current = emptySet();
@@ -22885,19 +23137,43 @@ var init_inputs = __esm({
       }
       /** A stat the model made of host path `path` (null: nothing there or not reachable). */
       stat(path13, st, id) {
-        const set = this.current;
         if (st === null) {
-          set.values.set(inputKey("s", path13), "-");
+          this.put(inputKey("s", path13), "-", 0, -1, path13);
           return;
         }
-        set.values.set(inputKey("s", path13), id ?? identity(st));
-        const t = st.mtimeMs > st.ctimeMs ? st.mtimeMs : st.ctimeMs;
-        if (t > set.newest) set.newest = t;
-        if (!set.devices.has(st.dev)) set.devices.set(st.dev, path13);
+        this.put(inputKey("s", path13), id ?? identity(st), st.mtimeMs > st.ctimeMs ? st.mtimeMs : st.ctimeMs, st.dev, path13);
       }
       /** A fact already in value form (a stat's identity recorded earlier, an lstat, a realpath, a platform). */
       fact(kind, path13, value) {
-        this.current.values.set(inputKey(kind, path13), value);
+        this.put(inputKey(kind, path13), value, 0, -1, path13);
+      }
+      put(key, value, newest, dev, path13) {
+        const set = this.current;
+        set.values.set(key, value);
+        if (newest > set.newest) set.newest = newest;
+        if (dev >= 0 && !set.devices.has(dev)) set.devices.set(dev, path13);
+        this.captured?.push([key, value, newest, dev, path13]);
+      }
+      /**
+       * Starts keeping a copy of every fact recorded from now on, until the returned function is
+       * called; it gives them back. For an answer computed once and reused by later files' checks
+       * (the loader model's search, ../search/search-memo.ts): each file that reuses it must depend
+       * on the same facts as the file that computed it, so they are replayed into its record. A
+       * capture opened inside another passes its facts on to the outer one as well.
+       */
+      capture() {
+        const outer = this.captured;
+        const mine = [];
+        this.captured = mine;
+        return () => {
+          this.captured = outer;
+          if (outer) outer.push(...mine);
+          return mine;
+        };
+      }
+      /** Records again, in the current file's set, facts captured while another file was checked. */
+      replay(facts) {
+        for (const [key, value, newest, dev, path13] of facts) this.put(key, value, newest, dev, path13);
       }
       /** stat(2) of `path` now, recorded, for callers outside the FileView (ld.so.cache, the checked file itself). */
       statNow(path13) {
@@ -22913,7 +23189,9 @@ var init_inputs = __esm({
 import { readdirSync } from "node:fs";
 function fileKey(path13, st) {
   void path13;
-  return `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
+  let key = fileKeys.get(st);
+  if (key === void 0) fileKeys.set(st, key = `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`);
+  return key;
 }
 function remember(map, key, make) {
   let entry2 = map.get(key);
@@ -22968,7 +23246,7 @@ function cachedHeaderSync(path13, st) {
     }
   });
 }
-var MAX_ENTRIES, elfCache, headerCache, lookedUp, copyReferences, staticTlsOf, FileView;
+var MAX_ENTRIES, elfCache, headerCache, fileKeys, lookedUp, copyReferences, staticTlsOf, FileView;
 var init_file_cache = __esm({
   "src/core/elf/cache/file-cache.ts"() {
     "use strict";
@@ -22979,6 +23257,7 @@ var init_file_cache = __esm({
     MAX_ENTRIES = 8192;
     elfCache = /* @__PURE__ */ new Map();
     headerCache = /* @__PURE__ */ new Map();
+    fileKeys = /* @__PURE__ */ new WeakMap();
     lookedUp = /* @__PURE__ */ new WeakMap();
     copyReferences = readOnce(copyRelocations, []);
     staticTlsOf = readOnce(staticTlsReferences, []);
@@ -23084,6 +23363,10 @@ var init_file_cache = __esm({
           if (host !== null) this.recordStat(host, entry2);
         }
         return entry2;
+      }
+      /** Each path this view stat'ed that exists, outside the sysroot (where the path is the host's), with its stat. */
+      *statsMade() {
+        for (const [path13, st] of this.stats) if (st !== null && !isInside(this.root, path13)) yield [path13, st];
       }
       statSync(path13) {
         const host = this.hostPath(path13);
@@ -23639,13 +23922,13 @@ function openAsUser(path13, options) {
 function walkAsRoot(path13, options) {
   let fd = openSync3("/", DIR_FLAGS);
   let here = "/";
-  const pending = path13.split("/").filter((c) => c !== "" && c !== ".");
+  const pending2 = path13.split("/").filter((c) => c !== "" && c !== ".");
   let links = 0;
   try {
     const why0 = whyUntrusted(fstatSync3(fd));
     if (why0) throw refuse(path13, "/", why0, options.purpose);
-    while (pending.length > 0) {
-      const name = pending.shift();
+    while (pending2.length > 0) {
+      const name = pending2.shift();
       const at = entryOf(fd, here, name);
       let st;
       try {
@@ -23663,7 +23946,7 @@ function walkAsRoot(path13, options) {
       if (st.isSymbolicLink()) {
         if (++links > MAX_LINKS) throw new CudaenvError(`too many levels of symbolic links in ${path13}`, { code: "unsafe-path" });
         const value = readlinkSync2(at);
-        pending.unshift(...value.split("/").filter((c) => c !== "" && c !== "."));
+        pending2.unshift(...value.split("/").filter((c) => c !== "" && c !== "."));
         if (isAbsolute2(value)) {
           const root = openSync3("/", DIR_FLAGS);
           closeSync3(fd);
@@ -24507,17 +24790,35 @@ function checkMatchAbort(p, obj, ref, memo, glibc, scope = p.scope) {
 }
 function checkMatchAborts(p, obj, memo, glibc) {
   const out = [];
+  const unversioned = unversionedNames(p);
   for (const ref of references(obj.info)) {
+    if (ref.versionFile === null || !unversioned.has(ref.versionFile)) continue;
     const abort = checkMatchAbort(p, obj, ref, memo, glibc);
     if (abort && (lookedUpNames(obj.info)?.has(ref.name) ?? true)) out.push(abort);
   }
   return out;
 }
+function unversionedNames(p) {
+  let count = p.objects.length;
+  for (const o of p.objects) count += o.names.length;
+  const known2 = namesWithoutVersym.get(p);
+  if (known2 && known2.objects === count) return known2.names;
+  const names = /* @__PURE__ */ new Set();
+  for (const o of p.objects) {
+    if (o.info.hasVersym) continue;
+    names.add(o.path);
+    for (const n of o.names) names.add(n);
+  }
+  namesWithoutVersym.set(p, { objects: count, names });
+  return names;
+}
+var namesWithoutVersym;
 var init_check_match = __esm({
   "src/core/elf/bind/check-match.ts"() {
     "use strict";
     init_file_cache();
     init_symbols2();
+    namesWithoutVersym = /* @__PURE__ */ new WeakMap();
   }
 });
 
@@ -24625,17 +24926,19 @@ function dependencyList(start, dependencies) {
 }
 function walkDependencies(start, dependencies, placed) {
   const list = [...start];
-  const done = start.map(() => false);
   const listed = new Set(start);
-  const times = /* @__PURE__ */ new Map();
+  let done = null;
+  let times = null;
   let i = 0;
   while (i < list.length) {
-    done[i] = true;
-    const count = (times.get(list[i]) ?? 0) + 1;
-    times.set(list[i], count);
-    if (count > list.length + 2) return { list, loop: [...times].filter(([, n]) => n > 2).map(([o]) => o) };
+    if (done !== null && times !== null) {
+      done[i] = true;
+      const count = (times.get(list[i]) ?? 0) + 1;
+      times.set(list[i], count);
+      if (count > list.length + 2) return { list, loop: [...times].filter(([, n]) => n > 2).map(([o]) => o) };
+    }
     const deps = dependencies(list[i]);
-    if (deps === null) return { list, loop: [...times].filter(([, n]) => n > 1).map(([o]) => o) };
+    if (deps === null) return { list, loop: times ? [...times].filter(([, n]) => n > 1).map(([o]) => o) : [] };
     let at = i;
     for (const dep of deps) {
       const o = dep.object;
@@ -24644,9 +24947,13 @@ function walkDependencies(start, dependencies, placed) {
         if (!listed.has(o)) {
           listed.add(o);
           list.push(o);
-          done.push(false);
+          done?.push(false);
         }
         continue;
+      }
+      if (done === null || times === null) {
+        done = list.map((_, j) => j <= i);
+        times = new Map(list.slice(0, i + 1).map((e) => [e, 1]));
       }
       if (listed.has(o)) {
         const where2 = list.indexOf(o);
@@ -24661,7 +24968,8 @@ function walkDependencies(start, dependencies, placed) {
       at++;
       placed?.(o, list[at]);
     }
-    while (i < list.length && done[i]) i++;
+    if (done === null) i++;
+    else while (i < list.length && done[i]) i++;
   }
   return { list, loop: null };
 }
@@ -24812,7 +25120,8 @@ function loadStop(p) {
   }
   const refuse2 = forbid || execStackRefused(p);
   const mapping = mappingOrder(p);
-  for (const [i, edge] of mapping.entries()) {
+  for (let i = 0; i < mapping.length; i++) {
+    const edge = mapping[i];
     let error2;
     if (!edge.object) {
       if (!edge.ignored && edge.errorPath !== void 0) error2 = edge.error ?? `${edge.errorPath}: cannot load it`;
@@ -24830,7 +25139,8 @@ function findProblems(p, memo, stop = loadStop(p)) {
   const forbidExecStack = execStackForbidden(p.ctx.tunables, p.platform.glibc);
   const mapping = mappingOrder(p);
   const stoppedAt = stop?.at ?? -1;
-  for (const [i, edge] of mapping.entries()) {
+  for (let i = 0; i < mapping.length; i++) {
+    const edge = mapping[i];
     if (stoppedAt >= 0 && i > stoppedAt) break;
     if (!edge.object) {
       if (edge.ignored) continue;
@@ -24889,8 +25199,7 @@ function findProblems(p, memo, stop = loadStop(p)) {
         continue;
       }
       if (provider.info.versionDefinitions.length === 0) continue;
-      for (const v of need.versions) {
-        if (v.weak || definesVersion(provider.info, v.name)) continue;
+      for (const v of missingVersions(need, provider.info)) {
         findings.push({ kind: "version-not-found", object: obj, library: need.file, version: v.name, symbol: null, provider, edge: p.edgeTo(provider) ?? null });
       }
     }
@@ -24996,7 +25305,14 @@ function standInsFirst(p) {
   });
   return (name, provider) => failedAt.has(name) && failedAt.get(name) < (mappedAt.get(provider) ?? -1);
 }
-var EXEC_STACK_ERROR;
+function missingVersions(need, provider) {
+  let byNeed = missing.get(provider);
+  if (!byNeed) missing.set(provider, byNeed = /* @__PURE__ */ new Map());
+  let out = byNeed.get(need);
+  if (!out) byNeed.set(need, out = need.versions.filter((v) => !v.weak && !definesVersion(provider, v.name)));
+  return out;
+}
+var EXEC_STACK_ERROR, missing;
 var init_find_problems = __esm({
   "src/core/elf/bind/find-problems.ts"() {
     "use strict";
@@ -25010,6 +25326,7 @@ var init_find_problems = __esm({
     init_version_file_stop();
     init_check_match();
     EXEC_STACK_ERROR = "cannot enable executable stack as shared object requires: Invalid argument";
+    missing = /* @__PURE__ */ new WeakMap();
   }
 });
 
@@ -25124,7 +25441,12 @@ var init_segments = __esm({
 // src/core/elf/search/loader-process.ts
 import { realpathSync as realpathSync4 } from "node:fs";
 import { dirname as dirname7 } from "node:path";
-var DF_1_NODEFLIB, DF_1_PIE, misaligned, ET_EXEC2, ET_DYN, LoaderProcess;
+function listId(dirs) {
+  let id = listIds.get(dirs);
+  if (id === void 0) listIds.set(dirs, id = nextListId++);
+  return id;
+}
+var DF_1_NODEFLIB, DF_1_PIE, misaligned, ET_EXEC2, ET_DYN, listIds, nextListId, LoaderProcess;
 var init_loader_process = __esm({
   "src/core/elf/search/loader-process.ts"() {
     "use strict";
@@ -25141,6 +25463,8 @@ var init_loader_process = __esm({
     misaligned = (info2, platform2) => (platform2.glibc === null || !versionAtMost(platform2.glibc, 2, 34)) && segmentsMisaligned(info2, platform2.pageSize);
     ET_EXEC2 = 2;
     ET_DYN = 3;
+    listIds = /* @__PURE__ */ new WeakMap();
+    nextListId = 0;
     LoaderProcess = class {
       constructor(ctx, platform2) {
         this.ctx = ctx;
@@ -25184,6 +25508,17 @@ var init_loader_process = __esm({
       /** Set once a library is loaded a third time that way: ld.so keeps loading copies until mapping fails. */
       runaway = null;
       /**
+       * The first object (in `objects` order) by each name it is known by (l_name or a name in
+       * `names`), by soname, and by inode (the first not ld.so, the first at all): what the scans of
+       * _dl_name_match_p and of "Look again" would find, without scanning.
+       */
+      byName = /* @__PURE__ */ new Map();
+      bySoname = /* @__PURE__ */ new Map();
+      byInode = /* @__PURE__ */ new Map();
+      byInodeNotInterp = /* @__PURE__ */ new Map();
+      /** Each loader's searches (the memo's table for its search list). */
+      searchesOf = /* @__PURE__ */ new Map();
+      /**
        * Loads `target` as ld.so would: as the main object, or dlopened by `exe` when given.
        * `target.info` must already be read (the caller decides which files are ELF at all).
        */
@@ -25199,7 +25534,7 @@ var init_loader_process = __esm({
             this.ctx.view.recorder?.fact("r", exe.path, "-");
           }
         }
-        this.main = this.newObject(mainFile.path, mainFile.path, mainFile.info, mainFile.stat, null, "main", mainOrigin);
+        this.main = this.newObject(mainFile.path, mainFile.path, mainFile.info, inodeKey(mainFile.stat), null, "main", this.listsOf(mainFile.path, mainFile.info, mainOrigin));
         const badSegments = !exe && misaligned(mainFile.info, this.platform);
         const noexec = badSegments ? null : this.ctx.noexecMount?.(mainFile.path) ?? null;
         if (badSegments || noexec !== null) {
@@ -25273,14 +25608,20 @@ var init_loader_process = __esm({
       }
       /** The object known by `name` (l_name, a name it was loaded under, or its soname), as _dl_name_match_p sees it. */
       objectNamed(name) {
-        return this.objects.find((o) => o.path === name || o.names.includes(name)) ?? this.objects.find((o) => o.info.soname === name);
+        return this.byName.get(name) ?? this.bySoname.get(name);
       }
       /**
        * _dl_name_match_p over every loaded object: l_name or a name it was loaded under (a soname
        * counts only once a DT_NEEDED search matched it). What find_needed (dl-version.c) uses.
        */
       objectMatching(name) {
-        return this.objects.find((o) => o.path === name || o.names.includes(name));
+        return this.byName.get(name);
+      }
+      /** Adds a name `obj` is known by. */
+      addName(obj, name) {
+        obj.names.push(name);
+        const first = this.byName.get(name);
+        if (first === void 0 || first.id > obj.id) this.byName.set(name, obj);
       }
       /** The edge that first loaded `object` (its rule), if any. */
       edgeTo(object) {
@@ -25310,7 +25651,7 @@ var init_loader_process = __esm({
         return obj.edges;
       }
       mapDependency(obj, raw, kind) {
-        const { value, hadToken } = expandDst(raw, this.dst(obj));
+        const { value, hadToken } = raw.includes("$") ? expandDst(raw, this.dst(obj)) : { value: raw, hadToken: false };
         let edge;
         if (hadToken && (value === null || value === "")) {
           if (kind !== "auxiliary") return;
@@ -25342,39 +25683,53 @@ var init_loader_process = __esm({
         this.pendingInterp = void 0;
         try {
           const info2 = cachedElfSync(p.file, p.st);
-          const obj = this.newObject(p.path, p.interp, info2, p.st, null, "interp", dirname7(p.path));
-          if (info2.soname) obj.names.push(info2.soname);
+          const obj = this.newObject(p.path, p.interp, info2, inodeKey(p.st), null, "interp", this.listsOf(p.path, info2, dirname7(p.path)));
+          if (info2.soname) this.addName(obj, info2.soname);
         } catch {
         }
       }
-      newObject(path13, name, info2, st, loader, role, origin = dirname7(path13)) {
+      /** The $ORIGIN and own search lists of an object at `path`: the same for each object made of one search's answer. */
+      listsOf(path13, info2, origin = dirname7(path13)) {
+        if (info2.runpath === null && info2.rpath === null) return { origin, rpathDirs: [], runpathDirs: null };
         const values = { origin, platform: this.platform.platform, lib: this.platform.lib };
-        const obj = {
-          id: this.objects.length,
-          path: path13,
-          names: [name],
-          inode: inodeKey(st),
-          loader,
+        return {
           origin,
-          info: info2,
-          role,
-          edges: [],
           // An object with both keeps only DT_RUNPATH (get-dynamic-info.h), for itself and its descendants.
           // An object of a system image: an absolute entry is a directory of the image, as on that system (inImage).
           rpathDirs: info2.runpath !== null ? [] : parseSearchList(info2.rpath, values, "dt", this.imageOf(path13)),
           runpathDirs: info2.runpath !== null ? parseSearchList(info2.runpath, values, "dt", this.imageOf(path13)) : null
         };
+      }
+      newObject(path13, name, info2, inode, loader, role, lists) {
+        const obj = {
+          id: this.objects.length,
+          path: path13,
+          names: [],
+          inode,
+          loader,
+          origin: lists.origin,
+          info: info2,
+          role,
+          edges: [],
+          rpathDirs: lists.rpathDirs,
+          runpathDirs: lists.runpathDirs
+        };
         this.objects.push(obj);
+        if (!this.byName.has(path13)) this.byName.set(path13, obj);
+        this.addName(obj, name);
+        if (info2.soname !== null && !this.bySoname.has(info2.soname)) this.bySoname.set(info2.soname, obj);
+        if (!this.byInode.has(inode)) this.byInode.set(inode, obj);
+        if (role !== "interp" && !this.byInodeNotInterp.has(inode)) this.byInodeNotInterp.set(inode, obj);
         return obj;
       }
       /** _dl_map_object: an already loaded object by name, else the first acceptable file of the search. */
       mapObject(loader, name, preload, role = preload ? "preload" : "dep", preloadFrom) {
         const edge = { name, kind: "needed", owner: loader, object: null, via: null, rule: null, passedOver: [], error: null };
-        const listed = this.unlisted.size === 0 ? this.objects : this.objects.filter((o) => !this.unlisted.has(o));
-        const known2 = listed.find((o) => o.path === name || o.names.includes(name));
-        const bySoname = known2 ?? listed.find((o) => o.info.soname === name);
+        const listed = this.unlisted.size === 0 ? null : this.objects.filter((o) => !this.unlisted.has(o));
+        const known2 = listed ? listed.find((o) => o.path === name || o.names.includes(name)) : this.byName.get(name);
+        const bySoname = known2 ?? (listed ? listed.find((o) => o.info.soname === name) : this.bySoname.get(name));
         if (bySoname) {
-          if (!known2) bySoname.names.push(name);
+          if (!known2) this.addName(bySoname, name);
           edge.object = bySoname;
           edge.via = bySoname.role === "preload" ? "preload" : "loaded";
           const preloaded = bySoname.role === "preload" ? this.preloadEdges.find((e) => e.object === bySoname) : void 0;
@@ -25382,65 +25737,136 @@ var init_loader_process = __esm({
           edge.rule = preloaded?.preloadFrom ? `already loaded: the ${preloaded.preloadFrom} entry ${preloaded.name}` : known2 ? "already loaded" : `already loaded, with the SONAME ${name}`;
           return edge;
         }
-        for (const c of this.candidates(loader, name)) {
-          if (c.status === "wrong-class" || c.status === "wrong-machine") {
-            edge.passedOver.push(c);
-            continue;
-          }
-          const stop = (reason) => {
-            edge.error = reason.startsWith(`${c.path}:`) ? reason : `${c.path}: ${reason}`;
-            edge.errorPath = c.path;
-            edge.rule = c.rule;
-            if (c.ldEntry !== void 0) edge.ldEntry = c.ldEntry;
-            return edge;
-          };
-          if (c.status === "fatal") return stop(c.reason ?? "cannot load it");
-          let info2;
-          try {
-            info2 = cachedElfSync(c.file ?? c.path, c.stat);
-          } catch (error2) {
-            return stop(error2 instanceof Error ? error2.message : String(error2));
-          }
-          if (info2.type === ET_DYN && info2.dynamic !== "yes") return stop("object file has no dynamic section");
-          if ((info2.flags1 & DF_1_PIE) !== 0 && !(this.platform.glibc && versionAtMost(this.platform.glibc, 2, 29))) {
-            return stop("cannot dynamically load position-independent executable");
-          }
-          edge.via = preload ? "preload" : c.via;
-          edge.rule = preload && preloadFrom ? `the ${preloadFrom} entry ${name}${name.includes("/") ? "" : `, found by ${c.rule}`}` : c.rule;
-          if (preload && preloadFrom) Object.assign(edge, { preloadFrom, preloadName: name });
-          if (c.ldEntry !== void 0) edge.ldEntry = c.ldEntry;
-          const inode = inodeKey(c.stat);
-          const same = listed.find((o) => o.inode === inode && o.role !== "interp") ?? listed.find((o) => o.inode === inode);
-          if (same) {
-            same.names.push(name);
-            edge.object = same;
-            return edge;
-          }
-          if (misaligned(info2, this.platform)) return stop(MISALIGNED);
-          const noexec = this.ctx.noexecMount?.(c.file ?? c.path) ?? null;
-          if (noexec !== null) {
-            edge.noexecMount = noexec;
-            return stop("failed to map segment from shared object");
-          }
-          if (preload && execStackForbidden(this.ctx.tunables, this.platform.glibc) && asksExecStack(info2)) {
-            return stop("cannot enable executable stack as shared object requires");
-          }
-          edge.object = this.newObject(c.path, name, info2, c.stat, role === "dlopen" ? null : loader, role);
-          if (this.unlisted.size > 0) {
-            const copies = this.objects.filter((o) => o.inode === inode);
-            if (copies.length >= 3) this.runaway = copies;
+        const found = this.search(loader, name);
+        for (const c2 of found.passedOver) edge.passedOver.push(c2);
+        const c = found.chosen;
+        if (c === null) {
+          if (edge.passedOver.length > 0) {
+            const wrongClass = edge.passedOver.find((p) => p.status === "wrong-class");
+            edge.error = wrongClass ? `wrong ELF class: ELFCLASS${wrongClass.reason?.includes("32") ? 32 : 64}` : null;
           }
           return edge;
         }
-        if (edge.passedOver.length > 0) {
-          const wrongClass = edge.passedOver.find((c) => c.status === "wrong-class");
-          edge.error = wrongClass ? `wrong ELF class: ELFCLASS${wrongClass.reason?.includes("32") ? 32 : 64}` : null;
+        const stop = (reason) => {
+          edge.error = reason.startsWith(`${c.path}:`) ? reason : `${c.path}: ${reason}`;
+          edge.errorPath = c.path;
+          edge.rule = c.rule;
+          if (c.ldEntry !== void 0) edge.ldEntry = c.ldEntry;
+          return edge;
+        };
+        if (found.stop !== null) return stop(found.stop);
+        const info2 = found.info;
+        edge.via = preload ? "preload" : c.via;
+        edge.rule = preload && preloadFrom ? `the ${preloadFrom} entry ${name}${name.includes("/") ? "" : `, found by ${c.rule}`}` : c.rule;
+        if (preload && preloadFrom) Object.assign(edge, { preloadFrom, preloadName: name });
+        if (c.ldEntry !== void 0) edge.ldEntry = c.ldEntry;
+        const inode = found.inode;
+        const same = listed ? listed.find((o) => o.inode === inode && o.role !== "interp") ?? listed.find((o) => o.inode === inode) : this.byInodeNotInterp.get(inode) ?? this.byInode.get(inode);
+        if (same) {
+          this.addName(same, name);
+          edge.object = same;
+          return edge;
+        }
+        if (found.mapStop === void 0) {
+          const noexec = misaligned(info2, this.platform) ? void 0 : this.ctx.noexecMount?.(c.file ?? c.path) ?? null;
+          found.mapStop = noexec === void 0 ? { reason: MISALIGNED } : noexec !== null ? { reason: "failed to map segment from shared object", noexecMount: noexec } : null;
+        }
+        if (found.mapStop !== null) {
+          if (found.mapStop.noexecMount !== void 0) edge.noexecMount = found.mapStop.noexecMount;
+          return stop(found.mapStop.reason);
+        }
+        if (preload && execStackForbidden(this.ctx.tunables, this.platform.glibc) && asksExecStack(info2)) {
+          return stop("cannot enable executable stack as shared object requires");
+        }
+        edge.object = this.newObject(c.path, name, info2, inode, role === "dlopen" ? null : loader, role, found.lists ??= this.listsOf(c.path, info2));
+        if (this.unlisted.size > 0) {
+          const copies = this.objects.filter((o) => o.inode === inode);
+          if (copies.length >= 3) this.runaway = copies;
         }
         return edge;
       }
       /**
+       * The search for `name` by `loader`, made once per check for each search list (the memo's key
+       * names every directory searched, in order, and each object whose path a rule names), and
+       * with a verdict cache the facts it asked recorded again for each file that reuses it.
+       */
+      search(loader, name) {
+        const memo = this.ctx.searchMemo;
+        if (!memo || name.includes("/")) return this.searchNow(loader, name);
+        let table2 = this.searchesOf.get(loader);
+        if (!table2) {
+          let lists = memo.get(this.platform);
+          if (!lists) memo.set(this.platform, lists = /* @__PURE__ */ new Map());
+          const key = this.listKey(loader);
+          table2 = lists.get(key);
+          if (!table2) lists.set(key, table2 = /* @__PURE__ */ new Map());
+          this.searchesOf.set(loader, table2);
+        }
+        const recorder = this.ctx.view.recorder;
+        let found = table2.get(name);
+        if (found !== void 0 && (recorder === null || found.facts !== null)) {
+          if (recorder && found.facts) recorder.replay(found.facts);
+          return found;
+        }
+        const captured = recorder?.capture();
+        try {
+          found = this.searchNow(loader, name);
+        } finally {
+          const facts = captured?.();
+          if (found) found.facts = facts ?? null;
+        }
+        table2.set(name, found);
+        return found;
+      }
+      /**
+       * What the search list of `loader` is made of, as searchDirs walks it: each list by its identity,
+       * with the path of the object a rule names (DT_RPATH's of the loader, its loaders and the
+       * program; LD_LIBRARY_PATH's as this process expands it; DT_RUNPATH's), and DF_1_NODEFLIB.
+       */
+      listKey(loader) {
+        let key = "";
+        if (loader.runpathDirs === null) {
+          let didMain = false;
+          for (let l = loader; l; l = l.loader) {
+            if (l === this.main) didMain = true;
+            if (l.rpathDirs.length > 0) key += `P${listId(l.rpathDirs)}:${l.path}\0`;
+          }
+          if (!didMain && this.main.rpathDirs.length > 0) key += `P${listId(this.main.rpathDirs)}:${this.main.path}\0`;
+        }
+        if (this.ldDirs.length > 0) key += `L${listId(this.ldDirs)}\0`;
+        if (loader.runpathDirs !== null) key += `R${listId(loader.runpathDirs)}:${loader.path}\0`;
+        if ((loader.info.flags1 & DF_1_NODEFLIB) !== 0) key += "N";
+        return key;
+      }
+      /** The search itself: candidates in order up to the first the loader does not pass over, and what it finds there. */
+      searchNow(loader, name) {
+        const passedOver = [];
+        const at = (c, stop, info2 = null) => ({ passedOver, chosen: c, stop, info: info2, inode: stop === null ? inodeKey(c.stat) : "", facts: null });
+        for (const c of this.candidates(loader, name)) {
+          if (c.status === "wrong-class" || c.status === "wrong-machine") {
+            passedOver.push(c);
+            continue;
+          }
+          if (c.status === "fatal") return at(c, c.reason ?? "cannot load it");
+          let info2;
+          try {
+            info2 = cachedElfSync(c.file ?? c.path, c.stat);
+          } catch (error2) {
+            return at(c, error2 instanceof Error ? error2.message : String(error2));
+          }
+          if (info2.type === ET_DYN && info2.dynamic !== "yes") return at(c, "object file has no dynamic section");
+          if ((info2.flags1 & DF_1_PIE) !== 0 && !(this.platform.glibc && versionAtMost(this.platform.glibc, 2, 29))) {
+            return at(c, "cannot dynamically load position-independent executable");
+          }
+          return at(c, null, info2);
+        }
+        return { passedOver, chosen: null, stop: null, info: null, inode: "", facts: null };
+      }
+      /**
        * Every file the search for `name` by `loader` would consider, in ld.so's order (§1.3 step C),
        * each with its verdict. mapObject takes the first acceptable one; the explainer looks further.
+       * The directories of steps 1-6, with the cache between RUNPATH and the system directories; a
+       * rule's words are made only for a file found.
        */
       *candidates(loader, name) {
         if (name.includes("/")) {
@@ -25449,26 +25875,48 @@ var init_loader_process = __esm({
           if (c) yield c;
           return;
         }
-        for (const { dir, via, rule, ldEntry } of this.searchDirs(loader)) {
-          if (via === "ld.so.cache") {
-            const hit = this.ctx.cacheLookup(name, this.platform);
-            if (!hit || (loader.info.flags1 & DF_1_NODEFLIB) !== 0 && this.platform.systemDirs.some((d) => hit.startsWith(d))) continue;
-            const c2 = this.probe(hit, via, rule);
-            if (c2) yield c2;
-            continue;
+        if (loader.runpathDirs === null) {
+          let didMain = false;
+          for (let l = loader; l; l = l.loader) {
+            if (l === this.main) didMain = true;
+            if (l.rpathDirs.length > 0) yield* this.inDirs(name, l.rpathDirs, "rpath", l);
           }
-          for (const sub of this.ctx.view.listableSubdirs(dir, this.platform.hwcapsSubdirs)) {
+          if (!didMain && this.main.rpathDirs.length > 0) yield* this.inDirs(name, this.main.rpathDirs, "rpath", this.main);
+        }
+        if (this.ldDirs.length > 0) yield* this.inDirs(name, this.ldDirs, "ld_library_path", null);
+        if (loader.runpathDirs !== null && loader.runpathDirs.length > 0) yield* this.inDirs(name, loader.runpathDirs, "runpath", loader);
+        const hit = this.ctx.cacheLookup(name, this.platform);
+        const nodeflib = (loader.info.flags1 & DF_1_NODEFLIB) !== 0;
+        if (hit && !(nodeflib && this.platform.systemDirs.some((d) => hit.startsWith(d)))) {
+          const c = this.probe(hit, "ld.so.cache", this.ctx.cacheLabel);
+          if (c) yield c;
+        }
+        if (!nodeflib) yield* this.inDirs(name, this.platform.systemDirs, "default", null);
+      }
+      /** `name` in each directory of a list and its hwcaps subdirectories, in order; `owner`: whose DT_RPATH or DT_RUNPATH. */
+      *inDirs(name, dirs, via, owner) {
+        const view = this.ctx.view;
+        for (const d of dirs) {
+          const dir = typeof d === "string" ? d : d.dir;
+          const ldEntry = via === "ld_library_path" ? d.element : void 0;
+          for (const sub of view.listableSubdirs(dir, this.platform.hwcapsSubdirs)) {
             const subdir = `${dir}${sub}/`;
-            if (!this.ctx.view.has(subdir, name)) continue;
-            const c2 = this.probe(this.absolute(subdir + name), via, `${rule} (${sub})`);
+            if (!view.has(subdir, name)) continue;
+            const c2 = this.probe(this.absolute(subdir + name), via, `${this.ruleOf(d, via, owner)} (${sub})`);
             if (c2 && ldEntry !== void 0) c2.ldEntry = ldEntry;
             if (c2) yield c2;
           }
-          if (!this.ctx.view.has(dir, name)) continue;
-          const c = this.probe(this.absolute(dir + name), via, rule);
+          if (!view.has(dir, name)) continue;
+          const c = this.probe(this.absolute(dir + name), via, this.ruleOf(d, via, owner));
           if (c && ldEntry !== void 0) c.ldEntry = ldEntry;
           if (c) yield c;
         }
+      }
+      /** The words of the rule that searches directory `d`. */
+      ruleOf(d, via, owner) {
+        if (typeof d === "string") return `system directory ${d.replace(/\/$/, "")}`;
+        const element = describeElement(d.element, this.ctx.view.cwd);
+        return via === "ld_library_path" ? `LD_LIBRARY_PATH entry ${element}` : `${via === "rpath" ? "DT_RPATH" : "DT_RUNPATH"} entry ${element} of ${owner.path}`;
       }
       /**
        * The root of the system image (CUDAENV_SYSROOT) a file lies in, whose absolute paths its search
@@ -25481,24 +25929,6 @@ var init_loader_process = __esm({
       /** A relative name as dl-object.c makes l_origin of it: the working directory (getcwd), a slash, the name. */
       absolute(path13) {
         return path13.startsWith("/") ? path13 : `${this.ctx.view.workingDir().replace(/\/$/, "")}/${path13}`;
-      }
-      /** The directories of steps 1-6, with the cache between RUNPATH and the system directories. */
-      *searchDirs(loader) {
-        const cwd = this.ctx.view.cwd;
-        if (loader.runpathDirs === null) {
-          let didMain = false;
-          for (let l = loader; l; l = l.loader) {
-            if (l === this.main) didMain = true;
-            for (const d of l.rpathDirs) yield { dir: d.dir, via: "rpath", rule: `DT_RPATH entry ${describeElement(d.element, cwd)} of ${l.path}` };
-          }
-          if (!didMain) for (const d of this.main.rpathDirs) yield { dir: d.dir, via: "rpath", rule: `DT_RPATH entry ${describeElement(d.element, cwd)} of ${this.main.path}` };
-        }
-        for (const d of this.ldDirs) yield { dir: d.dir, via: "ld_library_path", rule: `LD_LIBRARY_PATH entry ${describeElement(d.element, cwd)}`, ldEntry: d.element };
-        if (loader.runpathDirs) for (const d of loader.runpathDirs) yield { dir: d.dir, via: "runpath", rule: `DT_RUNPATH entry ${describeElement(d.element, cwd)} of ${loader.path}` };
-        yield { dir: "\0cache", via: "ld.so.cache", rule: this.ctx.cacheLabel };
-        if ((loader.info.flags1 & DF_1_NODEFLIB) === 0) {
-          for (const d of this.platform.systemDirs) yield { dir: d, via: "default", rule: `system directory ${d.replace(/\/$/, "")}` };
-        }
       }
       /** Checks one file as open_verify does (§1.8); null when there is nothing there. */
       probe(path13, via, rule) {
@@ -25596,7 +26026,7 @@ function listTargets(targets, options = {}) {
       }
       if (!st.isFile() || seenFiles.has(inodeKey(st))) continue;
       seenFiles.add(inodeKey(st));
-      out.push(host(path13) === path13 ? { path: path13, explicit: false } : { path: path13, explicit: false, file: host(path13) });
+      out.push(host(path13) === path13 ? { path: path13, explicit: false, stat: st } : { path: path13, explicit: false, file: host(path13), stat: st });
     }
     for (const sub of subdirs) visitDir(sub, depth + 1);
   };
@@ -25616,11 +26046,11 @@ function listTargets(targets, options = {}) {
     }
     if (seenFiles.has(inodeKey(st))) continue;
     seenFiles.add(inodeKey(st));
-    out.push(host(path13) === path13 ? { path: path13, explicit: true } : { path: path13, explicit: true, file: host(path13) });
+    out.push(host(path13) === path13 ? { path: path13, explicit: true, stat: st } : { path: path13, explicit: true, file: host(path13), stat: st });
   }
   return out;
 }
-var DAMAGED, DEBUG_INFO, EMPTY;
+var DAMAGED, DEBUG_INFO, EMPTY2;
 var init_list_targets = __esm({
   "src/core/elf/search/list-targets.ts"() {
     "use strict";
@@ -25630,12 +26060,12 @@ var init_list_targets = __esm({
     init_sysroot();
     DAMAGED = "a damaged ELF file: ";
     DEBUG_INFO = 'a separate debug-info file (objcopy --only-keep-debug): it holds what a debugger reads, no code or tables, and the loader refuses it ("object file has no dynamic section")';
-    EMPTY = "an empty file (0 bytes), not a shared object";
+    EMPTY2 = "an empty file (0 bytes), not a shared object";
   }
 });
 
 // src/core/elf/search/check-targets.ts
-import { closeSync as closeSync6, constants as constants7, openSync as openSync6, readSync as readSync4, statSync as statSync6 } from "node:fs";
+import { closeSync as closeSync6, constants as constants7, openSync as openSync6, readSync as readSync4 } from "node:fs";
 function describeNonElf(path13) {
   let head = "";
   try {
@@ -25655,7 +26085,7 @@ function describeNonElf(path13) {
   return "not an ELF file";
 }
 function classify(path13, st, explicit = false, file = path13) {
-  if (st.size === 0) return { skip: EMPTY };
+  if (st.size === 0) return { skip: EMPTY2 };
   try {
     const info2 = cachedElfSync(file, st);
     if (explicit && info2.type === ET_EXEC3) return { path: path13, info: info2, stat: st };
@@ -25667,35 +26097,36 @@ function classify(path13, st, explicit = false, file = path13) {
   } catch (error2) {
     if (error2 instanceof ElfError) {
       if (error2.reason === "not-elf") return { skip: describeNonElf(file) };
+      if (error2.reason === "io" && error2.errno === "ENOENT") return { skip: GONE };
       return { skip: `${DAMAGED}${error2.message.startsWith(file) ? error2.message.slice(file.length + 2) : error2.message}` };
     }
     throw error2;
   }
 }
-function readListedSync(file) {
-  let st;
-  try {
-    st = statSync6(file.file ?? file.path);
-  } catch {
-    return { skip: "disappeared while being checked" };
-  }
-  const r = classify(file.path, st, file.explicit, file.file ?? file.path);
+function readListedSync(file, recorder) {
+  const host = file.file ?? file.path;
+  const st = file.stat ?? statOrNull(host);
+  recorder?.stat(host, st);
+  if (!st) return { skip: GONE };
+  const r = classify(file.path, st, file.explicit, host);
   if (file.explicit && "skip" in r) {
-    throw new UsageError(`${file.path} is ${r.skip}`, r.skip.startsWith(DAMAGED) ? "The file is truncated or corrupt: reinstall the package it came from." : r.skip === EMPTY ? 'The loader would stop at it with "file too short". If it should be a library, the copy was cut short: reinstall the package it came from.' : r.skip === DEBUG_INFO ? "Check the library it was split from instead (the one whose build ID names this file)." : "Give an ELF shared object (a .so file), a program, or a directory of them.");
+    throw new UsageError(`${file.path} is ${r.skip}`, r.skip.startsWith(DAMAGED) ? "The file is truncated or corrupt: reinstall the package it came from." : r.skip === EMPTY2 ? 'The loader would stop at it with "file too short". If it should be a library, the copy was cut short: reinstall the package it came from.' : r.skip === DEBUG_INFO ? "Check the library it was split from instead (the one whose build ID names this file)." : "Give an ELF shared object (a .so file), a program, or a directory of them.");
   }
   return r;
 }
-var ET_EXEC3, ET_DYN2;
+var ET_EXEC3, ET_DYN2, GONE;
 var init_check_targets = __esm({
   "src/core/elf/search/check-targets.ts"() {
     "use strict";
     init_errors();
     init_file_cache();
+    init_inputs();
     init_elf();
     init_loader_process();
     init_list_targets();
     ET_EXEC3 = 2;
     ET_DYN2 = 3;
+    GONE = "disappeared while being checked";
   }
 });
 
@@ -25955,7 +26386,7 @@ var init_families = __esm({
 });
 
 // src/core/elf/explain/explain-finding.ts
-import { closeSync as closeSync7, existsSync as existsSync4, openSync as openSync7, readdirSync as readdirSync4, readFileSync as readFileSync9, readSync as readSync5, statSync as statSync7 } from "node:fs";
+import { closeSync as closeSync7, existsSync as existsSync4, openSync as openSync7, readdirSync as readdirSync4, readFileSync as readFileSync9, readSync as readSync5, statSync as statSync6 } from "node:fs";
 import { basename as basename7, dirname as dirname8, join as join9 } from "node:path";
 function describeObject(path13) {
   const m = /\/site-packages\/(?:nvidia\/([^/]+)|([^/]+))\//.exec(path13);
@@ -26136,12 +26567,12 @@ async function explainFinding(p, f, ctx) {
     return problem;
   }
   if (f.kind === "unversioned-undefined-symbol") {
-    const missing = missingDefiner(f);
-    if (missing) {
+    const missing2 = missingDefiner(f);
+    if (missing2) {
       problem.kind = "undefined-symbol";
-      problem.library = missing;
-      problem.summary = `${who} needs ${f.symbol}, which ${missing} would define, and ${missing} is not found`;
-      problem.explanation = `${f.object.path} references ${f.symbol} without a version; it is an export of ${missing}, which ${f.object.path} needs and the loader cannot find.`;
+      problem.library = missing2;
+      problem.summary = `${who} needs ${f.symbol}, which ${missing2} would define, and ${missing2} is not found`;
+      problem.explanation = `${f.object.path} references ${f.symbol} without a version; it is an export of ${missing2}, which ${f.object.path} needs and the loader cannot find.`;
       problem.fix = null;
       return problem;
     }
@@ -26300,7 +26731,7 @@ function readElfDynamic(path13) {
 function describeBadFile(path13, reason) {
   let st;
   try {
-    st = statSync7(path13);
+    st = statSync6(path13);
   } catch {
     return "a file that cannot be read";
   }
@@ -26425,10 +26856,10 @@ function explainDriverNotFound(problem, p, f) {
   problem.fix = module && kernel ? `install the driver's user-space libraries of ${kernel} (the libcuda1/nvidia-driver package of that version), or add the directory that holds libcuda.so.${kernel} to /etc/ld.so.conf.d/ and run \`ldconfig\`` : module ? "install the user-space libraries of the driver this machine runs (`modinfo nvidia` names its version), or add the directory that holds its libcuda.so.1 to /etc/ld.so.conf.d/ and run `ldconfig`" : "install the NVIDIA driver (on a machine with an NVIDIA GPU: `nvidia-smi` then works), or run this in a container with the NVIDIA Container Toolkit (`docker run --gpus all`); on a build host without a GPU, nothing needs fixing";
 }
 function markNoDriverConsequences(problems) {
-  const missing = new Set(problems.filter((q) => q.kind === "not-found" && q.library === "libcuda.so.1" && q.feature === NO_DRIVER_FEATURE).map((q) => q.object));
-  if (missing.size === 0) return;
+  const missing2 = new Set(problems.filter((q) => q.kind === "not-found" && q.library === "libcuda.so.1" && q.feature === NO_DRIVER_FEATURE).map((q) => q.object));
+  if (missing2.size === 0) return;
   for (const q of problems) {
-    if (q.library === "libcuda.so.1" && missing.has(q.object) && (q.kind === "undefined-symbol" || q.kind === "version-not-found")) {
+    if (q.library === "libcuda.so.1" && missing2.has(q.object) && (q.kind === "undefined-symbol" || q.kind === "version-not-found")) {
       q.impact = "feature";
       q.feature = NO_DRIVER_FEATURE;
     }
@@ -26619,7 +27050,7 @@ function reading(info2, hostPath, inode, callerName) {
   readings.set(inode, r);
   return r;
 }
-function callerLoads(info2, hostPath, inode, callerName, cudaMajor, env = {}) {
+function callerLoads(info2, hostPath, inode, callerName, cudaMajorGiven, env = {}) {
   if (!importsDlopen(info2)) return [];
   const { notes, names, markers } = reading(info2, hostPath, inode, callerName);
   if (notes.length > 0) return notes.map((n) => declared(n));
@@ -26637,6 +27068,8 @@ function callerLoads(info2, hostPath, inode, callerName, cudaMajor, env = {}) {
       continue;
     }
     if (name.endsWith(".")) {
+      if (typeof cudaMajorGiven === "function") cudaMajorGiven = cudaMajorGiven();
+      const cudaMajor = cudaMajorGiven;
       if (cudaMajor === null) continue;
       name = `${name}${cudaMajor}`;
     }
@@ -26707,7 +27140,7 @@ import { realpathSync as realpathSync5 } from "node:fs";
 import { basename as basename9 } from "node:path";
 function realName(p, path13) {
   try {
-    return basename9(realpathSync5(p.ctx.view.hostPath(path13) ?? path13));
+    return basename9(realpathSync5.native(p.ctx.view.hostPath(path13) ?? path13));
   } catch {
     return basename9(path13);
   }
@@ -26840,10 +27273,10 @@ var init_release_checks = __esm({
 import { basename as basename10, dirname as dirname9, join as join10 } from "node:path";
 function loadsOf(p, caller) {
   if (!importsDlopen(caller.info)) return [];
-  const sonames = p.scope.map((o) => o.info.soname);
   const env = p.ctx.runtimeEnv ?? {};
   const host = p.ctx.view.hostPath(caller.path) ?? caller.path;
-  return [...callerLoads(caller.info, host, caller.inode, caller.info.soname ?? basename10(caller.path), cudaMajorOf2(caller.info, sonames), env), ...pluginLoads(p, caller, host, env)];
+  const cudaMajor = () => cudaMajorOf2(caller.info, p.scope.map((o) => o.info.soname));
+  return [...callerLoads(caller.info, host, caller.inode, caller.info.soname ?? basename10(caller.path), cudaMajor, env), ...pluginLoads(p, caller, host, env)];
 }
 function pluginLoads(p, caller, host, env) {
   const loads = [];
@@ -26908,8 +27341,8 @@ function runtimeLoads(p, fresh, memo) {
         if (modelled?.edge.object) break;
       }
       if (!modelled) continue;
-      const missing = !modelled.edge.object && modelled.findings.some((f) => f.kind === "not-found" && f.edge === modelled.edge);
-      if (modelled.role.impact === "optional" && missing) continue;
+      const missing2 = !modelled.edge.object && modelled.findings.some((f) => f.kind === "not-found" && f.edge === modelled.edge);
+      if (modelled.role.impact === "optional" && missing2) continue;
       loads.push(modelled);
     }
   }
@@ -27077,7 +27510,7 @@ function besideCaller(load, path13) {
   if (dirname10(path13) === dirname10(load.caller.path)) return true;
   const real = (f) => {
     try {
-      return dirname10(realpathSync6(load.process.ctx.view.hostPath(f) ?? f));
+      return dirname10(realpathSync6.native(load.process.ctx.view.hostPath(f) ?? f));
     } catch {
       return null;
     }
@@ -27231,8 +27664,7 @@ function addRuntimeEdges(objects, loads, declared3) {
 }
 async function checkOne(file, ctx, exe, memo, explainCtx, recorder, followRuntimeLoads) {
   const base = { objects: [], problems: [], failedPreloads: [] };
-  recorder?.statNow(file.file ?? file.path);
-  const r = readListedSync(file);
+  const r = readListedSync(file, recorder);
   if ("skip" in r) return { ...base, skipped: { path: file.path, reason: r.skip } };
   const head = exe?.info ?? r.info;
   const platform2 = ctx.platformFor(head.elfClass, head.machine);
@@ -27813,8 +28245,8 @@ function expandSequence(body2, isAlphaSequence, max, maxLength, budget) {
     incr *= -1;
     test = gte;
   }
-  const pad = n.some(isPadded);
-  const cost = pad ? width : 1;
+  const pad2 = n.some(isPadded);
+  const cost = pad2 ? width : 1;
   let length = 0;
   for (let i = x; test(i, y) && N.length < max; i += incr) {
     budget.remaining -= cost;
@@ -27829,7 +28261,7 @@ function expandSequence(body2, isAlphaSequence, max, maxLength, budget) {
       }
     } else {
       c = String(i);
-      if (pad) {
+      if (pad2) {
         const need = width - c.length;
         if (need > 0) {
           const z = new Array(need + 1).join("0");
@@ -78195,7 +78627,7 @@ init_sysroot();
 // src/core/elf/check.ts
 init_sysroot();
 init_report_types();
-import { existsSync as existsSync6, statSync as statSync8 } from "node:fs";
+import { existsSync as existsSync6, statSync as statSync7 } from "node:fs";
 
 // src/core/elf/check-files.ts
 init_runtime_env();
@@ -78229,7 +78661,7 @@ function noteFoundElsewhere(results, sysroot = "") {
   const file = (path13) => {
     if (!real.has(path13)) {
       try {
-        real.set(path13, isInside(root, path13) ? realpathIn(root, path13) ?? null : realpathSync(path13));
+        real.set(path13, isInside(root, path13) ? realpathIn(root, path13) ?? null : realpathSync.native(path13));
       } catch {
         real.set(path13, null);
       }
@@ -78244,9 +78676,9 @@ function noteFoundElsewhere(results, sysroot = "") {
     return others[0];
   };
   return results.map((r) => {
-    const missing = new Set(r.problems.filter((p) => p.kind === "not-found" && p.library !== null && p.object === r.checked).map((p) => p.library));
-    if (missing.size === 0) return r;
-    const by = new Map([...missing].map((library2) => [library2, foundBy(r.checked, library2, r.checked)]));
+    const missing2 = new Set(r.problems.filter((p) => p.kind === "not-found" && p.library !== null && p.object === r.checked).map((p) => p.library));
+    if (missing2.size === 0) return r;
+    const by = new Map([...missing2].map((library2) => [library2, foundBy(r.checked, library2, r.checked)]));
     let changed = false;
     const problems = r.problems.map((p) => {
       if (p.object !== r.checked || p.library === null || p.kind !== "not-found" && p.kind !== "undefined-symbol") return p;
@@ -78322,6 +78754,10 @@ function machineFacts(elfClass, machine) {
   if (machine === EM_AARCH64 && elfClass === 64) return { triplet: "aarch64-linux-gnu", lib64: "lib64", interp: "/lib/ld-linux-aarch64.so.1", platform: "aarch64" };
   if (machine === EM_3862 && elfClass === 32) return { triplet: "i386-linux-gnu", lib64: "lib", interp: "/lib/ld-linux.so.2", platform: "i686" };
   return void 0;
+}
+function hostLoaderPath() {
+  const machine = process.arch === "x64" ? EM_X86_642 : process.arch === "arm64" ? EM_AARCH64 : null;
+  return machine === null ? null : machineFacts(64, machine)?.interp ?? null;
 }
 function glibcVersion(interpPath, libcPaths, generator, live) {
   const fromFile = glibcVersionOfFile(interpPath);
@@ -78457,6 +78893,7 @@ function loaderPlatform(elfClass, machine, sysroot = "", cacheGenerator, store) 
 }
 
 // src/core/elf/check-files.ts
+init_host_loader();
 init_inputs();
 init_sysroot();
 
@@ -78657,6 +79094,8 @@ function makeContext(options, cwd, recorder = null) {
       return platform2;
     },
     ldLibraryPath: options.ldLibraryPath,
+    // Every process of the check searches the same lists for the same names (search/loader-process.ts search).
+    searchMemo: /* @__PURE__ */ new Map(),
     runtimeEnv: runtimeEnvOf(options.runtimeEnv ?? process.env),
     tunables: tunablesOf(options),
     bindNow: bindNowOf(options),
@@ -78679,7 +79118,7 @@ function makeContext(options, cwd, recorder = null) {
     }
   };
 }
-async function checkFiles(options, files, unchanged) {
+async function checkFiles(options, files, known2) {
   const cwd = options.cwd ?? process.cwd();
   const recorder = options.cacheDir ? new InputRecorder() : null;
   const ctx = makeContext(options, cwd, recorder);
@@ -78695,9 +79134,11 @@ async function checkFiles(options, files, unchanged) {
   }
   const misses = ordered.filter((f) => !hits.has(f));
   const model = misses.length > 0 || ordered.length === 0 ? await Promise.resolve().then(() => (init_check_one(), check_one_exports)) : null;
+  if (misses.length > 0) growYoungGenerationFast();
   for (const file of misses) if (file.explicit) model.readListedSync(file);
   const exe = model ? await model.readExe(options, cwd, recorder) : void 0;
   const memo = model ? new model.SymbolMemo(null) : null;
+  if (model) await loaderFactsSettled();
   const explainCtx = { ldLibraryPath: options.ldLibraryPath, storeVersionsDir: options.storeVersionsDir, cwd };
   const own = [];
   for (const file of ordered) {
@@ -78713,7 +79154,11 @@ async function checkFiles(options, files, unchanged) {
     if (cache2 && inputs) cache2.store(name, inputs, recorder.shared, result, file.explicit);
     own.push({ index: file.index, ...result });
   }
-  if (cache2 && unchanged) for (const [path13, id] of cache2.unchangedFiles()) unchanged.set(path13, id);
+  if (known2) {
+    if (cache2) for (const [path13, id] of cache2.unchangedFiles()) known2.set(path13, id);
+    for (const f of files) if (f.stat && f.file === void 0) known2.set(f.path, inodeKey(f.stat));
+    for (const [path13, st] of ctx.view.statsMade()) known2.set(path13, inodeKey(st));
+  }
   cache2?.save();
   const results = noteFoundElsewhere(own, options.sysroot);
   const described = /* @__PURE__ */ new Set();
@@ -78779,9 +79224,14 @@ function openCache(options, cwd, ctx) {
     }
   });
 }
+function growYoungGenerationFast() {
+  process.getBuiltinModule("node:v8").setFlagsFromString(`--semi-space-growth-factor=${YOUNG_GROWTH}`);
+}
+var YOUNG_GROWTH = 16;
 
 // src/core/elf/check.ts
 init_list_targets();
+init_host_loader();
 function stageOf(p) {
   if (p.kind === "not-found" || p.kind === "noexec-mount" || p.kind === "executable-stack") return 0;
   if (p.kind === "version-not-found" || p.kind === "loader-abort" && p.symbol === null) return 1;
@@ -78790,10 +79240,15 @@ function stageOf(p) {
 }
 async function checkLibraries(options) {
   const cwd = options.cwd ?? process.cwd();
+  if (!options.cacheDir) {
+    const interp = hostLoaderPath();
+    if (interp) prefetchHostLoaderFacts(interp);
+    growYoungGenerationFast();
+  }
   const listed = listTargets(options.targets, { recursive: options.recursive, cwd, sysroot: options.sysroot });
-  const unchanged = /* @__PURE__ */ new Map();
-  const results = await checkFiles({ ...options, cwd }, listed.map((f, index) => ({ ...f, index })), unchanged);
-  const report = mergeResults(results.sort((a, b) => a.index - b.index), options.strict ?? false, options.sysroot, options.sysroot ? void 0 : unchanged);
+  const known2 = /* @__PURE__ */ new Map();
+  const results = await checkFiles({ ...options, cwd }, listed.map((f, index) => ({ ...f, index })), known2);
+  const report = mergeResults(results.sort((a, b) => a.index - b.index), options.strict ?? false, options.sysroot, options.sysroot ? void 0 : known2);
   if (options.sysroot) for (const o of report.objects) withImageFile(o, options.sysroot);
   return report;
 }
@@ -78821,7 +79276,7 @@ var FileNames = class {
     let id = this.known?.get(path13) ?? null;
     if (id === null) {
       try {
-        const st = statSync8(path13, { throwIfNoEntry: false }) ?? (this.sysroot ? statSync8(realpathIn(this.sysroot, path13) ?? path13) : void 0);
+        const st = statSync7(path13, { throwIfNoEntry: false }) ?? (this.sysroot ? statSync7(realpathIn(this.sysroot, path13) ?? path13) : void 0);
         if (st) id = `${st.dev}:${st.ino}`;
       } catch {
       }
@@ -79768,7 +80223,7 @@ init_safe_fs();
 
 // src/core/store/lock.ts
 init_errors();
-import { closeSync as closeSync8, mkdirSync as mkdirSync2, openSync as openSync8, readFileSync as readFileSync12, readdirSync as readdirSync5, rmSync as rmSync2, statSync as statSync9, utimesSync, writeSync as writeSync2 } from "node:fs";
+import { closeSync as closeSync8, mkdirSync as mkdirSync2, openSync as openSync8, readFileSync as readFileSync12, readdirSync as readdirSync5, rmSync as rmSync2, statSync as statSync8, utimesSync, writeSync as writeSync2 } from "node:fs";
 import { hostname } from "node:os";
 import { join as join11 } from "node:path";
 var DEFAULT_STALE_MS = 10 * 60 * 1e3;
@@ -79813,7 +80268,7 @@ function readLockOwner(path13) {
 function isStale(path13, owner, staleMs = DEFAULT_STALE_MS) {
   let mtimeMs;
   try {
-    mtimeMs = statSync9(path13).mtimeMs;
+    mtimeMs = statSync8(path13).mtimeMs;
   } catch {
     return false;
   }
@@ -79851,7 +80306,7 @@ function tryCreate(path13, owner) {
 function takeOver(path13, seen, staleMs) {
   const guard = `${path13}.takeover`;
   try {
-    if (Date.now() - statSync9(guard).mtimeMs > TAKEOVER_STALE_MS) rmSync2(guard, { force: true });
+    if (Date.now() - statSync8(guard).mtimeMs > TAKEOVER_STALE_MS) rmSync2(guard, { force: true });
   } catch {
   }
   let fd;
@@ -79882,7 +80337,7 @@ function reclaimStaleLocks(locksDir, staleMs = DEFAULT_STALE_MS) {
     const path13 = join11(locksDir, name);
     try {
       if (name.endsWith(".lock.takeover")) {
-        if (Date.now() - statSync9(path13).mtimeMs > TAKEOVER_STALE_MS) {
+        if (Date.now() - statSync8(path13).mtimeMs > TAKEOVER_STALE_MS) {
           rmSync2(path13, { force: true });
           removed.push(name);
         }
@@ -79893,7 +80348,7 @@ function reclaimStaleLocks(locksDir, staleMs = DEFAULT_STALE_MS) {
       if (!isStale(path13, owner, staleMs)) continue;
       takeOver(path13, owner, staleMs);
       try {
-        statSync9(path13);
+        statSync8(path13);
       } catch {
         removed.push(name);
       }
@@ -80397,7 +80852,7 @@ function refreshResolveIndex(paths) {
 // src/core/shell/shims.ts
 init_errors();
 init_safe_fs();
-import { chmodSync, existsSync as existsSync10, mkdirSync as mkdirSync5, readFileSync as readFileSync14, readdirSync as readdirSync8, rmSync as rmSync4, statSync as statSync10 } from "node:fs";
+import { chmodSync, existsSync as existsSync10, mkdirSync as mkdirSync5, readFileSync as readFileSync14, readdirSync as readdirSync8, rmSync as rmSync4, statSync as statSync9 } from "node:fs";
 import { join as join15 } from "node:path";
 init_quote();
 var SHIM_MARKER = "# cudaenv shim: generated by `cudaenv rehash`";
@@ -80434,7 +80889,7 @@ function toolkitPrograms(paths) {
     for (const name of entries2) {
       if (!PROGRAM_RE.test(name)) continue;
       try {
-        const st = statSync10(join15(bin, name));
+        const st = statSync9(join15(bin, name));
         if (st.isFile() && (st.mode & 73) !== 0) names.add(name);
       } catch {
       }
@@ -80468,7 +80923,7 @@ function writeShims(paths) {
     if (wanted.has(name) || name.startsWith(".")) continue;
     const file = join15(paths.shims, name);
     try {
-      if (statSync10(file).isFile() && readFileSync14(file, "utf8").includes(SHIM_MARKER)) {
+      if (statSync9(file).isFile() && readFileSync14(file, "utf8").includes(SHIM_MARKER)) {
         rmSync4(file, { force: true });
         removed.push(name);
       }
@@ -80563,7 +81018,7 @@ init_version();
 init_errors();
 import { spawn as spawn2 } from "node:child_process";
 import { createHash as createHash2 } from "node:crypto";
-import { constants as constants8, createReadStream as createReadStream2, mkdirSync as mkdirSync7, renameSync as renameSync3, rmSync as rmSync6, statSync as statSync11, statfsSync as statfsSync2 } from "node:fs";
+import { constants as constants8, createReadStream as createReadStream2, mkdirSync as mkdirSync7, renameSync as renameSync3, rmSync as rmSync6, statSync as statSync10, statfsSync as statfsSync2 } from "node:fs";
 import { open as open2 } from "node:fs/promises";
 import { basename as basename13, join as join19 } from "node:path";
 import { finished } from "node:stream/promises";
@@ -80599,7 +81054,7 @@ async function* remoteBytes(mirror, rel, offset, signal, events2 = {}) {
   let useRange = true;
   const limits = downloadLimits();
   const deadline = limits.timeoutMs > 0 ? Date.now() + limits.timeoutMs : void 0;
-  const tooLong = () => new CudaenvError(
+  const tooLong2 = () => new CudaenvError(
     `the download of ${where2} did not finish within ${formatSeconds(limits.timeoutMs)} (CUDAENV_DOWNLOAD_TIMEOUT): ${position}${events2.size === void 0 ? "" : ` of ${events2.size}`} bytes arrived`,
     {
       hint: "The part downloaded so far is kept in the cache and the next install resumes it. Run it again (on a faster link, or with a larger CUDAENV_DOWNLOAD_TIMEOUT in seconds), or use another mirror (--mirror).",
@@ -80608,7 +81063,7 @@ async function* remoteBytes(mirror, rel, offset, signal, events2 = {}) {
   );
   for (let attempt = 0; ; attempt++) {
     if (events2.size !== void 0 && position >= events2.size) return;
-    if (deadline !== void 0 && Date.now() >= deadline) throw tooLong();
+    if (deadline !== void 0 && Date.now() >= deadline) throw tooLong2();
     const before = position;
     let slow = false;
     let reason;
@@ -80678,7 +81133,7 @@ async function* remoteBytes(mirror, rel, offset, signal, events2 = {}) {
       retryAfter = askedWait(where2, res.statusCode, res.headers["retry-after"]);
     } catch (error2) {
       if (error2 instanceof CudaenvError || signal.aborted) throw signal.aborted && !(error2 instanceof CudaenvError) ? signal.reason : error2;
-      if (error2.code === "EDEADLINE") throw tooLong();
+      if (error2.code === "EDEADLINE") throw tooLong2();
       slow = error2.code === "ESLOW";
       if (!isTransient(error2)) {
         throw new CudaenvError(`cannot download ${where2}: ${error2.message}`, { hint: networkHint(error2, "Check the network and the mirror."), code: "network" });
@@ -80693,7 +81148,7 @@ async function* remoteBytes(mirror, rel, offset, signal, events2 = {}) {
       });
     }
     const delayMs = waitBeforeRetry(attempt, retryAfter);
-    if (deadline !== void 0 && Date.now() + delayMs >= deadline) throw tooLong();
+    if (deadline !== void 0 && Date.now() + delayMs >= deadline) throw tooLong2();
     events2.onRetry?.({ attempt: attempt + 1, offset: position, delayMs, reason });
     await sleep(delayMs, signal);
   }
@@ -80846,7 +81301,7 @@ var BLOCK2 = 512;
 var MAX_META = 1024 * 1024;
 var MAX_LINK_HOPS = 40;
 var ESCAPE = /* @__PURE__ */ Symbol("escape");
-var EMPTY2 = Buffer.alloc(0);
+var EMPTY3 = Buffer.alloc(0);
 var PASS = /* @__PURE__ */ Symbol("pass");
 var HOLD = /* @__PURE__ */ Symbol("hold");
 var LOOP = /* @__PURE__ */ Symbol("loop");
@@ -80862,7 +81317,7 @@ var TarGuard = class extends Transform {
   }
   limits;
   stats = { entries: 0, symlinks: 0, bytes: 0 };
-  pending = EMPTY2;
+  pending = EMPTY3;
   state = "header";
   remaining = 0;
   metaType = "";
@@ -80913,7 +81368,7 @@ var TarGuard = class extends Transform {
         return;
       }
       const block = Buffer.concat([this.pending, chunk.subarray(0, need)]);
-      this.pending = EMPTY2;
+      this.pending = EMPTY3;
       offset = run2 = need;
       this.emitHeader(block, emit);
     }
@@ -81253,7 +81708,7 @@ function cacheFileName(artifact) {
 }
 function sizeOf(path13) {
   try {
-    return statSync11(path13).size;
+    return statSync10(path13).size;
   } catch {
     return void 0;
   }
@@ -81400,7 +81855,7 @@ async function streamOnce(job, cacheFile, fromCache) {
         if (wait) await wait;
         if (first) {
           first = false;
-          await new Promise((resolve9) => part2.write(EMPTY3, () => resolve9()));
+          await new Promise((resolve9) => part2.write(EMPTY4, () => resolve9()));
           await checkpoint("download");
         }
       }
@@ -81501,7 +81956,7 @@ function collect(child2) {
   });
   return () => text.trim().split("\n").map(escapeControl).join("\n");
 }
-var EMPTY3 = Buffer.alloc(0);
+var EMPTY4 = Buffer.alloc(0);
 var PIPE_QUEUE = 1 << 20;
 function drained(stream2) {
   return new Promise((resolve9) => {
@@ -81806,15 +82261,15 @@ function planProfile(profile, manifest, platform2) {
   const available = [...manifest.components.values()].filter((c) => artifactFor(c, platform2) !== void 0).map((c) => c.key);
   const toolkit = available.filter((k) => machineSoftwareReason(k) === void 0);
   const chosen = new Set(profile === "full" ? toolkit : []);
-  const missing = [];
+  const missing2 = [];
   for (const part2 of profileParts(profile)) {
     if (predates(manifest.label, part2)) continue;
     const key = keyFor(manifest, part2, platform2);
     if (key !== void 0) chosen.add(key);
-    else missing.push({ part: part2.id, what: part2.what, names: [...part2.names] });
+    else missing2.push({ part: part2.id, what: part2.what, names: [...part2.names] });
   }
   const unknown = profile === "full" ? [] : toolkit.filter((k) => !chosen.has(k) && partOf(k) === void 0 && !knownComponent(k)).sort();
-  return { names: [...chosen].sort(), missing, unknown, notes: [] };
+  return { names: [...chosen].sort(), missing: missing2, unknown, notes: [] };
 }
 function selectComponents(options) {
   return planComponents(options).names;
@@ -81875,16 +82330,16 @@ init_safe_fs();
 init_errors();
 var ALLOW_MISSING_FLAG = "--allow-missing-parts";
 function missingPartsRefusal(label, platform2, plan, allowMissingParts = false) {
-  const { missing } = plan;
-  if (missing.length === 0 || allowMissingParts) return void 0;
+  const { missing: missing2 } = plan;
+  if (missing2.length === 0 || allowMissingParts) return void 0;
   const unknown = plan.unknown && plan.unknown.length > 0 ? ` CUDA ${label} has components cudaenv does not know (${plan.unknown.join(", ")}): if one of them is the part under a new name, add it with --components NAME.` : "";
-  return new CudaenvError(`CUDA ${label} has no archive for ${platform2} of ${describeParts(missing)}: nothing was installed`, {
-    hint: `Install it without ${missing.length === 1 ? "that part" : "those parts"} with ${ALLOW_MISSING_FLAG} (code that needs ${missing.length === 1 ? "it" : "them"} will not build), or choose another release (\`cudaenv ls-remote\`), --profile or --arch.${unknown}`,
+  return new CudaenvError(`CUDA ${label} has no archive for ${platform2} of ${describeParts(missing2)}: nothing was installed`, {
+    hint: `Install it without ${missing2.length === 1 ? "that part" : "those parts"} with ${ALLOW_MISSING_FLAG} (code that needs ${missing2.length === 1 ? "it" : "them"} will not build), or choose another release (\`cudaenv ls-remote\`), --profile or --arch.${unknown}`,
     code: "missing-parts"
   });
 }
-function describeParts(missing) {
-  return missing.map((m) => `${m.what} (looked for as ${m.names.join(" or ")})`).join("; ");
+function describeParts(missing2) {
+  return missing2.map((m) => `${m.what} (looked for as ${m.names.join(" or ")})`).join("; ");
 }
 var MANIFEST_MAX_AGE_MS = 24 * 3600 * 1e3;
 
@@ -81912,13 +82367,13 @@ async function installRelease(req) {
   if (req.cudnn !== void 0) {
     if (!req.cudnnMirror) throw new CudaenvError("--cudnn needs a cuDNN mirror");
     cudnn = req.cudnnChoice ?? await chooseCudnn(req.cudnnMirror, req.cudnn, Number(label.split(".")[0]), platform2, signal);
-    const { added, missing } = cudnnNeeds(manifest, platform2, names);
+    const { added, missing: missing2 } = cudnnNeeds(manifest, platform2, names);
     for (const name of added) {
       const c = manifest.components.get(name);
       jobs.push({ name, version: c.version, artifact: artifactFor(c, platform2), mirror });
     }
     if (added.length > 0) notes.push(`added ${added.join(", ")}: cuDNN ${cudnn.version} loads ${CUDNN_NEEDS.filter((n) => added.includes(n.component)).map((n) => n.library).join(" and ")}`);
-    if (missing.length > 0) warnings.push(`cuDNN ${cudnn.version} loads ${missing.join(" and ")}, which CUDA ${label} has no archive of for ${platform2}: cuDNN will not work until it is found elsewhere (LD_LIBRARY_PATH)`);
+    if (missing2.length > 0) warnings.push(`cuDNN ${cudnn.version} loads ${missing2.join(" and ")}, which CUDA ${label} has no archive of for ${platform2}: cuDNN will not work until it is found elsewhere (LD_LIBRARY_PATH)`);
     jobs.push({ name: "cudnn", version: cudnn.version, artifact: cudnn.artifact, mirror: req.cudnnMirror });
   }
   ensureStoreDirs(paths);
@@ -82003,14 +82458,14 @@ var CUDNN_NEEDS = [
 ];
 function cudnnNeeds(manifest, platform2, chosen) {
   const added = [];
-  const missing = [];
+  const missing2 = [];
   for (const need of CUDNN_NEEDS) {
     if (chosen.includes(need.component)) continue;
     const c = manifest.components.get(need.component);
     if (c && artifactFor(c, platform2)) added.push(need.component);
-    else missing.push(need.library);
+    else missing2.push(need.library);
   }
-  return { added, missing };
+  return { added, missing: missing2 };
 }
 function readReceipt(dir) {
   try {
@@ -82127,7 +82582,7 @@ function toolkitEnvironment(env, versionDir, storeVersionsDir, policy) {
 
 // src/action/cache-service.ts
 init_safe_fs();
-import { cpSync, existsSync as existsSync18, mkdirSync as mkdirSync11, readdirSync as readdirSync13, renameSync as renameSync6, rmSync as rmSync9, statSync as statSync13 } from "node:fs";
+import { cpSync, existsSync as existsSync18, mkdirSync as mkdirSync11, readdirSync as readdirSync13, renameSync as renameSync6, rmSync as rmSync9, statSync as statSync12 } from "node:fs";
 import { join as join28 } from "node:path";
 var ReportedCacheFailure = class extends Error {
 };
@@ -82174,7 +82629,7 @@ function directoryCacheService(root) {
     name: `the cache directory ${root}`,
     unavailable: async () => existsSync18(root) ? void 0 : `the cache directory ${root} (CUDAENV_ACTION_CACHE_DIR) does not exist`,
     async restore(dir, key, restoreKeys) {
-      const entries2 = readdirSync13(root).filter((n) => !n.startsWith(".")).map((n) => ({ key: keyOf(n), path: join28(root, n), time: statSync13(join28(root, n)).mtimeMs }));
+      const entries2 = readdirSync13(root).filter((n) => !n.startsWith(".")).map((n) => ({ key: keyOf(n), path: join28(root, n), time: statSync12(join28(root, n)).mtimeMs }));
       const hit = entries2.find((e) => e.key === key) ?? restoreKeys.map((p) => entries2.filter((e) => e.key.startsWith(p)).sort((a, b) => b.time - a.time)[0]).find(Boolean);
       if (!hit) return void 0;
       rmSync9(dir, { recursive: true, force: true });
@@ -82207,7 +82662,7 @@ import { join as join29 } from "node:path";
 import { existsSync as existsSync19 } from "node:fs";
 
 // src/core/versions/version-file.ts
-import { closeSync as closeSync11, constants as constants10, fstatSync as fstatSync5, lstatSync as lstatSync9, openSync as openSync11, readSync as readSync6, statSync as statSync14 } from "node:fs";
+import { closeSync as closeSync11, constants as constants10, fstatSync as fstatSync5, lstatSync as lstatSync9, openSync as openSync11, readSync as readSync6, statSync as statSync13 } from "node:fs";
 init_errors();
 var VERSION_FILE = ".cuda-version";
 var MAX_VERSION_FILE_BYTES = 4096;
@@ -82298,7 +82753,7 @@ function isUnfollowableLink(path13) {
     return false;
   }
   try {
-    statSync14(path13);
+    statSync13(path13);
     return false;
   } catch {
     return true;
