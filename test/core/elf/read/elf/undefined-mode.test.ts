@@ -147,7 +147,8 @@ describeTools('readElf {symbols: \'undefined\'} on gcc-built libraries', () => {
       const compact = await outcome('undefined');
       if (/corrupt DT_GNU_HASH/.test(full)) {
         chainOnly++;
-        expect(compact).toMatch(/^(ok|error)/);
+        // The compact read does not check chain words (ld.so does not): it fails, if at all, for another reason.
+        expect(compact).not.toMatch(/corrupt DT_GNU_HASH/);
       } else {
         expect(compact).toBe(full);
       }
@@ -157,71 +158,63 @@ describeTools('readElf {symbols: \'undefined\'} on gcc-built libraries', () => {
     expect(chainOnly).toBeLessThan(failures);
   }, 30_000);
 
-  test('a Bloom filter without the name\'s bits: ld.so cannot find the symbol, and neither can the lookup', async () => {
-    const {dir: d, cleanup: done} = makeTempDir('cudaenv-elf-bloom-');
+  /**
+   * libgnu.so copied and linked by a program calling bar, which runs and binds bar; `corrupt` edits
+   * the copy's bytes (given .gnu.hash's offset, from readelf's own view of the file); `check` gets the
+   * copy and what the real loader printed running the program after the edit.
+   */
+  async function corrupted(tag: string, corrupt: (bytes: Buffer, hashOff: number, lib: string) => void, check: (lib: string, loaderSaid: string) => Promise<void>): Promise<void> {
+    const {dir: d, cleanup: done} = makeTempDir(`cudaenv-elf-${tag}-`);
     try {
       const lib = join(d, 'libgnu.so');
       writeFileSync(lib, readFileSync(join(dir, 'libgnu.so')));
       gcc(d, 'app', 'extern int bar(void);\nint main(void) { return bar() == 3 ? 0 : 1; }\n', ['-L.', '-lgnu', '-Wl,-rpath,$ORIGIN', '-Wl,--allow-shlib-undefined']);
       expect(execFileSync(join(d, 'app'), {encoding: 'utf8'})).toBe('bar\n');
       expect((await readElf(lib, {symbols: 'undefined'})).lookup!.find('bar').length).toBe(1);
-      // Every filter word zeroed (readelf gives .gnu.hash's offset; its header the filter's size).
       const sections = execFileSync('readelf', ['-SW', lib], {encoding: 'utf8', env: {...process.env, LC_ALL: 'C'}});
       const hashOff = parseInt(/\]\s+\.gnu\.hash\s+\S+\s+[0-9a-f]+\s+([0-9a-f]+)/.exec(sections)![1], 16);
       const bytes = readFileSync(lib);
-      bytes.fill(0, hashOff + 16, hashOff + 16 + bytes.readUInt32LE(hashOff + 8) * 8);
+      corrupt(bytes, hashOff, lib);
       writeFileSync(lib, bytes);
-      let ran = '';
+      let said = '';
       try {
         execFileSync(join(d, 'app'), {encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe']});
       } catch (error) {
-        ran = String((error as {stderr?: string}).stderr);
+        said = String((error as {stderr?: string}).stderr);
       }
-      expect(ran).toMatch(/symbol lookup error: .*undefined symbol: bar, version VERS_2/);
-      const compact = await readElf(lib, {symbols: 'undefined'});
-      expect(compact.lookup!.find('bar')).toEqual([]);
-      expect(compact.lookup!.find('foo')).toEqual([]);
+      await check(lib, said);
     } finally {
       done();
     }
+  }
+
+  test('a Bloom filter without the name\'s bits: ld.so cannot find the symbol, and neither can the lookup', async () => {
+    // Every filter word zeroed (its size from the table's header).
+    await corrupted('bloom', (bytes, hashOff) => bytes.fill(0, hashOff + 16, hashOff + 16 + bytes.readUInt32LE(hashOff + 8) * 8), async (lib, said) => {
+      expect(said).toMatch(/symbol lookup error: .*undefined symbol: bar, version VERS_2/);
+      const compact = await readElf(lib, {symbols: 'undefined'});
+      expect(compact.lookup!.find('bar')).toEqual([]);
+      expect(compact.lookup!.find('foo')).toEqual([]);
+    });
   });
 
   test('a chain word that does not match its name: ld.so cannot find the symbol, and neither can the lookup', async () => {
-    const {dir: d, cleanup: done} = makeTempDir('cudaenv-elf-chain-');
-    try {
-      const lib = join(d, 'libgnu.so');
-      writeFileSync(lib, readFileSync(join(dir, 'libgnu.so')));
-      gcc(d, 'app', 'extern int bar(void);\nint main(void) { return bar() == 3 ? 0 : 1; }\n', ['-L.', '-lgnu', '-Wl,-rpath,$ORIGIN', '-Wl,--allow-shlib-undefined']);
-      // Before: the real loader binds bar, and the compact read finds it.
-      expect(execFileSync(join(d, 'app'), {encoding: 'utf8'})).toBe('bar\n');
-      // The chain word of bar, from readelf's own view of the file: .gnu.hash's offset and header,
-      // and bar's index in .dynsym.
-      const sections = execFileSync('readelf', ['-SW', lib], {encoding: 'utf8', env: {...process.env, LC_ALL: 'C'}});
-      const hashOff = parseInt(/\]\s+\.gnu\.hash\s+\S+\s+[0-9a-f]+\s+([0-9a-f]+)/.exec(sections)![1], 16);
+    // The chain word of bar: bar's index in .dynsym from readelf, the table's header from the file.
+    await corrupted('chain', (bytes, hashOff, lib) => {
       const syms = execFileSync('readelf', ['--dyn-syms', '-W', lib], {encoding: 'utf8', env: {...process.env, LC_ALL: 'C'}});
       const index = Number(/^\s*(\d+):.*\sbar@@VERS_2$/m.exec(syms)![1]);
-      const bytes = readFileSync(lib);
       const [nbuckets, symoffset, bloomWords] = [bytes.readUInt32LE(hashOff), bytes.readUInt32LE(hashOff + 4), bytes.readUInt32LE(hashOff + 8)];
       const word = hashOff + 16 + bloomWords * 8 + nbuckets * 4 + (index - symoffset) * 4;
       bytes.writeUInt32LE(bytes.readUInt32LE(word) ^ 0x40, word); // a hash bit, not the chain's end bit
-      writeFileSync(lib, bytes);
-      // The real loader: bar is no longer found.
-      let ran = '';
-      try {
-        execFileSync(join(d, 'app'), {encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe']});
-      } catch (error) {
-        ran = String((error as {stderr?: string}).stderr);
-      }
-      expect(ran).toMatch(/symbol lookup error: .*undefined symbol: bar, version VERS_2/);
+    }, async (lib, said) => {
+      expect(said).toMatch(/symbol lookup error: .*undefined symbol: bar, version VERS_2/);
       // The full read refuses the file (its index would find bar); the compact read takes it and
       // its lookup finds no bar, as ld.so: the loader model's verdict is the loader's.
       await expect(readElf(lib, {symbols: true})).rejects.toThrow(/corrupt DT_GNU_HASH/);
       const compact = await readElf(lib, {symbols: 'undefined'});
       expect(compact.lookup!.find('bar')).toEqual([]);
       expect(compact.lookup!.find('foo').length).toBeGreaterThan(0);
-    } finally {
-      done();
-    }
+    });
   });
 });
 
