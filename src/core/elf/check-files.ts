@@ -255,7 +255,7 @@ function openCache(options: CheckOptions, cwd: string, ctx: LoaderContext): Verd
 /**
  * A check of files keeps nearly all it allocates (each library's tables) to its end, and V8 grew its
  * young generation 1 MB at a time, copying that data through a dozen scavenges (18 in a first check
- * of 473 libraries; 8 when it grows 16-fold, same peak memory: instructions 4.25G -> 3.90G, issue 43).
+ * of 473 libraries; 8 when it grows 16-fold, same peak memory: instructions 4.29G -> 4.01G, issue 43).
  * Set only once files must be checked (check.ts sets it at the start of a check without a store):
  * a check the verdict cache answers keeps Node's own sizing (a young generation sized for a long
  * check from the start cost a short one 3-4 ms of page faults). V8 reads the factor at each

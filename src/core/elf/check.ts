@@ -29,7 +29,8 @@ function stageOf(p: Problem): number {
 export async function checkLibraries(options: CheckOptions): Promise<CheckReport> {
   const cwd = options.cwd ?? process.cwd();
   // Without a store every file is checked, and the host's loader asked first: asked now, it
-  // answers while the targets are listed; and the heap is sized for a long check from the start.
+  // answers while the targets are listed; and the heap is sized for a long check from the start
+  // (checkFiles sets it otherwise, once the verdict cache has left files to read).
   if (!options.cacheDir) {
     const interp = hostLoaderPath();
     if (interp) prefetchHostLoaderFacts(interp);
