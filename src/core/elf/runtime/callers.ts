@@ -1,7 +1,8 @@
 import {basename} from 'node:path';
 import type {ElfInfo} from '../read/elf/types.js';
-import {readDlopenNotes, type DlopenNote, type DlopenPriority} from '../read/elf/dlopen-notes.js';
-import {codeContains, constantLibraryStrings, constantMarkers, constantStrings} from '../read/elf/rodata-strings.js';
+import {dlopenNotesIn, type DlopenNote, type DlopenPriority} from '../read/elf/dlopen-notes.js';
+import {codeContains, constantLibraryStringsIn, constantMarkers, constantStrings} from '../read/elf/rodata-strings.js';
+import {withSections} from '../read/elf/sections.js';
 import {DLOPEN_WRAPPERS, FACT_MARKERS, isCudaStackName, listsDirectories, ncclNetPluginNames, ncclNetPluginRole, PLUGIN_DIRECTORIES, roleOf,
   type PluginDirectoryFact, type RuntimeEnv, type RuntimeLoadRole} from './families.js';
 
@@ -77,26 +78,32 @@ function reading(info: ElfInfo, hostPath: string, inode: string, callerName: str
     return r;
   }
   let notes: DlopenNote[] = [];
-  try {
-    notes = readDlopenNotes(hostPath);
-  } catch {
-    // Metadata that does not follow the specification declares nothing: the strings decide.
-  }
   let names: string[] = [];
   let markers: string[] = [];
-  if (notes.length === 0) {
-    try {
-      // Each marker costs one more memchr-speed look at every piece of the constant data (libLLVM's
-      // is 67 MB), so the plugin directories' are looked for only in objects that list directories,
-      // and of each fact only its first marker here: pluginFacts looks for the others only where
-      // that one is (a first check of 473 libraries spent a fifth of its time on markers).
-      // The callers' facts' markers (families.ts FACT_MARKERS) only choose the role of a CUDA
-      // library the object names (callerLoads): looked for only where it names one.
-      const firstPluginMarkers = listsAnyDirectory(info) ? PLUGIN_DIRECTORIES.map((f) => f.carries[0]!) : [];
-      ({names, markers} = constantLibraryStrings(hostPath, firstPluginMarkers, {markers: FACT_MARKERS, when: isCudaStackName}));
-    } catch {
-      // A file the loader mapped but whose strings cannot be read: nothing known to be loaded.
-    }
+  try {
+    // Opened once for both readings: its header and section headers read once.
+    withSections(hostPath, (o) => {
+      try {
+        notes = dlopenNotesIn(o);
+      } catch {
+        // Metadata that does not follow the specification declares nothing: the strings decide.
+      }
+      if (notes.length > 0) return;
+      try {
+        // Each marker costs one more memchr-speed look at every piece of the constant data (libLLVM's
+        // is 67 MB), so the plugin directories' are looked for only in objects that list directories,
+        // and of each fact only its first marker here: pluginFacts looks for the others only where
+        // that one is (a first check of 473 libraries spent a fifth of its time on markers).
+        // The callers' facts' markers (families.ts FACT_MARKERS) only choose the role of a CUDA
+        // library the object names (callerLoads): looked for only where it names one.
+        const firstPluginMarkers = listsAnyDirectory(info) ? PLUGIN_DIRECTORIES.map((f) => f.carries[0]!) : [];
+        ({names, markers} = constantLibraryStringsIn(o, firstPluginMarkers, {markers: FACT_MARKERS, when: isCudaStackName}));
+      } catch {
+        // A file the loader mapped but whose strings cannot be read: nothing known to be loaded.
+      }
+    });
+  } catch {
+    // A file that cannot be opened or whose headers cannot be read: it declares nothing, and nothing is known to be loaded.
   }
   r = {notes, names, markers, plugins: notes.length === 0 ? pluginFacts(info, hostPath, markers) : []};
   readings.set(inode, r);

@@ -1,8 +1,7 @@
 import {ElfError} from './errors.js';
-import {ElfFile} from './file.js';
-import {parseHeader, readProgramHeaders, type ParsedHeader} from './header.js';
+import {readProgramHeaders, type ParsedHeader} from './header.js';
 import {PT_NOTE} from './properties.js';
-import {sectionHeaders} from './sections.js';
+import {withSections, type OpenedSections} from './sections.js';
 
 /**
  * ELF dlopen metadata: the loads a library declares it makes with dlopen, in `.note.dlopen` notes
@@ -38,10 +37,18 @@ const PRIORITIES: readonly DlopenPriority[] = ['required', 'recommended', 'sugge
  * is wrong with it.
  */
 export function readDlopenNotes(path: string): DlopenNote[] {
-  const file = ElfFile.open(path);
   try {
-    const h = parseHeader(file);
-    const sections = sectionHeaders(file, h);
+    return withSections(path, (o) => dlopenNotesIn(o));
+  } catch (error) {
+    if (error instanceof ElfError) throw error;
+    throw new ElfError(path, 'malformed', `cannot read its dlopen notes: ${(error as Error).message}`, {cause: error});
+  }
+}
+
+/** readDlopenNotes of an object already opened (sections.ts withSections). */
+export function dlopenNotesIn({file, h, sections}: OpenedSections): DlopenNote[] {
+  const path = file.path;
+  try {
     const ranges = sections.length > 0
       ? sections.filter((s) => s.name === '.note.dlopen' && s.size > 0).map((s) => [s.offset, s.size] as const)
       : readProgramHeaders(file, h).filter((p) => p.type === PT_NOTE && p.filesz > 0).map((p) => [p.offset, p.filesz] as const);
@@ -55,8 +62,6 @@ export function readDlopenNotes(path: string): DlopenNote[] {
   } catch (error) {
     if (error instanceof ElfError) throw error;
     throw new ElfError(path, 'malformed', `cannot read its dlopen notes: ${(error as Error).message}`, {cause: error});
-  } finally {
-    file.close();
   }
 }
 

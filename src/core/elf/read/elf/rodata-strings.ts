@@ -1,7 +1,7 @@
 import {ElfError} from './errors.js';
 import {ElfFile} from './file.js';
 import {parseHeader, PF_X, readProgramHeaders, PT_LOAD, type ParsedHeader} from './header.js';
-import {sectionHeaders, SHT_PROGBITS} from './sections.js';
+import {sectionHeaders, SHT_PROGBITS, withSections, type OpenedSections, type SectionHeader} from './sections.js';
 
 const PF_W = 2;
 /**
@@ -15,10 +15,10 @@ const CHUNK = 128 * 1024;
 const SEGMENT_LIMIT = 64 * 1024 * 1024;
 
 /** The file ranges that hold an object's constant strings: `.rodata`, else (no section headers) its read-only, non-executable segments. */
-function constantRanges(file: ElfFile, h: ParsedHeader): Array<[number, number]> {
+function constantRanges(file: ElfFile, h: ParsedHeader, sections: SectionHeader[] = sectionHeaders(file, h)): Array<[number, number]> {
   // With section headers, .rodata and .rodata.* only (none: no constant strings); the segments
   // would bring .dynstr, whose DT_NEEDED names are not strings the code uses.
-  if (sectionHeaders(file, h).length > 0) return rodataSections(file, h);
+  if (sections.length > 0) return rodataSections(file, sections);
   const ranges: Array<[number, number]> = [];
   let total = 0;
   for (const ph of readProgramHeaders(file, h)) {
@@ -31,9 +31,9 @@ function constantRanges(file: ElfFile, h: ParsedHeader): Array<[number, number]>
   return ranges;
 }
 
-function rodataSections(file: ElfFile, h: ParsedHeader): Array<[number, number]> {
+function rodataSections(file: ElfFile, sections: SectionHeader[]): Array<[number, number]> {
   const ranges: Array<[number, number]> = [];
-  for (const s of sectionHeaders(file, h)) {
+  for (const s of sections) {
     if (s.type !== SHT_PROGBITS || (s.name !== '.rodata' && !s.name.startsWith('.rodata.'))) continue;
     file.check(s.offset, s.size, `section ${s.name}`);
     ranges.push([s.offset, s.size]);
@@ -166,6 +166,43 @@ function eachPiece(file: ElfFile, ranges: Array<[number, number]>, limit: number
 }
 
 /**
+ * A marker (a distinctive string of at most NAME_MAX bytes) as its search needs it: its bytes, and
+ * the first ANCHOR of them. Node's Buffer.indexOf runs memchr over the first byte of a needle
+ * shorter than 7 bytes, and Boyer-Moore-Horspool for a longer one, which over constant data is
+ * twice as slow (libLLVM-15's 35 MB: "GGML_BACKEND_PATH" 5.2 ms, "GGML_" 2.3 ms): a marker is found by
+ * its anchor, each hit compared whole. Made once per marker text (a Buffer.from per scanned file
+ * was 5% of the scans).
+ */
+interface Marker {
+  text: string;
+  bytes: Buffer;
+  anchor: Buffer;
+}
+
+const ANCHOR = 6;
+/** What every library name holds (".so", ".so.N", ".so."): the scan's needle. */
+const SO = Buffer.from('.so', 'latin1');
+const markerCache = new Map<string, Marker>();
+
+function markerOf(text: string): Marker {
+  let m = markerCache.get(text);
+  if (!m) {
+    const bytes = Buffer.from(text, 'latin1');
+    markerCache.set(text, m = {text, bytes, anchor: bytes.subarray(0, ANCHOR)});
+  }
+  return m;
+}
+
+/** Whether `buf` holds the marker's bytes (anywhere: the pieces' margins hold any marker whole in one piece). */
+function holds(buf: Buffer, m: Marker): boolean {
+  const n = m.bytes.length;
+  for (let at = buf.indexOf(m.anchor); at >= 0 && at + n <= buf.length; at = buf.indexOf(m.anchor, at + 1)) {
+    if (n <= ANCHOR || buf.compare(m.bytes, ANCHOR, n, at + ANCHOR, at + n) === 0) return true;
+  }
+  return false;
+}
+
+/**
  * libraryNameStrings, and which of `markers` (byte strings of at most 255 bytes: a distinctive
  * message a library carries) occur anywhere in the same ranges, in the same single pass.
  * `ifNamed.markers` are looked for the same way, but only in an object one of whose names passes
@@ -176,22 +213,32 @@ function eachPiece(file: ElfFile, ranges: Array<[number, number]>, limit: number
 export function constantLibraryStrings(
   path: string, markers: readonly string[], ifNamed?: {markers: readonly string[]; when: (name: string) => boolean},
 ): {names: string[]; markers: string[]} {
+  try {
+    return withSections(path, (o) => constantLibraryStringsIn(o, markers, ifNamed));
+  } catch (error) {
+    if (error instanceof ElfError) throw error;
+    throw new ElfError(path, 'io', `cannot read its constant strings: ${(error as Error).message}`);
+  }
+}
+
+/** constantLibraryStrings of an object already opened (sections.ts withSections). */
+export function constantLibraryStringsIn(
+  {file, h, sections}: OpenedSections, markers: readonly string[], ifNamed?: {markers: readonly string[]; when: (name: string) => boolean},
+): {names: string[]; markers: string[]} {
+  const path = file.path;
   const found = new Set<string>();
-  const wanted = markers.map((m) => ({text: m, bytes: Buffer.from(m, 'latin1')}));
-  const later = (ifNamed?.markers ?? []).map((m) => ({text: m, bytes: Buffer.from(m, 'latin1')}));
+  const wanted = markers.map(markerOf);
+  const later = (ifNamed?.markers ?? []).map(markerOf);
   const seenMarkers = new Set<string>();
-  const file = ElfFile.open(path);
-  const needle = Buffer.from('.so', 'latin1');
   // The pieces read before a name passed ifNamed.when: [from, length].
   const before: Array<[number, number]> = [];
   let named = false;
   try {
-    const h = parseHeader(file);
-    eachPiece(file, constantRanges(file, h), LIBRARY_NAMES_SCAN_LIMIT, NAME_MAX, (buf, coreStart, coreEnd, from, start, end) => {
+    eachPiece(file, constantRanges(file, h, sections), LIBRARY_NAMES_SCAN_LIMIT, NAME_MAX, (buf, coreStart, coreEnd, from, start, end) => {
       for (const m of wanted) {
-        if (!seenMarkers.has(m.text) && buf.indexOf(m.bytes) >= 0) seenMarkers.add(m.text);
+        if (!seenMarkers.has(m.text) && holds(buf, m)) seenMarkers.add(m.text);
       }
-      for (let at = buf.indexOf(needle, coreStart); at >= 0 && at < coreEnd; at = buf.indexOf(needle, at + 1)) {
+      for (let at = buf.indexOf(SO, coreStart); at >= 0 && at < coreEnd; at = buf.indexOf(SO, at + 1)) {
         const span = stringAround(buf, at, from, start, end);
         if (!span) continue;
         const [s, stop] = span;
@@ -209,7 +256,7 @@ export function constantLibraryStrings(
         return;
       }
       for (const m of later) {
-        if (!seenMarkers.has(m.text) && buf.indexOf(m.bytes) >= 0) seenMarkers.add(m.text);
+        if (!seenMarkers.has(m.text) && holds(buf, m)) seenMarkers.add(m.text);
       }
     });
     if (named) {
@@ -217,14 +264,12 @@ export function constantLibraryStrings(
         const unseen = later.filter((m) => !seenMarkers.has(m.text));
         if (unseen.length === 0) break;
         const buf = file.scan(from, length, scanBuffer(), 'constant strings');
-        for (const m of unseen) if (buf.indexOf(m.bytes) >= 0) seenMarkers.add(m.text);
+        for (const m of unseen) if (holds(buf, m)) seenMarkers.add(m.text);
       }
     }
   } catch (error) {
     if (error instanceof ElfError) throw error;
     throw new ElfError(path, 'io', `cannot read its constant strings: ${(error as Error).message}`);
-  } finally {
-    file.close();
   }
   return {names: [...found], markers: [...markers, ...(ifNamed?.markers ?? [])].filter((m) => seenMarkers.has(m))};
 }
@@ -236,14 +281,14 @@ export function constantLibraryStrings(
  */
 export function constantMarkers(path: string, markers: readonly string[]): string[] {
   if (markers.length === 0) return [];
-  const wanted = markers.map((m) => ({text: m, bytes: Buffer.from(m, 'latin1')}));
+  const wanted = markers.map(markerOf);
   const seen = new Set<string>();
   const file = ElfFile.open(path);
   try {
     const h = parseHeader(file);
     eachPiece(file, constantRanges(file, h), LIBRARY_NAMES_SCAN_LIMIT, NAME_MAX, (buf) => {
       for (const m of wanted) {
-        if (!seen.has(m.text) && buf.indexOf(m.bytes) >= 0) seen.add(m.text);
+        if (!seen.has(m.text) && holds(buf, m)) seen.add(m.text);
       }
       return seen.size === wanted.length;
     });

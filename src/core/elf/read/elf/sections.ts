@@ -1,6 +1,6 @@
 import {Fields} from './fields.js';
-import type {ElfFile} from './file.js';
-import type {ParsedHeader} from './header.js';
+import {ElfFile} from './file.js';
+import {parseHeader, type ParsedHeader} from './header.js';
 
 export const SHT_PROGBITS = 1;
 export const SHT_NOTE = 7;
@@ -39,4 +39,26 @@ export function sectionHeaders(file: ElfFile, h: ParsedHeader): SectionHeader[] 
     out.push({name: names.toString('latin1', at, end < 0 ? names.length : end), type: table.u32(i * entsize + 4), offset: offsetOf(i), size: sizeOf(i)});
   }
   return out;
+}
+
+/**
+ * An object opened once for the readers of its sections (its dlopen notes, then its constant
+ * strings): its header and section headers read once. A first check reads both of every object
+ * that can call dlopen; each opening its own file read the same headers twice.
+ */
+export interface OpenedSections {
+  file: ElfFile;
+  h: ParsedHeader;
+  sections: SectionHeader[];
+}
+
+/** `fn` on the object at `path` opened (ElfFile.open's errors), its header and section headers read; closed after. */
+export function withSections<T>(path: string, fn: (o: OpenedSections) => T): T {
+  const file = ElfFile.open(path);
+  try {
+    const h = parseHeader(file);
+    return fn({file, h, sections: sectionHeaders(file, h)});
+  } finally {
+    file.close();
+  }
 }

@@ -2,6 +2,9 @@ import {afterAll, beforeAll, expect, test} from '@jest/globals';
 import {existsSync, readFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {constantLibraryStrings, constantMarkers, constantStrings, constantStringsContaining} from '../../../../../src/core/elf/read/elf/rodata-strings.js';
+import {ElfFile} from '../../../../../src/core/elf/read/elf/file.js';
+import {parseHeader} from '../../../../../src/core/elf/read/elf/header.js';
+import {sectionHeaders} from '../../../../../src/core/elf/read/elf/sections.js';
 import {makeTempDir, type TempDir} from '../../../../helpers/tmp.js';
 import {describeIf, testIf} from '../../../../helpers/skip.js';
 import {DOWNLOADED, NEEDS} from '../../../../helpers/capabilities.js';
@@ -59,6 +62,69 @@ describeIf(HAVE_GCC, NEEDS.tool('gcc'))('constantLibraryStrings: markers that co
       expect(constantLibraryStrings(lib, [], {markers: [MARKER], when: (n) => n.startsWith('libother')})).toEqual({names: ['libwanted.so.1'], markers: []});
       expect(constantLibraryStrings(lib, [MARKER])).toEqual({names: ['libwanted.so.1'], markers: [MARKER]});
     }
+  });
+});
+
+/**
+ * Markers are found by their first bytes (Node's memchr search), each hit compared whole: what the
+ * scan answers must be what a search for the whole bytes answers. A library's .rodata holds a
+ * piece and a half of 4 KB blocks, each beginning with a string that begins as a marker does and
+ * then differs (a false hit), then the markers, the first of them across the scan's second 128 KB
+ * piece boundary (a filler puts it there: the library is built twice, the second time with the
+ * filler the first build's layout asks for).
+ */
+describeIf(HAVE_GCC, NEEDS.tool('gcc'))('markers: found by their first bytes, each hit compared whole', () => {
+  const PIECE = 128 * 1024;
+  const markers = ['GGML_BACKEND_PATH', 'HWLOC_PLUGINS_PATH', 'CUDA driver version is insufficient'];
+  const decoys = ['GGML_BACKEND_PAXH', 'GGML_BACKEND_PAT', 'HWLOC_PLUGIN', 'CUDA driver version is sufficient'];
+  const BLOCKS = (PIECE + PIECE / 2) / 4096;
+  let tmp: TempDir;
+  let lib: string;
+  let rodataOffset: number;
+  const source = (fill: number) => [
+    ...Array.from({length: BLOCKS}, (_, k) => `__attribute__((used, section(".rodata.d${k}"))) static const char d${k}[4096] = "${decoys[k % decoys.length]}";`),
+    `__attribute__((used, aligned(1), section(".rodata.f"))) static const char f[${fill}] = {1};`,
+    ...markers.map((m, k) => `__attribute__((used, aligned(1), section(".rodata.m${k}"))) static const char m${k}[] = "\\0${m}";`),
+  ].join('\n');
+  const rodataOf = (path: string) => {
+    const file = ElfFile.open(path);
+    try {
+      return sectionHeaders(file, parseHeader(file)).find((x) => x.name === '.rodata')!.offset;
+    } finally {
+      file.close();
+    }
+  };
+  beforeAll(() => {
+    tmp = makeTempDir('cudaenv-rodata-markers-');
+    const out = join(tmp.dir, 'libmarkers.so');
+    buildLib({out, extra: ['-fno-toplevel-reorder'], source: source(1)});
+    // Where the first marker starts with a 1-byte filler, relative to .rodata: the filler that
+    // puts it 5 bytes before the second piece boundary.
+    const at = readFileSync(out).indexOf(markers[0]!) - rodataOf(out);
+    lib = buildLib({out, extra: ['-fno-toplevel-reorder'], source: source(1 + 2 * PIECE - 5 - at)});
+    rodataOffset = rodataOf(lib);
+  });
+  afterAll(() => tmp.cleanup());
+
+  test('the layout: the false hits in the first piece, the first marker across the second boundary', () => {
+    const bytes = readFileSync(lib);
+    for (const d of decoys) expect(bytes.indexOf(d) - rodataOffset).toBeLessThan(PIECE);
+    for (const m of markers) for (const d of decoys) expect(d.includes(m)).toBe(false);
+    expect(bytes.indexOf(markers[0]!) - rodataOffset).toBe(2 * PIECE - 5);
+    for (const m of markers) expect(bytes.indexOf(m, bytes.indexOf(m) + 1)).toBe(-1);
+  });
+
+  test('each marker found, and no false hit taken for one', () => {
+    expect(constantMarkers(lib, markers)).toEqual(markers);
+    expect(constantLibraryStrings(lib, markers).markers).toEqual(markers);
+    // Markers that only the false hits begin like: absent.
+    const absent = ['GGML_BACKEND_PATH_NOT_HERE', 'HWLOC_PLUGINS_PATHS', 'CUDA driver version is insufficient!'];
+    const bytes = readFileSync(lib);
+    for (const a of absent) expect(bytes.includes(a)).toBe(false);
+    expect(constantMarkers(lib, absent)).toEqual([]);
+    expect(constantLibraryStrings(lib, absent).markers).toEqual([]);
+    // Markers no longer than the first bytes searched.
+    expect(constantMarkers(lib, ['GGML_', 'HWLOC_', 'NOPE'])).toEqual(['GGML_', 'HWLOC_']);
   });
 });
 
