@@ -4,6 +4,7 @@ import {mkdirSync, readFileSync, symlinkSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {REPO_ROOT} from '../helpers/cli.js';
 import {testIf} from '../helpers/skip.js';
+import {CAN_MOUNT_NAMESPACE, NEEDS} from '../helpers/capabilities.js';
 import {makeTempDir} from '../helpers/tmp.js';
 import {makeFakeToolkit} from '../helpers/toolkit.js';
 
@@ -86,6 +87,54 @@ describe('bin/cudaenv, the launcher', () => {
     const kept = spawnSync('cudaenv', ['--version'], {env: env({NODE_EXTRA_CA_CERTS: missing, NODE_OPTIONS: `--require ${probe} --use-openssl-ca`}), encoding: 'utf8'});
     expect(kept.status).toBe(0);
     expect(readFileSync(seen, 'utf8')).toBe(missing);
+  });
+
+  // V8's helper threads: one fewer than the online CPUs (at least one, at most Node's four), so
+  // that on a small machine they do not take the main thread's core. The oracle is Node itself:
+  // the threads its process has, against a node started with that flag by hand.
+  const poolFor = (online: string): number | null => {
+    let cpus = 0;
+    for (const range of online.split(',')) {
+      const m = /^(\d+)(?:-(\d+))?$/.exec(range);
+      if (!m) return null;
+      cpus += m[2] === undefined ? 1 : Number(m[2]) - Number(m[1]) + 1;
+    }
+    return cpus >= 1 && cpus <= 4 ? Math.max(1, cpus - 1) : null;
+  };
+  const poolProbe = (): {probe: string; seen: string} => {
+    const probe = join(dir, 'probe-pool.cjs');
+    const seen = join(dir, 'probe-pool.seen');
+    writeFileSync(probe, `const fs = require('fs');
+fs.writeFileSync(${JSON.stringify(seen)}, JSON.stringify({execArgv: process.execArgv.filter((a) => a.startsWith('--v8-pool-size')), threads: fs.readdirSync('/proc/self/task').length}));\n`);
+    return {probe, seen};
+  };
+
+  test('V8\'s helper threads: one fewer than the online CPUs, at most four; a NODE_OPTIONS that sets them decides', () => {
+    const {probe, seen} = poolProbe();
+    const expected = poolFor(readFileSync('/sys/devices/system/cpu/online', 'utf8').trim());
+    const r = spawnSync('cudaenv', ['--version'], {env: env({NODE_OPTIONS: `--require ${probe}`}), encoding: 'utf8'});
+    expect([r.status, r.stderr]).toEqual([0, '']);
+    const got = JSON.parse(readFileSync(seen, 'utf8'));
+    expect(got.execArgv).toEqual(expected === null ? [] : [`--v8-pool-size=${expected}`]);
+    spawnSync(process.execPath, [...(expected === null ? [] : [`--v8-pool-size=${expected}`]), '--require', probe, '-e', '0']);
+    expect(got.threads).toBe(JSON.parse(readFileSync(seen, 'utf8')).threads);
+    // Set by the user: left to Node.
+    const user = spawnSync('cudaenv', ['--version'], {env: env({NODE_OPTIONS: `--require ${probe} --v8-pool-size=3`}), encoding: 'utf8'});
+    expect(user.status).toBe(0);
+    expect(JSON.parse(readFileSync(seen, 'utf8')).execArgv).toEqual([]);
+  });
+
+  testIf(CAN_MOUNT_NAMESPACE, NEEDS.mountNamespace)('V8\'s helper threads on other machines: the online CPUs as /sys lists them', () => {
+    const {probe, seen} = poolProbe();
+    const online = join(dir, 'online');
+    for (const list of ['0', '0-1', '0,2', '0-3', '0-4', '0-7', '0-3,8-11', '0-1,4', 'junk', '']) {
+      writeFileSync(online, `${list}\n`);
+      const r = spawnSync('unshare', ['-m', '--propagation', 'private', 'sh', '-c', 'mount --bind "$1" /sys/devices/system/cpu/online && exec cudaenv --version', 'sh', online],
+        {env: env({NODE_OPTIONS: `--require ${probe}`}), encoding: 'utf8'});
+      expect([list, r.status, r.stderr]).toEqual([list, 0, '']);
+      const expected = list === '' ? null : poolFor(list);
+      expect([list, JSON.parse(readFileSync(seen, 'utf8')).execArgv]).toEqual([list, expected === null ? [] : [`--v8-pool-size=${expected}`]]);
+    }
   });
 
   test('the clone\'s bin/ on PATH, or a link to bin/cudaenv elsewhere (as npm makes), runs cudaenv', () => {
