@@ -6,3 +6,5 @@
  */
 export {installLastResort} from './cli/last-resort.js';
 export {fastPath} from './fast-path.js';
+export {keepCompiledBundle, phasesRun} from './core/self/kept-code.js';
+export {restoreHeapFlags} from './core/elf/heap-flags.js';

@@ -1,7 +1,7 @@
-import {afterAll, beforeAll, describe, expect} from '@jest/globals';
+import {afterAll, beforeAll, describe, expect, test} from '@jest/globals';
 import {spawnSync} from 'node:child_process';
-import {chmodSync, existsSync, mkdirSync, readdirSync, symlinkSync} from 'node:fs';
-import {join} from 'node:path';
+import {chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync} from 'node:fs';
+import {dirname, join} from 'node:path';
 import {CLI, cliEnv, REPO_ROOT} from '../helpers/cli.js';
 import {testIf} from '../helpers/skip.js';
 import {makeTempDir, type TempDir} from '../helpers/tmp.js';
@@ -90,5 +90,123 @@ describe('the compiled code kept in the store (bin/run.cjs)', () => {
     mkdirSync(join(store, 'cache'), {recursive: true, mode: 0o755});
     expect(run(store, ['--version'], {NODE_DISABLE_COMPILE_CACHE: '1'}).status).toBe(0);
     expect(kept(store)).toBe(0);
+  });
+});
+
+/**
+ * The bundle's own kept code (bin/run.cjs, src/core/self/kept-code.ts), on every Node.js: compiled
+ * after the command ran, so that it holds the functions the command compiled; made again only when
+ * a command runs what it does not cover, when the bundle or Node.js changes (the header's identity),
+ * or when V8 rejects it. The oracle for "used": the file is not made again, and the command answers
+ * the same with nothing on stderr; for "rejected": V8's own check (a flipped byte of its data).
+ */
+describe('the bundle\'s kept code (bin/run.cjs)', () => {
+  let tmp: TempDir;
+  beforeAll(() => {
+    tmp = makeTempDir('cudaenv-kept-code-');
+  });
+  afterAll(() => tmp?.cleanup());
+  const LIB = '/lib/x86_64-linux-gnu/libz.so.1';
+  // Through the launcher, as users start it (it gives Node the checksum flag the kept code needs).
+  const run = (store: string, args: string[], extra: NodeJS.ProcessEnv = {}) => {
+    const env = cliEnv(store);
+    delete env.NODE_COMPILE_CACHE;
+    delete env.NODE_DISABLE_COMPILE_CACHE;
+    env.PATH = `${dirname(process.execPath)}:${env.PATH ?? '/usr/bin:/bin'}`;
+    Object.assign(env, extra);
+    return spawnSync(join(REPO_ROOT, 'bin', 'cudaenv'), args, {env, encoding: 'utf8'});
+  };
+  const keptFile = (store: string) => join(store, 'cache', 'node', 'fast-path.bundle.v8');
+  const header = (store: string): {identity: string; covers: string[]} => {
+    const buf = readFileSync(keptFile(store));
+    const magic = 'cudaenv-kept-code-1\n'.length;
+    return JSON.parse(buf.toString('utf8', magic + 4, magic + 4 + buf.readUInt32LE(magic)));
+  };
+  const made = (store: string) => {
+    const st = statSync(keptFile(store), {bigint: true});
+    return `${st.ino}:${st.mtimeNs}`;
+  };
+  const newStore = (name: string) => {
+    const store = join(tmp.dir, name);
+    mkdirSync(join(store, 'cache'), {recursive: true, mode: 0o755});
+    return store;
+  };
+
+  test('made after a command, used by the next, made again for a command it does not cover', () => {
+    const store = newStore('covers');
+    const first = run(store, ['--version']);
+    expect([first.status, first.stderr]).toEqual([0, '']);
+    expect(header(store).covers).toEqual(['--version']);
+    const when = made(store);
+    const second = run(store, ['--version']);
+    expect([second.status, second.stdout, second.stderr]).toEqual([0, first.stdout, '']);
+    expect(made(store)).toBe(when);
+    if (!existsSync(LIB)) return;
+    // A check that reads files runs the loader model: more functions, kept again, the first ones with them.
+    const check = run(store, ['check', '--no-cache', LIB]);
+    expect([check.status, check.stderr]).toEqual([0, '']);
+    expect(header(store).covers).toEqual(['--version', 'check+model']);
+    const after = made(store);
+    const again = run(store, ['check', '--no-cache', LIB]);
+    expect([again.status, again.stdout, again.stderr]).toEqual([0, check.stdout, '']);
+    expect(made(store)).toBe(after);
+    expect(run(store, ['--version']).stdout).toBe(first.stdout);
+    expect(made(store)).toBe(after);
+  });
+
+  test('made again when the bundle or Node.js is not the one it was made from, or when V8 rejects it', () => {
+    const store = newStore('stale');
+    expect(run(store, ['--version']).status).toBe(0);
+    const file = keptFile(store);
+    const buf = readFileSync(file);
+    const magic = 'cudaenv-kept-code-1\n'.length;
+    const headerEnd = magic + 4 + buf.readUInt32LE(magic);
+    const identity = header(store).identity;
+    // Another bundle (its identity differs: one digit of its device number): not used, made again from this one.
+    const other = `${identity[0] === '1' ? '2' : '1'}${identity.slice(1)}`;
+    writeFileSync(file, Buffer.from(buf.toString('latin1').replace(identity, other), 'latin1'));
+    expect(header(store).identity).not.toBe(identity);
+    const r = run(store, ['--version']);
+    expect([r.status, r.stderr]).toEqual([0, '']);
+    expect(header(store).identity).toBe(identity);
+    // V8's data damaged: V8 rejects it, the command runs the same, and the code is made again.
+    const damaged = Buffer.from(readFileSync(file));
+    for (let i = headerEnd + 64; i < damaged.length; i += 997) damaged[i] ^= 0xff;
+    writeFileSync(file, damaged);
+    const before = made(store);
+    const rejected = run(store, ['--version']);
+    expect([rejected.status, rejected.stdout, rejected.stderr]).toEqual([0, r.stdout, '']);
+    expect(made(store)).not.toBe(before);
+    expect(readFileSync(file).equals(damaged)).toBe(false);
+  });
+
+  test('a link at its name is not followed, for reading or writing; NODE_DISABLE_COMPILE_CACHE=1 keeps nothing', () => {
+    const store = newStore('link');
+    mkdirSync(join(store, 'cache', 'node'), {mode: 0o755});
+    const target = join(tmp.dir, 'elsewhere.v8');
+    writeFileSync(target, 'not kept code');
+    symlinkSync(target, keptFile(store));
+    const r = run(store, ['--version']);
+    expect([r.status, r.stderr]).toEqual([0, '']);
+    expect(readFileSync(target, 'utf8')).toBe('not kept code');
+    expect(lstatSync(keptFile(store)).isFile()).toBe(true);
+    expect(header(store).covers).toEqual(['--version']);
+
+    const off = newStore('off-kept');
+    expect(run(off, ['--version'], {NODE_DISABLE_COMPILE_CACHE: '1'}).status).toBe(0);
+    expect(existsSync(keptFile(off))).toBe(false);
+    // Started without the launcher's checksum flag: V8 would not verify it, so none is used or made.
+    const env = cliEnv(off);
+    delete env.NODE_COMPILE_CACHE;
+    delete env.NODE_DISABLE_COMPILE_CACHE;
+    expect(spawnSync(process.execPath, [CLI, '--version'], {env}).status).toBe(0);
+    expect(existsSync(keptFile(off))).toBe(false);
+  });
+
+  test('the bundle has no import() but importPackage\'s: a script compiled with kept code has no import() of its own', () => {
+    const bundle = readFileSync(join(REPO_ROOT, 'dist', 'fast-path.bundle.cjs'), 'utf8');
+    const sites = [...bundle.matchAll(/\bimport\(/g)].map((m) => bundle.slice(Math.max(0, m.index! - 120), m.index! + 40));
+    expect(sites.length).toBe(1);
+    expect(sites[0]).toContain('Symbol.for("cudaenv.importPackage")');
   });
 });

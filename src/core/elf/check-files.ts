@@ -15,6 +15,7 @@ import {noexecMountOf, noexecMountPoints} from './read/machine/mounts.js';
 import {kernelDriverVersion, nvidiaModuleLoaded} from './read/machine/nvidia-driver.js';
 import {VerdictCache} from './cache/verdict-cache.js';
 import {LoaderFactsFile} from './cache/loader-facts.js';
+import {growYoungGenerationFast} from './heap-flags.js';
 import {splitLdLibraryPath} from './search/search-path.js';
 
 /**
@@ -252,18 +253,3 @@ function openCache(options: CheckOptions, cwd: string, ctx: LoaderContext): Verd
   });
 }
 
-/**
- * A check of files keeps nearly all it allocates (each library's tables) to its end, and V8 grew its
- * young generation 1 MB at a time, copying that data through a dozen scavenges (18 in a first check
- * of 473 libraries; 8 when it grows 16-fold, same peak memory: instructions 4.29G -> 4.01G, issue 43).
- * Set only once files must be checked (check.ts sets it at the start of a check without a store):
- * a check the verdict cache answers keeps Node's own sizing (a young generation sized for a long
- * check from the start cost a short one 3-4 ms of page faults). V8 reads the factor at each
- * growth, so setting it while running takes effect.
- */
-export function growYoungGenerationFast(): void {
-  process.getBuiltinModule('node:v8').setFlagsFromString(`--semi-space-growth-factor=${YOUNG_GROWTH}`);
-}
-
-/** The semi-space growth factor of a check that reads files (V8's default is 2). */
-export const YOUNG_GROWTH = 16;

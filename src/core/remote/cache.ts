@@ -23,7 +23,7 @@ export interface CacheState {
   manifests: {files: number; bytes: number};
   /** `cache/check/`: `cudaenv check`'s stored results (src/core/elf/cache/verdict-cache.ts). */
   checks: {files: number; bytes: number};
-  /** `cache/node/`: the compiled code Node.js >= 22.1 keeps for cudaenv's own start (bin/run.cjs). */
+  /** `cache/node/`: the compiled code kept for cudaenv's own start (bin/run.cjs: the bundle's, and on Node.js >= 22.1 Node's own). */
   compiled: {files: number; bytes: number};
   /** The cache's bytes (archives, parts, manifests, check results, compiled code); `staging` is counted apart. */
   bytes: number;

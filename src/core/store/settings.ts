@@ -1,6 +1,7 @@
 import {readFileSync, statSync} from 'node:fs';
 import {CudaenvError, isErrno} from '../errors.js';
 import type {StorePaths} from './paths.js';
+import {importPackage} from '../self/import-package.js';
 import {quoteSh} from '../text/quote.js';
 
 /** Settings a user may change with `cudaenv config` or by editing `config.json` in the store. */
@@ -72,7 +73,7 @@ function validated<K extends SettingKey>(key: K, value: unknown, file: string): 
  * hot commands do not pay). A corrupted file is named in the error, never a stack trace.
  */
 export async function loadSettings(paths: StorePaths): Promise<SettingsStore> {
-  const {default: Conf} = await import('conf');
+  const {default: Conf} = await importPackage<typeof import('conf')>('conf');
   let conf;
   try {
     // Each write replaces the file: it keeps the mode it has (a `chmod 600` for a mirror password sticks).
