@@ -6,5 +6,6 @@
  */
 export {installLastResort} from './cli/last-resort.js';
 export {fastPath} from './fast-path.js';
-export {keepCompiledBundle, phasesRun} from './core/self/kept-code.js';
-export {restoreHeapFlags} from './core/elf/heap-flags.js';
+export {keepCompiledBundle} from './core/self/kept-code.js';
+export {phasesRun} from './core/code-phases.js';
+export {restoreHeapFlags} from './core/heap-flags.js';

@@ -15,8 +15,8 @@ const src = join(root, 'src');
 
 /** Lowest first. An area may import only areas of lower layers (and its own files). */
 const LAYERS: string[][] = [
-  ['core/text'],
-  ['core/errors.ts', 'core/fs-kind.ts', 'core/fatal-cleanup.ts'],
+  ['core/text', 'core/code-phases.ts'],
+  ['core/errors.ts', 'core/fs-kind.ts', 'core/fatal-cleanup.ts', 'core/import-package.ts', 'core/heap-flags.ts'],
   ['core/safe-fs'],
   ['core/versions'],
   ['core/elf', 'core/system'],

@@ -15,7 +15,7 @@ import {noexecMountOf, noexecMountPoints} from './read/machine/mounts.js';
 import {kernelDriverVersion, nvidiaModuleLoaded} from './read/machine/nvidia-driver.js';
 import {VerdictCache} from './cache/verdict-cache.js';
 import {LoaderFactsFile} from './cache/loader-facts.js';
-import {growYoungGenerationFast} from './heap-flags.js';
+import {growYoungGenerationFast} from '../heap-flags.js';
 import {splitLdLibraryPath} from './search/search-path.js';
 
 /**

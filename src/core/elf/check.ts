@@ -9,7 +9,7 @@ import {existsSync, statSync} from 'node:fs';
 import {realpathIn} from './read/machine/sysroot.js';
 import {isFailing, type CheckedObject, type CheckOptions, type CheckReport, type Problem} from './report-types.js';
 import {checkFiles, type FileResult} from './check-files.js';
-import {growYoungGenerationFast} from './heap-flags.js';
+import {growYoungGenerationFast} from '../heap-flags.js';
 import {listTargets} from './search/list-targets.js';
 import {hostLoaderPath} from './read/machine/platform.js';
 import {prefetchHostLoaderFacts} from './read/ldcache/host-loader.js';

@@ -10,14 +10,3 @@ import {writeFileSafely} from '../safe-fs/index.js';
 export function keepCompiledBundle(path: string, content: Uint8Array): void {
   writeFileSafely(path, content, {durable: false, mode: 0o644});
 }
-
-const phases = new Set<string>();
-
-/** What this process ran beyond its command's own path (the loader model): the code it compiled differs. */
-export function notePhase(name: string): void {
-  phases.add(name);
-}
-
-export function phasesRun(): string[] {
-  return [...phases].sort();
-}

@@ -1,7 +1,7 @@
 import {readFileSync, statSync} from 'node:fs';
 import {CudaenvError, isErrno} from '../errors.js';
 import type {StorePaths} from './paths.js';
-import {importPackage} from '../self/import-package.js';
+import {importPackage} from '../import-package.js';
 import {quoteSh} from '../text/quote.js';
 
 /** Settings a user may change with `cudaenv config` or by editing `config.json` in the store. */

@@ -1,7 +1,7 @@
 import {afterAll, beforeAll, expect, test} from '@jest/globals';
 import {existsSync} from 'node:fs';
 import {checkLibraries} from '../../../src/core/elf/check.js';
-import {YOUNG_GROWTH} from '../../../src/core/elf/heap-flags.js';
+import {YOUNG_GROWTH} from '../../../src/core/heap-flags.js';
 import {makeTempDir} from '../../helpers/tmp.js';
 import {testIf} from '../../helpers/skip.js';
 

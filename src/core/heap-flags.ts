@@ -1,4 +1,4 @@
-import {notePhase} from '../self/kept-code.js';
+import {notePhase} from './code-phases.js';
 
 /** The semi-space growth factor of a check that reads files. */
 export const YOUNG_GROWTH = 16;

@@ -1,5 +1,5 @@
 import {afterEach, expect, test} from '@jest/globals';
-import {importPackage} from '../../../src/core/self/import-package.js';
+import {importPackage} from '../../src/core/import-package.js';
 
 // bin/run.cjs hands the bundle its own import() (a script compiled with kept code has none): used
 // when given, the module's own import() otherwise; both load the real package.
