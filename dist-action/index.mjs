@@ -23581,19 +23581,30 @@ function sectionHeaders(file, h) {
   }
   return out;
 }
+function withSections(path13, fn) {
+  const file = ElfFile.open(path13);
+  try {
+    const h = parseHeader(file);
+    return fn({ file, h, sections: sectionHeaders(file, h) });
+  } finally {
+    file.close();
+  }
+}
 var SHT_PROGBITS, NAMES_LIMIT;
 var init_sections = __esm({
   "src/core/elf/read/elf/sections.ts"() {
     "use strict";
     init_fields();
+    init_file();
+    init_header();
     SHT_PROGBITS = 1;
     NAMES_LIMIT = 1024 * 1024;
   }
 });
 
 // src/core/elf/read/elf/rodata-strings.ts
-function constantRanges(file, h) {
-  if (sectionHeaders(file, h).length > 0) return rodataSections(file, h);
+function constantRanges(file, h, sections = sectionHeaders(file, h)) {
+  if (sections.length > 0) return rodataSections(file, sections);
   const ranges = [];
   let total = 0;
   for (const ph of readProgramHeaders(file, h)) {
@@ -23605,9 +23616,9 @@ function constantRanges(file, h) {
   }
   return ranges;
 }
-function rodataSections(file, h) {
+function rodataSections(file, sections) {
   const ranges = [];
-  for (const s of sectionHeaders(file, h)) {
+  for (const s of sections) {
     if (s.type !== SHT_PROGBITS || s.name !== ".rodata" && !s.name.startsWith(".rodata.")) continue;
     file.check(s.offset, s.size, `section ${s.name}`);
     ranges.push([s.offset, s.size]);
@@ -23685,22 +23696,35 @@ function eachPiece(file, ranges, limit, margin, fn) {
     if (budget <= 0) break;
   }
 }
-function constantLibraryStrings(path13, markers, ifNamed) {
+function markerOf(text) {
+  let m = markerCache.get(text);
+  if (!m) {
+    const bytes = Buffer.from(text, "latin1");
+    markerCache.set(text, m = { text, bytes, anchor: bytes.subarray(0, ANCHOR) });
+  }
+  return m;
+}
+function holds(buf, m) {
+  const n = m.bytes.length;
+  for (let at = buf.indexOf(m.anchor); at >= 0 && at + n <= buf.length; at = buf.indexOf(m.anchor, at + 1)) {
+    if (n <= ANCHOR || buf.compare(m.bytes, ANCHOR, n, at + ANCHOR, at + n) === 0) return true;
+  }
+  return false;
+}
+function constantLibraryStringsIn({ file, h, sections }, markers, ifNamed) {
+  const path13 = file.path;
   const found = /* @__PURE__ */ new Set();
-  const wanted = markers.map((m) => ({ text: m, bytes: Buffer.from(m, "latin1") }));
-  const later = (ifNamed?.markers ?? []).map((m) => ({ text: m, bytes: Buffer.from(m, "latin1") }));
+  const wanted = markers.map(markerOf);
+  const later = (ifNamed?.markers ?? []).map(markerOf);
   const seenMarkers = /* @__PURE__ */ new Set();
-  const file = ElfFile.open(path13);
-  const needle = Buffer.from(".so", "latin1");
   const before = [];
   let named2 = false;
   try {
-    const h = parseHeader(file);
-    eachPiece(file, constantRanges(file, h), LIBRARY_NAMES_SCAN_LIMIT, NAME_MAX, (buf, coreStart, coreEnd, from, start, end) => {
+    eachPiece(file, constantRanges(file, h, sections), LIBRARY_NAMES_SCAN_LIMIT, NAME_MAX, (buf, coreStart, coreEnd, from, start, end) => {
       for (const m of wanted) {
-        if (!seenMarkers.has(m.text) && buf.indexOf(m.bytes) >= 0) seenMarkers.add(m.text);
+        if (!seenMarkers.has(m.text) && holds(buf, m)) seenMarkers.add(m.text);
       }
-      for (let at = buf.indexOf(needle, coreStart); at >= 0 && at < coreEnd; at = buf.indexOf(needle, at + 1)) {
+      for (let at = buf.indexOf(SO, coreStart); at >= 0 && at < coreEnd; at = buf.indexOf(SO, at + 1)) {
         const span = stringAround(buf, at, from, start, end);
         if (!span) continue;
         const [s, stop] = span;
@@ -23718,7 +23742,7 @@ function constantLibraryStrings(path13, markers, ifNamed) {
         return;
       }
       for (const m of later) {
-        if (!seenMarkers.has(m.text) && buf.indexOf(m.bytes) >= 0) seenMarkers.add(m.text);
+        if (!seenMarkers.has(m.text) && holds(buf, m)) seenMarkers.add(m.text);
       }
     });
     if (named2) {
@@ -23726,27 +23750,25 @@ function constantLibraryStrings(path13, markers, ifNamed) {
         const unseen = later.filter((m) => !seenMarkers.has(m.text));
         if (unseen.length === 0) break;
         const buf = file.scan(from, length, scanBuffer(), "constant strings");
-        for (const m of unseen) if (buf.indexOf(m.bytes) >= 0) seenMarkers.add(m.text);
+        for (const m of unseen) if (holds(buf, m)) seenMarkers.add(m.text);
       }
     }
   } catch (error2) {
     if (error2 instanceof ElfError) throw error2;
     throw new ElfError(path13, "io", `cannot read its constant strings: ${error2.message}`);
-  } finally {
-    file.close();
   }
   return { names: [...found], markers: [...markers, ...ifNamed?.markers ?? []].filter((m) => seenMarkers.has(m)) };
 }
 function constantMarkers(path13, markers) {
   if (markers.length === 0) return [];
-  const wanted = markers.map((m) => ({ text: m, bytes: Buffer.from(m, "latin1") }));
+  const wanted = markers.map(markerOf);
   const seen = /* @__PURE__ */ new Set();
   const file = ElfFile.open(path13);
   try {
     const h = parseHeader(file);
     eachPiece(file, constantRanges(file, h), LIBRARY_NAMES_SCAN_LIMIT, NAME_MAX, (buf) => {
       for (const m of wanted) {
-        if (!seen.has(m.text) && buf.indexOf(m.bytes) >= 0) seen.add(m.text);
+        if (!seen.has(m.text) && holds(buf, m)) seen.add(m.text);
       }
       return seen.size === wanted.length;
     });
@@ -23782,7 +23804,7 @@ function codeContains(path13, bytes) {
     file.close();
   }
 }
-var PF_W, CHUNK2, SEGMENT_LIMIT, STRING_REACH, LIBRARY_NAME, NAME_MAX, LIBRARY_NAMES_SCAN_LIMIT, scratch, CODE_SCAN_LIMIT;
+var PF_W, CHUNK2, SEGMENT_LIMIT, STRING_REACH, LIBRARY_NAME, NAME_MAX, LIBRARY_NAMES_SCAN_LIMIT, scratch, ANCHOR, SO, markerCache, CODE_SCAN_LIMIT;
 var init_rodata_strings = __esm({
   "src/core/elf/read/elf/rodata-strings.ts"() {
     "use strict";
@@ -23798,6 +23820,9 @@ var init_rodata_strings = __esm({
     NAME_MAX = 255;
     LIBRARY_NAMES_SCAN_LIMIT = 128 * 1024 * 1024;
     scratch = null;
+    ANCHOR = 6;
+    SO = Buffer.from(".so", "latin1");
+    markerCache = /* @__PURE__ */ new Map();
     CODE_SCAN_LIMIT = 16 * 1024 * 1024;
   }
 });
@@ -24297,22 +24322,22 @@ var init_verdict_cache = __esm({
        */
       unchangedFiles() {
         const out = /* @__PURE__ */ new Map();
-        for (const [i, holds] of this.holds) {
+        for (const [i, holds2] of this.holds) {
           const input = this.loaded?.inputs[i];
-          if (!holds || !Array.isArray(input) || input[0] !== "s" || input[2] === "-") continue;
+          if (!holds2 || !Array.isArray(input) || input[0] !== "s" || input[2] === "-") continue;
           const [dev, ino] = String(input[2]).split(":");
           if (dev && ino) out.set(input[1], `${dev}:${ino}`);
         }
         return out;
       }
       holdsNow(i) {
-        let holds = this.holds.get(i);
-        if (holds === void 0) {
+        let holds2 = this.holds.get(i);
+        if (holds2 === void 0) {
           const input = this.loaded.inputs[i];
-          holds = Array.isArray(input) && currentValue(input[0], input[1], this.options.sysroot, this.options.platform, this.options.cwd) === input[2];
-          this.holds.set(i, holds);
+          holds2 = Array.isArray(input) && currentValue(input[0], input[1], this.options.sysroot, this.options.platform, this.options.cwd) === input[2];
+          this.holds.set(i, holds2);
         }
-        return holds;
+        return holds2;
       }
       /** A result just computed from `inputs` (and the check's shared facts); kept when it may be. */
       store(name, inputs, shared, result, named2 = false) {
@@ -26928,11 +26953,9 @@ var init_explain_finding = __esm({
 });
 
 // src/core/elf/read/elf/dlopen-notes.ts
-function readDlopenNotes(path13) {
-  const file = ElfFile.open(path13);
+function dlopenNotesIn({ file, h, sections }) {
+  const path13 = file.path;
   try {
-    const h = parseHeader(file);
-    const sections = sectionHeaders(file, h);
     const ranges = sections.length > 0 ? sections.filter((s) => s.name === ".note.dlopen" && s.size > 0).map((s) => [s.offset, s.size]) : readProgramHeaders(file, h).filter((p) => p.type === PT_NOTE && p.filesz > 0).map((p) => [p.offset, p.filesz]);
     const notes = [];
     for (const [offset, size] of ranges) {
@@ -26944,8 +26967,6 @@ function readDlopenNotes(path13) {
   } catch (error2) {
     if (error2 instanceof ElfError) throw error2;
     throw new ElfError(path13, "malformed", `cannot read its dlopen notes: ${error2.message}`, { cause: error2 });
-  } finally {
-    file.close();
   }
 }
 function notesIn(buf, h, path13) {
@@ -27003,7 +27024,6 @@ var init_dlopen_notes = __esm({
   "src/core/elf/read/elf/dlopen-notes.ts"() {
     "use strict";
     init_errors2();
-    init_file();
     init_header();
     init_properties();
     init_sections();
@@ -27033,18 +27053,22 @@ function reading(info2, hostPath, inode, callerName) {
     return r;
   }
   let notes = [];
-  try {
-    notes = readDlopenNotes(hostPath);
-  } catch {
-  }
   let names = [];
   let markers = [];
-  if (notes.length === 0) {
-    try {
-      const firstPluginMarkers = listsAnyDirectory(info2) ? PLUGIN_DIRECTORIES.map((f) => f.carries[0]) : [];
-      ({ names, markers } = constantLibraryStrings(hostPath, firstPluginMarkers, { markers: FACT_MARKERS, when: isCudaStackName }));
-    } catch {
-    }
+  try {
+    withSections(hostPath, (o) => {
+      try {
+        notes = dlopenNotesIn(o);
+      } catch {
+      }
+      if (notes.length > 0) return;
+      try {
+        const firstPluginMarkers = listsAnyDirectory(info2) ? PLUGIN_DIRECTORIES.map((f) => f.carries[0]) : [];
+        ({ names, markers } = constantLibraryStringsIn(o, firstPluginMarkers, { markers: FACT_MARKERS, when: isCudaStackName }));
+      } catch {
+      }
+    });
+  } catch {
   }
   r = { notes, names, markers, plugins: notes.length === 0 ? pluginFacts(info2, hostPath, markers) : [] };
   readings.set(inode, r);
@@ -27127,6 +27151,7 @@ var init_callers = __esm({
     "use strict";
     init_dlopen_notes();
     init_rodata_strings();
+    init_sections();
     init_families();
     readings = /* @__PURE__ */ new Map();
     dlopenImporters = /* @__PURE__ */ new WeakMap();
@@ -79048,6 +79073,21 @@ var LoaderFactsFile = class {
   }
 };
 
+// src/core/code-phases.ts
+var phases = /* @__PURE__ */ new Set();
+function notePhase(name) {
+  phases.add(name);
+}
+
+// src/core/heap-flags.ts
+var YOUNG_GROWTH = 16;
+var grown = false;
+function growYoungGenerationFast() {
+  process.getBuiltinModule("node:v8").setFlagsFromString(`--semi-space-growth-factor=${YOUNG_GROWTH}`);
+  grown = true;
+  notePhase("model");
+}
+
 // src/core/elf/check-files.ts
 init_search_path();
 function preloadList(options, recorder) {
@@ -79224,10 +79264,6 @@ function openCache(options, cwd, ctx) {
     }
   });
 }
-function growYoungGenerationFast() {
-  process.getBuiltinModule("node:v8").setFlagsFromString(`--semi-space-growth-factor=${YOUNG_GROWTH}`);
-}
-var YOUNG_GROWTH = 16;
 
 // src/core/elf/check.ts
 init_list_targets();
