@@ -123,12 +123,11 @@ function loadBundle(cache) {
   const kept = readKept(path, identity);
   const script = new vm.Script(Module.wrap(source), {filename: BUNDLE, ...(kept ? {cachedData: kept.data} : {})});
   const covers = kept && !script.cachedDataRejected ? kept.covers : [];
-  const m = new Module(BUNDLE, module);
-  m.filename = BUNDLE;
-  m.paths = Module._nodeModulePaths(join(__dirname, '..', 'dist'));
-  // The bundle's one import() (src/core/self/import-package.ts): a compiled script has none of its own.
+  // The module the bundle fills (module.exports), and a require that resolves from its place.
+  const m = {id: BUNDLE, filename: BUNDLE, exports: {}, loaded: false};
+  // The bundle's one import() (src/core/import-package.ts): a compiled script has none of its own.
   globalThis[Symbol.for('cudaenv.importPackage')] = (name) => import(name);
-  script.runInThisContext().call(m.exports, m.exports, (id) => m.require(id), m, BUNDLE, join(__dirname, '..', 'dist'));
+  script.runInThisContext().call(m.exports, m.exports, Module.createRequire(BUNDLE), m, BUNDLE, join(__dirname, '..', 'dist'));
   m.loaded = true;
   const bundle = m.exports;
   const keep = (command) => {

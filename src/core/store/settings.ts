@@ -73,7 +73,7 @@ function validated<K extends SettingKey>(key: K, value: unknown, file: string): 
  * hot commands do not pay). A corrupted file is named in the error, never a stack trace.
  */
 export async function loadSettings(paths: StorePaths): Promise<SettingsStore> {
-  const {default: Conf} = await importPackage<typeof import('conf')>('conf');
+  const {default: Conf} = await importPackage('conf', () => import('conf'));
   let conf;
   try {
     // Each write replaces the file: it keeps the mode it has (a `chmod 600` for a mirror password sticks).
