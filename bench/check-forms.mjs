@@ -25,6 +25,8 @@ process.on('exit', () => {
   rmSync(`${store}-before`, {recursive: true, force: true});
 });
 const env = {...process.env, CUDAENV_DIR: store, PATH: `/usr/bin:/bin:${dirname(process.execPath)}`};
+// Node 20 parses NODE_EXTRA_CA_CERTS before any code runs: the anchor must not pay it where the launcher defers it.
+delete env.NODE_EXTRA_CA_CERTS;
 for (const v of ['NODE_OPTIONS', 'LD_LIBRARY_PATH', 'LD_PRELOAD', 'GLIBC_TUNABLES', 'CUDAENV_VERSION', 'VIRTUAL_ENV', 'CONDA_PREFIX', 'PYTHONPATH']) delete env[v];
 const python = spawnSync('sh', ['-c', 'command -v python3'], {env, encoding: 'utf8'}).stdout.trim();
 const lib = existsSync('/usr/local/cuda/lib64') ? '/usr/local/cuda/lib64' : '/usr/local/cuda/lib';

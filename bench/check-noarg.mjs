@@ -15,6 +15,8 @@ const cli = join(root, 'bin', 'run.cjs');
 const store = mkdtempSync(join(tmpdir(), 'cudaenv-bench-noarg-'));
 process.on('exit', () => rmSync(store, {recursive: true, force: true}));
 const env = {...process.env, CUDAENV_DIR: store};
+// Node 20 parses NODE_EXTRA_CA_CERTS before any code runs: the anchor must not pay it where the launcher defers it.
+delete env.NODE_EXTRA_CA_CERTS;
 for (const v of ['NODE_OPTIONS', 'LD_LIBRARY_PATH', 'LD_PRELOAD', 'CUDAENV_VERSION', 'VIRTUAL_ENV', 'CONDA_PREFIX', 'PYTHONPATH']) delete env[v];
 const first = spawnSync(process.execPath, [cli, 'check'], {env, encoding: 'utf8'});
 console.log(`first run: exit ${first.status}; ${first.stdout.split('\n')[0]}; last line: ${first.stdout.trim().split('\n').pop()}`);

@@ -28,6 +28,8 @@ if (dirs.length < 2) {
 const runs = Number(process.argv[2] ?? 10);
 const store = mkdtempSync(join(tmpdir(), 'cudaenv-bench-runtime-'));
 const env = {...process.env, CUDAENV_DIR: store};
+// Node 20 parses NODE_EXTRA_CA_CERTS before any code runs: the anchor must not pay it where the launcher defers it.
+delete env.NODE_EXTRA_CA_CERTS;
 delete env.LD_LIBRARY_PATH;
 const files = dirs.flatMap((d) => readdirSync(d).filter((n) => /\.so(\.\d+)*$/.test(n)).map((n) => join(d, n)));
 const loop = 'for f in "$@"; do ldd -r "$f" >/dev/null 2>&1; done';
@@ -35,7 +37,7 @@ try {
   // Warm both caches (the verdict cache keys on --runtime-loads).
   for (const extra of [[], ['--no-runtime-loads']]) spawnSync(cli, ['check', ...extra, ...dirs], {env});
   const rows = compare([
-    {name: 'node -e 0', cmd: process.execPath, args: ['-e', '0']},
+    {name: 'node -e 0', cmd: process.execPath, args: ['-e', '0'], options: {env}},
     {name: `ldd -r loop (${files.length} files)`, cmd: 'bash', args: ['-c', loop, 'bash', ...files]},
     {name: 'check --no-cache (run-time loads)', cmd: cli, args: ['check', '--no-cache', ...dirs], options: {env, allowFailure: true}},
     {name: 'check --no-cache --no-runtime-loads', cmd: cli, args: ['check', '--no-cache', '--no-runtime-loads', ...dirs], options: {env, allowFailure: true}},

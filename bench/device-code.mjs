@@ -38,6 +38,8 @@ if (files.length < 3 || cuobjdump.length === 0) {
 const runs = Number(process.argv[2] ?? 5);
 const store = mkdtempSync(join(tmpdir(), 'cudaenv-bench-device-code-'));
 const env = {...process.env, CUDAENV_DIR: store};
+// Node 20 parses NODE_EXTRA_CA_CERTS before any code runs: the anchor must not pay it where the launcher defers it.
+delete env.NODE_EXTRA_CA_CERTS;
 delete env.LD_LIBRARY_PATH;
 delete env.NODE_OPTIONS;
 
@@ -64,7 +66,7 @@ try {
   spawnSync(cli, ['check', ...files, '--gpu', '8.6'], {env});
   spawnSync(cli, ['check', ...files], {env});
   const rows = compare([
-    {name: 'node -e 0', cmd: process.execPath, args: ['-e', '0']},
+    {name: 'node -e 0', cmd: process.execPath, args: ['-e', '0'], options: {env}},
     {name: 'check FILES --gpu 8.6 --no-cache', cmd: cli, args: ['check', ...files, '--gpu', '8.6', '--no-cache'], options: {env, allowFailure: true}},
     {name: 'check FILES --gpu 8.6, cached', cmd: cli, args: ['check', ...files, '--gpu', '8.6'], options: {env, allowFailure: true}},
     {name: 'check FILES, cached (no --gpu)', cmd: cli, args: ['check', ...files], options: {env, allowFailure: true}},

@@ -27,7 +27,7 @@ const {pathToFileURL} = require('node:url');
  * runs as cudaenv, so only where nobody else can reach it (docs/security.md): the directory must
  * exist already (a start creates no store), and it and every directory above it must be no link, be
  * root's or this user's own, and be writable by nobody else (a directory above it may be a sticky
- * one such as /tmp). NODE_DISABLE_COMPILE_CACHE=1 keeps nothing (docs/configuration.md).
+ * one such as /tmp). NODE_DISABLE_COMPILE_CACHE=1 keeps nothing.
  */
 function trustedCacheDir() {
   const uid = process.getuid?.();
