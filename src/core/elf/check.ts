@@ -6,7 +6,7 @@
  * this file and docs/check.md.
  */
 import {existsSync, statSync} from 'node:fs';
-import {realpathIn} from './read/machine/sysroot.js';
+import {realpathIn, withLinkAnswers} from './read/machine/sysroot.js';
 import {isFailing, type CheckedObject, type CheckOptions, type CheckReport, type Problem} from './report-types.js';
 import {checkFiles, type FileResult} from './check-files.js';
 import {growYoungGenerationFast} from '../heap-flags.js';
@@ -27,7 +27,12 @@ function stageOf(p: Problem): number {
 }
 
 /** Models the loader for every target and reports what would fail, with explanations. */
-export async function checkLibraries(options: CheckOptions): Promise<CheckReport> {
+export function checkLibraries(options: CheckOptions): Promise<CheckReport> {
+  // Under a sysroot every fact's path is resolved in the image: the same directories each time.
+  return withLinkAnswers(() => checkLibrariesNow(options));
+}
+
+async function checkLibrariesNow(options: CheckOptions): Promise<CheckReport> {
   const cwd = options.cwd ?? process.cwd();
   // Without a store every file is checked, and the host's loader asked first: asked now, it
   // answers while the targets are listed; and the heap is sized for a long check from the start
