@@ -1,5 +1,5 @@
 import {lstatSync, readlinkSync} from 'node:fs';
-import {dirname, isAbsolute, join} from 'node:path';
+import {dirname, isAbsolute} from 'node:path';
 
 /**
  * Paths inside a system image (CUDAENV_SYSROOT) as the machine it stands for sees them: a link
@@ -34,15 +34,23 @@ export function inImage(root: string, path: string): string {
  * target, null for no link, false for nothing there. Outside a check, every call asks again.
  */
 let answers: Map<string, string | null | false> | null = null;
+/** And realpathIn's own answers (null: undefined), kept as long. */
+let resolved: Map<string, string | null> | null = null;
 let checksRunning = 0;
 
 /** `run` with lstat/readlink answers kept for realpathIn until the last check running ends. */
 export async function withLinkAnswers<T>(run: () => Promise<T>): Promise<T> {
-  if (checksRunning++ === 0) answers = new Map();
+  if (checksRunning++ === 0) {
+    answers = new Map();
+    resolved = new Map();
+  }
   try {
     return await run();
   } finally {
-    if (--checksRunning === 0) answers = null;
+    if (--checksRunning === 0) {
+      answers = null;
+      resolved = null;
+    }
   }
 }
 
@@ -68,6 +76,15 @@ function linkAt(path: string): string | null | false {
  * host path inside the root. Undefined when it does not exist (or loops, as ELOOP).
  */
 export function realpathIn(root: string, path: string): string | undefined {
+  const key = `${root}\0${path}`;
+  const known = resolved?.get(key);
+  if (known !== undefined) return known ?? undefined;
+  const answer = resolveIn(root, path);
+  resolved?.set(key, answer ?? null);
+  return answer;
+}
+
+function resolveIn(root: string, path: string): string | undefined {
   const r = normalRoot(root);
   let parts = path.slice(r.length).split('/').filter(Boolean);
   let current = r;
@@ -79,7 +96,8 @@ export function realpathIn(root: string, path: string): string | undefined {
       if (current !== r) current = dirname(current);
       continue;
     }
-    const next = join(current, part);
+    // A component holds no '/' and is no '.' or '..': path.join's normalising would change nothing.
+    const next = `${current}/${part}`;
     const target = linkAt(next);
     if (target === false) return undefined;
     if (target === null) {
