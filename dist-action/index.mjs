@@ -21264,7 +21264,7 @@ var init_report_types = __esm({
 
 // src/core/elf/read/machine/sysroot.ts
 import { lstatSync, readlinkSync } from "node:fs";
-import { dirname as dirname3, isAbsolute, join as join3 } from "node:path";
+import { dirname as dirname3, isAbsolute } from "node:path";
 function normalRoot(root) {
   return (root ?? "").replace(/\/+$/, "");
 }
@@ -21274,7 +21274,43 @@ function isInside(root, path13) {
 function inImage(root, path13) {
   return root === "" || isInside(root, path13) ? path13 : root + path13;
 }
+async function withLinkAnswers(run2) {
+  if (checksRunning++ === 0) {
+    answers = /* @__PURE__ */ new Map();
+    resolved = /* @__PURE__ */ new Map();
+  }
+  try {
+    return await run2();
+  } finally {
+    if (--checksRunning === 0) {
+      answers = null;
+      resolved = null;
+    }
+  }
+}
+function linkAt(path13) {
+  const known2 = answers?.get(path13);
+  if (known2 !== void 0) return known2;
+  let st;
+  try {
+    st = lstatSync(path13);
+  } catch {
+    answers?.set(path13, false);
+    return false;
+  }
+  const answer = st.isSymbolicLink() ? readlinkSync(path13) : null;
+  answers?.set(path13, answer);
+  return answer;
+}
 function realpathIn(root, path13) {
+  const key = `${root}\0${path13}`;
+  const known2 = resolved?.get(key);
+  if (known2 !== void 0) return known2 ?? void 0;
+  const answer = resolveIn(root, path13);
+  resolved?.set(key, answer ?? null);
+  return answer;
+}
+function resolveIn(root, path13) {
   const r = normalRoot(root);
   let parts = path13.slice(r.length).split("/").filter(Boolean);
   let current = r;
@@ -21286,27 +21322,26 @@ function realpathIn(root, path13) {
       if (current !== r) current = dirname3(current);
       continue;
     }
-    const next = join3(current, part2);
-    let isLink;
-    try {
-      isLink = lstatSync(next).isSymbolicLink();
-    } catch {
-      return void 0;
-    }
-    if (!isLink) {
+    const next = `${current}/${part2}`;
+    const target = linkAt(next);
+    if (target === false) return void 0;
+    if (target === null) {
       current = next;
       continue;
     }
     if (++hops > 40) return void 0;
-    const target = readlinkSync(next);
     if (isAbsolute(target)) current = r;
     parts = [...target.split("/").filter(Boolean), ...parts];
   }
   return current || "/";
 }
+var answers, resolved, checksRunning;
 var init_sysroot = __esm({
   "src/core/elf/read/machine/sysroot.ts"() {
     "use strict";
+    answers = null;
+    resolved = null;
+    checksRunning = 0;
   }
 });
 
@@ -23900,7 +23935,7 @@ var init_trust = __esm({
 
 // src/core/safe-fs/dir.ts
 import { closeSync as closeSync3, constants as constants4, fstatSync as fstatSync3, lstatSync as lstatSync2, mkdirSync, openSync as openSync3, readlinkSync as readlinkSync2, statSync as statSync3 } from "node:fs";
-import { isAbsolute as isAbsolute2, join as join5, resolve as resolve2 } from "node:path";
+import { isAbsolute as isAbsolute2, join as join4, resolve as resolve2 } from "node:path";
 function viaProc() {
   if (procFd === void 0) {
     try {
@@ -23912,7 +23947,7 @@ function viaProc() {
   return procFd;
 }
 function entryOf(fd, real, name) {
-  return viaProc() ? `/proc/self/fd/${fd}/${name}` : join5(real, name);
+  return viaProc() ? `/proc/self/fd/${fd}/${name}` : join4(real, name);
 }
 function holder(path13, fd, real = path13) {
   let open3 = true;
@@ -24171,7 +24206,7 @@ var init_safe_fs = __esm({
 
 // src/core/elf/cache/verdict-cache.ts
 import { readdirSync as readdirSync2, readFileSync as readFileSync7, statfsSync, statSync as statSync4, unlinkSync as unlinkSync2 } from "node:fs";
-import { basename as basename6, dirname as dirname6, join as join6 } from "node:path";
+import { basename as basename6, dirname as dirname6, join as join5 } from "node:path";
 import { fileURLToPath } from "node:url";
 function keyHash(text) {
   let a = 2166136261;
@@ -24189,7 +24224,7 @@ function keyHash(text) {
 }
 function prune(dir, keep) {
   const entries2 = readdirSync2(dir).filter((n) => n.endsWith(".json")).map((n) => {
-    const path13 = join6(dir, n);
+    const path13 = join5(dir, n);
     try {
       return { path: path13, mtime: statSync4(path13).mtimeMs };
     } catch {
@@ -24215,7 +24250,7 @@ function codeStamp() {
   } else {
     const walk = (dir) => {
       for (const entry2 of readdirSync2(dir, { withFileTypes: true })) {
-        const path13 = join6(dir, entry2.name);
+        const path13 = join5(dir, entry2.name);
         if (entry2.isDirectory()) walk(path13);
         else if (entry2.name.endsWith(".js") || entry2.name.endsWith(".ts")) files.push(path13);
       }
@@ -24268,7 +24303,7 @@ var init_verdict_cache = __esm({
       constructor(options) {
         this.options = options;
         this.keyText = JSON.stringify({ format: FORMAT, code: codeStamp(), ...options.key });
-        this.file = join6(options.dir, `${keyHash(this.keyText)}.json`);
+        this.file = join5(options.dir, `${keyHash(this.keyText)}.json`);
         try {
           const data = JSON.parse(readFileSync7(this.file, "utf8"));
           if (data?.format === FORMAT && data.key === this.keyText && Array.isArray(data.inputs) && Array.isArray(data.objects) && data.files && typeof data.files === "object") {
@@ -26023,7 +26058,7 @@ var init_kernel_path = __esm({
 
 // src/core/elf/search/list-targets.ts
 import { readdirSync as readdirSync3, statSync as statSync5 } from "node:fs";
-import { join as join8 } from "node:path";
+import { join as join7 } from "node:path";
 function listTargets(targets, options = {}) {
   const cwd = options.cwd ?? process.cwd();
   const root = normalRoot(options.sysroot);
@@ -26038,7 +26073,7 @@ function listTargets(targets, options = {}) {
     seenDirs.add(inodeKey(dst));
     const subdirs = [];
     for (const name of readdirSync3(host(dir)).sort()) {
-      const path13 = join8(dir, name);
+      const path13 = join7(dir, name);
       let st;
       try {
         st = statHost(path13);
@@ -26412,7 +26447,7 @@ var init_families = __esm({
 
 // src/core/elf/explain/explain-finding.ts
 import { closeSync as closeSync7, existsSync as existsSync4, openSync as openSync7, readdirSync as readdirSync4, readFileSync as readFileSync9, readSync as readSync5, statSync as statSync6 } from "node:fs";
-import { basename as basename7, dirname as dirname8, join as join9 } from "node:path";
+import { basename as basename7, dirname as dirname8, join as join8 } from "node:path";
 function describeObject(path13) {
   const m = /\/site-packages\/(?:nvidia\/([^/]+)|([^/]+))\//.exec(path13);
   if (m?.[1]) return `the nvidia-${m[1]} wheel's ${basename7(path13)}`;
@@ -26444,7 +26479,7 @@ function storeVersionsWith(name, storeVersionsDir) {
   }
   const zero = { major: 0, minor: 0, patch: 0 };
   const newer = (a, b) => compareVersions(parseVersion(b) ?? zero, parseVersion(a) ?? zero);
-  return labels.filter((l) => ["lib64", "lib"].some((d) => existsSync4(join9(storeVersionsDir, l, d, name)))).sort(newer);
+  return labels.filter((l) => ["lib64", "lib"].some((d) => existsSync4(join8(storeVersionsDir, l, d, name)))).sort(newer);
 }
 function cudaReleaseInSymbol(symbol) {
   const m = symbol ? /_(\d{2})_(\d)$/.exec(symbol) : null;
@@ -26926,8 +26961,8 @@ function explainNotFound(problem, p, f, who, ctx) {
     problem.fix = `install the package that provides ${name}, or add the directory that holds it to LD_LIBRARY_PATH`;
   }
   const ownDir = dirname8(f.object.path);
-  if (!name.includes("/") && !edge.error && existsSync4(join9(ownDir, name))) {
-    problem.explanation += ` ${join9(ownDir, name)} is next to it, but the loader does not search an object's own directory unless its DT_RUNPATH or DT_RPATH says $ORIGIN.`;
+  if (!name.includes("/") && !edge.error && existsSync4(join8(ownDir, name))) {
+    problem.explanation += ` ${join8(ownDir, name)} is next to it, but the loader does not search an object's own directory unless its DT_RUNPATH or DT_RPATH says $ORIGIN.`;
     const current = splitLdLibraryPath(ctx.ldLibraryPath);
     problem.fix = `add ${ownDir} to LD_LIBRARY_PATH (\`export LD_LIBRARY_PATH=${quoteSh([ownDir, ...current].join(":"))}\`), or relink ${basename7(f.object.path)} with -Wl,-rpath,'$ORIGIN'`;
   }
@@ -27295,7 +27330,7 @@ var init_release_checks = __esm({
 });
 
 // src/core/elf/runtime/runtime-loads.ts
-import { basename as basename10, dirname as dirname9, join as join10 } from "node:path";
+import { basename as basename10, dirname as dirname9, join as join9 } from "node:path";
 function loadsOf(p, caller) {
   if (!importsDlopen(caller.info)) return [];
   const env = p.ctx.runtimeEnv ?? {};
@@ -27313,7 +27348,7 @@ function pluginLoads(p, caller, host, env) {
       for (const file of names) {
         if (!file.startsWith(fact.prefix) || !file.endsWith(fact.suffix) || file.length <= fact.prefix.length + fact.suffix.length) continue;
         if (!fact.accepts(file.slice(fact.prefix.length, file.length - fact.suffix.length), strings)) continue;
-        const path13 = join10(dir, file);
+        const path13 = join9(dir, file);
         if (seen.has(path13) || !p.ctx.view.stat(path13)?.isFile()) continue;
         seen.add(path13);
         loads.push(plugin(fact.role(file, fact.cuda.test(file)), path13, dir, from, fact.cuda.test(file)));
@@ -41085,9 +41120,9 @@ var init_EntityDecoder = __esm({
             replacement = ncrResult;
             tier2 = LIMIT_TIER_BASE;
           } else {
-            const resolved = this._resolveName(token);
-            replacement = resolved?.value;
-            tier2 = resolved?.tier;
+            const resolved2 = this._resolveName(token);
+            replacement = resolved2?.value;
+            tier2 = resolved2?.tier;
           }
           if (replacement === void 0) {
             i++;
@@ -78284,7 +78319,7 @@ function inActionTerms(text) {
 // src/action/run.ts
 init_core();
 import { existsSync as existsSync20, mkdirSync as mkdirSync12, rmSync as rmSync10 } from "node:fs";
-import { join as join32 } from "node:path";
+import { join as join31 } from "node:path";
 
 // src/core/elf/api.ts
 init_report_types();
@@ -78765,7 +78800,7 @@ function auxv(type) {
 init_host_loader();
 init_sysroot();
 import { existsSync as existsSync2, readFileSync as readFileSync4 } from "node:fs";
-import { join as join4 } from "node:path";
+import { join as join3 } from "node:path";
 function dsoSortOf(interpPath, glibc) {
   if (!glibc || !versionAtMost(glibc, 2, 34)) return { default: "dfs", tunable: true };
   const backported = loaderFileFacts(interpPath)?.dynamicSortTunable ?? false;
@@ -78862,7 +78897,7 @@ function loaderPlatform(elfClass, machine, sysroot = "", cacheGenerator, store) 
   let result = null;
   if (facts) {
     const root = sysroot.replace(/\/+$/, "");
-    const multiarch = existsSync2(join4(root || "/", "lib", facts.triplet)) || existsSync2(join4(root || "/", "usr", "lib", facts.triplet));
+    const multiarch = existsSync2(join3(root || "/", "lib", facts.triplet)) || existsSync2(join3(root || "/", "usr", "lib", facts.triplet));
     const dirs = multiarch ? [`/lib/${facts.triplet}/`, `/usr/lib/${facts.triplet}/`, "/lib/", "/usr/lib/"] : [`/${facts.lib64}/`, `/usr/${facts.lib64}/`];
     const inImage2 = (path13) => root === "" ? path13 : realpathIn(root, root + path13) ?? root + path13;
     const interpFile = inImage2(facts.interp);
@@ -78977,12 +79012,12 @@ function longestPrefix(list, path13) {
   for (const m of list) if (under(path13, m.point) && (best === null || m.point.length >= best.point.length)) best = m;
   return best;
 }
-var answers = /* @__PURE__ */ new Map();
+var answers2 = /* @__PURE__ */ new Map();
 function noexecMountOf(path13) {
-  let answer = answers.get(path13);
+  let answer = answers2.get(path13);
   if (answer === void 0) {
     answer = readMounts().some((m) => m.noexec) ? lookUp(path13) : null;
-    answers.set(path13, answer);
+    answers2.set(path13, answer);
   }
   return answer;
 }
@@ -79006,7 +79041,7 @@ init_verdict_cache();
 
 // src/core/elf/cache/loader-facts.ts
 import { readFileSync as readFileSync8 } from "node:fs";
-import { join as join7 } from "node:path";
+import { join as join6 } from "node:path";
 init_inputs();
 init_verdict_cache();
 init_safe_fs();
@@ -79043,7 +79078,7 @@ var LoaderFactsFile = class {
   dir;
   startedAt = Date.now();
   fileFor(interp) {
-    return join7(this.dir, "loader", `${interp.replace(/^\/+/, "").replace(/[^\w.-]/g, "_")}.json`);
+    return join6(this.dir, "loader", `${interp.replace(/^\/+/, "").replace(/[^\w.-]/g, "_")}.json`);
   }
   /** What the loader's answer rests on, now; null when the loader cannot be stat'ed or changed just now. */
   stamp(interp) {
@@ -79109,7 +79144,7 @@ function makeContext(options, cwd, recorder = null) {
   let ldCache;
   const cache2 = () => ldCache ??= loadLdCache(cacheFile);
   const factsStore = options.cacheDir ? new LoaderFactsFile(options.cacheDir) : void 0;
-  const answers2 = /* @__PURE__ */ new Map();
+  const answers3 = /* @__PURE__ */ new Map();
   const view = new FileView(cwd, sysroot);
   view.recorder = recorder;
   const platforms = /* @__PURE__ */ new Map();
@@ -79144,8 +79179,8 @@ function makeContext(options, cwd, recorder = null) {
     preload: preloadList(options, recorder),
     cacheLabel: `ld.so.cache (${cacheFile})`,
     cacheLookup(name, platform2) {
-      let known2 = answers2.get(platform2);
-      if (!known2) answers2.set(platform2, known2 = /* @__PURE__ */ new Map());
+      let known2 = answers3.get(platform2);
+      if (!known2) answers3.set(platform2, known2 = /* @__PURE__ */ new Map());
       let answer = known2.get(name);
       if (answer === void 0) {
         const hwcapsSubdirs = platform2.hwcapsSubdirs.filter((s) => s.startsWith("glibc-hwcaps/")).map((s) => s.slice("glibc-hwcaps/".length));
@@ -79274,7 +79309,10 @@ function stageOf(p) {
   if (p.kind === "cpu-isa-level") return 2;
   return 3;
 }
-async function checkLibraries(options) {
+function checkLibraries(options) {
+  return withLinkAnswers(() => checkLibrariesNow(options));
+}
+async function checkLibrariesNow(options) {
   const cwd = options.cwd ?? process.cwd();
   if (!options.cacheDir) {
     const interp = hostLoaderPath();
@@ -80241,7 +80279,7 @@ async function chooseCudnn(mirror, spec, cudaMajor, platform2, signal) {
 init_errors();
 import { cpus } from "node:os";
 import { existsSync as existsSync14, mkdirSync as mkdirSync10, readFileSync as readFileSync19, renameSync as renameSync5, rmSync as rmSync8 } from "node:fs";
-import { join as join22 } from "node:path";
+import { join as join21 } from "node:path";
 
 // src/core/fatal-cleanup.ts
 var REGISTRY = /* @__PURE__ */ Symbol.for("cudaenv.fatalCleanups");
@@ -80261,13 +80299,13 @@ init_safe_fs();
 init_errors();
 import { closeSync as closeSync8, mkdirSync as mkdirSync2, openSync as openSync8, readFileSync as readFileSync12, readdirSync as readdirSync5, rmSync as rmSync2, statSync as statSync8, utimesSync, writeSync as writeSync2 } from "node:fs";
 import { hostname } from "node:os";
-import { join as join11 } from "node:path";
+import { join as join10 } from "node:path";
 var DEFAULT_STALE_MS = 10 * 60 * 1e3;
 var TAKEOVER_STALE_MS = 10 * 1e3;
 var NAME_RE = /^[A-Za-z0-9._-]{1,120}$/;
 function lockPath(locksDir, name) {
   if (!NAME_RE.test(name) || name.startsWith(".")) throw new Error(`bad lock name ${JSON.stringify(name)}`);
-  return join11(locksDir, `${name}.lock`);
+  return join10(locksDir, `${name}.lock`);
 }
 function processStartTime(pid) {
   try {
@@ -80370,7 +80408,7 @@ function reclaimStaleLocks(locksDir, staleMs = DEFAULT_STALE_MS) {
   }
   const removed = [];
   for (const name of names) {
-    const path13 = join11(locksDir, name);
+    const path13 = join10(locksDir, name);
     try {
       if (name.endsWith(".lock.takeover")) {
         if (Date.now() - statSync8(path13).mtimeMs > TAKEOVER_STALE_MS) {
@@ -80474,23 +80512,23 @@ init_errors();
 init_version();
 init_safe_fs();
 import { existsSync as existsSync9, lstatSync as lstatSync5, mkdirSync as mkdirSync4, readFileSync as readFileSync13, readdirSync as readdirSync7, readlinkSync as readlinkSync4, rmSync as rmSync3 } from "node:fs";
-import { join as join14, resolve as resolve7 } from "node:path";
+import { join as join13, resolve as resolve7 } from "node:path";
 
 // src/core/store/paths.ts
-import { join as join12, resolve as resolve5 } from "node:path";
+import { join as join11, resolve as resolve5 } from "node:path";
 function pathsFor(root) {
   return {
     root,
-    versions: join12(root, "versions"),
-    cache: join12(root, "cache"),
-    checkCache: join12(root, "cache", "check"),
-    shims: join12(root, "shims"),
-    tmp: join12(root, "tmp"),
-    aliases: join12(root, "aliases"),
-    resolve: join12(root, "resolve"),
-    globalFile: join12(root, "global"),
-    configFile: join12(root, "config.json"),
-    locks: join12(root, "locks")
+    versions: join11(root, "versions"),
+    cache: join11(root, "cache"),
+    checkCache: join11(root, "cache", "check"),
+    shims: join11(root, "shims"),
+    tmp: join11(root, "tmp"),
+    aliases: join11(root, "aliases"),
+    resolve: join11(root, "resolve"),
+    globalFile: join11(root, "global"),
+    configFile: join11(root, "config.json"),
+    locks: join11(root, "locks")
   };
 }
 
@@ -80499,7 +80537,7 @@ init_errors();
 init_safe_fs();
 init_version();
 import { existsSync as existsSync8, lstatSync as lstatSync4, mkdirSync as mkdirSync3, readdirSync as readdirSync6, readlinkSync as readlinkSync3 } from "node:fs";
-import { join as join13, resolve as resolve6 } from "node:path";
+import { join as join12, resolve as resolve6 } from "node:path";
 var SITE_DIRS_FILE = "/etc/cudaenv/site-dirs";
 function siteDirsFile(env = process.env) {
   return env.CUDAENV_SITE_DIRS_FILE ? resolve6(env.CUDAENV_SITE_DIRS_FILE) : SITE_DIRS_FILE;
@@ -80571,25 +80609,25 @@ function siteWarning(site, source, userRoot, timeoutMs) {
   return text === void 0 ? void 0 : `site store ${site.root} (${source}) ${text}; it is skipped and your store ${userRoot} is used alone: fix the mount or the path, or remove it from ${source}`;
 }
 function siteDir(paths) {
-  return join13(paths.root, "site");
+  return join12(paths.root, "site");
 }
 function siteLinksFile(paths) {
-  return join13(siteDir(paths), "links");
+  return join12(siteDir(paths), "links");
 }
 function siteStateFile(paths) {
-  return join13(siteDir(paths), "state");
+  return join12(siteDir(paths), "state");
 }
 function siteAliasesDir(paths) {
-  return join13(siteDir(paths), "aliases");
+  return join12(siteDir(paths), "aliases");
 }
 function siteGlobalFile(paths) {
-  return join13(siteDir(paths), "global");
+  return join12(siteDir(paths), "global");
 }
 function siteGlobalFromFile(paths) {
-  return join13(siteDir(paths), "global.from");
+  return join12(siteDir(paths), "global.from");
 }
 function hookSitesFile(paths) {
-  return join13(paths.root, "switch", "sites");
+  return join12(paths.root, "switch", "sites");
 }
 function readSiteLinks(paths) {
   const out = /* @__PURE__ */ new Map();
@@ -80611,7 +80649,7 @@ function siteOfVersion(paths, label, links = readSiteLinks(paths)) {
   const target = links.get(label);
   if (target === void 0) return void 0;
   try {
-    if (readlinkSync3(join13(paths.versions, label)) !== target) return void 0;
+    if (readlinkSync3(join12(paths.versions, label)) !== target) return void 0;
   } catch {
     return void 0;
   }
@@ -80649,12 +80687,12 @@ function siteLabels(root) {
   } catch {
     return [];
   }
-  return names.filter((n) => isLabel(n) && holdsToolkit(join13(versions, n)));
+  return names.filter((n) => isLabel(n) && holdsToolkit(join12(versions, n)));
 }
 function holdsToolkit(dir) {
   return ["bin", "lib64", "lib", ".cudaenv-receipt.json"].some((name) => {
     try {
-      lstatSync4(join13(dir, name));
+      lstatSync4(join12(dir, name));
       return true;
     } catch {
       return false;
@@ -80689,7 +80727,7 @@ function syncSiteMirror(paths, env = process.env, force = false) {
   for (const site of usable) {
     for (const label of siteLabels(site.root)) {
       if (wanted.has(label)) continue;
-      const own = join13(paths.versions, label);
+      const own = join12(paths.versions, label);
       const value = linkValue(own);
       let exists3 = value !== void 0;
       if (!exists3) {
@@ -80701,16 +80739,16 @@ function syncSiteMirror(paths, env = process.env, force = false) {
         }
       }
       if (exists3 && (value === void 0 || links.get(label) !== value)) continue;
-      wanted.set(label, join13(site.root, "versions", label));
+      wanted.set(label, join12(site.root, "versions", label));
     }
   }
   mkdirSync3(paths.versions, { recursive: true });
   for (const [label, target] of links) {
     if (wanted.has(label)) continue;
-    if (linkValue(join13(paths.versions, label)) === target) removeSafely(join13(paths.versions, label));
+    if (linkValue(join12(paths.versions, label)) === target) removeSafely(join12(paths.versions, label));
   }
   for (const [label, target] of wanted) {
-    if (linkValue(join13(paths.versions, label)) !== target) symlinkSafely(join13(paths.versions, label), target);
+    if (linkValue(join12(paths.versions, label)) !== target) symlinkSafely(join12(paths.versions, label), target);
   }
   writeFileSafely(siteLinksFile(paths), [...wanted].map(([l, t]) => `${l}	${t}
 `).join(""));
@@ -80726,7 +80764,7 @@ function syncSiteMirror(paths, env = process.env, force = false) {
     }
     for (const name of names) {
       if (name.startsWith(".") || aliases.has(name) || !/^[A-Za-z][A-Za-z0-9_.-]{0,62}$/.test(name)) continue;
-      const spec = readText(join13(sp.aliases, name))?.trim();
+      const spec = readText(join12(sp.aliases, name))?.trim();
       if (spec) aliases.set(name, spec);
     }
     const g = readText(sp.globalFile)?.trim();
@@ -80735,11 +80773,11 @@ function syncSiteMirror(paths, env = process.env, force = false) {
   const aliasDir = siteAliasesDir(paths);
   mkdirSync3(aliasDir, { recursive: true });
   for (const name of readdirSync6(aliasDir)) {
-    if (!aliases.has(name)) removeSafely(join13(aliasDir, name));
+    if (!aliases.has(name)) removeSafely(join12(aliasDir, name));
   }
   for (const [name, spec] of aliases) {
-    if (readText(join13(aliasDir, name)) !== `${spec}
-`) writeFileSafely(join13(aliasDir, name), `${spec}
+    if (readText(join12(aliasDir, name)) !== `${spec}
+`) writeFileSafely(join12(aliasDir, name), `${spec}
 `);
   }
   if (global2) {
@@ -80751,7 +80789,7 @@ function syncSiteMirror(paths, env = process.env, force = false) {
     removeSafely(siteGlobalFile(paths));
     removeSafely(siteGlobalFromFile(paths));
   }
-  mkdirSync3(join13(paths.root, "switch"), { recursive: true });
+  mkdirSync3(join12(paths.root, "switch"), { recursive: true });
   writeFileSafely(hookSitesFile(paths), hookSitesText(sites, env));
   writeFileSafely(statePath, state3);
   return { sites, source: config.source, warnings, changed: true };
@@ -80779,7 +80817,7 @@ function listVersions(paths) {
   return out;
 }
 function describeVersion(paths, label, links) {
-  const path13 = join14(paths.versions, label);
+  const path13 = join13(paths.versions, label);
   let st;
   try {
     st = lstatSync5(path13);
@@ -80797,7 +80835,7 @@ function describeVersion(paths, label, links) {
     return { label, path: path13, kind: "registered", target, broken: !existsSync9(target), ...own };
   }
   if (!st.isDirectory()) return void 0;
-  const holdsToolkit2 = ["bin", "lib64", "lib", RECEIPT_FILE].some((name) => existsSync9(join14(path13, name)));
+  const holdsToolkit2 = ["bin", "lib64", "lib", RECEIPT_FILE].some((name) => existsSync9(join13(path13, name)));
   return { label, path: path13, kind: "installed", broken: !holdsToolkit2, ...own };
 }
 function installedLabels(paths) {
@@ -80813,14 +80851,14 @@ function readSpecFile(path13) {
   }
 }
 function aliasPath(paths, name) {
-  return join14(paths.aliases, name);
+  return join13(paths.aliases, name);
 }
 function readAlias(paths, name) {
   return readSpecFile(aliasPath(paths, name)) ?? readSiteAlias(paths, name);
 }
 function readSiteAlias(paths, name) {
   if (!/^[A-Za-z][A-Za-z0-9_.-]{0,62}$/.test(name)) return void 0;
-  return readSpecFile(join14(siteAliasesDir(paths), name));
+  return readSpecFile(join13(siteAliasesDir(paths), name));
 }
 function listSiteAliases(paths) {
   let names;
@@ -80869,8 +80907,8 @@ function refreshResolveIndex(paths) {
     for (const key of [`${v.major}`, `${v.major}.${v.minor}`, label, "latest"]) wanted.set(key, label);
   }
   for (const [key, label] of wanted) {
-    const link = join14(paths.resolve, key);
-    const target = join14("..", "versions", label);
+    const link = join13(paths.resolve, key);
+    const target = join13("..", "versions", label);
     let current;
     try {
       current = readlinkSync4(link);
@@ -80881,7 +80919,7 @@ function refreshResolveIndex(paths) {
     symlinkSafely(link, target);
   }
   for (const name of readdirSync7(paths.resolve)) {
-    if (!wanted.has(name)) rmSync3(join14(paths.resolve, name), { force: true });
+    if (!wanted.has(name)) rmSync3(join13(paths.resolve, name), { force: true });
   }
 }
 
@@ -80889,7 +80927,7 @@ function refreshResolveIndex(paths) {
 init_errors();
 init_safe_fs();
 import { chmodSync, existsSync as existsSync10, mkdirSync as mkdirSync5, readFileSync as readFileSync14, readdirSync as readdirSync8, rmSync as rmSync4, statSync as statSync9 } from "node:fs";
-import { join as join15 } from "node:path";
+import { join as join14 } from "node:path";
 init_quote();
 var SHIM_MARKER = "# cudaenv shim: generated by `cudaenv rehash`";
 var SETTINGS_LINE = /^# @CUDAENV_SETTINGS@.*$/m;
@@ -80915,7 +80953,7 @@ function toolkitPrograms(paths) {
   const names = /* @__PURE__ */ new Set();
   for (const v of listVersions(paths)) {
     if (v.broken) continue;
-    const bin = join15(v.path, "bin");
+    const bin = join14(v.path, "bin");
     let entries2;
     try {
       entries2 = readdirSync8(bin);
@@ -80925,7 +80963,7 @@ function toolkitPrograms(paths) {
     for (const name of entries2) {
       if (!PROGRAM_RE.test(name)) continue;
       try {
-        const st = statSync9(join15(bin, name));
+        const st = statSync9(join14(bin, name));
         if (st.isFile() && (st.mode & 73) !== 0) names.add(name);
       } catch {
       }
@@ -80940,7 +80978,7 @@ function writeShims(paths) {
   const wanted = new Set(programs);
   const written = [];
   for (const program of programs) {
-    const file = join15(paths.shims, program);
+    const file = join14(paths.shims, program);
     const text = shimText(template, paths.root, program);
     let current;
     try {
@@ -80957,7 +80995,7 @@ function writeShims(paths) {
   const removed = [];
   for (const name of readdirSync8(paths.shims)) {
     if (wanted.has(name) || name.startsWith(".")) continue;
-    const file = join15(paths.shims, name);
+    const file = join14(paths.shims, name);
     try {
       if (statSync9(file).isFile() && readFileSync14(file, "utf8").includes(SHIM_MARKER)) {
         rmSync4(file, { force: true });
@@ -80972,13 +81010,13 @@ function writeShims(paths) {
 // src/core/shell/switch-index.ts
 init_safe_fs();
 import { existsSync as existsSync11, mkdirSync as mkdirSync6, readdirSync as readdirSync9, readlinkSync as readlinkSync5 } from "node:fs";
-import { basename as basename12, join as join16 } from "node:path";
+import { basename as basename12, join as join15 } from "node:path";
 init_version();
 function switchDir(paths) {
-  return join16(paths.root, "switch");
+  return join15(paths.root, "switch");
 }
 function needsRehash(paths) {
-  return existsSync11(paths.versions) && !existsSync11(join16(switchDir(paths), "generation"));
+  return existsSync11(paths.versions) && !existsSync11(join15(switchDir(paths), "generation"));
 }
 function writeSwitchIndex(paths) {
   const dir = switchDir(paths);
@@ -80993,20 +81031,20 @@ function writeSwitchIndex(paths) {
   for (const name of names.sort()) {
     if (name.startsWith(".")) continue;
     try {
-      const label = basename12(readlinkSync5(join16(paths.resolve, name)));
+      const label = basename12(readlinkSync5(join15(paths.resolve, name)));
       if (isLabel(label)) pairs.push(`${name}=${label}`);
     } catch {
     }
   }
   const text = ` ${pairs.join(" ")} 
 `;
-  writeFileSafely(join16(dir, "index"), text);
+  writeFileSafely(join15(dir, "index"), text);
   let aliases = "";
   try {
     aliases = JSON.stringify([listAliases(paths), listSiteAliases(paths)]);
   } catch {
   }
-  writeFileSafely(join16(dir, "generation"), `${crypto3().createHash("sha256").update(text).update(aliases).digest("hex").slice(0, 16)}
+  writeFileSafely(join15(dir, "generation"), `${crypto3().createHash("sha256").update(text).update(aliases).digest("hex").slice(0, 16)}
 `);
   return text;
 }
@@ -81056,7 +81094,7 @@ import { spawn as spawn2 } from "node:child_process";
 import { createHash as createHash2 } from "node:crypto";
 import { constants as constants8, createReadStream as createReadStream2, mkdirSync as mkdirSync7, renameSync as renameSync3, rmSync as rmSync6, statSync as statSync10, statfsSync as statfsSync2 } from "node:fs";
 import { open as open2 } from "node:fs/promises";
-import { basename as basename13, join as join19 } from "node:path";
+import { basename as basename13, join as join18 } from "node:path";
 import { finished } from "node:stream/promises";
 
 // src/core/remote/source.ts
@@ -81196,13 +81234,13 @@ init_errors();
 // src/core/remote/staging.ts
 init_errors();
 import { lstatSync as lstatSync6, mkdtempSync, readdirSync as readdirSync10, renameSync as renameSync2, rmSync as rmSync5 } from "node:fs";
-import { join as join17 } from "node:path";
+import { join as join16 } from "node:path";
 var LEFTOVER_RE = /^(stage|old|rm)-(\d+\.\d+\.\d+)-\d+-[A-Za-z0-9]{6}$/;
 function versionLockName(label) {
   return `version-${label}`;
 }
 function makeTempIn(paths, kind, label) {
-  return mkdtempSync(join17(paths.tmp, `${kind}-${label}-${process.pid}-`));
+  return mkdtempSync(join16(paths.tmp, `${kind}-${label}-${process.pid}-`));
 }
 function tempName(paths, kind, label) {
   const dir = makeTempIn(paths, kind, label);
@@ -81226,11 +81264,11 @@ function recoverLeftovers(paths, label) {
   }
   let restored = false;
   let removed = 0;
-  const dest = join17(paths.versions, label);
+  const dest = join16(paths.versions, label);
   for (const name of names.sort()) {
     const m = LEFTOVER_RE.exec(name);
     if (!m || m[2] !== label) continue;
-    const path13 = join17(paths.tmp, name);
+    const path13 = join16(paths.tmp, name);
     if (m[1] === "old" && !exists2(dest)) {
       renameSync2(path13, dest);
       restored = true;
@@ -81277,12 +81315,12 @@ function archiveLockName(sha256) {
 // src/core/remote/checkpoint.ts
 init_safe_fs();
 import { existsSync as existsSync12, readFileSync as readFileSync15 } from "node:fs";
-import { join as join18 } from "node:path";
+import { join as join17 } from "node:path";
 async function checkpoint(name, env = process.env) {
   const dir = env.CUDAENV_TEST_CHECKPOINT_DIR;
   if (!dir) return;
-  writeFileSafely(join18(dir, name), String(process.pid), { durable: false });
-  const crash = join18(dir, `${name}.crash`);
+  writeFileSafely(join17(dir, name), String(process.pid), { durable: false });
+  const crash = join17(dir, `${name}.crash`);
   if (existsSync12(crash)) {
     const error2 = new Error(`injected crash at ${name}`);
     if (readFileSync15(crash, "utf8").trim() === "rejection") void Promise.reject(error2);
@@ -81291,8 +81329,8 @@ async function checkpoint(name, env = process.env) {
     }, 0);
     await new Promise(() => void 0);
   }
-  if (!existsSync12(join18(dir, `${name}.pause`))) return;
-  while (!existsSync12(join18(dir, `${name}.go`))) await new Promise((r) => setTimeout(r, 20));
+  if (!existsSync12(join17(dir, `${name}.pause`))) return;
+  while (!existsSync12(join17(dir, `${name}.go`))) await new Promise((r) => setTimeout(r, 20));
 }
 
 // src/core/remote/tar-guard.ts
@@ -81752,7 +81790,7 @@ function sizeOf(path13) {
 async function fetchAndExtract(job) {
   const { artifact } = job;
   mkdirSync7(job.cacheDir, { recursive: true });
-  const cacheFile = join19(job.cacheDir, cacheFileName(artifact));
+  const cacheFile = join18(job.cacheDir, cacheFileName(artifact));
   const lock = await acquireLock(job.locksDir, archiveLockName(artifact.sha256), { purpose: `download of ${basename13(artifact.relativePath)}`, signal: job.signal });
   try {
     for (let round = 0; ; round++) {
@@ -82056,20 +82094,20 @@ function relay(from, guard, to) {
 // src/core/remote/merge.ts
 init_errors();
 import { lstatSync as lstatSync7, mkdirSync as mkdirSync8, readdirSync as readdirSync11, renameSync as renameSync4, rmSync as rmSync7, symlinkSync as symlinkSync2 } from "node:fs";
-import { join as join20 } from "node:path";
+import { join as join19 } from "node:path";
 function mergeComponent(partDir, root, component) {
   mkdirSync8(root, { recursive: true });
   for (const name of readdirSync11(partDir)) {
-    const src = join20(partDir, name);
+    const src = join19(partDir, name);
     const st = lstatSync7(src);
     if (name === "lib" && st.isSymbolicLink()) continue;
     if (/^(LICENSE|EULA)/i.test(name) && st.isFile()) {
-      const dir = join20(root, "licenses", component);
+      const dir = join19(root, "licenses", component);
       mkdirSync8(dir, { recursive: true });
-      renameSync4(src, join20(dir, name));
+      renameSync4(src, join19(dir, name));
       continue;
     }
-    mergeEntry(src, join20(root, name === "lib" ? "lib64" : name), component);
+    mergeEntry(src, join19(root, name === "lib" ? "lib64" : name), component);
   }
   rmSync7(partDir, { recursive: true, force: true });
 }
@@ -82083,7 +82121,7 @@ function mergeEntry(src, dst, component) {
   }
   const st = lstatSync7(src);
   if (st.isDirectory() && existing.isDirectory()) {
-    for (const name of readdirSync11(src)) mergeEntry(join20(src, name), join20(dst, name), component);
+    for (const name of readdirSync11(src)) mergeEntry(join19(src, name), join19(dst, name), component);
     return;
   }
   if (st.isDirectory() || existing.isDirectory()) {
@@ -82097,23 +82135,23 @@ function mergeEntry(src, dst, component) {
 }
 function linkLib(root) {
   try {
-    lstatSync7(join20(root, "lib64"));
+    lstatSync7(join19(root, "lib64"));
   } catch {
     return;
   }
   try {
-    lstatSync7(join20(root, "lib"));
+    lstatSync7(join19(root, "lib"));
     return;
   } catch {
-    symlinkSync2("lib64", join20(root, "lib"));
+    symlinkSync2("lib64", join19(root, "lib"));
   }
 }
 
 // src/core/remote/pkgconfig.ts
 init_safe_fs();
 import { existsSync as existsSync13, lstatSync as lstatSync8, mkdirSync as mkdirSync9, readFileSync as readFileSync16, readdirSync as readdirSync12, rmdirSync, symlinkSync as symlinkSync3, unlinkSync as unlinkSync3 } from "node:fs";
-import { join as join21 } from "node:path";
-var PKGCONFIG_DIR = join21("lib64", "pkgconfig");
+import { join as join20 } from "node:path";
+var PKGCONFIG_DIR = join20("lib64", "pkgconfig");
 function rewritePcText(text, installedRoot) {
   return text.split("\n").map((line) => {
     if (/^\s*cudaroot\s*=/.test(line)) return `cudaroot=${pcEscape(installedRoot)}`;
@@ -82126,7 +82164,7 @@ function pcEscape(path13) {
 function relocatePkgConfig(root, installedRoot) {
   const written = [];
   for (const dirName of ["pkg-config", "pkgconfig"]) {
-    const dir = join21(root, dirName);
+    const dir = join20(root, dirName);
     let entries2;
     try {
       if (!lstatSync8(dir).isDirectory()) continue;
@@ -82134,12 +82172,12 @@ function relocatePkgConfig(root, installedRoot) {
     } catch {
       continue;
     }
-    const dest = join21(root, PKGCONFIG_DIR);
+    const dest = join20(root, PKGCONFIG_DIR);
     mkdirSync9(dest, { recursive: true });
     for (const name of entries2.filter((n) => n.endsWith(".pc"))) {
-      const src = join21(dir, name);
+      const src = join20(dir, name);
       if (!lstatSync8(src).isFile()) continue;
-      writeFileSafely(join21(dest, name), rewritePcText(readFileSync16(src, "utf8"), installedRoot));
+      writeFileSafely(join20(dest, name), rewritePcText(readFileSync16(src, "utf8"), installedRoot));
       unlinkSync3(src);
       written.push(name);
     }
@@ -82150,7 +82188,7 @@ function relocatePkgConfig(root, installedRoot) {
   }
   for (const name of written) {
     const plain = name.replace(/-\d+(\.\d+)*\.pc$/, ".pc");
-    const link = join21(root, PKGCONFIG_DIR, plain);
+    const link = join20(root, PKGCONFIG_DIR, plain);
     if (plain !== name && !existsSync13(link)) symlinkSync3(name, link);
   }
   return written;
@@ -82426,7 +82464,7 @@ async function installRelease(req) {
     recoverLeftovers(paths, label);
     await cleanOtherLeftovers(paths, label);
     reclaimStaleLocks(paths.locks);
-    const dest = join22(paths.versions, label);
+    const dest = join21(paths.versions, label);
     const existing = describeVersion(paths, label);
     const base = { version: label, path: dest, mirror: mirror.display, platform: platform2, platform_why: platformWhy, notes, cudnn: cudnn ? cudnn.version : null, warnings, missing_parts: plan.missing, unknown_components: plan.unknown };
     if (existing && !existing.broken && !req.force) {
@@ -82444,14 +82482,14 @@ async function installRelease(req) {
     if (refusal) throw refusal;
     req.onEvent?.({ type: "plan", label, platform: platform2, platformWhy, components: jobs.map((j) => ({ name: j.name, version: j.version, size: j.artifact.size })) });
     stage = makeTempIn(paths, "stage", label);
-    const partsDir = join22(stage, "parts");
-    const root = join22(stage, "root");
+    const partsDir = join21(stage, "parts");
+    const root = join21(stage, "root");
     mkdirSync10(partsDir);
     const fromCache = await runJobs(jobs, req, partsDir, signal);
     await checkpoint("before-merge");
     for (const job of jobs) {
       req.onEvent?.({ type: "progress", component: job.name, progress: { stage: "merge", bytes: job.artifact.size, total: job.artifact.size, fromCache: fromCache.get(job.name) } });
-      mergeComponent(join22(partsDir, job.name), root, job.name);
+      mergeComponent(join21(partsDir, job.name), root, job.name);
     }
     mkdirSync10(root, { recursive: true });
     linkLib(root);
@@ -82467,7 +82505,7 @@ async function installRelease(req) {
       components: jobs.filter((j) => j.name !== "cudnn" || !cudnn).map(receiptEntry),
       cudnn: cudnn ? { ...receiptEntry(jobs.at(-1)), release: cudnn.label, variant: cudnn.variant, style: cudnn.style, mirror: req.cudnnMirror.display } : null
     };
-    writeFileSafely(join22(root, RECEIPT_FILE), `${JSON.stringify(receipt, null, 2)}
+    writeFileSafely(join21(root, RECEIPT_FILE), `${JSON.stringify(receipt, null, 2)}
 `);
     for (const job of jobs) req.onEvent?.({ type: "progress", component: job.name, progress: { stage: "done", bytes: job.artifact.size, total: job.artifact.size, fromCache: fromCache.get(job.name) } });
     req.onEvent?.({ type: "finishing" });
@@ -82505,7 +82543,7 @@ function cudnnNeeds(manifest, platform2, chosen) {
 }
 function readReceipt(dir) {
   try {
-    return JSON.parse(readFileSync19(join22(dir, RECEIPT_FILE), "utf8"));
+    return JSON.parse(readFileSync19(join21(dir, RECEIPT_FILE), "utf8"));
   } catch {
     return void 0;
   }
@@ -82514,7 +82552,7 @@ function receiptEntry(job) {
   return { name: job.name, version: job.version, sha256: job.artifact.sha256, size: job.artifact.size, relative_path: job.artifact.relativePath };
 }
 function writeVersionJson(root, label, jobs) {
-  const path13 = join22(root, "version.json");
+  const path13 = join21(root, "version.json");
   if (existsSync14(path13)) return;
   const data = { cuda: { name: "CUDA SDK", version: label } };
   for (const j of jobs) data[j.name] = { name: j.name, version: j.version };
@@ -82522,7 +82560,7 @@ function writeVersionJson(root, label, jobs) {
 `);
 }
 async function swapIn(paths, label, root, replacing) {
-  const dest = join22(paths.versions, label);
+  const dest = join21(paths.versions, label);
   if (!replacing) {
     renameSync5(root, dest);
     return;
@@ -82557,7 +82595,7 @@ async function runJobs(jobs, req, partsDir, outer) {
           artifact: job.artifact,
           cacheDir: req.paths.cache,
           locksDir: req.paths.locks,
-          destDir: join22(partsDir, job.name),
+          destDir: join21(partsDir, job.name),
           signal: controller2.signal,
           onProgress: (progress) => req.onEvent?.({ type: "progress", component: job.name, progress })
         });
@@ -82584,10 +82622,10 @@ async function runJobs(jobs, req, partsDir, outer) {
 
 // src/core/shell/toolkit-env.ts
 import { existsSync as existsSync15 } from "node:fs";
-import { join as join23 } from "node:path";
+import { join as join22 } from "node:path";
 function toolkitLibDir(versionDir) {
-  const lib64 = join23(versionDir, "lib64");
-  return existsSync15(lib64) ? lib64 : join23(versionDir, "lib");
+  const lib64 = join22(versionDir, "lib64");
+  return existsSync15(lib64) ? lib64 : join22(versionDir, "lib");
 }
 function splitPathList(value) {
   return value === void 0 || value === "" ? [] : value.split(":");
@@ -82601,7 +82639,7 @@ function toolkitEnvironment(env, versionDir, storeVersionsDir, policy) {
   const path13 = splitPathList(env.PATH).filter(keep);
   const ld = splitPathList(env.LD_LIBRARY_PATH).filter(keep);
   if (versionDir) {
-    path13.unshift(join23(versionDir, "bin"));
+    path13.unshift(join22(versionDir, "bin"));
     if (policy === "prepend") ld.unshift(toolkitLibDir(versionDir));
     out.CUDA_HOME = versionDir;
     out.CUDA_PATH = versionDir;
@@ -82619,7 +82657,7 @@ function toolkitEnvironment(env, versionDir, storeVersionsDir, policy) {
 // src/action/cache-service.ts
 init_safe_fs();
 import { cpSync, existsSync as existsSync18, mkdirSync as mkdirSync11, readdirSync as readdirSync13, renameSync as renameSync6, rmSync as rmSync9, statSync as statSync12 } from "node:fs";
-import { join as join28 } from "node:path";
+import { join as join27 } from "node:path";
 var ReportedCacheFailure = class extends Error {
 };
 async function failureReported(fn) {
@@ -82665,7 +82703,7 @@ function directoryCacheService(root) {
     name: `the cache directory ${root}`,
     unavailable: async () => existsSync18(root) ? void 0 : `the cache directory ${root} (CUDAENV_ACTION_CACHE_DIR) does not exist`,
     async restore(dir, key, restoreKeys) {
-      const entries2 = readdirSync13(root).filter((n) => !n.startsWith(".")).map((n) => ({ key: keyOf(n), path: join28(root, n), time: statSync12(join28(root, n)).mtimeMs }));
+      const entries2 = readdirSync13(root).filter((n) => !n.startsWith(".")).map((n) => ({ key: keyOf(n), path: join27(root, n), time: statSync12(join27(root, n)).mtimeMs }));
       const hit = entries2.find((e) => e.key === key) ?? restoreKeys.map((p) => entries2.filter((e) => e.key.startsWith(p)).sort((a, b) => b.time - a.time)[0]).find(Boolean);
       if (!hit) return void 0;
       rmSync9(dir, { recursive: true, force: true });
@@ -82673,9 +82711,9 @@ function directoryCacheService(root) {
       return hit.key;
     },
     async save(dir, key) {
-      const dest = join28(root, entryName(key));
+      const dest = join27(root, entryName(key));
       if (existsSync18(dest)) return true;
-      const tmp = join28(root, temporaryName(entryName(key)));
+      const tmp = join27(root, temporaryName(entryName(key)));
       mkdirSync11(root, { recursive: true });
       cpSync(dir, tmp, { recursive: true });
       try {
@@ -82694,7 +82732,7 @@ function cacheServiceFor(env) {
 
 // src/action/inputs.ts
 init_errors();
-import { join as join29 } from "node:path";
+import { join as join28 } from "node:path";
 import { existsSync as existsSync19 } from "node:fs";
 
 // src/core/versions/version-file.ts
@@ -82820,7 +82858,7 @@ function readInputs(env, workspace) {
   let specSource = "the cuda input";
   let cudnn = getInput(env, "cudnn") || void 0;
   if (spec === "") {
-    const file = join29(workspace, VERSION_FILE);
+    const file = join28(workspace, VERSION_FILE);
     if (!existsSync19(file)) {
       throw new UsageError(
         `no CUDA version given: the cuda input is empty and there is no ${VERSION_FILE} in ${workspace}`,
@@ -82867,17 +82905,17 @@ function readInputs(env, workspace) {
 init_safe_fs();
 import { createHash as createHash4 } from "node:crypto";
 import { readFileSync as readFileSync20 } from "node:fs";
-import { join as join30 } from "node:path";
+import { join as join29 } from "node:path";
 var PLAN_FILE = "plan.json";
 var ARCHIVES_DIR = "archives";
 var KEY_FORMAT = 2;
 function writePlan(dir, plan) {
-  writeFileSafely(join30(dir, PLAN_FILE), `${JSON.stringify(plan)}
+  writeFileSafely(join29(dir, PLAN_FILE), `${JSON.stringify(plan)}
 `);
 }
 function readPlan(dir) {
   try {
-    const plan = JSON.parse(readFileSync20(join30(dir, PLAN_FILE), "utf8"));
+    const plan = JSON.parse(readFileSync20(join29(dir, PLAN_FILE), "utf8"));
     const ok2 = plan.format === 2 && typeof plan.key === "string" && typeof plan.mirror === "string" && Array.isArray(plan.archives) && // What it says goes into a warning on the log: names and checksums as manifests have them, nothing else.
     plan.archives.every((a) => /^[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}$/.test(a?.name) && /^[0-9a-f]{64}$/.test(a.sha256) && Number.isSafeInteger(a.size));
     return ok2 ? plan : void 0;
@@ -82934,7 +82972,7 @@ function runnerPlatform(os8 = process.platform, arch3 = process.arch, isTegra) {
 
 // src/action/selection.ts
 import { readFileSync as readFileSync21, readdirSync as readdirSync14 } from "node:fs";
-import { join as join31 } from "node:path";
+import { join as join30 } from "node:path";
 init_version();
 function candidates(name) {
   return [name, `cuda_${name}`, `lib${name}`];
@@ -82962,7 +83000,7 @@ function receiptCovers(receipt, platform2, req) {
 }
 function readReceipt2(dir) {
   try {
-    return JSON.parse(readFileSync21(join31(dir, RECEIPT_FILE), "utf8"));
+    return JSON.parse(readFileSync21(join30(dir, RECEIPT_FILE), "utf8"));
   } catch {
     return void 0;
   }
@@ -82976,7 +83014,7 @@ function findInToolCache(paths, platform2, req) {
   }
   labels = labels.filter((l) => req.spec === "latest" || matchesPrefix(l, req.spec)).sort((a, b) => compareVersions(parseVersion(b), parseVersion(a)));
   for (const label of labels) {
-    const dir = join31(paths.versions, label);
+    const dir = join30(paths.versions, label);
     const receipt = readReceipt2(dir);
     if (receipt && receiptCovers(receipt, platform2, req)) return { label, dir, receipt };
   }
@@ -83032,8 +83070,8 @@ async function runAction(env, signal) {
   const toolCache = required(env, "RUNNER_TOOL_CACHE");
   const temp = required(env, "RUNNER_TEMP");
   const inputs = readInputs(env, env.GITHUB_WORKSPACE || process.cwd());
-  const work = join32(temp, "cudaenv-cache");
-  const paths = { ...pathsFor(join32(toolCache, "cudaenv")), cache: join32(work, ARCHIVES_DIR) };
+  const work = join31(temp, "cudaenv-cache");
+  const paths = { ...pathsFor(join31(toolCache, "cudaenv")), cache: join31(work, ARCHIVES_DIR) };
   const request = { spec: inputs.spec, profile: inputs.profile, components: inputs.components, cudnn: inputs.cudnn };
   const found = findInToolCache(paths, platform2, request);
   let result;
@@ -83053,7 +83091,7 @@ async function runAction(env, signal) {
   }
   const dir = result.cudaPath;
   const ld = inputs.ldLibraryPath === "prepend" ? toolkitEnvironment(env, dir, paths.versions, "prepend").LD_LIBRARY_PATH : env.LD_LIBRARY_PATH;
-  addPath(join32(dir, "bin"));
+  addPath(join31(dir, "bin"));
   exportVariable("CUDA_HOME", dir);
   exportVariable("CUDA_PATH", dir);
   if (needsRehash(paths)) {
@@ -83097,10 +83135,10 @@ async function install(paths, platform2, inputs, request, work, notes, service, 
     }
   }
   const { manifest, cudnnChoice } = await group(`Resolve CUDA ${inputs.spec}${inputs.cudnn ? ` and cuDNN ${inputs.cudnn}` : ""}`, async () => {
-    const resolved = await resolveRelease(mirror, inputs.spec, signal);
-    const choice = inputs.cudnn === void 0 ? void 0 : await chooseCudnn(cudnnMirror, inputs.cudnn, Number(resolved.label.split(".")[0]), platform2, signal);
-    info(`CUDA ${inputs.spec} (${inputs.specSource}) is ${resolved.label}${choice ? `; cuDNN ${inputs.cudnn} is ${choice.label}` : ""}`);
-    return { manifest: resolved, cudnnChoice: choice };
+    const resolved2 = await resolveRelease(mirror, inputs.spec, signal);
+    const choice = inputs.cudnn === void 0 ? void 0 : await chooseCudnn(cudnnMirror, inputs.cudnn, Number(resolved2.label.split(".")[0]), platform2, signal);
+    info(`CUDA ${inputs.spec} (${inputs.specSource}) is ${resolved2.label}${choice ? `; cuDNN ${inputs.cudnn} is ${choice.label}` : ""}`);
+    return { manifest: resolved2, cudnnChoice: choice };
   });
   const label = manifest.label;
   const components = request.components?.map((n) => manifestComponentName(manifest, n));
@@ -83164,7 +83202,7 @@ async function install(paths, platform2, inputs, request, work, notes, service, 
     manifest,
     cudnnChoice,
     // Not covering the request (findInToolCache said so): replace it with what is asked for.
-    force: existsSync20(join32(paths.versions, label)),
+    force: existsSync20(join31(paths.versions, label)),
     // The Action warns of a part the release lacks (below) instead of failing the job, as before
     // the CLI's install began to refuse such a release without --allow-missing-parts (issue 44 item 5).
     allowMissingParts: true,
