@@ -267,8 +267,6 @@ function standInsFirst(p: LoaderProcess): (name: string, provider: LoadedObject)
   return (name, provider) => failedAt.has(name) && failedAt.get(name)! < (mappedAt.get(provider) ?? -1);
 }
 
-/** Failures that stop the program; unversioned ones count only under --strict. */
-
 const missing = new WeakMap<ElfInfo, Map<ElfVersionNeed, ElfVersionNeed['versions']>>();
 
 /**
