@@ -45,6 +45,10 @@ export function listTargets(targets: string[], options: {recursive?: boolean; cw
   // Inside the sysroot a link resolves in the image; a target there may be such a link.
   const host = (path: string): string => (isInside(root, path) ? realpathIn(root, path) ?? `${path}\0missing` : path);
   const statHost = (path: string): Stats => statSync(host(path));
+  const listed = (path: string, explicit: boolean, stat: Stats): ListedFile => {
+    const file = host(path);
+    return file === path ? {path, explicit, stat} : {path, explicit, file, stat};
+  };
   const out: ListedFile[] = [];
   const seenFiles = new Set<string>();
   const seenDirs = new Set<string>();
@@ -69,7 +73,7 @@ export function listTargets(targets: string[], options: {recursive?: boolean; cw
       }
       if (!st.isFile() || seenFiles.has(inodeKey(st))) continue;
       seenFiles.add(inodeKey(st));
-      out.push(host(path) === path ? {path, explicit: false, stat: st} : {path, explicit: false, file: host(path), stat: st});
+      out.push(listed(path, false, st));
     }
     for (const sub of subdirs) visitDir(sub, depth + 1);
   };
@@ -94,7 +98,7 @@ export function listTargets(targets: string[], options: {recursive?: boolean; cw
     }
     if (seenFiles.has(inodeKey(st))) continue;
     seenFiles.add(inodeKey(st));
-    out.push(host(path) === path ? {path, explicit: true, stat: st} : {path, explicit: true, file: host(path), stat: st});
+    out.push(listed(path, true, st));
   }
   return out;
 }
