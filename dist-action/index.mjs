@@ -26064,6 +26064,10 @@ function listTargets(targets, options = {}) {
   const root = normalRoot(options.sysroot);
   const host = (path13) => isInside(root, path13) ? realpathIn(root, path13) ?? `${path13}\0missing` : path13;
   const statHost = (path13) => statSync5(host(path13));
+  const listed = (path13, explicit, stat2) => {
+    const file = host(path13);
+    return file === path13 ? { path: path13, explicit, stat: stat2 } : { path: path13, explicit, file, stat: stat2 };
+  };
   const out = [];
   const seenFiles = /* @__PURE__ */ new Set();
   const seenDirs = /* @__PURE__ */ new Set();
@@ -26086,7 +26090,7 @@ function listTargets(targets, options = {}) {
       }
       if (!st.isFile() || seenFiles.has(inodeKey(st))) continue;
       seenFiles.add(inodeKey(st));
-      out.push(host(path13) === path13 ? { path: path13, explicit: false, stat: st } : { path: path13, explicit: false, file: host(path13), stat: st });
+      out.push(listed(path13, false, st));
     }
     for (const sub of subdirs) visitDir(sub, depth + 1);
   };
@@ -26106,7 +26110,7 @@ function listTargets(targets, options = {}) {
     }
     if (seenFiles.has(inodeKey(st))) continue;
     seenFiles.add(inodeKey(st));
-    out.push(host(path13) === path13 ? { path: path13, explicit: true, stat: st } : { path: path13, explicit: true, file: host(path13), stat: st });
+    out.push(listed(path13, true, st));
   }
   return out;
 }
