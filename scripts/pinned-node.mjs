@@ -50,8 +50,10 @@ export function pinnedNode(version, arch, cache = join(root, '.cache', 'node'), 
   mkdirSync(cache, {recursive: true});
   if (!existsSync(tgz)) {
     log(`fetching ${name}@${version} from the npm registry`);
-    const r = spawnSync('npm', ['pack', `${name}@${version}`, '--pack-destination', cache, '--silent'], {stdio: ['ignore', 'ignore', 'inherit']});
-    if (r.status !== 0) throw new PinnedNodeError(`npm pack ${name}@${version} failed (exit ${r.status})`, `Check that the npm registry is reachable (npm config get registry), or put the package file at ${tgz}`);
+    // --loglevel=error, not --silent: npm's own reason (ENOSPC, ETIMEDOUT...) is then printed, where
+    // its exit status alone is an errno folded into a byte (228: no space left on device).
+    const r = spawnSync('npm', ['pack', `${name}@${version}`, '--pack-destination', cache, '--loglevel=error'], {stdio: ['ignore', 'ignore', 'inherit']});
+    if (r.status !== 0) throw new PinnedNodeError(`npm pack ${name}@${version} failed (exit ${r.status}; npm's reason is above)`, `Check that the npm registry is reachable (npm config get registry) and that ${cache} and npm's cache (npm config get cache) have room, or put the package file at ${tgz}`);
   }
   const [algorithm, expected] = integrity.split(/-(.*)/s);
   const actual = createHash(algorithm).update(readFileSync(tgz)).digest('base64');

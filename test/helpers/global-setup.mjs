@@ -45,4 +45,10 @@ export default function globalSetup() {
   chmodSync(home, 0o755); // tests that run the CLI as nobody may look at it
   globalThis.__cudaenvTestHome = home;
   env.HOME = home;
+  // What a test keeps for the whole run (the CLI copied where user nobody can read it): removed by
+  // the teardown, since a worker Jest ends runs no exit handler (such copies once filled CI's disk).
+  const scratch = mkdtempSync(join(tmpdir(), 'cudaenv-test-run-'));
+  chmodSync(scratch, 0o755);
+  globalThis.__cudaenvTestScratch = scratch;
+  env.JEST_CUDAENV_SCRATCH = scratch;
 }

@@ -1,5 +1,7 @@
 import {rmSync} from 'node:fs';
 
 export default function globalTeardown() {
-  if (globalThis.__cudaenvTestHome) rmSync(globalThis.__cudaenvTestHome, {recursive: true, force: true});
+  for (const dir of [globalThis.__cudaenvTestHome, globalThis.__cudaenvTestScratch]) {
+    if (dir) rmSync(dir, {recursive: true, force: true});
+  }
 }

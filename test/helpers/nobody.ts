@@ -23,15 +23,18 @@ let cli: string | undefined;
 
 /**
  * The CLI's entry as nobody can run it: the clone's own when nobody reaches it, else a copy of
- * what it runs in a directory of its own under the temporary directory (hard links where the
- * file system allows, so the copy costs little), removed when this process exits.
+ * what it runs in a directory of its own under the run's scratch directory (hard links where the
+ * file system allows, so the copy costs little), removed at the end of the run.
  */
 export function cliForNobody(): string {
   if (cli !== undefined) return cli;
   if (spawnSync(NOBODY[0]!, [...NOBODY.slice(1), process.execPath, CLI, '--version']).status === 0) return (cli = CLI);
-  const dir = mkdtempSync(join(tmpdir(), 'cudaenv-nobody-cli-'));
+  // Under the run's scratch directory (test/helpers/global-setup.mjs), which the teardown removes:
+  // Jest ends its workers without running their exit handlers.
+  const scratch = process.env.JEST_CUDAENV_SCRATCH;
+  const dir = mkdtempSync(join(scratch ?? tmpdir(), 'cudaenv-nobody-cli-'));
   chmodSync(dir, 0o755);
-  process.on('exit', () => rmSync(dir, {recursive: true, force: true}));
+  if (scratch === undefined) process.on('exit', () => rmSync(dir, {recursive: true, force: true}));
   const paths = RUNTIME.map((name) => join(REPO_ROOT, name));
   const copy = (flags: string) => spawnSync('cp', [flags, ...paths, dir], {encoding: 'utf8'});
   const linked = copy('-al');
