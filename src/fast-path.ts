@@ -182,11 +182,11 @@ export function checkExeArg(args: string[]): {value: string; rest: string[]} | u
 /** `cudaenv check [PATH...] [--gpu VALUE...] [--exe PROGRAM]`, as src/commands/check.ts runs it without other flags, errors rendered as src/cli/base.ts does. */
 export async function runPlainCheck(paths: string[], cache = true, gpus?: string[], exe?: string): Promise<void> {
   try {
-    const [{runCheckCli}, {chooseCheckTargets}] = await Promise.all([import('./core/elf/api.js'), import('./cli/check-targets.js')]);
+    const [{runCheckText}, {chooseCheckTargets}] = await Promise.all([import('./core/elf/api.js'), import('./cli/check-targets.js')]);
     const store = await layeredPaths(writeWarning);
     const choice = await chooseCheckTargets(store, {paths, exe, cache});
     for (const w of choice.warnings) writeWarning(w);
-    const result = await runCheckCli({
+    const result = await runCheckText({
       targets: choice.targets, python: choice.python, ldLibraryPath: choice.ldLibraryPath, exe: choice.exe, heading: choice.heading,
       storeVersionsDir: store.versions, json: false, env: process.env,
       cacheDir: cache ? store.checkCache : undefined, gpus,
@@ -195,7 +195,7 @@ export async function runPlainCheck(paths: string[], cache = true, gpus?: string
     for (const w of result.warnings) writeWarning(w);
     // oclif's this.log: console.log of util.format(text), written without building process.stdout
     // (a pipe's net.Socket); a closed stdout (`| head`) is not an error, as oclif's Command has it.
-    writeStdout(`${format(result.text ?? '')}\n`);
+    writeStdout(`${format(result.text)}\n`);
   } catch (error) {
     renderError(error);
   }

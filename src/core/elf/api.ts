@@ -13,5 +13,5 @@ export {DEFAULT_LD_CACHE, loadLdCache} from './read/ldcache/load.js';
 export {lookupCache} from './read/ldcache/lookup.js';
 export {realpathIn} from './read/machine/sysroot.js';
 export {checkLibraries, checkWithWheels, firstProblemLine, loaderVariables} from './check.js';
-export {parsePageSize, runCheckCli, type CheckCliInput, type CheckCliResult} from './check-cli.js';
+export {parsePageSize, runCheckCli, runCheckText, type CheckCliInput, type CheckCliResult} from './check-cli.js';
 export {dynamicProgram} from './search/dynamic-program.js';

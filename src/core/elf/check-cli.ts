@@ -6,10 +6,15 @@
  */
 import {resolve} from 'node:path';
 import {UsageError} from '../errors.js';
-import type {CheckReport} from './report-types.js';
+import type {CheckOptions, CheckReport} from './report-types.js';
 import {formatProblems, formatSkipped, formatTree} from './explain/format-report.js';
-import {checkWithWheels, firstProblemLine} from './check.js';
+import {checkWithWheels, firstProblemLine, type WheelsReportMaking} from './check.js';
 import {formatGpu} from './explain/format-gpu.js';
+import {makeContext, platformAnswer, verdictKey} from './check-files.js';
+import {ReportFacts, ReportMemo, type MemoAnswer} from './cache/report-memo.js';
+import {inodeKey} from './cache/inputs.js';
+import {listTargets, type ListedFile} from './search/list-targets.js';
+import {normalRoot, withLinkAnswers} from './read/machine/sysroot.js';
 
 export interface CheckCliInput {
   targets: string[];
@@ -51,8 +56,33 @@ export interface CheckCliResult {
   text: string | null;
 }
 
-export async function runCheckCli(input: CheckCliInput): Promise<CheckCliResult> {
-  const options = {
+export function runCheckCli(input: CheckCliInput): Promise<CheckCliResult> {
+  return checkAndRender(input, cliOptions(input));
+}
+
+/**
+ * runCheckCli for a text only (`cudaenv check PATH...`): a plain check's text is kept with every
+ * fact it rests on (./cache/report-memo.ts) and given again while they all read the same.
+ */
+export function runCheckText(input: CheckCliInput): Promise<MemoAnswer> {
+  // The listing and the kept facts resolve the same image paths (CUDAENV_SYSROOT): once each.
+  return withLinkAnswers(async () => {
+    const options = cliOptions(input);
+    const memo = !input.json && !input.tree && !input.gpus?.length && input.cacheDir !== undefined ? openMemo(input, options) : null;
+    const kept = memo?.memo.answer();
+    if (kept) return kept;
+    const making = memo?.making();
+    const result = await checkAndRender(input, options, making);
+    const answer: MemoAnswer = {text: result.text ?? '', exitCode: result.exitCode, warnings: result.warnings};
+    if (memo) memo.memo.keep(making!.facts, answer);
+    return answer;
+  });
+}
+
+type CliOptions = Omit<CheckOptions, 'targets'>;
+
+function cliOptions(input: CheckCliInput): CliOptions {
+  return {
     ldLibraryPath: input.ldLibraryPath,
     preload: input.env.LD_PRELOAD ? [input.env.LD_PRELOAD] : undefined,
     recursive: input.recursive,
@@ -64,7 +94,10 @@ export async function runCheckCli(input: CheckCliInput): Promise<CheckCliResult>
     storeVersionsDir: input.storeVersionsDir,
     cacheDir: input.cacheDir,
   };
-  const checked = await checkWithWheels({...options, targets: input.targets, exe: input.exe}, input.python ?? {targets: []});
+}
+
+async function checkAndRender(input: CheckCliInput, options: CliOptions, making?: WheelsReportMaking): Promise<CheckCliResult> {
+  const checked = await checkWithWheels({...options, targets: input.targets, exe: input.exe}, input.python ?? {targets: []}, making);
   const report = input.json ? withEdgeKinds(checked) : checked;
   const all = [...input.targets, ...(input.python?.targets ?? [])];
   const warnings = report.checked.length === 0 ? [`no ELF shared objects in ${all.join(', ')}`] : [];
@@ -81,6 +114,35 @@ export async function runCheckCli(input: CheckCliInput): Promise<CheckCliResult>
     text = out.join('\n');
   }
   return {report, exitCode: report.ok ? 0 : 1, warnings, text};
+}
+
+/**
+ * The kept report of this request: its key is the request (what the text shows, as given) and
+ * the listing of its targets (each file by its identity; a change inside one is a fact), and
+ * the verdict cache's own key; the listing is handed on to the check on a miss.
+ */
+function openMemo(input: CheckCliInput, options: CliOptions): {memo: ReportMemo; making: () => WheelsReportMaking} {
+  const cwd = process.cwd();
+  const sysroot = normalRoot(options.sysroot);
+  const checkOptions = {...options, targets: input.targets, exe: input.exe};
+  let listing: {listed: ListedFile[]; wheels: ListedFile[]} | undefined;
+  const list = () => {
+    const of = (targets: string[]) => listTargets(targets, {recursive: options.recursive, cwd, sysroot: options.sysroot});
+    listing ??= {listed: of(input.targets), wheels: input.python?.targets.length ? of(input.python.targets) : []};
+    return listing;
+  };
+  const shown = (files: ListedFile[]) => files.map((f) => [f.path, f.explicit, f.file ?? null, f.stat ? inodeKey(f.stat) : null]);
+  let platform: ((key: string) => string) | undefined;
+  const memo = new ReportMemo({
+    dir: options.cacheDir!,
+    request: {targets: input.targets, python: input.python ?? null, exe: input.exe ?? null, heading: input.heading ?? null, strict: input.strict ?? false, sysroot},
+    key: () => ({listed: shown(list().listed), wheels: shown(list().wheels), verdict: verdictKey(checkOptions, cwd)}),
+    sysroot,
+    cwd,
+    // The loader context only where a kept report holds a platform to compare.
+    platform: (key) => (platform ??= platformAnswer(makeContext(checkOptions, cwd)))(key),
+  });
+  return {memo, making: () => ({facts: new ReportFacts(sysroot), ...list()})};
 }
 
 /**

@@ -14,6 +14,7 @@ import {normalRoot} from './read/machine/sysroot.js';
 import {noexecMountOf, noexecMountPoints} from './read/machine/mounts.js';
 import {kernelDriverVersion, nvidiaModuleLoaded} from './read/machine/nvidia-driver.js';
 import {VerdictCache} from './cache/verdict-cache.js';
+import type {ReportFacts} from './cache/report-memo.js';
 import {LoaderFactsFile} from './cache/loader-facts.js';
 import {growYoungGenerationFast} from '../heap-flags.js';
 import {splitLdLibraryPath} from './search/search-path.js';
@@ -118,7 +119,7 @@ export function makeContext(options: CheckOptions, cwd: string, recorder: InputR
  * explicitly that is not a library, an --exe that is no program) fails before any file is
  * checked; a file answered from the cache was one, and is one still (its identity is unchanged).
  */
-export async function checkFiles(options: CheckOptions, files: IndexedFile[], known?: Map<string, string>): Promise<FileResult[]> {
+export async function checkFiles(options: CheckOptions, files: IndexedFile[], known?: Map<string, string>, facts?: ReportFacts): Promise<FileResult[]> {
   const cwd = options.cwd ?? process.cwd();
   const recorder = options.cacheDir ? new InputRecorder() : null;
   const ctx = makeContext(options, cwd, recorder);
@@ -173,9 +174,17 @@ export async function checkFiles(options: CheckOptions, files: IndexedFile[], kn
     for (const f of files) if (f.stat && f.file === undefined) known.set(f.path, inodeKey(f.stat));
     for (const [path, st] of ctx.view.statsMade()) known.set(path, inodeKey(st));
   }
+  // What a kept report rests on (./cache/report-memo.ts): every file's verdict as the cache holds it.
+  if (facts) {
+    for (const file of ordered) {
+      const own = cache?.factsOf(nameOf(file));
+      if (own) facts.addFacts(own);
+      else facts.complete = false;
+    }
+  }
   cache?.save();
   // After the cache has what each file's own process gave: this depends on the other files checked.
-  const results = noteFoundElsewhere(own, options.sysroot);
+  const results = noteFoundElsewhere(own, options.sysroot, facts);
   // An object in the processes of several files is reported once, as the first file in listing
   // order found it (the merge keeps the first occurrence): later files skip describing it.
   // `startup` counts the program's start among the objects, so it counts what is kept of them
@@ -226,30 +235,35 @@ function cwdMatters(options: CheckOptions): boolean {
 }
 
 function openCache(options: CheckOptions, cwd: string, ctx: LoaderContext): VerdictCache {
+  return new VerdictCache({dir: options.cacheDir!, key: verdictKey(options, cwd), sysroot: normalRoot(options.sysroot), cwd, platform: platformAnswer(ctx)});
+}
+
+/**
+ * What every result depends on besides the recorded facts. GLIBC_TUNABLES can change the hwcaps
+ * the loader searches, the order it relocates in and whether an executable stack is allowed; the
+ * platform itself is a recorded fact.
+ */
+export function verdictKey(options: CheckOptions, cwd: string): Record<string, unknown> {
   const sysroot = normalRoot(options.sysroot);
-  return new VerdictCache({
-    dir: options.cacheDir!,
-    // What every result depends on besides the recorded facts. GLIBC_TUNABLES can change the
-    // hwcaps the loader searches, the order it relocates in and whether an executable stack is
-    // allowed; the platform itself is a recorded fact.
-    key: {
-      cwd: cwdMatters(options) ? cwd : null, sysroot, ldLibraryPath: options.ldLibraryPath ?? null, preload: options.preload ?? [], exe: options.exe ?? null,
-      cacheFile: options.cacheFile ?? null, storeVersionsDir: options.storeVersionsDir ?? null,
-      tunables: tunablesOf(options) ?? null, bindNow: bindNowOf(options), pageSize: options.pageSize ?? null, runtimeLoads: options.runtimeLoads !== false,
-      // NCCL_NET_PLUGIN and the plugin directories' variables change what is loaded later.
-      runtimeEnv: runtimeEnvOf(options.runtimeEnv ?? process.env),
-      // A file system remounted noexec (or exec) changes what loads without changing any file.
-      noexec: sysroot === '' ? noexecMountPoints() : [],
-      // Whether an NVIDIA kernel module is loaded, and which: a libcuda.so.1 nothing provides is a
-      // warning without one and an error with one, and its fix names the module's release.
-      nvidiaModule: nvidiaModuleLoaded(sysroot) ? kernelDriverVersion(sysroot) ?? 'loaded' : null,
-    },
-    sysroot,
-    cwd,
-    platform(key) {
-      const [elfClass, machine] = key.split(':').map(Number);
-      return platformText(ctx.platformFor(elfClass as 32 | 64, machine));
-    },
-  });
+  return {
+    cwd: cwdMatters(options) ? cwd : null, sysroot, ldLibraryPath: options.ldLibraryPath ?? null, preload: options.preload ?? [], exe: options.exe ?? null,
+    cacheFile: options.cacheFile ?? null, storeVersionsDir: options.storeVersionsDir ?? null,
+    tunables: tunablesOf(options) ?? null, bindNow: bindNowOf(options), pageSize: options.pageSize ?? null, runtimeLoads: options.runtimeLoads !== false,
+    // NCCL_NET_PLUGIN and the plugin directories' variables change what is loaded later.
+    runtimeEnv: runtimeEnvOf(options.runtimeEnv ?? process.env),
+    // A file system remounted noexec (or exec) changes what loads without changing any file.
+    noexec: sysroot === '' ? noexecMountPoints() : [],
+    // Whether an NVIDIA kernel module is loaded, and which: a libcuda.so.1 nothing provides is a
+    // warning without one and an error with one, and its fix names the module's release.
+    nvidiaModule: nvidiaModuleLoaded(sysroot) ? kernelDriverVersion(sysroot) ?? 'loaded' : null,
+  };
+}
+
+/** A recorded platform fact's value now ('class:machine' -> the loader platform as text). */
+export function platformAnswer(ctx: LoaderContext): (key: string) => string {
+  return (key) => {
+    const [elfClass, machine] = key.split(':').map(Number);
+    return platformText(ctx.platformFor(elfClass as 32 | 64, machine));
+  };
 }
 

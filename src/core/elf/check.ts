@@ -5,12 +5,14 @@
  * merges the per-file results into one report in the loader's order. See README.md beside
  * this file and docs/check.md.
  */
-import {existsSync, statSync} from 'node:fs';
+import {existsSync, type Stats} from 'node:fs';
+import {statOrNull} from './cache/inputs.js';
 import {realpathIn, withLinkAnswers} from './read/machine/sysroot.js';
 import {isFailing, type CheckedObject, type CheckOptions, type CheckReport, type Problem} from './report-types.js';
 import {checkFiles, type FileResult} from './check-files.js';
 import {growYoungGenerationFast} from '../heap-flags.js';
-import {listTargets} from './search/list-targets.js';
+import {listTargets, type ListedFile} from './search/list-targets.js';
+import type {ReportFacts} from './cache/report-memo.js';
 import {hostLoaderPath} from './read/machine/platform.js';
 import {prefetchHostLoaderFacts} from './read/ldcache/host-loader.js';
 
@@ -26,13 +28,22 @@ function stageOf(p: Problem): number {
   return 3;
 }
 
-/** Models the loader for every target and reports what would fail, with explanations. */
-export function checkLibraries(options: CheckOptions): Promise<CheckReport> {
-  // Under a sysroot every fact's path is resolved in the image: the same directories each time.
-  return withLinkAnswers(() => checkLibrariesNow(options));
+/**
+ * For a report that is to be kept (./cache/report-memo.ts): the targets as listed for its key, and
+ * what records every fact it rests on.
+ */
+export interface ReportMaking {
+  listed: ListedFile[];
+  facts: ReportFacts;
 }
 
-async function checkLibrariesNow(options: CheckOptions): Promise<CheckReport> {
+/** Models the loader for every target and reports what would fail, with explanations. */
+export function checkLibraries(options: CheckOptions, making?: ReportMaking): Promise<CheckReport> {
+  // Under a sysroot every fact's path is resolved in the image: the same directories each time.
+  return withLinkAnswers(() => checkLibrariesNow(options, making));
+}
+
+async function checkLibrariesNow(options: CheckOptions, making?: ReportMaking): Promise<CheckReport> {
   const cwd = options.cwd ?? process.cwd();
   // Without a store every file is checked, and the host's loader asked first: asked now, it
   // answers while the targets are listed; and the heap is sized for a long check from the start
@@ -42,7 +53,7 @@ async function checkLibrariesNow(options: CheckOptions): Promise<CheckReport> {
     if (interp) prefetchHostLoaderFacts(interp);
     growYoungGenerationFast();
   }
-  const listed = listTargets(options.targets, {recursive: options.recursive, cwd, sysroot: options.sysroot});
+  const listed = making?.listed ?? listTargets(options.targets, {recursive: options.recursive, cwd, sysroot: options.sysroot});
   // Bad usage (a file named explicitly that is not ELF, an --exe that is no program) fails in
   // checkFiles before any file is checked, once the verdict cache has answered what it can.
   // Per-file results merged in listing order (checkFiles could as well run on shares of the list:
@@ -51,16 +62,17 @@ async function checkLibrariesNow(options: CheckOptions): Promise<CheckReport> {
   // keys objects by them without a stat each (a cached check of the PyTorch environment stat'ed
   // 96 files again, a first check of /usr/lib/x86_64-linux-gnu 731).
   const known = new Map<string, string>();
-  const results: FileResult[] = await checkFiles({...options, cwd}, listed.map((f, index) => ({...f, index})), known);
-  const report = mergeResults(results.sort((a, b) => a.index - b.index), options.strict ?? false, options.sysroot, options.sysroot ? undefined : known);
-  if (options.sysroot) for (const o of report.objects) withImageFile(o, options.sysroot);
+  const facts = making?.facts;
+  const results: FileResult[] = await checkFiles({...options, cwd}, listed.map((f, index) => ({...f, index})), known, facts);
+  const report = mergeResults(results.sort((a, b) => a.index - b.index), options.strict ?? false, options.sysroot, known, facts);
+  if (options.sysroot) for (const o of report.objects) withImageFile(o, options.sysroot, facts);
   return report;
 }
 
 /** CheckedObject.file: what a path of the image that dangles on the host names in the image (a report prints paths to be used on the host). */
-function withImageFile(o: CheckedObject, sysroot: string): void {
-  if (existsSync(o.path)) return;
-  const file = realpathIn(sysroot, o.path);
+function withImageFile(o: CheckedObject, sysroot: string, facts?: ReportFacts): void {
+  if (facts ? facts.stat(o.path) !== null : existsSync(o.path)) return;
+  const file = facts ? facts.realpathIn(o.path) : realpathIn(sysroot, o.path);
   if (file && file !== o.path) o.file = file;
 }
 
@@ -77,25 +89,36 @@ export class FileNames {
   /**
    * `sysroot`: an image whose absolute links (/lib -> /usr/lib) lead nowhere on the host are followed in it.
    * `known`: (device, inode) of paths already stat'ed in this check, as stat(2) follows links.
+   * `facts`: when the report is to be kept, what records each question asked here.
    */
-  constructor(private readonly sysroot?: string, private readonly known?: ReadonlyMap<string, string>) {}
+  constructor(private readonly sysroot?: string, private readonly known?: ReadonlyMap<string, string>, private readonly facts?: ReportFacts) {}
 
   canonical(path: string): string {
     let name = this.byName.get(path);
     if (name !== undefined) return name;
     let id: string | null = this.known?.get(path) ?? null;
+    // In an image, `known` holds the files the check opened, by the host paths it resolved them to.
+    if (id === null && this.sysroot && this.known) {
+      const host = this.realpathIn(path);
+      if (host !== undefined) id = this.known.get(host) ?? null;
+    }
     if (id === null) {
-      try {
-        const st = statSync(path, {throwIfNoEntry: false}) ?? (this.sysroot ? statSync(realpathIn(this.sysroot, path) ?? path) : undefined);
-        if (st) id = `${st.dev}:${st.ino}`;
-      } catch {
-        // a file gone since, or unreadable: by its name
-      }
+      const st = this.stat(path) ?? (this.sysroot ? this.stat(this.realpathIn(path) ?? path) : null);
+      // else a file gone since, or unreadable: by its name
+      if (st) id = `${st.dev}:${st.ino}`;
     }
     name = id === null ? path : this.byId.get(id) ?? path;
     if (id !== null && !this.byId.has(id)) this.byId.set(id, path);
     this.byName.set(path, name);
     return name;
+  }
+
+  private stat(path: string): Stats | null {
+    return this.facts ? this.facts.stat(path) : statOrNull(path);
+  }
+
+  private realpathIn(path: string): string | undefined {
+    return this.facts ? this.facts.realpathIn(path) : realpathIn(this.sysroot!, path);
   }
 
   /** The object under its kept name, its edges leading to kept names. */
@@ -115,8 +138,8 @@ export class FileNames {
 }
 
 /** One report from per-file results in listing order: objects and problems once each, the first occurrence kept. */
-function mergeResults(results: FileResult[], strict: boolean, sysroot?: string, known?: ReadonlyMap<string, string>): CheckReport {
-  const names = new FileNames(sysroot, known);
+function mergeResults(results: FileResult[], strict: boolean, sysroot?: string, known?: ReadonlyMap<string, string>, facts?: ReportFacts): CheckReport {
+  const names = new FileNames(sysroot, known, facts);
   for (const r of results) if (r.checked) names.canonical(r.checked);
   const checked: string[] = [];
   const skipped: CheckReport['skipped'] = [];
@@ -159,19 +182,25 @@ function mergeResults(results: FileResult[], strict: boolean, sysroot?: string, 
   return {ok: !list.some((p) => isFailing(p, strict)), checked, objects: [...objects.values()], problems: list, skipped};
 }
 
+/** ReportMaking for checkWithWheels: the wheels listed apart. */
+export interface WheelsReportMaking extends ReportMaking {
+  wheels: ListedFile[];
+}
+
 /**
  * Libraries any program may load, checked as `ldd -r` loads them (`options.targets`, as
  * `options.exe` loads them when it is given), and a Python environment's wheels, checked as its
  * interpreter dlopens them (`wheels.exe`, unless `options.exe` names the program): one report,
  * the former first. What `check` without PATH, the check after a switch and conda's preflight do.
  */
-export async function checkWithWheels(options: CheckOptions, wheels: {targets: string[]; exe?: string}): Promise<CheckReport> {
-  if (wheels.targets.length === 0) return checkLibraries(options);
+export async function checkWithWheels(options: CheckOptions, wheels: {targets: string[]; exe?: string}, making?: WheelsReportMaking): Promise<CheckReport> {
+  const plainMaking = making && {facts: making.facts, listed: making.listed};
+  if (wheels.targets.length === 0) return checkLibraries(options, plainMaking);
   const [plain, python] = await Promise.all([
-    options.targets.length > 0 ? checkLibraries(options) : null,
-    checkLibraries({...options, targets: wheels.targets, exe: options.exe ?? wheels.exe}),
+    options.targets.length > 0 ? checkLibraries(options, plainMaking) : null,
+    checkLibraries({...options, targets: wheels.targets, exe: options.exe ?? wheels.exe}, making && {facts: making.facts, listed: making.wheels}),
   ]);
-  return plain ? combineReports([plain, python], options.sysroot) : python;
+  return plain ? combineReports([plain, python], options.sysroot, making?.facts) : python;
 }
 
 /** The loader's own variables as `env` has them: what a process started with `env` would load under. */
@@ -183,10 +212,10 @@ export function loaderVariables(env: NodeJS.ProcessEnv): Pick<CheckOptions, 'pre
  * One report from reports of separate checks (the toolkit's libraries as `ldd` loads them, the
  * wheels' as Python dlopens them), in the order given: objects and problems once each.
  */
-function combineReports(reports: CheckReport[], sysroot?: string): CheckReport {
+function combineReports(reports: CheckReport[], sysroot?: string, facts?: ReportFacts): CheckReport {
   const objects = new Map<string, CheckedObject>();
   const problems = new Map<string, Problem>();
-  const names = new FileNames(sysroot);
+  const names = new FileNames(sysroot, undefined, facts);
   for (const r of reports) for (const c of r.checked) names.canonical(c);
   for (const r of reports) {
     for (const found of r.objects) {

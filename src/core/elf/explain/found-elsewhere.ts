@@ -2,6 +2,7 @@ import {realpathSync} from 'node:fs';
 import {basename} from 'node:path';
 import type {CheckedObject, NeededEdge, Problem} from '../report-types.js';
 import {isInside, normalRoot, realpathIn} from '../read/machine/sysroot.js';
+import type {ReportFacts} from '../cache/report-memo.js';
 
 /** What one checked file's process gave: its root and every object it loaded. */
 interface ProcessResult {
@@ -28,9 +29,10 @@ interface FoundBy {
  * the symbols that would have come from there) say so and give the advice for both ways of loading
  * it, instead of only "add its directory to LD_LIBRARY_PATH". Returns the results with new problem
  * objects where one changed (the verdict cache keeps what each file's own process gave). `sysroot`:
- * the system image checked (CUDAENV_SYSROOT), whose links are followed inside it.
+ * the system image checked (CUDAENV_SYSROOT), whose links are followed inside it; `facts`, when a
+ * report is to be kept, records each path resolved.
  */
-export function noteFoundElsewhere<R extends ProcessResult>(results: R[], sysroot = ''): R[] {
+export function noteFoundElsewhere<R extends ProcessResult>(results: R[], sysroot = '', facts?: ReportFacts): R[] {
   const root = normalRoot(sysroot);
   // Only the libraries a checked file itself does not find are asked about below: nearly every
   // check has none, and then nothing is indexed; otherwise only edges of those names are (a cached
@@ -60,7 +62,8 @@ export function noteFoundElsewhere<R extends ProcessResult>(results: R[], sysroo
     if (!real.has(path)) {
       try {
         // In an image an absolute link points into the image, not at the host's file of that name.
-        real.set(path, isInside(root, path) ? realpathIn(root, path) ?? null : realpathSync.native(path));
+        const inside = isInside(root, path);
+        real.set(path, facts ? (inside ? facts.realpathIn(path) ?? null : facts.realpath(path)) : inside ? realpathIn(root, path) ?? null : realpathSync.native(path));
       } catch {
         real.set(path, null);
       }

@@ -57,17 +57,23 @@ export async function withLinkAnswers<T>(run: () => Promise<T>): Promise<T> {
 function linkAt(path: string): string | null | false {
   const known = answers?.get(path);
   if (known !== undefined) return known;
-  let st;
-  try {
-    st = lstatSync(path);
-  } catch {
-    answers?.set(path, false);
-    return false;
-  }
-  // A link that cannot be read is an error, as it always was.
-  const answer = st.isSymbolicLink() ? readlinkSync(path) : null;
+  const answer = linkNow(path);
   answers?.set(path, answer);
   return answer;
+}
+
+/** A path's link target, null for no link, false for nothing there, asked now. */
+function linkNow(path: string): string | null | false {
+  let st;
+  try {
+    // No exception for the common 'nothing there' (an Error with its stack each time).
+    st = lstatSync(path, {throwIfNoEntry: false});
+  } catch {
+    return false;
+  }
+  if (st === undefined) return false;
+  // A link that cannot be read is an error, as it always was.
+  return st.isSymbolicLink() ? readlinkSync(path) : null;
 }
 
 /**
@@ -79,12 +85,31 @@ export function realpathIn(root: string, path: string): string | undefined {
   const key = `${root}\0${path}`;
   const known = resolved?.get(key);
   if (known !== undefined) return known ?? undefined;
-  const answer = resolveIn(root, path);
+  const answer = resolveIn(root, path, linkAt);
   resolved?.set(key, answer ?? null);
   return answer;
 }
 
-function resolveIn(root: string, path: string): string | undefined {
+/**
+ * Answers of realpathIn known to hold (the verdict cache showed that nothing they rest on changed),
+ * kept for the rest of the checks running like the answers they computed; outside a check, nothing.
+ */
+export function rememberRealpathsIn(root: string, answers: Iterable<readonly [string, string | undefined]>): void {
+  if (!resolved) return;
+  for (const [path, answer] of answers) resolved.set(`${root}\0${path}`, answer ?? null);
+}
+
+/**
+ * realpathIn asked of the file system now (never from a check's kept answers), adding to `dirs`
+ * every directory whose entries it read: the answer can only change with one of them (an entry
+ * added, removed, renamed or replaced changes its directory's mtime; a link's target cannot be
+ * rewritten in place), which lets the verdict cache tell many answers unchanged by a few stats.
+ */
+export function realpathInNow(root: string, path: string, dirs: Set<string>): string | undefined {
+  return resolveIn(root, path, linkNow, dirs);
+}
+
+function resolveIn(root: string, path: string, at: (path: string) => string | null | false, dirs?: Set<string>): string | undefined {
   const r = normalRoot(root);
   let parts = path.slice(r.length).split('/').filter(Boolean);
   let current = r;
@@ -98,7 +123,8 @@ function resolveIn(root: string, path: string): string | undefined {
     }
     // A component holds no '/' and is no '.' or '..': path.join's normalising would change nothing.
     const next = `${current}/${part}`;
-    const target = linkAt(next);
+    dirs?.add(current || '/');
+    const target = at(next);
     if (target === false) return undefined;
     if (target === null) {
       current = next;
