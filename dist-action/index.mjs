@@ -21291,26 +21291,36 @@ async function withLinkAnswers(run2) {
 function linkAt(path13) {
   const known2 = answers?.get(path13);
   if (known2 !== void 0) return known2;
-  let st;
-  try {
-    st = lstatSync(path13);
-  } catch {
-    answers?.set(path13, false);
-    return false;
-  }
-  const answer = st.isSymbolicLink() ? readlinkSync(path13) : null;
+  const answer = linkNow(path13);
   answers?.set(path13, answer);
   return answer;
+}
+function linkNow(path13) {
+  let st;
+  try {
+    st = lstatSync(path13, { throwIfNoEntry: false });
+  } catch {
+    return false;
+  }
+  if (st === void 0) return false;
+  return st.isSymbolicLink() ? readlinkSync(path13) : null;
 }
 function realpathIn(root, path13) {
   const key = `${root}\0${path13}`;
   const known2 = resolved?.get(key);
   if (known2 !== void 0) return known2 ?? void 0;
-  const answer = resolveIn(root, path13);
+  const answer = resolveIn(root, path13, linkAt);
   resolved?.set(key, answer ?? null);
   return answer;
 }
-function resolveIn(root, path13) {
+function rememberRealpathsIn(root, answers3) {
+  if (!resolved) return;
+  for (const [path13, answer] of answers3) resolved.set(`${root}\0${path13}`, answer ?? null);
+}
+function realpathInNow(root, path13, dirs) {
+  return resolveIn(root, path13, linkNow, dirs);
+}
+function resolveIn(root, path13, at, dirs) {
   const r = normalRoot(root);
   let parts = path13.slice(r.length).split("/").filter(Boolean);
   let current = r;
@@ -21323,7 +21333,8 @@ function resolveIn(root, path13) {
       continue;
     }
     const next = `${current}/${part2}`;
-    const target = linkAt(next);
+    dirs?.add(current || "/");
+    const target = at(next);
     if (target === false) return void 0;
     if (target === null) {
       current = next;
@@ -21579,6 +21590,118 @@ var init_host_loader = __esm({
     prefetched = /* @__PURE__ */ new Map();
     pending = /* @__PURE__ */ new Map();
     fileFactsCache = /* @__PURE__ */ new Map();
+  }
+});
+
+// src/core/elf/cache/inputs.ts
+import { realpathSync, statSync as statSync2 } from "node:fs";
+function identity(st) {
+  return `${st.dev}:${st.ino}:${st.size}:${st.mode}:${st.mtimeMs}:${st.ctimeMs}`;
+}
+function inodeKey(st) {
+  return `${st.dev}:${st.ino}`;
+}
+function inputKey(kind, path13) {
+  return `${kind}\0${path13}`;
+}
+function emptySet() {
+  return { values: /* @__PURE__ */ new Map(), newest: 0, devices: /* @__PURE__ */ new Map() };
+}
+function statOrNull(path13) {
+  try {
+    return statSync2(path13, { throwIfNoEntry: false }) ?? null;
+  } catch {
+    return null;
+  }
+}
+function currentValue(kind, path13, sysroot, platform2, cwd = process.cwd()) {
+  switch (kind) {
+    case "s": {
+      const st = statOrNull(path13);
+      return st ? identity(st) : "-";
+    }
+    case "r":
+      try {
+        return realpathSync.native(path13);
+      } catch {
+        return "-";
+      }
+    case "h":
+      return realpathIn(sysroot, path13) ?? "-";
+    case "p":
+      return platform2(path13);
+    case "w":
+      return cwd;
+    default:
+      return "\0unknown";
+  }
+}
+var InputRecorder;
+var init_inputs = __esm({
+  "src/core/elf/cache/inputs.ts"() {
+    "use strict";
+    init_sysroot();
+    InputRecorder = class {
+      /** Facts every file's check depends on (ld.so.cache, /etc/ld.so.preload, --exe). */
+      shared = emptySet();
+      current = this.shared;
+      captured = null;
+      /** Starts the facts of one file; until end(), everything recorded is its own. */
+      begin() {
+        this.current = emptySet();
+      }
+      end() {
+        const set = this.current;
+        this.current = this.shared;
+        return set;
+      }
+      /** A stat the model made of host path `path` (null: nothing there or not reachable). */
+      stat(path13, st, id) {
+        if (st === null) {
+          this.put(inputKey("s", path13), "-", 0, -1, path13);
+          return;
+        }
+        this.put(inputKey("s", path13), id ?? identity(st), st.mtimeMs > st.ctimeMs ? st.mtimeMs : st.ctimeMs, st.dev, path13);
+      }
+      /** A fact already in value form (a stat's identity recorded earlier, an lstat, a realpath, a platform). */
+      fact(kind, path13, value) {
+        this.put(inputKey(kind, path13), value, 0, -1, path13);
+      }
+      put(key, value, newest, dev, path13) {
+        const set = this.current;
+        set.values.set(key, value);
+        if (newest > set.newest) set.newest = newest;
+        if (dev >= 0 && !set.devices.has(dev)) set.devices.set(dev, path13);
+        this.captured?.push([key, value, newest, dev, path13]);
+      }
+      /**
+       * Starts keeping a copy of every fact recorded from now on, until the returned function is
+       * called; it gives them back. For an answer computed once and reused by later files' checks
+       * (the loader model's search, ../search/search-memo.ts): each file that reuses it must depend
+       * on the same facts as the file that computed it, so they are replayed into its record. A
+       * capture opened inside another passes its facts on to the outer one as well.
+       */
+      capture() {
+        const outer = this.captured;
+        const mine = [];
+        this.captured = mine;
+        return () => {
+          this.captured = outer;
+          if (outer) outer.push(...mine);
+          return mine;
+        };
+      }
+      /** Records again, in the current file's set, facts captured while another file was checked. */
+      replay(facts) {
+        for (const [key, value, newest, dev, path13] of facts) this.put(key, value, newest, dev, path13);
+      }
+      /** stat(2) of `path` now, recorded, for callers outside the FileView (ld.so.cache, the checked file itself). */
+      statNow(path13) {
+        const st = statOrNull(path13);
+        this.stat(path13, st);
+        return st;
+      }
+    };
   }
 });
 
@@ -23108,118 +23231,6 @@ var init_elf = __esm({
   }
 });
 
-// src/core/elf/cache/inputs.ts
-import { realpathSync as realpathSync2, statSync as statSync2 } from "node:fs";
-function identity(st) {
-  return `${st.dev}:${st.ino}:${st.size}:${st.mode}:${st.mtimeMs}:${st.ctimeMs}`;
-}
-function inodeKey(st) {
-  return `${st.dev}:${st.ino}`;
-}
-function inputKey(kind, path13) {
-  return `${kind}\0${path13}`;
-}
-function emptySet() {
-  return { values: /* @__PURE__ */ new Map(), newest: 0, devices: /* @__PURE__ */ new Map() };
-}
-function statOrNull(path13) {
-  try {
-    return statSync2(path13, { throwIfNoEntry: false }) ?? null;
-  } catch {
-    return null;
-  }
-}
-function currentValue(kind, path13, sysroot, platform2, cwd = process.cwd()) {
-  switch (kind) {
-    case "s": {
-      const st = statOrNull(path13);
-      return st ? identity(st) : "-";
-    }
-    case "r":
-      try {
-        return realpathSync2.native(path13);
-      } catch {
-        return "-";
-      }
-    case "h":
-      return realpathIn(sysroot, path13) ?? "-";
-    case "p":
-      return platform2(path13);
-    case "w":
-      return cwd;
-    default:
-      return "\0unknown";
-  }
-}
-var InputRecorder;
-var init_inputs = __esm({
-  "src/core/elf/cache/inputs.ts"() {
-    "use strict";
-    init_sysroot();
-    InputRecorder = class {
-      /** Facts every file's check depends on (ld.so.cache, /etc/ld.so.preload, --exe). */
-      shared = emptySet();
-      current = this.shared;
-      captured = null;
-      /** Starts the facts of one file; until end(), everything recorded is its own. */
-      begin() {
-        this.current = emptySet();
-      }
-      end() {
-        const set = this.current;
-        this.current = this.shared;
-        return set;
-      }
-      /** A stat the model made of host path `path` (null: nothing there or not reachable). */
-      stat(path13, st, id) {
-        if (st === null) {
-          this.put(inputKey("s", path13), "-", 0, -1, path13);
-          return;
-        }
-        this.put(inputKey("s", path13), id ?? identity(st), st.mtimeMs > st.ctimeMs ? st.mtimeMs : st.ctimeMs, st.dev, path13);
-      }
-      /** A fact already in value form (a stat's identity recorded earlier, an lstat, a realpath, a platform). */
-      fact(kind, path13, value) {
-        this.put(inputKey(kind, path13), value, 0, -1, path13);
-      }
-      put(key, value, newest, dev, path13) {
-        const set = this.current;
-        set.values.set(key, value);
-        if (newest > set.newest) set.newest = newest;
-        if (dev >= 0 && !set.devices.has(dev)) set.devices.set(dev, path13);
-        this.captured?.push([key, value, newest, dev, path13]);
-      }
-      /**
-       * Starts keeping a copy of every fact recorded from now on, until the returned function is
-       * called; it gives them back. For an answer computed once and reused by later files' checks
-       * (the loader model's search, ../search/search-memo.ts): each file that reuses it must depend
-       * on the same facts as the file that computed it, so they are replayed into its record. A
-       * capture opened inside another passes its facts on to the outer one as well.
-       */
-      capture() {
-        const outer = this.captured;
-        const mine = [];
-        this.captured = mine;
-        return () => {
-          this.captured = outer;
-          if (outer) outer.push(...mine);
-          return mine;
-        };
-      }
-      /** Records again, in the current file's set, facts captured while another file was checked. */
-      replay(facts) {
-        for (const [key, value, newest, dev, path13] of facts) this.put(key, value, newest, dev, path13);
-      }
-      /** stat(2) of `path` now, recorded, for callers outside the FileView (ld.so.cache, the checked file itself). */
-      statNow(path13) {
-        const st = statOrNull(path13);
-        this.stat(path13, st);
-        return st;
-      }
-    };
-  }
-});
-
 // src/core/elf/cache/file-cache.ts
 import { readdirSync } from "node:fs";
 function fileKey(path13, st) {
@@ -23915,6 +23926,44 @@ var init_nvidia_driver = __esm({
   }
 });
 
+// src/core/elf/cache/link-proof.ts
+function proveLinks(facts, sysroot, settled, onNetworkFs2) {
+  const paths = facts.filter(([kind]) => kind === "h");
+  if (paths.length === 0 || sysroot === "") return void 0;
+  const dirs = /* @__PURE__ */ new Set();
+  for (const [, path13] of paths) realpathInNow(sysroot, path13, dirs);
+  const proof = [];
+  for (const dir of dirs) {
+    const st = statOrNull(dir);
+    if (!st?.isDirectory() || st.mtimeMs >= settled || st.ctimeMs >= settled || onNetworkFs2(st.dev, dir)) return void 0;
+    proof.push([dir, identity(st)]);
+  }
+  const again = /* @__PURE__ */ new Set();
+  for (const [, path13, value] of paths) if ((realpathInNow(sysroot, path13, again) ?? "-") !== value) return void 0;
+  return again.size === dirs.size && [...again].every((dir) => dirs.has(dir)) ? proof : void 0;
+}
+function linksHold(proof, sysroot, facts) {
+  const holds2 = Array.isArray(proof) && proof.length > 0 && proof.every((d) => {
+    const st = Array.isArray(d) && typeof d[0] === "string" ? statOrNull(d[0]) : null;
+    return st !== null && identity(st) === d[1];
+  });
+  if (holds2) {
+    const answers3 = [];
+    for (const fact of facts) {
+      if (Array.isArray(fact) && fact[0] === "h" && typeof fact[1] === "string" && typeof fact[2] === "string") answers3.push([fact[1], fact[2] === "-" ? void 0 : fact[2]]);
+    }
+    rememberRealpathsIn(sysroot, answers3);
+  }
+  return holds2;
+}
+var init_link_proof = __esm({
+  "src/core/elf/cache/link-proof.ts"() {
+    "use strict";
+    init_inputs();
+    init_sysroot();
+  }
+});
+
 // src/core/safe-fs/trust.ts
 function runningAsRoot() {
   return process.getuid?.() === 0;
@@ -24222,7 +24271,19 @@ function keyHash(text) {
   }
   return [a, b, c, d].map((h) => (h >>> 0).toString(16).padStart(8, "0")).join("");
 }
-function prune(dir, keep) {
+function onNetworkFs(types2, dev, path13) {
+  let network = types2.get(dev);
+  if (network === void 0) {
+    try {
+      network = NETWORK_FS.has(Number(statfsSync(path13).type) >>> 0);
+    } catch {
+      network = true;
+    }
+    types2.set(dev, network);
+  }
+  return network;
+}
+function prune(dir, keep, max = MAX_FILES) {
   const entries2 = readdirSync2(dir).filter((n) => n.endsWith(".json")).map((n) => {
     const path13 = join5(dir, n);
     try {
@@ -24231,9 +24292,9 @@ function prune(dir, keep) {
       return { path: path13, mtime: 0 };
     }
   });
-  if (entries2.length <= MAX_FILES) return;
+  if (entries2.length <= max) return;
   entries2.sort((a, b) => b.mtime - a.mtime);
-  for (const e of entries2.slice(MAX_FILES)) {
+  for (const e of entries2.slice(max)) {
     if (e.path === keep) continue;
     try {
       unlinkSync2(e.path);
@@ -24276,6 +24337,7 @@ var init_verdict_cache = __esm({
     "use strict";
     init_report_types();
     init_inputs();
+    init_link_proof();
     init_safe_fs();
     SETTLE_MS = 2e3;
     FORMAT = 1;
@@ -24321,7 +24383,11 @@ var init_verdict_cache = __esm({
       holds = /* @__PURE__ */ new Map();
       fresh = /* @__PURE__ */ new Map();
       stale = /* @__PURE__ */ new Set();
+      /** The names this run answered from the file. */
+      hits = /* @__PURE__ */ new Set();
       fsTypes = /* @__PURE__ */ new Map();
+      /** Whether the loaded file's `links` directories all read the same (asked once per run). */
+      linkProofHolds;
       /**
        * The stored result for `name` when everything it depended on still holds, and it was stored
        * for a file named the same way (`named`: on its own, not found in a directory).
@@ -24339,6 +24405,7 @@ var init_verdict_cache = __esm({
           }
           const objects = entry2.o.map((i) => this.loaded.objects[i]);
           if (objects.some((o) => !o || typeof o.path !== "string")) return void 0;
+          this.hits.add(name);
           return {
             ...entry2.skipped ? { skipped: entry2.skipped } : {},
             ...entry2.checked !== void 0 ? { checked: entry2.checked } : {},
@@ -24350,6 +24417,25 @@ var init_verdict_cache = __esm({
         } catch {
           return void 0;
         }
+      }
+      /**
+       * The facts the verdict of `name` rests on, as this run answered it from the file or kept it
+       * (undefined: it did neither, a verdict that rests on more than its facts say).
+       */
+      factsOf(name) {
+        const fresh = this.fresh.get(name);
+        if (fresh) {
+          const facts = [];
+          for (const set of [fresh.shared, fresh.inputs]) {
+            for (const [key, value] of set.values) {
+              const sep9 = key.indexOf("\0");
+              facts.push([key.slice(0, sep9), key.slice(sep9 + 1), value]);
+            }
+          }
+          return facts;
+        }
+        if (!this.hits.has(name)) return void 0;
+        return this.loaded.files[name].i.map((i) => this.loaded.inputs[i]);
       }
       /**
        * The files this run found unchanged (a stat input that still reads the same), as (device, inode):
@@ -24369,10 +24455,14 @@ var init_verdict_cache = __esm({
         let holds2 = this.holds.get(i);
         if (holds2 === void 0) {
           const input = this.loaded.inputs[i];
-          holds2 = Array.isArray(input) && currentValue(input[0], input[1], this.options.sysroot, this.options.platform, this.options.cwd) === input[2];
+          holds2 = Array.isArray(input) && (input[0] === "h" && this.linkDirsHold() || currentValue(input[0], input[1], this.options.sysroot, this.options.platform, this.options.cwd) === input[2]);
           this.holds.set(i, holds2);
         }
         return holds2;
+      }
+      linkDirsHold() {
+        this.linkProofHolds ??= linksHold(this.loaded?.links, this.options.sysroot, this.loaded.inputs);
+        return this.linkProofHolds;
       }
       /** A result just computed from `inputs` (and the check's shared facts); kept when it may be. */
       store(name, inputs, shared, result, named2 = false) {
@@ -24383,16 +24473,7 @@ var init_verdict_cache = __esm({
         this.fresh.set(name, { inputs, shared, result, named: named2 });
       }
       onNetworkFs(dev, path13) {
-        let network = this.fsTypes.get(dev);
-        if (network === void 0) {
-          try {
-            network = NETWORK_FS.has(Number(statfsSync(path13).type) >>> 0);
-          } catch {
-            network = true;
-          }
-          this.fsTypes.set(dev, network);
-        }
-        return network;
+        return onNetworkFs(this.fsTypes, dev, path13);
       }
       /**
        * Writes the cache file when this run added results: the old ones still valid as far as this
@@ -24464,7 +24545,8 @@ var init_verdict_cache = __esm({
             }, entry2.n === 1);
           }
         }
-        const data = { format: FORMAT, key: this.keyText, inputs, objects, files };
+        const links = proveLinks(inputs, this.options.sysroot, this.startedAt - SETTLE_MS, (dev, path13) => this.onNetworkFs(dev, path13));
+        const data = { format: FORMAT, key: this.keyText, inputs, objects, files, ...links ? { links } : {} };
         try {
           writeFileSafely(this.file, JSON.stringify(data), { durable: false });
           prune(this.options.dir, this.file);
@@ -78689,9 +78771,10 @@ function lookupCacheEntry(cache2, name, options) {
 init_sysroot();
 
 // src/core/elf/check.ts
+init_inputs();
 init_sysroot();
 init_report_types();
-import { existsSync as existsSync6, statSync as statSync7 } from "node:fs";
+import { existsSync as existsSync6 } from "node:fs";
 
 // src/core/elf/check-files.ts
 init_runtime_env();
@@ -78699,9 +78782,9 @@ import { existsSync as existsSync5, readFileSync as readFileSync10 } from "node:
 
 // src/core/elf/explain/found-elsewhere.ts
 init_sysroot();
-import { realpathSync } from "node:fs";
+import { realpathSync as realpathSync2 } from "node:fs";
 import { basename as basename3 } from "node:path";
-function noteFoundElsewhere(results, sysroot = "") {
+function noteFoundElsewhere(results, sysroot = "", facts) {
   const root = normalRoot(sysroot);
   const wanted = /* @__PURE__ */ new Set();
   for (const r of results) for (const p of r.problems) if (p.kind === "not-found" && p.library !== null && p.object === r.checked) wanted.add(p.library);
@@ -78725,7 +78808,8 @@ function noteFoundElsewhere(results, sysroot = "") {
   const file = (path13) => {
     if (!real.has(path13)) {
       try {
-        real.set(path13, isInside(root, path13) ? realpathIn(root, path13) ?? null : realpathSync.native(path13));
+        const inside = isInside(root, path13);
+        real.set(path13, facts ? inside ? facts.realpathIn(path13) ?? null : facts.realpath(path13) : inside ? realpathIn(root, path13) ?? null : realpathSync2.native(path13));
       } catch {
         real.set(path13, null);
       }
@@ -79197,7 +79281,7 @@ function makeContext(options, cwd, recorder = null) {
     }
   };
 }
-async function checkFiles(options, files, known2) {
+async function checkFiles(options, files, known2, facts) {
   const cwd = options.cwd ?? process.cwd();
   const recorder = options.cacheDir ? new InputRecorder() : null;
   const ctx = makeContext(options, cwd, recorder);
@@ -79238,8 +79322,15 @@ async function checkFiles(options, files, known2) {
     for (const f of files) if (f.stat && f.file === void 0) known2.set(f.path, inodeKey(f.stat));
     for (const [path13, st] of ctx.view.statsMade()) known2.set(path13, inodeKey(st));
   }
+  if (facts) {
+    for (const file of ordered) {
+      const own2 = cache2?.factsOf(nameOf(file));
+      if (own2) facts.addFacts(own2);
+      else facts.complete = false;
+    }
+  }
   cache2?.save();
-  const results = noteFoundElsewhere(own, options.sysroot);
+  const results = noteFoundElsewhere(own, options.sysroot, facts);
   const described = /* @__PURE__ */ new Set();
   for (const r of results) {
     let startup = r.startup;
@@ -79269,39 +79360,36 @@ function cwdMatters(options) {
   return splitLdLibraryPath(options.ldLibraryPath).some(relative3) || (options.preload ?? []).flatMap((p) => p.split(/[ :]/)).some((p) => p.includes("/") && relative3(p)) || options.exe !== void 0 && relative3(options.exe);
 }
 function openCache(options, cwd, ctx) {
+  return new VerdictCache({ dir: options.cacheDir, key: verdictKey(options, cwd), sysroot: normalRoot(options.sysroot), cwd, platform: platformAnswer(ctx) });
+}
+function verdictKey(options, cwd) {
   const sysroot = normalRoot(options.sysroot);
-  return new VerdictCache({
-    dir: options.cacheDir,
-    // What every result depends on besides the recorded facts. GLIBC_TUNABLES can change the
-    // hwcaps the loader searches, the order it relocates in and whether an executable stack is
-    // allowed; the platform itself is a recorded fact.
-    key: {
-      cwd: cwdMatters(options) ? cwd : null,
-      sysroot,
-      ldLibraryPath: options.ldLibraryPath ?? null,
-      preload: options.preload ?? [],
-      exe: options.exe ?? null,
-      cacheFile: options.cacheFile ?? null,
-      storeVersionsDir: options.storeVersionsDir ?? null,
-      tunables: tunablesOf(options) ?? null,
-      bindNow: bindNowOf(options),
-      pageSize: options.pageSize ?? null,
-      runtimeLoads: options.runtimeLoads !== false,
-      // NCCL_NET_PLUGIN and the plugin directories' variables change what is loaded later.
-      runtimeEnv: runtimeEnvOf(options.runtimeEnv ?? process.env),
-      // A file system remounted noexec (or exec) changes what loads without changing any file.
-      noexec: sysroot === "" ? noexecMountPoints() : [],
-      // Whether an NVIDIA kernel module is loaded, and which: a libcuda.so.1 nothing provides is a
-      // warning without one and an error with one, and its fix names the module's release.
-      nvidiaModule: nvidiaModuleLoaded(sysroot) ? kernelDriverVersion(sysroot) ?? "loaded" : null
-    },
+  return {
+    cwd: cwdMatters(options) ? cwd : null,
     sysroot,
-    cwd,
-    platform(key) {
-      const [elfClass, machine] = key.split(":").map(Number);
-      return platformText(ctx.platformFor(elfClass, machine));
-    }
-  });
+    ldLibraryPath: options.ldLibraryPath ?? null,
+    preload: options.preload ?? [],
+    exe: options.exe ?? null,
+    cacheFile: options.cacheFile ?? null,
+    storeVersionsDir: options.storeVersionsDir ?? null,
+    tunables: tunablesOf(options) ?? null,
+    bindNow: bindNowOf(options),
+    pageSize: options.pageSize ?? null,
+    runtimeLoads: options.runtimeLoads !== false,
+    // NCCL_NET_PLUGIN and the plugin directories' variables change what is loaded later.
+    runtimeEnv: runtimeEnvOf(options.runtimeEnv ?? process.env),
+    // A file system remounted noexec (or exec) changes what loads without changing any file.
+    noexec: sysroot === "" ? noexecMountPoints() : [],
+    // Whether an NVIDIA kernel module is loaded, and which: a libcuda.so.1 nothing provides is a
+    // warning without one and an error with one, and its fix names the module's release.
+    nvidiaModule: nvidiaModuleLoaded(sysroot) ? kernelDriverVersion(sysroot) ?? "loaded" : null
+  };
+}
+function platformAnswer(ctx) {
+  return (key) => {
+    const [elfClass, machine] = key.split(":").map(Number);
+    return platformText(ctx.platformFor(elfClass, machine));
+  };
 }
 
 // src/core/elf/check.ts
@@ -79313,56 +79401,67 @@ function stageOf(p) {
   if (p.kind === "cpu-isa-level") return 2;
   return 3;
 }
-function checkLibraries(options) {
-  return withLinkAnswers(() => checkLibrariesNow(options));
+function checkLibraries(options, making) {
+  return withLinkAnswers(() => checkLibrariesNow(options, making));
 }
-async function checkLibrariesNow(options) {
+async function checkLibrariesNow(options, making) {
   const cwd = options.cwd ?? process.cwd();
   if (!options.cacheDir) {
     const interp = hostLoaderPath();
     if (interp) prefetchHostLoaderFacts(interp);
     growYoungGenerationFast();
   }
-  const listed = listTargets(options.targets, { recursive: options.recursive, cwd, sysroot: options.sysroot });
+  const listed = making?.listed ?? listTargets(options.targets, { recursive: options.recursive, cwd, sysroot: options.sysroot });
   const known2 = /* @__PURE__ */ new Map();
-  const results = await checkFiles({ ...options, cwd }, listed.map((f, index) => ({ ...f, index })), known2);
-  const report = mergeResults(results.sort((a, b) => a.index - b.index), options.strict ?? false, options.sysroot, options.sysroot ? void 0 : known2);
-  if (options.sysroot) for (const o of report.objects) withImageFile(o, options.sysroot);
+  const facts = making?.facts;
+  const results = await checkFiles({ ...options, cwd }, listed.map((f, index) => ({ ...f, index })), known2, facts);
+  const report = mergeResults(results.sort((a, b) => a.index - b.index), options.strict ?? false, options.sysroot, known2, facts);
+  if (options.sysroot) for (const o of report.objects) withImageFile(o, options.sysroot, facts);
   return report;
 }
-function withImageFile(o, sysroot) {
-  if (existsSync6(o.path)) return;
-  const file = realpathIn(sysroot, o.path);
+function withImageFile(o, sysroot, facts) {
+  if (facts ? facts.stat(o.path) !== null : existsSync6(o.path)) return;
+  const file = facts ? facts.realpathIn(o.path) : realpathIn(sysroot, o.path);
   if (file && file !== o.path) o.file = file;
 }
 var FileNames = class {
   /**
    * `sysroot`: an image whose absolute links (/lib -> /usr/lib) lead nowhere on the host are followed in it.
    * `known`: (device, inode) of paths already stat'ed in this check, as stat(2) follows links.
+   * `facts`: when the report is to be kept, what records each question asked here.
    */
-  constructor(sysroot, known2) {
+  constructor(sysroot, known2, facts) {
     this.sysroot = sysroot;
     this.known = known2;
+    this.facts = facts;
   }
   sysroot;
   known;
+  facts;
   byName = /* @__PURE__ */ new Map();
   byId = /* @__PURE__ */ new Map();
   canonical(path13) {
     let name = this.byName.get(path13);
     if (name !== void 0) return name;
     let id = this.known?.get(path13) ?? null;
+    if (id === null && this.sysroot && this.known) {
+      const host = this.realpathIn(path13);
+      if (host !== void 0) id = this.known.get(host) ?? null;
+    }
     if (id === null) {
-      try {
-        const st = statSync7(path13, { throwIfNoEntry: false }) ?? (this.sysroot ? statSync7(realpathIn(this.sysroot, path13) ?? path13) : void 0);
-        if (st) id = `${st.dev}:${st.ino}`;
-      } catch {
-      }
+      const st = this.stat(path13) ?? (this.sysroot ? this.stat(this.realpathIn(path13) ?? path13) : null);
+      if (st) id = `${st.dev}:${st.ino}`;
     }
     name = id === null ? path13 : this.byId.get(id) ?? path13;
     if (id !== null && !this.byId.has(id)) this.byId.set(id, path13);
     this.byName.set(path13, name);
     return name;
+  }
+  stat(path13) {
+    return this.facts ? this.facts.stat(path13) : statOrNull(path13);
+  }
+  realpathIn(path13) {
+    return this.facts ? this.facts.realpathIn(path13) : realpathIn(this.sysroot, path13);
   }
   /** The object under its kept name, its edges leading to kept names. */
   object(o) {
@@ -79378,8 +79477,8 @@ var FileNames = class {
     return object === p.object ? p : { ...p, object };
   }
 };
-function mergeResults(results, strict, sysroot, known2) {
-  const names = new FileNames(sysroot, known2);
+function mergeResults(results, strict, sysroot, known2, facts) {
+  const names = new FileNames(sysroot, known2, facts);
   for (const r of results) if (r.checked) names.canonical(r.checked);
   const checked = [];
   const skipped = [];
@@ -79436,6 +79535,18 @@ init_errors();
 // src/core/elf/explain/format-report.ts
 init_report_types();
 init_list_targets();
+
+// src/core/elf/cache/report-memo.ts
+init_inputs();
+init_sysroot();
+init_verdict_cache();
+init_link_proof();
+init_safe_fs();
+
+// src/core/elf/check-cli.ts
+init_inputs();
+init_list_targets();
+init_sysroot();
 
 // src/core/elf/search/dynamic-program.ts
 init_file_cache();
@@ -80301,7 +80412,7 @@ init_safe_fs();
 
 // src/core/store/lock.ts
 init_errors();
-import { closeSync as closeSync8, mkdirSync as mkdirSync2, openSync as openSync8, readFileSync as readFileSync12, readdirSync as readdirSync5, rmSync as rmSync2, statSync as statSync8, utimesSync, writeSync as writeSync2 } from "node:fs";
+import { closeSync as closeSync8, mkdirSync as mkdirSync2, openSync as openSync8, readFileSync as readFileSync12, readdirSync as readdirSync5, rmSync as rmSync2, statSync as statSync7, utimesSync, writeSync as writeSync2 } from "node:fs";
 import { hostname } from "node:os";
 import { join as join10 } from "node:path";
 var DEFAULT_STALE_MS = 10 * 60 * 1e3;
@@ -80346,7 +80457,7 @@ function readLockOwner(path13) {
 function isStale(path13, owner, staleMs = DEFAULT_STALE_MS) {
   let mtimeMs;
   try {
-    mtimeMs = statSync8(path13).mtimeMs;
+    mtimeMs = statSync7(path13).mtimeMs;
   } catch {
     return false;
   }
@@ -80384,7 +80495,7 @@ function tryCreate(path13, owner) {
 function takeOver(path13, seen, staleMs) {
   const guard = `${path13}.takeover`;
   try {
-    if (Date.now() - statSync8(guard).mtimeMs > TAKEOVER_STALE_MS) rmSync2(guard, { force: true });
+    if (Date.now() - statSync7(guard).mtimeMs > TAKEOVER_STALE_MS) rmSync2(guard, { force: true });
   } catch {
   }
   let fd;
@@ -80415,7 +80526,7 @@ function reclaimStaleLocks(locksDir, staleMs = DEFAULT_STALE_MS) {
     const path13 = join10(locksDir, name);
     try {
       if (name.endsWith(".lock.takeover")) {
-        if (Date.now() - statSync8(path13).mtimeMs > TAKEOVER_STALE_MS) {
+        if (Date.now() - statSync7(path13).mtimeMs > TAKEOVER_STALE_MS) {
           rmSync2(path13, { force: true });
           removed.push(name);
         }
@@ -80426,7 +80537,7 @@ function reclaimStaleLocks(locksDir, staleMs = DEFAULT_STALE_MS) {
       if (!isStale(path13, owner, staleMs)) continue;
       takeOver(path13, owner, staleMs);
       try {
-        statSync8(path13);
+        statSync7(path13);
       } catch {
         removed.push(name);
       }
@@ -80930,7 +81041,7 @@ function refreshResolveIndex(paths) {
 // src/core/shell/shims.ts
 init_errors();
 init_safe_fs();
-import { chmodSync, existsSync as existsSync10, mkdirSync as mkdirSync5, readFileSync as readFileSync14, readdirSync as readdirSync8, rmSync as rmSync4, statSync as statSync9 } from "node:fs";
+import { chmodSync, existsSync as existsSync10, mkdirSync as mkdirSync5, readFileSync as readFileSync14, readdirSync as readdirSync8, rmSync as rmSync4, statSync as statSync8 } from "node:fs";
 import { join as join14 } from "node:path";
 init_quote();
 var SHIM_MARKER = "# cudaenv shim: generated by `cudaenv rehash`";
@@ -80967,7 +81078,7 @@ function toolkitPrograms(paths) {
     for (const name of entries2) {
       if (!PROGRAM_RE.test(name)) continue;
       try {
-        const st = statSync9(join14(bin, name));
+        const st = statSync8(join14(bin, name));
         if (st.isFile() && (st.mode & 73) !== 0) names.add(name);
       } catch {
       }
@@ -81001,7 +81112,7 @@ function writeShims(paths) {
     if (wanted.has(name) || name.startsWith(".")) continue;
     const file = join14(paths.shims, name);
     try {
-      if (statSync9(file).isFile() && readFileSync14(file, "utf8").includes(SHIM_MARKER)) {
+      if (statSync8(file).isFile() && readFileSync14(file, "utf8").includes(SHIM_MARKER)) {
         rmSync4(file, { force: true });
         removed.push(name);
       }
@@ -81096,7 +81207,7 @@ init_version();
 init_errors();
 import { spawn as spawn2 } from "node:child_process";
 import { createHash as createHash2 } from "node:crypto";
-import { constants as constants8, createReadStream as createReadStream2, mkdirSync as mkdirSync7, renameSync as renameSync3, rmSync as rmSync6, statSync as statSync10, statfsSync as statfsSync2 } from "node:fs";
+import { constants as constants8, createReadStream as createReadStream2, mkdirSync as mkdirSync7, renameSync as renameSync3, rmSync as rmSync6, statSync as statSync9, statfsSync as statfsSync2 } from "node:fs";
 import { open as open2 } from "node:fs/promises";
 import { basename as basename13, join as join18 } from "node:path";
 import { finished } from "node:stream/promises";
@@ -81786,7 +81897,7 @@ function cacheFileName(artifact) {
 }
 function sizeOf(path13) {
   try {
-    return statSync10(path13).size;
+    return statSync9(path13).size;
   } catch {
     return void 0;
   }
@@ -82660,7 +82771,7 @@ function toolkitEnvironment(env, versionDir, storeVersionsDir, policy) {
 
 // src/action/cache-service.ts
 init_safe_fs();
-import { cpSync, existsSync as existsSync18, mkdirSync as mkdirSync11, readdirSync as readdirSync13, renameSync as renameSync6, rmSync as rmSync9, statSync as statSync12 } from "node:fs";
+import { cpSync, existsSync as existsSync18, mkdirSync as mkdirSync11, readdirSync as readdirSync13, renameSync as renameSync6, rmSync as rmSync9, statSync as statSync11 } from "node:fs";
 import { join as join27 } from "node:path";
 var ReportedCacheFailure = class extends Error {
 };
@@ -82707,7 +82818,7 @@ function directoryCacheService(root) {
     name: `the cache directory ${root}`,
     unavailable: async () => existsSync18(root) ? void 0 : `the cache directory ${root} (CUDAENV_ACTION_CACHE_DIR) does not exist`,
     async restore(dir, key, restoreKeys) {
-      const entries2 = readdirSync13(root).filter((n) => !n.startsWith(".")).map((n) => ({ key: keyOf(n), path: join27(root, n), time: statSync12(join27(root, n)).mtimeMs }));
+      const entries2 = readdirSync13(root).filter((n) => !n.startsWith(".")).map((n) => ({ key: keyOf(n), path: join27(root, n), time: statSync11(join27(root, n)).mtimeMs }));
       const hit = entries2.find((e) => e.key === key) ?? restoreKeys.map((p) => entries2.filter((e) => e.key.startsWith(p)).sort((a, b) => b.time - a.time)[0]).find(Boolean);
       if (!hit) return void 0;
       rmSync9(dir, { recursive: true, force: true });
@@ -82740,7 +82851,7 @@ import { join as join28 } from "node:path";
 import { existsSync as existsSync19 } from "node:fs";
 
 // src/core/versions/version-file.ts
-import { closeSync as closeSync11, constants as constants10, fstatSync as fstatSync5, lstatSync as lstatSync9, openSync as openSync11, readSync as readSync6, statSync as statSync13 } from "node:fs";
+import { closeSync as closeSync11, constants as constants10, fstatSync as fstatSync5, lstatSync as lstatSync9, openSync as openSync11, readSync as readSync6, statSync as statSync12 } from "node:fs";
 init_errors();
 var VERSION_FILE = ".cuda-version";
 var MAX_VERSION_FILE_BYTES = 4096;
@@ -82831,7 +82942,7 @@ function isUnfollowableLink(path13) {
     return false;
   }
   try {
-    statSync13(path13);
+    statSync12(path13);
     return false;
   } catch {
     return true;
