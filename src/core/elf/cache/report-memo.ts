@@ -29,6 +29,9 @@ type Fact = [InputKind, string, string];
 
 interface MemoFile {
   format: number;
+  /** The request the file is named by and the code that answered it, compared before anything of the file is used. */
+  request: string;
+  code: string;
   key: string;
   facts: Fact[];
   links?: LinkProof;
@@ -138,7 +141,7 @@ export class ReportMemo {
   }
 
   private keyText(): string {
-    this.key ??= JSON.stringify({format: FORMAT, code: codeStamp(), request: this.request, ...this.options.key()});
+    this.key ??= JSON.stringify(this.options.key());
     return this.key;
   }
 
@@ -150,8 +153,8 @@ export class ReportMemo {
     } catch {
       return undefined;
     }
-    // Another key hashing alike, an older format, a damaged or hand-edited file: a miss, never a crash.
-    if (data?.format !== FORMAT || typeof data.key !== 'string' || !Array.isArray(data.facts) || !isAnswer(data.answer)) return undefined;
+    // Another request hashing alike, an older format, a damaged or hand-edited file: a miss, never a crash.
+    if (data?.format !== FORMAT || data.request !== this.request || data.code !== codeStamp() || typeof data.key !== 'string' || !Array.isArray(data.facts) || !isAnswer(data.answer)) return undefined;
     const {sysroot, platform, cwd} = this.options;
     const links = data.links !== undefined && linksHold(data.links, sysroot, data.facts);
     if (data.key !== this.keyText()) return undefined;
@@ -171,7 +174,7 @@ export class ReportMemo {
     if (!kept) return;
     const types = new Map<number, boolean>();
     const links = proveLinks(kept, this.options.sysroot, settled, (dev, path) => onNetworkFs(types, dev, path));
-    const data: MemoFile = {format: FORMAT, key: this.keyText(), facts: kept, ...(links ? {links} : {}), answer};
+    const data: MemoFile = {format: FORMAT, request: this.request, code: codeStamp(), key: this.keyText(), facts: kept, ...(links ? {links} : {}), answer};
     try {
       writeFileSafely(this.file, JSON.stringify(data), {durable: false});
       prune(join(this.options.dir, 'reports'), this.file, MAX_REPORTS);

@@ -147,16 +147,22 @@ d('a plain check\'s text is kept with every fact it rests on', () => {
     expect(after.text).toContain('V2');
   });
 
-  test('a damaged kept report is no answer, and a failing report is never kept', async () => {
+  test('a damaged kept report, or one of another request, build or listing, is no answer; a failing report is never kept', async () => {
     const t = trees[2];
     const cacheDir = join(t.cacheDir, 'check');
     const targets = [t.app];
     const first = await runCheckText(input(targets, cacheDir));
     const [kept] = reports(t.cacheDir);
     const file = join(cacheDir, 'reports', kept!);
-    const good = readFileSync(file, 'utf8');
-    for (const damaged of ['{"format": 1, "facts": ', JSON.stringify({...JSON.parse(good), facts: 'none'}),
-      JSON.stringify({...JSON.parse(good), answer: {text: 1}}), JSON.stringify({...JSON.parse(good), facts: [[1, 2]]})]) {
+    // Each variant carries a marked text: given back, it would show.
+    const marked = JSON.parse(readFileSync(file, 'utf8'));
+    marked.answer.text = 'from the kept report';
+    writeFileSync(file, JSON.stringify(marked));
+    expect((await runCheckText(input(targets, cacheDir))).text).toBe('from the kept report');
+    for (const damaged of ['{"format": 1, "facts": ', JSON.stringify({...marked, answer: {text: 1}}), JSON.stringify({...marked, facts: 'none'}),
+      JSON.stringify({...marked, facts: [[1, 2]]}), JSON.stringify({...marked, format: 0}),
+      // Another request hashing alike, another build of cudaenv, another listing or set of options.
+      JSON.stringify({...marked, request: '{}'}), JSON.stringify({...marked, code: 'another build'}), JSON.stringify({...marked, key: '{}'})]) {
       writeFileSync(file, damaged);
       expect(await runCheckText(input(targets, cacheDir))).toEqual(first);
     }
