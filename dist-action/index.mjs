@@ -21604,6 +21604,16 @@ function inodeKey(st) {
 function inputKey(kind, path13) {
   return `${kind}\0${path13}`;
 }
+function factsIn(...sets) {
+  const facts = [];
+  for (const set of sets) {
+    for (const [key, value] of set.values) {
+      const sep9 = key.indexOf("\0");
+      facts.push([key.slice(0, sep9), key.slice(sep9 + 1), value]);
+    }
+  }
+  return facts;
+}
 function emptySet() {
   return { values: /* @__PURE__ */ new Map(), newest: 0, devices: /* @__PURE__ */ new Map() };
 }
@@ -24424,16 +24434,7 @@ var init_verdict_cache = __esm({
        */
       factsOf(name) {
         const fresh = this.fresh.get(name);
-        if (fresh) {
-          const facts = [];
-          for (const set of [fresh.shared, fresh.inputs]) {
-            for (const [key, value] of set.values) {
-              const sep9 = key.indexOf("\0");
-              facts.push([key.slice(0, sep9), key.slice(sep9 + 1), value]);
-            }
-          }
-          return facts;
-        }
+        if (fresh) return factsIn(fresh.shared, fresh.inputs);
         if (!this.hits.has(name)) return void 0;
         return this.loaded.files[name].i.map((i) => this.loaded.inputs[i]);
       }
@@ -24520,14 +24521,7 @@ var init_verdict_cache = __esm({
           count++;
         };
         for (const [name, { inputs: own, shared, result, named: named2 }] of this.fresh) {
-          const idx = [];
-          for (const set of [shared, own]) {
-            for (const [k, value] of set.values) {
-              const sep9 = k.indexOf("\0");
-              idx.push(input(k.slice(0, sep9), k.slice(sep9 + 1), value));
-            }
-          }
-          add(name, idx, result, named2);
+          add(name, factsIn(shared, own).map(([kind, path13, value]) => input(kind, path13, value)), result, named2);
         }
         if (this.loaded) {
           for (const [name, entry2] of Object.entries(this.loaded.files)) {

@@ -36,6 +36,18 @@ export function inputKey(kind: InputKind, path: string): string {
   return `${kind}\0${path}`;
 }
 
+/** The facts of sets, as (kind, path, value), in order. */
+export function factsIn(...sets: InputSet[]): Array<[InputKind, string, string]> {
+  const facts: Array<[InputKind, string, string]> = [];
+  for (const set of sets) {
+    for (const [key, value] of set.values) {
+      const sep = key.indexOf('\0');
+      facts.push([key.slice(0, sep) as InputKind, key.slice(sep + 1), value]);
+    }
+  }
+  return facts;
+}
+
 /** The facts of one file's check (or of the whole check, for what every file shares). */
 export interface InputSet {
   values: Map<string, string>;

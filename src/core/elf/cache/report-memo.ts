@@ -1,6 +1,6 @@
 import {readFileSync, realpathSync, type Stats} from 'node:fs';
 import {join} from 'node:path';
-import {currentValue, identity, inputKey, statOrNull, type InputKind, type InputSet} from './inputs.js';
+import {currentValue, identity, inputKey, statOrNull, type InputKind} from './inputs.js';
 import {realpathIn} from '../read/machine/sysroot.js';
 import {codeStamp, keyHash, onNetworkFs, prune, SETTLE_MS} from './verdict-cache.js';
 import {linksHold, proveLinks, type LinkProof} from './link-proof.js';
@@ -63,17 +63,9 @@ export class ReportFacts {
     if (!this.devices.has(st.dev)) this.devices.set(st.dev, path);
   }
 
-  /** The facts of a verdict the check kept (the verdict cache's, as stored). */
+  /** The facts of a verdict the check kept (the verdict cache's, as stored or just computed). */
   addFacts(facts: Iterable<readonly [InputKind, string, string]>): void {
     for (const [kind, path, value] of facts) this.add(kind, path, value);
-  }
-
-  /** The facts of a verdict just computed (already checked for age and file system by the verdict cache). */
-  addSet(set: InputSet): void {
-    for (const [key, value] of set.values) {
-      const sep = key.indexOf('\0');
-      this.add(key.slice(0, sep) as InputKind, key.slice(sep + 1), value);
-    }
   }
 
   /** stat(2) following links, recorded. */

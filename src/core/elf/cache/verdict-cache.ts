@@ -2,7 +2,7 @@ import {readdirSync, readFileSync, statfsSync, statSync, unlinkSync} from 'node:
 import {basename, dirname, join} from 'node:path';
 import {fileURLToPath} from 'node:url';
 import {isFailing, type CheckedObject, type FileVerdict} from '../report-types.js';
-import {currentValue, identity, inputKey, type InputKind, type InputSet} from './inputs.js';
+import {currentValue, factsIn, identity, inputKey, type InputKind, type InputSet} from './inputs.js';
 import {linksHold, proveLinks, type LinkProof} from './link-proof.js';
 import {writeFileSafely} from '../../safe-fs/index.js';
 
@@ -136,16 +136,7 @@ export class VerdictCache {
    */
   factsOf(name: string): Array<[InputKind, string, string]> | undefined {
     const fresh = this.fresh.get(name);
-    if (fresh) {
-      const facts: Array<[InputKind, string, string]> = [];
-      for (const set of [fresh.shared, fresh.inputs]) {
-        for (const [key, value] of set.values) {
-          const sep = key.indexOf('\0');
-          facts.push([key.slice(0, sep) as InputKind, key.slice(sep + 1), value]);
-        }
-      }
-      return facts;
-    }
+    if (fresh) return factsIn(fresh.shared, fresh.inputs);
     if (!this.hits.has(name)) return undefined;
     return this.loaded!.files[name]!.i.map((i) => this.loaded!.inputs[i]!);
   }
@@ -234,14 +225,7 @@ export class VerdictCache {
       count++;
     };
     for (const [name, {inputs: own, shared, result, named}] of this.fresh) {
-      const idx: number[] = [];
-      for (const set of [shared, own]) {
-        for (const [k, value] of set.values) {
-          const sep = k.indexOf('\0');
-          idx.push(input(k.slice(0, sep) as InputKind, k.slice(sep + 1), value));
-        }
-      }
-      add(name, idx, result, named);
+      add(name, factsIn(shared, own).map(([kind, path, value]) => input(kind, path, value)), result, named);
     }
     // Results of earlier runs this one neither replaced nor found stale, up to the bound.
     if (this.loaded) {

@@ -87,6 +87,22 @@ const reports = (cacheDir: string) => (existsSync(join(cacheDir, 'check', 'repor
 /** The verdict cache's own files: a check that reads no file leaves them as they were. */
 const verdicts = (cacheDir: string) => readdirSync(join(cacheDir, 'check')).filter((n) => n.endsWith('.json'));
 
+/** The one kept report under `checkDir` (a store's cache/check): its file and what it holds. */
+function keptReport(checkDir: string): {file: string; data: Record<string, any>} {
+  const [name] = readdirSync(join(checkDir, 'reports'));
+  const file = join(checkDir, 'reports', name!);
+  return {file, data: JSON.parse(readFileSync(file, 'utf8'))};
+}
+
+const MARK = 'from the kept report';
+/** Marks the kept report's text, so that an answer from it shows; gives it back as marked. */
+function markKept(checkDir: string): {file: string; data: Record<string, any>} {
+  const kept = keptReport(checkDir);
+  kept.data.answer.text = MARK;
+  writeFileSync(kept.file, JSON.stringify(kept.data));
+  return kept;
+}
+
 d('a plain check\'s text is kept with every fact it rests on', () => {
   test('an unchanged tree is answered from the kept text, without the verdicts; a rebuilt library is checked again', async () => {
     const t = trees[0];
@@ -101,12 +117,8 @@ d('a plain check\'s text is kept with every fact it rests on', () => {
     expect(await runCheckText(input(targets, cacheDir))).toEqual(first);
     expect(verdicts(t.cacheDir)).toEqual([]);
     // The same text, from the kept one, whatever it says: proven by marking it.
-    const [kept] = reports(t.cacheDir);
-    const file = join(cacheDir, 'reports', kept!);
-    const data = JSON.parse(readFileSync(file, 'utf8'));
-    data.answer.text = 'from the kept report';
-    writeFileSync(file, JSON.stringify(data));
-    expect((await runCheckText(input(targets, cacheDir))).text).toBe('from the kept report');
+    markKept(cacheDir);
+    expect((await runCheckText(input(targets, cacheDir))).text).toBe(MARK);
     // The library rebuilt without b@V2: the real loader fails, and so does the check.
     buildOld(join(t.newDir, 'libv.so'));
     expect(lddVerdict(t.app).versions).toEqual([`V2 ${t.app}`]);
@@ -134,8 +146,7 @@ d('a plain check\'s text is kept with every fact it rests on', () => {
     const targets = [img.app];
     const first = await runCheckText(input(targets, img.cacheDir, env));
     expect(first.exitCode).toBe(0);
-    const [kept] = readdirSync(join(img.cacheDir, 'reports'));
-    const data = JSON.parse(readFileSync(join(img.cacheDir, 'reports', kept!), 'utf8'));
+    const {data} = keptReport(img.cacheDir);
     // The links of the image are told by its directories (src/core/elf/cache/link-proof.ts).
     expect(data.links.map(([dir]: [string]) => dir)).toEqual(expect.arrayContaining([join(img.img, 'etc', 'alternatives'), join(img.img, 'usr', 'lib', 'x86_64-linux-gnu')]));
     expect(await runCheckText(input(targets, img.cacheDir, env))).toEqual(first);
@@ -152,13 +163,9 @@ d('a plain check\'s text is kept with every fact it rests on', () => {
     const cacheDir = join(t.cacheDir, 'check');
     const targets = [t.app];
     const first = await runCheckText(input(targets, cacheDir));
-    const [kept] = reports(t.cacheDir);
-    const file = join(cacheDir, 'reports', kept!);
     // Each variant carries a marked text: given back, it would show.
-    const marked = JSON.parse(readFileSync(file, 'utf8'));
-    marked.answer.text = 'from the kept report';
-    writeFileSync(file, JSON.stringify(marked));
-    expect((await runCheckText(input(targets, cacheDir))).text).toBe('from the kept report');
+    const {file, data: marked} = markKept(cacheDir);
+    expect((await runCheckText(input(targets, cacheDir))).text).toBe(MARK);
     for (const damaged of ['{"format": 1, "facts": ', JSON.stringify({...marked, answer: {text: 1}}), JSON.stringify({...marked, facts: 'none'}),
       JSON.stringify({...marked, facts: [[1, 2]]}), JSON.stringify({...marked, format: 0}),
       // Another request hashing alike, another build of cudaenv, another listing or set of options.
